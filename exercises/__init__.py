@@ -1,0 +1,1 @@
+"""Your implementations: fill in the seven modules, in curriculum order."""

@@ -1,0 +1,75 @@
+"""Write the golden outputs of every probe from the reference solutions.
+
+Usage::
+
+    python -m grader.golden           # rewrite tests/data/golden.npz
+    python -m grader.golden --check   # exit 1 if the file is out of date
+
+The probes (seeded inputs) are declared in the graded test files. Their
+outputs under ``solutions/`` are the expected values that tests cannot
+derive from a property.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+
+import numpy as np
+
+from grader.curriculum import ROOT
+from tests.kit import LocalImplementation
+from tests.probes import GOLDEN_FILE, as_arrays, golden_keys, load_all_probes
+
+
+def compute(impl_dir: str = "solutions") -> dict[str, np.ndarray]:
+    """Run every probe through the implementation in ``impl_dir``."""
+    implementation = LocalImplementation(ROOT / impl_dir)
+    values: dict[str, np.ndarray] = {}
+    for name, entry in sorted(load_all_probes().items()):
+        args, kwargs = entry.arguments()
+        arrays = as_arrays(implementation.function("", entry.function)(*args, **kwargs))
+        values.update(zip(golden_keys(name, len(arrays)), arrays))
+    return values
+
+
+def serialise(values: dict[str, np.ndarray]) -> bytes:
+    """The golden file's bytes (deterministic for the same values)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **values)
+    return buffer.getvalue()
+
+
+def is_current() -> bool:
+    """True when the golden file holds exactly the reference's current outputs."""
+    if not GOLDEN_FILE.is_file():
+        return False
+    with np.load(GOLDEN_FILE, allow_pickle=False) as stored:
+        current = compute()
+        if sorted(stored.files) != sorted(current):
+            return False
+        return all(
+            stored[key].dtype == value.dtype and np.array_equal(stored[key], value, equal_nan=True)
+            for key, value in current.items()
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m grader.golden", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check that the file is current")
+    args = parser.parse_args(argv)
+    if args.check:
+        if is_current():
+            return 0
+        print(f"{GOLDEN_FILE.relative_to(ROOT)} is out of date: run `python -m grader.golden`")
+        return 1
+    GOLDEN_FILE.parent.mkdir(parents=True, exist_ok=True)
+    GOLDEN_FILE.write_bytes(serialise(compute()))
+    print(f"wrote {GOLDEN_FILE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

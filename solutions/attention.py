@@ -1,0 +1,143 @@
+"""Exercise 3: scaled dot-product attention, softmax(Q K^T / sqrt(d_k) + M) V.
+
+Attention happens in three steps:
+
+1. compare: every query is compared with every key by a dot product, giving
+   a score matrix with one row per query and one column per key;
+2. normalise: softmax over each row turns the scores into weights that are
+   non-negative and sum to 1, and the mask ``M`` decides which keys a query
+   may use at all (a blocked key gets ``-inf`` before the softmax, so weight
+   0 after it);
+3. combine: each query's output (its context vector) is the weighted average
+   of the value vectors.
+
+Why divide by ``sqrt(d_k)``? If the entries of ``q`` and ``k`` are
+independent with mean 0 and variance 1, their dot product is a sum of
+``d_k`` such products and has variance ``d_k``. Without scaling, the scores
+spread out as the dimension grows, softmax puts nearly all the weight on one
+key, and its gradients vanish. Dividing by ``sqrt(d_k)`` brings the variance
+back to about 1 whatever ``d_k`` is. It does not make attention uniform;
+it keeps the softmax in a range where it can still learn.
+
+Entry ``[i, j]`` of the weights says how much of value ``j`` goes into output
+``i``. It is not, by itself, the importance of token ``j`` for the model's
+prediction: a heatmap of weights shows a computation, not an explanation.
+
+What the tests check
+--------------------
+* shapes ``(..., n_q, n_k)`` and ``(..., n_q, d_v)`` with batch axes and
+  ``n_q != n_k`` and ``d_v != d_k``, dtype kept for float32 and float64;
+* the scores are ``q @ k^T / sqrt(d_k)`` (transpose of the last two axes);
+* weights: rows sum to 1, all in ``[0, 1]``, softmax over the key axis;
+* scaling: for unit-variance q and k the scaled scores keep variance near 1
+  for d_k from 4 to 1024 while unscaled ones grow with d_k, and the
+  attention entropy does not collapse as d_k grows;
+* masking: a blocked key gets weight exactly 0, changing its value changes
+  nothing, bool and additive masks agree, a fully blocked row gives zeros;
+* permutation equivariance: shuffling the tokens shuffles the outputs the
+  same way (attention alone does not see order);
+* the worked example of the reading: 8 tokens, rng(42), d_model 16,
+  d_k = d_v = 8.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import as_float_array, require_broadcast, require_ndim
+from .softmax import softmax
+
+
+def attention_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Compare every query with every key: ``q @ k^T / sqrt(d_k)``.
+
+    Parameters
+    ----------
+    q : numpy.ndarray
+        Queries, shape ``(..., n_q, d_k)``.
+    k : numpy.ndarray
+        Keys, shape ``(..., n_k, d_k)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Scores, shape ``(..., n_q, n_k)``; entry ``[..., i, j]`` is
+        ``q[..., i, :] . k[..., j, :] / sqrt(d_k)``.
+
+    Raises
+    ------
+    ValueError
+        If q or k has fewer than 2 axes or their last axes differ.
+
+    Notes
+    -----
+    Transpose only the last two axes of ``k``; ``k.T`` reverses all of them.
+    """
+    q = as_float_array("q", q)
+    k = as_float_array("k", k)
+    require_ndim("q", q, 2, "(..., n_q, d_k)")
+    require_ndim("k", k, 2, "(..., n_k, d_k)")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q of shape {q.shape} and k of shape {k.shape} must share d_k "
+            "(their last axis)"
+        )
+    d_k = q.shape[-1]
+    # (..., n_q, d_k) @ (..., d_k, n_k) -> (..., n_q, n_k)
+    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)
+
+
+def scaled_dot_product_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Attend from every query to the permitted keys and mix their values.
+
+    Parameters
+    ----------
+    q : numpy.ndarray
+        Queries, shape ``(..., n_q, d_k)``.
+    k : numpy.ndarray
+        Keys, shape ``(..., n_k, d_k)``.
+    v : numpy.ndarray
+        Values, shape ``(..., n_k, d_v)``; ``d_v`` may differ from ``d_k``.
+    mask : numpy.ndarray, optional
+        Broadcastable to ``(..., n_q, n_k)``. Boolean: ``True`` where the
+        query may attend to the key. Float: added to the scores (the ``M`` of
+        the formula; 0 keeps a key, ``-inf`` blocks it).
+
+    Returns
+    -------
+    context : numpy.ndarray
+        Shape ``(..., n_q, d_v)``: each row a weighted average of values.
+    weights : numpy.ndarray
+        Shape ``(..., n_q, n_k)``: each row sums to 1, or is all zeros when
+        every key of that row is blocked (then the context row is zero too).
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not fit each other or the mask does not broadcast.
+    """
+    v = as_float_array("v", v)
+    scores = attention_scores(q, k)  # (..., n_q, n_k)
+    require_ndim("v", v, 2, "(..., n_k, d_v)")
+    if v.shape[-2] != np.shape(k)[-2]:
+        raise ValueError(
+            f"k of shape {np.shape(k)} and v of shape {v.shape} must have the "
+            "same number of positions n_k (second-to-last axis)"
+        )
+    if mask is not None:
+        mask = np.asarray(mask)
+        require_broadcast("mask", mask.shape, scores.shape)
+        if mask.dtype == np.bool_:
+            scores = np.where(mask, scores, -np.inf)
+        else:
+            scores = scores + as_float_array("mask", mask).astype(scores.dtype)
+    weights = softmax(scores, axis=-1)
+    context = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)
+    return context, weights

@@ -1,0 +1,272 @@
+"""Exercise 7: a full Transformer encoder layer around the attention.
+
+Attention only moves information between positions. A Transformer layer
+wraps it with three more pieces, and the representation a model produces is
+the work of the whole path, not of attention alone:
+
+* Residual connections add each sub-layer's input to its output
+  (``x + sublayer(x)``): information can bypass a sub-layer, and deep stacks
+  stay trainable. They are also why an attention heatmap cannot tell the
+  whole story: much of a token's vector never went through the weights.
+* Layer normalisation rescales each token vector on its own to mean 0 and
+  variance 1 over its features, then applies a learned scale ``gamma`` and
+  shift ``beta``. ``eps`` sits inside the square root and keeps it away
+  from 0. The variance is the biased one (divide by ``d``, not ``d - 1``).
+* The position-wise feed-forward network transforms every token separately
+  with the same two-layer perceptron: attention mixes across positions, the
+  feed-forward network processes within one.
+
+Post-LN (the original Transformer) normalises after each residual sum:
+``h = LN1(x + MHA(x))``, ``out = LN2(h + FFN(h))``. Pre-LN (most modern
+models) normalises the sub-layer's input and leaves the residual path clean:
+``h = x + MHA(LN1(x))``, ``out = h + FFN(LN2(h))``.
+
+Dropout zeroes random entries during training. Inverted dropout divides the
+kept entries by ``1 - rate`` so the expected value is unchanged and nothing
+needs rescaling at evaluation, where dropout does nothing.
+
+What the tests check
+--------------------
+* ``layer_norm``: a hand computation with non-trivial gamma, beta and a large
+  eps, normalisation over the last axis only, biased variance, dtype kept;
+* ``feed_forward``: relu and gelu (tanh form) against hand computations,
+  position-wise (rows do not mix), an unknown activation rejected;
+* ``dropout``: identity at evaluation and for rate 0, dropped entries are 0
+  and kept ones scaled by ``1/(1-rate)``, the mean is preserved, the rate is
+  respected, randomness only from ``rng``, a bad rate rejected;
+* ``init_transformer_layer``: keys, shapes, ones and zeros;
+* ``transformer_layer``: shape, the residual paths, post-LN vs pre-LN,
+  masks, permutation equivariance without positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import as_float_array, require_ndim, require_params, require_positive_int
+from .multihead import init_multi_head, multi_head_attention
+from .projections import init_weight, linear
+
+
+def layer_norm(
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5
+) -> np.ndarray:
+    """Normalise each vector along the last axis, then scale and shift it.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Shape ``(..., d)``.
+    gamma, beta : numpy.ndarray
+        Shape ``(d,)``: learned scale and shift.
+    eps : float, optional
+        Added to the variance inside the square root; non-negative.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(x - mean) / sqrt(var + eps) * gamma + beta`` with mean and biased
+        variance over the last axis; same shape as ``x``.
+
+    Raises
+    ------
+    ValueError
+        If ``gamma`` or ``beta`` does not have shape ``(d,)`` or ``eps`` is
+        negative.
+    """
+    x = as_float_array("x", x)
+    require_ndim("x", x, 1, "(..., d)")
+    d = x.shape[-1]
+    for name, value in (("gamma", gamma), ("beta", beta)):
+        if np.shape(value) != (d,):
+            raise ValueError(f"{name} must have shape ({d},) to match x of shape {x.shape}, got {np.shape(value)}")
+    if not eps >= 0:
+        raise ValueError(f"eps must be non-negative, got {eps}")
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # biased: divide by d
+    return (x - mean) / np.sqrt(variance + eps) * gamma + beta
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+_ACTIVATIONS = {"relu": lambda x: np.maximum(x, 0), "gelu": _gelu_tanh}
+
+
+def feed_forward(
+    x: np.ndarray, params: dict[str, np.ndarray], activation: str = "relu"
+) -> np.ndarray:
+    """Apply the same two-layer network to every position.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Shape ``(..., n, d_model)``.
+    params : dict
+        ``w_1 (d_model, d_ff)``, ``b_1 (d_ff,)``, ``w_2 (d_ff, d_model)``,
+        ``b_2 (d_model,)``; other keys are ignored.
+    activation : {"relu", "gelu"}, optional
+        ``"gelu"`` is the tanh approximation
+        ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``act(x @ w_1 + b_1) @ w_2 + b_2``, shape ``(..., n, d_model)``.
+
+    Raises
+    ------
+    ValueError
+        If ``activation`` is unknown or a parameter has the wrong shape.
+    """
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+    if not isinstance(params, dict) or "w_1" not in params:
+        raise ValueError("params must be a dict with w_1, b_1, w_2, b_2")
+    d_model, d_ff = np.shape(params["w_1"])
+    require_params(
+        "params",
+        params,
+        {"w_1": (d_model, d_ff), "b_1": (d_ff,), "w_2": (d_ff, d_model), "b_2": (d_model,)},
+    )
+    hidden = _ACTIVATIONS[activation](linear(x, params["w_1"], params["b_1"]))  # (..., n, d_ff)
+    return linear(hidden, params["w_2"], params["b_2"])  # (..., n, d_model)
+
+
+def dropout(
+    x: np.ndarray, rate: float, rng: np.random.Generator, training: bool = True
+) -> np.ndarray:
+    """Zero each entry with probability ``rate`` and rescale the rest.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Any shape.
+    rate : float
+        Probability of dropping an entry, ``0 <= rate < 1``.
+    rng : numpy.random.Generator
+        The only source of randomness.
+    training : bool, optional
+        When False, dropout is the identity.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape and dtype as ``x``: kept entries divided by
+        ``1 - rate``, dropped entries 0. ``x`` itself is returned unchanged
+        when ``training`` is False or ``rate`` is 0.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is outside ``[0, 1)``.
+    """
+    if not 0 <= rate < 1:
+        raise ValueError(f"rate must lie in [0, 1), got {rate}")
+    x = as_float_array("x", x)
+    if not training or rate == 0:
+        return x
+    keep = rng.random(x.shape) >= rate
+    return np.where(keep, x / (1.0 - rate), 0).astype(x.dtype)
+
+
+def init_transformer_layer(
+    rng: np.random.Generator, d_model: int, n_heads: int, d_ff: int
+) -> dict:
+    """Create random parameters for :func:`transformer_layer`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    d_model, n_heads, d_ff : int
+        Model width, number of heads (dividing ``d_model``) and hidden width
+        of the feed-forward network.
+
+    Returns
+    -------
+    dict
+        ``attention``: ``init_multi_head(rng, d_model, n_heads)`` (drawn
+        first); ``ln1_gamma, ln2_gamma``: ones ``(d_model,)``;
+        ``ln1_beta, ln2_beta``: zeros; ``w_1``: ``init_weight(rng, d_model,
+        d_ff)``, then ``w_2``: ``init_weight(rng, d_ff, d_model)``;
+        ``b_1 (d_ff,)`` and ``b_2 (d_model,)``: zeros.
+
+    Raises
+    ------
+    ValueError
+        If a size is not positive or ``n_heads`` does not divide ``d_model``.
+    """
+    d_ff = require_positive_int("d_ff", d_ff)
+    params: dict = {"attention": init_multi_head(rng, d_model, n_heads)}
+    params.update(
+        ln1_gamma=np.ones(d_model),
+        ln1_beta=np.zeros(d_model),
+        ln2_gamma=np.ones(d_model),
+        ln2_beta=np.zeros(d_model),
+        w_1=init_weight(rng, d_model, d_ff),
+        b_1=np.zeros(d_ff),
+        w_2=init_weight(rng, d_ff, d_model),
+        b_2=np.zeros(d_model),
+    )
+    return params
+
+
+def transformer_layer(
+    x: np.ndarray,
+    params: dict,
+    n_heads: int,
+    mask: np.ndarray | None = None,
+    norm_first: bool = False,
+    activation: str = "relu",
+) -> np.ndarray:
+    """One encoder layer: attention and feed-forward, each with a residual.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Shape ``(..., n, d_model)``.
+    params : dict
+        As made by :func:`init_transformer_layer`.
+    n_heads : int
+        Number of attention heads.
+    mask : numpy.ndarray, optional
+        Passed to :func:`multi_head_attention`.
+    norm_first : bool, optional
+        False (default): post-LN, ``h = LN1(x + MHA(x))``,
+        ``out = LN2(h + FFN(h))``. True: pre-LN, ``h = x + MHA(LN1(x))``,
+        ``out = h + FFN(LN2(h))``.
+    activation : {"relu", "gelu"}, optional
+        The feed-forward activation.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(..., n, d_model)``. Inference mode: no dropout.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is missing or the shapes do not fit.
+    """
+    x = as_float_array("x", x)
+    if not isinstance(params, dict) or "attention" not in params:
+        raise ValueError("params must be a dict made like init_transformer_layer's, with 'attention'")
+
+    def attend(h: np.ndarray) -> np.ndarray:
+        return multi_head_attention(h, params["attention"], n_heads, mask)[0]
+
+    def norm1(h: np.ndarray) -> np.ndarray:
+        return layer_norm(h, params["ln1_gamma"], params["ln1_beta"])
+
+    def norm2(h: np.ndarray) -> np.ndarray:
+        return layer_norm(h, params["ln2_gamma"], params["ln2_beta"])
+
+    if norm_first:
+        h = x + attend(norm1(x))
+        return h + feed_forward(norm2(h), params, activation)
+    h = norm1(x + attend(x))
+    return norm2(h + feed_forward(h, params, activation))

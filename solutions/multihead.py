@@ -1,0 +1,206 @@
+"""Exercise 6: multi-head attention, several ways of comparing at once.
+
+One attention head gives each query one distribution over the keys, so one
+kind of relationship at a time. Multi-head attention runs several heads side
+by side, each with its own slice of the projections: one head may follow
+neighbouring tokens, another the subject of a verb, another may spread out
+broadly. These roles are learned tendencies, not assigned in advance.
+
+The heads share the work of one ``d_model``-wide projection: head ``h`` owns
+the feature columns ``h*d_head:(h+1)*d_head`` of ``Q``, ``K`` and ``V``, with
+``d_head = d_model / n_heads``. Splitting is a reshape followed by moving the
+head axis in front of the positions: ``(..., n, d_model) -> (..., n, n_heads,
+d_head) -> (..., n_heads, n, d_head)``. Then every head attends on its own
+(the head axis is one more batch axis), the outputs are put back side by side
+and mixed by the output projection ``W_O``. Each head divides its scores by
+``sqrt(d_head)``, the size of its own keys.
+
+With ``kv`` given, queries come from ``x`` and keys and values from ``kv``:
+cross-attention, as a decoder attends to an encoder's output.
+
+What the tests check
+--------------------
+* ``split_heads``/``merge_heads``: shapes, head ``h`` owns its column block,
+  positions are not mixed into heads, merge inverts split exactly;
+* ``init_multi_head``: the eight keys, shapes, zero biases, weight scale;
+* ``multi_head_attention``: output and per-head weight shapes with batch
+  axes, per-head rows summing to 1, the output projection and biases are
+  used, one head's weights depend only on its own columns of ``W_Q`` and
+  ``W_K``, scaling by ``sqrt(d_head)``, cross-attention through ``kv``,
+  masks (shared and per sequence, also when batch equals heads),
+  permutation equivariance, and a ``ValueError`` when ``n_heads`` does not
+  divide ``d_model``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import (
+    as_float_array,
+    require_broadcast,
+    require_divisible,
+    require_ndim,
+    require_params,
+    require_positive_int,
+)
+from .attention import scaled_dot_product_attention
+from .projections import init_weight, linear
+
+
+def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
+    """Cut the feature axis into heads and move the head axis forward.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Shape ``(..., n, d_model)``.
+    n_heads : int
+        Number of heads; must divide ``d_model``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(..., n_heads, n, d_head)`` with ``d_head = d_model //
+        n_heads``; ``out[..., h, p, :]`` is ``x[..., p, h*d_head:(h+1)*d_head]``.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` has fewer than 2 axes or ``n_heads`` does not divide
+        ``d_model``.
+    """
+    x = np.asarray(x)
+    require_ndim("x", x, 2, "(..., n, d_model)")
+    n_heads = require_positive_int("n_heads", n_heads)
+    *batch, n, d_model = x.shape
+    d_head = require_divisible(d_model, n_heads)
+    x = x.reshape(*batch, n, n_heads, d_head)  # (..., n, n_heads, d_head)
+    return np.swapaxes(x, -3, -2)  # (..., n_heads, n, d_head)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:
+    """Put the heads back side by side: the inverse of :func:`split_heads`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Shape ``(..., n_heads, n, d_head)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(..., n, n_heads * d_head)``.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` has fewer than 3 axes.
+    """
+    x = np.asarray(x)
+    require_ndim("x", x, 3, "(..., n_heads, n, d_head)")
+    *batch, n_heads, n, d_head = x.shape
+    x = np.swapaxes(x, -3, -2)  # (..., n, n_heads, d_head)
+    return x.reshape(*batch, n, n_heads * d_head)
+
+
+def init_multi_head(
+    rng: np.random.Generator, d_model: int, n_heads: int
+) -> dict[str, np.ndarray]:
+    """Create random parameters for :func:`multi_head_attention`.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    d_model : int
+        Model width, positive.
+    n_heads : int
+        Number of heads; must divide ``d_model``.
+
+    Returns
+    -------
+    dict
+        ``w_q, w_k, w_v, w_o``: ``(d_model, d_model)`` from
+        ``init_weight(rng, d_model, d_model)``, drawn in that order;
+        ``b_q, b_k, b_v, b_o``: zeros ``(d_model,)``.
+
+    Raises
+    ------
+    ValueError
+        If a size is not positive or ``n_heads`` does not divide ``d_model``.
+    """
+    d_model = require_positive_int("d_model", d_model)
+    require_divisible(d_model, require_positive_int("n_heads", n_heads))
+    params = {name: init_weight(rng, d_model, d_model) for name in ("w_q", "w_k", "w_v", "w_o")}
+    params.update({name: np.zeros(d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
+    return params
+
+
+def multi_head_attention(
+    x: np.ndarray,
+    params: dict[str, np.ndarray],
+    n_heads: int,
+    mask: np.ndarray | None = None,
+    kv: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``n_heads`` attention heads in parallel and mix their outputs.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Query-side tokens, shape ``(..., n_q, d_model)``.
+    params : dict
+        As made by :func:`init_multi_head`.
+    n_heads : int
+        Number of heads; must divide ``d_model``.
+    mask : numpy.ndarray, optional
+        Bool or additive float, broadcastable to ``(..., n_q, n_k)``. The
+        same mask applies to every head: the function inserts the head axis.
+    kv : numpy.ndarray, optional
+        Key/value-side tokens, shape ``(..., n_k, d_model)``; default ``x``
+        (self-attention).
+
+    Returns
+    -------
+    output : numpy.ndarray
+        Shape ``(..., n_q, d_model)``: merged heads times ``w_o`` plus
+        ``b_o``.
+    weights : numpy.ndarray
+        Shape ``(..., n_heads, n_q, n_k)``: every head's attention weights.
+
+    Raises
+    ------
+    ValueError
+        If ``n_heads`` does not divide ``d_model``, a parameter is missing or
+        has the wrong shape, ``kv`` does not match ``x``, or the mask does not
+        broadcast.
+    """
+    x = as_float_array("x", x)
+    require_ndim("x", x, 2, "(..., n_q, d_model)")
+    d_model = x.shape[-1]
+    require_divisible(d_model, require_positive_int("n_heads", n_heads))
+    kv = x if kv is None else as_float_array("kv", kv)
+    require_ndim("kv", kv, 2, "(..., n_k, d_model)")
+    if kv.shape[-1] != d_model:
+        raise ValueError(
+            f"kv of shape {kv.shape} must have the same d_model as x of shape {x.shape}"
+        )
+    square = (d_model, d_model)
+    require_params(
+        "params",
+        params,
+        {"w_q": square, "w_k": square, "w_v": square, "w_o": square}
+        | {name: (d_model,) for name in ("b_q", "b_k", "b_v", "b_o")},
+    )
+    q = split_heads(linear(x, params["w_q"], params["b_q"]), n_heads)  # (..., H, n_q, d_head)
+    k = split_heads(linear(kv, params["w_k"], params["b_k"]), n_heads)  # (..., H, n_k, d_head)
+    v = split_heads(linear(kv, params["w_v"], params["b_v"]), n_heads)  # (..., H, n_k, d_head)
+    if mask is not None:
+        mask = np.asarray(mask)
+        batch = np.broadcast_shapes(x.shape[:-2], kv.shape[:-2])
+        require_broadcast("mask", mask.shape, (*batch, x.shape[-2], kv.shape[-2]))
+        mask = mask[..., None, :, :]  # (..., 1, n_q, n_k): the same for every head
+    context, weights = scaled_dot_product_attention(q, k, v, mask)
+    output = linear(merge_heads(context), params["w_o"], params["b_o"])  # (..., n_q, d_model)
+    return output, weights

@@ -1,0 +1,153 @@
+"""Checks that explain themselves: every failure says what was expected,
+what was observed, and which idea to revisit.
+
+The helpers record failures with pytest-check, so one test reports every
+broken property at once, in the order the test checks them. Each returns
+True when the check passed, so a test can skip follow-up checks that would
+only repeat the same failure (e.g. comparing values after a shape mismatch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pytest_check import check
+
+np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
+
+
+def _message(what: str, expected: str, observed: str, idea: str) -> str:
+    return f"{what}\n  expected: {expected}\n  observed: {observed}\n  revisit:  {idea}"
+
+
+def _show(value: Any) -> str:
+    text = np.array2string(np.asarray(value)) if isinstance(value, np.ndarray) else repr(value)
+    return text.replace("\n", "\n            ")
+
+
+def _number(value: Any) -> str:
+    return f"{float(value):.6g}" if np.isrealobj(value) else str(value)
+
+
+def expect(condition: bool, *, what: str, expected: str, observed: str, idea: str) -> bool:
+    """Record a failure unless ``condition`` holds."""
+    if not condition:
+        check.fail(_message(what, expected, observed, idea))
+    return bool(condition)
+
+
+def expect_array(value: Any, *, what: str, idea: str) -> bool:
+    """Check that a function returned a numpy array at all."""
+    return expect(
+        isinstance(value, np.ndarray),
+        what=what,
+        expected="a numpy.ndarray",
+        observed=f"{type(value).__name__}: {_show(value)[:200]}",
+        idea=idea,
+    )
+
+
+def expect_shape(value: Any, shape: tuple[int, ...], *, what: str, idea: str) -> bool:
+    """Check an array's shape (fails also when ``value`` is not an array)."""
+    observed = np.shape(value) if isinstance(value, np.ndarray) else f"{type(value).__name__} (not an array)"
+    return expect(
+        observed == tuple(shape),
+        what=what,
+        expected=f"shape {tuple(shape)}",
+        observed=f"shape {observed}",
+        idea=idea,
+    )
+
+
+def expect_dtype(value: Any, dtype: Any, *, what: str, idea: str) -> bool:
+    """Check an array's dtype."""
+    observed = getattr(value, "dtype", type(value).__name__)
+    return expect(
+        observed == np.dtype(dtype),
+        what=what,
+        expected=f"dtype {np.dtype(dtype)}",
+        observed=f"dtype {observed}",
+        idea=idea,
+    )
+
+
+def expect_close(
+    observed: Any,
+    expected: Any,
+    *,
+    what: str,
+    idea: str,
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
+) -> bool:
+    """Check values against expected ones, describing the worst mismatch."""
+    expected = np.asarray(expected)
+    if not isinstance(observed, np.ndarray) and not np.isscalar(observed):
+        return expect(False, what=what, expected=f"an array of shape {expected.shape}",
+                      observed=f"{type(observed).__name__}", idea=idea)
+    observed = np.asarray(observed)
+    if observed.shape != expected.shape:
+        return expect(False, what=what, expected=f"shape {expected.shape}",
+                      observed=f"shape {observed.shape}", idea=idea)
+    if not np.issubdtype(observed.dtype, np.number) and observed.dtype != np.bool_:
+        return expect(False, what=what, expected="numbers", observed=f"dtype {observed.dtype}", idea=idea)
+    close = np.isclose(observed, expected, rtol=rtol, atol=atol, equal_nan=True)
+    if close.all():
+        return True
+    bad = np.argwhere(~close)
+    first = tuple(int(i) for i in bad[0]) if observed.ndim else ()
+    detail = (
+        f"{len(bad)} of {close.size} entries differ; the first, at index {first}, is "
+        f"{_number(observed[first])} instead of {_number(expected[first])}"
+    )
+    if observed.size <= 40:
+        return expect(False, what=what, expected=_show(expected),
+                      observed=_show(observed) + f"\n            ({detail})", idea=idea)
+    return expect(False, what=what, expected=f"the reference values (to a relative {rtol:g})",
+                  observed=detail, idea=idea)
+
+
+def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
+    """Check exact equality (arrays: same shape and values; others: ==)."""
+    if isinstance(expected, np.ndarray) or isinstance(observed, np.ndarray):
+        same = (
+            isinstance(observed, np.ndarray)
+            and np.shape(observed) == np.shape(expected)
+            and bool(np.array_equal(observed, expected))
+        )
+    else:
+        same = observed == expected
+    return expect(same, what=what, expected=_show(expected), observed=_show(observed), idea=idea)
+
+
+def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:
+    """Check that an array holds no NaN or infinity."""
+    array = np.asarray(value, dtype=float) if not isinstance(value, np.ndarray) else value
+    finite = bool(np.all(np.isfinite(array))) if array.dtype.kind in "fc" else True
+    return expect(
+        finite,
+        what=what,
+        expected="only finite numbers",
+        observed=f"{int(np.sum(~np.isfinite(array)))} NaN or infinite entries: {_show(array)}",
+        idea=idea,
+    )
+
+
+def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str) -> bool:
+    """Check that ``call()`` raises ValueError whose message names ``argument``."""
+    try:
+        call()
+    except ValueError as error:
+        return expect(
+            argument in str(error),
+            what=what,
+            expected=f"a ValueError whose message names {argument!r}",
+            observed=f"ValueError({str(error)!r})",
+            idea=idea,
+        )
+    except Exception as error:  # the student raised something else
+        return expect(False, what=what, expected=f"ValueError naming {argument!r}",
+                      observed=f"{type(error).__name__}: {error}", idea=idea)
+    return expect(False, what=what, expected=f"ValueError naming {argument!r}",
+                  observed="no exception: the bad input was accepted", idea=idea)

@@ -1,0 +1,80 @@
+"""The graded suite's pytest plugin: ``--impl DIR`` and the ``impl`` fixture.
+
+``pytest`` tests the folder ``exercises/`` (your work). ``pytest --impl
+solutions`` tests the reference, ``pytest --impl path/to/submission`` any
+folder holding the seven modules. Each test file grades one exercise of the
+manifest; its tests carry that exercise's marker, so ``pytest -m masks``
+runs one exercise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.curriculum import load as load_curriculum
+from tests.kit import Implementation, ImplementationError, Kit, LocalImplementation
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--impl",
+        default="exercises",
+        metavar="DIR",
+        help="folder holding the seven modules to test (default: exercises)",
+    )
+
+
+def resolve_impl_path(config: pytest.Config) -> Path:
+    """The ``--impl`` folder, relative to the working directory or the kit."""
+    value = Path(config.getoption("--impl"))
+    for candidate in (value, Path(config.invocation_params.dir) / value, ROOT / value):
+        if candidate.is_dir():
+            return candidate.resolve()
+    raise pytest.UsageError(f"--impl {value}: no such folder (looked in the working directory and {ROOT})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for exercise in load_curriculum().exercises:
+        config.addinivalue_line("markers", f"{exercise.name}: tests of exercise {exercise.number}, {exercise.title}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    curriculum = load_curriculum()
+    for item in items:
+        exercise = curriculum.exercise_of_test_file(item.path)
+        if exercise is not None:
+            item.add_marker(getattr(pytest.mark, exercise.name))
+            item.stash[EXERCISE] = exercise.name
+    # Curriculum order first, then file order: the first failure is the earliest idea.
+    order = {name: index for index, name in enumerate(curriculum.names)}
+    items.sort(key=lambda item: order.get(item.stash.get(EXERCISE, ""), len(order)))
+
+
+EXERCISE = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def implementation(request: pytest.FixtureRequest) -> Implementation:
+    """The implementation under test: local, or the grader's isolated worker."""
+    config = request.config
+    factory = getattr(config, "attention_kit_implementation", None)
+    path = resolve_impl_path(config)
+    if factory is not None:
+        return factory(path)
+    try:
+        return LocalImplementation(path)
+    except ImplementationError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+@pytest.fixture
+def impl(request: pytest.FixtureRequest, implementation: Implementation) -> Kit:
+    """The functions of the implementation, called by name: ``impl.softmax(x)``."""
+    exercise = request.node.stash.get(EXERCISE, None)
+    if exercise is None:
+        raise pytest.UsageError(f"{request.node.path.name} is not a test file of the manifest")
+    return Kit(implementation, exercise)

@@ -1,0 +1,122 @@
+"""Fixed, seeded inputs ("probes") for every public function, and their
+reference outputs ("golden" values).
+
+Probes are declared next to the tests that use them, with the ``@probe``
+decorator. A probe is a named call: a function of the API and a builder that returns
+its arguments, always from a seeded generator, so every run sees the same
+numbers. Tests use probes where the expected values cannot be derived from a
+property (a whole multi-head output, the worked example). The reference
+outputs live in ``tests/data/golden.npz``, written from ``solutions/`` by
+``python -m grader.golden``; a check in ``grader/tests`` keeps them current.
+The diagnosis of known mistakes runs the same probes.
+
+Keys in the golden file are ``"<probe>"`` for a single array and
+``"<probe>/<i>"`` for the i-th array of a tuple result.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+GOLDEN_FILE = Path(__file__).parent / "data" / "golden.npz"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A named, seeded call of one API function."""
+
+    name: str
+    function: str
+    build: Callable[[], tuple[tuple, dict]]
+
+    def arguments(self) -> tuple[tuple, dict]:
+        """Fresh ``(args, kwargs)`` for the call (new arrays every time)."""
+        return self.build()
+
+
+PROBES: dict[str, Probe] = {}
+
+
+def probe(function: str) -> Callable[[Callable[[], tuple[tuple, dict]]], Callable[[], tuple[tuple, dict]]]:
+    """Register the decorated builder as probe ``<function>/<builder name>``."""
+
+    def register(build: Callable[[], tuple[tuple, dict]]) -> Callable[[], tuple[tuple, dict]]:
+        name = f"{function}/{build.__name__}"
+        if name in PROBES:
+            raise ValueError(f"probe {name} is registered twice")
+        PROBES[name] = Probe(name, function, build)
+        return build
+
+    return register
+
+
+def as_arrays(result: Any) -> tuple[np.ndarray, ...]:
+    """A function's result as a tuple of arrays (dict results in key order)."""
+    if isinstance(result, tuple):
+        return tuple(np.asarray(item) for item in result)
+    if isinstance(result, dict):
+        return tuple(np.asarray(result[key]) for key in sorted(result) if not isinstance(result[key], dict))
+    return (np.asarray(result),)
+
+
+def golden_keys(name: str, count: int) -> list[str]:
+    """The keys of a probe's result arrays in the golden file."""
+    return [name] if count == 1 else [f"{name}/{i}" for i in range(count)]
+
+
+@functools.cache
+def _golden_file() -> dict[str, np.ndarray]:
+    if not GOLDEN_FILE.is_file():
+        raise FileNotFoundError(f"{GOLDEN_FILE} is missing: run `python -m grader.golden` (instructors)")
+    with np.load(GOLDEN_FILE, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def golden(name: str) -> np.ndarray | tuple[np.ndarray, ...]:
+    """The reference output of probe ``name`` (a tuple for tuple results)."""
+    data = _golden_file()
+    if name in data:
+        return data[name]
+    parts = []
+    while f"{name}/{len(parts)}" in data:
+        parts.append(data[f"{name}/{len(parts)}"])
+    if not parts:
+        raise KeyError(f"no golden value for probe {name}: run `python -m grader.golden`")
+    return tuple(parts)
+
+
+def load_all_probes() -> dict[str, Probe]:
+    """Import every graded test file (probes are defined next to their tests)."""
+    from grader.curriculum import load
+
+    for exercise in load().exercises:
+        if (Path(__file__).parent / Path(exercise.test_file).name).is_file():
+            importlib.import_module(f"tests.{Path(exercise.test_file).stem}")
+    return PROBES
+
+
+def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e-7, atol: float = 1e-9) -> bool:
+    """Run probe ``name`` through ``impl`` and compare with its golden output."""
+    from tests.feedback import expect, expect_close
+
+    entry = PROBES[name]
+    args, kwargs = entry.arguments()
+    result = getattr(impl, entry.function)(*args, **kwargs)
+    expected = golden(name)
+    if not isinstance(expected, tuple):
+        return expect_close(result, expected, what=what, idea=idea, rtol=rtol, atol=atol)
+    if not expect(isinstance(result, tuple) and len(result) == len(expected), what=what,
+                  expected=f"a tuple of {len(expected)} arrays", observed=f"{type(result).__name__}"
+                  + (f" of length {len(result)}" if isinstance(result, tuple) else ""), idea=idea):
+        return False
+    return all([
+        expect_close(part, want, what=f"{what}, item {i} of the result", idea=idea, rtol=rtol, atol=atol)
+        for i, (part, want) in enumerate(zip(result, expected))
+    ])

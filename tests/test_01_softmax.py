@@ -1,0 +1,137 @@
+"""Exercise 1: softmax. From the basic contract to the numerical edge cases."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from tests.feedback import (
+    expect, expect_array, expect_close, expect_dtype, expect_no_nan,
+    expect_raises_value_error, expect_shape,
+)
+from tests.probes import expect_probe, probe
+
+ROWS = "softmax normalises each slice along `axis`: exp(x) / sum(exp(x)) over that axis only"
+STABLE = "numerical stability: subtract the maximum of each slice (keepdims=True) before np.exp"
+MASKED = "masking: exp(-inf) is 0, and a slice with no allowed entry has nothing to normalise (all zeros)"
+
+
+@probe("softmax")
+def mixed_scores():
+    rng = np.random.default_rng(101)
+    return (rng.normal(scale=3.0, size=(2, 3, 5)),), {}
+
+
+@probe("softmax")
+def square_scores():
+    rng = np.random.default_rng(102)
+    return (rng.normal(scale=2.0, size=(4, 4)),), {}
+
+
+@probe("softmax")
+def first_axis():
+    rng = np.random.default_rng(103)
+    return (rng.normal(size=(3, 4, 5)),), {"axis": 0}
+
+
+def test_returns_same_shape_and_dtype(impl):
+    for dtype in (np.float64, np.float32):
+        x = np.random.default_rng(1).normal(size=(2, 3, 5)).astype(dtype)
+        out = impl.softmax(x)
+        if expect_array(out, what=f"softmax of a {dtype.__name__} array", idea=ROWS):
+            expect_shape(out, x.shape, what="softmax keeps the input's shape", idea=ROWS)
+            expect_dtype(out, dtype, what=f"softmax of a {dtype.__name__} input",
+                         idea="dtype in = dtype out: do not upcast with float64 constants or np.float64(...)")
+
+
+def test_rows_sum_to_one(impl):
+    x = np.random.default_rng(2).normal(scale=2.0, size=(3, 4, 6))
+    out = impl.softmax(x)
+    if expect_shape(out, x.shape, what="softmax keeps the input's shape", idea=ROWS):
+        sums = out.sum(axis=-1)
+        if not expect_close(sums, np.ones((3, 4)), what="each row (last axis) of softmax(x) sums to 1", idea=ROWS):
+            expect(not np.allclose(out.sum(axis=-2), 1.0), what="softmax normalised the wrong axis",
+                   expected="rows (the last axis) summing to 1", observed="columns summing to 1",
+                   idea="softmax over the key axis: axis=-1, so each query's weights sum to 1")
+        expect(bool(np.all(out >= 0)), what="softmax weights are never negative",
+               expected="all entries >= 0", observed=f"minimum {out.min():.4g}", idea=ROWS)
+
+
+def test_matches_exponential_formula(impl):
+    x = np.array([[0.0, 1.0, 2.0, 3.0], [-1.0, 0.0, 0.5, 10.0]])
+    expected = np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)
+    expect_close(impl.softmax(x), expected, what="softmax of two small rows", idea=ROWS)
+
+
+def test_square_input_uses_the_row_maximum(impl):
+    # On a square array a max without keepdims broadcasts along the wrong axis and nothing crashes.
+    x = np.array([[1.0, 2.0, 30.0], [4.0, 50.0, 6.0], [70.0, 8.0, 9.0]])
+    expected = np.exp(x - x.max(axis=-1, keepdims=True))
+    expected /= expected.sum(axis=-1, keepdims=True)
+    expect_close(impl.softmax(x), expected, what="softmax of a square 3x3 array",
+                 idea="keep the reduced axis (keepdims=True) so each row's max is subtracted from its own row")
+
+
+def test_shift_invariance(impl):
+    x = np.random.default_rng(3).normal(size=(4, 7))
+    shift = np.array([[-5.0], [0.5], [20.0], [-100.0]])
+    expect_close(impl.softmax(x + shift), impl.softmax(x),
+                 what="adding a constant to a row leaves its softmax unchanged",
+                 idea="softmax depends only on differences of scores within a slice")
+
+
+def test_reference_values(impl):
+    for name in ("softmax/mixed_scores", "softmax/square_scores"):
+        expect_probe(impl, name, what=f"softmax on the fixed input {name}", idea=ROWS)
+
+
+def test_large_scores_are_stable(impl):
+    x = np.array([[1e4, 0.0, -1e4], [1e4, 1e4, 1e4]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = impl.softmax(x)
+    if expect_no_nan(out, what="softmax of scores as large as 1e4", idea=STABLE):
+        expect_close(out, [[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]], what="softmax of scores as large as 1e4",
+                     idea=STABLE)
+
+
+def test_negative_infinity_gets_zero_weight(impl):
+    x = np.array([[0.0, -np.inf, 1.0, -np.inf], [-np.inf, 2.0, 2.0, -np.inf]])
+    out = impl.softmax(x)
+    if expect_no_nan(out, what="softmax with some -inf entries", idea=MASKED):
+        expect_close(out[x == -np.inf], np.zeros(4), what="entries of -inf get weight exactly 0", idea=MASKED,
+                     atol=0.0, rtol=0.0)
+        expect_close(out.sum(axis=-1), [1.0, 1.0], what="rows with some -inf entries still sum to 1", idea=MASKED)
+
+
+def test_all_masked_row_gives_zeros(impl):
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, 2.0]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = impl.softmax(x)
+    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    expect(not runtime, what="softmax of a row that is entirely -inf raises no RuntimeWarning",
+           expected="no warning", observed="; ".join(str(w.message) for w in runtime), idea=MASKED)
+    if expect_no_nan(out, what="softmax of a row that is entirely -inf", idea=MASKED):
+        expect_close(out[0], np.zeros(3), what="an all -inf row becomes all zeros (not NaN, not uniform)",
+                     idea=MASKED, atol=0.0, rtol=0.0)
+        expect_close(out[1].sum(), 1.0, what="the other row still sums to 1", idea=MASKED)
+
+
+def test_axis_argument(impl):
+    x = np.random.default_rng(4).normal(size=(3, 4, 5))
+    for axis in (0, 1, -1):
+        out = impl.softmax(x, axis=axis)
+        if expect_shape(out, x.shape, what=f"softmax(x, axis={axis}) keeps the shape", idea=ROWS):
+            expect_close(out.sum(axis=axis), np.ones(np.delete(x.shape, axis)),
+                         what=f"softmax(x, axis={axis}) sums to 1 along axis {axis}",
+                         idea="use the `axis` argument in every reduction (max and sum), not a fixed axis")
+    expect_probe(impl, "softmax/first_axis", what="softmax(x, axis=0) of a (3, 4, 5) array",
+                 idea="use the `axis` argument in every reduction (max and sum), not a fixed axis")
+
+
+def test_rejects_a_bad_axis(impl):
+    expect_raises_value_error(lambda: impl.softmax(np.zeros((2, 3)), axis=2), argument="axis",
+                              what="softmax(x, axis=2) for a 2-D x",
+                              idea="bad input raises ValueError naming the argument (numpy's AxisError is one)")
