@@ -1,0 +1,57 @@
+"""The ``attention-kit`` command line (also ``python -m grader``).
+
+Each subcommand lives in its own module of ``grader`` with two functions,
+``add_arguments(parser)`` and ``run(args) -> int``; this file only wires them
+up and imports a module when its command runs, so ``attention-kit hint``
+does not pay for what ``attention-kit grade`` needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module in grader, one-line help). Order = order in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "status": ("status", "show your progress through the exercises"),
+    "hint": ("hints", "show a hint for an exercise, one level at a time"),
+    "watch": ("watch", "rerun the current exercise's tests whenever you save"),
+    "demo": ("demo", "reproduce the reading's worked example with your code, with a heatmap"),
+    "grade": ("grade", "grade a folder of submissions (instructors)"),
+    "release": ("release", "build the student repository (instructors)"),
+    "gradescope": ("gradescope", "build a Gradescope autograder bundle (instructors)"),
+    "notebooks": ("notebooks", "build an nbgrader course from the exercises (instructors)"),
+    "mutants": ("mutants.report", "run the catalogue of known mistakes against the suite (instructors)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(prog="attention-kit", description="The self-attention exercise kit.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(f"grader.{module_name}")
+        except ModuleNotFoundError as error:
+            if error.name and error.name.startswith("grader."):
+                continue  # a command not shipped in this release (e.g. the student copy)
+            raise
+        sub = commands.add_parser(command, help=help_text, description=help_text)
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        parser.print_help()
+        return 0
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The catalogue of known mistakes ("mutants"), for instructors only.
+
+Each file ``grader/mutants/<exercise>.toml`` lists mistakes in one exercise as
+``[[mutant]]`` tables::
+
+    [[mutant]]
+    id = "softmax-no-keepdims"             # unique, "<exercise>-<short-name>"
+    description = "I took the max without keepdims, so it broadcast along the wrong axis."
+    hint = "Which axis does the row maximum line up with when you subtract it?"
+    replace = "np.max(x, axis=axis, keepdims=True)"    # exact text in solutions/<exercise>.py
+    with = "np.max(x, axis=axis)"                       # what a student wrote instead
+    # optional: file = "attention.py"  (default: the exercise's own module)
+    # optional: count = 2              (how many occurrences `replace` has; all are replaced)
+
+``description`` is the misconception in a student's words; ``hint`` points to
+the idea without giving the code away. A mutant is ``solutions/`` with that
+one text replaced. This catalogue never ships to students.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.curriculum import ROOT, load
+
+CATALOGUE_DIR = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One realistic mistake: a textual change to one reference module."""
+
+    id: str
+    exercise: str
+    description: str
+    hint: str
+    file: str
+    replace: str
+    with_: str
+    count: int = 1
+
+
+def load_catalogue() -> list[Mutant]:
+    """Every mutant, in curriculum order, then file order."""
+    mutants: list[Mutant] = []
+    for exercise in load().exercises:
+        path = CATALOGUE_DIR / f"{exercise.name}.toml"
+        if not path.is_file():
+            continue
+        for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("mutant", []):
+            mutants.append(
+                Mutant(
+                    id=entry["id"],
+                    exercise=exercise.name,
+                    description=entry["description"],
+                    hint=entry["hint"],
+                    file=entry.get("file", exercise.module_file),
+                    replace=entry["replace"],
+                    with_=entry["with"],
+                    count=int(entry.get("count", 1)),
+                )
+            )
+    return mutants
+
+
+def apply(mutant: Mutant, target: Path, reference: Path = ROOT / "solutions") -> Path:
+    """Copy the reference into ``target`` and plant ``mutant`` in it."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(reference, target, ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / mutant.file
+    source = path.read_text(encoding="utf-8")
+    found = source.count(mutant.replace)
+    if found != mutant.count:
+        raise ValueError(
+            f"mutant {mutant.id}: expected {mutant.count} occurrence(s) of its `replace` text "
+            f"in {mutant.file}, found {found}"
+        )
+    path.write_text(source.replace(mutant.replace, mutant.with_), encoding="utf-8")
+    return target
