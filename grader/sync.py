@@ -59,7 +59,8 @@ def build_stub(source: str, exercise_number: int, exercise_name: str) -> str:
 
 def expected_stubs() -> dict[Path, str]:
     """The exercise files that the current reference implies."""
-    stubs = {ROOT / "exercises" / "__init__.py": '"""Your implementations: fill in the seven modules, in curriculum order."""\n'}
+    package_doc = '"""Your implementations: fill in the seven modules, in curriculum order."""\n'
+    stubs = {ROOT / "exercises" / "__init__.py": package_doc}
     for exercise in load().exercises:
         source = (ROOT / "solutions" / exercise.module_file).read_text(encoding="utf-8")
         stubs[ROOT / "exercises" / exercise.module_file] = build_stub(source, exercise.number, exercise.name)

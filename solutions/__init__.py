@@ -1,0 +1,1 @@
+"""The reference implementations (instructors only; never shipped to students)."""

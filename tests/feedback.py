@@ -1,6 +1,7 @@
-"""Checks that explain themselves: every failure says what was expected,
-what was observed, and which idea to revisit.
+"""Checks that explain themselves.
 
+Every failure says what was expected, what was observed, and which idea to
+revisit.
 The helpers record failures with pytest-check, so one test reports every
 broken property at once, in the order the test checks them. Each returns
 True when the check passed, so a test can skip follow-up checks that would

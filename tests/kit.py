@@ -124,7 +124,9 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, np.ndarray]) 
     return [
         label
         for label, old in before.items()
-        if label not in after or old.shape != after[label].shape or not np.array_equal(old, after[label], equal_nan=True)
+        if label not in after
+        or old.shape != after[label].shape
+        or not np.array_equal(old, after[label], equal_nan=True)
     ]
 
 

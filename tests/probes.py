@@ -1,5 +1,4 @@
-"""Fixed, seeded inputs ("probes") for every public function, and their
-reference outputs ("golden" values).
+"""Fixed, seeded inputs ("probes") and their reference outputs ("golden" values).
 
 Probes are declared next to the tests that use them, with the ``@probe``
 decorator. A probe is a named call: a function of the API and a builder that returns
@@ -118,5 +117,5 @@ def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e
         return False
     return all([
         expect_close(part, want, what=f"{what}, item {i} of the result", idea=idea, rtol=rtol, atol=atol)
-        for i, (part, want) in enumerate(zip(result, expected))
+        for i, (part, want) in enumerate(zip(result, expected, strict=True))
     ])
