@@ -1,0 +1,254 @@
+"""``attention-kit demo``: the reading's worked example, computed by your own code.
+
+Eight tokens ("the vessel changed course because it detected obstacle"), random
+token vectors and projections from ``numpy.random.default_rng(42)``, d_model 16
+and d_k = d_v = 8, exactly as in the reading. Your ``qkv_projections`` and
+``scaled_dot_product_attention`` compute the weights; the demo prints the
+reading's three lines and draws the 8 x 8 weights as a heatmap.
+
+The vectors are random and untrained, so the picture shows the computation
+(every row is a softmax over the keys), not meaning. And even for a trained
+model a heatmap of attention weights is not an explanation of what the model
+does.
+
+Options: ``--causal`` blocks the keys after each query; ``--heads N`` runs your
+``multi_head_attention`` with N heads and draws one panel per head;
+``--reference`` uses ``solutions/`` (for instructors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import ROOT
+from grader.status import DONE, display_path, resolve_impl, run_suite
+
+TOKENS = ("the", "vessel", "changed", "course", "because", "it", "detected", "obstacle")
+SEED = 42
+D_MODEL = 16
+D_K = 8  # = d_v, as in the reading
+NEEDS = ("softmax", "projections", "attention")
+NEEDS_HEADS = ("multihead",)
+DEFAULT_OUT = "attention-demo.png"
+CAPTION = (
+    "The token vectors and projections are random (seed 42), not trained, so this picture shows the "
+    "computation (each row is a softmax over the keys and sums to 1), not meaning. Even for a trained "
+    "model, a heatmap of attention weights is not an explanation of the model."
+)
+
+
+@dataclass
+class DemoResult:
+    """What the demo computed."""
+
+    weights: Any  # (n, n), or (heads, n, n) with --heads
+    output: Any  # context (n, d_v), or the multi-head output (n, d_model)
+    causal: bool
+    heads: int | None
+    mask_source: str  # "" without a mask
+    source: str  # whose code: "your code" or "reference solution"
+
+
+def required_exercises(heads: int | None) -> tuple[str, ...]:
+    """The exercises whose tests must pass before the demo can use the student's code."""
+    return NEEDS + (NEEDS_HEADS if heads else ())
+
+
+def compute(impl: Path, *, causal: bool = False, heads: int | None = None, use_causal_mask: bool = False,
+            source: str = "your code") -> DemoResult:
+    """Run the worked example through the implementation in ``impl``.
+
+    Parameters
+    ----------
+    impl : pathlib.Path
+        The folder holding the modules.
+    causal : bool, optional
+        Block every key after the query (a causal mask).
+    heads : int, optional
+        Run ``multi_head_attention`` with this many heads instead of one head.
+    use_causal_mask : bool, optional
+        Build the causal mask with the implementation's ``causal_mask`` (else ``np.tril``).
+    source : str, optional
+        Whose code this is, for the titles.
+
+    Returns
+    -------
+    DemoResult
+        The weights, the output and how they were made.
+    """
+    import numpy as np
+
+    from tests.kit import LocalImplementation
+
+    implementation = LocalImplementation(impl)
+    n = len(TOKENS)
+    mask, mask_source = None, ""
+    if causal:
+        if use_causal_mask:
+            mask, mask_source = implementation.function("masks", "causal_mask")(n), "causal_mask() from masks.py"
+        else:
+            mask, mask_source = np.tril(np.ones((n, n), dtype=bool)), "np.tril (until exercise 4, masks, passes)"
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(n, D_MODEL))  # (8, 16) token vectors
+    if heads:
+        # The parameters are drawn right after x, from the same generator, as the reading's
+        # projections are.
+        params = implementation.function("multihead", "init_multi_head")(rng, D_MODEL, heads)
+        mha = implementation.function("multihead", "multi_head_attention")
+        output, weights = mha(x, params, heads, mask=mask)  # (8, 16), (heads, 8, 8)
+    else:
+        # Three draws of rng.normal(scale=1/sqrt(d_model)), in the reading's order (= init_weight).
+        w_q, w_k, w_v = (rng.normal(scale=1 / np.sqrt(D_MODEL), size=(D_MODEL, D_K)) for _ in range(3))
+        q, k, v = implementation.function("projections", "qkv_projections")(x, w_q, w_k, w_v)
+        attend = implementation.function("attention", "scaled_dot_product_attention")
+        output, weights = attend(q, k, v, mask=mask)  # (8, 8) context, (8, 8) weights
+    return DemoResult(np.asarray(weights), np.asarray(output), causal, heads, mask_source, source)
+
+
+def summary_lines(result: DemoResult) -> list[str]:
+    """The reading's three lines (shapes and row sums) for this result."""
+    import numpy as np
+
+    weights = result.weights
+    name = "output_shape" if result.heads else "context_shape"
+    return [
+        f"attention_weights_shape={weights.shape}",
+        f"{name}={result.output.shape}",
+        f"row_sums={np.round(weights.sum(axis=-1), 6)}",
+    ]
+
+
+def title(result: DemoResult) -> str:
+    """The figure's title."""
+    kind = f"{result.heads}-head attention" if result.heads else "Scaled dot-product attention"
+    mask = ", causal mask (no looking ahead)" if result.causal else ""
+    return f"{kind} weights{mask}, {result.source}"
+
+
+def plot(result: DemoResult, out: Path) -> None:
+    """Draw the weights as a labelled heatmap (one panel per head) and save a PNG at ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no window, works without a display
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    panels = result.weights[None] if result.weights.ndim == 2 else result.weights
+    count = len(panels)
+    columns = min(count, 4)
+    rows = math.ceil(count / columns)
+    size = 6.2 if count == 1 else 3.4
+    width = size * columns + 1.4
+    figure, axes = plt.subplots(rows, columns, figsize=(width, size * rows + 1.0), squeeze=False,
+                                layout="constrained")
+    blocked = np.broadcast_to(np.tril(np.ones(panels.shape[-2:], dtype=bool)), panels.shape)
+    colours = plt.get_cmap("viridis").with_extremes(bad="#e6e6e6")  # blocked keys: grey, not "weight 0"
+    top = float(panels.max()) or 1.0
+    image = None
+    for index, ax in enumerate(axes.flat):
+        if index >= count:
+            ax.axis("off")
+            continue
+        values = panels[index]
+        shown = np.ma.masked_where(~blocked[index], values) if result.causal else values
+        image = ax.imshow(shown, cmap=colours, vmin=0.0, vmax=top)
+        ax.set_xticks(range(len(TOKENS)), TOKENS, rotation=45, ha="right", rotation_mode="anchor")
+        ax.set_yticks(range(len(TOKENS)), TOKENS)
+        if count > 1:
+            ax.set_title(f"head {index}", fontsize=10)
+        if index % columns == 0:
+            ax.set_ylabel("query (the token attending)")
+        if index >= count - columns:
+            ax.set_xlabel("key (the token attended to)")
+        if count <= 4:
+            font = 8 if count == 1 else 6
+            for i, j in np.ndindex(values.shape):
+                if result.causal and not blocked[index, i, j]:
+                    continue
+                colour = "black" if values[i, j] > 0.6 * top else "white"
+                ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=font, color=colour)
+    figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight (each row sums to 1)")
+    figure.suptitle(title(result), fontsize=12)
+    caption = CAPTION
+    if result.heads:
+        caption += (f" Parameters: init_multi_head(rng, {D_MODEL}, {result.heads}) with the generator that "
+                    "drew the token vectors.")
+    if result.causal:
+        caption += f" Grey cells are keys after the query, blocked by the causal mask ({result.mask_source})."
+    # A supxlabel, unlike free text, gets room from the constrained layout.
+    figure.supxlabel(textwrap.fill(caption, width=int(width * 15)), fontsize=8, style="italic", ha="left", x=0.02)
+    figure.savefig(out, dpi=120)
+    plt.close(figure)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``attention-kit demo``."""
+    parser.add_argument("--impl", default="exercises", metavar="DIR",
+                        help="folder holding your modules (default: exercises)")
+    parser.add_argument("--reference", action="store_true",
+                        help="use the reference solutions/ instead (instructors)")
+    parser.add_argument("--causal", action="store_true", help="apply a causal mask (no looking ahead)")
+    parser.add_argument("--heads", type=int, metavar="N",
+                        help=f"multi-head attention with N heads (N divides {D_MODEL}), one panel per head")
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="PNG",
+                        help=f"where to write the heatmap (default: {DEFAULT_OUT})")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check that the needed exercises pass, compute, print and plot."""
+    heads = args.heads
+    if heads is not None and (heads < 1 or D_MODEL % heads):
+        choices = ", ".join(str(h) for h in range(1, D_MODEL + 1) if D_MODEL % h == 0)
+        print(f"attention-kit demo: --heads must divide d_model = {D_MODEL}: one of {choices}", file=sys.stderr)
+        return 2
+    try:
+        impl = resolve_impl(ROOT / "solutions" if args.reference else args.impl)
+    except ValueError as error:
+        print(f"attention-kit demo: {error}", file=sys.stderr)
+        return 2
+    use_causal_mask = args.causal
+    source = "reference solution" if args.reference else "your code"
+    if not args.reference:
+        needed = required_exercises(heads)
+        try:
+            suite = run_suite(impl, needed + (("masks",) if args.causal else ()))
+        except RuntimeError as error:
+            print(f"attention-kit demo: {error}", file=sys.stderr)
+            return 2
+        missing = [suite[name] for name in needed if suite[name].state != DONE]
+        if missing:
+            print(f"The demo runs your {', '.join(needed)}. Finish these exercises first:")
+            for item in missing:
+                print(f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
+                      f"  ({display_path(impl / item.exercise.module_file)})")
+            print("See where you are with `attention-kit status`.")
+            return 1
+        use_causal_mask = args.causal and suite["masks"].state == DONE
+    try:
+        result = compute(impl, causal=args.causal, heads=heads, use_causal_mask=use_causal_mask, source=source)
+    except Exception as error:  # the student's code passed its tests but failed here
+        print(f"attention-kit demo: the worked example failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(summary_lines(result)))
+    if result.causal:
+        print(f"causal mask: {result.mask_source}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print('No heatmap: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
+              "(or pip install matplotlib).")
+        return 1
+    out = Path(args.out)
+    if out.parent and not out.parent.is_dir():
+        print(f"attention-kit demo: --out {args.out}: folder {out.parent} does not exist", file=sys.stderr)
+        return 2
+    plot(result, out)
+    print(f"heatmap: {display_path(out.resolve())}")
+    print(textwrap.fill(CAPTION, width=100))
+    return 0

@@ -1,0 +1,75 @@
+"""``attention-kit hint EXERCISE [--level N]``: the manifest's hints, one level at a time.
+
+Level 1 is a gentle nudge, the last level nearly the answer (never code). The
+command is predictable on purpose: without ``--level`` it shows level 1, and
+it always ends by naming the command for the next level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from grader.curriculum import load as load_curriculum
+
+
+def hint_text(name: str, level: int = 1) -> str:
+    """The text shown for hint ``level`` of exercise ``name``.
+
+    Parameters
+    ----------
+    name : str
+        An exercise name from the manifest.
+    level : int, optional
+        1 for the first hint.
+
+    Returns
+    -------
+    str
+        The hint with its heading, and how to get the next one (or that it was the last).
+
+    Raises
+    ------
+    ValueError
+        If there is no such exercise (the message lists the names) or ``level`` is below 1.
+    """
+    curriculum = load_curriculum()
+    exercise = curriculum.exercise(name)
+    if level < 1:
+        raise ValueError(f"--level must be 1 or more, got {level}")
+    count = len(exercise.hints)
+    heading = f"Exercise {exercise.number}, {exercise.name}: {exercise.title}"
+    if count == 0:
+        return f"{heading}\nThis exercise has no hints. Read the docstrings in {exercise.module_file}."
+    if level > count:
+        return (
+            f"{heading}\nThere is no hint {level}: {exercise.name} has {count} hints.\n"
+            f"The last one: attention-kit hint {exercise.name} --level {count}"
+        )
+    body = textwrap.fill(exercise.hints[level - 1], width=88, initial_indent="  ", subsequent_indent="  ")
+    lines = [f"{heading}\nHint {level} of {count}:", body]
+    if level < count:
+        lines.append(f"more: attention-kit hint {exercise.name} --level {level + 1}")
+    else:
+        lines.append("That was the last hint. The docstrings in "
+                     f"{exercise.module_file} and the failing test's message say the rest.")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``attention-kit hint``."""
+    parser.add_argument("exercise", metavar="EXERCISE",
+                        help=f"the exercise's name: {', '.join(load_curriculum().names)}")
+    parser.add_argument("--level", type=int, default=1, metavar="N",
+                        help="which hint (1 = the gentlest, the default)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the hint; 2 for an unknown exercise or a bad level."""
+    try:
+        print(hint_text(args.exercise, args.level))
+    except ValueError as error:
+        print(f"attention-kit hint: {error}", file=sys.stderr)
+        return 2
+    return 0

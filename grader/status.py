@@ -1,0 +1,473 @@
+"""``attention-kit status``: where you are in the curriculum, and what to do next.
+
+The graded suite runs in this process (``pytest.main`` with a small recording
+plugin, its own output hidden). The exercises are listed in the manifest's
+order with their passing tests, then the overall progress, then the first
+failure of the first unfinished exercise and the commands to work on it.
+
+Other commands reuse :func:`run_suite` (``watch`` reruns one exercise,
+``demo`` checks that the exercises it needs pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from grader.curriculum import ROOT, Exercise
+from grader.curriculum import load as load_curriculum
+
+NOT_IMPLEMENTED = "not implemented yet"
+DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
+# tests/kit.py imports each implementation folder as a package under this prefix.
+IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"
+# The only plugin the graded suite needs besides its own conftest. Other installed plugins are not
+# loaded: hypothesis alone would add 0.6 s to every run, and a student's stray plugin could break it.
+SUITE_PLUGINS = ("pytest_check.plugin",)
+
+
+@dataclass
+class TestResult:
+    """The outcome of one graded test."""
+
+    name: str
+    exercise: str
+    passed: bool
+    message: str = ""
+
+    @property
+    def not_implemented(self) -> bool:
+        """True when the test failed only because a stub is still a stub."""
+        return not self.passed and NOT_IMPLEMENTED in self.message
+
+
+@dataclass
+class ExerciseResult:
+    """The graded tests of one exercise."""
+
+    exercise: Exercise
+    tests: list[TestResult] = field(default_factory=list)
+    error: str = ""  # the test file itself could not be collected
+
+    @property
+    def passed(self) -> int:
+        """Number of passing tests."""
+        return sum(test.passed for test in self.tests)
+
+    @property
+    def total(self) -> int:
+        """Number of tests."""
+        return len(self.tests)
+
+    @property
+    def state(self) -> str:
+        """``done``, ``in progress``, ``not started`` or ``no tests``."""
+        if self.error:
+            return IN_PROGRESS
+        if not self.tests:
+            return NO_TESTS
+        if self.passed == self.total:
+            return DONE
+        if all(test.not_implemented for test in self.tests):
+            return NOT_STARTED
+        return IN_PROGRESS
+
+    @property
+    def finished(self) -> bool:
+        """True when every test passes (an exercise without tests counts as finished)."""
+        return self.state in (DONE, NO_TESTS)
+
+    @property
+    def points_earned(self) -> float:
+        """The exercise's points in proportion to its passing tests."""
+        return self.exercise.points * self.passed / self.total if self.total else 0.0
+
+    @property
+    def first_failure(self) -> TestResult | None:
+        """The first failing test in file order (the most basic broken property)."""
+        if self.error:
+            return TestResult(name="(collecting the tests)", exercise=self.exercise.name, passed=False,
+                              message=self.error)
+        return next((test for test in self.tests if not test.passed), None)
+
+
+@dataclass
+class SuiteResult:
+    """The graded suite's results for one implementation folder."""
+
+    impl: Path
+    exercises: list[ExerciseResult]
+    seconds: float
+
+    @property
+    def passed(self) -> int:
+        """Passing tests over all exercises run."""
+        return sum(result.passed for result in self.exercises)
+
+    @property
+    def total(self) -> int:
+        """Tests over all exercises run."""
+        return sum(result.total for result in self.exercises)
+
+    @property
+    def points(self) -> float:
+        """Points earned (each exercise's points in proportion to its passing tests)."""
+        return sum(result.points_earned for result in self.exercises)
+
+    @property
+    def max_points(self) -> float:
+        """Points available in the exercises run."""
+        return sum(result.exercise.points for result in self.exercises)
+
+    @property
+    def current(self) -> ExerciseResult | None:
+        """The first unfinished exercise in curriculum order, or None when all pass."""
+        return next((result for result in self.exercises if not result.finished), None)
+
+    def __getitem__(self, name: str) -> ExerciseResult:
+        for result in self.exercises:
+            if result.exercise.name == name:
+                return result
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the suite
+
+
+def resolve_impl(value: str | Path) -> Path:
+    """The implementation folder: as given, relative to the working directory, or to the kit.
+
+    Raises
+    ------
+    ValueError
+        If no such folder exists.
+    """
+    path = Path(value)
+    for candidate in (path, ROOT / path):
+        if candidate.is_dir():
+            return candidate.resolve()
+    raise ValueError(f"--impl {value}: no such folder (looked in {Path.cwd()} and {ROOT})")
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it (shorter to read and type)."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def forget_implementation(impl: Path) -> None:
+    """Drop the imported modules of the folder ``impl``, so the next run reads its files again.
+
+    ``watch`` and the tests run the suite many times in one process; without this a student's
+    edit would be ignored because Python serves the module from ``sys.modules``. The package
+    itself stays registered: a LocalImplementation made earlier keeps working and simply
+    imports the modules afresh.
+    """
+    packages = [
+        name for name, module in list(sys.modules.items())
+        if name.startswith(IMPL_PACKAGE_PREFIX) and "." not in name
+        and [str(impl)] == list(getattr(module, "__path__", []))
+    ]
+    for package in packages:
+        for name in [name for name in sys.modules if name.startswith(package + ".")]:
+            del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def trim_failure(text: str, impl: Path | None = None, longrepr: Any = None) -> str:
+    """Keep the part of a failure report that a student needs.
+
+    Parameters
+    ----------
+    text : str
+        The report's full text (``report.longreprtext``).
+    impl : pathlib.Path, optional
+        The implementation folder, to point at the student's own line when an exception escaped.
+    longrepr : object, optional
+        The report's structured ``longrepr``, used for exceptions.
+
+    Returns
+    -------
+    str
+        For pytest-check failures the ``FAILURE: ...`` block(s); for a stub or an import error its
+        one-line message; for an exception the exception line and where in the student's code it
+        was raised.
+    """
+    lines = text.strip().splitlines()
+    if any(line.startswith("FAILURE:") for line in lines):
+        blocks: list[str] = []
+        keep = False
+        for line in lines:
+            if line.startswith("FAILURE:"):
+                keep = True
+            elif re.fullmatch(r"-{10,}", line) or line.startswith("Failed Checks:"):
+                keep = False
+            if keep:
+                blocks.append(line.rstrip())
+        return "\n".join(blocks).strip()
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is None:  # pytest.fail(..., pytrace=False): the message is the whole report
+        return re.sub(r"^Failed: ", "", "\n".join(lines).strip())
+    message = re.sub(r"^Failed: ", "", crash.message.strip())
+    place = _place_in_student_code(longrepr, impl)
+    return f"{message}\n  raised at {place}" if place else message
+
+
+def _place_in_student_code(longrepr: Any, impl: Path | None) -> str:
+    """``softmax.py line 74: <source line>`` for the deepest traceback entry inside ``impl``."""
+    if impl is None:
+        return ""
+    entries = getattr(getattr(longrepr, "reprtraceback", None), "reprentries", [])
+    for entry in reversed(entries):
+        location = getattr(entry, "reprfileloc", None)
+        if location is None:
+            continue
+        path = Path(location.path)
+        if not path.is_absolute():
+            path = ROOT / path
+        if path.resolve().parent == impl:
+            source = ""
+            with contextlib.suppress(OSError, IndexError):
+                source = path.read_text(encoding="utf-8").splitlines()[location.lineno - 1].strip()
+            return f"{path.name} line {location.lineno}" + (f": {source}" if source else "")
+    return ""
+
+
+class _Recorder:
+    """A pytest plugin that keeps each test's outcome and failure text."""
+
+    def __init__(self, impl: Path) -> None:
+        self.impl = impl
+        self.curriculum = load_curriculum()
+        self.tests: dict[str, TestResult] = {}
+        self.errors: dict[str, str] = {}
+
+    def _exercise(self, path: str) -> str:
+        exercise = self.curriculum.exercise_of_test_file(path)
+        return exercise.name if exercise else ""
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        name = report.nodeid.split("::", 1)[-1]
+        test = self.tests.setdefault(report.nodeid, TestResult(name, self._exercise(report.location[0]), True))
+        if report.failed or report.skipped:  # a skip in a graded test is a failure to the student
+            test.passed = False
+            if not test.message:
+                test.message = trim_failure(report.longreprtext, self.impl, report.longrepr) or report.outcome
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.errors[self._exercise(report.nodeid)] = trim_failure(report.longreprtext)
+
+
+def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = None) -> SuiteResult:
+    """Run the graded tests of ``exercises`` (default: all) against ``impl``, quietly.
+
+    Parameters
+    ----------
+    impl : str or pathlib.Path
+        The folder holding the student's modules.
+    exercises : sequence of str, optional
+        Names from the manifest; default every exercise, in curriculum order.
+
+    Returns
+    -------
+    SuiteResult
+        Per exercise (in curriculum order) the outcome of every test, and the time taken.
+    """
+    import pytest
+
+    start = time.perf_counter()
+    curriculum = load_curriculum()
+    impl = resolve_impl(impl)
+    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.names)]
+    chosen.sort(key=lambda exercise: exercise.number)
+    files = [str(ROOT / e.test_file) for e in chosen if (ROOT / e.test_file).is_file()]
+    recorder = _Recorder(impl)
+    if files:
+        forget_implementation(impl)
+        arguments = [
+            *files, f"--impl={impl}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
+            # No cache files in the student's folder; no unraisable-exception plugin, whose
+            # five gc.collect() calls at exit would cost a tenth of a second or more.
+            "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+            *(option for plugin in SUITE_PLUGINS for option in ("-p", plugin)),
+        ]
+        sink = io.StringIO()
+        saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                code = pytest.main(arguments, plugins=[recorder])
+        finally:
+            if saved is None:
+                del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+            else:
+                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+        if code == pytest.ExitCode.INTERRUPTED:  # pytest swallows Ctrl-C; the caller should see it
+            raise KeyboardInterrupt
+        if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            raise RuntimeError(f"the graded suite could not run (pytest exit {int(code)}):\n{sink.getvalue()}")
+    results = []
+    for exercise in chosen:
+        tests = [test for test in recorder.tests.values() if test.exercise == exercise.name]
+        results.append(ExerciseResult(exercise, tests, recorder.errors.get(exercise.name, "")))
+    return SuiteResult(impl, results, time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------------------------
+# Showing it
+
+
+def run_command(exercise: Exercise, impl: Path) -> str:
+    """The command that runs just ``exercise``'s tests against ``impl``."""
+    if impl == (ROOT / load_curriculum().impl_package).resolve():
+        return f"pytest -m {exercise.name}"
+    # `tests` before --impl: a bare `pytest --impl /abs/path` makes pytest guess the wrong rootdir.
+    return f"pytest tests -m {exercise.name} --impl {display_path(impl)}"
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def _bar(fraction: float, width: int = 30) -> str:
+    filled = round(fraction * width)
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def _next_steps(result: SuiteResult) -> list[str]:
+    """The lines about the first unfinished exercise (or the congratulations)."""
+    current = result.current
+    if current is None:
+        return ["All exercises pass. Try `attention-kit demo` to see your attention at work."]
+    exercise = current.exercise
+    failure = current.first_failure
+    lines = [f"Next: exercise {exercise.number}, {exercise.name} ({exercise.title})"]
+    if failure is not None:
+        lines += [f"  first failing test: {failure.name}", _indent(failure.message)]
+    lines += [
+        f"  edit:  {display_path(result.impl / exercise.module_file)}",
+        f"  run:   {run_command(exercise, result.impl)}    (tests: {exercise.test_file})",
+        f"  stuck? attention-kit hint {exercise.name}",
+    ]
+    return lines
+
+
+def render_plain(result: SuiteResult) -> str:
+    """The status as plain text (no colour), as printed to a file or pipe."""
+    curriculum = load_curriculum()
+    width = max(len(r.exercise.name) for r in result.exercises)
+    lines = [f"{curriculum.title}: {display_path(result.impl)}", ""]
+    for item in result.exercises:
+        counts = f"{item.passed:>3}/{item.total:<3}"
+        lines.append(f"  {item.exercise.number}. {item.exercise.name:<{width}}  {counts} {item.state}")
+    fraction = result.passed / result.total if result.total else 0.0
+    lines += [
+        "",
+        f"Progress: {_bar(fraction)} {result.passed}/{result.total} tests, "
+        f"{result.points:.4g}/{result.max_points:.4g} points",
+        "",
+        *_next_steps(result),
+    ]
+    return "\n".join(lines)
+
+
+STATE_STYLE = {DONE: "green", IN_PROGRESS: "yellow", NOT_STARTED: "dim", NO_TESTS: "dim"}
+STATE_MARK = {DONE: "✓", IN_PROGRESS: "…", NOT_STARTED: "·", NO_TESTS: " "}
+
+
+def render_rich(result: SuiteResult, console: Any) -> None:
+    """Print the status with colour and progress bars on a rich ``Console``."""
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+    from rich.text import Text
+
+    curriculum = load_curriculum()
+    console.print(Text.assemble((curriculum.title, "bold"), f": {display_path(result.impl)}"))
+    console.print()
+    table = Table(show_header=False, box=None, padding=(0, 1))
+    current = result.current
+    for item in result.exercises:
+        style = STATE_STYLE[item.state]
+        name_style = "bold" if item is current else ""
+        table.add_row(
+            Text(STATE_MARK[item.state], style=style),
+            f"{item.exercise.number}.",
+            Text(item.exercise.name, style=name_style),
+            f"{item.passed:>3}/{item.total:<3}",
+            ProgressBar(total=max(item.total, 1), completed=item.passed, width=16,
+                        complete_style=style, finished_style="green"),
+            Text(item.state, style=style),
+        )
+    console.print(table)
+    overall = Table.grid(padding=(0, 1))
+    overall.add_row(
+        Text("Progress", style="bold"),
+        ProgressBar(total=max(result.total, 1), completed=result.passed, width=30, complete_style="yellow",
+                    finished_style="green"),
+        f"{result.passed}/{result.total} tests, {result.points:.4g}/{result.max_points:.4g} points",
+    )
+    console.print()
+    console.print(overall)
+    console.print()
+    for index, line in enumerate(_next_steps(result)):
+        console.print(Text(line, style="bold" if index == 0 else ""), highlight=False)
+
+
+def use_rich(stream: TextIO) -> bool:
+    """Colour only on a terminal, with rich installed, and not when NO_COLOR is set."""
+    if os.environ.get("NO_COLOR") or not getattr(stream, "isatty", lambda: False)():
+        return False
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def show(result: SuiteResult, stream: TextIO | None = None) -> None:
+    """Print the status to ``stream`` (default stdout), in colour when it is a terminal."""
+    stream = stream or sys.stdout
+    if use_rich(stream):
+        from rich.console import Console
+
+        render_rich(result, Console(file=stream))
+    else:
+        print(render_plain(result), file=stream)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``attention-kit status``."""
+    parser.add_argument("--impl", default="exercises", metavar="DIR",
+                        help="folder holding your modules (default: exercises)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suite and print the status; 0 unless the suite could not run."""
+    try:
+        result = run_suite(args.impl)
+    except (ValueError, RuntimeError) as error:
+        print(f"attention-kit status: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    show(result)
+    return 0
+
+
+def failing_exercises(result: SuiteResult, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` whose tests do not all pass (or that have no tests)."""
+    return [name for name in names if result[name].state != DONE]

@@ -1,0 +1,276 @@
+"""The student's loop: status, hint, watch and demo, on the stubs, a partial solution and the reference."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import demo, hints, status, watch
+from grader.curriculum import ROOT, load
+
+EXERCISES = ROOT / "exercises"
+SOLUTIONS = ROOT / "solutions"
+
+
+def make_partial(folder: Path, done: tuple[str, ...] = ("softmax", "projections")) -> Path:
+    """A copy of the stubs with some exercises replaced by the reference (what a student has midway)."""
+    shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(SOLUTIONS / "_checks.py", folder)  # the reference modules import it
+    for name in done:
+        shutil.copy(SOLUTIONS / f"{name}.py", folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def partial_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_partial(tmp_path_factory.mktemp("partial") / "work")
+
+
+@pytest.fixture(scope="module")
+def stubs() -> status.SuiteResult:
+    return status.run_suite(EXERCISES)
+
+
+@pytest.fixture(scope="module")
+def partial(partial_dir: Path) -> status.SuiteResult:
+    return status.run_suite(partial_dir)
+
+
+@pytest.fixture(scope="module")
+def reference() -> status.SuiteResult:
+    return status.run_suite(SOLUTIONS)
+
+
+# ---------------------------------------------------------------------------------------------- status
+
+
+def test_status_lists_every_exercise_in_curriculum_order(stubs):
+    assert [item.exercise.name for item in stubs.exercises] == list(load().names)
+    text = status.render_plain(stubs)
+    positions = [text.index(f"{exercise.number}. {exercise.name} ") for exercise in load().exercises]
+    assert positions == sorted(positions)
+
+
+def test_status_on_the_stubs(stubs):
+    assert stubs.total > 0 and stubs.passed == 0 and stubs.points == 0
+    assert all(item.state == status.NOT_STARTED for item in stubs.exercises if item.total)
+    assert stubs.current.exercise.name == "softmax"
+    first = stubs.current.first_failure
+    assert first.message.startswith("softmax: not implemented yet")
+    assert "\n" not in first.message and "Failed:" not in first.message
+    text = status.render_plain(stubs)
+    assert f"0/{stubs.total} tests, 0/100 points" in text
+    assert "Next: exercise 1, softmax" in text
+    assert "run:   pytest -m softmax" in text and "tests/test_01_softmax.py" in text
+    assert "attention-kit hint softmax" in text and "exercises/softmax.py" in text
+
+
+def test_status_on_a_partial_solution(partial, partial_dir):
+    assert partial["softmax"].state == status.DONE and partial["projections"].state == status.DONE
+    assert partial["attention"].state == status.NOT_STARTED
+    assert partial.current.exercise.name == "attention"
+    expected_points = load().exercise("softmax").points + load().exercise("projections").points
+    assert partial.points == pytest.approx(expected_points)
+    assert partial.passed == partial["softmax"].total + partial["projections"].total
+    text = status.render_plain(partial)
+    assert "Next: exercise 3, attention" in text
+    assert f"pytest tests -m attention --impl {partial_dir}" in text
+    assert "attention_scores: not implemented yet" in text
+    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/100 points" in text
+    assert "#" in text.split("Progress:")[1].splitlines()[0]
+
+
+def test_status_on_the_reference(reference):
+    assert reference.passed == reference.total > 100
+    assert reference.current is None and reference.points == pytest.approx(100)
+    assert all(item.state == status.DONE for item in reference.exercises)
+    assert "All exercises pass" in status.render_plain(reference)
+
+
+def test_status_shows_the_failure_block_of_a_check(tmp_path):
+    folder = make_partial(tmp_path / "unstable", done=())
+    source = (SOLUTIONS / "softmax.py").read_text(encoding="utf-8")
+    (folder / "softmax.py").write_text(source.replace("np.exp(x - largest)", "np.exp(x)"), encoding="utf-8")
+    result = status.run_suite(folder, ["softmax"])["softmax"]
+    assert result.state == status.IN_PROGRESS and 0 < result.passed < result.total
+    message = result.first_failure.message
+    assert message.startswith("FAILURE: ") and "\n  expected: " in message
+    assert "revisit:" in message and "Failed Checks" not in message and "def " not in message
+
+
+def test_status_points_at_the_line_that_raised(tmp_path):
+    folder = make_partial(tmp_path / "broadcast", done=())
+    source = (SOLUTIONS / "softmax.py").read_text(encoding="utf-8")
+    (folder / "softmax.py").write_text(source.replace("keepdims=True)", "keepdims=False)"), encoding="utf-8")
+    message = status.run_suite(folder, ["softmax"])["softmax"].first_failure.message
+    first, where = message.splitlines()
+    assert first.startswith("ValueError: operands could not be broadcast")
+    assert where.startswith("  raised at softmax.py line ") and "np.exp(x - largest)" in where
+
+
+def test_status_is_plain_off_a_terminal_and_rich_on_one(partial, monkeypatch):
+    stream = io.StringIO()
+    status.show(partial, stream)
+    assert stream.getvalue() == status.render_plain(partial) + "\n"
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert status.use_rich(Terminal())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not status.use_rich(Terminal())
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    status.render_rich(partial, console)
+    shown = console.file.getvalue()
+    assert "\x1b[" in shown and "attention-kit hint attention" in shown and "projections" in shown
+
+
+def test_status_rejects_a_missing_folder(tmp_path, capsys):
+    assert status.run(argparse.Namespace(impl=str(tmp_path / "nowhere"))) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_command_modules_import_only_the_standard_library():
+    code = (
+        "import sys, grader.cli; grader.cli.build_parser(); "
+        "heavy = {'numpy', 'pytest', 'rich', 'matplotlib'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+# ---------------------------------------------------------------------------------------------- hint
+
+
+def test_hints_go_one_level_at_a_time():
+    softmax = load().exercise("softmax")
+    first = hints.hint_text("softmax")
+    assert f"Hint 1 of {len(softmax.hints)}" in first
+    assert " ".join(first.split()).find(" ".join(softmax.hints[0].split())) > 0
+    assert first.rstrip().endswith("more: attention-kit hint softmax --level 2")
+    last = hints.hint_text("softmax", len(softmax.hints))
+    assert "last hint" in last and "more:" not in last
+    beyond = hints.hint_text("softmax", len(softmax.hints) + 1)
+    assert f"There is no hint {len(softmax.hints) + 1}" in beyond
+
+
+def test_hint_for_an_unknown_exercise_lists_the_names(capsys):
+    assert hints.run(argparse.Namespace(exercise="sofmax", level=1)) == 2
+    error = capsys.readouterr().err
+    assert "sofmax" in error and all(name in error for name in load().names)
+    assert hints.run(argparse.Namespace(exercise="softmax", level=0)) == 2
+
+
+# ---------------------------------------------------------------------------------------------- watch
+
+
+def fake_suite(impl: Path, states: dict[str, bool]) -> status.SuiteResult:
+    """A suite result where each named exercise has one test, passing or not."""
+    results = [
+        status.ExerciseResult(load().exercise(name), [status.TestResult("test_one", name, passed, "" if passed
+                                                                        else "FAILURE: wrong")])
+        for name, passed in states.items()
+    ]
+    return status.SuiteResult(impl, results, 0.0)
+
+
+def test_watch_step_reruns_only_after_a_change(tmp_path):
+    folder = make_partial(tmp_path / "watched", done=())
+    runs: list[tuple[str, ...] | None] = []
+    done: dict[str, bool] = {name: False for name in load().names}
+
+    def runner(impl, exercises=None):
+        runs.append(tuple(exercises) if exercises else None)
+        chosen = exercises or load().names
+        return fake_suite(impl, {name: done[name] for name in chosen})
+
+    watcher = watch.Watcher(folder, runner=runner)
+    assert "exercise 1, softmax: 0/1 tests pass" in "\n".join(watcher.check_all())
+    assert watcher.step(settle=0) is None and runs == [None]
+
+    (folder / "softmax.py").write_text("# still thinking\n", encoding="utf-8")
+    lines = watcher.step(settle=0)
+    assert lines[0] == "changed: softmax.py" and runs[-1] == ("softmax",)
+    assert "FAILURE: wrong" in "\n".join(lines) and watcher.current == "softmax"
+
+    done["softmax"] = True
+    (folder / "softmax.py").write_text("# solved\n", encoding="utf-8")
+    text = "\n".join(watcher.step(settle=0))
+    assert "softmax: 1/1 tests pass - done" in text and "exercise 2, projections" in text
+    assert watcher.current == "projections" and runs[-2:] == [("softmax",), None]
+    (folder / "__pycache__").mkdir(exist_ok=True)
+    (folder / "__pycache__" / "x.pyc").write_bytes(b"")
+    assert watcher.step(settle=0) is None
+
+
+def test_watch_moves_on_when_the_current_exercise_passes(tmp_path):
+    folder = make_partial(tmp_path / "student", done=())
+    watcher = watch.Watcher(folder)
+    assert "exercise 1, softmax" in watcher.check_all()[0]
+    shutil.copy(SOLUTIONS / "softmax.py", folder)
+    text = "\n".join(watcher.step(settle=0))
+    assert "changed: softmax.py" in text and "- done" in text
+    assert "exercise 2, projections: 0/" in text and "init_weight: not implemented yet" in text
+    assert watcher.current == "projections"
+
+
+def test_watch_once(capsys, partial_dir):
+    parser = argparse.ArgumentParser()
+    watch.add_arguments(parser)
+    assert watch.run(parser.parse_args(["--impl", str(partial_dir), "--once"])) == 0
+    assert "exercise 3, attention" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------- demo
+
+
+def demo_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_demo_waits_for_the_exercises_it_needs(tmp_path, capsys, partial_dir):
+    out = tmp_path / "heatmap.png"
+    assert demo.run(demo_args("--impl", str(EXERCISES), "--out", str(out))) == 1
+    text = capsys.readouterr().out
+    assert all(f"{name}: 0/" in text for name in ("softmax", "projections", "attention"))
+    assert demo.run(demo_args("--impl", str(partial_dir), "--out", str(out))) == 1
+    text = capsys.readouterr().out
+    assert "3. attention: 0/" in text and "softmax:" not in text.split("first:")[1]
+    assert not out.exists()
+
+
+def test_demo_reproduces_the_worked_example(tmp_path, capsys):
+    out = tmp_path / "heatmap.png"
+    assert demo.run(demo_args("--reference", "--out", str(out))) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        "attention_weights_shape=(8, 8)",
+        "context_shape=(8, 8)",
+        "row_sums=[1. 1. 1. 1. 1. 1. 1. 1.]",
+    ]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_causal_and_heads():
+    import numpy as np
+
+    causal = demo.compute(SOLUTIONS, causal=True, use_causal_mask=False)
+    assert np.all(np.triu(causal.weights, 1) == 0) and "np.tril" in causal.mask_source
+    assert "causal mask" in demo.title(causal)
+    heads = demo.compute(SOLUTIONS, heads=4)
+    assert heads.weights.shape == (4, 8, 8) and heads.output.shape == (8, 16)
+    assert demo.summary_lines(heads)[:2] == ["attention_weights_shape=(4, 8, 8)", "output_shape=(8, 16)"]
+    assert demo.run(demo_args("--reference", "--heads", "3")) == 2

@@ -1,0 +1,206 @@
+"""``attention-kit watch``: rerun the current exercise's tests every time you save.
+
+The current exercise is the first unfinished one in curriculum order. The
+watcher polls the size and modification time of the files in your folder
+(polling works everywhere, also on WSL and network drives where change
+notifications do not arrive). After a change it reruns that exercise's tests
+and shows how many pass and the first failure. When all of them pass it checks
+the whole suite again and moves on to the next unfinished exercise. Ctrl-C
+stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from grader.status import (
+    DONE,
+    ExerciseResult,
+    SuiteResult,
+    display_path,
+    resolve_impl,
+    run_command,
+    run_suite,
+)
+
+Snapshot = dict[str, tuple[int, int]]
+
+
+def snapshot(folder: Path) -> Snapshot:
+    """Modification time and size of every file in ``folder`` (caches and hidden files left out)."""
+    files: Snapshot = {}
+    for directory, subdirectories, names in os.walk(folder):
+        subdirectories[:] = [d for d in subdirectories if d != "__pycache__" and not d.startswith(".")]
+        for name in names:
+            if name.startswith(".") or name.endswith((".pyc", "~", ".swp")):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                info = os.stat(path)
+            except OSError:  # deleted between listing and stat (an editor's temporary file)
+                continue
+            files[os.path.relpath(path, folder)] = (info.st_mtime_ns, info.st_size)
+    return files
+
+
+def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
+    """Files added, removed or modified between two snapshots, sorted."""
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+def describe(result: ExerciseResult, impl: Path) -> list[str]:
+    """The status line of one exercise and, unless it passes, its first failure."""
+    exercise = result.exercise
+    line = f"exercise {exercise.number}, {exercise.name}: {result.passed}/{result.total} tests pass"
+    if result.state == DONE:
+        return [line + " - done"]
+    lines = [line + f" ({result.state})"]
+    failure = result.first_failure
+    if failure is not None:
+        lines.append(f"  first failing test: {failure.name}")
+        lines.extend("    " + text if text else text for text in failure.message.splitlines())
+    lines += [
+        f"  edit:  {display_path(impl / exercise.module_file)}",
+        f"  run:   {run_command(exercise, impl)}",
+        f"  stuck? attention-kit hint {exercise.name}",
+    ]
+    return lines
+
+
+class Watcher:
+    """The state of a watch session; :meth:`step` is one iteration of the loop.
+
+    Parameters
+    ----------
+    impl : str or pathlib.Path
+        The folder holding the student's modules.
+    runner : callable, optional
+        ``runner(impl, exercises)`` returning a :class:`~grader.status.SuiteResult`; the tests
+        pass a fake to count runs.
+    """
+
+    def __init__(self, impl: str | Path = "exercises",
+                 runner: Callable[..., SuiteResult] = run_suite) -> None:
+        self.impl = resolve_impl(impl)
+        self.runner = runner
+        self.seen: Snapshot = snapshot(self.impl)
+        self.current: str | None = None
+
+    def check_all(self) -> list[str]:
+        """Run the whole suite, pick the first unfinished exercise and describe it."""
+        result = self.runner(self.impl)
+        if result.current is None:
+            self.current = None
+            return [f"All {result.total} tests of every exercise pass. Well done! "
+                    "Try `attention-kit demo` to see your attention at work."]
+        self.current = result.current.exercise.name
+        overall = f"overall: {result.passed}/{result.total} tests, {result.points:.4g}/{result.max_points:.4g} points"
+        return describe(result.current, self.impl) + [overall]
+
+    def check_current(self) -> list[str]:
+        """Rerun the current exercise; when it passes, move on to the next unfinished one."""
+        if self.current is None:
+            return self.check_all()
+        result = self.runner(self.impl, [self.current])[self.current]
+        if result.state != DONE:
+            return describe(result, self.impl)
+        # Check everything again: the next exercise, and that nothing earlier broke meanwhile.
+        return describe(result, self.impl) + ["", "Moving on."] + self.check_all()
+
+    def poll(self) -> list[str]:
+        """Files changed since the last look (and remember the new state)."""
+        now = snapshot(self.impl)
+        changed = changed_files(self.seen, now)
+        self.seen = now
+        return changed
+
+    def step(self, settle: float = 0.2) -> list[str] | None:
+        """One iteration: if a file changed, rerun the tests and return the lines to show.
+
+        Parameters
+        ----------
+        settle : float, optional
+            Seconds to wait for the files to stop changing (an editor may write in steps).
+
+        Returns
+        -------
+        list of str or None
+            None when nothing changed.
+        """
+        changed = self.poll()
+        if not changed:
+            return None
+        while settle > 0:
+            time.sleep(settle)
+            more = self.poll()
+            if not more:
+                break
+            changed = sorted(set(changed) | set(more))
+        try:
+            report = self.check_current()
+        except RuntimeError as error:  # the suite itself could not run; keep watching
+            report = [str(error)]
+        return [f"changed: {', '.join(changed)}"] + report
+
+
+def _show(lines: list[str], stream: TextIO) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"--- {stamp} " + "-" * 60, file=stream)
+    print("\n".join(lines), file=stream, flush=True)
+
+
+def watch(watcher: Watcher, interval: float = 1.0, stream: TextIO | None = None,
+          iterations: int | None = None) -> None:
+    """Show the current exercise, then poll every ``interval`` seconds until Ctrl-C.
+
+    ``iterations`` bounds the number of polls (for tests); None polls forever.
+    """
+    stream = stream or sys.stdout
+    _show(watcher.check_all(), stream)
+    print(f"Watching {display_path(watcher.impl)} for changes (every {interval:g} s). Ctrl-C stops.",
+          file=stream, flush=True)
+    count = 0
+    while iterations is None or count < iterations:
+        time.sleep(interval)
+        lines = watcher.step()
+        if lines is not None:
+            _show(lines, stream)
+        count += 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``attention-kit watch``."""
+    parser.add_argument("--impl", default="exercises", metavar="DIR",
+                        help="folder holding your modules (default: exercises)")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                        help="how often to look for changes (default: 1)")
+    parser.add_argument("--once", action="store_true",
+                        help="check once, show the current exercise and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Watch until Ctrl-C (or check once with ``--once``)."""
+    if args.interval <= 0:
+        print(f"attention-kit watch: --interval must be positive, got {args.interval}", file=sys.stderr)
+        return 2
+    # Pyc files record the source's mtime in whole seconds; two saves in one second could be served
+    # from a stale cache. Not writing them avoids that for everything this process imports.
+    sys.dont_write_bytecode = True
+    try:
+        watcher = Watcher(args.impl)
+        if args.once:
+            _show(watcher.check_all(), sys.stdout)
+            return 0
+        watch(watcher, args.interval)
+    except ValueError as error:
+        print(f"attention-kit watch: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nStopped watching.")
+    return 0
