@@ -24,12 +24,18 @@ key blocked then gets uniform weights instead of none.
 What the tests check
 --------------------
 * ``causal_mask``: dtype bool, shape ``(n, n)``, the diagonal allowed, the
-  future blocked, row ``i`` allows exactly ``i + 1`` keys;
-* ``padding_mask``: shape ``(batch, 1, max_len)``, key ``j`` allowed exactly
-  when ``j < lengths[b]``, a length of 0 blocks everything;
-* ``combine_masks``: logical AND with broadcasting of causal and padding;
-* ``to_additive``: 0.0 and ``-inf``, the requested dtype;
-* bad sizes and lengths are rejected with a ``ValueError``.
+  future blocked, row ``i`` allows exactly ``i + 1`` keys, the lower
+  triangle exactly, and attention with it ignores later tokens;
+* ``padding_mask``: dtype bool, shape ``(batch, 1, max_len)``, key ``j``
+  allowed exactly when ``j < lengths[b]``, a length of 0 blocks everything
+  and a length of ``max_len`` nothing, and attention with it ignores what
+  the padded positions hold;
+* ``combine_masks``: logical AND with broadcasting (causal with padding),
+  for one, two or three masks;
+* ``to_additive``: 0.0 and ``-inf`` (not a large negative number), float64
+  by default or the requested dtype, so a fully blocked row gets no weight;
+* bad sizes, lengths and non-boolean masks are rejected with a
+  ``ValueError`` naming the argument; fixed inputs match reference values.
 """
 
 # Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.

@@ -20,15 +20,19 @@ symmetry. Three common ways to add it:
 
 What the tests check
 --------------------
-* ``sinusoidal_encoding``: shape, closed-form values for sines and cosines
-  (interleaved, pair frequency from ``2i``), values in ``[-1, 1]``, odd
+* ``sinusoidal_encoding``: shape and dtype, row 0 is ``0, 1, 0, 1, ...``,
+  values in ``[-1, 1]``, sines and cosines interleaved, each pair sharing
+  its frequency ``1 / 10000**(2i/d_model)``, closed-form values, odd
   ``d_model``, and that adding it breaks permutation equivariance;
 * ``rotary_embedding``: shape and dtype, position 0 is the identity,
-  closed-form values, norms preserved, ``q.k`` depends only on ``m - n``,
-  custom positions and base;
-* ``alibi_bias``: shape ``(n_heads, n, n)``, zero diagonal, values depend
-  only on ``|i - j|``, one slope per head with the geometric sequence;
-* bad sizes (odd ``d`` for rotary, non-positive sizes) raise ``ValueError``.
+  closed-form values (neighbouring pairs), norms preserved, ``q.k``
+  depends only on ``m - n``, custom positions and base, batch axes;
+* ``alibi_bias``: shape ``(n_heads, n, n)``, zero diagonal, a penalty
+  (never positive), symmetric, values depend only on ``|i - j|``, one
+  slope per head with the geometric sequence, closed-form values;
+* bad input (odd ``d`` for rotary, positions of the wrong shape, a
+  non-positive base or size) raises ``ValueError`` naming the argument;
+  fixed inputs match reference values.
 """
 
 from __future__ import annotations

@@ -1,0 +1,363 @@
+"""Exercise 4: masks. From the shape of each mask to what it does inside attention."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tests.feedback import (
+    expect,
+    expect_array,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_raises_value_error,
+    expect_shape,
+)
+from tests.probes import expect_probe, probe
+
+CAUSAL = "causal masking: query i may see keys 0..i, itself included, never a later key (np.tril with its diagonal)"
+DIAGONAL = ("causal masking: the diagonal is allowed, every token sees itself; masking it leaves query 0 "
+            "with no key at all (NaN or zeros)")
+POLARITY = "mask polarity: True means 'this query MAY attend to this key', False means blocked"
+PADDING = "padding masks: key j of sequence b is a real token exactly when j < lengths[b]"
+PAD_SHAPE = "padding masks have shape (batch, 1, max_len): the length-1 query axis broadcasts over every query"
+COMBINE = "combining masks: a pair is allowed only where every mask allows it (logical AND, with broadcasting)"
+ADDITIVE = "additive masks: 0.0 where attention is allowed, -np.inf where it is blocked, so exp(score + M) is 0"
+CHECKS = "bad input raises ValueError, and the message names the offending argument"
+
+
+def _lower_triangle(n: int) -> np.ndarray:
+    """The causal pattern written out by hand: key j is visible from query i when j <= i."""
+    pattern = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for j in range(i + 1):
+            pattern[i, j] = True
+    return pattern
+
+
+def _padding_pattern(lengths: list[int], max_len: int) -> np.ndarray:
+    """The padding pattern written out by hand, shape (batch, 1, max_len)."""
+    pattern = np.zeros((len(lengths), 1, max_len), dtype=bool)
+    for b, length in enumerate(lengths):
+        pattern[b, 0, :length] = True
+    return pattern
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    """The test's own softmax over the last axis; a row with every key blocked gets all zeros."""
+    top = np.max(scores, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    exps = np.exp(scores - top)
+    total = exps.sum(axis=-1, keepdims=True)
+    return np.divide(exps, total, out=np.zeros_like(exps), where=total > 0)
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Plain masked attention, as in the reading: softmax(np.where(mask, q k^T / sqrt(d), -inf)) v."""
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    return _softmax(np.where(mask, scores, -np.inf)) @ v
+
+
+def _attempt(call: Callable[[], Any], *, what: str, idea: str) -> tuple[bool, Any]:
+    """Run ``call``; an exception from the student's code becomes a failure with a message."""
+    try:
+        return True, call()
+    except Exception as error:  # the student's function crashed on valid input
+        expect(False, what=what, expected="a result", observed=f"{type(error).__name__}: {error}", idea=idea)
+        return False, None
+
+
+@probe("causal_mask")
+def seven_positions():
+    return (7,), {}
+
+
+@probe("padding_mask")
+def ragged_batch():
+    lengths = np.random.default_rng(401).integers(0, 7, size=4)  # (batch=4,), max_len 6
+    return (lengths, 6), {}
+
+
+@probe("combine_masks")
+def causal_and_padding():
+    lengths = np.random.default_rng(402).integers(1, 6, size=3)
+    padding = (np.arange(5) < lengths[:, None])[:, None, :]  # (3, 1, 5)
+    return (np.tril(np.ones((5, 5), dtype=bool)), padding), {}
+
+
+@probe("to_additive")
+def random_mask_float32():
+    mask = np.random.default_rng(403).random((2, 3, 4)) < 0.6
+    return (mask,), {"dtype": np.float32}
+
+
+# --- causal_mask ---------------------------------------------------------------------------------
+
+
+def test_causal_mask_is_a_square_boolean_array(impl):
+    for n in (1, 4, 7):
+        out = impl.causal_mask(n)
+        if expect_array(out, what=f"causal_mask({n})", idea=CAUSAL):
+            expect_shape(out, (n, n), what=f"causal_mask({n}) has one row per query and one column per key",
+                         idea=CAUSAL)
+            expect_dtype(out, np.bool_, what=f"causal_mask({n})",
+                         idea="a boolean mask holds True/False, not 0/1 floats: build it with dtype=bool")
+
+
+def test_causal_mask_allows_the_diagonal(impl):
+    out = impl.causal_mask(5)
+    if expect_shape(out, (5, 5), what="causal_mask(5)", idea=CAUSAL):
+        expect(bool(out[0].any()), what="the first query of causal_mask(5) may attend to some key",
+               expected="row 0 allows key 0 (itself)", observed=f"row 0 is {out[0]}: query 0 sees no key at all",
+               idea=DIAGONAL)
+        expect_equal(np.diagonal(out).astype(bool), np.ones(5, dtype=bool),
+                     what="the diagonal of causal_mask(5): each query may attend to its own position", idea=DIAGONAL)
+
+
+def test_causal_mask_blocks_the_future(impl):
+    out = impl.causal_mask(6)
+    if not expect_shape(out, (6, 6), what="causal_mask(6)", idea=CAUSAL):
+        return
+    out = out.astype(bool)
+    future = np.triu(np.ones((6, 6), dtype=bool), k=1)  # key j > query i
+    past = np.tril(np.ones((6, 6), dtype=bool), k=-1)  # key j < query i
+    if not out[future].any() and out[past].all():
+        return
+    if out[future].all() and not out[past].any():
+        observed = ("the future is allowed and the past blocked: this is the upper triangle (np.triu), "
+                    "or True/False swapped")
+    elif out[future].any():
+        first = tuple(int(i) for i in np.argwhere(out & future)[0])
+        observed = f"query {first[0]} may attend to the later key {first[1]} (the triangle reaches above the diagonal)"
+    else:
+        first = tuple(int(i) for i in np.argwhere(~out & past)[0])
+        observed = f"query {first[0]} may not attend to the earlier key {first[1]}"
+    expect(False, what="causal_mask(6): entry [i, j] is True exactly for the past and present (j <= i)",
+           expected="False above the diagonal (j > i), True below it (j < i)", observed=observed,
+           idea=f"{CAUSAL}; {POLARITY}")
+
+
+def test_causal_mask_row_i_allows_i_plus_one_keys(impl):
+    out = impl.causal_mask(7)
+    if expect_shape(out, (7, 7), what="causal_mask(7)", idea=CAUSAL):
+        expect_equal(out.astype(bool).sum(axis=-1), np.arange(1, 8),
+                     what="the number of keys each query of causal_mask(7) may attend to (row sums)",
+                     idea="query i sees the i + 1 keys 0..i: itself and everything before it")
+
+
+def test_causal_mask_equals_the_lower_triangle(impl):
+    for n in (1, 3, 8):
+        expect_equal(impl.causal_mask(n), _lower_triangle(n),
+                     what=f"causal_mask({n}) against the lower triangle written out by hand", idea=CAUSAL)
+
+
+def test_causal_mask_makes_attention_ignore_the_future(impl):
+    # Prefix invariance: with a causal mask, changing tokens 4 and 5 cannot change outputs 0..3.
+    rng = np.random.default_rng(41)
+    n, d_k, d_v, prefix = 6, 4, 3, 4
+    q, k, v = rng.normal(size=(n, d_k)), rng.normal(size=(n, d_k)), rng.normal(size=(n, d_v))
+    mask = impl.causal_mask(n)
+    if not expect_shape(mask, (n, n), what=f"causal_mask({n})", idea=CAUSAL):
+        return
+    q2, k2, v2 = q.copy(), k.copy(), v.copy()
+    q2[prefix:] = rng.normal(size=(n - prefix, d_k)) * 3.0
+    k2[prefix:] = rng.normal(size=(n - prefix, d_k)) * 3.0
+    v2[prefix:] = rng.normal(size=(n - prefix, d_v)) * 3.0
+    before, after = _attention(q, k, v, mask), _attention(q2, k2, v2, mask)
+    expect_close(after[:prefix], before[:prefix],
+                 what=f"attention outputs 0..{prefix - 1} with your causal mask, after changing tokens "
+                      f"{prefix}..{n - 1} (softmax of np.where(mask, scores, -inf), computed by the test)",
+                 idea="with a causal mask a token's output depends only on itself and earlier tokens: "
+                      "a later token must not leak into it")
+
+
+# --- padding_mask --------------------------------------------------------------------------------
+
+
+def test_padding_mask_shape_and_dtype(impl):
+    lengths, max_len = np.array([4, 0, 6, 1]), 6  # batch 4, max_len 6
+    out = impl.padding_mask(lengths, max_len)
+    if expect_array(out, what="padding_mask(lengths of 4 sequences, max_len=6)", idea=PAD_SHAPE):
+        observed = out.shape
+        hint = PAD_SHAPE
+        if observed == (4, 6, 1):
+            hint += "; yours has the length-1 axis last, so it masks queries instead of keys"
+        elif observed == (4, 6):
+            hint += "; yours has no query axis, so it would meet (batch, n_q, n_k) scores on the wrong axes"
+        expect_shape(out, (4, 1, 6), what="padding_mask(lengths of 4 sequences, max_len=6)", idea=hint)
+        expect_dtype(out, np.bool_, what="padding_mask", idea="a boolean mask holds True/False, not 0/1")
+
+
+def test_padding_mask_allows_exactly_the_real_tokens(impl):
+    lengths, max_len = [3, 5, 1], 5
+    out = impl.padding_mask(np.array(lengths), max_len)
+    if not expect_shape(out, (3, 1, 5), what="padding_mask([3, 5, 1], max_len=5)", idea=PAD_SHAPE):
+        return
+    expected = _padding_pattern(lengths, max_len)
+    if np.array_equal(out, expected):
+        return
+    idea = PADDING
+    if np.array_equal(out, ~expected):
+        idea = f"{POLARITY}; yours is True on the padding"
+    elif np.array_equal(out, _padding_pattern([length + 1 for length in lengths], max_len)):
+        idea = f"{PADDING}; yours also allows key lengths[b] (j <= lengths[b]), one padding token too many"
+    expect_equal(out, expected, what="padding_mask([3, 5, 1], max_len=5): True for the real keys j < lengths[b]",
+                 idea=idea)
+
+
+def test_padding_mask_edge_lengths(impl):
+    out = impl.padding_mask(np.array([0, 4, 2]), 4)
+    if expect_shape(out, (3, 1, 4), what="padding_mask([0, 4, 2], max_len=4)", idea=PAD_SHAPE):
+        expect_equal(out[0, 0], np.zeros(4, dtype=bool),
+                     what="a sequence of length 0 has no real token: its row is all False", idea=PADDING)
+        expect_equal(out[1, 0], np.ones(4, dtype=bool),
+                     what="a sequence of length max_len has no padding: its row is all True", idea=PADDING)
+
+
+def test_padding_mask_makes_attention_ignore_the_padding(impl):
+    # Padding invariance: whatever sits in the padded positions, the real tokens' outputs stay the same.
+    rng = np.random.default_rng(42)
+    lengths, batch, n, d_k, d_v = [2, 5, 4], 3, 5, 4, 2
+    q, k, v = rng.normal(size=(batch, n, d_k)), rng.normal(size=(batch, n, d_k)), rng.normal(size=(batch, n, d_v))
+    mask = impl.padding_mask(np.array(lengths), n)
+    if not expect_shape(mask, (batch, 1, n), what="padding_mask([2, 5, 4], max_len=5)", idea=PAD_SHAPE):
+        return
+    real = np.arange(n) < np.array(lengths)[:, None]  # (batch, n), built by the test
+    k2, v2 = k.copy(), v.copy()
+    k2[~real] = rng.normal(size=(int((~real).sum()), d_k)) * 5.0
+    v2[~real] = rng.normal(size=(int((~real).sum()), d_v)) * 5.0
+    before, after = _attention(q, k, v, mask), _attention(q, k2, v2, mask)
+    expect_close(after[real], before[real],
+                 what="attention outputs of the real tokens with your padding mask, after changing the padded "
+                      "keys and values (computed by the test)",
+                 idea=f"{PADDING}: padded keys must get weight 0, so their contents cannot matter; {PAD_SHAPE}")
+
+
+# --- combine_masks -------------------------------------------------------------------------------
+
+
+def test_combine_causal_and_padding(impl):
+    causal = np.tril(np.ones((5, 5), dtype=bool))  # (n, n)
+    padding = _padding_pattern([3, 5, 1], 5)  # (batch=3, 1, n)
+    ok, out = _attempt(lambda: impl.combine_masks(causal, padding), what="combine_masks(causal (5, 5), "
+                       "padding (3, 1, 5))", idea=COMBINE)
+    if not ok or not expect_shape(out, (3, 5, 5), what="combine_masks(causal (5, 5), padding (3, 1, 5))",
+                                  idea=f"{COMBINE}: (5, 5) and (3, 1, 5) broadcast to (3, 5, 5)"):
+        return
+    expect_dtype(out, np.bool_, what="combine_masks of boolean masks", idea=COMBINE)
+    expected = causal & padding
+    if not np.array_equal(out, expected):
+        idea = COMBINE
+        if np.array_equal(out, causal | padding):
+            idea += "; yours allows a pair when ANY mask allows it (logical OR), so padding leaks back in"
+        expect_equal(out, expected, what="combine_masks(causal, padding): True only where both are True",
+                     idea=idea)
+
+
+def test_combine_one_mask_and_three_masks(impl):
+    rng = np.random.default_rng(43)
+    single = rng.random((4, 6)) < 0.5
+    ok, out = _attempt(lambda: impl.combine_masks(single), what="combine_masks with a single mask",
+                       idea=f"{COMBINE}; accept one mask or many, and fold each one in")
+    if ok:
+        expect_equal(out, single, what="combine_masks(mask) with a single mask returns that mask",
+                     idea=f"{COMBINE}; a single mask combines to itself")
+    causal = np.tril(np.ones((5, 5), dtype=bool))  # (n, n)
+    keys = _padding_pattern([4, 2, 5], 5)  # (batch, 1, n): padded keys
+    queries = np.swapaxes(keys, -1, -2)  # (batch, n, 1): padded queries
+    ok, out = _attempt(lambda: impl.combine_masks(causal, keys, queries),
+                       what="combine_masks with three masks (5, 5), (3, 1, 5), (3, 5, 1)", idea=COMBINE)
+    if ok:
+        expect_equal(out, causal & keys & queries,
+                     what="combine_masks of three masks (5, 5), (3, 1, 5), (3, 5, 1): the AND of all three",
+                     idea=f"{COMBINE}; fold every mask in, not only the first two "
+                          "(np.logical_and takes a third argument as its output array)")
+
+
+# --- to_additive ---------------------------------------------------------------------------------
+
+
+def test_to_additive_gives_zero_and_minus_infinity(impl):
+    mask = np.random.default_rng(44).random((3, 4)) < 0.5
+    mask[0, 0], mask[0, 1] = True, False  # both kinds of entry present
+    out = impl.to_additive(mask)
+    if not expect_shape(out, mask.shape, what="to_additive of a (3, 4) mask keeps its shape", idea=ADDITIVE):
+        return
+    allowed, blocked = out[mask], out[~mask]
+    if np.all(allowed == 0.0) and np.all(blocked == -np.inf):
+        return
+    if np.all(allowed == -np.inf) and np.all(blocked == 0.0):
+        observed = "-inf where the mask is True and 0.0 where it is False"
+        idea = f"{ADDITIVE}; {POLARITY}"
+    elif np.all(allowed == 0.0) and np.all(np.isfinite(blocked)) and np.all(blocked < 0):
+        observed = f"0.0 where allowed, and the finite value {float(blocked.min()):.4g} where blocked"
+        idea = (f"{ADDITIVE}; a large negative number is not -inf: a row with every key blocked then gets "
+                "uniform weights instead of none, and it overflows in float16")
+    else:
+        observed = np.array2string(np.asarray(out)).replace("\n", "")
+        idea = ADDITIVE
+    expect(False, what="to_additive(mask): 0.0 where the mask is True, -inf where it is False",
+           expected="0.0 where the mask is True and -inf where it is False", observed=observed, idea=idea)
+
+
+def test_to_additive_dtype(impl):
+    mask = np.array([[True, False, True], [False, False, True]])
+    expect_dtype(impl.to_additive(mask), np.float64, what="to_additive(mask) with the default dtype",
+                 idea="the default dtype is float64")
+    out = impl.to_additive(mask, dtype=np.float32)
+    if expect_dtype(out, np.float32, what="to_additive(mask, dtype=np.float32)",
+                    idea="honour the dtype argument: convert the result with .astype(dtype)"):
+        expect_close(out, np.where(mask, 0.0, -np.inf).astype(np.float32),
+                     what="to_additive(mask, dtype=np.float32) values", idea=ADDITIVE, rtol=0.0, atol=0.0)
+
+
+def test_to_additive_leaves_a_fully_blocked_row_without_weights(impl):
+    # The reason for -inf: softmax(scores + M) must give a row whose every key is blocked no weight at all.
+    mask = np.array([[True, True, False, False], [False, False, False, False], [True, False, True, True]])
+    scores = np.random.default_rng(45).normal(size=mask.shape)
+    additive = impl.to_additive(mask)
+    if not expect_shape(additive, mask.shape, what="to_additive of a (3, 4) mask", idea=ADDITIVE):
+        return
+    with np.errstate(invalid="ignore", over="ignore"):
+        weights = _softmax(scores + additive)
+    expected = _softmax(np.where(mask, scores, -np.inf))
+    expect_close(weights, expected,
+                 what="softmax(scores + to_additive(mask)) (computed by the test), row 1 has every key blocked",
+                 idea=f"{ADDITIVE}; with -1e9 instead of -inf the blocked row gets uniform weights 0.25")
+
+
+# --- bad input and fixed examples ----------------------------------------------------------------
+
+
+def test_rejects_bad_input(impl):
+    for n in (0, -3):
+        expect_raises_value_error(lambda n=n: impl.causal_mask(n), argument="n",
+                                  what=f"causal_mask({n})", idea=f"{CHECKS}: a sequence length is positive")
+    expect_raises_value_error(lambda: impl.padding_mask(np.array([2, 7, 1]), 5), argument="lengths",
+                              what="padding_mask([2, 7, 1], max_len=5): a length exceeds max_len",
+                              idea=f"{CHECKS}: each length lies between 0 and max_len")
+    expect_raises_value_error(lambda: impl.padding_mask(np.array([1, -1]), 3), argument="lengths",
+                              what="padding_mask([1, -1], max_len=3): a negative length",
+                              idea=f"{CHECKS}: each length lies between 0 and max_len")
+    expect_raises_value_error(lambda: impl.padding_mask(np.array([1, 2]), 0), argument="max_len",
+                              what="padding_mask([1, 2], max_len=0)", idea=f"{CHECKS}: max_len is positive")
+    expect_raises_value_error(lambda: impl.to_additive(np.array([[1.0, 0.0, 1.0]])), argument="mask",
+                              what="to_additive of a float array",
+                              idea=f"{CHECKS}: to_additive takes a boolean mask (a float mask is already additive)")
+    expect_raises_value_error(lambda: impl.combine_masks(np.ones((3, 4)), np.ones((3, 4), dtype=bool)),
+                              argument="masks", what="combine_masks of a float and a boolean mask",
+                              idea=f"{CHECKS}: combine boolean masks, then convert with to_additive")
+
+
+def test_reference_values(impl):
+    expect_probe(impl, "causal_mask/seven_positions", what="causal_mask on the fixed input causal_mask/seven_positions",
+                 idea=CAUSAL)
+    expect_probe(impl, "padding_mask/ragged_batch", what="padding_mask on the fixed input padding_mask/ragged_batch",
+                 idea=PADDING)
+    expect_probe(impl, "combine_masks/causal_and_padding",
+                 what="combine_masks on the fixed input combine_masks/causal_and_padding", idea=COMBINE)
+    expect_probe(impl, "to_additive/random_mask_float32",
+                 what="to_additive on the fixed input to_additive/random_mask_float32", idea=ADDITIVE)

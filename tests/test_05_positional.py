@@ -1,0 +1,435 @@
+"""Exercise 5: positional information. Sinusoidal tables, rotary embeddings and ALiBi biases."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import (
+    expect,
+    expect_array,
+    expect_close,
+    expect_dtype,
+    expect_raises_value_error,
+    expect_shape,
+)
+from tests.probes import expect_probe, probe
+
+SINUSOID = ("sinusoidal encoding: PE[p, 2i] = sin(p / 10000**(2i/d_model)) and "
+            "PE[p, 2i+1] = cos(p / 10000**(2i/d_model)), columns interleaved")
+PAIRS = "columns 2i and 2i+1 form pair i and share one frequency: use the pair index 2*(j//2) for column j, not j"
+ORDER = "attention on its own is blind to order: only position information makes a permutation visible"
+ROTARY = ("rotary embedding: rotate the pair (x[..., 2i], x[..., 2i+1]) at position p by the angle "
+          "t = p * base**(-2i/d): (a, b) -> (a cos t - b sin t, a sin t + b cos t)")
+RELATIVE = "a rotation by m and a rotation by n leave a dot product that depends only on the offset m - n"
+ALIBI = "ALiBi: bias[h, i, j] = -slope_h * |i - j| with slope_h = 2**(-8 (h+1) / n_heads), one slope per head"
+CHECKS = "bad input raises ValueError, and the message names the offending argument"
+
+
+def _sinusoidal(n_positions: int, d_model: int, *, pair=lambda j: 2 * (j // 2), multiply=False,
+                swap=False) -> np.ndarray:
+    """The sinusoidal table written out entry by entry (the keywords build known mistakes)."""
+    table = np.zeros((n_positions, d_model))
+    for p in range(n_positions):
+        for j in range(d_model):
+            scale = 10000.0 ** (pair(j) / d_model)
+            angle = p * scale if multiply else p / scale
+            use_sine = (j % 2 == 0) != swap
+            table[p, j] = np.sin(angle) if use_sine else np.cos(angle)
+    return table
+
+
+def _concatenated(n_positions: int, d_model: int) -> np.ndarray:
+    """The known mistake of putting all sines first and all cosines after them."""
+    angles = np.arange(n_positions)[:, None] / 10000.0 ** (np.arange(0, d_model, 2) / d_model)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)[:, :d_model]
+
+
+def _diagnose_sinusoidal(out: np.ndarray, n_positions: int, d_model: int) -> str:
+    """Name the known mistake that ``out`` matches, if any."""
+    mistakes = {
+        "yours puts all sines first and all cosines after them; interleave them (sin in even columns, "
+        "cos in odd ones)": _concatenated(n_positions, d_model),
+        "yours has sine and cosine swapped: even columns hold the sine": _sinusoidal(n_positions, d_model, swap=True),
+        "yours multiplies the position by 10000**(2i/d_model); divide by it, so later pairs turn slowly":
+            _sinusoidal(n_positions, d_model, multiply=True),
+        "yours uses the column index j in the exponent; the two columns of a pair share the exponent 2*(j//2)":
+            _sinusoidal(n_positions, d_model, pair=lambda j: j),
+        "yours uses the pair index i in the exponent; the exponent is 2i/d_model, twice the pair index":
+            _sinusoidal(n_positions, d_model, pair=lambda j: j // 2),
+    }
+    for message, table in mistakes.items():
+        if np.shape(out) == table.shape and np.allclose(out, table):
+            return f"{SINUSOID}; {message}"
+    return SINUSOID
+
+
+def _rotary(x: np.ndarray, positions, base: float = 10000.0, *, sign: float = 1.0, two: int = 2) -> np.ndarray:
+    """Rotary embedding written out pair by pair (sign and two build known mistakes)."""
+    out = np.array(x, dtype=np.float64)
+    d = x.shape[-1]
+    for p, position in enumerate(positions):
+        for i in range(d // 2):
+            t = sign * position * base ** (-two * i / d)
+            a, b = x[..., p, 2 * i], x[..., p, 2 * i + 1]
+            out[..., p, 2 * i] = a * np.cos(t) - b * np.sin(t)
+            out[..., p, 2 * i + 1] = a * np.sin(t) + b * np.cos(t)
+    return out
+
+
+def _rotate_half(x: np.ndarray, positions, base: float = 10000.0) -> np.ndarray:
+    """The GPT-NeoX layout: feature i pairs with feature i + d/2 (a known mix-up with the interleaved pairs)."""
+    d = x.shape[-1]
+    angles = np.asarray(positions, dtype=float)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    a, b = x[..., : d // 2], x[..., d // 2 :]
+    return np.concatenate([a * np.cos(angles) - b * np.sin(angles), a * np.sin(angles) + b * np.cos(angles)], -1)
+
+
+def _diagnose_rotary(out: np.ndarray, x: np.ndarray, positions, base: float = 10000.0) -> str:
+    """Name the known rotary mistake that ``out`` matches, if any."""
+    mistakes = {
+        "yours pairs feature i with feature i + d/2 (the rotate-half layout); here the pairs are the neighbours "
+        "(2i, 2i+1)": _rotate_half(x, positions, base),
+        "yours rotates the other way: the first output is a cos t - b sin t": _rotary(x, positions, base, sign=-1.0),
+        "yours uses base**(-i/d); the exponent is -2i/d": _rotary(x, positions, base, two=1),
+        "yours ignores the positions you were given": _rotary(x, np.arange(x.shape[-2]), base),
+        "yours ignores the base argument": _rotary(x, positions, 10000.0),
+        "yours returns x unchanged": np.asarray(x, dtype=np.float64),
+    }
+    for message, expected in mistakes.items():
+        if np.shape(out) == expected.shape and np.allclose(out, expected):
+            return f"{ROTARY}; {message}"
+    return ROTARY
+
+
+def _alibi(n: int, n_heads: int) -> np.ndarray:
+    """ALiBi written out entry by entry."""
+    bias = np.zeros((n_heads, n, n))
+    for h in range(n_heads):
+        slope = 2.0 ** (-8.0 * (h + 1) / n_heads)
+        for i in range(n):
+            for j in range(n):
+                bias[h, i, j] = -slope * abs(i - j)
+    return bias
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    exps = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exps / exps.sum(axis=-1, keepdims=True)
+
+
+def _self_attention(x: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray) -> np.ndarray:
+    """Plain single-head self-attention with no position information of its own."""
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    return _softmax(q @ k.T / np.sqrt(q.shape[-1])) @ v
+
+
+@probe("sinusoidal_encoding")
+def seven_by_ten():
+    return (7, 10), {}
+
+
+@probe("rotary_embedding")
+def batch_of_two():
+    return (np.random.default_rng(501).normal(size=(2, 5, 6)),), {}
+
+
+@probe("rotary_embedding")
+def given_positions():
+    rng = np.random.default_rng(502)
+    return (rng.normal(size=(4, 8)),), {"positions": np.array([3, 0, 11, 6]), "base": 50.0}
+
+
+@probe("alibi_bias")
+def five_by_three():
+    return (5, 3), {}
+
+
+# --- sinusoidal_encoding -------------------------------------------------------------------------
+
+
+def test_sinusoidal_shape_and_dtype(impl):
+    for n_positions, d_model in ((7, 10), (3, 5)):
+        out = impl.sinusoidal_encoding(n_positions, d_model)
+        what = f"sinusoidal_encoding({n_positions}, {d_model})"
+        if expect_array(out, what=what, idea=SINUSOID):
+            expect_shape(out, (n_positions, d_model), what=f"{what}: one row per position, one column per feature",
+                         idea=SINUSOID)
+            expect_dtype(out, np.float64, what=what, idea="the table is float64")
+
+
+def test_sinusoidal_first_row_alternates_zero_and_one(impl):
+    out = impl.sinusoidal_encoding(4, 10)
+    if not expect_shape(out, (4, 10), what="sinusoidal_encoding(4, 10)", idea=SINUSOID):
+        return
+    expected = np.tile([0.0, 1.0], 5)
+    idea = SINUSOID + ": at position 0 every angle is 0, so sin gives 0 (even columns) and cos gives 1 (odd ones)"
+    if np.allclose(out[0], np.repeat([0.0, 1.0], 5)):
+        idea += "; yours puts all sines first and all cosines after them instead of interleaving them"
+    elif np.allclose(out[0], 1.0 - expected):
+        idea += "; yours has sine and cosine swapped"
+    expect_close(out[0], expected, what="row 0 (position 0) of sinusoidal_encoding(4, 10)", idea=idea)
+
+
+def test_sinusoidal_values_lie_in_minus_one_to_one(impl):
+    out = impl.sinusoidal_encoding(50, 16)
+    if expect_shape(out, (50, 16), what="sinusoidal_encoding(50, 16)", idea=SINUSOID):
+        expect(bool(np.all(np.isfinite(out)) and np.all(np.abs(out) <= 1.0)),
+               what="every entry of sinusoidal_encoding(50, 16) is a sine or a cosine",
+               expected="values in [-1, 1]", observed=f"minimum {np.min(out):.4g}, maximum {np.max(out):.4g}",
+               idea=SINUSOID)
+
+
+def test_sinusoidal_first_pair_is_sin_and_cos_of_the_position(impl):
+    out = impl.sinusoidal_encoding(6, 8)
+    if not expect_shape(out, (6, 8), what="sinusoidal_encoding(6, 8)", idea=SINUSOID):
+        return
+    p = np.arange(6.0)
+    expect_close(out[:, 0], np.sin(p), what="column 0 of sinusoidal_encoding(6, 8): sin(p), frequency 1",
+                 idea=f"{SINUSOID}; pair 0 has the frequency 1/10000**0 = 1")
+    expect_close(out[:, 1], np.cos(p), what="column 1 of sinusoidal_encoding(6, 8): cos(p), same frequency as column 0",
+                 idea=f"{SINUSOID}; the cosine sits right next to its sine (interleaved), with the same frequency")
+
+
+def test_sinusoidal_pairs_share_a_frequency(impl):
+    # sin^2 + cos^2 = 1 holds for each pair only if both columns use the same angle.
+    out = impl.sinusoidal_encoding(5, 8)
+    if expect_shape(out, (5, 8), what="sinusoidal_encoding(5, 8)", idea=SINUSOID):
+        expect_close(out[:, 0::2] ** 2 + out[:, 1::2] ** 2, np.ones((5, 4)),
+                     what="PE[p, 2i]**2 + PE[p, 2i+1]**2 for every position p and pair i (sin^2 + cos^2 of one angle)",
+                     idea=PAIRS)
+
+
+def test_sinusoidal_frequencies_decrease_by_pair(impl):
+    # At position 1 the angle of pair i is its frequency 10000**(-2i/d); each is below pi, so arctan2 recovers it.
+    out = impl.sinusoidal_encoding(3, 12)
+    if not expect_shape(out, (3, 12), what="sinusoidal_encoding(3, 12)", idea=SINUSOID):
+        return
+    observed = np.arctan2(out[1, 0::2], out[1, 1::2])
+    expected = 10000.0 ** (-np.arange(0, 12, 2) / 12)
+    expect_close(observed, expected, what="the angle of each pair at position 1 of sinusoidal_encoding(3, 12), "
+                                          "i.e. the frequencies 1 / 10000**(2i/12)",
+                 idea=_diagnose_sinusoidal(out, 3, 12) + "; the frequencies fall from 1 down towards 1/10000")
+
+
+def test_sinusoidal_closed_form(impl):
+    out = impl.sinusoidal_encoding(9, 12)
+    expect_close(out, _sinusoidal(9, 12), what="sinusoidal_encoding(9, 12) against the formula, entry by entry",
+                 idea=_diagnose_sinusoidal(out, 9, 12))
+
+
+def test_sinusoidal_odd_d_model(impl):
+    out = impl.sinusoidal_encoding(5, 7)
+    if expect_shape(out, (5, 7), what="sinusoidal_encoding(5, 7) with an odd d_model", idea=SINUSOID):
+        p = np.arange(5.0)
+        expect_close(out[:, 6], np.sin(p / 10000.0 ** (6 / 7)),
+                     what="the last column of sinusoidal_encoding(5, 7): column 6 = 2*3, a sine of pair 3",
+                     idea=f"{SINUSOID}; with an odd d_model the last pair has only its sine")
+        expect_close(out, _sinusoidal(5, 7), what="sinusoidal_encoding(5, 7) against the formula",
+                     idea=_diagnose_sinusoidal(out, 5, 7))
+
+
+def test_sinusoidal_encoding_makes_order_visible(impl):
+    rng = np.random.default_rng(51)
+    n, d_model, d_head = 6, 8, 5
+    x = rng.normal(size=(n, d_model))
+    w_q, w_k, w_v = (rng.normal(size=(d_model, d_head)) / np.sqrt(d_model) for _ in range(3))
+    order = np.array([3, 0, 5, 1, 4, 2])
+    # Without positions, shuffling the tokens only shuffles the outputs (permutation equivariance).
+    expect_close(_self_attention(x[order], w_q, w_k, w_v), _self_attention(x, w_q, w_k, w_v)[order],
+                 what="plain attention (the test's own) of shuffled tokens equals the shuffled outputs", idea=ORDER)
+    pe = impl.sinusoidal_encoding(n, d_model)
+    if not expect_shape(pe, (n, d_model), what=f"sinusoidal_encoding({n}, {d_model})", idea=SINUSOID):
+        return
+    shuffled = _self_attention(x[order] + pe, w_q, w_k, w_v)
+    reordered = _self_attention(x + pe, w_q, w_k, w_v)[order]
+    gap = float(np.max(np.abs(shuffled - reordered)))
+    expect(gap > 1e-3, what="attention of shuffled tokens plus your encoding, against the shuffled outputs of the "
+                            "tokens in order plus your encoding (computed by the test)",
+           expected="different outputs: position p adds the same vector PE[p] whatever token sits there, so "
+                    "the order of the tokens changes what attention sees",
+           observed=f"the largest difference is only {gap:.3g}: order is still invisible",
+           idea=f"{ORDER}; each position needs its own row of the table")
+
+
+# --- rotary_embedding ----------------------------------------------------------------------------
+
+
+def test_rotary_shape_and_dtype(impl):
+    x = np.random.default_rng(52).normal(size=(2, 5, 6))
+    out = impl.rotary_embedding(x)
+    if expect_array(out, what="rotary_embedding of a (2, 5, 6) array", idea=ROTARY):
+        expect_shape(out, x.shape, what="rotary_embedding keeps the shape of x", idea=ROTARY)
+        expect_dtype(out, np.float64, what="rotary_embedding of a float64 array", idea=ROTARY)
+    x32 = np.random.default_rng(53).normal(size=(3, 4, 8)).astype(np.float32)
+    out = impl.rotary_embedding(x32)
+    if expect_array(out, what="rotary_embedding of a float32 (3, 4, 8) array", idea=ROTARY):
+        expect_dtype(out, np.float32, what="rotary_embedding of a float32 array",
+                     idea="dtype in = dtype out: build the result like x (np.empty_like(x)), or cast it back")
+
+
+def test_rotary_position_zero_is_the_identity(impl):
+    x = np.random.default_rng(54).normal(size=(2, 5, 6))
+    out = impl.rotary_embedding(x)
+    if expect_shape(out, x.shape, what="rotary_embedding of a (2, 5, 6) array", idea=ROTARY):
+        expect_close(out[:, 0], x[:, 0], what="the row at position 0 after rotary_embedding (angle 0: unchanged)",
+                     idea=f"{ROTARY}; positions default to 0..n-1 and a rotation by 0 changes nothing")
+
+
+def test_rotary_closed_form(impl):
+    x = np.random.default_rng(55).normal(size=(4, 6))
+    out = impl.rotary_embedding(x)
+    expect_close(out, _rotary(x, np.arange(4)), what="rotary_embedding of a (4, 6) array against the formula, "
+                                                    "pair by pair", idea=_diagnose_rotary(out, x, np.arange(4)))
+
+
+def test_rotary_preserves_norms(impl):
+    x = np.random.default_rng(56).normal(size=(3, 7, 8))
+    out = impl.rotary_embedding(x)
+    if expect_shape(out, x.shape, what="rotary_embedding of a (3, 7, 8) array", idea=ROTARY):
+        expect_close(np.linalg.norm(out, axis=-1), np.linalg.norm(x, axis=-1),
+                     what="the length of every row after rotary_embedding",
+                     idea=f"{ROTARY}; a rotation keeps lengths: use the same angle t for both outputs of a pair")
+
+
+def test_rotary_scores_depend_only_on_the_offset(impl):
+    rng = np.random.default_rng(57)
+    n, d = 13, 8
+    q, k = rng.normal(size=d), rng.normal(size=d)
+    # The same query at every position and the same key at every position, rotated by your function.
+    q_rot = impl.rotary_embedding(np.tile(q, (n, 1)))
+    k_rot = impl.rotary_embedding(np.tile(k, (n, 1)))
+    if not (expect_shape(q_rot, (n, d), what=f"rotary_embedding of a ({n}, {d}) array", idea=ROTARY)
+            and expect_shape(k_rot, (n, d), what=f"rotary_embedding of a ({n}, {d}) array", idea=ROTARY)):
+        return
+    scores = q_rot @ k_rot.T  # scores[m, n] = q rotated by m . k rotated by n
+    for offset, pairs in ((2, ((3, 1), (7, 5), (12, 10))), (-3, ((0, 3), (6, 9), (9, 12)))):
+        values = np.array([scores[m, j] for m, j in pairs])
+        expect_close(values, np.full(3, values[0]),
+                     what=f"q.k with q rotated at position m and k at position n, for (m, n) in {list(pairs)} "
+                          f"(all with m - n = {offset})",
+                     idea=f"{RELATIVE}; rotate both features of a pair by the same angle, proportional to p")
+    expect(not np.isclose(scores[3, 1], scores[3, 3]), what="q.k at offset 2 against q.k at offset 0",
+           expected="different values: the rotation makes relative position visible",
+           observed=f"both {scores[3, 1]:.6g}: the rows were not rotated by their positions",
+           idea=f"{ROTARY}; {RELATIVE}")
+
+
+def test_rotary_custom_positions(impl):
+    x = np.random.default_rng(58).normal(size=(4, 6))
+    positions = np.array([5, 2, 9, 0])
+    out = impl.rotary_embedding(x, positions=positions)
+    expect_close(out, _rotary(x, positions), what="rotary_embedding(x, positions=[5, 2, 9, 0]) of a (4, 6) array",
+                 idea=_diagnose_rotary(out, x, positions))
+    expect_close(impl.rotary_embedding(x, positions=np.arange(4)), _rotary(x, np.arange(4)),
+                 what="rotary_embedding(x, positions=np.arange(4)) equals the default positions", idea=ROTARY)
+
+
+def test_rotary_base(impl):
+    x = np.random.default_rng(59).normal(size=(3, 6))
+    out = impl.rotary_embedding(x, base=100.0)
+    expect_close(out, _rotary(x, np.arange(3), base=100.0), what="rotary_embedding(x, base=100.0) of a (3, 6) array",
+                 idea=_diagnose_rotary(out, x, np.arange(3), base=100.0))
+
+
+def test_rotary_batch_axes(impl):
+    x = np.random.default_rng(60).normal(size=(2, 3, 5, 4))
+    out = impl.rotary_embedding(x)
+    if expect_shape(out, x.shape, what="rotary_embedding of a (2, 3, 5, 4) array (batch, heads, n, d)",
+                    idea=f"{ROTARY}; leading axes are batch axes: slice pairs with x[..., 0::2]"):
+        expect_close(out, _rotary(x, np.arange(5)), what="rotary_embedding with two leading batch axes",
+                     idea=_diagnose_rotary(out, x, np.arange(5))
+                     + "; positions run along axis -2 only, the same for every batch entry and head")
+
+
+# --- alibi_bias ----------------------------------------------------------------------------------
+
+
+def test_alibi_shape_and_dtype(impl):
+    out = impl.alibi_bias(5, 3)
+    if expect_array(out, what="alibi_bias(5, 3)", idea=ALIBI):
+        expect_shape(out, (3, 5, 5), what="alibi_bias(n=5, n_heads=3): one (n, n) bias per head",
+                     idea=f"{ALIBI}; the shape is (n_heads, n, n)")
+        expect_dtype(out, np.float64, what="alibi_bias(5, 3)", idea="the bias is float64")
+
+
+def test_alibi_zero_diagonal(impl):
+    out = impl.alibi_bias(6, 4)
+    if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
+        expect_close(np.diagonal(out, axis1=-2, axis2=-1), np.zeros((4, 6)),
+                     what="the diagonal of every head of alibi_bias(6, 4): distance 0, no penalty", idea=ALIBI)
+
+
+def test_alibi_is_a_penalty(impl):
+    out = impl.alibi_bias(6, 4)
+    if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
+        off_diagonal = ~np.eye(6, dtype=bool)
+        expect(bool(np.all(out[:, off_diagonal] < 0)), what="alibi_bias(6, 4) away from the diagonal",
+               expected="negative values: a distant key is penalised, its score lowered",
+               observed=f"values from {np.min(out):.4g} to {np.max(out):.4g}",
+               idea=f"{ALIBI}; mind the minus sign")
+
+
+def test_alibi_is_symmetric(impl):
+    out = impl.alibi_bias(6, 4)
+    if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
+        expect_close(out, np.swapaxes(out, -1, -2), what="alibi_bias(6, 4) equals its transpose in each head",
+                     idea=f"{ALIBI}; a key 2 positions before the query is as far as one 2 positions after: "
+                          "use the distance |i - j|, not i - j")
+
+
+def test_alibi_depends_only_on_distance(impl):
+    out = impl.alibi_bias(7, 2)
+    if expect_shape(out, (2, 7, 7), what="alibi_bias(7, 2)", idea=ALIBI):
+        i, j = np.indices((7, 7))
+        expect_close(out, out[:, 0, :][:, np.abs(i - j)],
+                     what="alibi_bias(7, 2): entry [h, i, j] equals entry [h, 0, |i - j|]", idea=ALIBI)
+
+
+def test_alibi_slopes_are_geometric(impl):
+    for n, n_heads in ((5, 4), (3, 8)):
+        out = impl.alibi_bias(n, n_heads)
+        if not expect_shape(out, (n_heads, n, n), what=f"alibi_bias({n}, {n_heads})", idea=ALIBI):
+            continue
+        slopes = -out[:, 1, 0]  # the penalty at distance 1 is the slope
+        expected = 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)
+        idea = f"{ALIBI}; the slopes form a geometric sequence starting at 2**(-8/n_heads)"
+        if np.allclose(slopes, 2.0 ** (-8.0 * np.arange(n_heads) / n_heads)):
+            idea += "; yours starts at 1: heads count from h = 0 but the formula uses h + 1"
+        expect_close(slopes, expected, what=f"the slope of each head of alibi_bias({n}, {n_heads}) "
+                                            "(minus the bias at distance 1)", idea=idea)
+
+
+def test_alibi_closed_form(impl):
+    expect_close(impl.alibi_bias(5, 3), _alibi(5, 3), what="alibi_bias(5, 3) against the formula, entry by entry",
+                 idea=ALIBI)
+
+
+# --- bad input and fixed examples ----------------------------------------------------------------
+
+
+def test_rejects_bad_input(impl):
+    expect_raises_value_error(lambda: impl.sinusoidal_encoding(0, 4), argument="n_positions",
+                              what="sinusoidal_encoding(0, 4)", idea=f"{CHECKS}: sizes are positive")
+    expect_raises_value_error(lambda: impl.sinusoidal_encoding(5, 0), argument="d_model",
+                              what="sinusoidal_encoding(5, 0)", idea=f"{CHECKS}: sizes are positive")
+    expect_raises_value_error(lambda: impl.rotary_embedding(np.ones((3, 5))), argument="x",
+                              what="rotary_embedding of a (3, 5) array: an odd number of features",
+                              idea=f"{CHECKS}: rotary embedding rotates pairs of features, so d must be even")
+    expect_raises_value_error(lambda: impl.rotary_embedding(np.ones((2, 4)), positions=np.arange(3)),
+                              argument="positions", what="rotary_embedding of a (2, 4) array with 3 positions",
+                              idea=f"{CHECKS}: one position per row of x")
+    expect_raises_value_error(lambda: impl.rotary_embedding(np.ones((2, 4)), base=0.0), argument="base",
+                              what="rotary_embedding(x, base=0.0)", idea=f"{CHECKS}: the base is positive")
+    expect_raises_value_error(lambda: impl.alibi_bias(0, 2), argument="n", what="alibi_bias(0, 2)",
+                              idea=f"{CHECKS}: sizes are positive")
+    expect_raises_value_error(lambda: impl.alibi_bias(4, 0), argument="n_heads", what="alibi_bias(4, 0)",
+                              idea=f"{CHECKS}: sizes are positive")
+
+
+def test_reference_values(impl):
+    expect_probe(impl, "sinusoidal_encoding/seven_by_ten",
+                 what="sinusoidal_encoding on the fixed input sinusoidal_encoding/seven_by_ten", idea=SINUSOID)
+    for name in ("rotary_embedding/batch_of_two", "rotary_embedding/given_positions"):
+        expect_probe(impl, name, what=f"rotary_embedding on the fixed input {name}", idea=ROTARY)
+    expect_probe(impl, "alibi_bias/five_by_three", what="alibi_bias on the fixed input alibi_bias/five_by_three",
+                 idea=ALIBI)
