@@ -27,16 +27,24 @@ needs rescaling at evaluation, where dropout does nothing.
 
 What the tests check
 --------------------
-* ``layer_norm``: a hand computation with non-trivial gamma, beta and a large
-  eps, normalisation over the last axis only, biased variance, dtype kept;
-* ``feed_forward``: relu and gelu (tanh form) against hand computations,
-  position-wise (rows do not mix), an unknown activation rejected;
+* ``layer_norm``: shape and dtype (float32 x, gamma and beta stay float32),
+  a hand computation with non-trivial gamma, beta and eps=0.5,
+  normalisation over the last axis only, biased variance, eps inside the
+  square root, gamma scaling and beta shifting;
+* ``feed_forward``: shape, relu and gelu (tanh form, not erf) against hand
+  computations, position-wise (shuffling rows shuffles the output), an
+  unknown activation rejected;
 * ``dropout``: identity at evaluation and for rate 0, dropped entries are 0
-  and kept ones scaled by ``1/(1-rate)``, the mean is preserved, the rate is
-  respected, randomness only from ``rng``, a bad rate rejected;
-* ``init_transformer_layer``: keys, shapes, ones and zeros;
-* ``transformer_layer``: shape, the residual paths, post-LN vs pre-LN,
-  masks, permutation equivariance without positions.
+  and kept ones ``x/(1-rate)`` (dtype kept), the mean is preserved, the rate
+  is respected, randomness only from ``rng``, a bad rate rejected;
+* ``init_transformer_layer``: keys, shapes, ones and zeros, ``w_1`` and
+  ``w_2`` drawn after the attention weights with their own scales;
+* ``transformer_layer``: shape, the residual paths (silent sub-layers give
+  ``LN2(LN1(x))`` post-LN and ``x`` pre-LN; the feed-forward residual by
+  hand), post-LN output normalised by LN2, pre-LN passing a per-token shift
+  straight through, masks (causal prefix invariance), permutation
+  equivariance without positions, the activation passed on, and reference
+  values for both ``norm_first`` settings.
 """
 
 # Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.

@@ -20,16 +20,21 @@ cross-attention, as a decoder attends to an encoder's output.
 
 What the tests check
 --------------------
-* ``split_heads``/``merge_heads``: shapes, head ``h`` owns its column block,
-  positions are not mixed into heads, merge inverts split exactly;
-* ``init_multi_head``: the eight keys, shapes, zero biases, weight scale;
-* ``multi_head_attention``: output and per-head weight shapes with batch
-  axes, per-head rows summing to 1, the output projection and biases are
-  used, one head's weights depend only on its own columns of ``W_Q`` and
-  ``W_K``, scaling by ``sqrt(d_head)``, cross-attention through ``kv``,
-  masks (shared and per sequence, also when batch equals heads),
-  permutation equivariance, and a ``ValueError`` when ``n_heads`` does not
-  divide ``d_model``.
+* ``split_heads``/``merge_heads``: shapes with and without batch axes, head
+  ``h`` owns its column block, positions are not mixed into heads, merge and
+  split invert each other exactly (both ways round);
+* ``init_multi_head``: the eight keys, shapes, zero biases, weight scale
+  ``1/sqrt(d_model)`` and the draw order ``w_q, w_k, w_v, w_o``;
+* ``multi_head_attention``: output ``(..., n_q, d_model)`` and per-head
+  weights ``(..., n_heads, n_q, n_k)`` (not averaged), every head's rows
+  summing to 1, ``w_o`` and ``b_o`` used, one head's weights depending only
+  on its own columns of ``W_Q`` and ``W_K`` and its context only on its own
+  columns of ``W_V``, every head's weights against a hand computation scaled
+  by ``sqrt(d_head)``, cross-attention through ``kv`` with ``n_k != n_q``,
+  masks (shared ``(n_q, n_k)``, per sequence ``(batch, n_q, n_k)`` also when
+  batch equals heads, padding ``(batch, 1, n_k)``), a fully blocked query
+  (zero weights, no NaN), permutation equivariance, reference values, and a
+  ``ValueError`` when ``n_heads`` does not divide ``d_model``.
 """
 
 # Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.

@@ -1,0 +1,399 @@
+"""Exercise 6: multi-head attention. From splitting the heads to masks, cross-attention and golden values."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from tests.feedback import expect, expect_close, expect_no_nan, expect_shape
+from tests.probes import expect_probe, probe
+
+# Every size differs, so a swapped axis changes a shape or a value instead of hiding.
+BATCH, N_HEADS, D_HEAD, N_Q, N_K = 2, 3, 4, 5, 7
+D_MODEL = N_HEADS * D_HEAD  # 12
+
+SPLIT = ("split_heads: reshape (..., n, d_model) to (..., n, n_heads, d_head) first, "
+         "then swap the head axis in front of the positions")
+MERGE = ("merge_heads undoes split_heads: swap the head axis back behind the positions, "
+         "then reshape to (..., n, n_heads * d_head)")
+INIT = "init_multi_head: w_q, w_k, w_v, w_o from init_weight(rng, d_model, d_model), in that order; zero biases"
+SHAPES = ("multi-head attention returns (output, weights): output (..., n_q, d_model) and every head's "
+          "weights (..., n_heads, n_q, n_k), not their average")
+HEADS = "each head attends with its own columns h*d_head:(h+1)*d_head of Q, K and V and nothing else"
+SCALE = "each head divides its scores by sqrt(d_head), the size of its own keys, not by sqrt(d_model)"
+OUTPUT = "after merging the heads, mix them with the output projection: merged @ w_o + b_o"
+CROSS = "cross-attention: queries come from x; keys and values come from kv (both through their projections)"
+MASK = ("the mask is shared by all heads: give it a head axis (mask[..., None, :, :]) so (batch, n_q, n_k) "
+        "lines up with the scores (batch, n_heads, n_q, n_k)")
+ORDER = "attention has no notion of order: without positional information, permuting tokens permutes outputs"
+
+
+def _params(seed: int, d_model: int = D_MODEL) -> dict[str, np.ndarray]:
+    """Random weights and random non-zero biases (never the student's init)."""
+    rng = np.random.default_rng(seed)
+    params = {name: rng.normal(scale=1.5 / np.sqrt(d_model), size=(d_model, d_model))
+              for name in ("w_q", "w_k", "w_v", "w_o")}
+    params.update({name: rng.normal(scale=0.5, size=d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
+    return params
+
+
+def _tokens(seed: int, *shape: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=shape)
+
+
+def _columns(h: int) -> slice:
+    return slice(h * D_HEAD, (h + 1) * D_HEAD)
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def _head_weights(x: np.ndarray, kv: np.ndarray, params: dict, h: int, scale_by: int = D_HEAD) -> np.ndarray:
+    """Head h's weights written from the formula: softmax(q_h k_h^T / sqrt(d_head))."""
+    cols = _columns(h)
+    q = x @ params["w_q"][:, cols] + params["b_q"][cols]
+    k = kv @ params["w_k"][:, cols] + params["b_k"][cols]
+    return _softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(scale_by))
+
+
+def _check_head_weights(weights: np.ndarray, x: np.ndarray, kv: np.ndarray, params: dict, what: str) -> None:
+    for h in range(N_HEADS):
+        expected = _head_weights(x, kv, params, h)
+        if not expect_close(weights[..., h, :, :], expected, what=f"{what}: weights of head {h}", idea=SCALE):
+            if np.allclose(weights[..., h, :, :], _head_weights(x, kv, params, h, scale_by=D_MODEL)):
+                expect(False, what=f"{what}: head {h} was scaled by the wrong size",
+                       expected=f"scores divided by sqrt(d_head) = sqrt({D_HEAD})",
+                       observed=f"scores divided by sqrt(d_model) = sqrt({D_MODEL})", idea=SCALE)
+            return
+
+
+@probe("multi_head_attention")
+def batch_with_biases():
+    rng = np.random.default_rng(601)
+    return (rng.normal(size=(BATCH, N_Q, D_MODEL)), _params(602), N_HEADS), {}
+
+
+@probe("multi_head_attention")
+def cross_attention_with_padding():
+    rng = np.random.default_rng(603)
+    mask = (np.arange(N_K) < np.array([N_K, 4])[:, None])[:, None, :]  # (batch, 1, n_k)
+    kwargs = {"kv": rng.normal(size=(BATCH, N_K, D_MODEL)), "mask": mask}
+    return (rng.normal(size=(BATCH, N_Q, D_MODEL)), _params(604), N_HEADS), kwargs
+
+
+# ---------------------------------------------------------------- split_heads / merge_heads
+
+def test_split_heads_shape(impl):
+    for shape in [(N_Q, D_MODEL), (BATCH, N_Q, D_MODEL), (BATCH, 6, N_Q, D_MODEL)]:
+        out = impl.split_heads(_tokens(1, *shape), N_HEADS)
+        expect_shape(out, (*shape[:-2], N_HEADS, N_Q, D_HEAD),
+                     what=f"split_heads of a {shape} array with n_heads={N_HEADS}", idea=SPLIT)
+
+
+def test_split_heads_gives_each_head_its_column_block(impl):
+    x = _tokens(2, BATCH, N_Q, D_MODEL)
+    out = impl.split_heads(x, N_HEADS)
+    if expect_shape(out, (BATCH, N_HEADS, N_Q, D_HEAD), what="split_heads of a (2, 5, 12) array", idea=SPLIT):
+        for h in range(N_HEADS):
+            expect_close(out[:, h], x[..., _columns(h)], atol=0.0, rtol=0.0,
+                         what=f"split_heads(x)[:, {h}] (head {h}) equals x[..., {h * D_HEAD}:{(h + 1) * D_HEAD}]",
+                         idea="head h owns the feature columns h*d_head:(h+1)*d_head of every position")
+
+
+def test_split_heads_keeps_positions_apart(impl):
+    # Every feature of position p holds the number p: a head's row p must hold only p.
+    x = np.repeat(np.arange(N_Q, dtype=float)[:, None], D_MODEL, axis=1)
+    out = impl.split_heads(x, N_HEADS)
+    if expect_shape(out, (N_HEADS, N_Q, D_HEAD), what="split_heads of a (5, 12) array", idea=SPLIT):
+        expected = np.broadcast_to(np.arange(N_Q, dtype=float)[:, None], (N_HEADS, N_Q, D_HEAD))
+        expect_close(out, expected, atol=0.0, rtol=0.0,
+                     what="split_heads of tokens whose features all equal their position: row p of every head",
+                     idea="reshaping straight to (n_heads, n, d_head) mixes positions into heads; "
+                          "reshape to (n, n_heads, d_head) and then swap axes")
+
+
+def test_merge_heads_shape(impl):
+    for shape in [(N_HEADS, N_Q, D_HEAD), (BATCH, N_HEADS, N_Q, D_HEAD)]:
+        out = impl.merge_heads(_tokens(3, *shape))
+        expect_shape(out, (*shape[:-3], N_Q, D_MODEL), what=f"merge_heads of a {shape} array", idea=MERGE)
+
+
+def test_merge_heads_inverts_split_heads(impl):
+    x = _tokens(4, BATCH, N_Q, D_MODEL)
+    expect_close(impl.merge_heads(impl.split_heads(x, N_HEADS)), x, atol=0.0, rtol=0.0,
+                 what="merge_heads(split_heads(x)) gives back x exactly", idea=MERGE)
+    heads = _tokens(5, BATCH, N_HEADS, N_Q, D_HEAD)
+    expect_close(impl.split_heads(impl.merge_heads(heads), N_HEADS), heads, atol=0.0, rtol=0.0,
+                 what="split_heads(merge_heads(heads)) gives back the heads exactly", idea=MERGE)
+
+
+# ---------------------------------------------------------------- init_multi_head
+
+def test_init_multi_head_keys_and_shapes(impl):
+    params = impl.init_multi_head(np.random.default_rng(6), D_MODEL, N_HEADS)
+    names = {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"}
+    if expect(isinstance(params, dict) and set(params) == names, what="the keys of init_multi_head's dict",
+              expected=str(sorted(names)), observed=str(sorted(params) if isinstance(params, dict) else params),
+              idea=INIT):
+        for name in sorted(names):
+            shape = (D_MODEL, D_MODEL) if name.startswith("w") else (D_MODEL,)
+            expect_shape(params[name], shape, what=f"init_multi_head(...)[{name!r}] for d_model={D_MODEL}",
+                         idea=INIT)
+
+
+def test_init_multi_head_biases_are_zero(impl):
+    params = impl.init_multi_head(np.random.default_rng(7), D_MODEL, N_HEADS)
+    for name in ("b_q", "b_k", "b_v", "b_o"):
+        expect_close(params[name], np.zeros(D_MODEL), atol=0.0, rtol=0.0,
+                     what=f"init_multi_head(...)[{name!r}]", idea="biases start at zero")
+
+
+def test_init_multi_head_weight_scale_and_draw_order(impl):
+    d_model = 48
+    params = impl.init_multi_head(np.random.default_rng(8), d_model, 4)
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        std = float(np.std(params[name]))
+        expect(abs(std * np.sqrt(d_model) - 1.0) < 0.1, what=f"standard deviation of {name} for d_model=48",
+               expected=f"about 1/sqrt(d_model) = {1 / np.sqrt(d_model):.4f}", observed=f"{std:.4f}",
+               idea="init_weight(rng, d_model, d_model) draws with std 1/sqrt(d_in)")
+    rng = np.random.default_rng(8)
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        expected = rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, d_model))
+        expect_close(params[name], expected, rtol=1e-12, atol=0.0,
+                     what=f"{name} drawn from rng(8) after the matrices before it",
+                     idea="draw w_q, w_k, w_v, w_o in that order, each with one init_weight call on the same rng")
+
+
+# ---------------------------------------------------------------- multi_head_attention
+
+def test_output_and_weight_shapes(impl):
+    params = _params(10)
+    for shape in [(N_Q, D_MODEL), (BATCH, N_Q, D_MODEL)]:
+        result = impl.multi_head_attention(_tokens(11, *shape), params, N_HEADS)
+        if expect(isinstance(result, tuple) and len(result) == 2, what="multi_head_attention returns",
+                  expected="a tuple (output, weights)", observed=type(result).__name__, idea=SHAPES):
+            output, weights = result
+            batch = shape[:-2]
+            expect_shape(output, (*batch, N_Q, D_MODEL), what=f"the output for x of shape {shape}", idea=SHAPES)
+            expect_shape(weights, (*batch, N_HEADS, N_Q, N_Q),
+                         what=f"the weights for x of shape {shape} and {N_HEADS} heads", idea=SHAPES)
+
+
+def test_every_head_has_rows_summing_to_one(impl):
+    _, weights = impl.multi_head_attention(_tokens(12, BATCH, N_Q, D_MODEL), _params(13), N_HEADS)
+    if expect_shape(weights, (BATCH, N_HEADS, N_Q, N_Q), what="the weights of self-attention", idea=SHAPES):
+        expect_close(weights.sum(axis=-1), np.ones((BATCH, N_HEADS, N_Q)),
+                     what="every head's weight rows sum to 1",
+                     idea="each head runs its own softmax over the keys (the last axis)")
+        expect(bool(np.all(weights >= 0)), what="attention weights are never negative",
+               expected="all entries >= 0", observed=f"minimum {weights.min():.4g}", idea=SHAPES)
+
+
+def test_output_projection_is_used(impl):
+    x, params = _tokens(14, BATCH, N_Q, D_MODEL), _params(15)
+    output, weights = impl.multi_head_attention(x, params, N_HEADS)
+    other_w_o = params | {"w_o": _params(16)["w_o"]}
+    output_2, weights_2 = impl.multi_head_attention(x, other_w_o, N_HEADS)
+    expect(not np.allclose(output_2, output), what="changing w_o changes the output",
+           expected="a different output", observed="the same output", idea=OUTPUT)
+    expect_close(weights_2, weights, what="changing w_o leaves the attention weights alone",
+                 idea="w_o acts after attention, on the merged heads")
+    shift = np.random.default_rng(17).normal(size=D_MODEL)
+    shifted, _ = impl.multi_head_attention(x, params | {"b_o": params["b_o"] + shift}, N_HEADS)
+    expect_close(shifted - output, np.broadcast_to(shift, output.shape), rtol=1e-9, atol=1e-12,
+                 what="adding a vector to b_o shifts every output row by that vector", idea=OUTPUT)
+
+
+def test_head_weights_depend_only_on_their_own_columns(impl):
+    x, params = _tokens(18, BATCH, N_Q, D_MODEL), _params(19)
+    _, weights = impl.multi_head_attention(x, params, N_HEADS)
+    if not expect_shape(weights, (BATCH, N_HEADS, N_Q, N_Q), what="the weights of self-attention", idea=SHAPES):
+        return
+    noise = _params(20)
+    for h in range(N_HEADS):
+        others = np.ones(D_MODEL, dtype=bool)
+        others[_columns(h)] = False
+        changed = {name: np.where(others, params[name] + noise[name], params[name])
+                   for name in ("w_q", "w_k", "b_q", "b_k")}
+        _, weights_2 = impl.multi_head_attention(x, params | changed, N_HEADS)
+        expect_close(weights_2[:, h], weights[:, h],
+                     what=f"head {h}'s weights after changing only the other heads' columns of W_Q, W_K, b_Q, b_K",
+                     idea=HEADS + "; reshaping without the transpose mixes positions and columns")
+        expect(not np.allclose(np.delete(weights_2, h, axis=1), np.delete(weights, h, axis=1)),
+               what=f"the other heads' weights after changing their columns of W_Q and W_K (head {h} kept)",
+               expected="different weights", observed="the same weights", idea=HEADS)
+
+
+def test_head_context_uses_its_own_value_columns(impl):
+    # With w_o = identity and b_o = 0 the output is the merged context: its column block h
+    # must be head h's weights times head h's values.
+    x, params = _tokens(21, BATCH, N_Q, D_MODEL), _params(22)
+    params |= {"w_o": np.eye(D_MODEL), "b_o": np.zeros(D_MODEL)}
+    output, weights = impl.multi_head_attention(x, params, N_HEADS)
+    if not expect_shape(weights, (BATCH, N_HEADS, N_Q, N_Q), what="the weights of self-attention", idea=SHAPES):
+        return
+    for h in range(N_HEADS):
+        cols = _columns(h)
+        values = x @ params["w_v"][:, cols] + params["b_v"][cols]
+        expect_close(output[..., cols], weights[:, h] @ values,
+                     what=f"with w_o = I, output columns {cols.start}:{cols.stop} (head {h}'s context)",
+                     idea="head h's context is its weights times its own values (columns h*d_head:(h+1)*d_head "
+                          "of x @ w_v + b_v); merge_heads must put it back in those columns")
+
+
+def test_scores_are_scaled_by_sqrt_d_head(impl):
+    x, params = _tokens(23, BATCH, N_Q, D_MODEL), _params(24)
+    _, weights = impl.multi_head_attention(x, params, N_HEADS)
+    if expect_shape(weights, (BATCH, N_HEADS, N_Q, N_Q), what="the weights of self-attention", idea=SHAPES):
+        _check_head_weights(weights, x, x, params, "self-attention with biases")
+
+
+def test_cross_attention_with_kv(impl):
+    x, kv, params = _tokens(25, BATCH, N_Q, D_MODEL), _tokens(26, BATCH, N_K, D_MODEL), _params(27)
+    output, weights = impl.multi_head_attention(x, params, N_HEADS, kv=kv)
+    if not (expect_shape(weights, (BATCH, N_HEADS, N_Q, N_K), what="the weights with 5 queries and 7 keys",
+                         idea=CROSS)
+            and expect_shape(output, (BATCH, N_Q, D_MODEL), what="the output with 5 queries and 7 keys",
+                             idea=CROSS)):
+        return
+    _check_head_weights(weights, x, kv, params, "cross-attention")
+    output_2, _ = impl.multi_head_attention(x, params, N_HEADS, kv=kv + _tokens(28, BATCH, N_K, D_MODEL))
+    expect(not np.allclose(output_2, output), what="changing kv changes the output",
+           expected="a different output", observed="the same output", idea=CROSS)
+    moved = x.copy()
+    moved[:, 0] += 1.0
+    output_3, _ = impl.multi_head_attention(moved, params, N_HEADS, kv=kv)
+    expect_close(output_3[:, 1:], output[:, 1:], what="changing query 0 of x leaves the other output rows alone",
+                 idea=CROSS)
+    identity = params | {"w_o": np.eye(D_MODEL), "b_o": np.zeros(D_MODEL)}
+    context, weights = impl.multi_head_attention(x, identity, N_HEADS, kv=kv)
+    for h in range(N_HEADS):
+        cols = _columns(h)
+        values = kv @ params["w_v"][:, cols] + params["b_v"][cols]
+        expect_close(context[..., cols], weights[:, h] @ values,
+                     what=f"with w_o = I, head {h}'s context in cross-attention", idea=CROSS)
+
+
+def test_shared_mask_blocks_keys_in_every_head(impl):
+    x, kv, params = _tokens(29, BATCH, N_Q, D_MODEL), _tokens(30, BATCH, N_K, D_MODEL), _params(31)
+    mask = np.random.default_rng(32).random((N_Q, N_K)) < 0.5
+    mask[np.arange(N_Q), np.arange(N_Q)] = True  # every query keeps at least one key
+    output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
+    if expect_shape(weights, (BATCH, N_HEADS, N_Q, N_K), what="the weights with a (5, 7) mask", idea=MASK):
+        expect_close(weights[..., ~mask], np.zeros((BATCH, N_HEADS, int((~mask).sum()))), atol=0.0, rtol=0.0,
+                     what="weights of blocked keys, in every head and sequence", idea=MASK)
+        expect_close(weights.sum(axis=-1), np.ones((BATCH, N_HEADS, N_Q)),
+                     what="weight rows with a mask still sum to 1", idea=MASK)
+    blocked_everywhere = N_K - 1  # key 6 is never on the diagonal; block it for every query
+    mask[:, blocked_everywhere] = False
+    output, _ = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
+    changed_kv = kv.copy()
+    changed_kv[:, blocked_everywhere] += 10.0
+    output_2, _ = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=changed_kv)
+    expect_close(output_2, output, what="changing a key/value that every query is blocked from",
+                 idea="a blocked key contributes nothing: weight 0 before the values are mixed")
+
+
+def test_per_sequence_mask_when_batch_equals_heads(impl):
+    # batch == n_heads on purpose: a mask missing its head axis broadcasts without error here,
+    # and sequence b's mask silently lands on head b of every sequence.
+    batch = N_HEADS
+    x, kv, params = _tokens(33, batch, N_Q, D_MODEL), _tokens(34, batch, N_K, D_MODEL), _params(35)
+    mask = np.random.default_rng(36).random((batch, N_Q, N_K)) < 0.4
+    for b in range(batch):
+        mask[b, np.arange(N_Q), (np.arange(N_Q) + 2 * b) % N_K] = True
+    output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
+    if not expect_shape(weights, (batch, N_HEADS, N_Q, N_K), what="the weights with a (3, 5, 7) mask", idea=MASK):
+        return
+    blocked = np.concatenate([weights[b][:, ~mask[b]] for b in range(batch)], axis=-1)
+    expect_close(blocked, np.zeros_like(blocked), atol=0.0, rtol=0.0,
+                 what=f"every sequence's weights for the keys its own mask blocks, in all {N_HEADS} heads", idea=MASK)
+    alone = [impl.multi_head_attention(x[b], params, N_HEADS, mask=mask[b], kv=kv[b]) for b in range(batch)]
+    expect_close(output, np.stack([out for out, _ in alone]),
+                 what="the output of the batch vs. each sequence run on its own with its own (5, 7) mask", idea=MASK)
+    expect_close(weights, np.stack([w for _, w in alone]),
+                 what="the weights of the batch vs. each sequence run on its own with its own (5, 7) mask", idea=MASK)
+
+
+def test_padding_mask_hides_padded_keys(impl):
+    lengths = np.array([N_K, 4])
+    mask = (np.arange(N_K) < lengths[:, None])[:, None, :]  # (batch, 1, n_k)
+    x, kv, params = _tokens(37, BATCH, N_Q, D_MODEL), _tokens(38, BATCH, N_K, D_MODEL), _params(39)
+    output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
+    if not expect_shape(weights, (BATCH, N_HEADS, N_Q, N_K), what="the weights with a (2, 1, 7) padding mask",
+                        idea=MASK):
+        return
+    expect_close(weights[1, ..., 4:], np.zeros((N_HEADS, N_Q, N_K - 4)), atol=0.0, rtol=0.0,
+                 what="sequence 1 (length 4): weights of its padded keys 4..6", idea=MASK)
+    short, _ = impl.multi_head_attention(x[1], params, N_HEADS, kv=kv[1, :4])
+    expect_close(output[1], short, what="sequence 1 with padded keys masked vs. with the padding cut off",
+                 idea="padding invariance: masked padding must change nothing, " + MASK)
+
+
+def test_fully_masked_query_gives_zero_weights(impl):
+    x, kv, params = _tokens(40, BATCH, N_Q, D_MODEL), _tokens(41, BATCH, N_K, D_MODEL), _params(42)
+    mask = np.ones((N_Q, N_K), dtype=bool)
+    mask[2] = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
+    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    expect(not runtime, what="multi-head attention with a query that may see no key raises no RuntimeWarning",
+           expected="no warning", observed="; ".join(str(w.message) for w in runtime),
+           idea="a query with every key blocked gets all-zero weights (softmax of an all -inf row)")
+    if expect_no_nan(output, what="the output when query 2 may see no key",
+                     idea="a fully blocked row must give zeros, not NaN"):
+        expect_close(weights[:, :, 2], np.zeros((BATCH, N_HEADS, N_K)), atol=0.0, rtol=0.0,
+                     what="the weights of query 2, whose keys are all blocked", idea="all-zero weights, not NaN")
+        expect_close(output[:, 2], np.broadcast_to(params["b_o"], (BATCH, D_MODEL)),
+                     what="the output row of query 2: a zero context, projected, is just b_o", idea=OUTPUT)
+
+
+def test_self_attention_is_permutation_equivariant(impl):
+    x, params = _tokens(43, BATCH, N_Q, D_MODEL), _params(44)
+    perm = np.array([3, 0, 4, 1, 2])
+    output, weights = impl.multi_head_attention(x, params, N_HEADS)
+    output_p, weights_p = impl.multi_head_attention(x[:, perm], params, N_HEADS)
+    expect_close(output_p, output[:, perm], what="the output for shuffled tokens vs. the shuffled output",
+                 idea=ORDER)
+    if expect_shape(weights_p, (BATCH, N_HEADS, N_Q, N_Q), what="the weights of self-attention", idea=SHAPES):
+        expect_close(weights_p, weights[:, :, perm][:, :, :, perm],
+                     what="the weights for shuffled tokens vs. the weights with rows and columns shuffled",
+                     idea=ORDER)
+
+
+def test_reference_values(impl):
+    expect_probe(impl, "multi_head_attention/batch_with_biases",
+                 what="multi-head attention with random weights and biases, 2 x 5 tokens, 3 heads",
+                 idea="project, split into heads, attend per head (scaled by sqrt(d_head)), merge, apply w_o, b_o")
+    expect_probe(impl, "multi_head_attention/cross_attention_with_padding",
+                 what="cross-attention (5 queries, 7 keys) with a (2, 1, 7) padding mask",
+                 idea=CROSS + "; " + MASK)
+
+
+def test_rejects_heads_that_do_not_divide_d_model(impl):
+    x, params = _tokens(45, N_Q, D_MODEL), _params(46)
+    calls = {
+        "multi_head_attention(x, params, n_heads=5) with d_model=12":
+            lambda: impl.multi_head_attention(x, params, 5),
+        "split_heads(x, n_heads=5) with d_model=12": lambda: impl.split_heads(x, 5),
+        "init_multi_head(rng, d_model=12, n_heads=5)":
+            lambda: impl.init_multi_head(np.random.default_rng(0), D_MODEL, 5),
+    }
+    idea = "bad input raises ValueError naming the argument: n_heads must divide d_model (every head gets d_head)"
+    for what, call in calls.items():
+        try:
+            call()
+        except ValueError as error:
+            expect("n_heads" in str(error) or "d_model" in str(error), what=what,
+                   expected="a ValueError whose message names n_heads or d_model",
+                   observed=f"ValueError({str(error)!r})", idea=idea)
+        except Exception as error:  # the student raised something else
+            expect(False, what=what, expected="ValueError naming n_heads or d_model",
+                   observed=f"{type(error).__name__}: {error}", idea=idea)
+        else:
+            expect(False, what=what, expected="ValueError naming n_heads or d_model",
+                   observed="no exception: the bad input was accepted", idea=idea)

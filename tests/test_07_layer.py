@@ -1,0 +1,429 @@
+"""Exercise 7: the Transformer layer. Layer norm, feed-forward, dropout, then the whole layer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
+from tests.probes import expect_probe, probe
+
+# Every size differs, so a swapped axis changes a shape or a value instead of hiding.
+BATCH, N, N_HEADS, D_MODEL, D_FF = 2, 5, 3, 12, 9
+LN_EPS = 1e-5  # transformer_layer's layer norms use the default eps, as PyTorch does
+
+LN = ("layer norm: mean and biased variance over the last axis (each token on its own), "
+      "(x - mean) / sqrt(var + eps), then * gamma + beta")
+FFN = "feed-forward: act(x @ w_1 + b_1) @ w_2 + b_2, the activation only between the two linear layers"
+GELU = "gelu here is the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), not the erf form"
+DROPOUT = "inverted dropout: drop each entry with probability rate, divide the kept ones by (1 - rate)"
+INIT = ("init_transformer_layer: 'attention' from init_multi_head, ln gammas ones and betas zeros, "
+        "w_1 (d_model, d_ff), w_2 (d_ff, d_model), zero biases")
+POST = "post-LN: h = LN1(x + MHA(x)), out = LN2(h + FFN(h)): the norm comes after each residual sum"
+PRE = "pre-LN: h = x + MHA(LN1(x)), out = h + FFN(LN2(h)): the residual path carries x itself, unnormalised"
+ACTIVATION = ("the layer's feed-forward network uses the `activation` it is given: pass it on to feed_forward "
+              "in both branches")
+RESIDUAL = "each sub-layer's input is added to its output (the residual), before (post-LN) or without (pre-LN) a norm"
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + eps) * gamma + beta
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    from math import erf
+
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))
+
+
+def _feed_forward(x: np.ndarray, params: dict, activation) -> np.ndarray:
+    return activation(x @ params["w_1"] + params["b_1"]) @ params["w_2"] + params["b_2"]
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+def _ffn_params(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "w_1": rng.normal(scale=1.5 / np.sqrt(D_MODEL), size=(D_MODEL, D_FF)),
+        "b_1": rng.normal(scale=0.5, size=D_FF),
+        "w_2": rng.normal(scale=1.0 / np.sqrt(D_FF), size=(D_FF, D_MODEL)),
+        "b_2": rng.normal(scale=0.5, size=D_MODEL),
+    }
+
+
+def _layer_params(seed: int) -> dict:
+    """Random attention weights, biases, gammas and betas (never the student's init)."""
+    rng = np.random.default_rng(seed)
+    attention = {name: rng.normal(scale=1.5 / np.sqrt(D_MODEL), size=(D_MODEL, D_MODEL))
+                 for name in ("w_q", "w_k", "w_v", "w_o")}
+    attention.update({name: rng.normal(scale=0.5, size=D_MODEL) for name in ("b_q", "b_k", "b_v", "b_o")})
+    params = {"attention": attention}
+    for norm in ("ln1", "ln2"):
+        params[f"{norm}_gamma"] = rng.uniform(0.5, 1.5, size=D_MODEL)
+        params[f"{norm}_beta"] = rng.normal(scale=0.5, size=D_MODEL)
+    return params | _ffn_params(seed + 1000)
+
+
+def _silenced(params: dict, attention: bool, ffn: bool) -> dict:
+    """A copy of params whose attention and/or feed-forward output is exactly zero."""
+    params = dict(params)
+    if attention:
+        params["attention"] = {name: np.zeros_like(value) for name, value in params["attention"].items()}
+    if ffn:
+        params.update({name: np.zeros_like(params[name]) for name in ("w_1", "b_1", "w_2", "b_2")})
+    return params
+
+
+def _tokens(seed: int, *shape: int, loc: float = 0.0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(loc=loc, size=shape)
+
+
+@probe("transformer_layer")
+def post_ln_relu():
+    return (_tokens(701, BATCH, N, D_MODEL, loc=0.5), _layer_params(702), N_HEADS), {}
+
+
+@probe("transformer_layer")
+def pre_ln_relu_causal():
+    mask = np.tril(np.ones((N, N), dtype=bool))
+    return (_tokens(703, BATCH, N, D_MODEL, loc=0.5), _layer_params(704), N_HEADS), {"norm_first": True,
+                                                                                    "mask": mask}
+
+
+@probe("transformer_layer")
+def post_ln_gelu_causal():
+    mask = np.tril(np.ones((N, N), dtype=bool))
+    return (_tokens(705, BATCH, N, D_MODEL), _layer_params(706), N_HEADS), {"mask": mask, "activation": "gelu"}
+
+
+@probe("transformer_layer")
+def pre_ln_gelu():
+    return (_tokens(707, BATCH, N, D_MODEL), _layer_params(708), N_HEADS), {"norm_first": True,
+                                                                           "activation": "gelu"}
+
+
+# ---------------------------------------------------------------- layer_norm
+
+def test_layer_norm_shape_and_dtype(impl):
+    for dtype in (np.float64, np.float32):
+        x = _tokens(1, BATCH, N, D_MODEL).astype(dtype)
+        gamma, beta = np.full(D_MODEL, 1.5, dtype=dtype), np.full(D_MODEL, 0.25, dtype=dtype)
+        out = impl.layer_norm(x, gamma, beta)
+        if expect_shape(out, x.shape, what=f"layer_norm of a {x.shape} {dtype.__name__} array", idea=LN):
+            expect_dtype(out, dtype, what=f"layer_norm of {dtype.__name__} x, gamma and beta",
+                         idea="dtype in = dtype out: do not upcast with float64 arrays or np.float64 constants")
+
+
+def test_layer_norm_matches_hand_computation(impl):
+    rng = np.random.default_rng(2)
+    x = rng.normal(loc=1.0, scale=0.8, size=(BATCH, N, D_MODEL))
+    gamma, beta = rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)
+    expect_close(impl.layer_norm(x, gamma, beta, eps=0.5), _layer_norm(x, gamma, beta, 0.5),
+                 what="layer_norm with random gamma and beta and eps=0.5", idea=LN)
+
+
+def test_layer_norm_normalises_each_token_over_its_features(impl):
+    x = _tokens(3, BATCH, N, D_MODEL, loc=2.0)
+    out = impl.layer_norm(x, np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0)
+    idea = "normalise each token over its features (the last axis), never across the sequence or the batch"
+    if expect_shape(out, x.shape, what="layer_norm of a (2, 5, 12) array", idea=idea):
+        expect_close(out.mean(axis=-1), np.zeros((BATCH, N)), atol=1e-9,
+                     what="with gamma=1, beta=0: the mean of every token's output features", idea=idea)
+        moved = x.copy()
+        moved[:, 0] *= 5.0
+        expect_close(impl.layer_norm(moved, np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0)[:, 1:], out[:, 1:],
+                     what="changing token 0 leaves the other tokens' layer norm alone", idea=idea)
+
+
+def test_layer_norm_uses_the_biased_variance(impl):
+    x = _tokens(4, BATCH, N, D_MODEL)
+    out = impl.layer_norm(x, np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0)
+    if expect_shape(out, x.shape, what="layer_norm of a (2, 5, 12) array", idea=LN):
+        observed = out.var(axis=-1)
+        expect_close(observed, np.ones((BATCH, N)), rtol=1e-6,
+                     what="with gamma=1, beta=0, eps=0: the variance (divide by d) of every output token",
+                     idea="the biased variance divides by d, not d - 1 (np.var's default ddof=0, "
+                          f"not ddof=1); with d - 1 the outputs' variance is {(D_MODEL - 1) / D_MODEL:.4f}")
+
+
+def test_layer_norm_puts_eps_inside_the_square_root(impl):
+    # Small-variance tokens and a big eps: sqrt(var + eps) and sqrt(var) + eps differ a lot.
+    x = _tokens(5, BATCH, N, D_MODEL, loc=1.0) * 0.2
+    ones, zeros = np.ones(D_MODEL), np.zeros(D_MODEL)
+    out = impl.layer_norm(x, ones, zeros, eps=0.5)
+    if not expect_close(out, _layer_norm(x, ones, zeros, 0.5),
+                        what="layer_norm of small-variance tokens with eps=0.5 (gamma=1, beta=0)",
+                        idea="eps goes inside the square root: (x - mean) / sqrt(var + eps)"):
+        centred = x - x.mean(axis=-1, keepdims=True)
+        if np.allclose(out, centred / (centred.std(axis=-1, keepdims=True) + 0.5)):
+            expect(False, what="where eps goes", expected="(x - mean) / sqrt(var + eps)",
+                   observed="(x - mean) / (std + eps): eps was added to the standard deviation",
+                   idea="eps belongs inside the square root, as in nn.LayerNorm")
+
+
+def test_layer_norm_applies_gamma_and_beta(impl):
+    # Compared with the function's own plain normalisation, so only the affine step is judged here.
+    x = _tokens(6, BATCH, N, D_MODEL)
+    rng = np.random.default_rng(7)
+    gamma, beta = rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)
+    ones, zeros = np.ones(D_MODEL), np.zeros(D_MODEL)
+    normalised = impl.layer_norm(x, ones, zeros)
+    expect_close(impl.layer_norm(x, gamma, zeros), normalised * gamma,
+                 what="layer_norm(x, gamma, 0) vs. layer_norm(x, 1, 0) * gamma",
+                 idea="after normalising, scale each feature by gamma (gamma multiplies, beta adds)")
+    expect_close(impl.layer_norm(x, ones, beta), normalised + beta,
+                 what="layer_norm(x, 1, beta) vs. layer_norm(x, 1, 0) + beta",
+                 idea="shift each feature by beta last (gamma multiplies, beta adds)")
+
+
+# ---------------------------------------------------------------- feed_forward
+
+def test_feed_forward_shape(impl):
+    out = impl.feed_forward(_tokens(8, BATCH, N, D_MODEL), _ffn_params(9))
+    expect_shape(out, (BATCH, N, D_MODEL), what="feed_forward of a (2, 5, 12) array with d_ff=9", idea=FFN)
+
+
+def test_feed_forward_relu_matches_hand_computation(impl):
+    x, params = _tokens(10, BATCH, N, D_MODEL), _ffn_params(11)
+    out = impl.feed_forward(x, params, activation="relu")
+    if not expect_close(out, _feed_forward(x, params, _relu), what="feed_forward with relu", idea=FFN):
+        if np.allclose(out, _relu(_feed_forward(x, params, _relu))):
+            expect(False, what="where the activation goes", expected="relu between the two linear layers only",
+                   observed="relu also applied to the output of the second linear layer",
+                   idea="the feed-forward output can be negative: no activation after w_2 + b_2")
+
+
+def test_feed_forward_gelu_uses_the_tanh_approximation(impl):
+    x, params = _tokens(12, BATCH, N, D_MODEL) * 2.0, _ffn_params(13)
+    out = impl.feed_forward(x, params, activation="gelu")
+    if not expect_close(out, _feed_forward(x, params, _gelu_tanh), what="feed_forward with gelu", idea=GELU):
+        if np.allclose(out, _feed_forward(x, params, _gelu_erf), rtol=1e-9, atol=1e-12):
+            expect(False, what="which gelu", expected="the tanh approximation (as GPT-2 and this kit's API)",
+                   observed="the exact erf form", idea=GELU)
+
+
+def test_feed_forward_is_position_wise(impl):
+    x, params = _tokens(14, BATCH, N, D_MODEL), _ffn_params(15)
+    perm = np.array([2, 4, 0, 1, 3])
+    out = impl.feed_forward(x, params)
+    expect_close(impl.feed_forward(x[:, perm], params), out[:, perm],
+                 what="feed_forward of shuffled tokens vs. the shuffled output",
+                 idea="the feed-forward network acts on every position separately; rows never mix")
+
+
+def test_feed_forward_rejects_an_unknown_activation(impl):
+    expect_raises_value_error(lambda: impl.feed_forward(_tokens(16, N, D_MODEL), _ffn_params(17), "swish"),
+                              argument="activation", what="feed_forward(x, params, activation='swish')",
+                              idea="bad input raises ValueError naming the argument: only 'relu' and 'gelu'")
+
+
+# ---------------------------------------------------------------- dropout
+
+def test_dropout_is_the_identity_in_evaluation_and_at_rate_zero(impl):
+    x = _tokens(18, BATCH, N, D_MODEL)
+    expect_close(impl.dropout(x, 0.5, np.random.default_rng(0), training=False), x, atol=0.0, rtol=0.0,
+                 what="dropout(x, rate=0.5, training=False)", idea="at evaluation dropout does nothing")
+    expect_close(impl.dropout(x, 0.0, np.random.default_rng(0)), x, atol=0.0, rtol=0.0,
+                 what="dropout(x, rate=0.0) while training", idea="rate 0 drops nothing and scales by 1/(1-0) = 1")
+
+
+def test_dropout_zeroes_or_rescales_every_entry(impl):
+    rate = 0.25
+    for dtype in (np.float64, np.float32):
+        x = np.random.default_rng(19).uniform(0.5, 2.0, size=(BATCH, N, 40)).astype(dtype)
+        out = impl.dropout(x, rate, np.random.default_rng(20))
+        if not (expect_shape(out, x.shape, what=f"dropout of a {x.shape} array", idea=DROPOUT)
+                and expect_dtype(out, dtype, what=f"dropout of a {dtype.__name__} array",
+                                 idea="dtype in = dtype out")):
+            continue
+        kept = out != 0
+        expect(0 < kept.sum() < x.size, what=f"dropout at rate {rate} keeps some entries and drops others",
+               expected="a mix of zeros and scaled entries", observed=f"{int(kept.sum())} of {x.size} kept",
+               idea=DROPOUT)
+        expect_close(out[kept], (x / (1 - rate))[kept], rtol=1e-6 if dtype == np.float32 else 1e-12, atol=0.0,
+                     what=f"kept entries of {dtype.__name__} dropout at rate {rate}",
+                     idea=DROPOUT + ": x / (1 - rate) = x / 0.75, not x and not x / rate")
+
+
+def test_dropout_preserves_the_mean(impl):
+    x = np.random.default_rng(21).uniform(0.5, 1.5, size=200_000)
+    out = impl.dropout(x, 0.3, np.random.default_rng(22))
+    expect(abs(out.mean() / x.mean() - 1.0) < 0.01, what="the mean of 200 000 entries after dropout at rate 0.3",
+           expected=f"{x.mean():.4f} (within 1 %)", observed=f"{out.mean():.4f}",
+           idea="dividing kept entries by (1 - rate) keeps the expected value, so evaluation needs no rescaling")
+
+
+def test_dropout_drops_the_requested_fraction(impl):
+    x = np.random.default_rng(23).uniform(0.5, 1.5, size=20_000)
+    for rate in (0.1, 0.6):
+        dropped = float(np.mean(impl.dropout(x, rate, np.random.default_rng(24)) == 0))
+        expect(abs(dropped - rate) < 0.02, what=f"the fraction of entries zeroed by dropout at rate {rate}",
+               expected=f"about {rate}", observed=f"{dropped:.3f}",
+               idea="rate is the probability of dropping an entry: keep where rng.random(shape) >= rate")
+
+
+def test_dropout_draws_only_from_rng(impl):
+    x = _tokens(25, BATCH, N, D_MODEL)
+    first = impl.dropout(x, 0.5, np.random.default_rng(26))
+    again = impl.dropout(x, 0.5, np.random.default_rng(26))
+    other = impl.dropout(x, 0.5, np.random.default_rng(27))
+    idea = "all randomness comes from the rng argument (rng.random), never np.random's global state"
+    expect_close(again, first, atol=0.0, rtol=0.0, what="dropout twice with generators of the same seed", idea=idea)
+    expect(not np.array_equal(other, first), what="dropout with generators of different seeds",
+           expected="different masks", observed="the same mask", idea=idea)
+
+
+def test_dropout_rejects_a_bad_rate(impl):
+    for rate in (1.0, -0.1, 1.5):
+        expect_raises_value_error(lambda rate=rate: impl.dropout(np.ones(4), rate, np.random.default_rng(0)),
+                                  argument="rate", what=f"dropout(x, rate={rate})",
+                                  idea="bad input raises ValueError naming the argument: rate lies in [0, 1)")
+
+
+# ---------------------------------------------------------------- init_transformer_layer
+
+def test_init_transformer_layer_keys_shapes_and_values(impl):
+    params = impl.init_transformer_layer(np.random.default_rng(28), D_MODEL, N_HEADS, D_FF)
+    shapes = {"ln1_gamma": (D_MODEL,), "ln1_beta": (D_MODEL,), "ln2_gamma": (D_MODEL,), "ln2_beta": (D_MODEL,),
+              "w_1": (D_MODEL, D_FF), "b_1": (D_FF,), "w_2": (D_FF, D_MODEL), "b_2": (D_MODEL,)}
+    names = {"attention", *shapes}
+    if not expect(isinstance(params, dict) and set(params) == names, what="the keys of init_transformer_layer",
+                  expected=str(sorted(names)),
+                  observed=str(sorted(params) if isinstance(params, dict) else params), idea=INIT):
+        return
+    for name, shape in shapes.items():
+        expect_shape(params[name], shape, what=f"init_transformer_layer(rng, 12, 3, 9)[{name!r}]", idea=INIT)
+    attention = params["attention"]
+    expect(isinstance(attention, dict) and {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"} <= set(attention),
+           what="params['attention']", expected="an init_multi_head dict (w_q ... b_o)",
+           observed=str(sorted(attention) if isinstance(attention, dict) else attention), idea=INIT)
+    for name in ("ln1_gamma", "ln2_gamma"):
+        expect_close(params[name], np.ones(D_MODEL), atol=0.0, rtol=0.0, what=f"params[{name!r}]",
+                     idea="layer norm starts as a pure normalisation: gamma ones")
+    for name in ("ln1_beta", "ln2_beta", "b_1", "b_2"):
+        expect_close(params[name], np.zeros(np.shape(params[name])), atol=0.0, rtol=0.0, what=f"params[{name!r}]",
+                     idea="betas and biases start at zero")
+    rng = np.random.default_rng(28)
+    rng.normal(size=(4, D_MODEL, D_MODEL))  # the attention weights come first
+    expect_close(params["w_1"], rng.normal(0.0, 1 / np.sqrt(D_MODEL), size=(D_MODEL, D_FF)), rtol=1e-12, atol=0.0,
+                 what="w_1 drawn from rng(28) after the attention's four matrices",
+                 idea="init_weight(rng, d_model, d_ff) after init_multi_head, std 1/sqrt(d_model)")
+    expect_close(params["w_2"], rng.normal(0.0, 1 / np.sqrt(D_FF), size=(D_FF, D_MODEL)), rtol=1e-12, atol=0.0,
+                 what="w_2 drawn right after w_1", idea="init_weight(rng, d_ff, d_model): std 1/sqrt(d_ff)")
+
+
+# ---------------------------------------------------------------- transformer_layer
+
+def test_transformer_layer_shape(impl):
+    params = _layer_params(29)
+    for shape in [(N, D_MODEL), (BATCH, N, D_MODEL)]:
+        for norm_first in (False, True):
+            out = impl.transformer_layer(_tokens(30, *shape), params, N_HEADS, norm_first=norm_first)
+            expect_shape(out, shape, what=f"transformer_layer of a {shape} array (norm_first={norm_first})",
+                         idea="a layer maps (..., n, d_model) to the same shape")
+
+
+def test_residual_paths_with_silent_sublayers(impl):
+    # Zero weights and biases: both sub-layers output exactly 0, only residuals and norms remain.
+    x, params = _tokens(31, BATCH, N, D_MODEL, loc=0.5), _silenced(_layer_params(32), attention=True, ffn=True)
+    expected = _layer_norm(_layer_norm(x, params["ln1_gamma"], params["ln1_beta"], LN_EPS),
+                           params["ln2_gamma"], params["ln2_beta"], LN_EPS)
+    expect_close(impl.transformer_layer(x, params, N_HEADS), expected,
+                 what="post-LN layer whose attention and feed-forward output 0: LN2(LN1(x))",
+                 idea=POST + "; " + RESIDUAL)
+    expect_close(impl.transformer_layer(x, params, N_HEADS, norm_first=True), x, rtol=1e-12, atol=1e-12,
+                 what="pre-LN layer whose attention and feed-forward output 0: x itself", idea=PRE)
+
+
+def test_feed_forward_residual(impl):
+    # Only the attention is silenced, so the expected output is computable by hand.
+    x, params = _tokens(33, BATCH, N, D_MODEL, loc=0.5), _silenced(_layer_params(34), attention=True, ffn=False)
+    ln1 = _layer_norm(x, params["ln1_gamma"], params["ln1_beta"], LN_EPS)
+    post = _layer_norm(ln1 + _feed_forward(ln1, params, _relu), params["ln2_gamma"], params["ln2_beta"], LN_EPS)
+    expect_close(impl.transformer_layer(x, params, N_HEADS), post,
+                 what="post-LN layer with silent attention: LN2(h + FFN(h)) with h = LN1(x)", idea=POST)
+    pre = x + _feed_forward(_layer_norm(x, params["ln2_gamma"], params["ln2_beta"], LN_EPS), params, _relu)
+    expect_close(impl.transformer_layer(x, params, N_HEADS, norm_first=True), pre,
+                 what="pre-LN layer with silent attention: x + FFN(LN2(x))", idea=PRE)
+
+
+def test_post_ln_output_is_normalised(impl):
+    x, params = _tokens(35, BATCH, N, D_MODEL, loc=1.0), _layer_params(36)
+    out = impl.transformer_layer(x, params, N_HEADS)
+    if expect_shape(out, x.shape, what="post-LN transformer_layer of a (2, 5, 12) array", idea=POST):
+        z = (out - params["ln2_beta"]) / params["ln2_gamma"]
+        expect_close(z.mean(axis=-1), np.zeros((BATCH, N)), atol=1e-9,
+                     what="post-LN: mean of (out - ln2_beta) / ln2_gamma over each token's features",
+                     idea=POST + ": its last step is LN2")
+        expect_close(z.var(axis=-1), np.ones((BATCH, N)), rtol=1e-3, atol=0.0,
+                     what="post-LN: variance of (out - ln2_beta) / ln2_gamma over each token's features",
+                     idea=POST + ": its last step is LN2")
+
+
+def test_pre_ln_keeps_the_residual_stream_unnormalised(impl):
+    # LN1 and LN2 ignore a per-token constant shift, so in pre-LN the shift goes straight
+    # through the residual path: layer(x + c) = layer(x) + c. Post-LN would remove it.
+    x, params = _tokens(37, BATCH, N, D_MODEL), _layer_params(38)
+    shift = np.random.default_rng(39).normal(scale=3.0, size=(BATCH, N, 1))
+    out = impl.transformer_layer(x, params, N_HEADS, norm_first=True)
+    expect_close(impl.transformer_layer(x + shift, params, N_HEADS, norm_first=True), out + shift,
+                 rtol=1e-9, atol=1e-9, what="pre-LN: adding a constant c to each token's features adds c to the output",
+                 idea=PRE + " (only sub-layer inputs are normalised)")
+
+
+def test_mask_is_passed_to_the_attention(impl):
+    # With a causal mask, the first m outputs may depend only on the first m tokens.
+    x, params, m = _tokens(40, BATCH, N, D_MODEL), _layer_params(41), 3
+    for norm_first in (False, True):
+        full = impl.transformer_layer(x, params, N_HEADS, mask=np.tril(np.ones((N, N), dtype=bool)),
+                                      norm_first=norm_first)
+        prefix = impl.transformer_layer(x[:, :m], params, N_HEADS, mask=np.tril(np.ones((m, m), dtype=bool)),
+                                        norm_first=norm_first)
+        expect_close(full[:, :m], prefix,
+                     what=f"causal layer (norm_first={norm_first}): the first 3 outputs of 5 tokens vs. of 3 tokens",
+                     idea="pass the mask on to multi_head_attention; layer norm and the feed-forward network "
+                          "work per token, so the causal mask keeps later tokens out of earlier outputs")
+
+
+def test_layer_is_permutation_equivariant(impl):
+    x, params = _tokens(42, BATCH, N, D_MODEL), _layer_params(43)
+    perm = np.array([4, 2, 0, 3, 1])
+    for norm_first in (False, True):
+        out = impl.transformer_layer(x, params, N_HEADS, norm_first=norm_first)
+        expect_close(impl.transformer_layer(x[:, perm], params, N_HEADS, norm_first=norm_first), out[:, perm],
+                     what=f"layer (norm_first={norm_first}) of shuffled tokens vs. its shuffled output",
+                     idea="without positional information a whole layer is blind to order: "
+                          "attention mixes positions symmetrically and everything else is per token")
+
+
+def test_activation_is_passed_to_the_feed_forward(impl):
+    x, params = _tokens(44, BATCH, N, D_MODEL), _silenced(_layer_params(45), attention=True, ffn=False)
+    pre = x + _feed_forward(_layer_norm(x, params["ln2_gamma"], params["ln2_beta"], LN_EPS), params, _gelu_tanh)
+    expect_close(impl.transformer_layer(x, params, N_HEADS, norm_first=True, activation="gelu"), pre,
+                 what="pre-LN layer with silent attention and activation='gelu': x + FFN_gelu(LN2(x))",
+                 idea=ACTIVATION)
+    ln1 = _layer_norm(x, params["ln1_gamma"], params["ln1_beta"], LN_EPS)
+    post = _layer_norm(ln1 + _feed_forward(ln1, params, _gelu_tanh), params["ln2_gamma"], params["ln2_beta"],
+                       LN_EPS)
+    expect_close(impl.transformer_layer(x, params, N_HEADS, activation="gelu"), post,
+                 what="post-LN layer with silent attention and activation='gelu'",
+                 idea=ACTIVATION)
+
+
+def test_reference_values(impl):
+    cases = {
+        "transformer_layer/post_ln_relu": ("post-LN layer, relu, random weights, biases, gammas and betas", POST),
+        "transformer_layer/pre_ln_relu_causal": ("pre-LN layer, relu, causal mask", PRE),
+        "transformer_layer/post_ln_gelu_causal": ("post-LN layer, gelu, causal mask", POST),
+        "transformer_layer/pre_ln_gelu": ("pre-LN layer, gelu", PRE),
+    }
+    for name, (what, idea) in cases.items():
+        expect_probe(impl, name, what=what, idea=idea)
