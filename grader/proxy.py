@@ -1,0 +1,512 @@
+"""Grade a submission through an isolated worker process (the grading side).
+
+``IsolatedImplementation`` provides the same ``function(exercise, name)`` as
+``tests.kit.LocalImplementation``, so the graded suite runs unchanged, but the
+student's code never runs in the grading process. It runs in
+``grader/worker.py``, a separate, resource-limited process confined as well as
+this machine allows (``grader.sandbox``), started once per submission and
+reused for every call. Arguments and results cross two dedicated pipes as
+plain data (JSON + ``.npy``, never pickle); exceptions come back as text and
+are raised here again as the same builtin type; in-place changes to array
+arguments and the state of random generators are copied back after each call.
+
+Fair grading (the default): a test of exercise E runs the student's module E,
+while the modules E imports (the manifest's ``depends``) are answered by the
+reference implementation, here in the grading process, so a bug in the
+student's softmax does not cost points in attention.
+
+Example
+-------
+>>> with IsolatedImplementation(Path("submissions/ada")) as impl:  # doctest: +SKIP
+...     softmax = impl.function("softmax", "softmax")
+...     softmax(np.zeros((2, 3)))
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grader import sandbox, worker
+from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
+from grader.sandbox import Limits
+from tests.kit import ImplementationError, LocalImplementation
+
+__all__ = ["IsolatedImplementation", "Limits", "WorkerCrashed"]
+
+worker.load_numpy()
+WORKER_SOURCE = Path(worker.__file__)
+STARTUP_TIMEOUT = 30.0  # generous: a loaded CI machine may take a while to start Python + numpy
+MAX_MODULE_BYTES = 1 << 20
+FAIR_VIEW_ALL = "all"
+
+
+class WorkerCrashed(RuntimeError):
+    """The worker process ended (or misbehaved) while running student code."""
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Ended(Exception):
+    pass
+
+
+def _describe_exit(code: int | None, mode: str) -> str:
+    if code is None:
+        return "exit code unknown"
+    number = -code if code < 0 else (code - 128 if mode == "bwrap" and code > 128 else None)
+    if number is not None:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        reason = {"SIGXCPU": ": CPU time limit", "SIGKILL": ": killed, perhaps out of memory",
+                  "SIGXFSZ": ": file size limit", "SIGSEGV": ": crashed"}.get(name, "")
+        return f"killed by {name}{reason}"
+    return f"exit code {code}"
+
+
+class IsolatedImplementation:
+    """A submission folder whose functions run in an isolated worker process.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The submission folder (the seven modules of the manifest).
+    fair : bool, optional
+        Serve each exercise's dependencies from ``reference`` (default True).
+    limits : Limits, optional
+        Resource limits of the worker (default ``Limits()``).
+    reference : pathlib.Path, optional
+        The reference implementation used for fair grading.
+
+    Notes
+    -----
+    Only the manifest's modules (``<exercise>.py``) and private helper modules
+    (``_name.py``, as ``solutions/_checks.py``) are copied into the worker's
+    scratch folder; never a conftest.py, a package ``__init__`` or anything
+    else. Symbolic links are not followed.
+    """
+
+    def __init__(self, path: Path | str, *, fair: bool = True, limits: Limits | None = None,
+                 reference: Path | str = ROOT / "solutions") -> None:
+        self.path = Path(path).resolve()
+        if not self.path.is_dir():
+            raise ImplementationError(f"--impl {path}: no such folder")
+        self.fair = fair
+        self.limits = limits or Limits()
+        self.reference = Path(reference).resolve()
+        self.curriculum = load_curriculum()
+        self.plan = sandbox.plan()
+        self.restarts = 0
+        self.startup_seconds: list[float] = []
+        self._output = bytearray()
+        self._dropped = 0
+        self._process: subprocess.Popen | None = None
+        self._fds: dict[str, int] = {}
+        self._buffer = bytearray()
+        self._failures: dict[tuple[str, str], str] = {}
+        self._callables: dict[tuple[str, str], set[str]] = {}
+        self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
+        self._reference_impl: LocalImplementation | None = None
+        self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-"))
+        # What the garbage collector must clean up if close() is never called (kept current by _spawn/_stop).
+        self._live: dict[str, Any] = {"process": None, "fds": {}}
+        weakref.finalize(self, IsolatedImplementation._cleanup, self._scratch, self._live)
+        self._missing = self._prepare_scratch()
+        self._handshake_pending = False
+        self._spawned_at = 0.0
+        self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def isolation(self) -> str:
+        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + unprivileged user (65534) + rlimits"``."""
+        return self.plan.description
+
+    @property
+    def output(self) -> str:
+        """What the student's code printed so far (stdout and stderr), truncated to ``limits.output_bytes``."""
+        self._drain_output(0.0)
+        text = self._output.decode("utf-8", errors="replace")
+        if self._dropped:
+            text += f"\n[... {self._dropped} more bytes of output not kept]"
+        return text
+
+    def function(self, exercise: str, name: str) -> Callable[..., Any]:
+        """Return a callable that runs the student's ``name`` in the worker.
+
+        Raises
+        ------
+        tests.kit.ImplementationError
+            If the module defining ``name`` is missing or cannot be imported,
+            or does not define ``name``.
+        """
+        try:
+            module = self.curriculum.exercise_of_function(name).name
+        except ValueError as error:
+            raise ImplementationError(str(error)) from None
+        # Fair: the module that defines the function is the student's, the modules it imports are the reference's.
+        view = module if self.fair else FAIR_VIEW_ALL
+        key = (view, module)
+        if key in self._failures:
+            raise ImplementationError(self._failures[key])
+        if module in self._missing:
+            self._failures[key] = f"missing module {module}: {module}.py not found in {self.path}"
+            raise ImplementationError(self._failures[key])
+        if key not in self._callables:
+            self._import(view, module)
+        if name not in self._callables[key]:
+            raise ImplementationError(f"{module}.py defines no function {name}()")
+        if (view, name) not in self._functions:
+            self._functions[(view, name)] = self._remote(view, module, name)
+        return self._functions[(view, name)]
+
+    def close(self) -> None:
+        """Kill the worker and remove its scratch folder."""
+        self._stop()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self) -> IsolatedImplementation:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ scratch folder
+
+    def _prepare_scratch(self) -> set[str]:
+        """Copy the worker script and the submission's modules; return the missing modules."""
+        os.chmod(self._scratch, 0o755)
+        shutil.copyfile(WORKER_SOURCE, self._scratch / "worker.py")
+        os.chmod(self._scratch / "worker.py", 0o644)
+        modules = self._scratch / "modules"
+        modules.mkdir(mode=0o755)
+        os.chmod(modules, 0o755)
+        wanted = {exercise.module_file for exercise in self.curriculum.exercises}
+        helpers = {p.name for p in self.path.glob("_*.py") if p.name != "__init__.py" and p.name.isascii()}
+        missing = set()
+        for name in sorted(wanted | helpers):
+            source = self.path / name
+            if source.is_symlink() or not source.is_file() or source.stat().st_size > MAX_MODULE_BYTES:
+                if name in wanted:
+                    missing.add(name.removesuffix(".py"))
+                continue
+            shutil.copyfile(source, modules / name)
+            os.chmod(modules / name, 0o644)
+        return missing
+
+    # ------------------------------------------------------------------ the worker process
+
+    def _spawn(self) -> None:
+        """Start a worker and send its init message, without waiting for it (its start-up overlaps ours)."""
+        self._spawned_at = time.perf_counter()
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        output_read, output_write = os.pipe()
+        cmd, cwd = sandbox.command(self.plan, self._scratch, requests_read, replies_write)
+        try:
+            self._process = subprocess.Popen(
+                cmd, cwd=cwd, env=sandbox.worker_environment(), stdin=subprocess.DEVNULL,
+                stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
+                preexec_fn=sandbox.limiter(self.limits), start_new_session=True,
+            )
+        finally:
+            for fd in (requests_read, replies_write, output_write):
+                os.close(fd)
+        self._fds = {"requests": requests_write, "replies": replies_read, "output": output_read}
+        for fd in self._fds.values():
+            os.set_blocking(fd, False)
+        self._buffer = bytearray()
+        self._live.update(process=self._process, fds=dict(self._fds))
+        dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
+                        for e in self.curriculum.exercises}
+        functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
+        self._handshake_pending = True
+        try:
+            self._send(worker.pack({"op": "init", "functions": functions, "dependencies": dependencies}, []),
+                       time.monotonic() + STARTUP_TIMEOUT)
+        except (_Timeout, _Ended):
+            pass  # reported by _ready()
+
+    def _ready(self) -> None:
+        """Make sure a worker runs and has answered its init message."""
+        if self._process is None:
+            self._spawn()
+        if not self._handshake_pending:
+            return
+        self._handshake_pending = False
+        try:
+            reply, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT)
+        except (_Timeout, _Ended) as error:
+            code = self._stop(ended=isinstance(error, _Ended))
+            raise WorkerCrashed(f"the worker process did not start ({_describe_exit(code, self.plan.mode)}; "
+                                f"isolation: {self.isolation}); its output:\n{self.output[-2000:]}") from error
+        if reply.get("status") != "ok":
+            self._stop()
+            raise WorkerCrashed(f"the worker process did not start: {reply}")
+        self.startup_seconds.append(time.perf_counter() - self._spawned_at)
+
+    def _stop(self, ended: bool = False) -> int | None:
+        """Kill the worker (all its processes) and close the pipes; return its exit status.
+
+        ``ended``: the worker closed the channel, so give it a moment to exit by itself and report its own code.
+        """
+        process, self._process = self._process, None
+        self._live.update(process=None, fds={})
+        if process is None:
+            return None
+        self._drain_output(0.0)
+        if ended:
+            try:
+                process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        code = IsolatedImplementation._kill(process)
+        for fd in self._fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds = {}
+        return code
+
+    @staticmethod
+    def _kill(process: subprocess.Popen) -> int | None:
+        if process.poll() is None:
+            # Children first (bwrap's init of the PID namespace: killing it ends every process inside), so that
+            # bwrap reaps them and no zombie is left to an init that may not reap; then the whole session.
+            try:
+                children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+            except OSError:
+                children = []
+            for child in children:
+                try:
+                    os.kill(int(child), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, ValueError):
+                    pass
+            if children and str(process.args[0]).endswith("bwrap"):  # bwrap exits once its child is gone
+                try:
+                    process.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    pass
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the whole session, so forked children go too
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.kill()
+        try:
+            return process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    @staticmethod
+    def _cleanup(scratch: Path, live: dict[str, Any]) -> None:
+        if live["process"] is not None:
+            IsolatedImplementation._kill(live["process"])
+        for fd in live["fds"].values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    # ------------------------------------------------------------------ channel IO (select, no threads)
+
+    def _drain_output(self, timeout: float) -> None:
+        fd = self._fds.get("output")
+        while fd is not None and select.select([fd], [], [], timeout)[0]:
+            if not self._read_output(fd):
+                return
+            timeout = 0.0
+
+    def _read_output(self, fd: int) -> bool:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._fds.pop("output", None)
+            os.close(fd)
+            return False
+        room = self.limits.output_bytes - len(self._output)
+        self._output += chunk[: max(room, 0)]
+        self._dropped += max(len(chunk) - max(room, 0), 0)
+        return True
+
+    def _wait(self, deadline: float, write: bool) -> tuple[bool, bool]:
+        """Wait for the replies pipe (or the requests pipe, when ``write``) until ``deadline``, draining output."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Timeout
+            readers = [self._fds["replies"]] + ([self._fds["output"]] if "output" in self._fds else [])
+            writers = [self._fds["requests"]] if write else []
+            readable, writable, _ = select.select(readers, writers, [], remaining)
+            if "output" in self._fds and self._fds["output"] in readable:
+                self._read_output(self._fds["output"])
+            replies_ready = self._fds["replies"] in readable
+            if replies_ready or writable:
+                return replies_ready, bool(writable)
+
+    def _read_replies(self) -> None:
+        try:
+            chunk = os.read(self._fds["replies"], 1 << 22)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not chunk:
+            raise _Ended
+        self._buffer += chunk
+
+    def _send(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            readable, writable = self._wait(deadline, write=True)
+            if readable:
+                self._read_replies()
+            if writable:
+                try:
+                    view = view[os.write(self._fds["requests"], view[: 1 << 20]) :]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    raise _Ended from None
+
+    def _receive(self, deadline: float) -> tuple[dict, list]:
+        while True:
+            try:
+                parsed = worker.unpack(self._buffer)
+            except Exception as error:  # noqa: BLE001 - garbage on the channel: the student wrote to it
+                raise _Ended(f"the worker sent a malformed message ({error})") from None
+            if parsed is not None:
+                message, size = parsed
+                del self._buffer[:size]
+                return message
+            readable, _ = self._wait(deadline, write=False)
+            if readable:
+                self._read_replies()
+
+    def _exchange(self, header: dict, arrays: list, timeout: float) -> tuple[dict, list]:
+        """Send a request; answer the worker's callbacks until its reply comes."""
+        self._ready()
+        deadline = time.monotonic() + timeout
+        self._send(worker.pack(header, arrays), deadline)
+        while True:
+            reply, reply_arrays = self._receive(deadline)
+            if reply.get("op") != "callback":
+                return reply, reply_arrays
+            started = time.monotonic()
+            answer, answer_arrays = self._callback(reply, reply_arrays)
+            self._send(worker.pack(answer, answer_arrays), deadline + 60)
+            deadline += time.monotonic() - started  # the reference's time does not count against the student
+
+    def _callback(self, header: dict, arrays: list) -> tuple[dict, list]:
+        """Run a reference function for the worker (fair grading) and build the answer."""
+        try:
+            if self._reference_impl is None:
+                self._reference_impl = LocalImplementation(self.reference)
+            function = self._reference_impl.function(str(header["exercise"]), str(header["function"]))
+            args, kwargs = worker.decode(header["payload"], arrays)
+            result = function(*args, **kwargs)
+            answer_arrays: list = []
+            payload = worker.encode([result, args, kwargs], answer_arrays)
+        except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
+            return {"status": "error", "error": worker.exception_info(error, keep=str(self.reference))}, []
+        return {"status": "ok", "payload": payload}, answer_arrays
+
+    def _request(self, header: dict, arrays: list, what: str) -> tuple[dict, list]:
+        """One exchange with the worker, turning a timeout or a dead worker into a clear error."""
+        try:
+            return self._exchange(header, arrays, self.limits.call_timeout)
+        except _Timeout:
+            self._stop()
+            self.restarts += 1
+            raise TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?") \
+                from None
+        except _Ended as error:
+            detail = str(error)
+            code = self._stop(ended=not detail)
+            self.restarts += 1
+            if detail:
+                raise WorkerCrashed(f"{detail} while running {what}") from None
+            raise WorkerCrashed(f"your code ended the worker process ({_describe_exit(code, self.plan.mode)}) "
+                                f"while running {what}") from None
+
+    # ------------------------------------------------------------------ imports and calls
+
+    def _import(self, view: str, module: str) -> None:
+        key = (view, module)
+        try:
+            reply, _ = self._request({"op": "import", "view": view, "module": module}, [], f"importing {module}.py")
+        except TimeoutError:
+            self._failures[key] = (f"importing {module}.py did not finish within {self.limits.call_timeout:g} s "
+                                   "(an infinite loop at module level?)")
+            raise ImplementationError(self._failures[key]) from None
+        except WorkerCrashed as error:
+            message = str(error).split(" while running ")[0]  # "... (exit code 3)", without the request's name
+            self._failures[key] = message.replace("your code ended", f"importing {module}.py ended")
+            raise ImplementationError(self._failures[key]) from None
+        if reply.get("status") != "ok":
+            self._failures[key] = str(reply.get("message", f"importing {module}.py failed"))
+            raise ImplementationError(self._failures[key])
+        self._callables[key] = set(reply.get("callables", []))
+
+    def _signature(self, name: str) -> inspect.Signature | None:
+        """The API's signature of ``name`` (from the reference), so failure messages name arguments."""
+        try:
+            if self._reference_impl is None:
+                self._reference_impl = LocalImplementation(self.reference)
+            return inspect.signature(self._reference_impl.function(name, name))
+        except Exception:  # noqa: BLE001 - only used to label arguments
+            return None
+
+    def _remote(self, view: str, module: str, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            return self._call(view, module, name, args, kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"{module}.{name}, run in the isolated worker"
+        signature = self._signature(name)
+        if signature is not None:
+            call.__signature__ = signature  # type: ignore[attr-defined]
+        return call
+
+    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict) -> Any:
+        arrays: list = []
+        payload = worker.encode([list(args), kwargs], arrays)
+        header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
+        reply, reply_arrays = self._request(header, arrays, f"{name}()")
+        status = reply.get("status")
+        if status == "ok":
+            try:
+                result, after_args, after_kwargs = worker.decode(reply["payload"], reply_arrays)
+            except (ValueError, KeyError, TypeError, IndexError) as error:
+                raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
+            worker.sync(list(args), after_args)  # in-place changes, generator states
+            worker.sync(kwargs, after_kwargs)
+            return result
+        if status == "error":
+            info = reply.get("error", {})
+            if info.get("type") == "SystemExit":
+                raise WorkerCrashed(str(info.get("message")))
+            raise worker.rebuild_exception(info)
+        raise WorkerCrashed(str(reply.get("message", f"the worker could not run {name}()")))
+

@@ -1,0 +1,420 @@
+"""The isolated worker: student code runs in a separate, confined process.
+
+Each test builds a tiny submission in tmp_path (a copy of solutions/ with one
+planted change) and calls it through grader.proxy.IsolatedImplementation.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.curriculum import ROOT
+from grader.proxy import IsolatedImplementation, Limits, WorkerCrashed
+from tests.kit import ImplementationError, LocalImplementation
+
+SOLUTIONS = ROOT / "solutions"
+FAST = Limits(call_timeout=2.0)
+
+
+def make_submission(folder: Path, **changes: str) -> Path:
+    """Copy the reference's modules into ``folder``; ``changes`` maps a module to code appended to it.
+
+    Appending ``def softmax(...)`` to softmax.py redefines the function: an easy way to plant a bug.
+    A value starting with "=" replaces the whole file instead.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in SOLUTIONS.glob("*.py"):
+        shutil.copyfile(source, folder / source.name)
+    for module, code in changes.items():
+        target = folder / f"{module}.py"
+        if code.startswith("="):
+            target.write_text(code[1:], encoding="utf-8")
+        else:
+            target.write_text(target.read_text(encoding="utf-8") + "\n\n" + code + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def isolated(tmp_path):
+    """Factory: an IsolatedImplementation of a planted submission, closed after the test."""
+    opened: list[IsolatedImplementation] = []
+
+    def build(changes: dict[str, str] | None = None, *, path: Path | None = None, **options) -> IsolatedImplementation:
+        folder = path or make_submission(tmp_path / f"student{len(opened)}", **(changes or {}))
+        implementation = IsolatedImplementation(folder, limits=options.pop("limits", FAST), **options)
+        opened.append(implementation)
+        return implementation
+
+    yield build
+    for implementation in opened:
+        implementation.close()
+
+
+@pytest.fixture(scope="module")
+def reference_isolated():
+    with IsolatedImplementation(SOLUTIONS, limits=FAST) as implementation:
+        yield implementation
+
+
+@pytest.fixture(scope="module")
+def local():
+    return LocalImplementation(SOLUTIONS)
+
+
+def namespaces_or_skip(implementation: IsolatedImplementation) -> None:
+    if not implementation.isolation.startswith("namespaces"):
+        assert implementation.isolation.startswith("rlimits only"), implementation.isolation
+        pytest.skip(f"no kernel namespaces on this machine: {implementation.isolation}")
+
+
+# ---------------------------------------------------------------- the worker script stands alone
+
+
+def test_worker_imports_only_stdlib_and_numpy():
+    tree = ast.parse((ROOT / "grader" / "worker.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "worker.py must not use relative imports"
+            imported.add((node.module or "").split(".")[0])
+    allowed = set(sys.stdlib_module_names) | {"numpy", "__future__"}
+    assert imported <= allowed, imported - allowed
+
+
+def test_worker_sees_only_the_modules_and_a_scrubbed_environment(isolated, tmp_path):
+    probe = (
+        "def softmax(x, axis=-1):\n"
+        "    import os, sys\n"
+        "    return {'cwd': sorted(os.listdir('.')), 'env': sorted(os.environ), 'isolated': sys.flags.isolated,\n"
+        "            'no_site': sys.flags.no_site, 'uid': os.getuid()}\n"
+    )
+    folder = make_submission(tmp_path / "student", softmax=probe)
+    (folder / "conftest.py").write_text("raise SystemExit('never copied')\n", encoding="utf-8")
+    (folder / "notes.txt").write_text("private\n", encoding="utf-8")
+    impl = isolated(path=folder)
+    seen = impl.function("softmax", "softmax")(None)
+    assert "conftest.py" not in seen["cwd"] and "notes.txt" not in seen["cwd"]
+    assert set(seen["cwd"]) <= {f"{name}.py" for name in ("softmax", "projections", "attention", "masks",
+                                                          "positional", "multihead", "layer", "_checks")}
+    assert set(seen["env"]) <= {"PATH", "LANG", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                "NUMEXPR_NUM_THREADS", "LC_CTYPE", "PWD"}
+    assert seen["isolated"] == 1 and seen["no_site"] == 1
+    if os.geteuid() == 0 and "unprivileged user" in impl.isolation:
+        assert seen["uid"] == 65534
+
+
+# ---------------------------------------------------------------- calls and values
+
+
+def test_round_trip_equals_in_process(reference_isolated, local):
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 5, 12))
+    params = local.function("multihead", "init_multi_head")(np.random.default_rng(3), 12, 3)
+    mask = np.tril(np.ones((5, 5), dtype=bool))
+    for exercise, name, args, kwargs in [
+        ("softmax", "softmax", (x,), {"axis": 1}),
+        ("attention", "scaled_dot_product_attention", (x, x, x[..., :7]), {"mask": mask}),
+        ("multihead", "multi_head_attention", (x, params, 3), {"mask": mask}),
+        ("masks", "to_additive", (mask,), {"dtype": np.float32}),
+        ("positional", "alibi_bias", (4, 2), {}),
+    ]:
+        remote = reference_isolated.function(exercise, name)(*args, **kwargs)
+        expected = local.function(exercise, name)(*args, **kwargs)
+        for got, want in zip(remote if isinstance(remote, tuple) else (remote,),
+                             expected if isinstance(expected, tuple) else (expected,), strict=True):
+            assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+
+
+def test_generator_state_is_synchronised(reference_isolated, local):
+    remote_rng, local_rng = np.random.default_rng(11), np.random.default_rng(11)
+    remote = reference_isolated.function("layer", "init_transformer_layer")(remote_rng, 8, 2, 16)
+    expected = local.function("layer", "init_transformer_layer")(local_rng, 8, 2, 16)
+    np.testing.assert_array_equal(remote["attention"]["w_q"], expected["attention"]["w_q"])
+    np.testing.assert_array_equal(remote["w_2"], expected["w_2"])
+    # the caller's generator advanced exactly as in-process, so the next draws agree
+    assert remote_rng.random() == local_rng.random()
+
+
+def test_exceptions_come_back_as_the_same_types(isolated):
+    impl = isolated({
+        "masks": "def causal_mask(n):\n    return {}[n]\n",
+        "positional": "class Oops(Exception):\n    pass\n\ndef alibi_bias(n, n_heads):\n    raise Oops('bad')\n",
+        "softmax": "def softmax(x, axis=-1):\n    import numpy as np\n    return np.sum(np.asarray(x), axis=axis)\n",
+    })
+    with pytest.raises(ValueError, match=r"q of shape \(2, 3\) and k of shape \(2, 4\) must share d_k"):
+        impl.function("attention", "attention_scores")(np.zeros((2, 3)), np.zeros((2, 4)))
+    with pytest.raises(KeyError):
+        impl.function("masks", "causal_mask")(3)
+    with pytest.raises(RuntimeError, match="Oops: bad") as info:
+        impl.function("positional", "alibi_bias")(3, 2)
+    assert "positional.py line" in "".join(getattr(info.value, "__notes__", []))
+    # numpy's AxisError is a ValueError and an IndexError: it still is one on this side
+    with pytest.raises(ValueError, match="axis") as info:
+        impl.function("softmax", "softmax")(np.zeros((2, 3)), axis=5)
+    assert isinstance(info.value, IndexError) and type(info.value).__name__ == "AxisError"
+
+
+def test_stubs_raise_not_implemented(isolated):
+    impl = isolated(path=ROOT / "exercises")
+    with pytest.raises(NotImplementedError, match="softmax: not implemented yet"):
+        impl.function("softmax", "softmax")(np.zeros(3))
+
+
+def test_in_place_changes_are_copied_back(isolated):
+    impl = isolated({
+        "softmax": "def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    return x\n",
+        "layer": "def feed_forward(x, params, activation='relu'):\n"
+                 "    params['w_1'] *= 2.0\n    del params['b_2']\n    return x\n",
+    })
+    x = np.array([[1.0, 2.0, 4.0]])
+    impl.function("softmax", "softmax")(x)
+    np.testing.assert_array_equal(x, [[-3.0, -2.0, 0.0]])
+    params = {"w_1": np.ones((3, 2)), "b_1": np.zeros(2), "w_2": np.ones((2, 3)), "b_2": np.zeros(3)}
+    impl.function("layer", "feed_forward")(x, params)
+    np.testing.assert_array_equal(params["w_1"], 2.0 * np.ones((3, 2)))
+    assert "b_2" not in params
+
+
+def test_kit_reports_mutation_as_in_process(isolated):
+    from tests.kit import Kit
+
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    return x\n"})
+    failures = []
+
+    class Recorder:
+        def fail(self, message):
+            failures.append(message)
+
+    import tests.kit as kit_module
+
+    original, kit_module.check = kit_module.check, Recorder()
+    try:
+        Kit(impl, "softmax").softmax(np.array([[1.0, 2.0]]))
+    finally:
+        kit_module.check = original
+    assert failures and "softmax() changed its input x in place" in failures[0]
+
+
+def test_results_are_plain_ndarrays(isolated):
+    impl = isolated({"softmax": (
+        "import numpy as _np\n"
+        "class Liar(_np.ndarray):\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "def softmax(x, axis=-1):\n    return _np.zeros(3).view(Liar)\n")})
+    out = impl.function("softmax", "softmax")(np.ones(3))
+    assert type(out) is np.ndarray
+    assert not np.array_equal(out, np.ones(3))
+
+
+def test_unsendable_values_are_refused(isolated):
+    impl = isolated({"masks": "def causal_mask(n):\n    return lambda: n\n"})
+    with pytest.raises(TypeError, match="cannot receive"):
+        impl.function("masks", "causal_mask")(3)
+    with pytest.raises(TypeError, match="dtype object"):
+        impl.function("softmax", "softmax")(np.array([object()]))
+
+
+def test_monkey_patching_in_the_worker_stays_there(isolated):
+    impl = isolated({"softmax": (
+        "import builtins, numpy\n"
+        "numpy.testing.assert_allclose = lambda *a, **k: None\n"
+        "numpy.array_equal = lambda *a, **k: True\n"
+        "builtins.len = lambda obj: 0\n"
+        "def softmax(x, axis=-1):\n    return numpy.zeros(2)\n")})
+    impl.function("softmax", "softmax")(np.ones(2))
+    assert not np.array_equal(np.zeros(2), np.ones(2))
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(np.zeros(2), np.ones(2))
+    assert len([1, 2]) == 2
+
+
+# ---------------------------------------------------------------- broken modules
+
+
+def test_missing_module_and_syntax_error(isolated, tmp_path):
+    folder = make_submission(tmp_path / "student", multihead="=import numpy\n\ndef split_heads(x, n_heads)\n    pass\n")
+    (folder / "positional.py").unlink()
+    impl = isolated(path=folder)
+    with pytest.raises(ImplementationError, match="missing module positional: positional.py not found"):
+        impl.function("positional", "alibi_bias")
+    with pytest.raises(ImplementationError, match="syntax error in multihead.py line 3"):
+        impl.function("multihead", "split_heads")
+    # the rest of the submission still works
+    assert impl.function("softmax", "softmax")(np.zeros(2)).tolist() == [0.5, 0.5]
+
+
+def test_exit_at_import(isolated):
+    impl = isolated({"masks": "=import sys\nsys.exit(3)\n", "positional": "=import os\nos._exit(3)\n"})
+    with pytest.raises(ImplementationError, match=r"importing masks.py raised SystemExit: 3"):
+        impl.function("masks", "causal_mask")
+    with pytest.raises(ImplementationError, match=r"importing positional.py ended the worker process \(exit code 3\)"):
+        impl.function("positional", "alibi_bias")
+    with pytest.raises(ImplementationError):  # remembered, not retried
+        impl.function("positional", "alibi_bias")
+    assert impl.function("softmax", "softmax")(np.zeros(2)).tolist() == [0.5, 0.5]
+
+
+def test_exit_during_a_call(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import os\n    os._exit(3)\n",
+                     "masks": "def causal_mask(n):\n    import sys\n    sys.exit(4)\n"})
+    ended = r"your code ended the worker process \(exit code 3\) while running softmax"
+    with pytest.raises(WorkerCrashed, match=ended):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    with pytest.raises(WorkerCrashed, match=r"sys.exit\(4\) while running causal_mask"):
+        impl.function("masks", "causal_mask")(3)
+    assert impl.function("positional", "alibi_bias")(3, 2).shape == (2, 3, 3)  # a fresh worker
+    assert impl.restarts == 1
+
+
+# ---------------------------------------------------------------- limits
+
+
+def test_infinite_loop_times_out_and_the_next_call_works(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    while True:\n        pass\n"},
+                    limits=Limits(call_timeout=0.5))
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"softmax\(\) did not finish within 0.5 s: an infinite loop\?"):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert time.monotonic() - started < 5
+    assert impl.function("masks", "causal_mask")(2).tolist() == [[True, False], [True, True]]
+
+
+def test_memory_bomb_fails_cleanly(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import numpy\n    return numpy.ones(2**34)\n",
+                     "masks": "def causal_mask(n):\n    blocks = []\n    while True:\n"
+                              "        blocks.append(bytearray(50_000_000))\n"},
+                    limits=Limits(memory_bytes=512 << 20, call_timeout=5.0))
+    with pytest.raises((MemoryError, WorkerCrashed)):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    with pytest.raises((MemoryError, WorkerCrashed)):
+        impl.function("masks", "causal_mask")(2)
+    assert impl.function("positional", "alibi_bias")(3, 2).shape == (2, 3, 3)
+
+
+def test_fork_bomb_is_contained(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import os\n    while True:\n"
+                                "        try:\n            os.fork()\n        except OSError:\n            pass\n"},
+                    limits=Limits(call_timeout=1.0, processes=16))
+    if "unprivileged user" not in impl.isolation and "namespaces" not in impl.isolation and os.geteuid() == 0:
+        pytest.skip(f"a fork bomb as root is only limited by an unprivileged user or a PID namespace: {impl.isolation}")
+    softmax = impl.function("softmax", "softmax")  # the worker is up: note its PID namespace (or session)
+    worker_pid = impl._process.pid
+    children = [pid for pid in _pids() if _parent(pid) == worker_pid]
+    own = _pid_namespace(os.getpid())
+    namespace = next((_pid_namespace(pid) for pid in children if _pid_namespace(pid) != own), None)
+    with pytest.raises((TimeoutError, OSError, WorkerCrashed)):
+        softmax(np.zeros(2))
+    # Every process of the bomb is gone with the worker: the whole PID namespace (or session) was killed.
+    left = [pid for pid in _pids() if (namespace and _pid_namespace(pid) == namespace) or _session(pid) == worker_pid]
+    assert not left, f"processes left behind: {[(pid, Path(f'/proc/{pid}/stat').read_text()) for pid in left]}"
+    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def _pid_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- the sandbox's file system
+
+
+def test_student_cannot_read_the_kit_or_other_submissions(isolated, tmp_path):
+    other = make_submission(tmp_path / "other_student")
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import os\n"
+                                "    if os.path.isdir(x):\n        return sorted(os.listdir(x))\n"
+                                "    return open(x).read()\n",
+                     "masks": "def causal_mask(n):\n    import socket\n"
+                              "    socket.create_connection(('1.1.1.1', 80), timeout=1)\n"})
+    namespaces_or_skip(impl)
+    read = impl.function("softmax", "softmax")
+    for target in (SOLUTIONS / "softmax.py", ROOT, ROOT / "tests" / "kit.py", other / "softmax.py", other,
+                   impl.path / "softmax.py", "../solutions/softmax.py", "/etc/passwd", "/tmp"):
+        with pytest.raises(OSError):
+            read(str(target))
+    with pytest.raises(OSError):
+        impl.function("masks", "causal_mask")(2)
+
+
+# ---------------------------------------------------------------- fair grading
+
+
+def test_fair_grading_serves_dependencies_from_the_reference(isolated, local):
+    buggy = {"softmax": "def softmax(x, axis=-1):\n    return x\n"}  # no normalisation at all
+    rng = np.random.default_rng(5)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    expected = local.function("attention", "scaled_dot_product_attention")(q, k, v)
+    fair = isolated(buggy)
+    context, weights = fair.function("attention", "scaled_dot_product_attention")(q, k, v)
+    np.testing.assert_allclose(weights, expected[1])
+    np.testing.assert_allclose(context, expected[0])
+    # the student's own softmax is still graded as theirs
+    assert fair.function("softmax", "softmax")(np.ones(2)).tolist() == [1.0, 1.0]
+    unfair = isolated(buggy, fair=False)
+    _, weights = unfair.function("attention", "scaled_dot_product_attention")(q, k, v)
+    assert not np.allclose(weights, expected[1])
+
+
+def test_fair_grading_with_generators_and_nested_dependencies(isolated, local):
+    mine = "    raise ValueError('mine')\n"
+    impl = isolated({"attention": "def scaled_dot_product_attention(q, k, v, mask=None):\n" + mine,
+                     "projections": "def init_weight(rng, d_in, d_out):\n" + mine})
+    remote_rng, local_rng = np.random.default_rng(2), np.random.default_rng(2)
+    params = impl.function("layer", "init_transformer_layer")(remote_rng, 8, 2, 12)
+    expected = local.function("layer", "init_transformer_layer")(local_rng, 8, 2, 12)
+    np.testing.assert_array_equal(params["w_1"], expected["w_1"])
+    assert remote_rng.random() == local_rng.random()
+    x = np.random.default_rng(4).normal(size=(3, 8))
+    np.testing.assert_allclose(impl.function("layer", "transformer_layer")(x, params, 2),
+                               local.function("layer", "transformer_layer")(x, expected, 2))
+
+
+# ---------------------------------------------------------------- end to end and speed
+
+
+def test_graded_suite_passes_through_the_isolated_worker():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "--impl", "solutions", "-q", "-p", "grader.isolated_plugin",
+         "--isolated", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+def test_benchmark_reports_start_up_and_round_trip():
+    result = subprocess.run([sys.executable, "benchmarks/worker_overhead.py", "--calls", "20", "--starts", "2"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "start-up" in result.stdout and "round trip" in result.stdout
