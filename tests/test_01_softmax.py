@@ -35,6 +35,25 @@ def first_axis():
     return (rng.normal(size=(3, 4, 5)),), {"axis": 0}
 
 
+@probe("softmax")
+def float32_scores():
+    rng = np.random.default_rng(104)
+    return (rng.normal(scale=2.0, size=(3, 5)).astype(np.float32),), {}
+
+
+@probe("softmax")
+def masked_scores():
+    # Everything that breaks a naive softmax at once: rows far below and far above the
+    # others (underflow, overflow), a few -inf entries and one fully masked row.
+    rng = np.random.default_rng(105)
+    x = rng.normal(scale=3.0, size=(2, 3, 6))
+    x[0, 1] -= 900.0
+    x[1, 0] += 1000.0
+    x[0, 2, [1, 4]] = -np.inf
+    x[1, 2] = -np.inf
+    return (x,), {}
+
+
 def test_returns_same_shape_and_dtype(impl):
     for dtype in (np.float64, np.float32):
         x = np.random.default_rng(1).normal(size=(2, 3, 5)).astype(dtype)
@@ -81,9 +100,25 @@ def test_shift_invariance(impl):
                  idea="softmax depends only on differences of scores within a slice")
 
 
+def test_each_slice_uses_its_own_maximum(impl):
+    # Rows hundreds apart: a single maximum for the whole array sends the low row's
+    # exponentials below the smallest float, and that row no longer sums to 1.
+    x = np.random.default_rng(5).normal(size=(3, 5)) + np.array([[0.0], [-900.0], [40.0]])
+    idea = "subtract each slice's own maximum (np.max along `axis`, keepdims=True), not the maximum of the array"
+    out = impl.softmax(x)
+    if expect_shape(out, x.shape, what="softmax keeps the input's shape", idea=ROWS):
+        expect_close(out.sum(axis=-1), np.ones(3), what="rows whose scores lie hundreds apart each sum to 1",
+                     idea=idea)
+        expect_close(out, impl.softmax(x - x.mean(axis=-1, keepdims=True)),
+                     what="rows far apart give the same weights as the same rows centred at 0", idea=idea)
+
+
 def test_reference_values(impl):
     for name in ("softmax/mixed_scores", "softmax/square_scores"):
         expect_probe(impl, name, what=f"softmax on the fixed input {name}", idea=ROWS)
+    # float32 keeps about 7 digits, and a correct softmax may round differently from the reference.
+    expect_probe(impl, "softmax/float32_scores", what="softmax on the fixed float32 input softmax/float32_scores",
+                 idea=ROWS, rtol=1e-5, atol=1e-7)
 
 
 def test_large_scores_are_stable(impl):
@@ -135,3 +170,12 @@ def test_rejects_a_bad_axis(impl):
     expect_raises_value_error(lambda: impl.softmax(np.zeros((2, 3)), axis=2), argument="axis",
                               what="softmax(x, axis=2) for a 2-D x",
                               idea="bad input raises ValueError naming the argument (numpy's AxisError is one)")
+
+
+def test_reference_values_with_masks_and_extremes(impl):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the warning test above reports them
+        expect_probe(impl, "softmax/masked_scores",
+                     what="softmax of a fixed input with -inf entries, a fully masked row, "
+                          "and rows near -900 and +1000",
+                     idea=f"{STABLE}; {MASKED}")
