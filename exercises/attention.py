@@ -27,17 +27,25 @@ What the tests check
 --------------------
 * shapes ``(..., n_q, n_k)`` and ``(..., n_q, d_v)`` with batch axes and
   ``n_q != n_k`` and ``d_v != d_k``, dtype kept for float32 and float64;
-* the scores are ``q @ k^T / sqrt(d_k)`` (transpose of the last two axes);
+* the scores are ``q @ k^T / sqrt(d_k)`` (transpose of the last two axes),
+  also when ``n_k == d_k`` and ``q @ k`` would run without error;
 * weights: rows sum to 1, all in ``[0, 1]``, softmax over the key axis;
-* scaling: for unit-variance q and k the scaled scores keep variance near 1
-  for d_k from 4 to 1024 while unscaled ones grow with d_k, and the
-  attention entropy does not collapse as d_k grows;
-* masking: a blocked key gets weight exactly 0, changing its value changes
-  nothing, bool and additive masks agree, a fully blocked row gives zeros;
-* permutation equivariance: shuffling the tokens shuffles the outputs the
-  same way (attention alone does not see order);
+  context: ``weights @ v``;
+* scaling: for unit-variance q and k the scores keep variance near 1 for
+  d_k from 4 to 1024, and the attention entropy neither collapses onto one
+  key nor flattens to uniform as d_k grows;
 * the worked example of the reading: 8 tokens, rng(42), d_model 16,
-  d_k = d_v = 8.
+  d_k = d_v = 8;
+* masking: a blocked key gets weight exactly 0, changing its key or value
+  changes nothing, bool and additive masks agree, any float mask is added,
+  a fully blocked row gives zeros (no NaN, no warning), masks broadcast
+  (one ``(n_q, n_k)`` mask for every batch and head, a ``(batch, 1, n_k)``
+  padding mask);
+* invariances: with a causal mask, changing token t leaves the outputs
+  before t unchanged; changing padded keys and values changes nothing;
+  shuffling the tokens shuffles the outputs the same way (attention alone
+  does not see order);
+* bad input: ValueError naming ``q``/``k``, ``v`` or ``mask``.
 """
 
 # Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.

@@ -21,12 +21,14 @@ What the tests check
 --------------------
 * ``init_weight``: shape ``(d_in, d_out)``, dtype float64, mean near 0 and
   standard deviation near ``1/sqrt(d_in)``, the same draws as
-  ``rng.normal(0, 1/sqrt(d_in), (d_in, d_out))``, bad sizes rejected;
+  ``rng.normal(0, 1/sqrt(d_in), (d_in, d_out))`` (so it reproduces the
+  weights of the reading's example), bad sizes rejected naming ``d_in`` or
+  ``d_out``;
 * ``linear``: ``x @ weight + bias`` on inputs with batch axes, with and
-  without bias, dtype kept, a row-by-row check that rows do not mix, and a
-  clear error when ``x`` and ``weight`` do not fit;
+  without bias, dtype kept for float32, a row-by-row check that rows do not
+  mix, and a clear error when ``x``, ``weight`` or ``bias`` do not fit;
 * ``qkv_projections``: the three projections in the order (q, k, v), each
-  with its own weight.
+  with its own weight, with ``d_v != d_k``.
 """
 
 # Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.

@@ -1,0 +1,176 @@
+"""Exercise 2: projections. Random weights on the right scale, then x @ W for queries, keys and values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import (
+    expect,
+    expect_array,
+    expect_close,
+    expect_dtype,
+    expect_raises_value_error,
+    expect_shape,
+)
+
+INIT = "init_weight draws N(0, std) entries with std = 1/sqrt(d_in), so that x @ W keeps the scale of x"
+DRAWS = ("randomness comes only from the `rng` argument: one call rng.normal(0, 1/sqrt(d_in), "
+         "size=(d_in, d_out)) (not np.random.*, not a (d_out, d_in) draw transposed)")
+LINEAR = "a projection multiplies every row vector by the weight: (..., d_in) @ (d_in, d_out) -> (..., d_out)"
+BIAS = "the bias has one entry per output feature and is added to every row, after the product"
+QKV = "queries, keys and values are three projections of the same tokens, each with its own weight: (q, k, v)"
+
+
+def _row_by_row(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Compute x @ weight one row vector at a time (no batched matmul)."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.stack([np.sum(row[:, None] * weight, axis=0) for row in rows])
+    return out.reshape(x.shape[:-1] + (weight.shape[1],))
+
+
+def test_init_weight_shape_and_dtype(impl):
+    w = impl.init_weight(np.random.default_rng(20), 7, 3)
+    if expect_array(w, what="init_weight(rng, d_in=7, d_out=3)", idea=INIT):
+        expect_shape(w, (7, 3), what="init_weight(rng, d_in=7, d_out=3)",
+                     idea="the weight maps d_in input features to d_out outputs: (d_in, d_out), for x @ W")
+        expect_dtype(w, np.float64, what="init_weight(rng, 7, 3)", idea="weights are drawn as float64")
+
+
+def test_init_weight_mean_and_std(impl):
+    # d_in != d_out and a large draw, so 1/sqrt(d_in), 1/sqrt(d_out), 1/d_in and 1 are told apart.
+    for d_in, d_out in ((400, 100), (25, 900)):
+        w = impl.init_weight(np.random.default_rng(21), d_in, d_out)
+        if not expect_shape(w, (d_in, d_out), what=f"init_weight(rng, {d_in}, {d_out})", idea=INIT):
+            continue
+        target = 1 / np.sqrt(d_in)
+        std, mean = float(np.std(w)), float(np.mean(w))
+        candidates = {"1/sqrt(d_out)": 1 / np.sqrt(d_out), "1/d_in": 1 / d_in, "1 (no scaling)": 1.0}
+        guess = [name for name, value in candidates.items() if abs(std / value - 1) < 0.05]
+        expect(abs(std / target - 1) < 0.05, what=f"standard deviation of init_weight(rng, {d_in}, {d_out})",
+               expected=f"about 1/sqrt(d_in) = {target:.4g} (within 5%)",
+               observed=f"{std:.4g}" + (f", which is {guess[0]}" if guess else ""), idea=INIT)
+        expect(abs(mean) < 5 * target / np.sqrt(w.size), what=f"mean of init_weight(rng, {d_in}, {d_out})",
+               expected=f"about 0 (within {5 * target / np.sqrt(w.size):.2g})", observed=f"{mean:.4g}",
+               idea="the weights are centred: a normal distribution with mean 0")
+
+
+def test_init_weight_uses_the_generator(impl):
+    d_in, d_out = 6, 4
+    w = impl.init_weight(np.random.default_rng(22), d_in, d_out)
+    expected = np.random.default_rng(22).normal(0.0, 1 / np.sqrt(d_in), size=(d_in, d_out))
+    expect_close(w, expected, what="init_weight(default_rng(22), 6, 4) against the same seed's rng.normal",
+                 idea=DRAWS, rtol=1e-12, atol=0.0)
+    again = impl.init_weight(np.random.default_rng(22), d_in, d_out)
+    expect_close(again, w, what="two calls with identically seeded generators give the same matrix",
+                 idea=DRAWS, rtol=0.0, atol=0.0)
+
+
+def test_init_weight_reproduces_the_reading_example(impl):
+    # The reading draws the tokens first, then W_Q, W_K, W_V from the same generator.
+    rng, numpy_rng = np.random.default_rng(42), np.random.default_rng(42)
+    rng.normal(size=(8, 16))
+    numpy_rng.normal(size=(8, 16))
+    for name in ("W_Q", "W_K", "W_V"):
+        expected = numpy_rng.normal(scale=1 / np.sqrt(16), size=(16, 8))
+        expect_close(impl.init_weight(rng, 16, 8), expected,
+                     what=f"{name} of the reading's example: init_weight(rng, 16, 8) after the token draw",
+                     idea=DRAWS + "; each call draws exactly d_in * d_out numbers", rtol=1e-12, atol=0.0)
+
+
+def test_init_weight_rejects_bad_sizes(impl):
+    rng = np.random.default_rng(23)
+    idea = "bad input raises ValueError naming the argument: sizes must be positive integers"
+    expect_raises_value_error(lambda: impl.init_weight(rng, 0, 4), argument="d_in",
+                              what="init_weight(rng, d_in=0, d_out=4)", idea=idea)
+    expect_raises_value_error(lambda: impl.init_weight(rng, 4, -2), argument="d_out",
+                              what="init_weight(rng, d_in=4, d_out=-2)", idea=idea)
+
+
+def test_linear_shape_with_batch_axes(impl):
+    rng = np.random.default_rng(24)
+    x, weight = rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4))
+    what = "linear(x, weight) with x (2, 3, 5) and weight (5, 4)"
+    try:
+        out = impl.linear(x, weight)
+    except ValueError as error:  # the input is valid, so a crash is the finding to explain
+        expect(False, what=what, expected="an array of shape (2, 3, 4)", observed=f"ValueError: {error}",
+               idea=LINEAR + "; x.T on a batched x reverses every axis: keep the row-vector form x @ weight")
+        return
+    expect_shape(out, (2, 3, 4), what=what, idea=LINEAR + "; `@` handles the leading batch axes by itself")
+
+
+def test_linear_without_bias(impl):
+    rng = np.random.default_rng(25)
+    x, weight = rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4))
+    expect_close(impl.linear(x, weight), _row_by_row(x, weight),
+                 what="linear(x, weight) with x (2, 3, 5), weight (5, 4), no bias", idea=LINEAR)
+
+
+def test_linear_adds_the_bias(impl):
+    rng = np.random.default_rng(26)
+    x, weight, bias = rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4)), rng.normal(size=4)
+    out = impl.linear(x, weight, bias)
+    if expect_shape(out, (2, 3, 4), what="linear(x, weight, bias) with x (2, 3, 5), weight (5, 4), bias (4,)",
+                    idea=BIAS):
+        if not expect_close(out, _row_by_row(x, weight) + bias, what="linear(x, weight, bias)", idea=BIAS):
+            expect(not np.allclose(out, _row_by_row(x, weight)), what="linear(x, weight, bias) ignores bias",
+                   expected="x @ weight + bias", observed="x @ weight", idea=BIAS)
+
+
+def test_linear_keeps_float32(impl):
+    rng = np.random.default_rng(27)
+    x = rng.normal(size=(3, 5)).astype(np.float32)
+    weight, bias = rng.normal(size=(5, 2)).astype(np.float32), rng.normal(size=2).astype(np.float32)
+    expect_dtype(impl.linear(x, weight), np.float32, what="linear of float32 x and weight",
+                 idea="dtype in = dtype out: do not convert x or weight to float64")
+    expect_dtype(impl.linear(x, weight, bias), np.float32, what="linear of float32 x, weight and bias",
+                 idea="dtype in = dtype out: do not convert x, weight or bias to float64")
+
+
+def test_linear_rows_do_not_mix(impl):
+    rng = np.random.default_rng(28)
+    x, weight, bias = rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4)), rng.normal(size=4)
+    out = impl.linear(x, weight, bias)
+    if not expect_shape(out, (2, 3, 4), what="linear(x, weight, bias) with x (2, 3, 5)", idea=LINEAR):
+        return
+    for b in range(2):
+        for t in range(3):
+            expect_close(out[b, t], x[b, t] @ weight + bias, what=f"row [{b}, {t}] of linear(x, w, bias)",
+                         idea="each row is projected on its own: out[b, t] = x[b, t] @ weight + bias")
+    changed = x.copy()
+    changed[1, 2] += 10.0
+    moved = np.abs(impl.linear(changed, weight, bias) - out).max(axis=-1) > 1e-9
+    expect(bool(moved[1, 2]) and int(moved.sum()) == 1, what="changing one row of x changes one output row",
+           expected="only row [1, 2] of the output changes",
+           observed=f"the output rows that changed: {[tuple(int(i) for i in r) for r in np.argwhere(moved)]}",
+           idea="a projection acts on each token separately; no information passes between rows")
+
+
+def test_linear_rejects_mismatched_shapes(impl):
+    rng = np.random.default_rng(29)
+    x = rng.normal(size=(2, 3, 5))
+    expect_raises_value_error(lambda: impl.linear(x, rng.normal(size=(4, 6))), argument="weight",
+                              what="linear(x, weight) with x (2, 3, 5) and weight (4, 6)",
+                              idea="bad input raises ValueError naming the arguments: the last axis of x "
+                                   "must equal the first axis of weight")
+    expect_raises_value_error(lambda: impl.linear(x, rng.normal(size=(5, 4)), rng.normal(size=3)),
+                              argument="bias", what="linear(x, weight, bias), weight (5, 4) and bias (3,)",
+                              idea="bad input raises ValueError naming the argument: bias has shape (d_out,)")
+
+
+def test_qkv_projections_order_and_weights(impl):
+    rng = np.random.default_rng(30)
+    x = rng.normal(size=(2, 5, 6))
+    w_q, w_k, w_v = rng.normal(size=(6, 4)), rng.normal(size=(6, 4)), rng.normal(size=(6, 3))  # d_v != d_k
+    result = impl.qkv_projections(x, w_q, w_k, w_v)
+    if not expect(isinstance(result, tuple) and len(result) == 3, what="qkv_projections(x, w_q, w_k, w_v)",
+                  expected="a tuple (q, k, v)", observed=f"{type(result).__name__}", idea=QKV):
+        return
+    expected = {"q": _row_by_row(x, w_q), "k": _row_by_row(x, w_k), "v": _row_by_row(x, w_v)}
+    for index, name in enumerate(expected):
+        got = result[index]
+        equals = [other for other, value in expected.items()
+                  if np.shape(got) == value.shape and np.allclose(got, value)]
+        idea = f"item {index} equals x @ w_{equals[0]}; {QKV}" if equals and equals[0] != name else QKV
+        expect_close(got, expected[name], idea=idea,
+                     what=f"item {index} of qkv_projections(x, w_q, w_k, w_v), {name} = x @ w_{name}")

@@ -1,0 +1,462 @@
+"""Exercise 3: scaled dot-product attention. Scores, weights, context, scaling, then masks."""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.feedback import (
+    expect,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_no_nan,
+    expect_raises_value_error,
+)
+from tests.probes import expect_probe, probe
+
+SCORES = ("scores[..., i, j] = q[..., i, :] . k[..., j, :] / sqrt(d_k): q @ k^T, transposing only the last "
+          "two axes of k")
+BATCHED = ("swap only the last two axes of k: np.swapaxes(k, -1, -2). k.T (or np.transpose(k)) reverses "
+           "every axis of a batched array, and q @ k without a transpose fits only when n_k == d_k")
+WEIGHTS = "weights = softmax(scores) over the key axis (the last one): each query's weights sum to 1"
+SHAPES = ("follow the shapes: q (..., n_q, d_k) @ k^T (..., d_k, n_k) gives the weights (..., n_q, n_k), "
+          "and weights @ v (..., n_k, d_v) gives the context (..., n_q, d_v); k^T is np.swapaxes(k, -1, -2), "
+          "not k.T, which reverses every axis of a batched array")
+CONTEXT = "context = weights @ v: each output row is the weighted average of the value rows"
+SCALE = ("divide by sqrt(d_k): a dot product of d_k unit-variance terms has variance d_k, and the square "
+         "root brings it back to about 1")
+MASK = ("a boolean mask is True where the query may attend; blocked scores become -inf BEFORE the softmax, "
+        "so they get weight 0 and the other weights still sum to 1")
+ADDITIVE = "a float mask is added to the scores before the softmax (0 keeps a key, -inf blocks it)"
+FULLY_MASKED = ("a query with every key blocked has an all -inf row of scores: softmax gives zeros (not "
+                "NaN), and -inf, unlike a large finite fill such as -1e9, leaves no uniform weights behind")
+
+# Sizes that all differ, so a swapped axis cannot hide: batch, heads, n_q, n_k, d_k, d_v.
+B, H, NQ, NK, DK, DV = 2, 3, 5, 7, 4, 6
+
+
+def _qkv(seed: int, batch: tuple[int, ...] = (B, H), n_q: int = NQ, n_k: int = NK, d_k: int = DK,
+         d_v: int = DV) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=batch + (n_q, d_k)), rng.normal(size=batch + (n_k, d_k)),
+            rng.normal(size=batch + (n_k, d_v)))
+
+
+def _raw_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Every query dotted with every key, written index by index (no transpose to get wrong)."""
+    return np.einsum("...id,...jd->...ij", q, k)
+
+
+def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray | None = None,
+                   then=lambda scores: scores) -> str | None:
+    """Name the classic scoring mistake that reproduces ``observed``, if one does."""
+    raw, (n_q, d_k), n_k = _raw_scores(q, k), q.shape[-2:], k.shape[-2]
+    candidates = {
+        "the scores are not divided by sqrt(d_k)": raw,
+        "the scores are divided by d_k instead of sqrt(d_k)": raw / d_k,
+        "the scores are divided by sqrt(n_k), the number of keys, not sqrt(d_k)": raw / np.sqrt(n_k),
+        "the scores are divided by sqrt(n_q), the number of queries, not sqrt(d_k)": raw / np.sqrt(n_q),
+    }
+    if v is not None:
+        candidates["the scores are divided by sqrt(d_v), the size of a value, not sqrt(d_k)"] = raw / np.sqrt(
+            v.shape[-1])
+    if n_k == d_k:
+        candidates["k is not transposed: q @ k instead of q @ k^T"] = q @ k / np.sqrt(d_k)
+    for mistake, scores in candidates.items():
+        expected = then(scores)
+        if np.shape(observed) == expected.shape and np.allclose(observed, expected):
+            return mistake
+    return None
+
+
+def _idea(mistake: str | None, idea: str) -> str:
+    return f"{mistake}; {idea}" if mistake else idea
+
+
+def _call(function, *args, what: str, idea: str, **kwargs):
+    """Call ``function``; a crash on valid input fails the test with an explanation, not a traceback."""
+    __tracebackhide__ = True
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # any crash of the student's code on valid input
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+                  if "numpy" not in Path(frame.filename).parts]
+        last = frames[-1] if frames else None
+        where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}" if last else ""
+        failure = (f"{what}\n  expected: a result (these inputs are valid)\n"
+                   f"  observed: {type(error).__name__}: {error}{where}\n  revisit:  {idea}")
+    pytest.fail(failure, pytrace=False)
+
+
+def _attention(impl, *args, what: str, idea: str, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+    """scaled_dot_product_attention, checked to return a (context, weights) pair."""
+    __tracebackhide__ = True
+    result = _call(impl.scaled_dot_product_attention, *args, what=what, idea=idea, **kwargs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        pytest.fail(f"{what}\n  expected: a tuple (context, weights)\n  observed: {type(result).__name__}"
+                    f"\n  revisit:  {CONTEXT}; return both, context first", pytrace=False)
+    return result
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+def test_scores_shape_with_batch_axes(impl):
+    q, k, _ = _qkv(30)
+    what = f"attention_scores(q, k) with q {q.shape} and k {k.shape} (batch, heads, n_q or n_k, d_k)"
+    scores = _call(impl.attention_scores, q, k, what=what, idea=BATCHED)
+    expect_dtype(scores, np.float64, what=what, idea=SCORES)
+    expect_equal(np.shape(scores), (B, H, NQ, NK), what=f"the shape of {what}",
+                 idea="one score per (query, key) pair: (..., n_q, d_k), (..., n_k, d_k) -> (..., n_q, n_k)")
+
+
+def test_scores_match_the_formula(impl):
+    for q, k, _ in (_qkv(31, batch=()), _qkv(32)):
+        what = f"attention_scores(q, k) with q {q.shape} and k {k.shape}"
+        scores = _call(impl.attention_scores, q, k, what=what, idea=BATCHED)
+        expect_close(scores, _raw_scores(q, k) / np.sqrt(DK), what=what,
+                     idea=_idea(_score_mistake(scores, q, k), SCORES))
+
+
+def test_scores_transpose_k_even_when_shapes_fit(impl):
+    # With n_k == d_k, q @ k runs without error and gives an array of the right shape.
+    q, k, _ = _qkv(33, batch=(), n_q=3, n_k=4, d_k=4)
+    scores = _call(impl.attention_scores, q, k, what="attention_scores(q, k) with q (3, 4) and k (4, 4)",
+                   idea=SCORES)
+    mistake = _score_mistake(scores, q, k)
+    expect_close(scores, _raw_scores(q, k) / 2.0, what="attention_scores(q, k), q (3, 4), square k (4, 4)",
+                 idea=_idea(mistake, "query i meets key j, the j-th ROW of k: " + SCORES))
+
+
+def test_scores_keep_float32(impl):
+    q, k, _ = (a.astype(np.float32) for a in _qkv(34))
+    expect_dtype(impl.attention_scores(q, k), np.float32, what="attention_scores of float32 q and k",
+                 idea="dtype in = dtype out: in numpy 2 a numpy float64 scalar such as np.sqrt(d_k) turns "
+                      "float32 into float64; divide by math.sqrt(d_k) (a Python float) instead")
+
+
+# ----------------------------------------------------------------------------- attention
+
+
+def test_attention_shapes(impl):
+    q, k, v = _qkv(35)
+    what = f"scaled_dot_product_attention(q, k, v) with q {q.shape}, k {k.shape}, v {v.shape}"
+    context, weights = _attention(impl, q, k, v, what=what, idea=SHAPES)
+    swapped = np.shape(context) == (B, H, NQ, NK) and np.shape(weights) == (B, H, NQ, DV)
+    idea = "the result is (context, weights), in that order" if swapped else CONTEXT
+    expect_equal(np.shape(context), (B, H, NQ, DV), what=f"the shape of the context of {what}",
+                 idea="one output row per query, as wide as a value: (..., n_q, d_v); " + idea)
+    expect_equal(np.shape(weights), (B, H, NQ, NK), what=f"the shape of the weights of {what}",
+                 idea="one weight per (query, key) pair: (..., n_q, n_k); " + idea)
+
+
+def test_weights_rows_sum_to_one(impl):
+    q, k, v = _qkv(36)
+    _, weights = impl.scaled_dot_product_attention(q, k, v)
+    if not expect_equal(np.shape(weights), (B, H, NQ, NK), what="the shape of the weights", idea=WEIGHTS):
+        return
+    columns = np.allclose(weights.sum(axis=-2), 1.0)
+    expect_close(weights.sum(axis=-1), np.ones((B, H, NQ)), what="each row of weights (one query) sums to 1",
+                 idea=_idea("the columns sum to 1: the softmax ran over the query axis" if columns else None,
+                            WEIGHTS))
+    expect(bool(np.all((weights >= 0) & (weights <= 1))), what="attention weights lie in [0, 1]",
+           expected="every weight between 0 and 1", idea=WEIGHTS,
+           observed=f"from {weights.min():.4g} to {weights.max():.4g}")
+
+
+def test_softmax_over_the_key_axis(impl):
+    q, k, v = _qkv(37)
+    _, weights = impl.scaled_dot_product_attention(q, k, v)
+    scores = _raw_scores(q, k) / np.sqrt(DK)
+    mistake = _score_mistake(weights, q, k, v, then=_softmax)
+    if mistake is None and np.allclose(weights, _softmax(scores, axis=-2)):
+        mistake = "the softmax ran over the query axis (axis=-2): each key's column sums to 1"
+    expect_close(weights, _softmax(scores, axis=-1), idea=_idea(mistake, WEIGHTS),
+                 what="attention weights = softmax(q k^T / sqrt(d_k), axis=-1)")
+
+
+def test_context_is_weights_times_values(impl):
+    # Batched with n_q != n_k, then one square self-attention case where weights^T @ v would not crash.
+    for q, k, v in (_qkv(38), _qkv(39, batch=(), n_q=6, n_k=6)):
+        context, weights = _attention(impl, q, k, v, what=f"scaled_dot_product_attention with q {q.shape}",
+                                      idea=CONTEXT)
+        if np.shape(weights) != q.shape[:-1] + (k.shape[-2],):
+            continue  # the shape test reports this
+        expected = np.einsum("...ij,...jd->...id", weights, v)
+        square = q.shape[-2] == k.shape[-2]
+        transposed = square and np.allclose(context, np.einsum("...ji,...jd->...id", weights, v))
+        mistake = "the weights are transposed: row i mixed values with key i's column" if transposed else None
+        expect_close(context, expected, what=f"context of q {q.shape}: row i is sum_j weights[i, j] * v[j]",
+                     idea=_idea(mistake, CONTEXT))
+
+
+def test_attention_keeps_float32(impl):
+    q, k, v = (a.astype(np.float32) for a in _qkv(40))
+    mask = np.random.default_rng(40).random((NQ, NK)) < 0.7
+    for kwargs in ({}, {"mask": mask}):
+        context, weights = impl.scaled_dot_product_attention(q, k, v, **kwargs)
+        label = "with a boolean mask" if kwargs else "without a mask"
+        for name, value in (("context", context), ("weights", weights)):
+            expect_dtype(value, np.float32, what=f"the {name} of float32 q, k, v {label}",
+                         idea="dtype in = dtype out: no numpy float64 scalars (np.sqrt(d_k)) or arrays")
+
+
+# ----------------------------------------------------------------------------- scaling
+
+
+def _unit_qk(d_k: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1000 + d_k)
+    return rng.standard_normal((64, d_k)), rng.standard_normal((64, d_k))
+
+
+def test_scaled_scores_keep_unit_variance(impl):
+    dims = (4, 16, 64, 256, 1024)
+    variances = [float(np.var(impl.attention_scores(*_unit_qk(d_k)))) for d_k in dims]
+    grows = variances[-1] > 10 * variances[0]
+    shrinks = variances[-1] < variances[0] / 10
+    mistake = ("the variance grows with d_k: the scores are not divided by sqrt(d_k)" if grows else
+               "the variance shrinks as d_k grows: the scores are divided by d_k, not sqrt(d_k)" if shrinks
+               else None)
+    expect(all(0.6 < var < 1.6 for var in variances),
+           what="variance of attention_scores(q, k) for 64 queries and 64 keys with unit-variance entries",
+           expected=f"about 1 (between 0.6 and 1.6) for every d_k in {dims}",
+           observed=", ".join(f"d_k={d}: {var:.3g}" for d, var in zip(dims, variances, strict=True)),
+           idea=_idea(mistake, SCALE))
+
+
+def _entropy(weights: np.ndarray) -> float:
+    logs = np.log(np.where(weights > 0, weights, 1.0))
+    return float(-(weights * logs).sum(axis=-1).mean())
+
+
+def test_attention_entropy_does_not_collapse(impl):
+    # Unit-variance scores over 64 keys give a mean row entropy near log(64) - 0.5 = 3.66;
+    # unscaled ones collapse to one key (entropy near 0), over-scaled ones flatten to log(64) = 4.16.
+    dims, n_k = (16, 64, 256, 1024), 64
+    low, high = np.log(n_k) - 1.2, np.log(n_k) - 0.2
+    entropies = []
+    for d_k in dims:
+        q, k = _unit_qk(d_k)
+        v = np.random.default_rng(d_k).normal(size=(n_k, 8))
+        _, weights = impl.scaled_dot_product_attention(q, k, v)
+        entropies.append(_entropy(weights))
+    mistake = ("attention collapses onto single keys as d_k grows: are the scores divided by sqrt(d_k)?"
+               if entropies[-1] < low else
+               "attention is nearly uniform: the scores are divided by too much (d_k instead of sqrt(d_k)?)"
+               if entropies[-1] > high else None)
+    expect(all(low < h < high for h in entropies),
+           what="mean entropy of each query's attention weights, 64 keys, unit-variance q and k",
+           expected=f"between {low:.2f} and {high:.2f} (uniform: {np.log(n_k):.2f}) for every d_k in {dims}",
+           observed=", ".join(f"d_k={d}: {h:.3g}" for d, h in zip(dims, entropies, strict=True)),
+           idea=_idea(mistake, SCALE))
+
+
+# ----------------------------------------------------------------------------- the reading's example
+
+
+@probe("scaled_dot_product_attention")
+def reading_example():
+    rng = np.random.default_rng(42)
+    x = rng.normal(size=(8, 16))  # tokens: the vessel changed course because it detected obstacle
+    w_q, w_k, w_v = (rng.normal(scale=1 / np.sqrt(16), size=(16, 8)) for _ in range(3))
+    return (x @ w_q, x @ w_k, x @ w_v), {}
+
+
+def test_the_reading_example(impl):
+    args, kwargs = reading_example()
+    context, weights = impl.scaled_dot_product_attention(*args, **kwargs)
+    idea = "the reading's worked example: 8 tokens, rng(42), d_model 16, d_k = d_v = 8"
+    expect_equal(np.shape(weights), (8, 8), what="weights.shape of the reading's example", idea=idea)
+    expect_equal(np.shape(context), (8, 8), what="context.shape of the reading's example", idea=idea)
+    expect_equal(np.round(np.sum(weights, axis=1), 6), np.ones(8), what="row sums of the example's weights",
+                 idea=WEIGHTS)
+    mistake = _score_mistake(weights, *args, then=_softmax)
+    expect_probe(impl, "scaled_dot_product_attention/reading_example", what="(context, weights), the example",
+                 idea=_idea(mistake, SCORES + "; " + WEIGHTS))
+
+
+# ----------------------------------------------------------------------------- masks
+
+
+def _blocked_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return _softmax(np.where(mask, scores, -np.inf))
+
+
+def test_masked_keys_get_zero_weight(impl):
+    q, k, v = _qkv(50, batch=())
+    mask = np.random.default_rng(50).random((NQ, NK)) < 0.6
+    mask[np.arange(NQ), np.arange(NQ)] = True  # every query keeps at least one key
+    _, weights = impl.scaled_dot_product_attention(q, k, v, mask=mask)
+    if not expect_no_nan(weights, what="attention weights with a boolean mask", idea=MASK):
+        return
+    scores = _raw_scores(q, k) / np.sqrt(DK)
+    inverted = np.allclose(weights[mask], 0.0) and not np.allclose(weights[~mask], 0.0)
+    mistake = "allowed keys got weight 0, blocked ones kept theirs: inverted polarity" if inverted else None
+    expect_close(weights[~mask], np.zeros(int((~mask).sum())), atol=0.0, rtol=0.0,
+                 what="blocked keys (mask False) get weight exactly 0", idea=_idea(mistake, MASK))
+    after = np.allclose(weights, _softmax(scores) * mask)
+    mistake = "the mask was applied after the softmax, so rows do not sum to 1" if after else None
+    expect_close(weights, _blocked_softmax(scores, mask), what="attention weights with a boolean mask",
+                 idea=_idea(mistake, MASK))
+
+
+def test_changing_a_blocked_key_changes_nothing(impl):
+    q, k, v = _qkv(51, batch=())
+    keep = np.array([True, False, True, True, False, True, False])  # one flag per key, shape (n_k,)
+    context, weights = impl.scaled_dot_product_attention(q, k, v, mask=keep)
+    k2, v2 = k.copy(), v.copy()
+    noise = np.random.default_rng(51)
+    k2[~keep] += noise.normal(scale=5.0, size=k2[~keep].shape)
+    v2[~keep] += noise.normal(scale=100.0, size=v2[~keep].shape)
+    context2, weights2 = impl.scaled_dot_product_attention(q, k2, v2, mask=keep)
+    expect_close(weights2, weights, what="weights after changing the keys of blocked positions",
+                 idea="a blocked key takes no part in the softmax: " + MASK)
+    expect_close(context2, context, what="context after changing the keys and values of blocked positions",
+                 idea="a blocked key's value gets weight 0, so nothing of it reaches the output: " + MASK)
+
+
+def test_bool_and_additive_masks_agree(impl):
+    q, k, v = _qkv(52)
+    mask = np.random.default_rng(52).random((NQ, NK)) < 0.6
+    mask[:, 0] = True
+    additive = np.where(mask, 0.0, -np.inf)
+    with_bool = impl.scaled_dot_product_attention(q, k, v, mask=mask)
+    with_float = impl.scaled_dot_product_attention(q, k, v, mask=additive)
+    for index, name in enumerate(("context", "weights")):
+        expect_close(with_float[index], with_bool[index],
+                     what=f"{name} with the additive mask np.where(mask, 0.0, -inf) against the boolean mask",
+                     idea=ADDITIVE + ", so it blocks the same keys as the boolean mask")
+    bias = np.random.default_rng(53).normal(scale=2.0, size=(NQ, NK))  # any float mask, e.g. a position bias
+    _, weights = impl.scaled_dot_product_attention(q, k, v, mask=bias)
+    expect_close(weights, _softmax(_raw_scores(q, k) / np.sqrt(DK) + bias), idea=ADDITIVE,
+                 what="weights with a float mask M of arbitrary values: softmax(q k^T / sqrt(d_k) + M)")
+
+
+def test_fully_blocked_query_gives_zeros(impl):
+    q, k, v = _qkv(54, batch=())
+    mask = np.ones((NQ, NK), dtype=bool)
+    mask[2] = False  # query 2 may attend to nothing
+    mask[4, 3:] = False
+    for label, m in (("boolean", mask), ("additive", np.where(mask, 0.0, -np.inf))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            context, weights = impl.scaled_dot_product_attention(q, k, v, mask=m)
+        runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+        expect(not runtime, what=f"attention with a fully blocked query ({label} mask) warns nothing",
+               expected="no warning", observed="; ".join(str(w.message) for w in runtime), idea=FULLY_MASKED)
+        finite = [expect_no_nan(value, idea=FULLY_MASKED, what=f"{name}, fully blocked query ({label} mask)")
+                  for name, value in (("weights", weights), ("context", context))]
+        if not all(finite):
+            continue
+        uniform = np.allclose(weights[2], 1 / NK)
+        expect_close(weights[2], np.zeros(NK), atol=0.0, rtol=0.0,
+                     what=f"weights of a query whose keys are all blocked ({label} mask)",
+                     idea=_idea("the row is uniform: blocked scores were set to a large finite number, "
+                                "not -inf" if uniform else None, FULLY_MASKED))
+        expect_close(context[2], np.zeros(DV), atol=0.0, rtol=0.0, idea=FULLY_MASKED,
+                     what=f"context of a query whose keys are all blocked ({label} mask)")
+        expect_close(weights[[0, 1, 3, 4]].sum(axis=-1), np.ones(4), idea=MASK,
+                     what=f"the other queries' weights still sum to 1 ({label} mask)")
+
+
+def test_masks_broadcast(impl):
+    q, k, v = _qkv(55)
+    mask = np.random.default_rng(55).random((NQ, NK)) < 0.6
+    mask[:, 1] = True
+    idea = ("a mask broadcasts against the scores (..., n_q, n_k), as numpy arrays do: "
+            "np.where(mask, scores, -inf) broadcasts, boolean indexing (scores[~mask]) needs the full shape")
+    shared = _attention(impl, q, k, v, mask=mask, idea=idea,
+                        what=f"attention, q {q.shape}, with one ({NQ}, {NK}) mask for every batch and head")
+    weights = _blocked_softmax(_raw_scores(q, k) / np.sqrt(DK), mask)
+    for index, (name, expected) in enumerate((("context", weights @ v), ("weights", weights))):
+        expect_close(shared[index], expected, idea=idea,
+                     what=f"{name} of q {q.shape} with a ({NQ}, {NK}) mask shared by every batch and head")
+    # Padding style: one row of flags per sequence, shape (batch, 1, n_k), shared by every query.
+    q, k, v = _qkv(56, batch=(B,))
+    padding = (np.arange(NK) < np.array([NK, 3])[:, None])[:, None, :]
+    _, weights = _attention(impl, q, k, v, mask=padding, idea=idea,
+                            what=f"attention over q {q.shape} with a padding mask of shape {padding.shape}")
+    expect_close(weights, _blocked_softmax(_raw_scores(q, k) / np.sqrt(DK), padding), idea=idea,
+                 what=f"weights with a ({B}, 1, {NK}) padding mask: sequence 1 has only 3 real tokens")
+
+
+def test_causal_prefix_invariance(impl):
+    n, t = 6, 3
+    q, k, v = _qkv(57, batch=(B,), n_q=n, n_k=n)
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    context, weights = impl.scaled_dot_product_attention(q, k, v, mask=causal)
+    rng = np.random.default_rng(57)
+    changed = [a.copy() for a in (q, k, v)]
+    for a in changed:
+        a[:, t] += rng.normal(scale=3.0, size=a[:, t].shape)
+    context2, weights2 = impl.scaled_dot_product_attention(*changed, mask=causal)
+    idea = ("with a causal mask (np.tril) position i sees keys 0..i only, so changing token t cannot change "
+            "any position before t; " + MASK)
+    expect_close(weights2[:, :t], weights[:, :t], idea=idea,
+                 what=f"causal attention: weights of positions 0..{t - 1} after changing token {t}")
+    expect_close(context2[:, :t], context[:, :t], idea=idea,
+                 what=f"causal attention: context of positions 0..{t - 1} after changing token {t}")
+
+
+def test_padding_invariance(impl):
+    n, lengths = 6, np.array([6, 4, 2])
+    q, k, v = _qkv(58, batch=(3,), n_q=n, n_k=n)
+    padding = (np.arange(n) < lengths[:, None])[:, None, :]  # (batch, 1, n_k)
+    context, weights = impl.scaled_dot_product_attention(q, k, v, mask=padding)
+    rng = np.random.default_rng(58)
+    pad = ~padding[:, 0, :]
+    k2, v2 = k.copy(), v.copy()
+    k2[pad] = rng.normal(scale=10.0, size=k2[pad].shape)
+    v2[pad] = rng.normal(scale=10.0, size=v2[pad].shape)
+    context2, weights2 = impl.scaled_dot_product_attention(q, k2, v2, mask=padding)
+    idea = "padding positions are blocked keys: what they hold must not reach any output; " + MASK
+    expect_close(weights2, weights, idea=idea,
+                 what="weights after refilling the padded keys of sequences of lengths 6, 4, 2")
+    expect_close(context2, context, idea=idea,
+                 what="context after refilling the padded keys and values of sequences of lengths 6, 4, 2")
+
+
+def test_permutation_equivariance(impl):
+    n = 6
+    q, k, v = _qkv(59, batch=(B,), n_q=n, n_k=n)
+    order = np.random.default_rng(59).permutation(n)
+    context, weights = impl.scaled_dot_product_attention(q, k, v)
+    context2, weights2 = impl.scaled_dot_product_attention(q[:, order], k[:, order], v[:, order])
+    idea = ("attention compares contents, not positions: shuffling the tokens shuffles the outputs the same "
+            "way (no position may enter the computation)")
+    expect_close(context2, context[:, order], idea=idea,
+                 what=f"context of the tokens shuffled by {order.tolist()}")
+    expect_close(weights2, weights[:, order][:, :, order], idea=idea,
+                 what=f"weights of the tokens shuffled by {order.tolist()} (rows and columns)")
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_rejects_bad_input(impl):
+    q, k, v = _qkv(60, batch=())
+    bad_k = np.random.default_rng(60).normal(size=(NK, DK + 1))
+    idea = "bad input raises ValueError naming the argument and the shapes"
+    expect_raises_value_error(lambda: impl.attention_scores(q, bad_k), argument="q",
+                              what=f"attention_scores(q, k) with q {q.shape} and k {bad_k.shape}",
+                              idea=idea + ": q and k share d_k")
+    expect_raises_value_error(lambda: impl.scaled_dot_product_attention(q, bad_k, v), argument="q",
+                              what=f"scaled_dot_product_attention with q {q.shape} and k {bad_k.shape}",
+                              idea=idea + ": q and k share d_k")
+    expect_raises_value_error(lambda: impl.scaled_dot_product_attention(q, k, v[:-1]), argument="v",
+                              what=f"scaled_dot_product_attention with k {k.shape} and v {v[:-1].shape}",
+                              idea=idea + ": k and v have one row per key")
+    mask = np.ones((NQ, NK - 1), dtype=bool)
+    expect_raises_value_error(lambda: impl.scaled_dot_product_attention(q, k, v, mask=mask), argument="mask",
+                              what=f"scaled_dot_product_attention, weights ({NQ}, {NK}), mask {mask.shape}",
+                              idea=idea + ": the mask must broadcast to the weights' shape (..., n_q, n_k)")
