@@ -1,0 +1,81 @@
+"""Fair partial credit: a bug in one exercise costs points in that exercise only.
+
+A submission that is the reference with one bug planted in softmax is graded
+twice with ``attention-kit grade``. Fair (the default): every other exercise
+gets full points, because the exercises that import softmax are served the
+reference softmax. ``--no-fair``: attention, multihead and layer run on the
+student's own softmax and lose points too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from grader.curriculum import ROOT, load
+
+# Summing over the second-to-last axis: the weights of a key, not of a query, add up to 1.
+BUG = ("totals = np.sum(exponentials, axis=axis, keepdims=True)",
+       "totals = np.sum(exponentials, axis=-2, keepdims=True)")
+DEPENDENT = ("attention", "multihead", "layer")
+
+
+def points_by_exercise(results: dict) -> dict[str, tuple[float, float]]:
+    """(score, max_score) per exercise, from the tests' names or extra data."""
+    names = load().names
+    totals: dict[str, list[float]] = {name: [0.0, 0.0] for name in names}
+    for test in results["tests"]:
+        exercise = (test.get("extra_data") or {}).get("exercise")
+        if exercise is None:
+            found = [name for name in sorted(names, key=len, reverse=True) if name in test["name"]]
+            assert found, f"cannot tell the exercise of test {test['name']!r}"
+            exercise = found[0]
+        totals[exercise][0] += test["score"]
+        totals[exercise][1] += test["max_score"]
+    return {name: (score, maximum) for name, (score, maximum) in totals.items()}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, dict[str, tuple[float, float]]]:
+    """Points per exercise of the softmax-bug submission, graded fair (True) and not fair (False)."""
+    folder = tmp_path_factory.mktemp("fairness")
+    student = folder / "submissions" / "softmax_bug"
+    shutil.copytree(ROOT / "solutions", student, ignore=shutil.ignore_patterns("__pycache__"))
+    source = (student / "softmax.py").read_text(encoding="utf-8")
+    assert source.count(BUG[0]) == 1, "the planted bug no longer matches solutions/softmax.py"
+    (student / "softmax.py").write_text(source.replace(*BUG), encoding="utf-8")
+    outcome = {}
+    for fair in (True, False):
+        out = folder / ("fair" if fair else "unfair")
+        command = [sys.executable, "-m", "grader", "grade", str(student.parent), "--out", str(out), "--jobs", "1"]
+        completed = subprocess.run(command + ([] if fair else ["--no-fair"]), cwd=ROOT, capture_output=True,
+                                   text=True, timeout=600)
+        assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+        results = json.loads((out / "softmax_bug" / "results.json").read_text(encoding="utf-8"))
+        outcome[fair] = points_by_exercise(results)
+    return outcome
+
+
+def test_the_bug_costs_softmax_points(graded: dict) -> None:
+    for fair in (True, False):
+        score, maximum = graded[fair]["softmax"]
+        assert 0 <= score < maximum, (fair, score, maximum)
+
+
+def test_fair_grading_gives_every_other_exercise_full_points(graded: dict) -> None:
+    for name, (score, maximum) in graded[True].items():
+        if name != "softmax":
+            assert maximum > 0 and score == pytest.approx(maximum), (name, score, maximum)
+
+
+def test_without_fairness_the_dependent_exercises_lose_points_too(graded: dict) -> None:
+    for name in DEPENDENT:
+        score, maximum = graded[False][name]
+        assert score < maximum - 1e-9, (name, score, maximum)
+    for name in ("projections", "masks", "positional"):  # they do not import softmax
+        score, maximum = graded[False][name]
+        assert score == pytest.approx(maximum), (name, score, maximum)

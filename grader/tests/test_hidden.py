@@ -1,0 +1,58 @@
+"""The hidden tests: declared per exercise, passing on the reference, failing on the stubs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from grader.curriculum import ROOT, load
+from grader.hidden_tests import HIDDEN_DIR, catalogue
+
+
+def run_hidden(tmp_path: Path, *options: str) -> ET.Element:
+    report = tmp_path / "hidden.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "grader/hidden_tests", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={report}", *options], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return ET.parse(report).getroot()
+
+
+def test_every_exercise_has_hidden_tests_with_points() -> None:
+    files = catalogue()
+    names = load().names
+    assert [f.exercise for f in files] == list(names)  # one file per exercise, in curriculum order
+    for hidden in files:
+        assert hidden.points > 0 and len(hidden.tests) >= 5, hidden.path.name
+        assert hidden.points_per_test == hidden.points / len(hidden.tests)
+        assert hidden.path.name.startswith(f"test_hidden_{hidden.path.name[12:14]}_{hidden.exercise}")
+
+
+def test_hidden_files_do_not_shadow_public_test_names() -> None:
+    public = {Path(e.test_file).name for e in load().exercises}
+    assert not public & {path.name for path in HIDDEN_DIR.glob("test_*.py")}
+
+
+def test_all_pass_on_the_reference(tmp_path: Path) -> None:
+    suite = run_hidden(tmp_path, "--impl", "solutions")
+    cases = list(suite.iter("testcase"))
+    assert len(cases) == sum(len(f.tests) for f in catalogue())
+    problems = [case.get("name") for case in cases
+                if case.find("failure") is not None or case.find("error") is not None]
+    assert not problems
+    assert not list(suite.iter("skipped"))
+
+
+def test_all_fail_on_the_stubs_as_not_implemented(tmp_path: Path) -> None:
+    suite = run_hidden(tmp_path)  # default --impl: the exercises/ stubs
+    cases = list(suite.iter("testcase"))
+    assert cases and not list(suite.iter("error"))
+    for case in cases:
+        failure = case.find("failure")
+        assert failure is not None and "not implemented yet" in (failure.get("message") or ""), case.get("name")
+
+
+def test_exercise_markers_select_hidden_tests(tmp_path: Path) -> None:
+    suite = run_hidden(tmp_path, "--impl", "solutions", "-m", "masks")
+    files = {case.get("classname") for case in suite.iter("testcase")}
+    assert files == {"grader.hidden_tests.test_hidden_04_masks"}

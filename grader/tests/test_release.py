@@ -1,0 +1,192 @@
+"""The student release: what it holds, what it must never hold, and that it works on its own."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from grader import release
+from grader.curriculum import ROOT, load
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A release built by the command line, as an instructor would."""
+    out = tmp_path_factory.mktemp("release") / "student-repo"
+    result = subprocess.run([sys.executable, "-m", "grader", "release", str(out)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def released_files(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+def test_holds_the_student_repository(released: Path) -> None:
+    curriculum = load()
+    for exercise in curriculum.exercises:
+        assert (released / "exercises" / exercise.module_file).is_file()
+        assert (released / exercise.test_file).is_file()
+    for path in ("conftest.py", "README.md", "pyproject.toml", ".gitignore", ".github/workflows/classroom.yml",
+                 "grader/curriculum.toml", "grader/curriculum.py", "grader/cli.py", "tests/plugin.py",
+                 "tests/data/golden.npz"):
+        assert (released / path).is_file(), path
+
+
+def test_never_holds_instructor_material(released: Path) -> None:
+    for path in ("solutions", "grader/hidden_tests", "grader/mutants", "grader/tests", "benchmarks",
+                 "grader/grade.py", "grader/release.py", "grader/gradescope.py", "grader/golden.py", "grader/sync.py",
+                 "grader/proxy.py", "grader/worker.py", "grader/sandbox.py", "grader/fingerprints.py"):
+        assert not (released / path).exists(), path
+    names = {path.name for path in released_files(released)}
+    assert not any(name.startswith("test_hidden") for name in names)
+    assert not any(name.endswith(".toml") and name != "pyproject.toml" and name != "curriculum.toml" for name in names)
+    # Only files the allow-list names (or generated ones) are shipped.
+    planned = release.plan_release().paths()
+    shipped = {path.relative_to(released).as_posix() for path in released_files(released)}
+    assert shipped == planned
+
+
+def _normalise(line: str) -> str:
+    code = line.split("  # ", 1)[0]  # an inline comment is not code
+    return " ".join(code.split())
+
+
+def reference_bodies() -> dict[str, list[str]]:
+    """For every public function of solutions/: its body lines after the docstring, normalised, non-empty."""
+    bodies = {}
+    for path in sorted((ROOT / "solutions").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body
+                text = [_normalise(line) for line in lines[body[0].lineno - 1:node.end_lineno]]
+                bodies[f"{path.name}:{node.name}"] = [line for line in text if line]
+    return bodies
+
+
+def test_no_reference_body_appears_anywhere(released: Path) -> None:
+    bodies = reference_bodies()
+    assert len(bodies) >= 20  # every exercise's functions were found
+    released_text = {}
+    for path in released_files(released):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # binary data (npz, png)
+        released_text[path.relative_to(released).as_posix()] = [_normalise(line) for line in text.splitlines()]
+    leaks = []
+    for name, body in bodies.items():
+        distinctive = {line for line in body if len(line) > 25}
+        pairs = {(a, b) for a, b in zip(body, body[1:], strict=False)}
+        for path, lines in released_text.items():
+            leaks += [f"{name} line {line!r} in {path}" for line in distinctive & set(lines)]
+            found = pairs & set(zip(lines, lines[1:], strict=False))
+            leaks += [f"{name} lines {pair!r} in {path}" for pair in found]
+    assert not leaks, "\n".join(leaks)
+
+
+def test_stubs_match_the_reference_signatures(released: Path) -> None:
+    for exercise in load().exercises:
+        stub = ast.parse((released / "exercises" / exercise.module_file).read_text(encoding="utf-8"))
+        defined = [node.name for node in stub.body if isinstance(node, ast.FunctionDef)]
+        assert defined == list(exercise.functions) or set(exercise.functions) <= set(defined)
+        for node in stub.body:
+            if isinstance(node, ast.FunctionDef):
+                assert isinstance(node.body[-1], ast.Raise), f"{exercise.name}.{node.name} is not a stub"
+
+
+def test_workflow_grades_every_exercise_with_manifest_points(released: Path) -> None:
+    text = (released / ".github/workflows/classroom.yml").read_text(encoding="utf-8")
+    curriculum = load()
+    ids = re.findall(r"^\s+id: (\w+)$", text, flags=re.MULTILINE)
+    assert ids == list(curriculum.names)
+    scores = [float(s) for s in re.findall(r"max-score: ([\d.]+)", text)]
+    assert scores == [exercise.points for exercise in curriculum.exercises]
+    for name in curriculum.names:
+        assert f"python -m pytest -m {name} " in text
+        assert f"{name.upper()}_RESULTS: \"${{{{ steps.{name}.outputs.result }}}}\"" in text
+    assert f"runners: {','.join(curriculum.names)}" in text
+    assert "classroom-resources/autograding-grading-reporter@v1" in text
+    assert "@@" not in text
+
+
+def test_pyproject_and_readme(released: Path) -> None:
+    data = tomllib.loads((released / "pyproject.toml").read_text(encoding="utf-8"))
+    kit = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert data["project"]["dependencies"] == kit["project"]["dependencies"]
+    assert set(data["project"]["optional-dependencies"]) <= set(release.STUDENT_EXTRAS)
+    assert not any(p.startswith("solutions") for p in data["tool"]["setuptools"]["packages"]["find"]["include"])
+    assert data["tool"]["pytest"]["ini_options"] == kit["tool"]["pytest"]["ini_options"]
+    readme = (released / "README.md").read_text(encoding="utf-8")
+    positions = [readme.index(f"`exercises/{e.module_file}`") for e in load().exercises]
+    assert positions == sorted(positions)
+    assert "pytest -m softmax" in readme and "pip install -e ." in readme
+
+
+def test_refuses_to_overwrite_a_folder_and_force_keeps_foreign_files(tmp_path: Path) -> None:
+    out = tmp_path / "repo"
+    (out / ".git").mkdir(parents=True)
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "exercises").mkdir()
+    (out / "exercises" / "stale.py").write_text("old\n")
+    plan = release.plan_release()
+    with pytest.raises(release.ReleaseError, match="not empty"):
+        release.write_release(plan, out)
+    release.write_release(plan, out, force=True)
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert not (out / "exercises" / "stale.py").exists()
+    assert (out / "exercises" / "softmax.py").is_file()
+
+
+def test_a_shipped_module_importing_an_unlisted_one_stops_the_build(tmp_path: Path) -> None:
+    plan = release.Plan()
+    helper = tmp_path / "tests" / "helper.py"
+    helper.parent.mkdir()
+    helper.write_text("from grader.grade import run\n")
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "grade.py").write_text("def run(): pass\n")
+    plan.copies["tests/helper.py"] = helper
+    with pytest.raises(release.ReleaseError, match="instructor-only"):
+        release.check_imports(plan, tmp_path)
+
+
+@pytest.mark.slow  # about 60-90 s: a plain venv and `pip install -e .` from the package index
+def test_installs_in_a_fresh_venv_and_every_test_fails_as_not_implemented(released: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", "."], cwd=released, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stdout + install.stderr
+    report = tmp_path / "junit.xml"
+    result = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+                            cwd=released, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    suite = ET.parse(report).getroot()
+    cases = list(suite.iter("testcase"))
+    assert len(cases) > 50
+    assert not list(suite.iter("error")), "collection or fixture errors in the release"
+    for case in cases:
+        failure = case.find("failure")
+        assert failure is not None, f"{case.get('name')} did not fail on the stubs"
+        assert "not implemented yet" in (failure.get("message") or ""), (case.get("name"), failure.get("message"))
+    commands = subprocess.run([str(venv / "bin" / "attention-kit"), "--help"], cwd=released, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert commands.returncode == 0, commands.stderr
+    assert "status" in commands.stdout and "hint" in commands.stdout
+    for instructor_command in ("grade", "release", "gradescope"):
+        assert not re.search(rf"^\s+{instructor_command}\s", commands.stdout, flags=re.MULTILINE)
