@@ -1,0 +1,128 @@
+"""How fast does ``attention-kit grade`` go? Submissions per second and CPU cost per submission.
+
+    python benchmarks/grade_throughput.py [--n 100] [--jobs CORES] [--keep DIR]
+
+Generates N submissions (a third correct, the rest spread over the mutant
+catalogue), grades them in a fresh ``python -m grader grade --force`` with
+``--jobs`` = the number of cores, and prints wall time, submissions per
+second and core-seconds per submission (user + system CPU of this process
+and of every process it waited for: the grader, its grading processes and
+the isolated student processes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.samples import _copy_reference, plant_mutants  # noqa: E402
+
+
+def make_class(folder: Path, n: int) -> None:
+    """A third correct submissions, the rest cycling through the mutants that apply."""
+    mutants = plant_mutants(folder / "_pool", n)
+    for index in range(n):
+        target = folder / f"student{index:03d}"
+        if index % 3 == 0 or not mutants:
+            _copy_reference(target)
+        else:
+            shutil.copytree(mutants[index % len(mutants)], target)
+    shutil.rmtree(folder / "_pool")
+
+
+def cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class DescendantSampler(threading.Thread):
+    """CPU seconds of every descendant process, sampled from /proc (Linux).
+
+    getrusage(RUSAGE_CHILDREN) only counts processes that were waited for; a
+    sandboxed worker killed together with its bwrap parent may never be. So
+    we also read each descendant's utime + stime every few milliseconds and
+    keep the last value seen per process (a process living shorter than one
+    sampling interval is missed, so this is a lower bound too).
+    """
+
+    def __init__(self, interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.interval, self.seen, self.done = interval, {}, threading.Event()
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def run(self) -> None:
+        me = os.getpid()
+        while not self.done.is_set():
+            parents, times = {}, {}
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as stat:
+                        fields = stat.read().rsplit(b")", 1)[1].split()
+                except OSError:
+                    continue
+                # Fields after the command name: ppid is the 2nd, utime/stime the 12th/13th, starttime the 20th.
+                parents[int(entry)] = int(fields[1])
+                times[(int(entry), int(fields[19]))] = (int(fields[11]) + int(fields[12])) / self.tick
+            for (pid, started), seconds in times.items():
+                ancestor, hops = parents.get(pid), 0
+                while ancestor not in (None, 0, 1, me) and hops < 20:
+                    ancestor, hops = parents.get(ancestor), hops + 1
+                if ancestor == me:  # (pid, start time) tells a reused pid from the earlier process
+                    self.seen[(pid, started)] = max(self.seen.get((pid, started), 0.0), seconds)
+            self.done.wait(self.interval)
+
+    def total(self) -> float:
+        return sum(self.seen.values())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100, help="number of submissions (default 100)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: cores)")
+    parser.add_argument("--keep", type=Path, default=None, help="grade into this folder and keep it")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="grade-throughput-") as scratch:
+        submissions = Path(scratch) / "submissions"
+        out = args.keep or Path(scratch) / "out"
+        make_class(submissions, args.n)
+        command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
+                   "--jobs", str(args.jobs), "--force"]
+        sampler = DescendantSampler()
+        cpu_before, start = cpu_seconds(), time.perf_counter()
+        sampler.start()
+        completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        sampler.done.set()
+        sampler.join()
+        wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu_before
+        sampled = sampler.total()
+        if completed.returncode != 0:
+            print(completed.stdout[-3000:], completed.stderr[-3000:], sep="\n")
+            print(f"grading failed with exit status {completed.returncode}")
+            return 1
+        isolation = [line for line in completed.stdout.splitlines() if line.startswith("Isolation:")]
+        print(f"{args.n} submissions, --jobs {args.jobs} on {os.cpu_count()} cores")
+        print(f"wall time:              {wall:.1f} s")
+        print(f"submissions per second: {args.n / wall:.2f}")
+        print(f"core-seconds per submission: {cpu / args.n:.3f} (getrusage: self + waited children)")
+        print(f"core-seconds per submission: {sampled / args.n:.3f} (all descendants, sampled from /proc)")
+        print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows the wall time)")
+        print(isolation[0] if isolation else "Isolation: ?")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,602 @@
+"""``attention-kit grade``: grade a folder of submissions (instructors).
+
+::
+
+    attention-kit grade SUBMISSIONS --out OUT [--jobs N] [--force] [--no-fair] [--hidden DIR]
+    attention-kit grade                 # grades bundled sample submissions
+
+The parts: ``grader.submissions`` finds and statically checks each
+submission; long-lived grading processes run the graded pytest suite against
+it, in process, once per student (``pytest.main`` with a recording plugin);
+the student's code itself runs behind ``grader.proxy.IsolatedImplementation``
+(see ``make_implementation``), never in the process that checks the results; ``grader.report`` scores the
+outcomes and writes ``OUT/<student>/results.json`` (Gradescope format),
+``OUT/<student>/feedback.md`` and, at the end, ``OUT/grades.csv``.
+
+Resuming: a student's results carry a fingerprint of the submission's
+content, the kit version, the tests, the reference and the options. A rerun
+skips every student whose fingerprint is unchanged and whose results are
+complete; ``--force`` regrades everyone. The gradebook is always rebuilt from
+the per-student results, so a run killed halfway and rerun gives the same
+``grades.csv`` as an uninterrupted one.
+
+Hidden tests: every ``test_*.py`` in ``--hidden DIR`` (default
+``grader/hidden_tests`` if it exists) runs after the visible tests of its
+exercise. A hidden file says which exercise it belongs to with a module-level
+``EXERCISE = "masks"`` (or by naming an exercise in its file name, e.g.
+``test_hidden_masks.py``). With ``POINTS = 5`` its tests share 5 extra points
+(the exercise is then worth its manifest points + 5); without ``POINTS`` they
+share the exercise's manifest points with its visible tests.
+
+This module imports only the standard library at the top (``cli.py``
+imports it to build ``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import atexit
+import contextlib
+import hashlib
+import io
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import tomllib
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
+DEFAULT_OUT = "attention-kit-grades"
+# Wall-clock budget for one student's whole run, on top of the proxy's per-call limits.
+STUDENT_TIMEOUT = 300.0
+UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "logging", "faulthandler",
+                  "pastebin", "junitxml", "doctest", "nose", "stepwise", "legacypath")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``attention-kit grade``."""
+    parser.add_argument(
+        "submissions", nargs="?", metavar="SUBMISSIONS", type=Path,
+        help="folder of submissions (one folder or .zip per student); omit it to grade bundled samples",
+    )
+    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
+                        help=f"output folder (default: ./{DEFAULT_OUT})")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="grading processes (default: the number of CPU cores)")
+    parser.add_argument("--force", action="store_true", help="regrade students whose results are up to date")
+    parser.add_argument("--no-fair", dest="fair", action="store_false",
+                        help="test each exercise on the student's own earlier exercises, not the reference")
+    parser.add_argument("--hidden", type=Path, default=None, metavar="DIR",
+                        help="folder of hidden (instructor-only) test files (default: grader/hidden_tests if present)")
+    parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
+                        help="grade only this exercise (repeat for several; default: all)")
+    parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
+                        help=f"wall-clock limit for one student's whole run (default: {STUDENT_TIMEOUT:g})")
+
+
+# ---------------------------------------------------------------- implementation seam
+
+
+def make_implementation(path: Path, fair: bool) -> Any:
+    """The implementation that runs a student's code: an isolated worker process (``grader.proxy``).
+
+    The one seam between grading and running student code. The grading
+    process only checks results; the student's modules never load in it.
+    """
+    from grader.proxy import IsolatedImplementation
+
+    return IsolatedImplementation(path, fair=fair, reference=ROOT / "solutions")
+
+
+# ---------------------------------------------------------------- the graded suite
+
+
+def _literal(tree: ast.Module, name: str) -> Any:
+    """The literal value of a module-level ``name = ...`` (None if absent or not a literal)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            with contextlib.suppress(ValueError):
+                return ast.literal_eval(node.value)
+    return None
+
+
+def hidden_test_files(folder: Path) -> list[Any]:
+    """The hidden test files in ``folder``, read statically (no test code runs in the parent)."""
+    from grader.curriculum import load
+    from grader.report import TestFile
+
+    names = load().names
+    found = []
+    for path in sorted(folder.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        exercise = _literal(tree, "EXERCISE")
+        if exercise is None:
+            # Longest name first, so "multihead" is not mistaken for a shorter name inside it.
+            matches = [n for n in sorted(names, key=len, reverse=True) if n in path.stem.split("_")]
+            exercise = matches[0] if matches else None
+        if exercise not in names:
+            raise ValueError(f"hidden test file {path}: set EXERCISE = one of {', '.join(names)}")
+        points = _literal(tree, "POINTS")
+        if points is not None and (isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0):
+            raise ValueError(f"hidden test file {path}: POINTS must be a non-negative number, not {points!r}")
+        found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))
+    return found
+
+
+def graded_suite(hidden: Path | None, exercises: list[str] | None = None) -> tuple[list[Any], list[str]]:
+    """The test files to run, in curriculum order (visible then hidden), and warnings.
+
+    ``exercises`` restricts the suite to those exercises (default: all).
+    """
+    from grader.curriculum import load
+    from grader.report import TestFile
+
+    for name in exercises or ():
+        load().exercise(name)  # raises ValueError naming the valid exercises
+    warnings = []
+    visible = []
+    for exercise in load().exercises:
+        if exercises and exercise.name not in exercises:
+            continue
+        path = ROOT / exercise.test_file
+        if path.is_file():
+            visible.append(TestFile(str(path), exercise.name))
+        else:
+            warnings.append(f"{exercise.test_file} is missing: exercise {exercise.name} is not graded")
+    extra = hidden_test_files(hidden) if hidden is not None else []
+    extra = [f for f in extra if not exercises or f.exercise in exercises]
+    order = {name: index for index, name in enumerate(load().names)}
+    suite = sorted(visible + extra, key=lambda f: (order[f.exercise], f.hidden))
+    return suite, warnings
+
+
+def kit_version() -> str:
+    """The kit's version from pyproject.toml."""
+    with contextlib.suppress(OSError, KeyError, tomllib.TOMLDecodeError):
+        return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    return "unknown"
+
+
+def suite_fingerprint(suite: list[Any], fair: bool) -> str:
+    """A hash of everything besides the submission that decides a grade."""
+    from grader.report import RESULTS_FORMAT
+
+    digest = hashlib.sha256(f"{kit_version()}|{RESULTS_FORMAT}|fair={fair}".encode())
+    # The selection itself (--exercise, --hidden) and the points, not only the files' contents.
+    digest.update(repr([(f.path, f.exercise, f.points, f.hidden) for f in suite]).encode())
+    files = {Path(f.path) for f in suite}
+    files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
+    files |= set((ROOT / "solutions").glob("*.py"))
+    files |= {ROOT / "grader" / "curriculum.toml", ROOT / "grader" / "report.py", ROOT / "grader" / "proxy.py"}
+    for path in sorted(files):
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- inside a grading process
+
+
+def _recorder(job: dict[str, Any]) -> Any:
+    """A pytest plugin that serves the implementation and records every test's outcome."""
+    import pytest
+
+    from tests.plugin import EXERCISE
+
+    hidden = {f["path"]: f["exercise"] for f in job["suite"] if f["hidden"]}
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.implementation: Any = None
+            self.order: list[tuple[str, str, str]] = []
+            self.records: dict[str, dict[str, Any]] = {}
+            self.errors: list[str] = []
+
+        def factory(self, path: Path) -> Any:
+            self.implementation = make_implementation(path, job["fair"])
+            return self.implementation
+
+        def pytest_configure(self, config: pytest.Config) -> None:
+            config.attention_kit_implementation = self.factory
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+            # Hidden files are not in the manifest: tag them with their exercise before the kit sorts.
+            for item in items:
+                exercise = hidden.get(str(item.path))
+                if exercise is not None:
+                    item.stash[EXERCISE] = exercise
+                    item.add_marker(getattr(pytest.mark, exercise))
+
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
+            self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in session.items]
+
+        def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+            if report.failed:
+                self.errors.append(f"collecting {report.nodeid} failed: {report.longreprtext[-800:]}")
+
+        def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+            record = self.records.setdefault(report.nodeid, {"outcome": "passed", "message": "", "output": "",
+                                                             "duration": 0.0})
+            record["duration"] += report.duration
+            if report.failed or (report.when == "call" and report.skipped):
+                if record["outcome"] == "passed":
+                    record["phase"] = report.when
+                record["outcome"] = "failed"
+                text = report.longreprtext if report.failed else f"skipped: {report.longreprtext}"
+                record["message"] = (record["message"] + "\n" + text).strip()
+                record["output"] = (record["output"] + report.capstdout).strip()
+
+        def results(self) -> list[dict[str, Any]]:
+            records = []
+            for nodeid, path, exercise in self.order:
+                record = self.records.get(nodeid, {"outcome": "failed", "message": "did not run", "output": "",
+                                                   "duration": 0.0})
+                record["message"] = _clean_failure(record["message"], job["folder"])
+                records.append({"nodeid": nodeid, "file": path, "exercise": exercise, **record})
+            return records
+
+    return Recorder()
+
+
+def _clean_failure(text: str, folder: str) -> str:
+    """A failure text as a student should read it: their file names, no grader paths or trailers."""
+    text = text.replace(folder.rstrip("/") + "/", "").replace(str(ROOT) + "/", "")
+    # pytest-check closes its report with a rule and a count; the messages above say it all.
+    text = re.sub(r"\n-{20,}\nFailed Checks: \d+\s*$", "", text)
+    return text.strip()
+
+
+def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
+    """Run the graded suite on one submission in this process; student code runs behind the proxy."""
+    import pytest
+
+    recorder = _recorder(job)
+    args = [
+        *job["files"], f"--impl={job['folder']}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
+        "-q", "--tb=short", "--no-header", "-p", "tests.plugin",
+        # Plugins a grading run does not use. unraisableexception alone costs ~0.3 s per run
+        # (it calls gc.collect five times at exit), which matters when pytest runs once per student.
+        *(f"-pno:{name}" for name in UNUSED_PLUGINS),
+    ]
+    start = time.monotonic()
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            code = pytest.main(args, plugins=[recorder])
+    finally:
+        implementation = recorder.implementation
+        isolation = getattr(implementation, "isolation", "unknown")
+        output = ""
+        if implementation is not None:
+            with contextlib.suppress(Exception):
+                output = str(implementation.output or "")
+            with contextlib.suppress(Exception):
+                implementation.close()
+    records = recorder.results()
+    error = None
+    if int(code) == pytest.ExitCode.INTERRUPTED:
+        return {"interrupted": True}
+    if recorder.errors:
+        error = "internal error: " + recorder.errors[0]
+    elif int(code) not in (0, 1):
+        error = f"internal error: pytest exit code {int(code)}: {sink.getvalue().strip()[-500:]}"
+    elif records and all(r.get("phase") == "setup" for r in records):
+        # Not one test reached the student's code: the isolation itself failed, not the student.
+        first = records[0]["message"].strip().splitlines()
+        error = "internal error: " + (first[-1] if first else "every test failed to set up")[:300]
+    return {"records": records, "isolation": isolation, "output": output, "error": error,
+            "seconds": time.monotonic() - start}
+
+
+def _worker_main(connection: Any, root: str) -> None:
+    """A long-lived grading process: receive jobs, grade them in process, send back results."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    os.chdir(root)
+    # Ctrl-C is the parent's to handle: it stops this process; a half-graded student is not saved.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(KeyboardInterrupt):  # the parent handles Ctrl-C and stops us
+        while True:
+            job = connection.recv()
+            if job is None:
+                return
+            try:
+                result = grade_in_process(job)
+            except BaseException as error:  # a grader bug must cost one row, not the batch
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                result = {"records": [], "isolation": "unknown", "output": "", "seconds": 0.0,
+                          "error": f"internal error: {type(error).__name__}: {error}"}
+            connection.send(result)
+
+
+class _Worker:
+    def __init__(self, context: Any) -> None:
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child, str(ROOT)), daemon=True)
+        self.process.start()
+        child.close()
+        self.job: dict[str, Any] | None = None
+        self.started = 0.0
+
+    def send(self, job: dict[str, Any]) -> None:
+        self.job, self.started = job, time.monotonic()
+        self.connection.send(job)
+
+    def stop(self, wait: float = 2.0) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.connection.send(None)
+        self.process.join(wait)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(1.0)
+        self.connection.close()
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        if -exitcode == 9:
+            return "memory limit (grading process killed with signal 9)"
+        return f"internal error: grading process killed by signal {-exitcode}"
+    return f"internal error: grading process exited with code {exitcode}"
+
+
+def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iterator[tuple[dict, dict]]:
+    """Grade ``jobs`` in long-lived processes; yield ``(job, result)`` as each finishes.
+
+    A process that dies or overruns ``timeout`` costs only its current
+    student (who gets a row saying why); a fresh process takes its place.
+    """
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    # spawn: a clean interpreter, never a fork of a parent that may hold threads (progress bar).
+    if not jobs:
+        return
+    context = multiprocessing.get_context("spawn")
+    pending = deque(jobs)
+    wanted = max(1, min(processes, len(pending)))
+    # Idle processes of an earlier batch in this interpreter are reused: starting one costs
+    # more CPU (interpreter, numpy, pytest, the test modules) than grading a student.
+    workers = [w for w in _IDLE[:wanted] if w.process.is_alive()]
+    del _IDLE[:wanted]
+    workers += [_Worker(context) for _ in range(wanted - len(workers))]
+    healthy = False
+    try:
+        while pending or any(w.job is not None for w in workers):
+            for worker in workers:
+                if worker.job is None and pending:
+                    worker.send(pending.popleft())
+            busy = [w for w in workers if w.job is not None]
+            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0.5)
+            for index, worker in enumerate(workers):
+                if worker.job is None:
+                    continue
+                result = None
+                replace = False
+                if worker.connection.poll():
+                    try:
+                        result = worker.connection.recv()
+                    except (EOFError, OSError):
+                        result, replace = None, True
+                if result is None and not worker.process.is_alive():
+                    worker.process.join(0.1)
+                    result = {"error": _death_reason(worker.process.exitcode)}
+                    replace = True
+                elif result is None and time.monotonic() - worker.started > timeout:
+                    result = {"error": f"timeout (no result after {timeout:g} s)"}
+                    replace = True
+                if result is None:
+                    continue
+                job, worker.job = worker.job, None
+                if replace:
+                    worker.stop(wait=0)
+                    workers[index] = _Worker(context)
+                yield job, result
+        healthy = True
+    finally:
+        for worker in workers:
+            if healthy and worker.job is None and worker.process.is_alive():
+                _IDLE.append(worker)
+            else:
+                worker.stop(wait=1.0 if worker.job is None else 0)
+
+
+def _stop_idle() -> None:
+    while _IDLE:
+        _IDLE.pop().stop(wait=1.0)
+
+
+_IDLE: list[_Worker] = []
+atexit.register(_stop_idle)
+
+
+# ---------------------------------------------------------------- the batch
+
+
+def _progress(total: int) -> Any:
+    """A progress display: rich's bar on a terminal, plain lines otherwise."""
+    if sys.stdout.isatty():
+        with contextlib.suppress(ImportError):
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            progress = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                TextColumn("{task.description}"))
+            task = progress.add_task("", total=total)
+
+            class Bar:
+                def __enter__(self) -> Bar:
+                    progress.start()
+                    return self
+
+                def __exit__(self, *exc: object) -> None:
+                    progress.stop()
+
+                def advance(self, line: str) -> None:
+                    progress.update(task, advance=1, description=line)
+
+            return Bar()
+
+    class Lines:
+        done = 0
+
+        def __enter__(self) -> Lines:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def advance(self, line: str) -> None:
+            self.done += 1
+            print(f"[{self.done}/{total}] {line}", flush=True)
+
+    return Lines()
+
+
+def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any], result: dict[str, Any]) -> dict:
+    from grader.report import results_json, score_tests, write_student
+
+    failure = result.get("error")
+    tests = score_tests(result.get("records", []), suite, submission.problems, failure, submission.details)
+    status = "; ".join(s for s in (submission.status if submission.status != "ok" else "", failure or "") if s)
+    results = results_json(
+        student=submission.student,
+        status=status or "ok",
+        tests=tests,
+        execution_time=result.get("seconds", 0.0),
+        output=result.get("output", ""),
+        extra={"fingerprint": fingerprint, "source": submission.source.name,
+               "isolation": result.get("isolation", "not run"), "kit_version": kit_version()},
+    )
+    write_student(out, results)
+    return results
+
+
+def grade_batch(
+    submissions: Path,
+    out: Path,
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    fair: bool = True,
+    hidden: Path | None = None,
+    timeout: float = STUDENT_TIMEOUT,
+    exercises: list[str] | None = None,
+    echo: Any = print,
+) -> int:
+    """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
+    from grader import submissions as found
+    from grader.report import atomic_write, gradebook_csv, number, read_results, summary
+
+    start = time.monotonic()
+    suite, warnings = graded_suite(hidden, exercises)
+    for warning in warnings:
+        echo(f"warning: {warning}")
+    if not suite:
+        echo("error: the graded suite has no test files")
+        return 2
+    fingerprint_of_suite = suite_fingerprint(suite, fair)
+    out = out.resolve()
+    entries = found.discover(submissions, exclude=(out,))
+    if not entries:
+        echo(f"error: no submissions in {submissions} (expected folders or .zip files)")
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
+    graded = reused = 0
+    students: list[str] = []
+    try:
+        todo: list[dict[str, Any]] = []
+        prepared = {}
+        for student, entry in entries:
+            submission = found.prepare(entry, work, student)
+            students.append(student)
+            fingerprint = hashlib.sha256(f"{fingerprint_of_suite}|{submission.digest}".encode()).hexdigest()
+            previous = None if force else read_results(out, student)
+            if previous is not None and previous["extra_data"].get("fingerprint") == fingerprint:
+                reused += 1
+                continue
+            prepared[student] = (submission, fingerprint)
+            files = [f.path for f in suite if f.exercise not in submission.problems]
+            todo.append({"student": student, "folder": str(submission.folder), "files": files, "fair": fair,
+                         "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]})
+        runnable = [job for job in todo if job["files"]]
+        with _progress(len(todo)) as progress:
+            for job in todo:
+                if not job["files"]:  # nothing gradable: no need to start any code
+                    submission, fingerprint = prepared[job["student"]]
+                    results = _finish_student(out, submission, fingerprint, suite, {"isolation": "not run"})
+                    graded += 1
+                    status = results["extra_data"]["status"]
+                    progress.advance(f"{job['student']}: {number(results['score'])} ({status})")
+            processes = jobs or os.cpu_count() or 1
+            for job, result in run_jobs(runnable, processes, timeout):
+                if result.get("interrupted"):
+                    raise KeyboardInterrupt
+                submission, fingerprint = prepared[job["student"]]
+                results = _finish_student(out, submission, fingerprint, suite, result)
+                graded += 1
+                extra = results["extra_data"]
+                progress.advance(f"{job['student']}: {number(results['score'])}/{number(extra['max_score'])}"
+                                 f" ({extra['status']})")
+        rows = [r for r in (read_results(out, s) for s in students) if r is not None]
+        if len(rows) != len(students):
+            missing = sorted(set(students) - {r["extra_data"]["student"] for r in rows})
+            echo(f"error: no results for {', '.join(missing)}; the gradebook was not written")
+            return 1
+        atomic_write(out / "grades.csv", gradebook_csv(rows))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    echo("")
+    echo(summary(rows, graded=graded, reused=reused, seconds=time.monotonic() - start))
+    echo(f"\nGradebook: {out / 'grades.csv'}; per student: {out}/<student>/results.json, feedback.md")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``attention-kit grade``."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # the grading processes import `tests` from the kit
+    hidden = args.hidden
+    if hidden is None and HIDDEN_DIR.is_dir():
+        hidden = HIDDEN_DIR
+    if hidden is not None and not hidden.is_dir():
+        print(f"error: --hidden {hidden}: no such folder", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print("error: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    samples = None
+    try:
+        submissions = args.submissions
+        if submissions is None:
+            from grader.samples import make_samples
+
+            samples = Path(tempfile.mkdtemp(prefix="attention-kit-samples-"))
+            make_samples(samples)
+            print(f"No SUBMISSIONS given: grading the bundled sample submissions ({samples}).")
+        elif not submissions.exists():
+            print(f"error: {submissions}: no such file or folder", file=sys.stderr)
+            return 2
+        return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
+                           hidden=hidden, timeout=args.timeout, exercises=args.exercises)
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished students are saved; rerun the same command to continue "
+              "(the gradebook was not changed)", file=sys.stderr)
+        return 130
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if samples is not None:
+            shutil.rmtree(samples, ignore_errors=True)

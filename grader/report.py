@@ -1,0 +1,337 @@
+"""Turn test outcomes into scores, and scores into the grader's files.
+
+Scoring: an exercise's points (manifest) are split equally across its
+tests; a passed test earns its share, a failed one nothing. A hidden test
+file with its own ``POINTS`` forms a separate pool for the same exercise;
+without ``POINTS`` its tests share the exercise's manifest points with the
+visible ones. An exercise that cannot be graded (missing module, syntax
+error, ...) earns 0 and appears as one failed entry that says why.
+
+Files, each written atomically (a temp file, then ``os.replace``):
+
+- ``OUT/<student>/results.json``: Gradescope's autograder format
+  (https://gradescope-autograders.readthedocs.io/en/latest/specs/), with the
+  grader's own bookkeeping in ``extra_data``;
+- ``OUT/<student>/feedback.md``: what a student reads;
+- ``OUT/grades.csv``: one row per student, rebuilt from the results.json
+  files only, so an interrupted run that is resumed gives the same gradebook.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import load as load_curriculum
+
+# Bump when the layout of results.json changes: older results are then regraded.
+RESULTS_FORMAT = 1
+MAX_FAILURE_CHARS = 1500
+# Per exercise, feedback.md shows this many failures in full and lists the rest by name.
+MAX_FAILURES_SHOWN = 4
+
+
+@dataclass(frozen=True)
+class TestFile:
+    """One test file of the graded suite, and how its tests are scored.
+
+    ``points`` is None for the manifest's own files (the exercise's points
+    are shared) and for hidden files without ``POINTS``.
+    """
+
+    path: str
+    exercise: str
+    points: float | None = None
+    hidden: bool = False
+
+    @property
+    def pool(self) -> str:
+        """The tests that share one amount of points."""
+        return self.path if self.points is not None else self.exercise
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def number(value: float) -> str:
+    """A score for people and CSV: ``10``, ``9.09``."""
+    return format(round(value, 2), "g")
+
+
+def shorten(text: str, limit: int = MAX_FAILURE_CHARS) -> str:
+    """Keep the start of a long failure text (the first failure is the useful one)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rstrip() + f"\n... ({len(text) - limit} more characters)"
+
+
+def max_points(suite: Iterable[TestFile], graded: Iterable[str]) -> dict[str, float]:
+    """The points each exercise is worth: manifest points plus hidden pools with ``POINTS``."""
+    curriculum = load_curriculum()
+    graded = set(graded)
+    totals = {name: curriculum.exercise(name).points for name in curriculum.names if name in graded}
+    for test_file in suite:
+        if test_file.points is not None and test_file.exercise in totals:
+            totals[test_file.exercise] += test_file.points
+    return totals
+
+
+def score_tests(
+    records: list[dict[str, Any]],
+    suite: list[TestFile],
+    problems: dict[str, str],
+    failure: str | None = None,
+    details: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Gradescope test entries, with scores, for one student.
+
+    Parameters
+    ----------
+    records : list of dict
+        One per test that ran: ``nodeid, file, exercise, outcome, message, output, duration``.
+    suite : list of TestFile
+        The graded suite (defines the pools and points).
+    problems : dict
+        Exercise -> why it was not run (static checks); it earns 0.
+    failure : str, optional
+        Why the whole run failed (timeout, crash); exercises without records earn 0.
+    details : dict, optional
+        Exercise -> a longer explanation of its problem, shown instead of the short one.
+    """
+    curriculum = load_curriculum()
+    files = {test_file.path: test_file for test_file in suite}
+    exercises_with_tests = [name for name in curriculum.names if any(f.exercise == name for f in suite)]
+    pools: dict[str, float] = {name: curriculum.exercise(name).points for name in exercises_with_tests}
+    for test_file in suite:
+        if test_file.points is not None:
+            pools[test_file.pool] = test_file.points
+    sizes = Counter(files[record["file"]].pool for record in records if record["file"] in files)
+    entries: list[dict[str, Any]] = []
+    for exercise in curriculum.exercises:
+        if exercise.name not in exercises_with_tests:
+            continue
+        mine = [r for r in records if r["exercise"] == exercise.name and r["file"] in files]
+        reason = problems.get(exercise.name) or (None if mine else failure or "its tests did not run")
+        if reason is not None:
+            worth = max_points(suite, [exercise.name])[exercise.name]
+            entries.append({
+                "name": f"{exercise.name}: not graded",
+                "number": f"{exercise.number}",
+                "score": 0.0,
+                "max_score": worth,
+                "status": "failed",
+                "output": f"{exercise.module_file} could not be graded: {(details or {}).get(exercise.name, reason)}",
+                "tags": [exercise.name],
+                "visibility": "visible",
+                "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0},
+            })
+            continue
+        for index, record in enumerate(mine, start=1):
+            test_file = files[record["file"]]
+            share = pools[test_file.pool] / sizes[test_file.pool]
+            passed = record["outcome"] == "passed"
+            output = "" if passed else shorten(record.get("message") or "failed")
+            if not passed and record.get("output"):
+                output += "\n\nOutput printed during the test:\n" + shorten(record["output"], 500)
+            entries.append({
+                "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
+                "number": f"{exercise.number}.{index}",
+                "score": round(share if passed else 0.0, 6),
+                "max_score": round(share, 6),
+                "status": "passed" if passed else "failed",
+                "output": output,
+                "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
+                "visibility": "after_published" if test_file.hidden else "visible",
+                "extra_data": {
+                    "exercise": exercise.name,
+                    "nodeid": record["nodeid"],
+                    "duration": round(record.get("duration", 0.0), 4),
+                },
+            })
+    return entries
+
+
+def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+    """Per-exercise score and maximum from scored test entries, in curriculum order."""
+    scores: dict[str, float] = {}
+    maxima: dict[str, float] = {}
+    for name in load_curriculum().names:
+        mine = [t for t in tests if t["extra_data"]["exercise"] == name]
+        if mine:
+            scores[name] = round(sum(t["score"] for t in mine), 4)
+            maxima[name] = round(sum(t["max_score"] for t in mine), 4)
+    return scores, maxima
+
+
+def results_json(
+    *,
+    student: str,
+    status: str,
+    tests: list[dict[str, Any]],
+    execution_time: float,
+    output: str,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """One student's results in Gradescope's ``results.json`` format."""
+    scores, maxima = exercise_totals(tests)
+    summary = f"Status: {status}\nScore: {number(sum(scores.values()))} / {number(sum(maxima.values()))}"
+    return {
+        "score": round(sum(scores.values()), 4),
+        "execution_time": max(1, round(execution_time)),
+        "output": summary + (f"\n\nOutput of your code:\n{shorten(output, 2000)}" if output.strip() else ""),
+        "output_format": "text",
+        "test_output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {
+            "student": student,
+            "status": status,
+            "exercises": scores,
+            "max_exercises": maxima,
+            "max_score": round(sum(maxima.values()), 4),
+            "format": RESULTS_FORMAT,
+            **extra,
+        },
+    }
+
+
+def feedback_markdown(results: dict[str, Any]) -> str:
+    """A student's feedback: per exercise, the tests passed and what failed and why."""
+    curriculum = load_curriculum()
+    extra = results["extra_data"]
+    lines = [
+        f"# Feedback: {curriculum.title}",
+        "",
+        f"Score: **{number(results['score'])} / {number(extra['max_score'])}**",
+    ]
+    if extra["status"] != "ok":
+        lines += ["", f"Note: {extra['status']}"]
+    for exercise in curriculum.exercises:
+        tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == exercise.name]
+        if not tests:
+            continue
+        # Hidden tests count, but their names and messages wait until grades are published.
+        visible = [t for t in tests if t["visibility"] == "visible"]
+        passed = sum(t["status"] == "passed" for t in tests)
+        lines += [
+            "",
+            f"## {exercise.number}. {exercise.title} ({exercise.module_file})",
+            "",
+            f"{number(extra['exercises'].get(exercise.name, 0))} / "
+            f"{number(extra['max_exercises'].get(exercise.name, 0))} points; {passed} of {len(tests)} tests passed.",
+        ]
+        failed = [t for t in visible if t["status"] == "failed"]
+        # The first failures are the ones to read: they test the most basic properties.
+        for test in failed[:MAX_FAILURES_SHOWN]:
+            lines += ["", f"### {test['name']}", "", "```text", test["output"] or "failed", "```"]
+        if len(failed) > MAX_FAILURES_SHOWN:
+            lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
+            lines += [f"- {test['name']}" for test in failed[MAX_FAILURES_SHOWN:]]
+        hidden_failed = sum(t["status"] == "failed" for t in tests if t["visibility"] != "visible")
+        if hidden_failed:
+            lines += ["", f"{hidden_failed} further test(s) of this exercise failed."]
+        if failed or hidden_failed:
+            if exercise.hints:
+                lines += ["", f"Hint: {exercise.hints[0]}"]
+    return "\n".join(lines) + "\n"
+
+
+def gradebook_csv(rows: list[dict[str, Any]]) -> str:
+    """``grades.csv``: student, status, score, max_score, then one column per exercise."""
+    names = load_curriculum().names
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "status", "score", "max_score", *names])
+    for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
+        extra = results["extra_data"]
+        writer.writerow([
+            extra["student"],
+            extra["status"],
+            number(results["score"]),
+            number(extra["max_score"]),
+            *(number(extra["exercises"][n]) if n in extra["exercises"] else "" for n in names),
+        ])
+    return buffer.getvalue()
+
+
+def write_student(out: Path, results: dict[str, Any]) -> None:
+    """Write a student's feedback.md, then results.json (its presence marks the student done)."""
+    folder = out / results["extra_data"]["student"]
+    atomic_write(folder / "feedback.md", feedback_markdown(results))
+    atomic_write(folder / "results.json", json.dumps(results, indent=1, sort_keys=False) + "\n")
+
+
+def read_results(out: Path, student: str) -> dict[str, Any] | None:
+    """A student's complete results.json, or None if it is missing, partial or outdated."""
+    folder = out / student
+    try:
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(results, dict) or results.get("extra_data", {}).get("format") != RESULTS_FORMAT:
+        return None
+    if not (folder / "feedback.md").is_file():
+        return None
+    return results
+
+
+def histogram(percentages: list[float], bins: int = 10, width: int = 30) -> list[str]:
+    """A text histogram of scores in percent, one line per bin."""
+    counts = [0] * bins
+    for value in percentages:
+        counts[min(bins - 1, int(value * bins / 100))] += 1
+    peak = max(counts) or 1
+    lines = []
+    for index, count in enumerate(counts):
+        low, high = index * 100 // bins, (index + 1) * 100 // bins
+        label = f"{low:3d}-{high:3d}%" if index < bins - 1 else f"{low:3d}-100%"
+        lines.append(f"  {label} | {'#' * round(count * width / peak):<{width}} {count}")
+    return lines
+
+
+def summary(rows: list[dict[str, Any]], *, graded: int, reused: int, seconds: float, top: int = 5) -> str:
+    """The terminal summary: counts, distribution, most failed tests, isolation."""
+    lines = [
+        f"{len(rows)} submission(s): {graded} graded, {reused} unchanged since the last run "
+        f"({seconds:.1f} s)",
+    ]
+    if not rows:
+        return "\n".join(lines)
+    percentages = [100 * r["score"] / r["extra_data"]["max_score"] if r["extra_data"]["max_score"] else 0.0
+                   for r in rows]
+    mean = sum(percentages) / len(percentages)
+    lines += ["", f"Score distribution (mean {mean:.1f}%):", *histogram(percentages)]
+    problems = Counter(r["extra_data"]["status"] for r in rows if r["extra_data"]["status"] != "ok")
+    if problems:
+        lines += ["", "Submissions with problems:"]
+        lines += [f"  {count:3d} x {status}" for status, count in problems.most_common(top)]
+    failed = Counter(t["name"] for r in rows for t in r["tests"]
+                     if t["status"] == "failed" and t["extra_data"].get("nodeid"))
+    if failed:
+        lines += ["", "Most failed tests:"]
+        lines += [f"  {count:3d} x {name}" for name, count in failed.most_common(top)]
+    isolation = Counter(r["extra_data"].get("isolation", "?") for r in rows)
+    lines += ["", "Isolation: " + "; ".join(f"{name} ({count})" for name, count in isolation.most_common())]
+    return "\n".join(lines)

@@ -1,0 +1,324 @@
+"""Find the submissions in a folder and check them without running any code.
+
+A submission is one entry of the SUBMISSIONS folder:
+
+- a folder holding the seven modules (``alice/softmax.py`` ...), or holding
+  them one level down (``alice/exercises/softmax.py``, ``alice/hw1/...``);
+- a ``.zip`` of such a folder, extracted safely into a private temp folder;
+- a ``.ipynb`` notebook, or a folder of notebooks (the nbgrader courses of
+  ``attention-kit notebooks``): the code of their solution cells becomes the
+  modules (``grader.notebook.extract_modules``);
+- any other format registered in ``LOADERS``.
+
+The student id is the entry's name without its extension. Every submission
+is copied (only its top-level ``.py`` files) into a fresh folder of the
+grader's own, so grading never writes into a student's folder and the
+content hash describes exactly what was graded.
+
+The static checks find what would make an exercise ungradable before any
+student code runs: a missing module, a syntax error (``ast.parse`` only
+compiles, it never executes) and a file that is not UTF-8 text. Such an
+exercise scores 0; the other exercises are graded as usual.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import shutil
+import stat
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from grader.curriculum import load as load_curriculum
+
+# Limits for one submission: far above any honest solution, far below a zip bomb.
+MAX_FILE_BYTES = 1_000_000
+MAX_TOTAL_BYTES = 20_000_000
+MAX_FILES = 2_000
+# Folders that archivers and editors add and that never hold a submission.
+JUNK = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".venv", "venv", "node_modules"}
+
+
+class SubmissionError(Exception):
+    """A submission that cannot be read at all (bad zip, too big, unsafe paths)."""
+
+
+@dataclass
+class Submission:
+    """One student's submission, prepared for grading.
+
+    Attributes
+    ----------
+    student : str
+        The student id (the entry's name without extension).
+    source : Path
+        The entry in SUBMISSIONS (folder, zip, ...).
+    folder : Path or None
+        The grader's private copy holding the modules (None if unreadable).
+    problems : dict
+        Exercise name -> why that exercise cannot be graded (static checks).
+    details : dict
+        Exercise name -> a longer explanation for the feedback, where there is one.
+    error : str or None
+        Why the whole submission could not be read, if it could not.
+    digest : str
+        sha256 of the graded files' names and contents.
+    """
+
+    student: str
+    source: Path
+    folder: Path | None = None
+    problems: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    digest: str = ""
+
+    @property
+    def status(self) -> str:
+        """``"ok"`` or the static problems, e.g. ``"missing module positional"``."""
+        if self.error:
+            return self.error
+        if self.problems:
+            return "; ".join(self.problems[name] for name in load_curriculum().names if name in self.problems)
+        return "ok"
+
+
+# A loader turns one SUBMISSIONS entry into a folder of .py files inside `workdir`.
+# Extension point: LOADERS (below) maps a file suffix to its loader (.zip, .ipynb, ...).
+Loader = Callable[[Path, Path], Path]
+
+
+def _load_folder(entry: Path, workdir: Path) -> Path:
+    if find_module_folder(entry) is None:
+        from grader.notebook import find_notebooks, notebooks_to_folder
+
+        notebooks = find_notebooks(entry)  # a folder of notebooks (nbgrader's per-exercise layout)
+        if notebooks:
+            if sum(path.stat().st_size for path in notebooks) > MAX_TOTAL_BYTES:
+                raise SubmissionError(f"{entry.name}: its notebooks hold more than {MAX_TOTAL_BYTES} bytes")
+            return notebooks_to_folder(notebooks, workdir / "notebooks")
+    return entry
+
+
+def _load_notebook(entry: Path, workdir: Path) -> Path:
+    """The modules defined in a notebook's solution cells (``grader.notebook.extract_modules``)."""
+    from grader.notebook import extract_modules
+
+    if entry.stat().st_size > MAX_TOTAL_BYTES:
+        raise SubmissionError(f"{entry.name} is too large ({entry.stat().st_size} bytes)")
+    try:
+        modules = extract_modules(entry)
+    except ValueError as error:
+        raise SubmissionError(str(error)) from None
+    target = workdir / "notebook"
+    target.mkdir(parents=True, exist_ok=True)
+    for name, source in modules.items():
+        (target / f"{name}.py").write_text(source, encoding="utf-8")
+    return target
+
+
+def _safe_member(name: str) -> PurePosixPath | None:
+    """The member's relative path, or None if it would escape the target folder."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or (path.parts and ":" in path.parts[0]):
+        return None
+    return path
+
+
+def _load_zip(entry: Path, workdir: Path) -> Path:
+    """Extract only the ``.py`` files of a zip, refusing unsafe or oversized archives."""
+    target = workdir / "unzipped"
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        with zipfile.ZipFile(entry) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_FILES:
+                raise SubmissionError(f"{entry.name} holds {len(members)} files (limit {MAX_FILES})")
+            total = 0
+            for member in members:
+                if member.is_dir() or not member.filename.endswith(".py"):
+                    continue  # only modules are graded; skip data, notebooks, caches
+                relative = _safe_member(member.filename)
+                if relative is None:
+                    raise SubmissionError(f"{entry.name} has an unsafe path: {member.filename}")
+                if any(part in JUNK for part in relative.parts):
+                    continue
+                if stat.S_ISLNK(member.external_attr >> 16):
+                    continue  # a symlink could point anywhere on the grading machine
+                if member.file_size > MAX_FILE_BYTES:
+                    raise SubmissionError(f"{entry.name}: {member.filename} is too large ({member.file_size} bytes)")
+                total += member.file_size
+                if total > MAX_TOTAL_BYTES:
+                    raise SubmissionError(f"{entry.name} unpacks to more than {MAX_TOTAL_BYTES} bytes")
+                destination = target.joinpath(*relative.parts)
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                # Read at most the declared size + 1 byte: a lying header cannot inflate the file.
+                with archive.open(member) as source:
+                    data = source.read(member.file_size + 1)
+                if len(data) > member.file_size:
+                    raise SubmissionError(f"{entry.name}: {member.filename} is larger than its header says")
+                destination.write_bytes(data)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as error:
+        raise SubmissionError(f"{entry.name} is not a readable zip file ({error})") from None
+    return target
+
+
+LOADERS: dict[str, Loader] = {".zip": _load_zip, ".ipynb": _load_notebook}
+
+
+def student_id(entry: Path) -> str:
+    """The student id of a SUBMISSIONS entry: its name without extension."""
+    return entry.name if entry.is_dir() else entry.stem
+
+
+def _module_names() -> list[str]:
+    return [exercise.module_file for exercise in load_curriculum().exercises]
+
+
+def _count_modules(folder: Path) -> int:
+    return sum((folder / name).is_file() for name in _module_names())
+
+
+def find_module_folder(root: Path, depth: int = 2) -> Path | None:
+    """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules."""
+    best: tuple[int, int, str] | None = None
+    found: Path | None = None
+    pending = [(root, 0)]
+    while pending:
+        folder, level = pending.pop(0)
+        count = _count_modules(folder)
+        # Most modules wins; then the shallowest; then the name, so the choice never depends on the disk.
+        key = (-count, level, str(folder))
+        if count and (best is None or key < best):
+            best, found = key, folder
+        if level < depth:
+            try:
+                children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+            except OSError:
+                children = []
+            pending.extend((child, level + 1) for child in children if child.name not in JUNK)
+    return found
+
+
+def _copy_modules(folder: Path, target: Path) -> None:
+    """Copy the top-level ``.py`` files of ``folder`` (helpers included) into ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for path in sorted(folder.iterdir()):
+        if path.suffix != ".py" or not path.is_file() or path.is_symlink():
+            continue
+        size = path.stat().st_size
+        total += size
+        if size > MAX_FILE_BYTES or total > MAX_TOTAL_BYTES:
+            raise SubmissionError(f"{path.name} is too large ({size} bytes)")
+        shutil.copyfile(path, target / path.name)
+
+
+def static_problems(folder: Path, details: dict[str, str] | None = None) -> dict[str, str]:
+    """Exercise -> problem for modules that are missing, not text, or not valid Python.
+
+    ``details``, if given, receives a longer explanation per exercise (the
+    syntax error's message and the offending line) for the feedback.
+    """
+    problems: dict[str, str] = {}
+    details = {} if details is None else details
+    for exercise in load_curriculum().exercises:
+        path = folder / exercise.module_file
+        if not path.is_file():
+            problems[exercise.name] = f"missing module {exercise.name}"
+            continue
+        data = path.read_bytes()
+        try:
+            if b"\x00" in data:
+                raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte")
+            source = data.decode("utf-8")
+        except UnicodeDecodeError:
+            problems[exercise.name] = f"{exercise.module_file} is not a text file"
+            continue
+        try:
+            ast.parse(source, filename=exercise.module_file)
+        except SyntaxError as error:
+            problems[exercise.name] = f"syntax error in {exercise.module_file} line {error.lineno}"
+            shown = (error.text or "").rstrip()
+            details[exercise.name] = f"{problems[exercise.name]}: {error.msg}" + (f"\n    {shown}" if shown else "")
+        except (ValueError, RecursionError, MemoryError) as error:
+            problems[exercise.name] = f"{exercise.module_file} cannot be parsed ({type(error).__name__})"
+    return problems
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over the names and contents of the ``.py`` files in ``folder``."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def is_submission(entry: Path) -> bool:
+    """Whether a SUBMISSIONS entry looks like a submission (folder or a known format)."""
+    if entry.name.startswith((".", "_")) or entry.name in JUNK:
+        return False
+    return entry.is_dir() or entry.suffix.lower() in LOADERS
+
+
+def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submission:
+    """Read one entry into a private folder under ``workdir`` and check it statically."""
+    submission = Submission(student=student or student_id(entry), source=entry)
+    private = workdir / submission.student
+    if private.exists():
+        shutil.rmtree(private)
+    loader = _load_folder if entry.is_dir() else LOADERS.get(entry.suffix.lower())
+    try:
+        if loader is None:
+            raise SubmissionError(f"{entry.name}: unsupported submission format")
+        unpacked = loader(entry, private / "raw")
+        modules = find_module_folder(unpacked)
+        folder = private / "modules"
+        if modules is not None:
+            _copy_modules(modules, folder)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+    except (SubmissionError, OSError) as error:
+        submission.error = f"unreadable submission: {error}"
+        submission.problems = {name: submission.error for name in load_curriculum().names}
+        submission.digest = hashlib.sha256(submission.error.encode()).hexdigest()
+        return submission
+    if entry.is_dir() is False and (private / "raw").exists():
+        shutil.rmtree(private / "raw", ignore_errors=True)  # keep only what is graded
+    submission.folder = folder
+    submission.problems = static_problems(folder, submission.details)
+    if modules is None:
+        submission.error = "no modules found"
+    submission.digest = folder_digest(folder)
+    return submission
+
+
+def discover(submissions: Path, exclude: tuple[Path, ...] = ()) -> list[tuple[str, Path]]:
+    """The (student id, entry) pairs in SUBMISSIONS, sorted by student id.
+
+    If ``submissions`` itself holds modules, it is one submission. Entries
+    in ``exclude`` (e.g. the output folder) are skipped. When two entries
+    share an id (``alice/`` and ``alice.zip``), the later one keeps its
+    extension in its id, so no result overwrites another.
+    """
+    submissions = Path(submissions)
+    if not submissions.exists():
+        raise FileNotFoundError(f"{submissions}: no such file or folder")
+    if submissions.is_file() or _count_modules(submissions):
+        return [(student_id(submissions), submissions)]
+    excluded = {os.path.realpath(path) for path in exclude}
+    found: list[tuple[str, Path]] = []
+    taken: set[str] = set()
+    for entry in sorted(submissions.iterdir(), key=lambda p: (student_id(p), p.name)):
+        if not is_submission(entry) or os.path.realpath(entry) in excluded:
+            continue
+        student = student_id(entry)
+        if student in taken:
+            student = entry.name
+        taken.add(student)
+        found.append((student, entry))
+    return found

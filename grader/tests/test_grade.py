@@ -1,0 +1,202 @@
+"""End-to-end tests of `attention-kit grade` on a small class of made-up students."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import submissions
+from grader.curriculum import ROOT, load
+from grader.grade import grade_batch
+from grader.mutants import apply, load_catalogue
+from grader.samples import break_syntax, zip_folder
+
+REFERENCE = ROOT / "solutions"
+# A few exercises keep these tests fast; "multihead" and "masks" hold the planted static problems.
+EXERCISES = ["softmax", "masks", "multihead"]
+QUIET = {"echo": lambda *args: None, "hidden": None, "jobs": 2}
+GRADESCOPE_TOP = {"score", "execution_time", "output", "tests"}
+GRADESCOPE_TEST = {"name", "score", "max_score", "status", "output", "visibility"}
+
+
+def copy_reference(target: Path) -> Path:
+    shutil.copytree(REFERENCE, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def planted_mutant(target: Path):
+    """A caught mutant from the catalogue (softmax-no-keepdims if it still applies)."""
+    catalogue = sorted(load_catalogue(), key=lambda m: m.id != "softmax-no-keepdims")
+    for mutant in catalogue:
+        try:
+            apply(mutant, target)
+            return mutant
+        except ValueError:
+            continue
+    raise AssertionError("no mutant of the catalogue applies to solutions/")
+
+
+def graded_exercises(selected: list[str]) -> list[str]:
+    return [e.name for e in load().exercises if (ROOT / e.test_file).is_file() and e.name in selected]
+
+
+def read_grades(out: Path) -> dict[str, dict[str, str]]:
+    rows = csv.DictReader(io.StringIO((out / "grades.csv").read_text(encoding="utf-8")))
+    return {row["student"]: row for row in rows}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """Eight students covering every kind of entry, graded once."""
+    root = tmp_path_factory.mktemp("class")
+    folder = root / "submissions"
+    folder.mkdir()
+    copy_reference(folder / "correct")
+    mutant = planted_mutant(folder / "mutant")
+    copy_reference(folder / "missing")
+    (folder / "missing" / "positional.py").unlink()
+    copy_reference(folder / "syntax")
+    line = break_syntax(folder / "syntax")
+    copy_reference(folder / "binary")
+    (folder / "binary" / "masks.py").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    copy_reference(folder / "nested" / "exercises")
+    zip_folder(copy_reference(root / "staging"), folder / "zipped.zip", prefix="hw1")
+    with zipfile.ZipFile(folder / "evil.zip", "w") as archive:
+        archive.writestr("../softmax.py", "print('escaped')\n")
+    (folder / "notes.txt").write_text("not a submission\n")
+    out = root / "out"
+    options = QUIET | {"exercises": sorted(set(EXERCISES) | {mutant.exercise})}
+    assert grade_batch(folder, out, **options) == 0
+    return {"folder": folder, "out": out, "mutant": mutant, "syntax_line": line, "grades": read_grades(out),
+            "options": options}
+
+
+def results(out: Path, student: str) -> dict:
+    return json.loads((out / student / "results.json").read_text(encoding="utf-8"))
+
+
+def test_every_submission_gets_a_row_and_nothing_else(batch):
+    assert set(batch["grades"]) == {"correct", "mutant", "missing", "syntax", "binary", "nested", "zipped", "evil"}
+    header = (batch["out"] / "grades.csv").read_text().splitlines()[0].split(",")
+    assert header == ["student", "status", "score", "max_score", *load().names]
+
+
+@pytest.mark.parametrize("student", ["correct", "nested", "zipped"])
+def test_correct_submissions_get_full_marks(batch, student):
+    row = batch["grades"][student]
+    assert row["status"] == "ok"
+    assert float(row["score"]) == float(row["max_score"]) > 0
+    for name in graded_exercises(batch["options"]["exercises"]):
+        assert float(row[name]) == load().exercise(name).points
+
+
+def test_a_mutant_loses_points_in_its_exercise(batch):
+    row = batch["grades"]["mutant"]
+    exercise = batch["mutant"].exercise
+    assert row["status"] == "ok"
+    assert float(row[exercise]) < load().exercise(exercise).points
+    assert float(row["score"]) < float(row["max_score"])
+    feedback = (batch["out"] / "mutant" / "feedback.md").read_text()
+    assert "expected" in feedback and "revisit" in feedback
+
+
+def test_static_problems_have_their_status_and_cost_their_exercise(batch):
+    grades = batch["grades"]
+    assert grades["missing"]["status"] == "missing module positional"
+    assert grades["syntax"]["status"] == f"syntax error in multihead.py line {batch['syntax_line']}"
+    assert grades["binary"]["status"] == "masks.py is not a text file"
+    for student, exercise in (("syntax", "multihead"), ("binary", "masks"), ("missing", "positional")):
+        if exercise in graded_exercises(batch["options"]["exercises"]):
+            assert float(grades[student][exercise]) == 0
+    # The other exercises are graded as usual.
+    assert float(grades["syntax"]["softmax"]) == load().exercise("softmax").points
+    feedback = (batch["out"] / "syntax" / "feedback.md").read_text()
+    assert "was never closed" in feedback
+
+
+def test_unsafe_zip_is_refused_but_gets_a_row(batch):
+    row = batch["grades"]["evil"]
+    assert row["status"].startswith("unreadable submission") and "unsafe path" in row["status"]
+    assert float(row["score"]) == 0
+    assert not (batch["folder"].parent / "softmax.py").exists()
+
+
+def test_results_json_has_the_gradescope_fields(batch):
+    data = results(batch["out"], "mutant")
+    assert GRADESCOPE_TOP <= set(data)
+    assert data["tests"] and all(GRADESCOPE_TEST <= set(test) for test in data["tests"])
+    assert {test["status"] for test in data["tests"]} == {"passed", "failed"}
+    assert data["score"] == pytest.approx(sum(test["score"] for test in data["tests"]), abs=1e-3)
+    assert sum(t["max_score"] for t in data["tests"]) == pytest.approx(float(batch["grades"]["mutant"]["max_score"]))
+
+
+def test_rerun_skips_unchanged_and_force_regrades(batch, tmp_path):
+    folder, out = tmp_path / "subs", tmp_path / "out"
+    folder.mkdir()
+    shutil.copytree(batch["folder"] / "mutant", folder / "mutant")
+    assert grade_batch(folder, out, **batch["options"]) == 0
+    first = (out / "grades.csv").read_text()
+    stamp = (out / "mutant" / "results.json").stat().st_mtime_ns
+    assert grade_batch(folder, out, **batch["options"]) == 0
+    assert (out / "grades.csv").read_text() == first
+    assert (out / "mutant" / "results.json").stat().st_mtime_ns == stamp  # skipped, not regraded
+    assert grade_batch(folder, out, force=True, **batch["options"]) == 0
+    assert (out / "mutant" / "results.json").stat().st_mtime_ns != stamp
+    assert (out / "grades.csv").read_text() == first
+    # A changed submission is regraded without --force.
+    shutil.rmtree(folder / "mutant")
+    copy_reference(folder / "mutant")
+    assert grade_batch(folder, out, **batch["options"]) == 0
+    assert read_grades(out)["mutant"]["score"] == read_grades(out)["mutant"]["max_score"]
+
+
+def test_interrupted_run_then_rerun_equals_an_uninterrupted_run(batch, tmp_path):
+    # What a run killed partway leaves: some students done, some not started, one results.json
+    # half written, and the gradebook of an earlier run (here: none).
+    out = tmp_path / "out"
+    shutil.copytree(batch["out"], out)
+    (out / "grades.csv").unlink()
+    shutil.rmtree(out / "correct")
+    (out / "zipped" / "feedback.md").unlink()
+    text = (out / "syntax" / "results.json").read_text()
+    (out / "syntax" / "results.json").write_text(text[: len(text) // 2])
+    assert grade_batch(batch["folder"], out, **batch["options"]) == 0
+    assert (out / "grades.csv").read_text() == (batch["out"] / "grades.csv").read_text()
+    assert json.loads((out / "syntax" / "results.json").read_text())["extra_data"]["student"] == "syntax"
+
+
+def test_hidden_tests_count_with_their_own_points(tmp_path):
+    folder, hidden = tmp_path / "subs", tmp_path / "hidden"
+    copy_reference(folder / "correct")
+    hidden.mkdir()
+    (hidden / "test_extra_softmax.py").write_text(
+        "import numpy as np\n\nEXERCISE = 'softmax'\nPOINTS = 3\n\n\n"
+        "def test_uniform(impl):\n    assert np.allclose(impl.softmax(np.zeros((2, 3))), 1 / 3)\n\n\n"
+        "def test_impossible(impl):\n    assert impl.softmax(np.zeros(3)).sum() == 5, 'never true'\n"
+    )
+    out = tmp_path / "out"
+    assert grade_batch(folder, out, echo=lambda *a: None, hidden=hidden, jobs=1, exercises=["softmax"]) == 0
+    row = read_grades(out)["correct"]
+    softmax = load().exercise("softmax").points
+    assert float(row["softmax"]) == softmax + 1.5
+    assert float(row["max_score"]) - float(row["score"]) == 1.5
+    data = results(out, "correct")
+    assert {t["visibility"] for t in data["tests"] if "hidden" in t["tags"]} == {"after_published"}
+
+
+def test_zip_extraction_limits(tmp_path):
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("softmax.py", "#" * (submissions.MAX_FILE_BYTES + 1))
+    prepared = submissions.prepare(bomb, tmp_path / "work")
+    assert prepared.status.startswith("unreadable submission") and "too large" in prepared.status
+    absolute = tmp_path / "absolute.zip"
+    with zipfile.ZipFile(absolute, "w") as archive:
+        archive.writestr("/etc/softmax.py", "x = 1\n")
+    assert "unsafe path" in submissions.prepare(absolute, tmp_path / "work").status
