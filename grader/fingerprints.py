@@ -56,9 +56,8 @@ def fingerprint(mutant: Mutant, workdir: Path) -> dict[str, tuple[np.ndarray, ..
     outputs: dict[str, tuple[np.ndarray, ...] | None] = {}
     for name in exercise_probes(mutant.exercise):
         entry = registry[name]
-        args, kwargs = entry.arguments()
         try:
-            result = call_quietly(implementation.function(mutant.exercise, entry.function), args, kwargs)
+            result = call_quietly(entry.call, (implementation.function(mutant.exercise, entry.function),), {})
         except NotWrittenYet:
             result = RAISED
         if result is RAISED:

@@ -136,8 +136,7 @@ def observe(implementation: Any, exercise: str, probes: list[str]) -> dict[str, 
             function = implementation.function(exercise, entry.function)
         except Exception:
             raise NotWrittenYet from None  # a module that does not load: the tests already say so
-        args, kwargs = entry.arguments()
-        observed[name] = call_quietly(function, args, kwargs)
+        observed[name] = call_quietly(entry.call, (function,), {})
     return observed
 
 
@@ -186,8 +185,10 @@ def describe(exercise: str, mistakes: list[KnownMistake]) -> str:
         (mistake,) = mistakes
         return (f"Diagnosis: your {module} gives exactly the outputs of a known mistake:\n"
                 f"  \"{mistake.description}\"\nHint: {mistake.hint}")
-    lines = [f"Diagnosis: your {module} gives exactly the outputs of these known mistakes (they look alike "
-             "on the suite's inputs):"]
-    lines += [f"  - \"{mistake.description}\"" for mistake in mistakes]
-    lines += [f"Hint: {mistake.hint}" for mistake in mistakes]
+    # Several matches: mistakes that look alike on the suite's inputs, or more than one mistake at once.
+    # Each hint stays with its own description, so the student can tell which is which.
+    lines = [f"Diagnosis: your {module} gives exactly the outputs of {len(mistakes)} known mistakes "
+             "(they look alike on the suite's inputs, or you made more than one):"]
+    for mistake in mistakes:
+        lines += [f"  - \"{mistake.description}\"", f"    Hint: {mistake.hint}"]
     return "\n".join(lines)

@@ -10,9 +10,12 @@ only repeat the same failure (e.g. comparing values after a shape mismatch).
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from pytest_check import check
 
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
@@ -152,3 +155,23 @@ def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str)
                       observed=f"{type(error).__name__}: {error}", idea=idea)
     return expect(False, what=what, expected=f"ValueError naming {argument!r}",
                   observed="no exception: the bad input was accepted", idea=idea)
+
+
+def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: Any) -> Any:
+    """Call ``function(*args, **kwargs)`` on inputs that are valid, and return its result.
+
+    A crash is the finding to explain: the test fails at once (later checks would
+    only repeat it) with what / expected / observed / revisit, and the observed
+    line names the file and line of the student's code that raised, not numpy's.
+    """
+    __tracebackhide__ = True
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # any crash of the student's code on valid input
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+                  if "numpy" not in Path(frame.filename).parts]
+        last = frames[-1] if frames else None
+        where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}" if last else ""
+        failure = (f"{what}\n  expected: a result (these inputs are valid)\n"
+                   f"  observed: {type(error).__name__}: {error}{where}\n  revisit:  {idea}")
+    pytest.fail(failure, pytrace=False)  # outside `except`, so no chained traceback

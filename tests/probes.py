@@ -29,28 +29,65 @@ GOLDEN_FILE = Path(__file__).parent / "data" / "golden.npz"
 
 @dataclass(frozen=True)
 class Probe:
-    """A named, seeded call of one API function."""
+    """A named, seeded call of one API function.
+
+    A probe of bad input names the argument (``rejects``) that the function's
+    ValueError must name; its output is then the outcome of the call, as a
+    0-d string array (see :func:`rejection`), not the call's result.
+    """
 
     name: str
     function: str
     build: Callable[[], tuple[tuple, dict]]
+    rejects: str | None = None
 
     def arguments(self) -> tuple[tuple, dict]:
         """Fresh ``(args, kwargs)`` for the call (new arrays every time)."""
         return self.build()
 
+    def call(self, function: Callable[..., Any]) -> Any:
+        """Call ``function`` with fresh arguments: its result, or for bad input the outcome."""
+        args, kwargs = self.arguments()
+        if self.rejects is None:
+            return function(*args, **kwargs)
+        return rejection(function, args, kwargs, self.rejects)
+
+
+def rejection(function: Callable[..., Any], args: tuple, kwargs: dict, argument: str) -> np.ndarray:
+    """How ``function`` treats bad input, as a 0-d string array (NotImplementedError passes through).
+
+    The reference gives "ValueError naming '<argument>'"; a missing check gives "no exception",
+    "ValueError not naming ..." (numpy's own message) or another exception's type.
+    """
+    try:
+        function(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except ValueError as error:
+        named = "naming" if argument in str(error) else "not naming"
+        return np.array(f"ValueError {named} {argument!r}")
+    except Exception as error:  # student code may raise anything: the outcome is what we record
+        return np.array(f"{type(error).__name__} instead of ValueError")
+    return np.array("no exception")
+
 
 PROBES: dict[str, Probe] = {}
 
 
-def probe(function: str) -> Callable[[Callable[[], tuple[tuple, dict]]], Callable[[], tuple[tuple, dict]]]:
-    """Register the decorated builder as probe ``<function>/<builder name>``."""
+def probe(
+    function: str, *, rejects: str | None = None
+) -> Callable[[Callable[[], tuple[tuple, dict]]], Callable[[], tuple[tuple, dict]]]:
+    """Register the decorated builder as probe ``<function>/<builder name>``.
+
+    ``rejects`` marks bad input: the probe records whether the call raises a
+    ValueError naming that argument.
+    """
 
     def register(build: Callable[[], tuple[tuple, dict]]) -> Callable[[], tuple[tuple, dict]]:
         name = f"{function}/{build.__name__}"
         if name in PROBES:
             raise ValueError(f"probe {name} is registered twice")
-        PROBES[name] = Probe(name, function, build)
+        PROBES[name] = Probe(name, function, build, rejects)
         return build
 
     return register
@@ -103,14 +140,26 @@ def load_all_probes() -> dict[str, Probe]:
 
 def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e-7, atol: float = 1e-9) -> bool:
     """Run probe ``name`` through ``impl`` and compare with its golden output."""
-    from tests.feedback import expect, expect_close
+    from tests.feedback import expect, expect_close, expect_raises_value_error
 
     entry = PROBES[name]
     args, kwargs = entry.arguments()
+    if entry.rejects is not None:
+        return expect_raises_value_error(lambda: getattr(impl, entry.function)(*args, **kwargs),
+                                         argument=entry.rejects, what=what, idea=idea)
     result = getattr(impl, entry.function)(*args, **kwargs)
     expected = golden(name)
     if not isinstance(expected, tuple):
         return expect_close(result, expected, what=what, idea=idea, rtol=rtol, atol=atol)
+    if isinstance(result, dict):  # stored as its array values in key order (see as_arrays)
+        keys = sorted(key for key, value in result.items() if not isinstance(value, dict))
+        if not expect(len(keys) == len(expected), what=what, expected=f"a dict of {len(expected)} arrays",
+                      observed=f"a dict of {len(keys)}: {keys}", idea=idea):
+            return False
+        return all([
+            expect_close(result[key], want, what=f"{what}[{key!r}]", idea=idea, rtol=rtol, atol=atol)
+            for key, want in zip(keys, expected, strict=True)
+        ])
     if not expect(isinstance(result, tuple) and len(result) == len(expected), what=what,
                   expected=f"a tuple of {len(expected)} arrays", observed=f"{type(result).__name__}"
                   + (f" of length {len(result)}" if isinstance(result, tuple) else ""), idea=idea):

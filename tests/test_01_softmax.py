@@ -7,8 +7,13 @@ import warnings
 import numpy as np
 
 from tests.feedback import (
-    expect, expect_array, expect_close, expect_dtype, expect_no_nan,
-    expect_raises_value_error, expect_shape,
+    expect,
+    expect_array,
+    expect_close,
+    expect_dtype,
+    expect_no_nan,
+    expect_raises_value_error,
+    expect_shape,
 )
 from tests.probes import expect_probe, probe
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.feedback import (
+    call_or_explain,
     expect,
     expect_array,
     expect_close,
@@ -12,6 +13,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.probes import expect_probe, probe
 
 INIT = "init_weight draws N(0, std) entries with std = 1/sqrt(d_in), so that x @ W keeps the scale of x"
 DRAWS = ("randomness comes only from the `rng` argument: one call rng.normal(0, 1/sqrt(d_in), "
@@ -26,6 +28,47 @@ def _row_by_row(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     rows = x.reshape(-1, x.shape[-1])
     out = np.stack([np.sum(row[:, None] * weight, axis=0) for row in rows])
     return out.reshape(x.shape[:-1] + (weight.shape[1],))
+
+
+@probe("init_weight")
+def seeded_five_by_three():
+    # A fresh generator for every call, so the probe draws the same numbers each time. The global
+    # state is seeded too: a draw from np.random instead of rng is then repeatable, and recognisable.
+    np.random.seed(211)
+    return (np.random.default_rng(210), 5, 3), {}
+
+
+@probe("linear")
+def batch_with_bias():
+    rng = np.random.default_rng(212)
+    return (rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4)), rng.normal(size=4)), {}
+
+
+@probe("linear")
+def sequences_as_long_as_d_in():
+    # n == d_in on purpose: a transpose of the whole batched x then fits and runs without error.
+    rng = np.random.default_rng(213)
+    return (rng.normal(size=(2, 4, 4)), rng.normal(size=(4, 3))), {}
+
+
+@probe("linear")
+def float32_with_bias():
+    rng = np.random.default_rng(214)
+    x, weight, bias = rng.normal(size=(3, 5)), rng.normal(size=(5, 2)), rng.normal(size=2)
+    return (x.astype(np.float32), weight.astype(np.float32), bias.astype(np.float32)), {}
+
+
+@probe("linear", rejects="weight")
+def weight_that_does_not_fit():
+    rng = np.random.default_rng(29)
+    return (rng.normal(size=(2, 3, 5)), rng.normal(size=(4, 6))), {}
+
+
+@probe("qkv_projections")
+def values_wider_than_keys():
+    rng = np.random.default_rng(215)
+    return (rng.normal(size=(2, 5, 6)), rng.normal(size=(6, 4)), rng.normal(size=(6, 4)),
+            rng.normal(size=(6, 3))), {}
 
 
 def test_init_weight_shape_and_dtype(impl):
@@ -90,12 +133,8 @@ def test_linear_shape_with_batch_axes(impl):
     rng = np.random.default_rng(24)
     x, weight = rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4))
     what = "linear(x, weight) with x (2, 3, 5) and weight (5, 4)"
-    try:
-        out = impl.linear(x, weight)
-    except ValueError as error:  # the input is valid, so a crash is the finding to explain
-        expect(False, what=what, expected="an array of shape (2, 3, 4)", observed=f"ValueError: {error}",
-               idea=LINEAR + "; x.T on a batched x reverses every axis: keep the row-vector form x @ weight")
-        return
+    out = call_or_explain(impl.linear, x, weight, what=what,
+                          idea=LINEAR + "; x.T on a batched x reverses every axis: keep the row-vector form x @ weight")
     expect_shape(out, (2, 3, 4), what=what, idea=LINEAR + "; `@` handles the leading batch axes by itself")
 
 
@@ -147,12 +186,11 @@ def test_linear_rows_do_not_mix(impl):
 
 
 def test_linear_rejects_mismatched_shapes(impl):
+    expect_probe(impl, "linear/weight_that_does_not_fit", what="linear(x, weight) with x (2, 3, 5) and weight (4, 6)",
+                 idea="bad input raises ValueError naming the arguments: the last axis of x "
+                      "must equal the first axis of weight")
     rng = np.random.default_rng(29)
     x = rng.normal(size=(2, 3, 5))
-    expect_raises_value_error(lambda: impl.linear(x, rng.normal(size=(4, 6))), argument="weight",
-                              what="linear(x, weight) with x (2, 3, 5) and weight (4, 6)",
-                              idea="bad input raises ValueError naming the arguments: the last axis of x "
-                                   "must equal the first axis of weight")
     expect_raises_value_error(lambda: impl.linear(x, rng.normal(size=(5, 4)), rng.normal(size=3)),
                               argument="bias", what="linear(x, weight, bias), weight (5, 4) and bias (3,)",
                               idea="bad input raises ValueError naming the argument: bias has shape (d_out,)")
@@ -174,3 +212,16 @@ def test_qkv_projections_order_and_weights(impl):
         idea = f"item {index} equals x @ w_{equals[0]}; {QKV}" if equals and equals[0] != name else QKV
         expect_close(got, expected[name], idea=idea,
                      what=f"item {index} of qkv_projections(x, w_q, w_k, w_v), {name} = x @ w_{name}")
+
+
+def test_reference_values(impl):
+    expect_probe(impl, "init_weight/seeded_five_by_three", what="init_weight(default_rng(210), 5, 3)",
+                 idea=DRAWS, rtol=1e-12, atol=0.0)
+    expect_probe(impl, "linear/batch_with_bias", what="linear(x, weight, bias), x (2, 3, 5), weight (5, 4)",
+                 idea=LINEAR + "; " + BIAS)
+    expect_probe(impl, "linear/sequences_as_long_as_d_in", what="linear(x, weight), x (2, 4, 4), weight (4, 3)",
+                 idea=LINEAR + "; keep the row-vector form x @ weight: no transpose of a batched x")
+    expect_probe(impl, "linear/float32_with_bias", what="linear of float32 x (3, 5), weight and bias",
+                 idea=LINEAR + "; dtype in = dtype out", rtol=1e-6, atol=1e-7)
+    expect_probe(impl, "qkv_projections/values_wider_than_keys",
+                 what="qkv_projections(x, w_q, w_k, w_v) with d_k = 4 and d_v = 3", idea=QKV)

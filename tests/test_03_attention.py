@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import traceback
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.feedback import (
+    call_or_explain,
     expect,
     expect_close,
     expect_dtype,
@@ -83,25 +82,10 @@ def _idea(mistake: str | None, idea: str) -> str:
     return f"{mistake}; {idea}" if mistake else idea
 
 
-def _call(function, *args, what: str, idea: str, **kwargs):
-    """Call ``function``; a crash on valid input fails the test with an explanation, not a traceback."""
-    __tracebackhide__ = True
-    try:
-        return function(*args, **kwargs)
-    except Exception as error:  # any crash of the student's code on valid input
-        frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-                  if "numpy" not in Path(frame.filename).parts]
-        last = frames[-1] if frames else None
-        where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}" if last else ""
-        failure = (f"{what}\n  expected: a result (these inputs are valid)\n"
-                   f"  observed: {type(error).__name__}: {error}{where}\n  revisit:  {idea}")
-    pytest.fail(failure, pytrace=False)
-
-
 def _attention(impl, *args, what: str, idea: str, **kwargs) -> tuple[np.ndarray, np.ndarray]:
     """scaled_dot_product_attention, checked to return a (context, weights) pair."""
     __tracebackhide__ = True
-    result = _call(impl.scaled_dot_product_attention, *args, what=what, idea=idea, **kwargs)
+    result = call_or_explain(impl.scaled_dot_product_attention, *args, what=what, idea=idea, **kwargs)
     if not (isinstance(result, tuple) and len(result) == 2):
         pytest.fail(f"{what}\n  expected: a tuple (context, weights)\n  observed: {type(result).__name__}"
                     f"\n  revisit:  {CONTEXT}; return both, context first", pytrace=False)
@@ -114,7 +98,7 @@ def _attention(impl, *args, what: str, idea: str, **kwargs) -> tuple[np.ndarray,
 def test_scores_shape_with_batch_axes(impl):
     q, k, _ = _qkv(30)
     what = f"attention_scores(q, k) with q {q.shape} and k {k.shape} (batch, heads, n_q or n_k, d_k)"
-    scores = _call(impl.attention_scores, q, k, what=what, idea=BATCHED)
+    scores = call_or_explain(impl.attention_scores, q, k, what=what, idea=BATCHED)
     expect_dtype(scores, np.float64, what=what, idea=SCORES)
     expect_equal(np.shape(scores), (B, H, NQ, NK), what=f"the shape of {what}",
                  idea="one score per (query, key) pair: (..., n_q, d_k), (..., n_k, d_k) -> (..., n_q, n_k)")
@@ -123,7 +107,7 @@ def test_scores_shape_with_batch_axes(impl):
 def test_scores_match_the_formula(impl):
     for q, k, _ in (_qkv(31, batch=()), _qkv(32)):
         what = f"attention_scores(q, k) with q {q.shape} and k {k.shape}"
-        scores = _call(impl.attention_scores, q, k, what=what, idea=BATCHED)
+        scores = call_or_explain(impl.attention_scores, q, k, what=what, idea=BATCHED)
         expect_close(scores, _raw_scores(q, k) / np.sqrt(DK), what=what,
                      idea=_idea(_score_mistake(scores, q, k), SCORES))
 
@@ -131,7 +115,7 @@ def test_scores_match_the_formula(impl):
 def test_scores_transpose_k_even_when_shapes_fit(impl):
     # With n_k == d_k, q @ k runs without error and gives an array of the right shape.
     q, k, _ = _qkv(33, batch=(), n_q=3, n_k=4, d_k=4)
-    scores = _call(impl.attention_scores, q, k, what="attention_scores(q, k) with q (3, 4) and k (4, 4)",
+    scores = call_or_explain(impl.attention_scores, q, k, what="attention_scores(q, k) with q (3, 4) and k (4, 4)",
                    idea=SCORES)
     mistake = _score_mistake(scores, q, k)
     expect_close(scores, _raw_scores(q, k) / 2.0, what="attention_scores(q, k), q (3, 4), square k (4, 4)",
@@ -440,23 +424,106 @@ def test_permutation_equivariance(impl):
                  what=f"weights of the tokens shuffled by {order.tolist()} (rows and columns)")
 
 
+# ----------------------------------------------------------------------------- reference values
+
+
+@probe("attention_scores")
+def one_sequence_square_keys():
+    # One sequence behind a batch axis, n_k == d_k: a transpose of every axis of k runs here too.
+    q, k, _ = _qkv(61, batch=(1,), n_q=3, n_k=4, d_k=4)
+    return (q, k), {}
+
+
+@probe("scaled_dot_product_attention")
+def float32_no_mask():
+    return tuple(a.astype(np.float32) for a in _qkv(62)), {}
+
+
+@probe("scaled_dot_product_attention")
+def bool_mask_with_a_blocked_query():
+    q, k, v = _qkv(63)
+    mask = np.random.default_rng(63).random((NQ, NK)) < 0.6
+    mask[:, 0] = True
+    mask[2] = False  # query 2 may attend to nothing
+    return (q, k, v), {"mask": mask}
+
+
+@probe("scaled_dot_product_attention")
+def float_mask_with_minus_infinity():
+    q, k, v = _qkv(64, batch=(B,))
+    bias = np.random.default_rng(64).normal(scale=2.0, size=(B, NQ, NK))
+    bias[:, :, [1, 4]] = -np.inf
+    bias[1, 3] = -np.inf  # a fully blocked query in sequence 1
+    bias[0, 0, 2] = 0.0
+    return (q, k, v), {"mask": bias}
+
+
+@probe("scaled_dot_product_attention")
+def padding_mask_per_sequence():
+    q, k, v = _qkv(65, batch=(B,))
+    return (q, k, v), {"mask": (np.arange(NK) < np.array([NK, 3])[:, None])[:, None, :]}
+
+
+@probe("scaled_dot_product_attention")
+def mask_shaped_like_batch_and_heads():
+    # batch (3, 7) == (n_q, n_k) on purpose: a mask indexed into the scores by hand lines up with
+    # the batch axes here, where np.where broadcasts it over them.
+    q, k, v = _qkv(66, batch=(3, NK), n_q=3)
+    mask = np.random.default_rng(66).random((3, NK)) < 0.6
+    mask[:, 0] = True
+    return (q, k, v), {"mask": mask}
+
+
+def test_reference_values_with_masks(impl):
+    expect_probe(impl, "attention_scores/one_sequence_square_keys",
+                 what="attention_scores(q, k) with q (1, 3, 4) and k (1, 4, 4)", idea=BATCHED)
+    expect_probe(impl, "scaled_dot_product_attention/float32_no_mask",
+                 what=f"(context, weights) of float32 q, k, v with batch ({B}, {H})", idea=SHAPES,
+                 rtol=1e-5, atol=1e-6)
+    cases = {
+        "bool_mask_with_a_blocked_query": (f"a ({NQ}, {NK}) boolean mask in which query 2 sees no key",
+                                           f"{MASK}; {FULLY_MASKED}"),
+        "float_mask_with_minus_infinity": (f"a ({B}, {NQ}, {NK}) float mask of finite values and -inf",
+                                           f"{ADDITIVE}; {FULLY_MASKED}"),
+        "padding_mask_per_sequence": (f"a ({B}, 1, {NK}) padding mask, lengths {NK} and 3", MASK),
+        "mask_shaped_like_batch_and_heads": (f"a (3, {NK}) mask and q of shape (3, {NK}, 3, {DK})",
+                                             MASK + "; the mask lines up with the LAST two axes of the scores"),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the fully blocked query test reports them
+        for name, (what, idea) in cases.items():
+            expect_probe(impl, f"scaled_dot_product_attention/{name}", what=f"(context, weights) with {what}",
+                         idea=idea)
+
+
 # ----------------------------------------------------------------------------- bad input
+
+
+@probe("attention_scores", rejects="q")
+def keys_one_feature_wider():
+    q, _, _ = _qkv(60, batch=())
+    return (q, np.random.default_rng(60).normal(size=(NK, DK + 1))), {}
+
+
+@probe("scaled_dot_product_attention", rejects="mask")
+def mask_one_key_short():
+    # One sequence, n_q == n_k == d_k: only the mask is wrong, so any other slip of the computation
+    # still runs, and the ValueError (or its absence) is about the mask alone.
+    return _qkv(67, batch=(1,), n_q=4, n_k=4, d_k=4), {"mask": np.ones((4, 3), dtype=bool)}
 
 
 def test_rejects_bad_input(impl):
     q, k, v = _qkv(60, batch=())
     bad_k = np.random.default_rng(60).normal(size=(NK, DK + 1))
     idea = "bad input raises ValueError naming the argument and the shapes"
-    expect_raises_value_error(lambda: impl.attention_scores(q, bad_k), argument="q",
-                              what=f"attention_scores(q, k) with q {q.shape} and k {bad_k.shape}",
-                              idea=idea + ": q and k share d_k")
+    expect_probe(impl, "attention_scores/keys_one_feature_wider",
+                 what=f"attention_scores(q, k) with q {q.shape} and k {bad_k.shape}", idea=idea + ": q and k share d_k")
     expect_raises_value_error(lambda: impl.scaled_dot_product_attention(q, bad_k, v), argument="q",
                               what=f"scaled_dot_product_attention with q {q.shape} and k {bad_k.shape}",
                               idea=idea + ": q and k share d_k")
     expect_raises_value_error(lambda: impl.scaled_dot_product_attention(q, k, v[:-1]), argument="v",
                               what=f"scaled_dot_product_attention with k {k.shape} and v {v[:-1].shape}",
                               idea=idea + ": k and v have one row per key")
-    mask = np.ones((NQ, NK - 1), dtype=bool)
-    expect_raises_value_error(lambda: impl.scaled_dot_product_attention(q, k, v, mask=mask), argument="mask",
-                              what=f"scaled_dot_product_attention, weights ({NQ}, {NK}), mask {mask.shape}",
-                              idea=idea + ": the mask must broadcast to the weights' shape (..., n_q, n_k)")
+    expect_probe(impl, "scaled_dot_product_attention/mask_one_key_short",
+                 what="scaled_dot_product_attention with q, k of shape (1, 4, 4): weights (1, 4, 4), mask (4, 3)",
+                 idea=idea + ": the mask must broadcast to the weights' shape (..., n_q, n_k)")

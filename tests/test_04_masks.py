@@ -88,6 +88,33 @@ def causal_and_padding():
     return (np.tril(np.ones((5, 5), dtype=bool)), padding), {}
 
 
+@probe("combine_masks")
+def three_masks_the_last_full_size():
+    rng = np.random.default_rng(404)
+    padding = (np.arange(5) < np.array([5, 2, 4])[:, None])[:, None, :]  # (3, 1, 5)
+    return (np.tril(np.ones((5, 5), dtype=bool)), padding, rng.random((3, 5, 5)) < 0.7), {}
+
+
+@probe("combine_masks")
+def one_mask():
+    return (np.random.default_rng(405).random((4, 6)) < 0.5,), {}
+
+
+@probe("causal_mask", rejects="n")
+def no_positions():
+    return (0,), {}
+
+
+@probe("padding_mask", rejects="lengths")
+def length_beyond_max_len():
+    return (np.array([2, 7, 1]), 5), {}
+
+
+@probe("to_additive", rejects="mask")
+def float_mask():
+    return (np.array([[1.0, 0.0, 1.0]]),), {}
+
+
 @probe("to_additive")
 def random_mask_float32():
     mask = np.random.default_rng(403).random((2, 3, 4)) < 0.6
@@ -333,20 +360,20 @@ def test_to_additive_leaves_a_fully_blocked_row_without_weights(impl):
 
 
 def test_rejects_bad_input(impl):
-    for n in (0, -3):
-        expect_raises_value_error(lambda n=n: impl.causal_mask(n), argument="n",
-                                  what=f"causal_mask({n})", idea=f"{CHECKS}: a sequence length is positive")
-    expect_raises_value_error(lambda: impl.padding_mask(np.array([2, 7, 1]), 5), argument="lengths",
-                              what="padding_mask([2, 7, 1], max_len=5): a length exceeds max_len",
-                              idea=f"{CHECKS}: each length lies between 0 and max_len")
+    expect_probe(impl, "causal_mask/no_positions", what="causal_mask(0)",
+                 idea=f"{CHECKS}: a sequence length is positive")
+    expect_raises_value_error(lambda: impl.causal_mask(-3), argument="n",
+                              what="causal_mask(-3)", idea=f"{CHECKS}: a sequence length is positive")
+    expect_probe(impl, "padding_mask/length_beyond_max_len",
+                 what="padding_mask([2, 7, 1], max_len=5): a length exceeds max_len",
+                 idea=f"{CHECKS}: each length lies between 0 and max_len")
     expect_raises_value_error(lambda: impl.padding_mask(np.array([1, -1]), 3), argument="lengths",
                               what="padding_mask([1, -1], max_len=3): a negative length",
                               idea=f"{CHECKS}: each length lies between 0 and max_len")
     expect_raises_value_error(lambda: impl.padding_mask(np.array([1, 2]), 0), argument="max_len",
                               what="padding_mask([1, 2], max_len=0)", idea=f"{CHECKS}: max_len is positive")
-    expect_raises_value_error(lambda: impl.to_additive(np.array([[1.0, 0.0, 1.0]])), argument="mask",
-                              what="to_additive of a float array",
-                              idea=f"{CHECKS}: to_additive takes a boolean mask (a float mask is already additive)")
+    expect_probe(impl, "to_additive/float_mask", what="to_additive of a float array",
+                 idea=f"{CHECKS}: to_additive takes a boolean mask (a float mask is already additive)")
     expect_raises_value_error(lambda: impl.combine_masks(np.ones((3, 4)), np.ones((3, 4), dtype=bool)),
                               argument="masks", what="combine_masks of a float and a boolean mask",
                               idea=f"{CHECKS}: combine boolean masks, then convert with to_additive")
@@ -359,5 +386,10 @@ def test_reference_values(impl):
                  idea=PADDING)
     expect_probe(impl, "combine_masks/causal_and_padding",
                  what="combine_masks on the fixed input combine_masks/causal_and_padding", idea=COMBINE)
+    expect_probe(impl, "combine_masks/three_masks_the_last_full_size",
+                 what="combine_masks of three masks (5, 5), (3, 1, 5), (3, 5, 5)",
+                 idea=COMBINE + "; fold in every mask")
+    expect_probe(impl, "combine_masks/one_mask", what="combine_masks of a single (4, 6) mask",
+                 idea=COMBINE + "; a single mask combines to itself")
     expect_probe(impl, "to_additive/random_mask_float32",
                  what="to_additive on the fixed input to_additive/random_mask_float32", idea=ADDITIVE)

@@ -139,6 +139,16 @@ def given_positions():
     return (rng.normal(size=(4, 8)),), {"positions": np.array([3, 0, 11, 6]), "base": 50.0}
 
 
+@probe("rotary_embedding")
+def float32_batch():
+    return (np.random.default_rng(503).normal(size=(3, 4, 6)).astype(np.float32),), {}
+
+
+@probe("rotary_embedding", rejects="x")
+def odd_number_of_features():
+    return (np.ones((3, 5)),), {}
+
+
 @probe("alibi_bias")
 def five_by_three():
     return (5, 3), {}
@@ -412,9 +422,9 @@ def test_rejects_bad_input(impl):
                               what="sinusoidal_encoding(0, 4)", idea=f"{CHECKS}: sizes are positive")
     expect_raises_value_error(lambda: impl.sinusoidal_encoding(5, 0), argument="d_model",
                               what="sinusoidal_encoding(5, 0)", idea=f"{CHECKS}: sizes are positive")
-    expect_raises_value_error(lambda: impl.rotary_embedding(np.ones((3, 5))), argument="x",
-                              what="rotary_embedding of a (3, 5) array: an odd number of features",
-                              idea=f"{CHECKS}: rotary embedding rotates pairs of features, so d must be even")
+    expect_probe(impl, "rotary_embedding/odd_number_of_features",
+                 what="rotary_embedding of a (3, 5) array: an odd number of features",
+                 idea=f"{CHECKS}: rotary embedding rotates pairs of features, so d must be even")
     expect_raises_value_error(lambda: impl.rotary_embedding(np.ones((2, 4)), positions=np.arange(3)),
                               argument="positions", what="rotary_embedding of a (2, 4) array with 3 positions",
                               idea=f"{CHECKS}: one position per row of x")
@@ -431,5 +441,8 @@ def test_reference_values(impl):
                  what="sinusoidal_encoding on the fixed input sinusoidal_encoding/seven_by_ten", idea=SINUSOID)
     for name in ("rotary_embedding/batch_of_two", "rotary_embedding/given_positions"):
         expect_probe(impl, name, what=f"rotary_embedding on the fixed input {name}", idea=ROTARY)
+    # float32 keeps about 7 digits: a correct rotation may round differently from the reference.
+    expect_probe(impl, "rotary_embedding/float32_batch", what="rotary_embedding of a fixed float32 (3, 4, 6) array",
+                 idea=ROTARY, rtol=1e-5, atol=1e-6)
     expect_probe(impl, "alibi_bias/five_by_three", what="alibi_bias on the fixed input alibi_bias/five_by_three",
                  idea=ALIBI)

@@ -84,6 +84,34 @@ def cross_attention_with_padding():
     return (rng.normal(size=(BATCH, N_Q, D_MODEL)), _params(604), N_HEADS), kwargs
 
 
+@probe("split_heads")
+def two_batch_axes():
+    return (_tokens(605, BATCH, 6, N_Q, D_MODEL), N_HEADS), {}
+
+
+@probe("init_multi_head")
+def seeded_twelve_by_three():
+    return (np.random.default_rng(606), D_MODEL, N_HEADS), {}
+
+
+@probe("multi_head_attention")
+def cross_attention_same_length():
+    # kv as long as x but holding other tokens: taking keys or values from x runs without error here.
+    rng = np.random.default_rng(607)
+    x, kv = rng.normal(size=(BATCH, N_Q, D_MODEL)), rng.normal(size=(BATCH, N_Q, D_MODEL))
+    return (x, _params(608), N_HEADS), {"kv": kv}
+
+
+@probe("multi_head_attention")
+def per_sequence_mask_batch_equals_heads():
+    rng = np.random.default_rng(609)
+    mask = rng.random((N_HEADS, N_Q, N_K)) < 0.5
+    mask[:, :, 0] = True
+    mask[1, 3] = False  # a query of sequence 1 that may see no key
+    kwargs = {"kv": rng.normal(size=(N_HEADS, N_K, D_MODEL)), "mask": mask}
+    return (rng.normal(size=(N_HEADS, N_Q, D_MODEL)), _params(610), N_HEADS), kwargs
+
+
 # ---------------------------------------------------------------- split_heads / merge_heads
 
 def test_split_heads_shape(impl):
@@ -372,6 +400,17 @@ def test_reference_values(impl):
     expect_probe(impl, "multi_head_attention/cross_attention_with_padding",
                  what="cross-attention (5 queries, 7 keys) with a (2, 1, 7) padding mask",
                  idea=CROSS + "; " + MASK)
+    expect_probe(impl, "multi_head_attention/cross_attention_same_length",
+                 what="cross-attention with kv as long as x (5 tokens each) but holding other tokens", idea=CROSS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the fully masked query test reports them
+        expect_probe(impl, "multi_head_attention/per_sequence_mask_batch_equals_heads",
+                     what="3 sequences, 3 heads, one (5, 7) mask per sequence (sequence 1's query 3 sees no key)",
+                     idea=MASK)
+    expect_probe(impl, "split_heads/two_batch_axes", what="split_heads of a (2, 6, 5, 12) array, 3 heads",
+                 idea=SPLIT + "; count the axes from the end, whatever the number of batch axes")
+    expect_probe(impl, "init_multi_head/seeded_twelve_by_three", what="init_multi_head(default_rng(606), 12, 3)",
+                 idea=INIT, rtol=1e-12, atol=0.0)
 
 
 def test_rejects_heads_that_do_not_divide_d_model(impl):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
@@ -25,10 +27,10 @@ ACTIVATION = ("the layer's feed-forward network uses the `activation` it is give
 RESIDUAL = "each sub-layer's input is added to its output (the residual), before (post-LN) or without (pre-LN) a norm"
 
 
-def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(variance + eps) * gamma + beta
+def _normalised_variance(x: np.ndarray, eps: float) -> np.ndarray:
+    """What layer norm (gamma=1, beta=0) leaves of each token's variance: var / (var + eps), var biased."""
+    var = np.var(x, axis=-1)
+    return var / (var + eps)
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
@@ -110,6 +112,44 @@ def pre_ln_gelu():
                                                                            "activation": "gelu"}
 
 
+@probe("transformer_layer")
+def post_ln_padding():
+    mask = (np.arange(N) < np.array([N, 3])[:, None])[:, None, :]  # (batch, 1, n): sequence 1 has 3 tokens
+    return (_tokens(709, BATCH, N, D_MODEL), _layer_params(710), N_HEADS), {"mask": mask}
+
+
+@probe("layer_norm")
+def quiet_tokens_large_eps():
+    rng = np.random.default_rng(711)
+    x = rng.normal(loc=1.0, scale=0.3, size=(BATCH, N, D_MODEL))
+    return (x, rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)), {"eps": 0.5}
+
+
+@probe("feed_forward")
+def gelu_random_biases():
+    return (_tokens(712, BATCH, N, D_MODEL) * 2.0, _ffn_params(713)), {"activation": "gelu"}
+
+
+@probe("feed_forward")
+def relu_random_biases():
+    return (_tokens(714, BATCH, N, D_MODEL), _ffn_params(715)), {"activation": "relu"}
+
+
+@probe("dropout")
+def seeded_training():
+    # A fresh generator for every call; the global state is seeded too, so a mask drawn from
+    # np.random instead of rng is repeatable, and recognisable.
+    np.random.seed(716)
+    return (np.random.default_rng(717).uniform(0.5, 2.0, size=(3, 8)), 0.25, np.random.default_rng(718)), {}
+
+
+@probe("dropout")
+def seeded_evaluation():
+    np.random.seed(719)
+    x = np.random.default_rng(720).uniform(0.5, 2.0, size=(3, 8))
+    return (x, 0.25, np.random.default_rng(721)), {"training": False}
+
+
 # ---------------------------------------------------------------- layer_norm
 
 def test_layer_norm_shape_and_dtype(impl):
@@ -122,12 +162,24 @@ def test_layer_norm_shape_and_dtype(impl):
                          idea="dtype in = dtype out: do not upcast with float64 arrays or np.float64 constants")
 
 
-def test_layer_norm_matches_hand_computation(impl):
+def test_layer_norm_statistics_with_a_large_eps(impl):
+    # Exact values are checked against the reference at the end (test_reference_values); here the
+    # properties that define layer norm: with gamma=1, beta=0 every token comes out with mean 0 and
+    # variance var / (var + eps), and gamma and beta then act feature by feature, affinely.
     rng = np.random.default_rng(2)
     x = rng.normal(loc=1.0, scale=0.8, size=(BATCH, N, D_MODEL))
     gamma, beta = rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)
-    expect_close(impl.layer_norm(x, gamma, beta, eps=0.5), _layer_norm(x, gamma, beta, 0.5),
-                 what="layer_norm with random gamma and beta and eps=0.5", idea=LN)
+    plain = impl.layer_norm(x, np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.5)
+    if not expect_shape(plain, x.shape, what="layer_norm of a (2, 5, 12) array with eps=0.5", idea=LN):
+        return
+    expect_close(plain.mean(axis=-1), np.zeros((BATCH, N)), atol=1e-9,
+                 what="with gamma=1, beta=0, eps=0.5: the mean of every token's output features", idea=LN)
+    expect_close(plain.var(axis=-1), _normalised_variance(x, 0.5), rtol=1e-9,
+                 what="with gamma=1, beta=0, eps=0.5: the variance of every output token, var / (var + eps) "
+                      "with var the biased variance of the token's features", idea=LN)
+    expect_close(impl.layer_norm(x, gamma, beta, eps=0.5), plain * gamma + beta,
+                 what="layer_norm with random gamma and beta and eps=0.5 vs. the plain normalisation * gamma + beta",
+                 idea=LN)
 
 
 def test_layer_norm_normalises_each_token_over_its_features(impl):
@@ -159,8 +211,11 @@ def test_layer_norm_puts_eps_inside_the_square_root(impl):
     x = _tokens(5, BATCH, N, D_MODEL, loc=1.0) * 0.2
     ones, zeros = np.ones(D_MODEL), np.zeros(D_MODEL)
     out = impl.layer_norm(x, ones, zeros, eps=0.5)
-    if not expect_close(out, _layer_norm(x, ones, zeros, 0.5),
-                        what="layer_norm of small-variance tokens with eps=0.5 (gamma=1, beta=0)",
+    if not expect_shape(out, x.shape, what="layer_norm of a (2, 5, 12) array", idea=LN):
+        return
+    if not expect_close(out.var(axis=-1), _normalised_variance(x, 0.5), rtol=1e-9,
+                        what="layer_norm of small-variance tokens with eps=0.5 (gamma=1, beta=0): the variance "
+                             "of every output token, var / (var + eps)",
                         idea="eps goes inside the square root: (x - mean) / sqrt(var + eps)"):
         centred = x - x.mean(axis=-1, keepdims=True)
         if np.allclose(out, centred / (centred.std(axis=-1, keepdims=True) + 0.5)):
@@ -331,11 +386,17 @@ def test_transformer_layer_shape(impl):
                          idea="a layer maps (..., n, d_model) to the same shape")
 
 
+def _norms(impl, params: dict) -> tuple:
+    """LN1 and LN2 made from your layer_norm (tested above), so these tests judge only the wiring."""
+    return tuple(functools.partial(impl.layer_norm, gamma=params[f"{norm}_gamma"], beta=params[f"{norm}_beta"],
+                                   eps=LN_EPS) for norm in ("ln1", "ln2"))
+
+
 def test_residual_paths_with_silent_sublayers(impl):
     # Zero weights and biases: both sub-layers output exactly 0, only residuals and norms remain.
     x, params = _tokens(31, BATCH, N, D_MODEL, loc=0.5), _silenced(_layer_params(32), attention=True, ffn=True)
-    expected = _layer_norm(_layer_norm(x, params["ln1_gamma"], params["ln1_beta"], LN_EPS),
-                           params["ln2_gamma"], params["ln2_beta"], LN_EPS)
+    ln1, ln2 = _norms(impl, params)
+    expected = ln2(ln1(x))
     expect_close(impl.transformer_layer(x, params, N_HEADS), expected,
                  what="post-LN layer whose attention and feed-forward output 0: LN2(LN1(x))",
                  idea=POST + "; " + RESIDUAL)
@@ -346,11 +407,12 @@ def test_residual_paths_with_silent_sublayers(impl):
 def test_feed_forward_residual(impl):
     # Only the attention is silenced, so the expected output is computable by hand.
     x, params = _tokens(33, BATCH, N, D_MODEL, loc=0.5), _silenced(_layer_params(34), attention=True, ffn=False)
-    ln1 = _layer_norm(x, params["ln1_gamma"], params["ln1_beta"], LN_EPS)
-    post = _layer_norm(ln1 + _feed_forward(ln1, params, _relu), params["ln2_gamma"], params["ln2_beta"], LN_EPS)
+    ln1, ln2 = _norms(impl, params)
+    h = ln1(x)
+    post = ln2(h + _feed_forward(h, params, _relu))
     expect_close(impl.transformer_layer(x, params, N_HEADS), post,
                  what="post-LN layer with silent attention: LN2(h + FFN(h)) with h = LN1(x)", idea=POST)
-    pre = x + _feed_forward(_layer_norm(x, params["ln2_gamma"], params["ln2_beta"], LN_EPS), params, _relu)
+    pre = x + _feed_forward(ln2(x), params, _relu)
     expect_close(impl.transformer_layer(x, params, N_HEADS, norm_first=True), pre,
                  what="pre-LN layer with silent attention: x + FFN(LN2(x))", idea=PRE)
 
@@ -406,13 +468,13 @@ def test_layer_is_permutation_equivariant(impl):
 
 def test_activation_is_passed_to_the_feed_forward(impl):
     x, params = _tokens(44, BATCH, N, D_MODEL), _silenced(_layer_params(45), attention=True, ffn=False)
-    pre = x + _feed_forward(_layer_norm(x, params["ln2_gamma"], params["ln2_beta"], LN_EPS), params, _gelu_tanh)
+    ln1, ln2 = _norms(impl, params)
+    pre = x + _feed_forward(ln2(x), params, _gelu_tanh)
     expect_close(impl.transformer_layer(x, params, N_HEADS, norm_first=True, activation="gelu"), pre,
                  what="pre-LN layer with silent attention and activation='gelu': x + FFN_gelu(LN2(x))",
                  idea=ACTIVATION)
-    ln1 = _layer_norm(x, params["ln1_gamma"], params["ln1_beta"], LN_EPS)
-    post = _layer_norm(ln1 + _feed_forward(ln1, params, _gelu_tanh), params["ln2_gamma"], params["ln2_beta"],
-                       LN_EPS)
+    h = ln1(x)
+    post = ln2(h + _feed_forward(h, params, _gelu_tanh))
     expect_close(impl.transformer_layer(x, params, N_HEADS, activation="gelu"), post,
                  what="post-LN layer with silent attention and activation='gelu'",
                  idea=ACTIVATION)
@@ -424,6 +486,14 @@ def test_reference_values(impl):
         "transformer_layer/pre_ln_relu_causal": ("pre-LN layer, relu, causal mask", PRE),
         "transformer_layer/post_ln_gelu_causal": ("post-LN layer, gelu, causal mask", POST),
         "transformer_layer/pre_ln_gelu": ("pre-LN layer, gelu", PRE),
+        "transformer_layer/post_ln_padding": ("post-LN layer, relu, a (2, 1, 5) padding mask", POST),
+        "layer_norm/quiet_tokens_large_eps": ("layer_norm of small-variance tokens, random gamma and beta, eps=0.5",
+                                              LN),
+        "feed_forward/gelu_random_biases": ("feed_forward with gelu and random biases", f"{FFN}; {GELU}"),
+        "feed_forward/relu_random_biases": ("feed_forward with relu and random biases", FFN),
+        "dropout/seeded_training": ("dropout(x, 0.25, default_rng(718)) while training",
+                                    DROPOUT + "; one rng.random(x.shape) draw, keep where it is >= rate"),
+        "dropout/seeded_evaluation": ("dropout(x, 0.25, rng, training=False)", "at evaluation dropout does nothing"),
     }
     for name, (what, idea) in cases.items():
         expect_probe(impl, name, what=what, idea=idea)
