@@ -3,6 +3,8 @@
 The README's table of exercises sits between the markers
 ``<!-- exercises:begin -->`` and ``<!-- exercises:end -->``; it is written
 from ``grader/curriculum.toml`` so the order and points are never typed twice.
+A block between ``<!-- include:docs/NAME.md -->`` and ``<!-- end include -->``
+is a copy of that document (the sections the release builder also ships).
 
 Usage::
 
@@ -13,6 +15,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from grader.curriculum import ROOT, load
@@ -33,10 +36,19 @@ def exercise_table() -> str:
     return "\n".join(rows)
 
 
+INCLUDE = re.compile(r"(<!-- include:(?P<path>[\w./-]+) -->\n)(?P<body>.*?)(<!-- end include -->)", re.S)
+
+
 def render(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current table."""
+    """``text`` with the table and the included documents brought up to date."""
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + exercise_table() + "\n" + text[end:]
+    text = text[:start] + "\n" + exercise_table() + "\n" + text[end:]
+
+    def include(match: re.Match[str]) -> str:
+        body = (ROOT / match["path"]).read_text(encoding="utf-8").rstrip("\n") + "\n"
+        return match.group(1) + body + match.group(4)
+
+    return INCLUDE.sub(include, text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,435 @@
+"""The kit inside Jupyter: run graded tests on a notebook's functions, read notebooks back as modules.
+
+Two halves, both used by the notebooks that ``attention-kit notebooks`` builds:
+
+* In the kernel, a test cell calls ``check("attention", "test_rows_sum_to_one")``.
+  That runs the graded test of ``tests/`` (never a copy) against the functions
+  the notebook defined, through :class:`NotebookImplementation`, which serves
+  them to the suite as any other implementation does. The whole test file runs
+  once per set of function objects and the outcomes are cached, so the other
+  test cells of the exercise cost nothing. ``check_hidden`` does the same for
+  the instructors' hidden tests (``grader/hidden_tests``).
+* On the grading machine, :func:`extract_modules` turns a filled-in notebook
+  into module sources (``{"attention": "..."}``) and :func:`notebooks_to_folder`
+  writes them as a submission folder, so ``attention-kit grade`` grades a
+  ``.ipynb`` exactly like a folder of modules.
+
+Only the standard library is imported at the top: the kernel imports this
+module in every test cell, and ``attention-kit grade`` imports it to read
+notebooks without numpy, pytest or nbformat.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
+
+HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
+# Lets an instructor who builds notebooks with `--hidden DIR` point the kernel at that folder.
+HIDDEN_ENV = "ATTENTION_KIT_HIDDEN"
+# Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
+KIT_METADATA = "attention_kit"
+GIVEN_ROLE = "given"
+# The private module of the reference whose input checks the notebooks give to everyone.
+CHECKS_MODULE = "_checks"
+# Folders that never hold a student's notebook (checkpoints are stale copies).
+SKIPPED_FOLDERS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
+_CACHE_SIZE = 32
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving the notebook's functions to the graded suite
+
+
+class NotebookImplementation:
+    """The functions defined in a notebook, as an implementation for the graded suite.
+
+    Parameters
+    ----------
+    namespace : mapping
+        Where the notebook's cells defined their functions (the kernel's globals).
+    """
+
+    def __init__(self, namespace: Mapping[str, Any]) -> None:
+        self.namespace = namespace
+
+    def function(self, exercise: str, name: str) -> Callable[..., Any]:
+        """Return the notebook's ``name``, or raise ``tests.kit.ImplementationError`` if it has none."""
+        from tests.kit import ImplementationError
+
+        found = self.namespace.get(name)
+        if not callable(found):
+            raise ImplementationError(f"define {name}() in the cell above (and run that cell)")
+        return found
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One graded test's result: passed, or the failure text a student reads."""
+
+    passed: bool
+    message: str = ""
+
+
+def _student_text(report: Any) -> str:
+    """The failure as pytest shows it, trimmed: the diagnosis (if any) and the what/expected/observed blocks."""
+    from grader.status import trim_failure
+
+    text = report.longreprtext
+    diagnosis = ""
+    if text.startswith("Diagnosis:") and "\n\n" in text:
+        # tests/plugin.py puts the known mistake's description before the report itself.
+        diagnosis, text = text.split("\n\n", 1)
+    longrepr = None if diagnosis else report.longrepr
+    body = trim_failure(text, None, longrepr) or report.outcome
+    return f"{diagnosis}\n\n{body}" if diagnosis else body
+
+
+class _Recorder:
+    """A pytest plugin: serve the notebook's functions, record each test's outcome by name."""
+
+    def __init__(self, implementation: NotebookImplementation) -> None:
+        self.implementation = implementation
+        self.outcomes: dict[str, Outcome] = {}
+        self.errors: list[str] = []
+
+    def pytest_configure(self, config: Any) -> None:
+        config.attention_kit_implementation = lambda path: self.implementation
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.errors.append(report.longreprtext)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        name = report.nodeid.split("::", 1)[-1]
+        previous = self.outcomes.get(name, Outcome(True))
+        if previous.passed and (report.failed or report.skipped):  # a skip is a failure to the student
+            self.outcomes[name] = Outcome(False, _student_text(report))
+        else:
+            self.outcomes.setdefault(name, previous)
+
+
+def _pytest_arguments(files: Iterable[str | Path], extra: Iterable[str] = ()) -> list[str]:
+    """The arguments ``attention-kit status`` uses for a quiet in-process run of graded files."""
+    from grader.status import SUITE_PLUGINS
+
+    arguments = [*map(str, files), f"--rootdir={ROOT}", "-p", "tests.plugin",
+                 "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+                 *(option for plugin in SUITE_PLUGINS for option in ("-p", plugin)), *extra]
+    config = ROOT / "pyproject.toml"
+    if config.is_file():
+        arguments += ["-c", str(config)]
+    # The plugin wants an --impl folder; the notebook's implementation replaces whatever it names.
+    return [*arguments, f"--impl={ROOT}"]
+
+
+def _quiet_pytest(arguments: list[str], plugin: Any) -> int:
+    """``pytest.main`` with its output hidden and without third-party plugins (as ``status`` runs it)."""
+    import pytest
+
+    sink = io.StringIO()
+    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            code = pytest.main(arguments, plugins=[plugin])
+    finally:
+        if saved is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+    if code == pytest.ExitCode.INTERRUPTED:
+        raise KeyboardInterrupt
+    if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise RuntimeError(f"the graded tests could not run (pytest exit {int(code)}):\n{sink.getvalue()[-2000:]}")
+    return int(code)
+
+
+def run_test_file(path: str | Path, namespace: Mapping[str, Any]) -> dict[str, Outcome]:
+    """Run one graded test file against the functions in ``namespace``; outcome per test name."""
+    recorder = _Recorder(NotebookImplementation(namespace))
+    _quiet_pytest(_pytest_arguments([path]), recorder)
+    if recorder.errors:
+        raise RuntimeError(f"{Path(path).name} could not be collected:\n{recorder.errors[0]}")
+    return recorder.outcomes
+
+
+def collect_tests(path: str | Path) -> list[str]:
+    """The names of the tests in one graded file, in the order pytest runs them."""
+
+    class Collector:
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def pytest_collection_finish(self, session: Any) -> None:
+            self.names = [item.nodeid.split("::", 1)[-1] for item in session.items]
+
+    collector = Collector()
+    _quiet_pytest(_pytest_arguments([path], ["--collect-only"]), collector)
+    return collector.names
+
+
+# (file, namespace id, the function objects) -> outcomes. Holding the functions keeps their ids unique.
+_CACHE: dict[tuple[Any, ...], dict[str, Outcome]] = {}
+
+
+def _cache_key(path: Path, namespace: Mapping[str, Any]) -> tuple[Any, ...]:
+    names = [name for exercise in load_curriculum().exercises for name in exercise.functions]
+    # Functions compare by identity: re-running a cell makes new objects, hence a new run.
+    return (str(path), id(namespace), tuple((name, namespace.get(name)) for name in names))
+
+
+def outcomes(path: str | Path, namespace: Mapping[str, Any]) -> dict[str, Outcome]:
+    """The outcomes of a test file for these function objects, from the cache when they are known."""
+    key = _cache_key(Path(path), namespace)
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = run_test_file(path, namespace)
+    return _CACHE[key]
+
+
+def _report(exercise: str, test_name: str, path: Path, namespace: Mapping[str, Any]) -> None:
+    results = outcomes(path, namespace)
+    outcome = results.get(test_name)
+    if outcome is None:
+        raise LookupError(f"{path.name} has no test {test_name!r}; its tests are: {', '.join(results)}")
+    if not outcome.passed:
+        raise AssertionError(f"{exercise}: {test_name} failed\n\n{outcome.message}")
+    print(f"passed: {test_name}")
+
+
+def _caller_namespace(namespace: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    # The cell that calls check() runs in the kernel's user namespace: its globals are the notebook's.
+    return namespace if namespace is not None else sys._getframe(2).f_globals
+
+
+def check(exercise: str, test_name: str, namespace: Mapping[str, Any] | None = None) -> None:
+    """Run one graded test of ``exercise`` against the functions the notebook defined.
+
+    Parameters
+    ----------
+    exercise : str
+        An exercise of the manifest, e.g. ``"softmax"``.
+    test_name : str
+        A test of that exercise's graded file, e.g. ``"test_rows_sum_to_one"``.
+    namespace : mapping, optional
+        Where to find the functions; default: the globals of the caller (the notebook).
+
+    Raises
+    ------
+    AssertionError
+        With the failure text of the graded suite (what, expected, observed, revisit) if the test fails.
+    """
+    path = ROOT / load_curriculum().exercise(exercise).test_file
+    _report(exercise, test_name, path, _caller_namespace(namespace))
+
+
+def hidden_files(exercise: str, folder: str | Path | None = None) -> list[Path]:
+    """The hidden test files of ``exercise`` in ``folder`` (default: $ATTENTION_KIT_HIDDEN or grader/hidden_tests)."""
+    folder = Path(folder or os.environ.get(HIDDEN_ENV) or HIDDEN_DIR)
+    if not folder.is_dir():
+        return []
+    from grader.grade import hidden_test_files
+
+    return [Path(f.path) for f in hidden_test_files(folder) if f.exercise == exercise]
+
+
+def check_hidden(exercise: str, test_name: str, namespace: Mapping[str, Any] | None = None,
+                 folder: str | Path | None = None) -> None:
+    """Like :func:`check`, for a hidden test (only present where instructors grade).
+
+    Raises
+    ------
+    LookupError
+        If no hidden test file of ``exercise`` holds ``test_name``.
+    """
+    namespace = _caller_namespace(namespace)
+    for path in hidden_files(exercise, folder):
+        if test_name in _test_names_of(path):
+            _report(exercise, test_name, path, namespace)
+            return
+    raise LookupError(f"no hidden test {test_name!r} for {exercise} (hidden tests are only on the grading machine)")
+
+
+def _test_names_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a filled-in notebook back as modules
+
+_MAGIC = re.compile(r"^\s*(%|!(?!=))")
+
+
+def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(notebook, Mapping):
+        return notebook
+    try:
+        data = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{Path(notebook).name} is not a notebook (JSON): {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise ValueError(f"{Path(notebook).name} is not a notebook: no cells")
+    return data
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def strip_magics(code: str) -> str:
+    """``code`` without IPython magics and shell escapes (lines starting with ``%`` or ``!``)."""
+    return "\n".join(line for line in code.splitlines() if not _MAGIC.match(line)).strip("\n") + "\n"
+
+
+def _defined_functions(code: str) -> list[str]:
+    """Top-level function names in ``code`` (found by regex when it does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return re.findall(r"^def\s+(\w+)", code, flags=re.MULTILINE)
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _used_names(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"\w+", code))
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def import_header(exercise: str) -> str:
+    """The import lines of ``exercises/<exercise>.py`` (relative imports included), as module text."""
+    path = ROOT / "exercises" / f"{exercise}.py"
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines(keepends=True)
+    tree = ast.parse(source)
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "".join("".join(lines[node.lineno - 1:node.end_lineno]) for node in imports)
+
+
+def _checks_functions() -> set[str]:
+    """The public input checks of ``solutions/_checks.py`` (the notebooks give them to everyone)."""
+    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    if not path.is_file():
+        return set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+
+
+def _is_given(cell: Mapping[str, Any]) -> bool:
+    return cell.get("metadata", {}).get(KIT_METADATA, {}).get("role") == GIVEN_ROLE
+
+
+def _is_solution(cell: Mapping[str, Any]) -> bool:
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
+def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
+    """Module sources for the exercises whose functions a filled-in notebook defines.
+
+    Parameters
+    ----------
+    notebook : path or notebook node
+        A ``.ipynb`` file or its parsed JSON (an ``nbformat`` node is a dict).
+
+    Returns
+    -------
+    dict
+        ``{exercise name: module source}``; each module is the import header
+        of ``exercises/<exercise>.py`` followed by the student's cells that
+        define its functions (nbgrader solution cells; without nbgrader
+        metadata, any code cell that the builder did not give away), magics
+        removed. When that code calls the given input checks
+        (``as_float_array`` ...), the module imports them from ``_checks`` and
+        the result has a ``"_checks"`` entry with their source.
+    """
+    data = _read_notebook(notebook)
+    curriculum = load_curriculum()
+    code_cells = [cell for cell in data["cells"] if isinstance(cell, Mapping) and cell.get("cell_type") == "code"]
+    chosen = [cell for cell in code_cells if _is_solution(cell)]
+    if not chosen:
+        chosen = [cell for cell in code_cells if not _is_given(cell)]
+    pieces: dict[str, list[str]] = {}
+    for cell in chosen:
+        code = strip_magics(_source(cell))
+        owners = []
+        for name in _defined_functions(code):
+            with contextlib.suppress(ValueError):
+                owner = curriculum.exercise_of_function(name).name
+                if owner not in owners:
+                    owners.append(owner)
+        for owner in owners:
+            pieces.setdefault(owner, []).append(code)
+    checks = _checks_functions()
+    modules: dict[str, str] = {}
+    for exercise in curriculum.names:
+        if exercise not in pieces:
+            continue
+        code = "\n\n".join(pieces[exercise])
+        header = import_header(exercise)
+        wanted = sorted((_used_names(code) & checks) - set(_defined_functions(code)))
+        if wanted:
+            # The notebook gave these input checks in a read-only cell; the module imports them instead.
+            header += f"from .{CHECKS_MODULE} import {', '.join(wanted)}\n"
+            modules[CHECKS_MODULE] = (ROOT / "solutions" / f"{CHECKS_MODULE}.py").read_text(encoding="utf-8")
+        modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
+    return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
+
+
+def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
+    """The ``.ipynb`` files in ``folder`` and up to ``depth`` levels below (checkpoints skipped), sorted."""
+    found: list[Path] = []
+    pending = [(Path(folder), 0)]
+    while pending:
+        current, level = pending.pop()
+        try:
+            entries = sorted(current.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink() or entry.name in SKIPPED_FOLDERS or entry.name.startswith("."):
+                continue
+            if entry.is_file() and entry.suffix.lower() == ".ipynb":
+                found.append(entry)
+            elif entry.is_dir() and level < depth:
+                pending.append((entry, level + 1))
+    return sorted(found)
+
+
+def notebooks_to_folder(notebooks: Iterable[Path], target: Path) -> Path:
+    """Write the modules of ``notebooks`` as ``.py`` files into ``target``; returns ``target``.
+
+    An exercise defined in several notebooks is taken from the first (in the
+    order given). A notebook that cannot be read is skipped: its exercises
+    show up as missing modules in the grade.
+    """
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    written: set[str] = set()
+    for notebook in notebooks:
+        try:
+            modules = extract_modules(notebook)
+        except (ValueError, OSError):
+            continue
+        for name, source in modules.items():
+            if name not in written:
+                (target / f"{name}.py").write_text(source, encoding="utf-8")
+                written.add(name)
+    return target
