@@ -191,8 +191,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit demo``."""
     parser.add_argument("--impl", default="exercises", metavar="DIR",
                         help="folder holding your modules (default: exercises)")
-    parser.add_argument("--reference", action="store_true",
-                        help="use the reference solutions/ instead (instructors)")
+    if (ROOT / "solutions").is_dir():  # the instructors' copy; the student release has no reference
+        parser.add_argument("--reference", action="store_true",
+                            help="use the reference solutions/ instead (instructors)")
     parser.add_argument("--causal", action="store_true", help="apply a causal mask (no looking ahead)")
     parser.add_argument("--heads", type=int, metavar="N",
                         help=f"multi-head attention with N heads (N divides {D_MODEL}), one panel per head")
@@ -203,6 +204,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check that the needed exercises pass, compute, print and plot."""
     heads = args.heads
+    args.reference = getattr(args, "reference", False)
     if heads is not None and (heads < 1 or D_MODEL % heads):
         choices = ", ".join(str(h) for h in range(1, D_MODEL + 1) if D_MODEL % h == 0)
         print(f"attention-kit demo: --heads must divide d_model = {D_MODEL}: one of {choices}", file=sys.stderr)
