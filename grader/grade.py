@@ -59,7 +59,12 @@ DEFAULT_OUT = "attention-kit-grades"
 # Wall-clock budget for one student's whole run, on top of the proxy's per-call limits.
 STUDENT_TIMEOUT = 300.0
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "logging", "faulthandler",
-                  "pastebin", "junitxml", "doctest", "nose", "stepwise", "legacypath")
+                  "pastebin", "junitxml", "doctest", "nose", "stepwise", "legacypath",
+                  # Per-test hooks a grading run does not need (the tests catch their own warnings).
+                  "unittest", "subtests", "setuponly", "setupplan", "warnings")
+# The only third-party plugin the graded suite uses. Nothing else is auto-loaded from entry points: whatever
+# else happens to be installed (hypothesis, anyio, pytest-benchmark, ...) would add hooks to every test.
+SUITE_PLUGINS = ("pytest_check.plugin", "tests.plugin")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -198,13 +203,25 @@ def _recorder(job: dict[str, Any]) -> Any:
     class Recorder:
         def __init__(self) -> None:
             self.implementation: Any = None
+            self.started: Any = None
             self.order: list[tuple[str, str, str]] = []
             self.records: dict[str, dict[str, Any]] = {}
             self.errors: list[str] = []
 
         def factory(self, path: Path) -> Any:
+            started, self.started = self.started, None
+            if started is not None and Path(path).resolve() == started.path:
+                return started  # its worker has been starting up while pytest collected the tests
+            if started is not None:
+                with contextlib.suppress(Exception):
+                    started.close()
             self.implementation = make_implementation(path, job["fair"])
             return self.implementation
+
+        def start(self) -> None:
+            """Start the student's worker now, so that its start-up overlaps pytest's own."""
+            with contextlib.suppress(Exception):  # if it cannot start, the fixture reports why, as without this
+                self.implementation = self.started = make_implementation(Path(job["folder"]), job["fair"])
 
         def pytest_configure(self, config: pytest.Config) -> None:
             config.attention_kit_implementation = self.factory
@@ -257,6 +274,37 @@ def _clean_failure(text: str, folder: str) -> str:
     return text.strip()
 
 
+def _memoize_statement_ranges() -> None:
+    """Make pytest find a traceback line's statement without re-parsing the whole test file each time.
+
+    For every traceback entry of every failure, pytest parses the entry's file
+    and walks its whole syntax tree to find where the statement starts and
+    ends (``_pytest._code.source.getstatementrange_ast``): ~10 ms per failure,
+    which adds up when a grading process formats thousands of failures. The
+    answer depends only on the file's text and the line, so it is remembered.
+    A private pytest function: if it is not there (another pytest), nothing changes.
+    """
+    try:
+        from _pytest._code import code
+    except ImportError:
+        return
+    original = getattr(code, "getstatementrange_ast", None)
+    if original is None or getattr(original, "memoized_by_attention_kit", False):
+        return
+    answers: dict[tuple[str, int, bool], Any] = {}
+
+    def getstatementrange_ast(lineno: int, source: Any, assertion: bool = False, astnode: Any = None) -> Any:
+        key = (str(source), lineno, assertion)
+        if key not in answers:
+            if len(answers) > 5000:
+                answers.clear()
+            answers[key] = original(lineno, source, assertion=assertion, astnode=astnode)
+        return answers[key]
+
+    getstatementrange_ast.memoized_by_attention_kit = True  # type: ignore[attr-defined]
+    code.getstatementrange_ast = getstatementrange_ast
+
+
 def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     """Run the graded suite on one submission in this process; student code runs behind the proxy."""
     import pytest
@@ -264,17 +312,28 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     recorder = _recorder(job)
     args = [
         *job["files"], f"--impl={job['folder']}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
-        "-q", "--tb=short", "--no-header", "-p", "tests.plugin",
+        "-q", "--tb=short", "--no-header", *(f"-p{name}" for name in SUITE_PLUGINS),
+        # The tests print in this process only (student code prints in the worker): sys-level capture is enough,
+        # and spares the file-descriptor juggling of the default --capture=fd in every phase of every test.
+        "--capture=sys",
         # Plugins a grading run does not use. unraisableexception alone costs ~0.3 s per run
         # (it calls gc.collect five times at exit), which matters when pytest runs once per student.
         *(f"-pno:{name}" for name in UNUSED_PLUGINS),
     ]
     start = time.monotonic()
+    _memoize_statement_ranges()
+    recorder.start()
     sink = io.StringIO()
+    autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             code = pytest.main(args, plugins=[recorder])
     finally:
+        if autoload is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
         implementation = recorder.implementation
         isolation = getattr(implementation, "isolation", "unknown")
         output = ""

@@ -6,9 +6,11 @@ student's code never runs in the grading process. It runs in
 ``grader/worker.py``, a separate, resource-limited process confined as well as
 this machine allows (``grader.sandbox``), started once per submission and
 reused for every call. Arguments and results cross two dedicated pipes as
-plain data (JSON + ``.npy``, never pickle); exceptions come back as text and
-are raised here again as the same builtin type; in-place changes to array
-arguments and the state of random generators are copied back after each call.
+plain data (a JSON header + the arrays' raw bytes of allowed numeric dtypes,
+never pickle); exceptions come back as text and are raised here again as the
+same builtin type; in-place changes to array arguments and the state of
+random generators are copied back after each call (the worker sends back
+only the arguments a call changed).
 
 Fair grading (the default): a test of exercise E runs the student's module E,
 while the modules E imports (the manifest's ``depends``) are answered by the
@@ -50,6 +52,25 @@ WORKER_SOURCE = Path(worker.__file__)
 STARTUP_TIMEOUT = 30.0  # generous: a loaded CI machine may take a while to start Python + numpy
 MAX_MODULE_BYTES = 1 << 20
 FAIR_VIEW_ALL = "all"
+
+
+# Fair grading's callbacks, answered before: (reference folder, the callback's frame) -> the answer's frame.
+# The reference is a pure function of its arguments (random generators travel with their state), and the
+# graded tests use seeded inputs, so students whose code gets as far as the same callback ask the very same
+# question; the answer is sent again without decoding, running the reference or encoding. Per process.
+_ANSWERS: dict[tuple[str, bytes], bytes] = {}
+_ANSWERS_MAX_BYTES = 32 << 20
+_answers_bytes = 0
+
+
+def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
+    global _answers_bytes
+    size = len(key[1]) + len(answer)
+    if _answers_bytes + size > _ANSWERS_MAX_BYTES:
+        _ANSWERS.clear()  # simpler than LRU, and a class rarely fills it: most questions recur
+        _answers_bytes = 0
+    _ANSWERS[key] = answer
+    _answers_bytes += size
 
 
 class WorkerCrashed(RuntimeError):
@@ -337,7 +358,7 @@ class IsolatedImplementation:
 
     def _read_output(self, fd: int) -> bool:
         try:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, worker.READ_BYTES)
         except (BlockingIOError, InterruptedError):
             return True
         except OSError:
@@ -368,7 +389,7 @@ class IsolatedImplementation:
 
     def _read_replies(self) -> None:
         try:
-            chunk = os.read(self._fds["replies"], 1 << 22)
+            chunk = os.read(self._fds["replies"], worker.READ_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         if not chunk:
@@ -376,32 +397,47 @@ class IsolatedImplementation:
         self._buffer += chunk
 
     def _send(self, data: bytes, deadline: float) -> None:
+        # Write first, wait only when the pipe is full: a whole frame usually goes in one system call.
         view = memoryview(data)
         while view:
-            readable, writable = self._wait(deadline, write=True)
+            try:
+                view = view[os.write(self._fds["requests"], view) :]
+                continue
+            except BlockingIOError:
+                pass
+            except BrokenPipeError:
+                raise _Ended from None
+            readable, _ = self._wait(deadline, write=True)
             if readable:
                 self._read_replies()
-            if writable:
-                try:
-                    view = view[os.write(self._fds["requests"], view[: 1 << 20]) :]
-                except BlockingIOError:
-                    pass
-                except BrokenPipeError:
-                    raise _Ended from None
 
-    def _receive(self, deadline: float) -> tuple[dict, list]:
+    def _next_frame(self, deadline: float) -> bytes:
+        """The next whole frame from the worker, as received."""
         while True:
             try:
-                parsed = worker.unpack(self._buffer)
-            except Exception as error:  # noqa: BLE001 - garbage on the channel: the student wrote to it
+                size = worker.frame_size(self._buffer)
+            except ValueError as error:  # garbage on the channel: the student wrote to it
                 raise _Ended(f"the worker sent a malformed message ({error})") from None
-            if parsed is not None:
-                message, size = parsed
+            if size is not None:
+                frame = bytes(self._buffer[:size])
                 del self._buffer[:size]
-                return message
+                return frame
             readable, _ = self._wait(deadline, write=False)
             if readable:
                 self._read_replies()
+
+    @staticmethod
+    def _parse(frame: bytes) -> tuple[dict, list]:
+        try:
+            parsed = worker.unpack(frame)
+        except Exception as error:  # noqa: BLE001 - garbage on the channel: the student wrote to it
+            raise _Ended(f"the worker sent a malformed message ({error})") from None
+        if parsed is None:
+            raise _Ended("the worker sent a malformed message (a truncated frame)")
+        return parsed[0]
+
+    def _receive(self, deadline: float) -> tuple[dict, list]:
+        return self._parse(self._next_frame(deadline))
 
     def _exchange(self, header: dict, arrays: list, timeout: float) -> tuple[dict, list]:
         """Send a request; answer the worker's callbacks until its reply comes."""
@@ -409,12 +445,17 @@ class IsolatedImplementation:
         deadline = time.monotonic() + timeout
         self._send(worker.pack(header, arrays), deadline)
         while True:
-            reply, reply_arrays = self._receive(deadline)
-            if reply.get("op") != "callback":
-                return reply, reply_arrays
+            frame = self._next_frame(deadline)
             started = time.monotonic()
-            answer, answer_arrays = self._callback(reply, reply_arrays)
-            self._send(worker.pack(answer, answer_arrays), deadline + 60)
+            key = (str(self.reference), frame)
+            answer = _ANSWERS.get(key)
+            if answer is None:
+                reply, reply_arrays = self._parse(frame)
+                if reply.get("op") != "callback":
+                    return reply, reply_arrays
+                answer = worker.pack(*self._callback(reply, reply_arrays))
+                _remember_answer(key, answer)
+            self._send(answer, deadline + 60)
             deadline += time.monotonic() - started  # the reference's time does not count against the student
 
     def _callback(self, header: dict, arrays: list) -> tuple[dict, list]:
@@ -426,13 +467,14 @@ class IsolatedImplementation:
             args, kwargs = worker.decode(header["payload"], arrays)
             result = function(*args, **kwargs)
             answer_arrays: list = []
-            payload = worker.encode([result, args, kwargs], answer_arrays)
+            payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
         except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
             return {"status": "error", "error": worker.exception_info(error, keep=str(self.reference))}, []
         return {"status": "ok", "payload": payload}, answer_arrays
 
     def _request(self, header: dict, arrays: list, what: str) -> tuple[dict, list]:
         """One exchange with the worker, turning a timeout or a dead worker into a clear error."""
+        __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
         try:
             return self._exchange(header, arrays, self.limits.call_timeout)
         except _Timeout:
@@ -490,19 +532,17 @@ class IsolatedImplementation:
         return call
 
     def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict) -> Any:
+        __tracebackhide__ = True
         arrays: list = []
         payload = worker.encode([list(args), kwargs], arrays)
         header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
         reply, reply_arrays = self._request(header, arrays, f"{name}()")
         status = reply.get("status")
         if status == "ok":
-            try:
-                result, after_args, after_kwargs = worker.decode(reply["payload"], reply_arrays)
+            try:  # the result, and the in-place changes and generator states copied back onto the arguments
+                return worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
             except (ValueError, KeyError, TypeError, IndexError) as error:
                 raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
-            worker.sync(list(args), after_args)  # in-place changes, generator states
-            worker.sync(kwargs, after_kwargs)
-            return result
         if status == "error":
             info = reply.get("error", {})
             if info.get("type") == "SystemExit":

@@ -10,18 +10,21 @@ this file. The grading process (``grader.proxy``) starts it as::
 and talks to it over two dedicated pipes, never over stdout/stderr (those
 are a capped capture of whatever the student prints).
 
-Messages are frames: a small JSON header plus numpy arrays written with
-``np.save(allow_pickle=False)``. Values travel as plain data only (see
-:func:`encode`): nothing is ever pickled, so a message cannot run code on the
-receiving side. The codec below is shared: ``grader.proxy`` imports it from
-here, so both sides speak exactly the same format.
+Messages are frames: a JSON header (which also gives each array's dtype,
+shape and size) followed by the arrays' raw bytes. Values travel as plain
+data only (see :func:`encode`): nothing is ever pickled, and arrays are
+rebuilt with ``np.frombuffer`` from an allow-list of numeric and bool dtypes
+after their sizes are checked, so a message cannot run code on the receiving
+side. A reply sends back only the arguments a call changed (see
+:func:`encode_after`). The codec below is shared: ``grader.proxy`` imports it
+from here, so both sides speak exactly the same format.
 """
 
 from __future__ import annotations
 
 import builtins
-import io
 import json
+import math
 import os
 import struct
 import sys
@@ -31,12 +34,25 @@ from typing import Any
 
 np: Any = None  # numpy, imported in main() after the privileges are dropped (or by load_numpy())
 
-# Frame: b"AKW1", header length (u32), number of arrays (u32), header, then per array u64 length + .npy bytes.
-MAGIC = b"AKW1"
+# Frame: b"AKW2", header length (u32), body length (u64), the JSON header, the body. The header is
+# {"h": message, "a": [[dtype, shape, order, nbytes], ...]}; the body holds the arrays' raw bytes back to back.
+# No .npy and no pickle: the receiver rebuilds each array with np.frombuffer, from a dtype of ALLOWED_DTYPES
+# only, after checking that the shapes and sizes add up to exactly the body it got.
+MAGIC = b"AKW2"
+PREFIX = struct.Struct("!4sIQ")
 MAX_HEADER = 64 << 20
 MAX_ARRAYS = 100_000
 MAX_ARRAY_BYTES = 2 << 30
+MAX_BODY = 2 << 30
+MAX_DIMS = 32
+# One pipe's worth per read: asking for much more makes every read allocate (mmap) and free a buffer that
+# large, ~10x the cost of the read itself for the small messages that most calls are.
+READ_BYTES = 1 << 16
 ARRAY_KINDS = frozenset("biufc")  # bool, signed, unsigned, float, complex: nothing that can hold objects
+_NUMERIC_TYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                  "float16", "float32", "float64", "longdouble", "complex64", "complex128", "clongdouble")
+# dtype.str -> dtype, both byte orders, for the types above (filled in by load_numpy()): the allow-list.
+ALLOWED_DTYPES: dict[str, Any] = {}
 PYTHON_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}  # as dtype arguments
 BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 
@@ -48,6 +64,10 @@ def load_numpy() -> Any:
         import numpy
 
         np = numpy
+        for name in _NUMERIC_TYPES:
+            for order in "<>":
+                dtype = np.dtype(name).newbyteorder(order)
+                ALLOWED_DTYPES[dtype.str] = dtype
     return np
 
 
@@ -58,9 +78,27 @@ class Unsendable(TypeError):
     """A value that is not plain data (and so cannot cross the channel)."""
 
 
-def _check_dtype(array: Any) -> None:
-    if array.dtype.kind not in ARRAY_KINDS or array.dtype.fields is not None:
-        raise Unsendable(f"numpy arrays of dtype {array.dtype} cannot be sent (only numeric and bool arrays)")
+class _Same:
+    """In a reply: "the array sent at this place, unchanged" (see :func:`encode_after`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SAME"
+
+
+SAME = _Same()
+
+
+def _check_dtype(dtype: Any) -> None:
+    if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.str not in ALLOWED_DTYPES:
+        raise Unsendable(f"numpy arrays of dtype {dtype} cannot be sent (only numeric and bool arrays)")
+
+
+def _encode_key(key: Any, arrays: list) -> Any:
+    if not (key is None or isinstance(key, (str, int, float, bool))):
+        raise Unsendable(f"dict keys of type {type(key).__name__} cannot be sent")
+    return encode(key, arrays)
 
 
 def encode(value: Any, arrays: list) -> Any:
@@ -80,17 +118,17 @@ def encode(value: Any, arrays: list) -> Any:
         return str(value)
     if isinstance(value, np.ndarray):
         array = np.asarray(value)  # a subclass arrives as a plain ndarray
-        _check_dtype(array)
+        _check_dtype(array.dtype)
         arrays.append(array)
         return {"$": "array", "i": len(arrays) - 1}
     if isinstance(value, np.generic):
         array = np.asarray(value)
-        _check_dtype(array)
+        _check_dtype(array.dtype)
         arrays.append(array)
         return {"$": "scalar", "i": len(arrays) - 1}
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         dtype = np.dtype(value)  # a dtype argument such as dtype=np.float32
-        _check_dtype(np.empty(0, dtype))
+        _check_dtype(dtype)
         return {"$": "dtype" if isinstance(value, np.dtype) else "scalar_type", "v": dtype.str}
     if any(value is kind for kind in PYTHON_TYPES.values()):
         return {"$": "python_type", "v": value.__name__}
@@ -99,34 +137,83 @@ def encode(value: Any, arrays: list) -> Any:
     if isinstance(value, (list, tuple)):
         return {"$": "list" if isinstance(value, list) else "tuple", "v": [encode(item, arrays) for item in value]}
     if isinstance(value, dict):
-        keys = []
-        for key in value:
-            if not (key is None or isinstance(key, (str, int, float, bool))):
-                raise Unsendable(f"dict keys of type {type(key).__name__} cannot be sent")
-            keys.append(encode(key, arrays))
+        keys = [_encode_key(key, arrays) for key in value]
         return {"$": "dict", "k": keys, "v": [encode(item, arrays) for item in value.values()]}
     raise Unsendable(f"a value of type {type(value).__name__} cannot be sent (plain data and numpy arrays only)")
 
 
-def decode(data: Any, arrays: list) -> Any:
-    """The inverse of :func:`encode` (arrays are fresh, writable, plain ndarrays)."""
+def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tuple[Any, bool]:
+    """Encode ``value``, an argument after a call, against ``sent``, its encoding in the request.
+
+    Only what the call changed needs to go back: an array that is still the
+    one received at this place, with the same dtype, shape and bytes,
+    becomes ``{"$": "same"}`` instead of a copy. Returns ``(data, changed)``;
+    ``changed`` is False when the whole value is exactly as it was received
+    (then nothing needs to be sent back at all).
+    """
+    tag = sent.get("$") if isinstance(sent, dict) else None
+    if isinstance(value, np.ndarray) and tag == "array":
+        if received.unchanged(sent["i"], value):
+            return {"$": "same"}, False
+        return encode(value, arrays), True
+    if isinstance(value, (list, tuple)) and tag == ("list" if isinstance(value, list) else "tuple"):
+        items = sent["v"]
+        changed = len(value) != len(items)
+        encoded = []
+        for position, item in enumerate(value):
+            data, item_changed = encode_after(item, items[position] if position < len(items) else None,
+                                              received, arrays)
+            encoded.append(data)
+            changed = changed or item_changed
+        return {"$": tag, "v": encoded}, changed
+    if isinstance(value, dict) and tag == "dict":
+        places = {decode(key, []): item for key, item in zip(sent["k"], sent["v"], strict=True)}
+        keys, encoded = [], []
+        changed = len(value) != len(places)
+        for key, item in value.items():
+            keys.append(_encode_key(key, arrays))
+            data, item_changed = encode_after(item, places.get(key), received, arrays)
+            encoded.append(data)
+            changed = changed or item_changed or key not in places
+        return {"$": "dict", "k": keys, "v": encoded}, changed
+    before = len(arrays)
+    data = encode(value, arrays)
+    # Unchanged: the same plain data and no array in it (a new array at an old index is still a change).
+    return data, not (len(arrays) == before and type(data) is type(sent) and data == sent)
+
+
+def _array_at(data: dict, arrays: list) -> Any:
+    index = data["i"]
+    if type(index) is not int or not 0 <= index < len(arrays):
+        raise ValueError(f"no array {str(index)[:20]} in the message")
+    return arrays[index]
+
+
+def decode(data: Any, arrays: list, same: bool = False) -> Any:
+    """The inverse of :func:`encode` (arrays are fresh, writable, plain ndarrays).
+
+    ``same``: also accept ``{"$": "same"}`` (from :func:`encode_after`), decoded as ``SAME``.
+    """
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, dict):
         tag = data.get("$")
         if tag == "array":
-            return arrays[data["i"]]
+            return _array_at(data, arrays)
+        if tag == "same" and same:
+            return SAME
         if tag == "scalar":
-            return arrays[data["i"]][()]
+            return _array_at(data, arrays)[()]
         if tag == "list":
-            return [decode(item, arrays) for item in data["v"]]
+            return [decode(item, arrays, same) for item in data["v"]]
         if tag == "tuple":
-            return tuple(decode(item, arrays) for item in data["v"])
+            return tuple(decode(item, arrays, same) for item in data["v"])
         if tag == "dict":
-            return {decode(k, arrays): decode(v, arrays) for k, v in zip(data["k"], data["v"], strict=True)}
+            return {decode(k, arrays): decode(v, arrays, same) for k, v in zip(data["k"], data["v"], strict=True)}
         if tag in ("dtype", "scalar_type"):
-            dtype = np.dtype(str(data["v"]))
-            _check_dtype(np.empty(0, dtype))
+            dtype = ALLOWED_DTYPES.get(data["v"]) if isinstance(data["v"], str) else None
+            if dtype is None:
+                raise ValueError(f"dtype {str(data['v'])[:40]!r} is not allowed")
             return dtype if tag == "dtype" else dtype.type
         if tag == "python_type":
             return PYTHON_TYPES[data["v"]]
@@ -142,57 +229,141 @@ def decode(data: Any, arrays: list) -> Any:
 
 
 def pack(header: dict, arrays: list) -> bytes:
-    """One frame: the JSON header and the arrays as .npy blobs."""
-    head = json.dumps(header, separators=(",", ":")).encode()
-    parts = [MAGIC, struct.pack("!II", len(head), len(arrays)), head]
+    """One frame: the JSON header, which describes the arrays, then their raw bytes (one buffer, one write)."""
+    described, blobs = [], []
     for array in arrays:
-        buffer = io.BytesIO()
-        np.save(buffer, array, allow_pickle=False)
-        blob = buffer.getvalue()
-        parts.append(struct.pack("!Q", len(blob)))
-        parts.append(blob)
-    return b"".join(parts)
+        _check_dtype(array.dtype)
+        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"  # as np.save does
+        blob = array.tobytes(order=order)
+        described.append([array.dtype.str, list(array.shape), order, len(blob)])
+        blobs.append(blob)
+    head = json.dumps({"h": header, "a": described}, separators=(",", ":")).encode()
+    return b"".join([PREFIX.pack(MAGIC, len(head), sum(map(len, blobs))), head, *blobs])
 
 
-def load_array(blob: bytes | memoryview) -> Any:
-    """A .npy blob as a writable plain ndarray of an allowed dtype."""
-    array = np.load(io.BytesIO(blob), allow_pickle=False)
-    _check_dtype(array)
-    if not array.flags.writeable:
-        array = array.copy()
-    return array
+class Received(list):
+    """The arrays of one frame, and the bytes they arrived as (to tell which ones a call changed)."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__()
+        self.body = body
+        self.spans: list[tuple[int, int, str, Any, tuple]] = []  # offset, size, order, dtype, shape
+
+    def unchanged(self, index: Any, array: Any) -> bool:
+        """Whether ``array`` is the ``index``-th array of the frame, with its dtype, shape and bytes as received."""
+        if type(index) is not int or not 0 <= index < len(self) or array is not self[index]:
+            return False
+        offset, size, order, dtype, shape = self.spans[index]
+        return (array.dtype == dtype and array.shape == shape
+                and array.tobytes(order=order) == self.body[offset : offset + size])
 
 
-def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, list], int] | None:
-    """Parse one frame from the start of ``buffer``: ((header, arrays), size), or None if incomplete."""
-    view = memoryview(buffer)
-    if len(view) < 12:
+def _array_description(entry: Any) -> tuple[Any, tuple, str, int]:
+    """Check one array's [dtype, shape, order, nbytes]: an allowed dtype, and a size that matches its shape."""
+    if not isinstance(entry, list) or len(entry) != 4:
+        raise ValueError("bad array description")
+    name, shape, order, size = entry
+    dtype = ALLOWED_DTYPES.get(name) if isinstance(name, str) else None
+    if dtype is None:
+        raise ValueError(f"arrays of dtype {str(name)[:40]!r} are refused (only numeric and bool arrays)")
+    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
+            or any(type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES for n in shape)):
+        raise ValueError(f"bad array shape {str(shape)[:80]}")
+    if order not in ("C", "F"):
+        raise ValueError("bad array order")
+    expected = math.prod(shape) * dtype.itemsize
+    if type(size) is not int or size != expected or size > MAX_ARRAY_BYTES:
+        raise ValueError(f"array size mismatch: {name} of shape {tuple(shape)} takes {expected} bytes, "
+                         f"not {str(size)[:20]}")
+    return dtype, tuple(shape), order, size
+
+
+def frame_size(buffer: bytes | bytearray | memoryview) -> int | None:
+    """The size of the frame at the start of ``buffer`` if it is all there, else None (ValueError if corrupt)."""
+    if len(buffer) < PREFIX.size:
         return None
-    if bytes(view[:4]) != MAGIC:
+    magic, head_len, body_len = PREFIX.unpack_from(buffer)
+    if magic != MAGIC:
         raise ValueError("bad frame (the channel is corrupt)")
-    head_len, count = struct.unpack("!II", view[4:12])
-    if head_len > MAX_HEADER or count > MAX_ARRAYS:
+    if head_len > MAX_HEADER or body_len > MAX_BODY:
         raise ValueError("frame too large")
-    position = 12 + head_len
-    if len(view) < position:
+    end = PREFIX.size + head_len + body_len
+    return end if len(buffer) >= end else None
+
+
+def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received], int] | None:
+    """Parse one frame from the start of ``buffer``: ((header, arrays), size), or None if incomplete.
+
+    Raises ValueError for anything malformed: a bad prefix, a refused dtype, sizes that do not match.
+    """
+    end = frame_size(buffer)
+    if end is None:
         return None
-    spans = []
-    for _ in range(count):
-        if len(view) < position + 8:
-            return None
-        (size,) = struct.unpack("!Q", view[position : position + 8])
-        if size > MAX_ARRAY_BYTES:
-            raise ValueError("array too large")
-        position += 8
-        if len(view) < position + size:
-            return None
-        spans.append((position, size))
-        position += size
-    header = json.loads(bytes(view[12 : 12 + head_len]))
-    if not isinstance(header, dict):
+    view = memoryview(buffer)
+    _, head_len, body_len = PREFIX.unpack_from(view)
+    start = PREFIX.size + head_len
+    message = json.loads(bytes(view[PREFIX.size : start]))
+    if not (isinstance(message, dict) and isinstance(message.get("h"), dict) and isinstance(message.get("a"), list)):
         raise ValueError("bad header")
-    arrays = [load_array(view[start : start + size]) for start, size in spans]
-    return (header, arrays), position
+    if len(message["a"]) > MAX_ARRAYS:
+        raise ValueError("too many arrays")
+    arrays = Received(bytes(view[start:end]))
+    offset = 0
+    for entry in message["a"]:
+        dtype, shape, order, size = _array_description(entry)
+        if offset + size > body_len:
+            raise ValueError("array size mismatch: the arrays are larger than the frame")
+        array = np.frombuffer(arrays.body, dtype=dtype, count=size // dtype.itemsize, offset=offset)
+        # A copy: fresh, writable and owning its memory, as an array made in-process would be.
+        arrays.append(array.reshape(shape, order=order).copy(order="K"))
+        arrays.spans.append((offset, size, order, dtype, shape))
+        offset += size
+    if offset != body_len:
+        raise ValueError("array size mismatch: the frame holds bytes that belong to no array")
+    return (message["h"], arrays), end
+
+
+def result_payload(result: Any, after: list, sent: Any, received: Received, arrays: list) -> list:
+    """The payload of a reply: ``[result, changes]``, where ``changes`` is None if the call changed no argument.
+
+    ``after`` is ``[args, kwargs]`` after the call, ``sent`` their encoding in
+    the request and ``received`` the request's arrays. Only arrays the call
+    changed are sent back (see :func:`encode_after`).
+    """
+    data = encode(result, arrays)
+    before = len(arrays)
+    changes, changed = encode_after(after, sent, received, arrays)
+    if not changed:
+        del arrays[before:]
+        return [data, None]
+    return [data, changes]
+
+
+def receive_result(payload: Any, arrays: list, args: tuple, kwargs: dict) -> Any:
+    """Decode a reply's ``[result, changes]`` and apply the changes to the caller's ``args`` and ``kwargs``."""
+    if not isinstance(payload, list) or len(payload) != 2:
+        raise ValueError("malformed reply payload")
+    result = decode(payload[0], arrays)
+    if payload[1] is not None:
+        after_args, after_kwargs = decode(payload[1], arrays, same=True)
+        if not isinstance(after_args, list) or not isinstance(after_kwargs, dict):
+            raise ValueError("malformed reply payload")
+        sync(list(args), after_args)
+        sync(kwargs, after_kwargs)
+    return result
+
+
+def _plain(value: Any) -> Any:
+    """``value`` itself, after checking that no ``SAME`` hides in it (it may go to the caller as it is)."""
+    if value is SAME:
+        raise ValueError("malformed reply: 'same' where nothing was sent")
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _plain(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _plain(item)
+    return value
 
 
 def sync(original: Any, returned: Any) -> None:
@@ -201,7 +372,10 @@ def sync(original: Any, returned: Any) -> None:
     Arrays are overwritten in place (``np.copyto``), dicts and lists get the
     callee's keys and items, generators take the callee's state, so in-place
     changes and random streams look the same as in a single process.
+    ``SAME`` (an array the call left as it was) leaves the caller's in place.
     """
+    if returned is SAME or original is returned:
+        return
     if isinstance(original, np.ndarray) and isinstance(returned, np.ndarray):
         if original.shape == returned.shape and not np.array_equal(original, returned, equal_nan=True):
             if original.flags.writeable:
@@ -212,22 +386,23 @@ def sync(original: Any, returned: Any) -> None:
         for key in [key for key in original if key not in returned]:
             del original[key]
         for key, item in returned.items():
-            if key in original and _syncable(original[key], item):
+            if key in original and (item is SAME or _syncable(original[key], item)):
                 sync(original[key], item)
             else:
-                original[key] = item
+                original[key] = _plain(item)
     elif isinstance(original, list) and isinstance(returned, list):
-        if len(original) != len(returned):
-            original[:] = returned
-        else:
-            for index, item in enumerate(returned):
-                if _syncable(original[index], item):
-                    sync(original[index], item)
-                else:
-                    original[index] = item
+        for index, item in enumerate(returned[: len(original)]):
+            if item is SAME or _syncable(original[index], item):
+                sync(original[index], item)
+            else:
+                original[index] = _plain(item)
+        del original[len(returned) :]
+        original.extend(_plain(item) for item in returned[len(original) :])
     elif isinstance(original, tuple) and isinstance(returned, tuple) and len(original) == len(returned):
         for old, new in zip(original, returned, strict=True):
             sync(old, new)
+    else:
+        _plain(returned)
 
 
 def _syncable(old: Any, new: Any) -> bool:
@@ -337,7 +512,7 @@ class Channel:
                 message, size = parsed
                 del self.buffer[:size]
                 return message
-            chunk = os.read(self.read_fd, 1 << 20)
+            chunk = os.read(self.read_fd, READ_BYTES)
             if not chunk:
                 raise EOFError("the grading process closed the channel")
             self.buffer += chunk
@@ -389,10 +564,7 @@ class Worker:
             header, reply_arrays = channel.receive()
             if header.get("status") != "ok":
                 raise rebuild_exception(header.get("error", {}))
-            result, after_args, after_kwargs = decode(header["payload"], reply_arrays)
-            sync(list(args), after_args)
-            sync(kwargs, after_kwargs)
-            return result
+            return receive_result(header["payload"], reply_arrays, args, kwargs)
 
         forward.__name__ = forward.__qualname__ = function
         return forward
@@ -470,7 +642,7 @@ class Worker:
             return
         reply_arrays: list = []
         try:
-            payload = encode([result, list(args), kwargs], reply_arrays)
+            payload = result_payload(result, [list(args), kwargs], header["payload"], arrays, reply_arrays)
         except Exception as error:  # noqa: BLE001 - e.g. a result that is not plain data
             info = {"type": "TypeError", "builtins": ["TypeError"], "traceback": [],
                     "message": f"{function}() returned a value the grader cannot receive: {error}"}

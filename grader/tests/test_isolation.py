@@ -7,6 +7,7 @@ planted change) and calls it through grader.proxy.IsolatedImplementation.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader import worker
 from grader.curriculum import ROOT
 from grader.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
@@ -238,6 +240,114 @@ def test_monkey_patching_in_the_worker_stays_there(isolated):
     with pytest.raises(AssertionError):
         np.testing.assert_allclose(np.zeros(2), np.ones(2))
     assert len([1, 2]) == 2
+
+
+# ---------------------------------------------------------------- the channel's frames
+
+
+def _frame(descriptions: list, body: bytes, header: dict | None = None) -> bytes:
+    """A hand-made frame: what a worker whose channel the student's code wrote to might send."""
+    head = json.dumps({"h": header or {"status": "ok"}, "a": descriptions}).encode()
+    return worker.PREFIX.pack(worker.MAGIC, len(head), len(body)) + head + body
+
+
+def test_frames_carry_raw_arrays_of_every_allowed_kind():
+    arrays = [np.arange(6.0).reshape(2, 3), np.arange(6, dtype=np.int32).reshape(2, 3).T,  # Fortran order
+              np.array([True, False]), np.array(2.5 + 1j, dtype=np.complex64), np.zeros((0, 4)),
+              np.arange(3, dtype=">f8"), np.arange(12, dtype=np.uint8)[::3], np.float16([1, 2])]
+    (header, received), size = worker.unpack(worker.pack({"op": "x"}, arrays))
+    assert header == {"op": "x"} and size == len(worker.pack({"op": "x"}, arrays))
+    for got, sent in zip(received, arrays, strict=True):
+        assert type(got) is np.ndarray and got.dtype == sent.dtype and got.shape == sent.shape
+        np.testing.assert_array_equal(got, sent)
+        assert got.flags.writeable and got.flags.owndata  # fresh, as an array made in-process
+    assert received[1].flags.f_contiguous  # the layout survives, as with np.save
+    assert worker.unpack(worker.pack({}, arrays)[:-1]) is None  # incomplete: wait for the rest
+
+
+@pytest.mark.parametrize("dtype", ["|O8", "<U3", "|S4", "|V8", "<M8[s]", "<m8[D]", "float64", "", 7, None])
+def test_frames_with_refused_dtypes_are_rejected(dtype):
+    with pytest.raises(ValueError, match="refused"):
+        worker.unpack(_frame([[dtype, [1], "C", 8]], bytes(8)))
+
+
+@pytest.mark.parametrize("description, body, message", [
+    (["<f8", [2, 3], "C", 40], bytes(40), "size mismatch"),  # 2 x 3 float64 is 48 bytes, not 40
+    (["<f8", [2, 3], "C", 48], bytes(40), "size mismatch"),  # the body is shorter than the array
+    (["<f8", [5], "C", 40], bytes(48), "size mismatch"),  # bytes that belong to no array
+    (["<f8", [-1], "C", -8], b"", "shape"),
+    (["<f8", [True], "C", 8], bytes(8), "shape"),
+    (["<f8", [2.0], "C", 16], bytes(16), "shape"),
+    (["<f8", [1] * 40, "C", 8], bytes(8), "shape"),
+    (["<f8", [1], "X", 8], bytes(8), "order"),
+    (["<f8", [1], "C"], bytes(8), "description"),
+])
+def test_frames_whose_sizes_do_not_add_up_are_rejected(description, body, message):
+    with pytest.raises(ValueError, match=message):
+        worker.unpack(_frame([description], body))
+
+
+def test_refused_values_are_not_sent():
+    for value in (np.array([object()]), np.array(["text"]), np.zeros(2, dtype=[("a", "f8")]),
+                  np.array(["2024-01-01"], dtype="datetime64[D]"), {1, 2}, object()):
+        with pytest.raises(worker.Unsendable):
+            worker.encode(value, [])
+    with pytest.raises(ValueError, match="not allowed"):
+        worker.decode({"$": "dtype", "v": "|O8"}, [])
+    with pytest.raises(ValueError, match="no array"):
+        worker.decode({"$": "array", "i": -1}, [np.zeros(1)])
+
+
+def test_a_reply_sends_back_only_the_arguments_the_call_changed():
+    rng = np.random.default_rng(0)
+    x, y = np.ones((2, 3)), np.zeros(4)
+    params = {"w": np.eye(3), "b": np.zeros(3), "n": 3}
+    arrays: list = []
+    sent = worker.encode([[x, y, rng], {"params": params}], arrays)
+    (_, received), _ = worker.unpack(worker.pack({"payload": sent}, arrays))
+    args, kwargs = worker.decode(sent, received)
+    reply: list = []
+    assert worker.result_payload(args[0] * 2, [args, kwargs], sent, received, reply) [1] is None
+    assert len(reply) == 1  # the result only: no argument changed
+    kwargs["params"]["w"][0, 0] = 5.0  # one array changed in place, the generator advanced
+    args[2].random()
+    reply = []
+    payload = worker.result_payload(None, [args, kwargs], sent, received, reply)
+    assert len(reply) == 1 and reply[0][0, 0] == 5.0  # only the changed array travels back
+    worker.receive_result(payload, reply, (x, y, rng), {"params": params})
+    assert params["w"][0, 0] == 5.0 and params["b"].tolist() == [0.0] * 3
+    assert rng.random() == np.random.default_rng(0).random(2)[1]
+    del kwargs["params"]["b"]  # a removed key and a swapped-in array are changes too
+    kwargs["params"]["w"] = received[0]
+    reply = []
+    worker.receive_result(worker.result_payload(None, [args, kwargs], sent, received, reply), reply,
+                          (x, y, rng), {"params": params})
+    assert sorted(params) == ["n", "w"] and params["w"].shape == (2, 3)
+
+
+def test_a_malformed_reply_is_a_crash_not_a_result(isolated):
+    forged = _frame([["|O8", [1], "C", 8]], bytes(8), {"status": "ok", "payload": [{"$": "array", "i": 0}, None]})
+    write = f"    os.write(int(sys.argv[sys.argv.index('--replies') + 1]), {forged!r})\n"
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import os, sys\n" + write + "    return x\n"})
+    with pytest.raises(WorkerCrashed, match="malformed message.*refused"):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
+
+
+def test_callbacks_answered_before_are_answered_again_from_memory(isolated, local):
+    from grader import proxy
+
+    q = np.random.default_rng(9).normal(size=(3, 4))
+    attention = isolated().function("attention", "scaled_dot_product_attention")
+    first = attention(q, q, q)
+    remembered = len(proxy._ANSWERS)
+    assert remembered > 0
+    second = isolated().function("attention", "scaled_dot_product_attention")(q, q, q)  # another student
+    assert len(proxy._ANSWERS) == remembered
+    expected = local.function("attention", "scaled_dot_product_attention")(q, q, q)
+    for got in (first, second):
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
 
 
 # ---------------------------------------------------------------- broken modules
