@@ -540,9 +540,11 @@ class IsolatedImplementation:
         status = reply.get("status")
         if status == "ok":
             try:  # the result, and the in-place changes and generator states copied back onto the arguments
-                return worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
+                result = worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
             except (ValueError, KeyError, TypeError, IndexError) as error:
                 raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
+            worker.reissue_warnings(reply.get("warnings"))
+            return result
         if status == "error":
             info = reply.get("error", {})
             if info.get("type") == "SystemExit":

@@ -30,6 +30,7 @@ import struct
 import sys
 import traceback
 import types
+import warnings
 from typing import Any
 
 np: Any = None  # numpy, imported in main() after the privileges are dropped (or by load_numpy())
@@ -631,7 +632,9 @@ class Worker:
             self.channel.send({"status": "import_error", "message": self.describe_import_error(module, error)}, [])
             return
         try:
-            result = target(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:  # e.g. numpy's RuntimeWarnings
+                warnings.simplefilter("always")
+                result = target(*args, **kwargs)
         except SystemExit as error:
             info = {"type": "SystemExit", "builtins": [], "traceback": [],
                     "message": f"your code called sys.exit({error.code!r}) while running {function}()"}
@@ -648,7 +651,30 @@ class Worker:
                     "message": f"{function}() returned a value the grader cannot receive: {error}"}
             self.channel.send({"status": "error", "error": info}, [])
             return
-        self.channel.send({"status": "ok", "payload": payload}, reply_arrays)
+        self.channel.send({"status": "ok", "payload": payload, "warnings": warning_list(caught)}, reply_arrays)
+
+
+def warning_list(caught: list) -> list[list[str]]:
+    """The warnings a call raised, as ``[category name, message]`` pairs (at most 20, trimmed)."""
+    return [[type(item.message).__name__ if isinstance(item.message, Warning) else "UserWarning",
+             str(item.message)[:500]] for item in caught[:20]]
+
+
+def reissue_warnings(pairs: object) -> None:
+    """Raise again, on the grading side, the warnings a student call raised in the worker.
+
+    Only builtin warning categories are re-created (others become UserWarning),
+    so a test that checks "no RuntimeWarning" sees the same as in-process.
+    """
+    if not isinstance(pairs, list):
+        return
+    for pair in pairs[:20]:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(part, str) for part in pair)):
+            continue
+        category = getattr(builtins, pair[0], None)
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            category = UserWarning
+        warnings.warn(pair[1][:500], category, stacklevel=3)
 
 
 def _drop_privileges(uid: int, gid: int) -> None:

@@ -157,6 +157,15 @@ def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str)
                   observed="no exception: the bad input was accepted", idea=idea)
 
 
+_KIT = Path(__file__).resolve().parent.parent
+
+
+def _is_kit_file(filename: str) -> bool:
+    """Whether a traceback frame belongs to the kit's own test or grading code."""
+    path = Path(filename).resolve()
+    return any(path.is_relative_to(_KIT / part) for part in ("tests", "grader"))
+
+
 def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: Any) -> Any:
     """Call ``function(*args, **kwargs)`` on inputs that are valid, and return its result.
 
@@ -168,10 +177,16 @@ def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: A
     try:
         return function(*args, **kwargs)
     except Exception as error:  # any crash of the student's code on valid input
+        notes = getattr(error, "__notes__", None)  # the isolated grader reports the student's frames here
         frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-                  if "numpy" not in Path(frame.filename).parts]
+                  if "numpy" not in Path(frame.filename).parts and not _is_kit_file(frame.filename)]
         last = frames[-1] if frames else None
-        where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}" if last else ""
+        if notes:
+            where = "\n            " + "\n            ".join(line for note in notes for line in note.splitlines())
+        elif last:
+            where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
+        else:
+            where = ""
         failure = (f"{what}\n  expected: a result (these inputs are valid)\n"
                    f"  observed: {type(error).__name__}: {error}{where}\n  revisit:  {idea}")
     pytest.fail(failure, pytrace=False)  # outside `except`, so no chained traceback

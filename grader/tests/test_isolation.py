@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -535,3 +536,20 @@ def test_benchmark_reports_start_up_and_round_trip():
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "start-up" in result.stdout and "round trip" in result.stdout
+
+
+def test_warnings_from_student_code_reach_the_grading_side(isolated):
+    # The graded softmax test "no RuntimeWarning for an all -inf row" must see the student's warning.
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    e = np.exp(x - np.max(x, axis=axis, keepdims=True))\n"
+                                "    return e / e.sum(axis=axis, keepdims=True)\n"})
+    softmax = impl.function("softmax", "softmax")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = softmax(np.array([[-np.inf, -np.inf]]))
+    assert np.isnan(out).all()
+    assert any(issubclass(w.category, RuntimeWarning) and "invalid value" in str(w.message) for w in caught), [
+        str(w.message) for w in caught]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        softmax(np.array([[0.0, 1.0]]))
+    assert not caught, [str(w.message) for w in caught]
