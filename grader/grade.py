@@ -39,7 +39,6 @@ import ast
 import atexit
 import contextlib
 import hashlib
-import io
 import os
 import re
 import shutil
@@ -323,17 +322,11 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     _memoize_statement_ranges()
     recorder.start()
-    sink = io.StringIO()
-    autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    from grader.quiet import run_pytest
+
     try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            code = pytest.main(args, plugins=[recorder])
+        code, printed = run_pytest(args, recorder)
     finally:
-        if autoload is None:
-            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
         implementation = recorder.implementation
         isolation = getattr(implementation, "isolation", "unknown")
         output = ""
@@ -349,7 +342,7 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     if recorder.errors:
         error = "internal error: " + recorder.errors[0]
     elif int(code) not in (0, 1):
-        error = f"internal error: pytest exit code {int(code)}: {sink.getvalue().strip()[-500:]}"
+        error = f"internal error: pytest exit code {int(code)}: {printed.strip()[-500:]}"
     elif records and all(r.get("phase") == "setup" for r in records):
         # Not one test reached the student's code: the isolation itself failed, not the student.
         first = records[0]["message"].strip().splitlines()

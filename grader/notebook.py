@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import io
 import json
 import os
 import re
@@ -139,21 +138,13 @@ def _quiet_pytest(arguments: list[str], plugin: Any) -> int:
     """``pytest.main`` with its output hidden and without third-party plugins (as ``status`` runs it)."""
     import pytest
 
-    sink = io.StringIO()
-    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            code = pytest.main(arguments, plugins=[plugin])
-    finally:
-        if saved is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+    from grader.quiet import run_pytest
+
+    code, printed = run_pytest(arguments, plugin)
     if code == pytest.ExitCode.INTERRUPTED:
         raise KeyboardInterrupt
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED):
-        raise RuntimeError(f"the graded tests could not run (pytest exit {int(code)}):\n{sink.getvalue()[-2000:]}")
+        raise RuntimeError(f"the graded tests could not run (pytest exit {int(code)}):\n{printed[-2000:]}")
     return int(code)
 
 

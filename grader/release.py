@@ -43,6 +43,7 @@ STUDENT_FILES = (
     "grader/cli.py",
     "grader/curriculum.py",
     "grader/curriculum.toml",
+    "grader/quiet.py",
     "tests/__init__.py",
     "tests/feedback.py",
     "tests/kit.py",

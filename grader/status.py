@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import io
 import os
 import re
 import sys
@@ -26,6 +25,7 @@ from typing import Any, TextIO
 
 from grader.curriculum import ROOT, Exercise
 from grader.curriculum import load as load_curriculum
+from grader.quiet import run_pytest
 
 NOT_IMPLEMENTED = "not implemented yet"
 DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
@@ -305,21 +305,11 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
             "-p", "no:cacheprovider", "-p", "no:unraisableexception",
             *(option for plugin in SUITE_PLUGINS for option in ("-p", plugin)),
         ]
-        sink = io.StringIO()
-        saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                code = pytest.main(arguments, plugins=[recorder])
-        finally:
-            if saved is None:
-                del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-            else:
-                os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+        code, printed = run_pytest(arguments, recorder)
         if code == pytest.ExitCode.INTERRUPTED:  # pytest swallows Ctrl-C; the caller should see it
             raise KeyboardInterrupt
         if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-            raise RuntimeError(f"the graded suite could not run (pytest exit {int(code)}):\n{sink.getvalue()}")
+            raise RuntimeError(f"the graded suite could not run (pytest exit {int(code)}):\n{printed}")
     results = []
     for exercise in chosen:
         tests = [test for test in recorder.tests.values() if test.exercise == exercise.name]
