@@ -133,6 +133,7 @@ class IsolatedImplementation:
         self.curriculum = load_curriculum()
         self.plan = sandbox.plan()
         self.restarts = 0
+        self._timeouts: dict[str, int] = {}  # timeouts so far, per called function
         self.startup_seconds: list[float] = []
         self._output = bytearray()
         self._dropped = 0
@@ -475,9 +476,14 @@ class IsolatedImplementation:
     def _request(self, header: dict, arrays: list, what: str) -> tuple[dict, list]:
         """One exchange with the worker, turning a timeout or a dead worker into a clear error."""
         __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
+        so_far, total = self._timeouts.get(what, 0), sum(self._timeouts.values())
+        if so_far >= self.limits.function_timeouts or total >= self.limits.total_timeouts:
+            raise TimeoutError(f"{what} was not run: your code already ran out of time {max(so_far, total)} times "
+                               "(an infinite loop?); fix that first")
         try:
             return self._exchange(header, arrays, self.limits.call_timeout)
         except _Timeout:
+            self._timeouts[what] = so_far + 1
             self._stop()
             self.restarts += 1
             raise TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?") \

@@ -64,6 +64,10 @@ class Limits:
     processes: int = 32
     call_timeout: float = 5.0
     output_bytes: int = 65536
+    # After this many timeouts of one function, or of all calls together, later calls fail at once:
+    # a loop that never ends costs a student's run a bounded time, not one call_timeout per test.
+    function_timeouts: int = 2
+    total_timeouts: int = 6
 
 
 @dataclass(frozen=True)

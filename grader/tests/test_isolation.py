@@ -553,3 +553,17 @@ def test_warnings_from_student_code_reach_the_grading_side(isolated):
         warnings.simplefilter("always")
         softmax(np.array([[0.0, 1.0]]))
     assert not caught, [str(w.message) for w in caught]
+
+
+def test_a_function_that_keeps_looping_is_not_run_again_and_again(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    while True:\n        pass\n"},
+                    limits=Limits(call_timeout=0.3, function_timeouts=2, total_timeouts=6))
+    softmax = impl.function("softmax", "softmax")
+    for _ in range(2):
+        with pytest.raises(TimeoutError, match="did not finish"):
+            softmax(np.zeros(2))
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"softmax\(\) was not run: your code already ran out of time 2 times"):
+        softmax(np.zeros(2))
+    assert time.monotonic() - started < 0.2
+    assert impl.function("masks", "causal_mask")(2).tolist() == [[True, False], [True, True]]
