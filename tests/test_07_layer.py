@@ -137,8 +137,10 @@ def relu_random_biases():
 
 @probe("dropout")
 def seeded_training():
-    # A fresh generator for every call; the global state is seeded too, so a mask drawn from
-    # np.random instead of rng is repeatable, and recognisable.
+    # For the diagnosis only: the API leaves open how the mask is drawn from rng, so no graded test
+    # asks for these exact values (the dropout tests check the properties). A fresh generator for
+    # every call; the global state is seeded too, so a mask drawn from np.random instead of rng is
+    # repeatable, and recognisable.
     np.random.seed(716)
     return (np.random.default_rng(717).uniform(0.5, 2.0, size=(3, 8)), 0.25, np.random.default_rng(718)), {}
 
@@ -491,8 +493,6 @@ def test_reference_values(impl):
                                               LN),
         "feed_forward/gelu_random_biases": ("feed_forward with gelu and random biases", f"{FFN}; {GELU}"),
         "feed_forward/relu_random_biases": ("feed_forward with relu and random biases", FFN),
-        "dropout/seeded_training": ("dropout(x, 0.25, default_rng(718)) while training",
-                                    DROPOUT + "; one rng.random(x.shape) draw, keep where it is >= rate"),
         "dropout/seeded_evaluation": ("dropout(x, 0.25, rng, training=False)", "at evaluation dropout does nothing"),
     }
     for name, (what, idea) in cases.items():
