@@ -28,6 +28,7 @@ class Exercise:
     functions: tuple[str, ...]
     depends: tuple[str, ...]
     points: float
+    hidden_points: float
     hints: tuple[str, ...]
 
     @property
@@ -97,6 +98,7 @@ def load(path: Path = MANIFEST) -> Curriculum:
             functions=tuple(entry["functions"]),
             depends=tuple(entry.get("depends", ())),
             points=float(entry["points"]),
+            hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
         )
         for index, entry in enumerate(data["exercise"], start=1)

@@ -24,9 +24,10 @@ Hidden tests: every ``test_*.py`` in ``--hidden DIR`` (default
 ``grader/hidden_tests`` if it exists) runs after the visible tests of its
 exercise. A hidden file says which exercise it belongs to with a module-level
 ``EXERCISE = "masks"`` (or by naming an exercise in its file name, e.g.
-``test_hidden_masks.py``). With ``POINTS = 5`` its tests share 5 extra points
-(the exercise is then worth its manifest points + 5); without ``POINTS`` they
-share the exercise's manifest points with its visible tests.
+``test_hidden_masks.py``). Its tests share the exercise's ``hidden_points``
+from the manifest, on top of the exercise's points; a file may set its own
+with ``POINTS = 5``. With neither, they share the exercise's manifest points
+with its visible tests.
 
 This module imports only the standard library at the top (``cli.py``
 imports it to build ``--help``).
@@ -130,6 +131,8 @@ def hidden_test_files(folder: Path) -> list[Any]:
         if exercise not in names:
             raise ValueError(f"hidden test file {path}: set EXERCISE = one of {', '.join(names)}")
         points = _literal(tree, "POINTS")
+        if points is None and load().exercise(exercise).hidden_points:
+            points = load().exercise(exercise).hidden_points  # the manifest's points for the kit's hidden tests
         if points is not None and (isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0):
             raise ValueError(f"hidden test file {path}: POINTS must be a non-negative number, not {points!r}")
         found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))

@@ -10,7 +10,9 @@ student sees a failing hidden test by its name and message only.
 Each file declares, at module level::
 
     EXERCISE = "softmax"   # the manifest exercise its tests grade
-    POINTS = 2             # points for the file's tests, split equally
+
+and the manifest's ``hidden_points`` for that exercise are split equally
+between the file's tests (a file may override them with ``POINTS = n``).
 
 ``tests/plugin.py`` reads ``EXERCISE`` to mark the tests and give them the
 right ``impl``. Run them with ``pytest grader/hidden_tests --impl solutions``.
@@ -57,9 +59,15 @@ def catalogue(directory: Path = HIDDEN_DIR) -> list[HiddenFile]:
     for path in sorted(Path(directory).glob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         try:
-            exercise, points = _constant(tree, "EXERCISE"), _constant(tree, "POINTS")
+            exercise = _constant(tree, "EXERCISE")
         except ValueError as error:
             raise ValueError(f"{path.name}: {error}") from None
+        try:
+            points = _constant(tree, "POINTS")
+        except ValueError:
+            from grader.curriculum import load
+
+            points = load().exercise(str(exercise)).hidden_points
         tests = tuple(
             node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
         )

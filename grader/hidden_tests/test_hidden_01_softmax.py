@@ -11,7 +11,6 @@ import numpy as np
 from tests.feedback import expect, expect_close, expect_dtype, expect_no_nan, expect_shape
 
 EXERCISE = "softmax"
-POINTS = 2
 
 ROWS = "softmax normalises each slice along `axis`: exp(x) / sum(exp(x)) over that axis only"
 STABLE = "numerical stability: subtract the maximum of each slice (keepdims=True) before np.exp"

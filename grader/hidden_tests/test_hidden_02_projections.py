@@ -9,7 +9,6 @@ import numpy as np
 from tests.feedback import expect_close, expect_dtype, expect_equal, expect_raises_value_error, expect_shape
 
 EXERCISE = "projections"
-POINTS = 2
 
 INIT = "init_weight draws rng.normal(0.0, 1/sqrt(d_in), size=(d_in, d_out)) in one call"
 LINEAR = "a projection is x @ weight (+ bias) on the last axis; `@` already handles leading batch axes"

@@ -11,7 +11,6 @@ import numpy as np
 from tests.feedback import expect, expect_close, expect_dtype, expect_no_nan, expect_shape
 
 EXERCISE = "attention"
-POINTS = 4
 
 SCORES = "scores are q @ k^T / sqrt(d_k): transpose only the last two axes of k (np.swapaxes(k, -1, -2))"
 ATTEND = "softmax(q k^T / sqrt(d_k) + M) over the key axis (the last one), then weights @ v"

@@ -9,7 +9,6 @@ import numpy as np
 from tests.feedback import expect, expect_dtype, expect_equal, expect_raises_value_error, expect_shape
 
 EXERCISE = "masks"
-POINTS = 2
 
 CAUSAL = "a causal mask lets query i see keys 0..i, itself included: the lower triangle with its diagonal"
 PADDING = "a padding mask is True where key j < lengths[b], shape (batch, 1, max_len) to broadcast over queries"

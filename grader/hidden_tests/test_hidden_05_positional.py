@@ -9,7 +9,6 @@ import numpy as np
 from tests.feedback import expect_close, expect_dtype, expect_shape
 
 EXERCISE = "positional"
-POINTS = 3
 
 SINUSOID = ("PE[p, 2i] = sin(p / 10000**(2i/d_model)), PE[p, 2i+1] = cos(same angle): "
             "columns interleaved, the pair index 2*(j//2) in the exponent")

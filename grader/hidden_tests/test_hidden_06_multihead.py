@@ -11,7 +11,6 @@ import numpy as np
 from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
 
 EXERCISE = "multihead"
-POINTS = 4
 
 SPLIT = ("head h owns feature columns h*d_head:(h+1)*d_head: reshape to (..., n, n_heads, d_head), "
          "then move the head axis in front of the positions")

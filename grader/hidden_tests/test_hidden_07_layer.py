@@ -11,7 +11,6 @@ import numpy as np
 from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
 
 EXERCISE = "layer"
-POINTS = 3
 
 NORM = ("layer norm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta, with the biased "
         "variance of the centred values")
