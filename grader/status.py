@@ -204,8 +204,11 @@ def trim_failure(text: str, impl: Path | None = None, longrepr: Any = None) -> s
     str
         For pytest-check failures the ``FAILURE: ...`` block(s); for a stub or an import error its
         one-line message; for an exception the exception line and where in the student's code it
-        was raised.
+        was raised. A diagnosis of a known mistake stays in front.
     """
+    if text.lstrip().startswith("Diagnosis:"):
+        diagnosis, _, rest = text.strip().partition("\n\n")
+        return f"{diagnosis}\n{trim_failure(rest, impl, longrepr)}"
     lines = text.strip().splitlines()
     if any(line.startswith("FAILURE:") for line in lines):
         blocks: list[str] = []

@@ -274,3 +274,14 @@ def test_demo_causal_and_heads():
     assert heads.weights.shape == (4, 8, 8) and heads.output.shape == (8, 16)
     assert demo.summary_lines(heads)[:2] == ["attention_weights_shape=(4, 8, 8)", "output_shape=(8, 16)"]
     assert demo.run(demo_args("--reference", "--heads", "3")) == 2
+
+
+def test_status_keeps_the_diagnosis_in_front_of_the_failure():
+    from grader.status import trim_failure
+
+    text = ("Diagnosis: your softmax.py gives exactly the outputs of a known mistake:\n  \"I did X.\"\nHint: think.\n\n"
+            "tests/test_01_softmax.py::t:0: what\n\nFAILURE: what\n  expected: a\n  observed: b\n  revisit:  c\n"
+            "------------------------------------------------------------\nFailed Checks: 1")
+    trimmed = trim_failure(text)
+    assert trimmed.startswith("Diagnosis: your softmax.py"), trimmed
+    assert "FAILURE: what" in trimmed and "Failed Checks" not in trimmed and "::t:0" not in trimmed, trimmed
