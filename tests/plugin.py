@@ -39,6 +39,7 @@ def resolve_impl_path(config: pytest.Config) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    resolve_impl_path(config)  # a mistyped --impl stops the run with one clear line, not 140 errors
     for exercise in load_curriculum().exercises:
         config.addinivalue_line("markers", f"{exercise.name}: tests of exercise {exercise.number}, {exercise.title}")
 
