@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
-import io
 import json
 import multiprocessing
 import os
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,20 +60,6 @@ class _FailedTests:
             self.node_ids.append(node_id)
 
 
-@contextlib.contextmanager
-def _plugin_autoload_disabled() -> Iterator[None]:
-    """Keep pytest from loading every installed plugin (the variable works on all pytest 8+)."""
-    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
-
-
 @dataclass
 class SuiteRun:
     """The outcome of one in-process pytest run."""
@@ -105,8 +88,6 @@ def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = Fal
     SuiteRun
         pytest's exit code, its terminal output and the failing node ids.
     """
-    import pytest  # imported here: command modules import only the standard library at the top
-
     failed = _FailedTests()
     arguments = [
         str(test_file), f"--impl={impl_dir}", f"--rootdir={ROOT}", "-q", f"--tb={tb}", "--no-header",
@@ -120,10 +101,10 @@ def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = Fal
     ]
     if first_failure_only:
         arguments.append("-x")
-    output = io.StringIO()
-    with _plugin_autoload_disabled(), contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = pytest.main(arguments, plugins=[failed])
-    return SuiteRun(int(code), output.getvalue(), failed.node_ids)
+    from grader.quiet import run_pytest
+
+    code, output = run_pytest(arguments, failed)
+    return SuiteRun(code, output, failed.node_ids)
 
 
 def run_mutant(mutant: Mutant, workdir: Path, *, first_failure_only: bool = False) -> MutantResult:
