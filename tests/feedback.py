@@ -190,3 +190,19 @@ def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: A
         failure = (f"{what}\n  expected: a result (these inputs are valid)\n"
                    f"  observed: {type(error).__name__}: {error}{where}\n  revisit:  {idea}")
     pytest.fail(failure, pytrace=False)  # outside `except`, so no chained traceback
+
+
+def call_expecting_no_warning(function: Any, *args: Any, what: str, idea: str, **kwargs: Any) -> Any:
+    """Call ``function`` and record a failure if it raised a RuntimeWarning; return its result.
+
+    Masked rows are where numpy warns (``-inf - -inf``, ``0 / 0``): a correct
+    implementation handles them without a warning.
+    """
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = function(*args, **kwargs)
+    runtime = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    expect(not runtime, what=what, expected="no warning", observed="; ".join(runtime), idea=idea)
+    return result

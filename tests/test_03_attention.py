@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.feedback import (
+    call_expecting_no_warning,
     call_or_explain,
     expect,
     expect_close,
@@ -332,12 +333,9 @@ def test_fully_blocked_query_gives_zeros(impl):
     mask[2] = False  # query 2 may attend to nothing
     mask[4, 3:] = False
     for label, m in (("boolean", mask), ("additive", np.where(mask, 0.0, -np.inf))):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            context, weights = impl.scaled_dot_product_attention(q, k, v, mask=m)
-        runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
-        expect(not runtime, what=f"attention with a fully blocked query ({label} mask) warns nothing",
-               expected="no warning", observed="; ".join(str(w.message) for w in runtime), idea=FULLY_MASKED)
+        context, weights = call_expecting_no_warning(
+            impl.scaled_dot_product_attention, q, k, v, mask=m, idea=FULLY_MASKED,
+            what=f"attention with a fully blocked query ({label} mask) warns nothing")
         finite = [expect_no_nan(value, idea=FULLY_MASKED, what=f"{name}, fully blocked query ({label} mask)")
                   for name, value in (("weights", weights), ("context", context))]
         if not all(finite):

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from tests.feedback import expect, expect_close, expect_no_nan, expect_shape
+from tests.feedback import call_expecting_no_warning, expect, expect_close, expect_no_nan, expect_shape
 from tests.probes import expect_probe, probe
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.
@@ -365,13 +365,10 @@ def test_fully_masked_query_gives_zero_weights(impl):
     x, kv, params = _tokens(40, BATCH, N_Q, D_MODEL), _tokens(41, BATCH, N_K, D_MODEL), _params(42)
     mask = np.ones((N_Q, N_K), dtype=bool)
     mask[2] = False
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
-    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
-    expect(not runtime, what="multi-head attention with a query that may see no key raises no RuntimeWarning",
-           expected="no warning", observed="; ".join(str(w.message) for w in runtime),
-           idea="a query with every key blocked gets all-zero weights (softmax of an all -inf row)")
+    output, weights = call_expecting_no_warning(
+        impl.multi_head_attention, x, params, N_HEADS, mask=mask, kv=kv,
+        what="multi-head attention with a query that may see no key raises no RuntimeWarning",
+        idea="a query with every key blocked gets all-zero weights (softmax of an all -inf row)")
     if expect_no_nan(output, what="the output when query 2 may see no key",
                      idea="a fully blocked row must give zeros, not NaN"):
         expect_close(weights[:, :, 2], np.zeros((BATCH, N_HEADS, N_K)), atol=0.0, rtol=0.0,

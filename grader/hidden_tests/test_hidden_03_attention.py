@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from tests.feedback import expect, expect_close, expect_dtype, expect_no_nan, expect_shape
+from tests.feedback import call_expecting_no_warning, expect_close, expect_dtype, expect_no_nan, expect_shape
 
 EXERCISE = "attention"
 
@@ -125,13 +125,10 @@ def test_float32_additive_mask_with_blocked_rows(impl):
     allowed[0, 0, 1, :] = False  # query 1 of sequence 0 may attend to nothing
     allowed[1, 0, :, 2] = True
     additive = np.where(allowed, 0.0, -np.inf).astype(np.float32)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        context, weights = impl.scaled_dot_product_attention(q, k, v, additive)
-    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
-    expect(not runtime, what="attention with a fully blocked query row raises no RuntimeWarning",
-           expected="no warning", observed="; ".join(str(w.message) for w in runtime),
-           idea="a row whose keys are all blocked has nothing to normalise: its weights are all 0, not NaN")
+    context, weights = call_expecting_no_warning(
+        impl.scaled_dot_product_attention, q, k, v, additive,
+        what="attention with a fully blocked query row raises no RuntimeWarning",
+        idea="a row whose keys are all blocked has nothing to normalise: its weights are all 0, not NaN")
     expected_context, expected_weights = _attention(q, k, v, allowed)
     if expect_no_nan(weights, what="weights with a float32 additive mask and a fully blocked row", idea=MASK):
         expect_dtype(weights, np.float32, what="weights from float32 q, k, v and a float32 mask", idea=DTYPE)
