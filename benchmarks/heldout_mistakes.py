@@ -110,8 +110,9 @@ def run_one(mistake: HeldOut) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="attention-kit-heldout-") as workdir:
             target = plant(mistake, Path(workdir) / mistake.id)
             again = run_tests(ROOT / own.test_file, target, tb="short")
-        return Outcome(mistake.id, again.exit_code == 1, "none", "revisit:" in first_failure(again.output),
-                       first_failure(again.output), (), note=f"{mistake.run} tests pass (its code is right); caught by {own.name}'s")
+        text = first_failure(again.output)
+        return Outcome(mistake.id, again.exit_code == 1, "none", "revisit:" in text, text, (),
+                       note=f"{mistake.run} tests pass (its code is right); caught by {own.name}'s")
     text = first_failure(run.output) if caught else ""
     verdict, named = judge(mistake, text) if caught else ("none", ())
     return Outcome(mistake.id, caught, verdict, "revisit:" in text, text, named)

@@ -35,6 +35,7 @@ from tests.diagnosis import (
     NotWrittenYet,
     call_quietly,
     fingerprint_key,
+    reference_calls,
     same_outputs,
 )
 from tests.kit import LocalImplementation
@@ -90,7 +91,8 @@ def compute() -> tuple[dict, dict[str, np.ndarray]]:
                     arrays[fingerprint_key(mutant.id, name, index)] = array
             mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
                              "hint": mutant.hint, "probes": probes})
-    return {"format": FORMAT, "mistakes": mistakes}, arrays
+    calls = reference_calls(LocalImplementation(ROOT / "solutions"))  # who calls whom, for the blame
+    return {"format": FORMAT, "mistakes": mistakes, "calls": calls}, arrays
 
 
 def serialise(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:

@@ -4,9 +4,16 @@ The instructors' catalogue of mistakes (``grader/mutants/``) is not shipped;
 what ships is ``tests/data/fingerprints.npz``: for every mistake, the
 outputs it produces on the suite's fixed probe inputs wherever they differ
 from the reference, with a description and a hint, but no code. When a
-graded test fails, the plugin runs the exercise's probes through the
-student's functions once and, if every stored output of a mistake is
-reproduced, puts its description and hint before the failure.
+graded test fails, the plugin runs every probe through the student's
+functions once per session (:func:`observe_everything`). Two things follow:
+
+* blame in dependency order (:func:`blame`): when a failing test's function
+  relies on another function of the student's that fails its own probes (an
+  earlier exercise, or earlier in the same one), the failure leads with that
+  function and "fix it first";
+* a diagnosis (:func:`explain`) only when known mistakes of the exercise, one
+  or a combination, account for every probe on which the student's functions
+  deviate, and nothing else: never a mistake that explains part of it.
 
 The file holds a JSON document (key ``"meta"``, a 0-d unicode array) and
 one array per stored output, keyed ``"<mistake id>|<probe>|<i>"``. It is
@@ -18,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import itertools
 import json
 import warnings
 from dataclasses import dataclass
@@ -27,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from grader.curriculum import load as load_curriculum
-from tests.probes import as_arrays, load_all_probes
+from tests.probes import as_arrays, golden, load_all_probes
 
 FINGERPRINT_FILE = Path(__file__).parent / "data" / "fingerprints.npz"
 
@@ -140,35 +148,284 @@ def observe(implementation: Any, exercise: str, probes: list[str]) -> dict[str, 
     return observed
 
 
+# ----------------------------------------------------------------------------- every function's own probes
+
+
+@dataclass
+class Observation:
+    """What one implementation does on every probe of every function, in manifest order.
+
+    ``outputs[probe]`` is the result (``RAISED`` when the call raised), ``deviates[probe]`` whether it
+    differs from the golden output. ``unwritten`` holds the functions that are still stubs or whose
+    module does not load (their probes are not run).
+    """
+
+    outputs: dict[str, tuple[np.ndarray, ...] | None]
+    deviates: dict[str, bool]
+    unwritten: set[str]
+
+    def deviating_functions(self, behaviour_only: bool = False) -> list[str]:
+        """The functions with at least one deviating probe (``behaviour_only``: not counting bad-input
+        probes), in manifest order.
+        """
+        registry = load_all_probes()
+        bad = {registry[p].function for p, d in self.deviates.items()
+               if d and p in registry and not (behaviour_only and registry[p].rejects is not None)}
+        return [f for e in load_curriculum().exercises for f in e.functions if f in bad]
+
+
+def _deviates(name: str, result: tuple[np.ndarray, ...] | None) -> bool:
+    if result is RAISED:
+        return True
+    try:
+        expected = golden(name)
+    except (KeyError, FileNotFoundError):
+        return False  # a probe without a golden value (being written): no evidence either way
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    try:
+        return not same_outputs(result, expected, rtol=DIFFER_RTOL, atol=DIFFER_ATOL)
+    except (TypeError, ValueError):  # an array of objects, strings against numbers ...
+        return True
+
+
+def observe_everything(implementation: Any) -> Observation:
+    """Run every probe of every function of the manifest once, in manifest order. Never raises."""
+    registry = load_all_probes()
+    outputs: dict[str, tuple[np.ndarray, ...] | None] = {}
+    deviates: dict[str, bool] = {}
+    unwritten: set[str] = set()
+    for exercise in load_curriculum().exercises:
+        for function_name in exercise.functions:
+            try:
+                function = implementation.function(exercise.name, function_name)
+            except Exception:
+                unwritten.add(function_name)
+                continue
+            for name in sorted(p for p, entry in registry.items() if entry.function == function_name):
+                try:
+                    result = call_quietly(registry[name].call, (function,), {})
+                except NotWrittenYet:
+                    unwritten.add(function_name)
+                    break
+                except Exception:  # noqa: BLE001 - the isolated worker may fail in its own ways
+                    result = RAISED
+                if result is not RAISED and any(a.dtype == object for a in result):
+                    result = RAISED  # not numbers: it cannot equal anything stored
+                outputs[name] = result
+                deviates[name] = _deviates(name, result)
+    return Observation(outputs, deviates, unwritten)
+
+
+# ----------------------------------------------------------------------------- who calls whom
+
+
+def _api_functions() -> set[str]:
+    return {f for e in load_curriculum().exercises for f in e.functions}
+
+
+def _referenced(function: Any, api: set[str], depth: int = 0) -> set[str] | None:
+    """The API functions that ``function``'s code names (through its own helpers); None if not inspectable."""
+    code = getattr(function, "__code__", None)
+    module = getattr(function, "__module__", "") or ""
+    if code is None or module.startswith(("grader.", "tests.")) or module in ("grader", "tests"):
+        return None  # a proxy (the isolated worker): the code is not here
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if hasattr(const, "co_names"))
+    found = names & api
+    if depth < 3:
+        scope = getattr(function, "__globals__", {})
+        for name in names - api:
+            helper = scope.get(name)
+            if callable(helper) and getattr(helper, "__module__", None) == module and hasattr(helper, "__code__"):
+                found |= _referenced(helper, api, depth + 1) or set()
+    found.discard(getattr(function, "__name__", ""))
+    return found
+
+
+def reference_calls(implementation: Any) -> dict[str, list[str]]:
+    """Which API functions each API function calls, from ``implementation``'s code (the reference's)."""
+    api = _api_functions()
+    calls = {}
+    for exercise in load_curriculum().exercises:
+        for name in exercise.functions:
+            try:
+                found = _referenced(implementation.function(exercise.name, name), api)
+            except Exception:
+                found = None
+            calls[name] = sorted(found or ())
+    return calls
+
+
+@functools.cache
+def _stored_calls(path: Path = FINGERPRINT_FILE) -> dict[str, list[str]]:
+    if not Path(path).is_file():
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return json.loads(str(data["meta"][()])).get("calls", {})
+
+
+def callees(implementation: Any, name: str) -> set[str]:
+    """The API functions of the student's that ``name`` relies on, directly or not.
+
+    From the student's own code when it is here (a local run, a notebook), else from the reference's
+    call graph stored with the fingerprints (the isolated worker). Under fair grading
+    (``implementation.fair``) the other exercises' functions are the reference's, so only functions of
+    the same exercise count.
+    """
+    curriculum = load_curriculum()
+    api = _api_functions()
+    stored = _stored_calls()
+    fair = bool(getattr(implementation, "fair", False))
+    home = curriculum.exercise_of_function(name).name
+    found: set[str] = set()
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        try:
+            direct = _referenced(implementation.function(curriculum.exercise_of_function(current).name, current), api)
+        except Exception:
+            direct = None
+        if direct is None:
+            direct = set(stored.get(current, ()))
+        for callee in direct:
+            if fair and curriculum.exercise_of_function(callee).name != home:
+                continue
+            if callee not in found and callee != name:
+                found.add(callee)
+                pending.append(callee)
+    return found
+
+
+def blame(implementation: Any, called: list[str], observation: Observation) -> tuple[str, str] | None:
+    """``(dependency, caller)``: the earliest function (manifest order) that a function the test called
+    relies on and that fails its own probes, or None.
+    """
+    order = {f: i for i, f in enumerate(f for e in load_curriculum().exercises for f in e.functions)}
+    bad = set(observation.deviating_functions(behaviour_only=True))  # a missing input check breaks no caller
+    best: tuple[int, str, str] | None = None
+    for caller in dict.fromkeys(called):
+        if caller not in order:
+            continue
+        for dependency in callees(implementation, caller) - set(called):
+            if dependency in bad and (best is None or order[dependency] < best[0]):
+                best = (order[dependency], dependency, caller)
+    return None if best is None else (best[1], best[2])
+
+
+def describe_blame(dependency: str, caller: str) -> str:
+    """The first line(s) of a failure whose cause is an earlier function of the student's."""
+    exercise = load_curriculum().exercise_of_function(dependency)
+    return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
+            f"it fails its own checks (pytest -m {exercise.name}), and your {caller}() relies on it, so the "
+            "failure below may only be its echo.")
+
+
+def revisit_dependency(dependency: str) -> str:
+    """The revisit line that replaces the caller's ideas while its dependency is wrong."""
+    exercise = load_curriculum().exercise_of_function(dependency)
+    return (f"fix {dependency}() first (exercise {exercise.number}, {exercise.module_file}): this result goes "
+            "through it; run this test again afterwards")
+
+
+# ----------------------------------------------------------------------------- known mistakes
+
+
 def matches(mistake: KnownMistake, observed: dict[str, tuple[np.ndarray, ...] | None]) -> bool:
     """True when ``observed`` reproduces every stored output of ``mistake``."""
     if not mistake.recognisable:
         return False
-    for probe, expected in mistake.outputs.items():
-        if probe not in observed:
-            return False
-        got = observed[probe]
-        if expected is RAISED or got is RAISED:
-            if expected is not got:
-                return False
-        elif not same_outputs(got, expected, rtol=MATCH_RTOL, atol=MATCH_ATOL):
-            return False
-    return True
+    return all(probe in observed and _same(observed[probe], expected) for probe, expected in mistake.outputs.items())
 
 
-def diagnose(implementation: Any, exercise: str) -> list[KnownMistake]:
-    """The known mistakes of ``exercise`` whose outputs the implementation reproduces.
+def _same(got: tuple[np.ndarray, ...] | None, expected: tuple[np.ndarray, ...] | None) -> bool:
+    """The student's output is the mistake's (float32: within its rounding, which differs between formulas)."""
+    if expected is RAISED or got is RAISED:
+        return expected is got
+    low = [a for a in expected if a.dtype.kind == "f" and a.dtype.itemsize < 8]
+    if low:
+        eps = max(float(np.finfo(a.dtype).eps) for a in low)
+        return same_outputs(got, expected, rtol=max(MATCH_RTOL, 500 * eps), atol=max(MATCH_ATOL, 10 * eps))
+    return same_outputs(got, expected, rtol=MATCH_RTOL, atol=MATCH_ATOL)
 
-    Never raises: any problem (a missing file, a stub, a crash in student
-    code) gives an empty list, and the failing test speaks for itself.
+
+def _is_input_check(probe: str) -> bool:
+    entry = load_all_probes().get(probe)
+    return entry is not None and entry.rejects is not None
+
+
+def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[KnownMistake]:
+    """The known mistakes of ``exercise`` that together account for every deviating probe of it.
+
+    A mistake is a candidate only if the student deviates on every probe where the mistake does
+    (otherwise the student does not make it). A set of candidates explains the student when the probes
+    they deviate on are exactly the student's deviating probes, and each of those probes is either
+    reproduced exactly by one of them or touched by several (two mistakes together change one output).
+    Mistakes that look the same on every probe count as one. The smallest such set is returned, and only
+    when it is the only one of its size: otherwise nothing (a wrong diagnosis is worse than none).
+    """
+    functions = set(load_curriculum().exercise(exercise).functions)
+    registry = load_all_probes()
+    own = {p for p, entry in registry.items() if entry.function in functions and p in observation.deviates}
+    deviating = {p for p in own if observation.deviates[p]}
+    if not deviating:
+        return []
+    classes: dict[tuple, list[KnownMistake]] = {}
+    for mistake in load_fingerprints():
+        if mistake.exercise != exercise or not mistake.recognisable:
+            continue
+        probes = set(mistake.outputs)
+        if not probes or not probes <= deviating:
+            continue  # it changes an output the student gets right, or one not observed
+        exact = frozenset(p for p in probes if _same(observation.outputs.get(p), mistake.outputs[p]))
+        if not any(mistake.outputs[p] is not RAISED for p in exact):
+            continue  # no output of it reproduced (raising where it raises proves little)
+        signature = (frozenset(probes), exact)
+        classes.setdefault(signature, []).append(mistake)
+    keys = list(classes)
+    for size in range(1, max_size + 1):
+        solutions = []
+        for combo in itertools.combinations(keys, size):
+            covered = set().union(*(set(key[0]) for key in combo))
+            if covered != deviating:
+                continue
+            exact = set().union(*(set(key[1]) for key in combo))
+            counts = {p: sum(p in key[0] for key in combo) for p in deviating}
+            if all(p in exact or counts[p] > 1 for p in deviating):
+                solutions.append(combo)
+        if solutions:
+            if len(solutions) > 1:
+                # Different sets explain the same outputs: say so only if they differ by look-alikes.
+                return []
+            found = [m for key in solutions[0] for m in classes[key]]
+            behaviour = [m for m in found if not all(_is_input_check(p) for p in m.outputs)]
+            if not behaviour and any(not _is_input_check(p) for p in deviating):
+                return []
+            return found
+    return []
+
+
+def diagnose(implementation: Any, exercise: str, observation: Observation | None = None) -> list[KnownMistake]:
+    """The known mistakes of ``exercise`` that explain everything the implementation gets wrong on the probes.
+
+    Nothing when a function the exercise relies on (of an earlier exercise, served by the student's own
+    code) fails its own probes: the fingerprints were taken on the reference's other modules, and that
+    function is the first thing to fix. Never raises: any problem gives an empty list.
     """
     try:
-        candidates = [m for m in load_fingerprints() if m.exercise == exercise and m.recognisable]
-        if not candidates:
-            return []
-        probes = sorted({probe for mistake in candidates for probe in mistake.outputs})
-        observed = observe(implementation, exercise, probes)
-        return [mistake for mistake in candidates if matches(mistake, observed)]
+        observation = observation or observe_everything(implementation)
+        curriculum = load_curriculum()
+        functions = curriculum.exercise(exercise).functions
+        bad = set(observation.deviating_functions(behaviour_only=True))
+        for name in functions:
+            outside = {c for c in callees(implementation, name)
+                       if curriculum.exercise_of_function(c).name != exercise}
+            if outside & bad:
+                return []
+        return explain(exercise, observation)
     except Exception:
         return []
 

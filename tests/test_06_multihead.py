@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from tests.feedback import call_expecting_no_warning, expect, expect_close, expect_no_nan, expect_shape
+from tests.kit import raising_through
 from tests.probes import expect_probe, probe
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.
@@ -422,7 +423,8 @@ def test_rejects_heads_that_do_not_divide_d_model(impl):
     idea = "bad input raises ValueError naming the argument: n_heads must divide d_model (every head gets d_head)"
     for what, call in calls.items():
         try:
-            call()
+            with raising_through():
+                call()
         except ValueError as error:
             expect("n_heads" in str(error) or "d_model" in str(error), what=what,
                    expected="a ValueError whose message names n_heads or d_model",

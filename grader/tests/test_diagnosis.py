@@ -114,7 +114,8 @@ def test_first_failure_starts_with_the_diagnosis(mutant_id, tmp_path):
     assert text.startswith("Diagnosis: your "), text[:1500]
     diagnosis = text.split("\n\n", 1)[0]
     assert mutant.description in diagnosis and mutant.hint in diagnosis, diagnosis
-    # Every failing test of the exercise leads with it (each test's feedback stands alone in a report).
+    # Every failing test of the exercise leads with it (each test's feedback stands alone in a report),
+    # after "First fix <function>" when the test's function relies on the one the mistake is in.
     failures = run.output.count("\n____")
     diagnoses = sum(line.startswith("Diagnosis: ") for line in run.output.splitlines())
     assert diagnoses >= failures >= 1, (diagnoses, failures)
