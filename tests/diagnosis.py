@@ -165,8 +165,9 @@ class Observation:
     unwritten: set[str]
 
     def deviating_functions(self, behaviour_only: bool = False) -> list[str]:
-        """The functions with at least one deviating probe (``behaviour_only``: not counting bad-input
-        probes), in manifest order.
+        """The functions with at least one deviating probe, in manifest order.
+
+        ``behaviour_only``: bad-input probes do not count.
         """
         registry = load_all_probes()
         bad = {registry[p].function for p, d in self.deviates.items()
@@ -301,8 +302,10 @@ def callees(implementation: Any, name: str) -> set[str]:
 
 
 def blame(implementation: Any, called: list[str], observation: Observation) -> tuple[str, str] | None:
-    """``(dependency, caller)``: the earliest function (manifest order) that a function the test called
-    relies on and that fails its own probes, or None.
+    """What to fix first: ``(dependency, caller)``, or None.
+
+    The dependency is the earliest function (manifest order) that a function the test called relies on
+    and that fails its own probes (bad input aside: a missing check breaks no caller).
     """
     order = {f: i for i, f in enumerate(f for e in load_curriculum().exercises for f in e.functions)}
     bad = set(observation.deviating_functions(behaviour_only=True))  # a missing input check breaks no caller
