@@ -313,7 +313,7 @@ def blame(implementation: Any, called: list[str], observation: Observation) -> t
     for caller in dict.fromkeys(called):
         if caller not in order:
             continue
-        for dependency in callees(implementation, caller) - set(called):
+        for dependency in callees(implementation, caller):
             if dependency in bad and (best is None or order[dependency] < best[0]):
                 best = (order[dependency], dependency, caller)
     return None if best is None else (best[1], best[2])
