@@ -17,7 +17,7 @@ functions once per session (:func:`observe_everything`). Two things follow:
 
 The file holds a JSON document (key ``"meta"``, a 0-d unicode array) and
 one array per stored output, keyed ``"<mistake id>|<probe>|<i>"``. It is
-written by ``python -m grader.fingerprints``.
+written by ``python -m grader.authoring.fingerprints``.
 """
 
 from __future__ import annotations
