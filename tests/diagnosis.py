@@ -360,15 +360,38 @@ def _is_input_check(probe: str) -> bool:
     return entry is not None and entry.rejects is not None
 
 
+def _search(keys: list[tuple], target: set[str], max_size: int) -> list[tuple] | None:
+    """The unique smallest combination of mistake classes whose probes are exactly ``target``.
+
+    Each probe of ``target`` must be reproduced exactly by a member, or touched by several members (two
+    mistakes together change one output). None when there is no such combination, or more than one.
+    """
+    for size in range(1, max_size + 1):
+        solutions = []
+        for combo in itertools.combinations(keys, size):
+            covered = set().union(*(set(key[0]) for key in combo))
+            if covered != target:
+                continue
+            exact = set().union(*(set(key[1]) for key in combo))
+            if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in target):
+                solutions.append(combo)
+        if solutions:
+            return list(solutions[0]) if len(solutions) == 1 else None
+    return None
+
+
 def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[KnownMistake]:
     """The known mistakes of ``exercise`` that together account for every deviating probe of it.
 
     A mistake is a candidate only if the student deviates on every probe where the mistake does
-    (otherwise the student does not make it). A set of candidates explains the student when the probes
-    they deviate on are exactly the student's deviating probes, and each of those probes is either
-    reproduced exactly by one of them or touched by several (two mistakes together change one output).
-    Mistakes that look the same on every probe count as one. The smallest such set is returned, and only
-    when it is the only one of its size: otherwise nothing (a wrong diagnosis is worse than none).
+    (otherwise the student does not make it) and reproduces at least one of its outputs exactly. The
+    behaviour probes on which the student deviates must be exactly those of the chosen mistakes, each
+    reproduced exactly by one of them or touched by several. Mistakes that look the same on every probe
+    count as one. The smallest such set is taken, and only when it is the only one of its size: otherwise
+    nothing (a wrong diagnosis is worse than none). Missing input checks (bad-input probes) are named
+    only when a catalogued one reproduces the student's outcome exactly; one that none explains is left
+    to :func:`unexplained_input_checks` (the diagnosis says so). An input-check mistake is never named
+    alone while behaviour deviates.
     """
     functions = set(load_curriculum().exercise(exercise).functions)
     registry = load_all_probes()
@@ -376,6 +399,7 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
     deviating = {p for p in own if observation.deviates[p]}
     if not deviating:
         return []
+    behaviour = {p for p in deviating if not _is_input_check(p)}
     classes: dict[tuple, list[KnownMistake]] = {}
     for mistake in load_fingerprints():
         if mistake.exercise != exercise or not mistake.recognisable:
@@ -386,29 +410,50 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
         exact = frozenset(p for p in probes if _same(observation.outputs.get(p), mistake.outputs[p]))
         if not any(mistake.outputs[p] is not RAISED for p in exact):
             continue  # no output of it reproduced (raising where it raises proves little)
-        signature = (frozenset(probes), exact)
-        classes.setdefault(signature, []).append(mistake)
-    keys = list(classes)
-    for size in range(1, max_size + 1):
-        solutions = []
-        for combo in itertools.combinations(keys, size):
-            covered = set().union(*(set(key[0]) for key in combo))
-            if covered != deviating:
-                continue
-            exact = set().union(*(set(key[1]) for key in combo))
-            counts = {p: sum(p in key[0] for key in combo) for p in deviating}
-            if all(p in exact or counts[p] > 1 for p in deviating):
-                solutions.append(combo)
-        if solutions:
-            if len(solutions) > 1:
-                # Different sets explain the same outputs: say so only if they differ by look-alikes.
-                return []
-            found = [m for key in solutions[0] for m in classes[key]]
-            behaviour = [m for m in found if not all(_is_input_check(p) for p in m.outputs)]
-            if not behaviour and any(not _is_input_check(p) for p in deviating):
-                return []
-            return found
-    return []
+        classes.setdefault((frozenset(probes), exact), []).append(mistake)
+    checks = [key for key in classes if not any(not _is_input_check(p) for p in key[0])]
+    if behaviour:
+        movers = [key for key in classes if key not in checks]
+        # Behaviour first: the behaviour mistakes must account for every deviating behaviour probe.
+        chosen: list[tuple] = []
+        for size in range(1, max_size + 1):
+            options = []
+            for combo in itertools.combinations(movers, size):
+                touched = {p for k in combo for p in k[0] if p in behaviour}
+                if touched != behaviour:
+                    continue
+                exact = set().union(*(set(k[1]) for k in combo))
+                if all(p in exact or sum(p in k[0] for k in combo) > 1 for p in behaviour):
+                    options.append(combo)
+            if options:
+                if len(options) > 1:
+                    return []
+                chosen = list(options[0])
+                break
+        if not chosen:
+            return []
+        rest = deviating - set().union(*(set(k[0]) for k in chosen))
+    else:
+        chosen, rest = [], set(deviating)
+    # Then the missing input checks, each only where a catalogued one gives exactly the student's outcome.
+    extra = [key for key in checks if set(key[0]) <= rest and key[1] == key[0]]
+    if rest and extra:
+        found = _search(extra, rest, max_size)
+        if found is None:
+            found = [key for key in extra if not any(set(key[0]) & set(o[0]) for o in extra if o is not key)]
+        chosen += found
+    return [m for key in chosen for m in classes[key]]
+
+
+def unexplained_input_checks(exercise: str, observation: Observation, mistakes: list[KnownMistake]) -> list[str]:
+    """The functions of ``exercise`` whose bad-input probes deviate without a named mistake explaining them."""
+    functions = load_curriculum().exercise(exercise).functions
+    registry = load_all_probes()
+    covered = {p for m in mistakes for p in m.outputs}
+    bad = {registry[p].function for p, d in observation.deviates.items()
+           if d and p in registry and registry[p].rejects is not None and registry[p].function in functions
+           and p not in covered}
+    return [f for f in functions if f in bad]
 
 
 def diagnose(implementation: Any, exercise: str, observation: Observation | None = None) -> list[KnownMistake]:
@@ -433,8 +478,22 @@ def diagnose(implementation: Any, exercise: str, observation: Observation | None
         return []
 
 
-def describe(exercise: str, mistakes: list[KnownMistake]) -> str:
-    """The diagnosis text put before a failure ('' when nothing matched)."""
+def describe(exercise: str, mistakes: list[KnownMistake], unchecked: list[str] = ()) -> str:
+    """The diagnosis text put before a failure ('' when nothing matched).
+
+    ``unchecked``: functions whose missing input check no named mistake explains (said after the hints).
+    """
+    if not mistakes:
+        return ""
+    text = _describe(exercise, mistakes)
+    if unchecked:
+        names = ", ".join(f"{name}()" for name in unchecked)
+        text += (f"\nAlso: {names} accepts bad input it should reject with a ValueError naming the argument "
+                 "(the test about that input says which).")
+    return text
+
+
+def _describe(exercise: str, mistakes: list[KnownMistake]) -> str:
     if not mistakes:
         return ""
     try:

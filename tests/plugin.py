@@ -134,7 +134,9 @@ def pytest_runtest_makereport(
     text = report.longreprtext
     diagnoses = state.setdefault("diagnoses", {})
     if exercise not in diagnoses:
-        diagnoses[exercise] = diagnosis.describe(exercise, diagnosis.diagnose(implementation, exercise, observation))
+        found = diagnosis.diagnose(implementation, exercise, observation)
+        unchecked = diagnosis.unexplained_input_checks(exercise, observation, found) if found else []
+        diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
     if culprit is not None:
         dependency, caller = culprit
         body = _REVISIT.sub(lambda m: m.group(1) + diagnosis.revisit_dependency(dependency), text)
