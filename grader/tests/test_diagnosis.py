@@ -213,3 +213,63 @@ def test_status_blames_the_broken_softmax_too(tmp_path):
     target = broken_softmax(tmp_path / "student")
     message = status.run_suite(target, ["attention"])["attention"].first_failure.message
     assert message.startswith("First fix softmax() in softmax.py (exercise 1, softmax)"), message[:800]
+
+
+# ---------------------------------------------------------------------------- the Kit's own checks
+
+
+class Functions:
+    """An implementation made of plain functions, for the Kit."""
+
+    def __init__(self, **functions):
+        self.functions = functions
+
+    def function(self, exercise, name):
+        return self.functions[name]
+
+
+def test_the_kit_notices_keys_added_to_a_dict_argument(monkeypatch):
+    from pytest_check import check
+
+    from tests.kit import Kit
+
+    def multi_head_attention(x, params, n_heads):
+        params.setdefault("d_head", 4)  # mutation a per-array comparison cannot see
+        return x
+
+    failures = []
+    monkeypatch.setattr(check, "fail", failures.append)
+    Kit(Functions(multi_head_attention=multi_head_attention), "multihead").multi_head_attention(
+        np.ones((2, 3)), {"w_q": np.ones(2)}, 1)
+    assert failures and "params (keys added: 'd_head')" in failures[0] and "revisit:" in failures[0]
+
+
+def test_a_crash_of_student_code_is_a_failure_with_its_line_and_an_idea(tmp_path):
+    import importlib.util
+
+    from tests.kit import Kit
+
+    (tmp_path / "projections.py").write_text(
+        "def linear(x, weight, bias=None):\n    if bias:\n        return x @ weight + bias\n    return x @ weight\n")
+    spec = importlib.util.spec_from_file_location("student_projections", tmp_path / "projections.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    linear = module.linear
+    with pytest.raises(pytest.fail.Exception) as failed:
+        Kit(Functions(linear=linear), "projections").linear(np.ones((2, 3)), np.ones((3, 4)), np.ones(4))
+    message = str(failed.value)
+    assert message.startswith("linear(x: float64 (2, 3), weight: float64 (3, 4), bias: float64 (4,)) crashed")
+    assert "observed: ValueError: The truth value" in message
+    assert "at projections.py line 2: if bias:" in message
+    assert "\n  revisit:  linear() must work for every input its docstring allows" in message
+
+
+def test_a_test_that_expects_an_error_still_sees_it():
+    from tests.feedback import expect_raises_value_error
+    from tests.kit import Kit
+
+    def causal_mask(n):
+        raise ValueError("n must be positive")
+
+    kit = Kit(Functions(causal_mask=causal_mask), "masks")
+    assert expect_raises_value_error(lambda: kit.causal_mask(0), argument="n", what="causal_mask(0)", idea="-")
