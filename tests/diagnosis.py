@@ -113,8 +113,23 @@ class NotWrittenYet(Exception):
     """The implementation raised NotImplementedError: nothing to diagnose."""
 
 
-def call_quietly(function: Any, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...] | None:
+# A probe output recorded as "not numpy arrays" (a list, a float, ...): it equals no stored output.
+WRONG_TYPE = "not numpy arrays"
+
+
+def _all_arrays(result: Any) -> bool:
+    if isinstance(result, tuple):
+        return all(isinstance(item, np.ndarray) for item in result)
+    if isinstance(result, dict):
+        return all(isinstance(item, (np.ndarray, dict)) for item in result.values())
+    return isinstance(result, np.ndarray)
+
+
+def call_quietly(function: Any, args: tuple, kwargs: dict, *, strict: bool = False) -> Any:
     """Call ``function`` without warnings or printing; ``None`` if it raises.
+
+    ``strict``: a result that is not made of numpy arrays gives ``WRONG_TYPE`` (converted, a list of
+    floats would look like a float64 array, and match a mistake it is not).
 
     Raises
     ------
@@ -125,7 +140,10 @@ def call_quietly(function: Any, args: tuple, kwargs: dict) -> tuple[np.ndarray, 
         with warnings.catch_warnings(), np.errstate(all="ignore"), \
                 contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            return as_arrays(function(*args, **kwargs))
+            result = function(*args, **kwargs)
+            if strict and not _all_arrays(result):
+                return WRONG_TYPE
+            return as_arrays(result)
     except NotImplementedError:
         raise NotWrittenYet from None
     except Exception:  # student code may raise anything; that is an observation, not a crash
@@ -175,8 +193,8 @@ class Observation:
         return [f for e in load_curriculum().exercises for f in e.functions if f in bad]
 
 
-def _deviates(name: str, result: tuple[np.ndarray, ...] | None) -> bool:
-    if result is RAISED:
+def _deviates(name: str, result: Any) -> bool:
+    if result is RAISED or result is WRONG_TYPE:
         return True
     try:
         expected = golden(name)
@@ -204,14 +222,14 @@ def observe_everything(implementation: Any) -> Observation:
                 continue
             for name in sorted(p for p, entry in registry.items() if entry.function == function_name):
                 try:
-                    result = call_quietly(registry[name].call, (function,), {})
+                    result = call_quietly(registry[name].call, (function,), {}, strict=True)
                 except NotWrittenYet:
                     unwritten.add(function_name)
                     break
                 except Exception:  # noqa: BLE001 - the isolated worker may fail in its own ways
                     result = RAISED
-                if result is not RAISED and any(a.dtype == object for a in result):
-                    result = RAISED  # not numbers: it cannot equal anything stored
+                if result is not RAISED and result is not WRONG_TYPE and any(a.dtype == object for a in result):
+                    result = WRONG_TYPE  # not numbers: it cannot equal anything stored
                 outputs[name] = result
                 deviates[name] = _deviates(name, result)
     return Observation(outputs, deviates, unwritten)
@@ -346,6 +364,8 @@ def matches(mistake: KnownMistake, observed: dict[str, tuple[np.ndarray, ...] | 
 
 def _same(got: tuple[np.ndarray, ...] | None, expected: tuple[np.ndarray, ...] | None) -> bool:
     """The student's output is the mistake's (float32: within its rounding, which differs between formulas)."""
+    if got is WRONG_TYPE or expected is WRONG_TYPE:
+        return False
     if expected is RAISED or got is RAISED:
         return expected is got
     low = [a for a in expected if a.dtype.kind == "f" and a.dtype.itemsize < 8]

@@ -113,6 +113,8 @@ def pytest_runtest_makereport(
     implementation = funcargs.get("implementation")
     if report.when != "call" or not report.failed or exercise is None or implementation is None:
         return report
+    if "revisit:" not in report.longreprtext:
+        _explain_an_unusable_result(report, list(getattr(funcargs.get("impl"), "_called", [])))
     from tests import diagnosis  # only when a test fails
 
     state = item.config.stash.setdefault(FEEDBACK, {})
@@ -148,3 +150,22 @@ def pytest_runtest_makereport(
     elif diagnoses[exercise]:
         report.longrepr = f"{diagnoses[exercise]}\n\n{text}"
     return report
+
+
+def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> None:
+    """A failure without a revisit line: the test itself could not use what the student's function returned.
+
+    (Crashes inside the student's code are explained by the Kit; this is an exception in the test's own
+    code, e.g. ``out.sum(axis=-1)`` on a list, or ``a, b = result`` on a single array.)
+    """
+    crash = getattr(report.longrepr, "reprcrash", None)
+    observed = crash.message.splitlines()[0] if crash is not None and crash.message else report.outcome
+    function = called[-1] if called else "your function"
+    name = f"{function}()" if called else function
+    report.longrepr = (
+        f"the test could not use what {name} returned\n"
+        "  expected: what the Returns section of its docstring promises (type, number of items, shape, dtype)\n"
+        f"  observed: {observed}\n"
+        f"  revisit:  return exactly what the docstring of {name} describes: a numpy array (or the tuple or dict "
+        "it names), with the shape and dtype it gives"
+    )

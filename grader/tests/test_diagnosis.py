@@ -273,3 +273,17 @@ def test_a_test_that_expects_an_error_still_sees_it():
 
     kit = Kit(Functions(causal_mask=causal_mask), "masks")
     assert expect_raises_value_error(lambda: kit.causal_mask(0), argument="n", what="causal_mask(0)", idea="-")
+
+
+def test_a_list_instead_of_an_array_matches_no_mistake(tmp_path):
+    # Converted with np.asarray, a list of floats looks like a float64 array and matched "I converted
+    # the input to float64" on the float32 probe. The type is an observation of its own.
+    import shutil
+
+    target = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / "softmax.py"
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("where=totals > 0\n    )", "where=totals > 0\n    ).tolist()"), encoding="utf-8")
+    assert "tolist" in path.read_text(encoding="utf-8")
+    assert diagnose(LocalImplementation(target), "softmax") == []
