@@ -375,6 +375,41 @@ def _same(got: tuple[np.ndarray, ...] | None, expected: tuple[np.ndarray, ...] |
     return same_outputs(got, expected, rtol=MATCH_RTOL, atol=MATCH_ATOL)
 
 
+def _same_dtypes(got: Any, expected: Any) -> bool:
+    if not isinstance(got, tuple) or not isinstance(expected, tuple) or len(got) != len(expected):
+        return False
+    return all(a.dtype == b.dtype and a.shape == b.shape for a, b in zip(got, expected, strict=True))
+
+
+@functools.cache
+def _dtype_only_ids() -> frozenset[str]:
+    """The known mistakes whose every stored output has the reference's values in another dtype."""
+    found = set()
+    for mistake in load_fingerprints():
+        ok = bool(mistake.outputs)
+        for probe, outputs in mistake.outputs.items():
+            try:
+                want = golden(probe)
+            except (KeyError, FileNotFoundError):
+                ok = False
+                break
+            want = want if isinstance(want, tuple) else (want,)
+            if outputs is RAISED or len(outputs) != len(want) or not all(
+                    a.dtype != b.dtype and a.shape == b.shape and a.dtype.kind == b.dtype.kind == "f"
+                    and np.allclose(a.astype(b.dtype), b, rtol=1e-5, atol=1e-6, equal_nan=True)
+                    or a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+                    for a, b in zip(outputs, want, strict=True)):
+                ok = False
+                break
+        if ok:
+            found.add(mistake.id)
+    return frozenset(found)
+
+
+def _dtype_only(mistake: KnownMistake) -> bool:
+    return mistake.id in _dtype_only_ids()
+
+
 def _is_input_check(probe: str) -> bool:
     entry = load_all_probes().get(probe)
     return entry is not None and entry.rejects is not None
@@ -429,7 +464,11 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
             continue  # it changes an output the student gets right, or one not observed
         exact = frozenset(p for p in probes if _same(observation.outputs.get(p), mistake.outputs[p]))
         if not any(mistake.outputs[p] is not RAISED for p in exact):
-            continue  # no output of it reproduced (raising where it raises proves little)
+            # No output of it reproduced (raising where it raises proves little), unless it only changes
+            # dtypes and the student's dtypes are its dtypes: with another mistake, the values differ too.
+            if not (_dtype_only(mistake) and all(_same_dtypes(observation.outputs.get(p), mistake.outputs[p])
+                                                 for p in probes)):
+                continue
         classes.setdefault((frozenset(probes), exact), []).append(mistake)
     checks = [key for key in classes if not any(not _is_input_check(p) for p in key[0])]
     if behaviour:

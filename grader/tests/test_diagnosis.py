@@ -287,3 +287,10 @@ def test_a_list_instead_of_an_array_matches_no_mistake(tmp_path):
     path.write_text(source.replace("where=totals > 0\n    )", "where=totals > 0\n    ).tolist()"), encoding="utf-8")
     assert "tolist" in path.read_text(encoding="utf-8")
     assert diagnose(LocalImplementation(target), "softmax") == []
+
+
+def test_a_dtype_mistake_and_a_value_mistake_together_are_both_named(tmp_path):
+    # On the float32 probe both show at once (other values in another dtype): neither alone reproduces it.
+    target = planted(tmp_path, "attention-float64-scale", "attention-mask-inverted")
+    found = sorted(m.id for m in diagnose(LocalImplementation(target), "attention"))
+    assert found == ["attention-float64-scale", "attention-mask-inverted"]
