@@ -15,6 +15,9 @@ import numpy as np
 # Leading batch axes: none, one, two and three, with sizes that differ from each other and from the
 # sizes the exercises use for n, d_k, d_v, d_model and heads.
 LEADING = ((), (3,), (2, 3), (2, 1, 3))
+# The kinds the exercises' other tests do not use already (two and three leading axes), so that a
+# failure caused by them is charged once, in the test about them.
+MORE_LEADING = ((2, 3), (2, 1, 3))
 
 
 def rng(name: str) -> np.random.Generator:

@@ -199,15 +199,16 @@ def second_to_last_axis_of_four():
     return (kinds.normal("softmax/second_to_last", (2, 3, 4, 5), scale=2.0),), {"axis": -2}
 
 
-def test_every_axis_form_and_any_number_of_leading_axes(impl):
+def test_every_other_axis_form_and_more_leading_axes(impl):
     idea = ("`axis` may be any axis, counted from the front (0, 1, ...) or from the end (-1 is the last, -2 the "
             "one before it, ...): reduce along exactly that axis, with keepdims=True")
-    for lead in kinds.LEADING:
+    for lead in kinds.MORE_LEADING:
         x = kinds.normal(f"softmax/lead{len(lead)}", (*lead, 4, 5), scale=2.0)
         expect_close(impl.softmax(x), _softmax_by_hand(x, -1), idea=ROWS,
                      what=f"softmax of a {x.shape} array ({kinds.describe_axes(lead)})")
     x = kinds.normal("softmax/axes", (2, 3, 4, 5), scale=2.0)
-    for axis in kinds.axis_forms(x.ndim):
+    # test_axis_argument has 0, 1 and -1: here the other forms, negative axes beyond -1 above all.
+    for axis in [a for a in kinds.axis_forms(x.ndim) if a not in (0, 1, -1)]:
         expect_close(impl.softmax(x, axis=axis), _softmax_by_hand(x, axis), idea=idea,
                      what=f"softmax(x, axis={axis}) of a (2, 3, 4, 5) array")
     expect_probe(impl, "softmax/second_to_last_axis_of_four", what="softmax(x, axis=-2) of a fixed (2, 3, 4, 5) array",

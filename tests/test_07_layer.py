@@ -536,7 +536,7 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
     idea = ("batch axes are just more leading axes: each token's result is what it is alone, for any number of "
             "leading axes (none included)")
     params = _layer_params(723)
-    for lead in kinds.LEADING:
+    for lead in kinds.MORE_LEADING:
         x = kinds.normal(f"layer/lead{len(lead)}", (*lead, N, D_MODEL))
         flat = x.reshape(-1, N, D_MODEL)
         what = f"x of shape {x.shape} ({kinds.describe_axes(lead)})"
@@ -545,7 +545,11 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
                               ).reshape(x.shape), what=f"layer_norm of {what} vs. each sequence alone", idea=idea)
         expect_close(impl.feed_forward(x, params), _feed_forward(x, params, _relu),
                      what=f"feed_forward of {what}", idea=FFN + "; " + idea)
-        if lead:
-            expect_close(impl.transformer_layer(x, params, N_HEADS),
-                         np.stack([impl.transformer_layer(t, params, N_HEADS) for t in flat]).reshape(x.shape),
-                         what=f"transformer_layer of {what} vs. each sequence alone", idea=idea)
+        expect_close(impl.transformer_layer(x, params, N_HEADS),
+                     np.stack([impl.transformer_layer(t, params, N_HEADS) for t in flat]).reshape(x.shape),
+                     what=f"transformer_layer of {what} vs. each sequence alone", idea=idea)
+    x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
+    params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
+                {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}
+    expect_dtype(impl.transformer_layer(x32, params32, N_HEADS), np.float32, idea="dtype in = dtype out, through "
+                 "every sub-layer: no float64 constants or arrays", what="transformer_layer of float32 x and params")
