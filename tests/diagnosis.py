@@ -84,6 +84,89 @@ def same_outputs(
     return True
 
 
+SKETCH_SIZE = 8
+
+
+def sketch(array: np.ndarray) -> np.ndarray:
+    """A few numbers that stand for an output array (pairs of mistakes are stored this way, not in full).
+
+    Strings (the outcome of a bad-input probe) are kept as they are. Numbers are flattened (NaN and
+    infinities replaced by fixed stand-ins) and projected on ``SKETCH_SIZE`` fixed random directions;
+    the last entry is the array's norm, which scales the tolerance of a comparison.
+    """
+    array = np.asarray(array)
+    if array.dtype.kind in "US":
+        return array
+    flat = np.nan_to_num(array.astype(np.float64).ravel(), nan=7.25, posinf=1e6, neginf=-3e6)
+    basis = np.random.default_rng(flat.size).normal(size=(SKETCH_SIZE, flat.size))
+    return np.concatenate([basis @ flat, [np.linalg.norm(flat)]])
+
+
+def same_sketch(array: np.ndarray, stored: np.ndarray, rtol: float) -> bool:
+    """True when ``array`` sketches to ``stored`` (within ``rtol`` of its norm)."""
+    mine = sketch(array)
+    if stored.dtype.kind in "US" or mine.dtype.kind in "US":
+        return mine.dtype.kind == stored.dtype.kind and bool(np.array_equal(mine, stored))
+    if mine.shape != stored.shape:
+        return False
+    scale = max(float(stored[-1]), 1e-12) * np.sqrt(SKETCH_SIZE)
+    return bool(np.all(np.abs(mine - stored) <= rtol * scale))
+
+
+def pair_key(first: str, second: str, probe: str, index: int) -> str:
+    """The key of one sketch of a pair of mistakes in the fingerprint file."""
+    return f"{first}+{second}|{probe}|{index}"
+
+
+@dataclass(frozen=True)
+class KnownPair:
+    """Two catalogued mistakes planted together, where they change the same outputs.
+
+    ``outputs`` maps a probe to ``(shape, dtype, sketch)`` per array, or to ``None`` (it raises).
+    """
+
+    mistakes: tuple[KnownMistake, KnownMistake]
+    exercise: str
+    outputs: dict[str, tuple[tuple[tuple[int, ...], str, np.ndarray], ...] | None]
+
+    def reproduced_by(self, got: Any, probe: str) -> bool:
+        """True when the student's output on ``probe`` is this pair's."""
+        stored = self.outputs[probe]
+        if stored is RAISED or got is RAISED or got is WRONG_TYPE:
+            return stored is got
+        if not isinstance(got, tuple) or len(got) != len(stored):
+            return False
+        for array, (shape, dtype, sketched) in zip(got, stored, strict=True):
+            if tuple(array.shape) != tuple(shape) or str(array.dtype) != dtype:
+                return False
+            low = array.dtype.kind == "f" and array.dtype.itemsize < 8
+            if not same_sketch(array, sketched, rtol=5e-4 if low else 1e-6):
+                return False
+        return True
+
+
+@functools.cache
+def load_pairs(path: Path = FINGERPRINT_FILE) -> tuple[KnownPair, ...]:
+    """The pairs of known mistakes stored with the fingerprints (empty when there are none)."""
+    if not Path(path).is_file():
+        return ()
+    by_id = {mistake.id: mistake for mistake in load_fingerprints(path)}
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"][()]))
+        pairs = []
+        for entry in meta.get("pairs", []):
+            first, second = entry["ids"]
+            if first not in by_id or second not in by_id:
+                continue
+            outputs = {}
+            for probe, arrays in entry["probes"].items():
+                outputs[probe] = RAISED if arrays is None else tuple(
+                    (tuple(shape), dtype, data[pair_key(first, second, probe, i)])
+                    for i, (shape, dtype) in enumerate(arrays))
+            pairs.append(KnownPair((by_id[first], by_id[second]), entry["exercise"], outputs))
+    return tuple(pairs)
+
+
 def fingerprint_key(mistake_id: str, probe: str, index: int) -> str:
     """The key of one stored output array in the fingerprint file."""
     return f"{mistake_id}|{probe}|{index}"
@@ -455,7 +538,9 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
     if not deviating:
         return []
     behaviour = {p for p in deviating if not _is_input_check(p)}
-    classes: dict[tuple, list[KnownMistake]] = {}
+    # A class: mistakes (or pairs of mistakes planted together) that look the same on the probes,
+    # keyed by (their probes, the probes the student reproduces exactly, how many mistakes each is).
+    classes: dict[tuple, list[tuple[KnownMistake, ...]]] = {}
     for mistake in load_fingerprints():
         if mistake.exercise != exercise or not mistake.recognisable:
             continue
@@ -469,31 +554,44 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
             if not (_dtype_only(mistake) and all(_same_dtypes(observation.outputs.get(p), mistake.outputs[p])
                                                  for p in probes)):
                 continue
-        classes.setdefault((frozenset(probes), exact), []).append(mistake)
-    checks = [key for key in classes if not any(not _is_input_check(p) for p in key[0])]
+        classes.setdefault(_class_key(probes, exact, 1, mistake.id), []).append((mistake,))
+    for pair in load_pairs():
+        if pair.exercise != exercise or not set(pair.outputs) <= deviating:
+            continue
+        exact = frozenset(p for p in pair.outputs if pair.reproduced_by(observation.outputs.get(p), p))
+        if any(pair.outputs[p] is not RAISED for p in exact):
+            key = _class_key(set(pair.outputs), exact, 2, "+".join(m.id for m in pair.mistakes))
+            classes.setdefault(key, []).append(pair.mistakes)
+    checks = [key for key in classes if key[2] == 1 and all(_is_input_check(p) for p in key[0])]
+    chosen: list[tuple] = []
     if behaviour:
         movers = [key for key in classes if key not in checks]
         # Behaviour first: the behaviour mistakes must account for every deviating behaviour probe.
-        chosen: list[tuple] = []
-        for size in range(1, max_size + 1):
-            options = []
-            for combo in itertools.combinations(movers, size):
-                touched = {p for k in combo for p in k[0] if p in behaviour}
-                if touched != behaviour:
-                    continue
-                exact = set().union(*(set(k[1]) for k in combo))
-                if all(p in exact or sum(p in k[0] for k in combo) > 1 for p in behaviour):
-                    options.append(combo)
+        for weight in range(1, max_size + 1):
+            options: dict[frozenset, list[tuple]] = {}
+            for size in range(1, weight + 1):
+                for combo in itertools.combinations(movers, size):
+                    if sum(key[2] for key in combo) != weight:
+                        continue
+                    ids = [m.id for key in combo for m in classes[key][0]]
+                    if len(set(ids)) != len(ids):
+                        continue  # a pair and one of its own mistakes
+                    if {p for key in combo for p in key[0] if p in behaviour} != behaviour:
+                        continue
+                    exact = set().union(*(set(key[1]) for key in combo))
+                    if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in behaviour):
+                        named = frozenset(m.id for key in combo for group in classes[key] for m in group)
+                        options.setdefault(named, list(combo))
             if options:
                 if len(options) > 1:
-                    return []
-                chosen = list(options[0])
+                    return []  # different mistakes explain the same outputs: say nothing
+                chosen = next(iter(options.values()))
                 break
         if not chosen:
             return []
         rest = deviating - set().union(*(set(k[0]) for k in chosen))
     else:
-        chosen, rest = [], set(deviating)
+        rest = set(deviating)
     # Then the missing input checks, each only where a catalogued one gives exactly the student's outcome.
     extra = [key for key in checks if set(key[0]) <= rest and key[1] == key[0]]
     if rest and extra:
@@ -501,7 +599,18 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
         if found is None:
             found = [key for key in extra if not any(set(key[0]) & set(o[0]) for o in extra if o is not key)]
         chosen += found
-    return [m for key in chosen for m in classes[key]]
+    named: list[KnownMistake] = []
+    for key in chosen:
+        if key[2] > 1 and len(classes[key]) > 1:
+            return []  # several pairs give these outputs: which two mistakes it is cannot be told
+        for group in classes[key]:
+            named += [m for m in group if m not in named]
+    return named
+
+
+def _class_key(probes: set[str], exact: frozenset[str], weight: int, name: str) -> tuple:
+    """Mistakes look alike only when the student reproduces all their outputs: then they share a key."""
+    return (frozenset(probes), exact, weight, None if exact == frozenset(probes) else name)
 
 
 def unexplained_input_checks(exercise: str, observation: Observation, mistakes: list[KnownMistake]) -> list[str]:

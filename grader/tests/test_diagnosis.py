@@ -294,3 +294,11 @@ def test_a_dtype_mistake_and_a_value_mistake_together_are_both_named(tmp_path):
     target = planted(tmp_path, "attention-float64-scale", "attention-mask-inverted")
     found = sorted(m.id for m in diagnose(LocalImplementation(target), "attention"))
     assert found == ["attention-float64-scale", "attention-mask-inverted"]
+
+
+def test_two_mistakes_that_change_the_same_outputs_are_named_together(tmp_path):
+    # Keys and values both from x: no single fingerprint reproduces the cross-attention outputs, the
+    # stored pair (planted together by grader.authoring.fingerprints) does.
+    target = planted(tmp_path, "multihead-keys-from-x", "multihead-values-from-x")
+    found = sorted(m.id for m in diagnose(LocalImplementation(target), "multihead"))
+    assert found == ["multihead-keys-from-x", "multihead-values-from-x"]
