@@ -192,8 +192,13 @@ class Kit:
 
     ``kit.softmax(x)`` calls the implementation's ``softmax``. A stub that
     is not written yet, or a module that does not import, fails the test with
-    a one-line message instead of a traceback. Every call also checks that
-    array arguments come back unchanged.
+    a one-line message instead of a traceback. A crash of the student's code
+    on valid input fails it with what / expected / observed (the exception and
+    the student's own line) / revisit, unless the test expects an exception
+    (:func:`raising_through`). Every call also checks that the arguments come
+    back unchanged: arrays, and dicts (no key added, removed or rebound). The
+    functions a test called are kept in ``_called``, for the blame in
+    dependency order (``tests/plugin.py``).
     """
 
     def __init__(self, implementation: Implementation, exercise: str) -> None:

@@ -5,6 +5,10 @@ solutions`` tests the reference, ``pytest --impl path/to/submission`` any
 folder holding the seven modules. Each test file grades one exercise of the
 manifest; its tests carry that exercise's marker, so ``pytest -m masks``
 runs one exercise.
+
+A failure is led by what to fix first (see ``pytest_runtest_makereport``):
+an earlier function of the student's that fails its own probes, or a known
+mistake that explains everything (``tests/diagnosis.py``).
 """
 
 from __future__ import annotations
@@ -113,7 +117,9 @@ def pytest_runtest_makereport(
     implementation = funcargs.get("implementation")
     if report.when != "call" or not report.failed or exercise is None or implementation is None:
         return report
-    if "revisit:" not in report.longreprtext:
+    unusable = call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception)
+    if unusable and "revisit:" not in report.longreprtext:
+        # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
         _explain_an_unusable_result(report, list(getattr(funcargs.get("impl"), "_called", [])))
     from tests import diagnosis  # only when a test fails
 
