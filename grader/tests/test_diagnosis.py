@@ -302,3 +302,19 @@ def test_two_mistakes_that_change_the_same_outputs_are_named_together(tmp_path):
     target = planted(tmp_path, "multihead-keys-from-x", "multihead-values-from-x")
     found = sorted(m.id for m in diagnose(LocalImplementation(target), "multihead"))
     assert found == ["multihead-keys-from-x", "multihead-values-from-x"]
+
+
+def test_a_notebook_check_blames_the_broken_softmax_too():
+    import math
+
+    from grader.student.notebook import check
+
+    namespace = {"__name__": "__main__", "np": np, "math": math}
+    exec(compile((ROOT / "solutions" / "_checks.py").read_text(), "<given cell>", "exec"), namespace)  # noqa: S102
+    exec(compile(TEXTBOOK_SOFTMAX, "<softmax cell>", "exec"), namespace)  # noqa: S102
+    attention = (ROOT / "solutions" / "attention.py").read_text()
+    exec(compile(attention[attention.index("def attention_scores"):], "<attention cell>", "exec"), namespace)  # noqa: S102
+    with pytest.raises(AssertionError) as failed:
+        check("attention", "test_fully_blocked_query_gives_zeros", namespace)
+    assert "\n\nFirst fix softmax() in softmax.py (exercise 1, softmax)" in str(failed.value)
+    assert "Diagnosis" not in str(failed.value)
