@@ -9,11 +9,14 @@ worker) because both provide ``function(exercise, name)``.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import contextvars
+import functools
 import hashlib
 import importlib
 import inspect
+import re
 import sys
 import traceback
 import types
@@ -172,6 +175,48 @@ def raising_through() -> Iterator[None]:
         _RAISE_THROUGH.reset(token)
 
 
+@functools.cache
+def _documented_parameters(name: str) -> dict[str, str]:
+    """``{argument: first sentence of its description}`` from the Parameters section of ``name``'s docstring.
+
+    Read from the kit's stubs (``exercises/``, the same API as the reference), so it works whatever the
+    implementation (a proxy of the isolated worker has no docstring of its own).
+    """
+    try:
+        module = load_curriculum().exercise_of_function(name).module_file
+        root = Path(__file__).resolve().parent.parent
+        source = next((root / folder / module).read_text(encoding="utf-8") for folder in ("exercises", "solutions")
+                      if (root / folder / module).is_file())
+        node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        doc = ast.get_docstring(node) or ""
+    except (StopIteration, ValueError, OSError, SyntaxError):
+        return {}
+    section = doc.split("Parameters\n----------\n", 1)[-1] if "Parameters\n----------\n" in doc else ""
+    section = section.split("\n\n", 1)[0] if "\n\nReturns" in section or "\n\nRaises" in section else section
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in section.splitlines():
+        if line and not line.startswith(" ") and " : " in line:
+            current = []
+            for argument in line.split(" : ", 1)[0].split(","):
+                found[argument.strip().lstrip("*")] = current
+        elif line.startswith(" ") and line.strip():
+            current.append(line.strip())
+    described = {}
+    for argument, lines in found.items():
+        text = " ".join(lines).replace("``", "")
+        described[argument] = re.split(r"\.\s+(?=[A-Z])", text, maxsplit=1)[0].rstrip(".")
+    return described
+
+
+def _contract(name: str, arguments: dict[str, Any]) -> str:
+    """What the docstring allows for the array arguments of this call, e.g. ``x: Shape (..., d_in)``."""
+    documented = _documented_parameters(name)
+    parts = [f"{argument}: {documented[argument]}" for argument, value in arguments.items()
+             if argument in documented and value is not None]
+    return "; ".join(parts)
+
+
 def _describe_arguments(arguments: dict[str, Any]) -> str:
     """``x: float64 (2, 6, 5, 12), n_heads: 3``: what the call was given, briefly."""
     parts = []
@@ -238,7 +283,8 @@ class Kit:
                            f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n"
                            f"  revisit:  {name}() must work for every input its docstring allows ("
                            f"{_describe_arguments(arguments)}): what does the line above assume about them "
-                           "(the number of axes, which sizes are equal, the dtype)?")
+                           "(the number of axes, which sizes are equal, the dtype)?"
+                           + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""))
             if failure is not None:
                 pytest.fail(failure, pytrace=False)
             changed = _changed_in_place(arguments, before)
