@@ -113,9 +113,7 @@ def same_sketch(array: np.ndarray, stored: np.ndarray, rtol: float) -> bool:
     return bool(np.all(np.abs(mine - stored) <= rtol * scale))
 
 
-def pair_key(first: str, second: str, probe: str, index: int) -> str:
-    """The key of one sketch of a pair of mistakes in the fingerprint file."""
-    return f"{first}+{second}|{probe}|{index}"
+PAIR_SKETCHES = "pair_sketches"  # the fingerprint file's array of every pair's sketches, one per row
 
 
 @dataclass(frozen=True)
@@ -153,17 +151,18 @@ def load_pairs(path: Path = FINGERPRINT_FILE) -> tuple[KnownPair, ...]:
     by_id = {mistake.id: mistake for mistake in load_fingerprints(path)}
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"][()]))
-        pairs = []
-        for entry in meta.get("pairs", []):
-            first, second = entry["ids"]
-            if first not in by_id or second not in by_id:
-                continue
-            outputs = {}
-            for probe, arrays in entry["probes"].items():
-                outputs[probe] = RAISED if arrays is None else tuple(
-                    (tuple(shape), dtype, data[pair_key(first, second, probe, i)])
-                    for i, (shape, dtype) in enumerate(arrays))
-            pairs.append(KnownPair((by_id[first], by_id[second]), entry["exercise"], outputs))
+        rows = data[PAIR_SKETCHES] if PAIR_SKETCHES in data.files else np.zeros((0, SKETCH_SIZE + 1))
+    pairs = []
+    for entry in meta.get("pairs", []):
+        first, second = entry["ids"]
+        if first not in by_id or second not in by_id:
+            continue
+        outputs = {}
+        for probe, arrays in entry["probes"].items():
+            outputs[probe] = RAISED if arrays is None else tuple(
+                (tuple(shape), dtype, rows[where] if isinstance(where, int) else np.array(where))
+                for shape, dtype, where in arrays)
+        pairs.append(KnownPair((by_id[first], by_id[second]), entry["exercise"], outputs))
     return tuple(pairs)
 
 

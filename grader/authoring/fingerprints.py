@@ -35,8 +35,9 @@ from tests.diagnosis import (
     RAISED,
     NotWrittenYet,
     call_quietly,
+    PAIR_SKETCHES,
+    SKETCH_SIZE,
     fingerprint_key,
-    pair_key,
     reference_calls,
     same_outputs,
     sketch,
@@ -108,8 +109,9 @@ def pair_fingerprints(mistakes: list[dict], arrays: dict[str, np.ndarray], workd
     """Two mistakes of one exercise planted together, where they change the same behaviour output.
 
     Together they give outputs neither gives alone, so the single fingerprints cannot recognise the
-    pair. Stored as sketches (:func:`tests.diagnosis.sketch`), a few numbers per array, added to
-    ``arrays`` under ``pair_key``; the metadata lists each pair's probes with the shapes and dtypes.
+    pair. Stored as sketches (:func:`tests.diagnosis.sketch`), a few numbers per array, as the rows of
+    one array ``arrays[PAIR_SKETCHES]``; the metadata lists each pair's probes with the shapes, dtypes
+    and row numbers (or the text of a bad-input outcome).
     """
     registry = load_all_probes()
     catalogue = {mutant.id: mutant for mutant in load_catalogue()}
@@ -117,6 +119,7 @@ def pair_fingerprints(mistakes: list[dict], arrays: dict[str, np.ndarray], workd
     for entry in mistakes:
         by_exercise.setdefault(entry["exercise"], []).append(entry)
     pairs = []
+    rows: list[np.ndarray] = []
     for exercise, entries in by_exercise.items():
         for first, second in itertools.combinations(entries, 2):
             behaviour = {p for p in first["probes"] if registry[p].rejects is None}
@@ -144,10 +147,17 @@ def pair_fingerprints(mistakes: list[dict], arrays: dict[str, np.ndarray], workd
                 if result is RAISED:
                     probes[name] = None
                     continue
-                probes[name] = [[list(array.shape), str(array.dtype)] for array in result]
-                for index, array in enumerate(result):
-                    arrays[pair_key(a.id, b.id, name, index)] = sketch(array)
+                probes[name] = []
+                for array in result:
+                    sketched = sketch(array)
+                    if sketched.dtype.kind in "US":  # the outcome of a bad-input probe: kept as text
+                        probes[name].append([list(array.shape), str(array.dtype), str(sketched[()])])
+                    else:
+                        probes[name].append([list(array.shape), str(array.dtype), len(rows)])
+                        rows.append(sketched)
             pairs.append({"ids": [a.id, b.id], "exercise": exercise, "probes": probes})
+    # One array for every sketch (reading thousands of small arrays from the file is slow).
+    arrays[PAIR_SKETCHES] = np.array(rows) if rows else np.zeros((0, SKETCH_SIZE + 1))
     return pairs
 
 
