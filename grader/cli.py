@@ -17,7 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "show your progress through the exercises"),
     "hint": ("hints", "show a hint for an exercise, one level at a time"),
     "watch": ("watch", "rerun the current exercise's tests whenever you save"),
-    "demo": ("demo", "reproduce the reading's worked example with your code, with a heatmap"),
+    "demo": ("demo", "reproduce the reading's worked example with your code, with a heatmap "
+                     "(docs/reading.md#worked-example)"),
     "grade": ("grade", "grade a folder of submissions (instructors)"),
     "release": ("release", "build the student repository (instructors)"),
     "gradescope": ("gradescope", "build a Gradescope autograder bundle (instructors)"),

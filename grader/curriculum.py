@@ -2,8 +2,9 @@
 
 The manifest is ``grader/curriculum.toml``. It owns the order of the
 exercises, their titles, test files, public functions, dependencies, points,
-hints and the sections of the reading (docs/reading.md) each one relies on. Import this module (it needs only the standard library) instead of
-writing an exercise name anywhere else.
+hints and the sections of the reading (docs/reading.md) each one relies on.
+Import this module (it needs only the standard library) instead of writing an
+exercise name anywhere else.
 """
 
 from __future__ import annotations
