@@ -337,12 +337,15 @@ def _referenced(function: Any, api: set[str], depth: int = 0) -> set[str] | None
         names.update(current.co_names)
         stack.extend(const for const in current.co_consts if hasattr(const, "co_names"))
     found = names & api
-    if depth < 3:
-        scope = getattr(function, "__globals__", {})
-        for name in names - api:
-            helper = scope.get(name)
-            if callable(helper) and getattr(helper, "__module__", None) == module and hasattr(helper, "__code__"):
-                found |= _referenced(helper, api, depth + 1) or set()
+    scope = getattr(function, "__globals__", {})
+    for name in names - api:
+        helper = scope.get(name)
+        if not (callable(helper) and hasattr(helper, "__code__")):
+            continue
+        if getattr(helper, "__name__", "") in api:  # an API function under another name (import ... as sm)
+            found.add(helper.__name__)
+        elif depth < 3 and getattr(helper, "__module__", None) == module:  # a helper of the student's own
+            found |= _referenced(helper, api, depth + 1) or set()
     found.discard(getattr(function, "__name__", ""))
     return found
 

@@ -318,3 +318,16 @@ def test_a_notebook_check_blames_the_broken_softmax_too():
         check("attention", "test_fully_blocked_query_gives_zeros", namespace)
     assert "\n\nFirst fix softmax() in softmax.py (exercise 1, softmax)" in str(failed.value)
     assert "Diagnosis" not in str(failed.value)
+
+
+def test_the_blame_follows_an_imported_alias(tmp_path):
+    from tests.diagnosis import callees
+
+    target = broken_softmax(tmp_path / "student")
+    path = target / "attention.py"
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("from .softmax import softmax\n", "from .softmax import softmax as normalise\n")
+                    .replace("weights = softmax(scores, axis=-1)", "weights = normalise(scores, axis=-1)"),
+                    encoding="utf-8")
+    assert "normalise(scores" in path.read_text(encoding="utf-8")
+    assert "softmax" in callees(LocalImplementation(target), "scaled_dot_product_attention")
