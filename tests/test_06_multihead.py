@@ -275,10 +275,12 @@ def test_head_context_uses_its_own_value_columns(impl):
     for h in range(N_HEADS):
         cols = _columns(h)
         values = x @ params["w_v"][:, cols] + params["b_v"][cols]
+        unbiased = np.allclose(output[..., cols], weights[:, h] @ (x @ params["w_v"][:, cols]))
         expect_close(output[..., cols], weights[:, h] @ values,
                      what=f"with w_o = I, output columns {cols.start}:{cols.stop} (head {h}'s context)",
-                     idea="head h's context is its weights times its own values (columns h*d_head:(h+1)*d_head "
-                          "of x @ w_v + b_v); merge_heads must put it back in those columns")
+                     idea=("yours leaves out the bias b_v: " if unbiased else "")
+                     + "head h's context is its weights times its own values (columns h*d_head:(h+1)*d_head "
+                       "of x @ w_v + b_v); merge_heads must put it back in those columns")
 
 
 def test_scores_are_scaled_by_sqrt_d_head(impl):
@@ -310,8 +312,10 @@ def test_cross_attention_with_kv(impl):
     for h in range(N_HEADS):
         cols = _columns(h)
         values = kv @ params["w_v"][:, cols] + params["b_v"][cols]
+        unbiased = np.allclose(context[..., cols], weights[:, h] @ (kv @ params["w_v"][:, cols]))
         expect_close(context[..., cols], weights[:, h] @ values,
-                     what=f"with w_o = I, head {h}'s context in cross-attention", idea=CROSS)
+                     what=f"with w_o = I, head {h}'s context in cross-attention",
+                     idea=f"yours leaves out the bias b_v: v = kv @ w_v + b_v; {CROSS}" if unbiased else CROSS)
 
 
 def test_shared_mask_blocks_keys_in_every_head(impl):
