@@ -12,7 +12,8 @@ modules, no isolation). The first failure is what the student reads first. Print
   diagnosis about the calling exercise counts as wrong;
 * first message with a revisit line.
 
-Usage: ``python benchmarks/heldout_mistakes.py [--jobs N] [--only SUBSTRING] [--show]``.
+Usage: ``python benchmarks/heldout_mistakes.py [--jobs N] [--only SUBSTRING] [--show] [--status]``
+(``--status``: the first failure as ``attention-kit status`` shows it).
 """
 
 from __future__ import annotations
@@ -90,6 +91,20 @@ def judge(mistake: HeldOut, text: str) -> tuple[str, tuple[str, ...]]:
     return ("right" if covered >= true or set(named) >= true else "partial"), named
 
 
+def run_one_in_status(mistake: HeldOut) -> Outcome:
+    """The same, as ``attention-kit status`` shows it: the first failure of the exercise."""
+    from grader.student import status
+
+    with tempfile.TemporaryDirectory(prefix="attention-kit-heldout-") as workdir:
+        target = plant(mistake, Path(workdir) / mistake.id)
+        first = status.run_suite(target, [mistake.run])[mistake.run].first_failure
+    if first is None:
+        return Outcome(mistake.id, False, "none", False, "", note="passes in status (see the pytest run)")
+    text = first.message
+    verdict, named = judge(mistake, text)
+    return Outcome(mistake.id, True, verdict, "revisit:" in text, text, named)
+
+
 def run_one(mistake: HeldOut) -> Outcome:
     from grader.curriculum import load as load_curriculum
     from grader.mutants.report import run_tests
@@ -123,14 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="", help="only the mistakes whose id contains this")
     parser.add_argument("--show", action="store_true", help="print every first failure")
+    parser.add_argument("--status", action="store_true", help="judge the first failure attention-kit status shows")
     args = parser.parse_args(argv)
     mistakes = [m for m in load() if args.only in m.id]
+    worker = run_one_in_status if args.status else run_one
     if args.jobs > 1:
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
-            outcomes = list(pool.map(run_one, mistakes))
+            outcomes = list(pool.map(worker, mistakes))
     else:
-        outcomes = [run_one(m) for m in mistakes]
+        outcomes = [worker(m) for m in mistakes]
     by_id = {m.id: m for m in mistakes}
     caught = [o for o in outcomes if o.caught]
     count = {v: sum(o.verdict == v for o in caught) for v in ("right", "wrong", "partial", "none")}
