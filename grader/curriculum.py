@@ -30,6 +30,8 @@ class Exercise:
     points: float
     hidden_points: float
     hints: tuple[str, ...]
+    part: int = 1
+    reading: tuple[str, ...] = ()
 
     @property
     def module_file(self) -> str:
@@ -100,6 +102,8 @@ def load(path: Path = MANIFEST) -> Curriculum:
             points=float(entry["points"]),
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
+            part=int(entry.get("part", 1)),
+            reading=tuple(entry.get("reading", ())),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )
