@@ -228,9 +228,14 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
             raise ValueError(f"{name} must hold finite numbers, got {x}")
     if a.shape != b.shape:
         raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} must have the same length")
-    rank_a = _average_ranks(a) - (a.shape[0] - 1) / 2  # centred: the mean rank is (n - 1) / 2
-    rank_b = _average_ranks(b) - (b.shape[0] - 1) / 2
-    spread = np.sqrt(np.sum(rank_a**2) * np.sum(rank_b**2))
+    rank_a, rank_b = _average_ranks(a), _average_ranks(b)
+    return _pearson(rank_a, rank_b)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """The correlation of two 1-D arrays; NaN when either is constant (no spread)."""
+    x, y = x - x.mean(), y - y.mean()
+    spread = np.sqrt(np.sum(x**2) * np.sum(y**2))
     if spread == 0:
         return float("nan")
-    return float(np.sum(rank_a * rank_b) / spread)
+    return float(np.sum(x * y) / spread)
