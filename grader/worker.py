@@ -151,7 +151,7 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
         return {"$": "dict", "k": keys, "v": [encode(item, arrays, functions) for item in value.values()]}
     if functions is not None and callable(value) and not isinstance(value, type):
         functions.append(value)
-        return {"$": "function", "i": len(functions) - 1}
+        return {"$": "grading_function", "i": len(functions) - 1}
     raise Unsendable(f"a value of type {type(value).__name__} cannot be sent (plain data and numpy arrays only)")
 
 
@@ -165,7 +165,7 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
     (then nothing needs to be sent back at all).
     """
     tag = sent.get("$") if isinstance(sent, dict) else None
-    if tag == "function" and getattr(value, "grading_function", None) == sent.get("i"):
+    if tag == "grading_function" and getattr(value, "grading_function", None) == sent.get("i"):
         return {"$": "same"}, False  # the stand-in of a grading-side function: the caller keeps its own
     if isinstance(value, np.ndarray) and tag == "array":
         if received.unchanged(sent["i"], value):
@@ -228,7 +228,7 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
         if tag == "dict":
             return {decode(k, arrays): decode(v, arrays, same, functions)
                     for k, v in zip(data["k"], data["v"], strict=True)}
-        if tag == "function" and functions is not None and type(data.get("i")) is int:
+        if tag == "grading_function" and functions is not None and type(data.get("i")) is int:
             return functions(data["i"])
         if tag in ("dtype", "scalar_type"):
             dtype = ALLOWED_DTYPES.get(data["v"]) if isinstance(data["v"], str) else None
