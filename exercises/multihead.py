@@ -37,7 +37,7 @@ What the tests check
   ``ValueError`` when ``n_heads`` does not divide ``d_model``.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import numpy as np

@@ -31,7 +31,7 @@ What the tests check
   with its own weight, with ``d_v != d_k``.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import math

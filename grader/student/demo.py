@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.curriculum import ROOT
-from grader.status import DONE, display_path, resolve_impl, run_suite
+from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
 TOKENS = ("the", "vessel", "changed", "course", "because", "it", "detected", "obstacle")
 SEED = 42
