@@ -51,7 +51,7 @@ What the tests check
 * bad input: ValueError naming the argument.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 from collections.abc import Callable
