@@ -55,6 +55,7 @@ class PositionalModel:
         self.values, self.w_out = values, w_out  # (vocab, d), (d, n_classes)
 
     def logits(self, tokens: np.ndarray) -> np.ndarray:
+        """(b, seq) token ids -> (b, n_classes) logits."""
         context = np.einsum("j,bjd->bd", self.weights, self.values[np.asarray(tokens)])
         return context @ self.w_out
 
@@ -66,7 +67,7 @@ class PositionalModel:
         return _softmax(self.logits(tokens))
 
     def gradient_and_input(self, tokens: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
-        """d logit_c / d x_j = weights[j] * w_out[:, c], and the inputs x_j = values[tokens[j]]."""
+        """The gradient d logit_c / d x_j = weights[j] * w_out[:, c], and the inputs x_j = values[tokens[j]]."""
         return self.weights[:, None] * self.w_out[:, c][None, :], self.values[tokens]
 
 
