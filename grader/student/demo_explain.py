@@ -1,4 +1,4 @@
-"""``attention-kit demo --explain``: does a trained model's attention explain its answer at "it"?
+"""``attention-kit demo --explain``: does a trained model's attention explain its answer at "it"? Measure it.
 
 The model of exercise 9 is trained (your ``train``, on the given antecedent
 task, seed 42) to predict, at the pronoun "it", the token of its antecedent.
