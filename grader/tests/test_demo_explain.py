@@ -123,7 +123,7 @@ def test_explain_demo_measures_the_stand_in_model(stand_in, tmp_path):
     assert set(result.correlations) == {"attention vs occlusion", "attention vs gradient x input",
                                         "occlusion vs gradient x input"}
     lines = demo_explain.summary_lines(result)
-    assert lines[1] == 'at "it" the model predicts "vessel" (p = %.3f)' % result.probability
+    assert lines[1] == f'at "it" the model predicts "vessel" (p = {result.probability:.3f})'
     assert lines[-1].startswith("top token: attention 'vessel', occlusion 'vessel'")
     out = tmp_path / "explain.png"
     demo_explain.plot(result, out)
