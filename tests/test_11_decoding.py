@@ -321,6 +321,15 @@ def scores_far_below_zero():
     return (q, k, rng.normal(size=(7, DV))), {"block_size": 3}
 
 
+@probe("blockwise_attention")
+def rows_near_minus_1e3_and_minus_1e5():
+    # Query 0's scores lie near -1e3, query 1's near -1e5: a start at 0 loses both, a start at -5e4 only query 1.
+    rng = np.random.default_rng(247)
+    k = np.concatenate([np.ones((9, 1)), rng.normal(size=(9, DK - 1))], axis=-1)
+    q = np.concatenate([np.array([[-2e3], [-2e5]]), rng.normal(size=(2, DK - 1))], axis=-1)
+    return (q, k, rng.normal(size=(9, DV))), {"block_size": 4}
+
+
 def test_reference_values(impl):
     expect_probe(impl, "kv_cache_append/second_position_with_a_batch_axis", idea=CACHE,
                  what=f"kv_cache_append to a ({B}, 1, {DK}) cache")
@@ -331,6 +340,8 @@ def test_reference_values(impl):
     expect_probe(impl, "blockwise_attention/huge_scores", idea=OVERFLOW, what="blockwise_attention, scores near 1e4")
     expect_probe(impl, "blockwise_attention/scores_far_below_zero", idea=OVERFLOW,
                  what="blockwise_attention, scores near -1e5")
+    expect_probe(impl, "blockwise_attention/rows_near_minus_1e3_and_minus_1e5", idea=OVERFLOW,
+                 what="blockwise_attention, one query's scores near -1e3, another's near -1e5")
 
 
 # ----------------------------------------------------------------------------- bad input
