@@ -61,10 +61,10 @@ class PositionalModel:
 
     def __call__(self, tokens: np.ndarray) -> np.ndarray:
         """(b, seq) token ids -> (b, n_classes) probabilities."""
-        tokens = np.asarray(tokens)
-        if tokens.ndim != 2 or tokens.shape[1] != len(self.weights):
-            raise ValueError(f"predict takes token ids of shape (b, {len(self.weights)}), got {tokens.shape}")
-        return _softmax(self.logits(tokens))
+        batch = np.asarray(tokens)
+        if batch.ndim != 2 or batch.shape[1] != len(self.weights):
+            raise ValueError(f"predict takes token ids of shape (b, {len(self.weights)}), got {batch.shape}")
+        return _softmax(self.logits(batch))
 
     def gradient_and_input(self, tokens: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
         """The gradient d logit_c / d x_j = weights[j] * w_out[:, c], and the inputs x_j = values[tokens[j]]."""

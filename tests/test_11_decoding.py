@@ -87,7 +87,7 @@ def _simulate(q, k, v, block_size: int, causal: bool, kind: str) -> np.ndarray |
         total, acc = np.zeros(q.shape[:-1] + (1,)), np.zeros(q.shape[:-1] + (v.shape[-1],))
         stop_at = n_k - n_k % block_size if kind == "drop_last" else n_k
         for start in range(0, stop_at, block_size):
-            stop = min(start + block_size, n_k)
+            stop = min(n_k, start + block_size)
             scores = np.einsum("...id,...jd->...ij", q, k[..., start:stop, :]) / np.sqrt(q.shape[-1])
             if causal:
                 keys = np.arange(stop - start) if kind == "local_offset" else np.arange(start, stop)
