@@ -315,6 +315,13 @@ def test_rollout_of_one_layer_mixes_in_the_residual(impl):
                      idea=_idea(_rollout_mistake(out, weights), ROLLOUT))
 
 
+def test_rollout_the_readings_example(impl):
+    weights = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.0, 1.0], [0.0, 1.0]]])
+    out = impl.attention_rollout(weights)
+    expect_close(out, [[0.625, 0.375], [0.25, 0.75]], idea=_idea(_rollout_mistake(out, weights), ROLLOUT),
+                 what=f"attention_rollout of the reading's two layers ({READING}): A_2 @ A_1")
+
+
 def test_rollout_of_three_layers_by_hand(impl):
     for n_layers in (2, 3):
         weights = _layers(121 + n_layers, n_layers)
@@ -355,6 +362,11 @@ def test_rank_correlation_of_orders_without_ties(impl):
 
 
 def test_rank_correlation_with_ties(impl):
+    attention, occlusion = np.array([0.9, 0.1, 0.1, 0.5]), np.array([0.2, 0.0, 0.3, 0.1])
+    observed = impl.rank_correlation(attention, occlusion)
+    expect_close(observed, np.corrcoef([4, 1.5, 1.5, 3], [3, 1, 4, 2])[0, 1], idea=_idea(
+        _rank_mistake(observed, attention, occlusion), SPEARMAN),
+        what=f"rank_correlation of the reading's example ({READING}): ranks [4, 1.5, 1.5, 3] and [3, 1, 4, 2]")
     a = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
     b = np.array([2.0, 7.0, 1.0, 8.0, 2.0, 8.0, 1.0, 8.0])  # ties of two and of three
     observed = impl.rank_correlation(a, b)

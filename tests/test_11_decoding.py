@@ -204,6 +204,16 @@ def test_causal_decode_of_one_sequence_in_float32(impl):
 # ----------------------------------------------------------------------------- blockwise attention
 
 
+def test_blockwise_the_readings_worked_case(impl):
+    # One query, d_k = 1: the scores are the keys, [1, 3 | 2, 5] in two blocks; values [10, 20 | 30, 40].
+    q, k, v = np.array([[1.0]]), np.array([[1.0], [3.0], [2.0], [5.0]]), np.array([[10.0], [20.0], [30.0], [40.0]])
+    what = f"blockwise_attention of the reading's worked case ({READING}), block_size=2"
+    out = call_or_explain(impl.blockwise_attention, q, k, v, 2, what=what, idea=ONLINE)
+    e = np.exp(k[:, 0] - 5.0)
+    expect_close(out, [[float(e @ v[:, 0] / e.sum())]], what=what + ": 36.88 as with a full softmax",
+                 idea=_idea(_blockwise_mistake(out, q, k, v, 2, False), ONLINE))
+
+
 def test_blockwise_equals_attention_for_every_block_size(impl):
     q, k, v = _qkv(230, n_q=6, n_k=11)
     for block_size in (4, 1, 3, 11, 16):  # 11 keys: 3 and 4 leave a shorter last block
