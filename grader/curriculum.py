@@ -30,6 +30,8 @@ class Exercise:
     points: float
     hidden_points: float
     hints: tuple[str, ...]
+    part: int = 1
+    reading: tuple[str, ...] = ()
 
     @property
     def module_file(self) -> str:
@@ -44,6 +46,7 @@ class Curriculum:
     title: str
     impl_package: str
     exercises: tuple[Exercise, ...]
+    given_modules: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -100,6 +103,8 @@ def load(path: Path = MANIFEST) -> Curriculum:
             points=float(entry["points"]),
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
+            part=int(entry.get("part", 1)),
+            reading=tuple(entry.get("reading", ())),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )
@@ -107,4 +112,5 @@ def load(path: Path = MANIFEST) -> Curriculum:
         title=course.get("title", ""),
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
+        given_modules=tuple(course.get("given_modules", ())),
     )
