@@ -160,6 +160,17 @@ def fourth_step():
     return (_params(911), _params(912), state), {"lr": 0.03, "beta1": 0.8, "beta2": 0.99}
 
 
+@probe("init_model")
+def seeded():
+    return (np.random.default_rng(915), VOCAB, D_SMALL, H_SMALL), {}
+
+
+@probe("train")
+def three_small_steps():
+    task = tasks().antecedent_task(np.random.default_rng(916), 40)
+    return (np.random.default_rng(917), task), {"d_model": D_SMALL, "n_heads": H_SMALL, "steps": 3, "batch_size": 8}
+
+
 # ---------------------------------------------------------------- cross_entropy
 
 def test_cross_entropy_is_the_mean_negative_log_probability(impl):
