@@ -95,7 +95,7 @@ def probe(
 
 def _leaves(value: Any) -> list[np.ndarray]:
     """The arrays of an item of a tuple result; a dict gives its values in key order, nested dicts too."""
-    if isinstance(value, dict):
+    if type(value) is dict:
         return [array for key in sorted(value) for array in _leaves(value[key])]
     return [np.asarray(value)]
 

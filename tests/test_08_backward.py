@@ -55,7 +55,7 @@ def _softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
 def _attention(q, k, v, mask=None):
     scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(q.shape[-1])
     if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
+        scores = np.where(np.broadcast_to(mask, scores.shape), scores, -np.inf)
     weights = _softmax(scores)
     return weights @ v, weights
 
@@ -81,7 +81,7 @@ def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> t
 
     Returns the entries (an index tuple for fancy indexing) and the estimates there.
     """
-    point = np.array(x, dtype=np.float64)
+    point = np.asarray(x, dtype=np.float64).copy()
     entries = list(np.ndindex(point.shape))
     if sample is not None and sample < len(entries):
         chosen = np.random.default_rng(seed).choice(len(entries), size=sample, replace=False)

@@ -57,6 +57,9 @@ def test_status_lists_every_exercise_in_curriculum_order(stubs):
     assert positions == sorted(positions)
 
 
+TOTAL_POINTS = sum(exercise.points for exercise in load().exercises)  # Part I is 100; Part II adds its own
+
+
 def test_status_on_the_stubs(stubs):
     assert stubs.total > 0 and stubs.passed == 0 and stubs.points == 0
     assert all(item.state == status.NOT_STARTED for item in stubs.exercises if item.total)
@@ -65,7 +68,7 @@ def test_status_on_the_stubs(stubs):
     assert first.message.startswith("softmax: not implemented yet")
     assert "\n" not in first.message and "Failed:" not in first.message
     text = status.render_plain(stubs)
-    assert f"0/{stubs.total} tests, 0/100 points" in text
+    assert f"0/{stubs.total} tests, 0/{TOTAL_POINTS:g} points" in text
     assert "Next: exercise 1, softmax" in text
     assert "run:   pytest -m softmax" in text and "tests/test_01_softmax.py" in text
     assert "attention-kit hint softmax" in text and "exercises/softmax.py" in text
@@ -82,13 +85,13 @@ def test_status_on_a_partial_solution(partial, partial_dir):
     assert "Next: exercise 3, attention" in text
     assert f"pytest tests -m attention --impl {partial_dir}" in text
     assert "attention_scores: not implemented yet" in text
-    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/100 points" in text
+    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/{TOTAL_POINTS:g} points" in text
     assert "#" in text.split("Progress:")[1].splitlines()[0]
 
 
 def test_status_on_the_reference(reference):
     assert reference.passed == reference.total > 100
-    assert reference.current is None and reference.points == pytest.approx(100)
+    assert reference.current is None and reference.points == pytest.approx(TOTAL_POINTS)
     assert all(item.state == status.DONE for item in reference.exercises)
     assert "All exercises pass" in status.render_plain(reference)
 
