@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.samples import _copy_reference, plant_mutants  # noqa: E402
+from grader.grading.samples import _copy_reference, plant_mutants  # noqa: E402
 
 
 def make_class(folder: Path, n: int) -> None:

@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.authoring.notebooks import SINGLE_ASSIGNMENT, build_course  # noqa: E402
 from grader.mutants import Mutant, load_catalogue  # noqa: E402
-from grader.notebooks import SINGLE_ASSIGNMENT, build_course  # noqa: E402
 
 ENV = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 

@@ -29,9 +29,9 @@ def main() -> int:
 
     import numpy as np
 
-    from grader import proxy
-    from grader.proxy import IsolatedImplementation
-    from grader.sandbox import plan
+    from grader.sandbox import proxy
+    from grader.sandbox.limits import plan
+    from grader.sandbox.proxy import IsolatedImplementation
     from tests.kit import LocalImplementation
 
     started = time.perf_counter()
@@ -54,8 +54,8 @@ def main() -> int:
     with IsolatedImplementation(ROOT / "solutions") as implementation:
         for label, exercise, name, args, forget in [
             ("softmax", "softmax", "softmax", (x,), False),
-            # Fair mode remembers the reference's answers (grader.proxy._ANSWERS): the first figure is a question
-            # asked before (as when many students' code asks the same), the second a new one each time.
+            # Fair mode remembers the reference's answers (grader.sandbox.proxy._ANSWERS): the first figure is a
+            # question asked before (as when many students' code asks the same), the second a new one each time.
             ("attention (fair: softmax is a callback, answered from memory)", "attention",
              "scaled_dot_product_attention", (q, q, q), False),
             ("attention (fair: softmax is a callback, run by the reference)", "attention",

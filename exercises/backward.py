@@ -62,7 +62,7 @@ What the tests check
   ``grad_x`` (through queries, keys and values) with and without a mask.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import math

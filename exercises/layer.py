@@ -25,6 +25,8 @@ Dropout zeroes random entries during training. Inverted dropout divides the
 kept entries by ``1 - rate`` so the expected value is unchanged and nothing
 needs rescaling at evaluation, where dropout does nothing.
 
+Read first: the reading (docs/reading.md#layer).
+
 What the tests check
 --------------------
 * ``layer_norm``: shape and dtype (float32 x, gamma and beta stay float32),
@@ -47,7 +49,7 @@ What the tests check
   values for both ``norm_first`` settings.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import math

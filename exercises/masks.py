@@ -21,6 +21,8 @@ is not, so that the softmax gives blocked keys weight 0. A large negative
 number such as -1e9 is a common stand-in for ``-inf``, but a row with every
 key blocked then gets uniform weights instead of none.
 
+Read first: the reading (docs/reading.md#masks).
+
 What the tests check
 --------------------
 * ``causal_mask``: dtype bool, shape ``(n, n)``, the diagonal allowed, the
@@ -38,7 +40,7 @@ What the tests check
   ``ValueError`` naming the argument; fixed inputs match reference values.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import functools

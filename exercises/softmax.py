@@ -16,6 +16,9 @@ Two details decide whether an implementation survives real inputs:
   may attend to nothing) there is nothing to normalise: the answer is all
   zeros, not NaN.
 
+Read first: the reading (docs/reading.md#attention), its part on softmax
+and numerical stability.
+
 What the tests check
 --------------------
 * the output has the input's shape and floating dtype;
@@ -28,7 +31,7 @@ What the tests check
 * the input array is not modified.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import numpy as np

@@ -54,7 +54,7 @@ What the tests check
   two nouns.
 """
 
-# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.
+# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
 from __future__ import annotations
 
 import numpy as np

@@ -14,14 +14,15 @@ import sys
 
 # command -> (module in grader, one-line help). Order = order in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "status": ("status", "show your progress through the exercises"),
-    "hint": ("hints", "show a hint for an exercise, one level at a time"),
-    "watch": ("watch", "rerun the current exercise's tests whenever you save"),
-    "demo": ("demo", "reproduce the reading's worked example with your code, with a heatmap"),
-    "grade": ("grade", "grade a folder of submissions (instructors)"),
-    "release": ("release", "build the student repository (instructors)"),
-    "gradescope": ("gradescope", "build a Gradescope autograder bundle (instructors)"),
-    "notebooks": ("notebooks", "build an nbgrader course from the exercises (instructors)"),
+    "status": ("student.status", "show your progress through the exercises"),
+    "hint": ("student.hints", "show a hint for an exercise, one level at a time"),
+    "watch": ("student.watch", "rerun the current exercise's tests whenever you save"),
+    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap "
+                             "(docs/reading.md#worked-example)"),
+    "grade": ("grading.grade", "grade a folder of submissions (instructors)"),
+    "release": ("authoring.release", "build the student repository (instructors)"),
+    "gradescope": ("grading.gradescope", "build a Gradescope autograder bundle (instructors)"),
+    "notebooks": ("authoring.notebooks", "build an nbgrader course from the exercises (instructors)"),
     "mutants": ("mutants.report", "run the catalogue of known mistakes against the suite (instructors)"),
 }
 

@@ -10,7 +10,7 @@ reproduced, puts its description and hint before the failure.
 
 The file holds a JSON document (key ``"meta"``, a 0-d unicode array) and
 one array per stored output, keyed ``"<mistake id>|<probe>|<i>"``. It is
-written by ``python -m grader.fingerprints``.
+written by ``python -m grader.authoring.fingerprints``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ its arguments, always from a seeded generator, so every run sees the same
 numbers. Tests use probes where the expected values cannot be derived from a
 property (a whole multi-head output, the worked example). The reference
 outputs live in ``tests/data/golden.npz``, written from ``solutions/`` by
-``python -m grader.golden``; a check in ``grader/tests`` keeps them current.
+``python -m grader.authoring.golden``; a check in ``grader/tests`` keeps them current.
 The diagnosis of known mistakes runs the same probes.
 
 Keys in the golden file are ``"<probe>"`` for a single array and
@@ -121,7 +121,7 @@ def golden_keys(name: str, count: int) -> list[str]:
 @functools.cache
 def _golden_file() -> dict[str, np.ndarray]:
     if not GOLDEN_FILE.is_file():
-        raise FileNotFoundError(f"{GOLDEN_FILE} is missing: run `python -m grader.golden` (instructors)")
+        raise FileNotFoundError(f"{GOLDEN_FILE} is missing: run `python -m grader.authoring.golden` (instructors)")
     with np.load(GOLDEN_FILE, allow_pickle=False) as data:
         return {key: data[key] for key in data.files}
 
@@ -135,7 +135,7 @@ def golden(name: str) -> np.ndarray | tuple[np.ndarray, ...]:
     while f"{name}/{len(parts)}" in data:
         parts.append(data[f"{name}/{len(parts)}"])
     if not parts:
-        raise KeyError(f"no golden value for probe {name}: run `python -m grader.golden`")
+        raise KeyError(f"no golden value for probe {name}: run `python -m grader.authoring.golden`")
     return tuple(parts)
 
 

@@ -15,6 +15,10 @@ Each file ``grader/mutants/<exercise>.toml`` lists mistakes in one exercise as
 ``description`` is the misconception in a student's words; ``hint`` points to
 the idea without giving the code away. A mutant is ``solutions/`` with that
 one text replaced. This catalogue never ships to students.
+
+Called by: the fingerprints and docs builders (``grader.authoring``), the
+sample class of ``attention-kit grade``, ``attention-kit mutants`` and the
+project's mutation tests. It only reads and plants text; it runs nothing.
 """
 
 from __future__ import annotations

@@ -7,13 +7,13 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from grader import golden, sync
+from grader.authoring import golden, sync
 from grader.curriculum import ROOT, load
 
 
 def test_exercises_are_the_reference_with_bodies_removed():
     stale = sync.out_of_date()
-    assert not stale, f"exercises/ is out of date with solutions/ ({stale}): run `python -m grader.sync`"
+    assert not stale, f"exercises/ is out of date with solutions/ ({stale}): run `python -m grader.authoring.sync`"
 
 
 def test_every_public_reference_function_is_in_the_manifest():
@@ -28,7 +28,7 @@ def test_every_public_reference_function_is_in_the_manifest():
 
 
 def test_golden_values_are_current():
-    assert golden.is_current(), "tests/data/golden.npz is out of date: run `python -m grader.golden`"
+    assert golden.is_current(), "tests/data/golden.npz is out of date: run `python -m grader.authoring.golden`"
 
 
 def _run_suite(tmp_path: Path, impl: str) -> list[tuple[str, str, str]]:
@@ -66,7 +66,8 @@ def test_each_exercise_has_its_graded_tests():
 
 
 def test_readme_exercise_table_is_current():
-    from grader import readme
+    from grader.authoring import readme
 
     text = readme.README.read_text(encoding="utf-8")
-    assert readme.render(text) == text, "README.md's exercise table is out of date: run `python -m grader.readme`"
+    assert readme.render(text) == text, \
+        "README.md's exercise table is out of date: run `python -m grader.authoring.readme`"

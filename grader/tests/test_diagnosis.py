@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from grader import fingerprints
+from grader.authoring import fingerprints
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.mutants import apply, docs, load_catalogue
@@ -21,7 +21,8 @@ CATALOGUE = {mutant.id: mutant for mutant in load_catalogue()}
 
 
 def test_fingerprint_file_is_current():
-    assert fingerprints.is_current(), "tests/data/fingerprints.npz is out of date: run `python -m grader.fingerprints`"
+    assert fingerprints.is_current(), \
+        "tests/data/fingerprints.npz is out of date: run `python -m grader.authoring.fingerprints`"
 
 
 def test_common_mistakes_page_is_current():

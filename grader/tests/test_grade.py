@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import submissions
 from grader.curriculum import ROOT, load
-from grader.grade import grade_batch
+from grader.grading import submissions
+from grader.grading.grade import grade_batch
+from grader.grading.samples import break_syntax, zip_folder
 from grader.mutants import apply, load_catalogue
-from grader.samples import break_syntax, zip_folder
 
 REFERENCE = ROOT / "solutions"
 # A few exercises keep these tests fast; "multihead" and "masks" hold the planted static problems.

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import gradescope
 from grader.curriculum import ROOT, load
+from grader.grading import gradescope
 
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 TOP_LEVEL = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -77,7 +77,7 @@ def test_bundle_layout(bundle: Path) -> None:
         assert f"kit/solutions/{exercise.module_file}" in names
         assert f"kit/{exercise.test_file}" in names
     assert any(name.startswith("kit/grader/hidden_tests/test_") for name in names)
-    assert {"kit/pyproject.toml", "kit/conftest.py", "kit/README.md", "kit/grader/grade.py"} <= names
+    assert {"kit/pyproject.toml", "kit/conftest.py", "kit/README.md", "kit/grader/grading/grade.py"} <= names
     assert not any(name.startswith("kit/grader/tests/") or "__pycache__" in name for name in names)
     for script in ("setup.sh", "run_autograder"):
         subprocess.run(["bash", "-n", str(bundle.parent / "template" / "source" / script)], check=True)

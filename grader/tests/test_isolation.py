@@ -1,7 +1,7 @@
 """The isolated worker: student code runs in a separate, confined process.
 
 Each test builds a tiny submission in tmp_path (a copy of solutions/ with one
-planted change) and calls it through grader.proxy.IsolatedImplementation.
+planted change) and calls it through grader.sandbox.proxy.IsolatedImplementation.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import worker
 from grader.curriculum import ROOT
-from grader.proxy import IsolatedImplementation, Limits, WorkerCrashed
+from grader.sandbox import worker
+from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
 
 SOLUTIONS = ROOT / "solutions"
@@ -83,7 +83,7 @@ def namespaces_or_skip(implementation: IsolatedImplementation) -> None:
 
 
 def test_worker_imports_only_stdlib_and_numpy():
-    tree = ast.parse((ROOT / "grader" / "worker.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "grader" / "sandbox" / "worker.py").read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -336,7 +336,7 @@ def test_a_malformed_reply_is_a_crash_not_a_result(isolated):
 
 
 def test_callbacks_answered_before_are_answered_again_from_memory(isolated, local):
-    from grader import proxy
+    from grader.sandbox import proxy
 
     q = np.random.default_rng(9).normal(size=(3, 4))
     attention = isolated().function("attention", "scaled_dot_product_attention")
@@ -523,7 +523,7 @@ def test_fair_grading_with_generators_and_nested_dependencies(isolated, local):
 
 def test_graded_suite_passes_through_the_isolated_worker():
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests", "--impl", "solutions", "-q", "-p", "grader.isolated_plugin",
+        [sys.executable, "-m", "pytest", "tests", "--impl", "solutions", "-q", "-p", "grader.sandbox.plugin",
          "--isolated", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )

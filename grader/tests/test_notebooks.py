@@ -20,10 +20,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader.authoring.notebooks import (
+    BEGIN_HIDDEN,
+    BEGIN_SOLUTION,
+    END_HIDDEN,
+    END_SOLUTION,
+    SINGLE_ASSIGNMENT,
+    build_course,
+)
 from grader.curriculum import ROOT, load
+from grader.grading import notebook_reader
 from grader.hidden_tests import catalogue
-from grader.notebooks import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, SINGLE_ASSIGNMENT, build_course
+from grader.student import notebook
 
 HIDDEN = ROOT / "grader" / "hidden_tests"
 BUG = " / math.sqrt(d_k)"  # removing it: the scores are not scaled (a known mistake)
@@ -129,7 +137,8 @@ def test_dependencies_are_given_read_only(course):
     curriculum = load()
     for exercise in curriculum.exercises:
         nb = read(course, exercise)
-        given = [c for c in nb.cells if c.metadata.get(notebook.KIT_METADATA, {}).get("role") == notebook.GIVEN_ROLE]
+        given = [c for c in nb.cells
+                 if c.metadata.get(notebook_reader.KIT_METADATA, {}).get("role") == notebook_reader.GIVEN_ROLE]
         assert len(given) == 1 and nbgrader_meta(given[0])["locked"] and not nbgrader_meta(given[0])["solution"]
         defined = {n.name for n in ast.parse(given[0].source).body if isinstance(n, ast.FunctionDef)}
         wanted = {f for d in curriculum.dependencies(exercise.name) for f in curriculum.exercise(d).functions}
@@ -143,7 +152,7 @@ def test_single_layout_holds_every_exercise_in_order(single):
     nb = nbformat.read(path, 4)
     solutions = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution")]
     assert solutions == [f"{name}-code" for name in curriculum.names]
-    given = [c for c in nb.cells if c.metadata.get(notebook.KIT_METADATA)]
+    given = [c for c in nb.cells if c.metadata.get(notebook_reader.KIT_METADATA)]
     defined = {n.name for c in given for n in ast.parse(c.source).body if isinstance(n, ast.FunctionDef)}
     assert not defined & {f for e in curriculum.exercises for f in e.functions}  # nothing of the exercises given
     total = sum(nbgrader_meta(c).get("points", 0) for c in nb.cells)
@@ -204,7 +213,7 @@ def test_extract_modules_from_solution_cells(course):
     nb = read(course, exercise)
     solution = next(c for c in nb.cells if nbgrader_meta(c).get("solution"))
     solution.source = "%load_ext autoreload\n!pip list\n" + solution.source
-    modules = notebook.extract_modules(nb)
+    modules = notebook_reader.extract_modules(nb)
     assert set(modules) == {"multihead", "_checks"}  # the given dependencies are not the student's
     source = modules["multihead"]
     assert "from .attention import scaled_dot_product_attention" in source and "%load_ext" not in source
@@ -213,15 +222,15 @@ def test_extract_modules_from_solution_cells(course):
     # Without nbgrader metadata, every code cell that defines the exercise's functions counts.
     for cell in nb.cells:
         cell.metadata.pop("nbgrader", None)
-    assert set(notebook.extract_modules(nb)) == {"multihead", "_checks"}
+    assert set(notebook_reader.extract_modules(nb)) == {"multihead", "_checks"}
 
 
 def test_a_filled_single_notebook_grades_like_the_reference(single, tmp_path):
     """Every module extracted from the source notebook (the reference) passes the whole graded suite."""
-    from grader.status import run_suite
+    from grader.student.status import run_suite
 
     nb = nbformat.read(single / "source" / SINGLE_ASSIGNMENT / f"{SINGLE_ASSIGNMENT}.ipynb", 4)
-    folder = notebook.notebooks_to_folder([_write(nb, tmp_path / "all.ipynb")], tmp_path / "modules")
+    folder = notebook_reader.notebooks_to_folder([_write(nb, tmp_path / "all.ipynb")], tmp_path / "modules")
     result = run_suite(folder)
     assert result.passed == result.total > 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import release
+from grader.authoring import release
 from grader.curriculum import ROOT, load
 
 
@@ -44,8 +44,9 @@ def test_holds_the_student_repository(released: Path) -> None:
 
 def test_never_holds_instructor_material(released: Path) -> None:
     for path in ("solutions", "grader/hidden_tests", "grader/mutants", "grader/tests", "benchmarks",
-                 "grader/grade.py", "grader/release.py", "grader/gradescope.py", "grader/golden.py", "grader/sync.py",
-                 "grader/proxy.py", "grader/worker.py", "grader/sandbox.py", "grader/fingerprints.py"):
+                 "grader/grading/grade.py", "grader/authoring/release.py", "grader/grading/gradescope.py",
+                 "grader/authoring/golden.py", "grader/authoring/sync.py", "grader/sandbox/proxy.py",
+                 "grader/sandbox/worker.py", "grader/sandbox/limits.py", "grader/authoring/fingerprints.py"):
         assert not (released / path).exists(), path
     names = {path.name for path in released_files(released)}
     assert not any(name.startswith("test_hidden") for name in names)
@@ -155,9 +156,9 @@ def test_a_shipped_module_importing_an_unlisted_one_stops_the_build(tmp_path: Pa
     plan = release.Plan()
     helper = tmp_path / "tests" / "helper.py"
     helper.parent.mkdir()
-    helper.write_text("from grader.grade import run\n")
-    (tmp_path / "grader").mkdir()
-    (tmp_path / "grader" / "grade.py").write_text("def run(): pass\n")
+    helper.write_text("from grader.grading.grade import run\n")
+    (tmp_path / "grader" / "grading").mkdir(parents=True)
+    (tmp_path / "grader" / "grading" / "grade.py").write_text("def run(): pass\n")
     plan.copies["tests/helper.py"] = helper
     with pytest.raises(release.ReleaseError, match="instructor-only"):
         release.check_imports(plan, tmp_path)

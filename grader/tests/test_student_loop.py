@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import demo, hints, status, watch
 from grader.curriculum import ROOT, load
+from grader.student import demo, hints, status, watch
 
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
@@ -282,7 +282,7 @@ def test_demo_causal_and_heads():
 
 
 def test_status_keeps_the_diagnosis_in_front_of_the_failure():
-    from grader.status import trim_failure
+    from grader.student.status import trim_failure
 
     text = ("Diagnosis: your softmax.py gives exactly the outputs of a known mistake:\n  \"I did X.\"\nHint: think.\n\n"
             "tests/test_01_softmax.py::t:0: what\n\nFAILURE: what\n  expected: a\n  observed: b\n  revisit:  c\n"

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m grader.golden           # rewrite tests/data/golden.npz
-    python -m grader.golden --check   # exit 1 if the file is out of date
+    python -m grader.authoring.golden           # rewrite tests/data/golden.npz
+    python -m grader.authoring.golden --check   # exit 1 if the file is out of date
 
 The probes (seeded inputs) are declared in the graded test files. Their
 outputs under ``solutions/`` are the expected values that tests cannot
@@ -57,13 +57,13 @@ def is_current() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m grader.golden", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.golden", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the file is current")
     args = parser.parse_args(argv)
     if args.check:
         if is_current():
             return 0
-        print(f"{GOLDEN_FILE.relative_to(ROOT)} is out of date: run `python -m grader.golden`")
+        print(f"{GOLDEN_FILE.relative_to(ROOT)} is out of date: run `python -m grader.authoring.golden`")
         return 1
     if is_current():  # np.savez stamps the time: rewrite only when values change
         print(f"{GOLDEN_FILE.relative_to(ROOT)} is already current")

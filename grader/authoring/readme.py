@@ -8,8 +8,8 @@ is a copy of that document (the sections the release builder also ships).
 
 Usage::
 
-    python -m grader.readme           # rewrite the table in README.md
-    python -m grader.readme --check   # exit 1 if it is out of date
+    python -m grader.authoring.readme           # rewrite the table in README.md
+    python -m grader.authoring.readme --check   # exit 1 if it is out of date
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ def render(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m grader.readme", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.readme", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that README.md is current")
     args = parser.parse_args(argv)
     text = README.read_text(encoding="utf-8")
     if args.check:
         if render(text) != text:
-            print("README.md's exercise table is out of date: run `python -m grader.readme`")
+            print("README.md's exercise table is out of date: run `python -m grader.authoring.readme`")
             return 1
         return 0
     README.write_text(render(text), encoding="utf-8")

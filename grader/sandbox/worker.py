@@ -3,7 +3,7 @@
 This file is a standalone script. It imports only the standard library and
 numpy (never ``grader`` or ``tests``), because the sandbox it runs in holds
 nothing else: a copy of the student's modules, the Python installation and
-this file. The grading process (``grader.proxy``) starts it as::
+this file. The grading process (``grader.sandbox.proxy``) starts it as::
 
     python -I -S -B worker.py --requests FD --replies FD --modules DIR --site DIR [--uid N --gid N]
 
@@ -16,7 +16,7 @@ data only (see :func:`encode`): nothing is ever pickled, and arrays are
 rebuilt with ``np.frombuffer`` from an allow-list of numeric and bool dtypes
 after their sizes are checked, so a message cannot run code on the receiving
 side. A reply sends back only the arguments a call changed (see
-:func:`encode_after`). The codec below is shared: ``grader.proxy`` imports it
+:func:`encode_after`). The codec below is shared: ``grader.sandbox.proxy`` imports it
 from here, so both sides speak exactly the same format.
 """
 

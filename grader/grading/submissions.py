@@ -7,7 +7,7 @@ A submission is one entry of the SUBMISSIONS folder:
 - a ``.zip`` of such a folder, extracted safely into a private temp folder;
 - a ``.ipynb`` notebook, or a folder of notebooks (the nbgrader courses of
   ``attention-kit notebooks``): the code of their solution cells becomes the
-  modules (``grader.notebook.extract_modules``);
+  modules (``grader.student.notebook.extract_modules``);
 - any other format registered in ``LOADERS``.
 
 The student id is the entry's name without its extension. Every submission
@@ -94,7 +94,7 @@ Loader = Callable[[Path, Path], Path]
 
 def _load_folder(entry: Path, workdir: Path) -> Path:
     if find_module_folder(entry) is None:
-        from grader.notebook import find_notebooks, notebooks_to_folder
+        from grader.grading.notebook_reader import find_notebooks, notebooks_to_folder
 
         notebooks = find_notebooks(entry)  # a folder of notebooks (nbgrader's per-exercise layout)
         if notebooks:
@@ -105,8 +105,8 @@ def _load_folder(entry: Path, workdir: Path) -> Path:
 
 
 def _load_notebook(entry: Path, workdir: Path) -> Path:
-    """The modules defined in a notebook's solution cells (``grader.notebook.extract_modules``)."""
-    from grader.notebook import extract_modules
+    """The modules defined in a notebook's solution cells (``grader.student.notebook.extract_modules``)."""
+    from grader.grading.notebook_reader import extract_modules
 
     if entry.stat().st_size > MAX_TOTAL_BYTES:
         raise SubmissionError(f"{entry.name} is too large ({entry.stat().st_size} bytes)")

@@ -9,8 +9,8 @@ except the manifest's given modules (``[course] given_modules``, e.g.
 
 Usage::
 
-    python -m grader.sync           # rewrite exercises/ from solutions/
-    python -m grader.sync --check   # exit 1 if exercises/ is out of date
+    python -m grader.authoring.sync           # rewrite exercises/ from solutions/
+    python -m grader.authoring.sync --check   # exit 1 if exercises/ is out of date
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.curriculum import ROOT, load
 
-STUB_HEADER = "# Exercise stub generated from the reference by `python -m grader.sync`. Fill in the bodies.\n"
+STUB_HEADER = "# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.\n"
 
 
 def _is_private_import(node: ast.stmt) -> bool:
@@ -85,13 +85,13 @@ def out_of_date() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m grader.sync", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.sync", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report files that are out of date")
     args = parser.parse_args(argv)
     if args.check:
         stale = out_of_date()
         for name in stale:
-            print(f"out of date: {name} (run `python -m grader.sync`)")
+            print(f"out of date: {name} (run `python -m grader.authoring.sync`)")
         return 1 if stale else 0
     for path, text in expected_stubs().items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ For a trial run, unzip the bundle into ``ROOT/source``, put a submission in
 
 A submission is whatever the student uploaded: the seven modules, a folder
 holding them (e.g. their repository with ``exercises/``) or a zip of either;
-``grader.submissions`` finds them.
+``grader.grading.submissions`` finds them.
 
 This module imports only the standard library at the top.
 """
@@ -37,8 +37,9 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = Path(__file__).with_name("release_files") / "gradescope"
+from grader.curriculum import ROOT
+
+TEMPLATES = ROOT / "grader" / "release_files" / "gradescope"
 
 # What of the kit goes into the bundle (relative to the kit's root); folders are copied whole.
 KIT_ENTRIES = ("pyproject.toml", "conftest.py", "README.md", "grader", "tests", "solutions", "exercises")
@@ -199,8 +200,8 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m grader.gradescope``: build a bundle, or (``--autograde ROOT``) grade inside Gradescope."""
-    parser = argparse.ArgumentParser(prog="python -m grader.gradescope", description=__doc__.splitlines()[0])
+    """``python -m grader.grading.gradescope``: build a bundle, or (``--autograde ROOT``) grade inside Gradescope."""
+    parser = argparse.ArgumentParser(prog="python -m grader.grading.gradescope", description=__doc__.splitlines()[0])
     parser.add_argument("--autograde", type=Path, metavar="ROOT",
                         help="grade ROOT/submission into ROOT/results/results.json (what run_autograder does)")
     parser.add_argument("zip_path", type=Path, nargs="?", metavar="OUT.zip", help="the autograder bundle to write")

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m grader.fingerprints           # rewrite tests/data/fingerprints.npz
-    python -m grader.fingerprints --check   # exit 1 if the file is out of date
+    python -m grader.authoring.fingerprints           # rewrite tests/data/fingerprints.npz
+    python -m grader.authoring.fingerprints --check   # exit 1 if the file is out of date
 
 Every mutant of the catalogue (``grader/mutants/``) is planted in a copy of
 ``solutions/`` and its exercise's probes (the seeded inputs declared in the
@@ -116,13 +116,14 @@ def is_current(path: Path = FINGERPRINT_FILE) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m grader.fingerprints", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.fingerprints",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the file is current")
     args = parser.parse_args(argv)
     if args.check:
         if is_current():
             return 0
-        print(f"{FINGERPRINT_FILE.relative_to(ROOT)} is out of date: run `python -m grader.fingerprints`")
+        print(f"{FINGERPRINT_FILE.relative_to(ROOT)} is out of date: run `python -m grader.authoring.fingerprints`")
         return 1
     meta, arrays = compute()
     FINGERPRINT_FILE.parent.mkdir(parents=True, exist_ok=True)

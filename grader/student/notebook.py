@@ -1,31 +1,25 @@
-"""The kit inside Jupyter: run graded tests on a notebook's functions, read notebooks back as modules.
+"""The kit inside Jupyter: a notebook's test cell runs a graded test on the notebook's own functions.
 
-Two halves, both used by the notebooks that ``attention-kit notebooks`` builds:
+A test cell calls ``check("attention", "test_rows_sum_to_one")``. That runs the
+graded test of ``tests/`` (never a copy) against the functions the notebook
+defined, through :class:`NotebookImplementation`, which serves them to the suite
+as any other implementation does. The whole test file runs once per set of
+function objects and the outcomes are cached, so the other test cells of the
+exercise cost nothing. ``check_hidden`` does the same for the instructors'
+hidden tests (``grader/hidden_tests``) when nbgrader autogrades.
 
-* In the kernel, a test cell calls ``check("attention", "test_rows_sum_to_one")``.
-  That runs the graded test of ``tests/`` (never a copy) against the functions
-  the notebook defined, through :class:`NotebookImplementation`, which serves
-  them to the suite as any other implementation does. The whole test file runs
-  once per set of function objects and the outcomes are cached, so the other
-  test cells of the exercise cost nothing. ``check_hidden`` does the same for
-  the instructors' hidden tests (``grader/hidden_tests``).
-* On the grading machine, :func:`extract_modules` turns a filled-in notebook
-  into module sources (``{"attention": "..."}``) and :func:`notebooks_to_folder`
-  writes them as a submission folder, so ``attention-kit grade`` grades a
-  ``.ipynb`` exactly like a folder of modules.
+Called by: the notebooks ``attention-kit notebooks`` builds (in the student's
+kernel and in ``nbgrader autograde``). It runs in that kernel, next to the
+student's code, as the student; it grades nothing on the instructor's side.
 
 Only the standard library is imported at the top: the kernel imports this
-module in every test cell, and ``attention-kit grade`` imports it to read
-notebooks without numpy, pytest or nbformat.
+module in every test cell.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -34,17 +28,10 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
+from grader.suite import HIDDEN_DIR
 
-HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
 # Lets an instructor who builds notebooks with `--hidden DIR` point the kernel at that folder.
 HIDDEN_ENV = "ATTENTION_KIT_HIDDEN"
-# Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
-KIT_METADATA = "attention_kit"
-GIVEN_ROLE = "given"
-# The private module of the reference whose input checks the notebooks give to everyone.
-CHECKS_MODULE = "_checks"
-# Folders that never hold a student's notebook (checkpoints are stale copies).
-SKIPPED_FOLDERS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 _CACHE_SIZE = 32
 
 
@@ -84,7 +71,7 @@ class Outcome:
 
 def _student_text(report: Any) -> str:
     """The failure as pytest shows it, trimmed: the diagnosis (if any) and the what/expected/observed blocks."""
-    from grader.status import trim_failure
+    from grader.student.status import trim_failure
 
     text = report.longreprtext
     diagnosis = ""
@@ -122,7 +109,7 @@ class _Recorder:
 
 def _pytest_arguments(files: Iterable[str | Path], extra: Iterable[str] = ()) -> list[str]:
     """The arguments ``attention-kit status`` uses for a quiet in-process run of graded files."""
-    from grader.status import SUITE_PLUGINS
+    from grader.student.status import SUITE_PLUGINS
 
     arguments = [*map(str, files), f"--rootdir={ROOT}", "-p", "tests.plugin",
                  "-p", "no:cacheprovider", "-p", "no:unraisableexception",
@@ -233,7 +220,7 @@ def hidden_files(exercise: str, folder: str | Path | None = None) -> list[Path]:
     folder = Path(folder or os.environ.get(HIDDEN_ENV) or HIDDEN_DIR)
     if not folder.is_dir():
         return []
-    from grader.grade import hidden_test_files
+    from grader.suite import hidden_test_files
 
     return [Path(f.path) for f in hidden_test_files(folder) if f.exercise == exercise]
 
@@ -258,169 +245,3 @@ def check_hidden(exercise: str, test_name: str, namespace: Mapping[str, Any] | N
 def _test_names_of(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test")}
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading a filled-in notebook back as modules
-
-_MAGIC = re.compile(r"^\s*(%|!(?!=))")
-
-
-def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(notebook, Mapping):
-        return notebook
-    try:
-        data = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{Path(notebook).name} is not a notebook (JSON): {error}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise ValueError(f"{Path(notebook).name} is not a notebook: no cells")
-    return data
-
-
-def _source(cell: Mapping[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
-
-
-def strip_magics(code: str) -> str:
-    """``code`` without IPython magics and shell escapes (lines starting with ``%`` or ``!``)."""
-    return "\n".join(line for line in code.splitlines() if not _MAGIC.match(line)).strip("\n") + "\n"
-
-
-def _defined_functions(code: str) -> list[str]:
-    """Top-level function names in ``code`` (found by regex when it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return re.findall(r"^def\s+(\w+)", code, flags=re.MULTILINE)
-    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-
-def _used_names(code: str) -> set[str]:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return set(re.findall(r"\w+", code))
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-def import_header(exercise: str) -> str:
-    """The import lines of ``exercises/<exercise>.py`` (relative imports included), as module text."""
-    path = ROOT / "exercises" / f"{exercise}.py"
-    source = path.read_text(encoding="utf-8")
-    lines = source.splitlines(keepends=True)
-    tree = ast.parse(source)
-    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    return "".join("".join(lines[node.lineno - 1:node.end_lineno]) for node in imports)
-
-
-def _checks_functions() -> set[str]:
-    """The public input checks of ``solutions/_checks.py`` (the notebooks give them to everyone)."""
-    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
-    if not path.is_file():
-        return set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
-
-
-def _is_given(cell: Mapping[str, Any]) -> bool:
-    return cell.get("metadata", {}).get(KIT_METADATA, {}).get("role") == GIVEN_ROLE
-
-
-def _is_solution(cell: Mapping[str, Any]) -> bool:
-    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
-
-
-def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
-    """Module sources for the exercises whose functions a filled-in notebook defines.
-
-    Parameters
-    ----------
-    notebook : path or notebook node
-        A ``.ipynb`` file or its parsed JSON (an ``nbformat`` node is a dict).
-
-    Returns
-    -------
-    dict
-        ``{exercise name: module source}``; each module is the import header
-        of ``exercises/<exercise>.py`` followed by the student's cells that
-        define its functions (nbgrader solution cells; without nbgrader
-        metadata, any code cell that the builder did not give away), magics
-        removed. When that code calls the given input checks
-        (``as_float_array`` ...), the module imports them from ``_checks`` and
-        the result has a ``"_checks"`` entry with their source.
-    """
-    data = _read_notebook(notebook)
-    curriculum = load_curriculum()
-    code_cells = [cell for cell in data["cells"] if isinstance(cell, Mapping) and cell.get("cell_type") == "code"]
-    chosen = [cell for cell in code_cells if _is_solution(cell)]
-    if not chosen:
-        chosen = [cell for cell in code_cells if not _is_given(cell)]
-    pieces: dict[str, list[str]] = {}
-    for cell in chosen:
-        code = strip_magics(_source(cell))
-        owners = []
-        for name in _defined_functions(code):
-            with contextlib.suppress(ValueError):
-                owner = curriculum.exercise_of_function(name).name
-                if owner not in owners:
-                    owners.append(owner)
-        for owner in owners:
-            pieces.setdefault(owner, []).append(code)
-    checks = _checks_functions()
-    modules: dict[str, str] = {}
-    for exercise in curriculum.names:
-        if exercise not in pieces:
-            continue
-        code = "\n\n".join(pieces[exercise])
-        header = import_header(exercise)
-        wanted = sorted((_used_names(code) & checks) - set(_defined_functions(code)))
-        if wanted:
-            # The notebook gave these input checks in a read-only cell; the module imports them instead.
-            header += f"from .{CHECKS_MODULE} import {', '.join(wanted)}\n"
-            modules[CHECKS_MODULE] = (ROOT / "solutions" / f"{CHECKS_MODULE}.py").read_text(encoding="utf-8")
-        modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
-    return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
-
-
-def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
-    """The ``.ipynb`` files in ``folder`` and up to ``depth`` levels below (checkpoints skipped), sorted."""
-    found: list[Path] = []
-    pending = [(Path(folder), 0)]
-    while pending:
-        current, level = pending.pop()
-        try:
-            entries = sorted(current.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_symlink() or entry.name in SKIPPED_FOLDERS or entry.name.startswith("."):
-                continue
-            if entry.is_file() and entry.suffix.lower() == ".ipynb":
-                found.append(entry)
-            elif entry.is_dir() and level < depth:
-                pending.append((entry, level + 1))
-    return sorted(found)
-
-
-def notebooks_to_folder(notebooks: Iterable[Path], target: Path) -> Path:
-    """Write the modules of ``notebooks`` as ``.py`` files into ``target``; returns ``target``.
-
-    An exercise defined in several notebooks is taken from the first (in the
-    order given). A notebook that cannot be read is skipped: its exercises
-    show up as missing modules in the grade.
-    """
-    target = Path(target)
-    target.mkdir(parents=True, exist_ok=True)
-    written: set[str] = set()
-    for notebook in notebooks:
-        try:
-            modules = extract_modules(notebook)
-        except (ValueError, OSError):
-            continue
-        for name, source in modules.items():
-            if name not in written:
-                (target / f"{name}.py").write_text(source, encoding="utf-8")
-                written.add(name)
-    return target

@@ -31,8 +31,11 @@ from pathlib import Path
 
 UNPRIVILEGED_UID = 65534  # nobody
 UNPRIVILEGED_GID = 65534  # nogroup
-WORKER_FILE = "/kit/worker.py"  # where the worker script appears inside the bwrap sandbox
-MODULES_DIR = "/work"  # where the scratch folder appears inside the bwrap sandbox
+# Where the worker script and the submission's modules appear inside the bwrap sandbox: a folder of its own at
+# the top, so that it can never hide a bound interpreter (a venv under /work or /kit would vanish behind it).
+SANDBOX_DIR = "/.attention-kit-sandbox"
+WORKER_FILE = SANDBOX_DIR + "/worker.py"
+MODULES_DIR = SANDBOX_DIR + "/submission"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
 
 
@@ -182,7 +185,7 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int) ->
         prefix = [
             *_bwrap_base(shutil.which("bwrap") or "bwrap", os.geteuid() == 0),
             *_binds([*SYSTEM_DIRS, *needed]),
-            "--perms", "0755", "--dir", "/kit",
+            "--perms", "0755", "--dir", SANDBOX_DIR,
             "--ro-bind", worker, WORKER_FILE,
             "--ro-bind", modules, MODULES_DIR,
             "--chdir", MODULES_DIR,

@@ -1,7 +1,7 @@
 """``attention-kit release OUT_DIR``: build the repository students get (instructors).
 
 The release holds exactly what a student needs and nothing an instructor
-keeps: the exercise stubs (generated from ``solutions/`` by ``grader.sync``
+keeps: the exercise stubs (generated from ``solutions/`` by ``grader.authoring.sync``
 at build time, so they always match the reference), the public graded tests
 of the manifest with their data, the student-facing commands, a README
 written from the manifest, a ``pyproject.toml`` without instructor extras,
@@ -32,8 +32,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = Path(__file__).with_name("release_files")
+from grader.curriculum import ROOT
+
+TEMPLATES = ROOT / "grader" / "release_files"
 
 # Always shipped (paths relative to the kit's root).
 STUDENT_FILES = (
@@ -52,16 +53,17 @@ STUDENT_FILES = (
 )
 # Shipped when present: the student commands, the diagnosis of known mistakes and the test data.
 OPTIONAL_FILES = (
-    "grader/status.py",
-    "grader/hints.py",
-    "grader/watch.py",
-    "grader/demo.py",
+    "grader/student/__init__.py",
+    "grader/student/status.py",
+    "grader/student/hints.py",
+    "grader/student/watch.py",
+    "grader/student/demo.py",
     "tests/diagnosis.py",
     "tests/data/golden.npz",
     "tests/data/fingerprints.npz",
 )
 # Student documentation, shipped when present (and folded into the README).
-STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md")
+STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md", "docs/reading.md")
 # Extras of pyproject.toml that make sense without the reference.
 STUDENT_EXTRAS = ("cli", "plot")
 # Never in a release, whatever imports them (checked on the finished folder).
@@ -72,18 +74,10 @@ INSTRUCTOR_ONLY = (
     "grader/mutants",
     "grader/tests",
     "grader/release_files",
-    "grader/grade.py",
-    "grader/proxy.py",
-    "grader/worker.py",
-    "grader/sandbox.py",
-    "grader/isolated_plugin.py",
-    "grader/release.py",
-    "grader/gradescope.py",
-    "grader/golden.py",
-    "grader/fingerprints.py",
-    "grader/sync.py",
-    "grader/report.py",
-    "grader/submissions.py",
+    # Whole rooms: grading a class, the sandbox, authoring (see grader/__init__.py).
+    "grader/grading",
+    "grader/sandbox",
+    "grader/authoring",
 )
 # The top-level entries a release consists of (what --force may replace).
 RELEASE_ENTRIES = (
@@ -148,7 +142,7 @@ def plan_release(root: Path = ROOT) -> Plan:
         If a required file is missing or a shipped module imports a kit module
         that is not on the allow-list.
     """
-    from grader import sync
+    from grader.authoring import sync
     from grader.curriculum import load
 
     curriculum = load()
@@ -167,7 +161,7 @@ def plan_release(root: Path = ROOT) -> Plan:
     stale = sync.out_of_date()
     if stale:
         plan.notes.append(f"exercises/ in the kit is out of date ({', '.join(stale)}); the release uses fresh stubs "
-                          "(run `python -m grader.sync` to update the kit too)")
+                          "(run `python -m grader.authoring.sync` to update the kit too)")
 
     docs = [path for path in STUDENT_DOCS if (root / path).is_file()]
     for path in docs:
@@ -252,7 +246,7 @@ def check_imports(plan: Plan, root: Path) -> None:
                 problems.append(f"{path} imports {name} ({module}), which is instructor-only")
             else:
                 problems.append(f"{path} imports {name} ({module}), which is not on the release allow-list "
-                                "(add it to STUDENT_FILES or OPTIONAL_FILES in grader/release.py)")
+                                "(add it to STUDENT_FILES or OPTIONAL_FILES in grader/authoring/release.py)")
     if problems:
         raise ReleaseError("; ".join(problems))
 
@@ -301,6 +295,9 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "You write self-attention in numpy, one small function at a time, from softmax to a full "
         "Transformer layer. Every exercise has a graded test suite: a failing test says what was "
         "expected, what your code did, and which idea to revisit.\n",
+        *(["[docs/reading.md](docs/reading.md) is the reading the exercises are built on. Each exercise "
+           "names its section: the docstring at the top of its module says `Read first: the reading "
+           "(docs/reading.md#<section>)`.\n"] if "docs/reading.md" in docs else []),
         "## Set up\n",
         "You need Python 3.11 or newer.\n",
         "```bash\n"
@@ -460,8 +457,8 @@ def write_release(plan: Plan, out_dir: Path, force: bool = False) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m grader.release OUT_DIR`` (the same as ``attention-kit release``)."""
-    parser = argparse.ArgumentParser(prog="python -m grader.release", description=__doc__.splitlines()[0])
+    """``python -m grader.authoring.release OUT_DIR`` (the same as ``attention-kit release``)."""
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.release", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -5,11 +5,11 @@
     attention-kit grade SUBMISSIONS --out OUT [--jobs N] [--force] [--no-fair] [--hidden DIR]
     attention-kit grade                 # grades bundled sample submissions
 
-The parts: ``grader.submissions`` finds and statically checks each
+The parts: ``grader.grading.submissions`` finds and statically checks each
 submission; long-lived grading processes run the graded pytest suite against
 it, in process, once per student (``pytest.main`` with a recording plugin);
-the student's code itself runs behind ``grader.proxy.IsolatedImplementation``
-(see ``make_implementation``), never in the process that checks the results; ``grader.report`` scores the
+the student's code itself runs behind ``grader.sandbox.proxy.IsolatedImplementation``
+(see ``make_implementation``), never in the process that checks the results; ``grader.grading.report`` scores the
 outcomes and writes ``OUT/<student>/results.json`` (Gradescope format),
 ``OUT/<student>/feedback.md`` and, at the end, ``OUT/grades.csv``.
 
@@ -36,7 +36,6 @@ imports it to build ``--help``).
 from __future__ import annotations
 
 import argparse
-import ast
 import atexit
 import contextlib
 import hashlib
@@ -53,8 +52,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
+from grader.curriculum import ROOT
+from grader.suite import HIDDEN_DIR, graded_suite
+
 DEFAULT_OUT = "attention-kit-grades"
 # Wall-clock budget for one student's whole run, on top of the proxy's per-call limits.
 STUDENT_TIMEOUT = 300.0
@@ -92,78 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_implementation(path: Path, fair: bool) -> Any:
-    """The implementation that runs a student's code: an isolated worker process (``grader.proxy``).
+    """The implementation that runs a student's code: an isolated worker process (``grader.sandbox.proxy``).
 
     The one seam between grading and running student code. The grading
     process only checks results; the student's modules never load in it.
     """
-    from grader.proxy import IsolatedImplementation
+    from grader.sandbox.proxy import IsolatedImplementation
 
     return IsolatedImplementation(path, fair=fair, reference=ROOT / "solutions")
-
-
-# ---------------------------------------------------------------- the graded suite
-
-
-def _literal(tree: ast.Module, name: str) -> Any:
-    """The literal value of a module-level ``name = ...`` (None if absent or not a literal)."""
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            with contextlib.suppress(ValueError):
-                return ast.literal_eval(node.value)
-    return None
-
-
-def hidden_test_files(folder: Path) -> list[Any]:
-    """The hidden test files in ``folder``, read statically (no test code runs in the parent)."""
-    from grader.curriculum import load
-    from grader.report import TestFile
-
-    names = load().names
-    found = []
-    for path in sorted(folder.glob("test_*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        exercise = _literal(tree, "EXERCISE")
-        if exercise is None:
-            # Longest name first, so "multihead" is not mistaken for a shorter name inside it.
-            matches = [n for n in sorted(names, key=len, reverse=True) if n in path.stem.split("_")]
-            exercise = matches[0] if matches else None
-        if exercise not in names:
-            raise ValueError(f"hidden test file {path}: set EXERCISE = one of {', '.join(names)}")
-        points = _literal(tree, "POINTS")
-        if points is None and load().exercise(exercise).hidden_points:
-            points = load().exercise(exercise).hidden_points  # the manifest's points for the kit's hidden tests
-        if points is not None and (isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0):
-            raise ValueError(f"hidden test file {path}: POINTS must be a non-negative number, not {points!r}")
-        found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))
-    return found
-
-
-def graded_suite(hidden: Path | None, exercises: list[str] | None = None) -> tuple[list[Any], list[str]]:
-    """The test files to run, in curriculum order (visible then hidden), and warnings.
-
-    ``exercises`` restricts the suite to those exercises (default: all).
-    """
-    from grader.curriculum import load
-    from grader.report import TestFile
-
-    for name in exercises or ():
-        load().exercise(name)  # raises ValueError naming the valid exercises
-    warnings = []
-    visible = []
-    for exercise in load().exercises:
-        if exercises and exercise.name not in exercises:
-            continue
-        path = ROOT / exercise.test_file
-        if path.is_file():
-            visible.append(TestFile(str(path), exercise.name))
-        else:
-            warnings.append(f"{exercise.test_file} is missing: exercise {exercise.name} is not graded")
-    extra = hidden_test_files(hidden) if hidden is not None else []
-    extra = [f for f in extra if not exercises or f.exercise in exercises]
-    order = {name: index for index, name in enumerate(load().names)}
-    suite = sorted(visible + extra, key=lambda f: (order[f.exercise], f.hidden))
-    return suite, warnings
 
 
 def kit_version() -> str:
@@ -175,7 +111,7 @@ def kit_version() -> str:
 
 def suite_fingerprint(suite: list[Any], fair: bool) -> str:
     """A hash of everything besides the submission that decides a grade."""
-    from grader.report import RESULTS_FORMAT
+    from grader.grading.report import RESULTS_FORMAT
 
     digest = hashlib.sha256(f"{kit_version()}|{RESULTS_FORMAT}|fair={fair}".encode())
     # The selection itself (--exercise, --hidden) and the points, not only the files' contents.
@@ -183,7 +119,8 @@ def suite_fingerprint(suite: list[Any], fair: bool) -> str:
     files = {Path(f.path) for f in suite}
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
     files |= set((ROOT / "solutions").glob("*.py"))
-    files |= {ROOT / "grader" / "curriculum.toml", ROOT / "grader" / "report.py", ROOT / "grader" / "proxy.py"}
+    files |= {ROOT / "grader" / "curriculum.toml", ROOT / "grader" / "grading" / "report.py",
+              ROOT / "grader" / "sandbox" / "proxy.py", ROOT / "grader" / "sandbox" / "worker.py"}
     for path in sorted(files):
         if path.is_file():
             digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
@@ -520,7 +457,7 @@ def _progress(total: int) -> Any:
 
 
 def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any], result: dict[str, Any]) -> dict:
-    from grader.report import results_json, score_tests, write_student
+    from grader.grading.report import results_json, score_tests, write_student
 
     failure = result.get("error")
     tests = score_tests(result.get("records", []), suite, submission.problems, failure, submission.details)
@@ -551,8 +488,8 @@ def grade_batch(
     echo: Any = print,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
-    from grader import submissions as found
-    from grader.report import atomic_write, gradebook_csv, number, read_results, summary
+    from grader.grading import submissions as found
+    from grader.grading.report import atomic_write, gradebook_csv, number, read_results, summary
 
     start = time.monotonic()
     suite, warnings = graded_suite(hidden, exercises)
@@ -635,7 +572,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         submissions = args.submissions
         if submissions is None:
-            from grader.samples import make_samples
+            from grader.grading.samples import make_samples
 
             samples = Path(tempfile.mkdtemp(prefix="attention-kit-samples-"))
             make_samples(samples)

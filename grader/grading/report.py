@@ -26,36 +26,17 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader.curriculum import load as load_curriculum
+from grader.suite import TestFile
 
 # Bump when the layout of results.json changes: older results are then regraded.
 RESULTS_FORMAT = 1
 MAX_FAILURE_CHARS = 1500
 # Per exercise, feedback.md shows this many failures in full and lists the rest by name.
 MAX_FAILURES_SHOWN = 4
-
-
-@dataclass(frozen=True)
-class TestFile:
-    """One test file of the graded suite, and how its tests are scored.
-
-    ``points`` is None for the manifest's own files (the exercise's points
-    are shared) and for hidden files without ``POINTS``.
-    """
-
-    path: str
-    exercise: str
-    points: float | None = None
-    hidden: bool = False
-
-    @property
-    def pool(self) -> str:
-        """The tests that share one amount of points."""
-        return self.path if self.points is not None else self.exercise
 
 
 def atomic_write(path: Path, text: str) -> None:

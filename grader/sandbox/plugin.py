@@ -1,11 +1,11 @@
 """Run the graded suite against a submission in the isolated worker.
 
-Load with ``-p grader.isolated_plugin`` and switch on with ``--isolated``::
+Load with ``-p grader.sandbox.plugin`` and switch on with ``--isolated``::
 
-    python -m pytest tests --impl path/to/submission -p grader.isolated_plugin --isolated [--no-fair]
+    python -m pytest tests --impl path/to/submission -p grader.sandbox.plugin --isolated [--no-fair]
 
 The ``impl`` fixture then calls the submission through
-``grader.proxy.IsolatedImplementation`` instead of importing it in the pytest
+``grader.sandbox.proxy.IsolatedImplementation`` instead of importing it in the pytest
 process. ``--no-fair`` grades every exercise with the student's own
 dependencies (by default they come from the reference).
 """
@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_OPEN] = opened
 
     def factory(path: Path):
-        from grader.proxy import IsolatedImplementation
+        from grader.sandbox.proxy import IsolatedImplementation
 
         implementation = IsolatedImplementation(path, fair=fair)
         opened.append(implementation)
@@ -50,7 +50,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     """Say how the implementation is isolated."""
     if not config.getoption("--isolated"):
         return None
-    from grader.sandbox import plan
+    from grader.sandbox.limits import plan
 
     return f"attention-kit: isolated worker, {plan().description}, fair={not config.getoption('--no-fair')}"
 

@@ -18,7 +18,7 @@ manifest, the teaching text and the code from ``solutions/`` (each body
 between nbgrader's ``### BEGIN SOLUTION`` / ``### END SOLUTION``, so the
 released notebook keeps signatures and docstrings), and one autograded test
 cell per graded test of ``tests/`` and of the hidden tests. A test cell only
-calls ``grader.notebook.check``, which runs the kit's own test; the points of
+calls ``grader.student.notebook.check``, which runs the kit's own test; the points of
 a cell are the points ``attention-kit grade`` gives that test, so the two
 agree.
 
@@ -38,7 +38,8 @@ from typing import Any
 
 from grader.curriculum import ROOT, Exercise
 from grader.curriculum import load as load_curriculum
-from grader.notebook import CHECKS_MODULE, GIVEN_ROLE, HIDDEN_DIR, KIT_METADATA
+from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
+from grader.suite import HIDDEN_DIR
 
 LAYOUTS = ("per-exercise", "single")
 SINGLE_ASSIGNMENT = "self-attention"
@@ -209,8 +210,8 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
     exercise's manifest points, or a hidden file's own ``POINTS``) is split
     equally between the tests that share it.
     """
-    from grader.grade import graded_suite
-    from grader.notebook import collect_tests
+    from grader.student.notebook import collect_tests
+    from grader.suite import graded_suite
 
     suite, warnings = graded_suite(hidden)
     for warning in warnings:
@@ -349,13 +350,13 @@ def _exercise_cells(builder: NotebookBuilder, exercise: Exercise, tests: list[Gr
         text += " Some cells are empty here: they hold hidden tests that run when your notebook is graded."
     builder.markdown(text)
     for test in visible:
-        builder.code(f'from grader.notebook import check\n\ncheck("{exercise.name}", "{test.name}")',
+        builder.code(f'from grader.student.notebook import check\n\ncheck("{exercise.name}", "{test.name}")',
                      _nbgrader(test.grade_id, grade=True, locked=True, points=test.points))
     for test in hidden:
         folder = f", folder={test.folder!r}" if test.folder else ""
         builder.code(
             f"# Hidden test of {exercise.name}: it runs when your notebook is graded.\n"
-            f"{BEGIN_HIDDEN}\nfrom grader.notebook import check_hidden\n\n"
+            f"{BEGIN_HIDDEN}\nfrom grader.student.notebook import check_hidden\n\n"
             f'check_hidden("{exercise.name}", "{test.name}"{folder})\n{END_HIDDEN}',
             _nbgrader(test.grade_id, grade=True, locked=True, points=test.points),
         )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from grader.status import (
+from grader.student.status import (
     DONE,
     ExerciseResult,
     SuiteResult,
@@ -81,7 +81,7 @@ class Watcher:
     impl : str or pathlib.Path
         The folder holding the student's modules.
     runner : callable, optional
-        ``runner(impl, exercises)`` returning a :class:`~grader.status.SuiteResult`; the tests
+        ``runner(impl, exercises)`` returning a :class:`~grader.student.status.SuiteResult`; the tests
         pass a fake to count runs.
     """
 

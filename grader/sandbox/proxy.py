@@ -3,8 +3,8 @@
 ``IsolatedImplementation`` provides the same ``function(exercise, name)`` as
 ``tests.kit.LocalImplementation``, so the graded suite runs unchanged, but the
 student's code never runs in the grading process. It runs in
-``grader/worker.py``, a separate, resource-limited process confined as well as
-this machine allows (``grader.sandbox``), started once per submission and
+``grader/sandbox/worker.py``, a separate, resource-limited process confined as well as
+this machine allows (``grader.sandbox.limits``), started once per submission and
 reused for every call. Arguments and results cross two dedicated pipes as
 plain data (a JSON header + the arrays' raw bytes of allowed numeric dtypes,
 never pickle); exceptions come back as text and are raised here again as the
@@ -39,10 +39,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grader import sandbox, worker
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import Limits
+from grader.sandbox import limits as confine
+from grader.sandbox import worker
+from grader.sandbox.limits import Limits
 from tests.kit import ImplementationError, LocalImplementation
 
 __all__ = ["IsolatedImplementation", "Limits", "WorkerCrashed"]
@@ -131,7 +132,7 @@ class IsolatedImplementation:
         self.limits = limits or Limits()
         self.reference = Path(reference).resolve()
         self.curriculum = load_curriculum()
-        self.plan = sandbox.plan()
+        self.plan = confine.plan()
         self.restarts = 0
         self._timeouts: dict[str, int] = {}  # timeouts so far, per called function
         self.startup_seconds: list[float] = []
@@ -240,12 +241,12 @@ class IsolatedImplementation:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         output_read, output_write = os.pipe()
-        cmd, cwd = sandbox.command(self.plan, self._scratch, requests_read, replies_write)
+        cmd, cwd = confine.command(self.plan, self._scratch, requests_read, replies_write)
         try:
             self._process = subprocess.Popen(
-                cmd, cwd=cwd, env=sandbox.worker_environment(), stdin=subprocess.DEVNULL,
+                cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
                 stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
-                preexec_fn=sandbox.limiter(self.limits), start_new_session=True,
+                preexec_fn=confine.limiter(self.limits), start_new_session=True,
             )
         finally:
             for fd in (requests_read, replies_write, output_write):

@@ -1,0 +1,11 @@
+"""Authoring and maintenance: what instructors and maintainers build from the reference.
+
+``sync`` writes the stubs in ``exercises/`` from ``solutions/``; ``golden`` and
+``fingerprints`` the expected values and the known mistakes' outputs in
+``tests/data/``; ``readme`` the generated parts of README.md; ``release`` the
+student repository; ``notebooks`` the nbgrader course.
+
+Called by: maintainers (``python -m grader.authoring.sync`` ...) and instructors
+(``attention-kit release``, ``attention-kit notebooks``). It runs only the
+kit's own code (the reference and its catalogue), never a student's.
+"""

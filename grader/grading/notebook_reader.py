@@ -1,0 +1,193 @@
+"""Read a filled-in notebook back as modules, so ``attention-kit grade`` grades a ``.ipynb`` like a folder.
+
+:func:`extract_modules` turns a notebook into module sources
+(``{"attention": "..."}``) and :func:`notebooks_to_folder` writes them as a
+submission folder. The cell metadata read here is the format that the course
+builder (``grader.authoring.notebooks``) writes.
+
+Only the standard library is imported: the grader reads notebooks without
+numpy, pytest or nbformat, and no student code runs here.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
+
+# Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
+KIT_METADATA = "attention_kit"
+GIVEN_ROLE = "given"
+# The private module of the reference whose input checks the notebooks give to everyone.
+CHECKS_MODULE = "_checks"
+# Folders that never hold a student's notebook (checkpoints are stale copies).
+SKIPPED_FOLDERS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
+
+_MAGIC = re.compile(r"^\s*(%|!(?!=))")
+
+
+def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(notebook, Mapping):
+        return notebook
+    try:
+        data = json.loads(Path(notebook).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{Path(notebook).name} is not a notebook (JSON): {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise ValueError(f"{Path(notebook).name} is not a notebook: no cells")
+    return data
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def strip_magics(code: str) -> str:
+    """``code`` without IPython magics and shell escapes (lines starting with ``%`` or ``!``)."""
+    return "\n".join(line for line in code.splitlines() if not _MAGIC.match(line)).strip("\n") + "\n"
+
+
+def _defined_functions(code: str) -> list[str]:
+    """Top-level function names in ``code`` (found by regex when it does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return re.findall(r"^def\s+(\w+)", code, flags=re.MULTILINE)
+    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _used_names(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"\w+", code))
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def import_header(exercise: str) -> str:
+    """The import lines of ``exercises/<exercise>.py`` (relative imports included), as module text."""
+    path = ROOT / "exercises" / f"{exercise}.py"
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines(keepends=True)
+    tree = ast.parse(source)
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "".join("".join(lines[node.lineno - 1:node.end_lineno]) for node in imports)
+
+
+def _checks_functions() -> set[str]:
+    """The public input checks of ``solutions/_checks.py`` (the notebooks give them to everyone)."""
+    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    if not path.is_file():
+        return set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
+
+
+def _is_given(cell: Mapping[str, Any]) -> bool:
+    return cell.get("metadata", {}).get(KIT_METADATA, {}).get("role") == GIVEN_ROLE
+
+
+def _is_solution(cell: Mapping[str, Any]) -> bool:
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
+def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
+    """Module sources for the exercises whose functions a filled-in notebook defines.
+
+    Parameters
+    ----------
+    notebook : path or notebook node
+        A ``.ipynb`` file or its parsed JSON (an ``nbformat`` node is a dict).
+
+    Returns
+    -------
+    dict
+        ``{exercise name: module source}``; each module is the import header
+        of ``exercises/<exercise>.py`` followed by the student's cells that
+        define its functions (nbgrader solution cells; without nbgrader
+        metadata, any code cell that the builder did not give away), magics
+        removed. When that code calls the given input checks
+        (``as_float_array`` ...), the module imports them from ``_checks`` and
+        the result has a ``"_checks"`` entry with their source.
+    """
+    data = _read_notebook(notebook)
+    curriculum = load_curriculum()
+    code_cells = [cell for cell in data["cells"] if isinstance(cell, Mapping) and cell.get("cell_type") == "code"]
+    chosen = [cell for cell in code_cells if _is_solution(cell)]
+    if not chosen:
+        chosen = [cell for cell in code_cells if not _is_given(cell)]
+    pieces: dict[str, list[str]] = {}
+    for cell in chosen:
+        code = strip_magics(_source(cell))
+        owners = []
+        for name in _defined_functions(code):
+            with contextlib.suppress(ValueError):
+                owner = curriculum.exercise_of_function(name).name
+                if owner not in owners:
+                    owners.append(owner)
+        for owner in owners:
+            pieces.setdefault(owner, []).append(code)
+    checks = _checks_functions()
+    modules: dict[str, str] = {}
+    for exercise in curriculum.names:
+        if exercise not in pieces:
+            continue
+        code = "\n\n".join(pieces[exercise])
+        header = import_header(exercise)
+        wanted = sorted((_used_names(code) & checks) - set(_defined_functions(code)))
+        if wanted:
+            # The notebook gave these input checks in a read-only cell; the module imports them instead.
+            header += f"from .{CHECKS_MODULE} import {', '.join(wanted)}\n"
+            modules[CHECKS_MODULE] = (ROOT / "solutions" / f"{CHECKS_MODULE}.py").read_text(encoding="utf-8")
+        modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
+    return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
+
+
+def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
+    """The ``.ipynb`` files in ``folder`` and up to ``depth`` levels below (checkpoints skipped), sorted."""
+    found: list[Path] = []
+    pending = [(Path(folder), 0)]
+    while pending:
+        current, level = pending.pop()
+        try:
+            entries = sorted(current.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink() or entry.name in SKIPPED_FOLDERS or entry.name.startswith("."):
+                continue
+            if entry.is_file() and entry.suffix.lower() == ".ipynb":
+                found.append(entry)
+            elif entry.is_dir() and level < depth:
+                pending.append((entry, level + 1))
+    return sorted(found)
+
+
+def notebooks_to_folder(notebooks: Iterable[Path], target: Path) -> Path:
+    """Write the modules of ``notebooks`` as ``.py`` files into ``target``; returns ``target``.
+
+    An exercise defined in several notebooks is taken from the first (in the
+    order given). A notebook that cannot be read is skipped: its exercises
+    show up as missing modules in the grade.
+    """
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    written: set[str] = set()
+    for notebook in notebooks:
+        try:
+            modules = extract_modules(notebook)
+        except (ValueError, OSError):
+            continue
+        for name, source in modules.items():
+            if name not in written:
+                (target / f"{name}.py").write_text(source, encoding="utf-8")
+                written.add(name)
+    return target

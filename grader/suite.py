@@ -1,0 +1,94 @@
+"""The graded suite: which test files run, in what order, and how their points are pooled.
+
+The public test files come from the manifest (``grader/curriculum.toml``); the
+instructors' hidden tests from a folder (default ``grader/hidden_tests``), read
+statically so that no test code runs where this is imported. Every room reads
+the suite from here: the student's notebook checks, the grader, the course
+builder.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import ROOT, load
+
+HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
+
+
+@dataclass(frozen=True)
+class TestFile:
+    """One test file of the graded suite, and how its tests are scored.
+
+    ``points`` is None for the manifest's own files (the exercise's points
+    are shared) and for hidden files without ``POINTS``.
+    """
+
+    path: str
+    exercise: str
+    points: float | None = None
+    hidden: bool = False
+
+    @property
+    def pool(self) -> str:
+        """The tests that share one amount of points."""
+        return self.path if self.points is not None else self.exercise
+
+
+def _literal(tree: ast.Module, name: str) -> Any:
+    """The literal value of a module-level ``name = ...`` (None if absent or not a literal)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            with contextlib.suppress(ValueError):
+                return ast.literal_eval(node.value)
+    return None
+
+
+def hidden_test_files(folder: Path) -> list[Any]:
+    """The hidden test files in ``folder``, read statically (no test code runs in the parent)."""
+    names = load().names
+    found = []
+    for path in sorted(folder.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        exercise = _literal(tree, "EXERCISE")
+        if exercise is None:
+            # Longest name first, so "multihead" is not mistaken for a shorter name inside it.
+            matches = [n for n in sorted(names, key=len, reverse=True) if n in path.stem.split("_")]
+            exercise = matches[0] if matches else None
+        if exercise not in names:
+            raise ValueError(f"hidden test file {path}: set EXERCISE = one of {', '.join(names)}")
+        points = _literal(tree, "POINTS")
+        if points is None and load().exercise(exercise).hidden_points:
+            points = load().exercise(exercise).hidden_points  # the manifest's points for the kit's hidden tests
+        if points is not None and (isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0):
+            raise ValueError(f"hidden test file {path}: POINTS must be a non-negative number, not {points!r}")
+        found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))
+    return found
+
+
+def graded_suite(hidden: Path | None, exercises: list[str] | None = None) -> tuple[list[Any], list[str]]:
+    """The test files to run, in curriculum order (visible then hidden), and warnings.
+
+    ``exercises`` restricts the suite to those exercises (default: all).
+    """
+    for name in exercises or ():
+        load().exercise(name)  # raises ValueError naming the valid exercises
+    warnings = []
+    visible = []
+    for exercise in load().exercises:
+        if exercises and exercise.name not in exercises:
+            continue
+        path = ROOT / exercise.test_file
+        if path.is_file():
+            visible.append(TestFile(str(path), exercise.name))
+        else:
+            warnings.append(f"{exercise.test_file} is missing: exercise {exercise.name} is not graded")
+    extra = hidden_test_files(hidden) if hidden is not None else []
+    extra = [f for f in extra if not exercises or f.exercise in exercises]
+    order = {name: index for index, name in enumerate(load().names)}
+    suite = sorted(visible + extra, key=lambda f: (order[f.exercise], f.hidden))
+    return suite, warnings
