@@ -4,7 +4,7 @@
 signatures and docstrings are copied verbatim into the stubs; every public
 function body becomes ``raise NotImplementedError(...)`` naming the function;
 private helpers (names starting with ``_``) and private modules are left out,
-except the manifest's given modules (``[course] given_modules``, e.g.
+except the manifest's given modules (an exercise's ``given``, e.g.
 ``_tasks.py``), which students get as they are: copied verbatim.
 
 Usage::
