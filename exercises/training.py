@@ -103,7 +103,7 @@ def init_model(rng: np.random.Generator, vocab_size: int, d_model: int, n_heads:
     Returns
     -------
     dict
-        ``embedding`` ``(vocab_size, d_model)``: 0.5 times a standard normal
+        ``embedding`` ``(vocab_size, d_model)``: 0.3 times a standard normal
         (drawn first); ``attention``: ``init_multi_head(rng, d_model,
         n_heads)``; ``w_out``: ``init_weight(rng, d_model, vocab_size)``;
         ``b_out``: zeros ``(vocab_size,)``.

@@ -120,7 +120,7 @@ def init_model(rng: np.random.Generator, vocab_size: int, d_model: int, n_heads:
     Returns
     -------
     dict
-        ``embedding`` ``(vocab_size, d_model)``: 0.5 times a standard normal
+        ``embedding`` ``(vocab_size, d_model)``: 0.3 times a standard normal
         (drawn first); ``attention``: ``init_multi_head(rng, d_model,
         n_heads)``; ``w_out``: ``init_weight(rng, d_model, vocab_size)``;
         ``b_out``: zeros ``(vocab_size,)``.
@@ -132,7 +132,7 @@ def init_model(rng: np.random.Generator, vocab_size: int, d_model: int, n_heads:
     """
     vocab_size = require_positive_int("vocab_size", vocab_size)
     d_model = require_positive_int("d_model", d_model)
-    embedding = 0.5 * rng.normal(size=(vocab_size, d_model))  # smaller than the positions: both count
+    embedding = 0.3 * rng.normal(size=(vocab_size, d_model))  # smaller than the positions, so order shows
     attention = init_multi_head(rng, d_model, n_heads)
     return {
         "embedding": embedding,

@@ -409,7 +409,7 @@ def test_attention_on_the_antecedent_starts_near_uniform(impl):
     weight = _outcome(params, test, True)["weight"]
     expect(0.03 < weight < 0.3, what="the pronoun's mean attention weight on its antecedent, untrained",
            expected="about 1/8 (between 0.03 and 0.3)", observed=f"{weight:.3f}",
-           idea="init_model: small random weights (init_weight, scale 1/sqrt(d_in)) and an embedding of scale 0.5")
+           idea="init_model: small random weights (init_weight, scale 1/sqrt(d_in)) and an embedding of scale 0.3")
 
 
 def test_training_resolves_the_pronoun(impl):
