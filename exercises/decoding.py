@@ -81,7 +81,7 @@ def kv_cache_append(cache: dict | None, k_t: np.ndarray, v_t: np.ndarray) -> dic
         If ``k_t`` or ``v_t`` is not one position ``(..., 1, d)``, or does
         not fit the cache's shapes.
     """
-    raise NotImplementedError('kv_cache_append: not implemented yet (exercise 9, decoding.py; run `pytest -m decoding`)')
+    raise NotImplementedError('kv_cache_append: not implemented yet (exercise 11, decoding.py; run `pytest -m decoding`)')
 
 
 def attend_step(q_t: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +108,7 @@ def attend_step(q_t: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
     ValueError
         If ``q_t`` is not one position or does not fit the cache.
     """
-    raise NotImplementedError('attend_step: not implemented yet (exercise 9, decoding.py; run `pytest -m decoding`)')
+    raise NotImplementedError('attend_step: not implemented yet (exercise 11, decoding.py; run `pytest -m decoding`)')
 
 
 def causal_decode(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -133,7 +133,7 @@ def causal_decode(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     ValueError
         If the shapes do not fit (q, k and v need the same n).
     """
-    raise NotImplementedError('causal_decode: not implemented yet (exercise 9, decoding.py; run `pytest -m decoding`)')
+    raise NotImplementedError('causal_decode: not implemented yet (exercise 11, decoding.py; run `pytest -m decoding`)')
 
 
 def blockwise_attention(
@@ -173,4 +173,4 @@ def blockwise_attention(
         If the shapes do not fit, ``block_size`` is not a positive integer
         or ``causal`` is asked for with ``n_q != n_k``.
     """
-    raise NotImplementedError('blockwise_attention: not implemented yet (exercise 9, decoding.py; run `pytest -m decoding`)')
+    raise NotImplementedError('blockwise_attention: not implemented yet (exercise 11, decoding.py; run `pytest -m decoding`)')

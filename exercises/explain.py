@@ -92,7 +92,7 @@ def occlusion_importance(
         array, ``replacement`` is not an integer, or ``predict`` returns
         something that is not ``(b, n_classes)``.
     """
-    raise NotImplementedError('occlusion_importance: not implemented yet (exercise 8, explain.py; run `pytest -m explain`)')
+    raise NotImplementedError('occlusion_importance: not implemented yet (exercise 10, explain.py; run `pytest -m explain`)')
 
 
 def gradient_x_input(grad_inputs: np.ndarray, inputs: np.ndarray) -> np.ndarray:
@@ -118,7 +118,7 @@ def gradient_x_input(grad_inputs: np.ndarray, inputs: np.ndarray) -> np.ndarray:
     ValueError
         If either has fewer than 2 axes or their shapes differ.
     """
-    raise NotImplementedError('gradient_x_input: not implemented yet (exercise 8, explain.py; run `pytest -m explain`)')
+    raise NotImplementedError('gradient_x_input: not implemented yet (exercise 10, explain.py; run `pytest -m explain`)')
 
 
 def attention_rollout(weights: np.ndarray) -> np.ndarray:
@@ -148,7 +148,7 @@ def attention_rollout(weights: np.ndarray) -> np.ndarray:
     path), rows renormalised; the rollout is ``A_L @ ... @ A_2 @ A_1``:
     layer 1 acts on the input first.
     """
-    raise NotImplementedError('attention_rollout: not implemented yet (exercise 8, explain.py; run `pytest -m explain`)')
+    raise NotImplementedError('attention_rollout: not implemented yet (exercise 10, explain.py; run `pytest -m explain`)')
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
@@ -177,4 +177,4 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
     -----
     ``1 - 6 sum d^2 / (n (n^2 - 1))`` is the same number only without ties.
     """
-    raise NotImplementedError('rank_correlation: not implemented yet (exercise 8, explain.py; run `pytest -m explain`)')
+    raise NotImplementedError('rank_correlation: not implemented yet (exercise 10, explain.py; run `pytest -m explain`)')

@@ -92,6 +92,35 @@ class LocalImplementation:
         return found
 
 
+class PlainFunction:
+    """A scalar function of one array, given by a kind and its coefficients (plain data).
+
+    Exercise 8's ``numerical_gradient(f, x)`` takes a function. The isolated
+    grader sends only plain data to the student's worker, so the tests pass
+    functions of this class: the worker rebuilds the same function from the
+    kind and the coefficients (``grader/sandbox/worker.py``, ``PLAIN_FUNCTIONS``).
+
+    ``PlainFunction("cubic", a=..., b=..., c=..., d=...)`` is
+    ``f(x) = sum(a x + b x**2 + c x**3) + (sum(d x))**2 / 2``.
+    """
+
+    PLAIN_FUNCTION = True
+    FORMULAS: dict[str, Callable[..., float]] = {
+        "cubic": lambda x, a, b, c, d: float(np.sum(a * x + b * x**2 + c * x**3) + 0.5 * np.sum(d * x) ** 2),
+    }
+
+    def __init__(self, kind: str, **params: np.ndarray) -> None:
+        if kind not in self.FORMULAS:
+            raise ValueError(f"unknown plain function {kind!r}; known: {sorted(self.FORMULAS)}")
+        self.kind, self.params = kind, params
+
+    def __call__(self, x: np.ndarray) -> float:
+        return self.FORMULAS[self.kind](np.asarray(x), **self.params)
+
+    def __repr__(self) -> str:
+        return f"PlainFunction({self.kind!r})"
+
+
 def _arrays(value: Any, label: str) -> Iterator[tuple[str, np.ndarray]]:
     """Every array inside ``value`` (through dicts, lists and tuples), labelled."""
     if isinstance(value, np.ndarray):

@@ -93,10 +93,21 @@ def probe(
     return register
 
 
+def _leaves(value: Any) -> list[np.ndarray]:
+    """The arrays of an item of a tuple result; a dict gives its values in key order, nested dicts too."""
+    if type(value) is dict:
+        return [array for key in sorted(value) for array in _leaves(value[key])]
+    return [np.asarray(value)]
+
+
 def as_arrays(result: Any) -> tuple[np.ndarray, ...]:
-    """A function's result as a tuple of arrays (dict results in key order)."""
+    """A function's result as a tuple of arrays (dict results in key order).
+
+    A tuple item that is a dict (the gradients of ``multi_head_attention_backward``,
+    ``model_gradients``) contributes its arrays in key order, nested dicts included.
+    """
     if isinstance(result, tuple):
-        return tuple(np.asarray(item) for item in result)
+        return tuple(array for item in result for array in _leaves(item))
     if isinstance(result, dict):
         return tuple(np.asarray(result[key]) for key in sorted(result) if not isinstance(result[key], dict))
     return (np.asarray(result),)

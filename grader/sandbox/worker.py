@@ -72,6 +72,38 @@ def load_numpy() -> Any:
     return np
 
 
+# --------------------------------------------------------------------------- plain functions
+
+# The only functions that may cross the channel: scalar functions of one array, named by a kind from this
+# list and given by their coefficients (plain data), so exercise 8's numerical_gradient(f, x) can be graded
+# in the worker. The graded tests build them with tests.kit.plain_function (the same formulas, in-process);
+# grader/tests checks that both sides compute the same values.
+PLAIN_FUNCTIONS: dict[str, Any] = {
+    # f(x) = sum(a x + b x^2 + c x^3) + (sum(d x))^2 / 2, the coefficients broadcasting against x; the last
+    # term couples the entries, so a gradient check that does not put an entry back before the next one shows
+    "cubic": lambda x, a, b, c, d: float(np.sum(a * x + b * x**2 + c * x**3) + 0.5 * np.sum(d * x) ** 2),
+}
+
+
+class PlainFunction:
+    """A function of :data:`PLAIN_FUNCTIONS` with its coefficients; callable like ``f(x)``."""
+
+    PLAIN_FUNCTION = True
+    __slots__ = ("kind", "params")
+
+    def __init__(self, kind: str, params: dict) -> None:
+        if kind not in PLAIN_FUNCTIONS:
+            raise ValueError(f"unknown plain function {str(kind)[:40]!r}")
+        self.kind, self.params = kind, params
+
+    def __call__(self, x: Any) -> float:
+        return PLAIN_FUNCTIONS[self.kind](np.asarray(x), **self.params)
+
+
+def _is_plain_function(value: Any) -> bool:
+    return getattr(type(value), "PLAIN_FUNCTION", False) is True
+
+
 # --------------------------------------------------------------------------- codec
 
 
@@ -106,8 +138,10 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     """Turn ``value`` into JSON-able data, appending its arrays to ``arrays``.
 
     Allowed: None, bool, int, float, str, lists/tuples/dicts of those, plain
-    numeric or bool numpy arrays and scalars, and ``numpy.random.Generator``
-    (sent as its bit generator's state). Anything else raises ``Unsendable``.
+    numeric or bool numpy arrays and scalars, ``numpy.random.Generator``
+    (sent as its bit generator's state) and the functions of
+    :data:`PLAIN_FUNCTIONS` (sent as their kind and coefficients). Anything
+    else raises ``Unsendable``.
 
     ``functions``: only the grading side passes it, for a call's arguments. A
     function among them (a test's model, e.g. the ``predict`` of
@@ -146,6 +180,11 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     if isinstance(value, (list, tuple)):
         return {"$": "list" if isinstance(value, list) else "tuple",
                 "v": [encode(item, arrays, functions) for item in value]}
+    if _is_plain_function(value):
+        kind, params = value.kind, value.params
+        if kind not in PLAIN_FUNCTIONS or not isinstance(params, dict):
+            raise Unsendable(f"plain function {str(kind)[:40]!r} cannot be sent")
+        return {"$": "function", "kind": str(kind), "v": encode(dict(params), arrays)}
     if isinstance(value, dict):
         keys = [_encode_key(key, arrays) for key in value]
         return {"$": "dict", "k": keys, "v": [encode(item, arrays, functions) for item in value.values()]}
@@ -165,6 +204,8 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
     (then nothing needs to be sent back at all).
     """
     tag = sent.get("$") if isinstance(sent, dict) else None
+    if tag == "function" and _is_plain_function(value):
+        return {"$": "same"}, False  # rebuilt from plain data on both sides: nothing to send back
     if tag == "grading_function" and getattr(value, "grading_function", None) == sent.get("i"):
         return {"$": "same"}, False  # the stand-in of a grading-side function: the caller keeps its own
     if isinstance(value, np.ndarray) and tag == "array":
@@ -237,6 +278,11 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
             return dtype if tag == "dtype" else dtype.type
         if tag == "python_type":
             return PYTHON_TYPES[data["v"]]
+        if tag == "function":
+            params = decode(data["v"], arrays)
+            if not isinstance(params, dict) or not all(isinstance(key, str) for key in params):
+                raise ValueError("malformed plain function")
+            return PlainFunction(data.get("kind"), params)
         if tag == "rng":
             state = decode(data["state"], arrays)
             name = state.get("bit_generator") if isinstance(state, dict) else None

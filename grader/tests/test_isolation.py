@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
 from grader.sandbox import worker
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
@@ -108,9 +109,9 @@ def test_worker_sees_only_the_modules_and_a_scrubbed_environment(isolated, tmp_p
     impl = isolated(path=folder)
     seen = impl.function("softmax", "softmax")(None)
     assert "conftest.py" not in seen["cwd"] and "notes.txt" not in seen["cwd"]
-    from grader.curriculum import load as load_curriculum
-
-    assert set(seen["cwd"]) <= {f"{name}.py" for name in (*load_curriculum().names, "_checks")}
+    curriculum = load_curriculum()
+    allowed = (*curriculum.names, *curriculum.given_modules, "_checks")
+    assert set(seen["cwd"]) <= {f"{name}.py" for name in allowed}
     assert set(seen["env"]) <= {"PATH", "LANG", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                 "NUMEXPR_NUM_THREADS", "LC_CTYPE", "PWD"}
     assert seen["isolated"] == 1 and seen["no_site"] == 1
@@ -604,3 +605,34 @@ def test_peak_memory_is_measured_where_the_code_runs(reference_isolated):
     assert out.shape == (128, 2) and blockwise is not None
     _, full = Kit(reference_isolated, "attention").measure("scaled_dot_product_attention", q, k, v)
     assert full > 8 * blockwise > 0  # the worker's allocations, not the grading process's
+
+
+def test_plain_functions_cross_to_the_worker(reference_isolated, local):
+    # numerical_gradient(f, x) takes a function: the tests pass a PlainFunction, which crosses as its kind
+    # and coefficients (plain data) and is rebuilt from grader/sandbox/worker.py's own formula.
+    from tests.kit import PlainFunction
+
+    rng = np.random.default_rng(11)
+    f = PlainFunction("cubic", **{name: rng.normal(size=(3, 4)) for name in "abcd"})
+    x = rng.normal(size=(3, 4))
+    remote = reference_isolated.function("backward", "numerical_gradient")(f, x, eps=1e-4)
+    np.testing.assert_array_equal(remote, local.function("backward", "numerical_gradient")(f, x, eps=1e-4))
+    with pytest.raises(Exception, match="cannot be sent"):
+        reference_isolated.function("backward", "numerical_gradient")(lambda z: float(np.sum(z)), x)
+
+
+def test_plain_function_formulas_agree_on_both_sides():
+    from tests.kit import PlainFunction
+
+    worker.load_numpy()
+    assert set(worker.PLAIN_FUNCTIONS) == set(PlainFunction.FORMULAS)
+    rng = np.random.default_rng(12)
+    for kind in worker.PLAIN_FUNCTIONS:
+        params = {name: rng.normal(size=(2, 3)) for name in "abcd"}
+        x = rng.normal(size=(2, 3))
+        arrays: list = []
+        rebuilt = worker.decode(worker.encode(PlainFunction(kind, **params), arrays), arrays)
+        assert isinstance(rebuilt, worker.PlainFunction)
+        assert rebuilt(x) == PlainFunction(kind, **params)(x)
+    with pytest.raises(ValueError, match="unknown plain function"):
+        worker.decode({"$": "function", "kind": "os.system", "v": {"$": "dict", "k": [], "v": []}}, [])

@@ -57,7 +57,7 @@ def test_status_lists_every_exercise_in_curriculum_order(stubs):
     assert positions == sorted(positions)
 
 
-TOTAL_POINTS = sum(exercise.points for exercise in load().exercises)  # 100 for Part I
+TOTAL_POINTS = sum(exercise.points for exercise in load().exercises)  # Part I is 100; Part II adds its own
 
 
 def test_status_on_the_stubs(stubs):
@@ -279,6 +279,25 @@ def test_demo_causal_and_heads():
     assert heads.weights.shape == (4, 8, 8) and heads.output.shape == (8, 16)
     assert demo.summary_lines(heads)[:2] == ["attention_weights_shape=(4, 8, 8)", "output_shape=(8, 16)"]
     assert demo.run(demo_args("--reference", "--heads", "3")) == 2
+
+
+def test_demo_trained_shows_what_order_does(tmp_path, capsys):
+    untrained, blind, trained = demo.compute_trained(SOLUTIONS)[0]
+    assert 0.05 < untrained.on_antecedent < 0.3  # about 1/8 before training
+    assert trained.accuracy >= 0.9 and trained.on_antecedent > 0.5
+    assert (trained.prediction, trained.swapped) == ("vessel", "obstacle")  # it follows the order
+    assert 0.3 <= blind.accuracy <= 0.7 and blind.prediction == blind.swapped  # a bag: the order is lost
+    out = tmp_path / "trained.png"
+    assert demo.run(demo_args("--reference", "--trained", "--out", str(out))) == 0
+    text = capsys.readouterr().out
+    assert "trained with positions" in text and "trained without positions" in text and "random weights" in text
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_trained_waits_for_exercise_nine(capsys):
+    assert demo.run(demo_args("--impl", str(EXERCISES), "--trained")) == 1
+    text = capsys.readouterr().out
+    assert "9. training: 0/" in text and "8. backward: 0/" in text
 
 
 def test_status_keeps_the_diagnosis_in_front_of_the_failure():
