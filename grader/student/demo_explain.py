@@ -37,6 +37,7 @@ N_HEADS = 1
 STEPS = 300
 N_EXAMPLES = 512
 REPLACEMENT = "the"
+NOISE = 1e-3  # importances below this fraction of the largest one count as 0 (ties) in the rank correlations
 DEFAULT_OUT = "attention-explain.png"
 NEEDS = ("training", "explain")  # and what they build on
 CAPTION = (
@@ -45,8 +46,9 @@ CAPTION = (
     "with what the model uses; where they do not, a heatmap of weights would mislead: a token can take "
     "much weight and change nothing when removed. Jain and Wallace (2019) found such disagreement common "
     "and argued that attention is not explanation; Wiegreffe and Pinter (2019) replied that it depends on "
-    "the test. A rank correlation also orders the tokens that hardly matter, where differences of 0.001 "
-    "decide, so look at the top tokens too. Here you ran the test yourself, on one sentence and one trained model."
+    "the test. Importances below a thousandth of the largest count as 0 in the rank correlations (ties), so "
+    "that tokens which do not matter are not ordered by rounding noise. Here you ran the test yourself, on one "
+    "sentence and one trained model."
 )
 
 
@@ -116,7 +118,10 @@ def compute(impl: Path, *, source: str = "your code", steps: int = STEPS) -> Exp
     gxi = np.asarray(explain.gradient_x_input(-grads["embedding"][tokens], inputs))
     measures = {"attention": attention, "occlusion": occlusion, "gradient x input": gxi}
     pairs = (("attention", "occlusion"), ("attention", "gradient x input"), ("occlusion", "gradient x input"))
-    correlations = {f"{a} vs {b}": float(explain.rank_correlation(measures[a], measures[b])) for a, b in pairs}
+    # Below a thousandth of a measure's largest magnitude an importance is rounding noise: count it as 0, so
+    # the tokens that do not matter tie (and share their average rank) instead of being ordered by noise.
+    ranked = {name: np.where(np.abs(x) < NOISE * np.abs(x).max(), 0.0, x) for name, x in measures.items()}
+    correlations = {f"{a} vs {b}": float(explain.rank_correlation(ranked[a], ranked[b])) for a, b in pairs}
     return ExplainResult(words, vocab[predicted], float(probabilities[predicted]), list(losses), attention,
                          occlusion, gxi, correlations, source)
 
