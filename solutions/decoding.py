@@ -151,7 +151,8 @@ def attend_step(q_t: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"q_t of shape {q_t.shape} and cache['k'] of shape {k.shape} must share d_k")
     scores = q_t @ np.swapaxes(k, -1, -2) / math.sqrt(q_t.shape[-1])  # (..., 1, t)
     weights = softmax(scores, axis=-1)
-    return weights @ v, weights  # (..., 1, t) @ (..., t, d_v) -> (..., 1, d_v)
+    context = weights @ v  # (..., 1, t) @ (..., t, d_v) -> (..., 1, d_v)
+    return context, weights
 
 
 def causal_decode(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:

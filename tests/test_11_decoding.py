@@ -82,7 +82,7 @@ def _blockwise_mistake(observed: np.ndarray, q, k, v, block_size: int, causal: b
 def _simulate(q, k, v, block_size: int, causal: bool, kind: str) -> np.ndarray | None:
     """Blockwise attention with one known mistake (float64, warnings silenced)."""
     with np.errstate(all="ignore"):
-        n_q, n_k = q.shape[-2], k.shape[-2]
+        n_k, n_q = k.shape[-2], q.shape[-2]
         m = np.full(q.shape[:-1] + (1,), -np.inf)
         total, acc = np.zeros(q.shape[:-1] + (1,)), np.zeros(q.shape[:-1] + (v.shape[-1],))
         stop_at = n_k - n_k % block_size if kind == "drop_last" else n_k

@@ -617,8 +617,10 @@ def test_plain_functions_cross_to_the_worker(reference_isolated, local):
     x = rng.normal(size=(3, 4))
     remote = reference_isolated.function("backward", "numerical_gradient")(f, x, eps=1e-4)
     np.testing.assert_array_equal(remote, local.function("backward", "numerical_gradient")(f, x, eps=1e-4))
-    with pytest.raises(Exception, match="cannot be sent"):
-        reference_isolated.function("backward", "numerical_gradient")(lambda z: float(np.sum(z)), x)
+    # Any other function of a test is not sent either: the worker calls it back in the grading process
+    # (see test_a_tests_function_argument_runs_on_the_grading_side), slower but with the same result.
+    total = reference_isolated.function("backward", "numerical_gradient")(lambda z: float(np.sum(z)), x[:1, :2])
+    np.testing.assert_allclose(total, np.ones((1, 2)), rtol=1e-6)
 
 
 def test_plain_function_formulas_agree_on_both_sides():
