@@ -81,7 +81,7 @@ def _attention_weights(x, p, n_heads):
 
 
 def _forward(params, tokens, query_position, n_heads, positions=True):
-    """logits and attention weights, as the API defines the model."""
+    """Logits and attention weights, as the API defines the model."""
     x = np.asarray(params["embedding"], dtype=np.float64)[tokens]
     if positions:
         x = x + _sinusoidal(tokens.shape[1], x.shape[-1])
@@ -290,10 +290,11 @@ def test_model_gradients_match_central_differences(impl):
         label = f"(positions={positions})"
         sample = 24 if positions else 8  # fewer entries the second time: the same code, the positions left out
         used = np.unique(tokens)
+        loss_of_embedding = loss_of(("embedding",))
         emb = grads.get("embedding") if isinstance(grads, dict) else None
         if expect_shape(emb, params["embedding"].shape, what=f"grads['embedding'] {label}", idea=GRADS):
             # entries of the rows of tokens that occur (repeated tokens among them)
-            def loss_rows(value, loss=loss_of(("embedding",))):
+            def loss_rows(value, loss=loss_of_embedding, used=used):
                 full = params["embedding"].copy()
                 full[used] = value
                 return loss(full)
@@ -417,7 +418,8 @@ def test_training_resolves_the_pronoun(impl):
     params, losses = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR)
     losses = np.asarray(losses, dtype=float)
     expect(losses.shape == (TRAIN_STEPS,) and losses[-10:].mean() < 0.5 * losses[:10].mean(),
-           what=f"the losses of {TRAIN_STEPS} steps (seed {TRAIN_SEED})", expected="the last ten well below the first ten",
+           what=f"the losses of {TRAIN_STEPS} steps (seed {TRAIN_SEED})",
+           expected="the last ten well below the first ten",
            observed=f"first ten {losses[:10].mean():.3f}, last ten {losses[-10:].mean():.3f}", idea=TRAIN)
     outcome = _outcome(params, test, True)
     expect(outcome["accuracy"] >= 0.9, what="held-out accuracy after training (256 new sentences)",
