@@ -30,7 +30,7 @@ READ = "docs/reading.md#training"
 # A small model for the gradient checks; sizes all differ (examples, seq, vocab, d_model, heads).
 N_EX, SEQ, VOCAB, D_SMALL, H_SMALL = 3, 7, 11, 8, 2
 TRAIN_SEED, DATA_SEED = 20261, 7
-TRAIN_STEPS, TRAIN_LR = 100, 2e-2  # train()'s other arguments keep their defaults
+TRAIN_STEPS, TRAIN_LR = 70, 3e-2  # train()'s other arguments keep their defaults
 
 CE = ("cross-entropy: the mean over the n examples of logsumexp(logits) - logits[target], with each row's maximum "
       f"subtracted first; its gradient is (softmax(logits) - onehot(target)) / n ({READ})")
