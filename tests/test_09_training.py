@@ -403,6 +403,7 @@ def test_train_returns_params_and_one_loss_per_step(impl):
         expect_shape(losses, (5,), what="the losses of train(..., steps=5)", idea="one loss per step")
 
 
+
 def test_attention_on_the_antecedent_starts_near_uniform(impl):
     # Before training the pronoun spreads its attention: about 1/8 on each of the 8 tokens.
     _, test = _task_pair()
@@ -431,8 +432,9 @@ def test_training_resolves_the_pronoun(impl):
 
 def test_without_positions_the_nouns_cannot_be_told_apart(impl):
     train_set, test = _task_pair()
-    params, _ = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR,
-                           positions=False)
+    # Fewer steps: with positions 40 steps already reach 100% on this seed, so a share near 0.5 here
+    # really is the missing order, not a model that has not learned yet.
+    params, _ = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=40, lr=TRAIN_LR, positions=False)
     outcome = _outcome(params, test, False)
     expect(0.3 <= outcome["first_noun_share"] <= 0.7,
            what="without positions: of the predictions that name one of the two nouns, the share naming the "
