@@ -115,6 +115,7 @@ class PlainFunction:
         self.kind, self.params = kind, params
 
     def __call__(self, x: np.ndarray) -> float:
+        """The function's value at ``x``."""
         return self.FORMULAS[self.kind](np.asarray(x), **self.params)
 
     def __repr__(self) -> str:

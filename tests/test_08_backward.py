@@ -106,8 +106,21 @@ def expect_gradient(observed, loss, x, *, what: str, idea: str, sample: int | No
         return False
     where, expected = _central(loss, x, sample)
     at = "every entry" if sample is None or sample >= np.size(x) else f"{len(expected)} seeded entries"
-    return expect_close(np.asarray(observed, dtype=np.float64)[where], expected, rtol=rtol, atol=atol,
-                        what=f"{what} at {at}, against central differences of the loss", idea=idea)
+    values = np.asarray(observed, dtype=np.float64)[where]
+    return expect_close(values, expected, rtol=rtol, atol=atol, idea=idea + _factor(values, expected),
+                        what=f"{what} at {at}, against central differences of the loss")
+
+
+def _factor(observed: np.ndarray, expected: np.ndarray) -> str:
+    """A note when the observed gradient is the expected one times a constant (a scale lost or added)."""
+    norm = float(np.dot(expected, expected))
+    if norm == 0 or not np.all(np.isfinite(observed)):
+        return ""
+    ratio = float(np.dot(observed, expected) / norm)
+    if abs(ratio - 1) > 1e-3 and abs(ratio) > 1e-3 and np.allclose(observed, ratio * expected, rtol=1e-4, atol=1e-9):
+        return (f". Here every entry is {ratio:.4g} times the right one: a constant factor is missing or extra "
+                "(a scale, a 1/n, a sum that should be a mean or the other way round)")
+    return ""
 
 
 def _normal(seed: int, *shape: int, scale: float = 1.0) -> np.ndarray:
@@ -304,7 +317,7 @@ def test_softmax_backward_uses_its_axis(impl):
     for axis in (1, -3):
         scores, r = _normal(16, BATCH, N_Q, N_K), _normal(17, BATCH, N_Q, N_K)
         grad = impl.softmax_backward(r, _softmax(scores, axis=axis), axis=axis)
-        expect_gradient(grad, lambda s, axis=axis: np.sum(r * _softmax(s, axis=axis)), scores, sample=30,
+        expect_gradient(grad, lambda s, axis=axis, r=r: np.sum(r * _softmax(s, axis=axis)), scores, sample=30,
                         what=f"softmax_backward(..., axis={axis}) for weights = softmax(scores, axis={axis})",
                         idea=SOFTMAX + "; here the slices run along `axis`, not the last axis")
 
@@ -530,7 +543,7 @@ def _check_mha(impl, mask, seed: int, label: str) -> None:
         def loss(value, key=key):
             return np.sum(r * _mha(x, params | {key: value}, N_HEADS, mask))
 
-        expect_gradient(grads[key], loss, params[key], sample=12, what=f"grads[{key!r}] {label}",
+        expect_gradient(grads[key], loss, params[key], sample=8, what=f"grads[{key!r}] {label}",
                         idea=MHA + "; weights and biases are summed over the batch and positions")
 
 

@@ -30,7 +30,7 @@ READ = "docs/reading.md#training"
 # A small model for the gradient checks; sizes all differ (examples, seq, vocab, d_model, heads).
 N_EX, SEQ, VOCAB, D_SMALL, H_SMALL = 3, 7, 11, 8, 2
 TRAIN_SEED, DATA_SEED = 20261, 7
-TRAIN_STEPS, TRAIN_LR = 100, 2e-2  # train()'s other arguments keep their defaults
+TRAIN_STEPS, TRAIN_LR = 70, 3e-2  # train()'s other arguments keep their defaults
 
 CE = ("cross-entropy: the mean over the n examples of logsumexp(logits) - logits[target], with each row's maximum "
       f"subtracted first; its gradient is (softmax(logits) - onehot(target)) / n ({READ})")
@@ -80,14 +80,15 @@ def _attention_weights(x, p, n_heads):
     return np.stack(out, axis=-3)  # (n, heads, seq, seq)
 
 
-def _forward(params, tokens, query_position, n_heads, positions=True):
-    """logits and attention weights, as the API defines the model."""
+def _forward(params, tokens, query_position, n_heads, positions=True, weights=True):
+    """Logits and attention weights (None with ``weights=False``), as the API defines the model."""
     x = np.asarray(params["embedding"], dtype=np.float64)[tokens]
     if positions:
         x = x + _sinusoidal(tokens.shape[1], x.shape[-1])
     h = x + _mha(x, params["attention"], n_heads)
     read = h[np.arange(tokens.shape[0]), query_position]
-    return read @ params["w_out"] + params["b_out"], _attention_weights(x, params["attention"], n_heads)
+    logits = read @ params["w_out"] + params["b_out"]
+    return logits, (_attention_weights(x, params["attention"], n_heads) if weights else None)
 
 
 def _loss(logits, target):
@@ -284,16 +285,17 @@ def test_model_gradients_match_central_differences(impl):
             def loss(value):
                 changed = {k: (dict(v) if isinstance(v, dict) else v) for k, v in params.items()}
                 (changed[path[0]] if len(path) == 2 else changed).__setitem__(path[-1], value)
-                return _loss(_forward(changed, tokens, query, H_SMALL, positions)[0], target)
+                return _loss(_forward(changed, tokens, query, H_SMALL, positions, weights=False)[0], target)
             return loss
 
         label = f"(positions={positions})"
         sample = 24 if positions else 8  # fewer entries the second time: the same code, the positions left out
         used = np.unique(tokens)
+        loss_of_embedding = loss_of(("embedding",))
         emb = grads.get("embedding") if isinstance(grads, dict) else None
         if expect_shape(emb, params["embedding"].shape, what=f"grads['embedding'] {label}", idea=GRADS):
             # entries of the rows of tokens that occur (repeated tokens among them)
-            def loss_rows(value, loss=loss_of(("embedding",))):
+            def loss_rows(value, loss=loss_of_embedding, used=used):
                 full = params["embedding"].copy()
                 full[used] = value
                 return loss(full)
@@ -307,12 +309,12 @@ def test_model_gradients_match_central_differences(impl):
                          what=f"grads['embedding'] {label}, rows of tokens that do not occur",
                          idea="a word that is not in the batch gets no gradient")
         for key in ("w_out", "b_out"):
-            expect_gradient(grads.get(key), loss_of((key,)), params[key], sample=sample // 2,
+            expect_gradient(grads.get(key), loss_of((key,)), params[key], sample=sample // 4,
                             what=f"grads[{key!r}] {label}", idea=GRADS)
         attention = grads.get("attention", {})
         for key in sorted(params["attention"]):
             expect_gradient(attention.get(key) if isinstance(attention, dict) else None,
-                            loss_of(("attention", key)), params["attention"][key], sample=sample // 4,
+                            loss_of(("attention", key)), params["attention"][key], sample=sample // 8,
                             what=f"grads['attention'][{key!r}] {label}", idea=GRADS)
 
 
@@ -402,6 +404,7 @@ def test_train_returns_params_and_one_loss_per_step(impl):
         expect_shape(losses, (5,), what="the losses of train(..., steps=5)", idea="one loss per step")
 
 
+
 def test_attention_on_the_antecedent_starts_near_uniform(impl):
     # Before training the pronoun spreads its attention: about 1/8 on each of the 8 tokens.
     _, test = _task_pair()
@@ -417,7 +420,8 @@ def test_training_resolves_the_pronoun(impl):
     params, losses = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR)
     losses = np.asarray(losses, dtype=float)
     expect(losses.shape == (TRAIN_STEPS,) and losses[-10:].mean() < 0.5 * losses[:10].mean(),
-           what=f"the losses of {TRAIN_STEPS} steps (seed {TRAIN_SEED})", expected="the last ten well below the first ten",
+           what=f"the losses of {TRAIN_STEPS} steps (seed {TRAIN_SEED})",
+           expected="the last ten well below the first ten",
            observed=f"first ten {losses[:10].mean():.3f}, last ten {losses[-10:].mean():.3f}", idea=TRAIN)
     outcome = _outcome(params, test, True)
     expect(outcome["accuracy"] >= 0.9, what="held-out accuracy after training (256 new sentences)",
@@ -429,8 +433,9 @@ def test_training_resolves_the_pronoun(impl):
 
 def test_without_positions_the_nouns_cannot_be_told_apart(impl):
     train_set, test = _task_pair()
-    params, _ = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR,
-                           positions=False)
+    # Fewer steps: with positions 40 steps already reach 100% on this seed, so a share near 0.5 here
+    # really is the missing order, not a model that has not learned yet.
+    params, _ = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=40, lr=TRAIN_LR, positions=False)
     outcome = _outcome(params, test, False)
     expect(0.3 <= outcome["first_noun_share"] <= 0.7,
            what="without positions: of the predictions that name one of the two nouns, the share naming the "

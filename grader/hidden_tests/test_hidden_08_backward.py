@@ -8,7 +8,7 @@ import numpy as np
 
 from tests.feedback import expect_dtype, expect_no_nan, expect_shape
 from tests.kit import PlainFunction
-from tests.test_08_backward import _attention, _central, _layer_norm, _mha, _softmax, expect_gradient
+from tests.test_08_backward import _attention, _layer_norm, _mha, _softmax, expect_gradient
 
 EXERCISE = "backward"
 

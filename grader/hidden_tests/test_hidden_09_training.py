@@ -1,4 +1,4 @@
-"""Hidden tests of exercise 9, training: one example, deeper nesting, other sizes, and train() with its defaults."""
+"""Hidden tests of exercise 9, training: one example, deeper nesting, other sizes, training on another seed."""
 
 # ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
 
@@ -15,7 +15,8 @@ EXERCISE = "training"
 CE = "cross-entropy: mean of logsumexp(logits) - logits[target], maximum subtracted first; gradient (p - onehot) / n"
 MODEL = "x = embedding[tokens] (+ positions), h = x + MHA(x), logits = h[i, query_position[i]] @ w_out + b_out"
 ADAM = "Adam with bias correction: m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t), t counted from 1"
-TRAIN = "train with its defaults (d_model 16, one head, 300 steps, batch 32, lr 1e-2) on the antecedent task"
+TRAIN = ("train: init_model, then every step a batch drawn from rng, model_gradients and adam_step, with the "
+         "positions (d_model 16, one head by default)")
 
 
 def test_cross_entropy_of_one_example_with_equal_logits(impl):
@@ -68,20 +69,23 @@ def test_model_gradients_one_head_without_positions(impl):
                  idea=MODEL)
 
     def loss_of(value):
-        return _loss(_forward(params | {"embedding": value}, tokens, query, 1, False)[0], target)
+        return _loss(_forward(params | {"embedding": value}, tokens, query, 1, False, weights=False)[0], target)
 
     expect_gradient(grads.get("embedding") if isinstance(grads, dict) else None, loss_of, params["embedding"],
                     what="grads['embedding'], 5 words over 18 tokens (many repeats)",
                     idea="a repeated token adds the gradient of every occurrence to its embedding row")
 
 
-def test_training_with_the_defaults_on_another_seed(impl):
+def test_training_on_another_seed(impl):
+    # Every call train() makes to the earlier exercises crosses to the grader (fair grading), so the graded
+    # runs are short; benchmarks/training_seeds.py checks the defaults (300 steps) on many seeds.
     rng = np.random.default_rng(906)
     train_set, test = tasks().antecedent_task(rng, 512), tasks().antecedent_task(rng, 256)
-    params, losses = impl.train(np.random.default_rng(907), train_set)
+    params, losses = impl.train(np.random.default_rng(907), train_set, steps=70, lr=3e-2)
     outcome = _outcome(params, test, True)
-    expect(len(losses) == 300, what="train's losses with the defaults", expected="300 (one per step)",
+    expect(len(losses) == 70, what="train's losses with steps=70", expected="70 (one per step)",
            observed=str(len(losses)), idea=TRAIN)
-    expect(outcome["accuracy"] >= 0.9 and outcome["weight"] > 0.5, what="after training with the defaults (seed 907)",
+    expect(outcome["accuracy"] >= 0.9 and outcome["weight"] > 0.5,
+           what="after 70 steps at lr 3e-2 (seed 907)",
            expected="held-out accuracy >= 0.9 and attention on the antecedent > 0.5",
            observed=f"accuracy {outcome['accuracy']:.3f}, attention {outcome['weight']:.3f}", idea=TRAIN)

@@ -97,6 +97,7 @@ class PlainFunction:
         self.kind, self.params = kind, params
 
     def __call__(self, x: Any) -> float:
+        """The function's value at ``x``."""
         return PLAIN_FUNCTIONS[self.kind](np.asarray(x), **self.params)
 
 

@@ -18,8 +18,8 @@ from solutions.backward import (
     multi_head_attention_backward,
     softmax_backward,
 )
-from solutions.training import adam_step, cross_entropy, model_gradients
 from solutions.multihead import multi_head_attention
+from solutions.training import adam_step, cross_entropy, model_gradients
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -95,7 +95,8 @@ def test_attention_backward_matches_autograd(masked):
 
 def test_layer_norm_backward_matches_autograd():
     rng = _rng(4)
-    x, gamma, beta, r = rng.normal(size=(2, 5, 7)), rng.uniform(0.5, 2, 7), rng.normal(size=7), rng.normal(size=(2, 5, 7))
+    x, gamma, beta = rng.normal(size=(2, 5, 7)), rng.uniform(0.5, 2, 7), rng.normal(size=7)
+    r = rng.normal(size=(2, 5, 7))
     tx, tg, tb = _t(x), _t(gamma), _t(beta)
     (F.layer_norm(tx, (7,), tg, tb, eps=0.1) * _t(r, False)).sum().backward()
     for ours, theirs in zip(layer_norm_backward(r, x, gamma, eps=0.1), (tx, tg, tb), strict=True):
