@@ -31,7 +31,9 @@ class Exercise:
     points: float
     hidden_points: float
     hints: tuple[str, ...]
+    part: int = 1
     reading: tuple[str, ...] = ()
+    given: tuple[str, ...] = ()
 
     @property
     def module_file(self) -> str:
@@ -46,6 +48,11 @@ class Curriculum:
     title: str
     impl_package: str
     exercises: tuple[Exercise, ...]
+
+    @property
+    def given_modules(self) -> tuple[str, ...]:
+        """The modules students get ready made (the exercises' ``given``), in curriculum order."""
+        return tuple(dict.fromkeys(module for exercise in self.exercises for module in exercise.given))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -102,7 +109,9 @@ def load(path: Path = MANIFEST) -> Curriculum:
             points=float(entry["points"]),
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
+            part=int(entry.get("part", 1)),
             reading=tuple(entry.get("reading", ())),
+            given=tuple(entry.get("given", ())),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )

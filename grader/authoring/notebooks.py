@@ -297,8 +297,14 @@ def _imports(modules: list[Module]) -> str:
     return "\n".join(seen)
 
 
-def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str, ...], grade_id: str) -> None:
-    """The read-only cell with the input checks and the reference code of ``dependencies``."""
+def _given_modules(names: tuple[str, ...]) -> list[Module]:
+    """The manifest's given modules (``_tasks.py`` ...): students get them ready made."""
+    return [reference(name) for name in names]
+
+
+def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str, ...], grade_id: str,
+           given: tuple[str, ...] = ()) -> None:
+    """The read-only cell with the input checks, the given modules and the reference code of ``dependencies``."""
     curriculum = load_curriculum()
     if dependencies:
         earlier = ", ".join(f"{curriculum.exercise(n).number} ({n})" for n in dependencies)
@@ -316,7 +322,12 @@ def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str
             "The cell below defines small input checks (`as_float_array`, `require_ndim` ...) that raise a "
             "`ValueError` naming the argument, as the tests ask. You may use them. Run it, do not edit it."
         )
-    parts = [checks_code()] + [reference(name).code for name in dependencies]
+    if given:
+        builder.markdown("The same cell defines, ready made, what "
+                         + ", ".join(f"`{name}.py`" for name in given)
+                         + " holds (for this exercise: the task it trains on, e.g. `antecedent_task(rng, n)`).")
+    parts = [checks_code()] + [module.code for module in _given_modules(given)] + [
+        reference(name).code for name in dependencies]
     builder.read_only("\n\n".join(part.strip() for part in parts if part.strip()) + "\n", grade_id)
 
 
@@ -368,8 +379,8 @@ def per_exercise_notebook(exercise: Exercise, tests: list[GradedTest]) -> Any:
     _introduction(builder, exercise)
     dependencies = load_curriculum().dependencies(exercise.name)
     modules = [reference(name) for name in (*dependencies, exercise.name)]
-    builder.code(_imports([*_checks_module(), *modules]))
-    _given(builder, exercise, dependencies, f"{exercise.name}-given")
+    builder.code(_imports([*_checks_module(), *_given_modules(exercise.given), *modules]))
+    _given(builder, exercise, dependencies, f"{exercise.name}-given", exercise.given)
     _exercise_cells(builder, exercise, tests)
     return builder.notebook()
 
@@ -384,9 +395,9 @@ def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
         + "\n\nWork from top to bottom: each exercise uses the functions you wrote before it."
     )
     modules = [reference(name) for name in curriculum.names]
-    builder.code(_imports([*_checks_module(), *modules]))
+    builder.code(_imports([*_checks_module(), *_given_modules(curriculum.given_modules), *modules]))
     first = curriculum.exercises[0]
-    _given(builder, first, (), "given-checks")
+    _given(builder, first, (), "given-checks", curriculum.given_modules)
     for exercise in curriculum.exercises:
         _introduction(builder, exercise)
         _exercise_cells(builder, exercise, tests[exercise.name])

@@ -59,6 +59,7 @@ OPTIONAL_FILES = (
     "grader/student/hints.py",
     "grader/student/watch.py",
     "grader/student/demo.py",
+    "grader/student/demo_explain.py",
     "tests/diagnosis.py",
     "tests/data/golden.npz",
     "tests/data/fingerprints.npz",

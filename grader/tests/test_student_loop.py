@@ -57,6 +57,9 @@ def test_status_lists_every_exercise_in_curriculum_order(stubs):
     assert positions == sorted(positions)
 
 
+TOTAL_POINTS = sum(exercise.points for exercise in load().exercises)  # Part I is 100; Part II adds its own
+
+
 def test_status_on_the_stubs(stubs):
     assert stubs.total > 0 and stubs.passed == 0 and stubs.points == 0
     assert all(item.state == status.NOT_STARTED for item in stubs.exercises if item.total)
@@ -65,7 +68,7 @@ def test_status_on_the_stubs(stubs):
     assert first.message.startswith("softmax: not implemented yet")
     assert "\n" not in first.message and "Failed:" not in first.message
     text = status.render_plain(stubs)
-    assert f"0/{stubs.total} tests, 0/100 points" in text
+    assert f"0/{stubs.total} tests, 0/{TOTAL_POINTS:g} points" in text
     assert "Next: exercise 1, softmax" in text
     assert "run:   pytest -m softmax" in text and "tests/test_01_softmax.py" in text
     assert "attention-kit hint softmax" in text and "exercises/softmax.py" in text
@@ -82,13 +85,13 @@ def test_status_on_a_partial_solution(partial, partial_dir):
     assert "Next: exercise 3, attention" in text
     assert f"pytest tests -m attention --impl {partial_dir}" in text
     assert "attention_scores: not implemented yet" in text
-    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/100 points" in text
+    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/{TOTAL_POINTS:g} points" in text
     assert "#" in text.split("Progress:")[1].splitlines()[0]
 
 
 def test_status_on_the_reference(reference):
     assert reference.passed == reference.total > 100
-    assert reference.current is None and reference.points == pytest.approx(100)
+    assert reference.current is None and reference.points == pytest.approx(TOTAL_POINTS)
     assert all(item.state == status.DONE for item in reference.exercises)
     assert "All exercises pass" in status.render_plain(reference)
 
@@ -284,6 +287,25 @@ def test_demo_causal_and_heads():
     assert heads.weights.shape == (4, 8, 8) and heads.output.shape == (8, 16)
     assert demo.summary_lines(heads)[:2] == ["attention_weights_shape=(4, 8, 8)", "output_shape=(8, 16)"]
     assert demo.run(demo_args("--reference", "--heads", "3")) == 2
+
+
+def test_demo_trained_shows_what_order_does(tmp_path, capsys):
+    untrained, blind, trained = demo.compute_trained(SOLUTIONS)[0]
+    assert 0.05 < untrained.on_antecedent < 0.3  # about 1/8 before training
+    assert trained.accuracy >= 0.9 and trained.on_antecedent > 0.5
+    assert (trained.prediction, trained.swapped) == ("vessel", "obstacle")  # it follows the order
+    assert 0.3 <= blind.accuracy <= 0.7 and blind.prediction == blind.swapped  # a bag: the order is lost
+    out = tmp_path / "trained.png"
+    assert demo.run(demo_args("--reference", "--trained", "--out", str(out))) == 0
+    text = capsys.readouterr().out
+    assert "trained with positions" in text and "trained without positions" in text and "random weights" in text
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_trained_waits_for_exercise_nine(capsys):
+    assert demo.run(demo_args("--impl", str(EXERCISES), "--trained")) == 1
+    text = capsys.readouterr().out
+    assert "9. training: 0/" in text and "8. backward: 0/" in text
 
 
 def test_status_keeps_the_diagnosis_in_front_of_the_failure():
