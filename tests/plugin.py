@@ -9,6 +9,7 @@ runs one exercise.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator
 from pathlib import Path
 
@@ -35,13 +36,49 @@ def resolve_impl_path(config: pytest.Config) -> Path:
     for candidate in (value, Path(config.invocation_params.dir) / value, ROOT / value):
         if candidate.is_dir():
             return candidate.resolve()
-    raise pytest.UsageError(f"--impl {value}: no such folder (looked in the working directory and {ROOT})")
+    from grader.curriculum import unknown_folder
+
+    raise pytest.UsageError(unknown_folder(value, [Path(config.invocation_params.dir), ROOT]))
 
 
+@pytest.hookimpl(trylast=True)  # after every plugin has registered its markers
 def pytest_configure(config: pytest.Config) -> None:
     resolve_impl_path(config)  # a mistyped --impl stops the run with one clear line, not 140 errors
     for exercise in load_curriculum().exercises:
         config.addinivalue_line("markers", f"{exercise.name}: tests of exercise {exercise.number}, {exercise.title}")
+    config.option.markexpr = check_mark_expression(config, config.option.markexpr)
+
+
+# A name in a mark expression (pytest's own token rule), or the keyword arguments of a marker: mark(x=1).
+TOKEN = re.compile(r"(?P<arguments>(?<=[\w\]])\([^)]*\))|(?P<name>[\w:+\-.\[\]\\/]+)")
+OPERATORS = {"and", "or", "not"}
+
+
+def check_mark_expression(config: pytest.Config, expression: str) -> str:
+    """``-m`` with exercise numbers replaced by names (``-m 3`` is ``-m attention``).
+
+    An unknown name stops the run with one line listing the exercises, closest first,
+    instead of pytest's silent "140 deselected".
+    """
+    if not expression:
+        return expression
+    from grader.curriculum import closest_first
+
+    curriculum = load_curriculum()
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+
+    def replace(match: re.Match[str]) -> str:
+        word = match.group()
+        if match["arguments"] or word in OPERATORS or word in known:
+            return word
+        if word.isdigit() and 1 <= int(word) <= len(curriculum.names):
+            return curriculum.names[int(word) - 1]
+        raise pytest.UsageError(
+            f"-m {expression}: no exercise named {word!r}; the exercises are "
+            f"{', '.join(closest_first(word, curriculum.names))} (or their numbers, 1 to {len(curriculum.names)}; "
+            "other markers: pytest --markers)")
+
+    return TOKEN.sub(replace, expression)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,7 +20,7 @@ def hint_text(name: str, level: int = 1) -> str:
     Parameters
     ----------
     name : str
-        An exercise name from the manifest.
+        An exercise name from the manifest, or its number (``"1"``).
     level : int, optional
         1 for the first hint.
 
@@ -35,7 +35,7 @@ def hint_text(name: str, level: int = 1) -> str:
         If there is no such exercise (the message lists the names) or ``level`` is below 1.
     """
     curriculum = load_curriculum()
-    exercise = curriculum.exercise(name)
+    exercise = curriculum.lookup(name)
     if level < 1:
         raise ValueError(f"--level must be 1 or more, got {level}")
     count = len(exercise.hints)
@@ -60,7 +60,7 @@ def hint_text(name: str, level: int = 1) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit hint``."""
     parser.add_argument("exercise", metavar="EXERCISE",
-                        help=f"the exercise's name: {', '.join(load_curriculum().names)}")
+                        help=f"the exercise's name or number: {', '.join(load_curriculum().names)}")
     parser.add_argument("--level", type=int, default=1, metavar="N",
                         help="which hint (1 = the gentlest, the default)")
 

@@ -198,7 +198,9 @@ def resolve_impl(value: str | Path) -> Path:
     for candidate in (path, ROOT / path):
         if candidate.is_dir():
             return candidate.resolve()
-    raise ValueError(f"--impl {value}: no such folder (looked in {Path.cwd()} and {ROOT})")
+    from grader.curriculum import unknown_folder
+
+    raise ValueError(unknown_folder(value, [Path.cwd(), ROOT]))
 
 
 def display_path(path: Path) -> str:
