@@ -20,7 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("student.status", "show your progress through the exercises"),
     "hint": ("student.hints", "show a hint for an exercise, one level at a time"),
     "watch": ("student.watch", "rerun the current exercise's tests whenever you save"),
-    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap"),
+    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap "
+                             "(docs/reading.md#worked-example)"),
     "grade": ("grading.grade", "grade a folder of submissions (instructors)"),
     "release": ("authoring.release", "build the student repository (instructors)"),
     "gradescope": ("grading.gradescope", "build a Gradescope autograder bundle (instructors)"),
