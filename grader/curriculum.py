@@ -33,6 +33,7 @@ class Exercise:
     hidden_points: float
     hints: tuple[str, ...]
     reading: tuple[str, ...] = ()
+    hint_step: str = ""
 
     @property
     def module_file(self) -> str:
@@ -150,6 +151,7 @@ def load(path: Path = MANIFEST) -> Curriculum:
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
             reading=tuple(entry.get("reading", ())),
+            hint_step=entry.get("hint_step", ""),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )

@@ -1,8 +1,11 @@
 """``attention-kit hint EXERCISE [--level N]``: the manifest's hints, one level at a time.
 
-Level 1 is a gentle nudge, the last level nearly the answer (never code). The
-command is predictable on purpose: without ``--level`` it shows level 1, and
-it always ends by naming the command for the next level.
+Each exercise's hints work on one step, the manifest's ``hint_step`` (the one
+students most often get stuck on), in three levels: a question, then the
+idea, then a precise pointer. None is code. The command is predictable on
+purpose: without ``--level`` it shows level 1, and it always ends by naming
+the command for the next level and the exercise's sections of the reading.
+EXERCISE is a name or a number (``attention-kit hint 3``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import sys
 import textwrap
 
 from grader.curriculum import load as load_curriculum
+
+# What each of three levels is (the manifest's hints of an exercise, in order).
+LEVELS = ("a question", "the idea", "a precise pointer")
 
 
 def hint_text(name: str, level: int = 1) -> str:
@@ -48,12 +54,17 @@ def hint_text(name: str, level: int = 1) -> str:
             f"The last one: attention-kit hint {exercise.name} --level {count}"
         )
     body = textwrap.fill(exercise.hints[level - 1], width=88, initial_indent="  ", subsequent_indent="  ")
-    lines = [f"{heading}\nHint {level} of {count}:", body]
+    kind = f", {LEVELS[level - 1]}" if count == len(LEVELS) else ""
+    step = f" (on {exercise.hint_step})" if exercise.hint_step else ""
+    lines = [f"{heading}\nHint {level} of {count}{kind}{step}:", body]
     if level < count:
-        lines.append(f"more: attention-kit hint {exercise.name} --level {level + 1}")
+        after = f"   ({LEVELS[level]})" if count == len(LEVELS) else ""
+        lines.append(f"more: attention-kit hint {exercise.name} --level {level + 1}{after}")
     else:
         lines.append("That was the last hint. The docstrings in "
                      f"{exercise.module_file} and the failing test's message say the rest.")
+    if exercise.reading:
+        lines.append("read: " + ", ".join(f"docs/reading.md#{section}" for section in exercise.reading))
     return "\n".join(lines)
 
 
