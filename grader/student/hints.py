@@ -57,14 +57,14 @@ def hint_text(name: str, level: int = 1) -> str:
     kind = f", {LEVELS[level - 1]}" if count == len(LEVELS) else ""
     step = f" (on {exercise.hint_step})" if exercise.hint_step else ""
     lines = [f"{heading}\nHint {level} of {count}{kind}{step}:", body]
+    if exercise.reading:
+        lines.append("read: " + ", ".join(f"docs/reading.md#{section}" for section in exercise.reading))
     if level < count:
-        after = f"   ({LEVELS[level]})" if count == len(LEVELS) else ""
-        lines.append(f"more: attention-kit hint {exercise.name} --level {level + 1}{after}")
+        after = f" ({LEVELS[level]})" if count == len(LEVELS) else ""
+        lines.append(f"more{after}: attention-kit hint {exercise.name} --level {level + 1}")
     else:
         lines.append("That was the last hint. The docstrings in "
                      f"{exercise.module_file} and the failing test's message say the rest.")
-    if exercise.reading:
-        lines.append("read: " + ", ".join(f"docs/reading.md#{section}" for section in exercise.reading))
     return "\n".join(lines)
 
 
