@@ -32,8 +32,8 @@ DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started",
 DOES_NOT_IMPORT = "does not import"
 # How tests/kit.py reports a module that cannot be imported (describe_import_error, LocalImplementation.module).
 _SYNTAX_ERROR = re.compile(r"^syntax error in (?P<file>\S+) line (?P<line>\d+)", re.M)
-_IMPORT_RAISED = re.compile(r"^importing (?P<module>\S+) raised (?P<type>\w+)[^\n]*?(?:\((?P<file>\S+) line (?P<line>\d+)\))?$",
-                            re.M)
+_IMPORT_RAISED = re.compile(
+    r"^importing (?P<module>\S+) raised (?P<type>\w+)[^\n]*?(?:\((?P<file>\S+) line (?P<line>\d+)\))?$", re.M)
 _MISSING = re.compile(r"^missing module (?P<name>\w+):", re.M)
 # tests/kit.py imports each implementation folder as a package under this prefix.
 IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"

@@ -341,7 +341,7 @@ def test_hints_climb_from_a_question_to_a_pointer_without_code(exercise):
     assert exercise.hints, f"{exercise.name} has no hints"
     for level, text in enumerate(exercise.hints, start=1):
         assert not CODE.search(text), f"{exercise.name} hint {level} contains code: {CODE.search(text).group()!r}"
-    for before, after in zip(exercise.hints, exercise.hints[1:]):
+    for before, after in zip(exercise.hints, exercise.hints[1:], strict=False):
         assert difflib.SequenceMatcher(None, before, after).ratio() < 0.6, (before, after)
     if exercise.number <= 7:  # Part I: one step, three levels, the first a question
         assert len(exercise.hints) == 3 and exercise.hint_step
@@ -395,7 +395,8 @@ def test_status_says_a_module_does_not_import(tmp_path):
     # attention imports softmax only; multihead imports projections, so it does not import either.
     assert result["attention"].state == status.DONE
     assert result["multihead"].label == f"does not import: syntax error in projections.py, line {line}"
-    assert re.search(rf"2\. projections +0/\d+ +does not import: syntax error, line {line}\n", status.render_plain(result))
+    shown = status.render_plain(result)
+    assert re.search(rf"2\. projections +0/\d+ +does not import: syntax error, line {line}\n", shown), shown
 
 
 def test_no_traceback_on_a_closed_pipe_or_ctrl_c():
