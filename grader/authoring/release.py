@@ -192,7 +192,7 @@ def next_steps(out_dir: Path, *, committed: bool, existing: bool = False) -> str
             lines += [f"  cd {out_dir}                 # a git repository with one commit on main"]
         lines += [
             "  gh repo create YOUR-ORG/attention-kit-template --private --source . --push",
-            "      (or create an empty repository on GitHub, then: git remote add origin URL && git push -u origin main)",
+            "      (or make an empty repository on GitHub, then: git remote add origin URL && git push -u origin main)",
             "  on GitHub: the repository's Settings > General > Template repository",
             "  in GitHub Classroom: New assignment > starter code: that template repository; the autograding tests",
             "      come from .github/workflows/classroom.yml, one test per exercise with its points",
