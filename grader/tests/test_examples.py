@@ -53,3 +53,23 @@ def test_the_demos_number_in_the_prose_is_the_demos():
     weights = demo.compute(ROOT / "solutions").weights
     it, the = demo.TOKENS.index("it"), demo.TOKENS.index("the")
     assert f"{weights[it, the]:.2f}" == match.group(1)
+
+
+def test_benchmark_figures_come_from_the_recorded_results(tmp_path, monkeypatch):
+    import json
+
+    from grader.authoring import readme
+
+    assert readme.main(["--check"]) == 0, "run `python -m grader.authoring.readme`"
+    monkeypatch.setattr(readme, "BENCHMARKS", tmp_path)
+    (tmp_path / "suite_time.py").write_text('"""Time the suite."""\n', encoding="utf-8")
+    assert "not recorded yet (`python benchmarks/suite_time.py --record`)" in readme.benchmark_table()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "suite_time.json").write_text(json.dumps({
+        "summary": "1.23 s median", "date": "2030-01-02",
+        "machine": {"cores": 3, "cpu": "Test CPU", "python": "3.99", "numpy": "9.9", "load_average": 0.5}}))
+    row = readme.benchmark_table().splitlines()[-1]
+    figures = "1.23 s median (measured 2030-01-02 on 3 cores, Test CPU, Python 3.99, numpy 9.9, load 0.5)"
+    assert row == f"| `python benchmarks/suite_time.py` | Time the suite. | {figures} |"
+    text = "figures: <!-- benchmark:suite_time -->typed by hand<!-- end benchmark -->."
+    assert readme.render_figures(text) == f"figures: <!-- benchmark:suite_time -->{figures}<!-- end benchmark -->."
