@@ -123,6 +123,33 @@ def impl(request: pytest.FixtureRequest, implementation: Implementation) -> Kit:
 
 
 DIAGNOSES = pytest.StashKey[dict[str, str]]()
+# With -x, pytest-check stops at the first failed check by raising; its traceback runs through
+# tests/feedback.py and says nothing the FAILURE block above it does not.
+STOPPED = "AssertionError: Stopping on first failure"
+
+
+class _Report:
+    """A failure report as text that keeps pytest's ``reprcrash`` (the summary line's message)."""
+
+    def __init__(self, text: str, reprcrash: object) -> None:
+        self.text, self.reprcrash = text, reprcrash
+
+    def toterminal(self, out: object) -> None:
+        for line in self.text.splitlines():
+            out.line(line)  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _without_stop_traceback(text: str) -> str:
+    """A failure report of ``pytest -x`` cut after pytest-check's "Failed Checks: N" block."""
+    head, marker, rest = text.partition("Failed Checks:")
+    if not marker:
+        return text
+    count, _, rest = rest.partition("\n")
+    separator = rest.splitlines()[0] if rest.strip() else ""
+    return f"{head}{marker}{count}\n{separator}".rstrip() + "\n"
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -136,6 +163,9 @@ def pytest_runtest_makereport(
     sees the report after pytest-check has filled it in.
     """
     report = yield
+    if report.when == "call" and report.failed and STOPPED in report.longreprtext:
+        crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
+        report.longrepr = _Report(_without_stop_traceback(report.longreprtext), crash)
     exercise = item.stash.get(EXERCISE, None)
     implementation = getattr(item, "funcargs", {}).get("implementation")
     if report.when != "call" or not report.failed or exercise is None or implementation is None:
