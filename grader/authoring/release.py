@@ -385,6 +385,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "## Run one exercise\n",
         "```bash\n"
         f"pytest -m {first.name}                 # only the tests of exercise {first.number}\n"
+        f"pytest -m {first.number}                       # the same, by its number\n"
         f"pytest {first.test_file}      # the same, by file\n"
         f"pytest -m {first.name} -x              # stop at the first failure (the most basic one)\n"
         f"pytest -m {first.name} -k stable       # only its tests whose name contains \"stable\"\n"
