@@ -66,7 +66,7 @@ def describe(result: ExerciseResult, impl: Path) -> list[str]:
     line = f"exercise {exercise.number}, {exercise.name}: {result.passed}/{result.total} tests pass"
     if result.state == DONE:
         return [line + " - done"]
-    lines = [line + f" ({result.state})"]
+    lines = [line + f" ({result.label})"]
     failure = result.first_failure
     if failure is not None:
         lines.append(f"  first failing test: {failure.name}")
