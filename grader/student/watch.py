@@ -100,27 +100,38 @@ class Watcher:
         self.chosen = load_curriculum().lookup(exercise).name if exercise else None  # ValueError if unknown
         self.finished: dict[str, bool] = {}  # exercise -> did all its tests pass at its last run
 
-    def _remember(self, result: SuiteResult) -> None:
+    def _regressions(self, result: SuiteResult, besides: str | None = None) -> list[str]:
+        """Each exercise (but ``besides``) that passed at its last run and fails now, with its first failure.
+
+        Remembers ``result`` as the latest run of its exercises.
+        """
+        lines: list[str] = []
+        for item in result.exercises:
+            name = item.exercise.name
+            if name != besides and self.finished.get(name) and item.state != DONE:
+                lines += [f"REGRESSION: exercise {item.exercise.number}, {name} passed before and fails now"]
+                lines += describe(item, self.impl) + [""]
         for item in result.exercises:
             self.finished[item.exercise.name] = item.state == DONE
+        return lines
 
     def check_all(self) -> list[str]:
-        """Run the whole suite, pick the current exercise and describe it."""
+        """Run the whole suite, pick the current exercise and describe it (regressions first)."""
         result = self.runner(self.impl)
-        self._remember(result)
+        regressions = self._regressions(result)
         if self.chosen is not None and result[self.chosen].state != DONE:
             self.current = self.chosen
             item = result[self.chosen]
         elif result.current is None:
             self.current = None
-            return [f"All {result.total} tests of every exercise pass. Well done! "
-                    "Try `attention-kit demo` to see your attention at work."]
+            return regressions + [f"All {result.total} tests of every exercise pass. Well done! "
+                                  "Try `attention-kit demo` to see your attention at work."]
         else:
             self.chosen = None  # the named exercise passes: from now on, the first unfinished one
             item = result.current
             self.current = item.exercise.name
         overall = f"overall: {result.passed}/{result.total} tests, {result.points:.4g}/{result.max_points:.4g} points"
-        return describe(item, self.impl) + [overall]
+        return regressions + describe(item, self.impl) + [overall]
 
     def affected(self, changed: list[str]) -> list[str]:
         """The exercises to rerun after ``changed`` files: theirs, those importing them, and the current one."""
@@ -148,13 +159,7 @@ class Watcher:
             return self.check_all()
         names = self.affected(changed)
         result = self.runner(self.impl, names)
-        lines: list[str] = []
-        for item in result.exercises:
-            name = item.exercise.name
-            if name != self.current and self.finished.get(name) and item.state != DONE:
-                lines += [f"REGRESSION: exercise {item.exercise.number}, {name} passed before and fails now"]
-                lines += describe(item, self.impl) + [""]
-        self._remember(result)
+        lines = self._regressions(result, besides=self.current)
         current = result[self.current]
         if current.state != DONE:
             return lines + describe(current, self.impl)

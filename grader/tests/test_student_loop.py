@@ -444,3 +444,14 @@ def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path):
     assert done.returncode == 1 and "FAILURE: each row (last axis)" in done.stdout, done.stdout
     assert "Stopping on first failure" not in done.stdout and "tests/feedback.py:" not in done.stdout, done.stdout
     assert "FAILED tests/test_01_softmax.py::test_rows_sum_to_one - each row" in done.stdout
+
+
+def test_watch_after_everything_passed_names_the_regression(tmp_path):
+    folder = make_partial(tmp_path / "all", done=tuple(load().names))
+    watcher = watch.Watcher(folder)
+    assert "pass. Well done!" in watcher.check_all()[0] and watcher.current is None
+    source = (folder / "masks.py").read_text(encoding="utf-8")
+    (folder / "masks.py").write_text(source.replace("np.tril(", "np.triu("), encoding="utf-8")
+    lines = watcher.step(settle=0)
+    assert lines[1] == "REGRESSION: exercise 4, masks passed before and fails now", lines
+    assert watcher.current == "masks"
