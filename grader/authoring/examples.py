@@ -58,6 +58,7 @@ class Example:
     plant: Plant | None = None  # a mistake in the reference of one more exercise
     excerpt: str = ""  # "first failure": pytest's first failure (from its FAILURES section) and its last line
     files: dict[str, str] = field(default_factory=dict)  # extra output files to copy back: produced -> kit path
+    save: Plant | None = None  # a mistake saved (in a module of ``done``) while the command runs, then Ctrl-C
 
 
 EXAMPLES = (
@@ -73,6 +74,11 @@ EXAMPLES = (
     ),
     Example("hint", ("attention-kit", "hint", "softmax")),
     Example("typo", ("pytest", "-m", "softmx")),
+    Example(
+        "watch-regression", ("attention-kit", "watch"),
+        done=("softmax", "projections", "attention", "masks", "positional", "multihead"),
+        save=Plant("masks", "np.tril(", "np.triu(", catalogue="masks-causal-triu"),
+    ),
     Example("demo", ("attention-kit", "demo"), done=("softmax", "projections", "attention"),
             files={"attention-demo.png": "docs/demo-heatmap.png"}),
 )
@@ -126,17 +132,69 @@ def run(release: Path, example: Example) -> str:
         argv = [sys.executable, "-m", "pytest", *arguments, "-p", "no:cacheprovider"]
     else:
         raise ExampleError(f"example {example.name}: unknown program {program!r}")
-    done = subprocess.run(argv, cwd=release, env=_environment(release), capture_output=True, text=True, timeout=300)
-    printed = done.stdout + done.stderr
+    if example.save is not None:
+        printed = _run_and_save(argv, release, example)
+    else:
+        done = subprocess.run(argv, cwd=release, env=_environment(release), capture_output=True, text=True,
+                              timeout=300)
+        printed = done.stdout + done.stderr
     if "Traceback (most recent call last)" in printed:
         raise ExampleError(f"example {example.name}: `{' '.join(example.command)}` crashed:\n{printed}")
     return printed
+
+
+def _run_and_save(argv: list[str], release: Path, example: Example, quiet: float = 2.0) -> str:
+    """Start a watching command, save ``example.save`` once it watches, and stop it with Ctrl-C when it is done."""
+    import queue
+    import signal
+    import threading
+    import time
+
+    assert example.save is not None
+    process = subprocess.Popen(argv, cwd=release, env=_environment(release), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    printed: list[str] = []
+    saved = False
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=quiet)
+        except queue.Empty:
+            if saved and any(text.startswith("changed:") for text in printed):
+                break  # it answered the save and has been quiet since
+            continue
+        if line is None:
+            break
+        printed.append(line)
+        if line.startswith("Watching ") and not saved:
+            module = release / "exercises" / load().exercise(example.save.exercise).module_file
+            text = module.read_text(encoding="utf-8")
+            if text.count(example.save.replace) != 1:
+                raise ExampleError(f"example {example.name}: {example.save.replace!r} is not once in {module.name}")
+            module.write_text(text.replace(example.save.replace, example.save.with_), encoding="utf-8")
+            saved = True
+    process.send_signal(signal.SIGINT)
+    printed.append("^C\n")  # what the terminal echoes for Ctrl-C
+    process.wait(timeout=60)
+    while (line := lines.get(timeout=10)) is not None:
+        printed.append(line)
+    return "".join(printed)
 
 
 def tidy(text: str, example: Example, release: Path) -> str:
     """The output as it goes into the docs: no timings, no scratch paths, no trailing spaces."""
     text = text.replace(str(release), ".")
     text = re.sub(r" in \d+(\.\d+)?s( \(\d+:\d+:\d+\))?", "", text)
+    text = re.sub(r"^--- \d\d:\d\d:\d\d ", "--- 10:00:00 ", text, flags=re.M)  # watch's clock: one fixed time
     if example.excerpt == "first failure":
         lines = text.strip().splitlines()
         heads = [i for i, line in enumerate(lines) if re.fullmatch(r"_+ \S+ _+", line)]
@@ -159,10 +217,11 @@ def produce(examples: tuple[Example, ...] = EXAMPLES, keep_files: bool = False) 
         for example in examples:
             plant(release, example)
             output = tidy(run(release, example), example, release)
-            if example.plant is not None and example.plant.catalogue:
-                if f"Diagnosis: your {load().exercise(example.plant.exercise).module_file}" not in output:
-                    raise ExampleError(f"example {example.name}: the planted {example.plant.catalogue} "
-                                       f"was not diagnosed:\n{output}")
+            for planted in (example.plant, example.save):
+                if planted is not None and planted.catalogue:
+                    if f"Diagnosis: your {load().exercise(planted.exercise).module_file}" not in output:
+                        raise ExampleError(f"example {example.name}: the planted {planted.catalogue} "
+                                           f"was not diagnosed:\n{output}")
             shown = "$ " + " ".join(example.command)
             results[example.name] = f"```console\n{shown}\n{output}```\n"
             if keep_files:
