@@ -406,10 +406,12 @@ def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
     width = max(len(r.exercise.name) for r in result.exercises)
+    digits = max(len(str(r.exercise.number)) for r in result.exercises)  # 1. ... 11. in one column
     lines = [f"{curriculum.title}: {display_path(result.impl)}", ""]
     for item in result.exercises:
         counts = f"{item.passed:>3}/{item.total:<3}"
-        lines.append(f"  {item.exercise.number}. {item.exercise.name:<{width}}  {counts} {item.label}")
+        number = f"{item.exercise.number}."
+        lines.append(f"  {number:>{digits + 1}} {item.exercise.name:<{width}}  {counts} {item.label}")
     fraction = result.passed / result.total if result.total else 0.0
     lines += [
         "",

@@ -31,7 +31,7 @@ def test_the_examples_show_what_the_issue_asked_for(bodies):
     status = bodies["status"]
     assert "Diagnosis: your projections.py" in status  # the diagnosis of the planted known mistake, as it shows
     assert status.index("Diagnosis:") < status.index("FAILURE:")
-    assert re.search(r"Progress: \S+ \d+/\d+ tests, [\d.]+/100 points", status)
+    assert re.search(r"Progress: \S+ \d+/\d+ tests, [\d.]+/\d+ points", status)
     assert "FAILURE: each row" in bodies["failure"] and " in 0." not in bodies["failure"]  # no timings
     assert "Hint 1 of 3, a question" in bodies["hint"]
     assert bodies["typo"].count("\n") == 4  # the fences, the command and one line
