@@ -1,8 +1,10 @@
 """``attention-kit hint EXERCISE [--level N]``: the manifest's hints, one level at a time.
 
-Each exercise's hints work on one step, the manifest's ``hint_step`` (the one
-students most often get stuck on), in three levels: a question, then the
-idea, then a precise pointer. None is code. The command is predictable on
+An exercise with a ``hint_step`` in the manifest (all of Part I) has three
+hints on that one step, the one students most often get stuck on: a
+question, then the idea, then a precise pointer, none of them code (checked
+by the kit's tests). Other exercises' hints are tips, one a level, each more
+direct than the one before. The command is predictable on
 purpose: without ``--level`` it shows level 1, and it always ends by naming
 the command for the next level and the exercise's sections of the reading.
 EXERCISE is a name or a number (``attention-kit hint 3``).
