@@ -15,6 +15,7 @@ import sys
 # command -> (module in grader, one-line help). Order = order in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("student.status", "show your progress through the exercises"),
+    "test": ("student.testing", "run the graded pytest suite (pytest's own output; works installed or in a checkout)"),
     "hint": ("student.hints", "show a hint for an exercise, one level at a time"),
     "watch": ("student.watch", "rerun the current exercise's tests whenever you save"),
     "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap"),
@@ -45,8 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    from grader.curriculum import make_importable
+
+    make_importable()  # the commands import the graded suite's helpers (`tests.kit` ...) from the kit
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "accepts_extra_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra_arguments = extra
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 0

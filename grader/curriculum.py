@@ -13,8 +13,51 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-MANIFEST = Path(__file__).with_name("curriculum.toml")
-ROOT = MANIFEST.parent.parent
+PACKAGE = Path(__file__).resolve().parent
+MANIFEST = PACKAGE / "curriculum.toml"
+# The kit's data tree (tests/, solutions/, exercises/, conftest.py, pyproject.toml). In a checkout (or an
+# editable install) that is the repository; an installed wheel carries it inside the package, as
+# ``grader/_kit/``, so that nothing named ``tests`` or ``solutions`` lands at the top of site-packages.
+PACKAGED_KIT = PACKAGE / "_kit"
+ROOT = PACKAGED_KIT if (PACKAGED_KIT / "tests").is_dir() else PACKAGE.parent
+INSTALLED = ROOT == PACKAGED_KIT
+
+
+def kit_path(relative: str | Path) -> Path:
+    """The file of the kit at ``relative`` (as in the repository: ``grader/cli.py``, ``tests/kit.py``).
+
+    ``grader/...`` is the package itself, everything else the kit's data tree
+    (:data:`ROOT`), so the same names work in a checkout and in an installed wheel.
+    """
+    parts = Path(relative).parts
+    if parts and parts[0] == "grader":
+        return PACKAGE.joinpath(*parts[1:])
+    return ROOT.joinpath(*parts)
+
+
+def misnamed(folder: str | Path, filename: str) -> str | None:
+    """A file in ``folder`` whose name differs from ``filename`` only in case (``Softmax.py``), if any.
+
+    Python imports ``softmax`` only from ``softmax.py`` on a case-sensitive file
+    system (Linux, the graders), whatever the student's own machine accepted.
+    """
+    try:
+        names = sorted(path.name for path in Path(folder).iterdir())
+    except OSError:
+        return None
+    return next((name for name in names if name != filename and name.lower() == filename.lower()), None)
+
+
+def make_importable() -> None:
+    """Let this process import the kit's ``tests`` package (the graded suite's helpers) from :data:`ROOT`.
+
+    The kit's own processes (the command line, the grader, a notebook's check)
+    call this; nothing else sees ``tests`` as a top-level package.
+    """
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import PACKAGE, ROOT, load
 
-HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
+HIDDEN_DIR = PACKAGE / "hidden_tests"
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,13 @@ import re
 import shutil
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from grader.curriculum import ROOT
+from grader.curriculum import PACKAGE, ROOT, kit_path
 
-TEMPLATES = ROOT / "grader" / "release_files"
+TEMPLATES = PACKAGE / "release_files"
 
 # Always shipped (paths relative to the kit's root).
 STUDENT_FILES = (
@@ -45,6 +46,8 @@ STUDENT_FILES = (
     "grader/curriculum.py",
     "grader/curriculum.toml",
     "grader/quiet.py",
+    "grader/suite.py",
+    "LICENSE",
     "tests/__init__.py",
     "tests/feedback.py",
     "tests/kit.py",
@@ -58,6 +61,8 @@ OPTIONAL_FILES = (
     "grader/student/hints.py",
     "grader/student/watch.py",
     "grader/student/demo.py",
+    "grader/student/testing.py",
+    "grader/student/notebook.py",
     "tests/diagnosis.py",
     "tests/data/golden.npz",
     "tests/data/fingerprints.npz",
@@ -81,7 +86,7 @@ INSTRUCTOR_ONLY = (
 )
 # The top-level entries a release consists of (what --force may replace).
 RELEASE_ENTRIES = (
-    "exercises", "tests", "grader", "docs", "conftest.py", "pyproject.toml", "README.md", ".gitignore",
+    "exercises", "tests", "grader", "docs", "conftest.py", "pyproject.toml", "README.md", ".gitignore", "LICENSE",
     ".github/workflows/classroom.yml",
 )
 PYTHON_FOR_CLASSROOM = "3.11"
@@ -133,8 +138,18 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- plan
 
 
-def plan_release(root: Path = ROOT) -> Plan:
+def _tree(root: Path | None) -> Callable[[str], Path]:
+    """Where the kit's file ``grader/cli.py``, ``tests/kit.py`` ... lies: in ``root``, or in this kit."""
+    if root is None:
+        return lambda path: kit_path(path)
+    return lambda path: Path(root) / path
+
+
+def plan_release(root: Path | None = None) -> Plan:
     """Decide every file of the release from the manifest and the allow-list.
+
+    ``root`` is a kit's folder laid out as the repository; default: this kit,
+    a checkout or an installed wheel (see ``grader.curriculum.kit_path``).
 
     Raises
     ------
@@ -146,14 +161,16 @@ def plan_release(root: Path = ROOT) -> Plan:
     from grader.curriculum import load
 
     curriculum = load()
+    source = _tree(root)
+    data_root = ROOT if root is None else Path(root)
     plan = Plan()
     wanted = list(STUDENT_FILES) + [exercise.test_file for exercise in curriculum.exercises]
-    missing = [path for path in wanted if not (root / path).is_file()]
+    missing = [path for path in wanted if not source(path).is_file()]
     if missing:
         raise ReleaseError(f"missing from the kit: {', '.join(missing)}")
-    wanted += [path for path in OPTIONAL_FILES if (root / path).is_file()]
+    wanted += [path for path in OPTIONAL_FILES if source(path).is_file()]
     for path in wanted:
-        plan.copies[path] = root / path
+        plan.copies[path] = source(path)
 
     # The stubs come from the reference now, whatever state exercises/ is in.
     for path, text in sync.expected_stubs().items():
@@ -163,16 +180,17 @@ def plan_release(root: Path = ROOT) -> Plan:
         plan.notes.append(f"exercises/ in the kit is out of date ({', '.join(stale)}); the release uses fresh stubs "
                           "(run `python -m grader.authoring.sync` to update the kit too)")
 
-    docs = [path for path in STUDENT_DOCS if (root / path).is_file()]
+    docs = [path for path in STUDENT_DOCS if source(path).is_file()]
     for path in docs:
-        plan.copies[path] = root / path
-        for linked in _linked_files(root / path, root):
-            plan.copies[linked] = root / linked
+        plan.copies[path] = source(path)
+        for linked in _linked_files(source(path), data_root):
+            plan.copies[linked] = data_root / linked
 
     check_imports(plan, root)
-    plan.texts["README.md"] = student_readme(curriculum, {path: (root / path).read_text(encoding="utf-8")
+    plan.texts["README.md"] = student_readme(curriculum, {path: source(path).read_text(encoding="utf-8")
                                                           for path in docs})
-    plan.texts["pyproject.toml"] = student_pyproject((root / "pyproject.toml").read_text(encoding="utf-8"))
+    plan.texts["pyproject.toml"] = student_pyproject(source("pyproject.toml").read_text(encoding="utf-8"),
+                                                     plan.paths() | {"pyproject.toml", "README.md"})
     plan.texts[".github/workflows/classroom.yml"] = classroom_workflow(curriculum)
     plan.texts[".gitignore"] = (TEMPLATES / "gitignore").read_text(encoding="utf-8")
     forbidden = sorted(path for path in plan.paths() if _instructor_only(path))
@@ -215,16 +233,17 @@ def _kit_imports(source: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _module_file(name: str, root: Path) -> str | None:
+def _module_file(name: str, root: Path | None) -> str | None:
     """The kit file that defines module ``name`` (None for a name that is not a module)."""
     parts = name.split(".")
+    source = _tree(root)
     for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
-        if (root / candidate).is_file():
+        if source(candidate).is_file():
             return candidate
     return None
 
 
-def check_imports(plan: Plan, root: Path) -> None:
+def check_imports(plan: Plan, root: Path | None = None) -> None:
     """Refuse a release whose shipped code imports a kit module that does not ship.
 
     A module imported inside a function (e.g. an instructor-only path of a
@@ -371,14 +390,43 @@ def _toml_tables(data: dict, prefix: tuple[str, ...] = ()) -> list[str]:
     return out
 
 
-def student_pyproject(text: str) -> str:
-    """The kit's pyproject.toml for students: no reference package, no instructor extras."""
+def _package_folder(package: str, package_dir: dict[str, str]) -> str:
+    """The folder (relative to the project) setuptools builds ``package`` from, given its package-dir map."""
+    parts = package.split(".")
+    for cut in range(len(parts), 0, -1):
+        mapped = package_dir.get(".".join(parts[:cut]))
+        if mapped is not None:
+            return "/".join(p for p in [mapped.strip("/").removeprefix("."), *parts[cut:]] if p and p != ".")
+    return "/".join(parts)
+
+
+def student_pyproject(text: str, shipped: set[str] | None = None) -> str:
+    """The kit's pyproject.toml for students: no reference package, no instructor extras.
+
+    ``shipped`` (the release's paths) decides which of the kit's packages the
+    student's install builds: a package whose folder the release does not hold
+    (``solutions``, ``grader/hidden_tests``, the instructors' rooms) is dropped
+    with its package-dir and package-data entries.
+    """
     data = tomllib.loads(text)
     project = data.setdefault("project", {})
     project["readme"] = "README.md"
     extras = project.get("optional-dependencies", {})
     project["optional-dependencies"] = {name: deps for name, deps in extras.items() if name in STUDENT_EXTRAS}
-    find = data.get("tool", {}).get("setuptools", {}).get("packages", {}).get("find", {})
+    setuptools = data.get("tool", {}).get("setuptools", {})
+    packages = setuptools.get("packages")
+    if isinstance(packages, list) and shipped is not None:
+        package_dir = setuptools.get("package-dir", {})
+
+        def ships(package: str) -> bool:
+            folder = _package_folder(package, package_dir)
+            return any(path.startswith(folder + "/") if folder else "/" not in path for path in shipped)
+
+        setuptools["packages"] = kept = [package for package in packages if ships(package)]
+        for table in ("package-dir", "package-data"):
+            if table in setuptools:
+                setuptools[table] = {k: v for k, v in setuptools[table].items() if k in kept or k == ""}
+    find = setuptools.get("packages", {}).get("find", {}) if isinstance(packages, dict) else {}
     if "include" in find:
         find["include"] = [pattern for pattern in find["include"] if not pattern.startswith("solutions")]
     ignores = data.get("tool", {}).get("ruff", {}).get("lint", {}).get("per-file-ignores")

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import PACKAGE, ROOT, make_importable
 from grader.suite import HIDDEN_DIR, graded_suite
 
 DEFAULT_OUT = "attention-kit-grades"
@@ -106,6 +106,10 @@ def kit_version() -> str:
     """The kit's version from pyproject.toml."""
     with contextlib.suppress(OSError, KeyError, tomllib.TOMLDecodeError):
         return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    from importlib import metadata
+
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version("attention-kit")
     return "unknown"
 
 
@@ -119,11 +123,17 @@ def suite_fingerprint(suite: list[Any], fair: bool) -> str:
     files = {Path(f.path) for f in suite}
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
     files |= set((ROOT / "solutions").glob("*.py"))
-    files |= {ROOT / "grader" / "curriculum.toml", ROOT / "grader" / "grading" / "report.py",
-              ROOT / "grader" / "sandbox" / "proxy.py", ROOT / "grader" / "sandbox" / "worker.py"}
+    files |= {PACKAGE / "curriculum.toml", PACKAGE / "grading" / "report.py",
+              PACKAGE / "sandbox" / "proxy.py", PACKAGE / "sandbox" / "worker.py"}
     for path in sorted(files):
         if path.is_file():
-            digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
+            for base in (ROOT, PACKAGE.parent):  # names relative to the kit, wherever it is installed
+                if path.is_relative_to(base):
+                    path_name = path.relative_to(base).as_posix()
+                    break
+            else:
+                path_name = str(path)
+            digest.update(path_name.encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
@@ -557,8 +567,7 @@ def grade_batch(
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit grade``."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # the grading processes import `tests` from the kit
+    make_importable()  # the grading processes import `tests` from the kit
     hidden = args.hidden
     if hidden is None and HIDDEN_DIR.is_dir():
         hidden = HIDDEN_DIR

@@ -129,7 +129,11 @@ def test_pyproject_and_readme(released: Path) -> None:
     kit = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert data["project"]["dependencies"] == kit["project"]["dependencies"]
     assert set(data["project"]["optional-dependencies"]) <= set(release.STUDENT_EXTRAS)
-    assert not any(p.startswith("solutions") for p in data["tool"]["setuptools"]["packages"]["find"]["include"])
+    packages = data["tool"]["setuptools"]["packages"]
+    assert "grader._kit.tests" in packages and "grader.student" in packages
+    for banned in ("solutions", "hidden_tests", "mutants", "grading", "sandbox", "authoring", "release_files"):
+        assert not any(banned in package for package in packages), (banned, packages)
+        assert not any(banned in key for key in data["tool"]["setuptools"]["package-dir"]), banned
     assert data["tool"]["pytest"]["ini_options"] == kit["tool"]["pytest"]["ini_options"]
     readme = (released / "README.md").read_text(encoding="utf-8")
     positions = [readme.index(f"`exercises/{e.module_file}`") for e in load().exercises]
