@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
@@ -229,7 +230,7 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
         custom = str(hidden.resolve())
     tests: dict[str, list[GradedTest]] = {name: [] for name in curriculum.names}
     for test_file in suite:
-        share = pools[test_file.pool] / sizes[test_file.pool]
+        share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
         tests[test_file.exercise] += [
             GradedTest(test_file.exercise, name, share, test_file.hidden, custom if test_file.hidden else None)
             for name in names[test_file.path]

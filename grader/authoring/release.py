@@ -47,6 +47,7 @@ STUDENT_FILES = (
     "grader/curriculum.toml",
     "grader/quiet.py",
     "grader/suite.py",
+    "grader/scoring.py",
     "LICENSE",
     "tests/__init__.py",
     "tests/feedback.py",
@@ -63,6 +64,7 @@ OPTIONAL_FILES = (
     "grader/student/demo.py",
     "grader/student/testing.py",
     "grader/student/notebook.py",
+    "grader/student/classroom.py",
     "tests/diagnosis.py",
     "tests/data/golden.npz",
     "tests/data/fingerprints.npz",
@@ -305,6 +307,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
     exercises = curriculum.exercises  # type: ignore[attr-defined]
     first = exercises[0]
     total = sum(exercise.points for exercise in exercises)
+    hidden = sum(exercise.hidden_points for exercise in exercises)
     rows = "\n".join(
         f"| {e.number} | `{e.name}` | {e.title} | `exercises/{e.module_file}` | `{e.test_file}` | {_points(e.points)} |"
         for e in exercises
@@ -348,10 +351,14 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
                      "make in each exercise, in their own words, with a hint towards the idea.\n")
     parts += [
         "## Handing in\n",
-        "Commit and push your `exercises/` folder. On every push GitHub runs the tests of each "
-        "exercise (the *Actions* tab shows the run); an exercise earns its points when all of its tests "
-        "pass. Your instructor may grade with further tests of the same functions, so make your code "
-        "correct, not only the visible tests green.\n",
+        "Commit and push your `exercises/` folder. On every push GitHub runs the graded tests of each "
+        "exercise (the *Actions* tab shows the run) and counts the points as `attention-kit status` does"
+        + (f", out of {_points(total)}" if total else "") + ". "
+        + (f"Your instructor also grades with hidden tests of the same functions, worth {_points(hidden)} more "
+           f"points (a total of {_points(total + hidden)}), so make your code correct, not only the visible "
+           "tests green.\n" if hidden else
+           "Your instructor may grade with further tests of the same functions, so make your code correct, "
+           "not only the visible tests green.\n"),
     ]
     return "\n".join(parts)
 
@@ -443,14 +450,10 @@ def classroom_workflow(curriculum: object) -> str:
     steps, env = [], []
     for exercise in curriculum.exercises:  # type: ignore[attr-defined]
         steps.append(
-            f"      - name: \"Exercise {exercise.number}: {exercise.name}\"\n"
+            f"      - name: \"Exercise {exercise.number}: {exercise.name} ({_points(exercise.points)} points)\"\n"
             f"        id: {exercise.name}\n"
-            "        uses: classroom-resources/autograding-command-grader@v1\n"
-            "        with:\n"
-            f"          test-name: \"{exercise.number}. {exercise.name}\"\n"
-            f"          command: python -m pytest -m {exercise.name} -q -p no:cacheprovider\n"
-            f"          timeout: {EXERCISE_TIMEOUT_MINUTES}\n"
-            f"          max-score: {_points(exercise.points)}"
+            f"        timeout-minutes: {EXERCISE_TIMEOUT_MINUTES}\n"
+            f"        run: python -m grader.student.classroom {exercise.name}"
         )
         env.append(f"          {exercise.name.upper()}_RESULTS: \"${{{{ steps.{exercise.name}.outputs.result }}}}\"")
     runners = ",".join(exercise.name for exercise in curriculum.exercises)  # type: ignore[attr-defined]

@@ -271,7 +271,7 @@ def static_problems(folder: Path, details: dict[str, str] | None = None) -> dict
             continue
         data = path.read_bytes()
         if b"\x00" in data:
-            problems[exercise.name] = f"{exercise.module_file} is not a text file (NUL byte)"
+            problems[exercise.name] = f"{exercise.module_file} is not a text file"
             continue
         problem = decoding_problem(data)
         if problem:

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.curriculum import ROOT, Exercise
+from grader.curriculum import INSTALLED, ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.quiet import run_pytest
+from grader.scoring import earned
 
 NOT_IMPLEMENTED = "not implemented yet"
 DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
@@ -90,7 +91,7 @@ class ExerciseResult:
     @property
     def points_earned(self) -> float:
         """The exercise's points in proportion to its passing tests."""
-        return self.exercise.points * self.passed / self.total if self.total else 0.0
+        return earned(self.exercise.points, self.passed, self.total)
 
     @property
     def first_failure(self) -> TestResult | None:
@@ -326,6 +327,9 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
 
 def run_command(exercise: Exercise, impl: Path) -> str:
     """The command that runs just ``exercise``'s tests against ``impl``."""
+    if INSTALLED:  # no checkout to run pytest in: the kit names its own suite
+        shown = "" if impl == (ROOT / load_curriculum().impl_package).resolve() else f" --impl {display_path(impl)}"
+        return f"attention-kit test -m {exercise.name}{shown}"
     if impl == (ROOT / load_curriculum().impl_package).resolve():
         return f"pytest -m {exercise.name}"
     # `tests` before --impl: a bare `pytest --impl /abs/path` makes pytest guess the wrong rootdir.
@@ -359,6 +363,15 @@ def _next_steps(result: SuiteResult) -> list[str]:
     return lines
 
 
+def _hidden_note(result: SuiteResult) -> list[str]:
+    """The line that says the instructor's total is larger than the public tests' (hidden tests)."""
+    hidden = sum(item.exercise.hidden_points for item in result.exercises)
+    if not hidden:
+        return []
+    return [f"          (public tests; the instructor's grade adds hidden tests worth {hidden:.4g} more points, "
+            f"out of {result.max_points + hidden:.4g})"]
+
+
 def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
@@ -372,6 +385,7 @@ def render_plain(result: SuiteResult) -> str:
         "",
         f"Progress: {_bar(fraction)} {result.passed}/{result.total} tests, "
         f"{result.points:.4g}/{result.max_points:.4g} points",
+        *_hidden_note(result),
         "",
         *_next_steps(result),
     ]
@@ -415,6 +429,8 @@ def render_rich(result: SuiteResult, console: Any) -> None:
     )
     console.print()
     console.print(overall)
+    for line in _hidden_note(result):
+        console.print(Text(line.strip(), style="dim"), highlight=False)
     console.print()
     for index, line in enumerate(_next_steps(result)):
         console.print(Text(line, style="bold" if index == 0 else ""), highlight=False)

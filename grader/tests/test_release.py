@@ -114,10 +114,10 @@ def test_workflow_grades_every_exercise_with_manifest_points(released: Path) -> 
     curriculum = load()
     ids = re.findall(r"^\s+id: (\w+)$", text, flags=re.MULTILINE)
     assert ids == list(curriculum.names)
-    scores = [float(s) for s in re.findall(r"max-score: ([\d.]+)", text)]
+    scores = [float(s) for s in re.findall(r"\(([\d.]+) points\)\"$", text, flags=re.MULTILINE)]
     assert scores == [exercise.points for exercise in curriculum.exercises]
     for name in curriculum.names:
-        assert f"python -m pytest -m {name} " in text
+        assert f"run: python -m grader.student.classroom {name}\n" in text
         assert f"{name.upper()}_RESULTS: \"${{{{ steps.{name}.outputs.result }}}}\"" in text
     assert f"runners: {','.join(curriculum.names)}" in text
     assert "classroom-resources/autograding-grading-reporter@v1" in text
@@ -195,3 +195,35 @@ def test_installs_in_a_fresh_venv_and_every_test_fails_as_not_implemented(releas
     assert "status" in commands.stdout and "hint" in commands.stdout
     for instructor_command in ("grade", "release", "gradescope"):
         assert not re.search(rf"^\s+{instructor_command}\s", commands.stdout, flags=re.MULTILINE)
+
+
+def test_classroom_step_scores_by_the_one_rule(tmp_path: Path) -> None:
+    """One failing test costs its share of the exercise, as in status and grade, not the whole exercise."""
+    import base64
+    import json
+    import shutil
+
+    from grader.student import classroom
+
+    impl = tmp_path / "impl"
+    shutil.copytree(ROOT / "solutions", impl, ignore=shutil.ignore_patterns("__pycache__"))
+    masks = impl / "masks.py"
+    masks.write_text(masks.read_text(encoding="utf-8").replace("np.tril(", "np.triu(", 1), encoding="utf-8")
+    output = tmp_path / "github_output"
+    env = dict(os.environ, GITHUB_OUTPUT=str(output))
+    done = subprocess.run([sys.executable, "-m", "grader.student.classroom", "masks", "--impl", str(impl)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
+    exercise = load().exercise("masks")
+    assert result["version"] == 1 and result["max_score"] == exercise.points and result["status"] == "fail"
+    passed = [t for t in result["tests"] if t["status"] == "pass"]
+    failed = [t for t in result["tests"] if t["status"] == "fail"]
+    assert passed and failed
+    share = exercise.points / len(result["tests"])
+    assert all(t["score"] == pytest.approx(share, abs=1e-4) for t in passed)
+    assert all(t["score"] == 0 for t in failed)
+    from grader.student.status import run_suite
+
+    assert sum(t["score"] for t in result["tests"]) == pytest.approx(run_suite(impl, ["masks"]).points, abs=1e-3)
+    assert classroom.runner_result("softmax", str(impl))["status"] == "pass"
