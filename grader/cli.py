@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("student.watch", "rerun the current exercise's tests whenever you save"),
     "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap"),
     "grade": ("grading.grade", "grade a folder of submissions (instructors)"),
+    "export": ("grading.export", "export a graded class for LMS gradebooks: Canvas CSV, long CSV (instructors)"),
     "release": ("authoring.release", "build the student repository (instructors)"),
     "gradescope": ("grading.gradescope", "build a Gradescope autograder bundle (instructors)"),
     "notebooks": ("authoring.notebooks", "build an nbgrader course from the exercises (instructors)"),

@@ -84,6 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of hidden (instructor-only) test files (default: grader/hidden_tests if present)")
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
                         help=f"wall-clock limit for one student's whole run (default: {STUDENT_TIMEOUT:g})")
 
@@ -496,6 +498,7 @@ def grade_batch(
     timeout: float = STUDENT_TIMEOUT,
     exercises: list[str] | None = None,
     echo: Any = print,
+    roster: Path | None = None,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
     from grader.grading import submissions as found
@@ -557,6 +560,13 @@ def grade_batch(
             echo(f"error: no results for {', '.join(missing)}; the gradebook was not written")
             return 1
         atomic_write(out / "grades.csv", gradebook_csv(rows))
+        from grader.grading.export import ExportError, export
+
+        try:  # grades-long.csv (per-exercise maxima), and canvas.csv with a roster
+            export(out, rows, roster, echo=echo)
+        except ExportError as error:
+            echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
+            return 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
     echo("")
@@ -577,6 +587,14 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.roster is not None:  # a broken roster stops the run before anyone is graded
+        from grader.grading.export import ExportError, read_roster
+
+        try:
+            read_roster(args.roster)
+        except ExportError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     samples = None
     try:
         submissions = args.submissions
@@ -590,7 +608,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {submissions}: no such file or folder", file=sys.stderr)
             return 2
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
-                           hidden=hidden, timeout=args.timeout, exercises=args.exercises)
+                           hidden=hidden, timeout=args.timeout, exercises=args.exercises,
+                           roster=args.roster)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "
               "(the gradebook was not changed)", file=sys.stderr)
