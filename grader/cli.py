@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Commands that grade, list or build for the course's selection of exercises (`--part`).
+PART_COMMANDS = ("status", "watch", "test", "grade", "release", "gradescope", "notebooks")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every available subcommand."""
     parser = argparse.ArgumentParser(prog="attention-kit", description="The self-attention exercise kit.")
@@ -41,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         sub = commands.add_parser(command, help=help_text, description=help_text)
         module.add_arguments(sub)
+        if command in PART_COMMANDS:
+            sub.add_argument("--part", default=None, metavar="1|2|all",
+                             help="the exercises of the course: Part I, Part II or all "
+                                  "(default: the manifest's [course] part)")
         sub.set_defaults(handler=module.run)
     return parser
 
@@ -55,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not getattr(args, "accepts_extra_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra_arguments = extra
+    if getattr(args, "part", None) is not None:
+        from grader.curriculum import select_part
+
+        try:
+            select_part(args.part)
+        except ValueError as error:
+            parser.error(f"--part: {error}")
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 0

@@ -9,6 +9,7 @@ writing an exercise name anywhere else.
 from __future__ import annotations
 
 import functools
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,7 @@ class Exercise:
     points: float
     hidden_points: float
     hints: tuple[str, ...]
+    part: int = 1
 
     @property
     def module_file(self) -> str:
@@ -87,6 +89,32 @@ class Curriculum:
     title: str
     impl_package: str
     exercises: tuple[Exercise, ...]
+    part: str = "all"  # the course's selection ([course] part): "1", "2" or "all"
+
+    def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
+        """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
+
+        Every exercise stays in :attr:`exercises` (a Part II exercise's Part I
+        dependencies are still looked up and, in fair grading, served by the
+        reference); the selection decides what is graded, listed and counted.
+
+        Raises
+        ------
+        ValueError
+            If the part is not 1, 2 or all, or no exercise of the manifest belongs to it.
+        """
+        chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part)
+        if chosen == "all":
+            return self.exercises
+        found = tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
+        if not found:
+            parts = sorted({str(exercise.part) for exercise in self.exercises})
+            raise ValueError(f"part {chosen}: no exercise of the manifest belongs to it (parts: {', '.join(parts)})")
+        return found
+
+    def selected_names(self, part: str | int | None = None) -> tuple[str, ...]:
+        """Names of :meth:`selection`, in curriculum order."""
+        return tuple(exercise.name for exercise in self.selection(part))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -127,6 +155,25 @@ class Curriculum:
         return tuple(n for n in self.names if n in seen)
 
 
+PART_ENV = "ATTENTION_KIT_PART"
+PARTS = ("1", "2", "all")
+
+
+def parse_part(value: str | int) -> str:
+    """``"1"``, ``"2"`` or ``"all"`` from an option or the manifest; ValueError naming the choices otherwise."""
+    text = str(value).strip().lower()
+    if text not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, not {value!r}")
+    return text
+
+
+def select_part(part: str | int | None) -> None:
+    """Make ``part`` the selection of this process and of the processes it starts (None: the manifest's)."""
+    if part is None:
+        return
+    os.environ[PART_ENV] = parse_part(part)
+
+
 @functools.cache
 def load(path: Path = MANIFEST) -> Curriculum:
     """Parse the manifest at ``path`` (default: the kit's own)."""
@@ -143,6 +190,7 @@ def load(path: Path = MANIFEST) -> Curriculum:
             points=float(entry["points"]),
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
+            part=int(entry.get("part", 1)),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )
@@ -150,4 +198,5 @@ def load(path: Path = MANIFEST) -> Curriculum:
         title=course.get("title", ""),
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
+        part=parse_part(course.get("part", "all")),
     )

@@ -376,19 +376,24 @@ def per_exercise_notebook(exercise: Exercise, tests: list[GradedTest]) -> Any:
 
 
 def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
-    """One notebook with every exercise in curriculum order."""
+    """One notebook with every exercise of the course's selection, in curriculum order."""
     curriculum = load_curriculum()
+    selected = curriculum.selection()
     builder = NotebookBuilder(SINGLE_ASSIGNMENT)
     builder.markdown(
         f"# {curriculum.title}\n\n"
-        + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in curriculum.exercises)
+        + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in selected)
         + "\n\nWork from top to bottom: each exercise uses the functions you wrote before it."
     )
-    modules = [reference(name) for name in curriculum.names]
+    # Exercises outside the course's selection that the selected ones build on are given as reference code.
+    names = {e.name for e in selected}
+    needed = {dep for e in selected for dep in curriculum.dependencies(e.name)} - names
+    given = tuple(name for name in curriculum.names if name in needed)
+    modules = [reference(name) for name in (*given, *(e.name for e in selected))]
     builder.code(_imports([*_checks_module(), *modules]))
-    first = curriculum.exercises[0]
-    _given(builder, first, (), "given-checks")
-    for exercise in curriculum.exercises:
+    first = selected[0]
+    _given(builder, first, given, "given-checks")
+    for exercise in selected:
         _introduction(builder, exercise)
         _exercise_cells(builder, exercise, tests[exercise.name])
     return builder.notebook()
@@ -429,7 +434,7 @@ def build_course(out: Path, layout: str = "per-exercise", hidden: Path | None = 
     else:
         notebooks = {
             out / "source" / assignment_name(e) / f"{e.name}.ipynb": per_exercise_notebook(e, tests[e.name])
-            for e in curriculum.exercises
+            for e in curriculum.selection()
         }
     for path, notebook in notebooks.items():
         nbformat.validate(notebook)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
 import shutil
 import sys
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from grader.curriculum import PACKAGE, ROOT, kit_path
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, parse_part
 
 TEMPLATES = PACKAGE / "release_files"
 
@@ -166,7 +167,8 @@ def plan_release(root: Path | None = None) -> Plan:
     source = _tree(root)
     data_root = ROOT if root is None else Path(root)
     plan = Plan()
-    wanted = list(STUDENT_FILES) + [exercise.test_file for exercise in curriculum.exercises]
+    selected = curriculum.selection()
+    wanted = list(STUDENT_FILES) + [exercise.test_file for exercise in selected]
     missing = [path for path in wanted if not source(path).is_file()]
     if missing:
         raise ReleaseError(f"missing from the kit: {', '.join(missing)}")
@@ -189,6 +191,11 @@ def plan_release(root: Path | None = None) -> Plan:
             plan.copies[linked] = data_root / linked
 
     check_imports(plan, root)
+    part = os.environ.get(PART_ENV)
+    if part:  # the course's choice goes with the release: status and the tests count these exercises only
+        plan.copies.pop("grader/curriculum.toml")
+        plan.texts["grader/curriculum.toml"] = manifest_with_part(source("grader/curriculum.toml")
+                                                                  .read_text(encoding="utf-8"), parse_part(part))
     plan.texts["README.md"] = student_readme(curriculum, {path: source(path).read_text(encoding="utf-8")
                                                           for path in docs})
     plan.texts["pyproject.toml"] = student_pyproject(source("pyproject.toml").read_text(encoding="utf-8"),
@@ -199,6 +206,24 @@ def plan_release(root: Path | None = None) -> Plan:
     if forbidden:
         raise ReleaseError(f"instructor-only files in the plan: {', '.join(forbidden)}")
     return plan
+
+
+def manifest_with_part(text: str, part: str) -> str:
+    """The manifest's text with ``part = "..."`` set in its ``[course]`` table (everything else unchanged)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[course]"), None)
+    if start is None:
+        return f'[course]\npart = "{part}"\n\n' + text
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    for index in range(start + 1, end):
+        if re.match(r"\s*part\s*=", lines[index]):
+            lines[index] = f'part = "{part}"\n'
+            break
+    else:
+        lines.insert(start + 1, f'part = "{part}"\n')
+    result = "".join(lines)
+    tomllib.loads(result)  # still valid TOML
+    return result
 
 
 def _instructor_only(path: str) -> bool:
@@ -304,7 +329,7 @@ def _shift_headings(markdown: str, top: int = 2) -> str:
 
 def student_readme(curriculum: object, docs: dict[str, str]) -> str:
     """The student README: set-up, the loop, the exercises in order, one exercise at a time."""
-    exercises = curriculum.exercises  # type: ignore[attr-defined]
+    exercises = curriculum.selection()  # type: ignore[attr-defined]
     first = exercises[0]
     total = sum(exercise.points for exercise in exercises)
     hidden = sum(exercise.hidden_points for exercise in exercises)
@@ -448,7 +473,7 @@ def student_pyproject(text: str, shipped: set[str] | None = None) -> str:
 def classroom_workflow(curriculum: object) -> str:
     """The GitHub Classroom workflow: one command-grader step per exercise, points from the manifest."""
     steps, env = [], []
-    for exercise in curriculum.exercises:  # type: ignore[attr-defined]
+    for exercise in curriculum.selection():  # type: ignore[attr-defined]
         steps.append(
             f"      - name: \"Exercise {exercise.number}: {exercise.name} ({_points(exercise.points)} points)\"\n"
             f"        id: {exercise.name}\n"
@@ -456,7 +481,7 @@ def classroom_workflow(curriculum: object) -> str:
             f"        run: python -m grader.student.classroom {exercise.name}"
         )
         env.append(f"          {exercise.name.upper()}_RESULTS: \"${{{{ steps.{exercise.name}.outputs.result }}}}\"")
-    runners = ",".join(exercise.name for exercise in curriculum.exercises)  # type: ignore[attr-defined]
+    runners = ",".join(exercise.name for exercise in curriculum.selection())  # type: ignore[attr-defined]
     text = (TEMPLATES / "classroom.yml").read_text(encoding="utf-8")
     for marker, value in (("@@PYTHON_VERSION@@", PYTHON_FOR_CLASSROOM), ("@@STEPS@@", "\n".join(steps)),
                           ("@@REPORTER_ENV@@", "\n".join(env)), ("@@RUNNERS@@", runners)):

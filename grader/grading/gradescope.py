@@ -37,7 +37,7 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from grader.curriculum import PACKAGE, ROOT, kit_path
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path
 from grader.suite import HIDDEN_DIR
 
 TEMPLATES = PACKAGE / "release_files" / "gradescope"
@@ -151,8 +151,10 @@ def build_bundle(zip_path: Path, root: Path | None = None) -> list[str]:
     names = []
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+            part = os.environ.get(PART_ENV, "")
             for script in ("setup.sh", "run_autograder"):
-                _add(bundle, script, (TEMPLATES / script).read_bytes(), executable=True)
+                text = (TEMPLATES / script).read_text(encoding="utf-8").replace("@@PART@@", part)
+                _add(bundle, script, text.encode(), executable=True)
                 names.append(script)
             _add(bundle, "README.md", bundle_readme(*total_points()).encode())
             names.append("README.md")

@@ -258,8 +258,8 @@ def feedback_markdown(results: dict[str, Any]) -> str:
 
 
 def gradebook_csv(rows: list[dict[str, Any]]) -> str:
-    """``grades.csv``: student, status, score, max_score, then one column per exercise."""
-    names = load_curriculum().names
+    """``grades.csv``: student, status, score, max_score, then one column per exercise graded."""
+    names = load_curriculum().selected_names()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "status", "score", "max_score", *names])

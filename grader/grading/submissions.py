@@ -207,7 +207,7 @@ def student_id(entry: Path) -> str:
 
 
 def _module_names() -> list[str]:
-    return [exercise.module_file for exercise in load_curriculum().exercises]
+    return [exercise.module_file for exercise in load_curriculum().selection()]
 
 
 def _count_modules(folder: Path) -> int:
@@ -262,7 +262,7 @@ def static_problems(folder: Path, details: dict[str, str] | None = None) -> dict
     """
     problems: dict[str, str] = {}
     details = {} if details is None else details
-    for exercise in load_curriculum().exercises:
+    for exercise in load_curriculum().selection():  # a Part I course never asks for Part II modules
         path = folder / exercise.module_file
         if not path.is_file():
             other = misnamed(folder, exercise.module_file)
@@ -348,7 +348,7 @@ def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submissio
             folder.mkdir(parents=True, exist_ok=True)
     except (SubmissionError, OSError) as error:
         submission.error = f"unreadable submission: {error}"
-        submission.problems = {name: submission.error for name in load_curriculum().names}
+        submission.problems = {name: submission.error for name in load_curriculum().selected_names()}
         submission.digest = hashlib.sha256(submission.error.encode()).hexdigest()
         return submission
     if entry.is_dir() is False and (private / "raw").exists():

@@ -296,7 +296,7 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
     start = time.perf_counter()
     curriculum = load_curriculum()
     impl = resolve_impl(impl)
-    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.names)]
+    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.selected_names())]
     chosen.sort(key=lambda exercise: exercise.number)
     files = [str(ROOT / e.test_file) for e in chosen if (ROOT / e.test_file).is_file()]
     recorder = _Recorder(impl)

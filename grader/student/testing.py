@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.curriculum import PACKAGE, ROOT, make_importable
+from grader.curriculum import PACKAGE, ROOT, load, make_importable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,12 +36,16 @@ def pytest_arguments(impl: str, hidden: bool, extra: list[str]) -> list[str]:
     folder = Path(impl)
     if not folder.is_dir() and (ROOT / impl).is_dir():
         folder = ROOT / impl  # `--impl solutions` means the kit's own reference, as in a checkout
-    paths = [str(ROOT / "tests")]
-    if hidden:
-        hidden_dir = PACKAGE / "hidden_tests"
-        if not hidden_dir.is_dir():
-            raise FileNotFoundError("--hidden: this copy of the kit has no hidden tests (the student release has none)")
-        paths.append(str(hidden_dir))
+    hidden_dir = PACKAGE / "hidden_tests"
+    if hidden and not hidden_dir.is_dir():
+        raise FileNotFoundError("--hidden: this copy of the kit has no hidden tests (the student release has none)")
+    curriculum = load()
+    if curriculum.selection() == curriculum.exercises:
+        paths = [str(ROOT / "tests")] + ([str(hidden_dir)] if hidden else [])
+    else:  # the course grades a part only: its exercises' test files
+        from grader.suite import graded_suite
+
+        paths = [test_file.path for test_file in graded_suite(hidden_dir if hidden else None)[0]]
     return [*paths, "-c", str(ROOT / "pyproject.toml"), f"--rootdir={ROOT}", f"--impl={folder.resolve()}", *extra]
 
 
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     make_importable()
     try:
         arguments = pytest_arguments(args.impl, args.hidden, list(getattr(args, "extra_arguments", [])))
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ValueError) as error:
         print(f"attention-kit test: {error}")
         return 4
     return int(pytest.main(arguments))
