@@ -43,7 +43,8 @@ from grader.suite import HIDDEN_DIR
 TEMPLATES = PACKAGE / "release_files" / "gradescope"
 
 # What of the kit goes into the bundle (relative to the kit's root); folders are copied whole.
-KIT_ENTRIES = ("pyproject.toml", "conftest.py", "README.md", "LICENSE", "grader", "tests", "solutions", "exercises")
+KIT_ENTRIES = ("pyproject.toml", "conftest.py", "README.md", "LICENSE", "grader", "tests", "solutions", "exercises",
+               "docs")
 # Left out of the copied folders: the project's own tests, the packaged data tree of an installed kit
 # (its files are the other entries), caches, build leftovers.
 SKIPPED = ("grader/tests", "grader/_kit")

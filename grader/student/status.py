@@ -474,6 +474,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     show(result)
+    if INSTALLED and result.impl.is_relative_to(ROOT.resolve()):
+        print(f"\nnote: no {args.impl}/ folder here, so this is the installed kit's own copy of the stubs. "
+              "Run `attention-kit status` in the folder that holds your exercises/, or give --impl DIR.",
+              file=sys.stderr)
     return 0
 
 

@@ -77,7 +77,8 @@ def test_bundle_layout(bundle: Path) -> None:
         assert f"kit/solutions/{exercise.module_file}" in names
         assert f"kit/{exercise.test_file}" in names
     assert any(name.startswith("kit/grader/hidden_tests/test_") for name in names)
-    assert {"kit/pyproject.toml", "kit/conftest.py", "kit/README.md", "kit/grader/grading/grade.py"} <= names
+    assert {"kit/pyproject.toml", "kit/conftest.py", "kit/README.md", "kit/LICENSE", "kit/grader/grading/grade.py",
+            "kit/docs/student-loop.md"} <= names
     assert not any(name.startswith("kit/grader/tests/") or "__pycache__" in name for name in names)
     for script in ("setup.sh", "run_autograder"):
         subprocess.run(["bash", "-n", str(bundle.parent / "template" / "source" / script)], check=True)

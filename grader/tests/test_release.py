@@ -197,3 +197,29 @@ def test_classroom_step_scores_by_the_one_rule(tmp_path: Path) -> None:
 
     assert sum(t["score"] for t in result["tests"]) == pytest.approx(run_suite(impl, ["masks"]).points, abs=1e-3)
     assert classroom.runner_result("softmax", str(impl))["status"] == "pass"
+
+
+def test_classroom_and_grade_give_the_same_public_points(tmp_path: Path) -> None:
+    """The same code: Classroom's points for an exercise equal grade's points for its public tests."""
+    import base64
+    import json
+    import shutil
+
+    student = tmp_path / "class" / "bo"
+    shutil.copytree(ROOT / "solutions", student, ignore=shutil.ignore_patterns("__pycache__"))
+    masks = student / "masks.py"
+    masks.write_text(masks.read_text(encoding="utf-8").replace("np.tril(", "np.triu(", 1), encoding="utf-8")
+    graded = subprocess.run([sys.executable, "-m", "grader", "grade", str(student.parent), "--out", str(tmp_path / "g"),
+                             "--exercise", "masks", "--jobs", "1"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+    results = json.loads((tmp_path / "g" / "bo" / "results.json").read_text())
+    public = sum(t["score"] for t in results["tests"] if "hidden" not in t["tags"])
+    output = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader.student.classroom", "masks", "--impl", str(student)],
+                          cwd=ROOT, env=dict(os.environ, GITHUB_OUTPUT=str(output)), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    runner = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
+    assert 0 < public < load().exercise("masks").points
+    assert sum(t["score"] for t in runner["tests"]) == pytest.approx(public, abs=0.01)
