@@ -362,6 +362,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         f"pytest {first.test_file}      # the same, by file\n"
         f"pytest -m {first.name} -x              # stop at the first failure (the most basic one)\n"
         f"pytest -m {first.name} -k stable       # only its tests whose name contains \"stable\"\n"
+        f"attention-kit test -m {first.name}     # the same from any folder, also where the kit is installed\n"
         "attention-kit status                # where you are, and what to do next\n"
         f"attention-kit hint {first.name}        # a hint, one level at a time (--level 2, 3, ...)\n"
         "```\n",
