@@ -191,3 +191,21 @@ def test_gradescope_bundle_keeps_the_part(kit: Path, tmp_path: Path) -> None:
     assert "Total points to set on Gradescope: 120 (100 public" in done.stdout
     with zipfile.ZipFile(tmp_path / "ag.zip") as archive:
         assert 'PART="1"' in archive.read("run_autograder").decode()
+
+
+def test_notebooks_follow_the_part(kit: Path, tmp_path: Path) -> None:
+    pytest.importorskip("nbformat")
+    import nbformat
+
+    done = kit_command(kit, "-m", "grader", "notebooks", str(tmp_path / "course"), "--part", "2")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "course" / "source").iterdir()) == ["08-doubled"]
+    single = kit_command(kit, "-m", "grader", "notebooks", str(tmp_path / "one"), "--part", "2", "--layout", "single")
+    assert single.returncode == 0, single.stderr
+    (path,) = (tmp_path / "one" / "source").glob("*/*.ipynb")
+    cells = nbformat.read(str(path), as_version=4).cells
+    text = "\n".join(cell.source for cell in cells)
+    assert "def doubled(" in text and "def softmax(" in text  # softmax given as reference code
+    assert "def causal_mask(" not in text
+    graded = [c for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert sum(c.metadata["nbgrader"]["points"] for c in graded) == pytest.approx(50)
