@@ -18,7 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("student.testing", "run the graded pytest suite (pytest's own output; works installed or in a checkout)"),
     "hint": ("student.hints", "show a hint for an exercise, one level at a time"),
     "watch": ("student.watch", "rerun the current exercise's tests whenever you save"),
-    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap"),
+    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap "
+                             "(docs/reading.md#worked-example)"),
     "grade": ("grading.grade", "grade a folder of submissions (instructors)"),
     "export": ("grading.export", "export a graded class for LMS gradebooks: Canvas CSV, long CSV (instructors)"),
     "release": ("authoring.release", "build the student repository (instructors)"),

@@ -1,9 +1,10 @@
 """Read the curriculum manifest, the one list of exercises every tool uses.
 
 The manifest is ``grader/curriculum.toml``. It owns the order of the
-exercises, their titles, test files, public functions, dependencies, points
-and hints. Import this module (it needs only the standard library) instead of
-writing an exercise name anywhere else.
+exercises, their titles, test files, public functions, dependencies, points,
+hints and the sections of the reading (docs/reading.md) each one relies on.
+Import this module (it needs only the standard library) instead of writing an
+exercise name anywhere else.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Exercise:
     points: float
     hidden_points: float
     hints: tuple[str, ...]
+    reading: tuple[str, ...] = ()
     part: int = 1
 
     @property
@@ -190,6 +192,7 @@ def load(path: Path = MANIFEST) -> Curriculum:
             points=float(entry["points"]),
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
+            reading=tuple(entry.get("reading", ())),
             part=int(entry.get("part", 1)),
         )
         for index, entry in enumerate(data["exercise"], start=1)

@@ -109,14 +109,15 @@ def test_init_weight_uses_the_generator(impl):
 
 
 def test_init_weight_reproduces_the_reading_example(impl):
-    # The reading draws the tokens first, then W_Q, W_K, W_V from the same generator.
+    # The reading (docs/reading.md#worked-example) draws the tokens first, then W_Q, W_K, W_V from the same generator.
     rng, numpy_rng = np.random.default_rng(42), np.random.default_rng(42)
     rng.normal(size=(8, 16))
     numpy_rng.normal(size=(8, 16))
     for name in ("W_Q", "W_K", "W_V"):
         expected = numpy_rng.normal(scale=1 / np.sqrt(16), size=(16, 8))
         expect_close(impl.init_weight(rng, 16, 8), expected,
-                     what=f"{name} of the reading's example: init_weight(rng, 16, 8) after the token draw",
+                     what=f"{name} of the reading's example (docs/reading.md#worked-example): "
+                          "init_weight(rng, 16, 8) after the token draw",
                      idea=DRAWS + "; each call draws exactly d_in * d_out numbers", rtol=1e-12, atol=0.0)
 
 

@@ -246,7 +246,7 @@ def test_attention_entropy_does_not_collapse(impl):
            idea=_idea(mistake, SCALE))
 
 
-# ----------------------------------------------------------------------------- the reading's example
+# ------------------------------------------------ the reading's example (docs/reading.md#worked-example)
 
 
 @probe("scaled_dot_product_attention")
@@ -260,9 +260,9 @@ def reading_example():
 def test_the_reading_example(impl):
     args, kwargs = reading_example()
     context, weights = impl.scaled_dot_product_attention(*args, **kwargs)
-    idea = "the reading's worked example: 8 tokens, rng(42), d_model 16, d_k = d_v = 8"
-    expect_equal(np.shape(weights), (8, 8), what="weights.shape of the reading's example", idea=idea)
-    expect_equal(np.shape(context), (8, 8), what="context.shape of the reading's example", idea=idea)
+    idea = "the reading's worked example (docs/reading.md#worked-example): 8 tokens, rng(42), d_model 16, d_k = d_v = 8"
+    expect_equal(np.shape(weights), (8, 8), what="weights.shape of the worked example", idea=idea)
+    expect_equal(np.shape(context), (8, 8), what="context.shape of the worked example", idea=idea)
     expect_equal(np.round(np.sum(weights, axis=1), 6), np.ones(8), what="row sums of the example's weights",
                  idea=WEIGHTS)
     mistake = _score_mistake(weights, *args, then=_softmax)

@@ -56,7 +56,10 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
 
 
 def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Plain masked attention, as in the reading: softmax(np.where(mask, q k^T / sqrt(d), -inf)) v."""
+    """Plain masked attention, as in the reading (docs/reading.md#masks).
+
+    softmax(np.where(mask, q k^T / sqrt(d), -inf)) v.
+    """
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     return _softmax(np.where(mask, scores, -np.inf)) @ v
 

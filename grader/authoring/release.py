@@ -71,7 +71,7 @@ OPTIONAL_FILES = (
     "tests/data/fingerprints.npz",
 )
 # Student documentation, shipped when present (and folded into the README).
-STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md")
+STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md", "docs/reading.md")
 # Extras of pyproject.toml that make sense without the reference.
 STUDENT_EXTRAS = ("cli", "plot")
 # Never in a release, whatever imports them (checked on the finished folder).
@@ -342,6 +342,9 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "You write self-attention in numpy, one small function at a time, from softmax to a full "
         "Transformer layer. Every exercise has a graded test suite: a failing test says what was "
         "expected, what your code did, and which idea to revisit.\n",
+        *(["[docs/reading.md](docs/reading.md) is the reading the exercises are built on. Each exercise "
+           "names its section: the docstring at the top of its module says `Read first: the reading "
+           "(docs/reading.md#<section>)`.\n"] if "docs/reading.md" in docs else []),
         "## Set up\n",
         "You need Python 3.11 or newer.\n",
         "```bash\n"

@@ -2,9 +2,10 @@
 
 Eight tokens ("the vessel changed course because it detected obstacle"), random
 token vectors and projections from ``numpy.random.default_rng(42)``, d_model 16
-and d_k = d_v = 8, exactly as in the reading. Your ``qkv_projections`` and
-``scaled_dot_product_attention`` compute the weights; the demo prints the
-reading's three lines and draws the 8 x 8 weights as a heatmap.
+and d_k = d_v = 8, exactly as in the reading (docs/reading.md#worked-example).
+Your ``qkv_projections`` and ``scaled_dot_product_attention`` compute the
+weights; the demo prints the same three lines and draws the 8 x 8 weights
+as a heatmap.
 
 The vectors are random and untrained, so the picture shows the computation
 (every row is a softmax over the keys), not meaning. And even for a trained
@@ -32,7 +33,7 @@ from grader.student.status import DONE, display_path, resolve_impl, run_suite
 TOKENS = ("the", "vessel", "changed", "course", "because", "it", "detected", "obstacle")
 SEED = 42
 D_MODEL = 16
-D_K = 8  # = d_v, as in the reading
+D_K = 8  # = d_v, as in the reading (docs/reading.md#worked-example)
 NEEDS = ("softmax", "projections", "attention")
 NEEDS_HEADS = ("multihead",)
 DEFAULT_OUT = "attention-demo.png"
@@ -98,12 +99,13 @@ def compute(impl: Path, *, causal: bool = False, heads: int | None = None, use_c
     x = rng.normal(size=(n, D_MODEL))  # (8, 16) token vectors
     if heads:
         # The parameters are drawn right after x, from the same generator, as the reading's
-        # projections are.
+        # projections are (docs/reading.md#worked-example).
         params = implementation.function("multihead", "init_multi_head")(rng, D_MODEL, heads)
         mha = implementation.function("multihead", "multi_head_attention")
         output, weights = mha(x, params, heads, mask=mask)  # (8, 16), (heads, 8, 8)
     else:
-        # Three draws of rng.normal(scale=1/sqrt(d_model)), in the reading's order (= init_weight).
+        # Three draws of rng.normal(scale=1/sqrt(d_model)), in the reading's order (= init_weight;
+        # docs/reading.md#worked-example).
         w_q, w_k, w_v = (rng.normal(scale=1 / np.sqrt(D_MODEL), size=(D_MODEL, D_K)) for _ in range(3))
         q, k, v = implementation.function("projections", "qkv_projections")(x, w_q, w_k, w_v)
         attend = implementation.function("attention", "scaled_dot_product_attention")
@@ -112,7 +114,7 @@ def compute(impl: Path, *, causal: bool = False, heads: int | None = None, use_c
 
 
 def summary_lines(result: DemoResult) -> list[str]:
-    """The reading's three lines (shapes and row sums) for this result."""
+    """The reading's three lines (docs/reading.md#worked-example: shapes and row sums) for this result."""
     import numpy as np
 
     weights = result.weights
