@@ -18,8 +18,15 @@ For a trial run, unzip the bundle into ``ROOT/source``, put a submission in
 (``AUTOGRADER_PYTHON`` picks the interpreter if ``setup.sh`` was not run).
 
 A submission is whatever the student uploaded: the seven modules, a folder
-holding them (e.g. their repository with ``exercises/``) or a zip of either;
+holding them (e.g. their repository with ``exercises/``) or a zip of either,
+also a zip that lies inside the upload (opened with the grader's zip rules);
 ``grader.grading.submissions`` finds them.
+
+Points: ``attention-kit gradescope`` prints the total to set on the assignment
+(public plus hidden, from the manifest and the hidden test files) and writes
+it into the bundle's ``README.md``; each results.json's tests add up to it.
+Gradescope's format has per-test visibility but one total score: hidden tests
+are ``after_published``, and the visible text gives the public score only.
 
 This module imports only the standard library at the top.
 """
