@@ -11,12 +11,56 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-MANIFEST = Path(__file__).with_name("curriculum.toml")
-ROOT = MANIFEST.parent.parent
+PACKAGE = Path(__file__).resolve().parent
+MANIFEST = PACKAGE / "curriculum.toml"
+# The kit's data tree (tests/, solutions/, exercises/, conftest.py, pyproject.toml). In a checkout (or an
+# editable install) that is the repository; an installed wheel carries it inside the package, as
+# ``grader/_kit/``, so that nothing named ``tests`` or ``solutions`` lands at the top of site-packages.
+PACKAGED_KIT = PACKAGE / "_kit"
+ROOT = PACKAGED_KIT if (PACKAGED_KIT / "tests").is_dir() else PACKAGE.parent
+INSTALLED = ROOT == PACKAGED_KIT
+
+
+def kit_path(relative: str | Path) -> Path:
+    """The file of the kit at ``relative`` (as in the repository: ``grader/cli.py``, ``tests/kit.py``).
+
+    ``grader/...`` is the package itself, everything else the kit's data tree
+    (:data:`ROOT`), so the same names work in a checkout and in an installed wheel.
+    """
+    parts = Path(relative).parts
+    if parts and parts[0] == "grader":
+        return PACKAGE.joinpath(*parts[1:])
+    return ROOT.joinpath(*parts)
+
+
+def misnamed(folder: str | Path, filename: str) -> str | None:
+    """A file in ``folder`` whose name differs from ``filename`` only in case (``Softmax.py``), if any.
+
+    Python imports ``softmax`` only from ``softmax.py`` on a case-sensitive file
+    system (Linux, the graders), whatever the student's own machine accepted.
+    """
+    try:
+        names = sorted(path.name for path in Path(folder).iterdir())
+    except OSError:
+        return None
+    return next((name for name in names if name != filename and name.lower() == filename.lower()), None)
+
+
+def make_importable() -> None:
+    """Let this process import the kit's ``tests`` package (the graded suite's helpers) from :data:`ROOT`.
+
+    The kit's own processes (the command line, the grader, a notebook's check)
+    call this; nothing else sees ``tests`` as a top-level package.
+    """
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
 
 
 @dataclass(frozen=True)
@@ -50,6 +94,32 @@ class Curriculum:
     title: str
     impl_package: str
     exercises: tuple[Exercise, ...]
+    part: str = "all"  # the course's selection ([course] part): "1", "2" or "all"
+
+    def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
+        """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
+
+        Every exercise stays in :attr:`exercises` (a Part II exercise's Part I
+        dependencies are still looked up and, in fair grading, served by the
+        reference); the selection decides what is graded, listed and counted.
+
+        Raises
+        ------
+        ValueError
+            If the part is not 1, 2 or all, or no exercise of the manifest belongs to it.
+        """
+        chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part)
+        if chosen == "all":
+            return self.exercises
+        found = tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
+        if not found:
+            parts = sorted({str(exercise.part) for exercise in self.exercises})
+            raise ValueError(f"part {chosen}: no exercise of the manifest belongs to it (parts: {', '.join(parts)})")
+        return found
+
+    def selected_names(self, part: str | int | None = None) -> tuple[str, ...]:
+        """Names of :meth:`selection`, in curriculum order."""
+        return tuple(exercise.name for exercise in self.selection(part))
 
     @property
     def given_modules(self) -> tuple[str, ...]:
@@ -139,6 +209,23 @@ def unknown_folder(value: str | Path, places: list[Path]) -> str:
         return f"--impl {value}: no such folder (looked in {looked})"
     names = closest_first(Path(value).name, found)
     return f"--impl {value}: no such folder (looked in {looked}); folders holding exercise modules: {', '.join(names)}"
+PART_ENV = "ATTENTION_KIT_PART"
+PARTS = ("1", "2", "all")
+
+
+def parse_part(value: str | int) -> str:
+    """``"1"``, ``"2"`` or ``"all"`` from an option or the manifest; ValueError naming the choices otherwise."""
+    text = str(value).strip().lower()
+    if text not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, not {value!r}")
+    return text
+
+
+def select_part(part: str | int | None) -> None:
+    """Make ``part`` the selection of this process and of the processes it starts (None: the manifest's)."""
+    if part is None:
+        return
+    os.environ[PART_ENV] = parse_part(part)
 
 
 @functools.cache
@@ -168,4 +255,5 @@ def load(path: Path = MANIFEST) -> Curriculum:
         title=course.get("title", ""),
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
+        part=parse_part(course.get("part", "all")),
     )

@@ -29,6 +29,7 @@ import pytest
 from pytest_check import check
 
 from grader.curriculum import load as load_curriculum
+from grader.curriculum import misnamed
 
 
 class ImplementationError(Exception):
@@ -79,7 +80,9 @@ class LocalImplementation:
         if name in self._failures:
             raise ImplementationError(self._failures[name])
         if not (self.path / f"{name}.py").is_file():
-            self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}"
+            other = misnamed(self.path, f"{name}.py")
+            rename = f" (found {other}: rename it to {name}.py)" if other else ""
+            self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}{rename}"
             raise ImplementationError(self._failures[name])
         try:
             return importlib.import_module(f"{self.package}.{name}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
@@ -229,7 +230,7 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
         custom = str(hidden.resolve())
     tests: dict[str, list[GradedTest]] = {name: [] for name in curriculum.names}
     for test_file in suite:
-        share = pools[test_file.pool] / sizes[test_file.pool]
+        share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
         tests[test_file.exercise] += [
             GradedTest(test_file.exercise, name, share, test_file.hidden, custom if test_file.hidden else None)
             for name in names[test_file.path]
@@ -449,20 +450,25 @@ def per_exercise_notebook(exercise: Exercise, tests: list[GradedTest]) -> Any:
 
 
 def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
-    """One notebook with every exercise in curriculum order."""
+    """One notebook with every exercise of the course's selection, in curriculum order."""
     curriculum = load_curriculum()
+    selected = curriculum.selection()
     builder = NotebookBuilder(SINGLE_ASSIGNMENT)
     builder.markdown(
         f"# {curriculum.title}\n\n"
-        + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in curriculum.exercises)
+        + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in selected)
         + "\n\nWork from top to bottom: each exercise uses the functions you wrote before it."
     )
-    modules = [reference(name) for name in curriculum.names]
+    # Exercises outside the course's selection that the selected ones build on are given as reference code.
+    names = {e.name for e in selected}
+    needed = {dep for e in selected for dep in curriculum.dependencies(e.name)} - names
+    given = tuple(name for name in curriculum.names if name in needed)
+    modules = [reference(name) for name in (*given, *(e.name for e in selected))]
     builder.code(_imports([*_checks_module(), *_given_modules(curriculum.given_modules), *modules]))
-    first = curriculum.exercises[0]
-    _given(builder, first, (), "given-checks", curriculum.given_modules)
+    first = selected[0]
+    _given(builder, first, given, "given-checks", curriculum.given_modules)
     shown: set[str] = set()  # the reading's sections already in the notebook
-    for exercise in curriculum.exercises:
+    for exercise in selected:
         _introduction(builder, exercise, shown)
         _exercise_cells(builder, exercise, tests[exercise.name])
     return builder.notebook()
@@ -503,7 +509,7 @@ def build_course(out: Path, layout: str = "per-exercise", hidden: Path | None = 
     else:
         notebooks = {
             out / "source" / assignment_name(e) / f"{e.name}.ipynb": per_exercise_notebook(e, tests[e.name])
-            for e in curriculum.exercises
+            for e in curriculum.selection()
         }
     for path, notebook in notebooks.items():
         nbformat.validate(notebook)

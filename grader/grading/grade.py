@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import PACKAGE, ROOT, make_importable
 from grader.suite import HIDDEN_DIR, graded_suite
 
 DEFAULT_OUT = "attention-kit-grades"
@@ -84,6 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of hidden (instructor-only) test files (default: grader/hidden_tests if present)")
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
                         help=f"wall-clock limit for one student's whole run (default: {STUDENT_TIMEOUT:g})")
 
@@ -106,6 +108,10 @@ def kit_version() -> str:
     """The kit's version from pyproject.toml."""
     with contextlib.suppress(OSError, KeyError, tomllib.TOMLDecodeError):
         return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    from importlib import metadata
+
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version("attention-kit")
     return "unknown"
 
 
@@ -119,11 +125,17 @@ def suite_fingerprint(suite: list[Any], fair: bool) -> str:
     files = {Path(f.path) for f in suite}
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
     files |= set((ROOT / "solutions").glob("*.py"))
-    files |= {ROOT / "grader" / "curriculum.toml", ROOT / "grader" / "grading" / "report.py",
-              ROOT / "grader" / "sandbox" / "proxy.py", ROOT / "grader" / "sandbox" / "worker.py"}
+    files |= {PACKAGE / "curriculum.toml", PACKAGE / "grading" / "report.py",
+              PACKAGE / "sandbox" / "proxy.py", PACKAGE / "sandbox" / "worker.py"}
     for path in sorted(files):
         if path.is_file():
-            digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
+            for base in (ROOT, PACKAGE.parent):  # names relative to the kit, wherever it is installed
+                if path.is_relative_to(base):
+                    path_name = path.relative_to(base).as_posix()
+                    break
+            else:
+                path_name = str(path)
+            digest.update(path_name.encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
@@ -486,6 +498,7 @@ def grade_batch(
     timeout: float = STUDENT_TIMEOUT,
     exercises: list[str] | None = None,
     echo: Any = print,
+    roster: Path | None = None,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
     from grader.grading import submissions as found
@@ -547,6 +560,13 @@ def grade_batch(
             echo(f"error: no results for {', '.join(missing)}; the gradebook was not written")
             return 1
         atomic_write(out / "grades.csv", gradebook_csv(rows))
+        from grader.grading.export import ExportError, export
+
+        try:  # grades-long.csv (per-exercise maxima), and canvas.csv with a roster
+            export(out, rows, roster, echo=echo)
+        except ExportError as error:
+            echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
+            return 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
     echo("")
@@ -557,8 +577,7 @@ def grade_batch(
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit grade``."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # the grading processes import `tests` from the kit
+    make_importable()  # the grading processes import `tests` from the kit
     hidden = args.hidden
     if hidden is None and HIDDEN_DIR.is_dir():
         hidden = HIDDEN_DIR
@@ -568,6 +587,14 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.roster is not None:  # a broken roster stops the run before anyone is graded
+        from grader.grading.export import ExportError, read_roster
+
+        try:
+            read_roster(args.roster)
+        except ExportError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     samples = None
     try:
         submissions = args.submissions
@@ -581,7 +608,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {submissions}: no such file or folder", file=sys.stderr)
             return 2
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
-                           hidden=hidden, timeout=args.timeout, exercises=args.exercises)
+                           hidden=hidden, timeout=args.timeout, exercises=args.exercises,
+                           roster=args.roster)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "
               "(the gradebook was not changed)", file=sys.stderr)

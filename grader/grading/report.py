@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import load as load_curriculum
 from grader.suite import TestFile
 
@@ -130,7 +131,7 @@ def score_tests(
             continue
         for index, record in enumerate(mine, start=1):
             test_file = files[record["file"]]
-            share = pools[test_file.pool] / sizes[test_file.pool]
+            share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
             passed = record["outcome"] == "passed"
             output = "" if passed else shorten(record.get("message") or "failed")
             if not passed and record.get("output"):
@@ -165,6 +166,23 @@ def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float], dict
     return scores, maxima
 
 
+def visible_score_line(tests: list[dict[str, Any]]) -> str:
+    """The score as a student may see it before grades are published: the hidden tests' points stay out.
+
+    Gradescope shows the ``output`` text at once; hidden tests (visibility
+    ``after_published``) are only announced by their total worth.
+    """
+    shown = [t for t in tests if t.get("visibility", "visible") == "visible"]
+    later = [t for t in tests if t.get("visibility", "visible") != "visible"]
+    line = f"Score: {number(sum(t['score'] for t in shown))} / {number(sum(t['max_score'] for t in shown))}"
+    if later:
+        worth = sum(t["max_score"] for t in later)
+        total = sum(t["max_score"] for t in tests)
+        line += (f" (public tests)\nHidden tests: worth {number(worth)} more points (total {number(total)}); "
+                 "their results appear when grades are published.")
+    return line
+
+
 def results_json(
     *,
     student: str,
@@ -176,7 +194,7 @@ def results_json(
 ) -> dict[str, Any]:
     """One student's results in Gradescope's ``results.json`` format."""
     scores, maxima = exercise_totals(tests)
-    summary = f"Status: {status}\nScore: {number(sum(scores.values()))} / {number(sum(maxima.values()))}"
+    summary = f"Status: {status}\n" + visible_score_line(tests)
     return {
         "score": round(sum(scores.values()), 4),
         "execution_time": max(1, round(execution_time)),
@@ -240,8 +258,8 @@ def feedback_markdown(results: dict[str, Any]) -> str:
 
 
 def gradebook_csv(rows: list[dict[str, Any]]) -> str:
-    """``grades.csv``: student, status, score, max_score, then one column per exercise."""
-    names = load_curriculum().names
+    """``grades.csv``: student, status, score, max_score, then one column per exercise graded."""
+    names = load_curriculum().selected_names()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "status", "score", "max_score", *names])

@@ -109,8 +109,10 @@ class _Recorder:
 
 def _pytest_arguments(files: Iterable[str | Path], extra: Iterable[str] = ()) -> list[str]:
     """The arguments ``attention-kit status`` uses for a quiet in-process run of graded files."""
+    from grader.curriculum import make_importable
     from grader.student.status import SUITE_PLUGINS
 
+    make_importable()  # `-p tests.plugin` below: the kit's tests package, wherever the kit is installed
     arguments = [*map(str, files), f"--rootdir={ROOT}", "-p", "tests.plugin",
                  "-p", "no:cacheprovider", "-p", "no:unraisableexception",
                  *(option for plugin in SUITE_PLUGINS for option in ("-p", plugin)), *extra]

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.curriculum import ROOT, Exercise
+from grader.curriculum import INSTALLED, ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.quiet import run_pytest
+from grader.scoring import earned
 
 NOT_IMPLEMENTED = "not implemented yet"
 DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
@@ -118,7 +119,7 @@ class ExerciseResult:
     @property
     def points_earned(self) -> float:
         """The exercise's points in proportion to its passing tests."""
-        return self.exercise.points * self.passed / self.total if self.total else 0.0
+        return earned(self.exercise.points, self.passed, self.total)
 
     @property
     def first_failure(self) -> TestResult | None:
@@ -340,7 +341,7 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
     start = time.perf_counter()
     curriculum = load_curriculum()
     impl = resolve_impl(impl)
-    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.names)]
+    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.selected_names())]
     chosen.sort(key=lambda exercise: exercise.number)
     files = [str(ROOT / e.test_file) for e in chosen if (ROOT / e.test_file).is_file()]
     recorder = _Recorder(impl)
@@ -371,6 +372,9 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
 
 def run_command(exercise: Exercise, impl: Path) -> str:
     """The command that runs just ``exercise``'s tests against ``impl``."""
+    if INSTALLED:  # no checkout to run pytest in: the kit names its own suite
+        shown = "" if impl == (ROOT / load_curriculum().impl_package).resolve() else f" --impl {display_path(impl)}"
+        return f"attention-kit test -m {exercise.name}{shown}"
     if impl == (ROOT / load_curriculum().impl_package).resolve():
         return f"pytest -m {exercise.name}"
     # `tests` before --impl: a bare `pytest --impl /abs/path` makes pytest guess the wrong rootdir.
@@ -404,6 +408,15 @@ def _next_steps(result: SuiteResult) -> list[str]:
     return lines
 
 
+def _hidden_note(result: SuiteResult) -> list[str]:
+    """The line that says the instructor's total is larger than the public tests' (hidden tests)."""
+    hidden = sum(item.exercise.hidden_points for item in result.exercises)
+    if not hidden:
+        return []
+    return [f"          (public tests; the instructor's grade adds hidden tests worth {hidden:.4g} more points, "
+            f"out of {result.max_points + hidden:.4g})"]
+
+
 def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
@@ -419,6 +432,7 @@ def render_plain(result: SuiteResult) -> str:
         "",
         f"Progress: {_bar(fraction)} {result.passed}/{result.total} tests, "
         f"{result.points:.4g}/{result.max_points:.4g} points",
+        *_hidden_note(result),
         "",
         *_next_steps(result),
     ]
@@ -462,6 +476,8 @@ def render_rich(result: SuiteResult, console: Any) -> None:
     )
     console.print()
     console.print(overall)
+    for line in _hidden_note(result):
+        console.print(Text(line.strip(), style="dim"), highlight=False)
     console.print()
     for index, line in enumerate(_next_steps(result)):
         console.print(Text(line, style="bold" if index == 0 else ""), highlight=False)
@@ -505,6 +521,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     show(result)
+    if INSTALLED and result.impl.is_relative_to(ROOT.resolve()):
+        print(f"\nnote: no {args.impl}/ folder here, so this is the installed kit's own copy of the stubs. "
+              "Run `attention-kit status` in the folder that holds your exercises/, or give --impl DIR.",
+              file=sys.stderr)
     return 0
 
 

@@ -480,7 +480,8 @@ def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path):
                                                       "totals = np.sum(exponentials)"), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "pytest", "tests", "-m", "softmax", "-x", f"--impl={folder}",
                            "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "160"})  # the summary line is cut to the terminal's width
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+                               "COLUMNS": "160"})  # the summary line is cut to the terminal's width
     assert done.returncode == 1 and "FAILURE: each row (last axis)" in done.stdout, done.stdout
     assert "Stopping on first failure" not in done.stdout and "tests/feedback.py:" not in done.stdout, done.stdout
     assert "FAILED tests/test_01_softmax.py::test_rows_sum_to_one - each row" in done.stdout
