@@ -66,8 +66,11 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) ->
 
 def _attempt(call: Callable[[], Any], *, what: str, idea: str) -> tuple[bool, Any]:
     """Run ``call``; an exception from the student's code becomes a failure with a message."""
+    from tests.kit import raising_through
+
     try:
-        return True, call()
+        with raising_through():
+            return True, call()
     except Exception as error:  # the student's function crashed on valid input
         expect(False, what=what, expected="a result", observed=f"{type(error).__name__}: {error}", idea=idea)
         return False, None

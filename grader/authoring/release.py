@@ -47,6 +47,7 @@ STUDENT_FILES = (
     "grader/quiet.py",
     "tests/__init__.py",
     "tests/feedback.py",
+    "tests/kinds.py",
     "tests/kit.py",
     "tests/plugin.py",
     "tests/probes.py",

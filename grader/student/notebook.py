@@ -71,11 +71,11 @@ class Outcome:
 
 def _student_text(report: Any) -> str:
     """The failure as pytest shows it, trimmed: the diagnosis (if any) and the what/expected/observed blocks."""
-    from grader.student.status import trim_failure
+    from grader.student.status import LEADS, trim_failure
 
     text = report.longreprtext
     diagnosis = ""
-    if text.startswith("Diagnosis:") and "\n\n" in text:
+    if text.startswith(LEADS) and "\n\n" in text:
         # tests/plugin.py puts the known mistake's description before the report itself.
         diagnosis, text = text.split("\n\n", 1)
     longrepr = None if diagnosis else report.longrepr

@@ -34,6 +34,8 @@ IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"
 # The only plugin the graded suite needs besides its own conftest. Other installed plugins are not
 # loaded: hypothesis alone would add 0.6 s to every run, and a student's stray plugin could break it.
 SUITE_PLUGINS = ("pytest_check.plugin",)
+# What tests/plugin.py may put before a failure (a paragraph of its own): kept in front of it.
+LEADS = ("Diagnosis:", "First fix ")
 
 
 @dataclass
@@ -204,9 +206,9 @@ def trim_failure(text: str, impl: Path | None = None, longrepr: Any = None) -> s
     str
         For pytest-check failures the ``FAILURE: ...`` block(s); for a stub or an import error its
         one-line message; for an exception the exception line and where in the student's code it
-        was raised. A diagnosis of a known mistake stays in front.
+        was raised. A diagnosis of a known mistake, or the function to fix first, stays in front.
     """
-    if text.lstrip().startswith("Diagnosis:"):
+    if text.lstrip().startswith(LEADS):
         diagnosis, _, rest = text.strip().partition("\n\n")
         return f"{diagnosis}\n{trim_failure(rest, impl, longrepr)}"
     lines = text.strip().splitlines()

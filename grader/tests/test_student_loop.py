@@ -114,9 +114,17 @@ def test_status_points_at_the_line_that_raised(tmp_path):
     source = (SOLUTIONS / "softmax.py").read_text(encoding="utf-8")
     (folder / "softmax.py").write_text(source.replace("keepdims=True)", "keepdims=False)"), encoding="utf-8")
     message = status.run_suite(folder, ["softmax"])["softmax"].first_failure.message
-    first, where = message.splitlines()
-    assert first.startswith("ValueError: operands could not be broadcast")
-    assert where.startswith("  raised at softmax.py line ") and "np.exp(x - largest)" in where
+    # A crash of the student's code on valid input is a failure like any other: what, expected, observed
+    # (the exception and the student's own line, not numpy's), and an idea to revisit.
+    # Both keepdims are gone: the two known mistakes, planted together, are recognised first.
+    diagnosis, _, rest = message.partition("\nsoftmax(")
+    assert diagnosis.startswith("Diagnosis:") and "maximum without keepdims" in diagnosis
+    assert "summed without keepdims" in diagnosis
+    what, expected, observed, where, revisit = ("softmax(" + rest).splitlines()
+    assert what.startswith("softmax(x: float64 (2, 3, 5)) crashed")
+    assert observed.startswith("  observed: ValueError: operands could not be broadcast")
+    assert where.strip().startswith("at softmax.py line ") and "np.exp(x - largest)" in where
+    assert revisit.startswith("  revisit:  softmax() must work for every input its docstring allows")
 
 
 def test_status_is_plain_off_a_terminal_and_rich_on_one(partial, monkeypatch):
