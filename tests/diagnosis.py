@@ -201,10 +201,28 @@ WRONG_TYPE = "not numpy arrays"
 
 def _all_arrays(result: Any) -> bool:
     if isinstance(result, tuple):
-        return all(isinstance(item, np.ndarray) for item in result)
+        return all(isinstance(item, np.ndarray) or _part_two_item(item) for item in result)
     if isinstance(result, dict):
         return all(isinstance(item, (np.ndarray, dict)) for item in result.values())
     return isinstance(result, np.ndarray)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+
+
+def _part_two_item(item: Any) -> bool:
+    """Whether ``item`` is one of the other things Part II's API puts in a tuple.
+
+    A loss (a float), gradients or parameters (nested dicts of arrays, an Adam state with its step count),
+    the losses of training (a list of floats).
+    """
+    if _number(item):
+        return True
+    if isinstance(item, dict):
+        return all(isinstance(value, np.ndarray) or _number(value) or _part_two_item(value)
+                   for value in item.values()) and bool(item)
+    return isinstance(item, list) and bool(item) and all(_number(value) for value in item)
 
 
 def call_quietly(function: Any, args: tuple, kwargs: dict, *, strict: bool = False) -> Any:
