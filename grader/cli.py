@@ -9,8 +9,11 @@ does not pay for what ``attention-kit grade`` needs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
+from collections.abc import Iterator
 
 # command -> (module in grader, one-line help). Order = order in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -45,13 +48,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "handler", None) is None:
-        parser.print_help()
-        return 0
-    return int(args.handler(args) or 0)
+    """Run the command line; returns the exit status.
+
+    Every command runs inside :func:`quiet_exit`: a closed pipe
+    (``attention-kit watch --once | head``) or Ctrl-C ends it without a traceback.
+    """
+    with quiet_exit() as status:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "handler", None) is None:
+            parser.print_help()
+            return 0
+        status.code = int(args.handler(args) or 0)
+    return status.code
+
+
+class _Status:
+    code = 0
+
+
+# Exit statuses of a process ended by a signal, as a shell reports them (128 + signal number).
+EXIT_BROKEN_PIPE = 128 + 13
+EXIT_INTERRUPTED = 128 + 2
+
+
+@contextlib.contextmanager
+def quiet_exit() -> Iterator[_Status]:
+    """End a command quietly on a closed pipe or Ctrl-C, with the exit status a shell expects.
+
+    A reader that stops early (``| head``) closes the pipe: the rest of the
+    output is dropped (stdout is pointed at ``os.devnull`` so that Python's
+    final flush does not fail again) and the status is 141. Ctrl-C prints
+    ``interrupted`` on stderr and gives 130. Used by ``main`` for every
+    command, so no command needs its own handler.
+    """
+    status = _Status()
+    try:
+        yield status
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        status.code = EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError, ValueError):
+            print("\ninterrupted", file=sys.stderr)
+        status.code = EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

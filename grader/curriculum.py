@@ -9,6 +9,7 @@ exercise name anywhere else.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import tomllib
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class Exercise:
     part: int = 1
     reading: tuple[str, ...] = ()
     given: tuple[str, ...] = ()
+    hint_step: str = ""
 
     @property
     def module_file(self) -> str:
@@ -64,7 +66,26 @@ class Curriculum:
         for exercise in self.exercises:
             if exercise.name == name:
                 return exercise
-        raise ValueError(f"no exercise named {name!r}; the exercises are {', '.join(self.names)}")
+        raise ValueError(self.unknown(name))
+
+    def lookup(self, name_or_number: str | int) -> Exercise:
+        """The exercise called ``name_or_number``, or numbered so (``"3"`` is exercise 3), as students type it.
+
+        Raises
+        ------
+        ValueError
+            One line naming the valid exercises, the closest to what was typed first.
+        """
+        text = str(name_or_number).strip()
+        if text.isdigit() and 1 <= int(text) <= len(self.exercises):
+            return self.exercises[int(text) - 1]
+        return self.exercise(text.lower())
+
+    def unknown(self, name: str) -> str:
+        """The one-line message for an exercise name that is not in the manifest, closest names first."""
+        names = closest_first(name, self.names)
+        return (f"no exercise named {name!r}; the exercises are {', '.join(names)} "
+                f"(or their numbers, 1 to {len(self.names)})")
 
     def exercise_of_function(self, function: str) -> Exercise:
         """Return the exercise whose module defines ``function``."""
@@ -93,6 +114,33 @@ class Curriculum:
         return tuple(n for n in self.names if n in seen)
 
 
+def closest_first(name: str, valid: tuple[str, ...] | list[str]) -> list[str]:
+    """``valid`` with the names most like ``name`` first (difflib's ratio), the rest in their order."""
+    close = difflib.get_close_matches(name.lower(), list(valid), n=len(valid), cutoff=0.5)
+    return close + [item for item in valid if item not in close]
+
+
+def unknown_folder(value: str | Path, places: list[Path]) -> str:
+    """The one-line message for an ``--impl`` folder that does not exist.
+
+    Lists the folders in ``places`` that hold a module of the manifest (the
+    implementations one could have meant), the closest to ``value`` first.
+    """
+    modules = {exercise.module_file for exercise in load().exercises}
+    found: list[str] = []
+    for place in places:
+        if not place.is_dir():
+            continue
+        for folder in sorted(place.iterdir()):
+            if folder.is_dir() and folder.name not in found and any((folder / m).is_file() for m in modules):
+                found.append(folder.name)
+    looked = " and ".join(dict.fromkeys(str(place) for place in places))
+    if not found:
+        return f"--impl {value}: no such folder (looked in {looked})"
+    names = closest_first(Path(value).name, found)
+    return f"--impl {value}: no such folder (looked in {looked}); folders holding exercise modules: {', '.join(names)}"
+
+
 @functools.cache
 def load(path: Path = MANIFEST) -> Curriculum:
     """Parse the manifest at ``path`` (default: the kit's own)."""
@@ -112,6 +160,7 @@ def load(path: Path = MANIFEST) -> Curriculum:
             part=int(entry.get("part", 1)),
             reading=tuple(entry.get("reading", ())),
             given=tuple(entry.get("given", ())),
+            hint_step=entry.get("hint_step", ""),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )

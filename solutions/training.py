@@ -266,8 +266,7 @@ def _update(params: dict, grads: dict, m: dict | None, v: dict | None, step: int
     new_params, new_m, new_v = {}, {}, {}
     for key, value in params.items():
         old_m, old_v = (None if m is None else m[key]), (None if v is None else v[key])
-        group = isinstance(value, dict)  # a nested group of parameters (the attention's): recurse
-        if group:
+        if isinstance(value, dict):
             new_params[key], new_m[key], new_v[key] = _update(value, grads[key], old_m, old_v, step, lr,
                                                               beta1, beta2, eps)
             continue
@@ -332,8 +331,9 @@ def adam_step(
     def same_keys(p: dict, g: dict, where: str) -> None:
         if set(p) != set(g):
             raise ValueError(f"grads{where} must have the keys of params{where}: {sorted(p)}, got {sorted(g)}")
-        for key in [key for key, value in p.items() if isinstance(value, dict)]:  # nested groups
-            same_keys(p[key], g[key], f"{where}[{key!r}]")
+        for key, inner in p.items():
+            if isinstance(inner, dict):
+                same_keys(inner, g[key], f"{where}[{key!r}]")
 
     same_keys(params, grads, "")
     step = 1 if state is None else int(state["step"]) + 1

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from grader.curriculum import load as load_curriculum
-from tests.probes import as_arrays, golden, load_all_probes
+from tests.probes import as_arrays, golden, golden_kind, load_all_probes, result_kind
 
 FINGERPRINT_FILE = Path(__file__).parent / "data" / "fingerprints.npz"
 
@@ -200,36 +200,25 @@ WRONG_TYPE = "not numpy arrays"
 
 
 def _all_arrays(result: Any) -> bool:
-    if isinstance(result, tuple):
-        return all(isinstance(item, np.ndarray) or _part_two_item(item) for item in result)
-    if isinstance(result, dict):
-        return all(isinstance(item, (np.ndarray, dict)) for item in result.values())
-    return isinstance(result, np.ndarray)
+    """Whether ``result`` is made of numpy arrays and numbers only (in tuples and dicts, as the API returns).
 
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
-
-
-def _part_two_item(item: Any) -> bool:
-    """Whether ``item`` is one of the other things Part II's API puts in a tuple.
-
-    A loss (a float), gradients or parameters (nested dicts of arrays, an Adam state with its step count),
-    the losses of training (a list of floats).
+    Used where the reference's structure is not known. A list is not: converted, a list of floats would
+    look like a float64 array.
     """
-    if _number(item):
-        return True
-    if isinstance(item, dict):
-        return all(isinstance(value, np.ndarray) or _number(value) or _part_two_item(value)
-                   for value in item.values()) and bool(item)
-    return isinstance(item, list) and bool(item) and all(_number(value) for value in item)
+    if isinstance(result, tuple):
+        return all(_all_arrays(item) for item in result)
+    if isinstance(result, dict):
+        return all(_all_arrays(item) for item in result.values())
+    return isinstance(result, (np.ndarray, np.generic, float, int)) and not isinstance(result, bool)
 
 
-def call_quietly(function: Any, args: tuple, kwargs: dict, *, strict: bool = False) -> Any:
+def call_quietly(function: Any, args: tuple, kwargs: dict, *, strict: bool = False,
+                 kind: str | None = None) -> Any:
     """Call ``function`` without warnings or printing; ``None`` if it raises.
 
-    ``strict``: a result that is not made of numpy arrays gives ``WRONG_TYPE`` (converted, a list of
-    floats would look like a float64 array, and match a mistake it is not).
+    ``strict``: a result whose structure is not the reference's (``kind``, from the golden file), or
+    without one not made of numpy arrays and numbers, gives ``WRONG_TYPE`` (converted, a list of floats
+    would look like a float64 array, and match a mistake it is not).
 
     Raises
     ------
@@ -241,7 +230,7 @@ def call_quietly(function: Any, args: tuple, kwargs: dict, *, strict: bool = Fal
                 contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             result = function(*args, **kwargs)
-            if strict and not _all_arrays(result):
+            if strict and (result_kind(result) != kind if kind is not None else not _all_arrays(result)):
                 return WRONG_TYPE
             return as_arrays(result)
     except NotImplementedError:
@@ -322,7 +311,7 @@ def observe_everything(implementation: Any) -> Observation:
                 continue
             for name in sorted(p for p, entry in registry.items() if entry.function == function_name):
                 try:
-                    result = call_quietly(registry[name].call, (function,), {}, strict=True)
+                    result = call_quietly(registry[name].call, (function,), {}, strict=True, kind=golden_kind(name))
                 except NotWrittenYet:
                     unwritten.add(function_name)
                     break

@@ -284,49 +284,86 @@ class Kit:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
             raise AttributeError(name)
-        implementation, exercise, called = self._implementation, self._exercise, self._called
 
         def call(*args: Any, **kwargs: Any) -> Any:
             __tracebackhide__ = True
-            if name not in called:
-                called.append(name)
-            failure = None
-            try:
-                function = implementation.function(exercise, name)
-            except ImplementationError as error:
-                failure = str(error)
-            if failure is not None:  # raised outside `except`, so no chained traceback
-                pytest.fail(failure, pytrace=False)
-            arguments = _labelled_arguments(function, args, kwargs)
-            before = _snapshot(arguments)
-            try:
-                result = function(*args, **kwargs)
-            except NotImplementedError as error:
-                failure = str(error) or f"{name}: not implemented yet"
-            except Exception as error:
-                if _RAISE_THROUGH.get():
-                    raise  # a test that expects an exception (bad input) looks at it
-                from tests.feedback import where_it_crashed
-
-                failure = (f"{name}({_describe_arguments(arguments)}) crashed\n"
-                           "  expected: a result (these inputs are valid per the docstring)\n"
-                           f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n"
-                           f"  revisit:  {name}() must work for every input its docstring allows ("
-                           f"{_describe_arguments(arguments)}): what does the line above assume about them "
-                           "(the number of axes, which sizes are equal, the dtype)?"
-                           + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""))
-            if failure is not None:
-                pytest.fail(failure, pytrace=False)
-            changed = _changed_in_place(arguments, before)
-            if changed:
-                check.fail(
-                    f"{name}() changed its input {', '.join(changed)} in place.\n"
-                    "  expected: the arguments are left exactly as they were\n"
-                    "  observed: different values (or keys) after the call\n"
-                    "  revisit:  no mutation of inputs: build new arrays (x = x - m, "
-                    "not x -= m) and new dicts, so the caller's data stays intact"
-                )
-            return result
+            return self._run(name, args, kwargs, measure=False)
 
         call.__name__ = name
         return call
+
+    def measure(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
+        """Call ``name`` as ``kit.<name>(...)`` does; return ``(result, peak bytes allocated during the call)``.
+
+        The peak is measured with ``tracemalloc`` in the process where the code
+        runs (the grader's isolated worker, when grading), around the call
+        only; None when the code under test stopped the tracing itself.
+        """
+        __tracebackhide__ = True
+        return self._run(name, args, kwargs, measure=True)
+
+    def _run(self, name: str, args: tuple, kwargs: dict, measure: bool) -> Any:
+        __tracebackhide__ = True
+        implementation, exercise, called = self._implementation, self._exercise, self._called
+        if name not in called:
+            called.append(name)
+        failure = None
+        try:
+            function = implementation.function(exercise, name)
+        except ImplementationError as error:
+            failure = str(error)
+        if failure is not None:  # raised outside `except`, so no chained traceback
+            pytest.fail(failure, pytrace=False)
+        arguments = _labelled_arguments(function, args, kwargs)
+        before = _snapshot(arguments)
+        try:
+            if not measure:
+                result = function(*args, **kwargs)
+            elif hasattr(implementation, "measure"):  # code that runs in another process measures itself there
+                result = implementation.measure(exercise, name, *args, **kwargs)
+            else:
+                result = _measured(function, args, kwargs)
+        except NotImplementedError as error:
+            failure = str(error) or f"{name}: not implemented yet"
+        except Exception as error:
+            if _RAISE_THROUGH.get():
+                raise  # a test that expects an exception (bad input) looks at it
+            from tests.feedback import where_it_crashed
+
+            failure = (f"{name}({_describe_arguments(arguments)}) crashed\n"
+                       "  expected: a result (these inputs are valid per the docstring)\n"
+                       f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n"
+                       f"  revisit:  {name}() must work for every input its docstring allows ("
+                       f"{_describe_arguments(arguments)}): what does the line above assume about them "
+                       "(the number of axes, which sizes are equal, the dtype)?"
+                       + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""))
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        changed = _changed_in_place(arguments, before)
+        if changed:
+            check.fail(
+                f"{name}() changed its input {', '.join(changed)} in place.\n"
+                "  expected: the arguments are left exactly as they were\n"
+                "  observed: different values (or keys) after the call\n"
+                "  revisit:  no mutation of inputs: build new arrays (x = x - m, "
+                "not x -= m) and new dicts, so the caller's data stays intact"
+            )
+        return result
+
+
+def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int | None]:
+    """``function(*args, **kwargs)`` and the peak memory its allocations reached, by ``tracemalloc``."""
+    import tracemalloc
+
+    tracing = tracemalloc.is_tracing()
+    if tracing:
+        tracemalloc.stop()  # a fresh start: the peak of this call only
+    tracemalloc.start()
+    try:
+        result = function(*args, **kwargs)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else None
+        tracemalloc.stop()
+        if tracing:
+            tracemalloc.start()
+    return result, peak

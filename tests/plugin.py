@@ -40,13 +40,49 @@ def resolve_impl_path(config: pytest.Config) -> Path:
     for candidate in (value, Path(config.invocation_params.dir) / value, ROOT / value):
         if candidate.is_dir():
             return candidate.resolve()
-    raise pytest.UsageError(f"--impl {value}: no such folder (looked in the working directory and {ROOT})")
+    from grader.curriculum import unknown_folder
+
+    raise pytest.UsageError(unknown_folder(value, [Path(config.invocation_params.dir), ROOT]))
 
 
+@pytest.hookimpl(trylast=True)  # after every plugin has registered its markers
 def pytest_configure(config: pytest.Config) -> None:
     resolve_impl_path(config)  # a mistyped --impl stops the run with one clear line, not 140 errors
     for exercise in load_curriculum().exercises:
         config.addinivalue_line("markers", f"{exercise.name}: tests of exercise {exercise.number}, {exercise.title}")
+    config.option.markexpr = check_mark_expression(config, config.option.markexpr)
+
+
+# A name in a mark expression (pytest's own token rule), or the keyword arguments of a marker: mark(x=1).
+TOKEN = re.compile(r"(?P<arguments>(?<=[\w\]])\([^)]*\))|(?P<name>[\w:+\-.\[\]\\/]+)")
+OPERATORS = {"and", "or", "not"}
+
+
+def check_mark_expression(config: pytest.Config, expression: str) -> str:
+    """``-m`` with exercise numbers replaced by names (``-m 3`` is ``-m attention``).
+
+    An unknown name stops the run with one line listing the exercises, closest first,
+    instead of pytest's silent "140 deselected".
+    """
+    if not expression:
+        return expression
+    from grader.curriculum import closest_first
+
+    curriculum = load_curriculum()
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+
+    def replace(match: re.Match[str]) -> str:
+        word = match.group()
+        if match["arguments"] or word in OPERATORS or word in known:
+            return word
+        if word.isdigit() and 1 <= int(word) <= len(curriculum.names):
+            return curriculum.names[int(word) - 1]
+        raise pytest.UsageError(
+            f"-m {expression}: no exercise named {word!r}; the exercises are "
+            f"{', '.join(closest_first(word, curriculum.names))} (or their numbers, 1 to {len(curriculum.names)}; "
+            "other markers: pytest --markers)")
+
+    return TOKEN.sub(replace, expression)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -92,6 +128,33 @@ def impl(request: pytest.FixtureRequest, implementation: Implementation) -> Kit:
 
 FEEDBACK = pytest.StashKey[dict]()
 _REVISIT = re.compile(r"^(\s*revisit:\s+).*$", re.MULTILINE)
+# With -x, pytest-check stops at the first failed check by raising; its traceback runs through
+# tests/feedback.py and says nothing the FAILURE block above it does not.
+STOPPED = "AssertionError: Stopping on first failure"
+
+
+class _Report:
+    """A failure report as text that keeps pytest's ``reprcrash`` (the summary line's message)."""
+
+    def __init__(self, text: str, reprcrash: object) -> None:
+        self.text, self.reprcrash = text, reprcrash
+
+    def toterminal(self, out: object) -> None:
+        for line in self.text.splitlines():
+            out.line(line)  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _without_stop_traceback(text: str) -> str:
+    """A failure report of ``pytest -x`` cut after pytest-check's "Failed Checks: N" block."""
+    head, marker, rest = text.partition("Failed Checks:")
+    if not marker:
+        return text
+    count, _, rest = rest.partition("\n")
+    separator = rest.splitlines()[0] if rest.strip() else ""
+    return f"{head}{marker}{count}\n{separator}".rstrip() + "\n"
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -112,6 +175,9 @@ def pytest_runtest_makereport(
     Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in.
     """
     report = yield
+    if report.when == "call" and report.failed and STOPPED in report.longreprtext:
+        crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
+        report.longrepr = _Report(_without_stop_traceback(report.longreprtext), crash)
     exercise = item.stash.get(EXERCISE, None)
     funcargs = getattr(item, "funcargs", {})
     implementation = funcargs.get("implementation")

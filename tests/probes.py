@@ -116,6 +116,34 @@ def as_arrays(result: Any) -> tuple[np.ndarray, ...]:
     return (np.asarray(result),)
 
 
+def result_kind(result: Any) -> str:
+    """The structure of a function's result, for telling a list from an array: ``"t(a,d{a,a})"``, ``"s"`` ...
+
+    ``a`` an array of at least one axis, ``s`` a number (0-d arrays included), ``l[...]`` a list,
+    ``t(...)`` a tuple, ``d{...}`` a dict (in key order); anything else is its type's name.
+    """
+    if isinstance(result, tuple):
+        return "t(" + ",".join(result_kind(item) for item in result) + ")"
+    if isinstance(result, dict):
+        return "d{" + ",".join(result_kind(result[key]) for key in sorted(result, key=str)) + "}"
+    if isinstance(result, list):
+        return "l[" + ",".join(sorted({result_kind(item) for item in result})) + "]"
+    if isinstance(result, np.ndarray):
+        return "a" if result.ndim else "s"
+    if isinstance(result, (np.generic, float, int)):
+        return "s"
+    return type(result).__name__
+
+
+KIND_SUFFIX = "/#kind"  # golden key of a probe's result structure (see result_kind)
+
+
+def golden_kind(name: str) -> str | None:
+    """The structure of the reference's result of probe ``name`` (None where the golden file has none)."""
+    value = _golden_file().get(name + KIND_SUFFIX)
+    return None if value is None else str(value)
+
+
 def golden_keys(name: str, count: int) -> list[str]:
     """The keys of a probe's result arrays in the golden file."""
     return [name] if count == 1 else [f"{name}/{i}" for i in range(count)]

@@ -331,13 +331,76 @@ def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str
     builder.read_only("\n\n".join(part.strip() for part in parts if part.strip()) + "\n", grade_id)
 
 
-def _introduction(builder: NotebookBuilder, exercise: Exercise) -> None:
-    """The exercise's title and the teaching text of its reference module."""
+READING = ROOT / "docs" / "reading.md"
+_ANCHOR = re.compile(r'^<a id="(?P<id>[\w-]+)"></a>\n', re.M)
+
+
+def reading_sections(path: Path = READING) -> dict[str, str]:
+    """Section id -> its Markdown (anchor and heading included), from the reading at ``path``.
+
+    A section runs from its ``<a id="..."></a>`` anchor to the next anchor or the next
+    level-2 heading without one (``## Further reading``). Empty when there is no reading.
+    """
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    starts = list(_ANCHOR.finditer(text))
+    sections = {}
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
+        body = text[match.start():end]
+        heading = re.search(r"^## ", body[match.end() - match.start():], re.M)
+        following = re.search(r"^## ", body[match.end() - match.start() + (heading.end() if heading else 0):], re.M)
+        if following:  # a heading that is not this section's own (e.g. "## Further reading")
+            body = body[:match.end() - match.start() + (heading.end() if heading else 0) + following.start()]
+        sections[match["id"]] = body.strip() + "\n"
+    return sections
+
+
+def reading_notation(path: Path = READING) -> str:
+    """The reading's notation block (the fenced block starting "Notation"), or ""."""
+    if not path.is_file():
+        return ""
+    match = re.search(r"^```text\nNotation.*?^```$", path.read_text(encoding="utf-8"), re.M | re.S)
+    return match.group() if match else ""
+
+
+def reading_markdown(ids: tuple[str, ...], shown: set[str] | None = None) -> str:
+    """The Markdown of the reading's sections ``ids`` for a notebook ("" when none is available).
+
+    Links to sections that are not in this notebook become plain text; ``shown``
+    (updated) holds the ids already in the notebook, which are not repeated.
+    """
+    sections = reading_sections()
+    shown = set() if shown is None else shown
+    chosen = [section for section in ids if section in sections and section not in shown]
+    if not chosen:
+        return ""
+    shown.update(chosen)
+
+    def link(match: re.Match[str]) -> str:
+        return match.group() if match["id"] in shown else match["text"]
+
+    body = "\n\n".join(sections[section] for section in chosen)
+    body = re.sub(r"\[(?P<text>[^\]]+)\]\(#(?P<id>[\w-]+)\)", link, body)
+    notation = "" if "notation" in shown else reading_notation()
+    shown.add("notation")
+    intro = ("*From the reading (`docs/reading.md` in the kit), the section"
+             f"{'s' if len(chosen) > 1 else ''} this exercise builds on.*")
+    return "\n\n".join(part for part in (intro, notation, body) if part)
+
+
+def _introduction(builder: NotebookBuilder, exercise: Exercise, shown: set[str] | None = None) -> None:
+    """The exercise's title, its sections of the reading, and the teaching text of its reference module."""
     text = docstring_markdown(reference(exercise.name).docstring)
     # The docstring opens with "Exercise 3: <summary>."; the heading already says which exercise.
     summary, _, rest = text.partition("\n\n")
     summary = re.sub(r"^Exercise \d+:\s*", "", summary)
-    builder.markdown(f"# Exercise {exercise.number}: {exercise.title}\n\n*{summary.strip()}*\n\n{rest}")
+    builder.markdown(f"# Exercise {exercise.number}: {exercise.title}\n\n*{summary.strip()}*")
+    reading = reading_markdown(getattr(exercise, "reading", ()), shown)
+    if reading:
+        builder.markdown(reading)
+    builder.markdown(f"## The exercise\n\n{rest}" if rest.strip() else "## The exercise")
 
 
 def _exercise_cells(builder: NotebookBuilder, exercise: Exercise, tests: list[GradedTest]) -> None:
@@ -398,8 +461,9 @@ def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
     builder.code(_imports([*_checks_module(), *_given_modules(curriculum.given_modules), *modules]))
     first = curriculum.exercises[0]
     _given(builder, first, (), "given-checks", curriculum.given_modules)
+    shown: set[str] = set()  # the reading's sections already in the notebook
     for exercise in curriculum.exercises:
-        _introduction(builder, exercise)
+        _introduction(builder, exercise, shown)
         _exercise_cells(builder, exercise, tests[exercise.name])
     return builder.notebook()
 

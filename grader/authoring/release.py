@@ -18,6 +18,12 @@ is a last check on the finished folder.
 already holds a release: it replaces the entries a release consists of and
 keeps everything else (such as a ``.git`` folder of the template repository).
 
+A new release is a git repository with one commit (``main``, by a neutral
+author, ``attention-kit release``), ready to push as the GitHub Classroom
+template; ``--no-git`` writes the folder only. A rebuild into an existing
+repository commits nothing: the instructor reviews and commits the change.
+The command ends by printing the next steps for GitHub Classroom.
+
 This module imports only the standard library.
 """
 
@@ -25,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
 import shutil
+import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -59,6 +67,7 @@ OPTIONAL_FILES = (
     "grader/student/hints.py",
     "grader/student/watch.py",
     "grader/student/demo.py",
+    "grader/student/demo_explain.py",
     "tests/diagnosis.py",
     "tests/data/golden.npz",
     "tests/data/fingerprints.npz",
@@ -112,6 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="rebuild into a folder holding an earlier release (keeps .git and other files)")
     parser.add_argument("--list", action="store_true", help="print the files of the release, write nothing")
+    parser.add_argument("--no-git", action="store_true",
+                        help="write the folder only (default: make it a git repository with one commit)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,14 +132,74 @@ def run(args: argparse.Namespace) -> int:
         if args.list:
             print("\n".join(sorted(plan.paths())))
             return 0
+        had_git = (args.out_dir / ".git").exists()
         write_release(plan, args.out_dir, force=args.force)
+        committed = False
+        if not args.no_git and not had_git:
+            committed = make_repository(args.out_dir)
+            if not committed:
+                plan.notes.append("git is not installed, so the folder is not a repository yet (see the next steps)")
     except ReleaseError as error:
         print(f"attention-kit release: {error}", file=sys.stderr)
         return 1
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"Wrote the student repository ({len(plan.paths())} files) to {args.out_dir}")
+    print(next_steps(args.out_dir, committed=committed, existing=had_git))
     return 0
+
+
+# A neutral author for the release's one commit: not the instructor's git identity, not a machine's.
+RELEASE_AUTHOR = ("attention-kit release", "release@attention-kit.invalid")
+RELEASE_MESSAGE = "Starter code for the self-attention exercises (written by `attention-kit release`)"
+
+
+def make_repository(out_dir: Path) -> bool:
+    """Make ``out_dir`` a git repository on branch ``main`` with one commit of everything in it.
+
+    Returns False (and writes nothing) when git is not installed.
+
+    Raises
+    ------
+    ReleaseError
+        If a git command fails (its message is included).
+    """
+    git = shutil.which("git")
+    if git is None:
+        return False
+    name, email = RELEASE_AUTHOR
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env |= {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email, "GIT_CONFIG_NOSYSTEM": "1"}
+    # No hooks, templates or signing from the instructor's configuration in the students' history.
+    options = ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", "-c", "init.templateDir="]
+    for command in (["init", "-q"], ["symbolic-ref", "HEAD", "refs/heads/main"], ["add", "-A"],
+                    ["commit", "-q", "--no-verify", "-m", RELEASE_MESSAGE]):
+        done = subprocess.run([git, *options, *command], cwd=out_dir, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ReleaseError(f"git {' '.join(command)} failed in {out_dir}: {(done.stderr or done.stdout).strip()}")
+    return True
+
+
+def next_steps(out_dir: Path, *, committed: bool, existing: bool = False) -> str:
+    """What the instructor does next to hand the release out with GitHub Classroom."""
+    lines = ["", "Next, to hand it out with GitHub Classroom:"]
+    if existing:
+        lines += [f"  cd {out_dir} && git add -A && git commit -m 'Update the exercises'   # review the change first",
+                  "  git push"]
+    else:
+        if not committed:
+            lines += [f"  cd {out_dir} && git init -b main && git add -A && git commit -m 'Starter code'"]
+        else:
+            lines += [f"  cd {out_dir}                 # a git repository with one commit on main"]
+        lines += [
+            "  gh repo create YOUR-ORG/attention-kit-template --private --source . --push",
+            "      (or make an empty repository on GitHub, then: git remote add origin URL && git push -u origin main)",
+            "  on GitHub: the repository's Settings > General > Template repository",
+            "  in GitHub Classroom: New assignment > starter code: that template repository; the autograding tests",
+            "      come from .github/workflows/classroom.yml, one test per exercise with its points",
+        ]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- plan
@@ -316,6 +387,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "## Run one exercise\n",
         "```bash\n"
         f"pytest -m {first.name}                 # only the tests of exercise {first.number}\n"
+        f"pytest -m {first.number}                       # the same, by its number\n"
         f"pytest {first.test_file}      # the same, by file\n"
         f"pytest -m {first.name} -x              # stop at the first failure (the most basic one)\n"
         f"pytest -m {first.name} -k stable       # only its tests whose name contains \"stable\"\n"

@@ -145,6 +145,7 @@ class IsolatedImplementation:
         self._callables: dict[tuple[str, str], set[str]] = {}
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._reference_impl: LocalImplementation | None = None
+        self._grading_functions: list[Callable[..., Any]] = []  # the functions among the current call's arguments
         self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-"))
         # What the garbage collector must clean up if close() is never called (kept current by _spawn/_stop).
         self._live: dict[str, Any] = {"process": None, "fds": {}}
@@ -453,10 +454,13 @@ class IsolatedImplementation:
             answer = _ANSWERS.get(key)
             if answer is None:
                 reply, reply_arrays = self._parse(frame)
-                if reply.get("op") != "callback":
+                if reply.get("op") == "grading_function":  # a test's own function: never remembered
+                    answer = worker.pack(*self._run_grading_function(reply, reply_arrays))
+                elif reply.get("op") != "callback":
                     return reply, reply_arrays
-                answer = worker.pack(*self._callback(reply, reply_arrays))
-                _remember_answer(key, answer)
+                else:
+                    answer = worker.pack(*self._callback(reply, reply_arrays))
+                    _remember_answer(key, answer)
             self._send(answer, deadline + 60)
             deadline += time.monotonic() - started  # the reference's time does not count against the student
 
@@ -472,6 +476,23 @@ class IsolatedImplementation:
             payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
         except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
             return {"status": "error", "error": worker.exception_info(error, keep=str(self.reference))}, []
+        return {"status": "ok", "payload": payload}, answer_arrays
+
+    def _run_grading_function(self, header: dict, arrays: list) -> tuple[dict, list]:
+        """Run a function the test passed as an argument (e.g. a model's ``predict``) for the worker.
+
+        Only functions of the call in progress can be reached, by their index; the arguments are plain data.
+        """
+        try:
+            index = header.get("index")
+            if type(index) is not int or not 0 <= index < len(self._grading_functions):
+                raise ValueError("this function belongs to an earlier call and cannot be called any more")
+            args, kwargs = worker.decode(header["payload"], arrays)
+            result = self._grading_functions[index](*args, **kwargs)
+            answer_arrays: list = []
+            payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
+        except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
+            return {"status": "error", "error": worker.exception_info(error)}, []
         return {"status": "ok", "payload": payload}, answer_arrays
 
     def _request(self, header: dict, arrays: list, what: str) -> tuple[dict, list]:
@@ -538,20 +559,38 @@ class IsolatedImplementation:
             call.__signature__ = signature  # type: ignore[attr-defined]
         return call
 
-    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict) -> Any:
+    def measure(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
+        """Call ``name`` in the worker and return ``(result, peak bytes allocated during the call)``.
+
+        The peak is measured with ``tracemalloc`` where the student's code runs (None when that code stopped
+        the tracing itself); see ``tests.kit.Kit.measure``.
+        """
+        self.function(exercise, name)  # imports the module, or raises ImplementationError
+        module = self.curriculum.exercise_of_function(name).name
+        view = module if self.fair else FAIR_VIEW_ALL
+        return self._call(view, module, name, args, kwargs, measure_memory=True)
+
+    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict,
+              measure_memory: bool = False) -> Any:
         __tracebackhide__ = True
         arrays: list = []
-        payload = worker.encode([list(args), kwargs], arrays)
+        functions: list[Callable[..., Any]] = []
+        payload = worker.encode([list(args), kwargs], arrays, functions)
         header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
-        reply, reply_arrays = self._request(header, arrays, f"{name}()")
+        if measure_memory:
+            header["measure_memory"] = True
+        self._grading_functions = functions
+        try:
+            reply, reply_arrays = self._request(header, arrays, f"{name}()")
+        finally:
+            self._grading_functions = []
         status = reply.get("status")
+        if status == "ok" and measure_memory:
+            peak = reply.get("peak_memory")
+            result = self._call_result(name, reply, reply_arrays, args, kwargs)
+            return result, peak if type(peak) is int else None
         if status == "ok":
-            try:  # the result, and the in-place changes and generator states copied back onto the arguments
-                result = worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
-            except (ValueError, KeyError, TypeError, IndexError) as error:
-                raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
-            worker.reissue_warnings(reply.get("warnings"))
-            return result
+            return self._call_result(name, reply, reply_arrays, args, kwargs)
         if status == "error":
             info = reply.get("error", {})
             if info.get("type") == "SystemExit":
@@ -559,3 +598,11 @@ class IsolatedImplementation:
             raise worker.rebuild_exception(info)
         raise WorkerCrashed(str(reply.get("message", f"the worker could not run {name}()")))
 
+    def _call_result(self, name: str, reply: dict, reply_arrays: list, args: tuple, kwargs: dict) -> Any:
+        __tracebackhide__ = True
+        try:  # the result, and the in-place changes and generator states copied back onto the arguments
+            result = worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
+        except (ValueError, KeyError, TypeError, IndexError) as error:
+            raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
+        worker.reissue_warnings(reply.get("warnings"))
+        return result

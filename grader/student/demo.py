@@ -208,11 +208,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="train your model (exercise 9) and draw the sentence untrained, trained without "
                              "positions and trained with them")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="PNG",
-                        help=f"where to write the heatmap (default: {DEFAULT_OUT})")
+                        help=f"where to write the heatmap (default: {DEFAULT_OUT}; attention-explain.png with "
+                             "--explain)")
+    parser.add_argument("--explain", action="store_true",
+                        help="train the model of exercise 9 and compare, for 'it', its attention with occlusion "
+                             "and gradient x input (exercise 10)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Check that the needed exercises pass, compute, print and plot."""
+    if getattr(args, "explain", False):
+        from grader.student import demo_explain
+
+        return demo_explain.run(args)
     heads = args.heads
     args.reference = getattr(args, "reference", False)
     if heads is not None and (heads < 1 or D_MODEL % heads):

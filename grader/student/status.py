@@ -29,6 +29,12 @@ from grader.quiet import run_pytest
 
 NOT_IMPLEMENTED = "not implemented yet"
 DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
+DOES_NOT_IMPORT = "does not import"
+# How tests/kit.py reports a module that cannot be imported (describe_import_error, LocalImplementation.module).
+_SYNTAX_ERROR = re.compile(r"^syntax error in (?P<file>\S+) line (?P<line>\d+)", re.M)
+_IMPORT_RAISED = re.compile(
+    r"^importing (?P<module>\S+) raised (?P<type>\w+)[^\n]*?(?:\((?P<file>\S+) line (?P<line>\d+)\))?$", re.M)
+_MISSING = re.compile(r"^missing module (?P<name>\w+):", re.M)
 # tests/kit.py imports each implementation folder as a package under this prefix.
 IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"
 # The only plugin the graded suite needs besides its own conftest. Other installed plugins are not
@@ -72,12 +78,32 @@ class ExerciseResult:
         return len(self.tests)
 
     @property
+    def import_problem(self) -> str:
+        """Why the exercise's module does not import (``syntax error, line 12``), or "" when it does.
+
+        Read from the tests' messages: only when every test failed because the module
+        (or a module it imports) could not be imported.
+        """
+        if not self.tests or any(test.passed for test in self.tests):
+            return ""
+        problems = {_import_problem(test.message, self.exercise.module_file) for test in self.tests}
+        return problems.pop() if len(problems) == 1 and "" not in problems else ""
+
+    @property
+    def label(self) -> str:
+        """The state as the status list shows it (``does not import: syntax error, line 12``)."""
+        problem = self.import_problem
+        return f"{DOES_NOT_IMPORT}: {problem}" if problem else self.state
+
+    @property
     def state(self) -> str:
-        """``done``, ``in progress``, ``not started`` or ``no tests``."""
+        """``done``, ``in progress``, ``not started``, ``does not import`` or ``no tests``."""
         if self.error:
             return IN_PROGRESS
         if not self.tests:
             return NO_TESTS
+        if self.import_problem:
+            return DOES_NOT_IMPORT
         if self.passed == self.total:
             return DONE
         if all(test.not_implemented for test in self.tests):
@@ -101,6 +127,21 @@ class ExerciseResult:
             return TestResult(name="(collecting the tests)", exercise=self.exercise.name, passed=False,
                               message=self.error)
         return next((test for test in self.tests if not test.passed), None)
+
+
+def _import_problem(message: str, module_file: str) -> str:
+    """``syntax error, line 12`` (or ``... in other.py, line 12``) if ``message`` says a module did not import."""
+    if match := _SYNTAX_ERROR.search(message):
+        where = "" if match["file"] == module_file else f" in {match['file']}"
+        return f"syntax error{where}, line {match['line']}"
+    if match := _IMPORT_RAISED.search(message):
+        if not match["line"]:
+            return f"{match['type']} while importing"
+        in_file = "" if match["file"] == module_file else f" of {match['file']}"
+        return f"{match['type']} at line {match['line']}{in_file}"
+    if match := _MISSING.search(message):
+        return f"{match['name']}.py is missing"
+    return ""
 
 
 @dataclass
@@ -159,7 +200,9 @@ def resolve_impl(value: str | Path) -> Path:
     for candidate in (path, ROOT / path):
         if candidate.is_dir():
             return candidate.resolve()
-    raise ValueError(f"--impl {value}: no such folder (looked in {Path.cwd()} and {ROOT})")
+    from grader.curriculum import unknown_folder
+
+    raise ValueError(unknown_folder(value, [Path.cwd(), ROOT]))
 
 
 def display_path(path: Path) -> str:
@@ -365,10 +408,12 @@ def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
     width = max(len(r.exercise.name) for r in result.exercises)
+    digits = max(len(str(r.exercise.number)) for r in result.exercises)  # 1. ... 11. in one column
     lines = [f"{curriculum.title}: {display_path(result.impl)}", ""]
     for item in result.exercises:
         counts = f"{item.passed:>3}/{item.total:<3}"
-        lines.append(f"  {item.exercise.number}. {item.exercise.name:<{width}}  {counts} {item.state}")
+        number = f"{item.exercise.number}."
+        lines.append(f"  {number:>{digits + 1}} {item.exercise.name:<{width}}  {counts} {item.label}")
     fraction = result.passed / result.total if result.total else 0.0
     lines += [
         "",
@@ -380,8 +425,8 @@ def render_plain(result: SuiteResult) -> str:
     return "\n".join(lines)
 
 
-STATE_STYLE = {DONE: "green", IN_PROGRESS: "yellow", NOT_STARTED: "dim", NO_TESTS: "dim"}
-STATE_MARK = {DONE: "✓", IN_PROGRESS: "…", NOT_STARTED: "·", NO_TESTS: " "}
+STATE_STYLE = {DONE: "green", IN_PROGRESS: "yellow", NOT_STARTED: "dim", NO_TESTS: "dim", DOES_NOT_IMPORT: "red"}
+STATE_MARK = {DONE: "✓", IN_PROGRESS: "…", NOT_STARTED: "·", NO_TESTS: " ", DOES_NOT_IMPORT: "✗"}
 
 
 def render_rich(result: SuiteResult, console: Any) -> None:
@@ -405,7 +450,7 @@ def render_rich(result: SuiteResult, console: Any) -> None:
             f"{item.passed:>3}/{item.total:<3}",
             ProgressBar(total=max(item.total, 1), completed=item.passed, width=16,
                         complete_style=style, finished_style="green"),
-            Text(item.state, style=style),
+            Text(item.label, style=style),
         )
     console.print(table)
     overall = Table.grid(padding=(0, 1))

@@ -331,3 +331,14 @@ def test_the_blame_follows_an_imported_alias(tmp_path):
                     encoding="utf-8")
     assert "normalise(scores" in path.read_text(encoding="utf-8")
     assert "softmax" in callees(LocalImplementation(target), "scaled_dot_product_attention")
+
+
+def test_the_reference_deviates_on_no_probe():
+    # A probe on which the reference itself "deviates" (a result structure the comparison does not know,
+    # a probe that is not deterministic) would make every student's diagnosis on it impossible.
+    from tests.diagnosis import observe_everything
+    from tests.kit import LocalImplementation
+
+    observation = observe_everything(LocalImplementation(ROOT / "solutions"))
+    deviating = sorted(name for name, deviates in observation.deviates.items() if deviates)
+    assert not deviating, f"the reference deviates from its own golden values on {deviating}"

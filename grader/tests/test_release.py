@@ -24,11 +24,35 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = subprocess.run([sys.executable, "-m", "grader", "release", str(out)], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+    (out.parent / "stdout.txt").write_text(result.stdout, encoding="utf-8")
     return out
 
 
 def released_files(folder: Path) -> list[Path]:
-    return sorted(path for path in folder.rglob("*") if path.is_file())
+    return sorted(path for path in folder.rglob("*") if path.is_file() and ".git" not in path.relative_to(folder).parts)
+
+
+def test_is_a_git_repository_with_one_commit_and_says_what_next(released: Path) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=released, capture_output=True, text=True, check=True).stdout
+
+    assert git("log", "--format=%an <%ae>|%s").splitlines() == [
+        f"{release.RELEASE_AUTHOR[0]} <{release.RELEASE_AUTHOR[1]}>|{release.RELEASE_MESSAGE}"]
+    assert git("rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert git("status", "--porcelain") == ""  # everything written is committed, nothing is ignored by mistake
+    committed = set(git("ls-files").splitlines())
+    assert committed == release.plan_release().paths()
+    printed = (released.parent / "stdout.txt").read_text(encoding="utf-8")
+    assert "GitHub Classroom" in printed and "git push" in printed and "Template repository" in printed
+
+
+def test_no_git_writes_the_folder_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    out = tmp_path / "plain"
+    assert release.run(argparse.Namespace(out_dir=out, force=False, list=False, no_git=True)) == 0
+    assert (out / "exercises" / "softmax.py").is_file() and not (out / ".git").exists()
+    assert "git init" in capsys.readouterr().out  # the next steps start with making it a repository
 
 
 def test_holds_the_student_repository(released: Path) -> None:
