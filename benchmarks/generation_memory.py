@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generate-up-to", type=int, default=512,
                         help="largest n for the generation comparison (default 512; recomputing is ~n^3)")
     parser.add_argument("--full", action="store_true", help="run the generation comparison up to --max-n too")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args(argv)
+    figures: dict[str, object] = {"block_size": args.block, "attention": [], "generation": []}
     generate_max = args.max_n if args.full else min(args.generate_up_to, args.max_n)
     rng = np.random.default_rng(0)
 
@@ -95,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                                                " per doubling")
         print(f"{n:>6} | {full_mb:>13.1f} {full_s:>8.3f} | {block_mb:>18.2f} {block_s:>8.3f} |"
               f" {full_mb / block_mb:>11.0f}x{growth}")
+        figures["attention"].append({"n": n, "full_mb": round(full_mb, 2), "full_s": round(full_s, 4),
+                                     "blockwise_mb": round(block_mb, 2), "blockwise_s": round(block_s, 4)})
         previous = (full_mb, block_mb)
     print("   full attention holds (n, n) scores and weights: memory x4 per doubling of n (n^2);")
     print("   blockwise holds (n, block_size) per block: memory x2 per doubling (n). Both do ~n^2 work.")
@@ -111,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                                                " per doubling")
         print(f"{n:>6} | {again_mb:>18.1f} {again_s:>8.2f} | {cache_mb:>17.2f} {cache_s:>8.2f} |"
               f" {again_s / cache_s:>9.0f}x{growth}")
+        figures["generation"].append({"n": n, "recompute_mb": round(again_mb, 2), "recompute_s": round(again_s, 4),
+                                      "cache_mb": round(cache_mb, 2), "cache_s": round(cache_s, 4)})
         previous = (again_s, cache_s)
     skipped = [n for n in sizes(args.max_n) if n > generate_max]
     if skipped:
@@ -119,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     print("   recomputing does sum_t t^2 ~ n^3 / 3 work in total (x8 per doubling), the cache sum_t t ~ n^2 / 2")
     print("   (x4 per doubling; the cache's concatenation copies are n^2 too). Per step the cache needs one")
     print("   row of t scores instead of a (t, t) array. At small n Python's per-step overhead hides the laws.")
+    if args.record:
+        from _record import record
+
+        big, gen = figures["attention"][-1], figures["generation"][-1]
+        record(__file__, f"n = {big['n']}: full attention {big['full_mb']:.0f} MB against blockwise "
+               f"{big['blockwise_mb']:.0f} MB; generating {gen['n']} tokens: recomputing {gen['recompute_s']:.2f} s "
+               f"against the cache {gen['cache_s']:.2f} s", figures)
     return 0
 
 

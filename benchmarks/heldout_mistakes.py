@@ -139,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only the mistakes whose id contains this")
     parser.add_argument("--show", action="store_true", help="print every first failure")
     parser.add_argument("--status", action="store_true", help="judge the first failure attention-kit status shows")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args(argv)
     mistakes = [m for m in load() if args.only in m.id]
     worker = run_one_in_status if args.status else run_one
@@ -168,6 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         for o in outcomes:
             print(f"\n===== {o.id} [{o.verdict}]\n{o.first[:1500]}")
+    if args.record and not args.only:
+        from _record import record
+
+        revisit = sum(o.revisit for o in caught)
+        record(__file__, f"{len(caught)} of {len(outcomes)} caught, {count['right']} of {len(with_idea)} diagnosed "
+               f"right, {count['wrong']} wrong, {revisit} first messages with a revisit line"
+               + (" (as status shows them)" if args.status else ""),
+               {"mistakes": len(outcomes), "caught": len(caught), "right": count["right"],
+                "known_or_blame": len(with_idea), "wrong": count["wrong"], "partial": count["partial"],
+                "none": count["none"], "revisit": revisit, "status": args.status})
     return 0
 
 
