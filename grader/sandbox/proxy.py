@@ -152,7 +152,7 @@ class IsolatedImplementation:
         self.restarts = 0
         # What the grader reports about this submission besides its test outcomes.
         self.internal: list[str] = []  # the grader's own failures (the affected tests are not graded)
-        self.refused: list[str] = []  # callbacks the channel refused (at most 20 kept; see refusals)
+        self.refused: list[str] = []  # the distinct callbacks the channel refused (at most 20; see refusals)
         self.refusals = 0
         self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
         self.spent = 0.0  # seconds of student code so far (the reference's time not counted)
@@ -559,7 +559,7 @@ class IsolatedImplementation:
             what = f"{exercise[:40]}.{name[:40]}()"
             reason = (f"the reference's {what} was asked for while grading {view}" if self.fair else
                       f"the reference's {what} was asked for under --no-fair")
-            if len(self.refused) < 20:
+            if reason not in self.refused and len(self.refused) < 20:
                 self.refused.append(reason)
             info = {"type": "PermissionError", "builtins": ["PermissionError"], "traceback": [],
                     "message": f"refused: {reason}; fair grading serves only the functions of the exercises "
