@@ -265,6 +265,8 @@ def results_json(
     scored = round(sum(t.get("score", 0.0) for t in tests), 4)
     shown = number(scored) if all(v is not None for v in scores.values()) else f"{number(scored)} so far (not graded)"
     summary = f"Status: {escape_text(status)}\nScore: {shown} / {number(sum(maxima.values()))}"
+    if extra.get("isolation") and extra["isolation"] != "not run":
+        summary += f"\nIsolation: {escape_text(extra['isolation'])}"
     return {
         "score": scored,
         "execution_time": max(1, round(execution_time)),

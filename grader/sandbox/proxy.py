@@ -102,6 +102,10 @@ class _TooLarge(Exception):
     pass
 
 
+class BudgetExhausted(TimeoutError):
+    """The submission has used up its time budget: the remaining calls are not run."""
+
+
 def _describe_exit(code: int | None, mode: str) -> str:
     if code is None:
         return "exit code unknown"
@@ -579,8 +583,11 @@ class IsolatedImplementation:
             return worker.pack({"status": "error", "error": info}, []), True
         return worker.pack({"status": "ok", "payload": payload}, answer_arrays), True
 
-    def _request(self, header: dict, arrays: list, what: str) -> tuple[dict, list]:
-        """One exchange with the worker, turning a timeout or a dead worker into a clear error."""
+    def _request(self, header: dict, arrays: list, what: str, counted: bool = True) -> tuple[dict, list]:
+        """One exchange with the worker, turning a timeout or a dead worker into a clear error.
+
+        ``counted``: the request counts as a call in ``stats`` (an import counts only when it fails).
+        """
         __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
         so_far, total = self._timeouts.get(what, 0), sum(self._timeouts.values())
         if so_far >= self.limits.function_timeouts or total >= self.limits.total_timeouts:
@@ -590,28 +597,30 @@ class IsolatedImplementation:
         budget = self.limits.student_seconds
         if self.spent >= budget:
             self.stats["skipped"] += 1
-            raise TimeoutError(f"{what} was not run: your code has used up its time budget ({budget:g} s for all "
+            raise BudgetExhausted(f"{what} was not run: your code has used up its time budget ({budget:g} s for all "
                                "the tests of a submission); make the slow function faster")
         if self.received >= self.limits.student_reply_bytes:
             self.stats["skipped"] += 1
             raise WorkerCrashed(f"{what} was not run: your code has sent its whole reply budget "
                                 f"({self.limits.student_reply_bytes} bytes); return smaller values")
         timeout = min(self.limits.call_timeout, budget - self.spent)
-        self.stats["requests"] += 1
+        self.stats["requests"] += counted
         try:
             return self._exchange(header, arrays, timeout)
         except _Timeout:
             self.stats["timed_out"] += 1
+            self.stats["requests"] += not counted
             self._timeouts[what] = so_far + 1
             self._stop()
             self.restarts += 1
             if timeout < self.limits.call_timeout:
-                raise TimeoutError(f"{what} did not finish: your code used up its time budget ({budget:g} s for "
+                raise BudgetExhausted(f"{what} did not finish: your code used up its time budget ({budget:g} s for "
                                    "all the tests of a submission)") from None
             raise TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?") \
                 from None
         except _TooLarge as error:
             self.stats["crashed"] += 1
+            self.stats["requests"] += not counted
             self._stop()
             self.restarts += 1
             raise WorkerCrashed(f"{what} sent a reply of {error.args[0]} bytes, more than the grader accepts "
@@ -619,6 +628,7 @@ class IsolatedImplementation:
                                 "in all); return smaller values") from None
         except _Ended as error:
             self.stats["crashed"] += 1
+            self.stats["requests"] += not counted
             detail = str(error)
             code = self._stop(ended=not detail)
             self.restarts += 1
@@ -632,7 +642,10 @@ class IsolatedImplementation:
     def _import(self, view: str, module: str) -> None:
         key = (view, module)
         try:
-            reply, _ = self._request({"op": "import", "view": view, "module": module}, [], f"importing {module}.py")
+            reply, _ = self._request({"op": "import", "view": view, "module": module}, [], f"importing {module}.py",
+                                     counted=False)
+        except BudgetExhausted as error:
+            raise ImplementationError(str(error)) from None  # not remembered: the budget is the reason, not the module
         except TimeoutError:
             self._failures[key] = (f"importing {module}.py did not finish within {self.limits.call_timeout:g} s "
                                    "(an infinite loop at module level?)")
