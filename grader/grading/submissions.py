@@ -235,13 +235,23 @@ def _count_modules(folder: Path) -> int:
     return sum((folder / name).is_file() for name in _module_names())
 
 
+MAX_FOLDERS = 2_000
+
+
 def find_module_folder(root: Path, depth: int = 2) -> Path | None:
-    """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules."""
+    """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules.
+
+    Raises SubmissionError for a tree of more than ``MAX_FOLDERS`` folders (no honest submission has that many).
+    """
     best: tuple[int, int, str] | None = None
     found: Path | None = None
     pending = [(root, 0)]
+    visited = 0
     while pending:
         folder, level = pending.pop(0)
+        visited += 1
+        if visited > MAX_FOLDERS:
+            raise SubmissionError(f"{root.name} holds more than {MAX_FOLDERS} folders")
         count = _count_modules(folder)
         # Most modules wins; then the shallowest; then the name, so the choice never depends on the disk.
         key = (-count, level, str(folder))
@@ -257,11 +267,20 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
 
 
 def _copy_modules(folder: Path, target: Path) -> None:
-    """Copy the top-level ``.py`` files of ``folder`` (helpers included) into ``target``."""
+    """Copy the manifest's modules and the private helpers (``_name.py``) of ``folder`` into ``target``.
+
+    Nothing else is graded, so nothing else is copied (not a conftest.py, not 10^5 stray files).
+    """
     target.mkdir(parents=True, exist_ok=True)
     total = 0
-    for path in sorted(folder.iterdir()):
-        if path.suffix != ".py" or not path.is_file() or path.is_symlink():
+    wanted = set(_module_names())
+    names = [entry.name for entry in os.scandir(folder)
+             if entry.name in wanted or (entry.name.startswith("_") and entry.name.endswith(".py")
+                                         and entry.name != "__init__.py" and entry.name.isascii())]
+    if len(names) > 100:
+        raise SubmissionError(f"{folder.name} holds {len(names)} helper modules (limit 100)")
+    for path in sorted(folder / name for name in names):
+        if not path.is_file() or path.is_symlink():
             continue
         size = path.stat().st_size
         total += size

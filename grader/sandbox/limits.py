@@ -8,7 +8,7 @@ The best available confinement is chosen once per process:
   numpy (read-only), the system libraries and nothing else: not the kit, not
   ``solutions/``, not the tests, not other submissions. There is no network.
   When the grader runs as root, the worker also drops to an unprivileged user
-  (nobody, 65534) before it touches student code.
+  of its own (``fresh_uid``, no account needed) before it touches student code.
 * otherwise there is no isolation, and :func:`choose` refuses to run student
   code (``IsolationUnavailable``, naming what is missing and how to get it),
   unless the caller's policy says otherwise:
@@ -102,6 +102,13 @@ class Limits:
     # a loop that never ends costs a student's run a bounded time, not one call_timeout per test.
     function_timeouts: int = 2
     total_timeouts: int = 6
+    # After this many ended workers (crashes, exits, oversized replies), later calls fail at once: each one
+    # costs a fresh worker's start-up, which is not the student's time.
+    total_crashes: int = 12
+    # Fair grading's callbacks: at most this many in one call, and this many seconds of the reference's time
+    # per submission (a loop of callbacks would otherwise hold a grading slot without using student time).
+    callbacks_per_call: int = 5000
+    reference_seconds: float = 60.0
 
 
     def describe(self) -> str:
@@ -197,7 +204,7 @@ def plan() -> Plan:
         except (OSError, subprocess.SubprocessError) as error:
             works, said = False, [str(error)]
         if works:
-            user = f" + unprivileged user ({UNPRIVILEGED_UID})" if as_root else " + user namespace"
+            user = " + an unprivileged user per worker" if as_root else " + user namespace"
             return Plan("bwrap", UNPRIVILEGED_UID if as_root else None,
                         f"namespaces (bwrap: mount, pid, net, ipc, uts){user} + rlimits")
         missing = ("bubblewrap is installed but cannot create namespaces here (user namespaces disabled, or a "

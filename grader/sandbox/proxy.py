@@ -160,6 +160,7 @@ class IsolatedImplementation:
         self.refusals = 0
         self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
         self.spent = 0.0  # seconds of student code so far (the reference's time not counted)
+        self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
         self.received = 0  # bytes the worker sent so far
         self._uid: int | None = None
         self._init_data: dict[str, dict[str, list[str]]] = {"functions": {}, "dependencies": {}}
@@ -188,7 +189,7 @@ class IsolatedImplementation:
 
     @property
     def isolation(self) -> str:
-        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + unprivileged user (65534) + rlimits"``."""
+        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker + rlimits"``."""
         return self.plan.description
 
     @property
@@ -273,7 +274,8 @@ class IsolatedImplementation:
         replies_read, replies_write = os.pipe()
         output_read, output_write = os.pipe()
         # Without a PID namespace, every worker gets a user of its own, so that all its processes can be killed.
-        self._uid = confine.fresh_uid() if self.plan.mode != "bwrap" and self.plan.drop_to is not None else None
+        # Each worker gets a user of its own (as root): its process limit then counts its own processes only.
+        self._uid = confine.fresh_uid() if self.plan.drop_to is not None else None
         cmd, cwd = confine.command(self.plan, self._scratch, requests_read, replies_write, uid=self._uid)
         try:
             self._process = subprocess.Popen(
@@ -292,7 +294,8 @@ class IsolatedImplementation:
         for fd in self._fds.values():
             os.set_blocking(fd, False)
         self._buffer = bytearray()
-        self._live.update(process=self._process, fds=dict(self._fds), uid=self._uid)
+        self._live.update(process=self._process, fds=dict(self._fds),
+                          uid=self._uid if self.plan.mode != "bwrap" else None)
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
@@ -344,7 +347,8 @@ class IsolatedImplementation:
                 process.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
-        code = IsolatedImplementation._kill(process, uid)
+        # In a PID namespace, killing its first process ends them all; elsewhere, kill by the worker's own uid.
+        code = IsolatedImplementation._kill(process, uid if self.plan.mode != "bwrap" else None)
         for fd in self._fds.values():
             try:
                 os.close(fd)
@@ -511,10 +515,15 @@ class IsolatedImplementation:
         begun = time.monotonic()
         reference_seconds = 0.0
         deadline = begun + timeout
+        callbacks = 0
         try:
             self._send(worker.pack(header, arrays), deadline)
             while True:
                 frame = self._next_frame(deadline)
+                callbacks += 1
+                if callbacks > self.limits.callbacks_per_call + 1:
+                    raise _Ended(f"your code asked the reference more than {self.limits.callbacks_per_call} times "
+                                 "in one call")
                 started = time.monotonic()
                 # The view is part of the key: an answer is replayed only where it was allowed.
                 key = (str(self.reference), view, frame)
@@ -534,9 +543,11 @@ class IsolatedImplementation:
                 self._send(answer, deadline + 60)
                 spent = time.monotonic() - started
                 reference_seconds += spent
-                deadline += spent  # the reference's time does not count against the student
+                if self.reference_spent + reference_seconds < self.limits.reference_seconds:
+                    deadline += spent  # the reference's time does not count against the student (up to a limit)
         finally:
             self.spent += max(0.0, time.monotonic() - begun - reference_seconds)
+            self.reference_spent += reference_seconds
 
     def allowed_callbacks(self, view: str) -> frozenset[tuple[str, str]]:
         """The reference functions the channel serves while a request of ``view`` runs (see ``protocol``)."""
@@ -599,6 +610,10 @@ class IsolatedImplementation:
             self.stats["skipped"] += 1
             raise BudgetExhausted(f"{what} was not run: your code has used up its time budget ({budget:g} s for all "
                                "the tests of a submission); make the slow function faster")
+        if self.stats["crashed"] >= self.limits.total_crashes:
+            self.stats["skipped"] += 1
+            raise WorkerCrashed(f"{what} was not run: your code ended the worker process {self.stats['crashed']} "
+                                "times already; fix that first")
         if self.received >= self.limits.student_reply_bytes:
             self.stats["skipped"] += 1
             raise WorkerCrashed(f"{what} was not run: your code has sent its whole reply budget "
