@@ -654,8 +654,7 @@ def grade_batch(
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
     from grader.grading import submissions as found
-    from grader.grading.report import (atomic_write, escape_text, gradebook_csv, is_graded, number, read_results,
-                                       summary)
+    from grader.grading.report import atomic_write, escape_text, gradebook_csv, is_graded, number, read_results, summary
     from grader.sandbox.limits import IsolationUnavailable, Limits, choose
 
     start = time.monotonic()

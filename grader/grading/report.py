@@ -50,11 +50,11 @@ _UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
 def escape_text(text: object, keep: str = "") -> str:
-    """``text`` with control, format (bidi, zero-width), separator and unassigned characters escaped.
+    r"""``text`` with control, format (bidi, zero-width), separator and unassigned characters escaped.
 
     ``keep`` lists characters to leave as they are (a newline for multi-line
     feedback). An undecodable byte of a file name (a lone surrogate) is shown
-    as ``\\xNN``.
+    as ``\xNN``.
     """
     text = str(text)
     if text.isprintable() and not any(unicodedata.category(ch) in _UNSAFE_CATEGORIES for ch in text):
@@ -413,7 +413,8 @@ def summary(rows: list[dict[str, Any]], *, graded: int, reused: int, seconds: fl
         lines += ["", "Most failed tests:"]
         lines += [f"  {count:3d} x {escape_text(name)}" for name, count in failed.most_common(top)]
     isolation = Counter(r["extra_data"].get("isolation", "?") for r in rows)
-    lines += ["", "Isolation: " + "; ".join(f"{escape_text(name)} ({count})" for name, count in isolation.most_common())]
+    lines += ["", "Isolation: " + "; ".join(f"{escape_text(name)} ({count})"
+                                            for name, count in isolation.most_common())]
     not_graded = [r for r in rows if not is_graded(r)]
     if not_graded:
         names = ", ".join(escape_text(r["extra_data"]["student"]) for r in not_graded[:10])

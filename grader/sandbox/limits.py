@@ -31,9 +31,9 @@ refusal without uninstalling anything.
 from __future__ import annotations
 
 import functools
-import os
 import getpass
 import itertools
+import os
 import resource
 import shutil
 import stat

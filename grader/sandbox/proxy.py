@@ -189,7 +189,7 @@ class IsolatedImplementation:
 
     @property
     def isolation(self) -> str:
-        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker + rlimits"``."""
+        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker"``."""
         return self.plan.description
 
     @property
