@@ -179,6 +179,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.errors: list[str] = []
             self.internal_before: dict[str, int] = {}
             self.hidden_nodes: set[str] = set()
+            self.environment: dict[str, str] = {}
 
         def factory(self, path: Path) -> Any:
             started, self.started = self.started, None
@@ -200,6 +201,18 @@ def _recorder(job: dict[str, Any]) -> Any:
 
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.internal_before[nodeid] = self.internal_count()
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+            yield
+            value = call.excinfo.value if call.excinfo is not None else None
+            # An import or file error raised by the test itself (a missing data file, a broken install), never by
+            # the student's code (their exceptions are rebuilt and marked): the grader's failure, not a zero.
+            if (call.when == "call" and isinstance(value, (ImportError, OSError))
+                    and not isinstance(value, TimeoutError)  # the proxy's: a student's call ran out of time
+                    and not getattr(value, "attention_kit_student", False)):
+                self.environment[item.nodeid] = f"the test failed on the grader's side ({type(value).__name__}: " \
+                                                f"{str(value)[:200]})"
 
         def pytest_configure(self, config: pytest.Config) -> None:
             config.attention_kit_implementation = self.factory
@@ -228,6 +241,8 @@ def _recorder(job: dict[str, Any]) -> Any:
             internal = getattr(self.implementation, "internal", None) or []
             if len(internal) > self.internal_before.get(report.nodeid, 0) and not record.get("internal"):
                 record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
+            if report.nodeid in self.environment and not record.get("internal"):
+                record["internal"] = self.environment[report.nodeid]
             if report.failed and report.when == "setup" and not record.get("internal"):
                 # No student code runs while a test is set up: a failure there is the grader's.
                 lines = report.longreprtext.strip().splitlines()

@@ -493,6 +493,7 @@ def rebuild_exception(info: dict) -> BaseException:
             except TypeError:  # incompatible layouts: keep the first builtin base
                 _REBUILT[key] = type(name, (bases[0],), {"__module__": "student"})
         error = _REBUILT[key](message)
+    error.attention_kit_student = True  # type: ignore[attr-defined]  # raised by student code, not by the grader
     frames = info.get("traceback")
     if isinstance(frames, list) and frames:
         lines = [str(line)[:500] for line in frames[-6:]]

@@ -489,3 +489,25 @@ def test_a_fifo_in_place_of_a_notebook_does_not_hang(tmp_path):
     started = time.monotonic()
     prepared = submissions.prepare(tmp_path / "ada.ipynb", tmp_path / "work")
     assert "FIFO" in prepared.status and time.monotonic() - started < 5
+
+
+def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path):
+    from grader.grading import grade
+    from grader.grading.report import score_tests
+
+    test_file = tmp_path / "test_needs_data_softmax.py"
+    test_file.write_text(
+        "import numpy as np\n\nEXERCISE = 'softmax'\n\n\n"
+        "def test_with_data(impl):\n    impl.softmax(np.zeros(3))\n    np.load('/nonexistent/golden.npz')\n\n\n"
+        "def test_student_timeout(impl):\n    raise TimeoutError('softmax() did not finish')\n", encoding="utf-8")
+    from grader.suite import TestFile
+
+    suite = [TestFile(str(test_file), "softmax", None, hidden=True)]
+    folder = copy_reference(tmp_path / "ada")
+    job = {"student": "ada", "folder": str(folder), "files": [str(test_file)], "fair": True,
+           "suite": [{"path": str(test_file), "exercise": "softmax", "hidden": True}]}
+    records = {r["nodeid"].split("::")[-1]: r for r in grade.grade_in_process(job)["records"]}
+    assert "FileNotFoundError" in records["test_with_data"].get("internal", "")
+    assert not records["test_student_timeout"].get("internal")  # a timeout is the student's
+    tests = score_tests(list(records.values()), suite, {}, None)
+    assert sum("score" not in t for t in tests) == 1
