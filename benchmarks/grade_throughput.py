@@ -7,12 +7,16 @@ catalogue), grades them in a fresh ``python -m grader grade --force`` with
 ``--jobs`` = the number of cores, and prints wall time, submissions per
 second and core-seconds per submission (user + system CPU of this process
 and of every process it waited for: the grader, its grading processes and
-the isolated student processes).
+the isolated student processes), then where a student's grading time goes:
+worker start-up (overlapping collection), pytest configuration and
+collection, calls to the worker, the tests' own checks, and reports (from the
+``timing`` that each results.json records).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -121,7 +125,23 @@ def main() -> int:
         print(f"core-seconds per submission: {sampled / args.n:.3f} (all descendants, sampled from /proc)")
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows the wall time)")
         print(isolation[0] if isolation else "Isolation: ?")
+        print_split(out, args.n)
     return 0
+
+
+def print_split(out: Path, n: int) -> None:
+    """Mean seconds per submission of each part of grading, from the results' ``timing``."""
+    totals: dict[str, float] = {}
+    for path in out.glob("*/results.json"):
+        timing = json.loads(path.read_text(encoding="utf-8")).get("extra_data", {}).get("timing", {})
+        for part, seconds in timing.items():
+            totals[part] = totals.get(part, 0.0) + float(seconds)
+    if not totals:
+        print("split: no timing recorded")
+        return
+    parts = ", ".join(f"{part} {seconds / n:.3f}" for part, seconds in totals.items())
+    print(f"split, wall seconds per submission in its grading process: {parts} "
+          "(start-up overlaps collection)")
 
 
 if __name__ == "__main__":

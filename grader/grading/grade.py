@@ -180,6 +180,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.internal_before: dict[str, int] = {}
             self.hidden_nodes: set[str] = set()
             self.environment: dict[str, str] = {}
+            self.collected_at = self.finished_at = 0.0
 
         def factory(self, path: Path) -> Any:
             started, self.started = self.started, None
@@ -226,7 +227,11 @@ def _recorder(job: dict[str, Any]) -> Any:
                     item.stash[EXERCISE] = exercise
                     item.add_marker(getattr(pytest.mark, exercise))
 
+        def pytest_sessionfinish(self, session: pytest.Session) -> None:
+            self.finished_at = time.monotonic()
+
         def pytest_collection_finish(self, session: pytest.Session) -> None:
+            self.collected_at = time.monotonic()
             self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in session.items]
             self.hidden_nodes = {item.nodeid for item in session.items if str(item.path) in hidden}
 
@@ -417,6 +422,16 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 implementation.close()
     records = recorder.results()
+    # Where this student's time went (benchmarks/grade_throughput.py sums it up): the worker's start-up (it
+    # overlaps collection), pytest's configuration and collection, the calls to the worker, the checks (the
+    # tests' own work), and turning the outcomes into records.
+    collected = recorder.collected_at or start
+    finished = recorder.finished_at or time.monotonic()
+    calls = float(getattr(implementation, "call_seconds", 0.0))
+    report["timing"] = {"startup": round(sum(getattr(implementation, "startup_seconds", []) or [0.0]), 4),
+                        "collection": round(collected - start, 4), "calls": round(calls, 4),
+                        "checks": round(max(0.0, finished - collected - calls), 4),
+                        "reports": round(time.monotonic() - finished, 4)}
     error = None
     if int(code) == pytest.ExitCode.INTERRUPTED:
         return {"interrupted": True}
@@ -631,7 +646,8 @@ def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[An
     tests = score_tests(records, suite, submission.problems, result.get("error"), submission.details)
     extra = {"fingerprint": fingerprint, "source": submission.source.name,
              "isolation": result.get("isolation", "not run"), "isolated": result.get("isolated", True),
-             "kit_version": kit_version(), "refused": result.get("refused", []), "calls": result.get("stats", {})}
+             "kit_version": kit_version(), "refused": result.get("refused", []), "calls": result.get("stats", {}),
+             "timing": result.get("timing", {})}
     results = results_json(student=submission.student, status=student_status(submission, result, records),
                            tests=tests, execution_time=result.get("seconds", 0.0), output=result.get("output", ""),
                            extra=extra)

@@ -161,6 +161,7 @@ class IsolatedImplementation:
         self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
         self.spent = 0.0  # seconds of student code so far (the reference's time not counted)
         self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
+        self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
         self.received = 0  # bytes the worker sent so far
         self._uid: int | None = None
         self._init_data: dict[str, dict[str, list[str]]] = {"functions": {}, "dependencies": {}}
@@ -546,6 +547,7 @@ class IsolatedImplementation:
                 if self.reference_spent + reference_seconds < self.limits.reference_seconds:
                     deadline += spent  # the reference's time does not count against the student (up to a limit)
         finally:
+            self.call_seconds += time.monotonic() - begun
             self.spent += max(0.0, time.monotonic() - begun - reference_seconds)
             self.reference_spent += reference_seconds
 
