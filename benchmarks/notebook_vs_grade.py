@@ -36,7 +36,10 @@ sys.path.insert(0, str(ROOT))
 from grader.authoring.notebooks import SINGLE_ASSIGNMENT, build_course  # noqa: E402
 from grader.mutants import Mutant, load_catalogue  # noqa: E402
 
-ENV = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+# The interpreter's own bin folder first: nbgrader runs helper programs (alembic) by name, which an
+# environment that was not activated would not find on PATH.
+ENV = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                    "PATH": os.pathsep.join(filter(None, [str(Path(sys.executable).parent), os.environ.get("PATH")]))}
 
 
 def run(command: list[str], cwd: Path) -> float:

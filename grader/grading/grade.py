@@ -633,7 +633,7 @@ def student_status(submission: Any, result: dict[str, Any], records: list[dict[s
         parts.append(_calls_status(result["stats"]))
     if result.get("refusals"):
         parts.append(f"{result['refusals']} request(s) to the reference refused (not the exercise's dependencies)")
-    if result.get("isolated") is False and result.get("isolation", "not run") != "not run":
+    if result.get("isolated") is False:
         parts.append("graded without isolation")
     return "; ".join(part for part in parts if part) or "ok"
 
@@ -751,7 +751,7 @@ def grade_batch(
         with _progress(len(todo)) as progress:
             for job in todo:
                 if not job["files"]:  # nothing gradable: no need to start any code
-                    results = finish(job, {"isolation": "not run"})
+                    results = finish(job, {"isolation": "not run", "isolated": plan.isolated})
                     graded += 1
                     status = results["extra_data"]["status"]
                     progress.advance(escape_text(f"{job['student']}: {number(results['score'])} ({status})"))
