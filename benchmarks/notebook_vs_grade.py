@@ -137,6 +137,10 @@ def main() -> int:
         print(f"nbgrader autograde, one student at a time:   {sum(times['nbgrader']) / args.n:6.1f} s per submission")
         print(f"attention-kit grade, one student at a time:  {sum(times['grade']) / args.n:6.1f} s per submission")
         print(f"attention-kit grade, all {args.n} at once:          {batch / args.n:6.1f} s per submission")
+        nbgrader_each = sum(times["nbgrader"]) / args.n
+        print(f"ratio, nbgrader autograde / attention-kit grade (same notebooks, this run): "
+              f"{nbgrader_each / (sum(times['grade']) / args.n):.1f}x one at a time, "
+              f"{nbgrader_each / (batch / args.n):.1f}x as a batch")
     finally:
         if args.keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
