@@ -50,6 +50,7 @@ import argparse
 import atexit
 import contextlib
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -166,12 +167,9 @@ def _recorder(job: dict[str, Any]) -> Any:
     hidden = {f["path"]: f["exercise"] for f in job["suite"] if f["hidden"]}
     secrets = _Secrets.of(tuple(sorted(hidden)))
 
-    def implementation_of(path: Path) -> Any:
-        return make_implementation(path, job["fair"], job.get("policy", "require"),
-                                   job.get("budget", STUDENT_BUDGET))
-
     class Recorder:
         def __init__(self) -> None:
+            self.job = job
             self.implementation: Any = None
             self.started: Any = None
             self.order: list[tuple[str, str, str]] = []
@@ -189,13 +187,26 @@ def _recorder(job: dict[str, Any]) -> Any:
             if started is not None:
                 with contextlib.suppress(Exception):
                     started.close()
-            self.implementation = implementation_of(path)
+            self.implementation = self.implementation_of(path)
             return self.implementation
+
+        def implementation_of(self, path: Path) -> Any:
+            return make_implementation(path, self.job["fair"], self.job.get("policy", "require"),
+                                       self.job.get("budget", STUDENT_BUDGET))
+
+        def reset(self, next_job: dict[str, Any], items: list[Any]) -> None:
+            """Record the next student (a session that is reused): fresh state, the tests of ``items`` only."""
+            self.job = next_job
+            self.implementation = self.started = None
+            self.records, self.internal_before, self.environment = {}, {}, {}
+            self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
+            self.collected_at = time.monotonic()
+            self.finished_at = 0.0
 
         def start(self) -> None:
             """Start the student's worker now, so that its start-up overlaps pytest's own."""
             with contextlib.suppress(Exception):  # if it cannot start, the fixture reports why, as without this
-                self.implementation = self.started = implementation_of(Path(job["folder"]))
+                self.implementation = self.started = self.implementation_of(Path(self.job["folder"]))
 
         def internal_count(self) -> int:
             return len(getattr(self.implementation, "internal", None) or [])
@@ -268,7 +279,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             for nodeid, path, exercise in self.order:
                 record = self.records.get(nodeid, {"outcome": "failed", "message": "did not run", "output": "",
                                                    "duration": 0.0})
-                record["message"] = _clean_failure(record["message"], job["folder"])
+                record["message"] = _clean_failure(record["message"], self.job["folder"])
                 records.append({"nodeid": nodeid, "file": path, "exercise": exercise, **record})
             return records
 
@@ -385,13 +396,9 @@ def _memoize_statement_ranges() -> None:
     code.getstatementrange_ast = getstatementrange_ast
 
 
-def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
-    """Run the graded suite on one submission in this process; student code runs behind the proxy."""
-    import pytest
-
-    recorder = _recorder(job)
-    args = [
-        *job["files"], f"--impl={job['folder']}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
+def _pytest_arguments(files: list[str], folder: str) -> list[str]:
+    return [
+        *files, f"--impl={folder}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
         "-q", "--tb=short", "--no-header", *(f"-p{name}" for name in SUITE_PLUGINS),
         # The tests print in this process only (student code prints in the worker): sys-level capture is enough,
         # and spares the file-descriptor juggling of the default --capture=fd in every phase of every test.
@@ -400,14 +407,103 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
         # (it calls gc.collect five times at exit), which matters when pytest runs once per student.
         *(f"-pno:{name}" for name in UNUSED_PLUGINS),
     ]
+
+
+class _Session:
+    """One pytest session per grading process and suite, collected once and run again for every student.
+
+    Configuring pytest and collecting the suite cost about a fifth of a
+    student's grading; they depend only on the suite, never on the student.
+    Each student's run goes through the same per-test protocol as
+    ``pytest.main`` (``pytest_runtest_protocol``, fixtures set up and torn
+    down, the session-scoped implementation included), with the recorder,
+    the ``--impl`` folder and the per-run diagnoses reset first. Anything
+    unexpected while building it falls back to ``pytest.main`` per student;
+    an error while running drops it (the next student gets a fresh one).
+    Set ``ATTENTION_KIT_FRESH_PYTEST=1`` to always use ``pytest.main``.
+    """
+
+    _made: dict[str, _Session] = {}
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        from _pytest.config import _prepareconfig
+        from _pytest.main import Session
+
+        from grader.quiet import _no_plugin_autoload
+
+        self.recorder = _recorder(job)
+        self.sink = io.StringIO()
+        files = [f["path"] for f in job["suite"]]
+        with _no_plugin_autoload(), contextlib.redirect_stdout(self.sink), contextlib.redirect_stderr(self.sink):
+            config = _prepareconfig(_pytest_arguments(files, job["folder"]), plugins=[self.recorder])
+            config._do_configure()
+            session = Session.from_config(config)
+            session.exitstatus = 0
+            config.hook.pytest_sessionstart(session=session)
+            config.hook.pytest_collection(session=session)
+        self.config, self.session, self.items = config, session, list(session.items)
+
+    @classmethod
+    def of(cls, job: dict[str, Any]) -> _Session | None:
+        if os.environ.get("ATTENTION_KIT_FRESH_PYTEST"):
+            return None
+        key = repr(job["suite"])
+        if key not in cls._made:
+            try:
+                cls._made = {key: cls(job)}
+            except BaseException:  # noqa: BLE001 - pytest.main per student reports whatever this was
+                return None
+        return cls._made[key]
+
+    @classmethod
+    def drop(cls) -> None:
+        cls._made = {}
+
+    def run(self, job: dict[str, Any]) -> tuple[Any, int, str]:
+        """Run the tests of ``job["files"]`` for ``job``'s student: (recorder, exit code, what pytest printed)."""
+        from tests.plugin import DIAGNOSES
+
+        files = set(job["files"])
+        items = [item for item in self.items if str(item.path) in files]
+        recorder = self.recorder
+        recorder.reset(job, items)
+        self.config.option.impl = job["folder"]
+        self.config.stash[DIAGNOSES] = {}  # the diagnoses of one student are never another's
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.stats.clear()
+        self.sink.seek(0)
+        self.sink.truncate()
+        recorder.start()
+        try:
+            with contextlib.redirect_stdout(self.sink), contextlib.redirect_stderr(self.sink):
+                for index, item in enumerate(items):
+                    following = items[index + 1] if index + 1 < len(items) else None
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+        except BaseException:
+            _Session.drop()  # its state is unknown now
+            raise
+        recorder.finished_at = time.monotonic()
+        return recorder, (1 if recorder.errors else 0), self.sink.getvalue()
+
+
+def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
+    """Run the graded suite on one submission in this process; student code runs behind the proxy."""
+    import pytest
+
     start = time.monotonic()
     _memoize_statement_ranges()
-    recorder.start()
     from grader.quiet import run_pytest
 
     report: dict[str, Any] = {}
+    reused = _Session.of(job)
+    recorder = reused.recorder if reused is not None else _recorder(job)
     try:
-        code, printed = run_pytest(args, recorder)
+        if reused is not None:
+            recorder, code, printed = reused.run(job)
+        else:
+            recorder.start()
+            code, printed = run_pytest(_pytest_arguments(job["files"], job["folder"]), recorder)
     finally:
         implementation = recorder.implementation
         report["isolation"] = getattr(implementation, "isolation", "unknown")
