@@ -449,6 +449,7 @@ class _Session:
             return None
         key = repr(job["suite"])
         if key not in cls._made:
+            cls.drop()  # another suite (another batch in this process): one session at a time
             try:
                 cls._made = {key: cls(job)}
             except BaseException:  # noqa: BLE001 - pytest.main per student reports whatever this was
@@ -457,7 +458,12 @@ class _Session:
 
     @classmethod
     def drop(cls) -> None:
-        cls._made = {}
+        """End the session (its plugins unconfigured, its capture stopped) and forget it."""
+        made, cls._made = cls._made, {}
+        for reused in made.values():
+            with contextlib.suppress(BaseException), contextlib.redirect_stdout(reused.sink), \
+                    contextlib.redirect_stderr(reused.sink):
+                reused.config._ensure_unconfigure()
 
     def run(self, job: dict[str, Any]) -> tuple[Any, int, str]:
         """Run the tests of ``job["files"]`` for ``job``'s student: (recorder, exit code, what pytest printed)."""

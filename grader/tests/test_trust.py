@@ -450,6 +450,7 @@ def test_a_broken_configuration_is_not_graded_never_a_zero(tmp_path):
 def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypatch):
     from grader.grading import grade
 
+    monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", "1")  # no second long-lived pytest session inside this one
     monkeypatch.setattr(confine, "command", lambda *args, **kwargs: ([sys.executable, "-c", "raise SystemExit(3)"],
                                                                     str(tmp_path)))
     folder = copy_reference(tmp_path / "ada")
@@ -491,10 +492,11 @@ def test_a_fifo_in_place_of_a_notebook_does_not_hang(tmp_path):
     assert "FIFO" in prepared.status and time.monotonic() - started < 5
 
 
-def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path):
+def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path, monkeypatch):
     from grader.grading import grade
     from grader.grading.report import score_tests
 
+    monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", "1")  # no second long-lived pytest session inside this one
     test_file = tmp_path / "test_needs_data_softmax.py"
     test_file.write_text(
         "import numpy as np\n\nEXERCISE = 'softmax'\n\n\n"
@@ -511,3 +513,28 @@ def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path):
     assert not records["test_student_timeout"].get("internal")  # a timeout is the student's
     tests = score_tests(list(records.values()), suite, {}, None)
     assert sum("score" not in t for t in tests) == 1
+
+
+def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeypatch):
+    """The grading processes collect the suite once and rerun it per student: same rows, same feedback."""
+    from grader.grading import grade
+    from grader.grading.samples import plant_mutants
+
+    folder = tmp_path / "subs"
+    copy_reference(folder / "a_correct")
+    for index, mutant in enumerate(plant_mutants(tmp_path / "pool", 4)):
+        shutil.copytree(mutant, folder / f"mutant{index}")
+    copy_reference(folder / "z_correct")
+    outcome = {}
+    for fresh in ("", "1"):
+        grade._stop_idle()  # new grading processes, which read the setting when they start
+        monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", fresh)
+        out = tmp_path / f"out{fresh or 0}"
+        assert grade_batch(folder, out, jobs=1, hidden=None, exercises=EXERCISES, echo=lambda *a: None) == 0
+        outcome[fresh] = {student: ((out / student / "feedback.md").read_text(),
+                                    [(t["name"], t.get("score"), t["status"], t["output"]) for t in  # not durations
+                                     json.loads((out / student / "results.json").read_text())["tests"]])
+                          for student in read_grades(out)}
+        outcome[fresh]["grades.csv"] = (out / "grades.csv").read_text()
+    grade._stop_idle()
+    assert outcome[""] == outcome["1"]
