@@ -7,7 +7,8 @@
 
 The parts: ``grader.grading.submissions`` finds and statically checks each
 submission; long-lived grading processes run the graded pytest suite against
-it, in process, once per student (``pytest.main`` with a recording plugin);
+it, in process, with a recording plugin (a pytest session configured and
+collected once per process and rerun for each student, see ``_Session``);
 the student's code itself runs behind ``grader.sandbox.proxy.IsolatedImplementation``
 (see ``make_implementation``), never in the process that checks the results; ``grader.grading.report`` scores the
 outcomes and writes ``OUT/<student>/results.json`` (Gradescope format),
