@@ -601,11 +601,22 @@ def _death_reason(exitcode: int | None) -> str:
     return f"the grading process exited with code {exitcode}"
 
 
+# A grading process busy on one student for longer than this is slow: another one takes the next student.
+SLOW_AFTER = 4.0
+MAX_EXTRA = 4
+
+
 def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iterator[tuple[dict, dict]]:
     """Grade ``jobs`` in long-lived processes; yield ``(job, result)`` as each finishes.
 
     A process that dies or overruns ``timeout`` costs only its current
     student (who gets a row saying why); a fresh process takes its place.
+
+    A slow submission does not hold up the others: while a process has been
+    on one student for more than ``SLOW_AFTER`` seconds (honest ones take
+    about one), it no longer counts as one of the ``processes`` slots, and
+    another process takes the next student (at most ``MAX_EXTRA`` extra). The
+    slow one's own cost stays bounded by its budget.
     """
     import multiprocessing
     from multiprocessing.connection import wait
@@ -624,9 +635,17 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
     healthy = False
     try:
         while pending or any(w.job is not None for w in workers):
-            for worker in workers:
-                if worker.job is None and pending:
-                    worker.send(pending.popleft())
+            now = time.monotonic()
+            fast = sum(1 for w in workers if w.job is not None and now - w.started <= SLOW_AFTER)
+            idle = [w for w in workers if w.job is None]
+            while pending and fast < processes:
+                if not idle:
+                    if len(workers) >= wanted + MAX_EXTRA:
+                        break
+                    workers.append(_Worker(context))
+                    idle.append(workers[-1])
+                idle.pop(0).send(pending.popleft())
+                fast += 1
             busy = [w for w in workers if w.job is not None]
             wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0.5)
             for index, worker in enumerate(workers):

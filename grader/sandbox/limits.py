@@ -335,10 +335,12 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
     return [*prefix, executable, "-I", "-S", "-B", worker, *arguments], cwd
 
 
-def limiter(limits: Limits) -> Callable[[], None]:
-    """The ``preexec_fn`` that applies ``limits`` in the child before it executes anything."""
+def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
+    """The ``preexec_fn`` that applies ``limits`` (and ``niceness``) in the child before it executes anything."""
 
     def apply() -> None:
+        if niceness:
+            os.nice(niceness)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))

@@ -282,7 +282,9 @@ class IsolatedImplementation:
             self._process = subprocess.Popen(
                 cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
                 stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
-                preexec_fn=confine.limiter(self.limits), start_new_session=True,
+                # A submission that already ran out of time gets the CPU only when honest ones do not need it.
+                preexec_fn=confine.limiter(self.limits, niceness=10 if self.stats["timed_out"] else 0),
+                start_new_session=True,
             )
         except OSError as error:
             for fd in (requests_write, replies_read, output_read):
