@@ -1,6 +1,6 @@
 """How fast does ``attention-kit grade`` go? Submissions per second and CPU cost per submission.
 
-    python benchmarks/grade_throughput.py [--n 100] [--jobs CORES] [--keep DIR]
+    python benchmarks/grade_throughput.py [--n 100] [--slow 5] [--jobs CORES] [--keep DIR]
 
 Generates N submissions (a third correct, the rest spread over the mutant
 catalogue), grades them in a fresh ``python -m grader grade --force`` with
@@ -43,6 +43,25 @@ def make_class(folder: Path, n: int) -> None:
         else:
             shutil.copytree(mutants[index % len(mutants)], target)
     shutil.rmtree(folder / "_pool")
+
+
+SLOW = {
+    "sleeps": "\n\ndef {name}(*args, **kwargs):\n    import time\n    time.sleep(4.8)\n",
+    "loops": "\n\ndef {name}(*args, **kwargs):\n    while True:\n        pass\n",
+}
+
+
+def add_slow(folder: Path, count: int) -> None:
+    """``count`` submissions whose every function sleeps just under the per-call limit, or loops."""
+    from grader.curriculum import load
+
+    for index in range(count):
+        kind = list(SLOW)[index % len(SLOW)]
+        target = folder / f"slow{index:02d}_{kind}"
+        _copy_reference(target)
+        for exercise in load().exercises:
+            with open(target / exercise.module_file, "a", encoding="utf-8") as module:
+                module.write("".join(SLOW[kind].format(name=name) for name in exercise.functions))
 
 
 def cpu_seconds() -> float:
@@ -98,11 +117,14 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=100, help="number of submissions (default 100)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: cores)")
     parser.add_argument("--keep", type=Path, default=None, help="grade into this folder and keep it")
+    parser.add_argument("--slow", type=int, default=0,
+                        help="add this many slow submissions (sleeping or looping in every call)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grade-throughput-") as scratch:
         submissions = Path(scratch) / "submissions"
         out = args.keep or Path(scratch) / "out"
         make_class(submissions, args.n)
+        add_slow(submissions, args.slow)
         command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
                    "--jobs", str(args.jobs), "--force"]
         sampler = DescendantSampler()
@@ -118,14 +140,16 @@ def main() -> int:
             print(f"grading failed with exit status {completed.returncode}")
             return 1
         isolation = [line for line in completed.stdout.splitlines() if line.startswith("Isolation:")]
-        print(f"{args.n} submissions, --jobs {args.jobs} on {os.cpu_count()} cores")
+        slow = f" + {args.slow} slow ones" if args.slow else ""
+        print(f"{args.n} submissions{slow}, --jobs {args.jobs} on {os.cpu_count()} cores")
         print(f"wall time:              {wall:.1f} s")
-        print(f"submissions per second: {args.n / wall:.2f}")
-        print(f"core-seconds per submission: {cpu / args.n:.3f} (getrusage: self + waited children)")
-        print(f"core-seconds per submission: {sampled / args.n:.3f} (all descendants, sampled from /proc)")
+        total = args.n + args.slow
+        print(f"submissions per second: {total / wall:.2f}")
+        print(f"core-seconds per submission: {cpu / total:.3f} (getrusage: self + waited children)")
+        print(f"core-seconds per submission: {sampled / total:.3f} (all descendants, sampled from /proc)")
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows the wall time)")
         print(isolation[0] if isolation else "Isolation: ?")
-        print_split(out, args.n)
+        print_split(out, total)
     return 0
 
 
