@@ -774,8 +774,10 @@ def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[An
                            tests=tests, execution_time=result.get("seconds", 0.0), output=result.get("output", ""),
                            extra=extra)
     if result.get("refused"):
+        from grader.grading.report import escape_text
+
         results["output"] += ("\n\nRefused requests to the reference (they cannot earn points):\n  "
-                              + "\n  ".join(result["refused"]))
+                              + "\n  ".join(escape_text(reason) for reason in result["refused"]))
     write_student(out, results)
     return results
 
