@@ -538,3 +538,26 @@ def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeyp
         outcome[fresh]["grades.csv"] = (out / "grades.csv").read_text()
     grade._stop_idle()
     assert outcome[""] == outcome["1"]
+
+
+def test_the_isolation_policy(monkeypatch):
+    """Namespaces: always used. Without: refuse; a container runs as an unprivileged user; 'none' says so."""
+    bwrap = confine.Plan("bwrap", 65534, "namespaces (bwrap)")
+    unconfined = confine.Plan("rlimits", 65534, "rlimits only", isolated=False, missing="bwrap is not installed")
+    unreadable = confine.Plan("rlimits", None, "rlimits only", isolated=False, missing="bwrap is not installed")
+    for found, policy, expected in [(bwrap, "require", "bwrap"), (bwrap, "container", "bwrap"),
+                                    (unconfined, "container", "container"), (unconfined, "none", "rlimits")]:
+        monkeypatch.setattr(confine, "plan", lambda found=found: found)
+        confine.choose.cache_clear()
+        chosen = confine.choose(policy)
+        assert chosen.mode == expected, (found, policy, chosen)
+        assert chosen.isolated == (policy != "none" or found.mode == "bwrap")
+        if policy == "none" and found.mode != "bwrap":
+            assert chosen.description.startswith("NOT ISOLATED")
+    for found, policy in [(unconfined, "require"), (unreadable, "require")] + (
+            [(unreadable, "container")] if os.geteuid() == 0 else []):
+        monkeypatch.setattr(confine, "plan", lambda found=found: found)
+        confine.choose.cache_clear()
+        with pytest.raises(confine.IsolationUnavailable):
+            confine.choose(policy)
+    confine.choose.cache_clear()
