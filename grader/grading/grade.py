@@ -124,10 +124,26 @@ def make_implementation(path: Path, fair: bool, policy: str = "require", budget:
     The one seam between grading and running student code. The grading
     process only checks results; the student's modules never load in it.
     """
-    from grader.sandbox.proxy import IsolatedImplementation, Limits
+    from grader.sandbox.proxy import IsolatedImplementation
 
-    return IsolatedImplementation(path, fair=fair, reference=ROOT / "solutions", policy=policy,
-                                  limits=Limits(student_seconds=budget))
+    return IsolatedImplementation.warm(path, **_implementation_options(fair, policy, budget))
+
+
+def _implementation_options(fair: bool, policy: str, budget: float) -> dict[str, Any]:
+    from grader.sandbox.proxy import Limits
+
+    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy, "limits": Limits(student_seconds=budget)}
+
+
+def _keep_spare(job: dict[str, Any]) -> None:
+    """Start the next student's worker now (a grading process mostly grades students with the same options)."""
+    if os.environ.get("ATTENTION_KIT_NO_SPARE"):
+        return
+    from grader.sandbox.proxy import IsolatedImplementation
+
+    with contextlib.suppress(Exception):  # without a spare the next student's worker starts as usual
+        IsolatedImplementation.keep_spare(**_implementation_options(
+            job["fair"], job.get("policy", "require"), job.get("budget", STUDENT_BUDGET)))
 
 
 def kit_version() -> str:
@@ -208,6 +224,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             """Start the student's worker now, so that its start-up overlaps pytest's own."""
             with contextlib.suppress(Exception):  # if it cannot start, the fixture reports why, as without this
                 self.implementation = self.started = self.implementation_of(Path(self.job["folder"]))
+            _keep_spare(self.job)  # the next student's worker starts up while this one is graded
 
         def internal_count(self) -> int:
             return len(getattr(self.implementation, "internal", None) or [])
@@ -559,6 +576,9 @@ def _worker_main(connection: Any, root: str) -> None:
         while True:
             job = connection.recv()
             if job is None:
+                from grader.sandbox.proxy import IsolatedImplementation
+
+                IsolatedImplementation.close_spares()  # first: its scratch folder must not outlive us
                 return
             try:
                 result = grade_in_process(job)
@@ -620,6 +640,11 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
     """
     import multiprocessing
     from multiprocessing.connection import wait
+
+    # multiprocessing terminates daemonic processes at exit; ours must be asked to stop first (atexit runs the
+    # last registered first), so that they can end their spare workers and remove their scratch folders.
+    atexit.unregister(_stop_idle)
+    atexit.register(_stop_idle)
 
     # spawn: a clean interpreter, never a fork of a parent that may hold threads (progress bar).
     if not jobs:

@@ -26,6 +26,8 @@ Example
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import inspect
 import os
 import select
@@ -62,7 +64,9 @@ FAIR_VIEW_ALL = protocol.VIEW_ALL
 # The reference is a pure function of its arguments (random generators travel with their state), and the
 # graded tests use seeded inputs, so students whose code gets as far as the same callback ask the very same
 # question; the answer is sent again without decoding, running the reference or encoding. Per process.
-_ANSWERS: dict[tuple[str, bytes], bytes] = {}
+_ANSWERS: dict[tuple[str, str, bytes], bytes] = {}
+# The spare worker of this process (see IsolatedImplementation.warm): (its options, the implementation).
+_SPARES: list[tuple[str, Any]] = []
 _ANSWERS_MAX_BYTES = 32 << 20
 _answers_bytes = 0
 
@@ -75,6 +79,9 @@ def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
         _answers_bytes = 0
     _ANSWERS[key] = answer
     _answers_bytes += size
+
+
+atexit.register(lambda: IsolatedImplementation.close_spares())
 
 
 class WorkerCrashed(RuntimeError):
@@ -182,9 +189,59 @@ class IsolatedImplementation:
         self._live: dict[str, Any] = {"process": None, "fds": {}}
         weakref.finalize(self, IsolatedImplementation._cleanup, self._scratch, self._live)
         self._missing = self._prepare_scratch()
+        self._adopted = False
         self._handshake_pending = False
         self._spawned_at = 0.0
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
+
+    # ------------------------------------------------------------------ a warm worker
+
+    @classmethod
+    def warm(cls, path: Path | str, **options: Any) -> IsolatedImplementation:
+        """An implementation of ``path`` whose worker is already up, if one was kept (see ``keep_spare``).
+
+        A spare is a worker started for no one: it has imported numpy and
+        answered its init message, and has never seen a student's module (it
+        imports lazily). Adopting it copies ``path``'s modules into its own
+        scratch folder (which its sandbox shows live), so the student's first
+        call does not wait for a start-up. Otherwise a fresh one is started.
+        """
+        key = repr(sorted(options.items()))
+        while _SPARES:
+            spare_key, spare = _SPARES.pop()
+            alive = spare._process is not None and spare._process.poll() is None
+            if spare_key == key and alive and not spare._adopted:
+                spare._adopt(Path(path))
+                return spare
+            spare.close()
+        return cls(path, **options)
+
+    @staticmethod
+    def close_spares() -> None:
+        """Stop the spare worker of this process, if any (and remove its scratch folder)."""
+        while _SPARES:
+            with contextlib.suppress(Exception):
+                _SPARES.pop()[1].close()
+
+    @classmethod
+    def keep_spare(cls, **options: Any) -> None:
+        """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process)."""
+        while _SPARES:
+            _SPARES.pop()[1].close()
+        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-"))
+        try:
+            spare = cls(empty, **options)
+        finally:
+            shutil.rmtree(empty, ignore_errors=True)
+        _SPARES.append((repr(sorted(options.items())), spare))
+
+    def _adopt(self, path: Path) -> None:
+        self.path = path.resolve()
+        if not self.path.is_dir():
+            self.close()
+            raise ImplementationError(f"--impl {path}: no such folder")
+        self._adopted = True
+        self._missing = self._copy_modules()
 
     # ------------------------------------------------------------------ public API
 
@@ -253,6 +310,11 @@ class IsolatedImplementation:
         modules = self._scratch / "modules"
         modules.mkdir(mode=0o755)
         os.chmod(modules, 0o755)
+        return self._copy_modules()
+
+    def _copy_modules(self) -> set[str]:
+        """Copy the submission's modules into the scratch folder; return the missing modules."""
+        modules = self._scratch / "modules"
         wanted = {exercise.module_file for exercise in self.curriculum.exercises}
         helpers = {p.name for p in self.path.glob("_*.py") if p.name != "__init__.py" and p.name.isascii()}
         missing = set()
