@@ -516,7 +516,8 @@ def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path, monke
 
 
 def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeypatch):
-    """The grading processes collect the suite once and rerun it per student: same rows, same feedback."""
+    """The grading processes collect the suite once and rerun it per student, with a warm worker waiting for the
+    next student: same rows, same feedback as pytest.main and a fresh worker per student."""
     from grader.grading import grade
     from grader.grading.samples import plant_mutants
 
@@ -529,6 +530,7 @@ def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeyp
     for fresh in ("", "1"):
         grade._stop_idle()  # new grading processes, which read the setting when they start
         monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", fresh)
+        monkeypatch.setenv("ATTENTION_KIT_NO_SPARE", fresh)  # and without a warm worker
         out = tmp_path / f"out{fresh or 0}"
         assert grade_batch(folder, out, jobs=1, hidden=None, exercises=EXERCISES, echo=lambda *a: None) == 0
         outcome[fresh] = {student: ((out / student / "feedback.md").read_text(),
