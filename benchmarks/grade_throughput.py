@@ -1,6 +1,6 @@
 """How fast does ``attention-kit grade`` go? Submissions per second and CPU cost per submission.
 
-    python benchmarks/grade_throughput.py [--n 100] [--slow 5] [--jobs CORES] [--keep DIR]
+    python benchmarks/grade_throughput.py [--n 100] [--slow 5] [--jobs CORES] [--keep DIR] [--record]
 
 Generates N submissions (a third correct, the rest spread over the mutant
 catalogue), grades them in a fresh ``python -m grader grade --force`` with
@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grader.grading.samples import _copy_reference, plant_mutants  # noqa: E402
 
@@ -119,6 +120,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="grade into this folder and keep it")
     parser.add_argument("--slow", type=int, default=0,
                         help="add this many slow submissions (sleeping or looping in every call)")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grade-throughput-") as scratch:
         submissions = Path(scratch) / "submissions"
@@ -150,6 +152,14 @@ def main() -> int:
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows the wall time)")
         print(isolation[0] if isolation else "Isolation: ?")
         print_split(out, total)
+        if args.record:
+            from _record import record
+
+            record(__file__, f"{args.n} in {wall:.0f} s (--jobs {args.jobs}), {sampled / args.n:.2f} core-s each",
+                   {"submissions": args.n, "jobs": args.jobs, "wall_s": round(wall, 1),
+                    "per_second": round(args.n / wall, 2), "core_s_each_getrusage": round(cpu / args.n, 3),
+                    "core_s_each_sampled": round(sampled / args.n, 3),
+                    "isolation": isolation[0] if isolation else "?"})
     return 0
 
 

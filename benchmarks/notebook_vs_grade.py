@@ -1,6 +1,6 @@
 """Notebook submissions: ``nbgrader autograde`` against ``attention-kit grade``, seconds per submission.
 
-    python benchmarks/notebook_vs_grade.py [--n 5] [--keep DIR]
+    python benchmarks/notebook_vs_grade.py [--n 5] [--keep DIR] [--record]
 
 Builds the single-notebook nbgrader course (``attention-kit notebooks
 --layout single``), releases it, and fills N copies of the released notebook
@@ -32,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grader.authoring.notebooks import SINGLE_ASSIGNMENT, build_course  # noqa: E402
 from grader.mutants import Mutant, load_catalogue  # noqa: E402
@@ -97,6 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=5, help="number of submissions (default 5)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
     scratch = Path(args.keep or tempfile.mkdtemp(prefix="notebook-vs-grade-")).resolve()
     try:
@@ -141,6 +143,14 @@ def main() -> int:
         print(f"ratio, nbgrader autograde / attention-kit grade (same notebooks, this run): "
               f"{nbgrader_each / (sum(times['grade']) / args.n):.1f}x one at a time, "
               f"{nbgrader_each / (batch / args.n):.1f}x as a batch")
+        if args.record:
+            from _record import record
+
+            nbgrader_each, grade_each = sum(times["nbgrader"]) / args.n, sum(times["grade"]) / args.n
+            record(__file__, f"`nbgrader autograde` {nbgrader_each:.0f} s per submission, `attention-kit grade` "
+                   f"{grade_each:.1f} s one at a time and {batch / args.n:.1f} s each in a batch of {args.n}",
+                   {"submissions": args.n, "nbgrader_s_each": round(nbgrader_each, 1),
+                    "grade_s_each": round(grade_each, 1), "grade_batch_s_each": round(batch / args.n, 1)})
     finally:
         if args.keep is None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -6,7 +6,7 @@ a fresh worker (sandbox, Python, numpy). Round trip: one small call
 whose softmax is a callback to the reference), minus nothing: all overhead
 included. Usage::
 
-    python benchmarks/worker_overhead.py [--calls N] [--starts M]
+    python benchmarks/worker_overhead.py [--calls N] [--starts M] [--record]
 """
 
 from __future__ import annotations
@@ -19,13 +19,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     options = parser.parse_args()
+    figures: dict[str, object] = {}
 
     import numpy as np
 
@@ -45,6 +48,8 @@ def main() -> int:
         with IsolatedImplementation(ROOT / "solutions") as implementation:
             implementation.function("softmax", "softmax")  # waits for the worker and imports softmax.py
             starts.append(time.perf_counter() - begin)
+    figures["isolation"] = description
+    figures["startup_ms_median"] = round(statistics.median(starts) * 1000)
     print(f"start-up (new worker + first import): median {statistics.median(starts) * 1000:.0f} ms, "
           f"min {min(starts) * 1000:.0f} ms over {len(starts)}")
 
@@ -74,8 +79,15 @@ def main() -> int:
             for _ in range(options.calls):
                 function(*args)
             inline = (time.perf_counter() - begin) / options.calls
+            figures[f"round_trip_us: {label}"] = round(wall * 1e6)
             print(f"round trip {label}: {wall * 1e6:.0f} us per call ({cpu * 1e6:.0f} us CPU in the grading "
                   f"process; in-process call {inline * 1e6:.0f} us)")
+    if options.record:
+        from _record import record
+
+        softmax = figures["round_trip_us: softmax"]
+        record(__file__, f"start-up {figures['startup_ms_median']} ms (median of {options.starts}), "
+               f"round trip {softmax} us per softmax call", figures)
     return 0
 
 

@@ -23,6 +23,9 @@ Entry ``[i, j]`` of the weights says how much of value ``j`` goes into output
 ``i``. It is not, by itself, the importance of token ``j`` for the model's
 prediction: a heatmap of weights shows a computation, not an explanation.
 
+Read first: the reading (docs/reading.md#attention and
+docs/reading.md#scaling).
+
 What the tests check
 --------------------
 * shapes ``(..., n_q, n_k)`` and ``(..., n_q, d_v)`` with batch axes and
@@ -34,8 +37,8 @@ What the tests check
 * scaling: for unit-variance q and k the scores keep variance near 1 for
   d_k from 4 to 1024, and the attention entropy neither collapses onto one
   key nor flattens to uniform as d_k grows;
-* the worked example of the reading: 8 tokens, rng(42), d_model 16,
-  d_k = d_v = 8;
+* the worked example of the reading (docs/reading.md#worked-example):
+  8 tokens, rng(42), d_model 16, d_k = d_v = 8;
 * masking: a blocked key gets weight exactly 0, changing its key or value
   changes nothing, bool and additive masks agree, any float mask is added,
   a fully blocked row gives zeros (no NaN, no warning), masks broadcast

@@ -21,6 +21,8 @@ is not, so that the softmax gives blocked keys weight 0. A large negative
 number such as -1e9 is a common stand-in for ``-inf``, but a row with every
 key blocked then gets uniform weights instead of none.
 
+Read first: the reading (docs/reading.md#masks).
+
 What the tests check
 --------------------
 * ``causal_mask``: dtype bool, shape ``(n, n)``, the diagonal allowed, the

@@ -11,19 +11,22 @@ each token vector ``x`` (a row of ``X``) is projected three times:
 
 The three matrices are parameters learned in training; the names are
 analogies, not roles built in. This kit uses the row-vector convention of the
-reading, ``Q = X @ W_Q`` with ``W_Q`` of shape ``(d_in, d_out)``.
+reading (docs/reading.md#projections), ``Q = X @ W_Q`` with ``W_Q`` of shape
+``(d_in, d_out)``.
 
 Weights start random. Drawing them with standard deviation ``1/sqrt(d_in)``
 keeps ``x @ W`` on the scale of ``x``: each output is a sum of ``d_in``
 products, whose variance the ``1/d_in`` cancels.
+
+Read first: the reading (docs/reading.md#projections).
 
 What the tests check
 --------------------
 * ``init_weight``: shape ``(d_in, d_out)``, dtype float64, mean near 0 and
   standard deviation near ``1/sqrt(d_in)``, the same draws as
   ``rng.normal(0, 1/sqrt(d_in), (d_in, d_out))`` (so it reproduces the
-  weights of the reading's example), bad sizes rejected naming ``d_in`` or
-  ``d_out``;
+  weights of the reading's example, docs/reading.md#worked-example), bad
+  sizes rejected naming ``d_in`` or ``d_out``;
 * ``linear``: ``x @ weight + bias`` on inputs with batch axes, with and
   without bias, dtype kept for float32, a row-by-row check that rows do not
   mix, and a clear error when ``x``, ``weight`` or ``bias`` do not fit;
@@ -53,7 +56,8 @@ def init_weight(rng: np.random.Generator, d_in: int, d_out: int) -> np.ndarray:
     numpy.ndarray
         Shape ``(d_in, d_out)``, dtype float64, entries drawn with
         ``rng.normal(0.0, 1/sqrt(d_in), size=(d_in, d_out))`` (one call, so
-        the same seed gives the same matrix as the reading's example).
+        the same seed gives the same matrix as the reading's example,
+        docs/reading.md#worked-example).
 
     Raises
     ------

@@ -16,6 +16,9 @@ Two details decide whether an implementation survives real inputs:
   may attend to nothing) there is nothing to normalise: the answer is all
   zeros, not NaN.
 
+Read first: the reading (docs/reading.md#attention), its part on softmax
+and numerical stability.
+
 What the tests check
 --------------------
 * the output has the input's shape and floating dtype;

@@ -2,9 +2,11 @@
 
 Each room imports only the rooms above it in this list (never a room below it):
 
-- the base: ``curriculum`` (the manifest ``curriculum.toml``), ``suite`` (which
-  test files are graded), ``quiet`` (pytest in-process, quietly), ``cli`` (the
-  ``attention-kit`` command, which only dispatches);
+- the base: ``curriculum`` (the manifest ``curriculum.toml``, where the kit's
+  data tree is, the course's part), ``suite`` (which test files are graded),
+  ``scoring`` (the one rule that turns passing tests into points), ``quiet``
+  (pytest in-process, quietly), ``cli`` (the ``attention-kit`` command, which
+  only dispatches);
 - ``mutants``: the catalogue of known mistakes (``mutants/*.toml``), its docs and report;
 - ``sandbox``: the only code that starts, confines and talks to student code;
 - ``student``: what students run (status, hint, watch, demo, the notebooks' check cells);

@@ -9,21 +9,31 @@ does not pay for what ``attention-kit grade`` needs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
+from collections.abc import Iterator
 
 # command -> (module in grader, one-line help). Order = order in --help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("student.status", "show your progress through the exercises"),
+    "test": ("student.testing", "run the graded pytest suite (pytest's own output; works installed or in a checkout)"),
     "hint": ("student.hints", "show a hint for an exercise, one level at a time"),
     "watch": ("student.watch", "rerun the current exercise's tests whenever you save"),
-    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap"),
+    "demo": ("student.demo", "reproduce the reading's worked example with your code, with a heatmap "
+                             "(docs/reading.md#worked-example)"),
     "grade": ("grading.grade", "grade a folder of submissions (instructors)"),
+    "export": ("grading.export", "export a graded class for LMS gradebooks: Canvas CSV, long CSV (instructors)"),
     "release": ("authoring.release", "build the student repository (instructors)"),
     "gradescope": ("grading.gradescope", "build a Gradescope autograder bundle (instructors)"),
     "notebooks": ("authoring.notebooks", "build an nbgrader course from the exercises (instructors)"),
     "mutants": ("mutants.report", "run the catalogue of known mistakes against the suite (instructors)"),
 }
+
+
+# Commands that grade, list or build for the course's selection of exercises (`--part`).
+PART_COMMANDS = ("status", "watch", "test", "grade", "release", "gradescope", "notebooks")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,18 +49,74 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         sub = commands.add_parser(command, help=help_text, description=help_text)
         module.add_arguments(sub)
+        if command in PART_COMMANDS:
+            sub.add_argument("--part", default=None, metavar="1|2|all",
+                             help="the exercises of the course: Part I, Part II or all "
+                                  "(default: the manifest's [course] part)")
         sub.set_defaults(handler=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "handler", None) is None:
-        parser.print_help()
-        return 0
-    return int(args.handler(args) or 0)
+    """Run the command line; returns the exit status.
+
+    Every command runs inside :func:`quiet_exit`: a closed pipe
+    (``attention-kit watch --once | head``) or Ctrl-C ends it without a traceback.
+    """
+    from grader.curriculum import make_importable
+
+    make_importable()  # the commands import the graded suite's helpers (`tests.kit` ...) from the kit
+    with quiet_exit() as status:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "accepts_extra_arguments", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra_arguments = extra
+        if getattr(args, "part", None) is not None:
+            from grader.curriculum import select_part
+
+            try:
+                select_part(args.part)
+            except ValueError as error:
+                parser.error(f"--part: {error}")
+        if getattr(args, "handler", None) is None:
+            parser.print_help()
+            return 0
+        status.code = int(args.handler(args) or 0)
+    return status.code
+
+
+class _Status:
+    code = 0
+
+
+# Exit statuses of a process ended by a signal, as a shell reports them (128 + signal number).
+EXIT_BROKEN_PIPE = 128 + 13
+EXIT_INTERRUPTED = 128 + 2
+
+
+@contextlib.contextmanager
+def quiet_exit() -> Iterator[_Status]:
+    """End a command quietly on a closed pipe or Ctrl-C, with the exit status a shell expects.
+
+    A reader that stops early (``| head``) closes the pipe: the rest of the
+    output is dropped (stdout is pointed at ``os.devnull`` so that Python's
+    final flush does not fail again) and the status is 141. Ctrl-C prints
+    ``interrupted`` on stderr and gives 130. Used by ``main`` for every
+    command, so no command needs its own handler.
+    """
+    status = _Status()
+    try:
+        yield status
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        status.code = EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError, ValueError):
+            print("\ninterrupted", file=sys.stderr)
+        status.code = EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,20 +1,66 @@
 """Read the curriculum manifest, the one list of exercises every tool uses.
 
 The manifest is ``grader/curriculum.toml``. It owns the order of the
-exercises, their titles, test files, public functions, dependencies, points
-and hints. Import this module (it needs only the standard library) instead of
-writing an exercise name anywhere else.
+exercises, their titles, test files, public functions, dependencies, points,
+hints and the sections of the reading (docs/reading.md) each one relies on.
+Import this module (it needs only the standard library) instead of writing an
+exercise name anywhere else.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-MANIFEST = Path(__file__).with_name("curriculum.toml")
-ROOT = MANIFEST.parent.parent
+PACKAGE = Path(__file__).resolve().parent
+MANIFEST = PACKAGE / "curriculum.toml"
+# The kit's data tree (tests/, solutions/, exercises/, conftest.py, pyproject.toml). In a checkout (or an
+# editable install) that is the repository; an installed wheel carries it inside the package, as
+# ``grader/_kit/``, so that nothing named ``tests`` or ``solutions`` lands at the top of site-packages.
+PACKAGED_KIT = PACKAGE / "_kit"
+ROOT = PACKAGED_KIT if (PACKAGED_KIT / "tests").is_dir() else PACKAGE.parent
+INSTALLED = ROOT == PACKAGED_KIT
+
+
+def kit_path(relative: str | Path) -> Path:
+    """The file of the kit at ``relative`` (as in the repository: ``grader/cli.py``, ``tests/kit.py``).
+
+    ``grader/...`` is the package itself, everything else the kit's data tree
+    (:data:`ROOT`), so the same names work in a checkout and in an installed wheel.
+    """
+    parts = Path(relative).parts
+    if parts and parts[0] == "grader":
+        return PACKAGE.joinpath(*parts[1:])
+    return ROOT.joinpath(*parts)
+
+
+def misnamed(folder: str | Path, filename: str) -> str | None:
+    """A file in ``folder`` whose name differs from ``filename`` only in case (``Softmax.py``), if any.
+
+    Python imports ``softmax`` only from ``softmax.py`` on a case-sensitive file
+    system (Linux, the graders), whatever the student's own machine accepted.
+    """
+    try:
+        names = sorted(path.name for path in Path(folder).iterdir())
+    except OSError:
+        return None
+    return next((name for name in names if name != filename and name.lower() == filename.lower()), None)
+
+
+def make_importable() -> None:
+    """Let this process import the kit's ``tests`` package (the graded suite's helpers) from :data:`ROOT`.
+
+    The kit's own processes (the command line, the grader, a notebook's check)
+    call this; nothing else sees ``tests`` as a top-level package.
+    """
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
 
 
 @dataclass(frozen=True)
@@ -30,6 +76,10 @@ class Exercise:
     points: float
     hidden_points: float
     hints: tuple[str, ...]
+    part: int = 1
+    reading: tuple[str, ...] = ()
+    given: tuple[str, ...] = ()
+    hint_step: str = ""
 
     @property
     def module_file(self) -> str:
@@ -44,6 +94,37 @@ class Curriculum:
     title: str
     impl_package: str
     exercises: tuple[Exercise, ...]
+    part: str = "all"  # the course's selection ([course] part): "1", "2" or "all"
+
+    def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
+        """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
+
+        Every exercise stays in :attr:`exercises` (a Part II exercise's Part I
+        dependencies are still looked up and, in fair grading, served by the
+        reference); the selection decides what is graded, listed and counted.
+
+        Raises
+        ------
+        ValueError
+            If the part is not 1, 2 or all, or no exercise of the manifest belongs to it.
+        """
+        chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part)
+        if chosen == "all":
+            return self.exercises
+        found = tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
+        if not found:
+            parts = sorted({str(exercise.part) for exercise in self.exercises})
+            raise ValueError(f"part {chosen}: no exercise of the manifest belongs to it (parts: {', '.join(parts)})")
+        return found
+
+    def selected_names(self, part: str | int | None = None) -> tuple[str, ...]:
+        """Names of :meth:`selection`, in curriculum order."""
+        return tuple(exercise.name for exercise in self.selection(part))
+
+    @property
+    def given_modules(self) -> tuple[str, ...]:
+        """The modules students get ready made (the exercises' ``given``), in curriculum order."""
+        return tuple(dict.fromkeys(module for exercise in self.exercises for module in exercise.given))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -55,7 +136,26 @@ class Curriculum:
         for exercise in self.exercises:
             if exercise.name == name:
                 return exercise
-        raise ValueError(f"no exercise named {name!r}; the exercises are {', '.join(self.names)}")
+        raise ValueError(self.unknown(name))
+
+    def lookup(self, name_or_number: str | int) -> Exercise:
+        """The exercise called ``name_or_number``, or numbered so (``"3"`` is exercise 3), as students type it.
+
+        Raises
+        ------
+        ValueError
+            One line naming the valid exercises, the closest to what was typed first.
+        """
+        text = str(name_or_number).strip()
+        if text.isdigit() and 1 <= int(text) <= len(self.exercises):
+            return self.exercises[int(text) - 1]
+        return self.exercise(text.lower())
+
+    def unknown(self, name: str) -> str:
+        """The one-line message for an exercise name that is not in the manifest, closest names first."""
+        names = closest_first(name, self.names)
+        return (f"no exercise named {name!r}; the exercises are {', '.join(names)} "
+                f"(or their numbers, 1 to {len(self.names)})")
 
     def exercise_of_function(self, function: str) -> Exercise:
         """Return the exercise whose module defines ``function``."""
@@ -84,6 +184,50 @@ class Curriculum:
         return tuple(n for n in self.names if n in seen)
 
 
+def closest_first(name: str, valid: tuple[str, ...] | list[str]) -> list[str]:
+    """``valid`` with the names most like ``name`` first (difflib's ratio), the rest in their order."""
+    close = difflib.get_close_matches(name.lower(), list(valid), n=len(valid), cutoff=0.5)
+    return close + [item for item in valid if item not in close]
+
+
+def unknown_folder(value: str | Path, places: list[Path]) -> str:
+    """The one-line message for an ``--impl`` folder that does not exist.
+
+    Lists the folders in ``places`` that hold a module of the manifest (the
+    implementations one could have meant), the closest to ``value`` first.
+    """
+    modules = {exercise.module_file for exercise in load().exercises}
+    found: list[str] = []
+    for place in places:
+        if not place.is_dir():
+            continue
+        for folder in sorted(place.iterdir()):
+            if folder.is_dir() and folder.name not in found and any((folder / m).is_file() for m in modules):
+                found.append(folder.name)
+    looked = " and ".join(dict.fromkeys(str(place) for place in places))
+    if not found:
+        return f"--impl {value}: no such folder (looked in {looked})"
+    names = closest_first(Path(value).name, found)
+    return f"--impl {value}: no such folder (looked in {looked}); folders holding exercise modules: {', '.join(names)}"
+PART_ENV = "ATTENTION_KIT_PART"
+PARTS = ("1", "2", "all")
+
+
+def parse_part(value: str | int) -> str:
+    """``"1"``, ``"2"`` or ``"all"`` from an option or the manifest; ValueError naming the choices otherwise."""
+    text = str(value).strip().lower()
+    if text not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, not {value!r}")
+    return text
+
+
+def select_part(part: str | int | None) -> None:
+    """Make ``part`` the selection of this process and of the processes it starts (None: the manifest's)."""
+    if part is None:
+        return
+    os.environ[PART_ENV] = parse_part(part)
+
+
 @functools.cache
 def load(path: Path = MANIFEST) -> Curriculum:
     """Parse the manifest at ``path`` (default: the kit's own)."""
@@ -100,6 +244,10 @@ def load(path: Path = MANIFEST) -> Curriculum:
             points=float(entry["points"]),
             hidden_points=float(entry.get("hidden_points", 0)),
             hints=tuple(entry.get("hints", ())),
+            part=int(entry.get("part", 1)),
+            reading=tuple(entry.get("reading", ())),
+            given=tuple(entry.get("given", ())),
+            hint_step=entry.get("hint_step", ""),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )
@@ -107,4 +255,5 @@ def load(path: Path = MANIFEST) -> Curriculum:
         title=course.get("title", ""),
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
+        part=parse_part(course.get("part", "all")),
     )

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import PACKAGE, ROOT, load
 
-HIDDEN_DIR = ROOT / "grader" / "hidden_tests"
+HIDDEN_DIR = PACKAGE / "hidden_tests"
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,12 @@ def hidden_test_files(folder: Path) -> list[Any]:
 def graded_suite(hidden: Path | None, exercises: list[str] | None = None) -> tuple[list[Any], list[str]]:
     """The test files to run, in curriculum order (visible then hidden), and warnings.
 
-    ``exercises`` restricts the suite to those exercises (default: all).
+    ``exercises`` restricts the suite to those exercises (default: the course's
+    selection, ``Curriculum.selection``: Part I, Part II or all).
     """
     for name in exercises or ():
         load().exercise(name)  # raises ValueError naming the valid exercises
+    exercises = list(exercises or load().selected_names())
     warnings = []
     visible = []
     for exercise in load().exercises:

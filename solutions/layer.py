@@ -25,6 +25,8 @@ Dropout zeroes random entries during training. Inverted dropout divides the
 kept entries by ``1 - rate`` so the expected value is unchanged and nothing
 needs rescaling at evaluation, where dropout does nothing.
 
+Read first: the reading (docs/reading.md#layer).
+
 What the tests check
 --------------------
 * ``layer_norm``: shape and dtype (float32 x, gamma and beta stay float32),

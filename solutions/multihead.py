@@ -18,6 +18,8 @@ and mixed by the output projection ``W_O``. Each head divides its scores by
 With ``kv`` given, queries come from ``x`` and keys and values from ``kv``:
 cross-attention, as a decoder attends to an encoder's output.
 
+Read first: the reading (docs/reading.md#multihead).
+
 What the tests check
 --------------------
 * ``split_heads``/``merge_heads``: shapes with and without batch axes, head

@@ -18,6 +18,8 @@ symmetry. Three common ways to add it:
 * ALiBi adds a bias to the scores: ``-slope * |i - j|``, one slope per head,
   so far-away keys are penalised, some heads more than others.
 
+Read first: the reading (docs/reading.md#order).
+
 What the tests check
 --------------------
 * ``sinusoidal_encoding``: shape and dtype, row 0 is ``0, 1, 0, 1, ...``,

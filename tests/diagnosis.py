@@ -4,9 +4,16 @@ The instructors' catalogue of mistakes (``grader/mutants/``) is not shipped;
 what ships is ``tests/data/fingerprints.npz``: for every mistake, the
 outputs it produces on the suite's fixed probe inputs wherever they differ
 from the reference, with a description and a hint, but no code. When a
-graded test fails, the plugin runs the exercise's probes through the
-student's functions once and, if every stored output of a mistake is
-reproduced, puts its description and hint before the failure.
+graded test fails, the plugin runs every probe through the student's
+functions once per session (:func:`observe_everything`). Two things follow:
+
+* blame in dependency order (:func:`blame`): when a failing test's function
+  relies on another function of the student's that fails its own probes (an
+  earlier exercise, or earlier in the same one), the failure leads with that
+  function and "fix it first";
+* a diagnosis (:func:`explain`) only when known mistakes of the exercise, one
+  or a combination, account for every probe on which the student's functions
+  deviate, and nothing else: never a mistake that explains part of it.
 
 The file holds a JSON document (key ``"meta"``, a 0-d unicode array) and
 one array per stored output, keyed ``"<mistake id>|<probe>|<i>"``. It is
@@ -18,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import itertools
 import json
 import warnings
 from dataclasses import dataclass
@@ -27,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from grader.curriculum import load as load_curriculum
-from tests.probes import as_arrays, load_all_probes
+from tests.probes import as_arrays, golden, golden_kind, load_all_probes, result_kind
 
 FINGERPRINT_FILE = Path(__file__).parent / "data" / "fingerprints.npz"
 
@@ -76,6 +84,88 @@ def same_outputs(
     return True
 
 
+SKETCH_SIZE = 8
+
+
+def sketch(array: np.ndarray) -> np.ndarray:
+    """A few numbers that stand for an output array (pairs of mistakes are stored this way, not in full).
+
+    Strings (the outcome of a bad-input probe) are kept as they are. Numbers are flattened (NaN and
+    infinities replaced by fixed stand-ins) and projected on ``SKETCH_SIZE`` fixed random directions;
+    the last entry is the array's norm, which scales the tolerance of a comparison.
+    """
+    array = np.asarray(array)
+    if array.dtype.kind in "US":
+        return array
+    flat = np.nan_to_num(array.astype(np.float64).ravel(), nan=7.25, posinf=1e6, neginf=-3e6)
+    basis = np.random.default_rng(flat.size).normal(size=(SKETCH_SIZE, flat.size))
+    return np.concatenate([basis @ flat, [np.linalg.norm(flat)]])
+
+
+def same_sketch(array: np.ndarray, stored: np.ndarray, rtol: float) -> bool:
+    """True when ``array`` sketches to ``stored`` (within ``rtol`` of its norm)."""
+    mine = sketch(array)
+    if stored.dtype.kind in "US" or mine.dtype.kind in "US":
+        return mine.dtype.kind == stored.dtype.kind and bool(np.array_equal(mine, stored))
+    if mine.shape != stored.shape:
+        return False
+    scale = max(float(stored[-1]), 1e-12) * np.sqrt(SKETCH_SIZE)
+    return bool(np.all(np.abs(mine - stored) <= rtol * scale))
+
+
+PAIR_SKETCHES = "pair_sketches"  # the fingerprint file's array of every pair's sketches, one per row
+
+
+@dataclass(frozen=True)
+class KnownPair:
+    """Two catalogued mistakes planted together, where they change the same outputs.
+
+    ``outputs`` maps a probe to ``(shape, dtype, sketch)`` per array, or to ``None`` (it raises).
+    """
+
+    mistakes: tuple[KnownMistake, KnownMistake]
+    exercise: str
+    outputs: dict[str, tuple[tuple[tuple[int, ...], str, np.ndarray], ...] | None]
+
+    def reproduced_by(self, got: Any, probe: str) -> bool:
+        """True when the student's output on ``probe`` is this pair's."""
+        stored = self.outputs[probe]
+        if stored is RAISED or got is RAISED or got is WRONG_TYPE:
+            return stored is got
+        if not isinstance(got, tuple) or len(got) != len(stored):
+            return False
+        for array, (shape, dtype, sketched) in zip(got, stored, strict=True):
+            if tuple(array.shape) != tuple(shape) or str(array.dtype) != dtype:
+                return False
+            low = array.dtype.kind == "f" and array.dtype.itemsize < 8
+            if not same_sketch(array, sketched, rtol=5e-4 if low else 1e-6):
+                return False
+        return True
+
+
+@functools.cache
+def load_pairs(path: Path = FINGERPRINT_FILE) -> tuple[KnownPair, ...]:
+    """The pairs of known mistakes stored with the fingerprints (empty when there are none)."""
+    if not Path(path).is_file():
+        return ()
+    by_id = {mistake.id: mistake for mistake in load_fingerprints(path)}
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"][()]))
+        rows = data[PAIR_SKETCHES] if PAIR_SKETCHES in data.files else np.zeros((0, SKETCH_SIZE + 1))
+    pairs = []
+    for entry in meta.get("pairs", []):
+        first, second = entry["ids"]
+        if first not in by_id or second not in by_id:
+            continue
+        outputs = {}
+        for probe, arrays in entry["probes"].items():
+            outputs[probe] = RAISED if arrays is None else tuple(
+                (tuple(shape), dtype, rows[where] if isinstance(where, int) else np.array(where))
+                for shape, dtype, where in arrays)
+        pairs.append(KnownPair((by_id[first], by_id[second]), entry["exercise"], outputs))
+    return tuple(pairs)
+
+
 def fingerprint_key(mistake_id: str, probe: str, index: int) -> str:
     """The key of one stored output array in the fingerprint file."""
     return f"{mistake_id}|{probe}|{index}"
@@ -105,8 +195,30 @@ class NotWrittenYet(Exception):
     """The implementation raised NotImplementedError: nothing to diagnose."""
 
 
-def call_quietly(function: Any, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...] | None:
+# A probe output recorded as "not numpy arrays" (a list, a float, ...): it equals no stored output.
+WRONG_TYPE = "not numpy arrays"
+
+
+def _all_arrays(result: Any) -> bool:
+    """Whether ``result`` is made of numpy arrays and numbers only (in tuples and dicts, as the API returns).
+
+    Used where the reference's structure is not known. A list is not: converted, a list of floats would
+    look like a float64 array.
+    """
+    if isinstance(result, tuple):
+        return all(_all_arrays(item) for item in result)
+    if isinstance(result, dict):
+        return all(_all_arrays(item) for item in result.values())
+    return isinstance(result, (np.ndarray, np.generic, float, int)) and not isinstance(result, bool)
+
+
+def call_quietly(function: Any, args: tuple, kwargs: dict, *, strict: bool = False,
+                 kind: str | None = None) -> Any:
     """Call ``function`` without warnings or printing; ``None`` if it raises.
+
+    ``strict``: a result whose structure is not the reference's (``kind``, from the golden file), or
+    without one not made of numpy arrays and numbers, gives ``WRONG_TYPE`` (converted, a list of floats
+    would look like a float64 array, and match a mistake it is not).
 
     Raises
     ------
@@ -117,7 +229,10 @@ def call_quietly(function: Any, args: tuple, kwargs: dict) -> tuple[np.ndarray, 
         with warnings.catch_warnings(), np.errstate(all="ignore"), \
                 contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            return as_arrays(function(*args, **kwargs))
+            result = function(*args, **kwargs)
+            if strict and (result_kind(result) != kind if kind is not None else not _all_arrays(result)):
+                return WRONG_TYPE
+            return as_arrays(result)
     except NotImplementedError:
         raise NotWrittenYet from None
     except Exception:  # student code may raise anything; that is an observation, not a crash
@@ -140,41 +255,422 @@ def observe(implementation: Any, exercise: str, probes: list[str]) -> dict[str, 
     return observed
 
 
+# ----------------------------------------------------------------------------- every function's own probes
+
+
+@dataclass
+class Observation:
+    """What one implementation does on every probe of every function, in manifest order.
+
+    ``outputs[probe]`` is the result (``RAISED`` when the call raised), ``deviates[probe]`` whether it
+    differs from the golden output. ``unwritten`` holds the functions that are still stubs or whose
+    module does not load (their probes are not run).
+    """
+
+    outputs: dict[str, tuple[np.ndarray, ...] | None]
+    deviates: dict[str, bool]
+    unwritten: set[str]
+
+    def deviating_functions(self, behaviour_only: bool = False) -> list[str]:
+        """The functions with at least one deviating probe, in manifest order.
+
+        ``behaviour_only``: bad-input probes do not count.
+        """
+        registry = load_all_probes()
+        bad = {registry[p].function for p, d in self.deviates.items()
+               if d and p in registry and not (behaviour_only and registry[p].rejects is not None)}
+        return [f for e in load_curriculum().exercises for f in e.functions if f in bad]
+
+
+def _deviates(name: str, result: Any) -> bool:
+    if result is RAISED or result is WRONG_TYPE:
+        return True
+    try:
+        expected = golden(name)
+    except (KeyError, FileNotFoundError):
+        return False  # a probe without a golden value (being written): no evidence either way
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    try:
+        return not same_outputs(result, expected, rtol=DIFFER_RTOL, atol=DIFFER_ATOL)
+    except (TypeError, ValueError):  # an array of objects, strings against numbers ...
+        return True
+
+
+def observe_everything(implementation: Any) -> Observation:
+    """Run every probe of every function of the manifest once, in manifest order. Never raises."""
+    registry = load_all_probes()
+    outputs: dict[str, tuple[np.ndarray, ...] | None] = {}
+    deviates: dict[str, bool] = {}
+    unwritten: set[str] = set()
+    for exercise in load_curriculum().exercises:
+        for function_name in exercise.functions:
+            try:
+                function = implementation.function(exercise.name, function_name)
+            except Exception:
+                unwritten.add(function_name)
+                continue
+            for name in sorted(p for p, entry in registry.items() if entry.function == function_name):
+                try:
+                    result = call_quietly(registry[name].call, (function,), {}, strict=True, kind=golden_kind(name))
+                except NotWrittenYet:
+                    unwritten.add(function_name)
+                    break
+                except Exception:  # noqa: BLE001 - the isolated worker may fail in its own ways
+                    result = RAISED
+                if result is not RAISED and result is not WRONG_TYPE and any(a.dtype == object for a in result):
+                    result = WRONG_TYPE  # not numbers: it cannot equal anything stored
+                outputs[name] = result
+                deviates[name] = _deviates(name, result)
+    return Observation(outputs, deviates, unwritten)
+
+
+# ----------------------------------------------------------------------------- who calls whom
+
+
+def _api_functions() -> set[str]:
+    return {f for e in load_curriculum().exercises for f in e.functions}
+
+
+def _referenced(function: Any, api: set[str], depth: int = 0) -> set[str] | None:
+    """The API functions that ``function``'s code names (through its own helpers); None if not inspectable."""
+    code = getattr(function, "__code__", None)
+    module = getattr(function, "__module__", "") or ""
+    if code is None or module.startswith(("grader.", "tests.")) or module in ("grader", "tests"):
+        return None  # a proxy (the isolated worker): the code is not here
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if hasattr(const, "co_names"))
+    found = names & api
+    scope = getattr(function, "__globals__", {})
+    for name in names - api:
+        helper = scope.get(name)
+        if not (callable(helper) and hasattr(helper, "__code__")):
+            continue
+        if getattr(helper, "__name__", "") in api:  # an API function under another name (import ... as sm)
+            found.add(helper.__name__)
+        elif depth < 3 and getattr(helper, "__module__", None) == module:  # a helper of the student's own
+            found |= _referenced(helper, api, depth + 1) or set()
+    found.discard(getattr(function, "__name__", ""))
+    return found
+
+
+def reference_calls(implementation: Any) -> dict[str, list[str]]:
+    """Which API functions each API function calls, from ``implementation``'s code (the reference's)."""
+    api = _api_functions()
+    calls = {}
+    for exercise in load_curriculum().exercises:
+        for name in exercise.functions:
+            try:
+                found = _referenced(implementation.function(exercise.name, name), api)
+            except Exception:
+                found = None
+            calls[name] = sorted(found or ())
+    return calls
+
+
+@functools.cache
+def _stored_calls(path: Path = FINGERPRINT_FILE) -> dict[str, list[str]]:
+    if not Path(path).is_file():
+        return {}
+    with np.load(path, allow_pickle=False) as data:
+        return json.loads(str(data["meta"][()])).get("calls", {})
+
+
+def callees(implementation: Any, name: str) -> set[str]:
+    """The API functions of the student's that ``name`` relies on, directly or not.
+
+    From the student's own code when it is here (a local run, a notebook), else from the reference's
+    call graph stored with the fingerprints (the isolated worker). Under fair grading
+    (``implementation.fair``) the other exercises' functions are the reference's, so only functions of
+    the same exercise count.
+    """
+    curriculum = load_curriculum()
+    api = _api_functions()
+    stored = _stored_calls()
+    fair = bool(getattr(implementation, "fair", False))
+    home = curriculum.exercise_of_function(name).name
+    found: set[str] = set()
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        try:
+            direct = _referenced(implementation.function(curriculum.exercise_of_function(current).name, current), api)
+        except Exception:
+            direct = None
+        if direct is None:
+            direct = set(stored.get(current, ()))
+        for callee in direct:
+            if fair and curriculum.exercise_of_function(callee).name != home:
+                continue
+            if callee not in found and callee != name:
+                found.add(callee)
+                pending.append(callee)
+    return found
+
+
+def blame(implementation: Any, called: list[str], observation: Observation) -> tuple[str, str] | None:
+    """What to fix first: ``(dependency, caller)``, or None.
+
+    The dependency is the earliest function (manifest order) that a function the test called relies on
+    and that fails its own probes (bad input aside: a missing check breaks no caller).
+    """
+    order = {f: i for i, f in enumerate(f for e in load_curriculum().exercises for f in e.functions)}
+    bad = set(observation.deviating_functions(behaviour_only=True))  # a missing input check breaks no caller
+    best: tuple[int, str, str] | None = None
+    for caller in dict.fromkeys(called):
+        if caller not in order:
+            continue
+        for dependency in callees(implementation, caller):
+            if dependency in bad and (best is None or order[dependency] < best[0]):
+                best = (order[dependency], dependency, caller)
+    return None if best is None else (best[1], best[2])
+
+
+def describe_blame(dependency: str, caller: str) -> str:
+    """The first line(s) of a failure whose cause is an earlier function of the student's."""
+    exercise = load_curriculum().exercise_of_function(dependency)
+    return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
+            f"it fails its own checks (pytest -m {exercise.name}), and your {caller}() relies on it, so the "
+            "failure below may only be its echo.")
+
+
+def revisit_dependency(dependency: str) -> str:
+    """The revisit line that replaces the caller's ideas while its dependency is wrong."""
+    exercise = load_curriculum().exercise_of_function(dependency)
+    return (f"fix {dependency}() first (exercise {exercise.number}, {exercise.module_file}): this result goes "
+            "through it; run this test again afterwards")
+
+
+# ----------------------------------------------------------------------------- known mistakes
+
+
 def matches(mistake: KnownMistake, observed: dict[str, tuple[np.ndarray, ...] | None]) -> bool:
     """True when ``observed`` reproduces every stored output of ``mistake``."""
     if not mistake.recognisable:
         return False
-    for probe, expected in mistake.outputs.items():
-        if probe not in observed:
-            return False
-        got = observed[probe]
-        if expected is RAISED or got is RAISED:
-            if expected is not got:
-                return False
-        elif not same_outputs(got, expected, rtol=MATCH_RTOL, atol=MATCH_ATOL):
-            return False
-    return True
+    return all(probe in observed and _same(observed[probe], expected) for probe, expected in mistake.outputs.items())
 
 
-def diagnose(implementation: Any, exercise: str) -> list[KnownMistake]:
-    """The known mistakes of ``exercise`` whose outputs the implementation reproduces.
+def _same(got: tuple[np.ndarray, ...] | None, expected: tuple[np.ndarray, ...] | None) -> bool:
+    """The student's output is the mistake's (float32: within its rounding, which differs between formulas)."""
+    if got is WRONG_TYPE or expected is WRONG_TYPE:
+        return False
+    if expected is RAISED or got is RAISED:
+        return expected is got
+    low = [a for a in expected if a.dtype.kind == "f" and a.dtype.itemsize < 8]
+    if low:
+        eps = max(float(np.finfo(a.dtype).eps) for a in low)
+        return same_outputs(got, expected, rtol=max(MATCH_RTOL, 500 * eps), atol=max(MATCH_ATOL, 10 * eps))
+    return same_outputs(got, expected, rtol=MATCH_RTOL, atol=MATCH_ATOL)
 
-    Never raises: any problem (a missing file, a stub, a crash in student
-    code) gives an empty list, and the failing test speaks for itself.
+
+def _same_dtypes(got: Any, expected: Any) -> bool:
+    if not isinstance(got, tuple) or not isinstance(expected, tuple) or len(got) != len(expected):
+        return False
+    return all(a.dtype == b.dtype and a.shape == b.shape for a, b in zip(got, expected, strict=True))
+
+
+@functools.cache
+def _dtype_only_ids() -> frozenset[str]:
+    """The known mistakes whose every stored output has the reference's values in another dtype."""
+    found = set()
+    for mistake in load_fingerprints():
+        ok = bool(mistake.outputs)
+        for probe, outputs in mistake.outputs.items():
+            try:
+                want = golden(probe)
+            except (KeyError, FileNotFoundError):
+                ok = False
+                break
+            want = want if isinstance(want, tuple) else (want,)
+            if outputs is RAISED or len(outputs) != len(want) or not all(
+                    a.dtype != b.dtype and a.shape == b.shape and a.dtype.kind == b.dtype.kind == "f"
+                    and np.allclose(a.astype(b.dtype), b, rtol=1e-5, atol=1e-6, equal_nan=True)
+                    or a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+                    for a, b in zip(outputs, want, strict=True)):
+                ok = False
+                break
+        if ok:
+            found.add(mistake.id)
+    return frozenset(found)
+
+
+def _dtype_only(mistake: KnownMistake) -> bool:
+    return mistake.id in _dtype_only_ids()
+
+
+def _is_input_check(probe: str) -> bool:
+    entry = load_all_probes().get(probe)
+    return entry is not None and entry.rejects is not None
+
+
+def _search(keys: list[tuple], target: set[str], max_size: int) -> list[tuple] | None:
+    """The unique smallest combination of mistake classes whose probes are exactly ``target``.
+
+    Each probe of ``target`` must be reproduced exactly by a member, or touched by several members (two
+    mistakes together change one output). None when there is no such combination, or more than one.
+    """
+    for size in range(1, max_size + 1):
+        solutions = []
+        for combo in itertools.combinations(keys, size):
+            covered = set().union(*(set(key[0]) for key in combo))
+            if covered != target:
+                continue
+            exact = set().union(*(set(key[1]) for key in combo))
+            if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in target):
+                solutions.append(combo)
+        if solutions:
+            return list(solutions[0]) if len(solutions) == 1 else None
+    return None
+
+
+def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[KnownMistake]:
+    """The known mistakes of ``exercise`` that together account for every deviating probe of it.
+
+    A mistake is a candidate only if the student deviates on every probe where the mistake does
+    (otherwise the student does not make it) and reproduces at least one of its outputs exactly. The
+    behaviour probes on which the student deviates must be exactly those of the chosen mistakes, each
+    reproduced exactly by one of them or touched by several. Mistakes that look the same on every probe
+    count as one. The smallest such set is taken, and only when it is the only one of its size: otherwise
+    nothing (a wrong diagnosis is worse than none). Missing input checks (bad-input probes) are named
+    only when a catalogued one reproduces the student's outcome exactly; one that none explains is left
+    to :func:`unexplained_input_checks` (the diagnosis says so). An input-check mistake is never named
+    alone while behaviour deviates.
+    """
+    functions = set(load_curriculum().exercise(exercise).functions)
+    registry = load_all_probes()
+    own = {p for p, entry in registry.items() if entry.function in functions and p in observation.deviates}
+    deviating = {p for p in own if observation.deviates[p]}
+    if not deviating:
+        return []
+    behaviour = {p for p in deviating if not _is_input_check(p)}
+    # A class: mistakes (or pairs of mistakes planted together) that look the same on the probes,
+    # keyed by (their probes, the probes the student reproduces exactly, how many mistakes each is).
+    classes: dict[tuple, list[tuple[KnownMistake, ...]]] = {}
+    for mistake in load_fingerprints():
+        if mistake.exercise != exercise or not mistake.recognisable:
+            continue
+        probes = set(mistake.outputs)
+        if not probes or not probes <= deviating:
+            continue  # it changes an output the student gets right, or one not observed
+        exact = frozenset(p for p in probes if _same(observation.outputs.get(p), mistake.outputs[p]))
+        if not any(mistake.outputs[p] is not RAISED for p in exact):
+            # No output of it reproduced (raising where it raises proves little), unless it only changes
+            # dtypes and the student's dtypes are its dtypes: with another mistake, the values differ too.
+            if not (_dtype_only(mistake) and all(_same_dtypes(observation.outputs.get(p), mistake.outputs[p])
+                                                 for p in probes)):
+                continue
+        classes.setdefault(_class_key(probes, exact, 1, mistake.id), []).append((mistake,))
+    for pair in load_pairs():
+        if pair.exercise != exercise or not set(pair.outputs) <= deviating:
+            continue
+        exact = frozenset(p for p in pair.outputs if pair.reproduced_by(observation.outputs.get(p), p))
+        if any(pair.outputs[p] is not RAISED for p in exact):
+            key = _class_key(set(pair.outputs), exact, 2, "+".join(m.id for m in pair.mistakes))
+            classes.setdefault(key, []).append(pair.mistakes)
+    checks = [key for key in classes if key[2] == 1 and all(_is_input_check(p) for p in key[0])]
+    chosen: list[tuple] = []
+    if behaviour:
+        movers = [key for key in classes if key not in checks]
+        # Behaviour first: the behaviour mistakes must account for every deviating behaviour probe.
+        for weight in range(1, max_size + 1):
+            options: dict[frozenset, list[tuple]] = {}
+            for size in range(1, weight + 1):
+                for combo in itertools.combinations(movers, size):
+                    if sum(key[2] for key in combo) != weight:
+                        continue
+                    ids = [m.id for key in combo for m in classes[key][0]]
+                    if len(set(ids)) != len(ids):
+                        continue  # a pair and one of its own mistakes
+                    if {p for key in combo for p in key[0] if p in behaviour} != behaviour:
+                        continue
+                    exact = set().union(*(set(key[1]) for key in combo))
+                    if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in behaviour):
+                        named = frozenset(m.id for key in combo for group in classes[key] for m in group)
+                        options.setdefault(named, list(combo))
+            if options:
+                if len(options) > 1:
+                    return []  # different mistakes explain the same outputs: say nothing
+                chosen = next(iter(options.values()))
+                break
+        if not chosen:
+            return []
+        rest = deviating - set().union(*(set(k[0]) for k in chosen))
+    else:
+        rest = set(deviating)
+    # Then the missing input checks, each only where a catalogued one gives exactly the student's outcome.
+    extra = [key for key in checks if set(key[0]) <= rest and key[1] == key[0]]
+    if rest and extra:
+        found = _search(extra, rest, max_size)
+        if found is None:
+            found = [key for key in extra if not any(set(key[0]) & set(o[0]) for o in extra if o is not key)]
+        chosen += found
+    named: list[KnownMistake] = []
+    for key in chosen:
+        if key[2] > 1 and len(classes[key]) > 1:
+            return []  # several pairs give these outputs: which two mistakes it is cannot be told
+        for group in classes[key]:
+            named += [m for m in group if m not in named]
+    return named
+
+
+def _class_key(probes: set[str], exact: frozenset[str], weight: int, name: str) -> tuple:
+    """Mistakes look alike only when the student reproduces all their outputs: then they share a key."""
+    return (frozenset(probes), exact, weight, None if exact == frozenset(probes) else name)
+
+
+def unexplained_input_checks(exercise: str, observation: Observation, mistakes: list[KnownMistake]) -> list[str]:
+    """The functions of ``exercise`` whose bad-input probes deviate without a named mistake explaining them."""
+    functions = load_curriculum().exercise(exercise).functions
+    registry = load_all_probes()
+    covered = {p for m in mistakes for p in m.outputs}
+    bad = {registry[p].function for p, d in observation.deviates.items()
+           if d and p in registry and registry[p].rejects is not None and registry[p].function in functions
+           and p not in covered}
+    return [f for f in functions if f in bad]
+
+
+def diagnose(implementation: Any, exercise: str, observation: Observation | None = None) -> list[KnownMistake]:
+    """The known mistakes of ``exercise`` that explain everything the implementation gets wrong on the probes.
+
+    Nothing when a function the exercise relies on (of an earlier exercise, served by the student's own
+    code) fails its own probes: the fingerprints were taken on the reference's other modules, and that
+    function is the first thing to fix. Never raises: any problem gives an empty list.
     """
     try:
-        candidates = [m for m in load_fingerprints() if m.exercise == exercise and m.recognisable]
-        if not candidates:
-            return []
-        probes = sorted({probe for mistake in candidates for probe in mistake.outputs})
-        observed = observe(implementation, exercise, probes)
-        return [mistake for mistake in candidates if matches(mistake, observed)]
+        observation = observation or observe_everything(implementation)
+        curriculum = load_curriculum()
+        functions = curriculum.exercise(exercise).functions
+        bad = set(observation.deviating_functions(behaviour_only=True))
+        for name in functions:
+            outside = {c for c in callees(implementation, name)
+                       if curriculum.exercise_of_function(c).name != exercise}
+            if outside & bad:
+                return []
+        return explain(exercise, observation)
     except Exception:
         return []
 
 
-def describe(exercise: str, mistakes: list[KnownMistake]) -> str:
-    """The diagnosis text put before a failure ('' when nothing matched)."""
+def describe(exercise: str, mistakes: list[KnownMistake], unchecked: list[str] = ()) -> str:
+    """The diagnosis text put before a failure ('' when nothing matched).
+
+    ``unchecked``: functions whose missing input check no named mistake explains (said after the hints).
+    """
+    if not mistakes:
+        return ""
+    text = _describe(exercise, mistakes)
+    if unchecked:
+        names = ", ".join(f"{name}()" for name in unchecked)
+        text += (f"\nAlso: {names} accepts bad input it should reject with a ValueError naming the argument "
+                 "(the test about that input says which).")
+    return text
+
+
+def _describe(exercise: str, mistakes: list[KnownMistake]) -> str:
     if not mistakes:
         return ""
     try:

@@ -9,9 +9,14 @@ worker) because both provide ``function(exercise, name)``.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import contextvars
+import functools
 import hashlib
 import importlib
 import inspect
+import re
 import sys
 import traceback
 import types
@@ -24,6 +29,7 @@ import pytest
 from pytest_check import check
 
 from grader.curriculum import load as load_curriculum
+from grader.curriculum import misnamed
 
 
 class ImplementationError(Exception):
@@ -74,7 +80,9 @@ class LocalImplementation:
         if name in self._failures:
             raise ImplementationError(self._failures[name])
         if not (self.path / f"{name}.py").is_file():
-            self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}"
+            other = misnamed(self.path, f"{name}.py")
+            rename = f" (found {other}: rename it to {name}.py)" if other else ""
+            self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}{rename}"
             raise ImplementationError(self._failures[name])
         try:
             return importlib.import_module(f"{self.package}.{name}")
@@ -90,6 +98,36 @@ class LocalImplementation:
         if not callable(found):
             raise ImplementationError(f"{module_name}.py defines no function {name}()")
         return found
+
+
+class PlainFunction:
+    """A scalar function of one array, given by a kind and its coefficients (plain data).
+
+    Exercise 8's ``numerical_gradient(f, x)`` takes a function. The isolated
+    grader sends only plain data to the student's worker, so the tests pass
+    functions of this class: the worker rebuilds the same function from the
+    kind and the coefficients (``grader/sandbox/worker.py``, ``PLAIN_FUNCTIONS``).
+
+    ``PlainFunction("cubic", a=..., b=..., c=..., d=...)`` is
+    ``f(x) = sum(a x + b x**2 + c x**3) + (sum(d x))**2 / 2``.
+    """
+
+    PLAIN_FUNCTION = True
+    FORMULAS: dict[str, Callable[..., float]] = {
+        "cubic": lambda x, a, b, c, d: float(np.sum(a * x + b * x**2 + c * x**3) + 0.5 * np.sum(d * x) ** 2),
+    }
+
+    def __init__(self, kind: str, **params: np.ndarray) -> None:
+        if kind not in self.FORMULAS:
+            raise ValueError(f"unknown plain function {kind!r}; known: {sorted(self.FORMULAS)}")
+        self.kind, self.params = kind, params
+
+    def __call__(self, x: np.ndarray) -> float:
+        """The function's value at ``x``."""
+        return self.FORMULAS[self.kind](np.asarray(x), **self.params)
+
+    def __repr__(self) -> str:
+        return f"PlainFunction({self.kind!r})"
 
 
 def _arrays(value: Any, label: str) -> Iterator[tuple[str, np.ndarray]]:
@@ -113,21 +151,118 @@ def _labelled_arguments(function: Callable[..., Any], args: tuple, kwargs: dict)
         return {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
 
 
-def _snapshot(arguments: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Copies of every array among the arguments, to notice in-place changes."""
-    return {label: array.copy() for name, value in arguments.items() for label, array in _arrays(value, name)}
+def _dicts(value: Any, label: str) -> Iterator[tuple[str, dict]]:
+    """Every dict inside ``value`` (itself included), labelled."""
+    if isinstance(value, dict):
+        yield label, value
+        for key, item in value.items():
+            yield from _dicts(item, f"{label}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _dicts(item, f"{label}[{index}]")
 
 
-def _changed_in_place(arguments: dict[str, Any], before: dict[str, np.ndarray]) -> list[str]:
-    """The labels of arrays that differ from their copies taken before the call."""
+def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Copies of every array among the arguments, and every dict's keys and values, to notice changes."""
+    arrays = {label: array.copy() for name, value in arguments.items() for label, array in _arrays(value, name)}
+    dicts = {label: (id(d), {key: id(item) for key, item in d.items()})
+             for name, value in arguments.items() for label, d in _dicts(value, name)}
+    return {"arrays": arrays, "dicts": dicts}
+
+
+def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
+    """The labels of arrays that differ from their copies, and of dicts whose keys were added, removed or rebound."""
     after = dict(item for name, value in arguments.items() for item in _arrays(value, name))
-    return [
+    changed = [
         label
-        for label, old in before.items()
+        for label, old in before["arrays"].items()
         if label not in after
         or old.shape != after[label].shape
         or not np.array_equal(old, after[label], equal_nan=True)
     ]
+    dicts = dict(item for name, value in arguments.items() for item in _dicts(value, name))
+    for label, (_, keys) in before["dicts"].items():
+        now = dicts.get(label)
+        if now is None:
+            continue
+        added = [key for key in now if key not in keys]
+        removed = [key for key in keys if key not in now]
+        rebound = [key for key in keys if key in now and id(now[key]) != keys[key]
+                   and f"{label}[{key!r}]" not in changed]
+        for kind, names in (("keys added", added), ("keys removed", removed), ("keys rebound", rebound)):
+            if names:
+                changed.append(f"{label} ({kind}: {', '.join(map(repr, names))})")
+    return changed
+
+
+_RAISE_THROUGH: contextvars.ContextVar[bool] = contextvars.ContextVar("attention_kit_raise_through", default=False)
+
+
+@contextlib.contextmanager
+def raising_through() -> Iterator[None]:
+    """Inside this block an exception of the student's code reaches the caller (a test that expects one)."""
+    token = _RAISE_THROUGH.set(True)
+    try:
+        yield
+    finally:
+        _RAISE_THROUGH.reset(token)
+
+
+@functools.cache
+def _documented_parameters(name: str) -> dict[str, str]:
+    """``{argument: first sentence of its description}`` from the Parameters section of ``name``'s docstring.
+
+    Read from the kit's stubs (``exercises/``, the same API as the reference), so it works whatever the
+    implementation (a proxy of the isolated worker has no docstring of its own).
+    """
+    try:
+        module = load_curriculum().exercise_of_function(name).module_file
+        root = Path(__file__).resolve().parent.parent
+        source = next((root / folder / module).read_text(encoding="utf-8") for folder in ("exercises", "solutions")
+                      if (root / folder / module).is_file())
+        node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        doc = ast.get_docstring(node) or ""
+    except (StopIteration, ValueError, OSError, SyntaxError):
+        return {}
+    section = doc.split("Parameters\n----------\n", 1)[-1] if "Parameters\n----------\n" in doc else ""
+    section = section.split("\n\n", 1)[0] if "\n\nReturns" in section or "\n\nRaises" in section else section
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in section.splitlines():
+        if line and not line.startswith(" ") and " : " in line:
+            current = []
+            for argument in line.split(" : ", 1)[0].split(","):
+                found[argument.strip().lstrip("*")] = current
+        elif line.startswith(" ") and line.strip():
+            current.append(line.strip())
+    described = {}
+    for argument, lines in found.items():
+        text = " ".join(lines).replace("``", "")
+        described[argument] = re.split(r"\.\s+(?=[A-Z])", text, maxsplit=1)[0].rstrip(".")
+    return described
+
+
+def _contract(name: str, arguments: dict[str, Any]) -> str:
+    """What the docstring allows for the array arguments of this call, e.g. ``x: Shape (..., d_in)``."""
+    documented = _documented_parameters(name)
+    parts = [f"{argument}: {documented[argument]}" for argument, value in arguments.items()
+             if argument in documented and value is not None]
+    return "; ".join(parts)
+
+
+def _describe_arguments(arguments: dict[str, Any]) -> str:
+    """``x: float64 (2, 6, 5, 12), n_heads: 3``: what the call was given, briefly."""
+    parts = []
+    for name, value in arguments.items():
+        if isinstance(value, np.ndarray):
+            parts.append(f"{name}: {value.dtype} {value.shape}")
+        elif isinstance(value, dict):
+            parts.append(f"{name}: dict of {len(value)}")
+        elif isinstance(value, (int, float, str, bool)) or value is None:
+            parts.append(f"{name}: {value!r}")
+        else:
+            parts.append(f"{name}: {type(value).__name__}")
+    return ", ".join(parts)
 
 
 class Kit:
@@ -135,46 +270,103 @@ class Kit:
 
     ``kit.softmax(x)`` calls the implementation's ``softmax``. A stub that
     is not written yet, or a module that does not import, fails the test with
-    a one-line message instead of a traceback. Every call also checks that
-    array arguments come back unchanged.
+    a one-line message instead of a traceback. A crash of the student's code
+    on valid input fails it with what / expected / observed (the exception and
+    the student's own line) / revisit, unless the test expects an exception
+    (:func:`raising_through`). Every call also checks that the arguments come
+    back unchanged: arrays, and dicts (no key added, removed or rebound). The
+    functions a test called are kept in ``_called``, for the blame in
+    dependency order (``tests/plugin.py``).
     """
 
     def __init__(self, implementation: Implementation, exercise: str) -> None:
         self._implementation = implementation
         self._exercise = exercise
+        self._called: list[str] = []  # the functions this test called, for the blame in dependency order
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
             raise AttributeError(name)
-        implementation, exercise = self._implementation, self._exercise
 
         def call(*args: Any, **kwargs: Any) -> Any:
             __tracebackhide__ = True
-            failure = None
-            try:
-                function = implementation.function(exercise, name)
-            except ImplementationError as error:
-                failure = str(error)
-            if failure is not None:  # raised outside `except`, so no chained traceback
-                pytest.fail(failure, pytrace=False)
-            arguments = _labelled_arguments(function, args, kwargs)
-            before = _snapshot(arguments)
-            try:
-                result = function(*args, **kwargs)
-            except NotImplementedError as error:
-                failure = str(error) or f"{name}: not implemented yet"
-            if failure is not None:
-                pytest.fail(failure, pytrace=False)
-            changed = _changed_in_place(arguments, before)
-            if changed:
-                check.fail(
-                    f"{name}() changed its input {', '.join(changed)} in place.\n"
-                    "  expected: the arguments are left exactly as they were\n"
-                    "  observed: different values (or keys) after the call\n"
-                    "  revisit:  no mutation of inputs: build new arrays (x = x - m, "
-                    "not x -= m) and new dicts, so the caller's data stays intact"
-                )
-            return result
+            return self._run(name, args, kwargs, measure=False)
 
         call.__name__ = name
         return call
+
+    def measure(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
+        """Call ``name`` as ``kit.<name>(...)`` does; return ``(result, peak bytes allocated during the call)``.
+
+        The peak is measured with ``tracemalloc`` in the process where the code
+        runs (the grader's isolated worker, when grading), around the call
+        only; None when the code under test stopped the tracing itself.
+        """
+        __tracebackhide__ = True
+        return self._run(name, args, kwargs, measure=True)
+
+    def _run(self, name: str, args: tuple, kwargs: dict, measure: bool) -> Any:
+        __tracebackhide__ = True
+        implementation, exercise, called = self._implementation, self._exercise, self._called
+        if name not in called:
+            called.append(name)
+        failure = None
+        try:
+            function = implementation.function(exercise, name)
+        except ImplementationError as error:
+            failure = str(error)
+        if failure is not None:  # raised outside `except`, so no chained traceback
+            pytest.fail(failure, pytrace=False)
+        arguments = _labelled_arguments(function, args, kwargs)
+        before = _snapshot(arguments)
+        try:
+            if not measure:
+                result = function(*args, **kwargs)
+            elif hasattr(implementation, "measure"):  # code that runs in another process measures itself there
+                result = implementation.measure(exercise, name, *args, **kwargs)
+            else:
+                result = _measured(function, args, kwargs)
+        except NotImplementedError as error:
+            failure = str(error) or f"{name}: not implemented yet"
+        except Exception as error:
+            if _RAISE_THROUGH.get():
+                raise  # a test that expects an exception (bad input) looks at it
+            from tests.feedback import where_it_crashed
+
+            failure = (f"{name}({_describe_arguments(arguments)}) crashed\n"
+                       "  expected: a result (these inputs are valid per the docstring)\n"
+                       f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n"
+                       f"  revisit:  {name}() must work for every input its docstring allows ("
+                       f"{_describe_arguments(arguments)}): what does the line above assume about them "
+                       "(the number of axes, which sizes are equal, the dtype)?"
+                       + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""))
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        changed = _changed_in_place(arguments, before)
+        if changed:
+            check.fail(
+                f"{name}() changed its input {', '.join(changed)} in place.\n"
+                "  expected: the arguments are left exactly as they were\n"
+                "  observed: different values (or keys) after the call\n"
+                "  revisit:  no mutation of inputs: build new arrays (x = x - m, "
+                "not x -= m) and new dicts, so the caller's data stays intact"
+            )
+        return result
+
+
+def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int | None]:
+    """``function(*args, **kwargs)`` and the peak memory its allocations reached, by ``tracemalloc``."""
+    import tracemalloc
+
+    tracing = tracemalloc.is_tracing()
+    if tracing:
+        tracemalloc.stop()  # a fresh start: the peak of this call only
+    tracemalloc.start()
+    try:
+        result = function(*args, **kwargs)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else None
+        tracemalloc.stop()
+        if tracing:
+            tracemalloc.start()
+    return result, peak

@@ -5,10 +5,15 @@ solutions`` tests the reference, ``pytest --impl path/to/submission`` any
 folder holding the seven modules. Each test file grades one exercise of the
 manifest; its tests carry that exercise's marker, so ``pytest -m masks``
 runs one exercise.
+
+A failure is led by what to fix first (see ``pytest_runtest_makereport``):
+an earlier function of the student's that fails its own probes, or a known
+mistake that explains everything (``tests/diagnosis.py``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator
 from pathlib import Path
 
@@ -35,13 +40,49 @@ def resolve_impl_path(config: pytest.Config) -> Path:
     for candidate in (value, Path(config.invocation_params.dir) / value, ROOT / value):
         if candidate.is_dir():
             return candidate.resolve()
-    raise pytest.UsageError(f"--impl {value}: no such folder (looked in the working directory and {ROOT})")
+    from grader.curriculum import unknown_folder
+
+    raise pytest.UsageError(unknown_folder(value, [Path(config.invocation_params.dir), ROOT]))
 
 
+@pytest.hookimpl(trylast=True)  # after every plugin has registered its markers
 def pytest_configure(config: pytest.Config) -> None:
     resolve_impl_path(config)  # a mistyped --impl stops the run with one clear line, not 140 errors
     for exercise in load_curriculum().exercises:
         config.addinivalue_line("markers", f"{exercise.name}: tests of exercise {exercise.number}, {exercise.title}")
+    config.option.markexpr = check_mark_expression(config, config.option.markexpr)
+
+
+# A name in a mark expression (pytest's own token rule), or the keyword arguments of a marker: mark(x=1).
+TOKEN = re.compile(r"(?P<arguments>(?<=[\w\]])\([^)]*\))|(?P<name>[\w:+\-.\[\]\\/]+)")
+OPERATORS = {"and", "or", "not"}
+
+
+def check_mark_expression(config: pytest.Config, expression: str) -> str:
+    """``-m`` with exercise numbers replaced by names (``-m 3`` is ``-m attention``).
+
+    An unknown name stops the run with one line listing the exercises, closest first,
+    instead of pytest's silent "140 deselected".
+    """
+    if not expression:
+        return expression
+    from grader.curriculum import closest_first
+
+    curriculum = load_curriculum()
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+
+    def replace(match: re.Match[str]) -> str:
+        word = match.group()
+        if match["arguments"] or word in OPERATORS or word in known:
+            return word
+        if word.isdigit() and 1 <= int(word) <= len(curriculum.names):
+            return curriculum.names[int(word) - 1]
+        raise pytest.UsageError(
+            f"-m {expression}: no exercise named {word!r}; the exercises are "
+            f"{', '.join(closest_first(word, curriculum.names))} (or their numbers, 1 to {len(curriculum.names)}; "
+            "other markers: pytest --markers)")
+
+    return TOKEN.sub(replace, expression)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -85,29 +126,118 @@ def impl(request: pytest.FixtureRequest, implementation: Implementation) -> Kit:
     return Kit(implementation, exercise)
 
 
-DIAGNOSES = pytest.StashKey[dict[str, str]]()
+FEEDBACK = pytest.StashKey[dict]()
+_REVISIT = re.compile(r"^(\s*revisit:\s+).*$", re.MULTILINE)
+# With -x, pytest-check stops at the first failed check by raising; its traceback runs through
+# tests/feedback.py and says nothing the FAILURE block above it does not.
+STOPPED = "AssertionError: Stopping on first failure"
+
+
+class _Report:
+    """A failure report as text that keeps pytest's ``reprcrash`` (the summary line's message)."""
+
+    def __init__(self, text: str, reprcrash: object) -> None:
+        self.text, self.reprcrash = text, reprcrash
+
+    def toterminal(self, out: object) -> None:
+        for line in self.text.splitlines():
+            out.line(line)  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _without_stop_traceback(text: str) -> str:
+    """A failure report of ``pytest -x`` cut after pytest-check's "Failed Checks: N" block."""
+    head, marker, rest = text.partition("Failed Checks:")
+    if not marker:
+        return text
+    count, _, rest = rest.partition("\n")
+    separator = rest.splitlines()[0] if rest.strip() else ""
+    return f"{head}{marker}{count}\n{separator}".rstrip() + "\n"
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Put "Diagnosis: ..." first in every failure of an exercise that matches a known mistake.
+    """Lead every failure with what the student should fix first.
 
-    The diagnosis runs the exercise's probes once, on its first failure, and is
-    reused for the exercise's later failures. Outermost wrapper (tryfirst), so it
-    sees the report after pytest-check has filled it in.
+    On the first failure of a session every probe runs once through the student's functions (in
+    manifest order) and the result is kept for the session. Then, for each failure:
+
+    * when a function the test called relies on another function of the student's that fails its own
+      probes (an earlier exercise, or earlier in the same one), the failure leads with "First fix
+      <that function>" and its revisit lines point there, not at ideas of the calling function;
+    * otherwise, when known mistakes of the exercise explain every deviating probe, "Diagnosis: ..."
+      comes first, the same for every failure of the exercise.
+
+    Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in.
     """
     report = yield
+    if report.when == "call" and report.failed and STOPPED in report.longreprtext:
+        crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
+        report.longrepr = _Report(_without_stop_traceback(report.longreprtext), crash)
     exercise = item.stash.get(EXERCISE, None)
-    implementation = getattr(item, "funcargs", {}).get("implementation")
+    funcargs = getattr(item, "funcargs", {})
+    implementation = funcargs.get("implementation")
     if report.when != "call" or not report.failed or exercise is None or implementation is None:
         return report
-    diagnoses = item.config.stash.setdefault(DIAGNOSES, {})
-    if exercise not in diagnoses:
-        from tests.diagnosis import describe, diagnose  # only when a test fails
+    unusable = call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception)
+    if unusable and "revisit:" not in report.longreprtext:
+        # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
+        _explain_an_unusable_result(report, list(getattr(funcargs.get("impl"), "_called", [])))
+    from tests import diagnosis  # only when a test fails
 
-        diagnoses[exercise] = describe(exercise, diagnose(implementation, exercise))
-    if diagnoses[exercise]:
-        report.longrepr = f"{diagnoses[exercise]}\n\n{report.longreprtext}"
+    state = item.config.stash.setdefault(FEEDBACK, {})
+    if state.get("implementation") is not implementation:
+        state.clear()
+        state["implementation"] = implementation
+        try:
+            state["observation"] = diagnosis.observe_everything(implementation)
+        except Exception:  # noqa: BLE001 - feedback must never break the run
+            state["observation"] = None
+    observation = state["observation"]
+    if observation is None:
+        return report
+    called = list(getattr(funcargs.get("impl"), "_called", []))
+    try:
+        culprit = diagnosis.blame(implementation, called, observation)
+    except Exception:  # noqa: BLE001
+        culprit = None
+    text = report.longreprtext
+    diagnoses = state.setdefault("diagnoses", {})
+    if exercise not in diagnoses:
+        found = diagnosis.diagnose(implementation, exercise, observation)
+        unchecked = diagnosis.unexplained_input_checks(exercise, observation, found) if found else []
+        diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
+    if culprit is not None:
+        dependency, caller = culprit
+        body = _REVISIT.sub(lambda m: m.group(1) + diagnosis.revisit_dependency(dependency), text)
+        lead = diagnosis.describe_blame(dependency, caller)
+        if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
+            # The exercise's known mistake explains everything, the dependency included: it stays.
+            lead += "\n" + diagnoses[exercise]
+        report.longrepr = f"{lead}\n\n{body}"
+    elif diagnoses[exercise]:
+        report.longrepr = f"{diagnoses[exercise]}\n\n{text}"
     return report
+
+
+def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> None:
+    """A failure without a revisit line: the test itself could not use what the student's function returned.
+
+    (Crashes inside the student's code are explained by the Kit; this is an exception in the test's own
+    code, e.g. ``out.sum(axis=-1)`` on a list, or ``a, b = result`` on a single array.)
+    """
+    crash = getattr(report.longrepr, "reprcrash", None)
+    observed = crash.message.splitlines()[0] if crash is not None and crash.message else report.outcome
+    function = called[-1] if called else "your function"
+    name = f"{function}()" if called else function
+    report.longrepr = (
+        f"the test could not use what {name} returned\n"
+        "  expected: what the Returns section of its docstring promises (type, number of items, shape, dtype)\n"
+        f"  observed: {observed}\n"
+        f"  revisit:  return exactly what the docstring of {name} describes: a numpy array (or the tuple or dict "
+        "it names), with the shape and dtype it gives"
+    )

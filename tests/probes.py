@@ -59,8 +59,11 @@ def rejection(function: Callable[..., Any], args: tuple, kwargs: dict, argument:
     The reference gives "ValueError naming '<argument>'"; a missing check gives "no exception",
     "ValueError not naming ..." (numpy's own message) or another exception's type.
     """
+    from tests.kit import raising_through
+
     try:
-        function(*args, **kwargs)
+        with raising_through():
+            function(*args, **kwargs)
     except NotImplementedError:
         raise
     except ValueError as error:
@@ -93,13 +96,52 @@ def probe(
     return register
 
 
+def _leaves(value: Any) -> list[np.ndarray]:
+    """The arrays of an item of a tuple result; a dict gives its values in key order, nested dicts too."""
+    if type(value) is dict:
+        return [array for key in sorted(value) for array in _leaves(value[key])]
+    return [np.asarray(value)]
+
+
 def as_arrays(result: Any) -> tuple[np.ndarray, ...]:
-    """A function's result as a tuple of arrays (dict results in key order)."""
+    """A function's result as a tuple of arrays (dict results in key order).
+
+    A tuple item that is a dict (the gradients of ``multi_head_attention_backward``,
+    ``model_gradients``) contributes its arrays in key order, nested dicts included.
+    """
     if isinstance(result, tuple):
-        return tuple(np.asarray(item) for item in result)
+        return tuple(array for item in result for array in _leaves(item))
     if isinstance(result, dict):
         return tuple(np.asarray(result[key]) for key in sorted(result) if not isinstance(result[key], dict))
     return (np.asarray(result),)
+
+
+def result_kind(result: Any) -> str:
+    """The structure of a function's result, for telling a list from an array: ``"t(a,d{a,a})"``, ``"s"`` ...
+
+    ``a`` an array of at least one axis, ``s`` a number (0-d arrays included), ``l[...]`` a list,
+    ``t(...)`` a tuple, ``d{...}`` a dict (in key order); anything else is its type's name.
+    """
+    if isinstance(result, tuple):
+        return "t(" + ",".join(result_kind(item) for item in result) + ")"
+    if isinstance(result, dict):
+        return "d{" + ",".join(result_kind(result[key]) for key in sorted(result, key=str)) + "}"
+    if isinstance(result, list):
+        return "l[" + ",".join(sorted({result_kind(item) for item in result})) + "]"
+    if isinstance(result, np.ndarray):
+        return "a" if result.ndim else "s"
+    if isinstance(result, (np.generic, float, int)):
+        return "s"
+    return type(result).__name__
+
+
+KIND_SUFFIX = "/#kind"  # golden key of a probe's result structure (see result_kind)
+
+
+def golden_kind(name: str) -> str | None:
+    """The structure of the reference's result of probe ``name`` (None where the golden file has none)."""
+    value = _golden_file().get(name + KIND_SUFFIX)
+    return None if value is None else str(value)
 
 
 def golden_keys(name: str, count: int) -> list[str]:

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from tests import kinds
 from tests.feedback import (
     call_expecting_no_warning,
     expect,
@@ -181,3 +182,45 @@ def test_reference_values_with_masks_and_extremes(impl):
                      what="softmax of a fixed input with -inf entries, a fully masked row, "
                           "and rows near -900 and +1000",
                      idea=f"{STABLE}; {MASKED}")
+
+
+# ----------------------------------------------------------------------------- every kind of input
+
+
+def _softmax_by_hand(x: np.ndarray, axis: int) -> np.ndarray:
+    """The test's own softmax along ``axis`` (finite input only)."""
+    moved = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    exps = np.exp(moved - moved.max(axis=-1, keepdims=True))
+    return np.moveaxis(exps / exps.sum(axis=-1, keepdims=True), -1, axis)
+
+
+@probe("softmax")
+def second_to_last_axis_of_four():
+    return (kinds.normal("softmax/second_to_last", (2, 3, 4, 5), scale=2.0),), {"axis": -2}
+
+
+def test_every_other_axis_form_and_more_leading_axes(impl):
+    idea = ("`axis` may be any axis, counted from the front (0, 1, ...) or from the end (-1 is the last, -2 the "
+            "one before it, ...): reduce along exactly that axis, with keepdims=True")
+    for lead in kinds.MORE_LEADING:
+        x = kinds.normal(f"softmax/lead{len(lead)}", (*lead, 4, 5), scale=2.0)
+        expect_close(impl.softmax(x), _softmax_by_hand(x, -1), idea=ROWS,
+                     what=f"softmax of a {x.shape} array ({kinds.describe_axes(lead)})")
+    x = kinds.normal("softmax/axes", (2, 3, 4, 5), scale=2.0)
+    # test_axis_argument has 0, 1 and -1: here the other forms, negative axes beyond -1 above all.
+    for axis in [a for a in kinds.axis_forms(x.ndim) if a not in (0, 1, -1)]:
+        expect_close(impl.softmax(x, axis=axis), _softmax_by_hand(x, axis), idea=idea,
+                     what=f"softmax(x, axis={axis}) of a (2, 3, 4, 5) array")
+    expect_probe(impl, "softmax/second_to_last_axis_of_four", what="softmax(x, axis=-2) of a fixed (2, 3, 4, 5) array",
+                 idea=idea)
+
+
+def test_integer_and_boolean_scores_give_float64(impl):
+    idea = ("integer (and boolean) scores are treated as float64 (the docstring says so): convert x first "
+            "(np.asarray(x, dtype=float) when it is not floating) and build the result from it, not like the input")
+    ints = kinds.rng("softmax/ints").integers(-3, 4, size=(3, 5))
+    for label, x in (("integer", ints), ("boolean", ints > 0)):
+        out = impl.softmax(x)
+        if expect_dtype(out, np.float64, what=f"softmax of a {label} {x.shape} array", idea=idea):
+            expect_close(out, _softmax_by_hand(x.astype(np.float64), -1), idea=idea,
+                         what=f"softmax of {label} scores against the same scores as float64")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests import kinds
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -109,14 +110,15 @@ def test_init_weight_uses_the_generator(impl):
 
 
 def test_init_weight_reproduces_the_reading_example(impl):
-    # The reading draws the tokens first, then W_Q, W_K, W_V from the same generator.
+    # The reading (docs/reading.md#worked-example) draws the tokens first, then W_Q, W_K, W_V from the same generator.
     rng, numpy_rng = np.random.default_rng(42), np.random.default_rng(42)
     rng.normal(size=(8, 16))
     numpy_rng.normal(size=(8, 16))
     for name in ("W_Q", "W_K", "W_V"):
         expected = numpy_rng.normal(scale=1 / np.sqrt(16), size=(16, 8))
         expect_close(impl.init_weight(rng, 16, 8), expected,
-                     what=f"{name} of the reading's example: init_weight(rng, 16, 8) after the token draw",
+                     what=f"{name} of the reading's example (docs/reading.md#worked-example): "
+                          "init_weight(rng, 16, 8) after the token draw",
                      idea=DRAWS + "; each call draws exactly d_in * d_out numbers", rtol=1e-12, atol=0.0)
 
 
@@ -225,3 +227,43 @@ def test_reference_values(impl):
                  idea=LINEAR + "; dtype in = dtype out", rtol=1e-6, atol=1e-7)
     expect_probe(impl, "qkv_projections/values_wider_than_keys",
                  what="qkv_projections(x, w_q, w_k, w_v) with d_k = 4 and d_v = 3", idea=QKV)
+
+
+# ----------------------------------------------------------------------------- every kind of input
+
+
+@probe("linear")
+def two_batch_axes_with_bias():
+    rng = kinds.rng("linear/two_batch_axes")
+    return (rng.normal(size=(2, 3, 4, 5)), rng.normal(size=(5, 6)), rng.normal(size=6)), {}
+
+
+def test_linear_any_number_of_leading_axes(impl):
+    idea = ("x may have any number of leading axes, none included: (..., d_in) @ (d_in, d_out) handles them all; "
+            "never unpack a fixed number of axes or reshape with a fixed batch size")
+    rng = kinds.rng("linear/leading")
+    weight, bias = rng.normal(size=(5, 6)), rng.normal(size=6)
+    for lead in kinds.MORE_LEADING:
+        x = kinds.normal(f"linear/lead{len(lead)}", (*lead, 4, 5))
+        expect_close(impl.linear(x, weight, bias), _row_by_row(x, weight) + bias, idea=idea,
+                     what=f"linear(x, weight (5, 6), bias) with x {x.shape} ({kinds.describe_axes(lead)})")
+    x = kinds.normal("linear/one_token", (5,))
+    expect_close(impl.linear(x, weight, bias), x @ weight + bias, idea=idea,
+                 what="linear(x, weight, bias) of a single token x of shape (5,)")
+    expect_probe(impl, "linear/two_batch_axes_with_bias", what="linear of a fixed (2, 3, 4, 5) x, weight (5, 6), bias",
+                 idea=idea)
+
+
+def test_qkv_projections_with_sizes_far_apart(impl):
+    # d_k and d_v far apart (and d_v > d_k): splitting one fused product into near-equal parts is wrong here.
+    x = kinds.normal("qkv/far", (2, 3, 7))
+    for d_k, d_v in ((5, 2), (2, 6)):
+        rng = kinds.rng(f"qkv/far/{d_k}/{d_v}")
+        w_q, w_k, w_v = rng.normal(size=(7, d_k)), rng.normal(size=(7, d_k)), rng.normal(size=(7, d_v))
+        result = impl.qkv_projections(x, w_q, w_k, w_v)
+        if not expect(isinstance(result, tuple) and len(result) == 3, what="qkv_projections(x, w_q, w_k, w_v)",
+                      expected="a tuple (q, k, v)", observed=f"{type(result).__name__}", idea=QKV):
+            return
+        for got, name, weight in zip(result, "qkv", (w_q, w_k, w_v), strict=True):
+            expect_close(got, _row_by_row(x, weight), idea=QKV + "; each with its own weight, whatever its width",
+                         what=f"{name} of qkv_projections with d_k = {d_k} and d_v = {d_v}")

@@ -246,7 +246,7 @@ def test_attention_entropy_does_not_collapse(impl):
            idea=_idea(mistake, SCALE))
 
 
-# ----------------------------------------------------------------------------- the reading's example
+# ------------------------------------------------ the reading's example (docs/reading.md#worked-example)
 
 
 @probe("scaled_dot_product_attention")
@@ -260,9 +260,9 @@ def reading_example():
 def test_the_reading_example(impl):
     args, kwargs = reading_example()
     context, weights = impl.scaled_dot_product_attention(*args, **kwargs)
-    idea = "the reading's worked example: 8 tokens, rng(42), d_model 16, d_k = d_v = 8"
-    expect_equal(np.shape(weights), (8, 8), what="weights.shape of the reading's example", idea=idea)
-    expect_equal(np.shape(context), (8, 8), what="context.shape of the reading's example", idea=idea)
+    idea = "the reading's worked example (docs/reading.md#worked-example): 8 tokens, rng(42), d_model 16, d_k = d_v = 8"
+    expect_equal(np.shape(weights), (8, 8), what="weights.shape of the worked example", idea=idea)
+    expect_equal(np.shape(context), (8, 8), what="context.shape of the worked example", idea=idea)
     expect_equal(np.round(np.sum(weights, axis=1), 6), np.ones(8), what="row sums of the example's weights",
                  idea=WEIGHTS)
     mistake = _score_mistake(weights, *args, then=_softmax)
@@ -525,3 +525,41 @@ def test_rejects_bad_input(impl):
     expect_probe(impl, "scaled_dot_product_attention/mask_one_key_short",
                  what="scaled_dot_product_attention with q, k of shape (1, 4, 4): weights (1, 4, 4), mask (4, 3)",
                  idea=idea + ": the mask must broadcast to the weights' shape (..., n_q, n_k)")
+
+
+# ----------------------------------------------------------------------------- every kind of input
+
+
+@probe("scaled_dot_product_attention")
+def float32_with_an_additive_float64_mask():
+    q, k, v = (a.astype(np.float32) for a in _qkv(68, batch=(B,)))
+    bias = np.random.default_rng(68).normal(size=(NQ, NK))
+    bias[:, 3] = -np.inf
+    return (q, k, v), {"mask": bias}
+
+
+def test_float32_through_every_kind_of_mask(impl):
+    q, k, v = (a.astype(np.float32) for a in _qkv(69, batch=(B,)))
+    keep = np.random.default_rng(69).random((NQ, NK)) < 0.6
+    keep[:, 0] = True
+    bias = np.random.default_rng(70).normal(size=(NQ, NK))
+    masks = {
+        "a boolean mask": keep,
+        "a float64 additive mask": np.where(keep, bias, -np.inf),
+        "a float32 additive mask": np.where(keep, bias, -np.inf).astype(np.float32),
+        f"a ({B}, 1, {NK}) boolean padding mask": (np.arange(NK) < np.array([NK, 3])[:, None])[:, None, :],
+    }
+    idea = ("dtype in = dtype out on every path: cast a float mask to the scores' dtype before adding it "
+            "(a float64 mask turns float32 scores into float64), and use no float64 constants")
+    for label, mask in masks.items():
+        context, weights = _attention(impl, q, k, v, mask=mask, idea=idea,
+                                      what=f"attention of float32 q, k, v with {label}")
+        scores = _raw_scores(*(a.astype(np.float64) for a in (q, k))) / np.sqrt(DK)
+        expected = (_blocked_softmax(scores, mask) if mask.dtype == np.bool_
+                    else _softmax(scores + mask.astype(np.float64)))
+        for name, value in (("context", context), ("weights", weights)):
+            expect_dtype(value, np.float32, what=f"the {name} of float32 q, k, v with {label}", idea=idea)
+        expect_close(weights, expected, rtol=1e-4, atol=1e-6, idea=MASK + "; " + ADDITIVE,
+                     what=f"the weights of float32 q, k, v with {label}")
+    expect_probe(impl, "scaled_dot_product_attention/float32_with_an_additive_float64_mask", idea=idea,
+                 what="(context, weights) of float32 q, k, v with a float64 additive mask", rtol=1e-5, atol=1e-6)

@@ -56,15 +56,21 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
 
 
 def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Plain masked attention, as in the reading: softmax(np.where(mask, q k^T / sqrt(d), -inf)) v."""
+    """Plain masked attention, as in the reading (docs/reading.md#masks).
+
+    softmax(np.where(mask, q k^T / sqrt(d), -inf)) v.
+    """
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     return _softmax(np.where(mask, scores, -np.inf)) @ v
 
 
 def _attempt(call: Callable[[], Any], *, what: str, idea: str) -> tuple[bool, Any]:
     """Run ``call``; an exception from the student's code becomes a failure with a message."""
+    from tests.kit import raising_through
+
     try:
-        return True, call()
+        with raising_through():
+            return True, call()
     except Exception as error:  # the student's function crashed on valid input
         expect(False, what=what, expected="a result", observed=f"{type(error).__name__}: {error}", idea=idea)
         return False, None

@@ -158,7 +158,7 @@ def five_by_three():
 
 
 def test_sinusoidal_shape_and_dtype(impl):
-    for n_positions, d_model in ((7, 10), (3, 5)):
+    for n_positions, d_model in ((7, 10), (3, 6)):  # an odd d_model is the business of its own test below
         out = impl.sinusoidal_encoding(n_positions, d_model)
         what = f"sinusoidal_encoding({n_positions}, {d_model})"
         if expect_array(out, what=what, idea=SINUSOID):
@@ -332,6 +332,17 @@ def test_rotary_custom_positions(impl):
                  idea=_diagnose_rotary(out, x, positions))
     expect_close(impl.rotary_embedding(x, positions=np.arange(4)), _rotary(x, np.arange(4)),
                  what="rotary_embedding(x, positions=np.arange(4)) equals the default positions", idea=ROTARY)
+
+
+def test_rotary_float32_with_given_positions(impl):
+    x = np.random.default_rng(61).normal(size=(2, 4, 6)).astype(np.float32)
+    positions = np.array([7, 1, 4, 0])
+    out = impl.rotary_embedding(x, positions=positions)
+    if expect_dtype(out, np.float32, what="rotary_embedding of float32 x with given integer positions",
+                    idea="dtype in = dtype out, whatever the dtype of the positions: cast the angles' cos and sin "
+                         "to x's dtype or build the result like x"):
+        expect_close(out, _rotary(x.astype(np.float64), positions), rtol=1e-5, atol=1e-6,
+                     what="rotary_embedding of float32 x with positions [7, 1, 4, 0]", idea=ROTARY)
 
 
 def test_rotary_base(impl):

@@ -6,7 +6,9 @@ import warnings
 
 import numpy as np
 
+from tests import kinds
 from tests.feedback import call_expecting_no_warning, expect, expect_close, expect_no_nan, expect_shape
+from tests.kit import raising_through
 from tests.probes import expect_probe, probe
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.
@@ -59,14 +61,21 @@ def _head_weights(x: np.ndarray, kv: np.ndarray, params: dict, h: int, scale_by:
     return _softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(scale_by))
 
 
+BIASES = "queries and keys are full projections, biases included: q = x @ w_q + b_q, k = kv @ w_k + b_k"
+
+
 def _check_head_weights(weights: np.ndarray, x: np.ndarray, kv: np.ndarray, params: dict, what: str) -> None:
+    no_bias = params | {"b_q": np.zeros(D_MODEL), "b_k": np.zeros(D_MODEL)}
     for h in range(N_HEADS):
         expected = _head_weights(x, kv, params, h)
-        if not expect_close(weights[..., h, :, :], expected, what=f"{what}: weights of head {h}", idea=SCALE):
-            if np.allclose(weights[..., h, :, :], _head_weights(x, kv, params, h, scale_by=D_MODEL)):
-                expect(False, what=f"{what}: head {h} was scaled by the wrong size",
-                       expected=f"scores divided by sqrt(d_head) = sqrt({D_HEAD})",
-                       observed=f"scores divided by sqrt(d_model) = sqrt({D_MODEL})", idea=SCALE)
+        got = weights[..., h, :, :]
+        if np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, params, h, scale_by=D_MODEL)):
+            idea = f"yours divides by sqrt(d_model) = sqrt({D_MODEL}), not sqrt(d_head) = sqrt({D_HEAD}); {SCALE}"
+        elif np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, no_bias, h)):
+            idea = f"yours leaves out the biases b_q and b_k; {BIASES}"
+        else:
+            idea = f"{HEADS}; {BIASES}; {SCALE}"
+        if not expect_close(got, expected, what=f"{what}: weights of head {h}", idea=idea):
             return
 
 
@@ -115,7 +124,7 @@ def per_sequence_mask_batch_equals_heads():
 # ---------------------------------------------------------------- split_heads / merge_heads
 
 def test_split_heads_shape(impl):
-    for shape in [(N_Q, D_MODEL), (BATCH, N_Q, D_MODEL), (BATCH, 6, N_Q, D_MODEL)]:
+    for shape in [(N_Q, D_MODEL), (BATCH, N_Q, D_MODEL)]:  # more leading axes: their own test below
         out = impl.split_heads(_tokens(1, *shape), N_HEADS)
         expect_shape(out, (*shape[:-2], N_HEADS, N_Q, D_HEAD),
                      what=f"split_heads of a {shape} array with n_heads={N_HEADS}", idea=SPLIT)
@@ -266,10 +275,12 @@ def test_head_context_uses_its_own_value_columns(impl):
     for h in range(N_HEADS):
         cols = _columns(h)
         values = x @ params["w_v"][:, cols] + params["b_v"][cols]
+        unbiased = np.allclose(output[..., cols], weights[:, h] @ (x @ params["w_v"][:, cols]))
         expect_close(output[..., cols], weights[:, h] @ values,
                      what=f"with w_o = I, output columns {cols.start}:{cols.stop} (head {h}'s context)",
-                     idea="head h's context is its weights times its own values (columns h*d_head:(h+1)*d_head "
-                          "of x @ w_v + b_v); merge_heads must put it back in those columns")
+                     idea=("yours leaves out the bias b_v: " if unbiased else "")
+                     + "head h's context is its weights times its own values (columns h*d_head:(h+1)*d_head "
+                       "of x @ w_v + b_v); merge_heads must put it back in those columns")
 
 
 def test_scores_are_scaled_by_sqrt_d_head(impl):
@@ -301,8 +312,10 @@ def test_cross_attention_with_kv(impl):
     for h in range(N_HEADS):
         cols = _columns(h)
         values = kv @ params["w_v"][:, cols] + params["b_v"][cols]
+        unbiased = np.allclose(context[..., cols], weights[:, h] @ (kv @ params["w_v"][:, cols]))
         expect_close(context[..., cols], weights[:, h] @ values,
-                     what=f"with w_o = I, head {h}'s context in cross-attention", idea=CROSS)
+                     what=f"with w_o = I, head {h}'s context in cross-attention",
+                     idea=f"yours leaves out the bias b_v: v = kv @ w_v + b_v; {CROSS}" if unbiased else CROSS)
 
 
 def test_shared_mask_blocks_keys_in_every_head(impl):
@@ -404,8 +417,6 @@ def test_reference_values(impl):
         expect_probe(impl, "multi_head_attention/per_sequence_mask_batch_equals_heads",
                      what="3 sequences, 3 heads, one (5, 7) mask per sequence (sequence 1's query 3 sees no key)",
                      idea=MASK)
-    expect_probe(impl, "split_heads/two_batch_axes", what="split_heads of a (2, 6, 5, 12) array, 3 heads",
-                 idea=SPLIT + "; count the axes from the end, whatever the number of batch axes")
     expect_probe(impl, "init_multi_head/seeded_twelve_by_three", what="init_multi_head(default_rng(606), 12, 3)",
                  idea=INIT, rtol=1e-12, atol=0.0)
 
@@ -422,7 +433,8 @@ def test_rejects_heads_that_do_not_divide_d_model(impl):
     idea = "bad input raises ValueError naming the argument: n_heads must divide d_model (every head gets d_head)"
     for what, call in calls.items():
         try:
-            call()
+            with raising_through():
+                call()
         except ValueError as error:
             expect("n_heads" in str(error) or "d_model" in str(error), what=what,
                    expected="a ValueError whose message names n_heads or d_model",
@@ -433,3 +445,53 @@ def test_rejects_heads_that_do_not_divide_d_model(impl):
         else:
             expect(False, what=what, expected="ValueError naming n_heads or d_model",
                    observed="no exception: the bad input was accepted", idea=idea)
+
+
+# ---------------------------------------------------------------- every kind of input
+
+
+@probe("merge_heads")
+def heads_with_two_batch_axes():
+    return (_tokens(611, BATCH, 6, N_HEADS, N_Q, D_HEAD),), {}
+
+
+@probe("merge_heads")
+def heads_without_batch_axes():
+    # For the diagnosis and the blame (a wrong merge_heads fails its own probes first).
+    return (_tokens(612, N_HEADS, N_Q, D_HEAD),), {}
+
+
+def test_split_and_merge_with_more_leading_axes(impl):
+    idea = ("count the axes from the end: (..., n, d_model) <-> (..., n_heads, n, d_head) for any number of "
+            "leading axes (none included), so swap axes -3 and -2, never fixed numbers")
+    for lead in kinds.MORE_LEADING:
+        x = kinds.normal(f"split/lead{len(lead)}", (*lead, N_Q, D_MODEL))
+        expected = np.stack([x[..., _columns(h)] for h in range(N_HEADS)], axis=-3)
+        expect_close(impl.split_heads(x, N_HEADS), expected, atol=0.0, rtol=0.0, idea=SPLIT + "; " + idea,
+                     what=f"split_heads of a {x.shape} array ({kinds.describe_axes(lead)})")
+        expect_close(impl.merge_heads(expected), x, atol=0.0, rtol=0.0, idea=MERGE + "; " + idea,
+                     what=f"merge_heads of a {expected.shape} array ({kinds.describe_axes(lead)})")
+    expect_probe(impl, "split_heads/two_batch_axes", what="split_heads of a fixed (2, 6, 5, 12) array, 3 heads",
+                 idea=SPLIT + "; " + idea)
+    expect_probe(impl, "merge_heads/heads_with_two_batch_axes", idea=MERGE + "; " + idea,
+                 what="merge_heads of a fixed (2, 6, 3, 5, 4) array")
+
+
+def test_two_leading_batch_axes_and_float32(impl):
+    idea = ("batch axes are just more leading axes: the function must give each sequence what it gives it "
+            "alone, for any number of leading axes; and dtype in = dtype out")
+    x, params = _tokens(613, 3, BATCH, N_Q, D_MODEL), _params(614)
+    mask = np.tril(np.ones((N_Q, N_Q), dtype=bool))
+    output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask)
+    alone = [[impl.multi_head_attention(x[i, j], params, N_HEADS, mask=mask) for j in range(BATCH)] for i in range(3)]
+    expect_close(output, np.array([[out for out, _ in row] for row in alone]), idea=idea,
+                 what=f"the output for x of shape {x.shape} (2 leading batch axes) vs. each sequence alone")
+    expect_close(weights, np.array([[w for _, w in row] for row in alone]), idea=idea,
+                 what=f"the weights for x of shape {x.shape} (2 leading batch axes) vs. each sequence alone")
+    x32 = x[0].astype(np.float32)
+    params32 = {name: value.astype(np.float32) for name, value in params.items()}
+    output32, weights32 = impl.multi_head_attention(x32, params32, N_HEADS, mask=mask.astype(np.float32) - 1.0)
+    for name, value in (("output", output32), ("weights", weights32)):
+        expect(getattr(value, "dtype", None) == np.float32, what=f"the {name} of float32 x, params and mask",
+               expected="dtype float32", observed=f"dtype {getattr(value, 'dtype', type(value).__name__)}",
+               idea=idea + ": cast an additive mask to the scores' dtype, no float64 constants")

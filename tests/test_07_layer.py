@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 
+from tests import kinds
 from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
 
@@ -239,6 +240,13 @@ def test_layer_norm_applies_gamma_and_beta(impl):
     expect_close(impl.layer_norm(x, ones, beta), normalised + beta,
                  what="layer_norm(x, 1, beta) vs. layer_norm(x, 1, 0) + beta",
                  idea="shift each feature by beta last (gamma multiplies, beta adds)")
+
+
+def test_layer_norm_default_eps(impl):
+    x, gamma, beta = quiet_tokens_default_eps()[0]
+    expect_probe(impl, "layer_norm/quiet_tokens_default_eps",
+                 what="layer_norm(x, gamma, beta) of tokens whose variance is about 1e-5, with the default eps",
+                 idea="the default eps is 1e-5 (as in nn.LayerNorm); transformer_layer uses that default")
 
 
 # ---------------------------------------------------------------- feed_forward
@@ -497,3 +505,51 @@ def test_reference_values(impl):
     }
     for name, (what, idea) in cases.items():
         expect_probe(impl, name, what=what, idea=idea)
+
+
+# ---------------------------------------------------------------- every kind of input
+
+
+@probe("layer_norm")
+def quiet_tokens_default_eps():
+    # Variance about 1e-5: eps = 1e-5 (the default, as nn.LayerNorm) against 1e-6 changes every output.
+    rng = np.random.default_rng(722)
+    x = rng.normal(loc=0.5, scale=0.003, size=(BATCH, N, D_MODEL))
+    return (x, rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)), {}
+
+
+def test_dropout_draws_independently_for_every_row_and_batch(impl):
+    x = np.ones((3, 4, 64))
+    out = impl.dropout(x, 0.5, kinds.rng("dropout/rows"))
+    if not expect_shape(out, x.shape, what="dropout of a (3, 4, 64) array", idea=DROPOUT):
+        return
+    kept = (np.asarray(out) != 0).reshape(-1, 64)
+    distinct = len({row.tobytes() for row in kept})
+    expect(distinct == kept.shape[0], what="the keep-patterns of the 12 rows of dropout(ones((3, 4, 64)), 0.5)",
+           expected="12 different patterns (two rows of 64 independent draws agree with probability 2**-64)",
+           observed=f"only {distinct} different patterns: rows or batches share one mask",
+           idea="draw one random number per entry, rng.random(x.shape), not one mask for the last axis "
+                "(or for one row) broadcast over the others")
+
+
+def test_layer_functions_with_any_number_of_leading_axes(impl):
+    idea = ("batch axes are just more leading axes: each token's result is what it is alone, for any number of "
+            "leading axes (none included)")
+    params = _layer_params(723)
+    for lead in kinds.MORE_LEADING:
+        x = kinds.normal(f"layer/lead{len(lead)}", (*lead, N, D_MODEL))
+        flat = x.reshape(-1, N, D_MODEL)
+        what = f"x of shape {x.shape} ({kinds.describe_axes(lead)})"
+        expect_close(impl.layer_norm(x, params["ln1_gamma"], params["ln1_beta"]),
+                     np.stack([impl.layer_norm(t, params["ln1_gamma"], params["ln1_beta"]) for t in flat]
+                              ).reshape(x.shape), what=f"layer_norm of {what} vs. each sequence alone", idea=idea)
+        expect_close(impl.feed_forward(x, params), _feed_forward(x, params, _relu),
+                     what=f"feed_forward of {what}", idea=FFN + "; " + idea)
+        expect_close(impl.transformer_layer(x, params, N_HEADS),
+                     np.stack([impl.transformer_layer(t, params, N_HEADS) for t in flat]).reshape(x.shape),
+                     what=f"transformer_layer of {what} vs. each sequence alone", idea=idea)
+    x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
+    params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
+                {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}
+    expect_dtype(impl.transformer_layer(x32, params32, N_HEADS), np.float32, idea="dtype in = dtype out, through "
+                 "every sub-layer: no float64 constants or arrays", what="transformer_layer of float32 x and params")

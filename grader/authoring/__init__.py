@@ -2,7 +2,9 @@
 
 ``sync`` writes the stubs in ``exercises/`` from ``solutions/``; ``golden`` and
 ``fingerprints`` the expected values and the known mistakes' outputs in
-``tests/data/``; ``readme`` the generated parts of README.md; ``release`` the
+``tests/data/``; ``readme`` the generated parts of README.md (tables, included
+docs, benchmark figures); ``examples`` its terminal examples, from real runs of
+the kit's commands on planted mistakes; ``release`` the
 student repository; ``notebooks`` the nbgrader course.
 
 Called by: maintainers (``python -m grader.authoring.sync`` ...) and instructors

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import sys
 import tempfile
@@ -31,11 +32,15 @@ from tests.diagnosis import (
     DIFFER_ATOL,
     DIFFER_RTOL,
     FINGERPRINT_FILE,
+    PAIR_SKETCHES,
     RAISED,
+    SKETCH_SIZE,
     NotWrittenYet,
     call_quietly,
     fingerprint_key,
+    reference_calls,
     same_outputs,
+    sketch,
 )
 from tests.kit import LocalImplementation
 from tests.probes import golden, load_all_probes
@@ -51,13 +56,18 @@ def exercise_probes(exercise: str) -> list[str]:
 
 def fingerprint(mutant: Mutant, workdir: Path) -> dict[str, tuple[np.ndarray, ...] | None]:
     """The probe outputs of ``mutant`` that differ from the golden ones (``None``: it raised)."""
-    implementation = LocalImplementation(apply(mutant, workdir / mutant.id))
+    return deviating_outputs(apply(mutant, workdir / mutant.id), mutant.exercise)
+
+
+def deviating_outputs(folder: Path, exercise: str) -> dict[str, tuple[np.ndarray, ...] | None]:
+    """The probe outputs of ``exercise``'s functions in ``folder`` that differ from the golden ones."""
+    implementation = LocalImplementation(folder)
     registry = load_all_probes()
     outputs: dict[str, tuple[np.ndarray, ...] | None] = {}
-    for name in exercise_probes(mutant.exercise):
+    for name in exercise_probes(exercise):
         entry = registry[name]
         try:
-            result = call_quietly(entry.call, (implementation.function(mutant.exercise, entry.function),), {})
+            result = call_quietly(entry.call, (implementation.function(exercise, entry.function),), {})
         except NotWrittenYet:
             result = RAISED
         if result is RAISED:
@@ -90,7 +100,75 @@ def compute() -> tuple[dict, dict[str, np.ndarray]]:
                     arrays[fingerprint_key(mutant.id, name, index)] = array
             mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
                              "hint": mutant.hint, "probes": probes})
-    return {"format": FORMAT, "mistakes": mistakes}, arrays
+        pairs = pair_fingerprints(mistakes, arrays, Path(workdir))
+    calls = reference_calls(LocalImplementation(ROOT / "solutions"))  # who calls whom, for the blame
+    return {"format": FORMAT, "mistakes": mistakes, "calls": calls, "pairs": pairs}, arrays
+
+
+def pair_fingerprints(mistakes: list[dict], arrays: dict[str, np.ndarray], workdir: Path) -> list[dict]:
+    """Two mistakes of one exercise planted together, where they change the same behaviour output.
+
+    Together they give outputs neither gives alone, so the single fingerprints cannot recognise the
+    pair. Stored as sketches (:func:`tests.diagnosis.sketch`), a few numbers per array, as the rows of
+    one array ``arrays[PAIR_SKETCHES]``; the metadata lists each pair's probes with the shapes, dtypes
+    and row numbers (or the text of a bad-input outcome).
+    """
+    registry = load_all_probes()
+    catalogue = {mutant.id: mutant for mutant in load_catalogue()}
+    by_exercise: dict[str, list[dict]] = {}
+    for entry in mistakes:
+        by_exercise.setdefault(entry["exercise"], []).append(entry)
+    pairs = []
+    rows: list[np.ndarray] = []
+    for exercise, entries in by_exercise.items():
+        for first, second in itertools.combinations(entries, 2):
+            behaviour = {p for p in first["probes"] if registry[p].rejects is None}
+            if not behaviour & {p for p in second["probes"] if registry[p].rejects is None}:
+                continue  # apart, the two single fingerprints recognise the pair already
+            a, b = catalogue[first["id"]], catalogue[second["id"]]
+            target = workdir / f"{a.id}+{b.id}"
+            try:
+                apply(a, target)
+            except ValueError:
+                continue
+            path = target / b.file
+            source = path.read_text(encoding="utf-8")
+            if source.count(b.replace) != b.count:
+                continue  # the two edits overlap: no student makes both in this form
+            path.write_text(source.replace(b.replace, b.with_), encoding="utf-8")
+            outputs = deviating_outputs(target, exercise)
+            singles = [{name: _stored(arrays, entry["id"], name, count) for name, count in entry["probes"].items()}
+                       for entry in (first, second)]
+            if any(outputs.keys() == single.keys() and all(_equal(outputs[n], single[n]) for n in outputs)
+                   for single in singles):
+                continue  # one of them hides the other: its own fingerprint says it all
+            probes: dict[str, list | None] = {}
+            for name, result in outputs.items():
+                if result is RAISED:
+                    probes[name] = None
+                    continue
+                probes[name] = []
+                for array in result:
+                    sketched = sketch(array)
+                    if sketched.dtype.kind in "US":  # the outcome of a bad-input probe: kept as text
+                        probes[name].append([list(array.shape), str(array.dtype), str(sketched[()])])
+                    else:
+                        probes[name].append([list(array.shape), str(array.dtype), len(rows)])
+                        rows.append(sketched)
+            pairs.append({"ids": [a.id, b.id], "exercise": exercise, "probes": probes})
+    # One array for every sketch (reading thousands of small arrays from the file is slow).
+    arrays[PAIR_SKETCHES] = np.array(rows) if rows else np.zeros((0, SKETCH_SIZE + 1))
+    return pairs
+
+
+def _stored(arrays: dict[str, np.ndarray], mistake_id: str, name: str, count: int | None):
+    return RAISED if count is None else tuple(arrays[fingerprint_key(mistake_id, name, i)] for i in range(count))
+
+
+def _equal(a, b) -> bool:
+    if a is RAISED or b is RAISED:
+        return a is b
+    return same_outputs(a, b, rtol=1e-9, atol=1e-12)
 
 
 def serialise(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:

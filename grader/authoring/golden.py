@@ -20,7 +20,7 @@ import numpy as np
 
 from grader.curriculum import ROOT
 from tests.kit import LocalImplementation
-from tests.probes import GOLDEN_FILE, as_arrays, golden_keys, load_all_probes
+from tests.probes import GOLDEN_FILE, KIND_SUFFIX, as_arrays, golden_keys, load_all_probes, result_kind
 
 
 def compute(impl_dir: str = "solutions") -> dict[str, np.ndarray]:
@@ -28,8 +28,10 @@ def compute(impl_dir: str = "solutions") -> dict[str, np.ndarray]:
     implementation = LocalImplementation(ROOT / impl_dir)
     values: dict[str, np.ndarray] = {}
     for name, entry in sorted(load_all_probes().items()):
-        arrays = as_arrays(entry.call(implementation.function("", entry.function)))
+        result = entry.call(implementation.function("", entry.function))
+        arrays = as_arrays(result)
         values.update(zip(golden_keys(name, len(arrays)), arrays, strict=True))
+        values[name + KIND_SUFFIX] = np.array(result_kind(result))
     return values
 
 

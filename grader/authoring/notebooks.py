@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
@@ -229,7 +230,7 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
         custom = str(hidden.resolve())
     tests: dict[str, list[GradedTest]] = {name: [] for name in curriculum.names}
     for test_file in suite:
-        share = pools[test_file.pool] / sizes[test_file.pool]
+        share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
         tests[test_file.exercise] += [
             GradedTest(test_file.exercise, name, share, test_file.hidden, custom if test_file.hidden else None)
             for name in names[test_file.path]
@@ -297,8 +298,14 @@ def _imports(modules: list[Module]) -> str:
     return "\n".join(seen)
 
 
-def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str, ...], grade_id: str) -> None:
-    """The read-only cell with the input checks and the reference code of ``dependencies``."""
+def _given_modules(names: tuple[str, ...]) -> list[Module]:
+    """The manifest's given modules (``_tasks.py`` ...): students get them ready made."""
+    return [reference(name) for name in names]
+
+
+def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str, ...], grade_id: str,
+           given: tuple[str, ...] = ()) -> None:
+    """The read-only cell with the input checks, the given modules and the reference code of ``dependencies``."""
     curriculum = load_curriculum()
     if dependencies:
         earlier = ", ".join(f"{curriculum.exercise(n).number} ({n})" for n in dependencies)
@@ -316,17 +323,85 @@ def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str
             "The cell below defines small input checks (`as_float_array`, `require_ndim` ...) that raise a "
             "`ValueError` naming the argument, as the tests ask. You may use them. Run it, do not edit it."
         )
-    parts = [checks_code()] + [reference(name).code for name in dependencies]
+    if given:
+        builder.markdown("The same cell defines, ready made, what "
+                         + ", ".join(f"`{name}.py`" for name in given)
+                         + " holds (for this exercise: the task it trains on, e.g. `antecedent_task(rng, n)`).")
+    parts = [checks_code()] + [module.code for module in _given_modules(given)] + [
+        reference(name).code for name in dependencies]
     builder.read_only("\n\n".join(part.strip() for part in parts if part.strip()) + "\n", grade_id)
 
 
-def _introduction(builder: NotebookBuilder, exercise: Exercise) -> None:
-    """The exercise's title and the teaching text of its reference module."""
+READING = ROOT / "docs" / "reading.md"
+_ANCHOR = re.compile(r'^<a id="(?P<id>[\w-]+)"></a>\n', re.M)
+
+
+def reading_sections(path: Path = READING) -> dict[str, str]:
+    """Section id -> its Markdown (anchor and heading included), from the reading at ``path``.
+
+    A section runs from its ``<a id="..."></a>`` anchor to the next anchor or the next
+    level-2 heading without one (``## Further reading``). Empty when there is no reading.
+    """
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    starts = list(_ANCHOR.finditer(text))
+    sections = {}
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
+        body = text[match.start():end]
+        heading = re.search(r"^## ", body[match.end() - match.start():], re.M)
+        following = re.search(r"^## ", body[match.end() - match.start() + (heading.end() if heading else 0):], re.M)
+        if following:  # a heading that is not this section's own (e.g. "## Further reading")
+            body = body[:match.end() - match.start() + (heading.end() if heading else 0) + following.start()]
+        sections[match["id"]] = body.strip() + "\n"
+    return sections
+
+
+def reading_notation(path: Path = READING) -> str:
+    """The reading's notation block (the fenced block starting "Notation"), or ""."""
+    if not path.is_file():
+        return ""
+    match = re.search(r"^```text\nNotation.*?^```$", path.read_text(encoding="utf-8"), re.M | re.S)
+    return match.group() if match else ""
+
+
+def reading_markdown(ids: tuple[str, ...], shown: set[str] | None = None) -> str:
+    """The Markdown of the reading's sections ``ids`` for a notebook ("" when none is available).
+
+    Links to sections that are not in this notebook become plain text; ``shown``
+    (updated) holds the ids already in the notebook, which are not repeated.
+    """
+    sections = reading_sections()
+    shown = set() if shown is None else shown
+    chosen = [section for section in ids if section in sections and section not in shown]
+    if not chosen:
+        return ""
+    shown.update(chosen)
+
+    def link(match: re.Match[str]) -> str:
+        return match.group() if match["id"] in shown else match["text"]
+
+    body = "\n\n".join(sections[section] for section in chosen)
+    body = re.sub(r"\[(?P<text>[^\]]+)\]\(#(?P<id>[\w-]+)\)", link, body)
+    notation = "" if "notation" in shown else reading_notation()
+    shown.add("notation")
+    intro = ("*From the reading (`docs/reading.md` in the kit), the section"
+             f"{'s' if len(chosen) > 1 else ''} this exercise builds on.*")
+    return "\n\n".join(part for part in (intro, notation, body) if part)
+
+
+def _introduction(builder: NotebookBuilder, exercise: Exercise, shown: set[str] | None = None) -> None:
+    """The exercise's title, its sections of the reading, and the teaching text of its reference module."""
     text = docstring_markdown(reference(exercise.name).docstring)
     # The docstring opens with "Exercise 3: <summary>."; the heading already says which exercise.
     summary, _, rest = text.partition("\n\n")
     summary = re.sub(r"^Exercise \d+:\s*", "", summary)
-    builder.markdown(f"# Exercise {exercise.number}: {exercise.title}\n\n*{summary.strip()}*\n\n{rest}")
+    builder.markdown(f"# Exercise {exercise.number}: {exercise.title}\n\n*{summary.strip()}*")
+    reading = reading_markdown(getattr(exercise, "reading", ()), shown)
+    if reading:
+        builder.markdown(reading)
+    builder.markdown(f"## The exercise\n\n{rest}" if rest.strip() else "## The exercise")
 
 
 def _exercise_cells(builder: NotebookBuilder, exercise: Exercise, tests: list[GradedTest]) -> None:
@@ -368,27 +443,33 @@ def per_exercise_notebook(exercise: Exercise, tests: list[GradedTest]) -> Any:
     _introduction(builder, exercise)
     dependencies = load_curriculum().dependencies(exercise.name)
     modules = [reference(name) for name in (*dependencies, exercise.name)]
-    builder.code(_imports([*_checks_module(), *modules]))
-    _given(builder, exercise, dependencies, f"{exercise.name}-given")
+    builder.code(_imports([*_checks_module(), *_given_modules(exercise.given), *modules]))
+    _given(builder, exercise, dependencies, f"{exercise.name}-given", exercise.given)
     _exercise_cells(builder, exercise, tests)
     return builder.notebook()
 
 
 def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
-    """One notebook with every exercise in curriculum order."""
+    """One notebook with every exercise of the course's selection, in curriculum order."""
     curriculum = load_curriculum()
+    selected = curriculum.selection()
     builder = NotebookBuilder(SINGLE_ASSIGNMENT)
     builder.markdown(
         f"# {curriculum.title}\n\n"
-        + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in curriculum.exercises)
+        + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in selected)
         + "\n\nWork from top to bottom: each exercise uses the functions you wrote before it."
     )
-    modules = [reference(name) for name in curriculum.names]
-    builder.code(_imports([*_checks_module(), *modules]))
-    first = curriculum.exercises[0]
-    _given(builder, first, (), "given-checks")
-    for exercise in curriculum.exercises:
-        _introduction(builder, exercise)
+    # Exercises outside the course's selection that the selected ones build on are given as reference code.
+    names = {e.name for e in selected}
+    needed = {dep for e in selected for dep in curriculum.dependencies(e.name)} - names
+    given = tuple(name for name in curriculum.names if name in needed)
+    modules = [reference(name) for name in (*given, *(e.name for e in selected))]
+    builder.code(_imports([*_checks_module(), *_given_modules(curriculum.given_modules), *modules]))
+    first = selected[0]
+    _given(builder, first, given, "given-checks", curriculum.given_modules)
+    shown: set[str] = set()  # the reading's sections already in the notebook
+    for exercise in selected:
+        _introduction(builder, exercise, shown)
         _exercise_cells(builder, exercise, tests[exercise.name])
     return builder.notebook()
 
@@ -428,7 +509,7 @@ def build_course(out: Path, layout: str = "per-exercise", hidden: Path | None = 
     else:
         notebooks = {
             out / "source" / assignment_name(e) / f"{e.name}.ipynb": per_exercise_notebook(e, tests[e.name])
-            for e in curriculum.exercises
+            for e in curriculum.selection()
         }
     for path, notebook in notebooks.items():
         nbformat.validate(notebook)

@@ -18,6 +18,12 @@ is a last check on the finished folder.
 already holds a release: it replaces the entries a release consists of and
 keeps everything else (such as a ``.git`` folder of the template repository).
 
+A new release is a git repository with one commit (``main``, by a neutral
+author, ``attention-kit release``), ready to push as the GitHub Classroom
+template; ``--no-git`` writes the folder only. A rebuild into an existing
+repository commits nothing: the instructor reviews and commits the change.
+The command ends by printing the next steps for GitHub Classroom.
+
 This module imports only the standard library.
 """
 
@@ -25,16 +31,19 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
 import shutil
+import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from grader.curriculum import ROOT
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, parse_part
 
-TEMPLATES = ROOT / "grader" / "release_files"
+TEMPLATES = PACKAGE / "release_files"
 
 # Always shipped (paths relative to the kit's root).
 STUDENT_FILES = (
@@ -45,8 +54,12 @@ STUDENT_FILES = (
     "grader/curriculum.py",
     "grader/curriculum.toml",
     "grader/quiet.py",
+    "grader/suite.py",
+    "grader/scoring.py",
+    "LICENSE",
     "tests/__init__.py",
     "tests/feedback.py",
+    "tests/kinds.py",
     "tests/kit.py",
     "tests/plugin.py",
     "tests/probes.py",
@@ -58,12 +71,16 @@ OPTIONAL_FILES = (
     "grader/student/hints.py",
     "grader/student/watch.py",
     "grader/student/demo.py",
+    "grader/student/demo_explain.py",
+    "grader/student/testing.py",
+    "grader/student/notebook.py",
+    "grader/student/classroom.py",
     "tests/diagnosis.py",
     "tests/data/golden.npz",
     "tests/data/fingerprints.npz",
 )
 # Student documentation, shipped when present (and folded into the README).
-STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md")
+STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md", "docs/reading.md")
 # Extras of pyproject.toml that make sense without the reference.
 STUDENT_EXTRAS = ("cli", "plot")
 # Never in a release, whatever imports them (checked on the finished folder).
@@ -81,7 +98,7 @@ INSTRUCTOR_ONLY = (
 )
 # The top-level entries a release consists of (what --force may replace).
 RELEASE_ENTRIES = (
-    "exercises", "tests", "grader", "docs", "conftest.py", "pyproject.toml", "README.md", ".gitignore",
+    "exercises", "tests", "grader", "docs", "conftest.py", "pyproject.toml", "README.md", ".gitignore", "LICENSE",
     ".github/workflows/classroom.yml",
 )
 PYTHON_FOR_CLASSROOM = "3.11"
@@ -111,6 +128,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="rebuild into a folder holding an earlier release (keeps .git and other files)")
     parser.add_argument("--list", action="store_true", help="print the files of the release, write nothing")
+    parser.add_argument("--no-git", action="store_true",
+                        help="write the folder only (default: make it a git repository with one commit)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,21 +139,91 @@ def run(args: argparse.Namespace) -> int:
         if args.list:
             print("\n".join(sorted(plan.paths())))
             return 0
+        had_git = (args.out_dir / ".git").exists()
         write_release(plan, args.out_dir, force=args.force)
+        committed = False
+        if not args.no_git and not had_git:
+            committed = make_repository(args.out_dir)
+            if not committed:
+                plan.notes.append("git is not installed, so the folder is not a repository yet (see the next steps)")
     except ReleaseError as error:
         print(f"attention-kit release: {error}", file=sys.stderr)
         return 1
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"Wrote the student repository ({len(plan.paths())} files) to {args.out_dir}")
+    print(next_steps(args.out_dir, committed=committed, existing=had_git))
     return 0
+
+
+# A neutral author for the release's one commit: not the instructor's git identity, not a machine's.
+RELEASE_AUTHOR = ("attention-kit release", "release@attention-kit.invalid")
+RELEASE_MESSAGE = "Starter code for the self-attention exercises (written by `attention-kit release`)"
+
+
+def make_repository(out_dir: Path) -> bool:
+    """Make ``out_dir`` a git repository on branch ``main`` with one commit of everything in it.
+
+    Returns False (and writes nothing) when git is not installed.
+
+    Raises
+    ------
+    ReleaseError
+        If a git command fails (its message is included).
+    """
+    git = shutil.which("git")
+    if git is None:
+        return False
+    name, email = RELEASE_AUTHOR
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env |= {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email, "GIT_CONFIG_NOSYSTEM": "1"}
+    # No hooks, templates or signing from the instructor's configuration in the students' history.
+    options = ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", "-c", "init.templateDir="]
+    for command in (["init", "-q"], ["symbolic-ref", "HEAD", "refs/heads/main"], ["add", "-A"],
+                    ["commit", "-q", "--no-verify", "-m", RELEASE_MESSAGE]):
+        done = subprocess.run([git, *options, *command], cwd=out_dir, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ReleaseError(f"git {' '.join(command)} failed in {out_dir}: {(done.stderr or done.stdout).strip()}")
+    return True
+
+
+def next_steps(out_dir: Path, *, committed: bool, existing: bool = False) -> str:
+    """What the instructor does next to hand the release out with GitHub Classroom."""
+    lines = ["", "Next, to hand it out with GitHub Classroom:"]
+    if existing:
+        lines += [f"  cd {out_dir} && git add -A && git commit -m 'Update the exercises'   # review the change first",
+                  "  git push"]
+    else:
+        if not committed:
+            lines += [f"  cd {out_dir} && git init -b main && git add -A && git commit -m 'Starter code'"]
+        else:
+            lines += [f"  cd {out_dir}                 # a git repository with one commit on main"]
+        lines += [
+            "  gh repo create YOUR-ORG/attention-kit-template --private --source . --push",
+            "      (or make an empty repository on GitHub, then: git remote add origin URL && git push -u origin main)",
+            "  on GitHub: the repository's Settings > General > Template repository",
+            "  in GitHub Classroom: New assignment > starter code: that template repository; the autograding tests",
+            "      come from .github/workflows/classroom.yml, one test per exercise with its points",
+        ]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- plan
 
 
-def plan_release(root: Path = ROOT) -> Plan:
+def _tree(root: Path | None) -> Callable[[str], Path]:
+    """Where the kit's file ``grader/cli.py``, ``tests/kit.py`` ... lies: in ``root``, or in this kit."""
+    if root is None:
+        return lambda path: kit_path(path)
+    return lambda path: Path(root) / path
+
+
+def plan_release(root: Path | None = None) -> Plan:
     """Decide every file of the release from the manifest and the allow-list.
+
+    ``root`` is a kit's folder laid out as the repository; default: this kit,
+    a checkout or an installed wheel (see ``grader.curriculum.kit_path``).
 
     Raises
     ------
@@ -146,14 +235,17 @@ def plan_release(root: Path = ROOT) -> Plan:
     from grader.curriculum import load
 
     curriculum = load()
+    source = _tree(root)
+    data_root = ROOT if root is None else Path(root)
     plan = Plan()
-    wanted = list(STUDENT_FILES) + [exercise.test_file for exercise in curriculum.exercises]
-    missing = [path for path in wanted if not (root / path).is_file()]
+    selected = curriculum.selection()
+    wanted = list(STUDENT_FILES) + [exercise.test_file for exercise in selected]
+    missing = [path for path in wanted if not source(path).is_file()]
     if missing:
         raise ReleaseError(f"missing from the kit: {', '.join(missing)}")
-    wanted += [path for path in OPTIONAL_FILES if (root / path).is_file()]
+    wanted += [path for path in OPTIONAL_FILES if source(path).is_file()]
     for path in wanted:
-        plan.copies[path] = root / path
+        plan.copies[path] = source(path)
 
     # The stubs come from the reference now, whatever state exercises/ is in.
     for path, text in sync.expected_stubs().items():
@@ -163,22 +255,46 @@ def plan_release(root: Path = ROOT) -> Plan:
         plan.notes.append(f"exercises/ in the kit is out of date ({', '.join(stale)}); the release uses fresh stubs "
                           "(run `python -m grader.authoring.sync` to update the kit too)")
 
-    docs = [path for path in STUDENT_DOCS if (root / path).is_file()]
+    docs = [path for path in STUDENT_DOCS if source(path).is_file()]
     for path in docs:
-        plan.copies[path] = root / path
-        for linked in _linked_files(root / path, root):
-            plan.copies[linked] = root / linked
+        plan.copies[path] = source(path)
+        for linked in _linked_files(source(path), data_root):
+            plan.copies[linked] = data_root / linked
 
     check_imports(plan, root)
-    plan.texts["README.md"] = student_readme(curriculum, {path: (root / path).read_text(encoding="utf-8")
+    part = os.environ.get(PART_ENV)
+    if part:  # the course's choice goes with the release: status and the tests count these exercises only
+        plan.copies.pop("grader/curriculum.toml")
+        plan.texts["grader/curriculum.toml"] = manifest_with_part(source("grader/curriculum.toml")
+                                                                  .read_text(encoding="utf-8"), parse_part(part))
+    plan.texts["README.md"] = student_readme(curriculum, {path: source(path).read_text(encoding="utf-8")
                                                           for path in docs})
-    plan.texts["pyproject.toml"] = student_pyproject((root / "pyproject.toml").read_text(encoding="utf-8"))
+    plan.texts["pyproject.toml"] = student_pyproject(source("pyproject.toml").read_text(encoding="utf-8"),
+                                                     plan.paths() | {"pyproject.toml", "README.md"})
     plan.texts[".github/workflows/classroom.yml"] = classroom_workflow(curriculum)
     plan.texts[".gitignore"] = (TEMPLATES / "gitignore").read_text(encoding="utf-8")
     forbidden = sorted(path for path in plan.paths() if _instructor_only(path))
     if forbidden:
         raise ReleaseError(f"instructor-only files in the plan: {', '.join(forbidden)}")
     return plan
+
+
+def manifest_with_part(text: str, part: str) -> str:
+    """The manifest's text with ``part = "..."`` set in its ``[course]`` table (everything else unchanged)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[course]"), None)
+    if start is None:
+        return f'[course]\npart = "{part}"\n\n' + text
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    for index in range(start + 1, end):
+        if re.match(r"\s*part\s*=", lines[index]):
+            lines[index] = f'part = "{part}"\n'
+            break
+    else:
+        lines.insert(start + 1, f'part = "{part}"\n')
+    result = "".join(lines)
+    tomllib.loads(result)  # still valid TOML
+    return result
 
 
 def _instructor_only(path: str) -> bool:
@@ -215,16 +331,17 @@ def _kit_imports(source: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _module_file(name: str, root: Path) -> str | None:
+def _module_file(name: str, root: Path | None) -> str | None:
     """The kit file that defines module ``name`` (None for a name that is not a module)."""
     parts = name.split(".")
+    source = _tree(root)
     for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
-        if (root / candidate).is_file():
+        if source(candidate).is_file():
             return candidate
     return None
 
 
-def check_imports(plan: Plan, root: Path) -> None:
+def check_imports(plan: Plan, root: Path | None = None) -> None:
     """Refuse a release whose shipped code imports a kit module that does not ship.
 
     A module imported inside a function (e.g. an instructor-only path of a
@@ -283,9 +400,10 @@ def _shift_headings(markdown: str, top: int = 2) -> str:
 
 def student_readme(curriculum: object, docs: dict[str, str]) -> str:
     """The student README: set-up, the loop, the exercises in order, one exercise at a time."""
-    exercises = curriculum.exercises  # type: ignore[attr-defined]
+    exercises = curriculum.selection()  # type: ignore[attr-defined]
     first = exercises[0]
     total = sum(exercise.points for exercise in exercises)
+    hidden = sum(exercise.hidden_points for exercise in exercises)
     rows = "\n".join(
         f"| {e.number} | `{e.name}` | {e.title} | `exercises/{e.module_file}` | `{e.test_file}` | {_points(e.points)} |"
         for e in exercises
@@ -295,6 +413,9 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "You write self-attention in numpy, one small function at a time, from softmax to a full "
         "Transformer layer. Every exercise has a graded test suite: a failing test says what was "
         "expected, what your code did, and which idea to revisit.\n",
+        *(["[docs/reading.md](docs/reading.md) is the reading the exercises are built on. Each exercise "
+           "names its section: the docstring at the top of its module says `Read first: the reading "
+           "(docs/reading.md#<section>)`.\n"] if "docs/reading.md" in docs else []),
         "## Set up\n",
         "You need Python 3.11 or newer.\n",
         "```bash\n"
@@ -312,9 +433,11 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "## Run one exercise\n",
         "```bash\n"
         f"pytest -m {first.name}                 # only the tests of exercise {first.number}\n"
+        f"pytest -m {first.number}                       # the same, by its number\n"
         f"pytest {first.test_file}      # the same, by file\n"
         f"pytest -m {first.name} -x              # stop at the first failure (the most basic one)\n"
         f"pytest -m {first.name} -k stable       # only its tests whose name contains \"stable\"\n"
+        f"attention-kit test -m {first.name}     # the same from any folder, also where the kit is installed\n"
         "attention-kit status                # where you are, and what to do next\n"
         f"attention-kit hint {first.name}        # a hint, one level at a time (--level 2, 3, ...)\n"
         "```\n",
@@ -329,10 +452,14 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
                      "make in each exercise, in their own words, with a hint towards the idea.\n")
     parts += [
         "## Handing in\n",
-        "Commit and push your `exercises/` folder. On every push GitHub runs the tests of each "
-        "exercise (the *Actions* tab shows the run); an exercise earns its points when all of its tests "
-        "pass. Your instructor may grade with further tests of the same functions, so make your code "
-        "correct, not only the visible tests green.\n",
+        "Commit and push your `exercises/` folder. On every push GitHub runs the graded tests of each "
+        "exercise (the *Actions* tab shows the run) and counts the points as `attention-kit status` does"
+        + (f", out of {_points(total)}" if total else "") + ". "
+        + (f"Your instructor also grades with hidden tests of the same functions, worth {_points(hidden)} more "
+           f"points (a total of {_points(total + hidden)}), so make your code correct, not only the visible "
+           "tests green.\n" if hidden else
+           "Your instructor may grade with further tests of the same functions, so make your code correct, "
+           "not only the visible tests green.\n"),
     ]
     return "\n".join(parts)
 
@@ -371,14 +498,43 @@ def _toml_tables(data: dict, prefix: tuple[str, ...] = ()) -> list[str]:
     return out
 
 
-def student_pyproject(text: str) -> str:
-    """The kit's pyproject.toml for students: no reference package, no instructor extras."""
+def _package_folder(package: str, package_dir: dict[str, str]) -> str:
+    """The folder (relative to the project) setuptools builds ``package`` from, given its package-dir map."""
+    parts = package.split(".")
+    for cut in range(len(parts), 0, -1):
+        mapped = package_dir.get(".".join(parts[:cut]))
+        if mapped is not None:
+            return "/".join(p for p in [mapped.strip("/").removeprefix("."), *parts[cut:]] if p and p != ".")
+    return "/".join(parts)
+
+
+def student_pyproject(text: str, shipped: set[str] | None = None) -> str:
+    """The kit's pyproject.toml for students: no reference package, no instructor extras.
+
+    ``shipped`` (the release's paths) decides which of the kit's packages the
+    student's install builds: a package whose folder the release does not hold
+    (``solutions``, ``grader/hidden_tests``, the instructors' rooms) is dropped
+    with its package-dir and package-data entries.
+    """
     data = tomllib.loads(text)
     project = data.setdefault("project", {})
     project["readme"] = "README.md"
     extras = project.get("optional-dependencies", {})
     project["optional-dependencies"] = {name: deps for name, deps in extras.items() if name in STUDENT_EXTRAS}
-    find = data.get("tool", {}).get("setuptools", {}).get("packages", {}).get("find", {})
+    setuptools = data.get("tool", {}).get("setuptools", {})
+    packages = setuptools.get("packages")
+    if isinstance(packages, list) and shipped is not None:
+        package_dir = setuptools.get("package-dir", {})
+
+        def ships(package: str) -> bool:
+            folder = _package_folder(package, package_dir)
+            return any(path.startswith(folder + "/") if folder else "/" not in path for path in shipped)
+
+        setuptools["packages"] = kept = [package for package in packages if ships(package)]
+        for table in ("package-dir", "package-data"):
+            if table in setuptools:
+                setuptools[table] = {k: v for k, v in setuptools[table].items() if k in kept or k == ""}
+    find = setuptools.get("packages", {}).get("find", {}) if isinstance(packages, dict) else {}
     if "include" in find:
         find["include"] = [pattern for pattern in find["include"] if not pattern.startswith("solutions")]
     ignores = data.get("tool", {}).get("ruff", {}).get("lint", {}).get("per-file-ignores")
@@ -393,19 +549,15 @@ def student_pyproject(text: str) -> str:
 def classroom_workflow(curriculum: object) -> str:
     """The GitHub Classroom workflow: one command-grader step per exercise, points from the manifest."""
     steps, env = [], []
-    for exercise in curriculum.exercises:  # type: ignore[attr-defined]
+    for exercise in curriculum.selection():  # type: ignore[attr-defined]
         steps.append(
-            f"      - name: \"Exercise {exercise.number}: {exercise.name}\"\n"
+            f"      - name: \"Exercise {exercise.number}: {exercise.name} ({_points(exercise.points)} points)\"\n"
             f"        id: {exercise.name}\n"
-            "        uses: classroom-resources/autograding-command-grader@v1\n"
-            "        with:\n"
-            f"          test-name: \"{exercise.number}. {exercise.name}\"\n"
-            f"          command: python -m pytest -m {exercise.name} -q -p no:cacheprovider\n"
-            f"          timeout: {EXERCISE_TIMEOUT_MINUTES}\n"
-            f"          max-score: {_points(exercise.points)}"
+            f"        timeout-minutes: {EXERCISE_TIMEOUT_MINUTES}\n"
+            f"        run: python -m grader.student.classroom {exercise.name}"
         )
         env.append(f"          {exercise.name.upper()}_RESULTS: \"${{{{ steps.{exercise.name}.outputs.result }}}}\"")
-    runners = ",".join(exercise.name for exercise in curriculum.exercises)  # type: ignore[attr-defined]
+    runners = ",".join(exercise.name for exercise in curriculum.selection())  # type: ignore[attr-defined]
     text = (TEMPLATES / "classroom.yml").read_text(encoding="utf-8")
     for marker, value in (("@@PYTHON_VERSION@@", PYTHON_FOR_CLASSROOM), ("@@STEPS@@", "\n".join(steps)),
                           ("@@REPORTER_ENV@@", "\n".join(env)), ("@@RUNNERS@@", runners)):

@@ -3,7 +3,9 @@
 ``solutions/`` is the single source: module docstrings, imports, function
 signatures and docstrings are copied verbatim into the stubs; every public
 function body becomes ``raise NotImplementedError(...)`` naming the function;
-private helpers (names starting with ``_``) and private modules are left out.
+private helpers (names starting with ``_``) and private modules are left out,
+except the manifest's given modules (an exercise's ``given``, e.g.
+``_tasks.py``), which students get as they are: copied verbatim.
 
 Usage::
 
@@ -59,11 +61,16 @@ def build_stub(source: str, exercise_number: int, exercise_name: str) -> str:
 
 def expected_stubs() -> dict[Path, str]:
     """The exercise files that the current reference implies."""
-    package_doc = '"""Your implementations: fill in the seven modules, in curriculum order."""\n'
+    curriculum = load()
+    package_doc = ('"""Your implementations: fill in the modules, in curriculum order'
+                   + (f" ({', '.join(m + '.py' for m in curriculum.given_modules)} given ready made)"
+                      if curriculum.given_modules else "") + '."""\n')
     stubs = {ROOT / "exercises" / "__init__.py": package_doc}
-    for exercise in load().exercises:
+    for exercise in curriculum.exercises:
         source = (ROOT / "solutions" / exercise.module_file).read_text(encoding="utf-8")
         stubs[ROOT / "exercises" / exercise.module_file] = build_stub(source, exercise.number, exercise.name)
+    for module in curriculum.given_modules:
+        stubs[ROOT / "exercises" / f"{module}.py"] = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
     return stubs
 
 

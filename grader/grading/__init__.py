@@ -4,7 +4,8 @@
 ``notebook_reader``), ``grade`` runs the graded and hidden suites on each one
 through the sandbox (``grader.sandbox``), ``report`` scores and writes
 ``grades.csv``, ``results.json`` and ``feedback.md``; ``gradescope`` builds the
-Gradescope bundle and is its runner; ``samples`` makes the bundled sample class.
+Gradescope bundle and is its runner; ``export`` writes the LMS gradebooks (a
+roster, Canvas's import CSV, the long CSV); ``samples`` makes the bundled sample class.
 
 Called by: instructors (``attention-kit grade``, ``attention-kit gradescope``)
 and the Gradescope bundle. What it may not do: import or run student code in

@@ -65,7 +65,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import PACKAGE, ROOT, make_importable
 from grader.suite import HIDDEN_DIR, graded_suite
 
 DEFAULT_OUT = "attention-kit-grades"
@@ -103,6 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=float, default=STUDENT_BUDGET, metavar="SECONDS",
                         help="seconds of student code per submission; past it the remaining tests fail "
                              f"(default: {STUDENT_BUDGET:g})")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
                         help="wall-clock backstop for one student's grading process; reaching it leaves the "
                              f"student not graded (default: {STUDENT_TIMEOUT:g})")
@@ -150,6 +152,10 @@ def kit_version() -> str:
     """The kit's version from pyproject.toml."""
     with contextlib.suppress(OSError, KeyError, tomllib.TOMLDecodeError):
         return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    from importlib import metadata
+
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version("attention-kit")
     return "unknown"
 
 
@@ -163,11 +169,17 @@ def suite_fingerprint(suite: list[Any], fair: bool) -> str:
     files = {Path(f.path) for f in suite}
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
     files |= set((ROOT / "solutions").glob("*.py"))
-    files |= {ROOT / "grader" / "curriculum.toml", ROOT / "grader" / "grading" / "report.py",
-              ROOT / "grader" / "sandbox" / "proxy.py", ROOT / "grader" / "sandbox" / "worker.py"}
+    files |= {PACKAGE / "curriculum.toml", PACKAGE / "grading" / "report.py",
+              PACKAGE / "sandbox" / "proxy.py", PACKAGE / "sandbox" / "worker.py"}
     for path in sorted(files):
         if path.is_file():
-            digest.update(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path).encode())
+            for base in (ROOT, PACKAGE.parent):  # names relative to the kit, wherever it is installed
+                if path.is_relative_to(base):
+                    path_name = path.relative_to(base).as_posix()
+                    break
+            else:
+                path_name = str(path)
+            digest.update(path_name.encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
@@ -435,7 +447,7 @@ class _Session:
     Each student's run goes through the same per-test protocol as
     ``pytest.main`` (``pytest_runtest_protocol``, fixtures set up and torn
     down, the session-scoped implementation included), with the recorder,
-    the ``--impl`` folder and the per-run diagnoses reset first. Anything
+    the ``--impl`` folder and the suite plugin's per-run state reset first. Anything
     unexpected while building it falls back to ``pytest.main`` per student;
     an error while running drops it (the next student gets a fresh one).
     Set ``ATTENTION_KIT_FRESH_PYTEST=1`` to always use ``pytest.main``.
@@ -485,14 +497,20 @@ class _Session:
 
     def run(self, job: dict[str, Any]) -> tuple[Any, int, str]:
         """Run the tests of ``job["files"]`` for ``job``'s student: (recorder, exit code, what pytest printed)."""
-        from tests.plugin import DIAGNOSES
+        import pytest
+
+        import tests.plugin
 
         files = set(job["files"])
         items = [item for item in self.items if str(item.path) in files]
         recorder = self.recorder
         recorder.reset(job, items)
         self.config.option.impl = job["folder"]
-        self.config.stash[DIAGNOSES] = {}  # the diagnoses of one student are never another's
+        # What the suite's plugin keeps per run (the diagnoses, what it observed of the implementation) belongs to
+        # one student: every config-level state it stashes is emptied, whatever its name.
+        for key in vars(tests.plugin).values():
+            if isinstance(key, pytest.StashKey) and isinstance(self.config.stash.get(key, None), dict):
+                self.config.stash[key] = {}
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.stats.clear()
@@ -831,6 +849,7 @@ def grade_batch(
     isolation: str = "require",
     exercises: list[str] | None = None,
     echo: Any = print,
+    roster: Path | None = None,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
     from grader.grading import submissions as found
@@ -920,6 +939,13 @@ def grade_batch(
                 row = _unwritable_row(prepared[student][0], suite, RuntimeError("no results"))
             rows.append(row)
         atomic_write(out / "grades.csv", gradebook_csv(rows))
+        from grader.grading.export import ExportError, export
+
+        try:  # grades-long.csv (per-exercise maxima), and canvas.csv with a roster
+            export(out, rows, roster, echo=echo)
+        except ExportError as error:
+            echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
+            return 2
     finally:
         shutil.rmtree(work, ignore_errors=True)
     echo("")
@@ -931,8 +957,7 @@ def grade_batch(
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit grade``."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # the grading processes import `tests` from the kit
+    make_importable()  # the grading processes import `tests` from the kit
     hidden = args.hidden
     if hidden is None and HIDDEN_DIR.is_dir():
         hidden = HIDDEN_DIR
@@ -942,6 +967,14 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.roster is not None:  # a broken roster stops the run before anyone is graded
+        from grader.grading.export import ExportError, read_roster
+
+        try:
+            read_roster(args.roster)
+        except ExportError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     samples = None
     try:
         submissions = args.submissions
@@ -959,7 +992,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
                            hidden=hidden, timeout=args.timeout, budget=args.budget, isolation=args.isolation,
-                           exercises=args.exercises)
+                           exercises=args.exercises, roster=args.roster)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "
               "(the gradebook was not changed)", file=sys.stderr)

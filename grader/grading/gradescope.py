@@ -18,8 +18,15 @@ For a trial run, unzip the bundle into ``ROOT/source``, put a submission in
 (``AUTOGRADER_PYTHON`` picks the interpreter if ``setup.sh`` was not run).
 
 A submission is whatever the student uploaded: the seven modules, a folder
-holding them (e.g. their repository with ``exercises/``) or a zip of either;
+holding them (e.g. their repository with ``exercises/``) or a zip of either,
+also a zip that lies inside the upload (opened with the grader's zip rules);
 ``grader.grading.submissions`` finds them.
+
+Points: ``attention-kit gradescope`` prints the total to set on the assignment
+(public plus hidden, from the manifest and the hidden test files) and writes
+it into the bundle's ``README.md``; each results.json's tests add up to it.
+Gradescope's format has per-test visibility but one total score: hidden tests
+are ``after_published``, and the visible text gives the public score only.
 
 This module imports only the standard library at the top.
 """
@@ -37,19 +44,27 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from grader.curriculum import ROOT
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path
+from grader.suite import HIDDEN_DIR
 
-TEMPLATES = ROOT / "grader" / "release_files" / "gradescope"
+TEMPLATES = PACKAGE / "release_files" / "gradescope"
 
 # What of the kit goes into the bundle (relative to the kit's root); folders are copied whole.
-KIT_ENTRIES = ("pyproject.toml", "conftest.py", "README.md", "grader", "tests", "solutions", "exercises")
-# Left out of the copied folders: the project's own tests, caches, build leftovers.
-SKIPPED = ("grader/tests",)
+KIT_ENTRIES = ("pyproject.toml", "conftest.py", "README.md", "LICENSE", "grader", "tests", "solutions", "exercises",
+               "docs")
+# Left out of the copied folders: the project's own tests, the packaged data tree of an installed kit
+# (its files are the other entries), caches, build leftovers.
+SKIPPED = ("grader/tests", "grader/_kit")
 SKIPPED_NAMES = ("__pycache__", ".pytest_cache", ".ruff_cache")
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 STUDENT_ID = "submission"
 # Gradescope stops a run after its own timeout (set per assignment); stay below the default 10 minutes.
 GRADE_TIMEOUT = 540.0
+
+
+def number(value: float) -> str:
+    """Points for people: ``120``, ``12.5``."""
+    return format(round(value, 2), "g")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"attention-kit gradescope: {zip_path} exists; use --force to replace it", file=sys.stderr)
         return 1
     names = build_bundle(zip_path)
+    public, hidden = total_points()
     print(f"Wrote the Gradescope autograder bundle ({len(names)} files) to {zip_path}.")
+    print(f"Total points to set on Gradescope: {number(public + hidden)} "
+          f"({number(public)} public tests + {number(hidden)} hidden tests; see README.md in the bundle).")
     print("Upload it as the assignment's autograder (Configure Autograder > Zip file upload). "
           "It holds the reference solutions and hidden tests: keep it away from students.")
     return 0
@@ -77,20 +95,25 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- building
 
 
-def bundle_files(root: Path = ROOT) -> dict[str, Path]:
-    """The kit files of the bundle: zip path (under ``kit/``) -> file on disk."""
+def bundle_files(root: Path | None = None) -> dict[str, Path]:
+    """The kit files of the bundle: zip path (under ``kit/``) -> file on disk.
+
+    ``root`` is a kit laid out as the repository; default: this kit, a
+    checkout or an installed wheel (``grader/`` is then the package and the
+    rest its packaged data tree), so the bundle is the same source tree either way.
+    """
     files: dict[str, Path] = {}
     for entry in KIT_ENTRIES:
-        path = root / entry
+        path = kit_path(entry) if root is None else Path(root) / entry
         if path.is_file():
             files[f"kit/{entry}"] = path
         elif path.is_dir():
             for item in sorted(path.rglob("*")):
-                relative = item.relative_to(root).as_posix()
+                relative = PurePosixPath(entry, item.relative_to(path).as_posix())
                 if (
                     not item.is_file()
-                    or any(relative == skip or relative.startswith(skip + "/") for skip in SKIPPED)
-                    or any(part in SKIPPED_NAMES for part in item.relative_to(root).parts)
+                    or any(str(relative) == skip or str(relative).startswith(skip + "/") for skip in SKIPPED)
+                    or any(part in SKIPPED_NAMES for part in relative.parts)
                     or item.suffix in SKIPPED_SUFFIXES
                 ):
                     continue
@@ -98,7 +121,35 @@ def bundle_files(root: Path = ROOT) -> dict[str, Path]:
     return files
 
 
-def build_bundle(zip_path: Path, root: Path = ROOT) -> list[str]:
+def total_points(hidden: Path | None = HIDDEN_DIR, exercises: list[str] | None = None) -> tuple[float, float]:
+    """The points the bundle grades out of: (public, hidden), from the manifest and the hidden test files."""
+    from grader.grading.report import max_points
+    from grader.suite import graded_suite
+
+    suite, _ = graded_suite(hidden if hidden is not None and hidden.is_dir() else None, exercises)
+    names = sorted({f.exercise for f in suite})
+    public = max_points([f for f in suite if not f.hidden], names)
+    everything = max_points(suite, names)
+    return sum(public.values()), sum(everything.values()) - sum(public.values())
+
+
+def bundle_readme(public: float, hidden: float) -> str:
+    """The README at the bundle's root: what it is, and the total to set on Gradescope."""
+    total = public + hidden
+    return (
+        "# attention-kit: Gradescope autograder bundle\n\n"
+        f"Set the assignment's total points on Gradescope to **{number(total)}**: "
+        f"{number(public)} for the public tests (the ones students run) and {number(hidden)} for the hidden tests.\n\n"
+        "Each submission's results.json gives one entry per test, scored by the kit's one rule: an exercise's "
+        "points are split equally between its tests. Hidden tests have visibility `after_published`: students "
+        "see their names, scores and messages once grades are published. Gradescope's format has one total "
+        "score per submission (no separate visible total); the text shown with it states the public tests' "
+        "score only and says how many hidden points are to come.\n\n"
+        "This bundle holds the reference solutions and the hidden tests: never give it to students.\n"
+    )
+
+
+def build_bundle(zip_path: Path, root: Path | None = None) -> list[str]:
     """Write the bundle to ``zip_path`` (atomically); returns the names in it."""
     files = bundle_files(root)
     zip_path = Path(zip_path)
@@ -108,9 +159,13 @@ def build_bundle(zip_path: Path, root: Path = ROOT) -> list[str]:
     names = []
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+            part = os.environ.get(PART_ENV, "")
             for script in ("setup.sh", "run_autograder"):
-                _add(bundle, script, (TEMPLATES / script).read_bytes(), executable=True)
+                text = (TEMPLATES / script).read_text(encoding="utf-8").replace("@@PART@@", part)
+                _add(bundle, script, text.encode(), executable=True)
                 names.append(script)
+            _add(bundle, "README.md", bundle_readme(*total_points()).encode())
+            names.append("README.md")
             if "kit/README.md" not in files:  # pyproject.toml names a readme; setuptools needs it
                 _add(bundle, "kit/README.md", b"# attention-kit (autograder copy)\n")
                 names.append("kit/README.md")

@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import load as load_curriculum
 from grader.suite import TestFile
 
@@ -198,7 +199,7 @@ def score_tests(
             continue
         for index, record in enumerate(mine, start=1):
             test_file = files[record["file"]]
-            share = pools[test_file.pool] / sizes[test_file.pool]
+            share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
             if record.get("internal"):
                 entries.append({
                     "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
@@ -251,6 +252,24 @@ def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float | None
     return scores, maxima
 
 
+def visible_score_line(tests: list[dict[str, Any]]) -> str:
+    """The score as a student may see it before grades are published: the hidden tests' points stay out.
+
+    Gradescope shows the ``output`` text at once; hidden tests (visibility
+    ``after_published``) are only announced by their total worth.
+    """
+    shown = [t for t in tests if t.get("visibility", "visible") == "visible"]
+    later = [t for t in tests if t.get("visibility", "visible") != "visible"]
+    line = (f"Score: {number(sum(t.get('score', 0.0) for t in shown))} / "
+            f"{number(sum(t['max_score'] for t in shown))}")
+    if later:
+        worth = sum(t["max_score"] for t in later)
+        total = sum(t["max_score"] for t in tests)
+        line += (f" (public tests)\nHidden tests: worth {number(worth)} more points (total {number(total)}); "
+                 "their results appear when grades are published.")
+    return line
+
+
 def results_json(
     *,
     student: str,
@@ -263,8 +282,9 @@ def results_json(
     """One student's results in Gradescope's ``results.json`` format."""
     scores, maxima = exercise_totals(tests)
     scored = round(sum(t.get("score", 0.0) for t in tests), 4)
-    shown = number(scored) if all(v is not None for v in scores.values()) else f"{number(scored)} so far (not graded)"
-    summary = f"Status: {escape_text(status)}\nScore: {shown} / {number(sum(maxima.values()))}"
+    summary = f"Status: {escape_text(status)}\n" + visible_score_line(tests)
+    if not all(v is not None for v in scores.values()):
+        summary += "\n(not graded yet: the tests the grader could not run have no score)"
     if extra.get("isolation") and extra["isolation"] != "not run":
         summary += f"\nIsolation: {escape_text(extra['isolation'])}"
     return {
@@ -338,7 +358,7 @@ def gradebook_csv(rows: list[dict[str, Any]]) -> str:
 
     Text cells go through :func:`csv_cell`; a score that was not graded is an empty cell.
     """
-    names = load_curriculum().names
+    names = load_curriculum().selected_names()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "status", "score", "max_score", *names])

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grader.curriculum import load as load_curriculum
+from grader.curriculum import misnamed
 
 # Limits for one submission: far above any honest solution, far below a zip bomb.
 MAX_FILE_BYTES = 1_000_000
@@ -124,7 +125,37 @@ def _load_folder(entry: Path, workdir: Path) -> Path:
             if problems and not any(folder.glob("*.py")):
                 raise NotebookError(problems[0])
             return folder
+        # A folder holding a zip of the modules (what Gradescope keeps of an upload, or a student's folder):
+        # open it with the same rules as a zip entry. The zip with the most modules wins; then its name.
+        best: tuple[int, str] | None = None
+        for index, archive in enumerate(_zips_in(entry)):
+            unpacked = _load_zip(archive, workdir / f"zip-{index}")
+            found = find_module_folder(unpacked)
+            count = _count_modules(found) if found is not None else 0
+            if count and (best is None or count > best[0]):
+                best = (count, str(unpacked))
+        if best is not None:
+            return Path(best[1])
     return entry
+
+
+def _zips_in(folder: Path, depth: int = 2) -> list[Path]:
+    """The ``.zip`` files in ``folder`` and up to ``depth`` levels below it (no symlinks, no junk folders)."""
+    found, pending = [], [(folder, 0)]
+    while pending:
+        current, level = pending.pop(0)
+        try:
+            children = sorted(current.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.is_symlink() or child.name in JUNK:
+                continue
+            if child.is_file() and child.suffix.lower() == ".zip":
+                found.append(child)
+            elif child.is_dir() and level < depth:
+                pending.append((child, level + 1))
+    return found[:10]  # a submission with more zips than this is not a submission of modules
 
 
 def _load_notebook(entry: Path, workdir: Path) -> Path:
@@ -228,11 +259,16 @@ def safe_student_id(student: str, taken: set[str]) -> str:
 
 
 def _module_names() -> list[str]:
-    return [exercise.module_file for exercise in load_curriculum().exercises]
+    return [exercise.module_file for exercise in load_curriculum().selection()]
 
 
 def _count_modules(folder: Path) -> int:
-    return sum((folder / name).is_file() for name in _module_names())
+    """How many of the modules ``folder`` holds, counting names that differ only in case (reported later)."""
+    try:
+        present = {path.name.lower() for path in folder.iterdir() if path.is_file()}
+    except OSError:
+        return 0
+    return sum(name.lower() in present for name in _module_names())
 
 
 MAX_FOLDERS = 2_000
@@ -297,21 +333,23 @@ def static_problems(folder: Path, details: dict[str, str] | None = None) -> dict
     """
     problems: dict[str, str] = {}
     details = {} if details is None else details
-    for exercise in load_curriculum().exercises:
+    for exercise in load_curriculum().selection():  # a Part I course never asks for Part II modules
         path = folder / exercise.module_file
         if not path.is_file():
-            problems[exercise.name] = f"missing module {exercise.name}"
+            other = misnamed(folder, exercise.module_file)
+            problems[exercise.name] = f"missing module {exercise.name}" + (
+                f" (found {other}: rename it to {exercise.module_file})" if other else "")
             continue
         data = path.read_bytes()
-        try:
-            if b"\x00" in data:
-                raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte")
-            source = data.decode("utf-8")
-        except UnicodeDecodeError:
+        if b"\x00" in data:
             problems[exercise.name] = f"{exercise.module_file} is not a text file"
             continue
+        problem = decoding_problem(data)
+        if problem:
+            problems[exercise.name] = f"{exercise.module_file} {problem}"
+            continue
         try:
-            ast.parse(source, filename=exercise.module_file)
+            ast.parse(data, filename=exercise.module_file)  # bytes: Python's own rules for the encoding
         except SyntaxError as error:
             problems[exercise.name] = f"syntax error in {exercise.module_file} line {error.lineno}"
             shown = (error.text or "").rstrip()
@@ -319,6 +357,32 @@ def static_problems(folder: Path, details: dict[str, str] | None = None) -> dict
         except (ValueError, RecursionError, MemoryError) as error:
             problems[exercise.name] = f"{exercise.module_file} cannot be parsed ({type(error).__name__})"
     return problems
+
+
+def decoding_problem(data: bytes) -> str | None:
+    """Why Python could not read ``data`` as source text, or None.
+
+    The encoding follows Python's rules (PEP 263): a UTF-8 byte-order mark or a
+    ``# -*- coding: latin-1 -*-`` line in the first two lines, else UTF-8. A
+    file that does not decode is reported with the first line that fails.
+    """
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        if "invalid or missing encoding declaration" not in str(error):
+            return f"has an unusable coding line ({error})"  # an unknown codec, or a BOM against the coding line
+        encoding = "utf-8"  # the first lines are not UTF-8 and declare nothing else: find where it fails
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        name = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
+        hint = " (save it as UTF-8, or declare its encoding with a coding line)" if name == "UTF-8" else ""
+        return f"is not {name}: line {line}{hint}"
+    return None
 
 
 def folder_digest(folder: Path) -> str:
@@ -362,7 +426,7 @@ def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submissio
     except Exception as error:  # noqa: BLE001 - one entry, however broken, costs its own row only
         submission.error = f"unreadable submission: {type(error).__name__}: {_one_line(str(error))}"
     submission.folder = None
-    submission.problems = {name: submission.error for name in load_curriculum().names}
+    submission.problems = {name: submission.error for name in load_curriculum().selected_names()}
     submission.digest = hashlib.sha256(submission.error.encode("utf-8", "backslashreplace")).hexdigest()
     return submission
 

@@ -10,7 +10,8 @@ Grading process -> worker (``REQUESTS``):
 - ``init``: the manifest's ``functions`` per exercise and the ``dependencies``
   the worker must serve from the reference (empty under ``--no-fair``);
 - ``import``: import the student's ``module`` in the package of ``view``;
-- ``call``: run the student's ``module.function`` (in ``view``) on ``payload``.
+- ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
+  (optionally ``measure_memory``: also report the call's peak memory).
 
 Worker -> grading process, only while one of those requests is in flight:
 
@@ -20,7 +21,10 @@ Worker -> grading process, only while one of those requests is in flight:
   it only for the functions of the exercises that the request's view depends
   on (:func:`reference_functions`), never the view's own functions and nothing
   at all under ``--no-fair``; any other callback is refused with a
-  ``PermissionError`` and the refusal is recorded in the student's report.
+  ``PermissionError`` and the refusal is recorded in the student's report;
+- ``grading_function``: run a function that the test itself passed to the
+  student's function, by its index among that call's functions (never one of
+  an earlier call); its errors come back as type and message only.
 
 Every field is checked by :func:`check` against its type before use; values
 in ``payload`` are plain data (see ``worker.encode``), never pickles.
@@ -38,7 +42,12 @@ REQUESTS: dict[str, dict[str, type]] = {
 }
 CALLBACKS: dict[str, dict[str, type]] = {
     "callback": {"exercise": str, "function": str, "payload": object},
+    # A function that the test passed as an argument (a model's predict, say), by its index among the
+    # functions of the call in progress; only those can be reached.
+    "grading_function": {"index": int, "payload": object},
 }
+# Optional fields (checked when present): a call may ask for the peak memory of the student's code.
+OPTIONAL: dict[str, dict[str, type]] = {"call": {"measure_memory": bool}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"
@@ -60,6 +69,9 @@ def check(message: Any, table: dict[str, dict[str, type]]) -> str:
         if name not in message:
             raise ProtocolError(f"{op}: missing field {name!r}")
         if kind is not object and not isinstance(message[name], kind):
+            raise ProtocolError(f"{op}: field {name!r} must be a {kind.__name__}")
+    for name, kind in OPTIONAL.get(op, {}).items():
+        if name in message and not isinstance(message[name], kind):
             raise ProtocolError(f"{op}: field {name!r} must be a {kind.__name__}")
     return op
 

@@ -184,6 +184,7 @@ class IsolatedImplementation:
         self._callables: dict[tuple[str, str], set[str]] = {}
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._reference_impl: LocalImplementation | None = None
+        self._grading_functions: list[Callable[..., Any]] = []  # the functions among the current call's arguments
         self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-"))
         # What the garbage collector must clean up if close() is never called (kept current by _spawn/_stop).
         self._live: dict[str, Any] = {"process": None, "fds": {}}
@@ -595,6 +596,13 @@ class IsolatedImplementation:
                 answer = _ANSWERS.get(key)
                 if answer is None:
                     reply, reply_arrays = self._parse(frame)
+                    if reply.get("op") == "grading_function":  # a test's own function: never remembered
+                        self._send(worker.pack(*self._run_grading_function(reply, reply_arrays)), deadline + 60)
+                        spent = time.monotonic() - started
+                        reference_seconds += spent
+                        if self.reference_spent + reference_seconds < self.limits.reference_seconds:
+                            deadline += spent
+                        continue
                     if "op" not in reply:
                         try:
                             protocol.check_reply(reply)
@@ -659,6 +667,29 @@ class IsolatedImplementation:
             info["traceback"] = []  # the reference's frames and source lines stay on this side
             return worker.pack({"status": "error", "error": info}, []), True
         return worker.pack({"status": "ok", "payload": payload}, answer_arrays), True
+
+    def _run_grading_function(self, header: dict, arrays: list) -> tuple[dict, list]:
+        """Run a function the test passed as an argument (e.g. a model's ``predict``) for the worker.
+
+        Only functions of the call in progress can be reached, by their index; the arguments are plain data.
+        """
+        try:
+            protocol.check(header, protocol.CALLBACKS)
+        except protocol.ProtocolError as error:
+            raise _Ended(f"the worker sent a message the protocol does not allow ({error})") from None
+        try:
+            index = header.get("index")
+            if type(index) is not int or not 0 <= index < len(self._grading_functions):
+                raise ValueError("this function belongs to an earlier call and cannot be called any more")
+            args, kwargs = worker.decode(header["payload"], arrays)
+            result = self._grading_functions[index](*args, **kwargs)
+            answer_arrays: list = []
+            payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
+        except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
+            info = worker.exception_info(error)
+            info["traceback"] = []  # the test's frames and source lines stay on this side (hidden tests too)
+            return {"status": "error", "error": info}, []
+        return {"status": "ok", "payload": payload}, answer_arrays
 
     def _request(self, header: dict, arrays: list, what: str, counted: bool = True) -> tuple[dict, list]:
         """One exchange with the worker, turning a timeout or a dead worker into a clear error.
@@ -762,20 +793,38 @@ class IsolatedImplementation:
             call.__signature__ = signature  # type: ignore[attr-defined]
         return call
 
-    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict) -> Any:
+    def measure(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
+        """Call ``name`` in the worker and return ``(result, peak bytes allocated during the call)``.
+
+        The peak is measured with ``tracemalloc`` where the student's code runs (None when that code stopped
+        the tracing itself); see ``tests.kit.Kit.measure``.
+        """
+        self.function(exercise, name)  # imports the module, or raises ImplementationError
+        module = self.curriculum.exercise_of_function(name).name
+        view = module if self.fair else FAIR_VIEW_ALL
+        return self._call(view, module, name, args, kwargs, measure_memory=True)
+
+    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict,
+              measure_memory: bool = False) -> Any:
         __tracebackhide__ = True
         arrays: list = []
-        payload = worker.encode([list(args), kwargs], arrays)
+        functions: list[Callable[..., Any]] = []
+        payload = worker.encode([list(args), kwargs], arrays, functions)
         header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
-        reply, reply_arrays = self._request(header, arrays, f"{name}()")
+        if measure_memory:
+            header["measure_memory"] = True
+        self._grading_functions = functions
+        try:
+            reply, reply_arrays = self._request(header, arrays, f"{name}()")
+        finally:
+            self._grading_functions = []
         status = reply.get("status")
+        if status == "ok" and measure_memory:
+            peak = reply.get("peak_memory")
+            result = self._call_result(name, reply, reply_arrays, args, kwargs)
+            return result, peak if type(peak) is int else None
         if status == "ok":
-            try:  # the result, and the in-place changes and generator states copied back onto the arguments
-                result = worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
-            except (ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError, OverflowError) as error:
-                raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
-            worker.reissue_warnings(reply.get("warnings"))
-            return result
+            return self._call_result(name, reply, reply_arrays, args, kwargs)
         if status == "error":
             info = reply.get("error")
             info = info if isinstance(info, dict) else {}
@@ -784,3 +833,11 @@ class IsolatedImplementation:
             raise worker.rebuild_exception(info)
         raise WorkerCrashed(str(reply.get("message", f"the worker could not run {name}()")))
 
+    def _call_result(self, name: str, reply: dict, reply_arrays: list, args: tuple, kwargs: dict) -> Any:
+        __tracebackhide__ = True
+        try:  # the result, and the in-place changes and generator states copied back onto the arguments
+            result = worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError, OverflowError) as error:
+            raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
+        worker.reissue_warnings(reply.get("warnings"))
+        return result

@@ -91,6 +91,39 @@ def protocol() -> Any:
     return _PROTOCOL
 
 
+# --------------------------------------------------------------------------- plain functions
+
+# The only functions that may cross the channel: scalar functions of one array, named by a kind from this
+# list and given by their coefficients (plain data), so exercise 8's numerical_gradient(f, x) can be graded
+# in the worker. The graded tests build them with tests.kit.plain_function (the same formulas, in-process);
+# grader/tests checks that both sides compute the same values.
+PLAIN_FUNCTIONS: dict[str, Any] = {
+    # f(x) = sum(a x + b x^2 + c x^3) + (sum(d x))^2 / 2, the coefficients broadcasting against x; the last
+    # term couples the entries, so a gradient check that does not put an entry back before the next one shows
+    "cubic": lambda x, a, b, c, d: float(np.sum(a * x + b * x**2 + c * x**3) + 0.5 * np.sum(d * x) ** 2),
+}
+
+
+class PlainFunction:
+    """A function of :data:`PLAIN_FUNCTIONS` with its coefficients; callable like ``f(x)``."""
+
+    PLAIN_FUNCTION = True
+    __slots__ = ("kind", "params")
+
+    def __init__(self, kind: str, params: dict) -> None:
+        if kind not in PLAIN_FUNCTIONS:
+            raise ValueError(f"unknown plain function {str(kind)[:40]!r}")
+        self.kind, self.params = kind, params
+
+    def __call__(self, x: Any) -> float:
+        """The function's value at ``x``."""
+        return PLAIN_FUNCTIONS[self.kind](np.asarray(x), **self.params)
+
+
+def _is_plain_function(value: Any) -> bool:
+    return getattr(type(value), "PLAIN_FUNCTION", False) is True
+
+
 # --------------------------------------------------------------------------- codec
 
 
@@ -121,12 +154,22 @@ def _encode_key(key: Any, arrays: list) -> Any:
     return encode(key, arrays)
 
 
-def encode(value: Any, arrays: list) -> Any:
+def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     """Turn ``value`` into JSON-able data, appending its arrays to ``arrays``.
 
     Allowed: None, bool, int, float, str, lists/tuples/dicts of those, plain
-    numeric or bool numpy arrays and scalars, and ``numpy.random.Generator``
-    (sent as its bit generator's state). Anything else raises ``Unsendable``.
+    numeric or bool numpy arrays and scalars, ``numpy.random.Generator``
+    (sent as its bit generator's state) and the functions of
+    :data:`PLAIN_FUNCTIONS` (sent as their kind and coefficients). Anything
+    else raises ``Unsendable``.
+
+    ``functions``: only the grading side passes it, for a call's arguments. A
+    function among them (a test's model, e.g. the ``predict`` of
+    ``occlusion_importance``) is then not sent: it is appended to
+    ``functions`` and travels as its index. The worker gets a stand-in that
+    asks the grading process to run it (a ``"grading_function"`` callback,
+    plain data both ways), so the test's code stays on the grading side and
+    student code never crosses the other way.
     """
     if value is None or isinstance(value, bool):
         return None if value is None else bool(value)
@@ -155,10 +198,19 @@ def encode(value: Any, arrays: list) -> Any:
     if isinstance(value, np.random.Generator):
         return {"$": "rng", "state": encode(dict(value.bit_generator.state), arrays)}
     if isinstance(value, (list, tuple)):
-        return {"$": "list" if isinstance(value, list) else "tuple", "v": [encode(item, arrays) for item in value]}
+        return {"$": "list" if isinstance(value, list) else "tuple",
+                "v": [encode(item, arrays, functions) for item in value]}
+    if _is_plain_function(value):
+        kind, params = value.kind, value.params
+        if kind not in PLAIN_FUNCTIONS or not isinstance(params, dict):
+            raise Unsendable(f"plain function {str(kind)[:40]!r} cannot be sent")
+        return {"$": "function", "kind": str(kind), "v": encode(dict(params), arrays)}
     if isinstance(value, dict):
         keys = [_encode_key(key, arrays) for key in value]
-        return {"$": "dict", "k": keys, "v": [encode(item, arrays) for item in value.values()]}
+        return {"$": "dict", "k": keys, "v": [encode(item, arrays, functions) for item in value.values()]}
+    if functions is not None and callable(value) and not isinstance(value, type):
+        functions.append(value)
+        return {"$": "grading_function", "i": len(functions) - 1}
     raise Unsendable(f"a value of type {type(value).__name__} cannot be sent (plain data and numpy arrays only)")
 
 
@@ -172,6 +224,10 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
     (then nothing needs to be sent back at all).
     """
     tag = sent.get("$") if isinstance(sent, dict) else None
+    if tag == "function" and _is_plain_function(value):
+        return {"$": "same"}, False  # rebuilt from plain data on both sides: nothing to send back
+    if tag == "grading_function" and getattr(value, "grading_function", None) == sent.get("i"):
+        return {"$": "same"}, False  # the stand-in of a grading-side function: the caller keeps its own
     if isinstance(value, np.ndarray) and tag == "array":
         if received.unchanged(sent["i"], value):
             return {"$": "same"}, False
@@ -209,10 +265,12 @@ def _array_at(data: dict, arrays: list) -> Any:
     return arrays[index]
 
 
-def decode(data: Any, arrays: list, same: bool = False) -> Any:
+def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -> Any:
     """The inverse of :func:`encode` (arrays are fresh, writable, plain ndarrays).
 
     ``same``: also accept ``{"$": "same"}`` (from :func:`encode_after`), decoded as ``SAME``.
+    ``functions``: the worker's maker of stand-ins for grading-side functions (index -> callable);
+    without it a function in a message is malformed.
     """
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
@@ -225,11 +283,14 @@ def decode(data: Any, arrays: list, same: bool = False) -> Any:
         if tag == "scalar":
             return _array_at(data, arrays)[()]
         if tag == "list":
-            return [decode(item, arrays, same) for item in data["v"]]
+            return [decode(item, arrays, same, functions) for item in data["v"]]
         if tag == "tuple":
-            return tuple(decode(item, arrays, same) for item in data["v"])
+            return tuple(decode(item, arrays, same, functions) for item in data["v"])
         if tag == "dict":
-            return {decode(k, arrays): decode(v, arrays, same) for k, v in zip(data["k"], data["v"], strict=True)}
+            return {decode(k, arrays): decode(v, arrays, same, functions)
+                    for k, v in zip(data["k"], data["v"], strict=True)}
+        if tag == "grading_function" and functions is not None and type(data.get("i")) is int:
+            return functions(data["i"])
         if tag in ("dtype", "scalar_type"):
             dtype = ALLOWED_DTYPES.get(data["v"]) if isinstance(data["v"], str) else None
             if dtype is None:
@@ -237,6 +298,11 @@ def decode(data: Any, arrays: list, same: bool = False) -> Any:
             return dtype if tag == "dtype" else dtype.type
         if tag == "python_type":
             return PYTHON_TYPES[data["v"]]
+        if tag == "function":
+            params = decode(data["v"], arrays)
+            if not isinstance(params, dict) or not all(isinstance(key, str) for key in params):
+                raise ValueError("malformed plain function")
+            return PlainFunction(data.get("kind"), params)
         if tag == "rng":
             state = decode(data["state"], arrays)
             name = state.get("bit_generator") if isinstance(state, dict) else None
@@ -595,6 +661,22 @@ class Worker:
         forward.__name__ = forward.__qualname__ = function
         return forward
 
+    def grading_function(self, index: int) -> Any:
+        """A stand-in for function ``index`` of the current call's arguments, run by the grading process."""
+        channel = self.channel
+
+        def grading_function(*args: Any, **kwargs: Any) -> Any:
+            arrays: list = []
+            payload = encode([list(args), kwargs], arrays)
+            channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
+            header, reply_arrays = channel.receive()
+            if header.get("status") != "ok":
+                raise rebuild_exception(header.get("error", {}))
+            return receive_result(header["payload"], reply_arrays, args, kwargs)
+
+        grading_function.grading_function = index  # type: ignore[attr-defined]
+        return grading_function
+
     def load(self, view: str, module: str) -> types.ModuleType:
         """Import the student's ``module`` in the package of ``view``."""
         import importlib
@@ -652,16 +734,27 @@ class Worker:
     def handle_call(self, header: dict, arrays: list) -> None:
         """Run one student function; reply with its result and arguments, or its exception as text."""
         module, function = header["module"], header["function"]
-        args, kwargs = decode(header["payload"], arrays)
+        args, kwargs = decode(header["payload"], arrays, functions=self.grading_function)
         try:
             target = getattr(self.load(header["view"], module), function)
         except BaseException as error:  # noqa: BLE001
             self.channel.send({"status": "import_error", "message": self.describe_import_error(module, error)}, [])
             return
+        measure = header.get("measure_memory") is True  # the peak memory of this call, for a memory test
+        peak = None
         try:
             with warnings.catch_warnings(record=True) as caught:  # e.g. numpy's RuntimeWarnings
                 warnings.simplefilter("always")
-                result = target(*args, **kwargs)
+                if measure:
+                    import tracemalloc
+
+                    tracemalloc.start()
+                try:
+                    result = target(*args, **kwargs)
+                finally:
+                    if measure:  # None if the student's code stopped the tracing itself
+                        peak = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else None
+                        tracemalloc.stop()
         except SystemExit as error:
             info = {"type": "SystemExit", "builtins": [], "traceback": [],
                     "message": f"your code called sys.exit({error.code!r}) while running {function}()"}
@@ -678,7 +771,10 @@ class Worker:
                     "message": f"{function}() returned a value the grader cannot receive: {error}"}
             self.channel.send({"status": "error", "error": info}, [])
             return
-        self.channel.send({"status": "ok", "payload": payload, "warnings": warning_list(caught)}, reply_arrays)
+        reply = {"status": "ok", "payload": payload, "warnings": warning_list(caught)}
+        if measure:
+            reply["peak_memory"] = peak
+        self.channel.send(reply, reply_arrays)
 
 
 def warning_list(caught: list) -> list[list[str]]:

@@ -1,4 +1,7 @@
-"""What students run: ``status``, ``hint``, ``watch``, ``demo``, and the notebooks' ``check`` cells.
+"""What students run: ``status``, ``hint``, ``watch``, ``demo``, ``test``, ``check`` cells, Classroom steps.
+
+``check`` is the notebooks' test cell (``notebook``); ``classroom`` scores one
+exercise for GitHub Classroom's workflow.
 
 Called by: the ``attention-kit`` command in a student's copy of the kit, and
 the test cells of the notebooks the course builder writes. These commands run

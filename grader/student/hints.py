@@ -1,8 +1,13 @@
 """``attention-kit hint EXERCISE [--level N]``: the manifest's hints, one level at a time.
 
-Level 1 is a gentle nudge, the last level nearly the answer (never code). The
-command is predictable on purpose: without ``--level`` it shows level 1, and
-it always ends by naming the command for the next level.
+An exercise with a ``hint_step`` in the manifest (all of Part I) has three
+hints on that one step, the one students most often get stuck on: a
+question, then the idea, then a precise pointer, none of them code (checked
+by the kit's tests). Other exercises' hints are tips, one a level, each more
+direct than the one before. The command is predictable on
+purpose: without ``--level`` it shows level 1, and it always ends by naming
+the command for the next level and the exercise's sections of the reading.
+EXERCISE is a name or a number (``attention-kit hint 3``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import textwrap
 
 from grader.curriculum import load as load_curriculum
 
+# What each of three levels is (the manifest's hints of an exercise, in order).
+LEVELS = ("a question", "the idea", "a precise pointer")
+
 
 def hint_text(name: str, level: int = 1) -> str:
     """The text shown for hint ``level`` of exercise ``name``.
@@ -20,7 +28,7 @@ def hint_text(name: str, level: int = 1) -> str:
     Parameters
     ----------
     name : str
-        An exercise name from the manifest.
+        An exercise name from the manifest, or its number (``"1"``).
     level : int, optional
         1 for the first hint.
 
@@ -35,7 +43,7 @@ def hint_text(name: str, level: int = 1) -> str:
         If there is no such exercise (the message lists the names) or ``level`` is below 1.
     """
     curriculum = load_curriculum()
-    exercise = curriculum.exercise(name)
+    exercise = curriculum.lookup(name)
     if level < 1:
         raise ValueError(f"--level must be 1 or more, got {level}")
     count = len(exercise.hints)
@@ -48,9 +56,14 @@ def hint_text(name: str, level: int = 1) -> str:
             f"The last one: attention-kit hint {exercise.name} --level {count}"
         )
     body = textwrap.fill(exercise.hints[level - 1], width=88, initial_indent="  ", subsequent_indent="  ")
-    lines = [f"{heading}\nHint {level} of {count}:", body]
+    kind = f", {LEVELS[level - 1]}" if count == len(LEVELS) else ""
+    step = f" (on {exercise.hint_step})" if exercise.hint_step else ""
+    lines = [f"{heading}\nHint {level} of {count}{kind}{step}:", body]
+    if exercise.reading:
+        lines.append("read: " + ", ".join(f"docs/reading.md#{section}" for section in exercise.reading))
     if level < count:
-        lines.append(f"more: attention-kit hint {exercise.name} --level {level + 1}")
+        after = f" ({LEVELS[level]})" if count == len(LEVELS) else ""
+        lines.append(f"more{after}: attention-kit hint {exercise.name} --level {level + 1}")
     else:
         lines.append("That was the last hint. The docstrings in "
                      f"{exercise.module_file} and the failing test's message say the rest.")
@@ -60,7 +73,7 @@ def hint_text(name: str, level: int = 1) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit hint``."""
     parser.add_argument("exercise", metavar="EXERCISE",
-                        help=f"the exercise's name: {', '.join(load_curriculum().names)}")
+                        help=f"the exercise's name or number: {', '.join(load_curriculum().names)}")
     parser.add_argument("--level", type=int, default=1, metavar="N",
                         help="which hint (1 = the gentlest, the default)")
 

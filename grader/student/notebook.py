@@ -71,11 +71,11 @@ class Outcome:
 
 def _student_text(report: Any) -> str:
     """The failure as pytest shows it, trimmed: the diagnosis (if any) and the what/expected/observed blocks."""
-    from grader.student.status import trim_failure
+    from grader.student.status import LEADS, trim_failure
 
     text = report.longreprtext
     diagnosis = ""
-    if text.startswith("Diagnosis:") and "\n\n" in text:
+    if text.startswith(LEADS) and "\n\n" in text:
         # tests/plugin.py puts the known mistake's description before the report itself.
         diagnosis, text = text.split("\n\n", 1)
     longrepr = None if diagnosis else report.longrepr
@@ -109,8 +109,10 @@ class _Recorder:
 
 def _pytest_arguments(files: Iterable[str | Path], extra: Iterable[str] = ()) -> list[str]:
     """The arguments ``attention-kit status`` uses for a quiet in-process run of graded files."""
+    from grader.curriculum import make_importable
     from grader.student.status import SUITE_PLUGINS
 
+    make_importable()  # `-p tests.plugin` below: the kit's tests package, wherever the kit is installed
     arguments = [*map(str, files), f"--rootdir={ROOT}", "-p", "tests.plugin",
                  "-p", "no:cacheprovider", "-p", "no:unraisableexception",
                  *(option for plugin in SUITE_PLUGINS for option in ("-p", plugin)), *extra]

@@ -23,17 +23,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from grader.curriculum import ROOT, Exercise
+from grader.curriculum import INSTALLED, ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.quiet import run_pytest
+from grader.scoring import earned
 
 NOT_IMPLEMENTED = "not implemented yet"
 DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
+DOES_NOT_IMPORT = "does not import"
+# How tests/kit.py reports a module that cannot be imported (describe_import_error, LocalImplementation.module).
+_SYNTAX_ERROR = re.compile(r"^syntax error in (?P<file>\S+) line (?P<line>\d+)", re.M)
+_IMPORT_RAISED = re.compile(
+    r"^importing (?P<module>\S+) raised (?P<type>\w+)[^\n]*?(?:\((?P<file>\S+) line (?P<line>\d+)\))?$", re.M)
+_MISSING = re.compile(r"^missing module (?P<name>\w+):", re.M)
 # tests/kit.py imports each implementation folder as a package under this prefix.
 IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"
 # The only plugin the graded suite needs besides its own conftest. Other installed plugins are not
 # loaded: hypothesis alone would add 0.6 s to every run, and a student's stray plugin could break it.
 SUITE_PLUGINS = ("pytest_check.plugin",)
+# What tests/plugin.py may put before a failure (a paragraph of its own): kept in front of it.
+LEADS = ("Diagnosis:", "First fix ")
 
 
 @dataclass
@@ -70,12 +79,32 @@ class ExerciseResult:
         return len(self.tests)
 
     @property
+    def import_problem(self) -> str:
+        """Why the exercise's module does not import (``syntax error, line 12``), or "" when it does.
+
+        Read from the tests' messages: only when every test failed because the module
+        (or a module it imports) could not be imported.
+        """
+        if not self.tests or any(test.passed for test in self.tests):
+            return ""
+        problems = {_import_problem(test.message, self.exercise.module_file) for test in self.tests}
+        return problems.pop() if len(problems) == 1 and "" not in problems else ""
+
+    @property
+    def label(self) -> str:
+        """The state as the status list shows it (``does not import: syntax error, line 12``)."""
+        problem = self.import_problem
+        return f"{DOES_NOT_IMPORT}: {problem}" if problem else self.state
+
+    @property
     def state(self) -> str:
-        """``done``, ``in progress``, ``not started`` or ``no tests``."""
+        """``done``, ``in progress``, ``not started``, ``does not import`` or ``no tests``."""
         if self.error:
             return IN_PROGRESS
         if not self.tests:
             return NO_TESTS
+        if self.import_problem:
+            return DOES_NOT_IMPORT
         if self.passed == self.total:
             return DONE
         if all(test.not_implemented for test in self.tests):
@@ -90,7 +119,7 @@ class ExerciseResult:
     @property
     def points_earned(self) -> float:
         """The exercise's points in proportion to its passing tests."""
-        return self.exercise.points * self.passed / self.total if self.total else 0.0
+        return earned(self.exercise.points, self.passed, self.total)
 
     @property
     def first_failure(self) -> TestResult | None:
@@ -99,6 +128,21 @@ class ExerciseResult:
             return TestResult(name="(collecting the tests)", exercise=self.exercise.name, passed=False,
                               message=self.error)
         return next((test for test in self.tests if not test.passed), None)
+
+
+def _import_problem(message: str, module_file: str) -> str:
+    """``syntax error, line 12`` (or ``... in other.py, line 12``) if ``message`` says a module did not import."""
+    if match := _SYNTAX_ERROR.search(message):
+        where = "" if match["file"] == module_file else f" in {match['file']}"
+        return f"syntax error{where}, line {match['line']}"
+    if match := _IMPORT_RAISED.search(message):
+        if not match["line"]:
+            return f"{match['type']} while importing"
+        in_file = "" if match["file"] == module_file else f" of {match['file']}"
+        return f"{match['type']} at line {match['line']}{in_file}"
+    if match := _MISSING.search(message):
+        return f"{match['name']}.py is missing"
+    return ""
 
 
 @dataclass
@@ -157,7 +201,9 @@ def resolve_impl(value: str | Path) -> Path:
     for candidate in (path, ROOT / path):
         if candidate.is_dir():
             return candidate.resolve()
-    raise ValueError(f"--impl {value}: no such folder (looked in {Path.cwd()} and {ROOT})")
+    from grader.curriculum import unknown_folder
+
+    raise ValueError(unknown_folder(value, [Path.cwd(), ROOT]))
 
 
 def display_path(path: Path) -> str:
@@ -204,9 +250,9 @@ def trim_failure(text: str, impl: Path | None = None, longrepr: Any = None) -> s
     str
         For pytest-check failures the ``FAILURE: ...`` block(s); for a stub or an import error its
         one-line message; for an exception the exception line and where in the student's code it
-        was raised. A diagnosis of a known mistake stays in front.
+        was raised. A diagnosis of a known mistake, or the function to fix first, stays in front.
     """
-    if text.lstrip().startswith("Diagnosis:"):
+    if text.lstrip().startswith(LEADS):
         diagnosis, _, rest = text.strip().partition("\n\n")
         return f"{diagnosis}\n{trim_failure(rest, impl, longrepr)}"
     lines = text.strip().splitlines()
@@ -295,7 +341,7 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
     start = time.perf_counter()
     curriculum = load_curriculum()
     impl = resolve_impl(impl)
-    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.names)]
+    chosen = [curriculum.exercise(name) for name in (exercises or curriculum.selected_names())]
     chosen.sort(key=lambda exercise: exercise.number)
     files = [str(ROOT / e.test_file) for e in chosen if (ROOT / e.test_file).is_file()]
     recorder = _Recorder(impl)
@@ -326,6 +372,9 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
 
 def run_command(exercise: Exercise, impl: Path) -> str:
     """The command that runs just ``exercise``'s tests against ``impl``."""
+    if INSTALLED:  # no checkout to run pytest in: the kit names its own suite
+        shown = "" if impl == (ROOT / load_curriculum().impl_package).resolve() else f" --impl {display_path(impl)}"
+        return f"attention-kit test -m {exercise.name}{shown}"
     if impl == (ROOT / load_curriculum().impl_package).resolve():
         return f"pytest -m {exercise.name}"
     # `tests` before --impl: a bare `pytest --impl /abs/path` makes pytest guess the wrong rootdir.
@@ -359,27 +408,39 @@ def _next_steps(result: SuiteResult) -> list[str]:
     return lines
 
 
+def _hidden_note(result: SuiteResult) -> list[str]:
+    """The line that says the instructor's total is larger than the public tests' (hidden tests)."""
+    hidden = sum(item.exercise.hidden_points for item in result.exercises)
+    if not hidden:
+        return []
+    return [f"          (public tests; the instructor's grade adds hidden tests worth {hidden:.4g} more points, "
+            f"out of {result.max_points + hidden:.4g})"]
+
+
 def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
     width = max(len(r.exercise.name) for r in result.exercises)
+    digits = max(len(str(r.exercise.number)) for r in result.exercises)  # 1. ... 11. in one column
     lines = [f"{curriculum.title}: {display_path(result.impl)}", ""]
     for item in result.exercises:
         counts = f"{item.passed:>3}/{item.total:<3}"
-        lines.append(f"  {item.exercise.number}. {item.exercise.name:<{width}}  {counts} {item.state}")
+        number = f"{item.exercise.number}."
+        lines.append(f"  {number:>{digits + 1}} {item.exercise.name:<{width}}  {counts} {item.label}")
     fraction = result.passed / result.total if result.total else 0.0
     lines += [
         "",
         f"Progress: {_bar(fraction)} {result.passed}/{result.total} tests, "
         f"{result.points:.4g}/{result.max_points:.4g} points",
+        *_hidden_note(result),
         "",
         *_next_steps(result),
     ]
     return "\n".join(lines)
 
 
-STATE_STYLE = {DONE: "green", IN_PROGRESS: "yellow", NOT_STARTED: "dim", NO_TESTS: "dim"}
-STATE_MARK = {DONE: "✓", IN_PROGRESS: "…", NOT_STARTED: "·", NO_TESTS: " "}
+STATE_STYLE = {DONE: "green", IN_PROGRESS: "yellow", NOT_STARTED: "dim", NO_TESTS: "dim", DOES_NOT_IMPORT: "red"}
+STATE_MARK = {DONE: "✓", IN_PROGRESS: "…", NOT_STARTED: "·", NO_TESTS: " ", DOES_NOT_IMPORT: "✗"}
 
 
 def render_rich(result: SuiteResult, console: Any) -> None:
@@ -403,7 +464,7 @@ def render_rich(result: SuiteResult, console: Any) -> None:
             f"{item.passed:>3}/{item.total:<3}",
             ProgressBar(total=max(item.total, 1), completed=item.passed, width=16,
                         complete_style=style, finished_style="green"),
-            Text(item.state, style=style),
+            Text(item.label, style=style),
         )
     console.print(table)
     overall = Table.grid(padding=(0, 1))
@@ -415,6 +476,8 @@ def render_rich(result: SuiteResult, console: Any) -> None:
     )
     console.print()
     console.print(overall)
+    for line in _hidden_note(result):
+        console.print(Text(line.strip(), style="dim"), highlight=False)
     console.print()
     for index, line in enumerate(_next_steps(result)):
         console.print(Text(line, style="bold" if index == 0 else ""), highlight=False)
@@ -458,6 +521,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     show(result)
+    if INSTALLED and result.impl.is_relative_to(ROOT.resolve()):
+        print(f"\nnote: no {args.impl}/ folder here, so this is the installed kit's own copy of the stubs. "
+              "Run `attention-kit status` in the folder that holds your exercises/, or give --impl DIR.",
+              file=sys.stderr)
     return 0
 
 

@@ -1,12 +1,17 @@
 """``attention-kit watch``: rerun the current exercise's tests every time you save.
 
-The current exercise is the first unfinished one in curriculum order. The
+The current exercise is the first unfinished one in curriculum order (or the
+one named: ``attention-kit watch masks``, ``attention-kit watch 4``). The
 watcher polls the size and modification time of the files in your folder
 (polling works everywhere, also on WSL and network drives where change
-notifications do not arrive). After a change it reruns that exercise's tests
-and shows how many pass and the first failure. When all of them pass it checks
-the whole suite again and moves on to the next unfinished exercise. Ctrl-C
-stops it.
+notifications do not arrive). A saved module reruns its exercise, every
+exercise that imports it (the manifest's ``depends``, followed through) and
+the current one; a saved helper that is no exercise's module reruns
+everything. An exercise that passed before and fails now is a regression: it
+is shown first, with its first failure. Then the current exercise: how many
+of its tests pass and its first failure. When all of them pass the watcher
+checks the whole suite again and moves on to the next unfinished exercise.
+Ctrl-C stops it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from grader.curriculum import load as load_curriculum
 from grader.student.status import (
     DONE,
     ExerciseResult,
@@ -60,7 +66,7 @@ def describe(result: ExerciseResult, impl: Path) -> list[str]:
     line = f"exercise {exercise.number}, {exercise.name}: {result.passed}/{result.total} tests pass"
     if result.state == DONE:
         return [line + " - done"]
-    lines = [line + f" ({result.state})"]
+    lines = [line + f" ({result.label})"]
     failure = result.first_failure
     if failure is not None:
         lines.append(f"  first failing test: {failure.name}")
@@ -86,32 +92,83 @@ class Watcher:
     """
 
     def __init__(self, impl: str | Path = "exercises",
-                 runner: Callable[..., SuiteResult] = run_suite) -> None:
+                 runner: Callable[..., SuiteResult] = run_suite, exercise: str | None = None) -> None:
         self.impl = resolve_impl(impl)
         self.runner = runner
         self.seen: Snapshot = snapshot(self.impl)
         self.current: str | None = None
+        self.chosen = load_curriculum().lookup(exercise).name if exercise else None  # ValueError if unknown
+        self.finished: dict[str, bool] = {}  # exercise -> did all its tests pass at its last run
+
+    def _regressions(self, result: SuiteResult, besides: str | None = None) -> list[str]:
+        """Each exercise (but ``besides``) that passed at its last run and fails now, with its first failure.
+
+        Remembers ``result`` as the latest run of its exercises.
+        """
+        lines: list[str] = []
+        for item in result.exercises:
+            name = item.exercise.name
+            if name != besides and self.finished.get(name) and item.state != DONE:
+                lines += [f"REGRESSION: exercise {item.exercise.number}, {name} passed before and fails now"]
+                lines += describe(item, self.impl) + [""]
+        for item in result.exercises:
+            self.finished[item.exercise.name] = item.state == DONE
+        return lines
 
     def check_all(self) -> list[str]:
-        """Run the whole suite, pick the first unfinished exercise and describe it."""
+        """Run the whole suite, pick the current exercise and describe it (regressions first)."""
         result = self.runner(self.impl)
-        if result.current is None:
+        regressions = self._regressions(result)
+        if self.chosen is not None and result[self.chosen].state != DONE:
+            self.current = self.chosen
+            item = result[self.chosen]
+        elif result.current is None:
             self.current = None
-            return [f"All {result.total} tests of every exercise pass. Well done! "
-                    "Try `attention-kit demo` to see your attention at work."]
-        self.current = result.current.exercise.name
+            return regressions + [f"All {result.total} tests of every exercise pass. Well done! "
+                                  "Try `attention-kit demo` to see your attention at work."]
+        else:
+            self.chosen = None  # the named exercise passes: from now on, the first unfinished one
+            item = result.current
+            self.current = item.exercise.name
         overall = f"overall: {result.passed}/{result.total} tests, {result.points:.4g}/{result.max_points:.4g} points"
-        return describe(result.current, self.impl) + [overall]
+        return regressions + describe(item, self.impl) + [overall]
+
+    def affected(self, changed: list[str]) -> list[str]:
+        """The exercises to rerun after ``changed`` files: theirs, those importing them, and the current one."""
+        curriculum = load_curriculum()
+        modules = {exercise.module_file: exercise.name for exercise in curriculum.exercises}
+        touched: set[str] = set()
+        for path in changed:
+            if not path.endswith(".py"):
+                continue  # notes, data: no test reads them
+            if path not in modules:  # a helper module (or one in a subfolder): anything may import it
+                return list(curriculum.names)
+            touched.add(modules[path])
+        rerun = {name for name in curriculum.names if touched & {name, *curriculum.dependencies(name)}}
+        if self.current is not None:
+            rerun.add(self.current)
+        return [name for name in curriculum.names if name in rerun]
+
+    def check_changed(self, changed: list[str]) -> list[str]:
+        """Rerun what ``changed`` touched: regressions first, then the current exercise.
+
+        When the current exercise passes, the whole suite runs again and the next
+        unfinished exercise becomes the current one.
+        """
+        if self.current is None:
+            return self.check_all()
+        names = self.affected(changed)
+        result = self.runner(self.impl, names)
+        lines = self._regressions(result, besides=self.current)
+        current = result[self.current]
+        if current.state != DONE:
+            return lines + describe(current, self.impl)
+        # Check everything again: the next exercise, and that nothing earlier broke meanwhile.
+        return lines + describe(current, self.impl) + ["", "Moving on."] + self.check_all()
 
     def check_current(self) -> list[str]:
         """Rerun the current exercise; when it passes, move on to the next unfinished one."""
-        if self.current is None:
-            return self.check_all()
-        result = self.runner(self.impl, [self.current])[self.current]
-        if result.state != DONE:
-            return describe(result, self.impl)
-        # Check everything again: the next exercise, and that nothing earlier broke meanwhile.
-        return describe(result, self.impl) + ["", "Moving on."] + self.check_all()
+        return self.check_changed([])
 
     def poll(self) -> list[str]:
         """Files changed since the last look (and remember the new state)."""
@@ -143,7 +200,7 @@ class Watcher:
                 break
             changed = sorted(set(changed) | set(more))
         try:
-            report = self.check_current()
+            report = self.check_changed(changed)
         except RuntimeError as error:  # the suite itself could not run; keep watching
             report = [str(error)]
         return [f"changed: {', '.join(changed)}"] + report
@@ -176,6 +233,8 @@ def watch(watcher: Watcher, interval: float = 1.0, stream: TextIO | None = None,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit watch``."""
+    parser.add_argument("exercise", nargs="?", metavar="EXERCISE",
+                        help="the exercise to watch, by name or number (default: the first unfinished one)")
     parser.add_argument("--impl", default="exercises", metavar="DIR",
                         help="folder holding your modules (default: exercises)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
@@ -193,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     # from a stale cache. Not writing them avoids that for everything this process imports.
     sys.dont_write_bytecode = True
     try:
-        watcher = Watcher(args.impl)
+        watcher = Watcher(args.impl, exercise=getattr(args, "exercise", None))
         if args.once:
             _show(watcher.check_all(), sys.stdout)
             return 0

@@ -51,7 +51,7 @@ def _run_suite(tmp_path: Path, impl: str) -> list[tuple[str, str, str]]:
 
 def test_every_graded_test_fails_on_the_stubs_as_not_implemented(tmp_path):
     results = _run_suite(tmp_path, "exercises")
-    assert len(results) >= 7 * 5, f"only {len(results)} graded tests were collected"
+    assert len(results) >= len(load().exercises) * 5, f"only {len(results)} graded tests were collected"
     wrong = [(name, outcome) for name, outcome, text in results if outcome != "failure"]
     assert not wrong, f"on the stubs these tests did not fail (or errored): {wrong}"
     unclear = [name for name, _, text in results if "not implemented yet" not in text]

@@ -115,7 +115,8 @@ def test_first_failure_starts_with_the_diagnosis(mutant_id, tmp_path):
     assert text.startswith("Diagnosis: your "), text[:1500]
     diagnosis = text.split("\n\n", 1)[0]
     assert mutant.description in diagnosis and mutant.hint in diagnosis, diagnosis
-    # Every failing test of the exercise leads with it (each test's feedback stands alone in a report).
+    # Every failing test of the exercise leads with it (each test's feedback stands alone in a report),
+    # after "First fix <function>" when the test's function relies on the one the mistake is in.
     failures = run.output.count("\n____")
     diagnoses = sum(line.startswith("Diagnosis: ") for line in run.output.splitlines())
     assert diagnoses >= failures >= 1, (diagnoses, failures)
@@ -134,3 +135,210 @@ def test_command_line_prints_the_diagnosis_first(tmp_path):
     text = first_failure(result.stdout)
     assert text.startswith("Diagnosis: your softmax.py gives exactly the outputs of a known mistake:\n"
                            f"  \"{mutant.description}\"\nHint: {mutant.hint}\n"), text[:1500]
+
+
+# ---------------------------------------------------------------------------- only what explains everything
+
+
+def planted(tmp_path, *mutant_ids: str):
+    """A copy of solutions/ with every named catalogue mistake planted at once."""
+    first, *rest = (CATALOGUE[m] for m in mutant_ids)
+    target = apply(first, tmp_path / "student")
+    for mutant in rest:
+        path = target / mutant.file
+        path.write_text(path.read_text(encoding="utf-8").replace(mutant.replace, mutant.with_), encoding="utf-8")
+    return target
+
+
+def test_a_mistake_that_explains_part_of_it_is_no_diagnosis(tmp_path):
+    # The activation is not passed on (a known mistake of transformer_layer), and feed_forward itself
+    # has an unknown bug too: the known mistake explains only some of the deviations, so nothing is said.
+    target = planted(tmp_path, "layer-activation-not-passed")
+    path = target / "layer.py"
+    path.write_text(path.read_text().replace("return linear(hidden, params[\"w_2\"], params[\"b_2\"])",
+                                             "return linear(hidden, params[\"w_2\"], params[\"b_2\"]) * 1.01"))
+    assert diagnose(LocalImplementation(target), "layer") == []
+    assert [m.id for m in diagnose(LocalImplementation(planted(tmp_path / "b", "layer-activation-not-passed")),
+                                   "layer")] == ["layer-activation-not-passed"]
+
+
+def test_an_input_check_mistake_is_never_named_alone_while_behaviour_is_wrong(tmp_path):
+    target = planted(tmp_path, "attention-mask-not-checked")
+    path = target / "attention.py"
+    path.write_text(path.read_text().replace("scores = np.where(mask, scores, -np.inf)",
+                                             "scores = np.where(mask, scores, 0.0)"))
+    assert diagnose(LocalImplementation(target), "attention") == []
+
+
+def test_two_known_mistakes_at_once_are_both_named(tmp_path):
+    target = planted(tmp_path, "attention-no-scaling", "attention-mask-not-checked")
+    found = sorted(m.id for m in diagnose(LocalImplementation(target), "attention"))
+    assert found == ["attention-mask-not-checked", "attention-no-scaling"]
+
+
+TEXTBOOK_SOFTMAX = '''
+def softmax(x, axis=-1):
+    x = as_float_array("x", x)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''
+
+
+def broken_softmax(folder):
+    """solutions/ with a softmax that has no guard for an all -inf slice; attention.py stays correct."""
+    import shutil
+
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = (folder / "softmax.py").read_text(encoding="utf-8")
+    start = source.index("def softmax(")
+    (folder / "softmax.py").write_text(source[:start] + TEXTBOOK_SOFTMAX, encoding="utf-8")
+    return folder
+
+
+def test_a_broken_softmax_is_blamed_not_a_correct_attention(tmp_path):
+    target = broken_softmax(tmp_path / "student")
+    assert diagnose(LocalImplementation(target), "attention") == []
+    run = run_tests(ROOT / load_curriculum().exercise("attention").test_file, target, tb="short")
+    text = first_failure(run.output)
+    assert text.startswith("First fix softmax() in softmax.py (exercise 1, softmax)"), text[:800]
+    assert "Diagnosis: your attention.py" not in run.output
+    # Its revisit lines point at softmax, not at ideas of attention.
+    revisits = [line for line in text.splitlines() if line.strip().startswith("revisit:")]
+    assert revisits and all("fix softmax() first" in line for line in revisits), revisits
+
+
+def test_status_blames_the_broken_softmax_too(tmp_path):
+    from grader.student import status
+
+    target = broken_softmax(tmp_path / "student")
+    message = status.run_suite(target, ["attention"])["attention"].first_failure.message
+    assert message.startswith("First fix softmax() in softmax.py (exercise 1, softmax)"), message[:800]
+
+
+# ---------------------------------------------------------------------------- the Kit's own checks
+
+
+class Functions:
+    """An implementation made of plain functions, for the Kit."""
+
+    def __init__(self, **functions):
+        self.functions = functions
+
+    def function(self, exercise, name):
+        return self.functions[name]
+
+
+def test_the_kit_notices_keys_added_to_a_dict_argument(monkeypatch):
+    from pytest_check import check
+
+    from tests.kit import Kit
+
+    def multi_head_attention(x, params, n_heads):
+        params.setdefault("d_head", 4)  # mutation a per-array comparison cannot see
+        return x
+
+    failures = []
+    monkeypatch.setattr(check, "fail", failures.append)
+    Kit(Functions(multi_head_attention=multi_head_attention), "multihead").multi_head_attention(
+        np.ones((2, 3)), {"w_q": np.ones(2)}, 1)
+    assert failures and "params (keys added: 'd_head')" in failures[0] and "revisit:" in failures[0]
+
+
+def test_a_crash_of_student_code_is_a_failure_with_its_line_and_an_idea(tmp_path):
+    import importlib.util
+
+    from tests.kit import Kit
+
+    (tmp_path / "projections.py").write_text(
+        "def linear(x, weight, bias=None):\n    if bias:\n        return x @ weight + bias\n    return x @ weight\n")
+    spec = importlib.util.spec_from_file_location("student_projections", tmp_path / "projections.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    linear = module.linear
+    with pytest.raises(pytest.fail.Exception) as failed:
+        Kit(Functions(linear=linear), "projections").linear(np.ones((2, 3)), np.ones((3, 4)), np.ones(4))
+    message = str(failed.value)
+    assert message.startswith("linear(x: float64 (2, 3), weight: float64 (3, 4), bias: float64 (4,)) crashed")
+    assert "observed: ValueError: The truth value" in message
+    assert "at projections.py line 2: if bias:" in message
+    assert "\n  revisit:  linear() must work for every input its docstring allows" in message
+
+
+def test_a_test_that_expects_an_error_still_sees_it():
+    from tests.feedback import expect_raises_value_error
+    from tests.kit import Kit
+
+    def causal_mask(n):
+        raise ValueError("n must be positive")
+
+    kit = Kit(Functions(causal_mask=causal_mask), "masks")
+    assert expect_raises_value_error(lambda: kit.causal_mask(0), argument="n", what="causal_mask(0)", idea="-")
+
+
+def test_a_list_instead_of_an_array_matches_no_mistake(tmp_path):
+    # Converted with np.asarray, a list of floats looks like a float64 array and matched "I converted
+    # the input to float64" on the float32 probe. The type is an observation of its own.
+    import shutil
+
+    target = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / "softmax.py"
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("where=totals > 0\n    )", "where=totals > 0\n    ).tolist()"), encoding="utf-8")
+    assert "tolist" in path.read_text(encoding="utf-8")
+    assert diagnose(LocalImplementation(target), "softmax") == []
+
+
+def test_a_dtype_mistake_and_a_value_mistake_together_are_both_named(tmp_path):
+    # On the float32 probe both show at once (other values in another dtype): neither alone reproduces it.
+    target = planted(tmp_path, "attention-float64-scale", "attention-mask-inverted")
+    found = sorted(m.id for m in diagnose(LocalImplementation(target), "attention"))
+    assert found == ["attention-float64-scale", "attention-mask-inverted"]
+
+
+def test_two_mistakes_that_change_the_same_outputs_are_named_together(tmp_path):
+    # Keys and values both from x: no single fingerprint reproduces the cross-attention outputs, the
+    # stored pair (planted together by grader.authoring.fingerprints) does.
+    target = planted(tmp_path, "multihead-keys-from-x", "multihead-values-from-x")
+    found = sorted(m.id for m in diagnose(LocalImplementation(target), "multihead"))
+    assert found == ["multihead-keys-from-x", "multihead-values-from-x"]
+
+
+def test_a_notebook_check_blames_the_broken_softmax_too():
+    import math
+
+    from grader.student.notebook import check
+
+    namespace = {"__name__": "__main__", "np": np, "math": math}
+    exec(compile((ROOT / "solutions" / "_checks.py").read_text(), "<given cell>", "exec"), namespace)  # noqa: S102
+    exec(compile(TEXTBOOK_SOFTMAX, "<softmax cell>", "exec"), namespace)  # noqa: S102
+    attention = (ROOT / "solutions" / "attention.py").read_text()
+    exec(compile(attention[attention.index("def attention_scores"):], "<attention cell>", "exec"), namespace)  # noqa: S102
+    with pytest.raises(AssertionError) as failed:
+        check("attention", "test_fully_blocked_query_gives_zeros", namespace)
+    assert "\n\nFirst fix softmax() in softmax.py (exercise 1, softmax)" in str(failed.value)
+    assert "Diagnosis" not in str(failed.value)
+
+
+def test_the_blame_follows_an_imported_alias(tmp_path):
+    from tests.diagnosis import callees
+
+    target = broken_softmax(tmp_path / "student")
+    path = target / "attention.py"
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("from .softmax import softmax\n", "from .softmax import softmax as normalise\n")
+                    .replace("weights = softmax(scores, axis=-1)", "weights = normalise(scores, axis=-1)"),
+                    encoding="utf-8")
+    assert "normalise(scores" in path.read_text(encoding="utf-8")
+    assert "softmax" in callees(LocalImplementation(target), "scaled_dot_product_attention")
+
+
+def test_the_reference_deviates_on_no_probe():
+    # A probe on which the reference itself "deviates" (a result structure the comparison does not know,
+    # a probe that is not deterministic) would make every student's diagnosis on it impossible.
+    from tests.diagnosis import observe_everything
+    from tests.kit import LocalImplementation
+
+    observation = observe_everything(LocalImplementation(ROOT / "solutions"))
+    deviating = sorted(name for name, deviates in observation.deviates.items() if deviates)
+    assert not deviating, f"the reference deviates from its own golden values on {deviating}"

@@ -203,3 +203,25 @@ def test_zip_extraction_limits(tmp_path):
     with zipfile.ZipFile(absolute, "w") as archive:
         archive.writestr("/etc/softmax.py", "x = 1\n")
     assert "unsafe path" in submissions.prepare(absolute, tmp_path / "work").status
+
+
+def test_a_broken_softmax_does_not_blame_a_correct_attention_in_a_graded_batch(tmp_path):
+    # Fair grading serves softmax from the reference to attention: attention gets all its points. Without
+    # it (--no-fair), attention's failures lead with the function to fix first, never with a diagnosis of
+    # attention.py.
+    folder = tmp_path / "submissions"
+    student = copy_reference(folder / "student")
+    source = (student / "softmax.py").read_text(encoding="utf-8")
+    start = source.index("def softmax(")
+    (student / "softmax.py").write_text(source[:start] + (
+        "def softmax(x, axis=-1):\n    x = as_float_array('x', x)\n"
+        "    e = np.exp(x - np.max(x, axis=axis, keepdims=True))\n"
+        "    return e / np.sum(e, axis=axis, keepdims=True)\n"), encoding="utf-8")
+    options = QUIET | {"exercises": ["softmax", "attention"]}
+    assert grade_batch(folder, tmp_path / "fair", **options) == 0
+    row = read_grades(tmp_path / "fair")["student"]
+    assert float(row["attention"]) == load().exercise("attention").points, row  # no hidden tests here
+    assert grade_batch(folder, tmp_path / "unfair", fair=False, **options) == 0
+    feedback = (tmp_path / "unfair" / "student" / "feedback.md").read_text(encoding="utf-8")
+    assert "First fix softmax() in softmax.py (exercise 1, softmax)" in feedback
+    assert "Diagnosis: your attention.py" not in feedback

@@ -77,7 +77,8 @@ def test_bundle_layout(bundle: Path) -> None:
         assert f"kit/solutions/{exercise.module_file}" in names
         assert f"kit/{exercise.test_file}" in names
     assert any(name.startswith("kit/grader/hidden_tests/test_") for name in names)
-    assert {"kit/pyproject.toml", "kit/conftest.py", "kit/README.md", "kit/grader/grading/grade.py"} <= names
+    assert {"kit/pyproject.toml", "kit/conftest.py", "kit/README.md", "kit/LICENSE", "kit/grader/grading/grade.py",
+            "kit/docs/student-loop.md"} <= names
     assert not any(name.startswith("kit/grader/tests/") or "__pycache__" in name for name in names)
     for script in ("setup.sh", "run_autograder"):
         subprocess.run(["bash", "-n", str(bundle.parent / "template" / "source" / script)], check=True)
@@ -170,3 +171,40 @@ def test_setup_installs_the_kit(bundle: Path, tmp_path: Path) -> None:
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     check_results(results)
     assert all(test["status"] == "passed" for test in results["tests"])
+
+
+def test_a_zip_of_the_modules_inside_the_upload_is_graded(bundle: Path, tmp_path: Path) -> None:
+    submission = tmp_path / "upload"
+    submission.mkdir()
+    with zipfile.ZipFile(submission / "my-attention.zip", "w") as archive:
+        for path in sorted((ROOT / "solutions").glob("*.py")):
+            archive.write(path, path.name)
+    results = run_autograder(bundle, tmp_path, submission)
+    check_results(results)
+    assert results["tests"] and all(test["status"] == "passed" for test in results["tests"]), results["output"]
+    public, hidden = gradescope.total_points()
+    assert results["score"] == pytest.approx(public + hidden)
+
+
+def test_the_bundle_states_its_total_and_results_agree(bundle: Path, tmp_path: Path) -> None:
+    curriculum = load()
+    public = sum(exercise.points for exercise in curriculum.exercises)
+    hidden = sum(exercise.hidden_points for exercise in curriculum.exercises)
+    assert gradescope.total_points() == (public, hidden)
+    with zipfile.ZipFile(bundle) as archive:
+        readme = archive.read("README.md").decode()
+    assert f"total points on Gradescope to **{public + hidden:g}**" in readme
+    built = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(tmp_path / "again.zip")], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert f"Total points to set on Gradescope: {public + hidden:g} ({public:g} public tests + {hidden:g} hidden" \
+        in built.stdout
+
+
+def test_the_visible_score_leaves_hidden_tests_out() -> None:
+    from grader.grading.report import visible_score_line
+
+    tests = [{"score": 1.0, "max_score": 2.0, "visibility": "visible"},
+             {"score": 0.0, "max_score": 3.0, "visibility": "after_published"}]
+    line = visible_score_line(tests)
+    assert line.startswith("Score: 1 / 2 (public tests)") and "worth 3 more points (total 5)" in line
+    assert visible_score_line(tests[:1]) == "Score: 1 / 2"

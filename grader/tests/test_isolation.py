@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits, worker
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
@@ -108,8 +109,9 @@ def test_worker_sees_only_the_modules_and_a_scrubbed_environment(isolated, tmp_p
     impl = isolated(path=folder)
     seen = impl.function("softmax", "softmax")(None)
     assert "conftest.py" not in seen["cwd"] and "notes.txt" not in seen["cwd"]
-    assert set(seen["cwd"]) <= {f"{name}.py" for name in ("softmax", "projections", "attention", "masks",
-                                                          "positional", "multihead", "layer", "_checks")}
+    curriculum = load_curriculum()
+    allowed = (*curriculum.names, *curriculum.given_modules, "_checks")
+    assert set(seen["cwd"]) <= {f"{name}.py" for name in allowed}
     assert set(seen["env"]) <= {"PATH", "LANG", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                 "NUMEXPR_NUM_THREADS", "LC_CTYPE", "PWD"}
     assert seen["isolated"] == 1 and seen["no_site"] == 1
@@ -567,3 +569,72 @@ def test_a_function_that_keeps_looping_is_not_run_again_and_again(isolated):
         softmax(np.zeros(2))
     assert time.monotonic() - started < 0.2
     assert impl.function("masks", "causal_mask")(2).tolist() == [[True, False], [True, True]]
+
+
+def test_a_tests_function_argument_runs_on_the_grading_side(reference_isolated, local):
+    # occlusion_importance(predict, ...): the test's model stays here; the worker calls it back with plain data.
+    calls = []
+
+    def predict(tokens):
+        calls.append(np.asarray(tokens).shape)
+        scores = np.stack([np.sum(tokens == 2, axis=1), np.sum(tokens == 3, axis=1)], axis=1).astype(float)
+        e = np.exp(scores)
+        return e / e.sum(axis=1, keepdims=True)
+
+    tokens = np.array([1, 2, 2, 3, 0])
+    expected = local.function("explain", "occlusion_importance")(predict, tokens, 0)
+    calls.clear()
+    observed = reference_isolated.function("explain", "occlusion_importance")(predict, tokens, 0)
+    np.testing.assert_array_equal(observed, expected)
+    assert calls == [(6, 5)]  # called from the worker, run here
+    assert reference_isolated._grading_functions == []  # reachable during its call only
+
+
+def test_a_returned_function_is_still_refused(isolated):
+    impl = isolated({"explain": "def gradient_x_input(grad_inputs, inputs):\n    return lambda: 0\n"})
+    with pytest.raises(TypeError, match="cannot receive"):
+        impl.function("explain", "gradient_x_input")(np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_peak_memory_is_measured_where_the_code_runs(reference_isolated):
+    from tests.kit import Kit
+
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(128, 2)), rng.normal(size=(4096, 2)), rng.normal(size=(4096, 2))
+    out, blockwise = Kit(reference_isolated, "decoding").measure("blockwise_attention", q, k, v, 32)
+    assert out.shape == (128, 2) and blockwise is not None
+    _, full = Kit(reference_isolated, "attention").measure("scaled_dot_product_attention", q, k, v)
+    assert full > 8 * blockwise > 0  # the worker's allocations, not the grading process's
+
+
+def test_plain_functions_cross_to_the_worker(reference_isolated, local):
+    # numerical_gradient(f, x) takes a function: the tests pass a PlainFunction, which crosses as its kind
+    # and coefficients (plain data) and is rebuilt from grader/sandbox/worker.py's own formula.
+    from tests.kit import PlainFunction
+
+    rng = np.random.default_rng(11)
+    f = PlainFunction("cubic", **{name: rng.normal(size=(3, 4)) for name in "abcd"})
+    x = rng.normal(size=(3, 4))
+    remote = reference_isolated.function("backward", "numerical_gradient")(f, x, eps=1e-4)
+    np.testing.assert_array_equal(remote, local.function("backward", "numerical_gradient")(f, x, eps=1e-4))
+    # Any other function of a test is not sent either: the worker calls it back in the grading process
+    # (see test_a_tests_function_argument_runs_on_the_grading_side), slower but with the same result.
+    total = reference_isolated.function("backward", "numerical_gradient")(lambda z: float(np.sum(z)), x[:1, :2])
+    np.testing.assert_allclose(total, np.ones((1, 2)), rtol=1e-6)
+
+
+def test_plain_function_formulas_agree_on_both_sides():
+    from tests.kit import PlainFunction
+
+    worker.load_numpy()
+    assert set(worker.PLAIN_FUNCTIONS) == set(PlainFunction.FORMULAS)
+    rng = np.random.default_rng(12)
+    for kind in worker.PLAIN_FUNCTIONS:
+        params = {name: rng.normal(size=(2, 3)) for name in "abcd"}
+        x = rng.normal(size=(2, 3))
+        arrays: list = []
+        rebuilt = worker.decode(worker.encode(PlainFunction(kind, **params), arrays), arrays)
+        assert isinstance(rebuilt, worker.PlainFunction)
+        assert rebuilt(x) == PlainFunction(kind, **params)(x)
+    with pytest.raises(ValueError, match="unknown plain function"):
+        worker.decode({"$": "function", "kind": "os.system", "v": {"$": "dict", "k": [], "v": []}}, [])

@@ -12,6 +12,7 @@ import ast
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,6 +95,26 @@ def test_per_exercise_course_layout(course):
         assert nb.nbformat == 4 and nb.metadata.kernelspec.name == "python3"
         first = nb.cells[0]
         assert first.cell_type == "markdown" and f"Exercise {exercise.number}: {exercise.title}" in first.source
+
+
+def test_each_exercise_opens_with_its_sections_of_the_reading(course, single):
+    from grader.authoring.notebooks import reading_sections
+
+    sections = reading_sections()
+    assert sections, "docs/reading.md has no sections"
+    for exercise in load().exercises:
+        cells = read(course, exercise).cells
+        assert exercise.reading, f"{exercise.name} names no section of the reading"
+        reading = cells[1].source  # right after the title
+        for section in exercise.reading:
+            assert f'<a id="{section}"></a>' in reading
+            assert sections[section].splitlines()[1] in reading  # its heading, "## N. Title"
+        linked = re.findall(r"\]\(#([\w-]+)\)", reading)
+        assert set(linked) <= set(exercise.reading), "a link to a section this notebook does not hold"
+    text = "\n".join(c.source for c in nbformat.read(single / "source" / SINGLE_ASSIGNMENT /
+                                                  f"{SINGLE_ASSIGNMENT}.ipynb", 4).cells)
+    for section in {s for e in load().exercises for s in e.reading}:
+        assert text.count(f'<a id="{section}"></a>') == 1  # each section once, with the first exercise needing it
 
 
 def test_solution_cell_keeps_signatures_and_docstrings(course):

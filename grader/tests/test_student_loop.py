@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +59,9 @@ def test_status_lists_every_exercise_in_curriculum_order(stubs):
     assert positions == sorted(positions)
 
 
+TOTAL_POINTS = sum(exercise.points for exercise in load().exercises)  # Part I is 100; Part II adds its own
+
+
 def test_status_on_the_stubs(stubs):
     assert stubs.total > 0 and stubs.passed == 0 and stubs.points == 0
     assert all(item.state == status.NOT_STARTED for item in stubs.exercises if item.total)
@@ -65,7 +70,7 @@ def test_status_on_the_stubs(stubs):
     assert first.message.startswith("softmax: not implemented yet")
     assert "\n" not in first.message and "Failed:" not in first.message
     text = status.render_plain(stubs)
-    assert f"0/{stubs.total} tests, 0/100 points" in text
+    assert f"0/{stubs.total} tests, 0/{TOTAL_POINTS:g} points" in text
     assert "Next: exercise 1, softmax" in text
     assert "run:   pytest -m softmax" in text and "tests/test_01_softmax.py" in text
     assert "attention-kit hint softmax" in text and "exercises/softmax.py" in text
@@ -82,13 +87,13 @@ def test_status_on_a_partial_solution(partial, partial_dir):
     assert "Next: exercise 3, attention" in text
     assert f"pytest tests -m attention --impl {partial_dir}" in text
     assert "attention_scores: not implemented yet" in text
-    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/100 points" in text
+    assert f"{partial.passed}/{partial.total} tests, {expected_points:g}/{TOTAL_POINTS:g} points" in text
     assert "#" in text.split("Progress:")[1].splitlines()[0]
 
 
 def test_status_on_the_reference(reference):
     assert reference.passed == reference.total > 100
-    assert reference.current is None and reference.points == pytest.approx(100)
+    assert reference.current is None and reference.points == pytest.approx(TOTAL_POINTS)
     assert all(item.state == status.DONE for item in reference.exercises)
     assert "All exercises pass" in status.render_plain(reference)
 
@@ -111,9 +116,17 @@ def test_status_points_at_the_line_that_raised(tmp_path):
     source = (SOLUTIONS / "softmax.py").read_text(encoding="utf-8")
     (folder / "softmax.py").write_text(source.replace("keepdims=True)", "keepdims=False)"), encoding="utf-8")
     message = status.run_suite(folder, ["softmax"])["softmax"].first_failure.message
-    first, where = message.splitlines()
-    assert first.startswith("ValueError: operands could not be broadcast")
-    assert where.startswith("  raised at softmax.py line ") and "np.exp(x - largest)" in where
+    # A crash of the student's code on valid input is a failure like any other: what, expected, observed
+    # (the exception and the student's own line, not numpy's), and an idea to revisit.
+    # Both keepdims are gone: the two known mistakes, planted together, are recognised first.
+    diagnosis, _, rest = message.partition("\nsoftmax(")
+    assert diagnosis.startswith("Diagnosis:") and "maximum without keepdims" in diagnosis
+    assert "summed without keepdims" in diagnosis
+    what, expected, observed, where, revisit = ("softmax(" + rest).splitlines()
+    assert what.startswith("softmax(x: float64 (2, 3, 5)) crashed")
+    assert observed.startswith("  observed: ValueError: operands could not be broadcast")
+    assert where.strip().startswith("at softmax.py line ") and "np.exp(x - largest)" in where
+    assert revisit.startswith("  revisit:  softmax() must work for every input its docstring allows")
 
 
 def test_status_is_plain_off_a_terminal_and_rich_on_one(partial, monkeypatch):
@@ -160,7 +173,7 @@ def test_hints_go_one_level_at_a_time():
     first = hints.hint_text("softmax")
     assert f"Hint 1 of {len(softmax.hints)}" in first
     assert " ".join(first.split()).find(" ".join(softmax.hints[0].split())) > 0
-    assert first.rstrip().endswith("more: attention-kit hint softmax --level 2")
+    assert first.rstrip().endswith(": attention-kit hint softmax --level 2")
     last = hints.hint_text("softmax", len(softmax.hints))
     assert "last hint" in last and "more:" not in last
     beyond = hints.hint_text("softmax", len(softmax.hints) + 1)
@@ -187,6 +200,11 @@ def fake_suite(impl: Path, states: dict[str, bool]) -> status.SuiteResult:
     return status.SuiteResult(impl, results, 0.0)
 
 
+def importers(name: str) -> tuple[str, ...]:
+    """``name`` and every exercise that imports it, directly or not (from the manifest), in order."""
+    return tuple(n for n in load().names if n == name or name in load().dependencies(n))
+
+
 def test_watch_step_reruns_only_after_a_change(tmp_path):
     folder = make_partial(tmp_path / "watched", done=())
     runs: list[tuple[str, ...] | None] = []
@@ -203,14 +221,16 @@ def test_watch_step_reruns_only_after_a_change(tmp_path):
 
     (folder / "softmax.py").write_text("# still thinking\n", encoding="utf-8")
     lines = watcher.step(settle=0)
-    assert lines[0] == "changed: softmax.py" and runs[-1] == ("softmax",)
+    # softmax.py is imported by attention, and through it by multihead and layer: all of them rerun.
+    assert lines[0] == "changed: softmax.py" and runs[-1] == importers("softmax")
+    assert {"softmax", "attention", "multihead", "layer"} <= set(runs[-1])
     assert "FAILURE: wrong" in "\n".join(lines) and watcher.current == "softmax"
 
     done["softmax"] = True
     (folder / "softmax.py").write_text("# solved\n", encoding="utf-8")
     text = "\n".join(watcher.step(settle=0))
     assert "softmax: 1/1 tests pass - done" in text and "exercise 2, projections" in text
-    assert watcher.current == "projections" and runs[-2:] == [("softmax",), None]
+    assert watcher.current == "projections" and runs[-2:] == [importers("softmax"), None]
     (folder / "__pycache__").mkdir(exist_ok=True)
     (folder / "__pycache__" / "x.pyc").write_bytes(b"")
     assert watcher.step(settle=0) is None
@@ -278,6 +298,25 @@ def test_demo_causal_and_heads():
     assert demo.run(demo_args("--reference", "--heads", "3")) == 2
 
 
+def test_demo_trained_shows_what_order_does(tmp_path, capsys):
+    untrained, blind, trained = demo.compute_trained(SOLUTIONS)[0]
+    assert 0.05 < untrained.on_antecedent < 0.3  # about 1/8 before training
+    assert trained.accuracy >= 0.9 and trained.on_antecedent > 0.5
+    assert (trained.prediction, trained.swapped) == ("vessel", "obstacle")  # it follows the order
+    assert 0.3 <= blind.accuracy <= 0.7 and blind.prediction == blind.swapped  # a bag: the order is lost
+    out = tmp_path / "trained.png"
+    assert demo.run(demo_args("--reference", "--trained", "--out", str(out))) == 0
+    text = capsys.readouterr().out
+    assert "trained with positions" in text and "trained without positions" in text and "random weights" in text
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_trained_waits_for_exercise_nine(capsys):
+    assert demo.run(demo_args("--impl", str(EXERCISES), "--trained")) == 1
+    text = capsys.readouterr().out
+    assert "9. training: 0/" in text and "8. backward: 0/" in text
+
+
 def test_status_keeps_the_diagnosis_in_front_of_the_failure():
     from grader.student.status import trim_failure
 
@@ -287,3 +326,173 @@ def test_status_keeps_the_diagnosis_in_front_of_the_failure():
     trimmed = trim_failure(text)
     assert trimmed.startswith("Diagnosis: your softmax.py"), trimmed
     assert "FAILURE: what" in trimmed and "Failed Checks" not in trimmed and "::t:0" not in trimmed, trimmed
+
+
+# ---------------------------------------------------------------------------------------------- issue 14
+
+
+def test_watch_reruns_what_a_save_touched():
+    watcher = watch.Watcher(SOLUTIONS, runner=lambda impl, exercises=None: fake_suite(impl, {}))
+    watcher.current = "positional"
+    order = list(load().names)
+    assert watcher.affected(["projections.py"]) == sorted({*importers("projections"), "positional"}, key=order.index)
+    assert {"projections", "positional", "multihead", "layer"} <= set(watcher.affected(["projections.py"]))
+    assert watcher.affected(["masks.py"]) == sorted({*importers("masks"), "positional"}, key=order.index)
+    assert watcher.affected(["_checks.py"]) == list(load().names)  # a helper: anything may import it
+    assert watcher.affected(["notes.txt"]) == ["positional"]
+
+
+def test_watch_shows_a_regression_in_a_finished_exercise_first(tmp_path):
+    folder = make_partial(tmp_path / "late", done=("softmax", "projections", "attention", "masks", "positional",
+                                                   "multihead"))
+    watcher = watch.Watcher(folder)
+    assert watcher.check_all()[0].startswith("exercise 7, layer: 0/")
+    source = (folder / "masks.py").read_text(encoding="utf-8")
+    (folder / "masks.py").write_text(source.replace("np.tril(", "np.triu("), encoding="utf-8")
+    lines = watcher.step(settle=0)
+    text = "\n".join(lines)
+    assert lines[1] == "REGRESSION: exercise 4, masks passed before and fails now", text
+    assert lines[2].startswith("exercise 4, masks: ") and "first failing test: test_causal_mask" in text
+    assert text.index("REGRESSION") < text.index("FAILURE: causal_mask") < text.index("exercise 7, layer: 0/")
+    assert watcher.current == "layer"
+    (folder / "masks.py").write_text(source, encoding="utf-8")  # fixed again: no regression any more
+    assert "REGRESSION" not in "\n".join(watcher.step(settle=0))
+
+
+def test_watch_a_named_exercise_by_number(partial_dir, capsys):
+    parser = argparse.ArgumentParser()
+    watch.add_arguments(parser)
+    assert watch.run(parser.parse_args(["5", "--impl", str(partial_dir), "--once"])) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("exercise 5, positional: 0/")
+    assert watch.run(parser.parse_args(["positonal", "--impl", str(partial_dir), "--once"])) == 2
+    error = capsys.readouterr().err
+    assert "no exercise named 'positonal'; the exercises are positional, " in error and error.count("\n") == 1
+
+
+# Code in a hint: a call or attribute of numpy, any call, indexing, keyword arguments, operators of code.
+CODE = re.compile(r"\bnp\.|\bnumpy\.|\w\(|\w\[|\]\[|\w=|\s@\s|\*\*|//|`")
+
+
+@pytest.mark.parametrize("exercise", load().exercises, ids=lambda exercise: exercise.name)
+def test_hints_climb_from_a_question_to_a_pointer_without_code(exercise):
+    import difflib
+
+    assert exercise.hints, f"{exercise.name} has no hints"
+    for before, after in zip(exercise.hints, exercise.hints[1:], strict=False):
+        assert difflib.SequenceMatcher(None, before, after).ratio() < 0.6, (before, after)
+    if getattr(exercise, "part", 1) == 1:  # Part I: the README promises one step, three levels, no code
+        assert exercise.hint_step, f"{exercise.name}: no hint_step in the manifest"
+    if exercise.hint_step:
+        assert len(exercise.hints) == 3, "hint_step hints are a question, the idea, a precise pointer"
+        assert exercise.hints[0].rstrip().endswith("?") and not exercise.hints[2].rstrip().endswith("?")
+        for level, text in enumerate(exercise.hints, start=1):
+            found = CODE.search(text)
+            assert not found, f"{exercise.name} hint {level} contains code: {found.group()!r}"
+
+
+def test_the_code_detector_catches_code():
+    for code in ("np.swapaxes(k, -1, -2)", "mask[..., None, :, :]", "np.divide with out= and where=",
+                 "x @ W", "10000**(2i/d)", "keepdims=True"):
+        assert CODE.search(code), code
+    assert not CODE.search("the matrix product of x with the weight, shape (batch, 1, max_len)")
+
+
+def test_hint_by_number_names_its_level_and_the_reading():
+    text = hints.hint_text("3", 2)
+    assert text.startswith("Exercise 3, attention: ") and "Hint 2 of 3, the idea (on " in text
+    assert "more (a precise pointer): attention-kit hint attention --level 3" in text
+    sections = load().exercise("attention").reading
+    assert sections and ("\nread: " + ", ".join(f"docs/reading.md#{s}" for s in sections) + "\n") in text
+
+
+def test_pytest_m_takes_numbers_and_stops_on_an_unknown_name():
+    def pytest_m(expression):
+        return subprocess.run([sys.executable, "-m", "pytest", "tests", "--impl", "solutions", "-m", expression,
+                               "-q", "-p", "no:cacheprovider", "--co"], cwd=ROOT, capture_output=True, text=True)
+
+    by_number, by_name = pytest_m("3"), pytest_m("attention")
+    assert by_number.returncode == 0 and "test_03_attention" in by_name.stdout
+    assert by_number.stdout.splitlines()[:-1] == by_name.stdout.splitlines()[:-1]  # the last line is a timing
+    typo = pytest_m("softmx or masks")
+    assert typo.returncode == 4, typo.stdout + typo.stderr
+    errors = [line for line in (typo.stdout + typo.stderr).splitlines() if line.strip()]
+    assert errors == [errors[0]] and "no exercise named 'softmx'; the exercises are softmax, " in errors[0], errors
+    assert pytest_m("not slow and (1 or 2)").returncode == 0
+
+
+def test_impl_typo_lists_the_folders_closest_first(capsys):
+    assert status.run(argparse.Namespace(impl="solution")) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "folders holding exercise modules: solutions, exercises" in error
+
+
+def test_status_says_a_module_does_not_import(tmp_path):
+    folder = make_partial(tmp_path / "syntax", done=("softmax", "projections", "attention"))
+    with (folder / "projections.py").open("a", encoding="utf-8") as file:
+        file.write("\ndef broken(:\n")
+    line = len((folder / "projections.py").read_text(encoding="utf-8").splitlines())
+    result = status.run_suite(folder)
+    assert result["projections"].state == status.DOES_NOT_IMPORT
+    assert result["projections"].label == f"does not import: syntax error, line {line}"
+    # attention imports softmax only; multihead imports projections, so it does not import either.
+    assert result["attention"].state == status.DONE
+    assert result["multihead"].label == f"does not import: syntax error in projections.py, line {line}"
+    shown = status.render_plain(result)
+    assert re.search(rf"2\. projections +0/\d+ +does not import: syntax error, line {line}\n", shown), shown
+
+
+def test_no_traceback_on_a_closed_pipe_or_ctrl_c():
+    import signal
+    import time
+
+    reader = subprocess.Popen([sys.executable, "-m", "grader", "status"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    reader.stdout.close()  # like `| head` that has stopped reading
+    error = reader.communicate(timeout=60)[1].decode()
+    assert reader.returncode == 141 and "Traceback" not in error, error
+
+    watcher = subprocess.Popen([sys.executable, "-m", "grader", "watch", "--interval", "0.2"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in watcher.stdout:
+        if line.startswith("Watching"):
+            break
+    time.sleep(0.3)
+    watcher.send_signal(signal.SIGINT)
+    out, error = watcher.communicate(timeout=30)
+    assert "Traceback" not in error and "Stopped watching." in out, error
+
+
+def test_quiet_exit_gives_the_shell_statuses():
+    from grader import cli
+
+    def interrupted():
+        with cli.quiet_exit() as status_holder:
+            raise KeyboardInterrupt
+        return status_holder.code
+
+    assert interrupted() == 130
+
+
+def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path):
+    folder = make_partial(tmp_path / "stop", done=())
+    source = (SOLUTIONS / "softmax.py").read_text(encoding="utf-8")
+    (folder / "softmax.py").write_text(source.replace("totals = np.sum(exponentials, axis=axis, keepdims=True)",
+                                                      "totals = np.sum(exponentials)"), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests", "-m", "softmax", "-x", f"--impl={folder}",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+                               "COLUMNS": "160"})  # the summary line is cut to the terminal's width
+    assert done.returncode == 1 and "FAILURE: each row (last axis)" in done.stdout, done.stdout
+    assert "Stopping on first failure" not in done.stdout and "tests/feedback.py:" not in done.stdout, done.stdout
+    assert "FAILED tests/test_01_softmax.py::test_rows_sum_to_one - each row" in done.stdout
+
+
+def test_watch_after_everything_passed_names_the_regression(tmp_path):
+    folder = make_partial(tmp_path / "all", done=tuple(load().names))
+    watcher = watch.Watcher(folder)
+    assert "pass. Well done!" in watcher.check_all()[0] and watcher.current is None
+    source = (folder / "masks.py").read_text(encoding="utf-8")
+    (folder / "masks.py").write_text(source.replace("np.tril(", "np.triu("), encoding="utf-8")
+    lines = watcher.step(settle=0)
+    assert lines[1] == "REGRESSION: exercise 4, masks passed before and fails now", lines
+    assert watcher.current == "masks"

@@ -119,3 +119,22 @@ def test_transformer_layer_matches_pytorch(norm_first, activation):
     mask = _causal(N_Q)
     ours = transformer_layer(x, params, N_HEADS, mask=mask, norm_first=norm_first, activation=activation)
     _assert_close(ours, layer(torch.from_numpy(x), src_mask=torch.from_numpy(~mask)), what + " with a causal mask")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("block_size", [1, 7, 16, 64, 100])
+def test_blockwise_and_cached_attention_match_pytorch(causal, block_size):
+    """Blockwise and KV-cached attention against torch's scaled_dot_product_attention, scores up to ~1e4."""
+    from solutions.decoding import blockwise_attention, causal_decode
+
+    functional = torch.nn.functional
+    rng = np.random.default_rng(900 + block_size)
+    n, d_k, d_v = 64, 8, 5
+    q = rng.normal(size=(2, 3, n, d_k)) * rng.choice([1.0, 1e2, 3e3], size=(2, 3, n, 1))  # mild to huge scores
+    k, v = rng.normal(size=(2, 3, n, d_k)), rng.normal(size=(2, 3, n, d_v))
+    expected = functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)),
+                                                       is_causal=causal).numpy()
+    np.testing.assert_allclose(blockwise_attention(q, k, v, block_size, causal=causal), expected, rtol=1e-9,
+                               atol=1e-12)
+    if causal and block_size == 1:
+        np.testing.assert_allclose(causal_decode(q, k, v), expected, rtol=1e-9, atol=1e-12)

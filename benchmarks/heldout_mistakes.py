@@ -1,0 +1,175 @@
+"""Measure the feedback on mistakes the suite was not tuned to (benchmarks/heldout/*.toml).
+
+Each held-out mistake is planted in a copy of ``solutions/`` and the tests of its ``run`` exercise run
+against it in-process, as ``pytest -m <exercise>`` does for a student (the student's own earlier
+modules, no isolation). The first failure is what the student reads first. Printed:
+
+* caught: at least one test fails;
+* diagnosed right / wrong / partial / none: the first failure's ``Diagnosis:`` names known mistakes;
+  right = every named one is the mistake's true idea (or looks the same on every input) and together
+  they are all of it; partial = true but not all of it; wrong = names a mistake it is not. For a mistake
+  in a function the exercise calls (``blame``), right = the first line names that function, and any
+  diagnosis about the calling exercise counts as wrong;
+* first message with a revisit line.
+
+Usage: ``python benchmarks/heldout_mistakes.py [--jobs N] [--only SUBSTRING] [--show] [--status]``
+(``--status``: the first failure as ``attention-kit status`` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.heldout import HeldOut, load, plant  # noqa: E402
+
+BLAME = re.compile(r"^First fix (\w+)\(\)")
+
+
+@dataclass
+class Outcome:
+    id: str
+    caught: bool
+    verdict: str  # right, wrong, partial, none
+    revisit: bool
+    first: str
+    named: tuple[str, ...] = ()
+    error: str = ""
+    note: str = ""
+
+
+def first_failure(output: str) -> str:
+    if "= FAILURES =" not in output:
+        return ""
+    after = output.split("= FAILURES =", 1)[1].splitlines()
+    start = next((i for i, line in enumerate(after) if line.startswith("_")), None)
+    if start is None:
+        return ""
+    body = []
+    for line in after[start + 1:]:
+        if line.startswith("____") or line.startswith("===="):
+            break
+        body.append(line)
+    return "\n".join(body).strip()
+
+
+def named_mistakes(text: str) -> tuple[str, ...]:
+    from tests.diagnosis import load_fingerprints
+
+    by_description = {mistake.description: mistake.id for mistake in load_fingerprints()}
+    head = text.split("\n\n", 1)[0] if text.startswith("Diagnosis:") else ""
+    return tuple(by_description.get(d, f"?{d[:40]}") for d in re.findall(r'"(.+?)"\n', head + "\n"))
+
+
+def judge(mistake: HeldOut, text: str) -> tuple[str, tuple[str, ...]]:
+    named = named_mistakes(text)
+    blamed = BLAME.match(text)
+    if mistake.blame:
+        if blamed and blamed.group(1) == mistake.blame:
+            return "right", named
+        if named or blamed:
+            return "wrong", named
+        return "none", named
+    if blamed:  # blames another function where the mistake is in the function under test
+        return "wrong", named
+    if not named:
+        return "none", named
+    true, alike = set(mistake.idea), set(mistake.idea) | set(mistake.also)
+    if not set(named) <= alike:
+        return "wrong", named
+    covered = {m for m in true if m in named} | ({m for m in true} if set(named) & set(mistake.also) else set())
+    return ("right" if covered >= true or set(named) >= true else "partial"), named
+
+
+def run_one_in_status(mistake: HeldOut) -> Outcome:
+    """The same, as ``attention-kit status`` shows it: the first failure of the exercise."""
+    from grader.student import status
+
+    with tempfile.TemporaryDirectory(prefix="attention-kit-heldout-") as workdir:
+        target = plant(mistake, Path(workdir) / mistake.id)
+        first = status.run_suite(target, [mistake.run])[mistake.run].first_failure
+    if first is None:
+        return Outcome(mistake.id, False, "none", False, "", note="passes in status (see the pytest run)")
+    text = first.message
+    verdict, named = judge(mistake, text)
+    return Outcome(mistake.id, True, verdict, "revisit:" in text, text, named)
+
+
+def run_one(mistake: HeldOut) -> Outcome:
+    from grader.curriculum import load as load_curriculum
+    from grader.mutants.report import run_tests
+
+    with tempfile.TemporaryDirectory(prefix="attention-kit-heldout-") as workdir:
+        try:
+            target = plant(mistake, Path(workdir) / mistake.id)
+        except ValueError as error:
+            return Outcome(mistake.id, False, "none", False, "", error=str(error))
+        test_file = ROOT / load_curriculum().exercise(mistake.run).test_file
+        run = run_tests(test_file, target, tb="short")
+    if run.exit_code not in (0, 1):
+        return Outcome(mistake.id, False, "none", False, "", error=run.output[-500:])
+    caught = run.exit_code == 1
+    if not caught and mistake.blame:  # the calling exercise is right: the blamed function's own tests must fail
+        from grader.curriculum import load as load_curriculum
+        own = load_curriculum().exercise_of_function(mistake.blame)
+        with tempfile.TemporaryDirectory(prefix="attention-kit-heldout-") as workdir:
+            target = plant(mistake, Path(workdir) / mistake.id)
+            again = run_tests(ROOT / own.test_file, target, tb="short")
+        text = first_failure(again.output)
+        return Outcome(mistake.id, again.exit_code == 1, "none", "revisit:" in text, text, (),
+                       note=f"{mistake.run} tests pass (its code is right); caught by {own.name}'s")
+    text = first_failure(run.output) if caught else ""
+    verdict, named = judge(mistake, text) if caught else ("none", ())
+    return Outcome(mistake.id, caught, verdict, "revisit:" in text, text, named)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only", default="", help="only the mistakes whose id contains this")
+    parser.add_argument("--show", action="store_true", help="print every first failure")
+    parser.add_argument("--status", action="store_true", help="judge the first failure attention-kit status shows")
+    args = parser.parse_args(argv)
+    mistakes = [m for m in load() if args.only in m.id]
+    worker = run_one_in_status if args.status else run_one
+    if args.jobs > 1:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+            outcomes = list(pool.map(worker, mistakes))
+    else:
+        outcomes = [worker(m) for m in mistakes]
+    by_id = {m.id: m for m in mistakes}
+    caught = [o for o in outcomes if o.caught]
+    count = {v: sum(o.verdict == v for o in caught) for v in ("right", "wrong", "partial", "none")}
+    with_idea = [o for o in caught if by_id[o.id].idea or by_id[o.id].blame]
+    print(f"held-out mistakes: {len(outcomes)}")
+    print(f"caught: {len(caught)}/{len(outcomes)}")
+    print(f"diagnosed right: {count['right']}  (of {len(with_idea)} that are a known mistake or need a blame)")
+    print(f"diagnosed wrong: {count['wrong']}")
+    print(f"diagnosed partly (true but incomplete): {count['partial']}")
+    print(f"no diagnosis: {count['none']}")
+    print(f"first message with a revisit line: {sum(o.revisit for o in caught)}/{len(caught)}")
+    for o in outcomes:
+        flag = ("ERROR " + o.error[:200]) if o.error else ("UNCAUGHT" if not o.caught else
+                                                            ("WRONG " + ", ".join(o.named)) if o.verdict == "wrong"
+                                                            else "" if o.revisit else "NO REVISIT")
+        if flag or o.note:
+            print(f"  {o.id}: {flag} {o.note}".rstrip())
+    if args.show:
+        for o in outcomes:
+            print(f"\n===== {o.id} [{o.verdict}]\n{o.first[:1500]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""The terminal examples of README.md and docs/, produced by running the kit as a student would.
+
+Every deterministic example a student reads (``status`` midway, a failure, a
+diagnosis, ``hint``, ``demo``, a mistyped name) sits in a Markdown file
+between ``<!-- example:NAME -->`` and ``<!-- end example -->``. This module
+builds the student release into a scratch folder, plants the example's
+situation in its ``exercises/`` (the reference for the exercises already done,
+a planted mistake in the one in progress, the stubs for the rest), runs the
+command there in a fresh process, exactly as a student types it, and writes
+what it printed into the block. Nothing is typed by hand, so an example cannot
+drift from what the kit does: the project's tests fail when one is stale.
+
+Usage::
+
+    python -m grader.authoring.examples           # rewrite the examples (then the README's includes)
+    python -m grader.authoring.examples --check   # exit 1 naming the stale examples
+
+The output is deterministic: seeded inputs, no timings (pytest's "in 0.81s"
+is removed), relative paths only, no colour (``NO_COLOR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.curriculum import ROOT, load
+
+# The Markdown files whose example blocks are generated.
+DOCUMENTS = ("README.md", "docs/student-loop.md", "docs/jupyter.md")
+BLOCK = re.compile(r"(?P<open><!-- example:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- end example -->)", re.S)
+
+
+@dataclass(frozen=True)
+class Plant:
+    """A mistake planted in the reference module of one exercise: ``replace`` becomes ``with_``."""
+
+    exercise: str
+    replace: str
+    with_: str
+    catalogue: str = ""  # the id of the catalogued mistake this is, if any (it must then match)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One terminal example: the situation, the command a student types, and how much of the output shows."""
+
+    name: str
+    command: tuple[str, ...]  # as typed: ("attention-kit", "status") or ("pytest", "-m", "softmax", "-x")
+    done: tuple[str, ...] = ()  # exercises replaced by the reference
+    plant: Plant | None = None  # a mistake in the reference of one more exercise
+    excerpt: str = ""  # "first failure": pytest's first failure (from its FAILURES section) and its last line
+    files: dict[str, str] = field(default_factory=dict)  # extra output files to copy back: produced -> kit path
+    save: Plant | None = None  # a mistake saved (in a module of ``done``) while the command runs, then Ctrl-C
+
+
+EXAMPLES = (
+    Example(
+        "status", ("attention-kit", "status"), done=("softmax",),
+        plant=Plant("projections", "out = out + bias", "out = out", catalogue="projections-linear-bias-ignored"),
+    ),
+    Example(
+        "failure", ("pytest", "-m", "softmax"),
+        plant=Plant("softmax", "totals = np.sum(exponentials, axis=axis, keepdims=True)",
+                    "totals = np.sum(exponentials)"),
+        excerpt="first failure",
+    ),
+    Example("hint", ("attention-kit", "hint", "softmax")),
+    Example("typo", ("pytest", "-m", "softmx")),
+    Example(
+        "watch-regression", ("attention-kit", "watch"),
+        done=("softmax", "projections", "attention", "masks", "positional", "multihead"),
+        save=Plant("masks", "np.tril(", "np.triu(", catalogue="masks-causal-triu"),
+    ),
+    Example("demo", ("attention-kit", "demo"), done=("softmax", "projections", "attention"),
+            files={"attention-demo.png": "docs/demo-heatmap.png"}),
+)
+
+
+class ExampleError(RuntimeError):
+    """An example could not be produced (its situation does not apply, or the command failed to run)."""
+
+
+def build_release(folder: Path) -> Path:
+    """The student release, as ``attention-kit release --no-git`` writes it, in ``folder``."""
+    from grader.authoring.release import plan_release, write_release
+
+    out = folder / "attention-kit"
+    write_release(plan_release(), out)
+    return out
+
+
+def plant(release: Path, example: Example) -> None:
+    """Put ``example``'s situation into ``release/exercises``: reference modules, one planted mistake."""
+    exercises = release / "exercises"
+    stubs = {path.name: path.read_bytes() for path in exercises.glob("*.py")}
+    for name in stubs:  # start from the stubs every time
+        (exercises / name).write_bytes(stubs[name])
+    for name in (ROOT / "solutions").glob("_*.py"):  # the reference's helpers (input checks)
+        if name.name != "__init__.py":
+            shutil.copy(name, exercises / name.name)
+    for exercise in example.done:
+        shutil.copy(ROOT / "solutions" / load().exercise(exercise).module_file, exercises)
+    if example.plant is not None:
+        module = load().exercise(example.plant.exercise).module_file
+        source = (ROOT / "solutions" / module).read_text(encoding="utf-8")
+        if source.count(example.plant.replace) != 1:
+            raise ExampleError(f"example {example.name}: {example.plant.replace!r} is not once in solutions/{module}")
+        (exercises / module).write_text(source.replace(example.plant.replace, example.plant.with_), encoding="utf-8")
+
+
+def _environment(release: Path) -> dict[str, str]:
+    keep = {key: value for key, value in os.environ.items()
+            if key not in ("PYTHONPATH", "FORCE_COLOR", "PY_COLORS") and not key.startswith("PYTEST_")}
+    return keep | {"NO_COLOR": "1", "COLUMNS": "100", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+                   "PYTHONPATH": str(release)}
+
+
+def run(release: Path, example: Example) -> str:
+    """Run ``example``'s command in ``release`` and return what a student sees (stdout and stderr)."""
+    program, *arguments = example.command
+    if program == "attention-kit":
+        argv = [sys.executable, "-m", "grader", *arguments]
+    elif program == "pytest":
+        argv = [sys.executable, "-m", "pytest", *arguments, "-p", "no:cacheprovider"]
+    else:
+        raise ExampleError(f"example {example.name}: unknown program {program!r}")
+    if example.save is not None:
+        printed = _run_and_save(argv, release, example)
+    else:
+        done = subprocess.run(argv, cwd=release, env=_environment(release), capture_output=True, text=True,
+                              timeout=300)
+        printed = done.stdout + done.stderr
+    if "Traceback (most recent call last)" in printed:
+        raise ExampleError(f"example {example.name}: `{' '.join(example.command)}` crashed:\n{printed}")
+    return printed
+
+
+def _run_and_save(argv: list[str], release: Path, example: Example, quiet: float = 2.0) -> str:
+    """Start a watching command, save ``example.save`` once it watches, and stop it with Ctrl-C when it is done."""
+    import queue
+    import signal
+    import threading
+    import time
+
+    assert example.save is not None
+    process = subprocess.Popen(argv, cwd=release, env=_environment(release), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    printed: list[str] = []
+    saved = False
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=quiet)
+        except queue.Empty:
+            if saved and any(text.startswith("changed:") for text in printed):
+                break  # it answered the save and has been quiet since
+            continue
+        if line is None:
+            break
+        printed.append(line)
+        if line.startswith("Watching ") and not saved:
+            module = release / "exercises" / load().exercise(example.save.exercise).module_file
+            text = module.read_text(encoding="utf-8")
+            if text.count(example.save.replace) != 1:
+                raise ExampleError(f"example {example.name}: {example.save.replace!r} is not once in {module.name}")
+            module.write_text(text.replace(example.save.replace, example.save.with_), encoding="utf-8")
+            saved = True
+    process.send_signal(signal.SIGINT)
+    printed.append("^C\n")  # what the terminal echoes for Ctrl-C
+    process.wait(timeout=60)
+    while (line := lines.get(timeout=10)) is not None:
+        printed.append(line)
+    return "".join(printed)
+
+
+def tidy(text: str, example: Example, release: Path) -> str:
+    """The output as it goes into the docs: no timings, no scratch paths, no trailing spaces."""
+    text = text.replace(str(release), ".")
+    text = re.sub(r" in \d+(\.\d+)?s( \(\d+:\d+:\d+\))?", "", text)
+    text = re.sub(r"^--- \d\d:\d\d:\d\d ", "--- 10:00:00 ", text, flags=re.M)  # watch's clock: one fixed time
+    if example.excerpt == "first failure":
+        lines = text.strip().splitlines()
+        heads = [i for i, line in enumerate(lines) if re.fullmatch(r"_+ \S+ _+", line)]
+        start = next((i for i, line in enumerate(lines) if re.fullmatch(r"=+ FAILURES =+", line)), None)
+        if start is None or not heads:
+            raise ExampleError(f"example {example.name}: no failure in the output:\n{text}")
+        end = heads[1] if len(heads) > 1 else len(lines) - 1
+        text = "\n".join([*lines[start:end], "[... the other failures, then the summary ...]", lines[-1]])
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines()) + "\n"
+
+
+def produce(examples: tuple[Example, ...] = EXAMPLES, keep_files: bool = False) -> dict[str, str]:
+    """Name -> the Markdown body of each example (a console block: the command, then its output).
+
+    ``keep_files`` copies the files an example produces (the demo's heatmap) into the kit.
+    """
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="attention-kit-examples-") as scratch:
+        release = build_release(Path(scratch))
+        for example in examples:
+            plant(release, example)
+            output = tidy(run(release, example), example, release)
+            for planted in (example.plant, example.save):
+                if planted is not None and planted.catalogue:
+                    if f"Diagnosis: your {load().exercise(planted.exercise).module_file}" not in output:
+                        raise ExampleError(f"example {example.name}: the planted {planted.catalogue} "
+                                           f"was not diagnosed:\n{output}")
+            shown = "$ " + " ".join(example.command)
+            results[example.name] = f"```console\n{shown}\n{output}```\n"
+            if keep_files:
+                for produced, target in example.files.items():
+                    if (release / produced).is_file():
+                        shutil.copyfile(release / produced, ROOT / target)
+    return results
+
+
+def render(text: str, bodies: dict[str, str], where: str = "") -> str:
+    """``text`` with every example block replaced by its body.
+
+    Raises
+    ------
+    ExampleError
+        If a block names an example that does not exist.
+    """
+    def fill(match: re.Match[str]) -> str:
+        if match["name"] not in bodies:
+            raise ExampleError(f"{where}: no example named {match['name']!r} (known: {', '.join(bodies)})")
+        return match["open"] + bodies[match["name"]] + match["close"]
+
+    return BLOCK.sub(fill, text)
+
+
+def stale(bodies: dict[str, str]) -> list[str]:
+    """The documents whose example blocks differ from ``bodies`` (after the README's includes)."""
+    found = []
+    for document in DOCUMENTS:
+        path = ROOT / document
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if render(text, bodies, document) != text:
+                found.append(document)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m grader.authoring.examples", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check that every example is current")
+    args = parser.parse_args(argv)
+    bodies = produce(keep_files=not args.check)
+    if args.check:
+        documents = stale(bodies)
+        if documents:
+            print(f"stale terminal examples in {', '.join(documents)}: run `python -m grader.authoring.examples`")
+            return 1
+        return 0
+    for document in DOCUMENTS:
+        path = ROOT / document
+        if path.is_file():
+            path.write_text(render(path.read_text(encoding="utf-8"), bodies, document), encoding="utf-8")
+    from grader.authoring import readme
+
+    return readme.main([])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""``attention-kit export``: the graded class in the formats LMS gradebooks import (instructors).
+
+::
+
+    attention-kit export GRADES --roster roster.csv              # GRADES/canvas.csv and GRADES/grades-long.csv
+    attention-kit export GRADES --roster roster.csv --per-exercise   # one Canvas column per exercise
+
+``GRADES`` is the ``--out`` folder of ``attention-kit grade``; everything is read
+from its per-student ``results.json`` files, so an export can be redone at any
+time. ``attention-kit grade`` writes ``grades-long.csv`` itself, and
+``canvas.csv`` too when given ``--roster``.
+
+The roster maps submissions to students: a CSV with a header row and the
+columns ``folder`` (the submission's name in SUBMISSIONS, the student id of the
+gradebook), ``lms_id`` (Canvas's user ID), ``name`` and ``email``, and
+optionally ``sis_id``, ``login_id`` and ``section``. Submissions without a
+roster row and roster rows without a submission are both reported (and listed
+in ``unmatched.txt``); the Canvas file leaves a student without a submission
+blank, never 0, so a missing hand-in is not mistaken for a graded one.
+
+Files:
+
+- ``grades-long.csv``: one row per student and exercise: ``student, lms_id,
+  name, email, exercise, points, max, hidden_max, status`` (``max`` includes
+  the hidden tests' points, ``hidden_max`` says how many of them there are);
+- ``canvas.csv``: Canvas's gradebook import format (Grades > Import): the
+  columns ``Student, ID, SIS User ID, SIS Login ID, Section``, then one column
+  per assignment (the course total, or one per exercise), then a ``Points
+  Possible`` row, as Canvas's own export writes it. A column named
+  ``Title (1234)`` updates Canvas assignment 1234 (``--assignment-id``);
+  a new name makes Canvas create the assignment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import load as load_curriculum
+
+ROSTER_COLUMNS = ("folder", "lms_id", "name", "email")
+OPTIONAL_ROSTER_COLUMNS = ("sis_id", "login_id", "section")
+CANVAS_FIXED = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+
+
+class ExportError(Exception):
+    """The export cannot be made as asked; the message says why."""
+
+
+@dataclass
+class Roster:
+    """Roster rows by submission folder, and what did not match."""
+
+    rows: dict[str, dict[str, str]]
+    unmatched_submissions: list[str] = field(default_factory=list)
+    unmatched_roster: list[str] = field(default_factory=list)
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (roster names and emails are untrusted text)."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _number(value: float | None) -> str:
+    """A score cell; empty when there is no score (a test the grader could not run: never a 0)."""
+    return "" if value is None else format(round(value, 2), "g")
+
+
+def read_roster(path: Path) -> dict[str, dict[str, str]]:
+    """The roster at ``path``: folder -> its row (column names lower-cased, cells stripped).
+
+    Raises
+    ------
+    ExportError
+        If a required column is missing, a row has no folder, or a folder appears twice.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise ExportError(f"--roster {path}: {error.strerror or error}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    columns = [name.strip().lower() for name in reader.fieldnames or []]
+    missing = [name for name in ROSTER_COLUMNS if name not in columns]
+    if missing:
+        raise ExportError(f"--roster {path}: missing column(s) {', '.join(missing)}; the header must name "
+                          f"{', '.join(ROSTER_COLUMNS)} (optional: {', '.join(OPTIONAL_ROSTER_COLUMNS)})")
+    rows: dict[str, dict[str, str]] = {}
+    for number, raw in enumerate(reader, start=2):
+        row = {key.strip().lower(): (value or "").strip() for key, value in raw.items() if key is not None}
+        if not any(row.values()):
+            continue
+        folder = row.get("folder", "")
+        if not folder:
+            raise ExportError(f"--roster {path} line {number}: the folder column is empty")
+        if folder in rows:
+            raise ExportError(f"--roster {path} line {number}: folder {folder!r} appears twice")
+        rows[folder] = row
+    return rows
+
+
+def match_roster(students: list[str], roster: dict[str, dict[str, str]]) -> Roster:
+    """Match gradebook students to roster rows: exactly, else ignoring case and surrounding spaces."""
+    by_key = {folder.strip().lower(): folder for folder in roster}
+    matched: dict[str, dict[str, str]] = {}
+    unmatched = []
+    for student in students:
+        folder = student if student in roster else by_key.get(student.strip().lower())
+        if folder is None or folder in {row["folder"] for row in matched.values()}:
+            unmatched.append(student)
+        else:
+            matched[student] = roster[folder]
+    used = {row["folder"] for row in matched.values()}
+    return Roster(matched, unmatched, [folder for folder in roster if folder not in used])
+
+
+def exercise_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per exercise of one student's results: points, maximum and the hidden tests' part of it."""
+    extra = results["extra_data"]
+    rows = []
+    for name in load_curriculum().names:
+        if name not in extra.get("max_exercises", {}):
+            continue
+        tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == name]
+        hidden = sum(t["max_score"] for t in tests if "hidden" in t.get("tags", ()))
+        rows.append({"exercise": name, "points": extra["exercises"].get(name, 0.0),
+                     "max": extra["max_exercises"][name], "hidden_max": round(hidden, 4)})
+    return rows
+
+
+def long_csv(rows: list[dict[str, Any]], roster: Roster | None = None) -> str:
+    """``grades-long.csv``: one row per student and exercise."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "lms_id", "name", "email", "exercise", "points", "max", "hidden_max", "status"])
+    for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
+        student = results["extra_data"]["student"]
+        person = (roster.rows.get(student) if roster else None) or {}
+        for row in exercise_rows(results):
+            writer.writerow([_cell(student), _cell(person.get("lms_id", "")), _cell(person.get("name", "")),
+                             _cell(person.get("email", "")), row["exercise"], _number(row["points"]),
+                             _number(row["max"]), _number(row["hidden_max"]), _cell(results["extra_data"]["status"])])
+    return buffer.getvalue()
+
+
+def canvas_csv(rows: list[dict[str, Any]], roster: Roster, roster_rows: dict[str, dict[str, str]], *,
+               per_exercise: bool = False, assignment_id: str | None = None) -> str:
+    """Canvas's gradebook import CSV: every roster student, in roster order; no submission -> blank."""
+    curriculum = load_curriculum()
+    by_student = {r["extra_data"]["student"]: r for r in rows}
+    by_folder = {person["folder"]: by_student[student] for student, person in roster.rows.items()}
+    sample = next(iter(rows), None)
+    names = [row["exercise"] for row in exercise_rows(sample)] if sample else []
+    if per_exercise:
+        titles = [f"{curriculum.exercise(n).number}. {curriculum.exercise(n).title}" for n in names]
+    else:
+        titles = [curriculum.title or "attention-kit"]
+    if assignment_id:
+        if per_exercise:
+            raise ExportError("--assignment-id names one Canvas assignment: use it without --per-exercise")
+        titles = [f"{titles[0]} ({assignment_id})"]
+    maxima = ([_number(sample["extra_data"]["max_exercises"][n]) for n in names] if per_exercise
+              else [_number(sample["extra_data"]["max_score"])]) if sample else [""] * len(titles)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*CANVAS_FIXED, *titles])
+    writer.writerow(["Points Possible", "", "", "", "", *maxima])
+    for folder, person in roster_rows.items():
+        results = by_folder.get(folder)
+        if results is None:
+            scores = [""] * len(titles)
+        elif per_exercise:
+            scores = [_number(results["extra_data"]["exercises"].get(n, 0.0)) for n in names]
+        else:
+            graded = not str(results["extra_data"].get("status", "")).startswith("not graded")
+            scores = [_number(results["score"]) if graded else ""]
+        writer.writerow([_cell(person.get("name", "")), _cell(person.get("lms_id", "")),
+                         _cell(person.get("sis_id", "")), _cell(person.get("login_id", person.get("email", ""))),
+                         _cell(person.get("section", "")), *scores])
+    return buffer.getvalue()
+
+
+def unmatched_report(roster: Roster) -> list[str]:
+    """Lines about the entries of either side that found no partner."""
+    lines = []
+    if roster.unmatched_submissions:
+        lines.append(f"{len(roster.unmatched_submissions)} submission(s) not in the roster (not in canvas.csv): "
+                     + ", ".join(roster.unmatched_submissions))
+    if roster.unmatched_roster:
+        lines.append(f"{len(roster.unmatched_roster)} roster student(s) without a submission (blank in canvas.csv): "
+                     + ", ".join(roster.unmatched_roster))
+    return lines
+
+
+def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, per_exercise: bool = False,
+           assignment_id: str | None = None, echo: Any = print) -> list[Path]:
+    """Write the exports of a graded class into ``out``; returns the files written."""
+    from grader.grading.report import atomic_write
+
+    written = []
+    roster = roster_rows = None
+    if roster_path is not None:
+        roster_rows = read_roster(roster_path)
+        roster = match_roster([r["extra_data"]["student"] for r in rows], roster_rows)
+    atomic_write(out / "grades-long.csv", long_csv(rows, roster))
+    written.append(out / "grades-long.csv")
+    if roster is not None and roster_rows is not None:
+        atomic_write(out / "canvas.csv", canvas_csv(rows, roster, roster_rows, per_exercise=per_exercise,
+                                                    assignment_id=assignment_id))
+        written.append(out / "canvas.csv")
+        report = unmatched_report(roster)
+        atomic_write(out / "unmatched.txt", "\n".join(report) + ("\n" if report else ""))
+        written.append(out / "unmatched.txt")
+        for line in report:
+            echo(f"roster: {line}")
+    return written
+
+
+def read_graded(out: Path) -> list[dict[str, Any]]:
+    """Every complete results.json under ``out`` (one folder per student)."""
+    from grader.grading.report import read_results
+
+    if not out.is_dir():
+        raise ExportError(f"{out}: no such folder (give the --out folder of `attention-kit grade`)")
+    rows = [r for r in (read_results(out, p.name) for p in sorted(out.iterdir()) if p.is_dir()) if r is not None]
+    if not rows:
+        raise ExportError(f"{out}: no graded students in it (no <student>/results.json)")
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``attention-kit export``."""
+    parser.add_argument("grades", type=Path, metavar="GRADES", help="the --out folder of `attention-kit grade`")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="CSV with folder, lms_id, name, email (optional sis_id, login_id, section)")
+    parser.add_argument("--per-exercise", action="store_true", help="one Canvas column per exercise, not the total")
+    parser.add_argument("--assignment-id", default=None, metavar="ID",
+                        help="the Canvas assignment the total goes to (its column becomes 'Title (ID)')")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``attention-kit export``."""
+    try:
+        written = export(args.grades, read_graded(args.grades), args.roster, per_exercise=args.per_exercise,
+                         assignment_id=args.assignment_id)
+    except ExportError as error:
+        print(f"attention-kit export: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,91 @@
+"""Hidden tests of exercise 9, training: one example, deeper nesting, other sizes, training on another seed."""
+
+# ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import expect, expect_close, expect_no_nan
+from tests.test_08_backward import expect_gradient
+from tests.test_09_training import _adam, _expect_tree, _forward, _loss, _outcome, _params, tasks
+
+EXERCISE = "training"
+
+CE = "cross-entropy: mean of logsumexp(logits) - logits[target], maximum subtracted first; gradient (p - onehot) / n"
+MODEL = "x = embedding[tokens] (+ positions), h = x + MHA(x), logits = h[i, query_position[i]] @ w_out + b_out"
+ADAM = "Adam with bias correction: m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t), t counted from 1"
+TRAIN = ("train: init_model, then every step a batch drawn from rng, model_gradients and adam_step, with the "
+         "positions (d_model 16, one head by default)")
+
+
+def test_cross_entropy_of_one_example_with_equal_logits(impl):
+    loss, grad = impl.cross_entropy(np.zeros((1, 4)), np.array([2]))
+    expect_close(loss, np.log(4.0), what="cross_entropy of one example with 4 equal logits", idea=CE + ": log(4)")
+    expect_close(grad, np.array([[0.25, 0.25, -0.75, 0.25]]), what="its gradient", idea=CE)
+
+
+def test_cross_entropy_of_very_negative_logits(impl):
+    logits = np.array([[-1e4, -1e4 + 1.0, -1e4 - 2.0], [300.0, 0.0, -300.0]])
+    targets = np.array([0, 1])
+    loss, grad = impl.cross_entropy(logits, targets)
+    if expect_no_nan(np.array([loss, *np.ravel(grad)], dtype=float), what="cross_entropy of logits near -1e4 and 300",
+                     idea=CE):
+        expect_gradient(grad, lambda z: _loss(z, targets), logits, rtol=1e-6, atol=1e-9,
+                        what="grad_logits for logits near -1e4 and +-300", idea=CE)
+
+
+def test_adam_step_with_deeper_nesting_and_defaults(impl):
+    rng = np.random.default_rng(901)
+    params = {"a": rng.normal(size=(2, 3)), "group": {"b": rng.normal(size=4), "inner": {"c": rng.normal(size=(1,))}}}
+    grads = {"a": rng.normal(size=(2, 3)), "group": {"b": rng.normal(size=4) * 1e-3,
+                                                     "inner": {"c": rng.normal(size=(1,)) * 50}}}
+    state, want_state, want = None, None, params
+    got = params
+    for _ in range(3):
+        got, state = impl.adam_step(got, grads, state)
+        want, want_state = _adam(want, grads, want_state, 1e-2, 0.9, 0.999, 1e-8)
+    _expect_tree(got, want, what="params after 3 default Adam steps, three levels of nesting", idea=ADAM)
+
+
+def test_model_forward_three_heads_other_sizes(impl):
+    rng = np.random.default_rng(902)
+    vocab, d, seq, n = 9, 12, 6, 4
+    params = _params(903, vocab=vocab, d=d)
+    tokens, query = rng.integers(0, vocab, size=(n, seq)), np.array([0, 5, 3, 3])
+    logits, weights = impl.model_forward(params, tokens, query, 3)
+    want_logits, want_weights = _forward(params, tokens, query, 3)
+    expect_close(logits, want_logits, what="logits with 3 heads, d_model 12, 6 tokens", idea=MODEL)
+    expect_close(weights, want_weights, what="weights with 3 heads", idea=MODEL)
+
+
+def test_model_gradients_one_head_without_positions(impl):
+    rng = np.random.default_rng(904)
+    vocab, d, seq = 5, 4, 9
+    params = _params(905, vocab=vocab, d=d)
+    tokens, query, target = rng.integers(0, vocab, size=(2, seq)), np.array([8, 0]), np.array([1, 4])
+    loss, grads = impl.model_gradients(params, tokens, query, target, 1, positions=False)
+    expect_close(loss, _loss(_forward(params, tokens, query, 1, False)[0], target), what="the loss, no positions",
+                 idea=MODEL)
+
+    def loss_of(value):
+        return _loss(_forward(params | {"embedding": value}, tokens, query, 1, False, weights=False)[0], target)
+
+    expect_gradient(grads.get("embedding") if isinstance(grads, dict) else None, loss_of, params["embedding"],
+                    what="grads['embedding'], 5 words over 18 tokens (many repeats)",
+                    idea="a repeated token adds the gradient of every occurrence to its embedding row")
+
+
+def test_training_on_another_seed(impl):
+    # Every call train() makes to the earlier exercises crosses to the grader (fair grading), so the graded
+    # runs are short; benchmarks/training_seeds.py checks the defaults (300 steps) on many seeds.
+    rng = np.random.default_rng(906)
+    train_set, test = tasks().antecedent_task(rng, 512), tasks().antecedent_task(rng, 256)
+    params, losses = impl.train(np.random.default_rng(907), train_set, steps=70, lr=3e-2)
+    outcome = _outcome(params, test, True)
+    expect(len(losses) == 70, what="train's losses with steps=70", expected="70 (one per step)",
+           observed=str(len(losses)), idea=TRAIN)
+    expect(outcome["accuracy"] >= 0.9 and outcome["weight"] > 0.5,
+           what="after 70 steps at lr 3e-2 (seed 907)",
+           expected="held-out accuracy >= 0.9 and attention on the antecedent > 0.5",
+           observed=f"accuracy {outcome['accuracy']:.3f}, attention {outcome['weight']:.3f}", idea=TRAIN)

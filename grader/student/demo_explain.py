@@ -1,0 +1,230 @@
+"""``attention-kit demo --explain``: does a trained model's attention explain its answer at "it"? Measure it.
+
+The model of exercise 9 is trained (your ``train``, on the given antecedent
+task, seed 42) to predict, at the pronoun "it", the token of its antecedent.
+For the reading's sentence "the vessel changed course because it detected
+obstacle" the demo then shows, for "it", three answers to "which tokens
+matter?", side by side:
+
+* the attention weights of "it" (what a heatmap shows);
+* occlusion importance (your ``occlusion_importance``): how much the
+  probability of the predicted word falls when each token is replaced by
+  "the";
+* gradient x input (your ``gradient_x_input``): the gradient of the log
+  probability of the predicted word with respect to each token's input
+  vector (embedding plus position), times that vector;
+
+with their rank correlations (your ``rank_correlation``), and writes the
+picture to ``attention-explain.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
+from grader.student.status import DONE, display_path, resolve_impl, run_suite
+
+SEED = 42
+D_MODEL = 16
+N_HEADS = 1
+STEPS = 300
+N_EXAMPLES = 512
+REPLACEMENT = "the"
+NOISE = 1e-3  # importances below this fraction of the largest one count as 0 (ties) in the rank correlations
+DEFAULT_OUT = "attention-explain.png"
+NEEDS = ("training", "explain")  # and what they build on
+CAPTION = (
+    "Attention weights say where \"it\" looked; occlusion and gradient x input say what the prediction "
+    "depends on. Where they rank the tokens alike (rank correlation near 1), the weights happen to agree "
+    "with what the model uses; where they do not, a heatmap of weights would mislead: a token can take "
+    "much weight and change nothing when removed. Jain and Wallace (2019) found such disagreement common "
+    "and argued that attention is not explanation; Wiegreffe and Pinter (2019) replied that it depends on "
+    "the test. Importances below a thousandth of the largest count as 0 in the rank correlations (ties), so "
+    "that tokens which do not matter are not ordered by rounding noise. Here you ran the test yourself, on one "
+    "sentence and one trained model."
+)
+
+
+@dataclass
+class ExplainResult:
+    """What the explain demo computed for the pronoun of the reading's sentence."""
+
+    words: tuple[str, ...]
+    predicted: str
+    probability: float
+    losses: list
+    attention: Any  # (seq,): the pronoun's attention weights (averaged over heads)
+    occlusion: Any  # (seq,)
+    gradient_x_input: Any  # (seq,)
+    correlations: dict  # "attention vs occlusion" -> rho, ...
+    source: str
+
+
+def compute(impl: Path, *, source: str = "your code", steps: int = STEPS) -> ExplainResult:
+    """Train the model of exercise 9 with the code in ``impl`` and explain its answer for "it".
+
+    Parameters
+    ----------
+    impl : pathlib.Path
+        The folder holding the modules (``training.py``, ``explain.py``, the given ``_tasks.py`` and
+        what they import).
+    source : str, optional
+        Whose code this is, for the title.
+    steps : int, optional
+        Training steps.
+
+    Returns
+    -------
+    ExplainResult
+        The three importance measures and their rank correlations.
+    """
+    import numpy as np
+
+    from tests.kit import LocalImplementation
+
+    implementation = LocalImplementation(impl)
+    tasks, training = implementation.module("_tasks"), implementation.module("training")
+    explain, positional = implementation.module("explain"), implementation.module("positional")
+    rng = np.random.default_rng(SEED)
+    task = tasks.antecedent_task(rng, N_EXAMPLES)
+    params, losses = training.train(rng, task, d_model=D_MODEL, n_heads=N_HEADS, steps=steps)
+    vocab = list(task["vocab"])
+    words = tuple(tasks.READING_SENTENCE)
+    tokens = np.array([vocab.index(word) for word in words])
+    pronoun = words.index("it")
+
+    def predict(batch: np.ndarray) -> np.ndarray:
+        batch = np.asarray(batch)
+        logits, _ = training.model_forward(params, batch, np.full(len(batch), pronoun), N_HEADS)
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return shifted / shifted.sum(axis=-1, keepdims=True)
+
+    probabilities = predict(tokens[None])[0]
+    predicted = int(np.argmax(probabilities))
+    _, weights = training.model_forward(params, tokens[None], np.array([pronoun]), N_HEADS)
+    attention = np.asarray(weights)[0, :, pronoun, :].mean(axis=0)  # (seq,): the pronoun's row, heads averaged
+    occlusion = np.asarray(explain.occlusion_importance(predict, tokens, vocab.index(REPLACEMENT)))
+    # The tokens of the sentence are all different, so the gradient with respect to a token's embedding row is
+    # the gradient with respect to its input vector. Loss = -log p(predicted): the gradient of log p is minus it.
+    _, grads = training.model_gradients(params, tokens[None], np.array([pronoun]), np.array([predicted]), N_HEADS)
+    inputs = params["embedding"][tokens] + positional.sinusoidal_encoding(len(tokens), D_MODEL)
+    gxi = np.asarray(explain.gradient_x_input(-grads["embedding"][tokens], inputs))
+    measures = {"attention": attention, "occlusion": occlusion, "gradient x input": gxi}
+    pairs = (("attention", "occlusion"), ("attention", "gradient x input"), ("occlusion", "gradient x input"))
+    # Below a thousandth of a measure's largest magnitude an importance is rounding noise: count it as 0, so
+    # the tokens that do not matter tie (and share their average rank) instead of being ordered by noise.
+    ranked = {name: np.where(np.abs(x) < NOISE * np.abs(x).max(), 0.0, x) for name, x in measures.items()}
+    correlations = {f"{a} vs {b}": float(explain.rank_correlation(ranked[a], ranked[b])) for a, b in pairs}
+    return ExplainResult(words, vocab[predicted], float(probabilities[predicted]), list(losses), attention,
+                         occlusion, gxi, correlations, source)
+
+
+def summary_lines(result: ExplainResult) -> list[str]:
+    """The numbers behind the picture, one token per line."""
+    lines = [f"trained {len(result.losses)} steps: loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}",
+             f"at \"it\" the model predicts \"{result.predicted}\" (p = {result.probability:.3f})",
+             f"{'token':>10} {'attention':>10} {'occlusion':>10} {'grad x input':>13}"]
+    for j, word in enumerate(result.words):
+        lines.append(f"{word:>10} {result.attention[j]:>10.3f} {result.occlusion[j]:>10.3f} "
+                     f"{result.gradient_x_input[j]:>13.3f}")
+    lines += [f"rank correlation, {pair}: {rho:+.2f}" for pair, rho in result.correlations.items()]
+    lines.append("top token: " + ", ".join(
+        f"{name} {result.words[int(values.argmax())]!r}" for name, values in
+        (("attention", result.attention), ("occlusion", result.occlusion), ("gradient x input",
+                                                                             result.gradient_x_input))))
+    return lines
+
+
+def plot(result: ExplainResult, out: Path) -> None:
+    """Three bar panels, one per measure, the tokens along the x axis; save a PNG at ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    panels = (("attention weight of \"it\"", result.attention, "#3b6ea5"),
+              (f"occlusion: fall in p(\"{result.predicted}\")\nwhen the token becomes \"{REPLACEMENT}\"",
+               result.occlusion, "#c8553d"),
+              (f"gradient x input of log p(\"{result.predicted}\")", result.gradient_x_input, "#588157"))
+    figure, axes = plt.subplots(1, 3, figsize=(14, 5.4), layout="constrained")
+    positions = np.arange(len(result.words))
+    for ax, (label, values, colour) in zip(axes, panels, strict=True):
+        ax.bar(positions, values, color=colour)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_xticks(positions, result.words, rotation=45, ha="right", rotation_mode="anchor")
+        ax.set_title(label, fontsize=10)
+        ax.get_xticklabels()[result.words.index("it")].set_fontweight("bold")
+    rhos = ", ".join(f"{pair}: {rho:+.2f}" for pair, rho in result.correlations.items())
+    tops = ", ".join(f"{name} \"{result.words[int(np.argmax(values))]}\"" for name, values in
+                     (("attention", result.attention), ("occlusion", result.occlusion),
+                      ("gradient x input", result.gradient_x_input)))
+    figure.suptitle(f"Which tokens matter for the model's answer at \"it\" (\"{result.predicted}\", "
+                    f"p = {result.probability:.2f})? {result.source}\nSpearman rank correlation: {rhos}\n"
+                    f"top token: {tops}",
+                    fontsize=11)
+    figure.supxlabel(textwrap.fill(CAPTION, width=190), fontsize=8.5, style="italic", ha="left", x=0.01)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+
+
+def missing_exercises(impl: Path) -> list[str]:
+    """Lines naming the exercises the explain demo needs that do not pass yet (empty when all pass)."""
+    curriculum = load_curriculum()
+    absent = [name for name in NEEDS if name not in curriculum.names]
+    if absent:
+        return [f"  this copy of the kit has no exercise {', '.join(absent)}"]
+    needed = tuple(dict.fromkeys([d for name in NEEDS for d in curriculum.dependencies(name)] + list(NEEDS)))
+    suite = run_suite(impl, needed)
+    return [f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
+            f"  ({display_path(impl / item.exercise.module_file)})"
+            for item in (suite[name] for name in needed) if item.state != DONE]
+
+
+def run(args: argparse.Namespace) -> int:
+    """``attention-kit demo --explain``."""
+    reference = getattr(args, "reference", False)
+    try:
+        impl = resolve_impl(ROOT / "solutions" if reference else args.impl)
+    except ValueError as error:
+        print(f"attention-kit demo: {error}", file=sys.stderr)
+        return 2
+    if not reference:
+        try:
+            missing = missing_exercises(impl)
+        except RuntimeError as error:
+            print(f"attention-kit demo: {error}", file=sys.stderr)
+            return 2
+        if missing:
+            print("demo --explain trains your model of exercise 9 and examines it with your exercise 10. "
+                  "Finish these first:")
+            print("\n".join(missing))
+            print("See where you are with `attention-kit status`.")
+            return 1
+    try:
+        result = compute(impl, source="reference solution" if reference else "your code")
+    except Exception as error:  # the student's code passed its tests but failed here
+        print(f"attention-kit demo --explain failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(summary_lines(result)))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print('No picture: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
+              "(or pip install matplotlib).")
+        return 1
+    out = Path(args.out if args.out != "attention-demo.png" else DEFAULT_OUT)
+    if out.parent and not out.parent.is_dir():
+        print(f"attention-kit demo: --out {args.out}: folder {out.parent} does not exist", file=sys.stderr)
+        return 2
+    plot(result, out)
+    print(f"picture: {display_path(out.resolve())}")
+    print(textwrap.fill(CAPTION, width=100))
+    return 0

@@ -1,0 +1,62 @@
+"""``attention-kit test``: the graded pytest suite, wherever the kit is installed.
+
+::
+
+    attention-kit test                                   # your exercises/ folder
+    attention-kit test -m softmax -x                     # one exercise, stop at the first failure
+    attention-kit test --impl path/to/submission         # any folder holding the modules
+    attention-kit test --impl solutions --hidden         # instructors: the reference, hidden tests too
+
+Options the kit does not know (``-m``, ``-k``, ``-x``, ``-q`` ...) go to pytest
+unchanged. This is the same run as ``pytest tests --impl DIR`` in a checkout of
+the kit, but it also works from an installed kit (a wheel, a JupyterHub image,
+Gradescope), where the suite lives inside the package: the command names the
+kit's test folder, its configuration and its root for pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from grader.curriculum import PACKAGE, ROOT, load, make_importable
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``attention-kit test`` (every other option goes to pytest)."""
+    parser.add_argument("--impl", default="exercises", metavar="DIR",
+                        help="folder holding the modules to test (default: exercises)")
+    parser.add_argument("--hidden", action="store_true",
+                        help="also run the instructors' hidden tests (grader/hidden_tests, where the kit has them)")
+    parser.set_defaults(accepts_extra_arguments=True)
+
+
+def pytest_arguments(impl: str, hidden: bool, extra: list[str]) -> list[str]:
+    """The arguments of the pytest run: the kit's tests, config and root, then ``extra``."""
+    folder = Path(impl)
+    if not folder.is_dir() and (ROOT / impl).is_dir():
+        folder = ROOT / impl  # `--impl solutions` means the kit's own reference, as in a checkout
+    hidden_dir = PACKAGE / "hidden_tests"
+    if hidden and not hidden_dir.is_dir():
+        raise FileNotFoundError("--hidden: this copy of the kit has no hidden tests (the student release has none)")
+    curriculum = load()
+    if curriculum.selection() == curriculum.exercises:
+        paths = [str(ROOT / "tests")] + ([str(hidden_dir)] if hidden else [])
+    else:  # the course grades a part only: its exercises' test files
+        from grader.suite import graded_suite
+
+        paths = [test_file.path for test_file in graded_suite(hidden_dir if hidden else None)[0]]
+    return [*paths, "-c", str(ROOT / "pyproject.toml"), f"--rootdir={ROOT}", f"--impl={folder.resolve()}", *extra]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run pytest on the graded suite; returns pytest's exit status."""
+    import pytest
+
+    make_importable()
+    try:
+        arguments = pytest_arguments(args.impl, args.hidden, list(getattr(args, "extra_arguments", [])))
+    except (FileNotFoundError, ValueError) as error:
+        print(f"attention-kit test: {error}")
+        return 4
+    return int(pytest.main(arguments))

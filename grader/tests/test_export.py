@@ -1,0 +1,101 @@
+"""Gradebook exports: the roster, Canvas's import CSV and the long format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.curriculum import ROOT, load
+from grader.grading import export
+from grader.grading.report import write_student
+
+
+def fake_results(student: str, fraction: float) -> dict:
+    """A student's results.json with every exercise at ``fraction`` of its public and hidden points."""
+    tests, scores, maxima = [], {}, {}
+    for exercise in load().exercises:
+        for hidden, worth in ((False, exercise.points), (True, exercise.hidden_points)):
+            tests.append({"name": f"{exercise.name}: t", "score": worth * fraction, "max_score": worth,
+                          "status": "passed", "tags": [exercise.name] + (["hidden"] if hidden else []),
+                          "visibility": "after_published" if hidden else "visible",
+                          "extra_data": {"exercise": exercise.name, "nodeid": "x"}})
+        scores[exercise.name] = (exercise.points + exercise.hidden_points) * fraction
+        maxima[exercise.name] = exercise.points + exercise.hidden_points
+    from grader.grading.report import RESULTS_FORMAT
+
+    return {"score": sum(scores.values()), "tests": tests, "output": "",
+            "extra_data": {"student": student, "status": "ok", "exercises": scores, "max_exercises": maxima,
+                           "max_score": sum(maxima.values()), "format": RESULTS_FORMAT}}
+
+
+@pytest.fixture
+def graded(tmp_path: Path) -> Path:
+    out = tmp_path / "grades"
+    for student, fraction in (("alice", 1.0), ("bob", 0.5), ("zed-unlisted", 0.25)):
+        write_student(out, fake_results(student, fraction))
+    return out
+
+
+def write_roster(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_canvas_export_with_a_roster(graded: Path, tmp_path: Path) -> None:
+    roster = write_roster(tmp_path / "roster.csv", "folder,lms_id,name,email,section\n"
+                          "alice,501,Alice A,alice@example.edu,S1\nBob,502,=HYPERLINK(1),bob@example.edu,S1\n"
+                          "carol,503,Carol C,carol@example.edu,S2\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "export", str(graded), "--roster", str(roster)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.reader(io.StringIO((graded / "canvas.csv").read_text(encoding="utf-8"))))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", load().title]
+    total = sum(exercise.points + exercise.hidden_points for exercise in load().exercises)  # fake_results: all
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == total
+    by_id = {row[1]: row for row in rows[2:]}
+    assert float(by_id["501"][5]) == total and float(by_id["502"][5]) == total / 2  # "Bob" matches folder "bob"
+    assert by_id["503"][5] == ""  # no submission: blank, never 0
+    assert by_id["502"][0] == "'=HYPERLINK(1)"  # a roster cell is never a formula
+    unmatched = (graded / "unmatched.txt").read_text()
+    assert "zed-unlisted" in unmatched and "carol" in unmatched
+    assert "zed-unlisted" in done.stdout + done.stderr or "zed-unlisted" in unmatched
+
+
+def test_per_exercise_columns_and_assignment_id(graded: Path, tmp_path: Path) -> None:
+    roster = write_roster(tmp_path / "r.csv", "folder,lms_id,name,email\nalice,1,A,a@x\n")
+    export.export(graded, export.read_graded(graded), roster, per_exercise=True, echo=lambda _: None)
+    rows = list(csv.reader(io.StringIO((graded / "canvas.csv").read_text())))
+    curriculum = load()
+    assert rows[0][5:] == [f"{e.number}. {e.title}" for e in curriculum.exercises]
+    assert [float(x) for x in rows[1][5:]] == [e.points + e.hidden_points for e in curriculum.exercises]
+    export.export(graded, export.read_graded(graded), roster, assignment_id="777", echo=lambda _: None)
+    assert list(csv.reader(io.StringIO((graded / "canvas.csv").read_text())))[0][5] == f"{curriculum.title} (777)"
+
+
+def test_long_format_has_per_exercise_maxima_and_the_hidden_part(graded: Path) -> None:
+    export.export(graded, export.read_graded(graded), None)
+    rows = list(csv.DictReader(io.StringIO((graded / "grades-long.csv").read_text())))
+    curriculum = load()
+    assert len(rows) == 3 * len(curriculum.exercises)
+    bob = {row["exercise"]: row for row in rows if row["student"] == "bob"}
+    for exercise in curriculum.exercises:
+        assert float(bob[exercise.name]["max"]) == exercise.points + exercise.hidden_points
+        assert float(bob[exercise.name]["hidden_max"]) == exercise.hidden_points
+        assert float(bob[exercise.name]["points"]) == pytest.approx((exercise.points + exercise.hidden_points) / 2,
+                                                                    abs=0.01)
+    assert not (graded / "canvas.csv").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("folder,name,email\nalice,A,a@x\n", "missing column"),
+    ("folder,lms_id,name,email\nalice,1,A,a\nalice,2,B,b\n", "appears twice"),
+    ("folder,lms_id,name,email\n,1,A,a\n", "folder column is empty"),
+])
+def test_a_bad_roster_is_refused_with_the_reason(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(export.ExportError, match=message):
+        export.read_roster(write_roster(tmp_path / "r.csv", text))

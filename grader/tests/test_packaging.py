@@ -1,0 +1,40 @@
+"""What the kit's pyproject.toml installs, and that CI runs exactly the README's command."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from grader.curriculum import PACKAGE, ROOT, kit_path
+
+
+def test_ci_runs_exactly_the_readme_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The test command CI runs", 1)[1]
+    command = re.search(r"```bash\n(.+?)\n```", section, flags=re.DOTALL).group(1).strip()
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip().startswith("python -m pytest")]
+    assert ci == [command]
+
+
+def test_every_package_of_the_kit_is_installed_and_nothing_generic() -> None:
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = set(setuptools["packages"])
+    assert all(package == "grader" or package.startswith("grader.") for package in packages)
+    found = {".".join(("grader", *path.parent.relative_to(PACKAGE).parts)).rstrip(".")
+             for path in PACKAGE.rglob("__init__.py") if "_kit" not in path.parts}
+    assert found - packages == {"grader.tests"}  # the kit's own tests stay out of the wheel
+    for folder, package in (("tests", "grader._kit.tests"), ("solutions", "grader._kit.solutions"),
+                            ("exercises", "grader._kit.exercises")):
+        assert setuptools["package-dir"][package] == folder and package in packages
+
+
+def test_license_metadata_is_an_spdx_expression_with_its_file() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+
+
+def test_kit_paths_name_the_package_and_the_data_tree() -> None:
+    assert kit_path("grader/cli.py") == PACKAGE / "cli.py"
+    assert kit_path("tests/kit.py") == ROOT / "tests" / "kit.py" and kit_path("tests/kit.py").is_file()

@@ -1,0 +1,82 @@
+"""Submissions as students really hand them in: other encodings, names in the wrong case, zips in folders."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.curriculum import ROOT, load
+from grader.grading import submissions
+
+
+@pytest.fixture
+def reference(tmp_path: Path) -> Path:
+    folder = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def test_a_coding_line_is_honoured_as_python_honours_it(reference: Path) -> None:
+    layer = reference / "layer.py"
+    layer.write_bytes(b"# -*- coding: latin-1 -*-\n" + layer.read_bytes() + "# café\n".encode("latin-1"))
+    assert submissions.static_problems(reference) == {}
+    compile(layer.read_bytes(), "layer.py", "exec")  # Python agrees
+
+
+def test_latin1_without_a_coding_line_names_the_line(reference: Path) -> None:
+    masks = reference / "masks.py"
+    lines = masks.read_bytes().split(b"\n")
+    lines[5] += " # é".encode("latin-1")
+    masks.write_bytes(b"\n".join(lines))
+    problems = submissions.static_problems(reference)
+    assert problems["masks"].startswith("masks.py is not UTF-8: line 6"), problems
+    assert set(problems) == {"masks"}
+
+
+def test_an_unknown_coding_is_reported(reference: Path) -> None:
+    (reference / "softmax.py").write_bytes(b"# coding: no-such-codec\nx = 1\n")
+    assert "unusable coding line" in submissions.static_problems(reference)["softmax"]
+
+
+def test_a_module_named_in_the_wrong_case_says_how_to_rename_it(reference: Path) -> None:
+    (reference / "softmax.py").rename(reference / "Softmax.py")
+    problems = submissions.static_problems(reference)
+    assert problems["softmax"] == "missing module softmax (found Softmax.py: rename it to softmax.py)"
+    # Every module capitalised: the folder is still found, and each one is named.
+    for exercise in load().exercises[1:]:
+        (reference / exercise.module_file).rename(reference / exercise.module_file.capitalize())
+    assert submissions.find_module_folder(reference.parent) == reference
+    assert all("rename it to" in problem for problem in submissions.static_problems(reference).values())
+
+
+def test_the_local_implementation_names_the_rename_too(reference: Path) -> None:
+    from tests.kit import ImplementationError, LocalImplementation
+
+    (reference / "masks.py").rename(reference / "MASKS.py")
+    with pytest.raises(ImplementationError, match=r"found MASKS\.py: rename it to masks\.py"):
+        LocalImplementation(reference).module("masks")
+
+
+def test_a_zip_inside_a_folder_is_opened(reference: Path, tmp_path: Path) -> None:
+    upload = tmp_path / "upload"
+    (upload / "notes").mkdir(parents=True)
+    (upload / "notes" / "readme.txt").write_text("my work")
+    with zipfile.ZipFile(upload / "exercises.zip", "w") as archive:
+        for path in sorted(reference.glob("*.py")):
+            archive.write(path, f"exercises/{path.name}")
+    prepared = submissions.prepare(upload, tmp_path / "work", "alice")
+    assert prepared.error is None and prepared.problems == {}
+    assert {e.module_file for e in load().exercises} <= {p.name for p in prepared.folder.glob("*.py")}
+
+
+def test_an_unsafe_zip_inside_a_folder_is_refused(reference: Path, tmp_path: Path) -> None:
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    with zipfile.ZipFile(upload / "evil.zip", "w") as archive:
+        archive.writestr("../../escape.py", "x = 1\n")
+    prepared = submissions.prepare(upload, tmp_path / "work", "mallory")
+    assert prepared.error is not None and "unsafe path" in prepared.error
+    assert not (tmp_path / "escape.py").exists()

@@ -1,0 +1,557 @@
+"""Exercise 8: gradients by hand. Every gradient is checked against central differences computed here.
+
+The expected gradients never come from your code (not even from your
+numerical_gradient): each test writes its own forward pass, takes a scalar
+loss ``sum(R * output)`` with a seeded random ``R`` (so ``R`` is the
+``grad_out`` the backward function gets), and nudges inputs by +-1e-6.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
+from tests.kit import PlainFunction
+from tests.probes import probe
+
+# Every size differs, so a swapped axis changes a shape instead of hiding.
+BATCH, N_HEADS, N_Q, N_K, D_K, D_V = 2, 3, 5, 7, 4, 6
+D_IN, D_OUT = 7, 4
+D_MODEL, N = N_HEADS * D_K, N_Q  # multi-head: d_model 12, 5 tokens
+STEP = 1e-6  # the tests' own central differences
+
+READ = "docs/reading.md#gradients"
+RULE = (f"a backward function returns the gradient of the loss for each input of the forward function, "
+        f"shaped like that input ({READ})")
+NUMERICAL = ("numerical_gradient: (f(x + eps e_i) - f(x - eps e_i)) / (2 eps) for every entry i, both sides of x, "
+             "on a float64 copy of x, each entry put back before the next")
+SOFTMAX = ("softmax's Jacobian is diag(p) - p p^T: grad_scores = p * (g - sum(g * p)), the sum along the softmax's "
+           f"own axis; the - p p^T term couples the entries of one slice ({READ})")
+LINEAR = ("out = x @ W + b: grad_x = grad_out @ W^T; grad_W = x^T @ grad_out and grad_b = grad_out, both summed over "
+          "every leading (batch and position) axis, because every token used the same W and b")
+ATTENTION = ("backwards through softmax(q k^T / sqrt(d_k)) v: grad_v = P^T grad_context, grad_P = grad_context v^T, "
+             "softmax_backward, then grad_q = grad_S k / sqrt(d_k) and grad_k = grad_S^T q / sqrt(d_k)")
+SCALE = "the scores are divided by sqrt(d_k), so both grad_q and grad_k carry the factor 1/sqrt(d_k)"
+KEYS = "grad_k has one row per key, like k: (..., n_k, d_k), made from grad_S^T (keys as rows) and q"
+MASKED = ("the mask is in the weights: a blocked key has weight 0, so no gradient reaches its score, its key or "
+          "its value; use the weights you are given rather than recomputing them from q and k")
+NORM = ("layer norm's grad_x has three terms, (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) / sqrt(var + eps) "
+        "with gxhat = grad_out * gamma: the direct one, the path through the mean and the path through the variance")
+MHA = ("multi-head backward: run the forward again, then undo each step in reverse: w_o, merge_heads, attention, "
+       "split_heads, the three projections; x feeds q, k and v, so its three gradients add up")
+DTYPE = "dtype in = dtype out: float32 inputs give float32 gradients (no float64 constants or arrays mixed in)"
+
+
+# ---------------------------------------------------------------- the tests' own forward passes
+
+
+def _softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(s, axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def _attention(q, k, v, mask=None):
+    scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(np.broadcast_to(mask, scores.shape), scores, -np.inf)
+    weights = _softmax(scores)
+    return weights @ v, weights
+
+
+def _layer_norm(x, gamma, beta, eps):
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps) * gamma + beta
+
+
+def _mha(x, p, n_heads, mask=None):
+    """Self-attention, head by head over column slices (no split_heads here)."""
+    d_head = x.shape[-1] // n_heads
+    contexts = []
+    for h in range(n_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        q, k, v = (x @ p[f"w_{c}"][:, cols] + p[f"b_{c}"][cols] for c in "qkv")
+        contexts.append(_attention(q, k, v, mask)[0])
+    return np.concatenate(contexts, axis=-1) @ p["w_o"] + p["b_o"]
+
+
+def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> tuple[tuple, np.ndarray]:
+    """Central differences of ``loss`` at ``x`` (float64): at every entry, or at ``sample`` seeded entries.
+
+    Returns the entries (an index tuple for fancy indexing) and the estimates there.
+    """
+    point = np.asarray(x, dtype=np.float64).copy()
+    entries = list(np.ndindex(point.shape))
+    if sample is not None and sample < len(entries):
+        chosen = np.random.default_rng(seed).choice(len(entries), size=sample, replace=False)
+        entries = [entries[i] for i in sorted(chosen)]
+    values = []
+    for index in entries:
+        original = point[index]
+        point[index] = original + STEP
+        above = loss(point)
+        point[index] = original - STEP
+        below = loss(point)
+        point[index] = original
+        values.append((above - below) / (2 * STEP))
+    where = tuple(np.array(entries).T) if point.ndim else ()
+    return where, np.array(values)
+
+
+def expect_gradient(observed, loss, x, *, what: str, idea: str, sample: int | None = None,
+                    rtol: float = 1e-5, atol: float = 1e-7) -> bool:
+    """Check one returned gradient against the central differences of ``loss`` at ``x``."""
+    if not expect_shape(observed, np.shape(x), what=f"{what}: its shape (the shape of the input)", idea=RULE):
+        return False
+    where, expected = _central(loss, x, sample)
+    at = "every entry" if sample is None or sample >= np.size(x) else f"{len(expected)} seeded entries"
+    values = np.asarray(observed, dtype=np.float64)[where]
+    return expect_close(values, expected, rtol=rtol, atol=atol, idea=idea + _factor(values, expected),
+                        what=f"{what} at {at}, against central differences of the loss")
+
+
+def _factor(observed: np.ndarray, expected: np.ndarray) -> str:
+    """A note when the observed gradient is the expected one times a constant (a scale lost or added)."""
+    norm = float(np.dot(expected, expected))
+    if norm == 0 or not np.all(np.isfinite(observed)):
+        return ""
+    ratio = float(np.dot(observed, expected) / norm)
+    if abs(ratio - 1) > 1e-3 and abs(ratio) > 1e-3 and np.allclose(observed, ratio * expected, rtol=1e-4, atol=1e-9):
+        return (f". Here every entry is {ratio:.4g} times the right one: a constant factor is missing or extra "
+                "(a scale, a 1/n, a sum that should be a mean or the other way round)")
+    return ""
+
+
+def _normal(seed: int, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(scale=scale, size=shape)
+
+
+def _mha_params(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    params = {f"w_{c}": rng.normal(scale=1.2 / np.sqrt(D_MODEL), size=(D_MODEL, D_MODEL)) for c in "qkvo"}
+    params.update({f"b_{c}": rng.normal(scale=0.3, size=D_MODEL) for c in "qkvo"})
+    return params
+
+
+def _blocking_mask() -> np.ndarray:
+    """(n_q, n_k): query 2 sees nothing, keys 5 and 6 are blocked for everyone, the rest mixed."""
+    mask = np.random.default_rng(3).random((N_Q, N_K)) < 0.7
+    mask[:, 0] = True
+    mask[:, 5:] = False
+    mask[2] = False
+    return mask
+
+
+# ---------------------------------------------------------------- probes (reference values, for the diagnosis)
+
+def _cubic(seed: int, shape: tuple[int, ...]) -> PlainFunction:
+    rng = np.random.default_rng(seed)
+    return PlainFunction("cubic", a=rng.normal(size=shape), b=rng.normal(size=shape), c=rng.normal(size=shape),
+                         d=rng.normal(size=shape))
+
+
+@probe("numerical_gradient")
+def cubic_coarse_step():
+    return (_cubic(801, (3, 4)), _normal(802, 3, 4)), {"eps": 1e-3}
+
+
+@probe("numerical_gradient")
+def cubic_float32():
+    return (_cubic(803, (2, 3)), _normal(804, 2, 3).astype(np.float32)), {"eps": 1e-4}
+
+
+@probe("softmax_backward")
+def batched_last_axis():
+    weights = _softmax(_normal(805, BATCH, N_HEADS, N_Q, N_K, scale=2.0))
+    return (_normal(806, BATCH, N_HEADS, N_Q, N_K), weights), {}
+
+
+@probe("softmax_backward")
+def over_axis_one():
+    weights = _softmax(_normal(807, BATCH, N_Q, N_K), axis=1)
+    return (_normal(808, BATCH, N_Q, N_K), weights), {"axis": 1}
+
+
+@probe("softmax_backward")
+def square_slices():
+    # n_q = n_k: a sum that loses its axis still broadcasts, so the mistake shows in the values
+    weights = _softmax(_normal(829, N_Q, N_Q, scale=2.0))
+    return (_normal(830, N_Q, N_Q), weights), {}
+
+
+@probe("linear_backward")
+def square_weight():
+    # d_in = d_out: a forgotten transpose still runs
+    return (_normal(831, BATCH, N_Q, D_IN), _normal(832, BATCH, N_Q, D_IN), _normal(833, D_IN, D_IN)), {}
+
+
+@probe("attention_backward")
+def as_many_keys_as_queries():
+    q, k, v = _normal(834, BATCH, N_Q, D_K), _normal(835, BATCH, N_Q, D_K), _normal(836, BATCH, N_Q, D_V)
+    return (_normal(837, BATCH, N_Q, D_V), q, k, v, _attention(q, k, v)[1]), {}
+
+
+@probe("linear_backward")
+def batched_tokens():
+    return (_normal(809, BATCH, N_Q, D_OUT), _normal(810, BATCH, N_Q, D_IN), _normal(811, D_IN, D_OUT)), {}
+
+
+@probe("attention_backward")
+def batched_heads():
+    q, k, v = _normal(812, BATCH, N_HEADS, N_Q, D_K), _normal(813, BATCH, N_HEADS, N_K, D_K), \
+        _normal(814, BATCH, N_HEADS, N_K, D_V)
+    return (_normal(815, BATCH, N_HEADS, N_Q, D_V), q, k, v, _attention(q, k, v)[1]), {}
+
+
+@probe("attention_backward")
+def masked():
+    q, k, v = _normal(816, BATCH, N_Q, D_K), _normal(817, BATCH, N_K, D_K), _normal(818, BATCH, N_K, D_V)
+    return (_normal(819, BATCH, N_Q, D_V), q, k, v, _attention(q, k, v, _blocking_mask())[1]), {}
+
+
+@probe("layer_norm_backward")
+def large_eps():
+    x = _normal(820, BATCH, N_Q, D_IN) * 0.5 + 1.0
+    gamma = np.random.default_rng(821).uniform(0.5, 2.0, size=D_IN)
+    return (_normal(822, BATCH, N_Q, D_IN), x, gamma), {"eps": 0.1}
+
+
+@probe("multi_head_attention_backward")
+def unmasked():
+    return (_normal(823, BATCH, N, D_MODEL), _normal(824, BATCH, N, D_MODEL), _mha_params(825), N_HEADS), {}
+
+
+@probe("multi_head_attention_backward")
+def causal():
+    mask = np.tril(np.ones((N, N), dtype=bool))
+    return (_normal(826, BATCH, N, D_MODEL), _normal(827, BATCH, N, D_MODEL), _mha_params(828), N_HEADS), \
+        {"mask": mask}
+
+
+# ---------------------------------------------------------------- numerical_gradient
+
+def test_numerical_gradient_shape_and_dtype(impl):
+    f = _cubic(1, (3, 4))
+    for dtype in (np.float64, np.float32):
+        x = _normal(2, 3, 4).astype(dtype)
+        grad = impl.numerical_gradient(f, x)
+        if expect_shape(grad, (3, 4), what=f"numerical_gradient(f, x) for a (3, 4) {dtype.__name__} x",
+                        idea="one estimate per entry of x, in an array shaped like x"):
+            expect_dtype(grad, np.float64, what=f"numerical_gradient of a {dtype.__name__} x",
+                         idea="always float64: in float32, x + 1e-6 is x itself for most entries, so work on a "
+                              "float64 copy")
+
+
+def test_numerical_gradient_is_the_central_difference(impl):
+    # A coarse step makes the formula visible: a one-sided difference is off by about eps * f''.
+    f, x, eps = _cubic(3, (3, 4)), _normal(4, 3, 4), 1e-3
+    expected = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        expected[index] = (f(x + step) - f(x - step)) / (2 * eps)
+    expect_close(impl.numerical_gradient(f, x, eps=eps), expected, rtol=1e-8, atol=1e-9,
+                 what="numerical_gradient(f, x, eps=1e-3) for f(x) = sum(a x + b x^2 + c x^3) + (sum(d x))^2 / 2",
+                 idea=NUMERICAL + ": a one-sided difference (f(x + eps) - f(x)) / eps is off by about eps * f''")
+
+
+def test_numerical_gradient_matches_the_derivative(impl):
+    rng = np.random.default_rng(5)
+    a, b, c, d = (rng.normal(size=(2, 5)) for _ in range(4))
+    x = rng.normal(size=(2, 5))
+    exact = a + 2 * b * x + 3 * c * x**2 + d * np.sum(d * x)
+    expect_close(impl.numerical_gradient(PlainFunction("cubic", a=a, b=b, c=c, d=d), x), exact, rtol=1e-6,
+                 atol=1e-7, what="numerical_gradient(f, x) with the default eps, against the exact derivative "
+                                 "a + 2 b x + 3 c x^2 + d sum(d x)",
+                 idea=NUMERICAL + "; the default eps is 1e-6")
+
+
+def test_numerical_gradient_leaves_x_as_it_was(impl):
+    for dtype in (np.float64, np.float32):
+        x = _normal(6, 4, 3).astype(dtype)
+        before = x.copy()
+        impl.numerical_gradient(_cubic(7, (4, 3)), x, eps=1e-3)
+        expect(np.array_equal(x, before), what=f"a {dtype.__name__} x after numerical_gradient(f, x)",
+               expected="exactly the values it had before the call",
+               observed=f"{int(np.sum(x != before))} of {x.size} entries changed",
+               idea="nudge a float64 copy of x, and put each entry back (assign the saved value, do not subtract "
+                    "eps again: x + eps - eps is not always x) before the next")
+
+
+def test_numerical_gradient_rejects_a_bad_eps(impl):
+    expect_raises_value_error(lambda: impl.numerical_gradient(_cubic(8, (2,)), np.ones(2), eps=0.0), argument="eps",
+                              what="numerical_gradient(f, x, eps=0.0)", idea="eps must be positive")
+
+
+# ---------------------------------------------------------------- softmax_backward
+
+def test_softmax_backward_shape_and_dtype(impl):
+    for dtype in (np.float64, np.float32):
+        weights = _softmax(_normal(10, BATCH, N_Q, N_K)).astype(dtype)
+        grad = impl.softmax_backward(_normal(11, BATCH, N_Q, N_K).astype(dtype), weights)
+        if expect_shape(grad, weights.shape, what=f"softmax_backward of {dtype.__name__} (2, 5, 7) weights",
+                        idea=RULE):
+            expect_dtype(grad, dtype, what=f"softmax_backward of {dtype.__name__} inputs", idea=DTYPE)
+
+
+def test_softmax_backward_gradient_sums_to_zero_in_each_slice(impl):
+    # Adding the same constant to every score of a slice leaves softmax unchanged: the gradient
+    # cannot point that way, so it sums to 0 along the softmax axis. Without the - p p^T term it does not.
+    weights = _softmax(_normal(12, BATCH, N_Q, N_K, scale=2.0))
+    grad = impl.softmax_backward(_normal(13, BATCH, N_Q, N_K), weights)
+    if expect_shape(grad, weights.shape, what="softmax_backward(grad_weights, weights)", idea=RULE):
+        expect_close(grad.sum(axis=-1), np.zeros((BATCH, N_Q)), atol=1e-12,
+                     what="the sum of each row of grad_scores (softmax over the last axis)",
+                     idea=SOFTMAX + ": shifting all scores of a row changes nothing, so the gradient sums to 0")
+
+
+def test_softmax_backward_matches_central_differences(impl):
+    scores, r = _normal(14, BATCH, N_HEADS, N_Q, N_K, scale=2.0), _normal(15, BATCH, N_HEADS, N_Q, N_K)
+    grad = impl.softmax_backward(r, _softmax(scores))
+    expect_gradient(grad, lambda s: np.sum(r * _softmax(s)), scores, sample=40,
+                    what="softmax_backward on (2, 3, 5, 7) scores", idea=SOFTMAX)
+
+
+def test_softmax_backward_uses_its_axis(impl):
+    for axis in (1, -3):
+        scores, r = _normal(16, BATCH, N_Q, N_K), _normal(17, BATCH, N_Q, N_K)
+        grad = impl.softmax_backward(r, _softmax(scores, axis=axis), axis=axis)
+        expect_gradient(grad, lambda s, axis=axis, r=r: np.sum(r * _softmax(s, axis=axis)), scores, sample=30,
+                        what=f"softmax_backward(..., axis={axis}) for weights = softmax(scores, axis={axis})",
+                        idea=SOFTMAX + "; here the slices run along `axis`, not the last axis")
+
+
+def test_softmax_backward_gives_zero_where_the_weight_is_zero(impl):
+    mask = _blocking_mask()
+    weights = _softmax(np.where(mask, _normal(18, BATCH, N_Q, N_K), -np.inf))
+    grad = impl.softmax_backward(_normal(19, BATCH, N_Q, N_K), weights)
+    if expect_shape(grad, weights.shape, what="softmax_backward of masked weights", idea=RULE):
+        expect_close(np.where(mask, 0.0, grad), np.zeros_like(grad), atol=0,
+                     what="grad_scores at blocked entries (weight 0), including the fully blocked row 2",
+                     idea="a weight of exactly 0 passes no gradient back: grad_scores = p * (...) is 0 where p is 0")
+
+
+def test_softmax_backward_rejects_mismatched_shapes(impl):
+    expect_raises_value_error(lambda: impl.softmax_backward(np.ones((2, 3)), np.full((2, 4), 0.25)),
+                              argument="grad_weights", what="softmax_backward with grad_weights (2, 3), weights (2, 4)",
+                              idea="grad_weights is the gradient for weights: it has the same shape")
+
+
+# ---------------------------------------------------------------- linear_backward
+
+def test_linear_backward_shapes(impl):
+    result = call_or_explain(impl.linear_backward, _normal(20, BATCH, N_Q, D_OUT), _normal(21, BATCH, N_Q, D_IN),
+                             _normal(22, D_IN, D_OUT), what="linear_backward on (2, 5, 7) tokens and a (7, 4) weight",
+                             idea=LINEAR)
+    if expect(isinstance(result, tuple) and len(result) == 3, what="linear_backward's result",
+              expected="a tuple (grad_x, grad_weight, grad_bias)", observed=type(result).__name__, idea=LINEAR):
+        for name, value, shape in zip(("grad_x", "grad_weight", "grad_bias"), result,
+                                      ((BATCH, N_Q, D_IN), (D_IN, D_OUT), (D_OUT,)), strict=True):
+            expect_shape(value, shape, what=f"{name} for x (2, 5, 7) and weight (7, 4)",
+                         idea=LINEAR + "; the parameters' gradients have the parameters' shapes")
+
+
+def test_linear_backward_matches_central_differences(impl):
+    x, weight, bias = _normal(23, BATCH, N_Q, D_IN), _normal(24, D_IN, D_OUT), _normal(25, D_OUT)
+    r = _normal(26, BATCH, N_Q, D_OUT)
+    grad_x, grad_weight, grad_bias = impl.linear_backward(r, x, weight)
+    expect_gradient(grad_x, lambda z: np.sum(r * (z @ weight + bias)), x, what="grad_x", idea=LINEAR)
+    expect_gradient(grad_weight, lambda w: np.sum(r * (x @ w + bias)), weight,
+                    what="grad_weight (x has batch and position axes)", idea=LINEAR)
+    expect_gradient(grad_bias, lambda b: np.sum(r * (x @ weight + b)), bias,
+                    what="grad_bias (x has batch and position axes)", idea=LINEAR)
+
+
+def test_linear_backward_float32(impl):
+    x, weight = _normal(27, BATCH, N_Q, D_IN), _normal(28, D_IN, D_OUT)
+    r = _normal(29, BATCH, N_Q, D_OUT)
+    result = impl.linear_backward(r.astype(np.float32), x.astype(np.float32), weight.astype(np.float32))
+    for name, value, loss, at in zip(
+            ("grad_x", "grad_weight", "grad_bias"), result,
+            (lambda z: np.sum(r * (z @ weight)), lambda w: np.sum(r * (x @ w)), lambda b: np.sum(r * (x @ weight + b))),
+            (x, weight, np.zeros(D_OUT)), strict=True):
+        if expect_dtype(value, np.float32, what=f"{name} for float32 inputs", idea=DTYPE):
+            expect_gradient(value, loss, at, rtol=1e-4, atol=1e-4, what=f"{name} for float32 inputs", idea=LINEAR)
+
+
+# ---------------------------------------------------------------- attention_backward
+
+def _attention_case(seed: int, mask=None, batch=(BATCH, N_HEADS)):
+    q, k, v = _normal(seed, *batch, N_Q, D_K), _normal(seed + 1, *batch, N_K, D_K), _normal(seed + 2, *batch, N_K, D_V)
+    return q, k, v, _normal(seed + 3, *batch, N_Q, D_V), _attention(q, k, v, mask)[1]
+
+
+def test_attention_backward_shapes(impl):
+    q, k, v, r, weights = _attention_case(30)
+    result = call_or_explain(impl.attention_backward, r, q, k, v, weights,
+                             what="attention_backward with q (2, 3, 5, 4), k (2, 3, 7, 4), v (2, 3, 7, 6)",
+                             idea=ATTENTION)
+    if expect(isinstance(result, tuple) and len(result) == 3, what="attention_backward's result",
+              expected="a tuple (grad_q, grad_k, grad_v)", observed=type(result).__name__, idea=ATTENTION):
+        for name, value, like in zip(("grad_q", "grad_k", "grad_v"), result, (q, k, v), strict=True):
+            expect_shape(value, like.shape, what=f"{name} for q (2, 3, 5, 4), k (2, 3, 7, 4), v (2, 3, 7, 6)",
+                         idea=KEYS if name == "grad_k" else RULE)
+
+
+def test_attention_backward_grad_v(impl):
+    q, k, v, r, weights = _attention_case(34)
+    expect_gradient(impl.attention_backward(r, q, k, v, weights)[2], lambda z: np.sum(r * _attention(q, k, z)[0]),
+                    v, sample=40, what="grad_v", idea="context = P v, so grad_v = P^T grad_context: each key's value "
+                                                          "collects the gradient of every query that used it")
+
+
+def test_attention_backward_grad_q(impl):
+    q, k, v, r, weights = _attention_case(38)
+    expect_gradient(impl.attention_backward(r, q, k, v, weights)[0], lambda z: np.sum(r * _attention(z, k, v)[0]),
+                    q, sample=40, what="grad_q", idea=f"{ATTENTION}; {SCALE}")
+
+
+def test_attention_backward_grad_k(impl):
+    q, k, v, r, weights = _attention_case(42)
+    expect_gradient(impl.attention_backward(r, q, k, v, weights)[1], lambda z: np.sum(r * _attention(q, z, v)[0]),
+                    k, sample=40, what="grad_k", idea=f"{KEYS}; {SCALE}")
+
+
+def test_attention_backward_scale_in_both_grad_q_and_grad_k(impl):
+    # d_k = 16 makes a missing 1/sqrt(d_k) a factor 4: the message names the factor.
+    rng = np.random.default_rng(46)
+    q, k, v = rng.normal(size=(N_Q, 16)), rng.normal(size=(N_K, 16)), rng.normal(size=(N_K, D_V))
+    r = rng.normal(size=(N_Q, D_V))
+    grad_q, grad_k, _ = impl.attention_backward(r, q, k, v, _attention(q, k, v)[1])
+    for name, grad, loss, at in (("grad_q", grad_q, lambda z: np.sum(r * _attention(z, k, v)[0]), q),
+                                 ("grad_k", grad_k, lambda z: np.sum(r * _attention(q, z, v)[0]), k)):
+        if not expect_shape(grad, at.shape, what=f"{name} with d_k = 16", idea=RULE):
+            continue
+        where, expected = _central(loss, at, sample=30)
+        observed = np.asarray(grad, dtype=float)[where]
+        ratio = float(np.dot(observed, expected) / np.dot(expected, expected))
+        expect(abs(ratio - 1) < 1e-4, what=f"{name} with d_k = 16, against central differences",
+               expected="the gradient itself (ratio 1)", observed=f"about {ratio:.4g} times the gradient"
+               + (" (a factor sqrt(d_k) = 4 too large)" if abs(ratio - 4) < 0.05 else ""), idea=SCALE)
+
+
+def test_attention_backward_with_a_mask(impl):
+    mask = _blocking_mask()
+    q, k, v, r, weights = _attention_case(47, mask=mask, batch=(BATCH,))
+    grad_q, grad_k, grad_v = impl.attention_backward(r, q, k, v, weights)
+    for name, grad, loss, at in (
+            ("grad_q", grad_q, lambda z: np.sum(r * _attention(z, k, v, mask)[0]), q),
+            ("grad_k", grad_k, lambda z: np.sum(r * _attention(q, z, v, mask)[0]), k),
+            ("grad_v", grad_v, lambda z: np.sum(r * _attention(q, k, z, mask)[0]), v)):
+        if expect_gradient(grad, loss, at, what=f"{name} with a mask (keys 5, 6 and query 2 fully blocked)",
+                           idea=MASKED):
+            if name != "grad_q":
+                expect_close(grad[:, 5:], np.zeros_like(grad[:, 5:]), atol=0,
+                             what=f"{name} of the blocked keys 5 and 6", idea=MASKED)
+
+
+def test_attention_backward_float32(impl):
+    q, k, v, r, weights = _attention_case(51, batch=(BATCH,))
+    result = impl.attention_backward(*(a.astype(np.float32) for a in (r, q, k, v, weights)))
+    for name, value in zip(("grad_q", "grad_k", "grad_v"), result, strict=True):
+        expect_dtype(value, np.float32, what=f"{name} for float32 inputs", idea=DTYPE)
+    expect_gradient(result[1], lambda z: np.sum(r * _attention(q, z, v)[0]), k, rtol=1e-3, atol=1e-4,
+                    what="grad_k for float32 inputs", idea=ATTENTION)
+
+
+# ---------------------------------------------------------------- layer_norm_backward
+
+def _norm_case(seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(loc=1.0, scale=0.7, size=(BATCH, N_Q, D_IN))
+    return x, rng.uniform(0.5, 2.0, size=D_IN), rng.normal(size=D_IN), rng.normal(size=(BATCH, N_Q, D_IN))
+
+
+def test_layer_norm_backward_shapes(impl):
+    x, gamma, _, r = _norm_case(60)
+    result = call_or_explain(impl.layer_norm_backward, r, x, gamma, what="layer_norm_backward on (2, 5, 7) tokens",
+                             idea=NORM)
+    if expect(isinstance(result, tuple) and len(result) == 3, what="layer_norm_backward's result",
+              expected="a tuple (grad_x, grad_gamma, grad_beta)", observed=type(result).__name__, idea=NORM):
+        for name, value, shape in zip(("grad_x", "grad_gamma", "grad_beta"), result,
+                                      (x.shape, (D_IN,), (D_IN,)), strict=True):
+            expect_shape(value, shape, what=f"{name} for x (2, 5, 7)", idea=RULE + "; gamma and beta are "
+                         "shared by every token, so their gradients are summed over the leading axes")
+
+
+def test_layer_norm_backward_paths_through_the_mean_and_the_variance(impl):
+    # With eps = 0, layer norm's output does not change when x moves along (1, ..., 1) (the mean absorbs
+    # it) or along x - mean (the variance absorbs it): grad_x is orthogonal to both.
+    x, gamma, _, r = _norm_case(61)
+    grad_x = impl.layer_norm_backward(r, x, gamma, eps=0.0)[0]
+    if not expect_shape(grad_x, x.shape, what="grad_x of layer_norm_backward", idea=RULE):
+        return
+    expect_close(grad_x.sum(axis=-1), np.zeros((BATCH, N_Q)), atol=1e-10,
+                 what="the sum of each token's grad_x (eps = 0)",
+                 idea="the path through the mean: shifting a token's features by a constant changes nothing, "
+                      "so grad_x sums to 0; it needs the - mean(gxhat) term")
+    centred = x - x.mean(axis=-1, keepdims=True)
+    expect_close((grad_x * centred).sum(axis=-1), np.zeros((BATCH, N_Q)), atol=1e-10,
+                 what="each token's grad_x dotted with its centred features (eps = 0)",
+                 idea="the path through the variance: scaling a token's centred features changes nothing, so "
+                      "grad_x is orthogonal to them; it needs the - xhat * mean(gxhat * xhat) term")
+
+
+def test_layer_norm_backward_matches_central_differences(impl):
+    x, gamma, beta, r = _norm_case(62)
+    eps = 0.1  # large, so an eps left out of the backward pass shows
+    grad_x, grad_gamma, grad_beta = impl.layer_norm_backward(r, x, gamma, eps=eps)
+    expect_gradient(grad_x, lambda z: np.sum(r * _layer_norm(z, gamma, beta, eps)), x, sample=40,
+                    what="grad_x with eps = 0.1", idea=NORM + "; eps sits inside the square root here too")
+    expect_gradient(grad_gamma, lambda g: np.sum(r * _layer_norm(x, g, beta, eps)), gamma,
+                    what="grad_gamma, summed over the batch and positions", idea="grad_gamma = sum of grad_out * xhat "
+                    "over every leading axis")
+    expect_gradient(grad_beta, lambda b: np.sum(r * _layer_norm(x, gamma, b, eps)), beta,
+                    what="grad_beta, summed over the batch and positions",
+                    idea="grad_beta = grad_out summed over every leading axis")
+
+
+def test_layer_norm_backward_float32(impl):
+    x, gamma, beta, r = _norm_case(63)
+    result = impl.layer_norm_backward(r.astype(np.float32), x.astype(np.float32), gamma.astype(np.float32))
+    for name, value in zip(("grad_x", "grad_gamma", "grad_beta"), result, strict=True):
+        expect_dtype(value, np.float32, what=f"{name} for float32 inputs", idea=DTYPE)
+    expect_gradient(result[0], lambda z: np.sum(r * _layer_norm(z, gamma, beta, 1e-5)), x, sample=20, rtol=1e-3,
+                    atol=1e-4, what="grad_x for float32 inputs", idea=NORM)
+
+
+def test_layer_norm_backward_rejects_a_bad_gamma(impl):
+    x, _, _, r = _norm_case(64)
+    expect_raises_value_error(lambda: impl.layer_norm_backward(r, x, np.ones(D_IN + 1)), argument="gamma",
+                              what="layer_norm_backward with gamma of shape (8,) for x (2, 5, 7)",
+                              idea="gamma has one entry per feature of x")
+
+
+# ---------------------------------------------------------------- multi_head_attention_backward
+
+def _check_mha(impl, mask, seed: int, label: str) -> None:
+    x, params, r = _normal(seed, BATCH, N, D_MODEL), _mha_params(seed + 1), _normal(seed + 2, BATCH, N, D_MODEL)
+    result = call_or_explain(impl.multi_head_attention_backward, r, x, params, N_HEADS, mask=mask,
+                             what=f"multi_head_attention_backward {label}", idea=MHA)
+    if not expect(isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict),
+                  what=f"multi_head_attention_backward's result {label}", expected="a tuple (grad_x, grads dict)",
+                  observed=type(result).__name__, idea=MHA):
+        return
+    grad_x, grads = result
+    if not expect(set(grads) == set(params), what=f"the keys of grads {label}", expected=str(sorted(params)),
+                  observed=str(sorted(grads)), idea="one gradient for every parameter, under the parameter's key"):
+        return
+    expect_gradient(grad_x, lambda z: np.sum(r * _mha(z, params, N_HEADS, mask)), x, sample=30,
+                    what=f"grad_x {label}", idea=MHA)
+    for key in sorted(params):
+        def loss(value, key=key):
+            return np.sum(r * _mha(x, params | {key: value}, N_HEADS, mask))
+
+        expect_gradient(grads[key], loss, params[key], sample=8, what=f"grads[{key!r}] {label}",
+                        idea=MHA + "; weights and biases are summed over the batch and positions")
+
+
+def test_multi_head_attention_backward(impl):
+    _check_mha(impl, None, 70, "(batch 2, 5 tokens, d_model 12, 3 heads)")
+
+
+def test_multi_head_attention_backward_with_a_mask(impl):
+    padding = np.arange(N) < np.array([N, 3])[:, None]  # sequence 1 has 3 tokens
+    mask = np.tril(np.ones((N, N), dtype=bool)) & padding[:, None, :]  # (2, 5, 5): causal and padding
+    _check_mha(impl, mask, 75, "with a causal and padding mask")

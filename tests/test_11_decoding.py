@@ -1,0 +1,371 @@
+"""Exercise 11: attention at generation time. The KV cache, one step, causal decoding, then blockwise attention."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import (
+    call_expecting_no_warning,
+    call_or_explain,
+    expect,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_no_nan,
+    expect_raises_value_error,
+    expect_shape,
+)
+from tests.probes import expect_probe, probe
+
+READING = "docs/reading.md#generation"
+CACHE = ("the cache grows along the position axis, the second-to-last one (axis=-2), whatever batch and head "
+         "axes come first: (..., t, d) + (..., 1, d) -> (..., t + 1, d), the old positions first")
+NEW_CACHE = ("return a new dict holding new arrays; the caller's cache must keep its t positions (a caller may "
+             "keep it, e.g. to try two continuations)")
+STEP = ("one step is one row of scaled dot-product attention: softmax(q_t K^T / sqrt(d_k)) V over every cached "
+        "position (the cache holds only the past and the present, so nothing is masked)")
+DECODE = (f"generating token by token gives exactly causal attention ({READING}): append position t's key and "
+          "value to the cache, then let query t attend over the cache")
+ONLINE = ("online softmax: per query keep a running maximum m (from -inf), a running sum l and a running weighted "
+          "sum of values; when a block raises m, multiply l and the weighted sum by exp(m_old - m_new) before adding "
+          "the block's own terms; at the end divide by l")
+PARTIAL = "the last block holds whatever keys are left: range(0, n_k, block_size), with the end clipped at n_k"
+OFFSET = ("under the causal mask, key j of a block starting at `start` is at position start + j of the sequence: "
+          "compare that with the query's position, not the index inside the block")
+OVERFLOW = ("scores near 1e4 overflow np.exp unless each query's running maximum is subtracted first; a finite "
+            "starting maximum (0, -5e4) makes every exp of a row whose scores all lie far below it underflow to 0")
+
+# Sizes that all differ: batch, heads, positions, d_k, d_v.
+B, H, N, DK, DV = 2, 3, 10, 4, 5
+
+
+def _qkv(seed: int, batch: tuple[int, ...] = (B, H), n_q: int = N, n_k: int = N, scale: float = 1.0,
+         dtype=np.float64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.normal(size=batch + shape) for shape in ((n_q, DK), (n_k, DK), (n_k, DV)))
+    return (scale * q).astype(dtype), k.astype(dtype), v.astype(dtype)
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
+    """Full attention written out with einsum, stable, in float64 (the expected values)."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    scores = np.einsum("...id,...jd->...ij", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        scores = np.where(np.tril(np.ones(scores.shape[-2:], dtype=bool)), scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def _blockwise_mistake(observed: np.ndarray, q, k, v, block_size: int, causal: bool) -> str | None:
+    """Name the blockwise mistake that reproduces ``observed``, by simulating it."""
+    n_k = k.shape[-2]
+    candidates = {
+        "the last, shorter block was dropped": ("drop_last", None),
+        "the causal mask of each block compared the query with the key's index inside the block, not with "
+        "start + j": ("local_offset", None),
+        "the running sum l was not rescaled by exp(m_old - m_new) when the maximum changed": ("no_rescale_sum", None),
+        "the running weighted sum of values was not rescaled by exp(m_old - m_new) when the maximum changed":
+            ("no_rescale_acc", None),
+        "the full (n_q, n_k) score matrix was used in place of each block (every block saw every key)":
+            ("whole", None),
+    }
+    for mistake, (kind, _) in candidates.items():
+        if kind == "drop_last" and n_k % block_size == 0:
+            continue
+        simulated = _simulate(q, k, v, block_size, causal, kind)
+        if simulated is not None and np.shape(observed) == simulated.shape and np.allclose(
+                observed, simulated, equal_nan=True) and not np.allclose(observed, _attention(q, k, v, causal)):
+            return mistake
+    return None
+
+
+def _simulate(q, k, v, block_size: int, causal: bool, kind: str) -> np.ndarray | None:
+    """Blockwise attention with one known mistake (float64, warnings silenced)."""
+    with np.errstate(all="ignore"):
+        n_k, n_q = k.shape[-2], q.shape[-2]
+        m = np.full(q.shape[:-1] + (1,), -np.inf)
+        total, acc = np.zeros(q.shape[:-1] + (1,)), np.zeros(q.shape[:-1] + (v.shape[-1],))
+        stop_at = n_k - n_k % block_size if kind == "drop_last" else n_k
+        for start in range(0, stop_at, block_size):
+            stop = min(n_k, start + block_size)
+            scores = np.einsum("...id,...jd->...ij", q, k[..., start:stop, :]) / np.sqrt(q.shape[-1])
+            if causal:
+                keys = np.arange(stop - start) if kind == "local_offset" else np.arange(start, stop)
+                scores = np.where(keys[None, :] <= np.arange(n_q)[:, None], scores, -np.inf)
+            new = np.maximum(m, scores.max(axis=-1, keepdims=True))
+            shift = np.where(np.isfinite(new), new, 0.0)
+            e = np.exp(scores - shift)
+            rescale = np.exp(m - shift)
+            total = (total if kind == "no_rescale_sum" else total * rescale) + e.sum(axis=-1, keepdims=True)
+            acc = (acc if kind == "no_rescale_acc" else acc * rescale) + e @ v[..., start:stop, :]
+            m = new
+        if kind == "whole":
+            return None
+        return np.divide(acc, total, out=np.zeros_like(acc), where=total > 0)
+
+
+def _idea(mistake: str | None, idea: str) -> str:
+    return f"{mistake}; {idea}" if mistake else idea
+
+
+# ----------------------------------------------------------------------------- the cache
+
+
+def test_cache_starts_with_one_position(impl):
+    _, k, v = _qkv(200)
+    k_t, v_t = k[..., :1, :], v[..., :1, :]
+    what = f"kv_cache_append(None, k_t, v_t) with k_t {k_t.shape} and v_t {v_t.shape}"
+    cache = call_or_explain(impl.kv_cache_append, None, k_t, v_t, what=what, idea=CACHE)
+    if not expect(isinstance(cache, dict) and {"k", "v"} <= set(cache), what=what, idea=CACHE,
+                  expected="a dict with keys 'k' and 'v'", observed=repr(cache)[:200]):
+        return
+    expect_close(cache["k"], k_t, what=f"cache['k'] of {what}", idea=CACHE)
+    expect_close(cache["v"], v_t, what=f"cache['v'] of {what}", idea=CACHE)
+
+
+def test_cache_grows_along_the_position_axis(impl):
+    _, k, v = _qkv(201)
+    cache = {"k": k[..., :4, :], "v": v[..., :4, :]}
+    what = f"kv_cache_append(cache, k_t, v_t) with cache['k'] {cache['k'].shape} and k_t {k[..., 4:5, :].shape}"
+    new = call_or_explain(impl.kv_cache_append, cache, k[..., 4:5, :], v[..., 4:5, :], what=what, idea=CACHE)
+    if not expect(isinstance(new, dict) and {"k", "v"} <= set(new), what=what, idea=CACHE,
+                  expected="a dict with keys 'k' and 'v'", observed=repr(new)[:200]):
+        return
+    for name, full in (("k", k), ("v", v)):
+        if expect_shape(new[name], (B, H, 5, full.shape[-1]), what=f"new cache['{name}'] after 4 + 1 positions",
+                        idea=CACHE):
+            expect_close(new[name], full[..., :5, :], what=f"new cache['{name}']: the 4 cached positions, then "
+                         "the new one", idea=CACHE)
+
+
+def test_cache_with_one_sequence_of_one_position(impl):
+    # (2, 1, d) + (2, 1, d): concatenating along axis 0 runs here and stacks two batches instead.
+    _, k, v = _qkv(202, batch=(B,))
+    new = impl.kv_cache_append({"k": k[:, :1], "v": v[:, :1]}, k[:, 1:2], v[:, 1:2])
+    idea = _idea("the positions were appended along axis 0 (the batch axis)" if np.shape(new.get("k")) == (
+        2 * B, 1, DK) else None, CACHE)
+    expect_shape(new.get("k"), (B, 2, DK), what=f"cache['k'] after appending to a ({B}, 1, {DK}) cache", idea=idea)
+
+
+def test_cache_is_never_changed(impl):
+    _, k, v = _qkv(203)
+    cache = {"k": k[..., :3, :].copy(), "v": v[..., :3, :].copy()}
+    new = impl.kv_cache_append(cache, k[..., 3:4, :], v[..., 3:4, :])
+    expect(new is not cache, what="kv_cache_append returns a new dict", idea=NEW_CACHE,
+           expected="a new dict", observed="the cache that was passed in, changed")
+    expect_equal(np.shape(cache["k"]), (B, H, 3, DK), what="the old cache['k'] after kv_cache_append", idea=NEW_CACHE)
+
+
+# ----------------------------------------------------------------------------- one step
+
+
+def test_attend_step_is_one_row_of_attention(impl):
+    q, k, v = _qkv(210, n_k=6)
+    cache = {"k": k, "v": v}
+    q_t = q[..., 2:3, :]
+    what = f"attend_step(q_t, cache) with q_t {q_t.shape} and cache['k'] {k.shape}"
+    result = call_or_explain(impl.attend_step, q_t, cache, what=what, idea=STEP)
+    if not expect(isinstance(result, tuple) and len(result) == 2, what=what, idea=STEP,
+                  expected="a tuple (context_t, weights_t)", observed=type(result).__name__):
+        return
+    context, weights = result
+    scores = np.einsum("...id,...jd->...ij", q_t, k)
+    expected_weights = np.exp(scores / 2.0) / np.exp(scores / 2.0).sum(axis=-1, keepdims=True)
+    unscaled = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+    mistake = "the scores were not divided by sqrt(d_k)" if np.allclose(weights, unscaled) else None
+    if expect_shape(weights, (B, H, 1, 6), what=f"weights_t of {what}", idea=STEP):
+        expect_close(weights, expected_weights, what=f"weights_t of {what}", idea=_idea(mistake, STEP))
+    if expect_shape(context, (B, H, 1, DV), what=f"context_t of {what}", idea=STEP):
+        expect_close(context, expected_weights @ v, what=f"context_t of {what}", idea=_idea(mistake, STEP))
+
+
+# ----------------------------------------------------------------------------- causal decoding
+
+
+def test_causal_decode_equals_causal_attention(impl):
+    q, k, v = _qkv(220)
+    what = f"causal_decode(q, k, v) with q, k {q.shape} and v {v.shape}"
+    out = call_or_explain(impl.causal_decode, q, k, v, what=what, idea=DECODE)
+    if expect_shape(out, (B, H, N, DV), what=f"the shape of {what}", idea=DECODE):
+        expect_close(out[..., 0, :], v[..., 0, :], what="the first position of causal_decode sees only itself: v[0]",
+                     idea=DECODE)
+        expect_close(out, _attention(q, k, v, causal=True), idea=DECODE,
+                     what=f"{what} against full attention with the causal mask")
+
+
+def test_causal_decode_of_one_sequence_in_float32(impl):
+    q, k, v = _qkv(221, batch=(), n_q=7, n_k=7, dtype=np.float32)
+    out = impl.causal_decode(q, k, v)
+    if expect_dtype(out, np.float32, what="causal_decode of float32 q, k, v", idea="dtype in = dtype out"):
+        expect_close(out, _attention(q, k, v, causal=True), rtol=1e-5, atol=1e-6, idea=DECODE,
+                     what="causal_decode of one float32 sequence of 7 positions (no batch axes)")
+
+
+# ----------------------------------------------------------------------------- blockwise attention
+
+
+def test_blockwise_the_readings_worked_case(impl):
+    # One query, d_k = 1: the scores are the keys, [1, 3 | 2, 5] in two blocks; values [10, 20 | 30, 40].
+    q, k, v = np.array([[1.0]]), np.array([[1.0], [3.0], [2.0], [5.0]]), np.array([[10.0], [20.0], [30.0], [40.0]])
+    what = f"blockwise_attention of the reading's worked case ({READING}), block_size=2"
+    out = call_or_explain(impl.blockwise_attention, q, k, v, 2, what=what, idea=ONLINE)
+    e = np.exp(k[:, 0] - 5.0)
+    expect_close(out, [[float(e @ v[:, 0] / e.sum())]], what=what + ": 36.88 as with a full softmax",
+                 idea=_idea(_blockwise_mistake(out, q, k, v, 2, False), ONLINE))
+
+
+def test_blockwise_equals_attention_for_every_block_size(impl):
+    q, k, v = _qkv(230, n_q=6, n_k=11)
+    for block_size in (4, 1, 3, 11, 16):  # 11 keys: 3 and 4 leave a shorter last block
+        what = f"blockwise_attention(q, k, v, block_size={block_size}) with q {q.shape}, k {k.shape}"
+        out = call_or_explain(impl.blockwise_attention, q, k, v, block_size, what=what, idea=ONLINE)
+        if expect_shape(out, (B, H, 6, DV), what=f"the shape of {what}", idea=ONLINE):
+            idea = PARTIAL if 11 % block_size else ONLINE
+            expect_close(out, _attention(q, k, v), what=what,
+                         idea=_idea(_blockwise_mistake(out, q, k, v, block_size, False), idea))
+
+
+def test_blockwise_causal_equals_causal_attention(impl):
+    q, k, v = _qkv(231)
+    for block_size in (3, 5, 1, 10):
+        out = impl.blockwise_attention(q, k, v, block_size, causal=True)
+        expect_close(out, _attention(q, k, v, causal=True), idea=_idea(
+            _blockwise_mistake(out, q, k, v, block_size, True), OFFSET),
+            what=f"blockwise_attention(q, k, v, block_size={block_size}, causal=True), n = {N}")
+
+
+def test_blockwise_keeps_float32(impl):
+    q, k, v = _qkv(232, dtype=np.float32)
+    out = impl.blockwise_attention(q, k, v, 4, causal=True)
+    if expect_dtype(out, np.float32, what="blockwise_attention of float32 q, k, v", idea="dtype in = dtype out"):
+        expect_close(out, _attention(q, k, v, causal=True), rtol=1e-4, atol=1e-5, idea=ONLINE,
+                     what="blockwise_attention of float32 inputs, causal, block_size=4")
+
+
+def test_blockwise_with_huge_scores(impl):
+    # Scores of about 1e4: np.exp overflows without the running maximum.
+    q, k, v = _qkv(233, n_q=7, n_k=13, scale=5e3)
+    for causal in (False,):
+        out = call_expecting_no_warning(impl.blockwise_attention, q, k, v, 5, causal=causal, idea=OVERFLOW,
+                                        what="blockwise_attention with scores near 1e4 raises no RuntimeWarning")
+        if expect_no_nan(out, what="blockwise_attention with scores near 1e4", idea=OVERFLOW):
+            expect_close(out, _attention(q, k, v), what="blockwise_attention, block_size=5, scores near 1e4",
+                         idea=_idea(_blockwise_mistake(out, q, k, v, 5, False), OVERFLOW))
+    q, k, v = _qkv(234, n_q=9, n_k=9, scale=5e3)
+    out = impl.blockwise_attention(q, k, v, 4, causal=True)
+    expect_close(out, _attention(q, k, v, causal=True), idea=_idea(_blockwise_mistake(out, q, k, v, 4, True), OVERFLOW),
+                 what="blockwise_attention, causal, block_size=4, scores near 1e4")
+
+
+def test_blockwise_with_scores_far_below_zero(impl):
+    # Every score of a row near -1e5, with differences of order 1: the softmax is still well defined.
+    rng = np.random.default_rng(235)
+    k = np.concatenate([np.ones((B, 8, 1)), rng.normal(size=(B, 8, DK - 1))], axis=-1)
+    q = np.concatenate([np.full((B, 6, 1), -2e5), rng.normal(size=(B, 6, DK - 1))], axis=-1)
+    v = rng.normal(size=(B, 8, DV))
+    out = call_expecting_no_warning(impl.blockwise_attention, q, k, v, 3, idea=OVERFLOW,
+                                    what="blockwise_attention with every score near -1e5 raises no RuntimeWarning")
+    zeros = np.allclose(out, 0.0)
+    expect_close(out, _attention(q, k, v), idea=_idea(
+        "the output is all zeros: the running maximum started at a finite value above every score, not -inf"
+        if zeros else None, OVERFLOW), what="blockwise_attention, block_size=3, every score near -1e5")
+
+
+def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
+    n_q, n_k, block_size, d = 128, 4096, 32, 2
+    rng = np.random.default_rng(236)
+    q, k, v = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d)), rng.normal(size=(n_k, d))
+    out, peak = impl.measure("blockwise_attention", q, k, v, block_size)
+    # Room for 8 arrays of (n_q, block_size) at once and a copy of the inputs; full attention's
+    # (n_q, n_k) scores alone are 10x the whole allowance.
+    allowed = 8 * n_q * block_size * 8 + (n_q + 2 * n_k) * d * 8
+    full = n_q * n_k * 8
+    what = (f"peak memory allocated during blockwise_attention(q ({n_q}, {d}), k and v ({n_k}, {d}), "
+            f"block_size={block_size}), measured with tracemalloc")
+    if not expect(peak is not None, what=what, expected="a measurement", idea=ONLINE,
+                  observed="none: the tracing was stopped during the call"):
+        return
+    expect(peak <= allowed, what=what, idea=ONLINE + "; never build the (n_q, n_k) scores, not even one row per "
+           "query at a time for all keys: only (n_q, block_size) per block",
+           expected=f"at most {allowed / 1e6:.2f} MB (8 arrays of n_q x block_size float64 plus a copy of the "
+                    f"inputs); the (n_q, n_k) scores of full attention alone take {full / 1e6:.1f} MB",
+           observed=f"{peak / 1e6:.2f} MB")
+    expect_close(out, _attention(q, k, v), what="the context of that call", idea=ONLINE)
+
+
+# ----------------------------------------------------------------------------- reference values
+
+
+@probe("kv_cache_append")
+def second_position_with_a_batch_axis():
+    _, k, v = _qkv(240, batch=(B,))
+    return ({"k": k[:, :1], "v": v[:, :1]}, k[:, 1:2], v[:, 1:2]), {}
+
+
+@probe("attend_step")
+def query_over_seven_cached():
+    q, k, v = _qkv(241, n_k=7)
+    return (q[..., :1, :], {"k": k, "v": v}), {}
+
+
+@probe("causal_decode")
+def batch_and_heads():
+    return _qkv(242, n_q=6, n_k=6), {}
+
+
+@probe("blockwise_attention")
+def causal_partial_last_block():
+    return _qkv(243), {"block_size": 4, "causal": True}
+
+
+@probe("blockwise_attention")
+def huge_scores():
+    return _qkv(244, n_q=5, n_k=9, scale=5e3), {"block_size": 2}
+
+
+@probe("blockwise_attention")
+def scores_far_below_zero():
+    rng = np.random.default_rng(245)
+    k = np.concatenate([np.ones((7, 1)), rng.normal(size=(7, DK - 1))], axis=-1)
+    q = np.concatenate([np.full((3, 1), -2e5), rng.normal(size=(3, DK - 1))], axis=-1)
+    return (q, k, rng.normal(size=(7, DV))), {"block_size": 3}
+
+
+@probe("blockwise_attention")
+def rows_near_minus_1e3_and_minus_1e5():
+    # Query 0's scores lie near -1e3, query 1's near -1e5: a start at 0 loses both, a start at -5e4 only query 1.
+    rng = np.random.default_rng(247)
+    k = np.concatenate([np.ones((9, 1)), rng.normal(size=(9, DK - 1))], axis=-1)
+    q = np.concatenate([np.array([[-2e3], [-2e5]]), rng.normal(size=(2, DK - 1))], axis=-1)
+    return (q, k, rng.normal(size=(9, DV))), {"block_size": 4}
+
+
+def test_reference_values(impl):
+    expect_probe(impl, "kv_cache_append/second_position_with_a_batch_axis", idea=CACHE,
+                 what=f"kv_cache_append to a ({B}, 1, {DK}) cache")
+    expect_probe(impl, "attend_step/query_over_seven_cached", idea=STEP, what="attend_step over 7 cached positions")
+    expect_probe(impl, "causal_decode/batch_and_heads", idea=DECODE, what=f"causal_decode of ({B}, {H}, 6, {DK})")
+    expect_probe(impl, "blockwise_attention/causal_partial_last_block", idea=f"{ONLINE}; {OFFSET}; {PARTIAL}",
+                 what=f"blockwise_attention, causal, n = {N}, block_size=4")
+    expect_probe(impl, "blockwise_attention/huge_scores", idea=OVERFLOW, what="blockwise_attention, scores near 1e4")
+    expect_probe(impl, "blockwise_attention/scores_far_below_zero", idea=OVERFLOW,
+                 what="blockwise_attention, scores near -1e5")
+    expect_probe(impl, "blockwise_attention/rows_near_minus_1e3_and_minus_1e5", idea=OVERFLOW,
+                 what="blockwise_attention, one query's scores near -1e3, another's near -1e5")
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_rejects_bad_input(impl):
+    q, k, v = _qkv(250, batch=())
+    idea = "bad input raises ValueError naming the argument"
+    expect_raises_value_error(lambda: impl.kv_cache_append(None, k[:2], v[:2]), argument="k_t",
+                              what="kv_cache_append with k_t of two positions", idea=idea + ": k_t is (..., 1, d_k)")
+    expect_raises_value_error(lambda: impl.kv_cache_append({"k": k[:3]}, k[3:4], v[3:4]), argument="cache",
+                              what="kv_cache_append with a cache without 'v'", idea=idea)
+    expect_raises_value_error(lambda: impl.blockwise_attention(q, k, v, 0), argument="block_size",
+                              what="blockwise_attention with block_size=0", idea=idea + ": a positive block size")
+    expect_raises_value_error(lambda: impl.blockwise_attention(q[:4], k, v, 3, causal=True), argument="causal",
+                              what=f"blockwise_attention(causal=True) with {4} queries and {N} keys",
+                              idea=idea + ": causal_mask(n) needs as many queries as keys")
