@@ -63,8 +63,9 @@ class Roster:
 
 def _cell(value: Any) -> str:
     """A CSV cell a spreadsheet will not run as a formula (roster names and emails are untrusted text)."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    from grader.grading.report import csv_cell  # escapes control, bidi and undecodable characters too
+
+    return csv_cell("" if value is None else value)
 
 
 def _number(value: float | None) -> str:

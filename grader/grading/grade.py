@@ -887,6 +887,7 @@ def grade_batch(
     graded = reused = 0
     students: list[str] = []
     rows_by_student: dict[str, dict] = {}
+    export_failed = False
     try:
         todo: list[dict[str, Any]] = []
         prepared = {}
@@ -946,13 +947,16 @@ def grade_batch(
         except ExportError as error:
             echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
             return 2
+        except Exception as error:  # noqa: BLE001 - the gradebook is written; an export must not hide the summary
+            echo(f"error: the exports failed ({type(error).__name__}: {error}); grades.csv was written")
+            export_failed = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
     echo("")
     echo(summary(rows, graded=graded, reused=reused, seconds=time.monotonic() - start))
     echo(f"Limits: {limits.describe()}")
     echo(f"\nGradebook: {out / 'grades.csv'}; per student: {out}/<student>/results.json, feedback.md")
-    return 0 if all(is_graded(row) for row in rows) else 1
+    return 0 if all(is_graded(row) for row in rows) and not export_failed else 1
 
 
 def run(args: argparse.Namespace) -> int:

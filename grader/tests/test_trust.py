@@ -91,6 +91,7 @@ def hostile(tmp_path_factory):
     copy_reference(folder / "=HYPERLINK(1)")
     copy_reference(folder / "-2+3")
     copy_reference(folder / "bidi\u202egnp.exe")
+    copy_reference(folder / os.fsdecode(b"undecodable\xff"))  # a name that is not UTF-8 (a lone surrogate)
     os.mkfifo(folder / "pipe")
     os.mkfifo(folder / "pipe.zip")
     os.mkfifo(folder / "pipe.ipynb")
@@ -185,6 +186,8 @@ def test_gradebook_cells_are_not_formulas_and_ids_are_escaped(hostile):
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
     assert "'=HYPERLINK(1)" in hostile["grades"] and "'-2+3" in hostile["grades"]
     assert "\u202e" not in text and "bidi\\u202egnp.exe" in hostile["grades"]
+    assert "undecodable\\xff" in hostile["grades"]
+    assert "\udcff" not in (hostile["out"] / "grades-long.csv").read_text(encoding="utf-8", errors="surrogateescape")
     assert not any("\u202e" in line for line in hostile["printed"])
 
 
