@@ -1,18 +1,22 @@
 """How fast does ``attention-kit grade`` go? Submissions per second and CPU cost per submission.
 
-    python benchmarks/grade_throughput.py [--n 100] [--jobs CORES] [--keep DIR] [--record]
+    python benchmarks/grade_throughput.py [--n 100] [--slow 5] [--jobs CORES] [--keep DIR] [--record]
 
 Generates N submissions (a third correct, the rest spread over the mutant
 catalogue), grades them in a fresh ``python -m grader grade --force`` with
 ``--jobs`` = the number of cores, and prints wall time, submissions per
 second and core-seconds per submission (user + system CPU of this process
 and of every process it waited for: the grader, its grading processes and
-the isolated student processes).
+the isolated student processes), then where a student's grading time goes:
+worker start-up (overlapping collection), pytest configuration and
+collection, calls to the worker, the tests' own checks, and reports (from the
+``timing`` that each results.json records).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -40,6 +44,25 @@ def make_class(folder: Path, n: int) -> None:
         else:
             shutil.copytree(mutants[index % len(mutants)], target)
     shutil.rmtree(folder / "_pool")
+
+
+SLOW = {
+    "sleeps": "\n\ndef {name}(*args, **kwargs):\n    import time\n    time.sleep(4.8)\n",
+    "loops": "\n\ndef {name}(*args, **kwargs):\n    while True:\n        pass\n",
+}
+
+
+def add_slow(folder: Path, count: int) -> None:
+    """``count`` submissions whose every function sleeps just under the per-call limit, or loops."""
+    from grader.curriculum import load
+
+    for index in range(count):
+        kind = list(SLOW)[index % len(SLOW)]
+        target = folder / f"slow{index:02d}_{kind}"
+        _copy_reference(target)
+        for exercise in load().exercises:
+            with open(target / exercise.module_file, "a", encoding="utf-8") as module:
+                module.write("".join(SLOW[kind].format(name=name) for name in exercise.functions))
 
 
 def cpu_seconds() -> float:
@@ -95,12 +118,15 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=100, help="number of submissions (default 100)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: cores)")
     parser.add_argument("--keep", type=Path, default=None, help="grade into this folder and keep it")
+    parser.add_argument("--slow", type=int, default=0,
+                        help="add this many slow submissions (sleeping or looping in every call)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grade-throughput-") as scratch:
         submissions = Path(scratch) / "submissions"
         out = args.keep or Path(scratch) / "out"
         make_class(submissions, args.n)
+        add_slow(submissions, args.slow)
         command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
                    "--jobs", str(args.jobs), "--force"]
         sampler = DescendantSampler()
@@ -116,13 +142,16 @@ def main() -> int:
             print(f"grading failed with exit status {completed.returncode}")
             return 1
         isolation = [line for line in completed.stdout.splitlines() if line.startswith("Isolation:")]
-        print(f"{args.n} submissions, --jobs {args.jobs} on {os.cpu_count()} cores")
+        slow = f" + {args.slow} slow ones" if args.slow else ""
+        print(f"{args.n} submissions{slow}, --jobs {args.jobs} on {os.cpu_count()} cores")
         print(f"wall time:              {wall:.1f} s")
-        print(f"submissions per second: {args.n / wall:.2f}")
-        print(f"core-seconds per submission: {cpu / args.n:.3f} (getrusage: self + waited children)")
-        print(f"core-seconds per submission: {sampled / args.n:.3f} (all descendants, sampled from /proc)")
+        total = args.n + args.slow
+        print(f"submissions per second: {total / wall:.2f}")
+        print(f"core-seconds per submission: {cpu / total:.3f} (getrusage: self + waited children)")
+        print(f"core-seconds per submission: {sampled / total:.3f} (all descendants, sampled from /proc)")
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows the wall time)")
         print(isolation[0] if isolation else "Isolation: ?")
+        print_split(out, total)
         if args.record:
             from _record import record
 
@@ -132,6 +161,21 @@ def main() -> int:
                     "core_s_each_sampled": round(sampled / args.n, 3),
                     "isolation": isolation[0] if isolation else "?"})
     return 0
+
+
+def print_split(out: Path, n: int) -> None:
+    """Mean seconds per submission of each part of grading, from the results' ``timing``."""
+    totals: dict[str, float] = {}
+    for path in out.glob("*/results.json"):
+        timing = json.loads(path.read_text(encoding="utf-8")).get("extra_data", {}).get("timing", {})
+        for part, seconds in timing.items():
+            totals[part] = totals.get(part, 0.0) + float(seconds)
+    if not totals:
+        print("split: no timing recorded")
+        return
+    parts = ", ".join(f"{part} {seconds / n:.3f}" for part, seconds in totals.items())
+    print(f"split, wall seconds per submission in its grading process: {parts} "
+          "(start-up overlaps collection)")
 
 
 if __name__ == "__main__":

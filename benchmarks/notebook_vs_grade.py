@@ -37,7 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grader.authoring.notebooks import SINGLE_ASSIGNMENT, build_course  # noqa: E402
 from grader.mutants import Mutant, load_catalogue  # noqa: E402
 
-ENV = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+# The interpreter's own bin folder first: nbgrader runs helper programs (alembic) by name, which an
+# environment that was not activated would not find on PATH.
+ENV = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                    "PATH": os.pathsep.join(filter(None, [str(Path(sys.executable).parent), os.environ.get("PATH")]))}
 
 
 def run(command: list[str], cwd: Path) -> float:
@@ -136,6 +139,10 @@ def main() -> int:
         print(f"nbgrader autograde, one student at a time:   {sum(times['nbgrader']) / args.n:6.1f} s per submission")
         print(f"attention-kit grade, one student at a time:  {sum(times['grade']) / args.n:6.1f} s per submission")
         print(f"attention-kit grade, all {args.n} at once:          {batch / args.n:6.1f} s per submission")
+        nbgrader_each = sum(times["nbgrader"]) / args.n
+        print(f"ratio, nbgrader autograde / attention-kit grade (same notebooks, this run): "
+              f"{nbgrader_each / (sum(times['grade']) / args.n):.1f}x one at a time, "
+              f"{nbgrader_each / (batch / args.n):.1f}x as a batch")
         if args.record:
             from _record import record
 

@@ -63,12 +63,14 @@ class Roster:
 
 def _cell(value: Any) -> str:
     """A CSV cell a spreadsheet will not run as a formula (roster names and emails are untrusted text)."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    from grader.grading.report import csv_cell  # escapes control, bidi and undecodable characters too
+
+    return csv_cell("" if value is None else value)
 
 
-def _number(value: float) -> str:
-    return format(round(value, 2), "g")
+def _number(value: float | None) -> str:
+    """A score cell; empty when there is no score (a test the grader could not run: never a 0)."""
+    return "" if value is None else format(round(value, 2), "g")
 
 
 def read_roster(path: Path) -> dict[str, dict[str, str]]:
@@ -176,7 +178,8 @@ def canvas_csv(rows: list[dict[str, Any]], roster: Roster, roster_rows: dict[str
         elif per_exercise:
             scores = [_number(results["extra_data"]["exercises"].get(n, 0.0)) for n in names]
         else:
-            scores = [_number(results["score"])]
+            graded = not str(results["extra_data"].get("status", "")).startswith("not graded")
+            scores = [_number(results["score"]) if graded else ""]
         writer.writerow([_cell(person.get("name", "")), _cell(person.get("lms_id", "")),
                          _cell(person.get("sis_id", "")), _cell(person.get("login_id", person.get("email", ""))),
                          _cell(person.get("section", "")), *scores])

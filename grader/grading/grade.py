@@ -7,7 +7,8 @@
 
 The parts: ``grader.grading.submissions`` finds and statically checks each
 submission; long-lived grading processes run the graded pytest suite against
-it, in process, once per student (``pytest.main`` with a recording plugin);
+it, in process, with a recording plugin (a pytest session configured and
+collected once per process and rerun for each student, see ``_Session``);
 the student's code itself runs behind ``grader.sandbox.proxy.IsolatedImplementation``
 (see ``make_implementation``), never in the process that checks the results; ``grader.grading.report`` scores the
 outcomes and writes ``OUT/<student>/results.json`` (Gradescope format),
@@ -29,6 +30,17 @@ from the manifest, on top of the exercise's points; a file may set its own
 with ``POINTS = 5``. With neither, they share the exercise's manifest points
 with its visible tests.
 
+Trust: every entry of SUBMISSIONS is one row, whatever it is, and the
+gradebook is always written. Student code runs only where it can be isolated
+(``grader.sandbox.limits.choose``): without namespaces the grader refuses,
+unless ``--accept-no-isolation`` (then every output says so) or
+``--container`` (the Gradescope runner). When the grader itself fails (the
+worker does not start, pytest stops, ...), the affected tests get no score,
+the row says ``not graded: <reason>``, the command exits 1 and a rerun grades
+those students again. Failures of hidden tests reach students as their name
+and message only; no source line of the hidden tests or of ``solutions/``
+appears in anything a student receives (:func:`_Secrets`).
+
 This module imports only the standard library at the top (``cli.py``
 imports it to build ``--help``).
 """
@@ -39,6 +51,7 @@ import argparse
 import atexit
 import contextlib
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -56,7 +69,10 @@ from grader.curriculum import PACKAGE, ROOT, make_importable
 from grader.suite import HIDDEN_DIR, graded_suite
 
 DEFAULT_OUT = "attention-kit-grades"
-# Wall-clock budget for one student's whole run, on top of the proxy's per-call limits.
+# Seconds of student code for one submission's whole run (the proxy's per-submission budget).
+STUDENT_BUDGET = 60.0
+# Wall-clock backstop for one student's grading process, far above the budget: reaching it is the grader's
+# failure (not graded), never the student's zero.
 STUDENT_TIMEOUT = 300.0
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "logging", "faulthandler",
                   "pastebin", "junitxml", "doctest", "nose", "stepwise", "legacypath",
@@ -84,16 +100,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of hidden (instructor-only) test files (default: grader/hidden_tests if present)")
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
+    parser.add_argument("--budget", type=float, default=STUDENT_BUDGET, metavar="SECONDS",
+                        help="seconds of student code per submission; past it the remaining tests fail "
+                             f"(default: {STUDENT_BUDGET:g})")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
-                        help=f"wall-clock limit for one student's whole run (default: {STUDENT_TIMEOUT:g})")
+                        help="wall-clock backstop for one student's grading process; reaching it leaves the "
+                             f"student not graded (default: {STUDENT_TIMEOUT:g})")
+    parser.add_argument("--accept-no-isolation", dest="isolation", action="store_const", const="none",
+                        default="require",
+                        help="grade even where student code cannot be isolated (no bubblewrap, no user namespaces): "
+                             "student code can then read and write what you can; every output says so")
+    parser.add_argument("--container", dest="isolation", action="store_const", const="container",
+                        help="this machine is a throw-away container holding one submission (the Gradescope runner): "
+                             "without namespaces, the container is the isolation")
 
 
 # ---------------------------------------------------------------- implementation seam
 
 
-def make_implementation(path: Path, fair: bool) -> Any:
+def make_implementation(path: Path, fair: bool, policy: str = "require", budget: float = STUDENT_BUDGET) -> Any:
     """The implementation that runs a student's code: an isolated worker process (``grader.sandbox.proxy``).
 
     The one seam between grading and running student code. The grading
@@ -101,7 +128,24 @@ def make_implementation(path: Path, fair: bool) -> Any:
     """
     from grader.sandbox.proxy import IsolatedImplementation
 
-    return IsolatedImplementation(path, fair=fair, reference=ROOT / "solutions")
+    return IsolatedImplementation.warm(path, **_implementation_options(fair, policy, budget))
+
+
+def _implementation_options(fair: bool, policy: str, budget: float) -> dict[str, Any]:
+    from grader.sandbox.proxy import Limits
+
+    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy, "limits": Limits(student_seconds=budget)}
+
+
+def _keep_spare(job: dict[str, Any]) -> None:
+    """Start the next student's worker now (a grading process mostly grades students with the same options)."""
+    if os.environ.get("ATTENTION_KIT_NO_SPARE"):
+        return
+    from grader.sandbox.proxy import IsolatedImplementation
+
+    with contextlib.suppress(Exception):  # without a spare the next student's worker starts as usual
+        IsolatedImplementation.keep_spare(**_implementation_options(
+            job["fair"], job.get("policy", "require"), job.get("budget", STUDENT_BUDGET)))
 
 
 def kit_version() -> str:
@@ -150,14 +194,20 @@ def _recorder(job: dict[str, Any]) -> Any:
     from tests.plugin import EXERCISE
 
     hidden = {f["path"]: f["exercise"] for f in job["suite"] if f["hidden"]}
+    secrets = _Secrets.of(tuple(sorted(hidden)))
 
     class Recorder:
         def __init__(self) -> None:
+            self.job = job
             self.implementation: Any = None
             self.started: Any = None
             self.order: list[tuple[str, str, str]] = []
             self.records: dict[str, dict[str, Any]] = {}
             self.errors: list[str] = []
+            self.internal_before: dict[str, int] = {}
+            self.hidden_nodes: set[str] = set()
+            self.environment: dict[str, str] = {}
+            self.collected_at = self.finished_at = 0.0
 
         def factory(self, path: Path) -> Any:
             started, self.started = self.started, None
@@ -166,13 +216,45 @@ def _recorder(job: dict[str, Any]) -> Any:
             if started is not None:
                 with contextlib.suppress(Exception):
                     started.close()
-            self.implementation = make_implementation(path, job["fair"])
+            self.implementation = self.implementation_of(path)
             return self.implementation
+
+        def implementation_of(self, path: Path) -> Any:
+            return make_implementation(path, self.job["fair"], self.job.get("policy", "require"),
+                                       self.job.get("budget", STUDENT_BUDGET))
+
+        def reset(self, next_job: dict[str, Any], items: list[Any]) -> None:
+            """Record the next student (a session that is reused): fresh state, the tests of ``items`` only."""
+            self.job = next_job
+            self.implementation = self.started = None
+            self.records, self.internal_before, self.environment = {}, {}, {}
+            self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
+            self.collected_at = time.monotonic()
+            self.finished_at = 0.0
 
         def start(self) -> None:
             """Start the student's worker now, so that its start-up overlaps pytest's own."""
             with contextlib.suppress(Exception):  # if it cannot start, the fixture reports why, as without this
-                self.implementation = self.started = make_implementation(Path(job["folder"]), job["fair"])
+                self.implementation = self.started = self.implementation_of(Path(self.job["folder"]))
+            _keep_spare(self.job)  # the next student's worker starts up while this one is graded
+
+        def internal_count(self) -> int:
+            return len(getattr(self.implementation, "internal", None) or [])
+
+        def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+            self.internal_before[nodeid] = self.internal_count()
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
+            yield
+            value = call.excinfo.value if call.excinfo is not None else None
+            # An import or file error raised by the test itself (a missing data file, a broken install), never by
+            # the student's code (their exceptions are rebuilt and marked): the grader's failure, not a zero.
+            if (call.when == "call" and isinstance(value, (ImportError, OSError))
+                    and not isinstance(value, TimeoutError)  # the proxy's: a student's call ran out of time
+                    and not getattr(value, "attention_kit_student", False)):
+                self.environment[item.nodeid] = f"the test failed on the grader's side ({type(value).__name__}: " \
+                                                f"{str(value)[:200]})"
 
         def pytest_configure(self, config: pytest.Config) -> None:
             config.attention_kit_implementation = self.factory
@@ -186,8 +268,13 @@ def _recorder(job: dict[str, Any]) -> Any:
                     item.stash[EXERCISE] = exercise
                     item.add_marker(getattr(pytest.mark, exercise))
 
+        def pytest_sessionfinish(self, session: pytest.Session) -> None:
+            self.finished_at = time.monotonic()
+
         def pytest_collection_finish(self, session: pytest.Session) -> None:
+            self.collected_at = time.monotonic()
             self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in session.items]
+            self.hidden_nodes = {item.nodeid for item in session.items if str(item.path) in hidden}
 
         def pytest_collectreport(self, report: pytest.CollectReport) -> None:
             if report.failed:
@@ -197,24 +284,107 @@ def _recorder(job: dict[str, Any]) -> Any:
             record = self.records.setdefault(report.nodeid, {"outcome": "passed", "message": "", "output": "",
                                                              "duration": 0.0})
             record["duration"] += report.duration
+            internal = getattr(self.implementation, "internal", None) or []
+            if len(internal) > self.internal_before.get(report.nodeid, 0) and not record.get("internal"):
+                record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
+            if report.nodeid in self.environment and not record.get("internal"):
+                record["internal"] = self.environment[report.nodeid]
+            if report.failed and report.when == "setup" and not record.get("internal"):
+                # No student code runs while a test is set up: a failure there is the grader's.
+                lines = report.longreprtext.strip().splitlines()
+                record["internal"] = "the test could not be set up: " + (lines[-1] if lines else "no reason")[:300]
             if report.failed or (report.when == "call" and report.skipped):
                 if record["outcome"] == "passed":
                     record["phase"] = report.when
                 record["outcome"] = "failed"
-                text = report.longreprtext if report.failed else f"skipped: {report.longreprtext}"
-                record["message"] = (record["message"] + "\n" + text).strip()
-                record["output"] = (record["output"] + report.capstdout).strip()
+                if report.nodeid in self.hidden_nodes:
+                    text = _hidden_failure(report)  # name and message only: no line of the hidden test
+                else:
+                    text = report.longreprtext if report.failed else f"skipped: {report.longreprtext}"
+                    record["output"] = (record["output"] + report.capstdout).strip()
+                record["message"] = (record["message"] + "\n" + secrets.scrub(text)).strip()
 
         def results(self) -> list[dict[str, Any]]:
             records = []
             for nodeid, path, exercise in self.order:
                 record = self.records.get(nodeid, {"outcome": "failed", "message": "did not run", "output": "",
                                                    "duration": 0.0})
-                record["message"] = _clean_failure(record["message"], job["folder"])
+                record["message"] = _clean_failure(record["message"], self.job["folder"])
                 records.append({"nodeid": nodeid, "file": path, "exercise": exercise, **record})
             return records
 
     return Recorder()
+
+
+def _hidden_failure(report: Any) -> str:
+    """A hidden test's failure as a student may see it: the checks' messages, or the exception's type and message.
+
+    Never a traceback or a source line of the test: pytest's assertion
+    rewriting puts the asserted expression into the message, so an assertion
+    keeps only its own message.
+    """
+    text = report.longreprtext or ""
+    lines = text.splitlines()
+    if any(line.startswith("FAILURE: ") for line in lines):  # pytest-check: messages the test wrote for students
+        start = next(i for i, line in enumerate(lines) if line.startswith("FAILURE: ") or "::" in line)
+        return "\n".join(lines[start:]).strip()
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    message = str(getattr(crash, "message", "") or (lines[-1] if lines else "failed"))
+    kind, _, rest = message.partition(": ")
+    if kind == "AssertionError" or message.startswith(("assert ", "AssertionError")):
+        own = rest.split("\nassert ")[0].strip() if rest and not rest.startswith("assert ") else ""
+        return f"AssertionError: {own}" if own else "AssertionError: a check of this hidden test failed"
+    if kind == "Failed" or message.startswith("Failed:"):
+        return message.replace("Failed: ", "", 1)
+    return message
+
+
+class _Secrets:
+    """The source lines of ``solutions/`` and of the hidden tests, so that none reaches a student.
+
+    ``scrub`` replaces any line of a failure text that shows one of them
+    (a traceback's source line, an assertion's expression). Lines that are
+    also in the public files (the visible tests, the stubs) are no secret.
+    """
+
+    _made: dict[tuple[str, ...], _Secrets] = {}
+
+    def __init__(self, hidden_files: tuple[str, ...]) -> None:
+        def lines(paths: Any) -> set[str]:
+            found: set[str] = set()
+            for path in paths:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    found |= {line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()}
+            return found
+
+        secret = lines([*(ROOT / "solutions").glob("*.py"), *hidden_files])
+        public = lines([*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")])
+        self.lines = {line for line in secret - public if len(line) >= 8}
+
+    @classmethod
+    def of(cls, hidden_files: tuple[str, ...]) -> _Secrets:
+        if hidden_files not in cls._made:
+            cls._made[hidden_files] = cls(hidden_files)
+        return cls._made[hidden_files]
+
+    def scrub(self, text: str) -> str:
+        if not self.lines:
+            return text
+        kept = []
+        for line in text.splitlines():
+            bare = line.strip().removeprefix(">").removeprefix("E").strip()
+            if bare in self.lines or line.strip() in self.lines or any(
+                    secret in line for secret in self.long_lines()):
+                kept.append("    [a line of the grader's hidden code]")
+            else:
+                kept.append(line)
+        return "\n".join(kept)
+
+    def long_lines(self) -> list[str]:
+        """The secret lines long enough to be recognised inside another line (a quoted line, a message)."""
+        if not hasattr(self, "_long"):
+            self._long = [line for line in self.lines if len(line) >= 24 and not line.startswith(("#", '"""'))]
+        return self._long
 
 
 def _clean_failure(text: str, folder: str) -> str:
@@ -256,13 +426,9 @@ def _memoize_statement_ranges() -> None:
     code.getstatementrange_ast = getstatementrange_ast
 
 
-def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
-    """Run the graded suite on one submission in this process; student code runs behind the proxy."""
-    import pytest
-
-    recorder = _recorder(job)
-    args = [
-        *job["files"], f"--impl={job['folder']}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
+def _pytest_arguments(files: list[str], folder: str) -> list[str]:
+    return [
+        *files, f"--impl={folder}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
         "-q", "--tb=short", "--no-header", *(f"-p{name}" for name in SUITE_PLUGINS),
         # The tests print in this process only (student code prints in the worker): sys-level capture is enough,
         # and spares the file-descriptor juggling of the default --capture=fd in every phase of every test.
@@ -271,36 +437,150 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
         # (it calls gc.collect five times at exit), which matters when pytest runs once per student.
         *(f"-pno:{name}" for name in UNUSED_PLUGINS),
     ]
+
+
+class _Session:
+    """One pytest session per grading process and suite, collected once and run again for every student.
+
+    Configuring pytest and collecting the suite cost about a fifth of a
+    student's grading; they depend only on the suite, never on the student.
+    Each student's run goes through the same per-test protocol as
+    ``pytest.main`` (``pytest_runtest_protocol``, fixtures set up and torn
+    down, the session-scoped implementation included), with the recorder,
+    the ``--impl`` folder and the suite plugin's per-run state reset first. Anything
+    unexpected while building it falls back to ``pytest.main`` per student;
+    an error while running drops it (the next student gets a fresh one).
+    Set ``ATTENTION_KIT_FRESH_PYTEST=1`` to always use ``pytest.main``.
+    """
+
+    _made: dict[str, _Session] = {}
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        from _pytest.config import _prepareconfig
+        from _pytest.main import Session
+
+        from grader.quiet import _no_plugin_autoload
+
+        self.recorder = _recorder(job)
+        self.sink = io.StringIO()
+        files = [f["path"] for f in job["suite"]]
+        with _no_plugin_autoload(), contextlib.redirect_stdout(self.sink), contextlib.redirect_stderr(self.sink):
+            config = _prepareconfig(_pytest_arguments(files, job["folder"]), plugins=[self.recorder])
+            config._do_configure()
+            session = Session.from_config(config)
+            session.exitstatus = 0
+            config.hook.pytest_sessionstart(session=session)
+            config.hook.pytest_collection(session=session)
+        self.config, self.session, self.items = config, session, list(session.items)
+
+    @classmethod
+    def of(cls, job: dict[str, Any]) -> _Session | None:
+        if os.environ.get("ATTENTION_KIT_FRESH_PYTEST"):
+            return None
+        key = repr(job["suite"])
+        if key not in cls._made:
+            cls.drop()  # another suite (another batch in this process): one session at a time
+            try:
+                cls._made = {key: cls(job)}
+            except BaseException:  # noqa: BLE001 - pytest.main per student reports whatever this was
+                return None
+        return cls._made[key]
+
+    @classmethod
+    def drop(cls) -> None:
+        """End the session (its plugins unconfigured, its capture stopped) and forget it."""
+        made, cls._made = cls._made, {}
+        for reused in made.values():
+            with contextlib.suppress(BaseException), contextlib.redirect_stdout(reused.sink), \
+                    contextlib.redirect_stderr(reused.sink):
+                reused.config._ensure_unconfigure()
+
+    def run(self, job: dict[str, Any]) -> tuple[Any, int, str]:
+        """Run the tests of ``job["files"]`` for ``job``'s student: (recorder, exit code, what pytest printed)."""
+        import pytest
+
+        import tests.plugin
+
+        files = set(job["files"])
+        items = [item for item in self.items if str(item.path) in files]
+        recorder = self.recorder
+        recorder.reset(job, items)
+        self.config.option.impl = job["folder"]
+        # What the suite's plugin keeps per run (the diagnoses, what it observed of the implementation) belongs to
+        # one student: every config-level state it stashes is emptied, whatever its name.
+        for key in vars(tests.plugin).values():
+            if isinstance(key, pytest.StashKey) and isinstance(self.config.stash.get(key, None), dict):
+                self.config.stash[key] = {}
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.stats.clear()
+        self.sink.seek(0)
+        self.sink.truncate()
+        recorder.start()
+        try:
+            with contextlib.redirect_stdout(self.sink), contextlib.redirect_stderr(self.sink):
+                for index, item in enumerate(items):
+                    following = items[index + 1] if index + 1 < len(items) else None
+                    item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+        except BaseException:
+            _Session.drop()  # its state is unknown now
+            raise
+        recorder.finished_at = time.monotonic()
+        return recorder, (1 if recorder.errors else 0), self.sink.getvalue()
+
+
+def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
+    """Run the graded suite on one submission in this process; student code runs behind the proxy."""
+    import pytest
+
     start = time.monotonic()
     _memoize_statement_ranges()
-    recorder.start()
     from grader.quiet import run_pytest
 
+    report: dict[str, Any] = {}
+    reused = _Session.of(job)
+    recorder = reused.recorder if reused is not None else _recorder(job)
     try:
-        code, printed = run_pytest(args, recorder)
+        if reused is not None:
+            recorder, code, printed = reused.run(job)
+        else:
+            recorder.start()
+            code, printed = run_pytest(_pytest_arguments(job["files"], job["folder"]), recorder)
     finally:
         implementation = recorder.implementation
-        isolation = getattr(implementation, "isolation", "unknown")
-        output = ""
+        report["isolation"] = getattr(implementation, "isolation", "unknown")
+        report["isolated"] = bool(getattr(getattr(implementation, "plan", None), "isolated", False))
+        report["output"] = ""
         if implementation is not None:
             with contextlib.suppress(Exception):
-                output = str(implementation.output or "")
+                report["output"] = str(implementation.output or "")
+            report["refused"] = list(getattr(implementation, "refused", []))
+            report["refusals"] = int(getattr(implementation, "refusals", 0))
+            report["stats"] = dict(getattr(implementation, "stats", {}))
             with contextlib.suppress(Exception):
                 implementation.close()
     records = recorder.results()
+    # Where this student's time went (benchmarks/grade_throughput.py sums it up): the worker's start-up (it
+    # overlaps collection), pytest's configuration and collection, the calls to the worker, the checks (the
+    # tests' own work), and turning the outcomes into records.
+    collected = recorder.collected_at or start
+    finished = recorder.finished_at or time.monotonic()
+    calls = float(getattr(implementation, "call_seconds", 0.0))
+    report["timing"] = {"startup": round(sum(getattr(implementation, "startup_seconds", []) or [0.0]), 4),
+                        "collection": round(collected - start, 4), "calls": round(calls, 4),
+                        "checks": round(max(0.0, finished - collected - calls), 4),
+                        "reports": round(time.monotonic() - finished, 4)}
     error = None
     if int(code) == pytest.ExitCode.INTERRUPTED:
         return {"interrupted": True}
     if recorder.errors:
-        error = "internal error: " + recorder.errors[0]
+        error = "the graded suite could not be collected: " + recorder.errors[0].strip().splitlines()[-1][:300]
     elif int(code) not in (0, 1):
-        error = f"internal error: pytest exit code {int(code)}: {printed.strip()[-500:]}"
-    elif records and all(r.get("phase") == "setup" for r in records):
-        # Not one test reached the student's code: the isolation itself failed, not the student.
-        first = records[0]["message"].strip().splitlines()
-        error = "internal error: " + (first[-1] if first else "every test failed to set up")[:300]
-    return {"records": records, "isolation": isolation, "output": output, "error": error,
-            "seconds": time.monotonic() - start}
+        lines = printed.strip().splitlines()
+        error = f"pytest stopped with exit code {int(code)}: {(lines[-1] if lines else 'no message')[:300]}"
+    elif not records:
+        error = "no test ran"
+    return {"records": records, "error": error, "seconds": time.monotonic() - start, **report}
 
 
 def _worker_main(connection: Any, root: str) -> None:
@@ -314,6 +594,9 @@ def _worker_main(connection: Any, root: str) -> None:
         while True:
             job = connection.recv()
             if job is None:
+                from grader.sandbox.proxy import IsolatedImplementation
+
+                IsolatedImplementation.close_spares()  # first: its scratch folder must not outlive us
                 return
             try:
                 result = grade_in_process(job)
@@ -321,7 +604,7 @@ def _worker_main(connection: Any, root: str) -> None:
                 if isinstance(error, KeyboardInterrupt):
                     raise
                 result = {"records": [], "isolation": "unknown", "output": "", "seconds": 0.0,
-                          "error": f"internal error: {type(error).__name__}: {error}"}
+                          "error": f"the grading process failed: {type(error).__name__}: {str(error)[:300]}"}
             connection.send(result)
 
 
@@ -351,9 +634,14 @@ class _Worker:
 def _death_reason(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         if -exitcode == 9:
-            return "memory limit (grading process killed with signal 9)"
-        return f"internal error: grading process killed by signal {-exitcode}"
-    return f"internal error: grading process exited with code {exitcode}"
+            return "the grading process was killed (signal 9: out of memory?)"
+        return f"the grading process was killed by signal {-exitcode}"
+    return f"the grading process exited with code {exitcode}"
+
+
+# A grading process busy on one student for longer than this is slow: another one takes the next student.
+SLOW_AFTER = 4.0
+MAX_EXTRA = 4
 
 
 def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iterator[tuple[dict, dict]]:
@@ -361,9 +649,20 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
 
     A process that dies or overruns ``timeout`` costs only its current
     student (who gets a row saying why); a fresh process takes its place.
+
+    A slow submission does not hold up the others: while a process has been
+    on one student for more than ``SLOW_AFTER`` seconds (honest ones take
+    about one), it no longer counts as one of the ``processes`` slots, and
+    another process takes the next student (at most ``MAX_EXTRA`` extra). The
+    slow one's own cost stays bounded by its budget.
     """
     import multiprocessing
     from multiprocessing.connection import wait
+
+    # multiprocessing terminates daemonic processes at exit; ours must be asked to stop first (atexit runs the
+    # last registered first), so that they can end their spare workers and remove their scratch folders.
+    atexit.unregister(_stop_idle)
+    atexit.register(_stop_idle)
 
     # spawn: a clean interpreter, never a fork of a parent that may hold threads (progress bar).
     if not jobs:
@@ -379,9 +678,17 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
     healthy = False
     try:
         while pending or any(w.job is not None for w in workers):
-            for worker in workers:
-                if worker.job is None and pending:
-                    worker.send(pending.popleft())
+            now = time.monotonic()
+            fast = sum(1 for w in workers if w.job is not None and now - w.started <= SLOW_AFTER)
+            idle = [w for w in workers if w.job is None]
+            while pending and fast < processes:
+                if not idle:
+                    if len(workers) >= wanted + MAX_EXTRA:
+                        break
+                    workers.append(_Worker(context))
+                    idle.append(workers[-1])
+                idle.pop(0).send(pending.popleft())
+                fast += 1
             busy = [w for w in workers if w.job is not None]
             wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0.5)
             for index, worker in enumerate(workers):
@@ -399,7 +706,7 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
                     result = {"error": _death_reason(worker.process.exitcode)}
                     replace = True
                 elif result is None and time.monotonic() - worker.started > timeout:
-                    result = {"error": f"timeout (no result after {timeout:g} s)"}
+                    result = {"error": f"the grading process gave no result within {timeout:g} s"}
                     replace = True
                 if result is None:
                     continue
@@ -468,23 +775,65 @@ def _progress(total: int) -> Any:
     return Lines()
 
 
+def _calls_status(stats: dict[str, int]) -> str:
+    """What the row says about calls that timed out, crashed or were not run ("" if none)."""
+    total = stats.get("requests", 0) + stats.get("skipped", 0)
+    bad = stats.get("timed_out", 0) + stats.get("crashed", 0) + stats.get("skipped", 0)
+    if not bad:
+        return ""
+    parts = ", ".join(f"{stats.get(key, 0)} {label}" for key, label in
+                      (("timed_out", "timed out"), ("crashed", "crashed"), ("skipped", "not run")) if stats.get(key))
+    if bad >= total:
+        return f"every call timed out or crashed ({parts})"
+    return f"{bad} of {total} calls timed out or crashed ({parts})"
+
+
+def student_status(submission: Any, result: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems."""
+    internal = result.get("error") or next((r["internal"] for r in records if r.get("internal")), None)
+    parts = [f"not graded: {internal}"] if internal else []
+    if submission.status != "ok":
+        parts.append(submission.status)
+    if result.get("stats"):
+        parts.append(_calls_status(result["stats"]))
+    if result.get("refusals"):
+        parts.append(f"{result['refusals']} request(s) to the reference refused (not the exercise's dependencies)")
+    if result.get("isolated") is False:
+        parts.append("graded without isolation")
+    return "; ".join(part for part in parts if part) or "ok"
+
+
 def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any], result: dict[str, Any]) -> dict:
+    """Score one student and write their files; whatever fails, a row comes back (written or not)."""
     from grader.grading.report import results_json, score_tests, write_student
 
-    failure = result.get("error")
-    tests = score_tests(result.get("records", []), suite, submission.problems, failure, submission.details)
-    status = "; ".join(s for s in (submission.status if submission.status != "ok" else "", failure or "") if s)
-    results = results_json(
-        student=submission.student,
-        status=status or "ok",
-        tests=tests,
-        execution_time=result.get("seconds", 0.0),
-        output=result.get("output", ""),
-        extra={"fingerprint": fingerprint, "source": submission.source.name,
-               "isolation": result.get("isolation", "not run"), "kit_version": kit_version()},
-    )
+    records = result.get("records", [])
+    tests = score_tests(records, suite, submission.problems, result.get("error"), submission.details)
+    extra = {"fingerprint": fingerprint, "source": submission.source.name,
+             "isolation": result.get("isolation", "not run"), "isolated": result.get("isolated", True),
+             "kit_version": kit_version(), "refused": result.get("refused", []), "calls": result.get("stats", {}),
+             "timing": result.get("timing", {})}
+    results = results_json(student=submission.student, status=student_status(submission, result, records),
+                           tests=tests, execution_time=result.get("seconds", 0.0), output=result.get("output", ""),
+                           extra=extra)
+    if result.get("refused"):
+        from grader.grading.report import escape_text
+
+        results["output"] += ("\n\nRefused requests to the reference (they cannot earn points):\n  "
+                              + "\n  ".join(escape_text(reason) for reason in result["refused"]))
     write_student(out, results)
     return results
+
+
+def _unwritable_row(submission: Any, suite: list[Any], error: BaseException) -> dict:
+    """A row for a student whose results could not be scored or written (kept in memory for the gradebook)."""
+    from grader.grading.report import results_json, score_tests
+
+    reason = f"not graded: the grader could not write this student's results ({type(error).__name__}: {error})"
+    tests = score_tests([], suite, {}, reason.removeprefix("not graded: "), None)
+    return results_json(student=submission.student, status=reason[:500], tests=tests, execution_time=0.0,
+                        output="", extra={"fingerprint": "", "source": str(submission.source.name),
+                                          "isolation": "not run"})
 
 
 def grade_batch(
@@ -496,15 +845,28 @@ def grade_batch(
     fair: bool = True,
     hidden: Path | None = None,
     timeout: float = STUDENT_TIMEOUT,
+    budget: float = STUDENT_BUDGET,
+    isolation: str = "require",
     exercises: list[str] | None = None,
     echo: Any = print,
     roster: Path | None = None,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
     from grader.grading import submissions as found
-    from grader.grading.report import atomic_write, gradebook_csv, number, read_results, summary
+    from grader.grading.report import atomic_write, escape_text, gradebook_csv, is_graded, number, read_results, summary
+    from grader.sandbox.limits import IsolationUnavailable, Limits, choose
 
     start = time.monotonic()
+    try:
+        plan = choose(isolation)  # before anything else: no student code without isolation
+    except IsolationUnavailable as error:
+        echo(f"error: {error}")
+        return 2
+    limits = Limits(student_seconds=budget)
+    echo(f"Isolation: {plan.description}")
+    echo(f"Limits: {limits.describe()}")
+    if not plan.isolated:
+        echo("WARNING: grading is NOT ISOLATED: student code can read and change what this user can.")
     suite, warnings = graded_suite(hidden, exercises)
     for warning in warnings:
         echo(f"warning: {warning}")
@@ -517,48 +879,66 @@ def grade_batch(
     if not entries:
         echo(f"error: no submissions in {submissions} (expected folders or .zip files)")
         return 2
+    for student, entry in entries:
+        if student != found.student_id(entry) and entry.name != student:
+            echo(f"note: {escape_text(entry.name)!s} is graded as {escape_text(student)!s} "
+                 "(its own name would collide with the grader's files or another entry)")
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
     graded = reused = 0
     students: list[str] = []
+    rows_by_student: dict[str, dict] = {}
+    export_failed = False
     try:
         todo: list[dict[str, Any]] = []
         prepared = {}
         for student, entry in entries:
-            submission = found.prepare(entry, work, student)
+            submission = found.prepare(entry, work, student)  # never raises for what the entry holds
             students.append(student)
             fingerprint = hashlib.sha256(f"{fingerprint_of_suite}|{submission.digest}".encode()).hexdigest()
             previous = None if force else read_results(out, student)
-            if previous is not None and previous["extra_data"].get("fingerprint") == fingerprint:
+            if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint
+                    and is_graded(previous)):
                 reused += 1
+                rows_by_student[student] = previous
                 continue
             prepared[student] = (submission, fingerprint)
             files = [f.path for f in suite if f.exercise not in submission.problems]
             todo.append({"student": student, "folder": str(submission.folder), "files": files, "fair": fair,
+                         "policy": isolation, "budget": budget,
                          "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]})
         runnable = [job for job in todo if job["files"]]
+
+        def finish(job: dict[str, Any], result: dict[str, Any]) -> dict:
+            submission, fingerprint = prepared[job["student"]]
+            try:
+                results = _finish_student(out, submission, fingerprint, suite, result)
+            except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
+                results = _unwritable_row(submission, suite, error)
+            rows_by_student[job["student"]] = results
+            return results
+
         with _progress(len(todo)) as progress:
             for job in todo:
                 if not job["files"]:  # nothing gradable: no need to start any code
-                    submission, fingerprint = prepared[job["student"]]
-                    results = _finish_student(out, submission, fingerprint, suite, {"isolation": "not run"})
+                    results = finish(job, {"isolation": "not run", "isolated": plan.isolated})
                     graded += 1
                     status = results["extra_data"]["status"]
-                    progress.advance(f"{job['student']}: {number(results['score'])} ({status})")
+                    progress.advance(escape_text(f"{job['student']}: {number(results['score'])} ({status})"))
             processes = jobs or os.cpu_count() or 1
             for job, result in run_jobs(runnable, processes, timeout):
                 if result.get("interrupted"):
                     raise KeyboardInterrupt
-                submission, fingerprint = prepared[job["student"]]
-                results = _finish_student(out, submission, fingerprint, suite, result)
+                results = finish(job, result)
                 graded += 1
                 extra = results["extra_data"]
-                progress.advance(f"{job['student']}: {number(results['score'])}/{number(extra['max_score'])}"
-                                 f" ({extra['status']})")
-        rows = [r for r in (read_results(out, s) for s in students) if r is not None]
-        if len(rows) != len(students):
-            missing = sorted(set(students) - {r["extra_data"]["student"] for r in rows})
-            echo(f"error: no results for {', '.join(missing)}; the gradebook was not written")
-            return 1
+                progress.advance(escape_text(f"{job['student']}: {number(results['score'])}/"
+                                             f"{number(extra['max_score'])} ({extra['status']})")[:400])
+        rows = []
+        for student in students:
+            row = read_results(out, student) or rows_by_student.get(student)
+            if row is None:  # cannot happen (every student got a row above); still never a lost row
+                row = _unwritable_row(prepared[student][0], suite, RuntimeError("no results"))
+            rows.append(row)
         atomic_write(out / "grades.csv", gradebook_csv(rows))
         from grader.grading.export import ExportError, export
 
@@ -567,12 +947,16 @@ def grade_batch(
         except ExportError as error:
             echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
             return 2
+        except Exception as error:  # noqa: BLE001 - the gradebook is written; an export must not hide the summary
+            echo(f"error: the exports failed ({type(error).__name__}: {error}); grades.csv was written")
+            export_failed = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
     echo("")
     echo(summary(rows, graded=graded, reused=reused, seconds=time.monotonic() - start))
+    echo(f"Limits: {limits.describe()}")
     echo(f"\nGradebook: {out / 'grades.csv'}; per student: {out}/<student>/results.json, feedback.md")
-    return 0
+    return 0 if all(is_graded(row) for row in rows) and not export_failed else 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -607,9 +991,12 @@ def run(args: argparse.Namespace) -> int:
         elif not submissions.exists():
             print(f"error: {submissions}: no such file or folder", file=sys.stderr)
             return 2
+        if args.budget <= 0 or args.timeout <= 0:
+            print("error: --budget and --timeout must be positive", file=sys.stderr)
+            return 2
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
-                           hidden=hidden, timeout=args.timeout, exercises=args.exercises,
-                           roster=args.roster)
+                           hidden=hidden, timeout=args.timeout, budget=args.budget, isolation=args.isolation,
+                           exercises=args.exercises, roster=args.roster)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "
               "(the gradebook was not changed)", file=sys.stderr)

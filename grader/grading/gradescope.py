@@ -223,8 +223,10 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             folder = work / "submissions" / STUDENT_ID
             shutil.copytree(submission, folder, ignore=shutil.ignore_patterns(*SKIPPED_NAMES, ".git"))
             out = work / "out"
+            # --container: each Gradescope submission runs alone in a throw-away container, which is the isolation
+            # where bubblewrap cannot start; the worker still runs as an unprivileged user there.
             command = [python, "-m", "grader", "grade", str(folder.parent), "--out", str(out), "--jobs", "1",
-                       "--force"]
+                       "--force", "--container"]
             completed = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=GRADE_TIMEOUT)
             # Gradescope keeps run_autograder's stdout for instructors only.
             print(completed.stdout)

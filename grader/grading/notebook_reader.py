@@ -15,6 +15,7 @@ import ast
 import contextlib
 import json
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,18 +32,54 @@ CHECKS_MODULE = "_checks"
 SKIPPED_FOLDERS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 
 _MAGIC = re.compile(r"^\s*(%|!(?!=))")
+# Far above any real notebook of the course; a notebook is read whole, so the limit comes first.
+MAX_NOTEBOOK_BYTES = 20_000_000
 
 
 def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The parsed notebook, checked cell by cell: ValueError naming the first thing that is not as nbformat says."""
     if isinstance(notebook, Mapping):
-        return notebook
-    try:
-        data = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{Path(notebook).name} is not a notebook (JSON): {error}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise ValueError(f"{Path(notebook).name} is not a notebook: no cells")
+        data: Any = notebook
+        name = "the notebook"
+    else:
+        path = Path(notebook)
+        name = path.name
+        status = path.lstat()
+        if not stat.S_ISREG(status.st_mode):
+            raise ValueError(f"{name} is not a regular file")
+        if status.st_size > MAX_NOTEBOOK_BYTES:
+            raise ValueError(f"{name} is too large ({status.st_size} bytes; limit {MAX_NOTEBOOK_BYTES})")
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{name} is not a notebook (JSON): {error}") from None
+        except RecursionError:
+            raise ValueError(f"{name} is nested too deeply to be a notebook") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("cells"), list):
+        raise ValueError(f"{name} is not a notebook: no list of cells")
+    for number, cell in enumerate(data["cells"], start=1):
+        if not isinstance(cell, Mapping):
+            raise ValueError(f"cell {number} is not an object")
+        if not isinstance(cell.get("cell_type", ""), str):
+            raise ValueError(f"cell {number} cell_type is not text")
+        metadata = cell.get("metadata", {})
+        if not isinstance(metadata, Mapping):
+            raise ValueError(f"cell {number} metadata is not an object")
+        for key in (KIT_METADATA, "nbgrader"):
+            if not isinstance(metadata.get(key, {}), Mapping):
+                raise ValueError(f"cell {number} metadata {key} is not an object")
+        source = cell.get("source", "")
+        if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
+            raise ValueError(f"cell {number} source is not text")
     return data
+
+
+def _parse(code: str) -> ast.Module | None:
+    """``code``'s syntax tree, or None when it does not parse (syntax errors, pathologically deep expressions)."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _source(cell: Mapping[str, Any]) -> str:
@@ -57,19 +94,20 @@ def strip_magics(code: str) -> str:
 
 def _defined_functions(code: str) -> list[str]:
     """Top-level function names in ``code`` (found by regex when it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = _parse(code)
+    if tree is None:
         return re.findall(r"^def\s+(\w+)", code, flags=re.MULTILINE)
     return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def _used_names(code: str) -> set[str]:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = _parse(code)
+    if tree is None:
         return set(re.findall(r"\w+", code))
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    try:
+        return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    except RecursionError:
+        return set(re.findall(r"\w+", code))
 
 
 def import_header(exercise: str) -> str:
@@ -96,7 +134,7 @@ def _is_given(cell: Mapping[str, Any]) -> bool:
 
 
 def _is_solution(cell: Mapping[str, Any]) -> bool:
-    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    return cell.get("metadata", {}).get("nbgrader", {}).get("solution") is True
 
 
 def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
@@ -171,12 +209,13 @@ def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
     return sorted(found)
 
 
-def notebooks_to_folder(notebooks: Iterable[Path], target: Path) -> Path:
+def notebooks_to_folder(notebooks: Iterable[Path], target: Path, problems: list[str] | None = None) -> Path:
     """Write the modules of ``notebooks`` as ``.py`` files into ``target``; returns ``target``.
 
     An exercise defined in several notebooks is taken from the first (in the
     order given). A notebook that cannot be read is skipped: its exercises
-    show up as missing modules in the grade.
+    show up as missing modules in the grade, and ``problems`` (if given)
+    receives one line saying why.
     """
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
@@ -184,7 +223,9 @@ def notebooks_to_folder(notebooks: Iterable[Path], target: Path) -> Path:
     for notebook in notebooks:
         try:
             modules = extract_modules(notebook)
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError, MemoryError) as error:
+            if problems is not None:
+                problems.append(f"{Path(notebook).name}: {error}")
             continue
         for name, source in modules.items():
             if name not in written:

@@ -15,6 +15,14 @@ Files, each written atomically (a temp file, then ``os.replace``):
 - ``OUT/<student>/feedback.md``: what a student reads;
 - ``OUT/grades.csv``: one row per student, rebuilt from the results.json
   files only, so an interrupted run that is resumed gives the same gradebook.
+
+Not graded: a test that the grader itself could not run (the worker did not
+start, pytest failed, ...) gets no score at all (no ``score`` key in its
+entry, an empty cell in the gradebook), never a zero; the row's status says
+``not graded: <reason>``. Safe output: student ids and statuses are written
+with control and bidirectional characters escaped (:func:`escape_text`), and a
+CSV cell that a spreadsheet would read as a formula is neutralised
+(:func:`csv_cell`, the OWASP rule).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import io
 import json
 import os
 import tempfile
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,7 +43,48 @@ from grader.curriculum import load as load_curriculum
 from grader.suite import TestFile
 
 # Bump when the layout of results.json changes: older results are then regraded.
-RESULTS_FORMAT = 1
+RESULTS_FORMAT = 2
+NOT_GRADED = "not graded"
+# Characters that start a formula in a spreadsheet (OWASP, CSV injection), with their full-width forms.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+_UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def escape_text(text: object, keep: str = "") -> str:
+    r"""``text`` with control, format (bidi, zero-width), separator and unassigned characters escaped.
+
+    ``keep`` lists characters to leave as they are (a newline for multi-line
+    feedback). An undecodable byte of a file name (a lone surrogate) is shown
+    as ``\xNN``.
+    """
+    text = str(text)
+    if text.isprintable() and not any(unicodedata.category(ch) in _UNSAFE_CATEGORIES for ch in text):
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in keep or unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
+            out.append(ch)
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "".join(out)
+
+
+def csv_cell(text: object) -> str:
+    """A text cell of the gradebook: escaped, and prefixed with ``'`` if a spreadsheet would run it as a formula."""
+    value = escape_text(text)
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+def is_graded(results: dict[str, Any]) -> bool:
+    """Whether every test of ``results`` has a score (no internal failure of the grader)."""
+    return not str(results.get("extra_data", {}).get("status", "")).startswith(NOT_GRADED)
 MAX_FAILURE_CHARS = 1500
 # Per exercise, feedback.md shows this many failures in full and lists the rest by name.
 MAX_FAILURES_SHOWN = 4
@@ -55,8 +105,10 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def number(value: float) -> str:
-    """A score for people and CSV: ``10``, ``9.09``."""
+def number(value: float | None) -> str:
+    """A score for people and CSV: ``10``, ``9.09``; empty for no score (not graded)."""
+    if value is None:
+        return ""
     return format(round(value, 2), "g")
 
 
@@ -83,7 +135,7 @@ def score_tests(
     records: list[dict[str, Any]],
     suite: list[TestFile],
     problems: dict[str, str],
-    failure: str | None = None,
+    not_graded: str | None = None,
     details: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Gradescope test entries, with scores, for one student.
@@ -96,8 +148,10 @@ def score_tests(
         The graded suite (defines the pools and points).
     problems : dict
         Exercise -> why it was not run (static checks); it earns 0.
-    failure : str, optional
-        Why the whole run failed (timeout, crash); exercises without records earn 0.
+    not_graded : str, optional
+        Why the grader could not run the tests (its own failure); exercises
+        without records get no score. A record with ``internal`` set (the
+        grader failed during that test) gets no score either.
     details : dict, optional
         Exercise -> a longer explanation of its problem, shown instead of the short one.
     """
@@ -114,7 +168,21 @@ def score_tests(
         if exercise.name not in exercises_with_tests:
             continue
         mine = [r for r in records if r["exercise"] == exercise.name and r["file"] in files]
-        reason = problems.get(exercise.name) or (None if mine else failure or "its tests did not run")
+        if exercise.name not in problems and not mine and not_graded:
+            entries.append({
+                "name": f"{exercise.name}: not graded",
+                "number": f"{exercise.number}",
+                "max_score": max_points(suite, [exercise.name])[exercise.name],
+                "status": "failed",
+                "output": f"{NOT_GRADED}: {not_graded}\n(the grader failed, not your code: your instructor will "
+                          "grade it again)",
+                "tags": [exercise.name],
+                "visibility": "visible",
+                "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0,
+                               "not_graded": not_graded},
+            })
+            continue
+        reason = problems.get(exercise.name) or (None if mine else "its tests did not run")
         if reason is not None:
             worth = max_points(suite, [exercise.name])[exercise.name]
             entries.append({
@@ -132,6 +200,20 @@ def score_tests(
         for index, record in enumerate(mine, start=1):
             test_file = files[record["file"]]
             share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
+            if record.get("internal"):
+                entries.append({
+                    "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
+                    "number": f"{exercise.number}.{index}",
+                    "max_score": round(share, 6),
+                    "status": "failed",
+                    "output": f"{NOT_GRADED}: {record['internal']}\n(the grader failed, not your code: your "
+                              "instructor will grade it again)",
+                    "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
+                    "visibility": "after_published" if test_file.hidden else "visible",
+                    "extra_data": {"exercise": exercise.name, "nodeid": record["nodeid"], "duration": 0.0,
+                                   "not_graded": record["internal"]},
+                })
+                continue
             passed = record["outcome"] == "passed"
             output = "" if passed else shorten(record.get("message") or "failed")
             if not passed and record.get("output"):
@@ -154,14 +236,18 @@ def score_tests(
     return entries
 
 
-def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    """Per-exercise score and maximum from scored test entries, in curriculum order."""
-    scores: dict[str, float] = {}
+def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float | None], dict[str, float]]:
+    """Per-exercise score and maximum from scored test entries, in curriculum order.
+
+    An exercise with a test that was not graded has no score (None).
+    """
+    scores: dict[str, float | None] = {}
     maxima: dict[str, float] = {}
     for name in load_curriculum().names:
         mine = [t for t in tests if t["extra_data"]["exercise"] == name]
         if mine:
-            scores[name] = round(sum(t["score"] for t in mine), 4)
+            graded = all("score" in t for t in mine)
+            scores[name] = round(sum(t["score"] for t in mine), 4) if graded else None
             maxima[name] = round(sum(t["max_score"] for t in mine), 4)
     return scores, maxima
 
@@ -174,7 +260,8 @@ def visible_score_line(tests: list[dict[str, Any]]) -> str:
     """
     shown = [t for t in tests if t.get("visibility", "visible") == "visible"]
     later = [t for t in tests if t.get("visibility", "visible") != "visible"]
-    line = f"Score: {number(sum(t['score'] for t in shown))} / {number(sum(t['max_score'] for t in shown))}"
+    line = (f"Score: {number(sum(t.get('score', 0.0) for t in shown))} / "
+            f"{number(sum(t['max_score'] for t in shown))}")
     if later:
         worth = sum(t["max_score"] for t in later)
         total = sum(t["max_score"] for t in tests)
@@ -194,9 +281,14 @@ def results_json(
 ) -> dict[str, Any]:
     """One student's results in Gradescope's ``results.json`` format."""
     scores, maxima = exercise_totals(tests)
-    summary = f"Status: {status}\n" + visible_score_line(tests)
+    scored = round(sum(t.get("score", 0.0) for t in tests), 4)
+    summary = f"Status: {escape_text(status)}\n" + visible_score_line(tests)
+    if not all(v is not None for v in scores.values()):
+        summary += "\n(not graded yet: the tests the grader could not run have no score)"
+    if extra.get("isolation") and extra["isolation"] != "not run":
+        summary += f"\nIsolation: {escape_text(extra['isolation'])}"
     return {
-        "score": round(sum(scores.values()), 4),
+        "score": scored,
         "execution_time": max(1, round(execution_time)),
         "output": summary + (f"\n\nOutput of your code:\n{shorten(output, 2000)}" if output.strip() else ""),
         "output_format": "text",
@@ -220,13 +312,16 @@ def feedback_markdown(results: dict[str, Any]) -> str:
     """A student's feedback: per exercise, the tests passed and what failed and why."""
     curriculum = load_curriculum()
     extra = results["extra_data"]
+    score = number(results["score"]) if is_graded(results) else f"{number(results['score'])} so far"
     lines = [
         f"# Feedback: {curriculum.title}",
         "",
-        f"Score: **{number(results['score'])} / {number(extra['max_score'])}**",
+        f"Score: **{score} / {number(extra['max_score'])}**",
     ]
     if extra["status"] != "ok":
-        lines += ["", f"Note: {extra['status']}"]
+        lines += ["", f"Note: {escape_text(extra['status'])}"]
+    if not extra.get("isolated", True):
+        lines += ["", f"Note: this submission was graded WITHOUT isolation ({escape_text(extra.get('isolation'))})."]
     for exercise in curriculum.exercises:
         tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == exercise.name]
         if not tests:
@@ -244,10 +339,11 @@ def feedback_markdown(results: dict[str, Any]) -> str:
         failed = [t for t in visible if t["status"] == "failed"]
         # The first failures are the ones to read: they test the most basic properties.
         for test in failed[:MAX_FAILURES_SHOWN]:
-            lines += ["", f"### {test['name']}", "", "```text", test["output"] or "failed", "```"]
+            text = escape_text(test["output"] or "failed", keep="\n\t").replace("```", "` ` `")
+            lines += ["", f"### {escape_text(test['name'])}", "", "```text", text, "```"]
         if len(failed) > MAX_FAILURES_SHOWN:
             lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
-            lines += [f"- {test['name']}" for test in failed[MAX_FAILURES_SHOWN:]]
+            lines += [f"- {escape_text(test['name'])}" for test in failed[MAX_FAILURES_SHOWN:]]
         hidden_failed = sum(t["status"] == "failed" for t in tests if t["visibility"] != "visible")
         if hidden_failed:
             lines += ["", f"{hidden_failed} further test(s) of this exercise failed."]
@@ -258,7 +354,10 @@ def feedback_markdown(results: dict[str, Any]) -> str:
 
 
 def gradebook_csv(rows: list[dict[str, Any]]) -> str:
-    """``grades.csv``: student, status, score, max_score, then one column per exercise graded."""
+    """``grades.csv``: student, status, score, max_score, then one column per exercise.
+
+    Text cells go through :func:`csv_cell`; a score that was not graded is an empty cell.
+    """
     names = load_curriculum().selected_names()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -266,11 +365,11 @@ def gradebook_csv(rows: list[dict[str, Any]]) -> str:
     for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
         extra = results["extra_data"]
         writer.writerow([
-            extra["student"],
-            extra["status"],
-            number(results["score"]),
+            csv_cell(extra["student"]),
+            csv_cell(extra["status"]),
+            number(results["score"]) if is_graded(results) else "",
             number(extra["max_score"]),
-            *(number(extra["exercises"][n]) if n in extra["exercises"] else "" for n in names),
+            *(number(extra["exercises"][n]) if extra["exercises"].get(n) is not None else "" for n in names),
         ])
     return buffer.getvalue()
 
@@ -318,19 +417,30 @@ def summary(rows: list[dict[str, Any]], *, graded: int, reused: int, seconds: fl
     ]
     if not rows:
         return "\n".join(lines)
+    graded_rows = [r for r in rows if is_graded(r)]
     percentages = [100 * r["score"] / r["extra_data"]["max_score"] if r["extra_data"]["max_score"] else 0.0
-                   for r in rows]
-    mean = sum(percentages) / len(percentages)
-    lines += ["", f"Score distribution (mean {mean:.1f}%):", *histogram(percentages)]
+                   for r in graded_rows]
+    if percentages:
+        mean = sum(percentages) / len(percentages)
+        lines += ["", f"Score distribution (mean {mean:.1f}%):", *histogram(percentages)]
     problems = Counter(r["extra_data"]["status"] for r in rows if r["extra_data"]["status"] != "ok")
     if problems:
         lines += ["", "Submissions with problems:"]
-        lines += [f"  {count:3d} x {status}" for status, count in problems.most_common(top)]
+        lines += [f"  {count:3d} x {escape_text(status)[:300]}" for status, count in problems.most_common(top)]
     failed = Counter(t["name"] for r in rows for t in r["tests"]
-                     if t["status"] == "failed" and t["extra_data"].get("nodeid"))
+                     if t["status"] == "failed" and t["extra_data"].get("nodeid") and "score" in t)
     if failed:
         lines += ["", "Most failed tests:"]
-        lines += [f"  {count:3d} x {name}" for name, count in failed.most_common(top)]
+        lines += [f"  {count:3d} x {escape_text(name)}" for name, count in failed.most_common(top)]
     isolation = Counter(r["extra_data"].get("isolation", "?") for r in rows)
-    lines += ["", "Isolation: " + "; ".join(f"{name} ({count})" for name, count in isolation.most_common())]
+    lines += ["", "Isolation: " + "; ".join(f"{escape_text(name)} ({count})"
+                                            for name, count in isolation.most_common())]
+    not_graded = [r for r in rows if not is_graded(r)]
+    if not_graded:
+        names = ", ".join(escape_text(r["extra_data"]["student"]) for r in not_graded[:10])
+        more = f" and {len(not_graded) - 10} more" if len(not_graded) > 10 else ""
+        lines += ["", f"NOT GRADED: {len(not_graded)} submission(s) ({names}{more}): the grader itself failed, "
+                      "not the students' code, and no score was recorded for what it could not run. First reason: "
+                      f"{escape_text(not_graded[0]['extra_data']['status'])[:400]}",
+                  "Fix the cause, then rerun the same command: it grades those students again."]
     return "\n".join(lines)

@@ -10,7 +10,14 @@ A submission is one entry of the SUBMISSIONS folder:
   modules (``grader.student.notebook.extract_modules``);
 - any other format registered in ``LOADERS``.
 
-The student id is the entry's name without its extension. Every submission
+Every entry of SUBMISSIONS is one row of the gradebook, whatever it is: an
+entry that cannot be read (a symbolic link, which is never followed; a FIFO or
+a device; an unknown format; a broken zip or notebook) gets a row whose status
+says why, and any exception while reading one entry costs that entry only.
+
+The student id is the entry's name without its extension; an id that would
+collide with the grader's own output files (``grades.csv``) is replaced by a
+safe one (:func:`safe_student_id`), and the grader reports the mapping. Every submission
 is copied (only its top-level ``.py`` files) into a fresh folder of the
 grader's own, so grading never writes into a student's folder and the
 content hash describes exactly what was graded.
@@ -40,12 +47,24 @@ from grader.curriculum import misnamed
 MAX_FILE_BYTES = 1_000_000
 MAX_TOTAL_BYTES = 20_000_000
 MAX_FILES = 2_000
+MAX_ARCHIVE_BYTES = 200_000_000
 # Folders that archivers and editors add and that never hold a submission.
 JUNK = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".venv", "venv", "node_modules"}
+# The files the grader itself writes at the top of its output folder: no student id may take these names.
+OUTPUT_FILES = ("grades.csv",)
+RESERVED_SUFFIXES = (".csv", ".tmp", ".json", ".md")
 
 
 class SubmissionError(Exception):
     """A submission that cannot be read at all (bad zip, too big, unsafe paths)."""
+
+    kind = "submission"
+
+
+class NotebookError(SubmissionError):
+    """A notebook submission that cannot be read (not JSON, cells that are not as nbformat says, ...)."""
+
+    kind = "notebook"
 
 
 @dataclass
@@ -99,9 +118,13 @@ def _load_folder(entry: Path, workdir: Path) -> Path:
 
         notebooks = find_notebooks(entry)  # a folder of notebooks (nbgrader's per-exercise layout)
         if notebooks:
-            if sum(path.stat().st_size for path in notebooks) > MAX_TOTAL_BYTES:
+            if sum(path.lstat().st_size for path in notebooks) > MAX_TOTAL_BYTES:
                 raise SubmissionError(f"{entry.name}: its notebooks hold more than {MAX_TOTAL_BYTES} bytes")
-            return notebooks_to_folder(notebooks, workdir / "notebooks")
+            problems: list[str] = []
+            folder = notebooks_to_folder(notebooks, workdir / "notebooks", problems)
+            if problems and not any(folder.glob("*.py")):
+                raise NotebookError(problems[0])
+            return folder
         # A folder holding a zip of the modules (what Gradescope keeps of an upload, or a student's folder):
         # open it with the same rules as a zip entry. The zip with the most modules wins; then its name.
         best: tuple[int, str] | None = None
@@ -139,12 +162,12 @@ def _load_notebook(entry: Path, workdir: Path) -> Path:
     """The modules defined in a notebook's solution cells (``grader.student.notebook.extract_modules``)."""
     from grader.grading.notebook_reader import extract_modules
 
-    if entry.stat().st_size > MAX_TOTAL_BYTES:
-        raise SubmissionError(f"{entry.name} is too large ({entry.stat().st_size} bytes)")
+    if entry.lstat().st_size > MAX_TOTAL_BYTES:
+        raise NotebookError(f"{entry.name} is too large ({entry.lstat().st_size} bytes)")
     try:
         modules = extract_modules(entry)
-    except ValueError as error:
-        raise SubmissionError(str(error)) from None
+    except (ValueError, RecursionError, MemoryError) as error:
+        raise NotebookError(str(error) or type(error).__name__) from None
     target = workdir / "notebook"
     target.mkdir(parents=True, exist_ok=True)
     for name, source in modules.items():
@@ -164,6 +187,8 @@ def _load_zip(entry: Path, workdir: Path) -> Path:
     """Extract only the ``.py`` files of a zip, refusing unsafe or oversized archives."""
     target = workdir / "unzipped"
     target.mkdir(parents=True, exist_ok=True)
+    if entry.lstat().st_size > MAX_ARCHIVE_BYTES:
+        raise SubmissionError(f"{entry.name} is too large ({entry.lstat().st_size} bytes)")
     try:
         with zipfile.ZipFile(entry) as archive:
             members = archive.infolist()
@@ -193,7 +218,8 @@ def _load_zip(entry: Path, workdir: Path) -> Path:
                 if len(data) > member.file_size:
                     raise SubmissionError(f"{entry.name}: {member.filename} is larger than its header says")
                 destination.write_bytes(data)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as error:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, RuntimeError,
+            ValueError) as error:  # RuntimeError: an encrypted member; ValueError: a name the disk cannot hold
         raise SubmissionError(f"{entry.name} is not a readable zip file ({error})") from None
     return target
 
@@ -202,8 +228,34 @@ LOADERS: dict[str, Loader] = {".zip": _load_zip, ".ipynb": _load_notebook}
 
 
 def student_id(entry: Path) -> str:
-    """The student id of a SUBMISSIONS entry: its name without extension."""
-    return entry.name if entry.is_dir() else entry.stem
+    """The student id of a SUBMISSIONS entry: its name without extension (a link's own name, never its target's)."""
+    try:
+        is_folder = stat.S_ISDIR(entry.lstat().st_mode)
+    except OSError:
+        is_folder = False
+    return entry.name if is_folder else (entry.stem or entry.name)
+
+
+def reserved(student: str) -> bool:
+    """Whether ``student`` cannot be used as it is: a name the grader writes, or one it would confuse."""
+    lowered = student.lower()
+    return (student in ("", ".", "..") or student.startswith(".") or lowered in OUTPUT_FILES
+            or lowered.endswith(RESERVED_SUFFIXES) or len(os.fsencode(student)) > 200)
+
+
+def safe_student_id(student: str, taken: set[str]) -> str:
+    """A usable id for ``student`` that is in ``taken`` or ``reserved``: the name with a suffix (shortened if long)."""
+    if not reserved(student) and student not in taken:
+        return student
+    stem = student.lstrip(".")
+    if len(os.fsencode(stem)) > 150:
+        stem = os.fsdecode(os.fsencode(stem)[:150]).rstrip("\udcff") + "-" + hashlib.sha256(
+            os.fsencode(student)).hexdigest()[:8]
+    for number in range(1, 100_000):
+        candidate = f"{stem or 'student'}-renamed{'' if number == 1 else number}"
+        if candidate not in taken and not reserved(candidate):
+            return candidate
+    raise ValueError("no free student id")  # unreachable: 100 000 entries with the same name
 
 
 def _module_names() -> list[str]:
@@ -219,13 +271,23 @@ def _count_modules(folder: Path) -> int:
     return sum(name.lower() in present for name in _module_names())
 
 
+MAX_FOLDERS = 2_000
+
+
 def find_module_folder(root: Path, depth: int = 2) -> Path | None:
-    """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules."""
+    """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules.
+
+    At most ``MAX_FOLDERS`` folders are looked at (breadth first, so the shallow ones always are).
+    """
     best: tuple[int, int, str] | None = None
     found: Path | None = None
     pending = [(root, 0)]
+    visited = 0
     while pending:
         folder, level = pending.pop(0)
+        visited += 1
+        if visited > MAX_FOLDERS:
+            break
         count = _count_modules(folder)
         # Most modules wins; then the shallowest; then the name, so the choice never depends on the disk.
         key = (-count, level, str(folder))
@@ -241,11 +303,20 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
 
 
 def _copy_modules(folder: Path, target: Path) -> None:
-    """Copy the top-level ``.py`` files of ``folder`` (helpers included) into ``target``."""
+    """Copy the manifest's modules and the private helpers (``_name.py``) of ``folder`` into ``target``.
+
+    Nothing else is graded, so nothing else is copied (not a conftest.py, not 10^5 stray files).
+    """
     target.mkdir(parents=True, exist_ok=True)
     total = 0
-    for path in sorted(folder.iterdir()):
-        if path.suffix != ".py" or not path.is_file() or path.is_symlink():
+    wanted = set(_module_names())
+    names = [entry.name for entry in os.scandir(folder)
+             if entry.name in wanted or (entry.name.startswith("_") and entry.name.endswith(".py")
+                                         and entry.name != "__init__.py" and entry.name.isascii())]
+    if len(names) > 100:
+        raise SubmissionError(f"{folder.name} holds {len(names)} helper modules (limit 100)")
+    for path in sorted(folder / name for name in names):
+        if not path.is_file() or path.is_symlink():
             continue
         size = path.stat().st_size
         total += size
@@ -323,35 +394,65 @@ def folder_digest(folder: Path) -> str:
 
 
 def is_submission(entry: Path) -> bool:
-    """Whether a SUBMISSIONS entry looks like a submission (folder or a known format)."""
-    if entry.name.startswith((".", "_")) or entry.name in JUNK:
-        return False
-    return entry.is_dir() or entry.suffix.lower() in LOADERS
+    """Whether a SUBMISSIONS entry is one (a row of the gradebook): anything but hidden files and junk folders."""
+    return not (entry.name.startswith(".") or entry.name in JUNK)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link (not followed)"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "neither a folder nor a file"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit] + "..."
 
 
 def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submission:
-    """Read one entry into a private folder under ``workdir`` and check it statically."""
+    """Read one entry into a private folder under ``workdir`` and check it statically.
+
+    Never raises for what the entry holds: whatever goes wrong becomes the
+    submission's ``error`` (its status), one line that names the problem.
+    """
     submission = Submission(student=student or student_id(entry), source=entry)
-    private = workdir / submission.student
+    try:
+        return _prepare(entry, workdir, submission)
+    except SubmissionError as error:
+        submission.error = f"unreadable {error.kind}: {_one_line(str(error))}"
+    except Exception as error:  # noqa: BLE001 - one entry, however broken, costs its own row only
+        submission.error = f"unreadable submission: {type(error).__name__}: {_one_line(str(error))}"
+    submission.folder = None
+    submission.problems = {name: submission.error for name in load_curriculum().selected_names()}
+    submission.digest = hashlib.sha256(submission.error.encode("utf-8", "backslashreplace")).hexdigest()
+    return submission
+
+
+def _prepare(entry: Path, workdir: Path, submission: Submission) -> Submission:
+    private = workdir / hashlib.sha256(os.fsencode(submission.student)).hexdigest()[:16]
     if private.exists():
         shutil.rmtree(private)
-    loader = _load_folder if entry.is_dir() else LOADERS.get(entry.suffix.lower())
-    try:
+    mode = entry.lstat().st_mode
+    if stat.S_ISDIR(mode):
+        loader: Loader | None = _load_folder
+    elif stat.S_ISREG(mode):
+        loader = LOADERS.get(entry.suffix.lower())
         if loader is None:
-            raise SubmissionError(f"{entry.name}: unsupported submission format")
-        unpacked = loader(entry, private / "raw")
-        modules = find_module_folder(unpacked)
-        folder = private / "modules"
-        if modules is not None:
-            _copy_modules(modules, folder)
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
-    except (SubmissionError, OSError) as error:
-        submission.error = f"unreadable submission: {error}"
-        submission.problems = {name: submission.error for name in load_curriculum().selected_names()}
-        submission.digest = hashlib.sha256(submission.error.encode()).hexdigest()
-        return submission
-    if entry.is_dir() is False and (private / "raw").exists():
+            known = ", ".join(sorted(LOADERS))
+            raise SubmissionError(f"{entry.name}: unsupported format (expected a folder, or one of {known})")
+    else:
+        raise SubmissionError(f"{entry.name} is {_kind(mode)}")
+    unpacked = loader(entry, private / "raw")
+    modules = find_module_folder(unpacked)
+    folder = private / "modules"
+    if modules is not None:
+        _copy_modules(modules, folder)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+    if not stat.S_ISDIR(mode) and (private / "raw").exists():
         shutil.rmtree(private / "raw", ignore_errors=True)  # keep only what is graded
     submission.folder = folder
     submission.problems = static_problems(folder, submission.details)
@@ -372,17 +473,18 @@ def discover(submissions: Path, exclude: tuple[Path, ...] = ()) -> list[tuple[st
     submissions = Path(submissions)
     if not submissions.exists():
         raise FileNotFoundError(f"{submissions}: no such file or folder")
-    if submissions.is_file() or _count_modules(submissions):
-        return [(student_id(submissions), submissions)]
+    if not submissions.is_dir() or _count_modules(submissions):
+        return [(safe_student_id(student_id(submissions), set()), submissions)]
     excluded = {os.path.realpath(path) for path in exclude}
     found: list[tuple[str, Path]] = []
     taken: set[str] = set()
     for entry in sorted(submissions.iterdir(), key=lambda p: (student_id(p), p.name)):
-        if not is_submission(entry) or os.path.realpath(entry) in excluded:
+        if not is_submission(entry) or (not entry.is_symlink() and os.path.realpath(entry) in excluded):
             continue
         student = student_id(entry)
         if student in taken:
             student = entry.name
+        student = safe_student_id(student, taken)
         taken.add(student)
         found.append((student, entry))
     return found

@@ -8,17 +8,31 @@ The best available confinement is chosen once per process:
   numpy (read-only), the system libraries and nothing else: not the kit, not
   ``solutions/``, not the tests, not other submissions. There is no network.
   When the grader runs as root, the worker also drops to an unprivileged user
-  (nobody, 65534) before it touches student code.
-* otherwise: resource limits only (and the unprivileged user when running as
-  root and the Python installation is readable by that user).
+  of its own (``fresh_uid``, no account needed) before it touches student code.
+* otherwise there is no isolation, and :func:`choose` refuses to run student
+  code (``IsolationUnavailable``, naming what is missing and how to get it),
+  unless the caller's policy says otherwise:
+
+  - ``"container"`` (the Gradescope runner: each submission already runs alone
+    in a throw-away container): the container is the isolation; as root the
+    worker still runs as an unprivileged user, one of its own per worker
+    (``fresh_uid``), so that all its processes can be killed by uid;
+  - ``"none"`` (``attention-kit grade --accept-no-isolation``): the instructor
+    accepts the risk; the plan's description starts with "NOT ISOLATED".
 
 Resource limits (CPU seconds, address space, file size, processes) are set in
 the child before it executes anything, in every mode.
+
+``ATTENTION_KIT_SIMULATE_NO_BWRAP=1`` in the grader's environment makes the
+probe report bubblewrap unusable: the seam the tests use to check the
+refusal without uninstalling anything.
 """
 
 from __future__ import annotations
 
 import functools
+import getpass
+import itertools
 import os
 import resource
 import shutil
@@ -36,7 +50,19 @@ UNPRIVILEGED_GID = 65534  # nogroup
 SANDBOX_DIR = "/.attention-kit-sandbox"
 WORKER_FILE = SANDBOX_DIR + "/worker.py"
 MODULES_DIR = SANDBOX_DIR + "/submission"
+PROTOCOL_FILE = SANDBOX_DIR + "/protocol.py"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
+SIMULATE_NO_BWRAP = "ATTENTION_KIT_SIMULATE_NO_BWRAP"
+POLICIES = ("require", "container", "none")
+# Without a PID namespace, each worker runs as a user of its own, from this range (no account needed):
+# killing "every process of that user" then ends everything the submission started, and RLIMIT_NPROC
+# counts that submission's processes only.
+UID_BASE = 1_500_000_000
+_UIDS = itertools.count()
+
+
+class IsolationUnavailable(RuntimeError):
+    """No way to confine student code here, and the policy does not accept running it unconfined."""
 
 
 @dataclass(frozen=True)
@@ -67,19 +93,41 @@ class Limits:
     processes: int = 32
     call_timeout: float = 5.0
     output_bytes: int = 65536
+    # The whole submission's budget: seconds of student code (the reference's time excluded), and bytes the
+    # worker may send (one reply, and all replies together); past it the remaining tests fail at once.
+    student_seconds: float = 60.0
+    reply_bytes: int = 64 << 20
+    student_reply_bytes: int = 512 << 20
     # After this many timeouts of one function, or of all calls together, later calls fail at once:
     # a loop that never ends costs a student's run a bounded time, not one call_timeout per test.
     function_timeouts: int = 2
     total_timeouts: int = 6
+    # After this many ended workers (crashes, exits, oversized replies), later calls fail at once: each one
+    # costs a fresh worker's start-up, which is not the student's time.
+    total_crashes: int = 12
+    # Fair grading's callbacks: at most this many in one call, and this many seconds of the reference's time
+    # per submission (a loop of callbacks would otherwise hold a grading slot without using student time).
+    callbacks_per_call: int = 5000
+    reference_seconds: float = 60.0
+
+
+    def describe(self) -> str:
+        """The limits in one line, for the terminal next to the isolation."""
+        return (f"{self.call_timeout:g} s per call, {self.student_seconds:g} s per submission, "
+                f"{self.memory_bytes >> 20} MiB memory, {self.cpu_seconds} CPU s per worker, "
+                f"{self.processes} processes, replies up to {self.reply_bytes >> 20} MiB "
+                f"({self.student_reply_bytes >> 20} MiB per submission)")
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The chosen confinement: ``mode`` is "bwrap" or "rlimits"."""
+    """The chosen confinement: ``mode`` is "bwrap", "rlimits" or "container"."""
 
     mode: str
     drop_to: int | None  # uid the worker switches to, if any
     description: str
+    isolated: bool = True
+    missing: str = ""  # why there are no namespaces, if there are none
 
 
 def interpreter_paths() -> tuple[str, str, list[str]]:
@@ -142,25 +190,110 @@ def _binds(paths: list[str]) -> list[str]:
 def plan() -> Plan:
     """Find the best confinement that works on this machine (probed once per process)."""
     as_root = os.geteuid() == 0
-    bwrap = shutil.which("bwrap")
-    if bwrap and sys.platform.startswith("linux"):
+    bwrap = None if os.environ.get(SIMULATE_NO_BWRAP) else shutil.which("bwrap")
+    if not sys.platform.startswith("linux"):
+        missing = f"kernel namespaces are Linux only (this is {sys.platform})"
+    elif bwrap is None:
+        missing = "bubblewrap (bwrap) is not installed" + (" (simulated)" if os.environ.get(SIMULATE_NO_BWRAP) else "")
+    else:
         executable, _, needed = interpreter_paths()
         probe = [*_bwrap_base(bwrap, as_root), *_binds([*SYSTEM_DIRS, *needed]), executable, "-I", "-S", "-c", ""]
         try:
-            works = subprocess.run(probe, capture_output=True, timeout=20, env=worker_environment()).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            works = False
+            done = subprocess.run(probe, capture_output=True, timeout=20, env=worker_environment())
+            works, said = done.returncode == 0, done.stderr.decode(errors="replace").strip().splitlines()
+        except (OSError, subprocess.SubprocessError) as error:
+            works, said = False, [str(error)]
         if works:
-            user = f" + unprivileged user ({UNPRIVILEGED_UID})" if as_root else " + user namespace"
+            user = " + an unprivileged user per worker" if as_root else " + user namespace"
             return Plan("bwrap", UNPRIVILEGED_UID if as_root else None,
                         f"namespaces (bwrap: mount, pid, net, ipc, uts){user} + rlimits")
+        missing = ("bubblewrap is installed but cannot create namespaces here (user namespaces disabled, or a "
+                   f"container without the privilege): {(said or ['no message'])[-1][:200]}")
     drop = None
     if as_root:
         executable, site, _ = interpreter_paths()
         if _readable_by_others(executable) and _readable_by_others(os.path.join(site, "numpy", "__init__.py")):
             drop = UNPRIVILEGED_UID
-    user = f" + unprivileged user ({UNPRIVILEGED_UID})" if drop is not None else ""
-    return Plan("rlimits", drop, f"rlimits only (no namespaces available){user}")
+    user = " + an unprivileged user per worker" if drop is not None else ""
+    return Plan("rlimits", drop, f"rlimits only (no namespaces available){user}", isolated=False, missing=missing)
+
+
+def refusal(missing: str) -> str:
+    """Why the grader will not run student code here, and what to do about it."""
+    return (f"student code cannot be isolated on this machine: {missing}. Install bubblewrap "
+            "(Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) on Linux with user "
+            "namespaces enabled, or grade on Gradescope (attention-kit gradescope), where each submission runs "
+            "in a container of its own. To grade here anyway, with student code able to read and write what "
+            f"{'root' if os.geteuid() == 0 else 'you'} can, pass --accept-no-isolation.")
+
+
+@functools.cache
+def choose(policy: str = "require") -> Plan:
+    """The plan to grade with under ``policy`` ("require", "container" or "none"); see the module docstring.
+
+    Raises
+    ------
+    IsolationUnavailable
+        If there are no namespaces and ``policy`` does not accept that.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"isolation policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    found = plan()
+    if found.mode == "bwrap":
+        return found
+    as_root = os.geteuid() == 0
+    if policy == "container":
+        if as_root and found.drop_to is None:
+            executable, _, _ = interpreter_paths()
+            raise IsolationUnavailable(
+                f"{found.missing}, and the Python installation ({executable}) cannot be read by an unprivileged "
+                "user, so student code would run as root: install the kit's environment where every user can "
+                "read it (e.g. /opt or /autograder, not /root)")
+        user = "an unprivileged user per worker" if as_root else f"the container's user ({getpass.getuser()})"
+        return Plan("container", found.drop_to,
+                    f"the container (one submission per container; no namespaces: {found.missing}) + {user} "
+                    "+ rlimits", missing=found.missing)
+    if policy == "none":
+        if as_root and found.drop_to is not None:
+            user = "an unprivileged user per worker"
+        else:
+            user = "root" if as_root else f"your own user ({getpass.getuser()})"
+        return Plan("rlimits", found.drop_to,
+                    f"NOT ISOLATED ({found.missing}; accepted with --accept-no-isolation): rlimits only, "
+                    f"student code runs as {user}", isolated=False, missing=found.missing)
+    raise IsolationUnavailable(refusal(found.missing))
+
+
+def fresh_uid() -> int:
+    """A user id of its own for one worker (see ``UID_BASE``): unique among the live workers of this machine."""
+    return UID_BASE + (os.getpid() % (1 << 22)) * 64 + next(_UIDS) % 64
+
+
+def kill_user(uid: int) -> None:
+    """Kill every process of ``uid`` (``kill -9 -1`` run as that user: it reaches exactly that user's processes)."""
+    killer = shutil.which("kill") or "/bin/kill"
+    for _ in range(3):
+        try:
+            subprocess.run([killer, "-9", "-1"], user=uid, group=UNPRIVILEGED_GID, extra_groups=[],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, env=worker_environment())
+        except (OSError, subprocess.SubprocessError):
+            return
+        if not any(_owner(pid) == uid for pid in _pids()):
+            return
+
+
+def _pids() -> list[str]:
+    try:
+        return [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+
+
+def _owner(pid: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def worker_environment() -> dict[str, str]:
@@ -175,8 +308,12 @@ def worker_environment() -> dict[str, str]:
     }
 
 
-def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int) -> tuple[list[str], str]:
-    """The worker's command line and working directory for ``scratch`` (holding worker.py and modules/)."""
+def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
+            uid: int | None = None) -> tuple[list[str], str]:
+    """The worker's command line and working directory for ``scratch`` (holding worker.py and modules/).
+
+    ``uid``: the user the worker drops to, instead of the plan's (see ``fresh_uid``).
+    """
     executable, site, needed = interpreter_paths()
     modules, worker = str(scratch / "modules"), str(scratch / "worker.py")
     prefix: list[str] = []
@@ -187,20 +324,23 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int) ->
             *_binds([*SYSTEM_DIRS, *needed]),
             "--perms", "0755", "--dir", SANDBOX_DIR,
             "--ro-bind", worker, WORKER_FILE,
+            "--ro-bind", str(scratch / "protocol.py"), PROTOCOL_FILE,
             "--ro-bind", modules, MODULES_DIR,
             "--chdir", MODULES_DIR,
         ]
         modules, worker, cwd = MODULES_DIR, WORKER_FILE, "/"
     arguments = ["--requests", str(requests_fd), "--replies", str(replies_fd), "--modules", modules, "--site", site]
     if the_plan.drop_to is not None:
-        arguments += ["--uid", str(the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]
+        arguments += ["--uid", str(uid if uid is not None else the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]
     return [*prefix, executable, "-I", "-S", "-B", worker, *arguments], cwd
 
 
-def limiter(limits: Limits) -> Callable[[], None]:
-    """The ``preexec_fn`` that applies ``limits`` in the child before it executes anything."""
+def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
+    """The ``preexec_fn`` that applies ``limits`` (and ``niceness``) in the child before it executes anything."""
 
     def apply() -> None:
+        if niceness:
+            os.nice(niceness)
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))

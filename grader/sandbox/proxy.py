@@ -26,6 +26,8 @@ Example
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import inspect
 import os
 import select
@@ -42,24 +44,29 @@ from typing import Any
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits as confine
-from grader.sandbox import worker
+from grader.sandbox import protocol, worker
 from grader.sandbox.limits import Limits
 from tests.kit import ImplementationError, LocalImplementation
 
-__all__ = ["IsolatedImplementation", "Limits", "WorkerCrashed"]
+__all__ = ["IsolatedImplementation", "Limits", "SandboxError", "WorkerCrashed"]
 
 worker.load_numpy()
 WORKER_SOURCE = Path(worker.__file__)
+PROTOCOL_SOURCE = Path(protocol.__file__)
+# The largest JSON header the grading side parses from a worker (honest ones are a few kilobytes).
+MAX_REPLY_HEADER = 4 << 20
 STARTUP_TIMEOUT = 30.0  # generous: a loaded CI machine may take a while to start Python + numpy
 MAX_MODULE_BYTES = 1 << 20
-FAIR_VIEW_ALL = "all"
+FAIR_VIEW_ALL = protocol.VIEW_ALL
 
 
 # Fair grading's callbacks, answered before: (reference folder, the callback's frame) -> the answer's frame.
 # The reference is a pure function of its arguments (random generators travel with their state), and the
 # graded tests use seeded inputs, so students whose code gets as far as the same callback ask the very same
 # question; the answer is sent again without decoding, running the reference or encoding. Per process.
-_ANSWERS: dict[tuple[str, bytes], bytes] = {}
+_ANSWERS: dict[tuple[str, str, bytes], bytes] = {}
+# The spare worker of this process (see IsolatedImplementation.warm): (its options, the implementation).
+_SPARES: list[tuple[str, Any]] = []
 _ANSWERS_MAX_BYTES = 32 << 20
 _answers_bytes = 0
 
@@ -74,8 +81,20 @@ def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
     _answers_bytes += size
 
 
+atexit.register(lambda: IsolatedImplementation.close_spares())
+
+
 class WorkerCrashed(RuntimeError):
     """The worker process ended (or misbehaved) while running student code."""
+
+
+class SandboxError(RuntimeError):
+    """The grader itself failed (the worker could not start, ...): never the student's fault.
+
+    Every such failure is also listed in ``IsolatedImplementation.internal``,
+    so the grader reports the tests it hit as not graded, whatever the test
+    did with the exception.
+    """
 
 
 class _Timeout(Exception):
@@ -84,6 +103,14 @@ class _Timeout(Exception):
 
 class _Ended(Exception):
     pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BudgetExhausted(TimeoutError):
+    """The submission has used up its time budget: the remaining calls are not run."""
 
 
 def _describe_exit(code: int | None, mode: str) -> str:
@@ -124,7 +151,7 @@ class IsolatedImplementation:
     """
 
     def __init__(self, path: Path | str, *, fair: bool = True, limits: Limits | None = None,
-                 reference: Path | str = ROOT / "solutions") -> None:
+                 reference: Path | str = ROOT / "solutions", policy: str = "require") -> None:
         self.path = Path(path).resolve()
         if not self.path.is_dir():
             raise ImplementationError(f"--impl {path}: no such folder")
@@ -132,8 +159,20 @@ class IsolatedImplementation:
         self.limits = limits or Limits()
         self.reference = Path(reference).resolve()
         self.curriculum = load_curriculum()
-        self.plan = confine.plan()
+        self.plan = confine.choose(policy)  # IsolationUnavailable: no student code without isolation
         self.restarts = 0
+        # What the grader reports about this submission besides its test outcomes.
+        self.internal: list[str] = []  # the grader's own failures (the affected tests are not graded)
+        self.refused: list[str] = []  # the distinct callbacks the channel refused (at most 20; see refusals)
+        self.refusals = 0
+        self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
+        self.spent = 0.0  # seconds of student code so far (the reference's time not counted)
+        self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
+        self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
+        self.received = 0  # bytes the worker sent so far
+        self._uid: int | None = None
+        self._init_data: dict[str, dict[str, list[str]]] = {"functions": {}, "dependencies": {}}
+        self._allowed: dict[str, frozenset[tuple[str, str]]] = {}
         self._timeouts: dict[str, int] = {}  # timeouts so far, per called function
         self.startup_seconds: list[float] = []
         self._output = bytearray()
@@ -151,15 +190,65 @@ class IsolatedImplementation:
         self._live: dict[str, Any] = {"process": None, "fds": {}}
         weakref.finalize(self, IsolatedImplementation._cleanup, self._scratch, self._live)
         self._missing = self._prepare_scratch()
+        self._adopted = False
         self._handshake_pending = False
         self._spawned_at = 0.0
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
+
+    # ------------------------------------------------------------------ a warm worker
+
+    @classmethod
+    def warm(cls, path: Path | str, **options: Any) -> IsolatedImplementation:
+        """An implementation of ``path`` whose worker is already up, if one was kept (see ``keep_spare``).
+
+        A spare is a worker started for no one: it has imported numpy and
+        answered its init message, and has never seen a student's module (it
+        imports lazily). Adopting it copies ``path``'s modules into its own
+        scratch folder (which its sandbox shows live), so the student's first
+        call does not wait for a start-up. Otherwise a fresh one is started.
+        """
+        key = repr(sorted(options.items()))
+        while _SPARES:
+            spare_key, spare = _SPARES.pop()
+            alive = spare._process is not None and spare._process.poll() is None
+            if spare_key == key and alive and not spare._adopted:
+                spare._adopt(Path(path))
+                return spare
+            spare.close()
+        return cls(path, **options)
+
+    @staticmethod
+    def close_spares() -> None:
+        """Stop the spare worker of this process, if any (and remove its scratch folder)."""
+        while _SPARES:
+            with contextlib.suppress(Exception):
+                _SPARES.pop()[1].close()
+
+    @classmethod
+    def keep_spare(cls, **options: Any) -> None:
+        """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process)."""
+        while _SPARES:
+            _SPARES.pop()[1].close()
+        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-"))
+        try:
+            spare = cls(empty, **options)
+        finally:
+            shutil.rmtree(empty, ignore_errors=True)
+        _SPARES.append((repr(sorted(options.items())), spare))
+
+    def _adopt(self, path: Path) -> None:
+        self.path = path.resolve()
+        if not self.path.is_dir():
+            self.close()
+            raise ImplementationError(f"--impl {path}: no such folder")
+        self._adopted = True
+        self._missing = self._copy_modules()
 
     # ------------------------------------------------------------------ public API
 
     @property
     def isolation(self) -> str:
-        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + unprivileged user (65534) + rlimits"``."""
+        """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker"``."""
         return self.plan.description
 
     @property
@@ -216,11 +305,17 @@ class IsolatedImplementation:
     def _prepare_scratch(self) -> set[str]:
         """Copy the worker script and the submission's modules; return the missing modules."""
         os.chmod(self._scratch, 0o755)
-        shutil.copyfile(WORKER_SOURCE, self._scratch / "worker.py")
-        os.chmod(self._scratch / "worker.py", 0o644)
+        for source in (WORKER_SOURCE, PROTOCOL_SOURCE):
+            shutil.copyfile(source, self._scratch / source.name)
+            os.chmod(self._scratch / source.name, 0o644)
         modules = self._scratch / "modules"
         modules.mkdir(mode=0o755)
         os.chmod(modules, 0o755)
+        return self._copy_modules()
+
+    def _copy_modules(self) -> set[str]:
+        """Copy the submission's modules into the scratch folder; return the missing modules."""
+        modules = self._scratch / "modules"
         wanted = {exercise.module_file for exercise in self.curriculum.exercises}
         helpers = {p.name for p in self.path.glob("_*.py") if p.name != "__init__.py" and p.name.isascii()}
         missing = set()
@@ -242,13 +337,22 @@ class IsolatedImplementation:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         output_read, output_write = os.pipe()
-        cmd, cwd = confine.command(self.plan, self._scratch, requests_read, replies_write)
+        # Without a PID namespace, every worker gets a user of its own, so that all its processes can be killed.
+        # Each worker gets a user of its own (as root): its process limit then counts its own processes only.
+        self._uid = confine.fresh_uid() if self.plan.drop_to is not None else None
+        cmd, cwd = confine.command(self.plan, self._scratch, requests_read, replies_write, uid=self._uid)
         try:
             self._process = subprocess.Popen(
                 cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
                 stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
-                preexec_fn=confine.limiter(self.limits), start_new_session=True,
+                # A submission that already ran out of time gets the CPU only when honest ones do not need it.
+                preexec_fn=confine.limiter(self.limits, niceness=10 if self.stats["timed_out"] else 0),
+                start_new_session=True,
             )
+        except OSError as error:
+            for fd in (requests_write, replies_read, output_read):
+                os.close(fd)
+            raise self._internal(f"the worker process could not be started ({error})") from None
         finally:
             for fd in (requests_read, replies_write, output_write):
                 os.close(fd)
@@ -256,10 +360,12 @@ class IsolatedImplementation:
         for fd in self._fds.values():
             os.set_blocking(fd, False)
         self._buffer = bytearray()
-        self._live.update(process=self._process, fds=dict(self._fds))
+        self._live.update(process=self._process, fds=dict(self._fds),
+                          uid=self._uid if self.plan.mode != "bwrap" else None)
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
+        self._init_data = {"functions": functions, "dependencies": dependencies}
         self._handshake_pending = True
         try:
             self._send(worker.pack({"op": "init", "functions": functions, "dependencies": dependencies}, []),
@@ -278,12 +384,18 @@ class IsolatedImplementation:
             reply, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT)
         except (_Timeout, _Ended) as error:
             code = self._stop(ended=isinstance(error, _Ended))
-            raise WorkerCrashed(f"the worker process did not start ({_describe_exit(code, self.plan.mode)}; "
-                                f"isolation: {self.isolation}); its output:\n{self.output[-2000:]}") from error
+            last = self.output.strip().splitlines()[-1:] or ["no output"]
+            raise self._internal(f"the worker process did not start ({_describe_exit(code, self.plan.mode)}; "
+                                 f"isolation: {self.isolation}; its last output: {last[0][:300]})") from None
         if reply.get("status") != "ok":
             self._stop()
-            raise WorkerCrashed(f"the worker process did not start: {reply}")
+            raise self._internal(f"the worker process did not start: {str(reply)[:300]}")
         self.startup_seconds.append(time.perf_counter() - self._spawned_at)
+
+    def _internal(self, reason: str) -> SandboxError:
+        """Record a failure of the grader itself and return the exception to raise."""
+        self.internal.append(reason)
+        return SandboxError(reason)
 
     def _stop(self, ended: bool = False) -> int | None:
         """Kill the worker (all its processes) and close the pipes; return its exit status.
@@ -291,7 +403,8 @@ class IsolatedImplementation:
         ``ended``: the worker closed the channel, so give it a moment to exit by itself and report its own code.
         """
         process, self._process = self._process, None
-        self._live.update(process=None, fds={})
+        uid, self._uid = self._uid, None
+        self._live.update(process=None, fds={}, uid=None)
         if process is None:
             return None
         self._drain_output(0.0)
@@ -300,7 +413,8 @@ class IsolatedImplementation:
                 process.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
-        code = IsolatedImplementation._kill(process)
+        # In a PID namespace, killing its first process ends them all; elsewhere, kill by the worker's own uid.
+        code = IsolatedImplementation._kill(process, uid if self.plan.mode != "bwrap" else None)
         for fd in self._fds.values():
             try:
                 os.close(fd)
@@ -310,7 +424,9 @@ class IsolatedImplementation:
         return code
 
     @staticmethod
-    def _kill(process: subprocess.Popen) -> int | None:
+    def _kill(process: subprocess.Popen, uid: int | None = None) -> int | None:
+        if uid is not None:
+            confine.kill_user(uid)  # every process the worker started, wherever it went (setsid, daemons)
         if process.poll() is None:
             # Children first (bwrap's init of the PID namespace: killing it ends every process inside), so that
             # bwrap reaps them and no zombie is left to an init that may not reap; then the whole session.
@@ -342,7 +458,7 @@ class IsolatedImplementation:
     @staticmethod
     def _cleanup(scratch: Path, live: dict[str, Any]) -> None:
         if live["process"] is not None:
-            IsolatedImplementation._kill(live["process"])
+            IsolatedImplementation._kill(live["process"], live.get("uid"))
         for fd in live["fds"].values():
             try:
                 os.close(fd)
@@ -414,9 +530,19 @@ class IsolatedImplementation:
             if readable:
                 self._read_replies()
 
+    def _check_frame_prefix(self) -> None:
+        """Refuse a frame whose declared size is over the limits before any more of it is read."""
+        if len(self._buffer) < worker.PREFIX.size:
+            return
+        _, head_len, body_len = worker.PREFIX.unpack_from(self._buffer)
+        allowance = min(self.limits.reply_bytes, self.limits.student_reply_bytes - self.received)
+        if head_len > MAX_REPLY_HEADER or head_len + body_len > allowance:
+            raise _TooLarge(head_len + body_len)
+
     def _next_frame(self, deadline: float) -> bytes:
-        """The next whole frame from the worker, as received."""
+        """The next whole frame from the worker, as received (never more than the reply limits)."""
         while True:
+            self._check_frame_prefix()
             try:
                 size = worker.frame_size(self._buffer)
             except ValueError as error:  # garbage on the channel: the student wrote to it
@@ -424,6 +550,7 @@ class IsolatedImplementation:
             if size is not None:
                 frame = bytes(self._buffer[:size])
                 del self._buffer[:size]
+                self.received += size
                 return frame
             readable, _ = self._wait(deadline, write=False)
             if readable:
@@ -443,46 +570,113 @@ class IsolatedImplementation:
         return self._parse(self._next_frame(deadline))
 
     def _exchange(self, header: dict, arrays: list, timeout: float) -> tuple[dict, list]:
-        """Send a request; answer the worker's callbacks until its reply comes."""
-        self._ready()
-        deadline = time.monotonic() + timeout
-        self._send(worker.pack(header, arrays), deadline)
-        while True:
-            frame = self._next_frame(deadline)
-            started = time.monotonic()
-            key = (str(self.reference), frame)
-            answer = _ANSWERS.get(key)
-            if answer is None:
-                reply, reply_arrays = self._parse(frame)
-                if reply.get("op") == "grading_function":  # a test's own function: never remembered
-                    answer = worker.pack(*self._run_grading_function(reply, reply_arrays))
-                elif reply.get("op") != "callback":
-                    return reply, reply_arrays
-                else:
-                    answer = worker.pack(*self._callback(reply, reply_arrays))
-                    _remember_answer(key, answer)
-            self._send(answer, deadline + 60)
-            deadline += time.monotonic() - started  # the reference's time does not count against the student
+        """Send a request; answer the worker's callbacks until its reply comes.
 
-    def _callback(self, header: dict, arrays: list) -> tuple[dict, list]:
-        """Run a reference function for the worker (fair grading) and build the answer."""
+        Only what ``protocol`` lists is accepted from the worker: a reply with a
+        known status, or a callback that the request's view may make. Student
+        time (not the reference's) is added to ``spent``.
+        """
+        self._ready()
+        view = str(header.get("view", FAIR_VIEW_ALL))
+        begun = time.monotonic()
+        reference_seconds = 0.0
+        deadline = begun + timeout
+        callbacks = 0
+        try:
+            self._send(worker.pack(header, arrays), deadline)
+            while True:
+                frame = self._next_frame(deadline)
+                callbacks += 1
+                if callbacks > self.limits.callbacks_per_call + 1:
+                    raise _Ended(f"your code asked the reference more than {self.limits.callbacks_per_call} times "
+                                 "in one call")
+                started = time.monotonic()
+                # The view is part of the key: an answer is replayed only where it was allowed.
+                key = (str(self.reference), view, frame)
+                answer = _ANSWERS.get(key)
+                if answer is None:
+                    reply, reply_arrays = self._parse(frame)
+                    if reply.get("op") == "grading_function":  # a test's own function: never remembered
+                        self._send(worker.pack(*self._run_grading_function(reply, reply_arrays)), deadline + 60)
+                        spent = time.monotonic() - started
+                        reference_seconds += spent
+                        if self.reference_spent + reference_seconds < self.limits.reference_seconds:
+                            deadline += spent
+                        continue
+                    if "op" not in reply:
+                        try:
+                            protocol.check_reply(reply)
+                        except protocol.ProtocolError as error:
+                            raise _Ended(f"the worker sent a message the protocol does not allow ({error})") \
+                                from None
+                        return reply, reply_arrays
+                    answer, allowed = self._callback(reply, reply_arrays, view)
+                    if allowed:
+                        _remember_answer(key, answer)
+                self._send(answer, deadline + 60)
+                spent = time.monotonic() - started
+                reference_seconds += spent
+                if self.reference_spent + reference_seconds < self.limits.reference_seconds:
+                    deadline += spent  # the reference's time does not count against the student (up to a limit)
+        finally:
+            self.call_seconds += time.monotonic() - begun
+            self.spent += max(0.0, time.monotonic() - begun - reference_seconds)
+            self.reference_spent += reference_seconds
+
+    def allowed_callbacks(self, view: str) -> frozenset[tuple[str, str]]:
+        """The reference functions the channel serves while a request of ``view`` runs (see ``protocol``)."""
+        if view not in self._allowed:
+            self._allowed[view] = protocol.reference_functions(
+                view, self._init_data["dependencies"], self._init_data["functions"]) if self.fair else frozenset()
+        return self._allowed[view]
+
+    def _callback(self, header: dict, arrays: list, view: str) -> tuple[bytes, bool]:
+        """Answer a callback (fair grading): the answer's frame, and whether it was allowed.
+
+        A callback for anything but the functions of ``view``'s dependencies is
+        refused (a PermissionError in the student's code) and recorded. A
+        reference error goes back as its type and message only: no traceback,
+        no source line of the reference.
+        """
+        try:
+            protocol.check(header, protocol.CALLBACKS)
+        except protocol.ProtocolError as error:
+            raise _Ended(f"the worker sent a message the protocol does not allow ({error})") from None
+        exercise, name = header["exercise"], header["function"]
+        if (exercise, name) not in self.allowed_callbacks(view):
+            self.refusals += 1
+            what = f"{exercise[:40]}.{name[:40]}()"
+            reason = (f"the reference's {what} was asked for while grading {view}" if self.fair else
+                      f"the reference's {what} was asked for under --no-fair")
+            if reason not in self.refused and len(self.refused) < 20:
+                self.refused.append(reason)
+            info = {"type": "PermissionError", "builtins": ["PermissionError"], "traceback": [],
+                    "message": f"refused: {reason}; fair grading serves only the functions of the exercises "
+                               f"that {view} imports"}
+            return worker.pack({"status": "error", "error": info}, []), False
         try:
             if self._reference_impl is None:
                 self._reference_impl = LocalImplementation(self.reference)
-            function = self._reference_impl.function(str(header["exercise"]), str(header["function"]))
+            function = self._reference_impl.function(exercise, name)
             args, kwargs = worker.decode(header["payload"], arrays)
             result = function(*args, **kwargs)
             answer_arrays: list = []
             payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
         except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
-            return {"status": "error", "error": worker.exception_info(error, keep=str(self.reference))}, []
-        return {"status": "ok", "payload": payload}, answer_arrays
+            info = worker.exception_info(error)
+            info["traceback"] = []  # the reference's frames and source lines stay on this side
+            return worker.pack({"status": "error", "error": info}, []), True
+        return worker.pack({"status": "ok", "payload": payload}, answer_arrays), True
 
     def _run_grading_function(self, header: dict, arrays: list) -> tuple[dict, list]:
         """Run a function the test passed as an argument (e.g. a model's ``predict``) for the worker.
 
         Only functions of the call in progress can be reached, by their index; the arguments are plain data.
         """
+        try:
+            protocol.check(header, protocol.CALLBACKS)
+        except protocol.ProtocolError as error:
+            raise _Ended(f"the worker sent a message the protocol does not allow ({error})") from None
         try:
             index = header.get("index")
             if type(index) is not int or not 0 <= index < len(self._grading_functions):
@@ -492,25 +686,61 @@ class IsolatedImplementation:
             answer_arrays: list = []
             payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
         except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
-            return {"status": "error", "error": worker.exception_info(error)}, []
+            info = worker.exception_info(error)
+            info["traceback"] = []  # the test's frames and source lines stay on this side (hidden tests too)
+            return {"status": "error", "error": info}, []
         return {"status": "ok", "payload": payload}, answer_arrays
 
-    def _request(self, header: dict, arrays: list, what: str) -> tuple[dict, list]:
-        """One exchange with the worker, turning a timeout or a dead worker into a clear error."""
+    def _request(self, header: dict, arrays: list, what: str, counted: bool = True) -> tuple[dict, list]:
+        """One exchange with the worker, turning a timeout or a dead worker into a clear error.
+
+        ``counted``: the request counts as a call in ``stats`` (an import counts only when it fails).
+        """
         __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
         so_far, total = self._timeouts.get(what, 0), sum(self._timeouts.values())
         if so_far >= self.limits.function_timeouts or total >= self.limits.total_timeouts:
+            self.stats["skipped"] += 1
             raise TimeoutError(f"{what} was not run: your code already ran out of time {max(so_far, total)} times "
                                "(an infinite loop?); fix that first")
+        budget = self.limits.student_seconds
+        if self.spent >= budget:
+            self.stats["skipped"] += 1
+            raise BudgetExhausted(f"{what} was not run: your code has used up its time budget ({budget:g} s for all "
+                               "the tests of a submission); make the slow function faster")
+        if self.stats["crashed"] >= self.limits.total_crashes:
+            self.stats["skipped"] += 1
+            raise WorkerCrashed(f"{what} was not run: your code ended the worker process {self.stats['crashed']} "
+                                "times already; fix that first")
+        if self.received >= self.limits.student_reply_bytes:
+            self.stats["skipped"] += 1
+            raise WorkerCrashed(f"{what} was not run: your code has sent its whole reply budget "
+                                f"({self.limits.student_reply_bytes} bytes); return smaller values")
+        timeout = min(self.limits.call_timeout, budget - self.spent)
+        self.stats["requests"] += counted
         try:
-            return self._exchange(header, arrays, self.limits.call_timeout)
+            return self._exchange(header, arrays, timeout)
         except _Timeout:
+            self.stats["timed_out"] += 1
+            self.stats["requests"] += not counted
             self._timeouts[what] = so_far + 1
             self._stop()
             self.restarts += 1
+            if timeout < self.limits.call_timeout:
+                raise BudgetExhausted(f"{what} did not finish: your code used up its time budget ({budget:g} s for "
+                                   "all the tests of a submission)") from None
             raise TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?") \
                 from None
+        except _TooLarge as error:
+            self.stats["crashed"] += 1
+            self.stats["requests"] += not counted
+            self._stop()
+            self.restarts += 1
+            raise WorkerCrashed(f"{what} sent a reply of {error.args[0]} bytes, more than the grader accepts "
+                                f"({self.limits.reply_bytes} bytes per reply, {self.limits.student_reply_bytes} "
+                                "in all); return smaller values") from None
         except _Ended as error:
+            self.stats["crashed"] += 1
+            self.stats["requests"] += not counted
             detail = str(error)
             code = self._stop(ended=not detail)
             self.restarts += 1
@@ -524,7 +754,10 @@ class IsolatedImplementation:
     def _import(self, view: str, module: str) -> None:
         key = (view, module)
         try:
-            reply, _ = self._request({"op": "import", "view": view, "module": module}, [], f"importing {module}.py")
+            reply, _ = self._request({"op": "import", "view": view, "module": module}, [], f"importing {module}.py",
+                                     counted=False)
+        except BudgetExhausted as error:
+            raise ImplementationError(str(error)) from None  # not remembered: the budget is the reason, not the module
         except TimeoutError:
             self._failures[key] = (f"importing {module}.py did not finish within {self.limits.call_timeout:g} s "
                                    "(an infinite loop at module level?)")
@@ -536,7 +769,8 @@ class IsolatedImplementation:
         if reply.get("status") != "ok":
             self._failures[key] = str(reply.get("message", f"importing {module}.py failed"))
             raise ImplementationError(self._failures[key])
-        self._callables[key] = set(reply.get("callables", []))
+        callables = reply.get("callables")
+        self._callables[key] = {n for n in callables if isinstance(n, str)} if isinstance(callables, list) else set()
 
     def _signature(self, name: str) -> inspect.Signature | None:
         """The API's signature of ``name`` (from the reference), so failure messages name arguments."""
@@ -592,7 +826,8 @@ class IsolatedImplementation:
         if status == "ok":
             return self._call_result(name, reply, reply_arrays, args, kwargs)
         if status == "error":
-            info = reply.get("error", {})
+            info = reply.get("error")
+            info = info if isinstance(info, dict) else {}
             if info.get("type") == "SystemExit":
                 raise WorkerCrashed(str(info.get("message")))
             raise worker.rebuild_exception(info)
@@ -602,7 +837,7 @@ class IsolatedImplementation:
         __tracebackhide__ = True
         try:  # the result, and the in-place changes and generator states copied back onto the arguments
             result = worker.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
-        except (ValueError, KeyError, TypeError, IndexError) as error:
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError, OverflowError) as error:
             raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None
         worker.reissue_warnings(reply.get("warnings"))
         return result

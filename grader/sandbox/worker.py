@@ -72,6 +72,25 @@ def load_numpy() -> Any:
     return np
 
 
+_PROTOCOL: Any = None
+
+
+def protocol() -> Any:
+    """``grader/sandbox/protocol.py``, loaded from the file next to this one (the sandbox holds a copy)."""
+    global _PROTOCOL
+    if _PROTOCOL is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py")
+        spec = importlib.util.spec_from_file_location("_attention_kit_protocol", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no protocol module at {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _PROTOCOL = module
+    return _PROTOCOL
+
+
 # --------------------------------------------------------------------------- plain functions
 
 # The only functions that may cross the channel: scalar functions of one array, named by a kind from this
@@ -519,9 +538,12 @@ def rebuild_exception(info: dict) -> BaseException:
     them, so ``except ValueError`` still catches it; anything else as
     RuntimeError naming the type.
     """
-    name, message = str(info.get("type", "Exception")), str(info.get("message", ""))
+    name, message = str(info.get("type", "Exception"))[:100], str(info.get("message", ""))[:4000]
+    if not name.isidentifier():
+        name = "Exception"
     bases = []
-    for base_name in info.get("builtins", ()):
+    named = info.get("builtins")
+    for base_name in (named[:10] if isinstance(named, list) else ()):
         base = getattr(builtins, str(base_name), None)
         if isinstance(base, type) and issubclass(base, Exception) and base not in bases:
             bases.append(base)
@@ -537,8 +559,11 @@ def rebuild_exception(info: dict) -> BaseException:
             except TypeError:  # incompatible layouts: keep the first builtin base
                 _REBUILT[key] = type(name, (bases[0],), {"__module__": "student"})
         error = _REBUILT[key](message)
-    if info.get("traceback"):
-        error.add_note("student traceback (most recent call last):\n  " + "\n  ".join(info["traceback"]))
+    error.attention_kit_student = True  # type: ignore[attr-defined]  # raised by student code, not by the grader
+    frames = info.get("traceback")
+    if isinstance(frames, list) and frames:
+        lines = [str(line)[:500] for line in frames[-6:]]
+        error.add_note("student traceback (most recent call last):\n  " + "\n  ".join(lines))
     return error
 
 
@@ -680,8 +705,12 @@ class Worker:
             restore_builtins()
 
     def dispatch(self, header: dict, arrays: list) -> None:
-        """Route one request by its ``op``."""
-        op = header.get("op")
+        """Route one request by its ``op``: only the requests that ``protocol.REQUESTS`` lists."""
+        try:
+            op = protocol().check(header, protocol().REQUESTS)
+        except ValueError as error:
+            self.channel.send({"status": "error", "error": {"type": "ValueError", "message": str(error)}}, [])
+            return
         if op == "init":
             self.functions = header["functions"]
             self.dependencies = header["dependencies"]
@@ -690,8 +719,6 @@ class Worker:
             self.handle_import(header)
         elif op == "call":
             self.handle_call(header, arrays)
-        else:
-            self.channel.send({"status": "error", "error": {"type": "ValueError", "message": f"bad op {op!r}"}}, [])
 
     def handle_import(self, header: dict) -> None:
         """Import a module and report its public callables, or why it failed."""
@@ -799,6 +826,7 @@ def main(argv: list[str]) -> int:
         sys.path.append(options["--site"])
     os.chdir(options["--modules"])
     load_numpy()
+    protocol()  # before any student code runs
     for fd in (read_fd, write_fd):
         os.set_inheritable(fd, False)  # programs that student code executes do not get the channel
     # A process that student code forks must never speak on the channel: close it there at once.

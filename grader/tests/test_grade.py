@@ -81,8 +81,11 @@ def results(out: Path, student: str) -> dict:
     return json.loads((out / student / "results.json").read_text(encoding="utf-8"))
 
 
-def test_every_submission_gets_a_row_and_nothing_else(batch):
-    assert set(batch["grades"]) == {"correct", "mutant", "missing", "syntax", "binary", "nested", "zipped", "evil"}
+def test_every_entry_gets_a_row(batch):
+    # notes.txt is not a submission format, but an entry: it gets a row that says why it scored nothing.
+    assert set(batch["grades"]) == {"correct", "mutant", "missing", "syntax", "binary", "nested", "zipped", "evil",
+                                    "notes"}
+    assert "unsupported format" in batch["grades"]["notes"]["status"]
     header = (batch["out"] / "grades.csv").read_text().splitlines()[0].split(",")
     assert header == ["student", "status", "score", "max_score", *load().names]
 

@@ -1,0 +1,97 @@
+"""The operations that may cross the sandbox boundary, with their arguments: the one list.
+
+Both sides read this file. The grading side (``grader.sandbox.proxy``)
+imports it; the worker (``grader/sandbox/worker.py``, a standalone script)
+loads it from the copy placed next to it in the sandbox. It imports only the
+standard library, so that it can.
+
+Grading process -> worker (``REQUESTS``):
+
+- ``init``: the manifest's ``functions`` per exercise and the ``dependencies``
+  the worker must serve from the reference (empty under ``--no-fair``);
+- ``import``: import the student's ``module`` in the package of ``view``;
+- ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
+  (optionally ``measure_memory``: also report the call's peak memory).
+
+Worker -> grading process, only while one of those requests is in flight:
+
+- a reply: ``status`` is one of ``REPLY_STATUSES``;
+- ``callback`` (``CALLBACKS``): fair grading's one question, "run the
+  reference's ``exercise.function`` on ``payload``". The grading side answers
+  it only for the functions of the exercises that the request's view depends
+  on (:func:`reference_functions`), never the view's own functions and nothing
+  at all under ``--no-fair``; any other callback is refused with a
+  ``PermissionError`` and the refusal is recorded in the student's report;
+- ``grading_function``: run a function that the test itself passed to the
+  student's function, by its index among that call's functions (never one of
+  an earlier call); its errors come back as type and message only.
+
+Every field is checked by :func:`check` against its type before use; values
+in ``payload`` are plain data (see ``worker.encode``), never pickles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# op -> {field: type}. ``object`` means "any plain data": it is decoded and checked by the codec.
+REQUESTS: dict[str, dict[str, type]] = {
+    "init": {"functions": dict, "dependencies": dict},
+    "import": {"view": str, "module": str},
+    "call": {"view": str, "module": str, "function": str, "payload": object},
+}
+CALLBACKS: dict[str, dict[str, type]] = {
+    "callback": {"exercise": str, "function": str, "payload": object},
+    # A function that the test passed as an argument (a model's predict, say), by its index among the
+    # functions of the call in progress; only those can be reached.
+    "grading_function": {"index": int, "payload": object},
+}
+# Optional fields (checked when present): a call may ask for the peak memory of the student's code.
+OPTIONAL: dict[str, dict[str, type]] = {"call": {"measure_memory": bool}}
+REPLY_STATUSES = ("ok", "error", "import_error")
+# The view of a request under --no-fair: every module is the student's, and no callback is answered.
+VIEW_ALL = "all"
+
+
+class ProtocolError(ValueError):
+    """A message that the protocol does not allow."""
+
+
+def check(message: Any, table: dict[str, dict[str, type]]) -> str:
+    """The ``op`` of ``message`` after checking it against ``table``; ProtocolError otherwise."""
+    if not isinstance(message, dict):
+        raise ProtocolError("a message that is not an object")
+    op = message.get("op")
+    fields = table.get(op) if isinstance(op, str) else None
+    if fields is None:
+        raise ProtocolError(f"operation {str(op)[:40]!r} is not allowed here")
+    for name, kind in fields.items():
+        if name not in message:
+            raise ProtocolError(f"{op}: missing field {name!r}")
+        if kind is not object and not isinstance(message[name], kind):
+            raise ProtocolError(f"{op}: field {name!r} must be a {kind.__name__}")
+    for name, kind in OPTIONAL.get(op, {}).items():
+        if name in message and not isinstance(message[name], kind):
+            raise ProtocolError(f"{op}: field {name!r} must be a {kind.__name__}")
+    return op
+
+
+def check_reply(message: Any) -> str:
+    """The ``status`` of a worker's reply after checking it; ProtocolError otherwise."""
+    if not isinstance(message, dict) or message.get("status") not in REPLY_STATUSES:
+        raise ProtocolError("a reply without a known status")
+    return message["status"]
+
+
+def reference_functions(view: str, dependencies: dict[str, list[str]],
+                        functions: dict[str, list[str]]) -> frozenset[tuple[str, str]]:
+    """The ``(exercise, function)`` pairs that a callback may ask for while a request of ``view`` runs.
+
+    Only the functions of the exercises ``view`` depends on (``dependencies``
+    holds the transitive closure, and is empty for every view under
+    ``--no-fair``); never those of ``view`` itself, nothing for ``VIEW_ALL``.
+    """
+    if view == VIEW_ALL:
+        return frozenset()
+    return frozenset((exercise, function) for exercise in dependencies.get(view, ()) if exercise != view
+                     for function in functions.get(exercise, ()))
