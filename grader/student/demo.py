@@ -61,6 +61,26 @@ class DemoResult:
     source: str  # whose code: "your code" or "reference solution"
 
 
+
+def picture_target(out: str, what: str) -> tuple[Path | None, int]:
+    """Where a picture goes, or ``(None, exit status)`` after saying why it cannot be drawn.
+
+    ``what`` names the picture in the message ("heatmap", "picture"). Without
+    matplotlib the status is 1 and the message says how to get it; a folder
+    that does not exist is 2, a usage error.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(f'No {what}: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
+              "(or pip install matplotlib).")
+        return None, 1
+    path = Path(out)
+    if path.parent and not path.parent.is_dir():
+        print(f"attention-kit demo: --out {out}: folder {path.parent} does not exist", file=sys.stderr)
+        return None, 2
+    return path, 0
+
 def required_exercises(heads: int | None) -> tuple[str, ...]:
     """The exercises whose tests must pass before the demo can use the student's code."""
     return NEEDS + (NEEDS_HEADS if heads else ())
@@ -260,16 +280,9 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(summary_lines(result)))
     if result.causal:
         print(f"causal mask: {result.mask_source}")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print('No heatmap: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
-              "(or pip install matplotlib).")
-        return 1
-    out = Path(args.out)
-    if out.parent and not out.parent.is_dir():
-        print(f"attention-kit demo: --out {args.out}: folder {out.parent} does not exist", file=sys.stderr)
-        return 2
+    out, status = picture_target(args.out, "heatmap")
+    if out is None:
+        return status
     plot(result, out)
     print(f"heatmap: {display_path(out.resolve())}")
     print(textwrap.fill(CAPTION, width=100))
@@ -408,16 +421,9 @@ def run_trained(args: argparse.Namespace, impl: Path) -> int:
         print(f"{panel.label}: 'it' predicts '{panel.prediction}' (nouns swapped: '{panel.swapped}'); "
               f"held-out accuracy {panel.accuracy:.2f}, "
               f"mean weight on the antecedent {panel.on_antecedent:.2f}\n  weights of 'it': {weights}")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print('No picture: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
-              "(or pip install matplotlib).")
-        return 1
-    out = Path(args.out)
-    if out.parent and not out.parent.is_dir():
-        print(f"attention-kit demo: --out {args.out}: folder {out.parent} does not exist", file=sys.stderr)
-        return 2
+    out, status = picture_target(args.out, "picture")
+    if out is None:
+        return status
     plot_trained(panels, out, source)
     print(f"picture: {display_path(out.resolve())}")
     for panel in panels:

@@ -214,16 +214,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"attention-kit demo --explain failed: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     print("\n".join(summary_lines(result)))
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print('No picture: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
-              "(or pip install matplotlib).")
-        return 1
-    out = Path(args.out if args.out != "attention-demo.png" else DEFAULT_OUT)
-    if out.parent and not out.parent.is_dir():
-        print(f"attention-kit demo: --out {args.out}: folder {out.parent} does not exist", file=sys.stderr)
-        return 2
+    from grader.student.demo import picture_target  # demo imports this module only when --explain runs
+
+    out, status = picture_target(args.out if args.out != "attention-demo.png" else DEFAULT_OUT, "picture")
+    if out is None:
+        return status
     plot(result, out)
     print(f"picture: {display_path(out.resolve())}")
     print(textwrap.fill(CAPTION, width=100))
