@@ -177,6 +177,11 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call" and report.failed and STOPPED in report.longreprtext:
         crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
+        if crash is not None and STOPPED in (crash.message or ""):
+            # On CI (GitHub Classroom sets CI) pytest prints the whole message in the summary: cut it there too.
+            from _pytest._code.code import ReprFileLocation
+
+            crash = ReprFileLocation(crash.path, crash.lineno, _without_stop_traceback(crash.message).rstrip())
         report.longrepr = _Report(_without_stop_traceback(report.longreprtext), crash)
     exercise = item.stash.get(EXERCISE, None)
     funcargs = getattr(item, "funcargs", {})

@@ -473,15 +473,19 @@ def test_quiet_exit_gives_the_shell_statuses():
     assert interrupted() == 130
 
 
-def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path):
+@pytest.mark.parametrize("ci", ["", "true"], ids=["terminal", "CI"])  # on CI pytest prints whole messages
+def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path, ci):
     folder = make_partial(tmp_path / "stop", done=())
     source = (SOLUTIONS / "softmax.py").read_text(encoding="utf-8")
     (folder / "softmax.py").write_text(source.replace("totals = np.sum(exponentials, axis=axis, keepdims=True)",
                                                       "totals = np.sum(exponentials)"), encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith("PYTEST_") and k not in ("CI", "BUILD_NUMBER")}
+    environment["COLUMNS"] = "160"  # the summary line is cut to the terminal's width
+    if ci:
+        environment["CI"] = ci  # GitHub Classroom runs the tests with CI set
     done = subprocess.run([sys.executable, "-m", "pytest", "tests", "-m", "softmax", "-x", f"--impl={folder}",
-                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True,
-                          env={**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
-                               "COLUMNS": "160"})  # the summary line is cut to the terminal's width
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, env=environment)
     assert done.returncode == 1 and "FAILURE: each row (last axis)" in done.stdout, done.stdout
     assert "Stopping on first failure" not in done.stdout and "tests/feedback.py:" not in done.stdout, done.stdout
     assert "FAILED tests/test_01_softmax.py::test_rows_sum_to_one - each row" in done.stdout
