@@ -120,6 +120,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="grade into this folder and keep it")
     parser.add_argument("--slow", type=int, default=0,
                         help="add this many slow submissions (sleeping or looping in every call)")
+    parser.add_argument("--part", choices=("1", "2", "all"), default=None,
+                        help="grade these exercises (default: the manifest's [course] part)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grade-throughput-") as scratch:
@@ -128,7 +130,7 @@ def main() -> int:
         make_class(submissions, args.n)
         add_slow(submissions, args.slow)
         command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
-                   "--jobs", str(args.jobs), "--force"]
+                   "--jobs", str(args.jobs), "--force"] + (["--part", args.part] if args.part else [])
         sampler = DescendantSampler()
         cpu_before, start = cpu_seconds(), time.perf_counter()
         sampler.start()
@@ -143,7 +145,11 @@ def main() -> int:
             return 1
         isolation = [line for line in completed.stdout.splitlines() if line.startswith("Isolation:")]
         slow = f" + {args.slow} slow ones" if args.slow else ""
-        print(f"{args.n} submissions{slow}, --jobs {args.jobs} on {os.cpu_count()} cores")
+        from grader.curriculum import load
+
+        part = args.part or load().part
+        print(f"{args.n} submissions{slow}, part {part} ({len(load().selection(part))} exercises), "
+              f"--jobs {args.jobs} on {os.cpu_count()} cores")
         print(f"wall time:              {wall:.1f} s")
         total = args.n + args.slow
         print(f"submissions per second: {total / wall:.2f}")
@@ -155,8 +161,9 @@ def main() -> int:
         if args.record:
             from _record import record
 
-            record(__file__, f"{args.n} in {wall:.0f} s (--jobs {args.jobs}), {sampled / args.n:.2f} core-s each",
-                   {"submissions": args.n, "jobs": args.jobs, "wall_s": round(wall, 1),
+            record(__file__, f"{args.n} in {wall:.0f} s (part {part}, --jobs {args.jobs}), "
+                   f"{sampled / args.n:.2f} core-s each",
+                   {"submissions": args.n, "part": part, "jobs": args.jobs, "wall_s": round(wall, 1),
                     "per_second": round(args.n / wall, 2), "core_s_each_getrusage": round(cpu / args.n, 3),
                     "core_s_each_sampled": round(sampled / args.n, 3),
                     "isolation": isolation[0] if isolation else "?"})
