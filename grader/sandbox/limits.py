@@ -109,6 +109,9 @@ class Limits:
     # per submission (a loop of callbacks would otherwise hold a grading slot without using student time).
     callbacks_per_call: int = 5000
     reference_seconds: float = 60.0
+    # The most one callback may ask the reference to compute (estimated from its arguments before the reference
+    # runs, and the answer's size after): the reference runs in the grading process, whose memory must stay bounded.
+    reference_bytes: int = 256 << 20
 
 
     def describe(self) -> str:

@@ -1,0 +1,112 @@
+"""More attacks on `attention-kit grade` (the hostile tester's findings on an earlier snapshot).
+
+Each test names the finding it closes (F1..F13, S1.. of the attack report): the grading process's memory
+stays bounded whatever a worker asks or writes, a student's own stall is the student's timeout, and a
+broken kit is never a student's points.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox import proxy
+from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
+from grader.tests.test_trust import copy_reference
+
+# The worker's own channel, reached from student code (the worker is __main__ inside the sandbox).
+CHANNEL = (
+    "import os, sys, time\n"
+    "import numpy as np\n"
+    "_M = sys.modules['__main__']\n"
+    "_W = int(sys.argv[sys.argv.index('--replies') + 1])\n"
+    "_R = int(sys.argv[sys.argv.index('--requests') + 1])\n\n"
+    "def _ask(exercise, function, args):\n"
+    "    arrays = []\n"
+    "    payload = _M.encode([list(args), {}], arrays)\n"
+    "    os.write(_W, _M.pack({'op': 'callback', 'exercise': exercise, 'function': function,\n"
+    "                          'payload': payload}, arrays))\n\n"
+)
+
+
+@pytest.fixture
+def isolated():
+    opened: list[IsolatedImplementation] = []
+
+    def build(folder: Path, **options) -> IsolatedImplementation:
+        implementation = IsolatedImplementation(folder, limits=options.pop("limits", Limits(call_timeout=2.0)),
+                                                **options)
+        opened.append(implementation)
+        return implementation
+
+    yield build
+    for implementation in opened:
+        implementation.close()
+
+
+def _student(tmp_path: Path, split_heads_body: str) -> Path:
+    return copy_reference(tmp_path / "student", multihead=CHANNEL + "def split_heads(x, n_heads):\n" + split_heads_body)
+
+
+# ---------------------------------------------------------------- F1, F2: the grading process's memory
+
+
+def test_f1_the_reference_is_never_asked_for_more_than_the_limit(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "def split_heads(x, n_heads):\n"
+        "    init_weight(np.random.default_rng(0), 9000, 9000)\n    return x\n"))
+    impl = isolated(folder)
+    proxy._ANSWERS.clear()
+    with pytest.raises(MemoryError, match="the grader computes at most"):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert proxy._answers_bytes < proxy._ANSWERS_MAX_BYTES
+    assert not proxy._ANSWERS  # a refusal is never remembered
+    # The same callback with honest sizes is answered.
+    assert proxy._estimated_bytes([[np.random.default_rng(0), 16, 8], {}]) < impl.limits.reference_bytes
+    assert proxy._estimated_bytes([[np.zeros((2, 4, 8, 8))], {}]) < 1 << 20
+
+
+def test_f1_an_answer_over_the_limit_is_refused_after_the_reference_and_never_cached(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "def split_heads(x, n_heads):\n"
+        "    init_weight(np.random.default_rng(0), 400, 400)\n    return x\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=2.0, reference_bytes=1 << 30, reply_bytes=1 << 20))
+    proxy._ANSWERS.clear()
+    with pytest.raises(MemoryError, match="would be 1 MiB"):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert not proxy._ANSWERS
+
+
+def test_f2_bytes_flooding_the_replies_pipe_while_an_answer_is_sent_are_never_buffered(isolated, tmp_path):
+    folder = _student(tmp_path, (
+        "    _ask('projections', 'init_weight', [np.random.default_rng(2), 400, 400])\n"
+        "    chunk = b'\\0' * (1 << 20)\n"
+        "    for _ in range(64):\n        os.write(_W, chunk)\n"
+        "    time.sleep(30)\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=5.0, reply_bytes=4 << 20))
+    with pytest.raises(WorkerCrashed):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert len(impl._buffer) <= (4 << 20) + proxy.MAX_REPLY_HEADER + (1 << 20)  # one allowed frame at most, not 64 MiB
+
+
+# ---------------------------------------------------------------- F3: a student's stall is the student's time
+
+
+def test_f3_reading_the_answers_slowly_is_the_students_time(isolated, tmp_path):
+    folder = _student(tmp_path, (
+        "    seed = 0\n"
+        "    while True:\n"
+        "        seed += 1\n"
+        "        _ask('projections', 'init_weight', [np.random.default_rng(seed), 300, 300])\n"
+        "        got = 0\n"
+        "        while got < 720_000:\n"
+        "            got += len(os.read(_R, 65536))\n            time.sleep(1)\n"))
+    impl = isolated(folder)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 2 s"):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert time.monotonic() - started < 8
+    assert impl.reference_spent < 1.0
