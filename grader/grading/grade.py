@@ -536,6 +536,10 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     _memoize_statement_ranges()
     from grader.quiet import run_pytest
+    from grader.sandbox.proxy import SCRATCH_ENV
+
+    if job.get("scratch"):  # this batch's folder: removed by the batch even if this process is killed
+        os.environ[SCRATCH_ENV] = job["scratch"]
 
     report: dict[str, Any] = {}
     reused = _Session.of(job)
@@ -884,6 +888,11 @@ def grade_batch(
             echo(f"note: {escape_text(entry.name)!s} is graded as {escape_text(student)!s} "
                  "(its own name would collide with the grader's files or another entry)")
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
+    # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading
+    # processes (a killed one cannot remove its own). Traversable, not listable: a worker without a mount
+    # namespace (--container) runs as another user in its own scratch folder.
+    scratch = Path(tempfile.mkdtemp(prefix="attention-kit-run-"))
+    os.chmod(scratch, 0o711)
     graded = reused = 0
     students: list[str] = []
     rows_by_student: dict[str, dict] = {}
@@ -904,6 +913,7 @@ def grade_batch(
             prepared[student] = (submission, fingerprint)
             files = [f.path for f in suite if f.exercise not in submission.problems]
             todo.append({"student": student, "folder": str(submission.folder), "files": files, "fair": fair,
+                         "scratch": str(scratch),
                          "policy": isolation, "budget": budget,
                          "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]})
         runnable = [job for job in todo if job["files"]]
@@ -952,6 +962,7 @@ def grade_batch(
             export_failed = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     echo("")
     echo(summary(rows, graded=graded, reused=reused, seconds=time.monotonic() - start))
     echo(f"Limits: {limits.describe()}")

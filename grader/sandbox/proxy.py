@@ -70,6 +70,14 @@ _ANSWERS: dict[tuple[str, str, bytes], bytes] = {}
 # The spare worker of this process (see IsolatedImplementation.warm): (its options, the implementation).
 _SPARES: list[tuple[str, Any]] = []
 _ANSWERS_MAX_BYTES = 32 << 20
+# A folder of the batch (``grade_batch`` makes it and removes it at the end, even when a grading process
+# was killed and could not remove its workers' scratch folders): the workers' scratch folders go inside.
+SCRATCH_ENV = "ATTENTION_KIT_SCRATCH"
+
+
+def _scratch_parent() -> str | None:
+    parent = os.environ.get(SCRATCH_ENV)
+    return parent if parent and os.path.isdir(parent) else None
 _answers_bytes = 0
 
 
@@ -228,7 +236,7 @@ class IsolatedImplementation:
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._reference_impl: LocalImplementation | None = None
         self._grading_functions: list[Callable[..., Any]] = []  # the functions among the current call's arguments
-        self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-"))
+        self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-", dir=_scratch_parent()))
         # What the garbage collector must clean up if close() is never called (kept current by _spawn/_stop).
         self._live: dict[str, Any] = {"process": None, "fds": {}}
         weakref.finalize(self, IsolatedImplementation._cleanup, self._scratch, self._live)
@@ -253,7 +261,7 @@ class IsolatedImplementation:
         key = repr(sorted(options.items()))
         while _SPARES:
             spare_key, spare = _SPARES.pop()
-            alive = spare._process is not None and spare._process.poll() is None
+            alive = spare._process is not None and spare._process.poll() is None and spare._scratch.is_dir()
             if spare_key == key and alive and not spare._adopted:
                 spare._adopt(Path(path))
                 return spare
@@ -272,7 +280,7 @@ class IsolatedImplementation:
         """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process)."""
         while _SPARES:
             _SPARES.pop()[1].close()
-        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-"))
+        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-", dir=_scratch_parent()))
         try:
             spare = cls(empty, **options)
         finally:

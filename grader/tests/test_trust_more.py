@@ -110,3 +110,18 @@ def test_f3_reading_the_answers_slowly_is_the_students_time(isolated, tmp_path):
         impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
     assert time.monotonic() - started < 8
     assert impl.reference_spent < 1.0
+
+
+def test_f3_a_killed_grading_process_leaves_no_scratch_folder(tmp_path):
+    from grader.tests.test_trust import grade_command
+
+    folder = tmp_path / "subs"
+    copy_reference(folder / "slow", softmax="def softmax(x, axis=-1):\n    import time\n    time.sleep(3)\n"
+                                            "    return x\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    done = grade_command(folder, tmp_path / "out", "--timeout", "2", env={"TMPDIR": str(temporary)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "gave no result within 2 s" in done.stdout  # the grading process was killed at the backstop
+    time.sleep(1.5)  # the orphaned worker ends with its call
+    assert not [p.name for p in temporary.iterdir() if p.name.startswith("attention-kit")]
