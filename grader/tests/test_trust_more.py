@@ -125,3 +125,47 @@ def test_f3_a_killed_grading_process_leaves_no_scratch_folder(tmp_path):
     assert "gave no result within 2 s" in done.stdout  # the grading process was killed at the backstop
     time.sleep(1.5)  # the orphaned worker ends with its call
     assert not [p.name for p in temporary.iterdir() if p.name.startswith("attention-kit")]
+
+
+# ---------------------------------------------------------------- F5: the worker sees numpy, not the kit
+
+PROBE = '''
+def softmax(x, axis=-1):
+    import os, sys
+    seen = []
+    for entry in list(sys.path) + [os.path.dirname(os.__file__)]:
+        for folder, dirs, files in os.walk(entry):
+            dirs[:] = [d for d in dirs if not d.startswith(("numpy", "__pycache__"))]
+            if "site-packages" in folder or "dist-packages" in folder:
+                seen += [os.path.join(folder, f) for f in files] + [os.path.join(folder, d) for d in dirs]
+            seen += [os.path.join(folder, f) for f in files
+                     if f.endswith(".pth") or f in ("curriculum.toml", "golden.npz", "API.md")]
+            seen += [os.path.join(folder, d) for d in dirs if d in ("solutions", "hidden_tests", "_kit", "grader")]
+    opened = []
+    for path in TARGETS:
+        try:
+            with open(path, "rb") as handle:
+                opened.append(path + ":" + str(len(handle.read())))
+        except OSError:
+            pass
+    raise RuntimeError("SEEN=" + repr(sorted(set(seen))[:20]) + " OPENED=" + repr(opened))
+'''
+
+
+def test_f5_student_code_sees_only_numpy_of_any_site_packages_and_cannot_open_the_kit(isolated, tmp_path):
+    import grader
+    from grader.curriculum import ROOT
+    from grader.sandbox import limits as confine
+
+    if confine.choose("require").mode != "bwrap":
+        pytest.skip("needs bubblewrap")
+    targets = [str(ROOT / "solutions" / "softmax.py"), str(Path(grader.__file__).parent / "curriculum.toml"),
+               *[str(p) for p in (ROOT / "grader" / "hidden_tests").glob("*.py")],
+               *[str(Path(d) / "grader" / "_kit" / "solutions" / "softmax.py") for d in confine.hidden_paths()]]
+    folder = copy_reference(tmp_path / "student")
+    (folder / "softmax.py").write_text(f"TARGETS = {targets!r}\n" + PROBE, encoding="utf-8")
+    impl = isolated(folder)
+    with pytest.raises(RuntimeError) as info:
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert str(info.value).split("\n")[0].startswith("SEEN=[] OPENED=[]"), str(info.value)[:2000]
+    # numpy itself still works there (the honest path is covered by every grading test).
