@@ -169,3 +169,26 @@ def test_f5_student_code_sees_only_numpy_of_any_site_packages_and_cannot_open_th
         impl.function("softmax", "softmax")(np.zeros(2))
     assert str(info.value).split("\n")[0].startswith("SEEN=[] OPENED=[]"), str(info.value)[:2000]
     # numpy itself still works there (the honest path is covered by every grading test).
+
+
+# ---------------------------------------------------------------- F4: Gradescope never shows a 0 for its own failure
+
+
+def test_f4_an_autograder_failure_has_no_score_and_says_not_graded(tmp_path):
+    import json
+    import shutil as sh
+
+    from grader.curriculum import ROOT
+    from grader.grading import gradescope
+
+    sh.copytree(ROOT / "solutions", tmp_path / "submission", ignore=sh.ignore_patterns("__pycache__"))
+    results = gradescope.autograde(tmp_path, python=sh.which("false") or "/bin/false")
+    written = json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8"))
+    assert "score" not in results and "score" not in written
+    assert written["output"].startswith("NOT GRADED")
+    assert "score" not in gradescope.failure_results("x", students_fault=False)
+    # A results.json the grader marked not graded keeps no score either (its partial sum is no grade).
+    partial = {"score": 12.0, "tests": [{"score": 1.0, "max_score": 2.0}], "output": "",
+               "extra_data": {"status": "not graded: the reference failed"}}
+    cleaned = gradescope._without_scores_if_not_graded(partial)
+    assert "score" not in cleaned and "score" not in cleaned["tests"][0]
