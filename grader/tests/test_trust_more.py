@@ -192,3 +192,62 @@ def test_f4_an_autograder_failure_has_no_score_and_says_not_graded(tmp_path):
                "extra_data": {"status": "not graded: the reference failed"}}
     cleaned = gradescope._without_scores_if_not_graded(partial)
     assert "score" not in cleaned and "score" not in cleaned["tests"][0]
+
+
+# ---------------------------------------------------------------- F6-F9, F13: a broken kit is never a student's points
+
+
+def test_f6_a_broken_reference_leaves_its_tests_not_graded_never_points(tmp_path, monkeypatch):
+    from grader.grading import grade
+    from grader.tests.test_trust import read_grades
+
+    broken = copy_reference(tmp_path / "broken-reference", softmax="raise RuntimeError('broken reference')")
+    monkeypatch.setattr(grade, "KIT_REFERENCE", broken)
+    grade._KIT_CHECKS.clear()
+    copy_reference(tmp_path / "subs" / "ada")
+    lines: list[str] = []
+    code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
+    grade._KIT_CHECKS.clear()
+    assert code != 0
+    row = read_grades(tmp_path / "out")["ada"]
+    assert row["status"].startswith("not graded: the kit's own reference fails tests/test_01_softmax.py::")
+    assert "broken reference" in row["status"] and row["score"] == ""
+    assert any(line.startswith("not graded") for line in lines)
+
+
+def test_f8_missing_tests_are_the_kits_failure(tmp_path, monkeypatch):
+    from grader.grading import grade
+    from grader.tests.test_trust import read_grades
+
+    def without_softmax_tests(hidden, exercises=None):
+        return [], ["tests/test_01_softmax.py is missing: exercise softmax is not graded"]
+
+    monkeypatch.setattr(grade, "graded_suite", without_softmax_tests)
+    copy_reference(tmp_path / "subs" / "ada")
+    code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lambda _: None)
+    assert code != 0
+    row = read_grades(tmp_path / "out")["ada"]
+    assert row["status"].startswith("not graded: the kit is broken: tests/test_01_softmax.py is missing")
+    assert row["score"] == ""
+
+
+@pytest.mark.parametrize("source, named", [
+    ("import no_such_module\n", "test_extra_softmax.py"),  # F9: does not import (was read as Ctrl-C)
+    ("def test_broken(:\n", "test_extra_softmax.py"),  # F9: does not parse
+    ("def test_words(impl):\n    impl.softmax(np.array(['a', 'b']))\n", "test_words"),  # F13: the channel's limit
+])
+def test_f9_f13_a_broken_hidden_test_is_not_graded_for_anyone(tmp_path, source, named):
+    from grader.grading.grade import grade_batch
+    from grader.tests.test_trust import read_grades
+
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_extra_softmax.py").write_text(
+        "import numpy as np\n\nEXERCISE = 'softmax'\nPOINTS = 3\n\n\n" + source, encoding="utf-8")
+    copy_reference(tmp_path / "subs" / "ada")
+    code = grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], hidden=hidden,
+                       echo=lambda _: None)
+    assert code == 1
+    row = read_grades(tmp_path / "out")["ada"]
+    assert row["status"].startswith("not graded: ") and named in row["status"], row["status"]
+    assert row["score"] == ""
