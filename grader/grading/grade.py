@@ -943,7 +943,17 @@ def grade_batch(
         return 2
     fingerprint_of_suite = suite_fingerprint(suite, fair)
     out = out.resolve()
+    inside = Path(os.path.realpath(submissions))
+    if out == inside or inside in out.parents or out in inside.parents:
+        echo(f"error: --out {out} and SUBMISSIONS {submissions} overlap: the results would land among the "
+             "submissions (or the submissions among the results); choose an --out folder outside SUBMISSIONS")
+        return 2
     entries = found.discover(submissions, exclude=(out,))
+    if submissions.is_dir() and entries and entries[0][1] != submissions:
+        for skipped in sorted(submissions.iterdir()):
+            if not found.is_submission(skipped):
+                why = "its name starts with a dot" if skipped.name.startswith(".") else "tools make such folders"
+                echo(f"note: {escape_text(skipped.name)!s} was skipped, not graded ({why}); rename it to grade it")
     if not entries:
         echo(f"error: no submissions in {submissions} (expected folders or .zip files)")
         return 2

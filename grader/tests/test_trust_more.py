@@ -251,3 +251,29 @@ def test_f9_f13_a_broken_hidden_test_is_not_graded_for_anyone(tmp_path, source, 
     row = read_grades(tmp_path / "out")["ada"]
     assert row["status"].startswith("not graded: ") and named in row["status"], row["status"]
     assert row["score"] == ""
+
+
+# ---------------------------------------------------------------- F11, F12: every entry accounted for
+
+
+def test_f12_an_out_folder_overlapping_the_submissions_is_refused(tmp_path):
+    from grader.grading.grade import grade_batch
+
+    copy_reference(tmp_path / "subs" / "ada")
+    for out in (tmp_path / "subs", tmp_path / "subs" / "out", tmp_path / "subs" / "ada" / "out", tmp_path):
+        lines: list[str] = []
+        assert grade_batch(tmp_path / "subs", out, jobs=1, exercises=["softmax"], echo=lines.append) == 2
+        assert any("overlap" in line for line in lines), lines
+    assert not (tmp_path / "subs" / "grades.csv").exists() and not (tmp_path / "subs" / "out").exists()
+
+
+def test_f11_skipped_entries_are_named_with_the_reason(tmp_path):
+    from grader.grading.grade import grade_batch
+
+    copy_reference(tmp_path / "subs" / "ada")
+    (tmp_path / "subs" / ".hidden").mkdir()
+    (tmp_path / "subs" / "venv").mkdir()
+    lines: list[str] = []
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
+    assert any(".hidden was skipped" in line and "dot" in line for line in lines), lines
+    assert any("venv was skipped" in line for line in lines), lines
