@@ -397,7 +397,8 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
     arguments = ["--requests", str(requests_fd), "--replies", str(replies_fd), "--modules", modules, "--site", site]
     if the_plan.drop_to is not None:
         arguments += ["--uid", str(uid if uid is not None else the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]
-    return [*prefix, executable, "-I", "-S", "-B", worker, *arguments], cwd
+    # -u: what student code prints reaches "Output of your code" even when the worker is killed mid-call.
+    return [*prefix, executable, "-I", "-S", "-B", "-u", worker, *arguments], cwd
 
 
 def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:

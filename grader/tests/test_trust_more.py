@@ -277,3 +277,15 @@ def test_f11_skipped_entries_are_named_with_the_reason(tmp_path):
     grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
     assert any(".hidden was skipped" in line and "dot" in line for line in lines), lines
     assert any("venv was skipped" in line for line in lines), lines
+
+
+# ---------------------------------------------------------------- S1, S4: what the student sees
+
+
+def test_s1_printed_output_survives_a_killed_worker(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", softmax=(
+        "def softmax(x, axis=-1):\n    print('HELLO-FROM-STUDENT')\n    while True:\n        pass\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=1.0))
+    with pytest.raises(TimeoutError):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert "HELLO-FROM-STUDENT" in impl.output
