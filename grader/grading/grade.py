@@ -362,8 +362,13 @@ class _Secrets:
                     found |= {line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()}
             return found
 
+        import numpy
+
         secret = lines([*(ROOT / "solutions").glob("*.py"), *hidden_files])
         public = lines([*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")])
+        # numpy's own source (a traceback through numpy shows its lines) is public: never scrubbed.
+        numpy_dir = Path(numpy.__file__).parent
+        public |= lines(p for p in numpy_dir.rglob("*.py") if "tests" not in p.relative_to(numpy_dir).parts)
         self.lines = {line for line in secret - public if len(line) >= 8}
 
     @classmethod

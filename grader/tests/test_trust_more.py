@@ -289,3 +289,15 @@ def test_s1_printed_output_survives_a_killed_worker(isolated, tmp_path):
     with pytest.raises(TimeoutError):
         impl.function("softmax", "softmax")(np.zeros(2))
     assert "HELLO-FROM-STUDENT" in impl.output
+
+
+def test_s8_numpy_source_lines_are_never_scrubbed():
+    from grader.grading.grade import _Secrets
+
+    secrets = _Secrets(())
+    numpy_line = "x = np.asarray(x)"  # in the reference and in numpy's own source: no secret
+    numpy_dir = Path(np.__file__).parent
+    assert any(numpy_line in p.read_text(encoding="utf-8") for p in numpy_dir.rglob("*.py"))
+    assert secrets.scrub(f"    {numpy_line}") == f"    {numpy_line}"
+    secret = next(line for line in secrets.lines if len(line) > 30)  # a line of the reference only: still hidden
+    assert "hidden code" in secrets.scrub(f"    {secret}")
