@@ -301,3 +301,22 @@ def test_s8_numpy_source_lines_are_never_scrubbed():
     assert secrets.scrub(f"    {numpy_line}") == f"    {numpy_line}"
     secret = next(line for line in secrets.lines if len(line) > 30)  # a line of the reference only: still hidden
     assert "hidden code" in secrets.scrub(f"    {secret}")
+
+
+def test_s4_a_hidden_test_shows_the_students_own_exception(tmp_path):
+    import json
+
+    from grader.grading.grade import grade_batch
+
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_extra_softmax.py").write_text(
+        "import numpy as np\n\nEXERCISE = 'softmax'\nPOINTS = 3\n\n\n"
+        "def test_calls(impl):\n    assert impl.softmax(np.zeros((2, 3))).shape == (2, 3)\n", encoding="utf-8")
+    copy_reference(tmp_path / "subs" / "ada", softmax=(
+        "def softmax(x, axis=-1):\n    raise KeyError('STUDENT-OWN-MESSAGE')\n"))
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], hidden=hidden,
+                echo=lambda _: None)
+    tests = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))["tests"]
+    shown = next(t["output"] for t in tests if "hidden" in t.get("tags", []))
+    assert "KeyError" in shown and "STUDENT-OWN-MESSAGE" in shown, shown
