@@ -320,3 +320,21 @@ def test_s4_a_hidden_test_shows_the_students_own_exception(tmp_path):
     tests = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))["tests"]
     shown = next(t["output"] for t in tests if "hidden" in t.get("tags", []))
     assert "KeyError" in shown and "STUDENT-OWN-MESSAGE" in shown, shown
+
+
+# ---------------------------------------------------------------- F9-suite: no property for a degenerate output
+
+
+@pytest.mark.parametrize("body", ["return np.full(np.shape(x), np.nan)", "return np.zeros(np.shape(x))"])
+def test_f9_suite_degenerate_softmax_earns_no_shift_invariance(tmp_path, body):
+    from grader.grading.grade import grade_batch
+    from grader.tests.test_trust import read_grades
+
+    copy_reference(tmp_path / "subs" / "ada", softmax=f"def softmax(x, axis=-1):\n    {body}\n")
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lambda _: None)
+    import json
+
+    tests = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))["tests"]
+    shift = next(t for t in tests if t["name"].endswith("test_shift_invariance"))
+    assert shift["score"] == 0, shift
+    assert float(read_grades(tmp_path / "out")["ada"]["softmax"]) == 0
