@@ -338,3 +338,24 @@ def test_f9_suite_degenerate_softmax_earns_no_shift_invariance(tmp_path, body):
     shift = next(t for t in tests if t["name"].endswith("test_shift_invariance"))
     assert shift["score"] == 0, shift
     assert float(read_grades(tmp_path / "out")["ada"]["softmax"]) == 0
+
+
+def test_f9_a_broken_manifest_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    from grader import cli, curriculum
+
+    text = curriculum.MANIFEST.read_text(encoding="utf-8")
+    for broken in (text.replace("points = 10", 'points = "twenty"', 1), text + "\n[[exercise\n",
+                   text.replace('name = "softmax"', "", 1)):
+        path = tmp_path / "curriculum.toml"
+        path.write_text(broken, encoding="utf-8")
+        with pytest.raises(curriculum.ManifestError, match=f"the kit is broken: {path}"):
+            curriculum.load(path)
+        curriculum.load.cache_clear()
+    error = curriculum.ManifestError(f"the kit is broken: {path}: a field has the wrong type")
+
+    def broken_load(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(curriculum, "load", broken_load)
+    assert cli.main(["grade", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: not graded: {error}"
