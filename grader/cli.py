@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def argv_is_grade(argv: list[str] | None) -> bool:
+    """Whether the command line is ``grade`` (its failures are said as "not graded")."""
+    words = sys.argv[1:] if argv is None else argv
+    return bool(words) and words[0] == "grade"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
@@ -66,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     from grader.curriculum import make_importable
 
     make_importable()  # the commands import the graded suite's helpers (`tests.kit` ...) from the kit
+    from grader.curriculum import ManifestError, load
+
+    try:
+        load()  # every command reads the manifest: a broken one is said in one line, never a traceback
+    except ManifestError as error:
+        print(f"error: not graded: {error}" if argv_is_grade(argv) else f"error: {error}", file=sys.stderr)
+        return 2
     with quiet_exit() as status:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)

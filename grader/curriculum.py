@@ -228,9 +228,32 @@ def select_part(part: str | int | None) -> None:
     os.environ[PART_ENV] = parse_part(part)
 
 
+class ManifestError(ValueError):
+    """The manifest cannot be read: one line naming the file and the problem (the kit is broken)."""
+
+
 @functools.cache
 def load(path: Path = MANIFEST) -> Curriculum:
-    """Parse the manifest at ``path`` (default: the kit's own)."""
+    """Parse the manifest at ``path`` (default: the kit's own).
+
+    Raises
+    ------
+    ManifestError
+        If the file cannot be read or parsed, or an exercise lacks a field or has one of the wrong type.
+    """
+    try:
+        return _parse(path)
+    except ManifestError:
+        raise
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ManifestError(f"the kit is broken: {path}: cannot be read ({error})") from None
+    except KeyError as error:
+        raise ManifestError(f"the kit is broken: {path}: an exercise lacks the field {error}") from None
+    except (TypeError, ValueError) as error:
+        raise ManifestError(f"the kit is broken: {path}: a field has the wrong type ({error})") from None
+
+
+def _parse(path: Path) -> Curriculum:
     data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     course = data.get("course", {})
     exercises = tuple(

@@ -53,7 +53,14 @@ def hidden_test_files(folder: Path) -> list[Any]:
     names = load().names
     found = []
     for path in sorted(folder.glob("test_*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        try:  # one line naming the file, whatever is wrong with it
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except SyntaxError as error:
+            raise ValueError(f"hidden test file {path}: syntax error line {error.lineno}: {error.msg}") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"hidden test file {path}: not UTF-8 (byte {error.start})") from None
+        except OSError as error:
+            raise ValueError(f"hidden test file {path}: cannot be read ({error.strerror or error})") from None
         exercise = _literal(tree, "EXERCISE")
         if exercise is None:
             # Longest name first, so "multihead" is not mistaken for a shorter name inside it.

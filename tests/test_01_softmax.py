@@ -102,9 +102,15 @@ def test_square_input_uses_the_row_maximum(impl):
 def test_shift_invariance(impl):
     x = np.random.default_rng(3).normal(size=(4, 7))
     shift = np.array([[-5.0], [0.5], [20.0], [-100.0]])
-    expect_close(impl.softmax(x + shift), impl.softmax(x),
-                 what="adding a constant to a row leaves its softmax unchanged",
-                 idea="softmax depends only on differences of scores within a slice")
+    out = impl.softmax(x)
+    # Comparing two outputs of the same function: all-NaN or all-zero outputs would agree with themselves,
+    # so the output must first be a softmax at all (finite, rows summing to 1).
+    if (expect_shape(out, x.shape, what="softmax keeps the input's shape", idea=ROWS)
+            and expect_no_nan(out, what="softmax of ordinary scores", idea=ROWS)
+            and expect_close(out.sum(axis=-1), np.ones(4), what="each row of the softmax sums to 1", idea=ROWS)):
+        expect_close(impl.softmax(x + shift), out,
+                     what="adding a constant to a row leaves its softmax unchanged",
+                     idea="softmax depends only on differences of scores within a slice")
 
 
 def test_each_slice_uses_its_own_maximum(impl):

@@ -207,6 +207,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.internal_before: dict[str, int] = {}
             self.hidden_nodes: set[str] = set()
             self.environment: dict[str, str] = {}
+            self.exceptions: dict[str, str] = {}  # per test: the type of the exception that ended it
             self.collected_at = self.finished_at = 0.0
 
         def factory(self, path: Path) -> Any:
@@ -227,7 +228,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             """Record the next student (a session that is reused): fresh state, the tests of ``items`` only."""
             self.job = next_job
             self.implementation = self.started = None
-            self.records, self.internal_before, self.environment = {}, {}, {}
+            self.records, self.internal_before, self.environment, self.exceptions = {}, {}, {}, {}
             self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
             self.collected_at = time.monotonic()
             self.finished_at = 0.0
@@ -248,6 +249,8 @@ def _recorder(job: dict[str, Any]) -> Any:
         def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
             yield
             value = call.excinfo.value if call.excinfo is not None else None
+            if value is not None and call.when in ("setup", "call"):
+                self.exceptions.setdefault(item.nodeid, type(value).__name__)  # the kit's check tells them apart
             # An import or file error raised by the test itself (a missing data file, a broken install), never by
             # the student's code (their exceptions are rebuilt and marked): the grader's failure, not a zero.
             if (call.when == "call" and isinstance(value, (ImportError, OSError))
@@ -284,6 +287,8 @@ def _recorder(job: dict[str, Any]) -> Any:
             record = self.records.setdefault(report.nodeid, {"outcome": "passed", "message": "", "output": "",
                                                              "duration": 0.0})
             record["duration"] += report.duration
+            if report.nodeid in self.exceptions:
+                record["exception"] = self.exceptions[report.nodeid]
             internal = getattr(self.implementation, "internal", None) or []
             if len(internal) > self.internal_before.get(report.nodeid, 0) and not record.get("internal"):
                 record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
@@ -357,8 +362,13 @@ class _Secrets:
                     found |= {line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()}
             return found
 
+        import numpy
+
         secret = lines([*(ROOT / "solutions").glob("*.py"), *hidden_files])
         public = lines([*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")])
+        # numpy's own source (a traceback through numpy shows its lines) is public: never scrubbed.
+        numpy_dir = Path(numpy.__file__).parent
+        public |= lines(p for p in numpy_dir.rglob("*.py") if "tests" not in p.relative_to(numpy_dir).parts)
         self.lines = {line for line in secret - public if len(line) >= 8}
 
     @classmethod
@@ -536,6 +546,10 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     _memoize_statement_ranges()
     from grader.quiet import run_pytest
+    from grader.sandbox.proxy import SCRATCH_ENV
+
+    if job.get("scratch"):  # this batch's folder: removed by the batch even if this process is killed
+        os.environ[SCRATCH_ENV] = job["scratch"]
 
     report: dict[str, Any] = {}
     reused = _Session.of(job)
@@ -571,10 +585,12 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
                         "checks": round(max(0.0, finished - collected - calls), 4),
                         "reports": round(time.monotonic() - finished, 4)}
     error = None
-    if int(code) == pytest.ExitCode.INTERRUPTED:
+    if recorder.errors:  # before INTERRUPTED: pytest stops a run with collection errors with that same code
+        first = recorder.errors[0].strip().splitlines()
+        error = ("the graded suite could not be collected: " + first[0].removesuffix(" failed:")[:200]
+                 + ": " + (first[-1] if len(first) > 1 else "")[:300])
+    elif int(code) == pytest.ExitCode.INTERRUPTED:
         return {"interrupted": True}
-    if recorder.errors:
-        error = "the graded suite could not be collected: " + recorder.errors[0].strip().splitlines()[-1][:300]
     elif int(code) not in (0, 1):
         lines = printed.strip().splitlines()
         error = f"pytest stopped with exit code {int(code)}: {(lines[-1] if lines else 'no message')[:300]}"
@@ -836,6 +852,53 @@ def _unwritable_row(submission: Any, suite: list[Any], error: BaseException) -> 
                                           "isolation": "not run"})
 
 
+# The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
+_KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
+REFERENCE_ENTRY = "the kit's reference"
+KIT_REFERENCE = ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
+
+
+def _check_kit(suite: list[Any], job: dict[str, Any], work: Path, timeout: float,
+               fingerprint: str) -> tuple[str | None, dict[str, str]]:
+    """Grade the kit's own reference with the suite: (why nothing can be graded, {test: why it cannot be}).
+
+    Whatever breaks the kit (a reference that does not import or is wrong, broken golden data, a hidden test
+    that does not import or parse, an argument the channel cannot carry) shows up here as a test the
+    reference does not pass: such a test is not graded for anyone, never a student's zero.
+    """
+    from grader.grading import submissions as found
+
+    (work / ".kit").mkdir(exist_ok=True)  # apart from the students' folders (a student may be called "reference")
+    reference = found.prepare(KIT_REFERENCE, work / ".kit", "reference")
+    key = f"{fingerprint}|{reference.digest}|{job['fair']}|{job['policy']}"
+    if key in _KIT_CHECKS:
+        return _KIT_CHECKS[key]
+    if reference.status != "ok":
+        return f"the kit's reference (solutions/) is broken: {reference.status}", {}
+    canary = {**job, "student": REFERENCE_ENTRY, "folder": str(reference.folder), "files": [f.path for f in suite]}
+    result = next((r for _, r in run_jobs([canary], 1, timeout)), {"error": "the kit's check did not run"})
+    if result.get("interrupted"):
+        raise KeyboardInterrupt
+    if result.get("error"):
+        outcome: tuple[str | None, dict[str, str]] = (f"the kit is broken: {result['error']}", {})
+    else:
+        broken = {}
+        hidden = {f.path for f in suite if f.hidden}
+        for record in result.get("records", []):
+            # The kit's own tests must pass on its reference; an instructor's hidden test may assert what the
+            # reference does not do (that is the instructor's choice), but must not crash on it.
+            failed = record.get("outcome") != "passed"
+            crashed = failed and record.get("exception", "AssertionError") != "AssertionError"
+            if record.get("internal") or crashed or (failed and record.get("file") not in hidden):
+                lines = [line for line in str(record.get("internal") or record.get("message", "")).splitlines()
+                         if line.strip()]
+                why = next((line.strip() for line in lines if "rror" in line), lines[-1].strip() if lines else "")
+                broken[record["nodeid"]] = f"the kit's own reference fails {record['nodeid']} ({why[:200]})"
+        outcome = (None, broken)
+    _KIT_CHECKS[key] = outcome
+    return outcome
+
+
 def grade_batch(
     submissions: Path,
     out: Path,
@@ -867,15 +930,35 @@ def grade_batch(
     echo(f"Limits: {limits.describe()}")
     if not plan.isolated:
         echo("WARNING: grading is NOT ISOLATED: student code can read and change what this user can.")
-    suite, warnings = graded_suite(hidden, exercises)
+    from grader.curriculum import load as load_curriculum
+
+    for name in exercises or ():
+        load_curriculum().exercise(name)  # --exercise NAME unknown: the caller's mistake, said as such (ValueError)
+    try:
+        suite, warnings = graded_suite(hidden, exercises)
+    except ValueError as error:  # a hidden test file that cannot be read, parsed or placed: the kit's failure
+        suite, warnings = [], [f"the kit is broken: {str(error).splitlines()[0][:400]}"]
     for warning in warnings:
         echo(f"warning: {warning}")
-    if not suite:
+    # A test file of the manifest that is missing is the kit's failure: nobody is graded without it.
+    kit_failure = next((w if w.startswith("the kit is broken") else f"the kit is broken: {w}"
+                        for w in warnings if " is missing" in w or w.startswith("the kit is broken")), None)
+    if not suite and kit_failure is None:
         echo("error: the graded suite has no test files")
         return 2
     fingerprint_of_suite = suite_fingerprint(suite, fair)
     out = out.resolve()
+    inside = Path(os.path.realpath(submissions))
+    if out == inside or inside in out.parents or out in inside.parents:
+        echo(f"error: --out {out} and SUBMISSIONS {submissions} overlap: the results would land among the "
+             "submissions (or the submissions among the results); choose an --out folder outside SUBMISSIONS")
+        return 2
     entries = found.discover(submissions, exclude=(out,))
+    if submissions.is_dir() and entries and entries[0][1] != submissions:
+        for skipped in sorted(submissions.iterdir()):
+            if not found.is_submission(skipped):
+                why = "its name starts with a dot" if skipped.name.startswith(".") else "tools make such folders"
+                echo(f"note: {escape_text(skipped.name)!s} was skipped, not graded ({why}); rename it to grade it")
     if not entries:
         echo(f"error: no submissions in {submissions} (expected folders or .zip files)")
         return 2
@@ -884,6 +967,11 @@ def grade_batch(
             echo(f"note: {escape_text(entry.name)!s} is graded as {escape_text(student)!s} "
                  "(its own name would collide with the grader's files or another entry)")
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
+    # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading
+    # processes (a killed one cannot remove its own). Traversable, not listable: a worker without a mount
+    # namespace (--container) runs as another user in its own scratch folder.
+    scratch = Path(tempfile.mkdtemp(prefix="attention-kit-run-"))
+    os.chmod(scratch, 0o711)
     graded = reused = 0
     students: list[str] = []
     rows_by_student: dict[str, dict] = {}
@@ -904,12 +992,27 @@ def grade_batch(
             prepared[student] = (submission, fingerprint)
             files = [f.path for f in suite if f.exercise not in submission.problems]
             todo.append({"student": student, "folder": str(submission.folder), "files": files, "fair": fair,
+                         "scratch": str(scratch),
                          "policy": isolation, "budget": budget,
                          "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]})
+        broken: dict[str, str] = {}
+        if todo and kit_failure is None:
+            kit_failure, broken = _check_kit(suite, todo[0], work, timeout, fingerprint_of_suite)
+        if kit_failure is not None:
+            echo(escape_text(f"not graded: {kit_failure}")[:600])
+            for job in todo:
+                job["files"], job["kit_failure"] = [], kit_failure
+        elif broken:
+            echo(escape_text(f"not graded ({len(broken)} test(s)): {next(iter(broken.values()))}")[:600])
         runnable = [job for job in todo if job["files"]]
 
         def finish(job: dict[str, Any], result: dict[str, Any]) -> dict:
             submission, fingerprint = prepared[job["student"]]
+            if job.get("kit_failure"):
+                result = {**result, "error": job["kit_failure"]}
+            for record in result.get("records", []):
+                if record.get("nodeid") in broken and not record.get("internal"):
+                    record["internal"] = broken[record["nodeid"]]
             try:
                 results = _finish_student(out, submission, fingerprint, suite, result)
             except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
@@ -952,6 +1055,7 @@ def grade_batch(
             export_failed = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     echo("")
     echo(summary(rows, graded=graded, reused=reused, seconds=time.monotonic() - start))
     echo(f"Limits: {limits.describe()}")

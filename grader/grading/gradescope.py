@@ -189,9 +189,13 @@ def _add(bundle: zipfile.ZipFile, name: str, data: bytes, executable: bool = Fal
 # -------------------------------------------------------------------- autograding
 
 
-def failure_results(message: str, seconds: float = 0.0) -> dict:
-    """A results.json for a submission that could not be graded at all."""
-    return {
+def failure_results(message: str, seconds: float = 0.0, *, students_fault: bool = True) -> dict:
+    """A results.json for a submission that could not be graded at all.
+
+    ``students_fault=False`` (the autograder itself failed): no score at all, never a numeric 0 that would
+    look like a grade; the output says that it was not graded.
+    """
+    results = {
         "score": 0.0,
         "execution_time": round(seconds, 1),
         "output": message,
@@ -199,6 +203,24 @@ def failure_results(message: str, seconds: float = 0.0) -> dict:
         "stdout_visibility": "hidden",
         "tests": [],
     }
+    if not students_fault:
+        del results["score"]
+        results["output"] = "NOT GRADED (no score): " + message
+    return results
+
+
+def _without_scores_if_not_graded(results: dict) -> dict:
+    """A not-graded results.json (the grader failed on some tests) carries no score that could pass for a grade."""
+    from grader.grading.report import is_graded
+
+    if is_graded(results):
+        return results
+    results.pop("score", None)
+    for test in results.get("tests", []):
+        test.pop("score", None)
+    results["output"] = ("NOT GRADED (no score): the autograder failed on some tests; please tell your "
+                         "instructor.\n" + str(results.get("output", "")))
+    return results
 
 
 def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dict:
@@ -233,18 +255,21 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             print(completed.stderr, file=sys.stderr)
             graded = out / STUDENT_ID / "results.json"
             if graded.is_file():
-                results = json.loads(graded.read_text(encoding="utf-8"))
+                results = _without_scores_if_not_graded(json.loads(graded.read_text(encoding="utf-8")))
             else:
+                lines = completed.stdout.strip().splitlines()
+                last = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")[:500]
                 results = failure_results(
                     "The autograder could not grade this submission (exit status "
-                    f"{completed.returncode}); please tell your instructor.", time.monotonic() - start)
+                    f"{completed.returncode}: {last}); please tell your instructor.", time.monotonic() - start,
+                    students_fault=False)
     except subprocess.TimeoutExpired:
         results = failure_results(f"Grading took longer than {GRADE_TIMEOUT:.0f} s and was stopped: look for an "
                                   "endless loop or very slow code.", time.monotonic() - start)
     except Exception as error:  # the autograder must still write a result for Gradescope
         print(f"autograder error: {type(error).__name__}: {error}", file=sys.stderr)
         results = failure_results("The autograder failed on this submission; please tell your instructor.",
-                                  time.monotonic() - start)
+                                  time.monotonic() - start, students_fault=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results["execution_time"] = round(time.monotonic() - start, 1)

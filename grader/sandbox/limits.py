@@ -30,6 +30,7 @@ refusal without uninstalling anything.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import getpass
 import itertools
@@ -109,6 +110,9 @@ class Limits:
     # per submission (a loop of callbacks would otherwise hold a grading slot without using student time).
     callbacks_per_call: int = 5000
     reference_seconds: float = 60.0
+    # The most one callback may ask the reference to compute (estimated from its arguments before the reference
+    # runs, and the answer's size after): the reference runs in the grading process, whose memory must stay bounded.
+    reference_bytes: int = 256 << 20
 
 
     def describe(self) -> str:
@@ -138,6 +142,47 @@ def interpreter_paths() -> tuple[str, str, list[str]]:
     site = str(Path(numpy.__file__).resolve().parent.parent)
     needed = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix), site, os.path.dirname(executable)}
     return executable, site, sorted(needed)
+
+
+def numpy_paths() -> list[str]:
+    """The folders of numpy itself: the package and its bundled shared libraries (``numpy.libs`` of a wheel)."""
+    import numpy
+
+    package = Path(numpy.__file__).resolve().parent
+    return [str(path) for path in (package, package.parent / "numpy.libs") if path.is_dir()]
+
+
+def hidden_paths() -> list[str]:
+    """Folders the worker must never see although a bound folder holds them.
+
+    Every site-packages and dist-packages (the kit itself, with solutions and hidden tests, may be
+    installed there: ``grader/_kit``), every entry of the grading process's ``sys.path`` beyond the
+    standard library, and the kit.
+
+    The sandbox covers each with an empty file system and shows numpy's own folders again (``numpy_paths``).
+    """
+    import site
+    import sysconfig
+
+    import grader
+    from grader.curriculum import ROOT
+
+    keep = {os.path.realpath(p) for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"))}
+    keep |= {os.path.join(p, "lib-dynload") for p in keep}
+    candidates: set[str] = set()
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/usr/local"}
+    for prefix in prefixes:
+        for pattern in ("lib*/python3*/site-packages", "lib*/python3*/dist-packages", "lib*/python3/dist-packages"):
+            candidates.update(str(p) for p in Path(prefix).glob(pattern))
+    with contextlib.suppress(Exception):
+        candidates.update(site.getsitepackages())
+    with contextlib.suppress(Exception):
+        candidates.add(site.getusersitepackages())
+    candidates.update(p for p in sys.path if p and os.path.isdir(p))
+    candidates.add(os.path.dirname(numpy_paths()[0]))
+    candidates.update({str(ROOT), str(Path(grader.__file__).parent)})
+    hidden = {os.path.realpath(p) for p in candidates if os.path.isdir(p)} - keep
+    return sorted(hidden, key=len)
 
 
 def _readable_by_others(path: str) -> bool:
@@ -183,6 +228,25 @@ def _binds(paths: list[str]) -> list[str]:
                 made.add(name)
         arguments += ["--ro-bind", path, path]
         bound.append(path)
+    return arguments
+
+
+def _hide(hidden: list[str], bound: list[str]) -> list[str]:
+    """Cover each of ``hidden`` that a bind of ``bound`` shows with an empty tmpfs; then bind numpy again.
+
+    Only numpy's own folders come back (read-only), nothing else of any site-packages.
+    """
+    roots = [os.path.realpath(b) for b in bound if os.path.exists(b)] + [b for b in bound if os.path.exists(b)]
+    arguments: list[str] = []
+    covered: list[str] = []
+    for path in hidden:  # outermost first; one inside a covered folder is hidden already
+        if any(path == c or path.startswith(c.rstrip("/") + "/") for c in covered):
+            continue
+        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            arguments += ["--perms", "0555", "--tmpfs", path]
+            covered.append(path)
+    for path in numpy_paths():
+        arguments += ["--ro-bind", path, path]
     return arguments
 
 
@@ -322,6 +386,7 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
         prefix = [
             *_bwrap_base(shutil.which("bwrap") or "bwrap", os.geteuid() == 0),
             *_binds([*SYSTEM_DIRS, *needed]),
+            *_hide(hidden_paths(), [*SYSTEM_DIRS, *needed]),
             "--perms", "0755", "--dir", SANDBOX_DIR,
             "--ro-bind", worker, WORKER_FILE,
             "--ro-bind", str(scratch / "protocol.py"), PROTOCOL_FILE,
@@ -332,7 +397,8 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
     arguments = ["--requests", str(requests_fd), "--replies", str(replies_fd), "--modules", modules, "--site", site]
     if the_plan.drop_to is not None:
         arguments += ["--uid", str(uid if uid is not None else the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]
-    return [*prefix, executable, "-I", "-S", "-B", worker, *arguments], cwd
+    # -u: what student code prints reaches "Output of your code" even when the worker is killed mid-call.
+    return [*prefix, executable, "-I", "-S", "-B", "-u", worker, *arguments], cwd
 
 
 def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:

@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits as confine
@@ -68,12 +70,22 @@ _ANSWERS: dict[tuple[str, str, bytes], bytes] = {}
 # The spare worker of this process (see IsolatedImplementation.warm): (its options, the implementation).
 _SPARES: list[tuple[str, Any]] = []
 _ANSWERS_MAX_BYTES = 32 << 20
+# A folder of the batch (``grade_batch`` makes it and removes it at the end, even when a grading process
+# was killed and could not remove its workers' scratch folders): the workers' scratch folders go inside.
+SCRATCH_ENV = "ATTENTION_KIT_SCRATCH"
+
+
+def _scratch_parent() -> str | None:
+    parent = os.environ.get(SCRATCH_ENV)
+    return parent if parent and os.path.isdir(parent) else None
 _answers_bytes = 0
 
 
 def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
     global _answers_bytes
-    size = len(key[1]) + len(answer)
+    size = len(key[-1]) + len(answer)
+    if size > _ANSWERS_MAX_BYTES // 8:  # a large answer is rarely asked again: never let it fill the cache
+        return
     if _answers_bytes + size > _ANSWERS_MAX_BYTES:
         _ANSWERS.clear()  # simpler than LRU, and a class rarely fills it: most questions recur
         _answers_bytes = 0
@@ -82,6 +94,45 @@ def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
 
 
 atexit.register(lambda: IsolatedImplementation.close_spares())
+
+
+def _estimated_bytes(value: Any) -> int:
+    """A generous estimate of what a reference function may allocate for these arguments (float64 bytes).
+
+    Integers (sizes: ``init_weight(rng, n, m)``, ``causal_mask(n)``) give their product, or the largest one
+    squared (a mask is n x n); arrays give their size, and their rows times the most positions of any of them (scores
+    are positions x positions). Small for every honest call, far over the limit for a 9000 x 9000 request.
+    """
+    sizes: list[int] = []
+    rows: list[int] = []
+    positions: list[int] = []
+    stack, seen = [value], 0
+    while stack and seen < 10_000:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if item > 1:
+                sizes.append(item)
+        elif isinstance(item, np.ndarray):
+            rows.append(item.size // max(item.shape[-1], 1) if item.ndim else 1)
+            positions.append(item.shape[-2] if item.ndim >= 2 else 1)
+            positions.append(item.size)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    elements = 0
+    if sizes:
+        elements = max(sizes) ** 2  # an n x n mask from one size
+        product = 1
+        for size in sizes:
+            product = min(product * size, 1 << 62)
+        elements = max(elements, product)
+    if rows:
+        elements = max(elements, max(rows) * max(positions[0::2]), max(positions[1::2]))
+    return elements * 8
 
 
 class WorkerCrashed(RuntimeError):
@@ -185,7 +236,7 @@ class IsolatedImplementation:
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._reference_impl: LocalImplementation | None = None
         self._grading_functions: list[Callable[..., Any]] = []  # the functions among the current call's arguments
-        self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-"))
+        self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-", dir=_scratch_parent()))
         # What the garbage collector must clean up if close() is never called (kept current by _spawn/_stop).
         self._live: dict[str, Any] = {"process": None, "fds": {}}
         weakref.finalize(self, IsolatedImplementation._cleanup, self._scratch, self._live)
@@ -210,7 +261,7 @@ class IsolatedImplementation:
         key = repr(sorted(options.items()))
         while _SPARES:
             spare_key, spare = _SPARES.pop()
-            alive = spare._process is not None and spare._process.poll() is None
+            alive = spare._process is not None and spare._process.poll() is None and spare._scratch.is_dir()
             if spare_key == key and alive and not spare._adopted:
                 spare._adopt(Path(path))
                 return spare
@@ -229,7 +280,7 @@ class IsolatedImplementation:
         """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process)."""
         while _SPARES:
             _SPARES.pop()[1].close()
-        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-"))
+        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-", dir=_scratch_parent()))
         try:
             spare = cls(empty, **options)
         finally:
@@ -514,6 +565,12 @@ class IsolatedImplementation:
         if not chunk:
             raise _Ended
         self._buffer += chunk
+        # Checked here, wherever the buffer grows (also while an answer is being sent, when nothing should come):
+        # the grading process never holds more than one allowed frame of a worker's bytes.
+        self._check_frame_prefix()
+        allowance = min(self.limits.reply_bytes, self.limits.student_reply_bytes - self.received)
+        if len(self._buffer) > worker.PREFIX.size + MAX_REPLY_HEADER + max(allowance, 0):
+            raise _TooLarge(len(self._buffer))
 
     def _send(self, data: bytes, deadline: float) -> None:
         # Write first, wait only when the pipe is full: a whole frame usually goes in one system call.
@@ -597,11 +654,10 @@ class IsolatedImplementation:
                 if answer is None:
                     reply, reply_arrays = self._parse(frame)
                     if reply.get("op") == "grading_function":  # a test's own function: never remembered
-                        self._send(worker.pack(*self._run_grading_function(reply, reply_arrays)), deadline + 60)
-                        spent = time.monotonic() - started
-                        reference_seconds += spent
-                        if self.reference_spent + reference_seconds < self.limits.reference_seconds:
-                            deadline += spent
+                        answer = worker.pack(*self._run_grading_function(reply, reply_arrays))
+                        deadline = self._count_reference_time(started, deadline, reference_seconds)
+                        reference_seconds += time.monotonic() - started
+                        self._send(answer, deadline)
                         continue
                     if "op" not in reply:
                         try:
@@ -613,15 +669,21 @@ class IsolatedImplementation:
                     answer, allowed = self._callback(reply, reply_arrays, view)
                     if allowed:
                         _remember_answer(key, answer)
-                self._send(answer, deadline + 60)
-                spent = time.monotonic() - started
-                reference_seconds += spent
-                if self.reference_spent + reference_seconds < self.limits.reference_seconds:
-                    deadline += spent  # the reference's time does not count against the student (up to a limit)
+                deadline = self._count_reference_time(started, deadline, reference_seconds)
+                reference_seconds += time.monotonic() - started
+                # Sending is the student's time: a worker that reads its answer slowly spends its own budget.
+                self._send(answer, deadline)
         finally:
             self.call_seconds += time.monotonic() - begun
             self.spent += max(0.0, time.monotonic() - begun - reference_seconds)
             self.reference_spent += reference_seconds
+
+    def _count_reference_time(self, started: float, deadline: float, so_far: float) -> float:
+        """The call's deadline, moved on by the reference's time since ``started`` (up to the submission's limit)."""
+        spent = time.monotonic() - started
+        if self.reference_spent + so_far + spent < self.limits.reference_seconds:
+            return deadline + spent  # the reference's time does not count against the student (up to a limit)
+        return deadline
 
     def allowed_callbacks(self, view: str) -> frozenset[tuple[str, str]]:
         """The reference functions the channel serves while a request of ``view`` runs (see ``protocol``)."""
@@ -654,19 +716,30 @@ class IsolatedImplementation:
                     "message": f"refused: {reason}; fair grading serves only the functions of the exercises "
                                f"that {view} imports"}
             return worker.pack({"status": "error", "error": info}, []), False
+        limit = self.limits.reference_bytes
         try:
             if self._reference_impl is None:
                 self._reference_impl = LocalImplementation(self.reference)
             function = self._reference_impl.function(exercise, name)
             args, kwargs = worker.decode(header["payload"], arrays)
+            estimate = _estimated_bytes([args, kwargs])
+            if estimate > limit:  # refused before the reference runs: it would run in the grading process
+                raise MemoryError(f"the reference's {exercise}.{name}() was asked for about {estimate >> 20} MiB "
+                                  f"(the grader computes at most {limit >> 20} MiB for one call); use smaller sizes")
             result = function(*args, **kwargs)
             answer_arrays: list = []
             payload = worker.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
+            answer = worker.pack({"status": "ok", "payload": payload}, answer_arrays)
+            del result, answer_arrays, payload
+            if len(answer) > min(limit, self.limits.reply_bytes):
+                raise MemoryError(f"the reference's answer of {exercise}.{name}() would be {len(answer) >> 20} MiB "
+                                  f"(the grader sends at most {min(limit, self.limits.reply_bytes) >> 20} MiB); "
+                                  "use smaller sizes")
         except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
             info = worker.exception_info(error)
             info["traceback"] = []  # the reference's frames and source lines stay on this side
-            return worker.pack({"status": "error", "error": info}, []), True
-        return worker.pack({"status": "ok", "payload": payload}, answer_arrays), True
+            return worker.pack({"status": "error", "error": info}, []), not isinstance(error, MemoryError)
+        return answer, True
 
     def _run_grading_function(self, header: dict, arrays: list) -> tuple[dict, list]:
         """Run a function the test passed as an argument (e.g. a model's ``predict``) for the worker.

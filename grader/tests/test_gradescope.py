@@ -161,6 +161,7 @@ def test_setup_installs_the_kit(bundle: Path, tmp_path: Path) -> None:
                                capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (root / "venv" / "bin" / "python").is_file()
+    assert (root / "source" / "kit").stat().st_mode & 0o077 == 0  # out of reach of the worker's user
     submission = tmp_path / "upload"
     shutil.copytree(ROOT / "solutions", submission, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(submission, root / "submission")

@@ -34,3 +34,7 @@ fi
 # A broken bundle should fail here, where the instructor sees it, not on a student's submission.
 cd "$KIT"
 "$VENV/bin/python" -m pytest tests grader/hidden_tests --impl solutions -q -p no:cacheprovider
+
+# Without namespaces (--container) the worker runs student code as an unprivileged user with no mount
+# namespace: the kit (reference solutions, tests, hidden tests) must be out of its reach. Root grades.
+chmod 700 "$KIT"

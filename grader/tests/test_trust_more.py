@@ -1,0 +1,361 @@
+"""More attacks on `attention-kit grade` (the hostile tester's findings on an earlier snapshot).
+
+Each test names the finding it closes (F1..F13, S1.. of the attack report): the grading process's memory
+stays bounded whatever a worker asks or writes, a student's own stall is the student's timeout, and a
+broken kit is never a student's points.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox import proxy
+from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
+from grader.tests.test_trust import copy_reference
+
+# The worker's own channel, reached from student code (the worker is __main__ inside the sandbox).
+CHANNEL = (
+    "import os, sys, time\n"
+    "import numpy as np\n"
+    "_M = sys.modules['__main__']\n"
+    "_W = int(sys.argv[sys.argv.index('--replies') + 1])\n"
+    "_R = int(sys.argv[sys.argv.index('--requests') + 1])\n\n"
+    "def _ask(exercise, function, args):\n"
+    "    arrays = []\n"
+    "    payload = _M.encode([list(args), {}], arrays)\n"
+    "    os.write(_W, _M.pack({'op': 'callback', 'exercise': exercise, 'function': function,\n"
+    "                          'payload': payload}, arrays))\n\n"
+)
+
+
+@pytest.fixture
+def isolated():
+    opened: list[IsolatedImplementation] = []
+
+    def build(folder: Path, **options) -> IsolatedImplementation:
+        implementation = IsolatedImplementation(folder, limits=options.pop("limits", Limits(call_timeout=2.0)),
+                                                **options)
+        opened.append(implementation)
+        return implementation
+
+    yield build
+    for implementation in opened:
+        implementation.close()
+
+
+def _student(tmp_path: Path, split_heads_body: str) -> Path:
+    return copy_reference(tmp_path / "student", multihead=CHANNEL + "def split_heads(x, n_heads):\n" + split_heads_body)
+
+
+# ---------------------------------------------------------------- F1, F2: the grading process's memory
+
+
+def test_f1_the_reference_is_never_asked_for_more_than_the_limit(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "def split_heads(x, n_heads):\n"
+        "    init_weight(np.random.default_rng(0), 9000, 9000)\n    return x\n"))
+    impl = isolated(folder)
+    proxy._ANSWERS.clear()
+    with pytest.raises(MemoryError, match="the grader computes at most"):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert proxy._answers_bytes < proxy._ANSWERS_MAX_BYTES
+    assert not proxy._ANSWERS  # a refusal is never remembered
+    # The same callback with honest sizes is answered.
+    assert proxy._estimated_bytes([[np.random.default_rng(0), 16, 8], {}]) < impl.limits.reference_bytes
+    assert proxy._estimated_bytes([[np.zeros((2, 4, 8, 8))], {}]) < 1 << 20
+
+
+def test_f1_an_answer_over_the_limit_is_refused_after_the_reference_and_never_cached(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "def split_heads(x, n_heads):\n"
+        "    init_weight(np.random.default_rng(0), 400, 400)\n    return x\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=2.0, reference_bytes=1 << 30, reply_bytes=1 << 20))
+    proxy._ANSWERS.clear()
+    with pytest.raises(MemoryError, match="would be 1 MiB"):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert not proxy._ANSWERS
+
+
+def test_f2_bytes_flooding_the_replies_pipe_while_an_answer_is_sent_are_never_buffered(isolated, tmp_path):
+    folder = _student(tmp_path, (
+        "    _ask('projections', 'init_weight', [np.random.default_rng(2), 400, 400])\n"
+        "    chunk = b'\\0' * (1 << 20)\n"
+        "    for _ in range(64):\n        os.write(_W, chunk)\n"
+        "    time.sleep(30)\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=5.0, reply_bytes=4 << 20))
+    with pytest.raises(WorkerCrashed):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert len(impl._buffer) <= (4 << 20) + proxy.MAX_REPLY_HEADER + (1 << 20)  # one allowed frame at most, not 64 MiB
+
+
+# ---------------------------------------------------------------- F3: a student's stall is the student's time
+
+
+def test_f3_reading_the_answers_slowly_is_the_students_time(isolated, tmp_path):
+    folder = _student(tmp_path, (
+        "    seed = 0\n"
+        "    while True:\n"
+        "        seed += 1\n"
+        "        _ask('projections', 'init_weight', [np.random.default_rng(seed), 300, 300])\n"
+        "        got = 0\n"
+        "        while got < 720_000:\n"
+        "            got += len(os.read(_R, 65536))\n            time.sleep(1)\n"))
+    impl = isolated(folder)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 2 s"):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert time.monotonic() - started < 8
+    assert impl.reference_spent < 1.0
+
+
+def test_f3_a_killed_grading_process_leaves_no_scratch_folder(tmp_path):
+    from grader.tests.test_trust import grade_command
+
+    folder = tmp_path / "subs"
+    copy_reference(folder / "slow", softmax="def softmax(x, axis=-1):\n    import time\n    time.sleep(3)\n"
+                                            "    return x\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    done = grade_command(folder, tmp_path / "out", "--timeout", "2", env={"TMPDIR": str(temporary)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "gave no result within 2 s" in done.stdout  # the grading process was killed at the backstop
+    time.sleep(1.5)  # the orphaned worker ends with its call
+    assert not [p.name for p in temporary.iterdir() if p.name.startswith("attention-kit")]
+
+
+# ---------------------------------------------------------------- F5: the worker sees numpy, not the kit
+
+PROBE = '''
+def softmax(x, axis=-1):
+    import os, sys
+    seen = []
+    for entry in list(sys.path) + [os.path.dirname(os.__file__)]:
+        for folder, dirs, files in os.walk(entry):
+            dirs[:] = [d for d in dirs if not d.startswith(("numpy", "__pycache__"))]
+            if "site-packages" in folder or "dist-packages" in folder:
+                seen += [os.path.join(folder, f) for f in files] + [os.path.join(folder, d) for d in dirs]
+            seen += [os.path.join(folder, f) for f in files
+                     if f.endswith(".pth") or f in ("curriculum.toml", "golden.npz", "API.md")]
+            seen += [os.path.join(folder, d) for d in dirs if d in ("solutions", "hidden_tests", "_kit", "grader")]
+    opened = []
+    for path in TARGETS:
+        try:
+            with open(path, "rb") as handle:
+                opened.append(path + ":" + str(len(handle.read())))
+        except OSError:
+            pass
+    raise RuntimeError("SEEN=" + repr(sorted(set(seen))[:20]) + " OPENED=" + repr(opened))
+'''
+
+
+def test_f5_student_code_sees_only_numpy_of_any_site_packages_and_cannot_open_the_kit(isolated, tmp_path):
+    import grader
+    from grader.curriculum import ROOT
+    from grader.sandbox import limits as confine
+
+    if confine.choose("require").mode != "bwrap":
+        pytest.skip("needs bubblewrap")
+    targets = [str(ROOT / "solutions" / "softmax.py"), str(Path(grader.__file__).parent / "curriculum.toml"),
+               *[str(p) for p in (ROOT / "grader" / "hidden_tests").glob("*.py")],
+               *[str(Path(d) / "grader" / "_kit" / "solutions" / "softmax.py") for d in confine.hidden_paths()]]
+    folder = copy_reference(tmp_path / "student")
+    (folder / "softmax.py").write_text(f"TARGETS = {targets!r}\n" + PROBE, encoding="utf-8")
+    impl = isolated(folder)
+    with pytest.raises(RuntimeError) as info:
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert str(info.value).split("\n")[0].startswith("SEEN=[] OPENED=[]"), str(info.value)[:2000]
+    # numpy itself still works there (the honest path is covered by every grading test).
+
+
+# ---------------------------------------------------------------- F4: Gradescope never shows a 0 for its own failure
+
+
+def test_f4_an_autograder_failure_has_no_score_and_says_not_graded(tmp_path):
+    import json
+    import shutil as sh
+
+    from grader.curriculum import ROOT
+    from grader.grading import gradescope
+
+    sh.copytree(ROOT / "solutions", tmp_path / "submission", ignore=sh.ignore_patterns("__pycache__"))
+    results = gradescope.autograde(tmp_path, python=sh.which("false") or "/bin/false")
+    written = json.loads((tmp_path / "results" / "results.json").read_text(encoding="utf-8"))
+    assert "score" not in results and "score" not in written
+    assert written["output"].startswith("NOT GRADED")
+    assert "score" not in gradescope.failure_results("x", students_fault=False)
+    # A results.json the grader marked not graded keeps no score either (its partial sum is no grade).
+    partial = {"score": 12.0, "tests": [{"score": 1.0, "max_score": 2.0}], "output": "",
+               "extra_data": {"status": "not graded: the reference failed"}}
+    cleaned = gradescope._without_scores_if_not_graded(partial)
+    assert "score" not in cleaned and "score" not in cleaned["tests"][0]
+
+
+# ---------------------------------------------------------------- F6-F9, F13: a broken kit is never a student's points
+
+
+def test_f6_a_broken_reference_leaves_its_tests_not_graded_never_points(tmp_path, monkeypatch):
+    from grader.grading import grade
+    from grader.tests.test_trust import read_grades
+
+    broken = copy_reference(tmp_path / "broken-reference", softmax="raise RuntimeError('broken reference')")
+    monkeypatch.setattr(grade, "KIT_REFERENCE", broken)
+    grade._KIT_CHECKS.clear()
+    copy_reference(tmp_path / "subs" / "ada")
+    lines: list[str] = []
+    code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
+    grade._KIT_CHECKS.clear()
+    assert code != 0
+    row = read_grades(tmp_path / "out")["ada"]
+    assert row["status"].startswith("not graded: the kit's own reference fails tests/test_01_softmax.py::")
+    assert "broken reference" in row["status"] and row["score"] == ""
+    assert any(line.startswith("not graded") for line in lines)
+
+
+def test_f8_missing_tests_are_the_kits_failure(tmp_path, monkeypatch):
+    from grader.grading import grade
+    from grader.tests.test_trust import read_grades
+
+    def without_softmax_tests(hidden, exercises=None):
+        return [], ["tests/test_01_softmax.py is missing: exercise softmax is not graded"]
+
+    monkeypatch.setattr(grade, "graded_suite", without_softmax_tests)
+    copy_reference(tmp_path / "subs" / "ada")
+    code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lambda _: None)
+    assert code != 0
+    row = read_grades(tmp_path / "out")["ada"]
+    assert row["status"].startswith("not graded: the kit is broken: tests/test_01_softmax.py is missing")
+    assert row["score"] == ""
+
+
+@pytest.mark.parametrize("source, named", [
+    ("import no_such_module\n", "test_extra_softmax.py"),  # F9: does not import (was read as Ctrl-C)
+    ("def test_broken(:\n", "test_extra_softmax.py"),  # F9: does not parse
+    ("def test_words(impl):\n    impl.softmax(np.array(['a', 'b']))\n", "test_words"),  # F13: the channel's limit
+])
+def test_f9_f13_a_broken_hidden_test_is_not_graded_for_anyone(tmp_path, source, named):
+    from grader.grading.grade import grade_batch
+    from grader.tests.test_trust import read_grades
+
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_extra_softmax.py").write_text(
+        "import numpy as np\n\nEXERCISE = 'softmax'\nPOINTS = 3\n\n\n" + source, encoding="utf-8")
+    copy_reference(tmp_path / "subs" / "ada")
+    code = grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], hidden=hidden,
+                       echo=lambda _: None)
+    assert code == 1
+    row = read_grades(tmp_path / "out")["ada"]
+    assert row["status"].startswith("not graded: ") and named in row["status"], row["status"]
+    assert row["score"] == ""
+
+
+# ---------------------------------------------------------------- F11, F12: every entry accounted for
+
+
+def test_f12_an_out_folder_overlapping_the_submissions_is_refused(tmp_path):
+    from grader.grading.grade import grade_batch
+
+    copy_reference(tmp_path / "subs" / "ada")
+    for out in (tmp_path / "subs", tmp_path / "subs" / "out", tmp_path / "subs" / "ada" / "out", tmp_path):
+        lines: list[str] = []
+        assert grade_batch(tmp_path / "subs", out, jobs=1, exercises=["softmax"], echo=lines.append) == 2
+        assert any("overlap" in line for line in lines), lines
+    assert not (tmp_path / "subs" / "grades.csv").exists() and not (tmp_path / "subs" / "out").exists()
+
+
+def test_f11_skipped_entries_are_named_with_the_reason(tmp_path):
+    from grader.grading.grade import grade_batch
+
+    copy_reference(tmp_path / "subs" / "ada")
+    (tmp_path / "subs" / ".hidden").mkdir()
+    (tmp_path / "subs" / "venv").mkdir()
+    lines: list[str] = []
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
+    assert any(".hidden was skipped" in line and "dot" in line for line in lines), lines
+    assert any("venv was skipped" in line for line in lines), lines
+
+
+# ---------------------------------------------------------------- S1, S4: what the student sees
+
+
+def test_s1_printed_output_survives_a_killed_worker(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", softmax=(
+        "def softmax(x, axis=-1):\n    print('HELLO-FROM-STUDENT')\n    while True:\n        pass\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=1.0))
+    with pytest.raises(TimeoutError):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert "HELLO-FROM-STUDENT" in impl.output
+
+
+def test_s8_numpy_source_lines_are_never_scrubbed():
+    from grader.grading.grade import _Secrets
+
+    secrets = _Secrets(())
+    numpy_line = "x = np.asarray(x)"  # in the reference and in numpy's own source: no secret
+    numpy_dir = Path(np.__file__).parent
+    assert any(numpy_line in p.read_text(encoding="utf-8") for p in numpy_dir.rglob("*.py"))
+    assert secrets.scrub(f"    {numpy_line}") == f"    {numpy_line}"
+    secret = next(line for line in secrets.lines if len(line) > 30)  # a line of the reference only: still hidden
+    assert "hidden code" in secrets.scrub(f"    {secret}")
+
+
+def test_s4_a_hidden_test_shows_the_students_own_exception(tmp_path):
+    import json
+
+    from grader.grading.grade import grade_batch
+
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_extra_softmax.py").write_text(
+        "import numpy as np\n\nEXERCISE = 'softmax'\nPOINTS = 3\n\n\n"
+        "def test_calls(impl):\n    assert impl.softmax(np.zeros((2, 3))).shape == (2, 3)\n", encoding="utf-8")
+    copy_reference(tmp_path / "subs" / "ada", softmax=(
+        "def softmax(x, axis=-1):\n    raise KeyError('STUDENT-OWN-MESSAGE')\n"))
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], hidden=hidden,
+                echo=lambda _: None)
+    tests = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))["tests"]
+    shown = next(t["output"] for t in tests if "hidden" in t.get("tags", []))
+    assert "KeyError" in shown and "STUDENT-OWN-MESSAGE" in shown, shown
+
+
+# ---------------------------------------------------------------- F9-suite: no property for a degenerate output
+
+
+@pytest.mark.parametrize("body", ["return np.full(np.shape(x), np.nan)", "return np.zeros(np.shape(x))"])
+def test_f9_suite_degenerate_softmax_earns_no_shift_invariance(tmp_path, body):
+    from grader.grading.grade import grade_batch
+    from grader.tests.test_trust import read_grades
+
+    copy_reference(tmp_path / "subs" / "ada", softmax=f"def softmax(x, axis=-1):\n    {body}\n")
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lambda _: None)
+    import json
+
+    tests = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))["tests"]
+    shift = next(t for t in tests if t["name"].endswith("test_shift_invariance"))
+    assert shift["score"] == 0, shift
+    assert float(read_grades(tmp_path / "out")["ada"]["softmax"]) == 0
+
+
+def test_f9_a_broken_manifest_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    from grader import cli, curriculum
+
+    text = curriculum.MANIFEST.read_text(encoding="utf-8")
+    for broken in (text.replace("points = 10", 'points = "twenty"', 1), text + "\n[[exercise\n",
+                   text.replace('name = "softmax"', "", 1)):
+        path = tmp_path / "curriculum.toml"
+        path.write_text(broken, encoding="utf-8")
+        with pytest.raises(curriculum.ManifestError, match=f"the kit is broken: {path}"):
+            curriculum.load(path)
+        curriculum.load.cache_clear()
+    error = curriculum.ManifestError(f"the kit is broken: {path}: a field has the wrong type")
+
+    def broken_load(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(curriculum, "load", broken_load)
+    assert cli.main(["grade", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: not graded: {error}"
