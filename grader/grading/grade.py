@@ -482,6 +482,8 @@ class _Session:
             config.hook.pytest_sessionstart(session=session)
             config.hook.pytest_collection(session=session)
         self.config, self.session, self.items = config, session, list(session.items)
+        # The hidden tests' modules, to forget with the session (the public ones register their probes once).
+        self.hidden_files = {str(Path(f["path"]).resolve()) for f in job["suite"] if f.get("hidden")}
 
     @classmethod
     def of(cls, job: dict[str, Any]) -> _Session | None:
@@ -504,6 +506,12 @@ class _Session:
             with contextlib.suppress(BaseException), contextlib.redirect_stdout(reused.sink), \
                     contextlib.redirect_stderr(reused.sink):
                 reused.config._ensure_unconfigure()
+            # Its hidden test modules leave too: a later suite may hold another file of the same name (two
+            # batches' hidden folders), which pytest would refuse as an "import file mismatch".
+            for name, module in list(sys.modules.items()):
+                source = getattr(module, "__file__", None)
+                if source and str(Path(source).resolve()) in reused.hidden_files:
+                    del sys.modules[name]
 
     def run(self, job: dict[str, Any]) -> tuple[Any, int, str]:
         """Run the tests of ``job["files"]`` for ``job``'s student: (recorder, exit code, what pytest printed)."""
