@@ -866,13 +866,14 @@ REFERENCE_ENTRY = "the kit's reference"
 KIT_REFERENCE = ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
 
 
-def _check_kit(suite: list[Any], job: dict[str, Any], work: Path, timeout: float,
-               fingerprint: str) -> tuple[str | None, dict[str, str]]:
-    """Grade the kit's own reference with the suite: (why nothing can be graded, {test: why it cannot be}).
+def _kit_check(suite: list[Any], job: dict[str, Any], work: Path,
+               fingerprint: str) -> tuple[tuple[str | None, dict[str, str]] | None, dict[str, Any] | None, str]:
+    """The kit's own check (the reference graded by the suite): ``(outcome if known, the job to run, its key)``.
 
     Whatever breaks the kit (a reference that does not import or is wrong, broken golden data, a hidden test
-    that does not import or parse, an argument the channel cannot carry) shows up here as a test the
-    reference does not pass: such a test is not graded for anyone, never a student's zero.
+    that does not import or parse, an argument the channel cannot carry) shows up as a test the reference does
+    not pass: such a test is not graded for anyone, never a student's zero. The job runs beside the students'
+    (``grade_batch``), so it costs no time of its own; ``_kit_outcome`` reads its result.
     """
     from grader.grading import submissions as found
 
@@ -880,13 +881,16 @@ def _check_kit(suite: list[Any], job: dict[str, Any], work: Path, timeout: float
     reference = found.prepare(KIT_REFERENCE, work / ".kit", "reference")
     key = f"{fingerprint}|{reference.digest}|{job['fair']}|{job['policy']}"
     if key in _KIT_CHECKS:
-        return _KIT_CHECKS[key]
+        return _KIT_CHECKS[key], None, key
     if reference.status != "ok":
-        return f"the kit's reference (solutions/) is broken: {reference.status}", {}
-    canary = {**job, "student": REFERENCE_ENTRY, "folder": str(reference.folder), "files": [f.path for f in suite]}
-    result = next((r for _, r in run_jobs([canary], 1, timeout)), {"error": "the kit's check did not run"})
-    if result.get("interrupted"):
-        raise KeyboardInterrupt
+        return (f"the kit's reference (solutions/) is broken: {reference.status}", {}), None, key
+    canary = {**job, "student": REFERENCE_ENTRY, "folder": str(reference.folder), "files": [f.path for f in suite],
+              "kit_check": True}
+    return None, canary, key
+
+
+def _kit_outcome(suite: list[Any], result: dict[str, Any], key: str) -> tuple[str | None, dict[str, str]]:
+    """(why nothing can be graded, {test: why it cannot be}) from the result of the kit's check (remembered)."""
     if result.get("error"):
         outcome: tuple[str | None, dict[str, str]] = (f"the kit is broken: {result['error']}", {})
     else:
@@ -1004,15 +1008,14 @@ def grade_batch(
                          "policy": isolation, "budget": budget,
                          "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]})
         broken: dict[str, str] = {}
+        canary, kit_key = None, ""
         if todo and kit_failure is None:
-            kit_failure, broken = _check_kit(suite, todo[0], work, timeout, fingerprint_of_suite)
+            known, canary, kit_key = _kit_check(suite, todo[0], work, fingerprint_of_suite)
+            if known is not None:
+                kit_failure, broken = known
         if kit_failure is not None:
-            echo(escape_text(f"not graded: {kit_failure}")[:600])
             for job in todo:
                 job["files"], job["kit_failure"] = [], kit_failure
-        elif broken:
-            echo(escape_text(f"not graded ({len(broken)} test(s)): {next(iter(broken.values()))}")[:600])
-        runnable = [job for job in todo if job["files"]]
 
         def finish(job: dict[str, Any], result: dict[str, Any]) -> dict:
             submission, fingerprint = prepared[job["student"]]
@@ -1029,21 +1032,56 @@ def grade_batch(
             return results
 
         with _progress(len(todo)) as progress:
+            def advance(job: dict[str, Any], results: dict[str, Any]) -> None:
+                extra = results["extra_data"]
+                progress.advance(escape_text(f"{job['student']}: {number(results['score'])}/"
+                                             f"{number(extra['max_score'])} ({extra['status']})")[:400])
+
             for job in todo:
                 if not job["files"]:  # nothing gradable: no need to start any code
                     results = finish(job, {"isolation": "not run", "isolated": plan.isolated})
                     graded += 1
                     status = results["extra_data"]["status"]
                     progress.advance(escape_text(f"{job['student']}: {number(results['score'])} ({status})"))
+            runnable = [job for job in todo if job["files"]]
             processes = jobs or os.cpu_count() or 1
-            for job, result in run_jobs(runnable, processes, timeout):
-                if result.get("interrupted"):
-                    raise KeyboardInterrupt
-                results = finish(job, result)
-                graded += 1
-                extra = results["extra_data"]
-                progress.advance(escape_text(f"{job['student']}: {number(results['score'])}/"
-                                             f"{number(extra['max_score'])} ({extra['status']})")[:400])
+            # The kit's check runs first, beside the students (not before them): the students graded before it
+            # ends wait here, and get its verdict (tests that cannot be graded) like every other student.
+            held: list[tuple[dict[str, Any], dict[str, Any]]] = []
+            stream = run_jobs(([canary] if canary is not None else []) + runnable, processes, timeout)
+            try:
+                for job, result in stream:
+                    if result.get("interrupted"):
+                        raise KeyboardInterrupt
+                    if job is canary:
+                        canary = None
+                        kit_failure, broken = _kit_outcome(suite, result, kit_key)
+                        if kit_failure is not None:
+                            break  # nobody can be graded: the students not finished yet are not run
+                        for held_job, held_result in held:
+                            advance(held_job, finish(held_job, held_result))
+                            graded += 1
+                        held = []
+                        continue
+                    if canary is not None:
+                        held.append((job, result))
+                        continue
+                    advance(job, finish(job, result))
+                    graded += 1
+            finally:
+                stream.close()
+            if canary is not None and kit_failure is None:  # the check ended without a result: cannot happen
+                kit_failure = "the kit is broken: the kit's check did not run"
+            if kit_failure is not None:
+                for job in runnable:
+                    if job["student"] not in rows_by_student:
+                        job["files"], job["kit_failure"] = [], kit_failure
+                        advance(job, finish(job, {"isolation": "not run", "isolated": plan.isolated}))
+                        graded += 1
+        if kit_failure is not None:
+            echo(escape_text(f"not graded: {kit_failure}")[:600])
+        elif broken:
+            echo(escape_text(f"not graded ({len(broken)} test(s)): {next(iter(broken.values()))}")[:600])
         rows = []
         for student in students:
             row = read_results(out, student) or rows_by_student.get(student)
