@@ -61,7 +61,7 @@ import tempfile
 import time
 import tomllib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -668,8 +668,12 @@ SLOW_AFTER = 4.0
 MAX_EXTRA = 4
 
 
-def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iterator[tuple[dict, dict]]:
+def run_jobs(jobs: Iterable[dict[str, Any]], processes: int, timeout: float) -> Iterator[tuple[dict, dict]]:
     """Grade ``jobs`` in long-lived processes; yield ``(job, result)`` as each finishes.
+
+    ``jobs`` is read lazily, one job ahead of the free processes: preparing a
+    student (unpacking, parsing) overlaps the grading of the others, and a
+    process is started only when there is a job for it.
 
     A process that dies or overruns ``timeout`` costs only its current
     student (who gets a row saying why); a fresh process takes its place.
@@ -688,33 +692,48 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
     atexit.unregister(_stop_idle)
     atexit.register(_stop_idle)
 
-    # spawn: a clean interpreter, never a fork of a parent that may hold threads (progress bar).
-    if not jobs:
+    source = iter(jobs)
+    pending: deque[dict[str, Any]] = deque()
+    exhausted = False
+
+    def pull() -> bool:
+        nonlocal exhausted
+        if not exhausted:
+            try:
+                pending.append(next(source))
+                return True
+            except StopIteration:
+                exhausted = True
+        return False
+
+    if not pull():
         return
+    # spawn: a clean interpreter, never a fork of a parent that may hold threads (progress bar).
     context = multiprocessing.get_context("spawn")
-    pending = deque(jobs)
-    wanted = max(1, min(processes, len(pending)))
     # Idle processes of an earlier batch in this interpreter are reused: starting one costs
     # more CPU (interpreter, numpy, pytest, the test modules) than grading a student.
-    workers = [w for w in _IDLE[:wanted] if w.process.is_alive()]
-    del _IDLE[:wanted]
-    workers += [_Worker(context) for _ in range(wanted - len(workers))]
+    workers = [w for w in _IDLE[:processes] if w.process.is_alive()]
+    del _IDLE[:processes]
     healthy = False
     try:
-        while pending or any(w.job is not None for w in workers):
+        while True:
             now = time.monotonic()
             fast = sum(1 for w in workers if w.job is not None and now - w.started <= SLOW_AFTER)
             idle = [w for w in workers if w.job is None]
-            while pending and fast < processes:
+            while fast < processes and (pending or pull()):
                 if not idle:
-                    if len(workers) >= wanted + MAX_EXTRA:
+                    if len(workers) >= processes + MAX_EXTRA:
                         break
                     workers.append(_Worker(context))
                     idle.append(workers[-1])
                 idle.pop(0).send(pending.popleft())
                 fast += 1
             busy = [w for w in workers if w.job is not None]
-            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0.5)
+            if not busy and not pending and not pull():
+                break
+            # Every process has a job: prepare the next one instead of waiting (its result is not late for that).
+            ahead = len(pending) < 1 and not exhausted
+            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0 if ahead else 0.5)
             for index, worker in enumerate(workers):
                 if worker.job is None:
                     continue
@@ -739,6 +758,8 @@ def run_jobs(jobs: list[dict[str, Any]], processes: int, timeout: float) -> Iter
                     worker.stop(wait=0)
                     workers[index] = _Worker(context)
                 yield job, result
+            if ahead:
+                pull()
         healthy = True
     finally:
         for worker in workers:
@@ -985,45 +1006,23 @@ def grade_batch(
     scratch = Path(tempfile.mkdtemp(prefix="attention-kit-run-"))
     os.chmod(scratch, 0o711)
     graded = reused = 0
-    students: list[str] = []
+    students = [student for student, _ in entries]
     rows_by_student: dict[str, dict] = {}
+    prepared: dict[str, tuple[Any, str]] = {}
     export_failed = False
+    # What every student's job shares; the kit's check (the reference graded by the suite) starts from it too.
+    template = {"fair": fair, "scratch": str(scratch), "policy": isolation, "budget": budget,
+                "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]}
+    # The kit's verdict: why nothing can be graded, the tests that cannot be; the check's job while it runs.
+    kit: dict[str, Any] = {"failure": kit_failure, "broken": {}, "canary": None, "key": ""}
     try:
-        todo: list[dict[str, Any]] = []
-        prepared = {}
-        for student, entry in entries:
-            submission = found.prepare(entry, work, student)  # never raises for what the entry holds
-            students.append(student)
-            fingerprint = hashlib.sha256(f"{fingerprint_of_suite}|{submission.digest}".encode()).hexdigest()
-            previous = None if force else read_results(out, student)
-            if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint
-                    and is_graded(previous)):
-                reused += 1
-                rows_by_student[student] = previous
-                continue
-            prepared[student] = (submission, fingerprint)
-            files = [f.path for f in suite if f.exercise not in submission.problems]
-            todo.append({"student": student, "folder": str(submission.folder), "files": files, "fair": fair,
-                         "scratch": str(scratch),
-                         "policy": isolation, "budget": budget,
-                         "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]})
-        broken: dict[str, str] = {}
-        canary, kit_key = None, ""
-        if todo and kit_failure is None:
-            known, canary, kit_key = _kit_check(suite, todo[0], work, fingerprint_of_suite)
-            if known is not None:
-                kit_failure, broken = known
-        if kit_failure is not None:
-            for job in todo:
-                job["files"], job["kit_failure"] = [], kit_failure
-
         def finish(job: dict[str, Any], result: dict[str, Any]) -> dict:
             submission, fingerprint = prepared[job["student"]]
             if job.get("kit_failure"):
                 result = {**result, "error": job["kit_failure"]}
             for record in result.get("records", []):
-                if record.get("nodeid") in broken and not record.get("internal"):
-                    record["internal"] = broken[record["nodeid"]]
+                if record.get("nodeid") in kit["broken"] and not record.get("internal"):
+                    record["internal"] = kit["broken"][record["nodeid"]]
             try:
                 results = _finish_student(out, submission, fingerprint, suite, result)
             except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
@@ -1031,56 +1030,89 @@ def grade_batch(
             rows_by_student[job["student"]] = results
             return results
 
-        with _progress(len(todo)) as progress:
+        with _progress(len(entries)) as progress:
             def advance(job: dict[str, Any], results: dict[str, Any]) -> None:
                 extra = results["extra_data"]
                 progress.advance(escape_text(f"{job['student']}: {number(results['score'])}/"
                                              f"{number(extra['max_score'])} ({extra['status']})")[:400])
 
-            for job in todo:
-                if not job["files"]:  # nothing gradable: no need to start any code
-                    results = finish(job, {"isolation": "not run", "isolated": plan.isolated})
-                    graded += 1
-                    status = results["extra_data"]["status"]
-                    progress.advance(escape_text(f"{job['student']}: {number(results['score'])} ({status})"))
-            runnable = [job for job in todo if job["files"]]
+            def not_run(job: dict[str, Any]) -> None:
+                """A student nothing can be graded of (no gradable module, or the kit is broken): no code runs."""
+                nonlocal graded
+                if kit["failure"] is not None:
+                    job["files"], job["kit_failure"] = [], kit["failure"]
+                advance(job, finish(job, {"isolation": "not run", "isolated": plan.isolated}))
+                graded += 1
+
+            def feed() -> Iterator[dict[str, Any]]:
+                """The students to grade, each prepared just before a grading process is free for it."""
+                nonlocal reused
+                for student, entry in entries:
+                    submission = found.prepare(entry, work, student)  # never raises for what the entry holds
+                    fingerprint = hashlib.sha256(f"{fingerprint_of_suite}|{submission.digest}".encode()).hexdigest()
+                    previous = None if force else read_results(out, student)
+                    if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint
+                            and is_graded(previous)):
+                        reused += 1
+                        rows_by_student[student] = previous
+                        advance({"student": student}, {**previous, "extra_data": {
+                            **previous["extra_data"], "status": "unchanged: kept from the last run"}})
+                        continue
+                    prepared[student] = (submission, fingerprint)
+                    job = {**template, "student": student, "folder": str(submission.folder),
+                           "files": [f.path for f in suite if f.exercise not in submission.problems]}
+                    if kit["failure"] is None and job["files"] and not kit["key"]:
+                        # The first student to grade: the kit's check goes first, beside the students.
+                        known, kit["canary"], kit["key"] = _kit_check(suite, job, work, fingerprint_of_suite)
+                        if known is not None:
+                            kit["failure"], kit["broken"] = known
+                        elif kit["canary"] is not None:
+                            yield kit["canary"]
+                    if kit["failure"] is not None or not job["files"]:
+                        not_run(job)
+                        continue
+                    yield job
+
             processes = jobs or os.cpu_count() or 1
-            # The kit's check runs first, beside the students (not before them): the students graded before it
-            # ends wait here, and get its verdict (tests that cannot be graded) like every other student.
+            # The students graded before the kit's check ends wait here for its verdict.
             held: list[tuple[dict[str, Any], dict[str, Any]]] = []
-            stream = run_jobs(([canary] if canary is not None else []) + runnable, processes, timeout)
+            students_feed = feed()
+            stream = run_jobs(students_feed, processes, timeout)
             try:
                 for job, result in stream:
                     if result.get("interrupted"):
                         raise KeyboardInterrupt
-                    if job is canary:
-                        canary = None
-                        kit_failure, broken = _kit_outcome(suite, result, kit_key)
-                        if kit_failure is not None:
+                    if job is kit["canary"]:
+                        kit["canary"] = None
+                        kit["failure"], kit["broken"] = _kit_outcome(suite, result, kit["key"])
+                        if kit["failure"] is not None:
                             break  # nobody can be graded: the students not finished yet are not run
                         for held_job, held_result in held:
                             advance(held_job, finish(held_job, held_result))
                             graded += 1
                         held = []
                         continue
-                    if canary is not None:
+                    if kit["canary"] is not None:
                         held.append((job, result))
                         continue
                     advance(job, finish(job, result))
                     graded += 1
             finally:
                 stream.close()
-            if canary is not None and kit_failure is None:  # the check ended without a result: cannot happen
-                kit_failure = "the kit is broken: the kit's check did not run"
-            if kit_failure is not None:
-                for job in runnable:
-                    if job["student"] not in rows_by_student:
-                        job["files"], job["kit_failure"] = [], kit_failure
-                        advance(job, finish(job, {"isolation": "not run", "isolated": plan.isolated}))
-                        graded += 1
-        if kit_failure is not None:
-            echo(escape_text(f"not graded: {kit_failure}")[:600])
-        elif broken:
+            if kit["canary"] is not None and kit["failure"] is None:  # no verdict came: cannot happen
+                kit["failure"] = "the kit is broken: the kit's check did not run"
+            if kit["failure"] is not None:
+                for job in [job for job, _ in held]:
+                    not_run(job)
+                for student in prepared:
+                    if student not in rows_by_student:  # dispatched when the kit failed: its result is void
+                        not_run({**template, "student": student, "folder": "", "files": []})
+                for _ in students_feed:  # the rest are prepared (for their rows) and not run
+                    pass
+        if kit["failure"] is not None:
+            echo(escape_text(f"not graded: {kit['failure']}")[:600])
+        elif kit["broken"]:
+            broken = kit["broken"]
             echo(escape_text(f"not graded ({len(broken)} test(s)): {next(iter(broken.values()))}")[:600])
         rows = []
         for student in students:
