@@ -378,7 +378,24 @@ def write_student(out: Path, results: dict[str, Any]) -> None:
     """Write a student's feedback.md, then results.json (its presence marks the student done)."""
     folder = out / results["extra_data"]["student"]
     atomic_write(folder / "feedback.md", feedback_markdown(results))
-    atomic_write(folder / "results.json", json.dumps(results, indent=1, sort_keys=False) + "\n")
+    atomic_write(folder / "results.json", results_text(results))
+
+
+def results_text(results: dict[str, Any]) -> str:
+    """The text of a results.json: a line per top-level key and per test.
+
+    As readable as an indented dump for a person skimming it, and written by
+    json's C encoder (an indented dump goes through its pure-Python one, which
+    cost the grader a twentieth of a second per student).
+    """
+    parts = []
+    for key, value in results.items():
+        if key == "tests" and isinstance(value, list) and value:
+            body = "[\n" + ",\n".join("  " + json.dumps(test) for test in value) + "\n ]"
+        else:
+            body = json.dumps(value)
+        parts.append(f" {json.dumps(key)}: {body}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def read_results(out: Path, student: str) -> dict[str, Any] | None:
