@@ -665,7 +665,9 @@ def _death_reason(exitcode: int | None) -> str:
 
 # A grading process busy on one student for longer than this is slow: another one takes the next student.
 SLOW_AFTER = 4.0
-MAX_EXTRA = 4
+# Slow submissions hold a process each (mostly asleep, or reniced after their first timeout) for up to their
+# budget: six of them at once still leave every slot to the honest ones. A grading process is ~100 MB.
+MAX_EXTRA = 6
 
 
 def run_jobs(jobs: Iterable[dict[str, Any]], processes: int, timeout: float) -> Iterator[tuple[dict, dict]]:
