@@ -50,14 +50,16 @@ def machine() -> dict[str, object]:
     return info
 
 
-def record(script: str, summary: str, figures: dict[str, object]) -> Path:
-    """Write ``benchmarks/results/<script>.json``; returns its path.
+def record(script: str, summary: str, figures: dict[str, object], variant: str = "") -> Path:
+    """Write ``benchmarks/results/<script>.json`` (``<script>-<variant>.json`` for a variant); returns its path.
 
-    ``summary`` is the short text the README shows (e.g. "1.52 s median over 5 runs").
+    ``summary`` is the short text the README shows (e.g. "1.52 s median over 5 runs"). ``variant`` names a
+    configuration recorded beside the default one (e.g. ``part1``), which the README shows with
+    ``<!-- benchmark:<script>-<variant> -->``.
     """
     name = Path(script).stem
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    path = RESULTS / f"{name}{'-' + variant if variant else ''}.json"
     data = {
         "script": f"benchmarks/{name}.py",
         "arguments": sys.argv[1:],

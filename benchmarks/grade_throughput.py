@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from grader.grading.grade import STUDENT_BUDGET  # noqa: E402
 from grader.grading.samples import _copy_reference, plant_mutants  # noqa: E402
 
 
@@ -134,16 +135,26 @@ def main() -> int:
         sampler = DescendantSampler()
         cpu_before, start = cpu_seconds(), time.perf_counter()
         sampler.start()
-        completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        errors: list[str] = []
+        reader = threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True)
+        reader.start()
+        lines, finished = [], {}  # when each student's progress line came, in seconds from the start
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("[") and "] " in line and ": " in line:
+                finished[line.split("] ", 1)[1].split(": ", 1)[0]] = time.perf_counter() - start
+        returncode = process.wait()
+        reader.join()
         sampler.done.set()
         sampler.join()
         wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu_before
         sampled = sampler.total()
-        if completed.returncode != 0:
-            print(completed.stdout[-3000:], completed.stderr[-3000:], sep="\n")
-            print(f"grading failed with exit status {completed.returncode}")
+        if returncode != 0:
+            print("\n".join(lines)[-3000:], "".join(errors)[-3000:], sep="\n")
+            print(f"grading failed with exit status {returncode}")
             return 1
-        isolation = [line for line in completed.stdout.splitlines() if line.startswith("Isolation:")]
+        isolation = [line for line in lines if line.startswith("Isolation:")]
         slow = f" + {args.slow} slow ones" if args.slow else ""
         from grader.curriculum import load
 
@@ -157,21 +168,30 @@ def main() -> int:
         print(f"core-seconds per submission: {sampled / total:.3f} (all descendants, sampled from /proc)")
         print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine slows the wall time)")
         print(isolation[0] if isolation else "Isolation: ?")
-        print_split(out, total)
+        honest = max((seconds for student, seconds in finished.items() if student.startswith("student")), default=0.0)
+        if args.slow:
+            slowest = max((seconds for student, seconds in finished.items() if student.startswith("slow")),
+                          default=0.0)
+            print(f"the last honest submission was graded at {honest:.1f} s, the last slow one at {slowest:.1f} s "
+                  f"(each slow one may use its budget: {STUDENT_BUDGET:g} s of student code)")
+        split = print_split(out, total)
         if args.record:
             from _record import record
 
-            record(__file__, f"{args.n} in {wall:.0f} s (part {part}, --jobs {args.jobs}), "
-                   f"{sampled / args.n:.2f} core-s each",
-                   {"submissions": args.n, "part": part, "jobs": args.jobs, "wall_s": round(wall, 1),
-                    "per_second": round(args.n / wall, 2), "core_s_each_getrusage": round(cpu / args.n, 3),
-                    "core_s_each_sampled": round(sampled / args.n, 3),
-                    "isolation": isolation[0] if isolation else "?"})
+            slow = f" + {args.slow} slow (the last honest one done at {honest:.0f} s)" if args.slow else ""
+            variant = "".join([f"part{part}" if args.part and args.part != load().part else "",
+                               "slow" if args.slow else ""])
+            record(__file__, f"{args.n}{slow} in {wall:.0f} s (part {part}, --jobs {args.jobs}), "
+                   f"{sampled / total:.2f} core-s each",
+                   {"submissions": args.n, "slow": args.slow, "part": part, "jobs": args.jobs,
+                    "wall_s": round(wall, 1), "last_honest_s": round(honest, 1), "per_second": round(total / wall, 2),
+                    "core_s_each_getrusage": round(cpu / total, 3), "core_s_each_sampled": round(sampled / total, 3),
+                    "split_s_each": split, "isolation": isolation[0] if isolation else "?"}, variant=variant)
     return 0
 
 
-def print_split(out: Path, n: int) -> None:
-    """Mean seconds per submission of each part of grading, from the results' ``timing``."""
+def print_split(out: Path, n: int) -> dict[str, float]:
+    """Mean seconds per submission of each part of grading, from the results' ``timing``; returns them."""
     totals: dict[str, float] = {}
     for path in out.glob("*/results.json"):
         timing = json.loads(path.read_text(encoding="utf-8")).get("extra_data", {}).get("timing", {})
@@ -179,10 +199,11 @@ def print_split(out: Path, n: int) -> None:
             totals[part] = totals.get(part, 0.0) + float(seconds)
     if not totals:
         print("split: no timing recorded")
-        return
+        return {}
     parts = ", ".join(f"{part} {seconds / n:.3f}" for part, seconds in totals.items())
     print(f"split, wall seconds per submission in its grading process: {parts} "
-          "(start-up overlaps collection)")
+          "(start-up: waiting for the worker; calls: exchanges with it, its work included; checks: the tests' own)")
+    return {part: round(seconds / n, 4) for part, seconds in totals.items()}
 
 
 if __name__ == "__main__":

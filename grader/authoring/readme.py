@@ -42,7 +42,8 @@ def measured(name: str) -> str:
     """One benchmark's recorded figures, with when and where; or how to record them."""
     path = BENCHMARKS / "results" / f"{name}.json"
     if not path.is_file():
-        return f"not recorded yet (`python benchmarks/{name}.py --record`)"
+        script, _, variant = name.partition("-")  # a variant: benchmarks/results/<script>-<variant>.json
+        return f"not recorded yet (`python benchmarks/{script}.py{' ...' if variant else ''} --record`)"
     data = json.loads(path.read_text(encoding="utf-8"))
     machine = data.get("machine", {})
     load = f", load {machine['load_average']}" if "load_average" in machine else ""
