@@ -20,6 +20,7 @@ import re
 import sys
 import traceback
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -74,12 +75,16 @@ class LocalImplementation:
             package.__package__ = self.package
             sys.modules[self.package] = package
         self._failures: dict[str, str] = {}
+        self._files: dict[str, Path] = {}  # name -> the path of name.py (checked on every call, made once)
 
     def module(self, name: str) -> types.ModuleType:
         """Import ``name.py`` from the folder, or raise ImplementationError."""
         if name in self._failures:
             raise ImplementationError(self._failures[name])
-        if not (self.path / f"{name}.py").is_file():
+        file = self._files.get(name)
+        if file is None:
+            file = self._files[name] = self.path / f"{name}.py"
+        if not file.is_file():
             other = misnamed(self.path, f"{name}.py")
             rename = f" (found {other}: rename it to {name}.py)" if other else ""
             self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}{rename}"
@@ -142,10 +147,41 @@ def _arrays(value: Any, label: str) -> Iterator[tuple[str, np.ndarray]]:
             yield from _arrays(item, f"{label}[{index}]")
 
 
+# inspect.signature of the functions called, computed once per function (a test calls the same few hundred
+# times): {function: (what its signature is made from, the signature or the error computing it)}.
+_SIGNATURES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple, Any]] = weakref.WeakKeyDictionary()
+
+
+def _made_from(function: types.FunctionType) -> tuple:
+    """What ``inspect.signature(function)`` reads, for a plain function: a cached one is valid while these stay."""
+    return function.__code__, function.__defaults__, function.__kwdefaults__, function.__dict__.get("__signature__")
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature:
+    """``inspect.signature(function)``, remembered for plain functions while their code and defaults stay.
+
+    Only for a plain function whose attributes hold nothing but perhaps ``__signature__`` (a proxy of the
+    isolated worker): a wrapper (``__wrapped__``) or anything else is asked every time.
+    """
+    if type(function) is not types.FunctionType or not function.__dict__.keys() <= {"__signature__"}:
+        return inspect.signature(function)
+    made_from = _made_from(function)
+    known = _SIGNATURES.get(function)
+    if known is None or any(a is not b for a, b in zip(known[0], made_from, strict=True)):
+        try:
+            known = (made_from, inspect.signature(function))
+        except (TypeError, ValueError) as error:
+            known = (made_from, error)
+        _SIGNATURES[function] = known
+    if isinstance(known[1], Exception):
+        raise known[1].with_traceback(None)
+    return known[1]
+
+
 def _labelled_arguments(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
     """Name the arguments of a call by the function's parameter names."""
     try:
-        bound = inspect.signature(function).bind_partial(*args, **kwargs)
+        bound = _signature(function).bind_partial(*args, **kwargs)
         return dict(bound.arguments)
     except (TypeError, ValueError):
         return {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
@@ -170,6 +206,16 @@ def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"arrays": arrays, "dicts": dicts}
 
 
+_BYTES_DECIDE = frozenset("biufc")  # dtype kinds whose equal bytes mean equal values
+
+
+def _same(old: np.ndarray, new: np.ndarray) -> bool:
+    """``np.array_equal(old, new, equal_nan=True)`` for arrays of one shape, quickly when their bytes agree."""
+    if old.dtype == new.dtype and old.dtype.kind in _BYTES_DECIDE and old.tobytes() == new.tobytes():
+        return True  # identical bytes: identical values (and NaN where NaN), which array_equal also calls equal
+    return bool(np.array_equal(old, new, equal_nan=True))
+
+
 def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
     """The labels of arrays that differ from their copies, and of dicts whose keys were added, removed or rebound."""
     after = dict(item for name, value in arguments.items() for item in _arrays(value, name))
@@ -178,7 +224,7 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list
         for label, old in before["arrays"].items()
         if label not in after
         or old.shape != after[label].shape
-        or not np.array_equal(old, after[label], equal_nan=True)
+        or not _same(old, after[label])
     ]
     dicts = dict(item for name, value in arguments.items() for item in _dicts(value, name))
     for label, (_, keys) in before["dicts"].items():
