@@ -8,6 +8,7 @@ name of the input, so feedback is the same on every run and on every machine.
 
 from __future__ import annotations
 
+import copy
 import functools
 import types
 import zlib
@@ -121,15 +122,16 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _copied(value: object) -> object:
-    """A copy of a remembered result that the caller may change freely (arrays, dicts, lists, tuples)."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if type(value) is dict:
-        return {key: _copied(item) for key, item in value.items()}
-    if type(value) in (list, tuple):
-        return type(value)(_copied(item) for item in value)
-    return value
+def _copyable(value: object) -> bool:
+    """Whether copies of ``value`` are indistinguishable from it: plain containers of writable arrays whose
+    copies keep their memory layout (no views with steps, no broadcast arrays), numbers, strings and None."""
+    if type(value) in (dict, list, tuple):
+        items = value.values() if type(value) is dict else value
+        return all(_copyable(item) for item in items)
+    if type(value) is np.ndarray:
+        return (not value.dtype.hasobject and value.flags.writeable
+                and value.copy(order="K").strides == value.strides)
+    return type(value) in (*_SCALARS, float) or isinstance(value, np.generic)
 
 
 _REMEMBERED_MAX = 2048  # results per function; only the tests' own, seeded computations are remembered
@@ -151,10 +153,13 @@ def remembered(function: Callable[..., Any]) -> Callable[..., Any]:
             key = frozen((args, kwargs))
         except _Unfrozen:
             return function(*args, **kwargs)
-        if key not in results:
+        if key in results:
+            return copy.deepcopy(results[key])  # new arrays and containers, shared ones still shared
+        result = function(*args, **kwargs)
+        if _copyable(result):
             if len(results) >= _REMEMBERED_MAX:
                 results.clear()
-            results[key] = function(*args, **kwargs)
-        return _copied(results[key])
+            results[key] = copy.deepcopy(result)
+        return result
 
     return once

@@ -98,7 +98,7 @@ def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> t
         below = loss(point)
         point[index] = original
         values.append((above - below) / (2 * STEP))
-    where = tuple(np.array(entries).T) if point.ndim else ()
+    where = tuple(np.array(entries).T.copy()) if point.ndim else ()  # contiguous index arrays
     return where, np.array(values)
 
 
