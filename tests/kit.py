@@ -135,18 +135,6 @@ class PlainFunction:
         return f"PlainFunction({self.kind!r})"
 
 
-def _arrays(value: Any, label: str) -> Iterator[tuple[str, np.ndarray]]:
-    """Every array inside ``value`` (through dicts, lists and tuples), labelled."""
-    if isinstance(value, np.ndarray):
-        yield label, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _arrays(item, f"{label}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _arrays(item, f"{label}[{index}]")
-
-
 # inspect.signature of the functions called, computed once per function (a test calls the same few hundred
 # times): {function: (what its signature is made from, the signature or the error computing it)}.
 _SIGNATURES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple, Any]] = weakref.WeakKeyDictionary()
@@ -187,23 +175,36 @@ def _labelled_arguments(function: Callable[..., Any], args: tuple, kwargs: dict)
         return {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
 
 
-def _dicts(value: Any, label: str) -> Iterator[tuple[str, dict]]:
-    """Every dict inside ``value`` (itself included), labelled."""
-    if isinstance(value, dict):
-        yield label, value
-        for key, item in value.items():
-            yield from _dicts(item, f"{label}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _dicts(item, f"{label}[{index}]")
+def _contents(arguments: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+    """``(arrays, dicts)``: every array and every dict among the arguments, labelled, in one walk.
+
+    Through dicts, lists and tuples; a dict argument is itself among the dicts. Labels read like
+    ``params['w_q']`` or ``x[0]``; where two coincide the later one wins.
+    """
+    arrays: dict[str, np.ndarray] = {}
+    dicts: dict[str, dict] = {}
+
+    def walk(value: Any, label: str) -> None:
+        if isinstance(value, np.ndarray):
+            arrays[label] = value
+        elif isinstance(value, dict):
+            dicts[label] = value
+            for key, item in value.items():
+                walk(item, f"{label}[{key!r}]")
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                walk(item, f"{label}[{index}]")
+
+    for name, value in arguments.items():
+        walk(value, name)
+    return arrays, dicts
 
 
 def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     """Copies of every array among the arguments, and every dict's keys and values, to notice changes."""
-    arrays = {label: array.copy() for name, value in arguments.items() for label, array in _arrays(value, name)}
-    dicts = {label: (id(d), {key: id(item) for key, item in d.items()})
-             for name, value in arguments.items() for label, d in _dicts(value, name)}
-    return {"arrays": arrays, "dicts": dicts}
+    arrays, dicts = _contents(arguments)
+    return {"arrays": {label: array.copy() for label, array in arrays.items()},
+            "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()}}
 
 
 _BYTES_DECIDE = frozenset("biufc")  # dtype kinds whose equal bytes mean equal values
@@ -218,7 +219,7 @@ def _same(old: np.ndarray, new: np.ndarray) -> bool:
 
 def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
     """The labels of arrays that differ from their copies, and of dicts whose keys were added, removed or rebound."""
-    after = dict(item for name, value in arguments.items() for item in _arrays(value, name))
+    after, dicts = _contents(arguments)
     changed = [
         label
         for label, old in before["arrays"].items()
@@ -226,7 +227,6 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list
         or old.shape != after[label].shape
         or not _same(old, after[label])
     ]
-    dicts = dict(item for name, value in arguments.items() for item in _dicts(value, name))
     for label, (_, keys) in before["dicts"].items():
         now = dicts.get(label)
         if now is None:
