@@ -136,8 +136,9 @@ class PlainFunction:
 
 
 # inspect.signature of the functions called, computed once per function (a test calls the same few hundred
-# times): {function: (what its signature is made from, the signature or the error computing it)}.
-_SIGNATURES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple, Any]] = weakref.WeakKeyDictionary()
+# times): {function: (what its signature is made from, the signature or the error computing it, its plain names)}.
+_SIGNATURES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple, Any, Any]] = weakref.WeakKeyDictionary()
+_PLAIN = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 def _made_from(function: types.FunctionType) -> tuple:
@@ -145,32 +146,56 @@ def _made_from(function: types.FunctionType) -> tuple:
     return function.__code__, function.__defaults__, function.__kwdefaults__, function.__dict__.get("__signature__")
 
 
-def _signature(function: Callable[..., Any]) -> inspect.Signature:
-    """``inspect.signature(function)``, remembered for plain functions while their code and defaults stay.
+def _plain_names(signature: inspect.Signature) -> tuple[tuple[str, ...], int] | None:
+    """``(parameter names, how many may be given by position)``, or None.
 
-    Only for a plain function whose attributes hold nothing but perhaps ``__signature__`` (a proxy of the
-    isolated worker): a wrapper (``__wrapped__``) or anything else is asked every time.
+    None unless every parameter is a plain one: positional-or-keyword, then keyword-only (no ``*args``,
+    ``**kwargs`` or positional-only parameters).
+    """
+    parameters = list(signature.parameters.values())
+    if any(p.kind not in _PLAIN for p in parameters):
+        return None
+    return tuple(p.name for p in parameters), sum(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                                                  for p in parameters)
+
+
+def _signature(function: Callable[..., Any]) -> tuple[inspect.Signature, tuple[tuple[str, ...], int] | None]:
+    """``inspect.signature(function)`` and its :func:`_plain_names`.
+
+    Remembered for a plain function while its code, defaults and ``__signature__`` stay the same objects,
+    and only if its attributes hold nothing but perhaps ``__signature__`` (a proxy of the isolated
+    worker); a wrapper (``__wrapped__``) or any other callable is asked every time.
     """
     if type(function) is not types.FunctionType or not function.__dict__.keys() <= {"__signature__"}:
-        return inspect.signature(function)
+        signature = inspect.signature(function)
+        return signature, _plain_names(signature)
     made_from = _made_from(function)
     known = _SIGNATURES.get(function)
     if known is None or any(a is not b for a, b in zip(known[0], made_from, strict=True)):
         try:
-            known = (made_from, inspect.signature(function))
+            signature = inspect.signature(function)
+            known = (made_from, signature, _plain_names(signature))
         except (TypeError, ValueError) as error:
-            known = (made_from, error)
+            known = (made_from, error, None)
         _SIGNATURES[function] = known
     if isinstance(known[1], Exception):
         raise known[1].with_traceback(None)
-    return known[1]
+    return known[1], known[2]
 
 
 def _labelled_arguments(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
-    """Name the arguments of a call by the function's parameter names."""
+    """Name the arguments of a call by the function's parameter names (as ``Signature.bind_partial`` does)."""
     try:
-        bound = _signature(function).bind_partial(*args, **kwargs)
-        return dict(bound.arguments)
+        signature, plain = _signature(function)
+        if plain is not None:  # the common case, without bind_partial's general machinery; the same result
+            names, positional = plain
+            given = names[:len(args)]
+            if len(args) <= positional and not any(name in kwargs for name in given) and all(
+                    name in names and name not in given for name in kwargs):
+                arguments = dict(zip(given, args, strict=True))
+                arguments.update((name, kwargs[name]) for name in names[len(args):] if name in kwargs)
+                return arguments
+        return dict(signature.bind_partial(*args, **kwargs).arguments)
     except (TypeError, ValueError):
         return {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
 
