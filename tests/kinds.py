@@ -123,8 +123,11 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
 
 
 def _copyable(value: object) -> bool:
-    """Whether copies of ``value`` are indistinguishable from it: plain containers of writable arrays whose
-    copies keep their memory layout (no views with steps, no broadcast arrays), numbers, strings and None."""
+    """Whether copies of ``value`` are indistinguishable from it.
+
+    True for plain containers (dict, list, tuple) of writable arrays whose copies keep their memory
+    layout (no views with steps, no broadcast arrays), numbers, strings and None.
+    """
     if type(value) in (dict, list, tuple):
         items = value.values() if type(value) is dict else value
         return all(_copyable(item) for item in items)
