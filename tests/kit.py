@@ -20,6 +20,7 @@ import re
 import sys
 import traceback
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -74,12 +75,16 @@ class LocalImplementation:
             package.__package__ = self.package
             sys.modules[self.package] = package
         self._failures: dict[str, str] = {}
+        self._files: dict[str, Path] = {}  # name -> the path of name.py (checked on every call, made once)
 
     def module(self, name: str) -> types.ModuleType:
         """Import ``name.py`` from the folder, or raise ImplementationError."""
         if name in self._failures:
             raise ImplementationError(self._failures[name])
-        if not (self.path / f"{name}.py").is_file():
+        file = self._files.get(name)
+        if file is None:
+            file = self._files[name] = self.path / f"{name}.py"
+        if not file.is_file():
             other = misnamed(self.path, f"{name}.py")
             rename = f" (found {other}: rename it to {name}.py)" if other else ""
             self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}{rename}"
@@ -130,57 +135,123 @@ class PlainFunction:
         return f"PlainFunction({self.kind!r})"
 
 
-def _arrays(value: Any, label: str) -> Iterator[tuple[str, np.ndarray]]:
-    """Every array inside ``value`` (through dicts, lists and tuples), labelled."""
-    if isinstance(value, np.ndarray):
-        yield label, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _arrays(item, f"{label}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _arrays(item, f"{label}[{index}]")
+# inspect.signature of the functions called, computed once per function (a test calls the same few hundred
+# times): {function: (what its signature is made from, the signature or the error computing it, its plain names)}.
+_SIGNATURES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[tuple, Any, Any]] = weakref.WeakKeyDictionary()
+_PLAIN = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _made_from(function: types.FunctionType) -> tuple:
+    """What ``inspect.signature(function)`` reads, for a plain function: a cached one is valid while these stay."""
+    return function.__code__, function.__defaults__, function.__kwdefaults__, function.__dict__.get("__signature__")
+
+
+def _plain_names(signature: inspect.Signature) -> tuple[tuple[str, ...], int] | None:
+    """``(parameter names, how many may be given by position)``, or None.
+
+    None unless every parameter is a plain one: positional-or-keyword, then keyword-only (no ``*args``,
+    ``**kwargs`` or positional-only parameters).
+    """
+    parameters = list(signature.parameters.values())
+    if any(p.kind not in _PLAIN for p in parameters):
+        return None
+    return tuple(p.name for p in parameters), sum(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                                                  for p in parameters)
+
+
+def _signature(function: Callable[..., Any]) -> tuple[inspect.Signature, tuple[tuple[str, ...], int] | None]:
+    """``inspect.signature(function)`` and its :func:`_plain_names`.
+
+    Remembered for a plain function while its code, defaults and ``__signature__`` stay the same objects,
+    and only if its attributes hold nothing but perhaps ``__signature__`` (a proxy of the isolated
+    worker); a wrapper (``__wrapped__``) or any other callable is asked every time.
+    """
+    if type(function) is not types.FunctionType or not function.__dict__.keys() <= {"__signature__"}:
+        signature = inspect.signature(function)
+        return signature, _plain_names(signature)
+    made_from = _made_from(function)
+    known = _SIGNATURES.get(function)
+    if known is None or any(a is not b for a, b in zip(known[0], made_from, strict=True)):
+        try:
+            signature = inspect.signature(function)
+            known = (made_from, signature, _plain_names(signature))
+        except (TypeError, ValueError) as error:
+            known = (made_from, error, None)
+        _SIGNATURES[function] = known
+    if isinstance(known[1], Exception):
+        raise known[1].with_traceback(None)
+    return known[1], known[2]
 
 
 def _labelled_arguments(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
-    """Name the arguments of a call by the function's parameter names."""
+    """Name the arguments of a call by the function's parameter names (as ``Signature.bind_partial`` does)."""
     try:
-        bound = inspect.signature(function).bind_partial(*args, **kwargs)
-        return dict(bound.arguments)
+        signature, plain = _signature(function)
+        if plain is not None:  # the common case, without bind_partial's general machinery; the same result
+            names, positional = plain
+            given = names[:len(args)]
+            if len(args) <= positional and not any(name in kwargs for name in given) and all(
+                    name in names and name not in given for name in kwargs):
+                arguments = dict(zip(given, args, strict=True))
+                arguments.update((name, kwargs[name]) for name in names[len(args):] if name in kwargs)
+                return arguments
+        return dict(signature.bind_partial(*args, **kwargs).arguments)
     except (TypeError, ValueError):
         return {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
 
 
-def _dicts(value: Any, label: str) -> Iterator[tuple[str, dict]]:
-    """Every dict inside ``value`` (itself included), labelled."""
-    if isinstance(value, dict):
-        yield label, value
-        for key, item in value.items():
-            yield from _dicts(item, f"{label}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _dicts(item, f"{label}[{index}]")
+def _contents(arguments: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
+    """``(arrays, dicts)``: every array and every dict among the arguments, labelled, in one walk.
+
+    Through dicts, lists and tuples; a dict argument is itself among the dicts. Labels read like
+    ``params['w_q']`` or ``x[0]``; where two coincide the later one wins.
+    """
+    arrays: dict[str, np.ndarray] = {}
+    dicts: dict[str, dict] = {}
+
+    def walk(value: Any, label: str) -> None:
+        if isinstance(value, np.ndarray):
+            arrays[label] = value
+        elif isinstance(value, dict):
+            dicts[label] = value
+            for key, item in value.items():
+                walk(item, f"{label}[{key!r}]")
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                walk(item, f"{label}[{index}]")
+
+    for name, value in arguments.items():
+        walk(value, name)
+    return arrays, dicts
 
 
 def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     """Copies of every array among the arguments, and every dict's keys and values, to notice changes."""
-    arrays = {label: array.copy() for name, value in arguments.items() for label, array in _arrays(value, name)}
-    dicts = {label: (id(d), {key: id(item) for key, item in d.items()})
-             for name, value in arguments.items() for label, d in _dicts(value, name)}
-    return {"arrays": arrays, "dicts": dicts}
+    arrays, dicts = _contents(arguments)
+    return {"arrays": {label: array.copy() for label, array in arrays.items()},
+            "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()}}
+
+
+_BYTES_DECIDE = frozenset("biufc")  # dtype kinds whose equal bytes mean equal values
+
+
+def _same(old: np.ndarray, new: np.ndarray) -> bool:
+    """``np.array_equal(old, new, equal_nan=True)`` for arrays of one shape, quickly when their bytes agree."""
+    if old.dtype == new.dtype and old.dtype.kind in _BYTES_DECIDE and old.tobytes() == new.tobytes():
+        return True  # identical bytes: identical values (and NaN where NaN), which array_equal also calls equal
+    return bool(np.array_equal(old, new, equal_nan=True))
 
 
 def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
     """The labels of arrays that differ from their copies, and of dicts whose keys were added, removed or rebound."""
-    after = dict(item for name, value in arguments.items() for item in _arrays(value, name))
+    after, dicts = _contents(arguments)
     changed = [
         label
         for label, old in before["arrays"].items()
         if label not in after
         or old.shape != after[label].shape
-        or not np.array_equal(old, after[label], equal_nan=True)
+        or not _same(old, after[label])
     ]
-    dicts = dict(item for name, value in arguments.items() for item in _dicts(value, name))
     for label, (_, keys) in before["dicts"].items():
         now = dicts.get(label)
         if now is None:

@@ -17,6 +17,7 @@ from tests.feedback import (
     expect_no_nan,
     expect_raises_value_error,
 )
+from tests.kinds import remembered
 from tests.probes import expect_probe, probe
 
 SCORES = ("scores[..., i, j] = q[..., i, :] . k[..., j, :] / sqrt(d_k): q @ k^T, transposing only the last "
@@ -199,6 +200,7 @@ def test_attention_keeps_float32(impl):
 # ----------------------------------------------------------------------------- scaling
 
 
+@remembered  # seeded: drawn once per process
 def _unit_qk(d_k: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(1000 + d_k)
     return rng.standard_normal((64, d_k)), rng.standard_normal((64, d_k))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
+from tests.kinds import remembered
 from tests.kit import PlainFunction
 from tests.probes import probe
 
@@ -76,10 +77,12 @@ def _mha(x, p, n_heads, mask=None):
     return np.concatenate(contexts, axis=-1) @ p["w_o"] + p["b_o"]
 
 
+@remembered  # the tests' own forward passes at seeded inputs: the same for every student, computed once
 def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> tuple[tuple, np.ndarray]:
     """Central differences of ``loss`` at ``x`` (float64): at every entry, or at ``sample`` seeded entries.
 
-    Returns the entries (an index tuple for fancy indexing) and the estimates there.
+    Returns the entries (an index tuple for fancy indexing) and the estimates there. ``loss`` must be
+    the tests' own function of seeded values (never of a result of the code under test).
     """
     point = np.asarray(x, dtype=np.float64).copy()
     entries = list(np.ndindex(point.shape))
@@ -95,7 +98,7 @@ def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> t
         below = loss(point)
         point[index] = original
         values.append((above - below) / (2 * STEP))
-    where = tuple(np.array(entries).T) if point.ndim else ()
+    where = tuple(np.array(entries).T.copy()) if point.ndim else ()  # contiguous index arrays
     return where, np.array(values)
 
 

@@ -15,6 +15,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.kinds import remembered
 from tests.probes import expect_probe, probe
 
 READING = "docs/reading.md#generation"
@@ -46,6 +47,7 @@ def _qkv(seed: int, batch: tuple[int, ...] = (B, H), n_q: int = N, n_k: int = N,
     return (scale * q).astype(dtype), k.astype(dtype), v.astype(dtype)
 
 
+@remembered  # always of the tests' own seeded q, k, v: computed once per process
 def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
     """Full attention written out with einsum, stable, in float64 (the expected values)."""
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
@@ -79,6 +81,7 @@ def _blockwise_mistake(observed: np.ndarray, q, k, v, block_size: int, causal: b
     return None
 
 
+@remembered  # of the tests' own q, k, v (never of the student's output): computed once per process
 def _simulate(q, k, v, block_size: int, causal: bool, kind: str) -> np.ndarray | None:
     """Blockwise attention with one known mistake (float64, warnings silenced)."""
     with np.errstate(all="ignore"):
