@@ -58,6 +58,50 @@ PYTHON_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}  #
 BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 
 
+def _make_json_codec() -> tuple[Any, Any]:
+    """A compact JSON writer and a whole-text JSON reader, both built once (not per message).
+
+    ``json.dumps`` with ``separators`` builds a new encoder for every message, and ``json.loads`` detects the
+    text's encoding and strips whitespace around it: on a header of a few hundred bytes that is most of the cost.
+    The writer skips the check for circular containers: it only ever sees the trees that :func:`encode` and
+    :func:`pack` build, fresh lists and dicts (a circular value never gets that far: encoding it recurses until
+    RecursionError). The reader accepts exactly one JSON value spanning the whole header (NaN and Infinity
+    included, as Python writes them) and raises ValueError for anything else.
+    """
+    import json.decoder
+    import json.encoder
+    import json.scanner
+
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is not None:
+        # markers (no circularity check), default (the standard "is not JSON serializable" TypeError), string
+        # encoder (ASCII, as json.dumps), indent, separators, sort_keys, skipkeys, allow_nan (nan and inf as JSON
+        # extensions, as json.dumps writes them).
+        iterencode = make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None,
+                                  ":", ",", False, False, True)
+
+        def dumps(value: Any) -> str:
+            return "".join(iterencode(value, 0))
+    else:  # an interpreter without the C accelerator: the standard route
+        encoder = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+        dumps = encoder.encode
+    scan = json.scanner.make_scanner(json.decoder.JSONDecoder())
+
+    def loads(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration as error:  # what the scanner raises for no value at all
+            raise ValueError(f"bad header (no JSON value at {error.value})") from None
+        if end != len(text):
+            raise ValueError("bad header (data after its JSON value)")
+        return value
+
+    return dumps, loads
+
+
+_dumps, _loads = _make_json_codec()
+
+
 def load_numpy() -> Any:
     """Import numpy into this module (the grading process calls this too)."""
     global np
@@ -143,9 +187,21 @@ class _Same:
 SAME = _Same()
 
 
-def _check_dtype(dtype: Any) -> None:
+# id(dtype) -> (dtype, dtype.str) for the dtypes that passed the check below (each kept alive here, so an id is
+# never reused while it is in this table): the common dtypes are numpy's singletons, checked once per process.
+_CHECKED_DTYPES: dict[int, tuple[Any, str]] = {}
+
+
+def _check_dtype(dtype: Any) -> str:
+    """``dtype.str`` if arrays of ``dtype`` may be sent, else Unsendable."""
+    known = _CHECKED_DTYPES.get(id(dtype))
+    if known is not None and known[0] is dtype:
+        return known[1]
     if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.str not in ALLOWED_DTYPES:
         raise Unsendable(f"numpy arrays of dtype {dtype} cannot be sent (only numeric and bool arrays)")
+    if len(_CHECKED_DTYPES) < 1000:
+        _CHECKED_DTYPES[id(dtype)] = (dtype, dtype.str)
+    return dtype.str
 
 
 def _encode_key(key: Any, arrays: list) -> Any:
@@ -171,6 +227,17 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     plain data both ways), so the test's code stays on the grading side and
     student code never crosses the other way.
     """
+    kind = type(value)  # the exact types of honest calls first; any other type takes the general route below
+    if kind is np.ndarray:
+        _check_dtype(value.dtype)
+        arrays.append(value)
+        return {"$": "array", "i": len(arrays) - 1}
+    if kind is float or kind is int or kind is str or kind is bool or value is None:
+        return value
+    if kind is list:
+        return {"$": "list", "v": [encode(item, arrays, functions) for item in value]}
+    if kind is tuple:
+        return {"$": "tuple", "v": [encode(item, arrays, functions) for item in value]}
     if value is None or isinstance(value, bool):
         return None if value is None else bool(value)
     if isinstance(value, int):
@@ -317,14 +384,17 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
 def pack(header: dict, arrays: list) -> bytes:
     """One frame: the JSON header, which describes the arrays, then their raw bytes (one buffer, one write)."""
     described, blobs = [], []
+    body_len = 0
     for array in arrays:
-        _check_dtype(array.dtype)
-        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"  # as np.save does
+        name = _check_dtype(array.dtype)
+        flags = array.flags
+        order = "F" if flags.f_contiguous and not flags.c_contiguous else "C"  # as np.save does
         blob = array.tobytes(order=order)
-        described.append([array.dtype.str, list(array.shape), order, len(blob)])
+        described.append([name, list(array.shape), order, len(blob)])
         blobs.append(blob)
-    head = json.dumps({"h": header, "a": described}, separators=(",", ":")).encode()
-    return b"".join([PREFIX.pack(MAGIC, len(head), sum(map(len, blobs))), head, *blobs])
+        body_len += len(blob)
+    head = _dumps({"h": header, "a": described}).encode()
+    return b"".join([PREFIX.pack(MAGIC, len(head), body_len), head, *blobs])
 
 
 class Received(list):
@@ -352,10 +422,12 @@ def _array_description(entry: Any) -> tuple[Any, tuple, str, int]:
     dtype = ALLOWED_DTYPES.get(name) if isinstance(name, str) else None
     if dtype is None:
         raise ValueError(f"arrays of dtype {str(name)[:40]!r} are refused (only numeric and bool arrays)")
-    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
-            or any(type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES for n in shape)):
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS:
         raise ValueError(f"bad array shape {str(shape)[:80]}")
-    if order not in ("C", "F"):
+    for n in shape:
+        if type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES:
+            raise ValueError(f"bad array shape {str(shape)[:80]}")
+    if order != "C" and order != "F":
         raise ValueError("bad array order")
     expected = math.prod(shape) * dtype.itemsize
     if type(size) is not int or size != expected or size > MAX_ARRAY_BYTES:
@@ -382,20 +454,30 @@ def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received
 
     Raises ValueError for anything malformed: a bad prefix, a refused dtype, sizes that do not match.
     """
-    end = frame_size(buffer)
-    if end is None:
+    if len(buffer) < PREFIX.size:
         return None
-    view = memoryview(buffer)
-    _, head_len, body_len = PREFIX.unpack_from(view)
+    magic, head_len, body_len = PREFIX.unpack_from(buffer)
+    if magic != MAGIC:
+        raise ValueError("bad frame (the channel is corrupt)")
+    if head_len > MAX_HEADER or body_len > MAX_BODY:
+        raise ValueError("frame too large")
     start = PREFIX.size + head_len
-    message = json.loads(bytes(view[PREFIX.size : start]))
-    if not (isinstance(message, dict) and isinstance(message.get("h"), dict) and isinstance(message.get("a"), list)):
+    end = start + body_len
+    if len(buffer) < end:
+        return None
+    with memoryview(buffer) as view:  # released at once: a bytearray under a view cannot be resized
+        message = _loads(str(view[PREFIX.size : start], "utf-8"))
+        body = bytes(view[start:end]) if body_len else b""
+    if not isinstance(message, dict):
         raise ValueError("bad header")
-    if len(message["a"]) > MAX_ARRAYS:
+    header, described = message.get("h"), message.get("a")
+    if not (isinstance(header, dict) and isinstance(described, list)):
+        raise ValueError("bad header")
+    if len(described) > MAX_ARRAYS:
         raise ValueError("too many arrays")
-    arrays = Received(bytes(view[start:end]))
+    arrays = Received(body)
     offset = 0
-    for entry in message["a"]:
+    for entry in described:
         dtype, shape, order, size = _array_description(entry)
         if offset + size > body_len:
             raise ValueError("array size mismatch: the arrays are larger than the frame")
@@ -406,7 +488,7 @@ def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received
         offset += size
     if offset != body_len:
         raise ValueError("array size mismatch: the frame holds bytes that belong to no array")
-    return (message["h"], arrays), end
+    return (header, arrays), end
 
 
 def result_payload(result: Any, after: list, sent: Any, received: Received, arrays: list) -> list:
@@ -570,6 +652,38 @@ def rebuild_exception(info: dict) -> BaseException:
 # --------------------------------------------------------------------------- the worker
 
 _BUILTINS = dict(vars(builtins))
+_ALWAYS = ("always", None, Warning, None, 0)  # the filter warnings.simplefilter("always") inserts
+
+
+class _RecordedWarnings:
+    """What ``warnings.catch_warnings(record=True)`` + ``warnings.simplefilter("always")`` do, without their overhead.
+
+    On entry: a copy of the filters with "always" first, the default ``showwarning`` and a log that
+    records every warning; on exit the module's filters, ``showwarning`` and ``_showwarnmsg_impl`` are put back
+    as they were, whatever the code in between did to them. The same steps as the standard library's, as
+    attribute assignments (one per call, in the worker, around student code).
+    """
+
+    __slots__ = ("log", "saved")
+
+    def __enter__(self) -> list:
+        module = warnings
+        self.saved = (module.filters, module.showwarning, module._showwarnmsg_impl)
+        filters = list(self.saved[0])
+        if _ALWAYS in filters:
+            filters.remove(_ALWAYS)
+        filters.insert(0, _ALWAYS)
+        module.filters = filters
+        module._filters_mutated()
+        self.log = []
+        module._showwarnmsg_impl = self.log.append
+        module.showwarning = module._showwarning_orig
+        return self.log
+
+    def __exit__(self, *exc_info: object) -> None:
+        module = warnings
+        module.filters, module.showwarning, module._showwarnmsg_impl = self.saved
+        module._filters_mutated()
 
 
 def restore_builtins() -> None:
@@ -599,14 +713,21 @@ class Channel:
     def receive(self) -> tuple[dict, list]:
         """Read one frame (blocking); EOFError when the grading process is gone."""
         while True:
-            parsed = unpack(self.buffer)
-            if parsed is not None:
-                message, size = parsed
-                del self.buffer[:size]
-                return message
+            if self.buffer:
+                parsed = unpack(self.buffer)
+                if parsed is not None:
+                    message, size = parsed
+                    del self.buffer[:size]
+                    return message
             chunk = os.read(self.read_fd, READ_BYTES)
             if not chunk:
                 raise EOFError("the grading process closed the channel")
+            if not self.buffer:  # the usual case: one read holds the whole frame, parsed without buffering it
+                parsed = unpack(chunk)
+                if parsed is not None:
+                    message, size = parsed
+                    self.buffer += memoryview(chunk)[size:]
+                    return message
             self.buffer += chunk
 
 
@@ -618,6 +739,7 @@ class Worker:
         self.modules = modules.rstrip("/") + "/"
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
+        self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
 
     # -- packages
 
@@ -678,10 +800,20 @@ class Worker:
         return grading_function
 
     def load(self, view: str, module: str) -> types.ModuleType:
-        """Import the student's ``module`` in the package of ``view``."""
+        """Import the student's ``module`` in the package of ``view``.
+
+        A module imported before is returned as long as it (and its package) are still the ones in
+        ``sys.modules``, as ``importlib.import_module`` would return it, without its machinery on every call.
+        """
+        known = self._loaded.get((view, module))
+        if known is not None and known[0] in sys.modules and sys.modules.get(known[1]) is known[2]:
+            return known[2]
         import importlib
 
-        return importlib.import_module(f"{self.package(view)}.{module}")
+        package = self.package(view)
+        loaded = importlib.import_module(f"{package}.{module}")
+        self._loaded[(view, module)] = (package, f"{package}.{module}", loaded)
+        return loaded
 
     def describe_import_error(self, module: str, error: BaseException) -> str:
         """Say in one line why ``module`` could not be imported."""
@@ -743,8 +875,7 @@ class Worker:
         measure = header.get("measure_memory") is True  # the peak memory of this call, for a memory test
         peak = None
         try:
-            with warnings.catch_warnings(record=True) as caught:  # e.g. numpy's RuntimeWarnings
-                warnings.simplefilter("always")
+            with _RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
                 if measure:
                     import tracemalloc
 
