@@ -23,7 +23,6 @@ from here, so both sides speak exactly the same format.
 from __future__ import annotations
 
 import builtins
-import json
 import math
 import os
 import struct
@@ -234,8 +233,8 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
         return {"$": "array", "i": len(arrays) - 1}
     if kind is float or kind is int or kind is str or kind is bool or value is None:
         return value
-    if kind is list:
-        return {"$": "list", "v": [encode(item, arrays, functions) for item in value]}
+    if kind is list:  # a list is a JSON array; every other container is an object tagged by "$"
+        return [encode(item, arrays, functions) for item in value]
     if kind is tuple:
         return {"$": "tuple", "v": [encode(item, arrays, functions) for item in value]}
     if value is None or isinstance(value, bool):
@@ -264,9 +263,10 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
         return {"$": "python_type", "v": value.__name__}
     if isinstance(value, np.random.Generator):
         return {"$": "rng", "state": encode(dict(value.bit_generator.state), arrays)}
-    if isinstance(value, (list, tuple)):
-        return {"$": "list" if isinstance(value, list) else "tuple",
-                "v": [encode(item, arrays, functions) for item in value]}
+    if isinstance(value, list):
+        return [encode(item, arrays, functions) for item in value]
+    if isinstance(value, tuple):
+        return {"$": "tuple", "v": [encode(item, arrays, functions) for item in value]}
     if _is_plain_function(value):
         kind, params = value.kind, value.params
         if kind not in PLAIN_FUNCTIONS or not isinstance(params, dict):
@@ -299,8 +299,9 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
         if received.unchanged(sent["i"], value):
             return {"$": "same"}, False
         return encode(value, arrays), True
-    if isinstance(value, (list, tuple)) and tag == ("list" if isinstance(value, list) else "tuple"):
-        items = sent["v"]
+    is_list = isinstance(value, list) and type(sent) is list
+    if is_list or (isinstance(value, tuple) and tag == "tuple"):
+        items = sent if is_list else sent["v"]
         changed = len(value) != len(items)
         encoded = []
         for position, item in enumerate(value):
@@ -308,7 +309,7 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
                                               received, arrays)
             encoded.append(data)
             changed = changed or item_changed
-        return {"$": tag, "v": encoded}, changed
+        return (encoded if is_list else {"$": "tuple", "v": encoded}), changed
     if isinstance(value, dict) and tag == "dict":
         places = {decode(key, []): item for key, item in zip(sent["k"], sent["v"], strict=True)}
         keys, encoded = [], []
@@ -325,6 +326,47 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
     return data, not (len(arrays) == before and type(data) is type(sent) and data == sent)
 
 
+def _as_received(value: Any, sent: Any, received: Received) -> bool:
+    """A quick check that :func:`encode_after` would find ``value`` exactly as received (nothing to send back).
+
+    True only for the plain cases (arrays, lists, tuples, dicts with the same keys in the same order,
+    numbers, strings, None) that are all as they came; False whenever in doubt, and then
+    :func:`encode_after` decides, as before.
+    """
+    kind = type(value)
+    if kind is np.ndarray:
+        return type(sent) is dict and sent.get("$") == "array" and received.unchanged(sent.get("i"), value)
+    if kind is list:
+        if type(sent) is not list or len(sent) != len(value):
+            return False
+        for item, item_sent in zip(value, sent, strict=True):
+            if not _as_received(item, item_sent, received):
+                return False
+        return True
+    if kind is float or kind is int or kind is str or kind is bool or value is None:
+        return type(sent) is kind and sent == value  # what encode() makes of them: the value itself
+    if type(sent) is not dict:
+        return False
+    if kind is dict:
+        items = sent.get("v")
+        if (sent.get("$") != "dict" or type(items) is not list or len(items) != len(value)
+                or sent.get("k") != list(value)):
+            return False
+        for key, item, item_sent in zip(value, value.values(), items, strict=True):
+            if type(key) is not str or not _as_received(item, item_sent, received):
+                return False
+        return True
+    if kind is tuple:
+        items = sent.get("v")
+        if sent.get("$") != "tuple" or type(items) is not list or len(items) != len(value):
+            return False
+        for item, item_sent in zip(value, items, strict=True):
+            if not _as_received(item, item_sent, received):
+                return False
+        return True
+    return False
+
+
 def _array_at(data: dict, arrays: list) -> Any:
     index = data["i"]
     if type(index) is not int or not 0 <= index < len(arrays):
@@ -339,7 +381,10 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
     ``functions``: the worker's maker of stand-ins for grading-side functions (index -> callable);
     without it a function in a message is malformed.
     """
-    if data is None or isinstance(data, (bool, int, float, str)):
+    kind = type(data)
+    if kind is list:
+        return [decode(item, arrays, same, functions) for item in data]
+    if data is None or isinstance(data, (int, float, str)):  # bool is an int
         return data
     if isinstance(data, dict):
         tag = data.get("$")
@@ -349,7 +394,7 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
             return SAME
         if tag == "scalar":
             return _array_at(data, arrays)[()]
-        if tag == "list":
+        if tag == "list":  # the tagged form of a list (a JSON array is one too)
             return [decode(item, arrays, same, functions) for item in data["v"]]
         if tag == "tuple":
             return tuple(decode(item, arrays, same, functions) for item in data["v"])
@@ -499,6 +544,8 @@ def result_payload(result: Any, after: list, sent: Any, received: Received, arra
     changed are sent back (see :func:`encode_after`).
     """
     data = encode(result, arrays)
+    if _as_received(after, sent, received):  # the usual case: no argument changed
+        return [data, None]
     before = len(arrays)
     changes, changed = encode_after(after, sent, received, arrays)
     if not changed:
