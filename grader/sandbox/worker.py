@@ -766,7 +766,11 @@ class Channel:
                     message, size = parsed
                     del self.buffer[:size]
                     return message
-            chunk = os.read(self.read_fd, READ_BYTES)
+            wanted = READ_BYTES
+            if len(self.buffer) >= PREFIX.size:  # the rest of a large frame, in reads of up to 1 MiB
+                _, head_len, body_len = PREFIX.unpack_from(self.buffer)
+                wanted = min(max(wanted, PREFIX.size + head_len + body_len - len(self.buffer)), 1 << 20)
+            chunk = os.read(self.read_fd, wanted)
             if not chunk:
                 raise EOFError("the grading process closed the channel")
             if not self.buffer:  # the usual case: one read holds the whole frame, parsed without buffering it
