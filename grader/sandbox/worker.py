@@ -433,8 +433,10 @@ def pack(header: dict, arrays: list) -> bytes:
     for array in arrays:
         name = _check_dtype(array.dtype)
         flags = array.flags
-        order = "F" if flags.f_contiguous and not flags.c_contiguous else "C"  # as np.save does
-        blob = array.tobytes(order=order)
+        if flags.f_contiguous and not flags.c_contiguous:  # as np.save does
+            order, blob = "F", array.tobytes("F")
+        else:
+            order, blob = "C", array.tobytes()
         described.append([name, list(array.shape), order, len(blob)])
         blobs.append(blob)
         body_len += len(blob)
@@ -443,12 +445,16 @@ def pack(header: dict, arrays: list) -> bytes:
 
 
 class Received(list):
-    """The arrays of one frame, and the bytes they arrived as (to tell which ones a call changed)."""
+    """The arrays of one frame, and the bytes they arrived as (to tell which ones a call changed).
 
-    def __init__(self, body: bytes) -> None:
+    ``body`` holds the arrays' bytes from ``base`` on (the whole frame, when it was not copied out of a
+    buffer that is reused); ``spans`` give each array's place in ``body``.
+    """
+
+    def __init__(self, body: bytes | bytearray, base: int = 0) -> None:
         super().__init__()
-        self.body = body
-        self.spans: list[tuple[int, int, str, Any, tuple]] = []  # offset, size, order, dtype, shape
+        self.body, self.base = body, base
+        self.spans: list[tuple[int, int, str, Any, tuple]] = []  # offset in body, size, order, dtype, shape
 
     def unchanged(self, index: Any, array: Any) -> bool:
         """Whether ``array`` is the ``index``-th array of the frame, with its dtype, shape and bytes as received."""
@@ -456,7 +462,7 @@ class Received(list):
             return False
         offset, size, order, dtype, shape = self.spans[index]
         return (array.dtype == dtype and array.shape == shape
-                and array.tobytes(order=order) == self.body[offset : offset + size])
+                and array.tobytes(order) == self.body[offset : offset + size])
 
 
 def _array_description(entry: Any) -> tuple[Any, tuple, str, int]:
@@ -494,10 +500,12 @@ def frame_size(buffer: bytes | bytearray | memoryview) -> int | None:
     return end if len(buffer) >= end else None
 
 
-def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received], int] | None:
+def unpack(buffer: bytes | bytearray | memoryview, owned: bool = False) -> tuple[tuple[dict, Received], int] | None:
     """Parse one frame from the start of ``buffer``: ((header, arrays), size), or None if incomplete.
 
     Raises ValueError for anything malformed: a bad prefix, a refused dtype, sizes that do not match.
+    ``owned``: ``buffer`` (a bytearray) belongs to this frame alone and is never changed afterwards, so the
+    arrays' bytes need not be copied out of it first (nor out of an immutable ``bytes``).
     """
     if len(buffer) < PREFIX.size:
         return None
@@ -512,7 +520,8 @@ def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received
         return None
     with memoryview(buffer) as view:  # released at once: a bytearray under a view cannot be resized
         message = _loads(str(view[PREFIX.size : start], "utf-8"))
-        body = bytes(view[start:end]) if body_len else b""
+        keep = type(buffer) is bytes or (owned and type(buffer) is bytearray)
+        body, base = (buffer, start) if keep else (bytes(view[start:end]) if body_len else b"", 0)
     if not isinstance(message, dict):
         raise ValueError("bad header")
     header, described = message.get("h"), message.get("a")
@@ -520,16 +529,16 @@ def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received
         raise ValueError("bad header")
     if len(described) > MAX_ARRAYS:
         raise ValueError("too many arrays")
-    arrays = Received(body)
+    arrays = Received(body, base)
     offset = 0
     for entry in described:
         dtype, shape, order, size = _array_description(entry)
         if offset + size > body_len:
             raise ValueError("array size mismatch: the arrays are larger than the frame")
-        array = np.frombuffer(arrays.body, dtype=dtype, count=size // dtype.itemsize, offset=offset)
-        # A copy: fresh, writable and owning its memory, as an array made in-process would be.
-        arrays.append(array.reshape(shape, order=order).copy(order="K"))
-        arrays.spans.append((offset, size, order, dtype, shape))
+        # The bytes read in place (shape, dtype, buffer, offset, strides, order), then a copy: fresh, writable and
+        # owning its memory, as an array made in-process would be.
+        arrays.append(np.ndarray(shape, dtype, body, base + offset, None, order).copy(order="K"))
+        arrays.spans.append((base + offset, size, order, dtype, shape))
         offset += size
     if offset != body_len:
         raise ValueError("array size mismatch: the frame holds bytes that belong to no array")
@@ -766,11 +775,12 @@ class Channel:
                     message, size = parsed
                     del self.buffer[:size]
                     return message
-            wanted = READ_BYTES
-            if len(self.buffer) >= PREFIX.size:  # the rest of a large frame, in reads of up to 1 MiB
-                _, head_len, body_len = PREFIX.unpack_from(self.buffer)
-                wanted = min(max(wanted, PREFIX.size + head_len + body_len - len(self.buffer)), 1 << 20)
-            chunk = os.read(self.read_fd, wanted)
+                if len(self.buffer) >= PREFIX.size:  # a valid prefix (unpack checked it), the frame incomplete
+                    _, head_len, body_len = PREFIX.unpack_from(self.buffer)
+                    size = PREFIX.size + head_len + body_len
+                    if size - len(self.buffer) > READ_BYTES:
+                        return self._receive_large(size)
+            chunk = os.read(self.read_fd, READ_BYTES)
             if not chunk:
                 raise EOFError("the grading process closed the channel")
             if not self.buffer:  # the usual case: one read holds the whole frame, parsed without buffering it
@@ -780,6 +790,23 @@ class Channel:
                     self.buffer += memoryview(chunk)[size:]
                     return message
             self.buffer += chunk
+
+    def _receive_large(self, size: int) -> tuple[dict, list]:
+        """The rest of a large frame of ``size`` bytes, read straight into a buffer of its own (no copies)."""
+        frame = bytearray(size)
+        have = len(self.buffer)
+        frame[:have] = self.buffer
+        self.buffer = bytearray()
+        with memoryview(frame) as view:
+            while have < size:
+                count = os.readv(self.read_fd, [view[have:]])
+                if not count:
+                    raise EOFError("the grading process closed the channel")
+                have += count
+        parsed = unpack(frame, owned=True)
+        if parsed is None or parsed[1] != size:  # cannot happen: the prefix gave the size
+            raise ValueError("bad frame (the channel is corrupt)")
+        return parsed[0]
 
 
 class Worker:
