@@ -260,6 +260,7 @@ class IsolatedImplementation:
         self._dropped = 0
         self._process: subprocess.Popen | None = None
         self._fds: dict[str, int] = {}
+        self._pollers: dict[bool, Any] = {}
         self._buffer = bytearray()
         self._failures: dict[tuple[str, str], str] = {}
         self._callables: dict[tuple[str, str], set[str]] = {}
@@ -447,6 +448,13 @@ class IsolatedImplementation:
         for fd in (requests_write, replies_read):
             with contextlib.suppress(OSError, AttributeError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        # What _wait waits for, registered once per worker: its replies and output, and (while a frame is being
+        # sent) room in the requests pipe.
+        self._pollers = {False: select.poll(), True: select.poll()}
+        for poller in self._pollers.values():
+            poller.register(replies_read, select.POLLIN)
+            poller.register(output_read, select.POLLIN)
+        self._pollers[True].register(requests_write, select.POLLOUT)
         self._buffer = bytearray()
         self._live.update(process=self._process, fds=dict(self._fds),
                           uid=self._uid if self.plan.mode != "bwrap" else None)
@@ -509,6 +517,7 @@ class IsolatedImplementation:
             except OSError:
                 pass
         self._fds = {}
+        self._pollers = {}
         return code
 
     @staticmethod
@@ -554,7 +563,7 @@ class IsolatedImplementation:
                 pass
         shutil.rmtree(scratch, ignore_errors=True)
 
-    # ------------------------------------------------------------------ channel IO (select, no threads)
+    # ------------------------------------------------------------------ channel IO (poll, no threads)
 
     def _drain_output(self, timeout: float) -> None:
         fd = self._fds.get("output")
@@ -572,6 +581,9 @@ class IsolatedImplementation:
             chunk = b""
         if not chunk:
             self._fds.pop("output", None)
+            for poller in self._pollers.values():
+                with contextlib.suppress(KeyError):
+                    poller.unregister(fd)
             os.close(fd)
             return False
         room = self.limits.output_bytes - len(self._output)
@@ -580,19 +592,26 @@ class IsolatedImplementation:
         return True
 
     def _wait(self, deadline: float, write: bool) -> tuple[bool, bool]:
-        """Wait for the replies pipe (or the requests pipe, when ``write``) until ``deadline``, draining output."""
+        """Wait for the replies pipe (or the requests pipe, when ``write``) until ``deadline``, draining output.
+
+        Any event on a pipe counts (a closed end reports POLLHUP or POLLERR, not POLLIN or POLLOUT): the read or
+        write that follows then finds it closed, as after select.
+        """
+        poller, replies, requests = self._pollers[write], self._fds["replies"], self._fds["requests"]
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Timeout
-            readers = [self._fds["replies"]] + ([self._fds["output"]] if "output" in self._fds else [])
-            writers = [self._fds["requests"]] if write else []
-            readable, writable, _ = select.select(readers, writers, [], remaining)
-            if "output" in self._fds and self._fds["output"] in readable:
-                self._read_output(self._fds["output"])
-            replies_ready = self._fds["replies"] in readable
+            replies_ready = writable = False
+            for fd, _ in poller.poll(remaining * 1000):  # milliseconds, rounded up
+                if fd == replies:
+                    replies_ready = True
+                elif fd == requests:
+                    writable = True
+                elif fd == self._fds.get("output"):
+                    self._read_output(fd)
             if replies_ready or writable:
-                return replies_ready, bool(writable)
+                return replies_ready, writable
 
     def _read_replies(self) -> None:
         # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few
