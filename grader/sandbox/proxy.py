@@ -613,7 +613,7 @@ class IsolatedImplementation:
             if replies_ready or writable:
                 return replies_ready, writable
 
-    def _read_replies(self) -> None:
+    def _read_replies(self, check_prefix: bool = True) -> None:
         # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few
         # reads; a small one never allocates more than READ_BYTES for its read.
         wanted = worker.READ_BYTES
@@ -627,9 +627,11 @@ class IsolatedImplementation:
         if not chunk:
             raise _Ended
         self._buffer += chunk
-        # Checked here, wherever the buffer grows (also while an answer is being sent, when nothing should come):
-        # the grading process never holds more than one allowed frame of a worker's bytes.
-        self._check_frame_prefix()
+        # Checked wherever the buffer grows (here, also while an answer is being sent, when nothing should come;
+        # _next_frame checks before anything else): the grading process never holds more than one allowed frame
+        # of a worker's bytes.
+        if check_prefix:
+            self._check_frame_prefix()
         allowance = min(self.limits.reply_bytes, self.limits.student_reply_bytes - self.received)
         if len(self._buffer) > worker.PREFIX.size + MAX_REPLY_HEADER + max(allowance, 0):
             raise _TooLarge(len(self._buffer))
@@ -661,11 +663,13 @@ class IsolatedImplementation:
     def _next_frame(self, deadline: float) -> bytes:
         """The next whole frame from the worker, as received (never more than the reply limits)."""
         while True:
-            self._check_frame_prefix()
-            try:
-                size = worker.frame_size(self._buffer)
-            except ValueError as error:  # garbage on the channel: the student wrote to it
-                raise _Ended(f"the worker sent a malformed message ({error})") from None
+            size = None
+            if len(self._buffer) >= worker.PREFIX.size:  # (the usual first pass finds nothing buffered)
+                self._check_frame_prefix()
+                try:
+                    size = worker.frame_size(self._buffer)
+                except ValueError as error:  # garbage on the channel: the student wrote to it
+                    raise _Ended(f"the worker sent a malformed message ({error})") from None
             if size is not None:
                 if size == len(self._buffer):  # the usual case: nothing after the frame (one copy, not two)
                     frame = bytes(self._buffer)
@@ -678,7 +682,7 @@ class IsolatedImplementation:
                 return frame
             readable, _ = self._wait(deadline, write=False)
             if readable:
-                self._read_replies()
+                self._read_replies(check_prefix=False)  # checked at the top of the loop, before anything else
 
     @staticmethod
     def _parse(frame: bytes) -> tuple[dict, list]:
