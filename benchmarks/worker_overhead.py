@@ -73,16 +73,21 @@ def main() -> int:
     probe = time.perf_counter() - started
     print(f"isolation: {description} (probed in {probe * 1000:.0f} ms, once per process)")
 
-    starts = []
+    starts, start_cpu = [], []
     for _ in range(options.starts):
         begin = time.perf_counter()
         with IsolatedImplementation(ROOT / "solutions") as implementation:
             implementation.function("softmax", "softmax")  # waits for the worker and imports softmax.py
             starts.append(time.perf_counter() - begin)
+            spent = descendants_cpu()  # the worker's processes (the only descendants now), before they are killed
+            if spent is not None:
+                start_cpu.append(spent)
     figures["isolation"] = description
     figures["startup_ms_median"] = round(statistics.median(starts) * 1000)
+    figures["startup_worker_cpu_ms_mean"] = round(statistics.mean(start_cpu) * 1000) if start_cpu else None
+    in_worker = f"; {statistics.mean(start_cpu) * 1000:.0f} ms CPU in the worker" if start_cpu else ""
     print(f"start-up (new worker + first import): median {statistics.median(starts) * 1000:.0f} ms, "
-          f"min {min(starts) * 1000:.0f} ms over {len(starts)}")
+          f"min {min(starts) * 1000:.0f} ms over {len(starts)}{in_worker}")
 
     x = np.random.default_rng(0).normal(size=(4, 8))
     q = np.random.default_rng(1).normal(size=(2, 5, 8))
