@@ -373,9 +373,14 @@ def worker_environment() -> dict[str, str]:
     }
 
 
-def worker_filename(the_plan: Plan, scratch: Path) -> str:
-    """Where the worker sees ``worker.py`` (the file name its compiled code names, for tracebacks)."""
-    return WORKER_FILE if the_plan.mode == "bwrap" else str(scratch / "worker.py")
+def worker_filename(the_plan: Plan) -> str:
+    """The file name that the worker's compiled code gives its frames (in tracebacks).
+
+    Where the worker sees ``worker.py`` in the sandbox; elsewhere just ``worker.py`` (one name for every
+    worker, so that the code is compiled once per grading process, and no path of the grading machine in a
+    student's output).
+    """
+    return WORKER_FILE if the_plan.mode == "bwrap" else "worker.py"
 
 
 def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,

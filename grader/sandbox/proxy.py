@@ -390,7 +390,7 @@ class IsolatedImplementation:
         for source in (WORKER_SOURCE, PROTOCOL_SOURCE):
             shutil.copyfile(source, self._scratch / source.name)
             os.chmod(self._scratch / source.name, 0o644)
-        compiled = _compiled_worker(confine.worker_filename(self.plan, self._scratch))
+        compiled = _compiled_worker(confine.worker_filename(self.plan))
         if compiled is not None:
             (self._scratch / "worker.pyc").write_bytes(compiled)
             os.chmod(self._scratch / "worker.pyc", 0o644)
