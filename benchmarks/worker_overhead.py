@@ -113,6 +113,8 @@ def main() -> int:
             wall, cpu = (time.perf_counter() - wall) / options.calls, (time.process_time() - cpu) / options.calls
             after = descendants_cpu()
             worker_us = None if worker_cpu is None or after is None else (after - worker_cpu) / options.calls * 1e6
+            # /proc counts clock ticks (10 ms each, usually): fewer than ten of them make a rough figure.
+            rough = worker_us is not None and worker_us * options.calls / 1e6 < 10 / os.sysconf("SC_CLK_TCK")
             function = local.function(exercise, name)
             begin = time.perf_counter()
             for _ in range(options.calls):
@@ -121,7 +123,7 @@ def main() -> int:
             figures[f"round_trip_us: {label}"] = round(wall * 1e6)
             figures[f"grading_cpu_us: {label}"] = round(cpu * 1e6)
             figures[f"worker_cpu_us: {label}"] = None if worker_us is None else round(worker_us)
-            in_worker = "n/a" if worker_us is None else f"{worker_us:.0f} us"
+            in_worker = "n/a" if worker_us is None else f"{worker_us:.0f} us" + (" (rough: use more --calls)" * rough)
             print(f"round trip {label}: {wall * 1e6:.0f} us per call (CPU: {cpu * 1e6:.0f} us in the grading "
                   f"process, {in_worker} in the worker; in-process call {inline * 1e6:.0f} us)")
     if options.record:
