@@ -50,6 +50,7 @@ UNPRIVILEGED_GID = 65534  # nogroup
 # the top, so that it can never hide a bound interpreter (a venv under /work or /kit would vanish behind it).
 SANDBOX_DIR = "/.attention-kit-sandbox"
 WORKER_FILE = SANDBOX_DIR + "/worker.py"
+WORKER_CODE = SANDBOX_DIR + "/worker.pyc"  # worker.py compiled by the grading process (see worker_filename)
 MODULES_DIR = SANDBOX_DIR + "/submission"
 PROTOCOL_FILE = SANDBOX_DIR + "/protocol.py"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
@@ -372,14 +373,29 @@ def worker_environment() -> dict[str, str]:
     }
 
 
+def worker_filename(the_plan: Plan) -> str:
+    """The file name that the worker's compiled code gives its frames (in tracebacks).
+
+    Where the worker sees ``worker.py`` in the sandbox; elsewhere just ``worker.py`` (one name for every
+    worker, so that the code is compiled once per grading process, and no path of the grading machine in a
+    student's output).
+    """
+    return WORKER_FILE if the_plan.mode == "bwrap" else "worker.py"
+
+
 def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
             uid: int | None = None) -> tuple[list[str], str]:
     """The worker's command line and working directory for ``scratch`` (holding worker.py and modules/).
 
-    ``uid``: the user the worker drops to, instead of the plan's (see ``fresh_uid``).
+    ``uid``: the user the worker drops to, instead of the plan's (see ``fresh_uid``). When ``scratch`` also
+    holds ``worker.pyc`` (worker.py compiled by the grading process, whose interpreter the worker runs), the
+    worker runs that and does not compile its own source again at every start.
     """
     executable, site, needed = interpreter_paths()
     modules, worker = str(scratch / "modules"), str(scratch / "worker.py")
+    compiled = scratch / "worker.pyc"
+    if compiled.is_file():
+        worker = str(compiled)
     prefix: list[str] = []
     cwd = modules
     if the_plan.mode == "bwrap":
@@ -388,12 +404,13 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
             *_binds([*SYSTEM_DIRS, *needed]),
             *_hide(hidden_paths(), [*SYSTEM_DIRS, *needed]),
             "--perms", "0755", "--dir", SANDBOX_DIR,
-            "--ro-bind", worker, WORKER_FILE,
+            "--ro-bind", str(scratch / "worker.py"), WORKER_FILE,
+            *(["--ro-bind", str(compiled), WORKER_CODE] if compiled.is_file() else []),
             "--ro-bind", str(scratch / "protocol.py"), PROTOCOL_FILE,
             "--ro-bind", modules, MODULES_DIR,
             "--chdir", MODULES_DIR,
         ]
-        modules, worker, cwd = MODULES_DIR, WORKER_FILE, "/"
+        modules, worker, cwd = MODULES_DIR, WORKER_CODE if compiled.is_file() else WORKER_FILE, "/"
     arguments = ["--requests", str(requests_fd), "--replies", str(replies_fd), "--modules", modules, "--site", site]
     if the_plan.drop_to is not None:
         arguments += ["--uid", str(uid if uid is not None else the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]

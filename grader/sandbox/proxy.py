@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import inspect
 import os
 import select
@@ -59,7 +60,13 @@ PROTOCOL_SOURCE = Path(protocol.__file__)
 MAX_REPLY_HEADER = 4 << 20
 STARTUP_TIMEOUT = 30.0  # generous: a loaded CI machine may take a while to start Python + numpy
 MAX_MODULE_BYTES = 1 << 20
+# The protocol pipes' capacity (the kernel's default is 64 KiB): a large frame (a training batch and its
+# gradients, up to a few MiB) then crosses in a few writes and reads instead of one wake-up per 64 KiB on both
+# sides. Kept small enough that a machine grading many submissions at once stays well within the kernel's
+# per-user allowance of pipe memory (fs.pipe-user-pages-soft); where the kernel refuses, the default stays.
+PIPE_BYTES = 256 << 10
 FAIR_VIEW_ALL = protocol.VIEW_ALL
+CALLBACK_START = b'{"h":{"op":"callback",'  # how the worker's callback frames begin (see Worker.forwarder)
 
 
 # Fair grading's callbacks, answered before: (reference folder, the callback's frame) -> the answer's frame.
@@ -94,6 +101,29 @@ def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
 
 
 atexit.register(lambda: IsolatedImplementation.close_spares())
+
+_COMPILED: dict[str, bytes | None] = {}
+
+
+def _compiled_worker(filename: str) -> bytes | None:
+    """worker.py as a .pyc for this interpreter (the worker's), its code naming ``filename``; once per process.
+
+    Compiling the ~1000 lines at every worker start cost each submission ~10 ms of CPU. The worker runs the
+    same interpreter (``limits.interpreter_paths``), so the magic number matches; None (run the source) if
+    compiling fails here for any reason.
+    """
+    if filename not in _COMPILED:
+        try:
+            import importlib.util
+            import marshal
+
+            code = compile(WORKER_SOURCE.read_bytes(), filename, "exec", dont_inherit=True, optimize=0)
+            # A .pyc header: the magic number, flags 0 (timestamp-based), source mtime and size (not checked when
+            # a .pyc is run as the main script), then the marshalled code object.
+            _COMPILED[filename] = importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
+        except Exception:  # noqa: BLE001 - the source itself always works
+            _COMPILED[filename] = None
+    return _COMPILED[filename]
 
 
 def _estimated_bytes(value: Any) -> int:
@@ -230,6 +260,7 @@ class IsolatedImplementation:
         self._dropped = 0
         self._process: subprocess.Popen | None = None
         self._fds: dict[str, int] = {}
+        self._pollers: dict[bool, Any] = {}
         self._buffer = bytearray()
         self._failures: dict[tuple[str, str], str] = {}
         self._callables: dict[tuple[str, str], set[str]] = {}
@@ -354,11 +385,15 @@ class IsolatedImplementation:
     # ------------------------------------------------------------------ scratch folder
 
     def _prepare_scratch(self) -> set[str]:
-        """Copy the worker script and the submission's modules; return the missing modules."""
+        """Copy the worker script (and its compiled code) and the submission's modules; return the missing modules."""
         os.chmod(self._scratch, 0o755)
         for source in (WORKER_SOURCE, PROTOCOL_SOURCE):
             shutil.copyfile(source, self._scratch / source.name)
             os.chmod(self._scratch / source.name, 0o644)
+        compiled = _compiled_worker(confine.worker_filename(self.plan))
+        if compiled is not None:
+            (self._scratch / "worker.pyc").write_bytes(compiled)
+            os.chmod(self._scratch / "worker.pyc", 0o644)
         modules = self._scratch / "modules"
         modules.mkdir(mode=0o755)
         os.chmod(modules, 0o755)
@@ -410,6 +445,16 @@ class IsolatedImplementation:
         self._fds = {"requests": requests_write, "replies": replies_read, "output": output_read}
         for fd in self._fds.values():
             os.set_blocking(fd, False)
+        for fd in (requests_write, replies_read):
+            with contextlib.suppress(OSError, AttributeError):
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        # What _wait waits for, registered once per worker: its replies and output, and (while a frame is being
+        # sent) room in the requests pipe.
+        self._pollers = {False: select.poll(), True: select.poll()}
+        for poller in self._pollers.values():
+            poller.register(replies_read, select.POLLIN)
+            poller.register(output_read, select.POLLIN)
+        self._pollers[True].register(requests_write, select.POLLOUT)
         self._buffer = bytearray()
         self._live.update(process=self._process, fds=dict(self._fds),
                           uid=self._uid if self.plan.mode != "bwrap" else None)
@@ -472,6 +517,7 @@ class IsolatedImplementation:
             except OSError:
                 pass
         self._fds = {}
+        self._pollers = {}
         return code
 
     @staticmethod
@@ -517,7 +563,7 @@ class IsolatedImplementation:
                 pass
         shutil.rmtree(scratch, ignore_errors=True)
 
-    # ------------------------------------------------------------------ channel IO (select, no threads)
+    # ------------------------------------------------------------------ channel IO (poll, no threads)
 
     def _drain_output(self, timeout: float) -> None:
         fd = self._fds.get("output")
@@ -535,6 +581,9 @@ class IsolatedImplementation:
             chunk = b""
         if not chunk:
             self._fds.pop("output", None)
+            for poller in self._pollers.values():
+                with contextlib.suppress(KeyError):
+                    poller.unregister(fd)
             os.close(fd)
             return False
         room = self.limits.output_bytes - len(self._output)
@@ -543,31 +592,46 @@ class IsolatedImplementation:
         return True
 
     def _wait(self, deadline: float, write: bool) -> tuple[bool, bool]:
-        """Wait for the replies pipe (or the requests pipe, when ``write``) until ``deadline``, draining output."""
+        """Wait for the replies pipe (or the requests pipe, when ``write``) until ``deadline``, draining output.
+
+        Any event on a pipe counts (a closed end reports POLLHUP or POLLERR, not POLLIN or POLLOUT): the read or
+        write that follows then finds it closed, as after select.
+        """
+        poller, replies, requests = self._pollers[write], self._fds["replies"], self._fds["requests"]
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Timeout
-            readers = [self._fds["replies"]] + ([self._fds["output"]] if "output" in self._fds else [])
-            writers = [self._fds["requests"]] if write else []
-            readable, writable, _ = select.select(readers, writers, [], remaining)
-            if "output" in self._fds and self._fds["output"] in readable:
-                self._read_output(self._fds["output"])
-            replies_ready = self._fds["replies"] in readable
+            replies_ready = writable = False
+            for fd, _ in poller.poll(remaining * 1000):  # milliseconds, rounded up
+                if fd == replies:
+                    replies_ready = True
+                elif fd == requests:
+                    writable = True
+                elif fd == self._fds.get("output"):
+                    self._read_output(fd)
             if replies_ready or writable:
-                return replies_ready, bool(writable)
+                return replies_ready, writable
 
-    def _read_replies(self) -> None:
+    def _read_replies(self, check_prefix: bool = True) -> None:
+        # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few
+        # reads; a small one never allocates more than READ_BYTES for its read.
+        wanted = worker.READ_BYTES
+        if len(self._buffer) >= worker.PREFIX.size:
+            _, head_len, body_len = worker.PREFIX.unpack_from(self._buffer)
+            wanted = min(max(wanted, worker.PREFIX.size + head_len + body_len - len(self._buffer)), PIPE_BYTES)
         try:
-            chunk = os.read(self._fds["replies"], worker.READ_BYTES)
+            chunk = os.read(self._fds["replies"], wanted)
         except (BlockingIOError, InterruptedError):
             return
         if not chunk:
             raise _Ended
         self._buffer += chunk
-        # Checked here, wherever the buffer grows (also while an answer is being sent, when nothing should come):
-        # the grading process never holds more than one allowed frame of a worker's bytes.
-        self._check_frame_prefix()
+        # Checked wherever the buffer grows (here, also while an answer is being sent, when nothing should come;
+        # _next_frame checks before anything else): the grading process never holds more than one allowed frame
+        # of a worker's bytes.
+        if check_prefix:
+            self._check_frame_prefix()
         allowance = min(self.limits.reply_bytes, self.limits.student_reply_bytes - self.received)
         if len(self._buffer) > worker.PREFIX.size + MAX_REPLY_HEADER + max(allowance, 0):
             raise _TooLarge(len(self._buffer))
@@ -599,19 +663,26 @@ class IsolatedImplementation:
     def _next_frame(self, deadline: float) -> bytes:
         """The next whole frame from the worker, as received (never more than the reply limits)."""
         while True:
-            self._check_frame_prefix()
-            try:
-                size = worker.frame_size(self._buffer)
-            except ValueError as error:  # garbage on the channel: the student wrote to it
-                raise _Ended(f"the worker sent a malformed message ({error})") from None
+            size = None
+            if len(self._buffer) >= worker.PREFIX.size:  # (the usual first pass finds nothing buffered)
+                self._check_frame_prefix()
+                try:
+                    size = worker.frame_size(self._buffer)
+                except ValueError as error:  # garbage on the channel: the student wrote to it
+                    raise _Ended(f"the worker sent a malformed message ({error})") from None
             if size is not None:
-                frame = bytes(self._buffer[:size])
-                del self._buffer[:size]
+                if size == len(self._buffer):  # the usual case: nothing after the frame (one copy, not two)
+                    frame = bytes(self._buffer)
+                    self._buffer.clear()
+                else:
+                    with memoryview(self._buffer) as view:
+                        frame = bytes(view[:size])
+                    del self._buffer[:size]
                 self.received += size
                 return frame
             readable, _ = self._wait(deadline, write=False)
             if readable:
-                self._read_replies()
+                self._read_replies(check_prefix=False)  # checked at the top of the loop, before anything else
 
     @staticmethod
     def _parse(frame: bytes) -> tuple[dict, list]:
@@ -635,6 +706,7 @@ class IsolatedImplementation:
         """
         self._ready()
         view = str(header.get("view", FAIR_VIEW_ALL))
+        reference = str(self.reference)
         begun = time.monotonic()
         reference_seconds = 0.0
         deadline = begun + timeout
@@ -648,9 +720,11 @@ class IsolatedImplementation:
                     raise _Ended(f"your code asked the reference more than {self.limits.callbacks_per_call} times "
                                  "in one call")
                 started = time.monotonic()
-                # The view is part of the key: an answer is replayed only where it was allowed.
-                key = (str(self.reference), view, frame)
-                answer = _ANSWERS.get(key)
+                # The view is part of the key: an answer is replayed only where it was allowed. Only a frame that
+                # starts as the worker writes a callback is looked up (a reply, often the largest frame, is not
+                # hashed for nothing); any other frame is parsed and checked in full, as always.
+                key = (reference, view, frame)
+                answer = _ANSWERS.get(key) if frame.startswith(CALLBACK_START, worker.PREFIX.size) else None
                 if answer is None:
                     reply, reply_arrays = self._parse(frame)
                     if reply.get("op") == "grading_function":  # a test's own function: never remembered

@@ -23,7 +23,6 @@ from here, so both sides speak exactly the same format.
 from __future__ import annotations
 
 import builtins
-import json
 import math
 import os
 import struct
@@ -56,6 +55,50 @@ _NUMERIC_TYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", 
 ALLOWED_DTYPES: dict[str, Any] = {}
 PYTHON_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex}  # as dtype arguments
 BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+
+
+def _make_json_codec() -> tuple[Any, Any]:
+    """A compact JSON writer and a whole-text JSON reader, both built once (not per message).
+
+    ``json.dumps`` with ``separators`` builds a new encoder for every message, and ``json.loads`` detects the
+    text's encoding and strips whitespace around it: on a header of a few hundred bytes that is most of the cost.
+    The writer skips the check for circular containers: it only ever sees the trees that :func:`encode` and
+    :func:`pack` build, fresh lists and dicts (a circular value never gets that far: encoding it recurses until
+    RecursionError). The reader accepts exactly one JSON value spanning the whole header (NaN and Infinity
+    included, as Python writes them) and raises ValueError for anything else.
+    """
+    import json.decoder
+    import json.encoder
+    import json.scanner
+
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is not None:
+        # markers (no circularity check), default (the standard "is not JSON serializable" TypeError), string
+        # encoder (ASCII, as json.dumps), indent, separators, sort_keys, skipkeys, allow_nan (nan and inf as JSON
+        # extensions, as json.dumps writes them).
+        iterencode = make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None,
+                                  ":", ",", False, False, True)
+
+        def dumps(value: Any) -> str:
+            return "".join(iterencode(value, 0))
+    else:  # an interpreter without the C accelerator: the standard route
+        encoder = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+        dumps = encoder.encode
+    scan = json.scanner.make_scanner(json.decoder.JSONDecoder())
+
+    def loads(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration as error:  # what the scanner raises for no value at all
+            raise ValueError(f"bad header (no JSON value at {error.value})") from None
+        if end != len(text):
+            raise ValueError("bad header (data after its JSON value)")
+        return value
+
+    return dumps, loads
+
+
+_dumps, _loads = _make_json_codec()
 
 
 def load_numpy() -> Any:
@@ -143,9 +186,21 @@ class _Same:
 SAME = _Same()
 
 
-def _check_dtype(dtype: Any) -> None:
+# id(dtype) -> (dtype, dtype.str) for the dtypes that passed the check below (each kept alive here, so an id is
+# never reused while it is in this table): the common dtypes are numpy's singletons, checked once per process.
+_CHECKED_DTYPES: dict[int, tuple[Any, str]] = {}
+
+
+def _check_dtype(dtype: Any) -> str:
+    """``dtype.str`` if arrays of ``dtype`` may be sent, else Unsendable."""
+    known = _CHECKED_DTYPES.get(id(dtype))
+    if known is not None and known[0] is dtype:
+        return known[1]
     if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.str not in ALLOWED_DTYPES:
         raise Unsendable(f"numpy arrays of dtype {dtype} cannot be sent (only numeric and bool arrays)")
+    if len(_CHECKED_DTYPES) < 1000:
+        _CHECKED_DTYPES[id(dtype)] = (dtype, dtype.str)
+    return dtype.str
 
 
 def _encode_key(key: Any, arrays: list) -> Any:
@@ -171,6 +226,17 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     plain data both ways), so the test's code stays on the grading side and
     student code never crosses the other way.
     """
+    kind = type(value)  # the exact types of honest calls first; any other type takes the general route below
+    if kind is np.ndarray:
+        _check_dtype(value.dtype)
+        arrays.append(value)
+        return {"$": "array", "i": len(arrays) - 1}
+    if kind is float or kind is int or kind is str or kind is bool or value is None:
+        return value
+    if kind is list:  # a list is a JSON array; every other container is an object tagged by "$"
+        return [encode(item, arrays, functions) for item in value]
+    if kind is tuple:
+        return {"$": "tuple", "v": [encode(item, arrays, functions) for item in value]}
     if value is None or isinstance(value, bool):
         return None if value is None else bool(value)
     if isinstance(value, int):
@@ -197,9 +263,10 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
         return {"$": "python_type", "v": value.__name__}
     if isinstance(value, np.random.Generator):
         return {"$": "rng", "state": encode(dict(value.bit_generator.state), arrays)}
-    if isinstance(value, (list, tuple)):
-        return {"$": "list" if isinstance(value, list) else "tuple",
-                "v": [encode(item, arrays, functions) for item in value]}
+    if isinstance(value, list):
+        return [encode(item, arrays, functions) for item in value]
+    if isinstance(value, tuple):
+        return {"$": "tuple", "v": [encode(item, arrays, functions) for item in value]}
     if _is_plain_function(value):
         kind, params = value.kind, value.params
         if kind not in PLAIN_FUNCTIONS or not isinstance(params, dict):
@@ -232,8 +299,9 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
         if received.unchanged(sent["i"], value):
             return {"$": "same"}, False
         return encode(value, arrays), True
-    if isinstance(value, (list, tuple)) and tag == ("list" if isinstance(value, list) else "tuple"):
-        items = sent["v"]
+    is_list = isinstance(value, list) and type(sent) is list
+    if is_list or (isinstance(value, tuple) and tag == "tuple"):
+        items = sent if is_list else sent["v"]
         changed = len(value) != len(items)
         encoded = []
         for position, item in enumerate(value):
@@ -241,7 +309,7 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
                                               received, arrays)
             encoded.append(data)
             changed = changed or item_changed
-        return {"$": tag, "v": encoded}, changed
+        return (encoded if is_list else {"$": "tuple", "v": encoded}), changed
     if isinstance(value, dict) and tag == "dict":
         places = {decode(key, []): item for key, item in zip(sent["k"], sent["v"], strict=True)}
         keys, encoded = [], []
@@ -258,6 +326,47 @@ def encode_after(value: Any, sent: Any, received: Received, arrays: list) -> tup
     return data, not (len(arrays) == before and type(data) is type(sent) and data == sent)
 
 
+def _as_received(value: Any, sent: Any, received: Received) -> bool:
+    """A quick check that :func:`encode_after` would find ``value`` exactly as received (nothing to send back).
+
+    True only for the plain cases (arrays, lists, tuples, dicts with the same keys in the same order,
+    numbers, strings, None) that are all as they came; False whenever in doubt, and then
+    :func:`encode_after` decides, as before.
+    """
+    kind = type(value)
+    if kind is np.ndarray:
+        return type(sent) is dict and sent.get("$") == "array" and received.unchanged(sent.get("i"), value)
+    if kind is list:
+        if type(sent) is not list or len(sent) != len(value):
+            return False
+        for item, item_sent in zip(value, sent, strict=True):
+            if not _as_received(item, item_sent, received):
+                return False
+        return True
+    if kind is float or kind is int or kind is str or kind is bool or value is None:
+        return type(sent) is kind and sent == value  # what encode() makes of them: the value itself
+    if type(sent) is not dict:
+        return False
+    if kind is dict:
+        items = sent.get("v")
+        if (sent.get("$") != "dict" or type(items) is not list or len(items) != len(value)
+                or sent.get("k") != list(value)):
+            return False
+        for key, item, item_sent in zip(value, value.values(), items, strict=True):
+            if type(key) is not str or not _as_received(item, item_sent, received):
+                return False
+        return True
+    if kind is tuple:
+        items = sent.get("v")
+        if sent.get("$") != "tuple" or type(items) is not list or len(items) != len(value):
+            return False
+        for item, item_sent in zip(value, items, strict=True):
+            if not _as_received(item, item_sent, received):
+                return False
+        return True
+    return False
+
+
 def _array_at(data: dict, arrays: list) -> Any:
     index = data["i"]
     if type(index) is not int or not 0 <= index < len(arrays):
@@ -272,7 +381,10 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
     ``functions``: the worker's maker of stand-ins for grading-side functions (index -> callable);
     without it a function in a message is malformed.
     """
-    if data is None or isinstance(data, (bool, int, float, str)):
+    kind = type(data)
+    if kind is list:
+        return [decode(item, arrays, same, functions) for item in data]
+    if data is None or isinstance(data, (int, float, str)):  # bool is an int
         return data
     if isinstance(data, dict):
         tag = data.get("$")
@@ -282,7 +394,7 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
             return SAME
         if tag == "scalar":
             return _array_at(data, arrays)[()]
-        if tag == "list":
+        if tag == "list":  # the tagged form of a list (a JSON array is one too)
             return [decode(item, arrays, same, functions) for item in data["v"]]
         if tag == "tuple":
             return tuple(decode(item, arrays, same, functions) for item in data["v"])
@@ -317,23 +429,32 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
 def pack(header: dict, arrays: list) -> bytes:
     """One frame: the JSON header, which describes the arrays, then their raw bytes (one buffer, one write)."""
     described, blobs = [], []
+    body_len = 0
     for array in arrays:
-        _check_dtype(array.dtype)
-        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"  # as np.save does
-        blob = array.tobytes(order=order)
-        described.append([array.dtype.str, list(array.shape), order, len(blob)])
+        name = _check_dtype(array.dtype)
+        flags = array.flags
+        if flags.f_contiguous and not flags.c_contiguous:  # as np.save does
+            order, blob = "F", array.tobytes("F")
+        else:
+            order, blob = "C", array.tobytes()
+        described.append([name, list(array.shape), order, len(blob)])
         blobs.append(blob)
-    head = json.dumps({"h": header, "a": described}, separators=(",", ":")).encode()
-    return b"".join([PREFIX.pack(MAGIC, len(head), sum(map(len, blobs))), head, *blobs])
+        body_len += len(blob)
+    head = _dumps({"h": header, "a": described}).encode()
+    return b"".join([PREFIX.pack(MAGIC, len(head), body_len), head, *blobs])
 
 
 class Received(list):
-    """The arrays of one frame, and the bytes they arrived as (to tell which ones a call changed)."""
+    """The arrays of one frame, and the bytes they arrived as (to tell which ones a call changed).
 
-    def __init__(self, body: bytes) -> None:
+    ``body`` holds the arrays' bytes from ``base`` on (the whole frame, when it was not copied out of a
+    buffer that is reused); ``spans`` give each array's place in ``body``.
+    """
+
+    def __init__(self, body: bytes | bytearray, base: int = 0) -> None:
         super().__init__()
-        self.body = body
-        self.spans: list[tuple[int, int, str, Any, tuple]] = []  # offset, size, order, dtype, shape
+        self.body, self.base = body, base
+        self.spans: list[tuple[int, int, str, Any, tuple]] = []  # offset in body, size, order, dtype, shape
 
     def unchanged(self, index: Any, array: Any) -> bool:
         """Whether ``array`` is the ``index``-th array of the frame, with its dtype, shape and bytes as received."""
@@ -341,7 +462,7 @@ class Received(list):
             return False
         offset, size, order, dtype, shape = self.spans[index]
         return (array.dtype == dtype and array.shape == shape
-                and array.tobytes(order=order) == self.body[offset : offset + size])
+                and array.tobytes(order) == self.body[offset : offset + size])
 
 
 def _array_description(entry: Any) -> tuple[Any, tuple, str, int]:
@@ -352,10 +473,12 @@ def _array_description(entry: Any) -> tuple[Any, tuple, str, int]:
     dtype = ALLOWED_DTYPES.get(name) if isinstance(name, str) else None
     if dtype is None:
         raise ValueError(f"arrays of dtype {str(name)[:40]!r} are refused (only numeric and bool arrays)")
-    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
-            or any(type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES for n in shape)):
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS:
         raise ValueError(f"bad array shape {str(shape)[:80]}")
-    if order not in ("C", "F"):
+    for n in shape:
+        if type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES:
+            raise ValueError(f"bad array shape {str(shape)[:80]}")
+    if order != "C" and order != "F":
         raise ValueError("bad array order")
     expected = math.prod(shape) * dtype.itemsize
     if type(size) is not int or size != expected or size > MAX_ARRAY_BYTES:
@@ -377,36 +500,49 @@ def frame_size(buffer: bytes | bytearray | memoryview) -> int | None:
     return end if len(buffer) >= end else None
 
 
-def unpack(buffer: bytes | bytearray | memoryview) -> tuple[tuple[dict, Received], int] | None:
+def unpack(buffer: bytes | bytearray | memoryview, owned: bool = False) -> tuple[tuple[dict, Received], int] | None:
     """Parse one frame from the start of ``buffer``: ((header, arrays), size), or None if incomplete.
 
     Raises ValueError for anything malformed: a bad prefix, a refused dtype, sizes that do not match.
+    ``owned``: ``buffer`` (a bytearray) belongs to this frame alone and is never changed afterwards, so the
+    arrays' bytes need not be copied out of it first (nor out of an immutable ``bytes``).
     """
-    end = frame_size(buffer)
-    if end is None:
+    if len(buffer) < PREFIX.size:
         return None
-    view = memoryview(buffer)
-    _, head_len, body_len = PREFIX.unpack_from(view)
+    magic, head_len, body_len = PREFIX.unpack_from(buffer)
+    if magic != MAGIC:
+        raise ValueError("bad frame (the channel is corrupt)")
+    if head_len > MAX_HEADER or body_len > MAX_BODY:
+        raise ValueError("frame too large")
     start = PREFIX.size + head_len
-    message = json.loads(bytes(view[PREFIX.size : start]))
-    if not (isinstance(message, dict) and isinstance(message.get("h"), dict) and isinstance(message.get("a"), list)):
+    end = start + body_len
+    if len(buffer) < end:
+        return None
+    with memoryview(buffer) as view:  # released at once: a bytearray under a view cannot be resized
+        message = _loads(str(view[PREFIX.size : start], "utf-8"))
+        keep = type(buffer) is bytes or (owned and type(buffer) is bytearray)
+        body, base = (buffer, start) if keep else (bytes(view[start:end]) if body_len else b"", 0)
+    if not isinstance(message, dict):
         raise ValueError("bad header")
-    if len(message["a"]) > MAX_ARRAYS:
+    header, described = message.get("h"), message.get("a")
+    if not (isinstance(header, dict) and isinstance(described, list)):
+        raise ValueError("bad header")
+    if len(described) > MAX_ARRAYS:
         raise ValueError("too many arrays")
-    arrays = Received(bytes(view[start:end]))
+    arrays = Received(body, base)
     offset = 0
-    for entry in message["a"]:
+    for entry in described:
         dtype, shape, order, size = _array_description(entry)
         if offset + size > body_len:
             raise ValueError("array size mismatch: the arrays are larger than the frame")
-        array = np.frombuffer(arrays.body, dtype=dtype, count=size // dtype.itemsize, offset=offset)
-        # A copy: fresh, writable and owning its memory, as an array made in-process would be.
-        arrays.append(array.reshape(shape, order=order).copy(order="K"))
-        arrays.spans.append((offset, size, order, dtype, shape))
+        # The bytes read in place (shape, dtype, buffer, offset, strides, order), then a copy: fresh, writable and
+        # owning its memory, as an array made in-process would be.
+        arrays.append(np.ndarray(shape, dtype, body, base + offset, None, order).copy(order="K"))
+        arrays.spans.append((base + offset, size, order, dtype, shape))
         offset += size
     if offset != body_len:
         raise ValueError("array size mismatch: the frame holds bytes that belong to no array")
-    return (message["h"], arrays), end
+    return (header, arrays), end
 
 
 def result_payload(result: Any, after: list, sent: Any, received: Received, arrays: list) -> list:
@@ -417,6 +553,8 @@ def result_payload(result: Any, after: list, sent: Any, received: Received, arra
     changed are sent back (see :func:`encode_after`).
     """
     data = encode(result, arrays)
+    if _as_received(after, sent, received):  # the usual case: no argument changed
+        return [data, None]
     before = len(arrays)
     changes, changed = encode_after(after, sent, received, arrays)
     if not changed:
@@ -570,6 +708,38 @@ def rebuild_exception(info: dict) -> BaseException:
 # --------------------------------------------------------------------------- the worker
 
 _BUILTINS = dict(vars(builtins))
+_ALWAYS = ("always", None, Warning, None, 0)  # the filter warnings.simplefilter("always") inserts
+
+
+class _RecordedWarnings:
+    """What ``warnings.catch_warnings(record=True)`` + ``warnings.simplefilter("always")`` do, without their overhead.
+
+    On entry: a copy of the filters with "always" first, the default ``showwarning`` and a log that
+    records every warning; on exit the module's filters, ``showwarning`` and ``_showwarnmsg_impl`` are put back
+    as they were, whatever the code in between did to them. The same steps as the standard library's, as
+    attribute assignments (one per call, in the worker, around student code).
+    """
+
+    __slots__ = ("log", "saved")
+
+    def __enter__(self) -> list:
+        module = warnings
+        self.saved = (module.filters, module.showwarning, module._showwarnmsg_impl)
+        filters = list(self.saved[0])
+        if _ALWAYS in filters:
+            filters.remove(_ALWAYS)
+        filters.insert(0, _ALWAYS)
+        module.filters = filters
+        module._filters_mutated()
+        self.log = []
+        module._showwarnmsg_impl = self.log.append
+        module.showwarning = module._showwarning_orig
+        return self.log
+
+    def __exit__(self, *exc_info: object) -> None:
+        module = warnings
+        module.filters, module.showwarning, module._showwarnmsg_impl = self.saved
+        module._filters_mutated()
 
 
 def restore_builtins() -> None:
@@ -599,15 +769,44 @@ class Channel:
     def receive(self) -> tuple[dict, list]:
         """Read one frame (blocking); EOFError when the grading process is gone."""
         while True:
-            parsed = unpack(self.buffer)
-            if parsed is not None:
-                message, size = parsed
-                del self.buffer[:size]
-                return message
+            if self.buffer:
+                parsed = unpack(self.buffer)
+                if parsed is not None:
+                    message, size = parsed
+                    del self.buffer[:size]
+                    return message
+                if len(self.buffer) >= PREFIX.size:  # a valid prefix (unpack checked it), the frame incomplete
+                    _, head_len, body_len = PREFIX.unpack_from(self.buffer)
+                    size = PREFIX.size + head_len + body_len
+                    if size - len(self.buffer) > READ_BYTES:
+                        return self._receive_large(size)
             chunk = os.read(self.read_fd, READ_BYTES)
             if not chunk:
                 raise EOFError("the grading process closed the channel")
+            if not self.buffer:  # the usual case: one read holds the whole frame, parsed without buffering it
+                parsed = unpack(chunk)
+                if parsed is not None:
+                    message, size = parsed
+                    self.buffer += memoryview(chunk)[size:]
+                    return message
             self.buffer += chunk
+
+    def _receive_large(self, size: int) -> tuple[dict, list]:
+        """The rest of a large frame of ``size`` bytes, read straight into a buffer of its own (no copies)."""
+        frame = bytearray(size)
+        have = len(self.buffer)
+        frame[:have] = self.buffer
+        self.buffer = bytearray()
+        with memoryview(frame) as view:
+            while have < size:
+                count = os.readv(self.read_fd, [view[have:]])
+                if not count:
+                    raise EOFError("the grading process closed the channel")
+                have += count
+        parsed = unpack(frame, owned=True)
+        if parsed is None or parsed[1] != size:  # cannot happen: the prefix gave the size
+            raise ValueError("bad frame (the channel is corrupt)")
+        return parsed[0]
 
 
 class Worker:
@@ -618,6 +817,7 @@ class Worker:
         self.modules = modules.rstrip("/") + "/"
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
+        self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
 
     # -- packages
 
@@ -678,10 +878,20 @@ class Worker:
         return grading_function
 
     def load(self, view: str, module: str) -> types.ModuleType:
-        """Import the student's ``module`` in the package of ``view``."""
+        """Import the student's ``module`` in the package of ``view``.
+
+        A module imported before is returned as long as it (and its package) are still the ones in
+        ``sys.modules``, as ``importlib.import_module`` would return it, without its machinery on every call.
+        """
+        known = self._loaded.get((view, module))
+        if known is not None and known[0] in sys.modules and sys.modules.get(known[1]) is known[2]:
+            return known[2]
         import importlib
 
-        return importlib.import_module(f"{self.package(view)}.{module}")
+        package = self.package(view)
+        loaded = importlib.import_module(f"{package}.{module}")
+        self._loaded[(view, module)] = (package, f"{package}.{module}", loaded)
+        return loaded
 
     def describe_import_error(self, module: str, error: BaseException) -> str:
         """Say in one line why ``module`` could not be imported."""
@@ -743,8 +953,7 @@ class Worker:
         measure = header.get("measure_memory") is True  # the peak memory of this call, for a memory test
         peak = None
         try:
-            with warnings.catch_warnings(record=True) as caught:  # e.g. numpy's RuntimeWarnings
-                warnings.simplefilter("always")
+            with _RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
                 if measure:
                     import tracemalloc
 

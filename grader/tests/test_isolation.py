@@ -638,3 +638,65 @@ def test_plain_function_formulas_agree_on_both_sides():
         assert rebuilt(x) == PlainFunction(kind, **params)(x)
     with pytest.raises(ValueError, match="unknown plain function"):
         worker.decode({"$": "function", "kind": "os.system", "v": {"$": "dict", "k": [], "v": []}}, [])
+
+
+# ---------------------------------------------------------------- the codec's fast paths agree with the general ones
+
+
+def test_lists_travel_as_json_arrays_and_the_tagged_form_is_still_read():
+    worker.load_numpy()
+    arrays: list = []
+    assert worker.encode([1, [2.5, None], (3,)], arrays) == [1, [2.5, None], {"$": "tuple", "v": [3]}]
+    assert worker.decode({"$": "list", "v": [1, {"$": "list", "v": ["a"]}]}, []) == [1, ["a"]]
+    with pytest.raises(ValueError, match="malformed"):
+        worker.decode({"$": "set", "v": [1]}, [])
+
+
+def _change(after: list, change: str) -> None:
+    """What a call may do to its arguments ``[args, kwargs]`` (see the test below)."""
+    args, kwargs = after
+    if change == "array":
+        args[0][0, 0] = 9.0
+    elif change == "swap":
+        args[1][0] = np.ones(4)
+    elif change == "append":
+        args[1].append(1)
+    elif change == "key":
+        kwargs["k"]["b"] = 2
+    elif change == "value":
+        kwargs["k"]["a"] = 2
+    elif change == "tuple":
+        args[2] = (1.5, "t")
+    elif change == "rng":
+        kwargs["g"].random()
+
+
+def test_nothing_changed_is_decided_as_the_full_comparison_decides_it():
+    # The quick check may only say "unchanged" where encode_after says so too, whatever the call did.
+    worker.load_numpy()
+    cases = []
+    for change in ("none", "array", "swap", "append", "key", "value", "nan", "tuple", "rng"):
+        x, y = np.arange(6.0).reshape(2, 3), np.zeros(4, dtype=np.float32)
+        args = [x, [y, 3], (1.5, "s"), float("nan") if change == "nan" else 2.0]
+        kwargs = {"k": {"a": 1}, **({"g": np.random.default_rng(5)} if change == "rng" else {})}
+        arrays: list = []
+        sent = worker.encode([args, kwargs], arrays)
+        (_, received), _ = worker.unpack(worker.pack({"payload": sent}, arrays))
+        after = worker.decode(sent, received)
+        _change(after, change)
+        quick = worker._as_received(after, sent, received)
+        _, changed = worker.encode_after(after, sent, received, [])
+        cases.append((change, quick, changed))
+        assert not (quick and changed), change
+    # Plain arguments left alone take the quick way; a generator is always left to the full comparison.
+    assert ("none", True, False) in cases and ("array", False, True) in cases and ("rng", False, True) in cases
+
+
+def test_large_frames_cross_both_ways_and_in_place_changes_come_back(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    x[0, 0] = -1.0\n    return x * 2\n"})
+    x = np.random.default_rng(3).normal(size=(700, 600))  # 3.4 MB: many pipe-fulls, a frame read into its own buffer
+    expected = x.copy()
+    expected[0, 0] = -1.0
+    result = impl.function("softmax", "softmax")(x)
+    np.testing.assert_array_equal(x, expected)
+    np.testing.assert_array_equal(result, expected * 2)
