@@ -47,7 +47,7 @@ import numpy as np
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits as confine
-from grader.sandbox import protocol, worker
+from grader.sandbox import load, protocol, worker
 from grader.sandbox.limits import Limits
 from tests.kit import ImplementationError, LocalImplementation
 
@@ -66,6 +66,12 @@ MAX_MODULE_BYTES = 1 << 20
 # per-user allowance of pipe memory (fs.pipe-user-pages-soft); where the kernel refuses, the default stays.
 PIPE_BYTES = 256 << 10
 FAIR_VIEW_ALL = protocol.VIEW_ALL
+# A call's wall-clock limit is moved on by the time the worker and the grading process waited for a CPU (a machine
+# busier than its cores: ``grader.sandbox.load``), up to this many times the limit itself over a whole submission,
+# and only until its first timeout (a submission that loops gets no more: its calls end as they always did).
+LOAD_ALLOWANCE = 3.0
+# A call shorter than this is charged in full to the budget (reading the CPU waits costs more than it could forgive).
+LOAD_CHECK_AFTER = 0.2
 CALLBACK_START = b'{"h":{"op":"callback",'  # how the worker's callback frames begin (see Worker.forwarder)
 
 
@@ -261,6 +267,9 @@ class IsolatedImplementation:
         self._process: subprocess.Popen | None = None
         self._fds: dict[str, int] = {}
         self._pollers: dict[bool, Any] = {}
+        self._load: load.LoadClock | None = None  # the CPU waits of the current worker and of this process
+        self._forgiven = 0.0  # seconds of the current call's CPU waits added to its deadline
+        self.forgiven = 0.0  # seconds of CPU waits forgiven to this submission so far (see LOAD_ALLOWANCE)
         self._buffer = bytearray()
         self._failures: dict[tuple[str, str], str] = {}
         self._callables: dict[tuple[str, str], set[str]] = {}
@@ -476,6 +485,7 @@ class IsolatedImplementation:
         if not self._handshake_pending:
             return
         self._handshake_pending = False
+        entered = time.perf_counter()
         try:
             reply, _ = self._receive(time.monotonic() + STARTUP_TIMEOUT)
         except (_Timeout, _Ended) as error:
@@ -486,7 +496,10 @@ class IsolatedImplementation:
         if reply.get("status") != "ok":
             self._stop()
             raise self._internal(f"the worker process did not start: {str(reply)[:300]}")
-        self.startup_seconds.append(time.perf_counter() - self._spawned_at)
+        # What this process waited for the worker (a spare's start-up overlapped the student before).
+        self.startup_seconds.append(time.perf_counter() - max(entered, self._spawned_at))
+        if self._process is not None:  # before any student code runs, the worker is bwrap's innermost process
+            self._load = load.LoadClock(load.innermost_child(self._process.pid))
 
     def _internal(self, reason: str) -> SandboxError:
         """Record a failure of the grader itself and return the exception to raise."""
@@ -500,6 +513,9 @@ class IsolatedImplementation:
         """
         process, self._process = self._process, None
         uid, self._uid = self._uid, None
+        if self._load is not None:
+            self._load.close()
+            self._load = None
         self._live.update(process=None, fds={}, uid=None)
         if process is None:
             return None
@@ -599,8 +615,10 @@ class IsolatedImplementation:
         """
         poller, replies, requests = self._pollers[write], self._fds["replies"], self._fds["requests"]
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline + self._forgiven - time.monotonic()
             if remaining <= 0:
+                if self._forgive():
+                    continue
                 raise _Timeout
             replies_ready = writable = False
             for fd, _ in poller.poll(remaining * 1000):  # milliseconds, rounded up
@@ -612,6 +630,17 @@ class IsolatedImplementation:
                     self._read_output(fd)
             if replies_ready or writable:
                 return replies_ready, writable
+
+    def _forgive(self) -> bool:
+        """At a call's deadline: move it on by the CPU waits so far (the load's time); False if nothing more."""
+        if self._load is None or self.stats["timed_out"]:
+            return False
+        allowance = LOAD_ALLOWANCE * self.limits.call_timeout - self.forgiven
+        waited = min(self._load.waited(), allowance)
+        if waited <= self._forgiven + 0.001:
+            return False
+        self._forgiven = waited
+        return True
 
     def _read_replies(self, check_prefix: bool = True) -> None:
         # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few
@@ -704,7 +733,10 @@ class IsolatedImplementation:
         known status, or a callback that the request's view may make. Student
         time (not the reference's) is added to ``spent``.
         """
+        self._forgiven = 0.0
         self._ready()
+        if self._load is not None:
+            self._load.start()
         view = str(header.get("view", FAIR_VIEW_ALL))
         reference = str(self.reference)
         begun = time.monotonic()
@@ -748,9 +780,14 @@ class IsolatedImplementation:
                 # Sending is the student's time: a worker that reads its answer slowly spends its own budget.
                 self._send(answer, deadline)
         finally:
-            self.call_seconds += time.monotonic() - begun
-            self.spent += max(0.0, time.monotonic() - begun - reference_seconds)
+            wall = time.monotonic() - begun
+            if wall > LOAD_CHECK_AFTER:  # a long call: the time it waited for a CPU is not the student's either
+                self._forgive()
+            self.call_seconds += wall
+            self.spent += max(0.0, wall - reference_seconds - self._forgiven)
             self.reference_spent += reference_seconds
+            self.forgiven += self._forgiven
+            self._forgiven = 0.0
 
     def _count_reference_time(self, started: float, deadline: float, so_far: float) -> float:
         """The call's deadline, moved on by the reference's time since ``started`` (up to the submission's limit)."""

@@ -21,7 +21,7 @@ import pytest
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import limits, worker
+from grader.sandbox import limits, load, worker
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
 
@@ -392,6 +392,72 @@ def test_exit_during_a_call(isolated):
 
 
 # ---------------------------------------------------------------- limits
+
+
+class _Busy:
+    """A stand-in for ``load.LoadClock``: the machine made every call wait ``seconds`` for a CPU."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def start(self) -> None:
+        pass
+
+    def waited(self) -> float:
+        return self.seconds
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_call_slowed_by_the_machines_load_is_not_timed_out(isolated, monkeypatch):
+    slow = ("import time\nimport numpy as np\n"
+            "def softmax(x, axis=-1):\n    time.sleep(0.8)\n    return np.asarray(x, float)\n")
+    impl = isolated({"softmax": slow}, limits=Limits(call_timeout=0.5))
+    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.6))  # 0.6 s of the call were the load's
+    assert impl.function("softmax", "softmax")(np.zeros(2)).shape == (2,)
+    assert impl.stats["timed_out"] == 0
+    assert impl.forgiven == pytest.approx(0.6)
+    assert impl.spent < 0.5  # what was forgiven is not charged to the submission's budget either
+
+
+def test_the_load_allowance_is_bounded_and_ends_at_the_first_timeout(isolated, monkeypatch):
+    impl = isolated({"softmax": "import time\ndef softmax(x, axis=-1):\n    time.sleep(30)\n"},
+                    limits=Limits(call_timeout=0.5))
+    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(100.0))  # a machine hopelessly overloaded
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert 1.9 < time.monotonic() - started < 8  # 0.5 s, and at most 3 x 0.5 s forgiven
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.forgiven == pytest.approx(1.5)  # the allowance: 3 x 0.5 s
+    assert time.monotonic() - started < 1.8
+
+
+def test_nothing_is_forgiven_after_a_timeout(isolated, monkeypatch):
+    impl = isolated({"softmax": "import time\ndef softmax(x, axis=-1):\n    time.sleep(30)\n"},
+                    limits=Limits(call_timeout=0.5))
+    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.4))
+    for _ in range(2):
+        with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
+            impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.forgiven == pytest.approx(0.4)  # the first call's only: a submission that timed out gets no more
+
+
+def test_the_load_clock_reads_this_machines_cpu_waits():
+    if not Path("/proc/thread-self/schedstat").is_file():
+        pytest.skip("this system does not report CPU waits (/proc/<pid>/schedstat)")
+    clock = load.LoadClock(os.getpid())
+    try:
+        first = clock.total()
+        assert first is not None and first >= 0
+        sum(range(2_000_000))
+        assert clock.total() >= first and clock.waited() >= 0
+    finally:
+        clock.close()
+    assert load.innermost_child(os.getpid()) == os.getpid()  # a process without children is its own end
 
 
 def test_infinite_loop_times_out_and_the_next_call_works(isolated):
