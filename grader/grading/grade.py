@@ -370,6 +370,7 @@ class _Secrets:
         numpy_dir = Path(numpy.__file__).parent
         public |= lines(p for p in numpy_dir.rglob("*.py") if "tests" not in p.relative_to(numpy_dir).parts)
         self.lines = {line for line in secret - public if len(line) >= 8}
+        self._seen: dict[str, bool] = {}
 
     @classmethod
     def of(cls, hidden_files: tuple[str, ...]) -> _Secrets:
@@ -380,21 +381,48 @@ class _Secrets:
     def scrub(self, text: str) -> str:
         if not self.lines:
             return text
-        kept = []
-        for line in text.splitlines():
+        return "\n".join("    [a line of the grader's hidden code]" if self.shows_secret(line) else line
+                         for line in text.splitlines())
+
+    def shows_secret(self, line: str) -> bool:
+        """Whether ``line`` shows a secret line (is one, or holds a long one).
+
+        Remembered per line: a grading process scrubs the same lines (the tests' own messages, a
+        diagnosis) for student after student.
+        """
+        known = self._seen.get(line)
+        if known is None:
             bare = line.strip().removeprefix(">").removeprefix("E").strip()
-            if bare in self.lines or line.strip() in self.lines or any(
-                    secret in line for secret in self.long_lines()):
-                kept.append("    [a line of the grader's hidden code]")
-            else:
-                kept.append(line)
-        return "\n".join(kept)
+            known = bare in self.lines or line.strip() in self.lines or self._holds_long_line(line)
+            if len(self._seen) >= 50_000:
+                self._seen.clear()
+            self._seen[line] = known
+        return known
+
+    LONG = 24  # a secret line this long is recognised inside another line
 
     def long_lines(self) -> list[str]:
         """The secret lines long enough to be recognised inside another line (a quoted line, a message)."""
         if not hasattr(self, "_long"):
-            self._long = [line for line in self.lines if len(line) >= 24 and not line.startswith(("#", '"""'))]
+            self._long = [line for line in self.lines if len(line) >= self.LONG and not line.startswith(("#", '"""'))]
         return self._long
+
+    def _holds_long_line(self, line: str) -> bool:
+        """``any(secret in line for secret in self.long_lines())``, looking up only the secrets that could be there.
+
+        A long line inside ``line`` starts at some position with its first ``LONG`` characters: the
+        secrets are indexed by those, and only the candidates found at a position are searched for.
+        """
+        if not hasattr(self, "_by_start"):
+            self._by_start: dict[str, list[str]] = {}
+            for secret in self.long_lines():
+                self._by_start.setdefault(secret[:self.LONG], []).append(secret)
+        starts, width = self._by_start, self.LONG
+        for at in range(len(line) - width + 1):
+            candidates = starts.get(line[at:at + width])
+            if candidates is not None and any(secret in line for secret in candidates):
+                return True
+        return False
 
 
 def _clean_failure(text: str, folder: str) -> str:
