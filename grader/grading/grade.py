@@ -245,9 +245,10 @@ def _recorder(job: dict[str, Any]) -> Any:
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.internal_before[nodeid] = self.internal_count()
 
-        @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
-            yield
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
+            # Reads the call only (never the report), so it runs before the report is made and returns None,
+            # letting pytest make it: a plain hook, cheaper for pluggy than a wrapper around it.
             value = call.excinfo.value if call.excinfo is not None else None
             if value is not None and call.when in ("setup", "call"):
                 self.exceptions.setdefault(item.nodeid, type(value).__name__)  # the kit's check tells them apart
@@ -294,20 +295,22 @@ def _recorder(job: dict[str, Any]) -> Any:
                 record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
             if report.nodeid in self.environment and not record.get("internal"):
                 record["internal"] = self.environment[report.nodeid]
+            if not (report.failed or (report.when == "call" and report.skipped)):
+                return
+            rendered = report.longreprtext  # rendered once (each read of it renders the report again)
             if report.failed and report.when == "setup" and not record.get("internal"):
                 # No student code runs while a test is set up: a failure there is the grader's.
-                lines = report.longreprtext.strip().splitlines()
+                lines = rendered.strip().splitlines()
                 record["internal"] = "the test could not be set up: " + (lines[-1] if lines else "no reason")[:300]
-            if report.failed or (report.when == "call" and report.skipped):
-                if record["outcome"] == "passed":
-                    record["phase"] = report.when
-                record["outcome"] = "failed"
-                if report.nodeid in self.hidden_nodes:
-                    text = _hidden_failure(report)  # name and message only: no line of the hidden test
-                else:
-                    text = report.longreprtext if report.failed else f"skipped: {report.longreprtext}"
-                    record["output"] = (record["output"] + report.capstdout).strip()
-                record["message"] = (record["message"] + "\n" + secrets.scrub(text)).strip()
+            if record["outcome"] == "passed":
+                record["phase"] = report.when
+            record["outcome"] = "failed"
+            if report.nodeid in self.hidden_nodes:
+                text = _hidden_failure(report, rendered)  # name and message only: no line of the hidden test
+            else:
+                text = rendered if report.failed else f"skipped: {rendered}"
+                record["output"] = (record["output"] + report.capstdout).strip()
+            record["message"] = (record["message"] + "\n" + secrets.scrub(text)).strip()
 
         def results(self) -> list[dict[str, Any]]:
             records = []
@@ -321,14 +324,14 @@ def _recorder(job: dict[str, Any]) -> Any:
     return Recorder()
 
 
-def _hidden_failure(report: Any) -> str:
+def _hidden_failure(report: Any, rendered: str | None = None) -> str:
     """A hidden test's failure as a student may see it: the checks' messages, or the exception's type and message.
 
     Never a traceback or a source line of the test: pytest's assertion
     rewriting puts the asserted expression into the message, so an assertion
-    keeps only its own message.
+    keeps only its own message. ``rendered``: ``report.longreprtext``, if already rendered.
     """
-    text = report.longreprtext or ""
+    text = (report.longreprtext if rendered is None else rendered) or ""
     lines = text.splitlines()
     if any(line.startswith("FAILURE: ") for line in lines):  # pytest-check: messages the test wrote for students
         start = next(i for i, line in enumerate(lines) if line.startswith("FAILURE: ") or "::" in line)
