@@ -43,8 +43,10 @@ def expect(condition: bool, *, what: str, expected: str, observed: str, idea: st
 
 def expect_array(value: Any, *, what: str, idea: str) -> bool:
     """Check that a function returned a numpy array at all."""
+    if isinstance(value, np.ndarray):
+        return True  # (the message, printing the value, is made only for a failure)
     return expect(
-        isinstance(value, np.ndarray),
+        False,
         what=what,
         expected="a numpy.ndarray",
         observed=f"{type(value).__name__}: {_show(value)[:200]}",
@@ -127,6 +129,8 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
         )
     else:
         same = observed == expected
+    if same:
+        return bool(same)  # (the message, printing both values, is made only for a failure)
     return expect(same, what=what, expected=_show(expected), observed=_show(observed), idea=idea)
 
 
@@ -134,11 +138,14 @@ def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:
     """Check that an array holds no NaN or infinity."""
     array = np.asarray(value, dtype=float) if not isinstance(value, np.ndarray) else value
     finite = bool(np.all(np.isfinite(array))) if array.dtype.kind in "fc" else True
+    count = int(np.sum(~np.isfinite(array)))  # (raises, as it always did, for an array of no numbers)
+    if finite:
+        return True  # (the message, printing the array, is made only for a failure)
     return expect(
         finite,
         what=what,
         expected="only finite numbers",
-        observed=f"{int(np.sum(~np.isfinite(array)))} NaN or infinite entries: {_show(array)}",
+        observed=f"{count} NaN or infinite entries: {_show(array)}",
         idea=idea,
     )
 
