@@ -467,6 +467,45 @@ def _memoize_statement_ranges() -> None:
     code.getstatementrange_ast = getstatementrange_ast
 
 
+def _memoize_request_fixture() -> None:
+    """Make pytest's ``request`` fixture stop inspecting the same lambda's signature again and again.
+
+    Each test that asks for ``request`` (the suite's ``impl`` fixture does) gets a fresh
+    ``RequestFixtureDef`` three or four times per setup, and each one finds the arguments of its
+    ``lambda: request`` with ``inspect.signature`` (~0.1 ms per test, the largest part of fixture
+    setup). That lambda never takes any: the answer is remembered (``_pytest.compat.getfuncargnames``,
+    as imported by ``_pytest.fixtures``, for that lambda only). Private pytest names: if they are not
+    there (another pytest), nothing changes.
+    """
+    import types
+
+    try:
+        from _pytest import fixtures
+    except ImportError:
+        return
+    original = getattr(fixtures, "getfuncargnames", None)
+    definition = getattr(fixtures, "RequestFixtureDef", None)
+    if original is None or definition is None or getattr(original, "memoized_by_attention_kit", False):
+        return
+    lambdas = [const for const in getattr(getattr(definition.__init__, "__code__", None), "co_consts", ())
+               if isinstance(const, types.CodeType)]
+    if len(lambdas) != 1:
+        return
+    (request_lambda,) = lambdas
+    answers: dict[tuple, tuple[str, ...]] = {}
+
+    def getfuncargnames(function: Any, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        if args or getattr(function, "__code__", None) is not request_lambda:
+            return original(function, *args, **kwargs)
+        key = tuple(sorted(kwargs.items()))
+        if key not in answers:
+            answers[key] = original(function, **kwargs)
+        return answers[key]
+
+    getfuncargnames.memoized_by_attention_kit = True  # type: ignore[attr-defined]
+    fixtures.getfuncargnames = getfuncargnames
+
+
 def _pytest_arguments(files: list[str], folder: str) -> list[str]:
     return [
         *files, f"--impl={folder}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
@@ -478,6 +517,49 @@ def _pytest_arguments(files: list[str], folder: str) -> list[str]:
         # (it calls gc.collect five times at exit), which matters when pytest runs once per student.
         *(f"-pno:{name}" for name in UNUSED_PLUGINS),
     ]
+
+
+def _remember_hook_proxies(session: Any) -> None:
+    """Make a collected session answer ``item.ihook`` from memory.
+
+    ``item.ihook`` asks the session which conftest files apply to the item's
+    path (``Session.gethookproxy``), about ten times per test. Once the suite is
+    collected, no conftest comes or goes: the answer per path is remembered.
+    """
+    original = session.gethookproxy
+    proxies: dict[Any, Any] = {}
+
+    def gethookproxy(fspath: Any) -> Any:
+        proxy = proxies.get(fspath)
+        if proxy is None:
+            proxy = proxies[fspath] = original(fspath)
+        return proxy
+
+    session.gethookproxy = gethookproxy
+
+
+# The terminal reporter's hooks that run for every phase of every test: they only print progress (a letter per
+# test) and keep statistics for the summary, neither of which a reused session has.
+PER_TEST_REPORTING = ("pytest_runtest_logstart", "pytest_runtest_logreport", "pytest_runtest_logfinish")
+
+
+def _quiet_per_test_reporting(config: Any) -> None:
+    """Take the terminal reporter's per-test hooks out of a reused session.
+
+    A reused session never prints its progress or a summary (what it prints goes into a buffer that
+    nothing reads: ``_Session.run`` decides the exit code from the recorder). The reporter stays
+    registered for everything else (``config.get_terminal_writer()``, which pytest's assertion
+    messages use, its warnings and its end of session); only the hooks of ``PER_TEST_REPORTING``
+    are left out, by registering it again without them.
+    """
+    manager = config.pluginmanager
+    reporter = manager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    manager.unregister(reporter)
+    for name in PER_TEST_REPORTING:
+        setattr(reporter, name, None)  # an attribute that is no function is no hook
+    manager.register(reporter, "terminalreporter")
 
 
 class _Session:
@@ -513,6 +595,8 @@ class _Session:
             config.hook.pytest_sessionstart(session=session)
             config.hook.pytest_collection(session=session)
         self.config, self.session, self.items = config, session, list(session.items)
+        _remember_hook_proxies(session)
+        _quiet_per_test_reporting(config)
         # The hidden tests' modules, to forget with the session (the public ones register their probes once).
         self.hidden_files = {str(Path(f["path"]).resolve()) for f in job["suite"] if f.get("hidden")}
 
@@ -584,6 +668,7 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
 
     start = time.monotonic()
     _memoize_statement_ranges()
+    _memoize_request_fixture()
     from grader.quiet import run_pytest
     from grader.sandbox.proxy import SCRATCH_ENV
 
