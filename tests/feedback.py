@@ -103,6 +103,10 @@ def expect_close(
                       observed=f"shape {observed.shape}", idea=idea)
     if not np.issubdtype(observed.dtype, np.number) and observed.dtype != np.bool_:
         return expect(False, what=what, expected="numbers", observed=f"dtype {observed.dtype}", idea=idea)
+    if (isinstance(rtol, (int, float)) and isinstance(atol, (int, float)) and rtol >= 0 and atol >= 0
+            and (np.issubdtype(expected.dtype, np.number) or expected.dtype == np.bool_)
+            and bool((observed == expected).all())):
+        return True  # equal values are close: the common case, without isclose's arithmetic
     close = np.isclose(observed, expected, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():
         return True
