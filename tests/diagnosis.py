@@ -28,7 +28,7 @@ import io
 import itertools
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -281,16 +281,22 @@ class Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None]
     deviates: dict[str, bool]
     unwritten: set[str]
+    # deviating_functions' answers: asked at every failure of a session (blame), they depend only on the
+    # observation, which is never changed once made.
+    _deviating: dict[bool, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def deviating_functions(self, behaviour_only: bool = False) -> list[str]:
         """The functions with at least one deviating probe, in manifest order.
 
         ``behaviour_only``: bad-input probes do not count.
         """
-        registry = load_all_probes()
-        bad = {registry[p].function for p, d in self.deviates.items()
-               if d and p in registry and not (behaviour_only and registry[p].rejects is not None)}
-        return [f for e in load_curriculum().exercises for f in e.functions if f in bad]
+        if behaviour_only not in self._deviating:
+            registry = load_all_probes()
+            bad = {registry[p].function for p, d in self.deviates.items()
+                   if d and p in registry and not (behaviour_only and registry[p].rejects is not None)}
+            self._deviating[behaviour_only] = [f for e in load_curriculum().exercises for f in e.functions
+                                               if f in bad]
+        return list(self._deviating[behaviour_only])
 
 
 def _deviates(name: str, result: Any) -> bool:
