@@ -506,6 +506,42 @@ def _memoize_request_fixture() -> None:
     fixtures.getfuncargnames = getfuncargnames
 
 
+def _memoize_code_paths() -> None:
+    """Make pytest find the file of a traceback entry's code without a new path and a ``stat`` each time.
+
+    For every failure, pytest cuts its traceback down to the test function
+    (``_pytest.python.Function._traceback_filter``), asking every entry from
+    its own runner's frames on for its code's file (``Code.path``: an absolute
+    ``Path`` and an ``exists()`` check), about twenty per failure. The answer
+    depends only on the file name (and, for a relative one, the working
+    directory), so it is remembered per name. A private pytest property: if it
+    is not there (another pytest), nothing changes.
+    """
+    try:
+        from _pytest._code import code
+    except ImportError:
+        return
+    prop = getattr(getattr(code, "Code", None), "path", None)
+    if not isinstance(prop, property) or prop.fget is None or getattr(prop.fget, "memoized_by_attention_kit", False):
+        return
+    original = prop.fget
+    answers: dict[tuple[str, str], Any] = {}
+
+    def path(self: Any) -> Any:
+        filename = getattr(self.raw, "co_filename", None)
+        if not isinstance(filename, str):
+            return original(self)
+        key = (filename, "" if os.path.isabs(filename) else os.getcwd())
+        if key not in answers:
+            if len(answers) > 5000:
+                answers.clear()
+            answers[key] = original(self)
+        return answers[key]
+
+    path.memoized_by_attention_kit = True  # type: ignore[attr-defined]
+    code.Code.path = property(path, doc=prop.__doc__)  # type: ignore[method-assign]
+
+
 def _pytest_arguments(files: list[str], folder: str) -> list[str]:
     return [
         *files, f"--impl={folder}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
@@ -669,6 +705,7 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     _memoize_statement_ranges()
     _memoize_request_fixture()
+    _memoize_code_paths()
     from grader.quiet import run_pytest
     from grader.sandbox.proxy import SCRATCH_ENV
 
