@@ -28,7 +28,7 @@ import io
 import itertools
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +148,11 @@ def load_pairs(path: Path = FINGERPRINT_FILE) -> tuple[KnownPair, ...]:
     """The pairs of known mistakes stored with the fingerprints (empty when there are none)."""
     if not Path(path).is_file():
         return ()
-    by_id = {mistake.id: mistake for mistake in load_fingerprints(path)}
+    # The mistakes as read by load_fingerprints() (the file is read and decompressed once per process, ~0.1 s),
+    # but as objects of their own, as when this function read the file a second time: two KnownMistake objects
+    # compare their arrays, and explain() looks a pair's mistakes up among the single ones by equality.
+    by_id = {mistake.id: _copy_of(mistake) for mistake in load_fingerprints(*(() if path == FINGERPRINT_FILE
+                                                                             else (path,)))}
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"][()]))
         rows = data[PAIR_SKETCHES] if PAIR_SKETCHES in data.files else np.zeros((0, SKETCH_SIZE + 1))
@@ -164,6 +168,13 @@ def load_pairs(path: Path = FINGERPRINT_FILE) -> tuple[KnownPair, ...]:
                 for shape, dtype, where in arrays)
         pairs.append(KnownPair((by_id[first], by_id[second]), entry["exercise"], outputs))
     return tuple(pairs)
+
+
+def _copy_of(mistake: KnownMistake) -> KnownMistake:
+    """``mistake`` with copies of its arrays (what reading the file again gives, without reading it)."""
+    outputs = {probe: RAISED if arrays is RAISED else tuple(array.copy() for array in arrays)
+               for probe, arrays in mistake.outputs.items()}
+    return KnownMistake(mistake.id, mistake.exercise, mistake.description, mistake.hint, outputs)
 
 
 def fingerprint_key(mistake_id: str, probe: str, index: int) -> str:
@@ -270,16 +281,22 @@ class Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None]
     deviates: dict[str, bool]
     unwritten: set[str]
+    # deviating_functions' answers: asked at every failure of a session (blame), they depend only on the
+    # observation, which is never changed once made.
+    _deviating: dict[bool, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def deviating_functions(self, behaviour_only: bool = False) -> list[str]:
         """The functions with at least one deviating probe, in manifest order.
 
         ``behaviour_only``: bad-input probes do not count.
         """
-        registry = load_all_probes()
-        bad = {registry[p].function for p, d in self.deviates.items()
-               if d and p in registry and not (behaviour_only and registry[p].rejects is not None)}
-        return [f for e in load_curriculum().exercises for f in e.functions if f in bad]
+        if behaviour_only not in self._deviating:
+            registry = load_all_probes()
+            bad = {registry[p].function for p, d in self.deviates.items()
+                   if d and p in registry and not (behaviour_only and registry[p].rejects is not None)}
+            self._deviating[behaviour_only] = [f for e in load_curriculum().exercises for f in e.functions
+                                               if f in bad]
+        return list(self._deviating[behaviour_only])
 
 
 def _deviates(name: str, result: Any) -> bool:

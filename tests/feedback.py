@@ -43,8 +43,10 @@ def expect(condition: bool, *, what: str, expected: str, observed: str, idea: st
 
 def expect_array(value: Any, *, what: str, idea: str) -> bool:
     """Check that a function returned a numpy array at all."""
+    if isinstance(value, np.ndarray):
+        return True  # (the message, printing the value, is made only for a failure)
     return expect(
-        isinstance(value, np.ndarray),
+        False,
         what=what,
         expected="a numpy.ndarray",
         observed=f"{type(value).__name__}: {_show(value)[:200]}",
@@ -101,6 +103,10 @@ def expect_close(
                       observed=f"shape {observed.shape}", idea=idea)
     if not np.issubdtype(observed.dtype, np.number) and observed.dtype != np.bool_:
         return expect(False, what=what, expected="numbers", observed=f"dtype {observed.dtype}", idea=idea)
+    if (isinstance(rtol, (int, float)) and isinstance(atol, (int, float)) and rtol >= 0 and atol >= 0
+            and (np.issubdtype(expected.dtype, np.number) or expected.dtype == np.bool_)
+            and bool((observed == expected).all())):
+        return True  # equal values are close: the common case, without isclose's arithmetic
     close = np.isclose(observed, expected, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():
         return True
@@ -127,6 +133,8 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
         )
     else:
         same = observed == expected
+    if same:
+        return bool(same)  # (the message, printing both values, is made only for a failure)
     return expect(same, what=what, expected=_show(expected), observed=_show(observed), idea=idea)
 
 
@@ -134,11 +142,14 @@ def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:
     """Check that an array holds no NaN or infinity."""
     array = np.asarray(value, dtype=float) if not isinstance(value, np.ndarray) else value
     finite = bool(np.all(np.isfinite(array))) if array.dtype.kind in "fc" else True
+    count = int(np.sum(~np.isfinite(array)))  # (raises, as it always did, for an array of no numbers)
+    if finite:
+        return True  # (the message, printing the array, is made only for a failure)
     return expect(
         finite,
         what=what,
         expected="only finite numbers",
-        observed=f"{int(np.sum(~np.isfinite(array)))} NaN or infinite entries: {_show(array)}",
+        observed=f"{count} NaN or infinite entries: {_show(array)}",
         idea=idea,
     )
 

@@ -175,23 +175,29 @@ def pytest_runtest_makereport(
     Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in.
     """
     report = yield
-    if report.when == "call" and report.failed and STOPPED in report.longreprtext:
+    if report.when != "call" or not report.failed:
+        return report
+    # The report as text, rendered again only when it changes (each read of longreprtext renders it).
+    text = report.longreprtext
+    if STOPPED in text:
         crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
         if crash is not None and STOPPED in (crash.message or ""):
             # On CI (GitHub Classroom sets CI) pytest prints the whole message in the summary: cut it there too.
             from _pytest._code.code import ReprFileLocation
 
             crash = ReprFileLocation(crash.path, crash.lineno, _without_stop_traceback(crash.message).rstrip())
-        report.longrepr = _Report(_without_stop_traceback(report.longreprtext), crash)
+        report.longrepr = _Report(_without_stop_traceback(text), crash)
+        text = report.longreprtext
     exercise = item.stash.get(EXERCISE, None)
     funcargs = getattr(item, "funcargs", {})
     implementation = funcargs.get("implementation")
-    if report.when != "call" or not report.failed or exercise is None or implementation is None:
+    if exercise is None or implementation is None:
         return report
     unusable = call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception)
-    if unusable and "revisit:" not in report.longreprtext:
+    if unusable and "revisit:" not in text:
         # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
         _explain_an_unusable_result(report, list(getattr(funcargs.get("impl"), "_called", [])))
+        text = report.longreprtext
     from tests import diagnosis  # only when a test fails
 
     state = item.config.stash.setdefault(FEEDBACK, {})
@@ -210,7 +216,6 @@ def pytest_runtest_makereport(
         culprit = diagnosis.blame(implementation, called, observation)
     except Exception:  # noqa: BLE001
         culprit = None
-    text = report.longreprtext
     diagnoses = state.setdefault("diagnoses", {})
     if exercise not in diagnoses:
         found = diagnosis.diagnose(implementation, exercise, observation)

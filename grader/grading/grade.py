@@ -245,9 +245,10 @@ def _recorder(job: dict[str, Any]) -> Any:
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.internal_before[nodeid] = self.internal_count()
 
-        @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
-            yield
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
+            # Reads the call only (never the report), so it runs before the report is made and returns None,
+            # letting pytest make it: a plain hook, cheaper for pluggy than a wrapper around it.
             value = call.excinfo.value if call.excinfo is not None else None
             if value is not None and call.when in ("setup", "call"):
                 self.exceptions.setdefault(item.nodeid, type(value).__name__)  # the kit's check tells them apart
@@ -294,20 +295,22 @@ def _recorder(job: dict[str, Any]) -> Any:
                 record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
             if report.nodeid in self.environment and not record.get("internal"):
                 record["internal"] = self.environment[report.nodeid]
+            if not (report.failed or (report.when == "call" and report.skipped)):
+                return
+            rendered = report.longreprtext  # rendered once (each read of it renders the report again)
             if report.failed and report.when == "setup" and not record.get("internal"):
                 # No student code runs while a test is set up: a failure there is the grader's.
-                lines = report.longreprtext.strip().splitlines()
+                lines = rendered.strip().splitlines()
                 record["internal"] = "the test could not be set up: " + (lines[-1] if lines else "no reason")[:300]
-            if report.failed or (report.when == "call" and report.skipped):
-                if record["outcome"] == "passed":
-                    record["phase"] = report.when
-                record["outcome"] = "failed"
-                if report.nodeid in self.hidden_nodes:
-                    text = _hidden_failure(report)  # name and message only: no line of the hidden test
-                else:
-                    text = report.longreprtext if report.failed else f"skipped: {report.longreprtext}"
-                    record["output"] = (record["output"] + report.capstdout).strip()
-                record["message"] = (record["message"] + "\n" + secrets.scrub(text)).strip()
+            if record["outcome"] == "passed":
+                record["phase"] = report.when
+            record["outcome"] = "failed"
+            if report.nodeid in self.hidden_nodes:
+                text = _hidden_failure(report, rendered)  # name and message only: no line of the hidden test
+            else:
+                text = rendered if report.failed else f"skipped: {rendered}"
+                record["output"] = (record["output"] + report.capstdout).strip()
+            record["message"] = (record["message"] + "\n" + secrets.scrub(text)).strip()
 
         def results(self) -> list[dict[str, Any]]:
             records = []
@@ -321,14 +324,14 @@ def _recorder(job: dict[str, Any]) -> Any:
     return Recorder()
 
 
-def _hidden_failure(report: Any) -> str:
+def _hidden_failure(report: Any, rendered: str | None = None) -> str:
     """A hidden test's failure as a student may see it: the checks' messages, or the exception's type and message.
 
     Never a traceback or a source line of the test: pytest's assertion
     rewriting puts the asserted expression into the message, so an assertion
-    keeps only its own message.
+    keeps only its own message. ``rendered``: ``report.longreprtext``, if already rendered.
     """
-    text = report.longreprtext or ""
+    text = (report.longreprtext if rendered is None else rendered) or ""
     lines = text.splitlines()
     if any(line.startswith("FAILURE: ") for line in lines):  # pytest-check: messages the test wrote for students
         start = next(i for i, line in enumerate(lines) if line.startswith("FAILURE: ") or "::" in line)
@@ -370,6 +373,7 @@ class _Secrets:
         numpy_dir = Path(numpy.__file__).parent
         public |= lines(p for p in numpy_dir.rglob("*.py") if "tests" not in p.relative_to(numpy_dir).parts)
         self.lines = {line for line in secret - public if len(line) >= 8}
+        self._seen: dict[str, bool] = {}
 
     @classmethod
     def of(cls, hidden_files: tuple[str, ...]) -> _Secrets:
@@ -380,21 +384,48 @@ class _Secrets:
     def scrub(self, text: str) -> str:
         if not self.lines:
             return text
-        kept = []
-        for line in text.splitlines():
+        return "\n".join("    [a line of the grader's hidden code]" if self.shows_secret(line) else line
+                         for line in text.splitlines())
+
+    def shows_secret(self, line: str) -> bool:
+        """Whether ``line`` shows a secret line (is one, or holds a long one).
+
+        Remembered per line: a grading process scrubs the same lines (the tests' own messages, a
+        diagnosis) for student after student.
+        """
+        known = self._seen.get(line)
+        if known is None:
             bare = line.strip().removeprefix(">").removeprefix("E").strip()
-            if bare in self.lines or line.strip() in self.lines or any(
-                    secret in line for secret in self.long_lines()):
-                kept.append("    [a line of the grader's hidden code]")
-            else:
-                kept.append(line)
-        return "\n".join(kept)
+            known = bare in self.lines or line.strip() in self.lines or self._holds_long_line(line)
+            if len(self._seen) >= 50_000:
+                self._seen.clear()
+            self._seen[line] = known
+        return known
+
+    LONG = 24  # a secret line this long is recognised inside another line
 
     def long_lines(self) -> list[str]:
         """The secret lines long enough to be recognised inside another line (a quoted line, a message)."""
         if not hasattr(self, "_long"):
-            self._long = [line for line in self.lines if len(line) >= 24 and not line.startswith(("#", '"""'))]
+            self._long = [line for line in self.lines if len(line) >= self.LONG and not line.startswith(("#", '"""'))]
         return self._long
+
+    def _holds_long_line(self, line: str) -> bool:
+        """``any(secret in line for secret in self.long_lines())``, looking up only the secrets that could be there.
+
+        A long line inside ``line`` starts at some position with its first ``LONG`` characters: the
+        secrets are indexed by those, and only the candidates found at a position are searched for.
+        """
+        if not hasattr(self, "_by_start"):
+            self._by_start: dict[str, list[str]] = {}
+            for secret in self.long_lines():
+                self._by_start.setdefault(secret[:self.LONG], []).append(secret)
+        starts, width = self._by_start, self.LONG
+        for at in range(len(line) - width + 1):
+            candidates = starts.get(line[at:at + width])
+            if candidates is not None and any(secret in line for secret in candidates):
+                return True
+        return False
 
 
 def _clean_failure(text: str, folder: str) -> str:
@@ -436,6 +467,81 @@ def _memoize_statement_ranges() -> None:
     code.getstatementrange_ast = getstatementrange_ast
 
 
+def _memoize_request_fixture() -> None:
+    """Make pytest's ``request`` fixture stop inspecting the same lambda's signature again and again.
+
+    Each test that asks for ``request`` (the suite's ``impl`` fixture does) gets a fresh
+    ``RequestFixtureDef`` three or four times per setup, and each one finds the arguments of its
+    ``lambda: request`` with ``inspect.signature`` (~0.1 ms per test, the largest part of fixture
+    setup). That lambda never takes any: the answer is remembered (``_pytest.compat.getfuncargnames``,
+    as imported by ``_pytest.fixtures``, for that lambda only). Private pytest names: if they are not
+    there (another pytest), nothing changes.
+    """
+    import types
+
+    try:
+        from _pytest import fixtures
+    except ImportError:
+        return
+    original = getattr(fixtures, "getfuncargnames", None)
+    definition = getattr(fixtures, "RequestFixtureDef", None)
+    if original is None or definition is None or getattr(original, "memoized_by_attention_kit", False):
+        return
+    lambdas = [const for const in getattr(getattr(definition.__init__, "__code__", None), "co_consts", ())
+               if isinstance(const, types.CodeType)]
+    if len(lambdas) != 1:
+        return
+    (request_lambda,) = lambdas
+    answers: dict[tuple, tuple[str, ...]] = {}
+
+    def getfuncargnames(function: Any, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        if args or getattr(function, "__code__", None) is not request_lambda:
+            return original(function, *args, **kwargs)
+        key = tuple(sorted(kwargs.items()))
+        if key not in answers:
+            answers[key] = original(function, **kwargs)
+        return answers[key]
+
+    getfuncargnames.memoized_by_attention_kit = True  # type: ignore[attr-defined]
+    fixtures.getfuncargnames = getfuncargnames
+
+
+def _memoize_code_paths() -> None:
+    """Make pytest find the file of a traceback entry's code without a new path and a ``stat`` each time.
+
+    For every failure, pytest cuts its traceback down to the test function
+    (``_pytest.python.Function._traceback_filter``), asking every entry from
+    its own runner's frames on for its code's file (``Code.path``: an absolute
+    ``Path`` and an ``exists()`` check), about twenty per failure. The answer
+    depends only on the file name (and, for a relative one, the working
+    directory), so it is remembered per name. A private pytest property: if it
+    is not there (another pytest), nothing changes.
+    """
+    try:
+        from _pytest._code import code
+    except ImportError:
+        return
+    prop = getattr(getattr(code, "Code", None), "path", None)
+    if not isinstance(prop, property) or prop.fget is None or getattr(prop.fget, "memoized_by_attention_kit", False):
+        return
+    original = prop.fget
+    answers: dict[tuple[str, str], Any] = {}
+
+    def path(self: Any) -> Any:
+        filename = getattr(self.raw, "co_filename", None)
+        if not isinstance(filename, str):
+            return original(self)
+        key = (filename, "" if os.path.isabs(filename) else os.getcwd())
+        if key not in answers:
+            if len(answers) > 5000:
+                answers.clear()
+            answers[key] = original(self)
+        return answers[key]
+
+    path.memoized_by_attention_kit = True  # type: ignore[attr-defined]
+    code.Code.path = property(path, doc=prop.__doc__)  # type: ignore[method-assign]
+
+
 def _pytest_arguments(files: list[str], folder: str) -> list[str]:
     return [
         *files, f"--impl={folder}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
@@ -447,6 +553,49 @@ def _pytest_arguments(files: list[str], folder: str) -> list[str]:
         # (it calls gc.collect five times at exit), which matters when pytest runs once per student.
         *(f"-pno:{name}" for name in UNUSED_PLUGINS),
     ]
+
+
+def _remember_hook_proxies(session: Any) -> None:
+    """Make a collected session answer ``item.ihook`` from memory.
+
+    ``item.ihook`` asks the session which conftest files apply to the item's
+    path (``Session.gethookproxy``), about ten times per test. Once the suite is
+    collected, no conftest comes or goes: the answer per path is remembered.
+    """
+    original = session.gethookproxy
+    proxies: dict[Any, Any] = {}
+
+    def gethookproxy(fspath: Any) -> Any:
+        proxy = proxies.get(fspath)
+        if proxy is None:
+            proxy = proxies[fspath] = original(fspath)
+        return proxy
+
+    session.gethookproxy = gethookproxy
+
+
+# The terminal reporter's hooks that run for every phase of every test: they only print progress (a letter per
+# test) and keep statistics for the summary, neither of which a reused session has.
+PER_TEST_REPORTING = ("pytest_runtest_logstart", "pytest_runtest_logreport", "pytest_runtest_logfinish")
+
+
+def _quiet_per_test_reporting(config: Any) -> None:
+    """Take the terminal reporter's per-test hooks out of a reused session.
+
+    A reused session never prints its progress or a summary (what it prints goes into a buffer that
+    nothing reads: ``_Session.run`` decides the exit code from the recorder). The reporter stays
+    registered for everything else (``config.get_terminal_writer()``, which pytest's assertion
+    messages use, its warnings and its end of session); only the hooks of ``PER_TEST_REPORTING``
+    are left out, by registering it again without them.
+    """
+    manager = config.pluginmanager
+    reporter = manager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    manager.unregister(reporter)
+    for name in PER_TEST_REPORTING:
+        setattr(reporter, name, None)  # an attribute that is no function is no hook
+    manager.register(reporter, "terminalreporter")
 
 
 class _Session:
@@ -482,6 +631,8 @@ class _Session:
             config.hook.pytest_sessionstart(session=session)
             config.hook.pytest_collection(session=session)
         self.config, self.session, self.items = config, session, list(session.items)
+        _remember_hook_proxies(session)
+        _quiet_per_test_reporting(config)
         # The hidden tests' modules, to forget with the session (the public ones register their probes once).
         self.hidden_files = {str(Path(f["path"]).resolve()) for f in job["suite"] if f.get("hidden")}
 
@@ -553,6 +704,8 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
 
     start = time.monotonic()
     _memoize_statement_ranges()
+    _memoize_request_fixture()
+    _memoize_code_paths()
     from grader.quiet import run_pytest
     from grader.sandbox.proxy import SCRATCH_ENV
 
