@@ -457,7 +457,17 @@ def test_the_load_clock_reads_this_machines_cpu_waits():
         assert clock.total() >= first and clock.waited() >= 0
     finally:
         clock.close()
-    assert load.innermost_child(os.getpid()) == os.getpid()  # a process without children is its own end
+    chain = subprocess.Popen(["sh", "-c", "sleep 30; true"])  # sh, then its child sleep
+    try:
+        deadline = time.monotonic() + 5
+        while load.innermost_child(chain.pid) == chain.pid and time.monotonic() < deadline:
+            time.sleep(0.01)
+        end = load.innermost_child(chain.pid)
+        assert end != chain.pid and Path(f"/proc/{end}/cmdline").read_bytes().startswith(b"sleep")
+        assert load.innermost_child(end) == end  # a process without children is its own end
+    finally:
+        chain.kill()
+        chain.wait()
 
 
 def test_infinite_loop_times_out_and_the_next_call_works(isolated):
