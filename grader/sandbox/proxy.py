@@ -69,7 +69,7 @@ FAIR_VIEW_ALL = protocol.VIEW_ALL
 # A call's wall-clock limit is moved on by the time the worker and the grading process waited for a CPU (a machine
 # busier than its cores: ``grader.sandbox.load``), up to this many times the limit itself over a whole submission,
 # and only until its first timeout (a submission that loops gets no more: its calls end as they always did).
-LOAD_ALLOWANCE = 3.0
+LOAD_ALLOWANCE = 2.0
 # A call shorter than this is charged in full to the budget (reading the CPU waits costs more than it could forgive).
 LOAD_CHECK_AFTER = 0.2
 CALLBACK_START = b'{"h":{"op":"callback",'  # how the worker's callback frames begin (see Worker.forwarder)
@@ -268,6 +268,7 @@ class IsolatedImplementation:
         self._fds: dict[str, int] = {}
         self._pollers: dict[bool, Any] = {}
         self._load: load.LoadClock | None = None  # the CPU waits of the current worker and of this process
+        self._worker_pid: int | None = None  # the host pid of the current worker's own process
         self._forgiven = 0.0  # seconds of the current call's CPU waits added to its deadline
         self.forgiven = 0.0  # seconds of CPU waits forgiven to this submission so far (see LOAD_ALLOWANCE)
         self._buffer = bytearray()
@@ -499,7 +500,8 @@ class IsolatedImplementation:
         # What this process waited for the worker (a spare's start-up overlapped the student before).
         self.startup_seconds.append(time.perf_counter() - max(entered, self._spawned_at))
         if self._process is not None:  # before any student code runs, the worker is bwrap's innermost process
-            self._load = load.LoadClock(load.innermost_child(self._process.pid))
+            self._worker_pid = load.innermost_child(self._process.pid)
+            self._load = load.LoadClock(self._worker_pid)
 
     def _internal(self, reason: str) -> SandboxError:
         """Record a failure of the grader itself and return the exception to raise."""
@@ -516,6 +518,7 @@ class IsolatedImplementation:
         if self._load is not None:
             self._load.close()
             self._load = None
+        self._worker_pid = None
         self._live.update(process=None, fds={}, uid=None)
         if process is None:
             return None
@@ -639,6 +642,11 @@ class IsolatedImplementation:
         waited = min(self._load.waited(), allowance)
         if waited <= self._forgiven + 0.001:
             return False
+        if not self._forgiven and self._worker_pid is not None:
+            # Past its time, a call runs on at a lower priority: an honest one still ends, one that loops
+            # takes little from the others while it uses up its allowance.
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, self._worker_pid, 10)
         self._forgiven = waited
         return True
 

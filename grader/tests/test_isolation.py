@@ -419,6 +419,7 @@ def test_a_call_slowed_by_the_machines_load_is_not_timed_out(isolated, monkeypat
     assert impl.stats["timed_out"] == 0
     assert impl.forgiven == pytest.approx(0.6)
     assert impl.spent < 0.5  # what was forgiven is not charged to the submission's budget either
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 10  # past its time it ran on at a lower priority
 
 
 def test_the_load_allowance_is_bounded_and_ends_at_the_first_timeout(isolated, monkeypatch):
@@ -428,11 +429,11 @@ def test_the_load_allowance_is_bounded_and_ends_at_the_first_timeout(isolated, m
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
         impl.function("softmax", "softmax")(np.zeros(2))
-    assert 1.9 < time.monotonic() - started < 8  # 0.5 s, and at most 3 x 0.5 s forgiven
+    assert 1.4 < time.monotonic() - started < 8  # 0.5 s, and at most 2 x 0.5 s forgiven
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
         impl.function("softmax", "softmax")(np.zeros(2))
-    assert impl.forgiven == pytest.approx(1.5)  # the allowance: 3 x 0.5 s
+    assert impl.forgiven == pytest.approx(1.0)  # the allowance: 2 x 0.5 s
     assert time.monotonic() - started < 1.8
 
 
