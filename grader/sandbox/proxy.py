@@ -502,6 +502,8 @@ class IsolatedImplementation:
         if self._process is not None:  # before any student code runs, the worker is bwrap's innermost process
             self._worker_pid = load.innermost_child(self._process.pid)
             self._load = load.LoadClock(self._worker_pid)
+            if self.stats["timed_out"]:
+                self._lower_priority()
 
     def _internal(self, reason: str) -> SandboxError:
         """Record a failure of the grader itself and return the exception to raise."""
@@ -642,13 +644,26 @@ class IsolatedImplementation:
         waited = min(self._load.waited(), allowance)
         if waited <= self._forgiven + 0.001:
             return False
-        if not self._forgiven and self._worker_pid is not None:
+        if not self._forgiven:
             # Past its time, a call runs on at a lower priority: an honest one still ends, one that loops
             # takes little from the others while it uses up its allowance.
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, self._worker_pid, 10)
+            self._lower_priority()
         self._forgiven = waited
         return True
+
+    def _lower_priority(self) -> None:
+        """Let the worker run only when the honest ones leave a CPU free (nice 10, for its scheduling group too).
+
+        bwrap makes the worker lead a session of its own, and with autogroup scheduling (the default of most
+        Linux systems) a session is a scheduling group whose own nice value is what counts against the
+        grading processes: the process's nice value alone would change nothing.
+        """
+        if self._worker_pid is None:
+            return
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, self._worker_pid, 10)
+        with contextlib.suppress(OSError), open(f"/proc/{self._worker_pid}/autogroup", "w") as group:
+            group.write("10")
 
     def _read_replies(self, check_prefix: bool = True) -> None:
         # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few

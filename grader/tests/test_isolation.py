@@ -447,6 +447,18 @@ def test_nothing_is_forgiven_after_a_timeout(isolated, monkeypatch):
     assert impl.forgiven == pytest.approx(0.4)  # the first call's only: a submission that timed out gets no more
 
 
+def test_a_worker_restarted_after_a_timeout_yields_to_the_others(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    while True:\n        pass\n"},
+                    limits=Limits(call_timeout=0.5))
+    with pytest.raises(TimeoutError):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 10
+    group = Path(f"/proc/{impl._worker_pid}/autogroup")  # its session's scheduling group, where there is one
+    if group.is_file():
+        assert group.read_text().split()[-1] == "10"
+
+
 def test_the_load_clock_reads_this_machines_cpu_waits():
     if not Path("/proc/thread-self/schedstat").is_file():
         pytest.skip("this system does not report CPU waits (/proc/<pid>/schedstat)")
