@@ -623,6 +623,9 @@ class IsolatedImplementation:
             remaining = deadline + self._forgiven - time.monotonic()
             if remaining <= 0:
                 if self._forgive():
+                    # Past its time, a call runs on at a lower priority: an honest one still ends, one that loops
+                    # takes little from the others while it uses up its allowance.
+                    self._lower_priority()
                     continue
                 raise _Timeout
             replies_ready = writable = False
@@ -644,10 +647,6 @@ class IsolatedImplementation:
         waited = min(self._load.waited(), allowance)
         if waited <= self._forgiven + 0.001:
             return False
-        if not self._forgiven:
-            # Past its time, a call runs on at a lower priority: an honest one still ends, one that loops
-            # takes little from the others while it uses up its allowance.
-            self._lower_priority()
         self._forgiven = waited
         return True
 

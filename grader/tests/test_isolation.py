@@ -422,6 +422,16 @@ def test_a_call_slowed_by_the_machines_load_is_not_timed_out(isolated, monkeypat
     assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 10  # past its time it ran on at a lower priority
 
 
+def test_a_call_within_its_time_keeps_its_priority(isolated, monkeypatch):
+    slow = ("import time\nimport numpy as np\n"
+            "def softmax(x, axis=-1):\n    time.sleep(0.3)\n    return np.asarray(x, float)\n")
+    impl = isolated({"softmax": slow}, limits=Limits(call_timeout=2.0))
+    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.1))
+    impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.forgiven == pytest.approx(0.1)  # its wait for a CPU is not charged to the budget
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 0  # but it never ran past its time
+
+
 def test_the_load_allowance_is_bounded_and_ends_at_the_first_timeout(isolated, monkeypatch):
     impl = isolated({"softmax": "import time\ndef softmax(x, axis=-1):\n    time.sleep(30)\n"},
                     limits=Limits(call_timeout=0.5))
