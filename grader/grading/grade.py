@@ -1257,10 +1257,8 @@ def grade_batch(
             if kit["canary"] is not None and kit["failure"] is None:  # no verdict came: cannot happen
                 kit["failure"] = "the kit is broken: the kit's check did not run"
             if kit["failure"] is not None:
-                for job in [job for job, _ in held]:
-                    not_run(job)
                 for student in prepared:
-                    if student not in rows_by_student:  # dispatched when the kit failed: its result is void
+                    if student not in rows_by_student:  # held or dispatched when the kit failed: no result counts
                         not_run({**template, "student": student, "folder": "", "files": []})
                 for _ in students_feed:  # the rest are prepared (for their rows) and not run
                     pass
