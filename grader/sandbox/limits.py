@@ -55,6 +55,8 @@ MODULES_DIR = SANDBOX_DIR + "/submission"
 PROTOCOL_FILE = SANDBOX_DIR + "/protocol.py"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
 SIMULATE_NO_BWRAP = "ATTENTION_KIT_SIMULATE_NO_BWRAP"
+NO_FORK_SERVER = "ATTENTION_KIT_NO_FORK_SERVER"
+STUDENTS_DIR = SANDBOX_DIR + "/students"  # the fork server's folder of submissions (one folder each)
 POLICIES = ("require", "container", "none")
 # Without a PID namespace, each worker runs as a user of its own, from this range (no account needed):
 # killing "every process of that user" then ends everything the submission started, and RLIMIT_NPROC
@@ -133,6 +135,15 @@ class Plan:
     description: str
     isolated: bool = True
     missing: str = ""  # why there are no namespaces, if there are none
+
+    @property
+    def forks(self) -> bool:
+        """Whether workers are forked by a fork server (see ``worker.serve``) instead of started one by one.
+
+        Only where each worker also gets a user of its own (bwrap, as root): the users keep the workers of one
+        server apart, as their own sandboxes would. ``ATTENTION_KIT_NO_FORK_SERVER=1`` starts them one by one.
+        """
+        return self.mode == "bwrap" and self.drop_to is not None and os.environ.get(NO_FORK_SERVER) != "1"
 
 
 def interpreter_paths() -> tuple[str, str, list[str]]:
@@ -416,6 +427,37 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
         arguments += ["--uid", str(uid if uid is not None else the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]
     # -u: what student code prints reaches "Output of your code" even when the worker is killed mid-call.
     return [*prefix, executable, "-I", "-S", "-B", "-u", worker, *arguments], cwd
+
+
+def server_command(the_plan: Plan, folder: Path, control_fd: int) -> list[str]:
+    """The fork server's command line: ``folder`` holds worker.py (and .pyc), protocol.py and ``students/``.
+
+    The sandbox is a worker's (``command``), except that it shows ``students/`` (the submissions' folders,
+    each readable by its own worker's user only) where a worker's shows its one submission.
+    """
+    if not the_plan.forks:
+        raise ValueError(f"plan {the_plan.mode!r}: no fork server without bwrap and a user per worker")
+    executable, site, needed = interpreter_paths()
+    compiled = folder / "worker.pyc"
+    prefix = [
+        *_bwrap_base(shutil.which("bwrap") or "bwrap", os.geteuid() == 0),
+        *_binds([*SYSTEM_DIRS, *needed]),
+        *_hide(hidden_paths(), [*SYSTEM_DIRS, *needed]),
+        "--perms", "0755", "--dir", SANDBOX_DIR,
+        "--ro-bind", str(folder / "worker.py"), WORKER_FILE,
+        *(["--ro-bind", str(compiled), WORKER_CODE] if compiled.is_file() else []),
+        "--ro-bind", str(folder / "protocol.py"), PROTOCOL_FILE,
+        "--ro-bind", str(folder / "students"), STUDENTS_DIR,
+        "--chdir", "/",
+    ]
+    worker = WORKER_CODE if compiled.is_file() else WORKER_FILE
+    return [*prefix, executable, "-I", "-S", "-B", "-u", worker,
+            "--serve", str(control_fd), "--students", STUDENTS_DIR, "--site", site]
+
+
+def limit_values(limits: Limits) -> list[int]:
+    """``limits`` as a fork server applies them: CPU seconds, address space, file size, processes."""
+    return [limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, limits.processes]
 
 
 def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:

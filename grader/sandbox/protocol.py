@@ -26,6 +26,9 @@ Worker -> grading process, only while one of those requests is in flight:
   student's function, by its index among that call's functions (never one of
   an earlier call); its errors come back as type and message only.
 
+The fork server (``SERVER_REQUESTS``, grading process -> server) starts, kills and
+waits for workers; it answers with ``status`` "ok" or "error" only.
+
 Every field is checked by :func:`check` against its type before use; values
 in ``payload`` are plain data (see ``worker.encode``), never pickles.
 """
@@ -45,6 +48,16 @@ CALLBACKS: dict[str, dict[str, type]] = {
     # A function that the test passed as an argument (a model's predict, say), by its index among the
     # functions of the call in progress; only those can be reached.
     "grading_function": {"index": int, "payload": object},
+}
+# Grading process -> fork server (``worker.serve``), on the server's own socket; no student code runs there:
+# ``fork`` a worker for the submission folder ``modules`` (its name in the server's folder of submissions),
+# dropping to ``uid`` with ``limits`` (CPU seconds, address space, file size, processes) and ``niceness``, the
+# worker's three pipes passed along with the message; ``kill`` every process of ``uid`` (and say whether
+# anything of it is left); ``wait`` up to ``timeout`` seconds for forked worker ``pid`` to end.
+SERVER_REQUESTS: dict[str, dict[str, type]] = {
+    "fork": {"modules": str, "uid": int, "limits": list, "niceness": int},
+    "kill": {"uid": int},
+    "wait": {"pid": int, "timeout": float},
 }
 # Optional fields (checked when present): a call may ask for the peak memory of the student's code.
 OPTIONAL: dict[str, dict[str, type]] = {"call": {"measure_memory": bool}}

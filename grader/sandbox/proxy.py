@@ -47,7 +47,7 @@ import numpy as np
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits as confine
-from grader.sandbox import load, protocol, worker
+from grader.sandbox import load, protocol, server, worker
 from grader.sandbox.limits import Limits
 from tests.kit import ImplementationError, LocalImplementation
 
@@ -107,6 +107,27 @@ def _remember_answer(key: tuple[str, bytes], answer: bytes) -> None:
 
 
 atexit.register(lambda: IsolatedImplementation.close_spares())
+
+_SERVER: list[server.ForkServer] = []  # this process's fork server, if its plan forks (see grader.sandbox.server)
+
+
+def _fork_server(plan: confine.Plan) -> server.ForkServer:
+    """The fork server of this process, started (or replaced, if it died or something of a worker outlived it)."""
+    if _SERVER and (_SERVER[0].tainted or not _SERVER[0].alive):
+        _SERVER.pop().close()
+    if not _SERVER:
+        files = server.worker_files(WORKER_SOURCE, PROTOCOL_SOURCE, _compiled_worker(confine.worker_filename(plan)))
+        _SERVER.append(server.ForkServer(plan, _scratch_parent(), files))
+    return _SERVER[0]
+
+
+def _close_server() -> None:
+    while _SERVER:
+        with contextlib.suppress(Exception):
+            _SERVER.pop().close()
+
+
+atexit.register(_close_server)  # registered after the spares' hook, so it runs before it: the spares need it not
 
 _COMPILED: dict[str, bytes | None] = {}
 
@@ -277,10 +298,16 @@ class IsolatedImplementation:
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._reference_impl: LocalImplementation | None = None
         self._grading_functions: list[Callable[..., Any]] = []  # the functions among the current call's arguments
-        self._scratch = Path(tempfile.mkdtemp(prefix="attention-kit-worker-", dir=_scratch_parent()))
+        self._server: server.ForkServer | None = None
+        if self.plan.forks:
+            try:
+                self._server = _fork_server(self.plan)
+            except server.ServerError as error:
+                raise self._internal(f"the worker process could not be started ({error})") from None
+        self._scratch = self._new_scratch()
         # What the garbage collector must clean up if close() is never called (kept current by _spawn/_stop).
-        self._live: dict[str, Any] = {"process": None, "fds": {}}
-        weakref.finalize(self, IsolatedImplementation._cleanup, self._scratch, self._live)
+        self._live: dict[str, Any] = {"process": None, "fds": {}, "scratch": self._scratch}
+        weakref.finalize(self, IsolatedImplementation._cleanup, self._live)
         self._missing = self._prepare_scratch()
         self._adopted = False
         self._handshake_pending = False
@@ -394,9 +421,18 @@ class IsolatedImplementation:
 
     # ------------------------------------------------------------------ scratch folder
 
+    def _new_scratch(self) -> Path:
+        """A new scratch folder: in the fork server's folder of submissions, or the batch's scratch folder."""
+        parent = str(self._server.students) if self._server is not None else _scratch_parent()
+        return Path(tempfile.mkdtemp(prefix="attention-kit-worker-", dir=parent))
+
     def _prepare_scratch(self) -> set[str]:
         """Copy the worker script (and its compiled code) and the submission's modules; return the missing modules."""
         os.chmod(self._scratch, 0o755)
+        if self._server is not None:  # a forked worker runs the server's copy of the worker
+            modules = self._scratch / "modules"
+            modules.mkdir(mode=0o755)
+            return self._copy_modules()
         for source in (WORKER_SOURCE, PROTOCOL_SOURCE):
             shutil.copyfile(source, self._scratch / source.name)
             os.chmod(self._scratch / source.name, 0o644)
@@ -436,16 +472,12 @@ class IsolatedImplementation:
         # Without a PID namespace, every worker gets a user of its own, so that all its processes can be killed.
         # Each worker gets a user of its own (as root): its process limit then counts its own processes only.
         self._uid = confine.fresh_uid() if self.plan.drop_to is not None else None
-        cmd, cwd = confine.command(self.plan, self._scratch, requests_read, replies_write, uid=self._uid)
         try:
-            self._process = subprocess.Popen(
-                cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
-                stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
-                # A submission that already ran out of time gets the CPU only when honest ones do not need it.
-                preexec_fn=confine.limiter(self.limits, niceness=10 if self.stats["timed_out"] else 0),
-                start_new_session=True,
-            )
-        except OSError as error:
+            if self._server is not None:
+                self._process = self._fork(requests_read, replies_write, output_write)
+            else:
+                self._process = self._start(requests_read, replies_write, output_write)
+        except (OSError, server.ServerError) as error:
             for fd in (requests_write, replies_read, output_read):
                 os.close(fd)
             raise self._internal(f"the worker process could not be started ({error})") from None
@@ -453,6 +485,36 @@ class IsolatedImplementation:
             for fd in (requests_read, replies_write, output_write):
                 os.close(fd)
         self._fds = {"requests": requests_write, "replies": replies_read, "output": output_read}
+        self._finish_spawn()
+
+    def _fork(self, requests_read: int, replies_write: int, output_write: int) -> server.ForkedWorker:
+        """A worker forked by this process's fork server (replaced first if it is tainted or gone)."""
+        assert self._uid is not None
+        current = _fork_server(self.plan)
+        if current is not self._server:  # the server was replaced: move the modules to the new one's folder
+            self._server = current
+            moved = self._new_scratch()
+            os.rmdir(moved)
+            shutil.move(str(self._scratch), str(moved))
+            self._scratch = moved
+            self._live["scratch"] = moved
+        return current.fork(self._scratch, self._uid, self.limits, 10 if self.stats["timed_out"] else 0,
+                            (requests_read, replies_write, output_write))
+
+    def _start(self, requests_read: int, replies_write: int, output_write: int) -> subprocess.Popen:
+        """A worker started on its own (its own sandbox, if any)."""
+        cmd, cwd = confine.command(self.plan, self._scratch, requests_read, replies_write, uid=self._uid)
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
+            stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
+            # A submission that already ran out of time gets the CPU only when honest ones do not need it.
+            preexec_fn=confine.limiter(self.limits, niceness=10 if self.stats["timed_out"] else 0),
+            start_new_session=True,
+        )
+
+    def _finish_spawn(self) -> None:
+        """Set up the new worker's pipes and send its init message (not waiting for the answer)."""
+        requests_write, replies_read, output_read = (self._fds[name] for name in ("requests", "replies", "output"))
         for fd in self._fds.values():
             os.set_blocking(fd, False)
         for fd in (requests_write, replies_read):
@@ -499,7 +561,8 @@ class IsolatedImplementation:
             raise self._internal(f"the worker process did not start: {str(reply)[:300]}")
         # What this process waited for the worker (a spare's start-up overlapped the student before).
         self.startup_seconds.append(time.perf_counter() - max(entered, self._spawned_at))
-        if self._process is not None:  # before any student code runs, the worker is bwrap's innermost process
+        if self._process is not None and self._process.pid > 0:
+            # Before any student code runs, the worker is bwrap's innermost process (a forked one has none).
             self._worker_pid = load.innermost_child(self._process.pid)
             self._load = load.LoadClock(self._worker_pid)
             if self.stats["timed_out"]:
@@ -542,7 +605,9 @@ class IsolatedImplementation:
         return code
 
     @staticmethod
-    def _kill(process: subprocess.Popen, uid: int | None = None) -> int | None:
+    def _kill(process: subprocess.Popen | server.ForkedWorker, uid: int | None = None) -> int | None:
+        if isinstance(process, server.ForkedWorker):
+            return process.stop()  # every process of its user, wherever it went
         if uid is not None:
             confine.kill_user(uid)  # every process the worker started, wherever it went (setsid, daemons)
         if process.poll() is None:
@@ -574,7 +639,7 @@ class IsolatedImplementation:
             return None
 
     @staticmethod
-    def _cleanup(scratch: Path, live: dict[str, Any]) -> None:
+    def _cleanup(live: dict[str, Any]) -> None:
         if live["process"] is not None:
             IsolatedImplementation._kill(live["process"], live.get("uid"))
         for fd in live["fds"].values():
@@ -582,7 +647,7 @@ class IsolatedImplementation:
                 os.close(fd)
             except OSError:
                 pass
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(live["scratch"], ignore_errors=True)
 
     # ------------------------------------------------------------------ channel IO (poll, no threads)
 

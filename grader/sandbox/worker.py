@@ -1025,29 +1025,223 @@ def _close_quietly(fd: int) -> None:
         pass
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of the worker process."""
-    options = dict(zip(argv[0::2], argv[1::2], strict=False))
-    read_fd, write_fd = int(options["--requests"]), int(options["--replies"])
-    if "--uid" in options:
-        _drop_privileges(int(options["--uid"]), int(options.get("--gid", options["--uid"])))
-    if options.get("--site"):
-        sys.path.append(options["--site"])
-    os.chdir(options["--modules"])
-    load_numpy()
-    protocol()  # before any student code runs
+def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
+    """Serve the grading process's requests over the two pipes until it closes them (numpy is imported)."""
+    os.chdir(modules)
     for fd in (read_fd, write_fd):
         os.set_inheritable(fd, False)  # programs that student code executes do not get the channel
     # A process that student code forks must never speak on the channel: close it there at once.
     os.register_at_fork(after_in_child=lambda: [_close_quietly(fd) for fd in (read_fd, write_fd)])
     channel = Channel(read_fd, write_fd)
-    worker = Worker(channel, os.path.realpath(options["--modules"]))
+    worker = Worker(channel, os.path.realpath(modules))
     while True:
         try:
             header, arrays = channel.receive()
         except EOFError:
             return 0
         worker.handle(header, arrays)
+
+
+# --------------------------------------------------------------------------- the fork server
+
+# Resource limits of a forked worker, in the order the grading process sends them (see grader.sandbox.limits).
+_LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
+_NOGROUP = 65534
+
+
+def serve(control_fd: int, students: str) -> int:
+    """The fork server: start each submission's worker by forking this process, numpy already imported.
+
+    The grading process starts one server per grading process, in a sandbox like a worker's, except that it
+    shows ``students`` (one folder per submission, each readable by that submission's own user only) instead
+    of one submission's modules. The server runs as root with only CAP_SETUID and CAP_SETGID and never runs
+    student code: it answers the requests of ``protocol.SERVER_REQUESTS`` on ``control_fd`` (a Unix socket;
+    ``fork`` brings the new worker's three pipes with it). A forked worker drops to its submission's user,
+    in a session of its own, with its limits, before it touches anything of the submission; it then runs
+    exactly what a worker started on its own runs (:func:`run_worker`). Starting a worker this way costs a
+    fork, not an interpreter and numpy's import (about 70 ms of CPU each).
+    """
+    import socket
+
+    load_numpy()
+    proto = protocol()
+    os.set_inheritable(control_fd, False)
+    control = socket.socket(fileno=control_fd)
+    exited: dict[int, int] = {}  # pid -> wait status of the forked workers that ended
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+        except OSError:
+            return 0
+        if not data:
+            return 0
+        try:
+            message = _loads(data.decode("utf-8"))
+            op = proto.check(message, proto.SERVER_REQUESTS)
+            if op != "fork" and fds:
+                raise ValueError(f"{op}: no file descriptors expected")
+            if op == "fork":
+                reply = _fork_worker(message, fds, control_fd, students)
+                fds = []  # closed by _fork_worker
+            elif op == "kill":
+                reply = _kill_user(message["uid"], exited)
+            elif op == "wait":
+                reply = {"status": "ok", "code": _wait_for(message["pid"], message["timeout"], exited)}
+            else:  # cannot happen: check() allows only the operations above
+                raise ValueError(f"operation {op!r} is not served")
+        except Exception as error:  # noqa: BLE001 - a bad request is answered, never the end of the server
+            reply = {"status": "error", "message": f"{type(error).__name__}: {error}"[:300]}
+        for fd in fds:
+            _close_quietly(fd)
+        control.send(_dumps(reply).encode("ascii"))
+
+
+def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) -> dict:
+    """Fork a worker for one submission (see :func:`serve`); the reply holds its pid."""
+    import resource
+
+    try:
+        name, uid, limits = message["modules"], message["uid"], message["limits"]
+        if len(fds) != 3:
+            raise ValueError(f"fork: expected 3 file descriptors, got {len(fds)}")
+        if not name or name.startswith(".") or "/" in name:
+            raise ValueError(f"fork: bad submission folder name {name[:40]!r}")
+        if not 0 < uid < 2**31 or len(limits) != len(_LIMITS) or not all(isinstance(n, int) for n in limits):
+            raise ValueError("fork: bad uid or limits")
+        modules = os.path.join(students, name, "modules")
+        pid = os.fork()
+    except BaseException:
+        for fd in fds:
+            _close_quietly(fd)
+        raise
+    if pid == 0:  # the worker: nothing of the server's but numpy and this code
+        code = 70
+        try:
+            requests, replies, output = fds
+            os.close(control_fd)
+            os.dup2(output, 1)
+            os.dup2(output, 2)
+            os.close(output)
+            low, high = sorted((requests, replies))
+            for start, end in ((3, low), (low + 1, high), (high + 1, 1 << 20)):  # nothing else of the server's
+                os.closerange(start, end)
+            os.setsid()  # a session (and a scheduling group) of its own, as a worker started by bwrap
+            if message["niceness"]:
+                os.nice(message["niceness"])
+            for rlimit, value in zip(_LIMITS, limits, strict=True):
+                number = getattr(resource, rlimit)
+                resource.setrlimit(number, (value, value + 1 if rlimit == "RLIMIT_CPU" else value))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue outlives it
+            _drop_privileges(uid, _NOGROUP)
+            # The command line a worker started on its own would have (student code may read it).
+            sys.argv = [sys.argv[0], "--requests", str(requests), "--replies", str(replies), "--modules", modules,
+                        "--uid", str(uid), "--gid", str(_NOGROUP)]
+            code = run_worker(requests, replies, modules)
+        except BaseException:  # noqa: BLE001 - told on the worker's output, which the grading side reports
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    for fd in fds:
+        _close_quietly(fd)
+    return {"status": "ok", "pid": pid}
+
+
+def _processes_of(uid: int) -> list[int]:
+    """The live (not zombie) processes of ``uid`` in this PID namespace."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+def _reap(exited: dict[int, int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        exited[pid] = status
+        if len(exited) > 10_000:  # statuses nobody asked for (never in practice)
+            exited.pop(next(iter(exited)))
+
+
+def _kill_user(uid: int, exited: dict[int, int]) -> dict:
+    """Kill every process of ``uid``; say whether anything of it is left (a reason to start a new server)."""
+    import signal
+    import time
+
+    if not 0 < uid < 2**31:
+        raise ValueError("kill: bad uid")
+    for attempt in range(20):
+        _reap(exited)
+        if not _processes_of(uid):
+            break
+        killer = os.fork()
+        if killer == 0:  # kill(-1) as that user reaches exactly that user's processes (and not the killer)
+            try:
+                _drop_privileges(uid, _NOGROUP)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
+        time.sleep(0.0005 * attempt)
+    _reap(exited)
+    left = _processes_of(uid)
+    # What could outlive a worker's processes in the namespaces it shares with the next ones: System V IPC
+    # objects (files are impossible: nothing but the submission's own folder is writable, and POSIX queues
+    # are disabled by RLIMIT_MSGQUEUE). Any of them, or a process that survived, and the server is replaced.
+    ipc = 0
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as table:
+                ipc += max(len(table.read().splitlines()) - 1, 0)
+        except OSError:
+            ipc += 1  # cannot tell: assume the worst
+    return {"status": "ok", "left": len(left), "tainted": bool(left or ipc)}
+
+
+def _wait_for(pid: int, timeout: float, exited: dict[int, int]) -> int | None:
+    """The exit code of forked worker ``pid`` (negative: the signal that ended it), waiting up to ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + max(0.0, min(float(timeout), 10.0))
+    while True:
+        _reap(exited)
+        if pid in exited:
+            status = exited.pop(pid)
+            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.001)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of the worker process (or, with ``--serve``, of the fork server)."""
+    options = dict(zip(argv[0::2], argv[1::2], strict=False))
+    if options.get("--site"):
+        sys.path.append(options["--site"])
+    if "--serve" in options:
+        return serve(int(options["--serve"]), options["--students"])
+    read_fd, write_fd = int(options["--requests"]), int(options["--replies"])
+    if "--uid" in options:
+        _drop_privileges(int(options["--uid"]), int(options.get("--gid", options["--uid"])))
+    os.chdir(options["--modules"])
+    load_numpy()
+    protocol()  # before any student code runs
+    return run_worker(read_fd, write_fd, options["--modules"])
 
 
 if __name__ == "__main__":

@@ -523,13 +523,15 @@ def test_fork_bomb_is_contained(isolated):
         pytest.skip(f"a fork bomb as root is only limited by an unprivileged user or a PID namespace: {impl.isolation}")
     softmax = impl.function("softmax", "softmax")  # the worker is up: note its PID namespace (or session)
     worker_pid = impl._process.pid
+    uid = impl._uid if impl.plan.drop_to is not None else None  # and its user, where it has one of its own
     children = [pid for pid in _pids() if _parent(pid) == worker_pid]
     own = _pid_namespace(os.getpid())
     namespace = next((_pid_namespace(pid) for pid in children if _pid_namespace(pid) != own), None)
     with pytest.raises((TimeoutError, OSError, WorkerCrashed)):
         softmax(np.zeros(2))
     # Every process of the bomb is gone with the worker: the whole PID namespace (or session) was killed.
-    left = [pid for pid in _pids() if (namespace and _pid_namespace(pid) == namespace) or _session(pid) == worker_pid]
+    left = [pid for pid in _pids() if (namespace and _pid_namespace(pid) == namespace and not impl.plan.forks)
+            or _session(pid) == worker_pid] + (_processes_of(uid) if uid is not None else [])
     assert not left, f"processes left behind: {[(pid, Path(f'/proc/{pid}/stat').read_text()) for pid in left]}"
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)
 
@@ -799,3 +801,75 @@ def test_large_frames_cross_both_ways_and_in_place_changes_come_back(isolated):
     result = impl.function("softmax", "softmax")(x)
     np.testing.assert_array_equal(x, expected)
     np.testing.assert_array_equal(result, expected * 2)
+
+
+# ---------------------------------------------------------------- the fork server (bwrap as root)
+
+
+def _forks_or_skip(implementation: IsolatedImplementation) -> None:
+    if not implementation.plan.forks:
+        pytest.skip(f"workers are started one by one here, not forked: {implementation.isolation}")
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for pid in _pids():
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if os.stat(f"/proc/{pid}").st_uid == uid and state != "Z":
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_forked_workers_cannot_reach_each_others_modules(isolated):
+    reader = ("def softmax(x, axis=-1):\n    import os\n"
+              "    if x == 'list':\n        return sorted(os.listdir(os.path.dirname(os.path.dirname(os.getcwd()))))\n"
+              "    return open(x).read()\n")
+    one = isolated({"softmax": reader})
+    _forks_or_skip(one)
+    other = isolated({"softmax": "def softmax(x, axis=-1):\n    return 'SECRET-OF-THE-OTHER'\n"})
+    assert other.function("softmax", "softmax")(np.zeros(2)) == "SECRET-OF-THE-OTHER"  # both workers are up
+    assert one._server is other._server  # one server forked both
+    read = one.function("softmax", "softmax")
+    # Even knowing the other's folder name (which it cannot list), a worker cannot read the other's modules.
+    path = f"{limits.STUDENTS_DIR}/{other._scratch.name}/modules/softmax.py"
+    with pytest.raises(PermissionError):
+        read(path)
+    with pytest.raises(PermissionError):
+        read("list")
+
+
+def test_what_a_forked_worker_leaves_running_dies_with_it(isolated):
+    daemon = ("def softmax(x, axis=-1):\n    import os, time\n"
+              "    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n"
+              "            while True:\n                time.sleep(0.1)\n        os._exit(0)\n"
+              "    time.sleep(0.2)\n    return x\n")
+    impl = isolated({"softmax": daemon})
+    _forks_or_skip(impl)
+    impl.function("softmax", "softmax")(np.zeros(2))
+    uid = impl._uid
+    assert len(_processes_of(uid)) >= 2  # the worker and its daemon, in a session of its own
+    server = impl._server
+    impl.close()
+    assert not _processes_of(uid), [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _processes_of(uid)]
+    assert not server.tainted  # nothing of it is left: the server goes on
+
+
+def test_a_leftover_ipc_object_replaces_the_fork_server(isolated):
+    planter = ("def softmax(x, axis=-1):\n    import ctypes\n"
+               "    libc = ctypes.CDLL(None, use_errno=True)\n"
+               "    if libc.shmget(0, 4096, 0o1666) < 0:\n        raise OSError(ctypes.get_errno(), 'shmget')\n"
+               "    return x\n")
+    impl = isolated({"softmax": planter})
+    _forks_or_skip(impl)
+    impl.function("softmax", "softmax")(np.zeros(2))
+    first = impl._server
+    first_process = first.process
+    impl.close()
+    assert first.tainted
+    after = isolated({})
+    assert after.function("masks", "causal_mask")(3).shape == (3, 3)
+    assert after._server is not first  # a new server (and a new IPC namespace) for the next submission
+    assert first_process.poll() is not None  # the old one is gone, and its namespaces with it

@@ -279,10 +279,17 @@ def test_the_worker_handles_only_the_requests_the_protocol_lists():
     import ast
 
     tree = ast.parse((ROOT / "grader" / "sandbox" / "worker.py").read_text(encoding="utf-8"))
-    handled = {node.comparators[0].value for node in ast.walk(tree)
-               if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "op"
-               and isinstance(node.comparators[0], ast.Constant)}
-    assert handled == set(protocol.REQUESTS)
+    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+
+    def handled(function: str) -> set[str]:
+        return {node.comparators[0].value for node in ast.walk(functions[function])
+                if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "op"
+                and isinstance(node.comparators[0], ast.Constant)}
+
+    assert handled("dispatch") == set(protocol.REQUESTS)  # what the grading process may ask a worker
+    assert handled("serve") == set(protocol.SERVER_REQUESTS)  # what it may ask the fork server
+    elsewhere = {op for name in functions if name not in ("dispatch", "serve") for op in handled(name)}
+    assert not elsewhere, f"operations handled outside dispatch() and serve(): {elsewhere}"
 
 
 def test_a_reference_error_reaches_the_student_as_type_and_message_only(isolated, tmp_path):
@@ -456,6 +463,11 @@ def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypat
     monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", "1")  # no second long-lived pytest session inside this one
     monkeypatch.setattr(confine, "command", lambda *args, **kwargs: ([sys.executable, "-c", "raise SystemExit(3)"],
                                                                     str(tmp_path)))
+    # A fork server (where workers are forked) that does not start either; none of this process's is reused.
+    monkeypatch.setattr(confine, "server_command", lambda *args, **kwargs: [sys.executable, "-c", "exit(3)"])
+    from grader.sandbox import proxy
+
+    monkeypatch.setattr(proxy, "_SERVER", [])
     folder = copy_reference(tmp_path / "ada")
     suite = [f for f in grade.graded_suite(None, ["softmax"])[0]]
     job = {"student": "ada", "folder": str(folder), "files": [f.path for f in suite], "fair": True,

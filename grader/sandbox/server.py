@@ -1,0 +1,240 @@
+"""The fork server: one sandbox per grading process that forks a worker per submission.
+
+A worker started on its own costs an interpreter and numpy's import, about
+70 ms of CPU, for every submission and every restart after a timeout. Where
+each worker also runs as a user of its own (bubblewrap, the grader as root:
+``limits.Plan.forks``), the grading process instead starts one sandbox whose
+root process has imported numpy once (``worker.serve``) and asks it to
+fork each worker. The users keep those workers apart, as their own sandboxes
+did:
+
+* every submission's modules are in a folder of the server's ``students/``
+  folder that only its worker's user can read (the parent folder cannot be
+  listed), and nothing else in the sandbox is writable;
+* killing a worker kills every process of its user (``kill -1`` as that
+  user), and a server that finds anything of a user left afterwards (a
+  process, a System V IPC object) is replaced before the next worker;
+* the server itself never runs student code, answers only
+  ``protocol.SERVER_REQUESTS``, and a worker closes the server's socket
+  before anything else.
+
+:class:`ForkedWorker` stands in for the ``subprocess.Popen`` of a worker
+started on its own, so the rest of ``grader.sandbox.proxy`` treats both alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+from grader.sandbox import limits as confine
+from grader.sandbox import load, worker
+
+STARTUP_TIMEOUT = 30.0  # the server's start (an interpreter and numpy), as a worker's
+REQUEST_TIMEOUT = 15.0  # any other answer of the server (a kill waits at most ~1 s inside)
+
+
+class ServerError(RuntimeError):
+    """The fork server could not be started or did not answer."""
+
+
+class ForkServer:
+    """One fork server (its sandbox, its socket and its folder of submissions).
+
+    Parameters
+    ----------
+    plan : grader.sandbox.limits.Plan
+        A plan that ``forks``.
+    parent : str or None
+        The folder to make the server's own folder in (the batch's scratch folder), or the system's.
+    worker_files : dict of str to bytes
+        ``worker.py``, ``protocol.py`` and optionally ``worker.pyc``, as the sandbox shows them.
+    """
+
+    def __init__(self, plan: confine.Plan, parent: str | None, worker_files: dict[str, bytes]) -> None:
+        self.plan = plan
+        self.folder = Path(tempfile.mkdtemp(prefix="attention-kit-server-", dir=parent))
+        self.tainted = False  # something of a worker outlived it: replace this server before the next one
+        self.process: subprocess.Popen | None = None
+        self._socket: socket.socket | None = None
+        self._pid: int | None = None  # the host pid of the server's own process
+        try:
+            os.chmod(self.folder, 0o755)
+            for name, data in worker_files.items():
+                (self.folder / name).write_bytes(data)
+                os.chmod(self.folder / name, 0o644)
+            self.students = self.folder / "students"
+            self.students.mkdir(mode=0o711)
+            os.chmod(self.students, 0o711)  # others may pass through, never list
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                command = confine.server_command(plan, self.folder, theirs.fileno())
+                self.process = subprocess.Popen(
+                    command, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),),
+                    start_new_session=True)
+            finally:
+                theirs.close()
+            self._socket = ours
+        except OSError as error:
+            self.close()
+            raise ServerError(f"the fork server could not be started ({error})") from None
+
+    # ------------------------------------------------------------------ requests
+
+    def _request(self, message: dict, fds: tuple[int, ...] = (), timeout: float = REQUEST_TIMEOUT) -> dict:
+        if self._socket is None:
+            raise ServerError("the fork server is closed")
+        try:
+            self._socket.settimeout(timeout)
+            socket.send_fds(self._socket, [worker._dumps(message).encode("ascii")], list(fds))
+            data = self._socket.recv(1 << 16)
+        except OSError as error:  # socket.timeout included
+            raise ServerError(f"the fork server did not answer ({error or type(error).__name__}; "
+                              f"{self._last_words()})") from None
+        if not data:
+            raise ServerError(f"the fork server ended ({self._last_words()})")
+        try:
+            reply = worker._loads(data.decode("ascii"))
+        except (ValueError, UnicodeDecodeError):
+            reply = None
+        if not isinstance(reply, dict) or reply.get("status") != "ok":
+            raise ServerError(f"the fork server refused {message.get('op')!r}: {str(reply)[:300]}")
+        return reply
+
+    def _last_words(self) -> str:
+        process = self.process
+        if process is None or process.poll() is None:
+            return "it is still running"
+        text = process.stderr.read().decode("utf-8", "replace").strip() if process.stderr else ""
+        return f"exit status {process.returncode}; its last output: {(text.splitlines() or ['none'])[-1][:300]}"
+
+    def fork(self, folder: Path, uid: int, limits: confine.Limits, niceness: int,
+             pipes: tuple[int, int, int]) -> ForkedWorker:
+        """Fork a worker for the submission ``folder`` (a folder of ``students``, holding ``modules/``).
+
+        ``pipes``: the worker's requests (read end), replies and output (write ends); they stay open here,
+        for the caller to close. ``folder``'s modules are handed to ``uid`` (readable by it alone) first.
+        """
+        if folder.parent != self.students:
+            raise ValueError(f"{folder}: not a folder of this server's submissions")
+        modules = folder / "modules"
+        os.chown(folder, 0, 0)
+        os.chmod(folder, 0o711)
+        for entry in modules.iterdir():
+            os.chown(entry, uid, confine.UNPRIVILEGED_GID)
+            os.chmod(entry, 0o400)
+        os.chown(modules, uid, confine.UNPRIVILEGED_GID)
+        os.chmod(modules, 0o500)
+        first = self._pid is None
+        reply = self._request({"op": "fork", "modules": folder.name, "uid": uid,
+                               "limits": confine.limit_values(limits), "niceness": niceness},
+                              pipes, timeout=STARTUP_TIMEOUT if first else REQUEST_TIMEOUT)
+        if first and self.process is not None:
+            self._pid = load.innermost_child(self.process.pid, hops=2)  # bwrap, its init, then the server
+        pid = reply.get("pid")
+        if not isinstance(pid, int):
+            raise ServerError(f"the fork server's answer has no pid: {str(reply)[:200]}")
+        return ForkedWorker(self, pid, self._host_pid(pid), uid)
+
+    def _host_pid(self, pid: int) -> int | None:
+        """The host pid of the server's child ``pid`` (a pid of the server's PID namespace)."""
+        if self._pid is None:
+            return None
+        try:
+            children = Path(f"/proc/{self._pid}/task/{self._pid}/children").read_text().split()
+        except OSError:
+            return None
+        for child in children:
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{child}/status").read_text().splitlines():
+                    if line.startswith("NSpid:"):
+                        if line.split()[-1] == str(pid):
+                            return int(child)
+                        break
+        return None
+
+    def kill_user(self, uid: int) -> None:
+        """Kill every process of ``uid`` in the sandbox; mark the server tainted if anything of it is left."""
+        reply = self._request({"op": "kill", "uid": uid})
+        if reply.get("tainted") is not False:
+            self.tainted = True
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        """The exit code of the forked worker ``pid`` (negative: its signal), or None if it still runs."""
+        code = self._request({"op": "wait", "pid": pid, "timeout": float(timeout)},
+                             timeout=REQUEST_TIMEOUT + timeout).get("code")
+        return code if isinstance(code, int) else None
+
+    @property
+    def alive(self) -> bool:
+        """Whether the server runs and its folder of submissions is still there (a batch removes its own)."""
+        return (self._socket is not None and self.process is not None and self.process.poll() is None
+                and self.students.is_dir())
+
+    def close(self) -> None:
+        """Stop the server (its sandbox ends every process in it) and remove its folder."""
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+        process, self.process = self.process, None
+        if process is not None:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, 9)
+                process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+            if process.stderr is not None:
+                process.stderr.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ForkedWorker:
+    """A worker forked by a :class:`ForkServer`, with what ``proxy`` uses of a ``subprocess.Popen``."""
+
+    args = ("worker forked by the fork server",)
+
+    def __init__(self, server: ForkServer, pid: int, host_pid: int | None, uid: int) -> None:
+        self.server = server
+        self.server_pid = pid  # in the server's PID namespace
+        self.pid = host_pid if host_pid is not None else -1
+        self.uid = uid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code if the worker ended (the server reaped it), else None."""
+        return self.wait(0.0)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait up to ``timeout`` seconds for the worker to end; its exit code, or None if it still runs."""
+        if self.returncode is None:
+            try:
+                self.returncode = self.server.wait(self.server_pid, 10.0 if timeout is None else timeout)
+            except ServerError:
+                self.returncode = -9  # the server (and so its sandbox and every worker in it) is gone
+        return self.returncode
+
+    def stop(self) -> int | None:
+        """Kill the worker and everything it started (every process of its user); its exit code."""
+        if self.returncode is None:
+            try:
+                self.server.kill_user(self.uid)
+            except ServerError:
+                self.server.tainted = True
+                return None
+        return self.wait(2.0)
+
+
+def worker_files(worker_source: Path, protocol_source: Path, compiled: bytes | None) -> dict[str, bytes]:
+    """What a fork server's folder holds besides ``students/``."""
+    files = {"worker.py": worker_source.read_bytes(), "protocol.py": protocol_source.read_bytes()}
+    if compiled is not None:
+        files["worker.pyc"] = compiled
+    return files
+
