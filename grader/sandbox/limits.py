@@ -8,7 +8,9 @@ The best available confinement is chosen once per process:
   numpy (read-only), the system libraries and nothing else: not the kit, not
   ``solutions/``, not the tests, not other submissions. There is no network.
   When the grader runs as root, the worker also drops to an unprivileged user
-  of its own (``fresh_uid``, no account needed) before it touches student code.
+  of its own (``fresh_uid``, no account needed) before it touches student code,
+  and the workers of one grading process are forked by one sandbox
+  (``Plan.forks``, ``server_command``; see ``grader.sandbox.server``).
 * otherwise there is no isolation, and :func:`choose` refuses to run student
   code (``IsolationUnavailable``, naming what is missing and how to get it),
   unless the caller's policy says otherwise:

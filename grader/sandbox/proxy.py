@@ -122,12 +122,13 @@ def _fork_server(plan: confine.Plan) -> server.ForkServer:
 
 
 def _close_server() -> None:
+    IsolatedImplementation.close_spares()  # first: a spare may be a worker of the server
     while _SERVER:
         with contextlib.suppress(Exception):
             _SERVER.pop().close()
 
 
-atexit.register(_close_server)  # registered after the spares' hook, so it runs before it: the spares need it not
+atexit.register(_close_server)
 
 _COMPILED: dict[str, bytes | None] = {}
 
@@ -345,9 +346,17 @@ class IsolatedImplementation:
 
     @classmethod
     def keep_spare(cls, **options: Any) -> None:
-        """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process)."""
+        """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process).
+
+        Where workers are forked (``Plan.forks``), a fork takes milliseconds: only the fork server is started
+        (if it is not running), and no spare is kept.
+        """
         while _SPARES:
             _SPARES.pop()[1].close()
+        the_plan = confine.choose(options.get("policy", "require"))
+        if the_plan.forks:
+            _fork_server(the_plan)
+            return
         empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-", dir=_scratch_parent()))
         try:
             spare = cls(empty, **options)
@@ -368,6 +377,8 @@ class IsolatedImplementation:
     @property
     def isolation(self) -> str:
         """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker"``."""
+        if self._server is not None:
+            return f"{self.plan.description}; the workers forked by one such sandbox per grading process"
         return self.plan.description
 
     @property

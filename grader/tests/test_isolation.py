@@ -483,7 +483,12 @@ def test_the_load_clock_reads_this_machines_cpu_waits():
     chain = subprocess.Popen(["sh", "-c", "sleep 30; true"])  # sh, then its child sleep
     try:
         deadline = time.monotonic() + 5
-        while load.innermost_child(chain.pid) == chain.pid and time.monotonic() < deadline:
+
+        def started() -> bool:  # sh has forked its child, and the child has become sleep (not sh's copy yet)
+            end = load.innermost_child(chain.pid)
+            return end != chain.pid and Path(f"/proc/{end}/cmdline").read_bytes().startswith(b"sleep")
+
+        while not started() and time.monotonic() < deadline:
             time.sleep(0.01)
         end = load.innermost_child(chain.pid)
         assert end != chain.pid and Path(f"/proc/{end}/cmdline").read_bytes().startswith(b"sleep")
