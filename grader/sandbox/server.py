@@ -221,13 +221,15 @@ class ForkedWorker:
         return self.returncode
 
     def stop(self) -> int | None:
-        """Kill the worker and everything it started (every process of its user); its exit code."""
-        if self.returncode is None:
-            try:
-                self.server.kill_user(self.uid)
-            except ServerError:
-                self.server.tainted = True
-                return None
+        """Kill the worker and everything it started (every process of its user); its exit code.
+
+        Also when the worker has ended by itself: what it started may still run.
+        """
+        try:
+            self.server.kill_user(self.uid)
+        except ServerError:
+            self.server.tainted = True
+            return self.returncode
         return self.wait(2.0)
 
 

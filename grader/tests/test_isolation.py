@@ -878,3 +878,25 @@ def test_a_leftover_ipc_object_replaces_the_fork_server(isolated):
     assert after.function("masks", "causal_mask")(3).shape == (3, 3)
     assert after._server is not first  # a new server (and a new IPC namespace) for the next submission
     assert first_process.poll() is not None  # the old one is gone, and its namespaces with it
+
+
+def test_what_a_worker_started_dies_even_when_the_worker_ended_itself(isolated):
+    quitter = ("def softmax(x, axis=-1):\n    import os, time\n"
+               "    if os.fork() == 0:\n        os.setsid()\n        while True:\n            time.sleep(0.1)\n"
+               "    time.sleep(0.2)\n    os._exit(3)\n")
+    impl = isolated({"softmax": quitter})
+    _forks_or_skip(impl)
+    softmax = impl.function("softmax", "softmax")  # the worker is up
+    uid = impl._uid
+    with pytest.raises(WorkerCrashed, match="exit code 3"):
+        softmax(np.zeros(2))
+    # The worker exited by itself; the process it left behind went with it, by its user.
+    assert not _processes_of(uid), [_cmdline(pid) for pid in _processes_of(uid)]
+    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
