@@ -501,16 +501,22 @@ class IsolatedImplementation:
     def _fork(self, requests_read: int, replies_write: int, output_write: int) -> server.ForkedWorker:
         """A worker forked by this process's fork server (replaced first if it is tainted or gone)."""
         assert self._uid is not None
+        if self._server is not None and (self._server.tainted or not self._server.alive):
+            self._move_scratch(None)  # out of the old server's folder, which goes with it
         current = _fork_server(self.plan)
-        if current is not self._server:  # the server was replaced: move the modules to the new one's folder
+        if current is not self._server:  # into the new server's folder of submissions
             self._server = current
-            moved = self._new_scratch()
-            os.rmdir(moved)
-            shutil.move(str(self._scratch), str(moved))
-            self._scratch = moved
-            self._live["scratch"] = moved
+            self._move_scratch(current)
         return current.fork(self._scratch, self._uid, self.limits, 10 if self.stats["timed_out"] else 0,
                             (requests_read, replies_write, output_write))
+
+    def _move_scratch(self, to: server.ForkServer | None) -> None:
+        moved = Path(tempfile.mkdtemp(prefix="attention-kit-worker-",
+                                      dir=str(to.students) if to is not None else _scratch_parent()))
+        os.rmdir(moved)
+        shutil.move(str(self._scratch), str(moved))
+        self._scratch = moved
+        self._live["scratch"] = moved
 
     def _start(self, requests_read: int, replies_write: int, output_write: int) -> subprocess.Popen:
         """A worker started on its own (its own sandbox, if any)."""
@@ -1024,8 +1030,13 @@ class IsolatedImplementation:
             self.stats["crashed"] += 1
             self.stats["requests"] += not counted
             detail = str(error)
+            process = self._process
             code = self._stop(ended=not detail)
             self.restarts += 1
+            if isinstance(process, server.ForkedWorker) and process.server_lost:
+                self.stats["crashed"] -= 1  # not the student's doing: the sandbox of every worker went
+                raise self._internal(f"the fork server (the sandbox of the workers) ended while running {what}") \
+                    from None
             if detail:
                 raise WorkerCrashed(f"{detail} while running {what}") from None
             raise WorkerCrashed(f"your code ended the worker process ({_describe_exit(code, self.plan.mode)}) "

@@ -206,6 +206,7 @@ class ForkedWorker:
         self.pid = host_pid if host_pid is not None else -1
         self.uid = uid
         self.returncode: int | None = None
+        self.server_lost = False  # the server ended under it (so did the worker): the grader's failure
 
     def poll(self) -> int | None:
         """The exit code if the worker ended (the server reaped it), else None."""
@@ -218,6 +219,7 @@ class ForkedWorker:
                 self.returncode = self.server.wait(self.server_pid, 10.0 if timeout is None else timeout)
             except ServerError:
                 self.returncode = -9  # the server (and so its sandbox and every worker in it) is gone
+                self.server_lost = True
         return self.returncode
 
     def stop(self) -> int | None:
@@ -229,6 +231,7 @@ class ForkedWorker:
             self.server.kill_user(self.uid)
         except ServerError:
             self.server.tainted = True
+            self.server_lost = self.server_lost or self.returncode is None
             return self.returncode
         return self.wait(2.0)
 

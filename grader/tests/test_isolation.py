@@ -22,7 +22,7 @@ import pytest
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits, load, worker
-from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
+from grader.sandbox.proxy import IsolatedImplementation, Limits, SandboxError, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
 
 SOLUTIONS = ROOT / "solutions"
@@ -900,3 +900,22 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_a_fork_server_that_ends_under_a_call_is_the_graders_failure(isolated):
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import time\n    time.sleep(1.5)\n    return x\n"})
+    _forks_or_skip(impl)
+    softmax = impl.function("softmax", "softmax")
+    import threading
+
+    server = impl._server
+    killer = threading.Timer(0.5, lambda: os.killpg(server.process.pid, 9))  # the server's whole sandbox
+    killer.start()
+    try:
+        with pytest.raises(SandboxError, match="fork server"):
+            softmax(np.zeros(2))
+    finally:
+        killer.cancel()
+    assert impl.internal and impl.stats["crashed"] == 0  # not a crash of the student's code
+    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a new server, a new worker
+    assert impl._server is not server
