@@ -1114,7 +1114,7 @@ def grade_batch(
         echo(f"error: {error}")
         return 2
     limits = Limits(student_seconds=budget)
-    echo(f"Isolation: {plan.description}")
+    echo(f"Isolation: {plan.summary}")
     echo(f"Limits: {limits.describe()}")
     if not plan.isolated:
         echo("WARNING: grading is NOT ISOLATED: student code can read and change what this user can.")

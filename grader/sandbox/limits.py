@@ -58,6 +58,7 @@ PROTOCOL_FILE = SANDBOX_DIR + "/protocol.py"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
 SIMULATE_NO_BWRAP = "ATTENTION_KIT_SIMULATE_NO_BWRAP"
 NO_FORK_SERVER = "ATTENTION_KIT_NO_FORK_SERVER"
+FORKED = "; the workers forked by one such sandbox per grading process"
 STUDENTS_DIR = SANDBOX_DIR + "/students"  # the fork server's folder of submissions (one folder each)
 POLICIES = ("require", "container", "none")
 # Without a PID namespace, each worker runs as a user of its own, from this range (no account needed):
@@ -146,6 +147,11 @@ class Plan:
         server apart, as their own sandboxes would. ``ATTENTION_KIT_NO_FORK_SERVER=1`` starts them one by one.
         """
         return self.mode == "bwrap" and self.drop_to is not None and os.environ.get(NO_FORK_SERVER) != "1"
+
+    @property
+    def summary(self) -> str:
+        """``description``, and whether the workers are forked (what the grader prints and reports)."""
+        return f"{self.description}{FORKED if self.forks else ''}"
 
 
 def interpreter_paths() -> tuple[str, str, list[str]]:

@@ -52,7 +52,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     from grader.sandbox.limits import plan
 
-    return f"attention-kit: isolated worker, {plan().description}, fair={not config.getoption('--no-fair')}"
+    return f"attention-kit: isolated worker, {plan().summary}, fair={not config.getoption('--no-fair')}"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -377,9 +377,7 @@ class IsolatedImplementation:
     @property
     def isolation(self) -> str:
         """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker"``."""
-        if self._server is not None:
-            return f"{self.plan.description}; the workers forked by one such sandbox per grading process"
-        return self.plan.description
+        return self.plan.description + (confine.FORKED if self._server is not None else "")
 
     @property
     def output(self) -> str:
