@@ -109,6 +109,9 @@ class ForkServer:
 
     def _last_words(self) -> str:
         process = self.process
+        if process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=1)  # it closed its socket: it is ending
         if process is None or process.poll() is None:
             return "it is still running"
         text = process.stderr.read().decode("utf-8", "replace").strip() if process.stderr else ""
