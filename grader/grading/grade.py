@@ -767,6 +767,9 @@ def _worker_main(connection: Any, root: str) -> None:
     os.chdir(root)
     # Ctrl-C is the parent's to handle: it stops this process; a half-graded student is not saved.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from grader.sandbox import proxy
+
+    proxy.on_slow = lambda: connection.send(SLOW_NOTE)  # the batch may give this process's slot to another
     with contextlib.suppress(KeyboardInterrupt):  # the parent handles Ctrl-C and stops us
         while True:
             job = connection.recv()
@@ -785,6 +788,10 @@ def _worker_main(connection: Any, root: str) -> None:
             connection.send(result)
 
 
+# What a grading process sends before its result when a call of its student runs long (``proxy.SLOW_CALL``).
+SLOW_NOTE = ("slow",)
+
+
 class _Worker:
     def __init__(self, context: Any) -> None:
         self.connection, child = context.Pipe()
@@ -793,9 +800,10 @@ class _Worker:
         child.close()
         self.job: dict[str, Any] | None = None
         self.started = 0.0
+        self.slow = False  # its student is a slow one (it said so, or it has been busy for SLOW_AFTER)
 
     def send(self, job: dict[str, Any]) -> None:
-        self.job, self.started = job, time.monotonic()
+        self.job, self.started, self.slow = job, time.monotonic(), False
         self.connection.send(job)
 
     def stop(self, wait: float = 2.0) -> None:
@@ -833,7 +841,8 @@ def run_jobs(jobs: Iterable[dict[str, Any]], processes: int, timeout: float) -> 
     A process that dies or overruns ``timeout`` costs only its current
     student (who gets a row saying why); a fresh process takes its place.
 
-    A slow submission does not hold up the others: while a process has been
+    A slow submission does not hold up the others: once its process has
+    said so (``SLOW_NOTE``: a call ran past ``proxy.SLOW_CALL``), or has been
     on one student for more than ``SLOW_AFTER`` seconds (honest ones take
     about one), it no longer counts as one of the ``processes`` slots, and
     another process takes the next student (at most ``MAX_EXTRA`` extra). The
@@ -873,7 +882,7 @@ def run_jobs(jobs: Iterable[dict[str, Any]], processes: int, timeout: float) -> 
     try:
         while True:
             now = time.monotonic()
-            fast = sum(1 for w in workers if w.job is not None and now - w.started <= SLOW_AFTER)
+            fast = sum(1 for w in workers if w.job is not None and not w.slow and now - w.started <= SLOW_AFTER)
             idle = [w for w in workers if w.job is None]
             while fast < processes and (pending or pull()):
                 if not idle:
@@ -899,6 +908,9 @@ def run_jobs(jobs: Iterable[dict[str, Any]], processes: int, timeout: float) -> 
                         result = worker.connection.recv()
                     except (EOFError, OSError):
                         result, replace = None, True
+                    if result == SLOW_NOTE:  # its student is slow: its slot goes to the next student now
+                        worker.slow, result = True, None
+                        continue
                 if result is None and not worker.process.is_alive():
                     worker.process.join(0.1)
                     result = {"error": _death_reason(worker.process.exitcode)}

@@ -30,6 +30,7 @@ import atexit
 import contextlib
 import fcntl
 import inspect
+import math
 import os
 import select
 import shutil
@@ -72,6 +73,11 @@ FAIR_VIEW_ALL = protocol.VIEW_ALL
 LOAD_ALLOWANCE = 2.0
 # A call shorter than this is charged in full to the budget (reading the CPU waits costs more than it could forgive).
 LOAD_CHECK_AFTER = 0.2
+# A call still running after this many seconds makes its submission a slow one (the suite's longest honest call
+# takes a tenth of a second): ``on_slow`` is called once per submission, and the batch then stops counting that
+# grading process as one of its ``--jobs`` (``grader.grading.grade.run_jobs``), instead of after 4 s of grading.
+SLOW_CALL = 1.5
+on_slow: Callable[[], None] | None = None
 CALLBACK_START = b'{"h":{"op":"callback",'  # how the worker's callback frames begin (see Worker.forwarder)
 
 
@@ -275,6 +281,7 @@ class IsolatedImplementation:
         self.refused: list[str] = []  # the distinct callbacks the channel refused (at most 20; see refusals)
         self.refusals = 0
         self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
+        self.slow = False  # a call of this submission ran past SLOW_CALL
         self.spent = 0.0  # seconds of student code so far (the reference's time not counted)
         self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
         self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
@@ -292,6 +299,7 @@ class IsolatedImplementation:
         self._load: load.LoadClock | None = None  # the CPU waits of the current worker and of this process
         self._worker_pid: int | None = None  # the host pid of the current worker's own process
         self._forgiven = 0.0  # seconds of the current call's CPU waits added to its deadline
+        self._slow_at = math.inf  # when the current call makes this submission a slow one (see SLOW_CALL)
         self.forgiven = 0.0  # seconds of CPU waits forgiven to this submission so far (see LOAD_ALLOWANCE)
         self._buffer = bytearray()
         self._failures: dict[tuple[str, str], str] = {}
@@ -700,7 +708,12 @@ class IsolatedImplementation:
         """
         poller, replies, requests = self._pollers[write], self._fds["replies"], self._fds["requests"]
         while True:
-            remaining = deadline + self._forgiven - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline + self._forgiven - now
+            if now >= self._slow_at:
+                self._noticed_slow()
+            elif self._slow_at < now + remaining:  # wake up when the call becomes slow, to say so
+                remaining = self._slow_at - now + 1e-3
             if remaining <= 0:
                 if self._forgive():
                     # Past its time, a call runs on at a lower priority: an honest one still ends, one that loops
@@ -718,6 +731,13 @@ class IsolatedImplementation:
                     self._read_output(fd)
             if replies_ready or writable:
                 return replies_ready, writable
+
+    def _noticed_slow(self) -> None:
+        self._slow_at = math.inf
+        self.slow = True
+        if on_slow is not None:
+            with contextlib.suppress(Exception):  # telling is a courtesy: never the student's failure
+                on_slow()
 
     def _forgive(self) -> bool:
         """At a call's deadline: move it on by the CPU waits so far (the load's time); False if nothing more."""
@@ -844,6 +864,8 @@ class IsolatedImplementation:
         begun = time.monotonic()
         reference_seconds = 0.0
         deadline = begun + timeout
+        if on_slow is not None and not self.slow:
+            self._slow_at = begun + SLOW_CALL
         callbacks = 0
         try:
             self._send(worker.pack(header, arrays), deadline)
@@ -882,6 +904,7 @@ class IsolatedImplementation:
                 # Sending is the student's time: a worker that reads its answer slowly spends its own budget.
                 self._send(answer, deadline)
         finally:
+            self._slow_at = math.inf
             wall = time.monotonic() - begun
             if wall > LOAD_CHECK_AFTER:  # a long call: the time it waited for a CPU is not the student's either
                 self._forgive()

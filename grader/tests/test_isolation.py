@@ -919,3 +919,18 @@ def test_a_fork_server_that_ends_under_a_call_is_the_graders_failure(isolated):
     assert impl.internal and impl.stats["crashed"] == 0  # not a crash of the student's code
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a new server, a new worker
     assert impl._server is not server
+
+
+def test_a_call_that_runs_long_makes_its_submission_slow_once(isolated, monkeypatch):
+    from grader.sandbox import proxy
+
+    told: list[int] = []
+    monkeypatch.setattr(proxy, "on_slow", lambda: told.append(1))
+    monkeypatch.setattr(proxy, "SLOW_CALL", 0.3)
+    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import time\n    time.sleep(0.6)\n    return x\n"})
+    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)
+    assert told == [] and not impl.slow  # quick calls say nothing
+    softmax = impl.function("softmax", "softmax")
+    softmax(np.zeros(2))
+    softmax(np.zeros(2))
+    assert told == [1] and impl.slow  # said once, while the first long call still ran
