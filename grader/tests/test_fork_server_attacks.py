@@ -1,0 +1,82 @@
+"""Hostile submissions against the fork server (bwrap as root: one sandbox forks every worker).
+
+Workers forked by one server share its PID, IPC, network, UTS and mount namespaces, which a sandbox per
+worker never did: only their users keep them apart. Each test here is one way a submission tried to outlive
+its worker or reach another submission; each must fail to.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox.proxy import IsolatedImplementation, WorkerCrashed
+from grader.tests.test_isolation import FAST, make_submission
+
+
+@pytest.fixture
+def isolated(tmp_path):
+    """Factory: an IsolatedImplementation of a planted submission, closed after the test."""
+    opened: list[IsolatedImplementation] = []
+
+    def build(changes: dict[str, str] | None = None, **options) -> IsolatedImplementation:
+        folder = make_submission(tmp_path / f"student{len(opened)}", **(changes or {}))
+        implementation = IsolatedImplementation(folder, limits=options.pop("limits", FAST), **options)
+        opened.append(implementation)
+        return implementation
+
+    yield build
+    for implementation in opened:
+        implementation.close()
+
+
+def _forks_or_skip(implementation) -> None:
+    if not implementation.plan.forks:
+        pytest.skip(f"workers are started one by one here, not forked: {implementation.isolation}")
+
+
+def _alive_processes_of(uid: int) -> list[int]:
+    """Processes of ``uid`` with at least one thread that is not a zombie (a zombie leader can hide threads)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            states = []
+            for task in os.listdir(f"/proc/{entry}/task"):
+                states.append(Path(f"/proc/{entry}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            continue
+        if any(state not in ("Z", "X") for state in states):
+            found.append(int(entry))
+    return found
+
+
+DAEMON_THEN_EXIT = """
+def softmax(x, axis=-1):
+    import os, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            while True:
+                time.sleep(0.1)
+        os._exit(0)
+    time.sleep(0.2)
+    os._exit(0)  # the worker ends by itself: the grading side learns its exit code before it stops it
+"""
+
+
+def test_a_daemon_outlives_a_worker_that_exits_by_itself(isolated):
+    impl = isolated({"softmax": DAEMON_THEN_EXIT})
+    _forks_or_skip(impl)
+    uid = impl._uid
+    with pytest.raises(WorkerCrashed):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    impl.close()
+    left = _alive_processes_of(uid)
+    assert not left, f"the daemon of a worker that exited by itself still runs (pids {left}) in the fork server"
