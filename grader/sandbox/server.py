@@ -221,13 +221,16 @@ class ForkedWorker:
         return self.returncode
 
     def stop(self) -> int | None:
-        """Kill the worker and everything it started (every process of its user); its exit code."""
-        if self.returncode is None:
-            try:
-                self.server.kill_user(self.uid)
-            except ServerError:
-                self.server.tainted = True
-                return None
+        """Kill the worker and everything it started (every process of its user); its exit code.
+
+        Always, even when the worker already ended by itself: what it started (a daemon in a session of its
+        own) outlives it in the server's namespaces, which the next submissions share.
+        """
+        try:
+            self.server.kill_user(self.uid)
+        except ServerError:
+            self.server.tainted = True
+            return self.returncode
         return self.wait(2.0)
 
 
