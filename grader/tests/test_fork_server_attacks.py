@@ -80,3 +80,32 @@ def test_a_daemon_outlives_a_worker_that_exits_by_itself(isolated):
     impl.close()
     left = _alive_processes_of(uid)
     assert not left, f"the daemon of a worker that exited by itself still runs (pids {left}) in the fork server"
+
+
+ZOMBIE_LEADER = """
+def softmax(x, axis=-1):
+    import os, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            import ctypes, threading
+            def spin():
+                while True:
+                    time.sleep(0.1)
+            threading.Thread(target=spin).start()
+            ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the main thread alone ends, /proc shows the process as Z
+        os._exit(0)
+    time.sleep(0.3)
+    os._exit(0)
+"""
+
+
+def test_a_process_whose_main_thread_exited_is_still_killed(isolated):
+    impl = isolated({"softmax": ZOMBIE_LEADER})
+    _forks_or_skip(impl)
+    uid = impl._uid
+    with pytest.raises(WorkerCrashed):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    impl.close()
+    left = _alive_processes_of(uid)
+    assert not left, f"a process with a zombie main thread and a live thread survived its worker (pids {left})"
