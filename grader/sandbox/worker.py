@@ -1148,7 +1148,11 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
 
 
 def _processes_of(uid: int) -> list[int]:
-    """The live (not zombie) processes of ``uid`` in this PID namespace."""
+    """The live processes of ``uid`` in this PID namespace: those with a thread that is not a zombie.
+
+    Not the main thread's state alone: a process whose main thread ended (``SYS_exit``) shows as a zombie in
+    ``/proc/<pid>/stat`` while its other threads run on.
+    """
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -1156,12 +1160,18 @@ def _processes_of(uid: int) -> list[int]:
         try:
             if os.stat(f"/proc/{entry}").st_uid != uid:
                 continue
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                state = stat.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            tasks = os.listdir(f"/proc/{entry}/task")
+        except OSError:
             continue
-        if state not in (b"Z", b"X"):
-            found.append(int(entry))
+        for task in tasks:
+            try:
+                with open(f"/proc/{entry}/task/{task}/stat", "rb") as stat:
+                    state = stat.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                found.append(int(entry))
+                break
     return found
 
 
@@ -1187,7 +1197,7 @@ def _kill_user(uid: int, exited: dict[int, int]) -> dict:
         raise ValueError("kill: bad uid")
     for attempt in range(20):
         _reap(exited)
-        if not _processes_of(uid):
+        if attempt and not _processes_of(uid):  # always once: what /proc cannot tell apart is killed too
             break
         killer = os.fork()
         if killer == 0:  # kill(-1) as that user reaches exactly that user's processes (and not the killer)
