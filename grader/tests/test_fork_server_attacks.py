@@ -109,3 +109,51 @@ def test_a_process_whose_main_thread_exited_is_still_killed(isolated):
     impl.close()
     left = _alive_processes_of(uid)
     assert not left, f"a process with a zombie main thread and a live thread survived its worker (pids {left})"
+
+
+IPC_PLANTER = """
+def softmax(x, axis=-1):
+    import ctypes
+    if ctypes.CDLL(None).shmget(0, 4096, 0o1666) < 0:  # an IPC object that outlives the worker: a tainted server
+        raise OSError("shmget failed")
+    return x
+"""
+
+
+def test_the_next_students_spare_worker_survives_a_tainted_server(tmp_path):
+    # As a batch does it: the next student's spare worker starts while this one is graded (grader.grading.grade).
+    attacker = IsolatedImplementation.warm(make_submission(tmp_path / "attacker", softmax=IPC_PLANTER), limits=FAST)
+    _forks_or_skip(attacker)
+    try:
+        IsolatedImplementation.keep_spare(limits=FAST)
+        attacker.function("softmax", "softmax")(np.zeros(2))
+        attacker.close()
+        assert attacker._server.tainted
+        honest = IsolatedImplementation.warm(make_submission(tmp_path / "honest"), limits=FAST)
+        try:
+            IsolatedImplementation.keep_spare(limits=FAST)  # the student after the honest one
+            np.testing.assert_allclose(honest.function("softmax", "softmax")(np.array([0.0, 0.0])), [0.5, 0.5])
+            assert honest.stats["crashed"] == 0, honest.stats
+        finally:
+            honest.close()
+    finally:
+        IsolatedImplementation.close_spares()
+
+
+IPC_THEN_LOOP = """
+def softmax(x, axis=-1):
+    import ctypes
+    ctypes.CDLL(None).shmget(0, 4096, 0o1666)
+    while True:
+        pass
+"""
+
+
+def test_a_worker_restarted_after_its_server_was_tainted_still_starts(isolated):
+    impl = isolated({"softmax": IPC_THEN_LOOP})
+    _forks_or_skip(impl)
+    with pytest.raises(TimeoutError):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl._server.tainted
+    # The next call needs a new worker, in a new server: the submission goes on being graded (not an internal error).
+    assert impl.function("masks", "causal_mask")(3).shape == (3, 3)
