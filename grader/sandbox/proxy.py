@@ -330,6 +330,8 @@ class IsolatedImplementation:
         while _SPARES:
             spare_key, spare = _SPARES.pop()
             alive = spare._process is not None and spare._process.poll() is None and spare._scratch.is_dir()
+            if spare._server is not None and (spare._server.tainted or not _SERVER or spare._server is not _SERVER[0]):
+                alive = False  # forked by a server that is to be replaced: what tainted it shares its namespaces
             if spare_key == key and alive and not spare._adopted:
                 spare._adopt(Path(path))
                 return spare
@@ -491,12 +493,18 @@ class IsolatedImplementation:
         """A worker forked by this process's fork server (replaced first if it is tainted or gone)."""
         assert self._uid is not None
         current = _fork_server(self.plan)
-        if current is not self._server:  # the server was replaced: move the modules to the new one's folder
+        if current is not self._server or not self._scratch.is_dir():
+            # The server was replaced: move the modules to the new one's folder, or copy them again if the old
+            # server's folder went with it (a server is closed, its folder removed, when it is replaced).
             self._server = current
             moved = self._new_scratch()
-            os.rmdir(moved)
-            shutil.move(str(self._scratch), str(moved))
-            self._scratch = moved
+            if self._scratch.is_dir():
+                os.rmdir(moved)
+                shutil.move(str(self._scratch), str(moved))
+                self._scratch = moved
+            else:
+                self._scratch = moved
+                self._missing = self._prepare_scratch()
             self._live["scratch"] = moved
         return current.fork(self._scratch, self._uid, self.limits, 10 if self.stats["timed_out"] else 0,
                             (requests_read, replies_write, output_write))
