@@ -157,3 +157,33 @@ def test_a_worker_restarted_after_its_server_was_tainted_still_starts(isolated):
     assert impl._server.tainted
     # The next call needs a new worker, in a new server: the submission goes on being graded (not an internal error).
     assert impl.function("masks", "causal_mask")(3).shape == (3, 3)
+
+
+STOPPERS = """
+def softmax(x, axis=-1):
+    import os, signal
+    for _ in range(3):
+        if os.fork() == 0:
+            os.setsid()
+            while True:  # stop every other process of this user: the worker, and the server's kill helper
+                try:
+                    os.kill(-1, signal.SIGSTOP)
+                except OSError:
+                    pass
+    return x
+"""
+
+
+def test_the_servers_kill_helper_cannot_be_stopped_by_the_user_it_kills(isolated):
+    # The helper that kills a worker's user becomes that user: if the user's processes can stop it, the server
+    # waits for it forever (every request after that times out) and the user's processes live on.
+    for _ in range(2):
+        impl = isolated({"softmax": STOPPERS})
+        _forks_or_skip(impl)
+        uid, server = impl._uid, impl._server
+        with pytest.raises(TimeoutError):  # the stoppers stopped the worker too
+            impl.function("softmax", "softmax")(np.zeros(2))
+        impl.close()
+        left = _alive_processes_of(uid)
+        assert not left and not server.tainted, (
+            f"the fork server did not kill the user of a worker (left: {left}; server tainted: {server.tainted})")
