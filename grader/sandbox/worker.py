@@ -1047,6 +1047,7 @@ def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
 # Resource limits of a forked worker, in the order the grading process sends them (see grader.sandbox.limits).
 _LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
 _NOGROUP = 65534
+_KILLER_UID = 65534  # the real and saved uid of the helper that kills a worker's user (see _kill_user)
 
 
 def serve(control_fd: int, students: str) -> int:
@@ -1106,7 +1107,8 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
             raise ValueError(f"fork: expected 3 file descriptors, got {len(fds)}")
         if not name or name.startswith(".") or "/" in name:
             raise ValueError(f"fork: bad submission folder name {name[:40]!r}")
-        if not 0 < uid < 2**31 or len(limits) != len(_LIMITS) or not all(isinstance(n, int) for n in limits):
+        if (not 0 < uid < 2**31 or uid == _KILLER_UID or len(limits) != len(_LIMITS)
+                or not all(isinstance(n, int) for n in limits)):
             raise ValueError("fork: bad uid or limits")
         modules = os.path.join(students, name, "modules")
         pid = os.fork()
@@ -1193,17 +1195,23 @@ def _kill_user(uid: int, exited: dict[int, int]) -> dict:
     import signal
     import time
 
-    if not 0 < uid < 2**31:
+    if not 0 < uid < 2**31 or uid == _KILLER_UID:
         raise ValueError("kill: bad uid")
     for attempt in range(20):
         _reap(exited)
         if attempt and not _processes_of(uid):  # always once: what /proc cannot tell apart is killed too
             break
         killer = os.fork()
-        if killer == 0:  # kill(-1) as that user reaches exactly that user's processes (and not the killer)
+        if killer == 0:
+            # kill(-1) with that user as effective uid reaches exactly that user's processes. The real and saved
+            # uids are another user's (nobody's, never a worker's), so that the user's processes cannot signal
+            # the killer back (a SIGSTOP would leave the server waiting for it forever).
             try:
-                _drop_privileges(uid, _NOGROUP)
-                os.kill(-1, signal.SIGKILL)
+                os.setgroups([])
+                os.setresgid(_NOGROUP, _NOGROUP, _NOGROUP)
+                os.setresuid(_KILLER_UID, uid, _KILLER_UID)
+                if os.getresuid() == (_KILLER_UID, uid, _KILLER_UID):
+                    os.kill(-1, signal.SIGKILL)
             finally:
                 os._exit(0)
         os.waitpid(killer, 0)
