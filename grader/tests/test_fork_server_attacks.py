@@ -188,3 +188,50 @@ def test_the_servers_kill_helper_cannot_be_stopped_by_the_user_it_kills(isolated
         left = _alive_processes_of(uid)
         assert not left and not server.tainted, (
             f"the fork server did not kill the user of a worker (left: {left}; server tainted: {server.tainted})")
+
+
+KEYRING = """
+def softmax(x, axis=-1):
+    import ctypes, platform
+    keyctl = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+    add_key = {"x86_64": 248, "aarch64": 217}[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if x == "plant":  # in the user keyring and the user's persistent keyring: both outlive every process
+        persistent = libc.syscall(keyctl, 22, ctypes.c_long(-1), ctypes.c_long(-4))  # KEYCTL_GET_PERSISTENT
+        for ring in (-4, persistent):
+            if libc.syscall(add_key, b"user", b"leak", b"a note for the next worker", 26, ctypes.c_long(ring)) < 0:
+                raise OSError(ctypes.get_errno(), "add_key")
+        return "planted"
+    persistent = libc.syscall(keyctl, 22, ctypes.c_long(-1), ctypes.c_long(0))
+    found = []
+    for ring in (-4, -5, persistent):
+        key = libc.syscall(keyctl, 10, ctypes.c_long(ring), b"user", b"leak", ctypes.c_long(0))  # KEYCTL_SEARCH
+        if key >= 0:
+            buffer = ctypes.create_string_buffer(100)
+            size = libc.syscall(keyctl, 11, ctypes.c_long(key), buffer, ctypes.c_long(100))  # KEYCTL_READ
+            found.append(buffer.raw[:size].decode())
+    return found
+"""
+
+
+def test_a_worker_finds_no_keys_left_by_an_earlier_worker_of_its_uid(isolated, monkeypatch):
+    # A grading process has 64 uids (grader.sandbox.limits.fresh_uid): the 65th worker has the first one's uid.
+    # Kernel keyrings of a user (its user keyring, its persistent keyring) outlive all its processes.
+    import platform
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip(f"the planted keyring syscalls are written for x86_64 and aarch64, not {platform.machine()}")
+    from grader.sandbox import limits
+
+    uid = limits.fresh_uid()
+    monkeypatch.setattr(limits, "fresh_uid", lambda: uid)
+    first = isolated({"softmax": KEYRING})
+    try:
+        assert first.function("softmax", "softmax")("plant") == "planted"
+    except Exception as error:  # noqa: BLE001 - no keyrings here (e.g. a seccomp filter): nothing to leak
+        pytest.skip(f"keyrings are not available to a worker here: {error}")
+    first.close()
+    later = isolated({"softmax": KEYRING})
+    assert later._uid == uid
+    assert later.function("softmax", "softmax")("read") == [], "a worker read keys an earlier submission left"
