@@ -1018,6 +1018,33 @@ def _drop_privileges(uid: int, gid: int) -> None:
             raise SystemExit("could not drop privileges")
 
 
+_KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number, where the kit knows it
+
+
+def _clear_keyrings() -> None:
+    """Empty the keyrings of this process's user that outlive its processes: the user, user-session and persistent.
+
+    User ids come round again (``limits.fresh_uid``): what an earlier worker of this uid left in them must not
+    reach this one. Run after the privileges are dropped, before any student code; quietly a no-op where the
+    kernel (or a seccomp filter) has no keyrings.
+    """
+    number = _KEYCTL.get(os.uname().machine)
+    if number is None:
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    libc.syscall.restype = ctypes.c_long
+    user, user_session = ctypes.c_long(-4), ctypes.c_long(-5)
+    persistent = libc.syscall(number, 22, ctypes.c_long(-1), user)  # KEYCTL_GET_PERSISTENT, linked into @u
+    for ring in ([ctypes.c_long(persistent)] if persistent >= 0 else []) + [user_session, user]:
+        libc.syscall(number, 7, ring)  # KEYCTL_CLEAR
+    libc.syscall(number, 8, user, user_session)  # KEYCTL_LINK: @u in @us again, as a new user's keyrings are
+
+
 def _close_quietly(fd: int) -> None:
     try:
         os.close(fd)
@@ -1062,6 +1089,7 @@ def serve(control_fd: int, students: str) -> int:
     exactly what a worker started on its own runs (:func:`run_worker`). Starting a worker this way costs a
     fork, not an interpreter and numpy's import (about 70 ms of CPU each).
     """
+    import ctypes  # noqa: F401 - for _clear_keyrings in every forked worker, imported once here
     import socket
 
     load_numpy()
@@ -1136,6 +1164,7 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue outlives it
             _drop_privileges(uid, _NOGROUP)
+            _clear_keyrings()
             # The command line a worker started on its own would have (student code may read it).
             sys.argv = [sys.argv[0], "--requests", str(requests), "--replies", str(replies), "--modules", modules,
                         "--uid", str(uid), "--gid", str(_NOGROUP)]
@@ -1256,6 +1285,7 @@ def main(argv: list[str]) -> int:
     read_fd, write_fd = int(options["--requests"]), int(options["--replies"])
     if "--uid" in options:
         _drop_privileges(int(options["--uid"]), int(options.get("--gid", options["--uid"])))
+        _clear_keyrings()
     os.chdir(options["--modules"])
     load_numpy()
     protocol()  # before any student code runs
