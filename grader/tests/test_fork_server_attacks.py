@@ -235,3 +235,39 @@ def test_a_worker_finds_no_keys_left_by_an_earlier_worker_of_its_uid(isolated, m
     later = isolated({"softmax": KEYRING})
     assert later._uid == uid
     assert later.function("softmax", "softmax")("read") == [], "a worker read keys an earlier submission left"
+
+
+def test_a_late_answer_of_the_fork_server_is_never_taken_for_the_next_one(isolated, monkeypatch):
+    # A server that answers a request too late (a loaded machine) must not be asked again: its late answer
+    # would be read as the answer to the next request (another student's fork, wait or kill).
+    import signal
+    import threading
+    import time
+
+    from grader.sandbox import server
+    from grader.sandbox.proxy import SandboxError
+
+    first = isolated({})
+    _forks_or_skip(first)
+    assert first.function("masks", "causal_mask")(2).shape == (2, 2)
+    late = first._server
+    os.kill(late._pid, signal.SIGSTOP)  # the server is slow to answer (here: stopped for 0.5 s)
+    resume = threading.Timer(0.5, os.kill, (late._pid, signal.SIGCONT))
+    resume.start()
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(server, "STARTUP_TIMEOUT", 0.1)
+            patch.setattr(server, "REQUEST_TIMEOUT", 0.1)
+            with pytest.raises(SandboxError):
+                isolated({})  # its fork request times out: a grader's failure, that student is not graded
+    finally:
+        resume.join()
+    time.sleep(0.3)  # the server answers that fork now, late
+    second = isolated({})
+    # The worker the grading side waits for, lowers and kills is the one forked for this student.
+    assert second._process.pid > 0 and os.stat(f"/proc/{second._process.pid}").st_uid == second._uid
+    np.testing.assert_allclose(second.function("softmax", "softmax")(np.array([0.0, 0.0])), [0.5, 0.5])
+    assert second.stats["crashed"] == 0, second.stats
+    uid = second._uid
+    second.close()
+    assert not _alive_processes_of(uid)
