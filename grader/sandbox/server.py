@@ -95,9 +95,12 @@ class ForkServer:
             socket.send_fds(self._socket, [worker._dumps(message).encode("ascii")], list(fds))
             data = self._socket.recv(1 << 16)
         except OSError as error:  # socket.timeout included
+            # Never ask it again: its late answer would be read as the answer to the next request.
+            self.tainted = True
             raise ServerError(f"the fork server did not answer ({error or type(error).__name__}; "
                               f"{self._last_words()})") from None
         if not data:
+            self.tainted = True
             raise ServerError(f"the fork server ended ({self._last_words()})")
         try:
             reply = worker._loads(data.decode("ascii"))
