@@ -264,9 +264,10 @@ def test_a_late_answer_of_the_fork_server_is_never_taken_for_the_next_one(isolat
         resume.join()
     time.sleep(0.3)  # the server answers that fork now, late
     second = isolated({})
-    # The worker the grading side waits for, lowers and kills is the one forked for this student.
-    assert second._process.pid > 0 and os.stat(f"/proc/{second._process.pid}").st_uid == second._uid
     np.testing.assert_allclose(second.function("softmax", "softmax")(np.array([0.0, 0.0])), [0.5, 0.5])
+    # The worker the grading side waits for, lowers and kills is the one forked for this student (it has
+    # answered, so it has dropped to its user by now).
+    assert second._process.pid > 0 and os.stat(f"/proc/{second._process.pid}").st_uid == second._uid
     assert second.stats["crashed"] == 0, second.stats
     uid = second._uid
     second.close()
