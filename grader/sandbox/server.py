@@ -95,9 +95,12 @@ class ForkServer:
             socket.send_fds(self._socket, [worker._dumps(message).encode("ascii")], list(fds))
             data = self._socket.recv(1 << 16)
         except OSError as error:  # socket.timeout included
+            # Never ask it again: its late answer would be read as the answer to the next request.
+            self.tainted = True
             raise ServerError(f"the fork server did not answer ({error or type(error).__name__}; "
                               f"{self._last_words()})") from None
         if not data:
+            self.tainted = True
             raise ServerError(f"the fork server ended ({self._last_words()})")
         try:
             reply = worker._loads(data.decode("ascii"))
@@ -228,7 +231,8 @@ class ForkedWorker:
     def stop(self) -> int | None:
         """Kill the worker and everything it started (every process of its user); its exit code.
 
-        Also when the worker has ended by itself: what it started may still run.
+        Always, even when the worker already ended by itself: what it started (a daemon in a session of its
+        own) outlives it in the server's namespaces, which the next submissions share.
         """
         try:
             self.server.kill_user(self.uid)

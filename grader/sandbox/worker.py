@@ -1018,6 +1018,33 @@ def _drop_privileges(uid: int, gid: int) -> None:
             raise SystemExit("could not drop privileges")
 
 
+_KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number, where the kit knows it
+
+
+def _clear_keyrings() -> None:
+    """Empty the keyrings of this process's user that outlive its processes: the user, user-session and persistent.
+
+    User ids come round again (``limits.fresh_uid``): what an earlier worker of this uid left in them must not
+    reach this one. Run after the privileges are dropped, before any student code; quietly a no-op where the
+    kernel (or a seccomp filter) has no keyrings.
+    """
+    number = _KEYCTL.get(os.uname().machine)
+    if number is None or os.getuid() == 0:  # only ever a worker's own user's, never root's
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    libc.syscall.restype = ctypes.c_long
+    user, user_session = ctypes.c_long(-4), ctypes.c_long(-5)
+    persistent = libc.syscall(number, 22, ctypes.c_long(-1), user)  # KEYCTL_GET_PERSISTENT, linked into @u
+    for ring in ([ctypes.c_long(persistent)] if persistent >= 0 else []) + [user_session, user]:
+        libc.syscall(number, 7, ring)  # KEYCTL_CLEAR
+    libc.syscall(number, 8, user, user_session)  # KEYCTL_LINK: @u in @us again, as a new user's keyrings are
+
+
 def _close_quietly(fd: int) -> None:
     try:
         os.close(fd)
@@ -1047,6 +1074,7 @@ def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
 # Resource limits of a forked worker, in the order the grading process sends them (see grader.sandbox.limits).
 _LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
 _NOGROUP = 65534
+_KILLER_UID = 65534  # the real and saved uid of the helper that kills a worker's user (see _kill_user)
 
 
 def serve(control_fd: int, students: str) -> int:
@@ -1061,6 +1089,7 @@ def serve(control_fd: int, students: str) -> int:
     exactly what a worker started on its own runs (:func:`run_worker`). Starting a worker this way costs a
     fork, not an interpreter and numpy's import (about 70 ms of CPU each).
     """
+    import ctypes  # noqa: F401 - for _clear_keyrings in every forked worker, imported once here
     import socket
 
     load_numpy()
@@ -1106,7 +1135,8 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
             raise ValueError(f"fork: expected 3 file descriptors, got {len(fds)}")
         if not name or name.startswith(".") or "/" in name:
             raise ValueError(f"fork: bad submission folder name {name[:40]!r}")
-        if not 0 < uid < 2**31 or len(limits) != len(_LIMITS) or not all(isinstance(n, int) for n in limits):
+        if (not 0 < uid < 2**31 or uid == _KILLER_UID or len(limits) != len(_LIMITS)
+                or not all(isinstance(n, int) for n in limits)):
             raise ValueError("fork: bad uid or limits")
         modules = os.path.join(students, name, "modules")
         pid = os.fork()
@@ -1134,6 +1164,7 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue outlives it
             _drop_privileges(uid, _NOGROUP)
+            _clear_keyrings()
             # The command line a worker started on its own would have (student code may read it).
             sys.argv = [sys.argv[0], "--requests", str(requests), "--replies", str(replies), "--modules", modules,
                         "--uid", str(uid), "--gid", str(_NOGROUP)]
@@ -1148,7 +1179,11 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
 
 
 def _processes_of(uid: int) -> list[int]:
-    """The live (not zombie) processes of ``uid`` in this PID namespace."""
+    """The live processes of ``uid`` in this PID namespace: those with a thread that is not a zombie.
+
+    Not the main thread's state alone: a process whose main thread ended (``SYS_exit``) shows as a zombie in
+    ``/proc/<pid>/stat`` while its other threads run on.
+    """
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -1156,12 +1191,18 @@ def _processes_of(uid: int) -> list[int]:
         try:
             if os.stat(f"/proc/{entry}").st_uid != uid:
                 continue
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                state = stat.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            tasks = os.listdir(f"/proc/{entry}/task")
+        except OSError:
             continue
-        if state not in (b"Z", b"X"):
-            found.append(int(entry))
+        for task in tasks:
+            try:
+                with open(f"/proc/{entry}/task/{task}/stat", "rb") as stat:
+                    state = stat.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                found.append(int(entry))
+                break
     return found
 
 
@@ -1183,17 +1224,23 @@ def _kill_user(uid: int, exited: dict[int, int]) -> dict:
     import signal
     import time
 
-    if not 0 < uid < 2**31:
+    if not 0 < uid < 2**31 or uid == _KILLER_UID:
         raise ValueError("kill: bad uid")
     for attempt in range(20):
         _reap(exited)
-        if not _processes_of(uid):
+        if attempt and not _processes_of(uid):  # always once: what /proc cannot tell apart is killed too
             break
         killer = os.fork()
-        if killer == 0:  # kill(-1) as that user reaches exactly that user's processes (and not the killer)
+        if killer == 0:
+            # kill(-1) with that user as effective uid reaches exactly that user's processes. The real and saved
+            # uids are another user's (nobody's, never a worker's), so that the user's processes cannot signal
+            # the killer back (a SIGSTOP would leave the server waiting for it forever).
             try:
-                _drop_privileges(uid, _NOGROUP)
-                os.kill(-1, signal.SIGKILL)
+                os.setgroups([])
+                os.setresgid(_NOGROUP, _NOGROUP, _NOGROUP)
+                os.setresuid(_KILLER_UID, uid, _KILLER_UID)
+                if os.getresuid() == (_KILLER_UID, uid, _KILLER_UID):
+                    os.kill(-1, signal.SIGKILL)
             finally:
                 os._exit(0)
         os.waitpid(killer, 0)
@@ -1238,6 +1285,7 @@ def main(argv: list[str]) -> int:
     read_fd, write_fd = int(options["--requests"]), int(options["--replies"])
     if "--uid" in options:
         _drop_privileges(int(options["--uid"]), int(options.get("--gid", options["--uid"])))
+        _clear_keyrings()
     os.chdir(options["--modules"])
     load_numpy()
     protocol()  # before any student code runs
