@@ -354,16 +354,41 @@ def fresh_uid() -> int:
 
 
 def kill_user(uid: int) -> None:
-    """Kill every process of ``uid`` (``kill -9 -1`` run as that user: it reaches exactly that user's processes)."""
-    killer = shutil.which("kill") or "/bin/kill"
+    """Kill every process of ``uid`` (``kill(-1)`` with that user as effective uid: exactly its processes).
+
+    The killer is a fork of this process that never executes anything: its real and saved uid stay a user of
+    its own (below the workers' range, one per grading process), never ``uid``, so ``uid``'s processes cannot
+    signal it back (a SIGSTOP would stop it). An executed program (``kill -9 -1``) would not do: executing
+    sets the saved uid to the effective one.
+    """
+    import signal
+
+    helper = UID_BASE - 1 - os.getpid() % (1 << 22)
     for _ in range(3):
         try:
-            subprocess.run([killer, "-9", "-1"], user=uid, group=UNPRIVILEGED_GID, extra_groups=[],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, env=worker_environment())
-        except (OSError, subprocess.SubprocessError):
+            killer = os.fork()
+        except OSError:
             return
-        if not any(_owner(pid) == uid for pid in _pids()):
+        if killer == 0:
+            try:
+                os.setgroups([])
+                os.setresgid(UNPRIVILEGED_GID, UNPRIVILEGED_GID, UNPRIVILEGED_GID)
+                os.setresuid(helper, uid, helper)
+                if os.getresuid() == (helper, uid, helper):
+                    os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
+        if not any(_owner(pid) == uid and not _ended(pid) for pid in _pids()):
             return
+
+
+def _ended(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
 
 
 def _pids() -> list[str]:

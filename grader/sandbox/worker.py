@@ -1075,6 +1075,9 @@ def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
 _LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
 _NOGROUP = 65534
 _KILLER_UID = 65534  # the real and saved uid of the helper that kills a worker's user (see _kill_user)
+# The workers this server forked and has not reaped yet: only their exit statuses are kept (a child that student
+# code gives the server, with CLONE_PARENT, is reaped and forgotten; its pid may later be a worker's).
+_FORKED: set[int] = set()
 
 
 def serve(control_fd: int, students: str) -> int:
@@ -1175,6 +1178,7 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str) 
             os._exit(code)
     for fd in fds:
         _close_quietly(fd)
+    _FORKED.add(pid)
     return {"status": "ok", "pid": pid}
 
 
@@ -1214,7 +1218,9 @@ def _reap(exited: dict[int, int]) -> None:
             return
         if pid == 0:
             return
-        exited[pid] = status
+        if pid in _FORKED:
+            _FORKED.discard(pid)
+            exited[pid] = status
         if len(exited) > 10_000:  # statuses nobody asked for (never in practice)
             exited.pop(next(iter(exited)))
 

@@ -405,6 +405,30 @@ def test_every_process_of_an_unconfined_worker_is_killed_by_its_uid():
                 and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting processes as another user needs root")
+def test_an_unconfined_workers_processes_cannot_stop_the_kill_of_their_uid():
+    uid = confine.fresh_uid()
+    # A process that SIGSTOPs everything its user may signal, over and over: a killer running as that user
+    # would be stopped before it could kill it.
+    # One of them (two would stop each other; and one started from here after the first could be stopped
+    # between taking the user and executing, and never start).
+    started = [subprocess.Popen(["sh", "-c", "while :; do kill -STOP -1 2>/dev/null; done"], user=uid,
+                                group=confine.UNPRIVILEGED_GID, extra_groups=[], start_new_session=True)]
+    try:
+        time.sleep(0.3)
+        begun = time.monotonic()
+        confine.kill_user(uid)
+        for process in started:
+            process.wait(timeout=5)
+        assert time.monotonic() - begun < 10  # not the killer's timeout
+        time.sleep(0.2)
+        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and confine._owner(pid) == uid
+                    and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
+    finally:
+        for process in started:
+            process.kill()
+
+
 def test_as_an_ordinary_user_the_grader_refuses_or_isolates(tmp_path):
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
