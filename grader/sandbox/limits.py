@@ -354,31 +354,18 @@ def fresh_uid() -> int:
 
 
 def kill_user(uid: int) -> None:
-    """Kill every process of ``uid`` (``kill(-1)`` with that user as effective uid: exactly its processes).
+    """Kill every process of ``uid`` (see ``worker.kill_all_of``: its processes cannot stop the killer).
 
-    The killer is a fork of this process that never executes anything: its real and saved uid stay a user of
-    its own (below the workers' range, one per grading process), never ``uid``, so ``uid``'s processes cannot
-    signal it back (a SIGSTOP would stop it). An executed program (``kill -9 -1``) would not do: executing
-    sets the saved uid to the effective one.
+    The killer's real and saved uid are a user of its own, below the workers' range, one per grading process.
     """
-    import signal
+    from grader.sandbox import worker
 
     helper = UID_BASE - 1 - os.getpid() % (1 << 22)
     for _ in range(3):
         try:
-            killer = os.fork()
+            worker.kill_all_of(uid, helper, UNPRIVILEGED_GID)
         except OSError:
             return
-        if killer == 0:
-            try:
-                os.setgroups([])
-                os.setresgid(UNPRIVILEGED_GID, UNPRIVILEGED_GID, UNPRIVILEGED_GID)
-                os.setresuid(helper, uid, helper)
-                if os.getresuid() == (helper, uid, helper):
-                    os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
         if not any(_owner(pid) == uid and not _ended(pid) for pid in _pids()):
             return
 

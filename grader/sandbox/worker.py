@@ -1225,9 +1225,31 @@ def _reap(exited: dict[int, int]) -> None:
             exited.pop(next(iter(exited)))
 
 
+def kill_all_of(uid: int, killer_uid: int, gid: int = _NOGROUP) -> None:
+    """Send SIGKILL to every process of ``uid``, from a fork of this process that never executes anything.
+
+    ``kill(-1)`` with ``uid`` as effective uid reaches exactly that user's processes. The killer's real and
+    saved uids are ``killer_uid`` (never a worker's), so that the user's processes cannot signal it back: a
+    SIGSTOP would stop it, and whoever waits for it. Executing a program (``kill -9 -1``) would not do:
+    executing sets the saved uid to the effective one. The grading side uses this too (``limits.kill_user``).
+    """
+    import signal
+
+    killer = os.fork()
+    if killer == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(killer_uid, uid, killer_uid)
+            if os.getresuid() == (killer_uid, uid, killer_uid):
+                os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(killer, 0)
+
+
 def _kill_user(uid: int, exited: dict[int, int]) -> dict:
     """Kill every process of ``uid``; say whether anything of it is left (a reason to start a new server)."""
-    import signal
     import time
 
     if not 0 < uid < 2**31 or uid == _KILLER_UID:
@@ -1236,20 +1258,7 @@ def _kill_user(uid: int, exited: dict[int, int]) -> dict:
         _reap(exited)
         if attempt and not _processes_of(uid):  # always once: what /proc cannot tell apart is killed too
             break
-        killer = os.fork()
-        if killer == 0:
-            # kill(-1) with that user as effective uid reaches exactly that user's processes. The real and saved
-            # uids are another user's (nobody's, never a worker's), so that the user's processes cannot signal
-            # the killer back (a SIGSTOP would leave the server waiting for it forever).
-            try:
-                os.setgroups([])
-                os.setresgid(_NOGROUP, _NOGROUP, _NOGROUP)
-                os.setresuid(_KILLER_UID, uid, _KILLER_UID)
-                if os.getresuid() == (_KILLER_UID, uid, _KILLER_UID):
-                    os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
+        kill_all_of(uid, _KILLER_UID)
         time.sleep(0.0005 * attempt)
     _reap(exited)
     left = _processes_of(uid)

@@ -9,53 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from grader.sandbox.proxy import IsolatedImplementation, WorkerCrashed
-from grader.tests.test_isolation import FAST, make_submission
+from grader.tests import test_isolation
+from grader.tests.test_isolation import FAST, _forks_or_skip, make_submission
+from grader.tests.test_isolation import _processes_of as _alive_processes_of
 
-
-@pytest.fixture
-def isolated(tmp_path):
-    """Factory: an IsolatedImplementation of a planted submission, closed after the test."""
-    opened: list[IsolatedImplementation] = []
-
-    def build(changes: dict[str, str] | None = None, **options) -> IsolatedImplementation:
-        folder = make_submission(tmp_path / f"student{len(opened)}", **(changes or {}))
-        implementation = IsolatedImplementation(folder, limits=options.pop("limits", FAST), **options)
-        opened.append(implementation)
-        return implementation
-
-    yield build
-    for implementation in opened:
-        implementation.close()
-
-
-def _forks_or_skip(implementation) -> None:
-    if not implementation.plan.forks:
-        pytest.skip(f"workers are started one by one here, not forked: {implementation.isolation}")
-
-
-def _alive_processes_of(uid: int) -> list[int]:
-    """Processes of ``uid`` with at least one thread that is not a zombie (a zombie leader can hide threads)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid != uid:
-                continue
-            states = []
-            for task in os.listdir(f"/proc/{entry}/task"):
-                states.append(Path(f"/proc/{entry}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            continue
-        if any(state not in ("Z", "X") for state in states):
-            found.append(int(entry))
-    return found
+isolated = test_isolation.isolated  # the fixture: a planted submission's IsolatedImplementation, closed after
 
 
 DAEMON_THEN_EXIT = """

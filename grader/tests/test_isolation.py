@@ -817,14 +817,18 @@ def _forks_or_skip(implementation: IsolatedImplementation) -> None:
 
 
 def _processes_of(uid: int) -> list[int]:
+    """Processes of ``uid`` with at least one thread that is not a zombie (a zombie leader can hide threads)."""
     found = []
     for pid in _pids():
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if os.stat(f"/proc/{pid}").st_uid == uid and state != "Z":
-                found.append(pid)
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            states = [Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                      for task in os.listdir(f"/proc/{pid}/task")]
         except OSError:
-            pass
+            continue
+        if any(state not in ("Z", "X") for state in states):
+            found.append(pid)
     return found
 
 
