@@ -93,6 +93,9 @@ class Watcher:
 
     def __init__(self, impl: str | Path = "exercises",
                  runner: Callable[..., SuiteResult] = run_suite, exercise: str | None = None) -> None:
+        # Pyc files record the source's mtime in whole seconds; two saves in one second could be served
+        # from a stale cache. Not writing them avoids that for everything this process imports.
+        sys.dont_write_bytecode = True
         self.impl = resolve_impl(impl)
         self.runner = runner
         self.seen: Snapshot = snapshot(self.impl)
@@ -248,9 +251,6 @@ def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         print(f"attention-kit watch: --interval must be positive, got {args.interval}", file=sys.stderr)
         return 2
-    # Pyc files record the source's mtime in whole seconds; two saves in one second could be served
-    # from a stale cache. Not writing them avoids that for everything this process imports.
-    sys.dont_write_bytecode = True
     try:
         watcher = Watcher(args.impl, exercise=getattr(args, "exercise", None))
         if args.once:
