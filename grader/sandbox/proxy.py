@@ -339,8 +339,6 @@ class IsolatedImplementation:
         while _SPARES:
             spare_key, spare = _SPARES.pop()
             alive = spare._process is not None and spare._process.poll() is None and spare._scratch.is_dir()
-            if spare._server is not None and (spare._server.tainted or not _SERVER or spare._server is not _SERVER[0]):
-                alive = False  # forked by a server that is to be replaced: what tainted it shares its namespaces
             if spare_key == key and alive and not spare._adopted:
                 spare._adopt(Path(path))
                 return spare
@@ -509,27 +507,17 @@ class IsolatedImplementation:
     def _fork(self, requests_read: int, replies_write: int, output_write: int) -> server.ForkedWorker:
         """A worker forked by this process's fork server (replaced first if it is tainted or gone)."""
         assert self._uid is not None
-        if self._server is not None and (self._server.tainted or not self._server.alive) and self._scratch.is_dir():
-            self._move_scratch(None)  # out of the old server's folder, which goes with it
         current = _fork_server(self.plan)
         if current is not self._server or not self._scratch.is_dir():
+            # A new server (the old one's folder, this scratch folder in it, went with the old one), or a folder
+            # removed under us: the submission's modules are copied again, into the new server's folder.
+            shutil.rmtree(self._scratch, ignore_errors=True)
             self._server = current
-            if self._scratch.is_dir():
-                self._move_scratch(current)  # into the new server's folder of submissions
-            else:  # gone (with a server's folder, or the batch's): the modules are copied again
-                self._scratch = self._new_scratch()
-                self._live["scratch"] = self._scratch
-                self._missing = self._prepare_scratch()
+            self._scratch = self._new_scratch()
+            self._live["scratch"] = self._scratch
+            self._missing = self._prepare_scratch()
         return current.fork(self._scratch, self._uid, self.limits, 10 if self.stats["timed_out"] else 0,
                             (requests_read, replies_write, output_write))
-
-    def _move_scratch(self, to: server.ForkServer | None) -> None:
-        moved = Path(tempfile.mkdtemp(prefix="attention-kit-worker-",
-                                      dir=str(to.students) if to is not None else _scratch_parent()))
-        os.rmdir(moved)
-        shutil.move(str(self._scratch), str(moved))
-        self._scratch = moved
-        self._live["scratch"] = moved
 
     def _start(self, requests_read: int, replies_write: int, output_write: int) -> subprocess.Popen:
         """A worker started on its own (its own sandbox, if any)."""

@@ -11,8 +11,8 @@ did:
 * every submission's modules are in a folder of the server's ``students/``
   folder that only its worker's user can read (the parent folder cannot be
   listed), and nothing else in the sandbox is writable;
-* killing a worker kills every process of its user (``kill -1`` as that
-  user), and a server that finds anything of a user left afterwards (a
+* killing a worker kills every process of its user (``worker.kill_all_of``:
+  those processes cannot stop the killer), and a server that finds anything of a user left afterwards (a
   process, a System V IPC object) is replaced before the next worker;
 * the server itself never runs student code, answers only
   ``protocol.SERVER_REQUESTS``, and a worker closes the server's socket
