@@ -10,13 +10,13 @@ only repeat the same failure (e.g. comparing values after a shape mismatch).
 
 from __future__ import annotations
 
-import traceback
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from pytest_check import check
+
+from tests.crash import raising_through, where_it_crashed
 
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
 
@@ -156,8 +156,6 @@ def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:
 
 def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str) -> bool:
     """Check that ``call()`` raises ValueError whose message names ``argument``."""
-    from tests.kit import raising_through
-
     try:
         with raising_through():
             call()
@@ -176,28 +174,6 @@ def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str)
                   observed="no exception: the bad input was accepted", idea=idea)
 
 
-_KIT = Path(__file__).resolve().parent.parent
-
-
-def _is_kit_file(filename: str) -> bool:
-    """Whether a traceback frame belongs to the kit's own test or grading code."""
-    path = Path(filename).resolve()
-    return any(path.is_relative_to(_KIT / part) for part in ("tests", "grader"))
-
-
-def where_it_crashed(error: BaseException) -> str:
-    """The student's file and line that raised ``error`` (or the isolated worker's note), one line per place."""
-    notes = getattr(error, "__notes__", None)  # the isolated grader reports the student's frames here
-    if notes:
-        return "\n            " + "\n            ".join(line for note in notes for line in note.splitlines())
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if "numpy" not in Path(frame.filename).parts and not _is_kit_file(frame.filename)]
-    if frames:
-        last = frames[-1]
-        return f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
-    return ""
-
-
 def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: Any) -> Any:
     """Call ``function(*args, **kwargs)`` on inputs that are valid, and return its result.
 
@@ -206,8 +182,6 @@ def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: A
     line names the file and line of the student's code that raised, not numpy's.
     """
     __tracebackhide__ = True
-    from tests.kit import raising_through
-
     try:
         with raising_through():
             return function(*args, **kwargs)

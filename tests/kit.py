@@ -10,8 +10,6 @@ worker) because both provide ``function(exercise, name)``.
 from __future__ import annotations
 
 import ast
-import contextlib
-import contextvars
 import functools
 import hashlib
 import importlib
@@ -21,7 +19,7 @@ import sys
 import traceback
 import types
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +29,7 @@ from pytest_check import check
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
+from tests.crash import is_raising_through, where_it_crashed
 
 
 class ImplementationError(Exception):
@@ -266,19 +265,6 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list
     return changed
 
 
-_RAISE_THROUGH: contextvars.ContextVar[bool] = contextvars.ContextVar("attention_kit_raise_through", default=False)
-
-
-@contextlib.contextmanager
-def raising_through() -> Iterator[None]:
-    """Inside this block an exception of the student's code reaches the caller (a test that expects one)."""
-    token = _RAISE_THROUGH.set(True)
-    try:
-        yield
-    finally:
-        _RAISE_THROUGH.reset(token)
-
-
 @functools.cache
 def _documented_parameters(name: str) -> dict[str, str]:
     """``{argument: first sentence of its description}`` from the Parameters section of ``name``'s docstring.
@@ -400,10 +386,8 @@ class Kit:
         except NotImplementedError as error:
             failure = str(error) or f"{name}: not implemented yet"
         except Exception as error:
-            if _RAISE_THROUGH.get():
+            if is_raising_through():
                 raise  # a test that expects an exception (bad input) looks at it
-            from tests.feedback import where_it_crashed
-
             failure = (f"{name}({_describe_arguments(arguments)}) crashed\n"
                        "  expected: a result (these inputs are valid per the docstring)\n"
                        f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n"

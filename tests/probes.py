@@ -59,7 +59,7 @@ def rejection(function: Callable[..., Any], args: tuple, kwargs: dict, argument:
     The reference gives "ValueError naming '<argument>'"; a missing check gives "no exception",
     "ValueError not naming ..." (numpy's own message) or another exception's type.
     """
-    from tests.kit import raising_through
+    from tests.crash import raising_through
 
     try:
         with raising_through():

@@ -66,7 +66,7 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) ->
 
 def _attempt(call: Callable[[], Any], *, what: str, idea: str) -> tuple[bool, Any]:
     """Run ``call``; an exception from the student's code becomes a failure with a message."""
-    from tests.kit import raising_through
+    from tests.crash import raising_through
 
     try:
         with raising_through():

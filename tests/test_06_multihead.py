@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 
 from tests import kinds
+from tests.crash import raising_through
 from tests.feedback import call_expecting_no_warning, expect, expect_close, expect_no_nan, expect_shape
-from tests.kit import raising_through
 from tests.probes import expect_probe, probe
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.

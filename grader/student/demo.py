@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.curriculum import ROOT
+from grader.student import demo_explain
+from grader.student.picture import picture_target
 from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
 TOKENS = ("the", "vessel", "changed", "course", "because", "it", "detected", "obstacle")
@@ -60,26 +62,6 @@ class DemoResult:
     mask_source: str  # "" without a mask
     source: str  # whose code: "your code" or "reference solution"
 
-
-
-def picture_target(out: str, what: str) -> tuple[Path | None, int]:
-    """Where a picture goes, or ``(None, exit status)`` after saying why it cannot be drawn.
-
-    ``what`` names the picture in the message ("heatmap", "picture"). Without
-    matplotlib the status is 1 and the message says how to get it; a folder
-    that does not exist is 2, a usage error.
-    """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print(f'No {what}: matplotlib is not installed. Install the plot extra: pip install -e ".[plot]" '
-              "(or pip install matplotlib).")
-        return None, 1
-    path = Path(out)
-    if path.parent and not path.parent.is_dir():
-        print(f"attention-kit demo: --out {out}: folder {path.parent} does not exist", file=sys.stderr)
-        return None, 2
-    return path, 0
 
 def required_exercises(heads: int | None) -> tuple[str, ...]:
     """The exercises whose tests must pass before the demo can use the student's code."""
@@ -238,8 +220,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check that the needed exercises pass, compute, print and plot."""
     if getattr(args, "explain", False):
-        from grader.student import demo_explain
-
         return demo_explain.run(args)
     heads = args.heads
     args.reference = getattr(args, "reference", False)

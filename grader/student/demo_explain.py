@@ -29,6 +29,7 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
+from grader.student.picture import picture_target
 from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
 SEED = 42
@@ -214,8 +215,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"attention-kit demo --explain failed: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     print("\n".join(summary_lines(result)))
-    from grader.student.demo import picture_target  # demo imports this module only when --explain runs
-
     out, status = picture_target(args.out if args.out != "attention-demo.png" else DEFAULT_OUT, "picture")
     if out is None:
         return status

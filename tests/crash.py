@@ -1,0 +1,53 @@
+"""A crash of the student's code: when a test lets it through, and where in the student's file it happened.
+
+Both the implementation's wrapper (``tests.kit``) and the feedback helpers
+(``tests.feedback``) need these two things; they live here so that neither
+of those modules imports the other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+_RAISE_THROUGH: contextvars.ContextVar[bool] = contextvars.ContextVar("attention_kit_raise_through", default=False)
+
+
+@contextlib.contextmanager
+def raising_through() -> Iterator[None]:
+    """Inside this block an exception of the student's code reaches the caller (a test that expects one)."""
+    token = _RAISE_THROUGH.set(True)
+    try:
+        yield
+    finally:
+        _RAISE_THROUGH.reset(token)
+
+
+def is_raising_through() -> bool:
+    """Whether the caller is inside :func:`raising_through` (the exception goes to the test, not a failure)."""
+    return _RAISE_THROUGH.get()
+
+
+_KIT = Path(__file__).resolve().parent.parent
+
+
+def _is_kit_file(filename: str) -> bool:
+    """Whether a traceback frame belongs to the kit's own test or grading code."""
+    path = Path(filename).resolve()
+    return any(path.is_relative_to(_KIT / part) for part in ("tests", "grader"))
+
+
+def where_it_crashed(error: BaseException) -> str:
+    """The student's file and line that raised ``error`` (or the isolated worker's note), one line per place."""
+    notes = getattr(error, "__notes__", None)  # the isolated grader reports the student's frames here
+    if notes:
+        return "\n            " + "\n            ".join(line for note in notes for line in note.splitlines())
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if "numpy" not in Path(frame.filename).parts and not _is_kit_file(frame.filename)]
+    if frames:
+        last = frames[-1]
+        return f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
+    return ""
