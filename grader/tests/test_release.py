@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.authoring import release
+from grader.authoring import release, release_allowlist
 from grader.curriculum import ROOT, load
 
 
@@ -67,7 +67,8 @@ def test_holds_the_student_repository(released: Path) -> None:
 
 def test_never_holds_instructor_material(released: Path) -> None:
     for path in ("solutions", "grader/hidden_tests", "grader/mutants", "grader/tests", "benchmarks",
-                 "grader/grading/grade.py", "grader/authoring/release.py", "grader/grading/gradescope.py",
+                 "grader/grading/grade.py", "grader/authoring/release.py", "grader/authoring/release_allowlist.py",
+                 "grader/grading/gradescope.py",
                  "grader/authoring/golden.py", "grader/authoring/sync.py", "grader/sandbox/proxy.py",
                  "grader/sandbox/worker.py", "grader/sandbox/limits.py", "grader/authoring/fingerprints.py"):
         assert not (released / path).exists(), path
@@ -151,7 +152,7 @@ def test_pyproject_and_readme(released: Path) -> None:
     data = tomllib.loads((released / "pyproject.toml").read_text(encoding="utf-8"))
     kit = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert data["project"]["dependencies"] == kit["project"]["dependencies"]
-    assert set(data["project"]["optional-dependencies"]) <= set(release.STUDENT_EXTRAS)
+    assert set(data["project"]["optional-dependencies"]) <= set(release_allowlist.STUDENT_EXTRAS)
     packages = data["tool"]["setuptools"]["packages"]
     assert "grader._kit.tests" in packages and "grader.student" in packages
     for banned in ("solutions", "hidden_tests", "mutants", "grading", "sandbox", "authoring", "release_files"):
@@ -171,7 +172,7 @@ def test_refuses_to_overwrite_a_folder_and_force_keeps_foreign_files(tmp_path: P
     (out / "exercises").mkdir()
     (out / "exercises" / "stale.py").write_text("old\n")
     plan = release.plan_release()
-    with pytest.raises(release.ReleaseError, match="not empty"):
+    with pytest.raises(release_allowlist.ReleaseError, match="not empty"):
         release.write_release(plan, out)
     release.write_release(plan, out, force=True)
     assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
@@ -180,15 +181,15 @@ def test_refuses_to_overwrite_a_folder_and_force_keeps_foreign_files(tmp_path: P
 
 
 def test_a_shipped_module_importing_an_unlisted_one_stops_the_build(tmp_path: Path) -> None:
-    plan = release.Plan()
+    plan = release_allowlist.Plan()
     helper = tmp_path / "tests" / "helper.py"
     helper.parent.mkdir()
     helper.write_text("from grader.grading.grade import run\n")
     (tmp_path / "grader" / "grading").mkdir(parents=True)
     (tmp_path / "grader" / "grading" / "grade.py").write_text("def run(): pass\n")
     plan.copies["tests/helper.py"] = helper
-    with pytest.raises(release.ReleaseError, match="instructor-only"):
-        release.check_imports(plan, tmp_path)
+    with pytest.raises(release_allowlist.ReleaseError, match="instructor-only"):
+        release_allowlist.check_imports(plan, tmp_path)
 
 
 def test_classroom_step_scores_by_the_one_rule(tmp_path: Path) -> None:

@@ -1,0 +1,178 @@
+"""What may go into the student release, and the check that nothing else does.
+
+What ships is decided by an allow-list (``STUDENT_FILES``, ``OPTIONAL_FILES``,
+``STUDENT_DOCS`` and the manifest's test files), never by leaving things out.
+Every shipped Python file's imports are then followed (:func:`check_imports`):
+a shipped file that imports a kit module which is not on the allow-list stops
+the build, so a new helper cannot be forgotten and an instructor module cannot
+slip in. ``INSTRUCTOR_ONLY`` is a last check on the plan and on the finished
+folder. A :class:`Plan` is the list of files one release holds.
+
+Called by ``grader.authoring.release`` (which builds the plan and writes it)
+and ``grader.authoring.release_contents``. Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.curriculum import kit_path
+
+# Always shipped (paths relative to the kit's root).
+STUDENT_FILES = (
+    "conftest.py",
+    "grader/__init__.py",
+    "grader/__main__.py",
+    "grader/cli.py",
+    "grader/curriculum.py",
+    "grader/curriculum.toml",
+    "grader/quiet.py",
+    "grader/suite.py",
+    "grader/scoring.py",
+    "LICENSE",
+    "tests/__init__.py",
+    "tests/crash.py",
+    "tests/feedback.py",
+    "tests/kinds.py",
+    "tests/kit.py",
+    "tests/plugin.py",
+    "tests/probes.py",
+)
+# Shipped when present: the student commands, the diagnosis of known mistakes and the test data.
+OPTIONAL_FILES = (
+    "grader/student/__init__.py",
+    "grader/student/status.py",
+    "grader/student/hints.py",
+    "grader/student/watch.py",
+    "grader/student/demo.py",
+    "grader/student/demo_explain.py",
+    "grader/student/picture.py",
+    "grader/student/testing.py",
+    "grader/student/notebook.py",
+    "grader/student/classroom.py",
+    "tests/diagnosis.py",
+    "tests/data/golden.npz",
+    "tests/data/fingerprints.npz",
+)
+# Student documentation, shipped when present (and folded into the README).
+STUDENT_DOCS = ("docs/student-loop.md", "docs/common-mistakes.md", "docs/reading.md")
+# Extras of pyproject.toml that make sense without the reference.
+STUDENT_EXTRAS = ("cli", "plot")
+# Never in a release, whatever imports them (checked on the finished folder).
+INSTRUCTOR_ONLY = (
+    "solutions",
+    "benchmarks",
+    "grader/hidden_tests",
+    "grader/mutants",
+    "grader/tests",
+    "grader/release_files",
+    # Whole rooms: grading a class, the sandbox, authoring (see grader/__init__.py).
+    "grader/grading",
+    "grader/sandbox",
+    "grader/authoring",
+)
+# The top-level entries a release consists of (what --force may replace).
+RELEASE_ENTRIES = (
+    "exercises", "tests", "grader", "docs", "conftest.py", "pyproject.toml", "README.md", ".gitignore", "LICENSE",
+    ".github/workflows/classroom.yml",
+)
+
+
+@dataclass
+class Plan:
+    """What a release holds: files copied from the kit and files written for it."""
+
+    copies: dict[str, Path] = field(default_factory=dict)  # release path -> kit file
+    texts: dict[str, str] = field(default_factory=dict)  # release path -> content
+    notes: list[str] = field(default_factory=list)
+
+    def paths(self) -> set[str]:
+        """Every release path of the plan."""
+        return set(self.copies) | set(self.texts)
+
+
+class ReleaseError(Exception):
+    """The release cannot be built as asked; the message says why."""
+
+
+def source_tree(root: Path | None) -> Callable[[str], Path]:
+    """Where the kit's file ``grader/cli.py``, ``tests/kit.py`` ... lies: in ``root``, or in this kit."""
+    if root is None:
+        return lambda path: kit_path(path)
+    return lambda path: Path(root) / path
+
+
+def instructor_only(path: str) -> bool:
+    """Whether the release path ``path`` is, or lies inside, one of :data:`INSTRUCTOR_ONLY`."""
+    return any(path == banned or path.startswith(banned + "/") for banned in INSTRUCTOR_ONLY)
+
+
+def linked_files(markdown: Path, root: Path) -> list[str]:
+    """Kit files that a Markdown document links to by a relative path (images, other docs)."""
+    found = []
+    for target in re.findall(r"\]\(([^)\s#]+)", markdown.read_text(encoding="utf-8")):
+        if "://" in target or target.startswith("/"):
+            continue
+        for candidate in (root / target, markdown.parent / target):
+            if candidate.is_file() and candidate.resolve().is_relative_to(root.resolve()):
+                found.append(candidate.resolve().relative_to(root.resolve()).as_posix())
+                break
+    return found
+
+
+def _kit_imports(source: str) -> list[tuple[str, bool]]:
+    """The ``grader``/``tests`` modules a source imports, each with whether it is imported at top level."""
+    tree = ast.parse(source)
+    top_level = set(map(id, tree.body))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            if name.split(".")[0] in ("grader", "tests"):
+                found.append((name, id(node) in top_level))
+    return found
+
+
+def _module_file(name: str, root: Path | None) -> str | None:
+    """The kit file that defines module ``name`` (None for a name that is not a module)."""
+    parts = name.split(".")
+    source = source_tree(root)
+    for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
+        if source(candidate).is_file():
+            return candidate
+    return None
+
+
+def check_imports(plan: Plan, root: Path | None = None) -> None:
+    """Refuse a release whose shipped code imports a kit module that does not ship.
+
+    A module imported inside a function (e.g. an instructor-only path of a
+    shared helper) only gives a note when it is instructor-only; at top level
+    it stops the build, as does any import of a module on neither list.
+    """
+    shipped = plan.paths()
+    problems = []
+    for path in sorted(shipped):
+        if not path.endswith(".py") or path not in plan.copies:
+            continue
+        for name, top_level in _kit_imports(plan.copies[path].read_text(encoding="utf-8")):
+            module = _module_file(name, root)
+            if module is None or module in shipped:
+                continue
+            if instructor_only(module) and not top_level:
+                plan.notes.append(f"{path} imports {name} inside a function; it is instructor-only and not shipped")
+            elif instructor_only(module):
+                problems.append(f"{path} imports {name} ({module}), which is instructor-only")
+            else:
+                problems.append(f"{path} imports {name} ({module}), which is not on the release allow-list "
+                                "(add it to STUDENT_FILES or OPTIONAL_FILES in grader/authoring/release_allowlist.py)")
+    if problems:
+        raise ReleaseError("; ".join(problems))
