@@ -94,7 +94,7 @@ class Curriculum:
     title: str
     impl_package: str
     exercises: tuple[Exercise, ...]
-    part: str = "all"  # the course's selection ([course] part): "1", "2" or "all"
+    part: str = "all"  # the course's selection ([course] part): one of :attr:`parts`, or "all"
 
     def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
         """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
@@ -106,16 +106,17 @@ class Curriculum:
         Raises
         ------
         ValueError
-            If the part is not 1, 2 or all, or no exercise of the manifest belongs to it.
+            If the part is neither a part of the manifest (:attr:`parts`) nor all.
         """
-        chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part)
+        chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part, self.parts)
         if chosen == "all":
             return self.exercises
-        found = tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
-        if not found:
-            parts = sorted({str(exercise.part) for exercise in self.exercises})
-            raise ValueError(f"part {chosen}: no exercise of the manifest belongs to it (parts: {', '.join(parts)})")
-        return found
+        return tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The parts the exercises belong to ("1", "2", ...), in order: a new number in the manifest adds a part."""
+        return parts_of(self.exercises)
 
     def selected_names(self, part: str | int | None = None) -> tuple[str, ...]:
         """Names of :meth:`selection`, in curriculum order."""
@@ -210,14 +211,33 @@ def unknown_folder(value: str | Path, places: list[Path]) -> str:
     names = closest_first(Path(value).name, found)
     return f"--impl {value}: no such folder (looked in {looked}); folders holding exercise modules: {', '.join(names)}"
 PART_ENV = "ATTENTION_KIT_PART"
-PARTS = ("1", "2", "all")
+ALL_PARTS = "all"
 
 
-def parse_part(value: str | int) -> str:
-    """``"1"``, ``"2"`` or ``"all"`` from an option or the manifest; ValueError naming the choices otherwise."""
+def parts_of(exercises: tuple[Exercise, ...]) -> tuple[str, ...]:
+    """The distinct parts of ``exercises`` as text, in numeric order."""
+    return tuple(str(part) for part in sorted({exercise.part for exercise in exercises}))
+
+
+def parse_part(value: str | int, parts: tuple[str, ...] | None = None) -> str:
+    """A part of the manifest (``"1"``, ``"2"``, ...) or ``"all"``, from an option or the manifest.
+
+    Parameters
+    ----------
+    value : str or int
+        What was given (``2``, ``" ALL "``).
+    parts : tuple of str, optional
+        The parts to accept; default: those of the kit's manifest (:attr:`Curriculum.parts`).
+
+    Raises
+    ------
+    ValueError
+        Naming the choices, if ``value`` is none of them.
+    """
+    choices = (*(load().parts if parts is None else parts), ALL_PARTS)
     text = str(value).strip().lower()
-    if text not in PARTS:
-        raise ValueError(f"part must be one of {', '.join(PARTS)}, not {value!r}")
+    if text not in choices:
+        raise ValueError(f"part must be one of {', '.join(choices)}, not {value!r}")
     return text
 
 
@@ -278,5 +298,5 @@ def _parse(path: Path) -> Curriculum:
         title=course.get("title", ""),
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
-        part=parse_part(course.get("part", "all")),
+        part=parse_part(course.get("part", ALL_PARTS), parts_of(exercises)),
     )

@@ -134,6 +134,20 @@ def test_parse_part_names_the_choices() -> None:
         parse_part("3")
 
 
+def test_a_new_part_number_in_the_manifest_is_a_part(tmp_path: Path) -> None:
+    manifest = tmp_path / "curriculum.toml"
+    text = (ROOT / "grader" / "curriculum.toml").read_text(encoding="utf-8")
+    manifest.write_text(text.replace("[course]\n", '[course]\npart = "3"\n', 1)
+                        + FAKE_ENTRY.replace("part = 2", "part = 3"), encoding="utf-8")
+    curriculum = load(manifest)
+    assert curriculum.parts == ("1", "2", "3") and curriculum.part == "3"
+    assert curriculum.selected_names() == ("doubled",)
+    assert parse_part(" 3 ", curriculum.parts) == "3"
+    assert [e.name for e in curriculum.selection("all")] == [e.name for e in curriculum.exercises]
+    with pytest.raises(ValueError, match="one of 1, 2, 3, all"):
+        parse_part("4", curriculum.parts)
+
+
 def test_part_one_graded_for_part_one_is_not_missing_part_two(kit: Path, part_one_class: Path, tmp_path: Path) -> None:
     done = kit_command(kit, "-m", "grader", "grade", str(part_one_class), "--out", str(tmp_path / "p1"),
                        "--part", "1", "--jobs", "2")
