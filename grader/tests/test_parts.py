@@ -91,13 +91,14 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "solutions" / "doubled.py").write_text(FAKE_SOLUTION, encoding="utf-8")
     (root / "tests" / "test_08_doubled.py").write_text(FAKE_TESTS, encoding="utf-8")
     manifest = root / "grader" / "curriculum.toml"
-    # The copy's Part II is the stand-in alone: the kit's own Part II exercises are taken out of its manifest,
-    # so the figures below (Part I 100 + 20 hidden, the stand-in 50) do not change when Part II grows.
+    # The copy's Part II is the stand-in alone: the kit's own exercises after Part I (Part II, and Part III and on
+    # when there are any) are taken out of its manifest, so the figures below (Part I 100 + 20 hidden, the stand-in
+    # 50) do not change when the later parts grow.
     tables = re.split(r"(?m)^(?=\[\[exercise\]\])", manifest.read_text(encoding="utf-8"))
-    kept = [table for table in tables if not re.search(r"(?m)^part = 2$", table)]
+    kept = [table for table in tables if not re.search(r"(?m)^part = (?!1$)\d+$", table)]
     manifest.write_text("".join(kept).rstrip() + "\n" + FAKE_ENTRY, encoding="utf-8")
     for exercise in load().exercises:
-        if exercise.part == 2:  # its graded and hidden tests go with it
+        if exercise.part != 1:  # its graded and hidden tests go with it
             (root / exercise.test_file).unlink()
             for hidden in (root / "grader" / "hidden_tests").glob(f"test_hidden_*_{exercise.name}.py"):
                 hidden.unlink()
@@ -130,22 +131,24 @@ def grades(out: Path) -> dict[str, dict[str, str]]:
 
 def test_parse_part_names_the_choices() -> None:
     assert [parse_part(v) for v in (1, "2", " ALL ")] == ["1", "2", "all"]
-    with pytest.raises(ValueError, match="one of 1, 2, all"):
-        parse_part("3")
+    beyond = str(int(load().parts[-1]) + 1)
+    with pytest.raises(ValueError, match=f"one of {', '.join(load().parts)}, all, not '{beyond}'"):
+        parse_part(beyond)
 
 
 def test_a_new_part_number_in_the_manifest_is_a_part(tmp_path: Path) -> None:
     manifest = tmp_path / "curriculum.toml"
     text = (ROOT / "grader" / "curriculum.toml").read_text(encoding="utf-8")
-    manifest.write_text(text.replace("[course]\n", '[course]\npart = "3"\n', 1)
-                        + FAKE_ENTRY.replace("part = 2", "part = 3"), encoding="utf-8")
+    new = str(int(load().parts[-1]) + 1)  # 3, while the kit has Parts I and II
+    manifest.write_text(text.replace("[course]\n", f'[course]\npart = "{new}"\n', 1)
+                        + FAKE_ENTRY.replace("part = 2", f"part = {new}"), encoding="utf-8")
     curriculum = load(manifest)
-    assert curriculum.parts == ("1", "2", "3") and curriculum.part == "3"
+    assert curriculum.parts == (*load().parts, new) and curriculum.part == new
     assert curriculum.selected_names() == ("doubled",)
-    assert parse_part(" 3 ", curriculum.parts) == "3"
+    assert parse_part(f" {new} ", curriculum.parts) == new
     assert [e.name for e in curriculum.selection("all")] == [e.name for e in curriculum.exercises]
-    with pytest.raises(ValueError, match="one of 1, 2, 3, all"):
-        parse_part("4", curriculum.parts)
+    with pytest.raises(ValueError, match=f"one of {', '.join(curriculum.parts)}, all, not '{int(new) + 1}'"):
+        parse_part(str(int(new) + 1), curriculum.parts)
 
 
 def test_part_one_graded_for_part_one_is_not_missing_part_two(kit: Path, part_one_class: Path, tmp_path: Path) -> None:
