@@ -5,7 +5,9 @@
 ``tests/data/``; ``readme`` the generated parts of README.md (tables, included
 docs, benchmark figures); ``examples`` its terminal examples, from real runs of
 the kit's commands on planted mistakes; ``release`` the
-student repository; ``notebooks`` the nbgrader course.
+student repository (what may ship in ``release_allowlist``, the files written
+for it in ``release_contents``); ``notebooks`` the nbgrader course;
+``new_exercise`` a new exercise's files, from ``templates/`` (CONTRIBUTING.md).
 
 Called by: maintainers (``python -m grader.authoring.sync`` ...) and instructors
 (``attention-kit release``, ``attention-kit notebooks``). It runs only the
