@@ -66,11 +66,20 @@ def test_the_manifest_entry_is_the_exercise_and_its_defaults() -> None:
         plan(curriculum, "masks")
 
 
-def test_every_template_marker_is_replaced() -> None:
+def test_every_template_marker_is_replaced_and_the_files_parse() -> None:
+    import ast
+
     new = plan(load(), "fresh", function="centre")
     for template in new.files:
         text = new_exercise.render(template, new)
-        assert "@@" not in text and ("centre" in text or template == "mutants.toml.tmpl"), template
+        assert "@@" not in text, template
+        if template.endswith(".py.tmpl"):
+            tree = ast.parse(text)
+            assert "centre" in text and ast.get_docstring(tree), template
+        else:
+            (mutant,) = tomllib.loads(text)["mutant"]
+            assert mutant["id"].startswith("fresh-") and mutant["replace"] in new_exercise.render("solution.py.tmpl",
+                                                                                                   new)
 
 
 def kit_copy(target: Path) -> Path:
@@ -106,6 +115,11 @@ def outcomes(root: Path, *arguments: str) -> list[tuple[str, str, str]]:
     return results
 
 
+def created_files(number: int) -> tuple[str, ...]:
+    return (f"solutions/{NAME}.py", f"tests/test_{number:02d}_{NAME}.py",
+            f"grader/hidden_tests/test_hidden_{number:02d}_{NAME}.py")
+
+
 @pytest.mark.slow  # about 30 to 60 s: `fingerprints` plants every mistake of the catalogue; CI runs it
 def test_a_throwaway_exercise_in_a_new_part_works_after_the_regeneration_commands(tmp_path: Path) -> None:
     root = kit_copy(tmp_path / "kit")
@@ -113,10 +127,11 @@ def test_a_throwaway_exercise_in_a_new_part_works_after_the_regeneration_command
                   "--part", "3")
     assert created.returncode == 0, created.stderr
     number = len(load().exercises) + 1
-    for path in (f"solutions/{NAME}.py", f"tests/test_{number:02d}_{NAME}.py",
-                 f"grader/hidden_tests/test_hidden_{number:02d}_{NAME}.py", f"grader/mutants/{NAME}.toml"):
+    for path in (*created_files(number), f"grader/mutants/{NAME}.toml"):
         assert (root / path).is_file(), path
         assert path in created.stdout
+    linted = run(root, "-m", "ruff", "check", *(str(root / path) for path in created_files(number)), "--no-cache")
+    assert linted.returncode == 0, linted.stdout + linted.stderr
     again = run(root, "-m", "grader.authoring.new_exercise", NAME)
     assert again.returncode == 2 and again.stderr.startswith(f"new_exercise: NAME '{NAME}'"), again.stderr
 
