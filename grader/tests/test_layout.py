@@ -4,6 +4,10 @@ The order, from the bottom up: the base modules (``grader/*.py``), the
 catalogue (``mutants``), ``sandbox``, ``student``, ``grading``, ``authoring``.
 ``cli.py`` is exempt: it dispatches to every room, importing a room only when
 its command runs.
+
+And no module of ``grader/``, ``tests/`` or ``solutions/`` is part of an import
+circle: every import counts, at module level or inside a function, absolute or
+relative (a lazy import inside a function only hides a circle).
 """
 
 from __future__ import annotations
@@ -192,5 +196,5 @@ def test_no_module_of_the_kit_is_part_of_an_import_circle() -> None:
     assert {"grader.student.demo", "tests.kit", "solutions.attention"} <= set(graph), "the graph misses modules"
     assert "grader.student.picture" in graph["grader.student.demo_explain"], "the graph misses an import"
     circles = import_circles(graph)
-    assert not circles, "import circles (each module imports the next, in some order): " + "; ".join(
+    assert not circles, "import circles (modules that import each other, directly or through others): " + "; ".join(
         " <-> ".join(circle) for circle in circles)
