@@ -462,7 +462,7 @@ def _module_binds(folder: Path) -> list[str]:
 
 
 def server_command(the_plan: Plan, folder: Path, control_fd: int) -> list[str]:
-    """The fork server's command line: ``folder`` holds worker.py (and .pyc), protocol.py and ``students/``.
+    """The fork server's command line: ``folder`` holds worker.py (and .pyc), the modules beside it and ``students/``.
 
     The sandbox is a worker's (``command``), except that it shows ``students/`` (the submissions' folders,
     each readable by its own worker's user only) where a worker's shows its one submission.

@@ -17,7 +17,8 @@ from grader.sandbox import callbacks, proxy
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from grader.tests.test_trust import copy_reference
 
-# The worker's own channel, reached from student code (the worker is __main__ inside the sandbox).
+# The worker's own channel, reached from student code (the worker is __main__ inside the sandbox, its codec and
+# frames modules beside it).
 CHANNEL = (
     "import os, sys, time\n"
     "import numpy as np\n"
@@ -26,9 +27,9 @@ CHANNEL = (
     "_R = int(sys.argv[sys.argv.index('--requests') + 1])\n\n"
     "def _ask(exercise, function, args):\n"
     "    arrays = []\n"
-    "    payload = _M.encode([list(args), {}], arrays)\n"
-    "    os.write(_W, _M.pack({'op': 'callback', 'exercise': exercise, 'function': function,\n"
-    "                          'payload': payload}, arrays))\n\n"
+    "    payload = _M.codec.encode([list(args), {}], arrays)\n"
+    "    os.write(_W, _M.frames.pack({'op': 'callback', 'exercise': exercise, 'function': function,\n"
+    "                                 'payload': payload}, arrays))\n\n"
 )
 
 
