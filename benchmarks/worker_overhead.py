@@ -57,8 +57,9 @@ def descendants_cpu() -> float | None:
 
 def worker_cpu_seconds(implementation: object) -> float | None:
     """CPU seconds the worker of ``implementation`` used so far (a forked one: its own process only)."""
-    pid = getattr(implementation, "_worker_pid", None)
-    if getattr(implementation, "_server", None) is not None and pid:
+    worker = getattr(implementation, "_worker", None)  # grader.sandbox.process.WorkerProcess
+    pid = getattr(worker, "worker_pid", None)
+    if getattr(worker, "server", None) is not None and pid:
         try:
             with open(f"/proc/{pid}/schedstat") as stat:
                 return int(stat.read().split()[0]) / 1e9

@@ -110,7 +110,7 @@ class PlainFunction:
     Exercise 8's ``numerical_gradient(f, x)`` takes a function. The isolated
     grader sends only plain data to the student's worker, so the tests pass
     functions of this class: the worker rebuilds the same function from the
-    kind and the coefficients (``grader/sandbox/worker.py``, ``PLAIN_FUNCTIONS``).
+    kind and the coefficients (``grader/sandbox/codec.py``, ``PLAIN_FUNCTIONS``).
 
     ``PlainFunction("cubic", a=..., b=..., c=..., d=...)`` is
     ``f(x) = sum(a x + b x**2 + c x**3) + (sum(d x))**2 / 2``.

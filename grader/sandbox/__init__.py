@@ -1,11 +1,21 @@
 """The sandbox: the only code that starts, confines and talks to student code.
 
 ``limits`` decides how a worker is confined (bubblewrap namespaces, an
-unprivileged user, resource limits) and says so; ``worker`` is the script that
-runs inside the sandbox and imports the student's modules; ``proxy`` is its
-grading-side half, which serves the student's functions to the graded suite
-over a plain-data channel (a JSON header and raw numeric bytes, never pickles);
-``plugin`` lets pytest use it (``-p grader.sandbox.plugin --isolated``).
+unprivileged user, resource limits) and says so. Each module is run by one
+process:
+
+- in the sandbox: ``worker`` (the student's worker, a script that imports the
+  student's modules) and ``forkserver`` (the fork server, root with two
+  capabilities, never student code);
+- on both sides: ``frames`` (the wire format: a JSON header and raw numeric
+  bytes, never pickles), ``codec`` (values as plain data) and ``protocol``
+  (what may cross), the only modules the sandbox holds besides the worker;
+- in the grading process: ``proxy`` (``IsolatedImplementation``, the facade
+  that serves the student's functions to the graded suite) and what it
+  composes: ``process`` (the worker's process), ``channel`` (frames over its
+  pipes), ``budget`` (the submission's time), ``callbacks`` (fair grading's
+  reference), ``server`` (the fork server's client), ``load`` (CPU waits);
+  ``plugin`` lets pytest use it (``-p grader.sandbox.plugin --isolated``).
 
 Called by: the grader (``grader.grading``) and the project's isolation tests.
 What it may not do: nothing else in the kit starts or talks to student code,

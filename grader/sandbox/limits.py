@@ -55,6 +55,9 @@ WORKER_FILE = SANDBOX_DIR + "/worker.py"
 WORKER_CODE = SANDBOX_DIR + "/worker.pyc"  # worker.py compiled by the grading process (see worker_filename)
 MODULES_DIR = SANDBOX_DIR + "/submission"
 PROTOCOL_FILE = SANDBOX_DIR + "/protocol.py"
+# The modules worker.py imports from beside it (see worker.load_modules), each bound there when its folder holds
+# it, and their __pycache__ (compiled by the grading process) if any: protocol.py is one of them.
+SANDBOX_MODULES = ("protocol.py", "frames.py", "codec.py", "forkserver.py")
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
 SIMULATE_NO_BWRAP = "ATTENTION_KIT_SIMULATE_NO_BWRAP"
 NO_FORK_SERVER = "ATTENTION_KIT_NO_FORK_SERVER"
@@ -141,7 +144,7 @@ class Plan:
 
     @property
     def forks(self) -> bool:
-        """Whether workers are forked by a fork server (see ``worker.serve``) instead of started one by one.
+        """Whether workers are forked by a fork server (see ``forkserver.serve``) instead of started one by one.
 
         Only where each worker also gets a user of its own (bwrap, as root): the users keep the workers of one
         server apart, as their own sandboxes would. ``ATTENTION_KIT_NO_FORK_SERVER=1`` starts them one by one.
@@ -354,16 +357,16 @@ def fresh_uid() -> int:
 
 
 def kill_user(uid: int) -> None:
-    """Kill every process of ``uid`` (see ``worker.kill_all_of``: its processes cannot stop the killer).
+    """Kill every process of ``uid`` (see ``forkserver.kill_all_of``: its processes cannot stop the killer).
 
     The killer's real and saved uid are a user of its own, below the workers' range, one per grading process.
     """
-    from grader.sandbox import worker
+    from grader.sandbox import forkserver
 
     helper = UID_BASE - 1 - os.getpid() % (1 << 22)
     for _ in range(3):
         try:
-            worker.kill_all_of(uid, helper, UNPRIVILEGED_GID)
+            forkserver.kill_all_of(uid, helper, UNPRIVILEGED_GID)
         except OSError:
             return
         if not any(_owner(pid) == uid and not _ended(pid) for pid in _pids()):
@@ -437,7 +440,7 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
             "--perms", "0755", "--dir", SANDBOX_DIR,
             "--ro-bind", str(scratch / "worker.py"), WORKER_FILE,
             *(["--ro-bind", str(compiled), WORKER_CODE] if compiled.is_file() else []),
-            "--ro-bind", str(scratch / "protocol.py"), PROTOCOL_FILE,
+            *_module_binds(scratch),
             "--ro-bind", modules, MODULES_DIR,
             "--chdir", MODULES_DIR,
         ]
@@ -449,8 +452,17 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
     return [*prefix, executable, "-I", "-S", "-B", "-u", worker, *arguments], cwd
 
 
+def _module_binds(folder: Path) -> list[str]:
+    """Bwrap's binds of the modules beside worker.py in ``folder`` (``SANDBOX_MODULES``, their ``__pycache__``)."""
+    binds = []
+    for name in (*SANDBOX_MODULES, "__pycache__"):
+        if (folder / name).exists():
+            binds += ["--ro-bind", str(folder / name), f"{SANDBOX_DIR}/{name}"]
+    return binds
+
+
 def server_command(the_plan: Plan, folder: Path, control_fd: int) -> list[str]:
-    """The fork server's command line: ``folder`` holds worker.py (and .pyc), protocol.py and ``students/``.
+    """The fork server's command line: ``folder`` holds worker.py (and .pyc), the modules beside it and ``students/``.
 
     The sandbox is a worker's (``command``), except that it shows ``students/`` (the submissions' folders,
     each readable by its own worker's user only) where a worker's shows its one submission.
@@ -466,7 +478,7 @@ def server_command(the_plan: Plan, folder: Path, control_fd: int) -> list[str]:
         "--perms", "0755", "--dir", SANDBOX_DIR,
         "--ro-bind", str(folder / "worker.py"), WORKER_FILE,
         *(["--ro-bind", str(compiled), WORKER_CODE] if compiled.is_file() else []),
-        "--ro-bind", str(folder / "protocol.py"), PROTOCOL_FILE,
+        *_module_binds(folder),
         "--ro-bind", str(folder / "students"), STUDENTS_DIR,
         "--chdir", "/",
     ]

@@ -9,7 +9,7 @@ the worker and for the grading process answering its callbacks
 (``LoadClock``), up to a bound per call. Where the system does not say,
 nothing is forgiven, as before.
 
-Only ``grader/sandbox/proxy.py`` uses this module.
+Only ``grader/sandbox/budget.py`` (and the facade, ``proxy``, for a worker's pid) uses this module.
 """
 
 from __future__ import annotations

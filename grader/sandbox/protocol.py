@@ -1,9 +1,9 @@
 """The operations that may cross the sandbox boundary, with their arguments: the one list.
 
 Both sides read this file. The grading side (``grader.sandbox.proxy``)
-imports it; the worker (``grader/sandbox/worker.py``, a standalone script)
-loads it from the copy placed next to it in the sandbox. It imports only the
-standard library, so that it can.
+imports it; the worker and the fork server (``grader/sandbox/worker.py``, a
+script, and ``forkserver.py``) import the copy placed next to the worker in
+the sandbox. It imports only the standard library, so that it can.
 
 Grading process -> worker (``REQUESTS``):
 
@@ -30,7 +30,7 @@ The fork server (``SERVER_REQUESTS``, grading process -> server) starts, kills a
 waits for workers; it answers with ``status`` "ok" or "error" only.
 
 Every field is checked by :func:`check` against its type before use; values
-in ``payload`` are plain data (see ``worker.encode``), never pickles.
+in ``payload`` are plain data (see ``codec.encode``), never pickles.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ CALLBACKS: dict[str, dict[str, type]] = {
     # functions of the call in progress; only those can be reached.
     "grading_function": {"index": int, "payload": object},
 }
-# Grading process -> fork server (``worker.serve``), on the server's own socket; no student code runs there:
+# Grading process -> fork server (``forkserver.serve``), on the server's own socket; no student code runs there:
 # ``fork`` a worker for the submission folder ``modules`` (its name in the server's folder of submissions),
 # dropping to ``uid`` with ``limits`` (CPU seconds, address space, file size, processes) and ``niceness``, the
 # worker's three pipes passed along with the message; ``kill`` every process of ``uid`` (and say whether

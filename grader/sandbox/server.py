@@ -4,14 +4,14 @@ A worker started on its own costs an interpreter and numpy's import, about
 70 ms of CPU, for every submission and every restart after a timeout. Where
 each worker also runs as a user of its own (bubblewrap, the grader as root:
 ``limits.Plan.forks``), the grading process instead starts one sandbox whose
-root process has imported numpy once (``worker.serve``) and asks it to
+root process has imported numpy once (``forkserver.serve``) and asks it to
 fork each worker. The users keep those workers apart, as their own sandboxes
 did:
 
 * every submission's modules are in a folder of the server's ``students/``
   folder that only its worker's user can read (the parent folder cannot be
   listed), and nothing else in the sandbox is writable;
-* killing a worker kills every process of its user (``worker.kill_all_of``:
+* killing a worker kills every process of its user (``forkserver.kill_all_of``:
   those processes cannot stop the killer), and a server that finds anything of a user left afterwards (a
   process, a System V IPC object) is replaced before the next worker;
 * the server itself never runs student code, answers only
@@ -32,8 +32,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from grader.sandbox import frames, load
 from grader.sandbox import limits as confine
-from grader.sandbox import load, worker
 
 STARTUP_TIMEOUT = 30.0  # the server's start (an interpreter and numpy), as a worker's
 REQUEST_TIMEOUT = 15.0  # any other answer of the server (a kill waits at most ~1 s inside)
@@ -53,7 +53,8 @@ class ForkServer:
     parent : str or None
         The folder to make the server's own folder in (the batch's scratch folder), or the system's.
     worker_files : dict of str to bytes
-        ``worker.py``, ``protocol.py`` and optionally ``worker.pyc``, as the sandbox shows them.
+        The worker's code as the sandbox shows it (``process.sandbox_files``): ``worker.py``, the modules
+        beside it, their compiled code; names relative to the server's folder.
     """
 
     def __init__(self, plan: confine.Plan, parent: str | None, worker_files: dict[str, bytes]) -> None:
@@ -66,8 +67,12 @@ class ForkServer:
         try:
             os.chmod(self.folder, 0o755)
             for name, data in worker_files.items():
-                (self.folder / name).write_bytes(data)
-                os.chmod(self.folder / name, 0o644)
+                path = self.folder / name
+                if not path.parent.is_dir():  # __pycache__
+                    path.parent.mkdir(mode=0o755)
+                    os.chmod(path.parent, 0o755)
+                path.write_bytes(data)
+                os.chmod(path, 0o644)
             self.students = self.folder / "students"
             self.students.mkdir(mode=0o711)
             os.chmod(self.students, 0o711)  # others may pass through, never list
@@ -92,7 +97,7 @@ class ForkServer:
             raise ServerError("the fork server is closed")
         try:
             self._socket.settimeout(timeout)
-            socket.send_fds(self._socket, [worker._dumps(message).encode("ascii")], list(fds))
+            socket.send_fds(self._socket, [frames.dumps(message).encode("ascii")], list(fds))
             data = self._socket.recv(1 << 16)
         except OSError as error:  # socket.timeout included
             # Never ask it again: its late answer would be read as the answer to the next request.
@@ -103,7 +108,7 @@ class ForkServer:
             self.tainted = True
             raise ServerError(f"the fork server ended ({self._last_words()})")
         try:
-            reply = worker._loads(data.decode("ascii"))
+            reply = frames.loads(data.decode("ascii"))
         except (ValueError, UnicodeDecodeError):
             reply = None
         if not isinstance(reply, dict) or reply.get("status") != "ok":
@@ -241,12 +246,3 @@ class ForkedWorker:
             self.server_lost = self.server_lost or self.returncode is None
             return self.returncode
         return self.wait(2.0)
-
-
-def worker_files(worker_source: Path, protocol_source: Path, compiled: bytes | None) -> dict[str, bytes]:
-    """What a fork server's folder holds besides ``students/``."""
-    files = {"worker.py": worker_source.read_bytes(), "protocol.py": protocol_source.read_bytes()}
-    if compiled is not None:
-        files["worker.pyc"] = compiled
-    return files
-

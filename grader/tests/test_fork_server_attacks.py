@@ -38,7 +38,7 @@ def softmax(x, axis=-1):
 def test_a_daemon_outlives_a_worker_that_exits_by_itself(isolated):
     impl = isolated({"softmax": DAEMON_THEN_EXIT})
     _forks_or_skip(impl)
-    uid = impl._uid
+    uid = impl._worker.uid
     with pytest.raises(WorkerCrashed):
         impl.function("softmax", "softmax")(np.zeros(2))
     impl.close()
@@ -67,7 +67,7 @@ def softmax(x, axis=-1):
 def test_a_process_whose_main_thread_exited_is_still_killed(isolated):
     impl = isolated({"softmax": ZOMBIE_LEADER})
     _forks_or_skip(impl)
-    uid = impl._uid
+    uid = impl._worker.uid
     with pytest.raises(WorkerCrashed):
         impl.function("softmax", "softmax")(np.zeros(2))
     impl.close()
@@ -92,7 +92,7 @@ def test_the_next_students_spare_worker_survives_a_tainted_server(tmp_path):
         IsolatedImplementation.keep_spare(limits=FAST)
         attacker.function("softmax", "softmax")(np.zeros(2))
         attacker.close()
-        assert attacker._server.tainted
+        assert attacker._worker.server.tainted
         honest = IsolatedImplementation.warm(make_submission(tmp_path / "honest"), limits=FAST)
         try:
             IsolatedImplementation.keep_spare(limits=FAST)  # the student after the honest one
@@ -118,7 +118,7 @@ def test_a_worker_restarted_after_its_server_was_tainted_still_starts(isolated):
     _forks_or_skip(impl)
     with pytest.raises(TimeoutError):
         impl.function("softmax", "softmax")(np.zeros(2))
-    assert impl._server.tainted
+    assert impl._worker.server.tainted
     # The next call needs a new worker, in a new server: the submission goes on being graded (not an internal error).
     assert impl.function("masks", "causal_mask")(3).shape == (3, 3)
 
@@ -144,7 +144,7 @@ def test_the_servers_kill_helper_cannot_be_stopped_by_the_user_it_kills(isolated
     for _ in range(2):
         impl = isolated({"softmax": STOPPERS})
         _forks_or_skip(impl)
-        uid, server = impl._uid, impl._server
+        uid, server = impl._worker.uid, impl._worker.server
         with contextlib.suppress(TimeoutError):  # if the stoppers stopped the worker before it answered
             impl.function("softmax", "softmax")(np.zeros(2))
         impl.close()
@@ -196,7 +196,7 @@ def test_a_worker_finds_no_keys_left_by_an_earlier_worker_of_its_uid(isolated, m
         pytest.skip(f"keyrings are not available to a worker here: {error}")
     first.close()
     later = isolated({"softmax": KEYRING})
-    assert later._uid == uid
+    assert later._worker.uid == uid
     assert later.function("softmax", "softmax")("read") == [], "a worker read keys an earlier submission left"
 
 
@@ -213,7 +213,7 @@ def test_a_late_answer_of_the_fork_server_is_never_taken_for_the_next_one(isolat
     first = isolated({})
     _forks_or_skip(first)
     assert first.function("masks", "causal_mask")(2).shape == (2, 2)
-    late = first._server
+    late = first._worker.server
     os.kill(late._pid, signal.SIGSTOP)  # the server is slow to answer (here: stopped for 0.5 s)
     resume = threading.Timer(0.5, os.kill, (late._pid, signal.SIGCONT))
     resume.start()
@@ -230,8 +230,9 @@ def test_a_late_answer_of_the_fork_server_is_never_taken_for_the_next_one(isolat
     np.testing.assert_allclose(second.function("softmax", "softmax")(np.array([0.0, 0.0])), [0.5, 0.5])
     # The worker the grading side waits for, lowers and kills is the one forked for this student (it has
     # answered, so it has dropped to its user by now).
-    assert second._process.pid > 0 and os.stat(f"/proc/{second._process.pid}").st_uid == second._uid
+    process = second._worker.process
+    assert process.pid > 0 and os.stat(f"/proc/{process.pid}").st_uid == second._worker.uid
     assert second.stats["crashed"] == 0, second.stats
-    uid = second._uid
+    uid = second._worker.uid
     second.close()
     assert not _alive_processes_of(uid)

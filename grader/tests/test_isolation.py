@@ -21,7 +21,7 @@ import pytest
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import limits, load, worker
+from grader.sandbox import codec, frames, limits, load
 from grader.sandbox.proxy import IsolatedImplementation, Limits, SandboxError, WorkerCrashed
 from tests.kit import ImplementationError, LocalImplementation
 
@@ -80,20 +80,35 @@ def namespaces_or_skip(implementation: IsolatedImplementation) -> None:
         pytest.skip(f"no kernel namespaces on this machine: {implementation.isolation}")
 
 
-# ---------------------------------------------------------------- the worker script stands alone
+# ---------------------------------------------------------------- the worker's code stands alone
 
 
-def test_worker_imports_only_stdlib_and_numpy():
-    tree = ast.parse((ROOT / "grader" / "sandbox" / "worker.py").read_text(encoding="utf-8"))
-    imported = set()
+@pytest.mark.parametrize("name", ["worker.py", *limits.SANDBOX_MODULES])
+def test_the_sandbox_code_imports_only_stdlib_numpy_and_itself(name):
+    # The sandbox holds worker.py and the modules beside it (limits.SANDBOX_MODULES), nothing else of the kit.
+    tree = ast.parse((ROOT / "grader" / "sandbox" / name).read_text(encoding="utf-8"))
+    imported, siblings = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1 and name != "worker.py", f"{name}: {'.' * node.level}{node.module or ''}"
+            siblings |= {f"{node.module or alias.name}.py" for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "worker.py must not use relative imports"
             imported.add((node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"numpy", "__future__"}
     assert imported <= allowed, imported - allowed
+    assert siblings <= set(limits.SANDBOX_MODULES), siblings - set(limits.SANDBOX_MODULES)
+
+
+def test_the_sandbox_code_is_what_a_worker_and_a_fork_server_are_given():
+    from grader.sandbox import process
+
+    plan = limits.Plan("rlimits", None, "rlimits only")
+    worker_files, server_files = process.sandbox_files(plan), process.sandbox_files(plan, fork_server=True)
+    assert set(server_files) - set(worker_files) >= {"forkserver.py"}
+    for name in ["worker.py", *limits.SANDBOX_MODULES]:
+        assert server_files[name] == (ROOT / "grader" / "sandbox" / name).read_bytes()
 
 
 def test_worker_sees_only_the_modules_and_a_scrubbed_environment(isolated, tmp_path):
@@ -251,27 +266,27 @@ def test_monkey_patching_in_the_worker_stays_there(isolated):
 def _frame(descriptions: list, body: bytes, header: dict | None = None) -> bytes:
     """A hand-made frame: what a worker whose channel the student's code wrote to might send."""
     head = json.dumps({"h": header or {"status": "ok"}, "a": descriptions}).encode()
-    return worker.PREFIX.pack(worker.MAGIC, len(head), len(body)) + head + body
+    return frames.PREFIX.pack(frames.MAGIC, len(head), len(body)) + head + body
 
 
 def test_frames_carry_raw_arrays_of_every_allowed_kind():
     arrays = [np.arange(6.0).reshape(2, 3), np.arange(6, dtype=np.int32).reshape(2, 3).T,  # Fortran order
               np.array([True, False]), np.array(2.5 + 1j, dtype=np.complex64), np.zeros((0, 4)),
               np.arange(3, dtype=">f8"), np.arange(12, dtype=np.uint8)[::3], np.float16([1, 2])]
-    (header, received), size = worker.unpack(worker.pack({"op": "x"}, arrays))
-    assert header == {"op": "x"} and size == len(worker.pack({"op": "x"}, arrays))
+    (header, received), size = frames.unpack(frames.pack({"op": "x"}, arrays))
+    assert header == {"op": "x"} and size == len(frames.pack({"op": "x"}, arrays))
     for got, sent in zip(received, arrays, strict=True):
         assert type(got) is np.ndarray and got.dtype == sent.dtype and got.shape == sent.shape
         np.testing.assert_array_equal(got, sent)
         assert got.flags.writeable and got.flags.owndata  # fresh, as an array made in-process
     assert received[1].flags.f_contiguous  # the layout survives, as with np.save
-    assert worker.unpack(worker.pack({}, arrays)[:-1]) is None  # incomplete: wait for the rest
+    assert frames.unpack(frames.pack({}, arrays)[:-1]) is None  # incomplete: wait for the rest
 
 
 @pytest.mark.parametrize("dtype", ["|O8", "<U3", "|S4", "|V8", "<M8[s]", "<m8[D]", "float64", "", 7, None])
 def test_frames_with_refused_dtypes_are_rejected(dtype):
     with pytest.raises(ValueError, match="refused"):
-        worker.unpack(_frame([[dtype, [1], "C", 8]], bytes(8)))
+        frames.unpack(_frame([[dtype, [1], "C", 8]], bytes(8)))
 
 
 @pytest.mark.parametrize("description, body, message", [
@@ -287,18 +302,18 @@ def test_frames_with_refused_dtypes_are_rejected(dtype):
 ])
 def test_frames_whose_sizes_do_not_add_up_are_rejected(description, body, message):
     with pytest.raises(ValueError, match=message):
-        worker.unpack(_frame([description], body))
+        frames.unpack(_frame([description], body))
 
 
 def test_refused_values_are_not_sent():
     for value in (np.array([object()]), np.array(["text"]), np.zeros(2, dtype=[("a", "f8")]),
                   np.array(["2024-01-01"], dtype="datetime64[D]"), {1, 2}, object()):
-        with pytest.raises(worker.Unsendable):
-            worker.encode(value, [])
+        with pytest.raises(codec.Unsendable):
+            codec.encode(value, [])
     with pytest.raises(ValueError, match="not allowed"):
-        worker.decode({"$": "dtype", "v": "|O8"}, [])
+        codec.decode({"$": "dtype", "v": "|O8"}, [])
     with pytest.raises(ValueError, match="no array"):
-        worker.decode({"$": "array", "i": -1}, [np.zeros(1)])
+        codec.decode({"$": "array", "i": -1}, [np.zeros(1)])
 
 
 def test_a_reply_sends_back_only_the_arguments_the_call_changed():
@@ -306,24 +321,24 @@ def test_a_reply_sends_back_only_the_arguments_the_call_changed():
     x, y = np.ones((2, 3)), np.zeros(4)
     params = {"w": np.eye(3), "b": np.zeros(3), "n": 3}
     arrays: list = []
-    sent = worker.encode([[x, y, rng], {"params": params}], arrays)
-    (_, received), _ = worker.unpack(worker.pack({"payload": sent}, arrays))
-    args, kwargs = worker.decode(sent, received)
+    sent = codec.encode([[x, y, rng], {"params": params}], arrays)
+    (_, received), _ = frames.unpack(frames.pack({"payload": sent}, arrays))
+    args, kwargs = codec.decode(sent, received)
     reply: list = []
-    assert worker.result_payload(args[0] * 2, [args, kwargs], sent, received, reply) [1] is None
+    assert codec.result_payload(args[0] * 2, [args, kwargs], sent, received, reply) [1] is None
     assert len(reply) == 1  # the result only: no argument changed
     kwargs["params"]["w"][0, 0] = 5.0  # one array changed in place, the generator advanced
     args[2].random()
     reply = []
-    payload = worker.result_payload(None, [args, kwargs], sent, received, reply)
+    payload = codec.result_payload(None, [args, kwargs], sent, received, reply)
     assert len(reply) == 1 and reply[0][0, 0] == 5.0  # only the changed array travels back
-    worker.receive_result(payload, reply, (x, y, rng), {"params": params})
+    codec.receive_result(payload, reply, (x, y, rng), {"params": params})
     assert params["w"][0, 0] == 5.0 and params["b"].tolist() == [0.0] * 3
     assert rng.random() == np.random.default_rng(0).random(2)[1]
     del kwargs["params"]["b"]  # a removed key and a swapped-in array are changes too
     kwargs["params"]["w"] = received[0]
     reply = []
-    worker.receive_result(worker.result_payload(None, [args, kwargs], sent, received, reply), reply,
+    codec.receive_result(codec.result_payload(None, [args, kwargs], sent, received, reply), reply,
                           (x, y, rng), {"params": params})
     assert sorted(params) == ["n", "w"] and params["w"].shape == (2, 3)
 
@@ -419,7 +434,7 @@ def test_a_call_slowed_by_the_machines_load_is_not_timed_out(isolated, monkeypat
     assert impl.stats["timed_out"] == 0
     assert impl.forgiven == pytest.approx(0.6)
     assert impl.spent < 0.5  # what was forgiven is not charged to the submission's budget either
-    assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 10  # past its time it ran on at a lower priority
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == 10  # past its time it ran on at a lower priority
 
 
 def test_a_call_within_its_time_keeps_its_priority(isolated, monkeypatch):
@@ -429,7 +444,7 @@ def test_a_call_within_its_time_keeps_its_priority(isolated, monkeypatch):
     monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.1))
     impl.function("softmax", "softmax")(np.zeros(2))
     assert impl.forgiven == pytest.approx(0.1)  # its wait for a CPU is not charged to the budget
-    assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 0  # but it never ran past its time
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == 0  # but it never ran past its time
 
 
 def test_the_load_allowance_is_bounded_and_ends_at_the_first_timeout(isolated, monkeypatch):
@@ -463,8 +478,8 @@ def test_a_worker_restarted_after_a_timeout_yields_to_the_others(isolated):
     with pytest.raises(TimeoutError):
         impl.function("softmax", "softmax")(np.zeros(2))
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
-    assert os.getpriority(os.PRIO_PROCESS, impl._worker_pid) == 10
-    group = Path(f"/proc/{impl._worker_pid}/autogroup")  # its session's scheduling group, where there is one
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == 10
+    group = Path(f"/proc/{impl._worker.worker_pid}/autogroup")  # its session's scheduling group, where there is one
     if group.is_file():
         assert group.read_text().split()[-1] == "10"
 
@@ -527,8 +542,8 @@ def test_fork_bomb_is_contained(isolated):
     if "unprivileged user" not in impl.isolation and "namespaces" not in impl.isolation and os.geteuid() == 0:
         pytest.skip(f"a fork bomb as root is only limited by an unprivileged user or a PID namespace: {impl.isolation}")
     softmax = impl.function("softmax", "softmax")  # the worker is up: note its PID namespace (or session)
-    worker_pid = impl._process.pid
-    uid = impl._uid if impl.plan.drop_to is not None else None  # and its user, where it has one of its own
+    worker_pid = impl._worker.process.pid
+    uid = impl._worker.uid if impl.plan.drop_to is not None else None  # and its user, where it has one of its own
     children = [pid for pid in _pids() if _parent(pid) == worker_pid]
     own = _pid_namespace(os.getpid())
     namespace = next((_pid_namespace(pid) for pid in children if _pid_namespace(pid) != own), None)
@@ -693,7 +708,7 @@ def test_a_tests_function_argument_runs_on_the_grading_side(reference_isolated, 
     observed = reference_isolated.function("explain", "occlusion_importance")(predict, tokens, 0)
     np.testing.assert_array_equal(observed, expected)
     assert calls == [(6, 5)]  # called from the worker, run here
-    assert reference_isolated._grading_functions == []  # reachable during its call only
+    assert reference_isolated._callbacks.grading_functions == []  # reachable during its call only
 
 
 def test_a_returned_function_is_still_refused(isolated):
@@ -732,30 +747,28 @@ def test_plain_functions_cross_to_the_worker(reference_isolated, local):
 def test_plain_function_formulas_agree_on_both_sides():
     from tests.kit import PlainFunction
 
-    worker.load_numpy()
-    assert set(worker.PLAIN_FUNCTIONS) == set(PlainFunction.FORMULAS)
+    assert set(codec.PLAIN_FUNCTIONS) == set(PlainFunction.FORMULAS)
     rng = np.random.default_rng(12)
-    for kind in worker.PLAIN_FUNCTIONS:
+    for kind in codec.PLAIN_FUNCTIONS:
         params = {name: rng.normal(size=(2, 3)) for name in "abcd"}
         x = rng.normal(size=(2, 3))
         arrays: list = []
-        rebuilt = worker.decode(worker.encode(PlainFunction(kind, **params), arrays), arrays)
-        assert isinstance(rebuilt, worker.PlainFunction)
+        rebuilt = codec.decode(codec.encode(PlainFunction(kind, **params), arrays), arrays)
+        assert isinstance(rebuilt, codec.PlainFunction)
         assert rebuilt(x) == PlainFunction(kind, **params)(x)
     with pytest.raises(ValueError, match="unknown plain function"):
-        worker.decode({"$": "function", "kind": "os.system", "v": {"$": "dict", "k": [], "v": []}}, [])
+        codec.decode({"$": "function", "kind": "os.system", "v": {"$": "dict", "k": [], "v": []}}, [])
 
 
 # ---------------------------------------------------------------- the codec's fast paths agree with the general ones
 
 
 def test_lists_travel_as_json_arrays_and_the_tagged_form_is_still_read():
-    worker.load_numpy()
     arrays: list = []
-    assert worker.encode([1, [2.5, None], (3,)], arrays) == [1, [2.5, None], {"$": "tuple", "v": [3]}]
-    assert worker.decode({"$": "list", "v": [1, {"$": "list", "v": ["a"]}]}, []) == [1, ["a"]]
+    assert codec.encode([1, [2.5, None], (3,)], arrays) == [1, [2.5, None], {"$": "tuple", "v": [3]}]
+    assert codec.decode({"$": "list", "v": [1, {"$": "list", "v": ["a"]}]}, []) == [1, ["a"]]
     with pytest.raises(ValueError, match="malformed"):
-        worker.decode({"$": "set", "v": [1]}, [])
+        codec.decode({"$": "set", "v": [1]}, [])
 
 
 def _change(after: list, change: str) -> None:
@@ -779,19 +792,18 @@ def _change(after: list, change: str) -> None:
 
 def test_nothing_changed_is_decided_as_the_full_comparison_decides_it():
     # The quick check may only say "unchanged" where encode_after says so too, whatever the call did.
-    worker.load_numpy()
     cases = []
     for change in ("none", "array", "swap", "append", "key", "value", "nan", "tuple", "rng"):
         x, y = np.arange(6.0).reshape(2, 3), np.zeros(4, dtype=np.float32)
         args = [x, [y, 3], (1.5, "s"), float("nan") if change == "nan" else 2.0]
         kwargs = {"k": {"a": 1}, **({"g": np.random.default_rng(5)} if change == "rng" else {})}
         arrays: list = []
-        sent = worker.encode([args, kwargs], arrays)
-        (_, received), _ = worker.unpack(worker.pack({"payload": sent}, arrays))
-        after = worker.decode(sent, received)
+        sent = codec.encode([args, kwargs], arrays)
+        (_, received), _ = frames.unpack(frames.pack({"payload": sent}, arrays))
+        after = codec.decode(sent, received)
         _change(after, change)
-        quick = worker._as_received(after, sent, received)
-        _, changed = worker.encode_after(after, sent, received, [])
+        quick = codec._as_received(after, sent, received)
+        _, changed = codec.encode_after(after, sent, received, [])
         cases.append((change, quick, changed))
         assert not (quick and changed), change
     # Plain arguments left alone take the quick way; a generator is always left to the full comparison.
@@ -840,10 +852,10 @@ def test_forked_workers_cannot_reach_each_others_modules(isolated):
     _forks_or_skip(one)
     other = isolated({"softmax": "def softmax(x, axis=-1):\n    return 'SECRET-OF-THE-OTHER'\n"})
     assert other.function("softmax", "softmax")(np.zeros(2)) == "SECRET-OF-THE-OTHER"  # both workers are up
-    assert one._server is other._server  # one server forked both
+    assert one._worker.server is other._worker.server  # one server forked both
     read = one.function("softmax", "softmax")
     # Even knowing the other's folder name (which it cannot list), a worker cannot read the other's modules.
-    path = f"{limits.STUDENTS_DIR}/{other._scratch.name}/modules/softmax.py"
+    path = f"{limits.STUDENTS_DIR}/{other._worker.scratch.name}/modules/softmax.py"
     with pytest.raises(PermissionError):
         read(path)
     with pytest.raises(PermissionError):
@@ -858,9 +870,9 @@ def test_what_a_forked_worker_leaves_running_dies_with_it(isolated):
     impl = isolated({"softmax": daemon})
     _forks_or_skip(impl)
     impl.function("softmax", "softmax")(np.zeros(2))
-    uid = impl._uid
+    uid = impl._worker.uid
     assert len(_processes_of(uid)) >= 2  # the worker and its daemon, in a session of its own
-    server = impl._server
+    server = impl._worker.server
     impl.close()
     assert not _processes_of(uid), [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _processes_of(uid)]
     assert not server.tainted  # nothing of it is left: the server goes on
@@ -874,13 +886,13 @@ def test_a_leftover_ipc_object_replaces_the_fork_server(isolated):
     impl = isolated({"softmax": planter})
     _forks_or_skip(impl)
     impl.function("softmax", "softmax")(np.zeros(2))
-    first = impl._server
+    first = impl._worker.server
     first_process = first.process
     impl.close()
     assert first.tainted
     after = isolated({})
     assert after.function("masks", "causal_mask")(3).shape == (3, 3)
-    assert after._server is not first  # a new server (and a new IPC namespace) for the next submission
+    assert after._worker.server is not first  # a new server (and a new IPC namespace) for the next submission
     assert first_process.poll() is not None  # the old one is gone, and its namespaces with it
 
 
@@ -891,7 +903,7 @@ def test_what_a_worker_started_dies_even_when_the_worker_ended_itself(isolated):
     impl = isolated({"softmax": quitter})
     _forks_or_skip(impl)
     softmax = impl.function("softmax", "softmax")  # the worker is up
-    uid = impl._uid
+    uid = impl._worker.uid
     with pytest.raises(WorkerCrashed, match="exit code 3"):
         softmax(np.zeros(2))
     # The worker exited by itself; the process it left behind went with it, by its user.
@@ -912,7 +924,7 @@ def test_a_fork_server_that_ends_under_a_call_is_the_graders_failure(isolated):
     softmax = impl.function("softmax", "softmax")
     import threading
 
-    server = impl._server
+    server = impl._worker.server
     killer = threading.Timer(0.5, lambda: os.killpg(server.process.pid, 9))  # the server's whole sandbox
     killer.start()
     try:
@@ -922,7 +934,7 @@ def test_a_fork_server_that_ends_under_a_call_is_the_graders_failure(isolated):
         killer.cancel()
     assert impl.internal and impl.stats["crashed"] == 0  # not a crash of the student's code
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a new server, a new worker
-    assert impl._server is not server
+    assert impl._worker.server is not server
 
 
 def test_a_call_that_runs_long_makes_its_submission_slow_once(isolated, monkeypatch):

@@ -25,8 +25,8 @@ import pytest
 from grader.curriculum import ROOT, load
 from grader.grading.grade import grade_batch
 from grader.grading.report import csv_cell, escape_text
+from grader.sandbox import frames, protocol
 from grader.sandbox import limits as confine
-from grader.sandbox import protocol, worker
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from tests.kit import ImplementationError
 
@@ -265,7 +265,7 @@ def test_without_fairness_the_channel_answers_nothing(isolated, tmp_path):
 
 
 def test_messages_outside_the_protocol_end_the_worker(isolated, tmp_path):
-    forged = worker.pack({"op": "callback", "exercise": 7, "function": ["x"], "payload": None}, [])
+    forged = frames.pack({"op": "callback", "exercise": 7, "function": ["x"], "payload": None}, [])
     write = f"    os.write(int(sys.argv[sys.argv.index('--replies') + 1]), {forged!r})\n    return x\n"
     folder = copy_reference(tmp_path / "student", softmax="def softmax(x, axis=-1):\n    import os, sys\n" + write)
     impl = isolated(folder)
@@ -278,8 +278,10 @@ def test_messages_outside_the_protocol_end_the_worker(isolated, tmp_path):
 def test_the_worker_handles_only_the_requests_the_protocol_lists():
     import ast
 
-    tree = ast.parse((ROOT / "grader" / "sandbox" / "worker.py").read_text(encoding="utf-8"))
-    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    functions = {}  # the worker's own code and the fork server's
+    for name in ("worker.py", "forkserver.py"):
+        tree = ast.parse((ROOT / "grader" / "sandbox" / name).read_text(encoding="utf-8"))
+        functions |= {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
 
     def handled(function: str) -> set[str]:
         return {node.comparators[0].value for node in ast.walk(functions[function])
@@ -336,7 +338,7 @@ def test_a_huge_reply_is_refused_before_it_is_read(isolated, tmp_path):
     impl = isolated(folder, limits=Limits(call_timeout=5.0, reply_bytes=4 << 20))
     with pytest.raises(WorkerCrashed, match="more than the grader accepts"):
         impl.function("softmax", "softmax")(np.zeros(2))
-    assert len(impl._buffer) < 1 << 20  # the reply was never buffered whole
+    assert len(impl._channel.buffer) < 1 << 20  # the reply was never buffered whole
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
 
 

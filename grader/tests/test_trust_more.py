@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.sandbox import proxy
+from grader.sandbox import callbacks, proxy
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from grader.tests.test_trust import copy_reference
 
-# The worker's own channel, reached from student code (the worker is __main__ inside the sandbox).
+# The worker's own channel, reached from student code (the worker is __main__ inside the sandbox, its codec and
+# frames modules beside it).
 CHANNEL = (
     "import os, sys, time\n"
     "import numpy as np\n"
@@ -26,9 +27,9 @@ CHANNEL = (
     "_R = int(sys.argv[sys.argv.index('--requests') + 1])\n\n"
     "def _ask(exercise, function, args):\n"
     "    arrays = []\n"
-    "    payload = _M.encode([list(args), {}], arrays)\n"
-    "    os.write(_W, _M.pack({'op': 'callback', 'exercise': exercise, 'function': function,\n"
-    "                          'payload': payload}, arrays))\n\n"
+    "    payload = _M.codec.encode([list(args), {}], arrays)\n"
+    "    os.write(_W, _M.frames.pack({'op': 'callback', 'exercise': exercise, 'function': function,\n"
+    "                                 'payload': payload}, arrays))\n\n"
 )
 
 
@@ -62,11 +63,11 @@ def test_f1_the_reference_is_never_asked_for_more_than_the_limit(isolated, tmp_p
     proxy._ANSWERS.clear()
     with pytest.raises(MemoryError, match="the grader computes at most"):
         impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
-    assert proxy._answers_bytes < proxy._ANSWERS_MAX_BYTES
+    assert callbacks._answers_bytes < callbacks._ANSWERS_MAX_BYTES
     assert not proxy._ANSWERS  # a refusal is never remembered
     # The same callback with honest sizes is answered.
-    assert proxy._estimated_bytes([[np.random.default_rng(0), 16, 8], {}]) < impl.limits.reference_bytes
-    assert proxy._estimated_bytes([[np.zeros((2, 4, 8, 8))], {}]) < 1 << 20
+    assert callbacks.estimated_bytes([[np.random.default_rng(0), 16, 8], {}]) < impl.limits.reference_bytes
+    assert callbacks.estimated_bytes([[np.zeros((2, 4, 8, 8))], {}]) < 1 << 20
 
 
 def test_f1_an_answer_over_the_limit_is_refused_after_the_reference_and_never_cached(isolated, tmp_path):
@@ -89,7 +90,8 @@ def test_f2_bytes_flooding_the_replies_pipe_while_an_answer_is_sent_are_never_bu
     impl = isolated(folder, limits=Limits(call_timeout=5.0, reply_bytes=4 << 20))
     with pytest.raises(WorkerCrashed):
         impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
-    assert len(impl._buffer) <= (4 << 20) + proxy.MAX_REPLY_HEADER + (1 << 20)  # one allowed frame at most, not 64 MiB
+    # One allowed frame at most, not 64 MiB.
+    assert len(impl._channel.buffer) <= (4 << 20) + proxy.MAX_REPLY_HEADER + (1 << 20)
 
 
 # ---------------------------------------------------------------- F3: a student's stall is the student's time

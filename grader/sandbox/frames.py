@@ -1,0 +1,226 @@
+"""The wire format between the grading process and a worker: frames of a JSON header and raw array bytes.
+
+Run by both sides: the grading process imports it as ``grader.sandbox.frames``;
+the worker and the fork server, in the sandbox, import the copy placed next to
+``worker.py`` (see :mod:`grader.sandbox.worker`). It imports only the standard
+library and numpy, so that it can.
+
+A frame is a JSON header (which also gives each array's dtype, shape and
+size) followed by the arrays' raw bytes. Nothing is ever pickled: arrays are
+rebuilt with ``np.frombuffer``-style views from an allow-list of numeric and
+bool dtypes after their sizes are checked, so a message cannot run code on the
+receiving side. What the header's values mean (plain data, arrays by index) is
+:mod:`grader.sandbox.codec`'s business.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import numpy as np
+
+# Frame: b"AKW2", header length (u32), body length (u64), the JSON header, the body. The header is
+# {"h": message, "a": [[dtype, shape, order, nbytes], ...]}; the body holds the arrays' raw bytes back to back.
+# No .npy and no pickle: the receiver rebuilds each array with np.frombuffer, from a dtype of ALLOWED_DTYPES
+# only, after checking that the shapes and sizes add up to exactly the body it got.
+MAGIC = b"AKW2"
+PREFIX = struct.Struct("!4sIQ")
+MAX_HEADER = 64 << 20
+MAX_ARRAYS = 100_000
+MAX_ARRAY_BYTES = 2 << 30
+MAX_BODY = 2 << 30
+MAX_DIMS = 32
+# One pipe's worth per read: asking for much more makes every read allocate (mmap) and free a buffer that
+# large, ~10x the cost of the read itself for the small messages that most calls are.
+READ_BYTES = 1 << 16
+ARRAY_KINDS = frozenset("biufc")  # bool, signed, unsigned, float, complex: nothing that can hold objects
+_NUMERIC_TYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                  "float16", "float32", "float64", "longdouble", "complex64", "complex128", "clongdouble")
+# dtype.str -> dtype, both byte orders, for the types above: the allow-list.
+ALLOWED_DTYPES: dict[str, Any] = {np.dtype(name).newbyteorder(order).str: np.dtype(name).newbyteorder(order)
+                                  for name in _NUMERIC_TYPES for order in "<>"}
+
+
+def _make_json_codec() -> tuple[Any, Any]:
+    """A compact JSON writer and a whole-text JSON reader, both built once (not per message).
+
+    ``json.dumps`` with ``separators`` builds a new encoder for every message, and ``json.loads`` detects the
+    text's encoding and strips whitespace around it: on a header of a few hundred bytes that is most of the cost.
+    The writer skips the check for circular containers: it only ever sees the trees that ``codec.encode``
+    and :func:`pack` build, fresh lists and dicts (a circular value never gets that far: encoding it recurses until
+    RecursionError). The reader accepts exactly one JSON value spanning the whole header (NaN and Infinity
+    included, as Python writes them) and raises ValueError for anything else.
+    """
+    import json.decoder
+    import json.encoder
+    import json.scanner
+
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if make_encoder is not None:
+        # markers (no circularity check), default (the standard "is not JSON serializable" TypeError), string
+        # encoder (ASCII, as json.dumps), indent, separators, sort_keys, skipkeys, allow_nan (nan and inf as JSON
+        # extensions, as json.dumps writes them).
+        iterencode = make_encoder(None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None,
+                                  ":", ",", False, False, True)
+
+        def dumps(value: Any) -> str:
+            return "".join(iterencode(value, 0))
+    else:  # an interpreter without the C accelerator: the standard route
+        encoder = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+        dumps = encoder.encode
+    scan = json.scanner.make_scanner(json.decoder.JSONDecoder())
+
+    def loads(text: str) -> Any:
+        try:
+            value, end = scan(text, 0)
+        except StopIteration as error:  # what the scanner raises for no value at all
+            raise ValueError(f"bad header (no JSON value at {error.value})") from None
+        if end != len(text):
+            raise ValueError("bad header (data after its JSON value)")
+        return value
+
+    return dumps, loads
+
+
+dumps, loads = _make_json_codec()
+
+
+class Unsendable(TypeError):
+    """A value that is not plain data (and so cannot cross the channel)."""
+
+
+# id(dtype) -> (dtype, dtype.str) for the dtypes that passed the check below (each kept alive here, so an id is
+# never reused while it is in this table): the common dtypes are numpy's singletons, checked once per process.
+_CHECKED_DTYPES: dict[int, tuple[Any, str]] = {}
+
+
+def check_dtype(dtype: Any) -> str:
+    """``dtype.str`` if arrays of ``dtype`` may be sent, else Unsendable."""
+    known = _CHECKED_DTYPES.get(id(dtype))
+    if known is not None and known[0] is dtype:
+        return known[1]
+    if dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.str not in ALLOWED_DTYPES:
+        raise Unsendable(f"numpy arrays of dtype {dtype} cannot be sent (only numeric and bool arrays)")
+    if len(_CHECKED_DTYPES) < 1000:
+        _CHECKED_DTYPES[id(dtype)] = (dtype, dtype.str)
+    return dtype.str
+
+def pack(header: dict, arrays: list) -> bytes:
+    """One frame: the JSON header, which describes the arrays, then their raw bytes (one buffer, one write)."""
+    described, blobs = [], []
+    body_len = 0
+    for array in arrays:
+        name = check_dtype(array.dtype)
+        flags = array.flags
+        if flags.f_contiguous and not flags.c_contiguous:  # as np.save does
+            order, blob = "F", array.tobytes("F")
+        else:
+            order, blob = "C", array.tobytes()
+        described.append([name, list(array.shape), order, len(blob)])
+        blobs.append(blob)
+        body_len += len(blob)
+    head = dumps({"h": header, "a": described}).encode()
+    return b"".join([PREFIX.pack(MAGIC, len(head), body_len), head, *blobs])
+
+
+class Received(list):
+    """The arrays of one frame, and the bytes they arrived as (to tell which ones a call changed).
+
+    ``body`` holds the arrays' bytes from ``base`` on (the whole frame, when it was not copied out of a
+    buffer that is reused); ``spans`` give each array's place in ``body``.
+    """
+
+    def __init__(self, body: bytes | bytearray, base: int = 0) -> None:
+        super().__init__()
+        self.body, self.base = body, base
+        self.spans: list[tuple[int, int, str, Any, tuple]] = []  # offset in body, size, order, dtype, shape
+
+    def unchanged(self, index: Any, array: Any) -> bool:
+        """Whether ``array`` is the ``index``-th array of the frame, with its dtype, shape and bytes as received."""
+        if type(index) is not int or not 0 <= index < len(self) or array is not self[index]:
+            return False
+        offset, size, order, dtype, shape = self.spans[index]
+        return (array.dtype == dtype and array.shape == shape
+                and array.tobytes(order) == self.body[offset : offset + size])
+
+
+def _array_description(entry: Any) -> tuple[Any, tuple, str, int]:
+    """Check one array's [dtype, shape, order, nbytes]: an allowed dtype, and a size that matches its shape."""
+    if not isinstance(entry, list) or len(entry) != 4:
+        raise ValueError("bad array description")
+    name, shape, order, size = entry
+    dtype = ALLOWED_DTYPES.get(name) if isinstance(name, str) else None
+    if dtype is None:
+        raise ValueError(f"arrays of dtype {str(name)[:40]!r} are refused (only numeric and bool arrays)")
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS:
+        raise ValueError(f"bad array shape {str(shape)[:80]}")
+    for n in shape:
+        if type(n) is not int or not 0 <= n <= MAX_ARRAY_BYTES:
+            raise ValueError(f"bad array shape {str(shape)[:80]}")
+    if order != "C" and order != "F":
+        raise ValueError("bad array order")
+    expected = math.prod(shape) * dtype.itemsize
+    if type(size) is not int or size != expected or size > MAX_ARRAY_BYTES:
+        raise ValueError(f"array size mismatch: {name} of shape {tuple(shape)} takes {expected} bytes, "
+                         f"not {str(size)[:20]}")
+    return dtype, tuple(shape), order, size
+
+
+def frame_size(buffer: bytes | bytearray | memoryview) -> int | None:
+    """The size of the frame at the start of ``buffer`` if it is all there, else None (ValueError if corrupt)."""
+    if len(buffer) < PREFIX.size:
+        return None
+    magic, head_len, body_len = PREFIX.unpack_from(buffer)
+    if magic != MAGIC:
+        raise ValueError("bad frame (the channel is corrupt)")
+    if head_len > MAX_HEADER or body_len > MAX_BODY:
+        raise ValueError("frame too large")
+    end = PREFIX.size + head_len + body_len
+    return end if len(buffer) >= end else None
+
+
+def unpack(buffer: bytes | bytearray | memoryview, owned: bool = False) -> tuple[tuple[dict, Received], int] | None:
+    """Parse one frame from the start of ``buffer``: ((header, arrays), size), or None if incomplete.
+
+    Raises ValueError for anything malformed: a bad prefix, a refused dtype, sizes that do not match.
+    ``owned``: ``buffer`` (a bytearray) belongs to this frame alone and is never changed afterwards, so the
+    arrays' bytes need not be copied out of it first (nor out of an immutable ``bytes``).
+    """
+    if len(buffer) < PREFIX.size:
+        return None
+    magic, head_len, body_len = PREFIX.unpack_from(buffer)
+    if magic != MAGIC:
+        raise ValueError("bad frame (the channel is corrupt)")
+    if head_len > MAX_HEADER or body_len > MAX_BODY:
+        raise ValueError("frame too large")
+    start = PREFIX.size + head_len
+    end = start + body_len
+    if len(buffer) < end:
+        return None
+    with memoryview(buffer) as view:  # released at once: a bytearray under a view cannot be resized
+        message = loads(str(view[PREFIX.size : start], "utf-8"))
+        keep = type(buffer) is bytes or (owned and type(buffer) is bytearray)
+        body, base = (buffer, start) if keep else (bytes(view[start:end]) if body_len else b"", 0)
+    if not isinstance(message, dict):
+        raise ValueError("bad header")
+    header, described = message.get("h"), message.get("a")
+    if not (isinstance(header, dict) and isinstance(described, list)):
+        raise ValueError("bad header")
+    if len(described) > MAX_ARRAYS:
+        raise ValueError("too many arrays")
+    arrays = Received(body, base)
+    offset = 0
+    for entry in described:
+        dtype, shape, order, size = _array_description(entry)
+        if offset + size > body_len:
+            raise ValueError("array size mismatch: the arrays are larger than the frame")
+        # The bytes read in place (shape, dtype, buffer, offset, strides, order), then a copy: fresh, writable and
+        # owning its memory, as an array made in-process would be.
+        arrays.append(np.ndarray(shape, dtype, body, base + offset, None, order).copy(order="K"))
+        arrays.spans.append((base + offset, size, order, dtype, shape))
+        offset += size
+    if offset != body_len:
+        raise ValueError("array size mismatch: the frame holds bytes that belong to no array")
+    return (header, arrays), end

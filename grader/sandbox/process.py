@@ -1,0 +1,320 @@
+"""A submission's worker process, seen from the grading process: its scratch folder, its start, its end.
+
+Run by the grading process. :class:`WorkerProcess` prepares the scratch
+folder the sandbox shows (the worker's code, :func:`sandbox_files`, and a copy
+of the submission's modules), starts the worker (forked by the grading
+process's fork server, ``grader.sandbox.server``, or started on its own in a
+sandbox of its own, ``grader.sandbox.limits.command``), and kills it with
+everything it started. The pipes it hands over are the channel's
+(``grader.sandbox.channel``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import marshal
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grader.sandbox import limits as confine
+from grader.sandbox import server
+from grader.sandbox.limits import Limits
+
+SANDBOX_CODE = Path(__file__).resolve().parent
+WORKER_SOURCE = SANDBOX_CODE / "worker.py"
+MAX_MODULE_BYTES = 1 << 20
+# A folder of the batch (``grade_batch`` makes it and removes it at the end, even when a grading process
+# was killed and could not remove its workers' scratch folders): the workers' scratch folders go inside.
+SCRATCH_ENV = "ATTENTION_KIT_SCRATCH"
+
+
+def scratch_parent() -> str | None:
+    """The batch's scratch folder (``SCRATCH_ENV``), if it is set and there."""
+    parent = os.environ.get(SCRATCH_ENV)
+    return parent if parent and os.path.isdir(parent) else None
+
+
+_COMPILED: dict[tuple[str, str], bytes | None] = {}
+
+
+def _compiled(name: str, filename: str, main: bool) -> bytes | None:
+    """The module ``name`` of this folder as a .pyc for this interpreter (the worker's), naming ``filename``.
+
+    Compiling the worker's ~1000 lines at every worker start cost each submission ~10 ms of CPU. The worker
+    runs the same interpreter (``limits.interpreter_paths``), so the magic number matches; None (run the
+    source) if compiling fails here for any reason. ``main``: the script itself (a timestamp .pyc, whose
+    header is not checked when it is run as the main script); otherwise a module it imports, an unchecked
+    hash-based .pyc (used as it is, whatever the copy's time stamp). Once per process.
+    """
+    key = (name, filename)
+    if key not in _COMPILED:
+        try:
+            source = (SANDBOX_CODE / name).read_bytes()
+            code = compile(source, filename, "exec", dont_inherit=True, optimize=0)
+            if main:  # the magic number, flags 0 (timestamp-based), source mtime and size, the marshalled code
+                header = bytes(12)
+            else:  # flags 1 (hash-based, never checked), the source's hash
+                header = (1).to_bytes(4, "little") + importlib.util.source_hash(source)
+            _COMPILED[key] = importlib.util.MAGIC_NUMBER + header + marshal.dumps(code)
+        except Exception:  # noqa: BLE001 - the source itself always works
+            _COMPILED[key] = None
+    return _COMPILED[key]
+
+
+def sandbox_files(plan: confine.Plan, fork_server: bool = False) -> dict[str, bytes]:
+    """The worker's code as the sandbox shows it: ``worker.py`` (and .pyc), the modules beside it and their .pyc.
+
+    ``fork_server``: also ``forkserver.py``, which only a fork server imports. Names are relative to the folder
+    (``__pycache__/codec.cpython-312.pyc``); see ``limits.SANDBOX_MODULES`` and ``worker.load_modules``.
+    """
+    filename = confine.worker_filename(plan)  # e.g. /.attention-kit-sandbox/worker.py, in tracebacks
+    files = {"worker.py": WORKER_SOURCE.read_bytes()}
+    compiled = _compiled("worker.py", filename, main=True)
+    if compiled is not None:
+        files["worker.pyc"] = compiled
+    for name in confine.SANDBOX_MODULES:
+        if name == "forkserver.py" and not fork_server:
+            continue
+        files[name] = (SANDBOX_CODE / name).read_bytes()
+        compiled = _compiled(name, str(Path(filename).with_name(name)), main=False)
+        if compiled is not None:
+            files[f"__pycache__/{name.removesuffix('.py')}.{sys.implementation.cache_tag}.pyc"] = compiled
+    return files
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (names relative to ``folder``) readable by everyone, their folders listable."""
+    for name, data in files.items():
+        path = folder / name
+        if not path.parent.is_dir():
+            path.parent.mkdir(mode=0o755, parents=True)
+            os.chmod(path.parent, 0o755)
+        path.write_bytes(data)
+        os.chmod(path, 0o644)
+
+
+def describe_exit(code: int | None, mode: str) -> str:
+    """How a worker ended, in words (``mode``: the plan's, since bwrap reports a signal as 128 + its number)."""
+    if code is None:
+        return "exit code unknown"
+    number = -code if code < 0 else (code - 128 if mode == "bwrap" and code > 128 else None)
+    if number is not None:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        reason = {"SIGXCPU": ": CPU time limit", "SIGKILL": ": killed, perhaps out of memory",
+                  "SIGXFSZ": ": file size limit", "SIGSEGV": ": crashed"}.get(name, "")
+        return f"killed by {name}{reason}"
+    return f"exit code {code}"
+
+
+class WorkerProcess:
+    """The worker of one submission: its scratch folder, the current process, and how to end it.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The submission folder.
+    modules : set of str
+        The file names of the manifest's modules (``softmax.py``, ...).
+    plan : grader.sandbox.limits.Plan
+        How workers are confined.
+    limits : grader.sandbox.limits.Limits
+        The resource limits of each worker.
+    fork_server : callable or None
+        Where workers are forked: returns this process's fork server (a new one if the last is gone).
+    """
+
+    def __init__(self, path: Path, modules: set[str], plan: confine.Plan, limits: Limits,
+                 fork_server: Callable[[], server.ForkServer] | None) -> None:
+        self.path, self.modules, self.plan, self.limits = path, modules, plan, limits
+        self._fork_server = fork_server
+        self.server = fork_server() if fork_server is not None else None
+        self.process: subprocess.Popen | server.ForkedWorker | None = None
+        self.uid: int | None = None
+        self.worker_pid: int | None = None  # the host pid of the current worker's own process (set by the facade)
+        self.spawned_at = 0.0
+        self.scratch = self._new_scratch()
+        # What the garbage collector must clean up if close() is never called (kept current by spawn/stop).
+        self._live: dict[str, Any] = {"process": None, "fds": {}, "scratch": self.scratch}
+        weakref.finalize(self, WorkerProcess._cleanup, self._live)
+        self.missing = self._prepare_scratch()
+
+    # ------------------------------------------------------------------ scratch folder
+
+    def _new_scratch(self) -> Path:
+        """A new scratch folder: in the fork server's folder of submissions, or the batch's scratch folder."""
+        parent = str(self.server.students) if self.server is not None else scratch_parent()
+        return Path(tempfile.mkdtemp(prefix="attention-kit-worker-", dir=parent))
+
+    def _prepare_scratch(self) -> set[str]:
+        """Copy the worker's code (unless forked: the server has it) and the submission's modules; the missing."""
+        os.chmod(self.scratch, 0o755)
+        if self.server is None:
+            write_files(self.scratch, sandbox_files(self.plan))
+        modules = self.scratch / "modules"
+        modules.mkdir(mode=0o755)
+        os.chmod(modules, 0o755)
+        return self.copy_modules()
+
+    def copy_modules(self) -> set[str]:
+        """Copy the submission's modules into the scratch folder; return the missing modules."""
+        modules = self.scratch / "modules"
+        helpers = {p.name for p in self.path.glob("_*.py") if p.name != "__init__.py" and p.name.isascii()}
+        missing = set()
+        for name in sorted(self.modules | helpers):
+            source = self.path / name
+            if source.is_symlink() or not source.is_file() or source.stat().st_size > MAX_MODULE_BYTES:
+                if name in self.modules:
+                    missing.add(name.removesuffix(".py"))
+                continue
+            shutil.copyfile(source, modules / name)
+            os.chmod(modules / name, 0o644)
+        return missing
+
+    def adopt(self, path: Path) -> None:
+        """Serve the submission ``path`` instead (a spare worker that has seen no module yet)."""
+        self.path = path
+        self.missing = self.copy_modules()
+
+    # ------------------------------------------------------------------ start
+
+    def spawn(self, niceness: int) -> dict[str, int]:
+        """Start a worker; its pipes: ``requests`` (write end), ``replies`` and ``output`` (read ends).
+
+        OSError or ``server.ServerError`` if it could not be started.
+        """
+        self.spawned_at = time.perf_counter()
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        output_read, output_write = os.pipe()
+        # Without a PID namespace, every worker gets a user of its own, so that all its processes can be killed.
+        # Each worker gets a user of its own (as root): its process limit then counts its own processes only.
+        self.uid = confine.fresh_uid() if self.plan.drop_to is not None else None
+        try:
+            if self._fork_server is not None:
+                self.process = self._fork(requests_read, replies_write, output_write, niceness)
+            else:
+                self.process = self._start(requests_read, replies_write, output_write, niceness)
+        except BaseException:
+            for fd in (requests_write, replies_read, output_read):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (requests_read, replies_write, output_write):
+                os.close(fd)
+        fds = {"requests": requests_write, "replies": replies_read, "output": output_read}
+        self._live.update(process=self.process, fds=dict(fds), uid=self.uid if self.plan.mode != "bwrap" else None)
+        return fds
+
+    def _fork(self, requests_read: int, replies_write: int, output_write: int,
+              niceness: int) -> server.ForkedWorker:
+        """A worker forked by this process's fork server (replaced first if it is tainted or gone)."""
+        assert self.uid is not None and self._fork_server is not None
+        current = self._fork_server()
+        if current is not self.server or not self.scratch.is_dir():
+            # A new server (the old one's folder, this scratch folder in it, went with the old one), or a folder
+            # removed under us: the submission's modules are copied again, into the new server's folder.
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.server = current
+            self.scratch = self._new_scratch()
+            self._live["scratch"] = self.scratch
+            self.missing = self._prepare_scratch()
+        return current.fork(self.scratch, self.uid, self.limits, niceness,
+                            (requests_read, replies_write, output_write))
+
+    def _start(self, requests_read: int, replies_write: int, output_write: int, niceness: int) -> subprocess.Popen:
+        """A worker started on its own (its own sandbox, if any)."""
+        cmd, cwd = confine.command(self.plan, self.scratch, requests_read, replies_write, uid=self.uid)
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
+            stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
+            # A submission that already ran out of time gets the CPU only when honest ones do not need it.
+            preexec_fn=confine.limiter(self.limits, niceness=niceness),
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        """Whether the worker runs and its scratch folder is there."""
+        return self.process is not None and self.process.poll() is None and self.scratch.is_dir()
+
+    # ------------------------------------------------------------------ end
+
+    def stop(self, ended: bool, before_kill: Callable[[], None]) -> int | None:
+        """Kill the worker (all its processes); return its exit status (None: there was none, or unknown).
+
+        ``ended``: the worker closed the channel, so give it a moment to exit by itself and report its own code.
+        ``before_kill``: called first, while the worker may still write (to read its last output).
+        """
+        process, self.process = self.process, None
+        uid, self.uid = self.uid, None
+        self.worker_pid = None
+        self._live.update(process=None, fds={}, uid=None)
+        if process is None:
+            return None
+        before_kill()
+        if ended:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=2)
+        # In a PID namespace, killing its first process ends them all; elsewhere, kill by the worker's own uid.
+        return WorkerProcess._kill(process, uid if self.plan.mode != "bwrap" else None)
+
+    def remove(self) -> None:
+        """Remove the scratch folder (after ``stop``)."""
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    @staticmethod
+    def _kill(process: subprocess.Popen | server.ForkedWorker, uid: int | None = None) -> int | None:
+        if isinstance(process, server.ForkedWorker):
+            return process.stop()  # every process of its user, wherever it went
+        if uid is not None:
+            confine.kill_user(uid)  # every process the worker started, wherever it went (setsid, daemons)
+        if process.poll() is None:
+            # Children first (bwrap's init of the PID namespace: killing it ends every process inside), so that
+            # bwrap reaps them and no zombie is left to an init that may not reap; then the whole session.
+            try:
+                children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+            except OSError:
+                children = []
+            for child in children:
+                try:
+                    os.kill(int(child), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, ValueError):
+                    pass
+            if children and str(process.args[0]).endswith("bwrap"):  # bwrap exits once its child is gone
+                try:
+                    process.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    pass
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the whole session, so forked children go too
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.kill()
+        try:
+            return process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    @staticmethod
+    def _cleanup(live: dict[str, Any]) -> None:
+        if live["process"] is not None:
+            WorkerProcess._kill(live["process"], live.get("uid"))
+        for fd in live["fds"].values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(live["scratch"], ignore_errors=True)
