@@ -71,6 +71,7 @@ def load_copydetect() -> Any:
     try:
         import copydetect
         import copydetect.detector  # noqa: F401 - the module with CopyDetector, imported with its dependencies
+        import copydetect.utils  # noqa: F401
     except ModuleNotFoundError as error:
         missing = error.name or "copydetect"
         raise MissingLibrary(f"the similarity report needs {missing}, which is not installed: {EXTRA}") from None
@@ -197,6 +198,32 @@ def _render(detector: Any) -> str:
         return detector.generate_html_report(output_mode="return")
 
 
+def _reuse_tokens(detector: Any, fingerprints: dict[str, Any], stub: str, paths: list[str]) -> None:
+    """Give ``detector`` the students' fingerprints, from ``fingerprints`` with the stub alone as boilerplate.
+
+    Tokenizing is most of copydetect's work; the comparison with the reference needs the same tokens with
+    other boilerplate, so only the (cheap) fingerprint selection is redone. Through copydetect's documented
+    attributes of ``CodeFingerprint``; if they are not as expected, the detector tokenizes again itself.
+    """
+    import copy
+
+    import numpy as np
+
+    copydetect = load_copydetect()
+    utils = copydetect.utils
+    try:
+        removed = np.unique(np.array(list(copydetect.detector.CodeFingerprint(
+            stub, k=NOISE, win_size=1, language="python").hashes)))
+        for path in paths:
+            fingerprint = copy.copy(fingerprints[path])
+            hashes, where = utils.get_document_fingerprints(fingerprint.filtered_code, NOISE, 1, removed)
+            fingerprint.hashes, fingerprint.hash_idx = hashes, where
+            fingerprint.token_coverage = utils.get_token_coverage(where, NOISE, len(fingerprint.filtered_code))
+            detector.file_data[path] = fingerprint
+    except (AttributeError, KeyError, TypeError):
+        detector.file_data.clear()
+
+
 def compare_exercise(exercise: str, modules: dict[str, str], stub: str, reference: str, work: Path,
                      threshold: float = DEFAULT_THRESHOLD, html_reports: bool = True) -> ExerciseResult:
     """Compare every pair of ``modules`` (student -> source text), and each with the reference.
@@ -271,6 +298,8 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
             against.add_file(path, "test")
         against.add_file(boilerplate["reference"], "ref")
         against.add_file(boilerplate["stub"], "boilerplate")
+        if len(students) >= 2:
+            _reuse_tokens(against, pairs.file_data, boilerplate["stub"], paths)
         against.run()
         shares, overlap = against.similarity_matrix, against.token_overlap_matrix
         for i, student in enumerate(students):
@@ -413,7 +442,7 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
     except MissingLibrary as error:
         echo(f"error: {error}")
         return 2
-    out = out.resolve()
+    shown, out = out, out.resolve()
     inside = Path(os.path.realpath(submissions))
     if out == inside or inside in out.parents or out in inside.parents:
         echo(f"error: --out {out} and SUBMISSIONS {submissions} overlap: choose an --out folder outside SUBMISSIONS")
@@ -471,7 +500,7 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
         echo(f"Not compared in full ({len(incomplete)}):")
         for entry in incomplete:
             echo(f"  {escape_text(entry.student)}: {escape_text(entry.status)[:300]}")
-    echo(f"\nReport: {out / 'similarity.md'}, similarity.csv, submissions.csv"
+    echo(f"\nReport: {shown / 'similarity.md'}, similarity.csv, submissions.csv"
          + (", html/<exercise>.html" if html_reports else "") + f" ({time.monotonic() - start:.1f} s)")
     return 0
 

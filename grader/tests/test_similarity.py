@@ -218,6 +218,17 @@ def test_the_reference_is_boilerplate_for_the_pairs(tmp_path: Path) -> None:
 
 
 @needs_copydetect
+def test_the_reference_table_is_the_same_without_reused_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison with the reference reuses the pairs' tokens; copydetect tokenizing afresh gives the same."""
+    texts = {"alice": fill(ALICE), "bob": bob_from_alice(fill(ALICE)), "carol": fill(CAROL),
+             "dave": reordered_reference()}
+    reused = similarity.compare_exercise("masks", texts, STUB, REFERENCE, tmp_path / "a", html_reports=False)
+    monkeypatch.setattr(similarity, "_reuse_tokens", lambda *args: None)
+    fresh = similarity.compare_exercise("masks", texts, STUB, REFERENCE, tmp_path / "b", html_reports=False)
+    assert reused.closest == fresh.closest and len(fresh.closest) == 4, (reused.closest, fresh.closest)
+
+
+@needs_copydetect
 def test_every_entry_has_a_row(report: tuple[Path, list[str], int], batch: Path) -> None:
     out, lines, _ = report
     listed = rows(out / "submissions.csv")
