@@ -191,8 +191,15 @@ def _label_paths(report: str, root: Path, labels: dict[str, str]) -> str:
     return report.replace(str(root) + "/", "")  # its settings name the output file it would have saved
 
 
-def _render(detector: Any) -> str:
-    """The HTML report of a copydetect ``detector`` (its own deprecated resource call kept quiet)."""
+def _render(detector: Any, ranked: list[Pair], top: int, threshold: float) -> str:
+    """The HTML report of a copydetect ``detector``, showing the ``top`` of ``ranked`` at or above ``threshold``.
+
+    copydetect shows every comparison above its display threshold: it is raised to the score of the last row
+    the tables list (a tie may show a few more), so that a class of 300 does not give pages of thousands.
+    """
+    shown = _shown(ranked, top, threshold)
+    # copydetect shows shares strictly above display_t; each pair appears once, by its larger share.
+    detector.conf.display_t = min(1.0, max(0.0, (shown[-1].score if shown else 1.0) - 1e-9))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return detector.generate_html_report(output_mode="return")
@@ -225,7 +232,8 @@ def _reuse_tokens(detector: Any, fingerprints: dict[str, Any], stub: str, paths:
 
 
 def compare_exercise(exercise: str, modules: dict[str, str], stub: str, reference: str, work: Path,
-                     threshold: float = DEFAULT_THRESHOLD, html_reports: bool = True) -> ExerciseResult:
+                     threshold: float = DEFAULT_THRESHOLD, html_reports: bool = True,
+                     top: int = DEFAULT_TOP) -> ExerciseResult:
     """Compare every pair of ``modules`` (student -> source text), and each with the reference.
 
     Parameters
@@ -240,9 +248,11 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
     work : Path
         A scratch folder of the caller's (the texts are written there for copydetect).
     threshold : float
-        The pairs at or above it are shown side by side in the HTML reports.
+        The pairs at or above it are shown side by side in the HTML reports ...
     html_reports : bool
         Whether to render copydetect's HTML reports.
+    top : int
+        ... at most ``top`` of them (more where scores tie), the rows the tables list.
 
     Returns
     -------
@@ -290,8 +300,6 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
                 if max(first, second) > 0:
                     result.pairs.append(Pair(exercise, students[i], students[j], max(first, second),
                                              (first, second), int(overlap[i, j])))
-        if html_reports:
-            result.html_pairs = _label_paths(_render(pairs), folder, labels)
     if students:
         against = detector(threshold)
         for path in paths:
@@ -306,10 +314,12 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
             first, second = float(shares[i, 0, 0]), float(shares[i, 0, 1])
             if first > 0:
                 result.closest.append(Pair(exercise, student, REFERENCE, first, (first, second), int(overlap[i, 0])))
-        if html_reports:
-            result.html_reference = _label_paths(_render(against), folder, labels)
     result.pairs.sort(key=lambda pair: (-pair.score, -pair.tokens, pair.first, pair.second))
     result.closest.sort(key=lambda pair: (-pair.score, -pair.tokens, pair.first))
+    if html_reports and len(students) >= 2:
+        result.html_pairs = _label_paths(_render(pairs, result.pairs, top, threshold), folder, labels)
+    if html_reports and students:
+        result.html_reference = _label_paths(_render(against, result.closest, top, threshold), folder, labels)
     return result
 
 
@@ -348,14 +358,14 @@ def summary_lines(results: list[ExerciseResult], top: int, threshold: float) -> 
                 lines.append(f"    {pair.score:.2f}  {escape_text(pair.first):<{width}}  {escape_text(pair.second)}"
                              f"  ({_percent(pair.shares[0])} / {_percent(pair.shares[1])}, {pair.tokens} tokens)")
         else:
-            lines.append(f"  most similar pairs: none at or above {threshold:g}")
+            lines.append(f"  most similar pairs: none with a score of at least {threshold:g}")
         if closest:
             lines.append("  closest to the reference:")
             width = max(len(escape_text(pair.first)) for pair in closest)
             for pair in closest:
                 lines.append(f"    {pair.score:.2f}  {escape_text(pair.first):<{width}}  ({pair.tokens} tokens)")
         else:
-            lines.append(f"  closest to the reference: nobody at or above {threshold:g}")
+            lines.append(f"  closest to the reference: none with a score of at least {threshold:g}")
     return lines
 
 
@@ -477,7 +487,7 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
             stub = module_text(ROOT / "exercises" / exercise.module_file) or ""
             reference = module_text(ROOT / "solutions" / exercise.module_file) or ""
             results.append(compare_exercise(exercise.name, texts[exercise.name], stub, reference, work / "compare",
-                                            threshold, html_reports))
+                                            threshold, html_reports, top))
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "similarity.md", markdown(results, entries, top, threshold))
         atomic_write(out / "similarity.csv", pairs_csv(results, top, threshold))

@@ -279,6 +279,9 @@ def test_cli_end_to_end(batch: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     listed = rows(out / "similarity.csv")
     assert [(row["table"], row["rank"]) for row in listed] == [("pair", "1"), ("reference", "1")]
     assert {p.name for p in (out / "html").iterdir()} == {"masks.html", "masks-reference.html"}
+    # The side-by-side pages show what the tables list (--top 1), not every pair above the threshold.
+    for name in ("masks.html", "masks-reference.html"):
+        assert (out / "html" / name).read_text(encoding="utf-8").count("Test file:") == 1, name
 
 
 @needs_copydetect
