@@ -222,13 +222,14 @@ def _reuse_tokens(detector: Any, fingerprints: dict[str, Any], stub: str, paths:
         removed = np.unique(np.array(list(copydetect.detector.CodeFingerprint(
             stub, k=NOISE, win_size=1, language="python").hashes)))
         for path in paths:
-            fingerprint = copy.copy(fingerprints[path])
+            fingerprint = copy.copy(fingerprints.pop(path))  # the original's fingerprints are freed as we go
             hashes, where = utils.get_document_fingerprints(fingerprint.filtered_code, NOISE, 1, removed)
             fingerprint.hashes, fingerprint.hash_idx = hashes, where
             fingerprint.token_coverage = utils.get_token_coverage(where, NOISE, len(fingerprint.filtered_code))
             detector.file_data[path] = fingerprint
     except (AttributeError, KeyError, TypeError):
         detector.file_data.clear()
+    fingerprints.clear()
 
 
 def compare_exercise(exercise: str, modules: dict[str, str], stub: str, reference: str, work: Path,
@@ -286,6 +287,7 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
             autoopen=False, silent=True, out_file=str(folder / "report.html"))
 
     result = ExerciseResult(exercise=exercise, students=len(students), pairs=[], closest=[])
+    tokens: dict[str, Any] = {}
     if len(students) >= 2:
         pairs = detector(threshold)
         for path in paths:
@@ -300,26 +302,28 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
                 if max(first, second) > 0:
                     result.pairs.append(Pair(exercise, students[i], students[j], max(first, second),
                                              (first, second), int(overlap[i, j])))
+        result.pairs.sort(key=lambda pair: (-pair.score, -pair.tokens, pair.first, pair.second))
+        if html_reports:
+            result.html_pairs = _label_paths(_render(pairs, result.pairs, top, threshold), folder, labels)
+        tokens = pairs.file_data
+        del pairs, shares, overlap  # the fingerprints of every pair's overlap: freed before the next comparison
     if students:
         against = detector(threshold)
         for path in paths:
             against.add_file(path, "test")
         against.add_file(boilerplate["reference"], "ref")
         against.add_file(boilerplate["stub"], "boilerplate")
-        if len(students) >= 2:
-            _reuse_tokens(against, pairs.file_data, boilerplate["stub"], paths)
+        if tokens:
+            _reuse_tokens(against, tokens, boilerplate["stub"], paths)
         against.run()
         shares, overlap = against.similarity_matrix, against.token_overlap_matrix
         for i, student in enumerate(students):
             first, second = float(shares[i, 0, 0]), float(shares[i, 0, 1])
             if first > 0:
                 result.closest.append(Pair(exercise, student, REFERENCE, first, (first, second), int(overlap[i, 0])))
-    result.pairs.sort(key=lambda pair: (-pair.score, -pair.tokens, pair.first, pair.second))
-    result.closest.sort(key=lambda pair: (-pair.score, -pair.tokens, pair.first))
-    if html_reports and len(students) >= 2:
-        result.html_pairs = _label_paths(_render(pairs, result.pairs, top, threshold), folder, labels)
-    if html_reports and students:
-        result.html_reference = _label_paths(_render(against, result.closest, top, threshold), folder, labels)
+        result.closest.sort(key=lambda pair: (-pair.score, -pair.tokens, pair.first))
+        if html_reports:
+            result.html_reference = _label_paths(_render(against, result.closest, top, threshold), folder, labels)
     return result
 
 
