@@ -119,8 +119,8 @@ def main() -> int:
         if args.record:
             from _record import record
 
-            record(__file__, f"{args.n} submissions, {len(exercises)} exercises: {wall:.0f} s "
-                   f"({cpu:.0f} s CPU, peak memory {peak_mb:.0f} MB)",
+            record(__file__, f"{args.n} submissions, {len(exercises)} exercises: {cpu:.0f} s of CPU in one process "
+                   f"({wall:.0f} s wall), peak memory {peak_mb:.0f} MB",
                    {"submissions": args.n, "part": part, "exercises": len(exercises), "pairs_per_exercise": pairs,
                     "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "peak_rss_mb": round(peak_mb),
                     "shared_pair_on_top": not missed},

@@ -449,8 +449,12 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
 
     start = time.monotonic()
     curriculum = load_curriculum()
-    chosen = [curriculum.exercise(name) for name in dict.fromkeys(exercises)] if exercises else list(
-        curriculum.selection())
+    course = curriculum.selection()
+    chosen = [curriculum.exercise(name) for name in dict.fromkeys(exercises)] if exercises else list(course)
+    outside = [exercise.name for exercise in chosen if exercise not in course]
+    if outside:  # submissions are read for the course's exercises only, as `grade` reads them
+        raise ValueError(f"--exercise {outside[0]}: not an exercise of this course's part (its exercises: "
+                         f"{', '.join(exercise.name for exercise in course)}); add --part all")
     try:
         load_copydetect()
     except MissingLibrary as error:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli
-from grader.curriculum import ROOT
+from grader.curriculum import PART_ENV, ROOT
 from grader.grading import similarity
 
 # The tests that compare need the extra (CI installs it with `dev`); the one about its absence does not.
@@ -292,6 +292,17 @@ def test_cli_refuses_bad_options(batch: Path, tmp_path: Path, capsys: pytest.Cap
     assert "no exercise named 'maskz'" in capsys.readouterr().err
     assert cli.main(["similarity", str(batch), "--out", str(batch / "alice" / "out")]) == 2
     assert "overlap" in capsys.readouterr().out
+
+
+@needs_copydetect
+def test_an_exercise_outside_the_courses_part_is_refused(batch: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(PART_ENV, "all")  # restored afterwards: --part sets it for this process
+    assert cli.main(["similarity", str(batch), "--out", str(tmp_path / "o"), "--part", "1",
+                     "--exercise", "training"]) == 2
+    assert "--exercise training: not an exercise of this course's part" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_without_copydetect_one_line_names_the_extra(batch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
