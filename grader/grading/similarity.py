@@ -466,6 +466,11 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
         echo(f"error: --out {out} and SUBMISSIONS {submissions} overlap: choose an --out folder outside SUBMISSIONS")
         return 2
     listed = found.discover(submissions, exclude=(out,))
+    if submissions.is_dir() and listed and listed[0][1] != submissions:
+        for skipped in sorted(submissions.iterdir()):
+            if not found.is_submission(skipped):  # what `grade` skips too, and says so
+                why = "its name starts with a dot" if skipped.name.startswith(".") else "tools make such folders"
+                echo(f"note: {escape_text(skipped.name)!s} was skipped ({why}); rename it to compare it")
     if not listed:
         echo(f"error: no submissions in {submissions} (expected folders, .zip files or notebooks)")
         return 2
