@@ -23,8 +23,8 @@ submission), ``similarity.csv`` (the same rows), ``submissions.csv`` (one row
 per entry of SUBMISSIONS: what was compared, or why not) and, per exercise,
 copydetect's side-by-side HTML reports ``html/<exercise>.html`` (the pairs)
 and ``html/<exercise>-reference.html`` (each student against the reference),
-showing the rows the tables list. Ties are ordered by name, so two runs on the
-same submissions give the same files.
+showing the rows the tables list. Equal scores are ordered by shared tokens,
+then by name, so two runs on the same submissions give the same files.
 
 copydetect is optional (``pip install 'attention-kit[similarity]'``) and
 imported only when the command runs.
