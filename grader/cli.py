@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                              "(docs/reading.md#worked-example)"),
     "grade": ("grading.grade", "grade a folder of submissions (instructors)"),
     "export": ("grading.export", "export a graded class for LMS gradebooks: Canvas CSV, long CSV (instructors)"),
+    "similarity": ("grading.similarity", "find the students whose modules look alike, with side-by-side reports "
+                                         "(instructors; the extra [similarity])"),
     "release": ("authoring.release", "build the student repository (instructors)"),
     "gradescope": ("grading.gradescope", "build a Gradescope autograder bundle (instructors)"),
     "notebooks": ("authoring.notebooks", "build an nbgrader course from the exercises (instructors)"),
@@ -33,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # Commands that grade, list or build for the course's selection of exercises (`--part`).
-PART_COMMANDS = ("status", "watch", "test", "grade", "release", "gradescope", "notebooks")
+PART_COMMANDS = ("status", "watch", "test", "grade", "similarity", "release", "gradescope", "notebooks")
 
 
 def build_parser() -> argparse.ArgumentParser:

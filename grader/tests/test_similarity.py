@@ -1,0 +1,321 @@
+"""``attention-kit similarity``: a class where two students share a module, read and compared as text."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import cli
+from grader.curriculum import PART_ENV, ROOT
+from grader.grading import similarity
+
+# The tests that compare need the extra (CI installs it with `dev`); the one about its absence does not.
+needs_copydetect = pytest.mark.skipif(importlib.util.find_spec("copydetect") is None,
+                                      reason="the similarity extra (copydetect) is not installed")
+
+STUB = (ROOT / "exercises" / "masks.py").read_text(encoding="utf-8")
+REFERENCE = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
+
+# Two honest students' own bodies for the four functions of masks.py, written differently from the reference and
+# from each other (what a class hands in), put into the stub in place of its `raise NotImplementedError(...)`.
+ALICE = {
+    "causal_mask": """
+    # rows are queries, columns are keys
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    query_index = np.arange(n)[:, None]
+    key_index = np.arange(n)[None, :]
+    return key_index <= query_index
+""",
+    "padding_mask": """
+    if isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer)) or max_len <= 0:
+        raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+    sizes = np.asarray(lengths)
+    if sizes.ndim != 1 or sizes.dtype.kind not in "iu":
+        raise ValueError(f"lengths must be 1-D integers, got {sizes.shape} {sizes.dtype}")
+    if (sizes < 0).any() or (sizes > max_len).any():
+        raise ValueError(f"lengths must be between 0 and {max_len}")
+    slots = np.arange(max_len).reshape(1, 1, max_len)
+    return slots < sizes.reshape(-1, 1, 1)
+""",
+    "combine_masks": """
+    if len(masks) == 0:
+        raise ValueError("masks: need at least one mask")
+    combined = None
+    for position, current in enumerate(masks):
+        current = np.asarray(current)
+        if current.dtype != bool:
+            raise ValueError(f"masks[{position}] must be boolean, got {current.dtype}")
+        if combined is None:
+            combined = current
+        else:
+            try:
+                combined = combined & current
+            except ValueError:
+                raise ValueError("masks do not broadcast together") from None
+    return combined
+""",
+    "to_additive": """
+    allowed = np.asarray(mask)
+    if allowed.dtype != bool:
+        raise ValueError(f"mask must be boolean, got {allowed.dtype}")
+    if not np.issubdtype(np.dtype(dtype), np.floating):
+        raise ValueError(f"dtype must be floating, got {dtype}")
+    additive = np.zeros(allowed.shape, dtype=dtype)
+    additive[~allowed] = -np.inf
+    return additive
+""",
+}
+CAROL = {
+    "causal_mask": """
+    if type(n) is not int or n < 1:
+        raise ValueError("n: expected a positive int")
+    table = np.zeros((n, n), dtype=bool)
+    for row in range(n):
+        table[row, : row + 1] = True
+    return table
+""",
+    "padding_mask": """
+    if type(max_len) is not int or max_len < 1:
+        raise ValueError("max_len: expected a positive int")
+    lengths = np.array(lengths)
+    if len(lengths.shape) != 1 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError("lengths: expected a vector of ints")
+    if lengths.min(initial=0) < 0 or lengths.max(initial=0) > max_len:
+        raise ValueError("lengths: out of range")
+    out = np.zeros((len(lengths), 1, max_len), dtype=bool)
+    for b, length in enumerate(lengths):
+        out[b, 0, :length] = True
+    return out
+""",
+    "combine_masks": """
+    if not masks:
+        raise ValueError("masks: none given")
+    for i in range(len(masks)):
+        if np.asarray(masks[i]).dtype.kind != "b":
+            raise ValueError("masks[%d] is not boolean" % i)
+    try:
+        expanded = np.broadcast_arrays(*[np.asarray(m) for m in masks])
+    except ValueError as problem:
+        raise ValueError("masks: shapes do not broadcast") from problem
+    return np.logical_and.reduce(expanded)
+""",
+    "to_additive": """
+    m = np.array(mask)
+    if m.dtype.kind != "b":
+        raise ValueError("mask: expected booleans")
+    kind = np.dtype(dtype)
+    if kind.kind != "f":
+        raise ValueError("dtype: expected a float type")
+    with np.errstate(divide="ignore"):
+        return np.log(m.astype(kind))
+""",
+}
+# What bob changed in alice's module before handing it in: every name of hers, and her comments.
+BOB_RENAMES = {"query_index": "q_pos", "key_index": "k_pos", "sizes": "lens", "slots": "idx", "combined": "acc",
+               "position": "number", "current": "item", "allowed": "ok", "additive": "result"}
+
+
+def fill(bodies: dict[str, str]) -> str:
+    """The stub with each function's `raise NotImplementedError(...)` replaced by its body."""
+    text = STUB
+    for function, body in bodies.items():
+        stub_line = rf"\n    raise NotImplementedError\('{function}:[^\n]*\n"
+        text, count = re.subn(stub_line, body.replace("\\", "\\\\"), text)
+        assert count == 1, function
+    return text
+
+
+def bob_from_alice(text: str) -> str:
+    for old, new in BOB_RENAMES.items():
+        text = re.sub(rf"\b{old}\b", new, text)
+    return text.replace("# rows are queries, columns are keys", "# i = query, j = key (lower triangle)")
+
+
+def reordered_reference() -> str:
+    """The reference with its variables renamed and its functions in another order (a copied reference)."""
+    head, *functions = re.split(r"\n\n\n(?=def )", REFERENCE)
+    text = "\n\n\n".join([head, *reversed(functions)])
+    return re.sub(r"\barrays\b", "all_masks", text).replace("lengths[:, None]", "lengths[:,None]")
+
+
+def write_module(folder: Path, text: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "masks.py").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six entries: alice and bob share a module, carol wrote her own (a zip), dave copied the reference, erin
+    handed in the stub, frank's zip is broken, and mallory (whose folder name holds a control character) handed in
+    the stub too."""
+    root = tmp_path_factory.mktemp("similarity") / "submissions"
+    root.mkdir()
+    alice = fill(ALICE)
+    write_module(root / "alice", alice)
+    write_module(root / "bob" / "hw", bob_from_alice(alice))  # one level down, as grade reads it
+    with zipfile.ZipFile(root / "carol.zip", "w") as archive:
+        archive.writestr("carol/masks.py", fill(CAROL))
+    write_module(root / "dave", reordered_reference())
+    write_module(root / "erin", STUB)
+    (root / "frank.zip").write_bytes(b"not a zip at all")
+    write_module(root / "__MACOSX", STUB)  # an archiver's folder: skipped, as grade skips it, and said
+    write_module(root / "mallory\x1b[2J", STUB)
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(batch: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], int]:
+    out = tmp_path_factory.mktemp("similarity-out") / "report"
+    lines: list[str] = []
+    status = similarity.similarity_report(batch, out, exercises=["masks"], echo=lines.append)
+    return out, lines, status
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+@needs_copydetect
+def test_the_pair_that_shares_a_module_is_on_top(report: tuple[Path, list[str], int]) -> None:
+    out, _, status = report
+    assert status == 0
+    pairs = [row for row in rows(out / "similarity.csv") if row["table"] == "pair" and row["exercise"] == "masks"]
+    assert pairs, "no pair listed"
+    top = pairs[0]
+    assert {top["student"], top["other"]} == {"alice", "bob"}, pairs
+    assert float(top["score"]) >= 0.9, top
+    assert all(float(row["score"]) < 0.5 for row in pairs[1:]), pairs
+    assert not [row for row in pairs if "erin" in (row["student"], row["other"])], pairs  # the stub: nothing of hers
+
+
+@needs_copydetect
+def test_honest_students_and_the_stub_are_not_flagged(batch: Path, tmp_path: Path) -> None:
+    texts = {"alice": fill(ALICE), "carol": fill(CAROL), "dave": reordered_reference(), "erin": STUB}
+    result = similarity.compare_exercise("masks", texts, STUB, REFERENCE, tmp_path, html_reports=False)
+    assert result.students == 4
+    assert not [pair for pair in result.pairs if "erin" in (pair.first, pair.second)], result.pairs
+    assert all(pair.score < similarity.DEFAULT_THRESHOLD for pair in result.pairs), result.pairs
+    # The copied reference is closest to it, far ahead of the students who wrote their own code.
+    assert result.closest[0].first == "dave" and result.closest[0].score >= 0.9, result.closest
+    assert all(pair.score < 0.5 for pair in result.closest[1:]), result.closest
+
+
+@needs_copydetect
+def test_the_reference_is_boilerplate_for_the_pairs(tmp_path: Path) -> None:
+    """Two students who both copied the reference are alike only against the reference, not as a pair."""
+    texts = {"dave": reordered_reference(), "ida": REFERENCE}
+    result = similarity.compare_exercise("masks", texts, STUB, REFERENCE, tmp_path, html_reports=False)
+    assert all(pair.score < similarity.DEFAULT_THRESHOLD for pair in result.pairs), result.pairs
+    assert [pair.first for pair in result.closest] == ["dave", "ida"], result.closest  # a tie: by name
+    assert all(pair.score >= 0.9 for pair in result.closest), result.closest
+
+
+@needs_copydetect
+def test_the_reference_table_is_the_same_without_reused_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison with the reference reuses the pairs' tokens; copydetect tokenizing afresh gives the same."""
+    texts = {"alice": fill(ALICE), "bob": bob_from_alice(fill(ALICE)), "carol": fill(CAROL),
+             "dave": reordered_reference()}
+    reused = similarity.compare_exercise("masks", texts, STUB, REFERENCE, tmp_path / "a", html_reports=False)
+    monkeypatch.setattr(similarity, "_reuse_tokens", lambda *args: None)
+    fresh = similarity.compare_exercise("masks", texts, STUB, REFERENCE, tmp_path / "b", html_reports=False)
+    assert reused.closest == fresh.closest and len(fresh.closest) == 4, (reused.closest, fresh.closest)
+
+
+@needs_copydetect
+def test_every_entry_has_a_row(report: tuple[Path, list[str], int], batch: Path) -> None:
+    out, lines, _ = report
+    listed = rows(out / "submissions.csv")
+    students = {row["student"]: row for row in listed}
+    assert len(listed) == len(list(batch.iterdir())) - 1 == 7
+    assert "note: __MACOSX was skipped (tools make such folders); rename it to compare it" in lines
+    assert students["alice"]["status"] == "ok" and students["alice"]["compared"] == "masks"
+    assert students["carol"]["status"] == "ok"  # a zip, read as grade reads it
+    assert students["frank"]["status"].startswith("not compared: unreadable submission"), students["frank"]
+    assert students["frank"]["compared"] == ""
+    markdown = (out / "similarity.md").read_text(encoding="utf-8")
+    assert "| frank | 0 | not compared: unreadable submission" in markdown
+    assert any(line.startswith("  frank: not compared") for line in lines), lines
+
+
+@needs_copydetect
+def test_student_ids_are_escaped_on_the_terminal_and_in_the_html(report: tuple[Path, list[str], int]) -> None:
+    out, _, _ = report
+    page = (out / "html" / "masks.html").read_text(encoding="utf-8")
+    assert "alice" in page and "bob" in page and "mallory\\x1b[2J" in page and "\x1b" not in page
+    assert "attention-kit-similarity-" not in page, "a scratch path of the grader in the report"
+    assert "alice" in (out / "html" / "masks-reference.html").read_text(encoding="utf-8")
+    for name in ("similarity.md", "submissions.csv"):
+        text = (out / name).read_text(encoding="utf-8")
+        assert "\x1b" not in text and "mallory" in text, name
+    pair = similarity.Pair("masks", "eve\x1b[31m", "zed\u202e", 0.9, (0.9, 0.8), 100)
+    result = similarity.ExerciseResult("masks", 2, [pair], [pair])
+    lines = "\n".join(similarity.summary_lines([result], top=5, threshold=0.5))
+    assert "eve\\x1b[31m" in lines and "zed\\u202e" in lines and "\x1b" not in lines and "\u202e" not in lines
+
+
+@needs_copydetect
+def test_the_summary_lists_the_pair_first(report: tuple[Path, list[str], int]) -> None:
+    _, lines, _ = report
+    start = next(index for index, line in enumerate(lines) if line.startswith("masks ("))
+    assert lines[start + 1] == "  most similar pairs:", lines
+    first = lines[start + 2].split()
+    assert first[1:3] == ["alice", "bob"], lines
+
+
+@needs_copydetect
+def test_cli_end_to_end(batch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    status = cli.main(["similarity", str(batch), "--out", str(out), "--exercise", "masks", "--top", "1",
+                       "--threshold", "0.2"])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert re.search(r"^    1\.00  alice\s+bob", printed, re.M), printed
+    listed = rows(out / "similarity.csv")
+    assert [(row["table"], row["rank"]) for row in listed] == [("pair", "1"), ("reference", "1")]
+    assert {p.name for p in (out / "html").iterdir()} == {"masks.html", "masks-reference.html"}
+    # The side-by-side pages show what the tables list (--top 1), not every pair above the threshold.
+    for name in ("masks.html", "masks-reference.html"):
+        assert (out / "html" / name).read_text(encoding="utf-8").count("Test file:") == 1, name
+
+
+@needs_copydetect
+def test_cli_refuses_bad_options(batch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["similarity", str(batch), "--out", str(tmp_path / "o"), "--threshold", "2"]) == 2
+    assert "--threshold must be between 0 and 1" in capsys.readouterr().err
+    assert cli.main(["similarity", str(batch), "--out", str(tmp_path / "o"), "--exercise", "maskz"]) == 2
+    assert "no exercise named 'maskz'" in capsys.readouterr().err
+    assert cli.main(["similarity", str(batch), "--out", str(batch / "alice" / "out")]) == 2
+    assert "overlap" in capsys.readouterr().out
+
+
+@needs_copydetect
+def test_an_exercise_outside_the_courses_part_is_refused(batch: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(PART_ENV, "all")  # restored afterwards: --part sets it for this process
+    assert cli.main(["similarity", str(batch), "--out", str(tmp_path / "o"), "--part", "1",
+                     "--exercise", "training"]) == 2
+    assert "--exercise training: not an exercise of this course's part" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_without_copydetect_one_line_names_the_extra(batch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    for name in [name for name in sys.modules if name == "copydetect" or name.startswith("copydetect.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "copydetect", None)  # `import copydetect` now fails as if not installed
+    status = cli.main(["similarity", str(batch), "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.err.strip().splitlines() == [
+        "error: the similarity report needs copydetect, which is not installed: "
+        "pip install 'attention-kit[similarity]'"]
+    assert not (tmp_path / "out").exists()
