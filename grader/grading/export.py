@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import load as load_curriculum
 
 ROSTER_COLUMNS = ("folder", "lms_id", "name", "email")
@@ -70,7 +71,7 @@ def _cell(value: Any) -> str:
 
 def _number(value: float | None) -> str:
     """A score cell; empty when there is no score (a test the grader could not run: never a 0)."""
-    return "" if value is None else format(round(value, 2), "g")
+    return "" if value is None else scoring.number(value)
 
 
 def read_roster(path: Path) -> dict[str, dict[str, str]]:
@@ -130,7 +131,7 @@ def exercise_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == name]
         hidden = sum(t["max_score"] for t in tests if "hidden" in t.get("tags", ()))
         rows.append({"exercise": name, "points": extra["exercises"].get(name, 0.0),
-                     "max": extra["max_exercises"][name], "hidden_max": round(hidden, 4)})
+                     "max": extra["max_exercises"][name], "hidden_max": scoring.total([hidden])})
     return rows
 
 
