@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from pytest_check import check
 
+import grader
+
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
 
 
@@ -177,12 +179,15 @@ def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str)
 
 
 _KIT = Path(__file__).resolve().parent.parent
+# These tests and the grader package wherever they are imported from: in an installed kit the tests are
+# grader/_kit/tests and the grader's own code (grader/sandbox/proxy.py ...) is not under _KIT / "grader".
+_OWN = (Path(__file__).resolve().parent, Path(grader.__file__).resolve().parent)
 
 
 def _is_kit_file(filename: str) -> bool:
     """Whether a traceback frame belongs to the kit's own test or grading code."""
     path = Path(filename).resolve()
-    return any(path.is_relative_to(_KIT / part) for part in ("tests", "grader"))
+    return any(path.is_relative_to(folder) for folder in (*_OWN, _KIT / "tests", _KIT / "grader"))
 
 
 def where_it_crashed(error: BaseException) -> str:
