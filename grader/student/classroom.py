@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{scoring.number(result['max_score'])} points (points in proportion to the passing tests)")
     if ran.import_problem:  # every test failed for this one reason: say it, not only "0/15 tests"
         detail = next(iter(ran.tests[0].message.splitlines()), "") or ran.import_problem
+        detail = detail.removeprefix(f"importing {ran.exercise.module_file} raised ")  # said by "does not import"
         print(f"{ran.exercise.module_file} does not import: {detail}")
     elif ran.error:
         print(f"{ran.exercise.test_file} could not be collected: {ran.error.splitlines()[0]}")

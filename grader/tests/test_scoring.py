@@ -223,7 +223,12 @@ def test_the_classroom_reporter_total_is_the_maximum_exactly(capsys) -> None:
     assert line.startswith(f"softmax: {tests}/{tests} tests, {points:g}/{points:g} points"), line
 
 
-def test_the_classroom_log_names_an_import_failure(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("appended, said", [
+    ("def broken(:\n", "softmax.py does not import: syntax error in softmax.py line {line}: invalid syntax"),
+    ("undefined_name\n", "softmax.py does not import: NameError: name 'undefined_name' is not defined "
+                         "(softmax.py line {line})"),
+])
+def test_the_classroom_log_names_an_import_failure(appended: str, said: str, tmp_path: Path, capsys) -> None:
     import shutil
 
     from grader.student import classroom
@@ -231,8 +236,7 @@ def test_the_classroom_log_names_an_import_failure(tmp_path: Path, capsys) -> No
     impl = shutil.copytree(ROOT / "solutions", tmp_path / "impl", ignore=shutil.ignore_patterns("__pycache__"))
     module = impl / "softmax.py"
     text = module.read_text(encoding="utf-8").rstrip("\n") + "\n"
-    module.write_text(text + "def broken(:\n", encoding="utf-8")
-    broken_line = text.count("\n") + 1
+    module.write_text(text + appended, encoding="utf-8")
     assert classroom.main(["softmax", "--impl", str(impl)]) == 0  # the tests ran; the reporter marks them failed
     out = capsys.readouterr().out
-    assert f"softmax.py does not import: syntax error in softmax.py line {broken_line}" in out, out
+    assert said.format(line=text.count("\n") + 1) in out.splitlines(), out
