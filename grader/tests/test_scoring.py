@@ -240,3 +240,14 @@ def test_the_classroom_log_names_an_import_failure(appended: str, said: str, tmp
     assert classroom.main(["softmax", "--impl", str(impl)]) == 0  # the tests ran; the reporter marks them failed
     out = capsys.readouterr().out
     assert said.format(line=text.count("\n") + 1) in out.splitlines(), out
+
+
+def test_hidden_points_the_rule_cannot_split_are_refused_naming_the_file(tmp_path: Path) -> None:
+    from grader.suite import hidden_test_files
+
+    path = tmp_path / "test_extra_softmax.py"
+    path.write_text("EXERCISE = 'softmax'\nPOINTS = 0.1\n\n\ndef test_a(impl):\n    pass\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"test_extra_softmax\.py: POINTS must be a multiple of 0\.0625"):
+        hidden_test_files(tmp_path)
+    path.write_text("EXERCISE = 'softmax'\nPOINTS = 2.5\n\n\ndef test_a(impl):\n    pass\n", encoding="utf-8")
+    assert [f.points for f in hidden_test_files(tmp_path)] == [2.5]
