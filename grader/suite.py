@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import PACKAGE, ROOT, load
 
 HIDDEN_DIR = PACKAGE / "hidden_tests"
@@ -73,6 +74,9 @@ def hidden_test_files(folder: Path) -> list[Any]:
             points = load().exercise(exercise).hidden_points  # the manifest's points for the kit's hidden tests
         if points is not None and (isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0):
             raise ValueError(f"hidden test file {path}: POINTS must be a non-negative number, not {points!r}")
+        if points is not None and not (points / scoring.QUANTUM).is_integer():  # the rule splits whole quanta
+            raise ValueError(f"hidden test file {path}: POINTS must be a multiple of {scoring.QUANTUM} "
+                             f"(grader/scoring.py splits points in sixteenths), not {points!r}")
         found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))
     return found
 

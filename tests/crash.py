@@ -13,6 +13,8 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+import grader
+
 _RAISE_THROUGH: contextvars.ContextVar[bool] = contextvars.ContextVar("attention_kit_raise_through", default=False)
 
 
@@ -32,12 +34,15 @@ def is_raising_through() -> bool:
 
 
 _KIT = Path(__file__).resolve().parent.parent
+# These tests and the grader package wherever they are imported from: in an installed kit the tests are
+# grader/_kit/tests and the grader's own code (grader/sandbox/proxy.py ...) is not under _KIT / "grader".
+_OWN = (Path(__file__).resolve().parent, Path(grader.__file__).resolve().parent)
 
 
 def _is_kit_file(filename: str) -> bool:
     """Whether a traceback frame belongs to the kit's own test or grading code."""
     path = Path(filename).resolve()
-    return any(path.is_relative_to(_KIT / part) for part in ("tests", "grader"))
+    return any(path.is_relative_to(folder) for folder in (*_OWN, _KIT / "tests", _KIT / "grader"))
 
 
 def where_it_crashed(error: BaseException) -> str:

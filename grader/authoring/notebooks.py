@@ -61,6 +61,12 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.course_id = "{course_id}"
 # Test cells run the kit's graded tests; give a slow machine time for a whole test file.
 c.ExecutePreprocessor.timeout = 120
+# autograde would warn that the checksum of every hidden-test cell changed (nbgrader saves it before removing
+# the hidden tests: jupyter/nbgrader#1961); the kit's OverwriteCells gives untouched cells their hidden tests back
+# first, so a warning means a student changed a test cell.
+from grader.grading.nbgrader_cells import sanitize_preprocessors  # noqa: E402
+
+c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
 '''
 
 
@@ -209,7 +215,8 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
 
     The points are those of ``attention-kit grade``: each pool (the
     exercise's manifest points, or a hidden file's own ``POINTS``) is split
-    equally between the tests that share it.
+    between the tests that share it by the scoring rule (whole sixteenths,
+    so nbgrader's float sum of the cells' points is the maximum exactly).
     """
     from grader.student.notebook import collect_tests
     from grader.suite import graded_suite
@@ -229,10 +236,11 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
     if hidden is not None and hidden.resolve() != HIDDEN_DIR.resolve():
         custom = str(hidden.resolve())
     tests: dict[str, list[GradedTest]] = {name: [] for name in curriculum.names}
+    shares = {pool: iter(scoring.shares(pools[pool], size)) for pool, size in sizes.items()}
     for test_file in suite:
-        share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
         tests[test_file.exercise] += [
-            GradedTest(test_file.exercise, name, share, test_file.hidden, custom if test_file.hidden else None)
+            GradedTest(test_file.exercise, name, next(shares[test_file.pool]), test_file.hidden,
+                       custom if test_file.hidden else None)
             for name in names[test_file.path]
         ]
     return tests

@@ -26,9 +26,12 @@ Files:
 - ``canvas.csv``: Canvas's gradebook import format (Grades > Import): the
   columns ``Student, ID, SIS User ID, SIS Login ID, Section``, then one column
   per assignment (the course total, or one per exercise), then a ``Points
-  Possible`` row, as Canvas's own export writes it. A column named
-  ``Title (1234)`` updates Canvas assignment 1234 (``--assignment-id``);
-  a new name makes Canvas create the assignment.
+  Possible`` row, as Canvas's own export writes it. Canvas names an existing
+  assignment's column ``Name (ID)``, e.g. ``Self-attention (123456)``: a
+  column with the assignment's id fills that assignment
+  (``--canvas-assignment-id``, with ``--canvas-assignment-name`` for its
+  name, default the course title); a name without an id makes Canvas create
+  a new assignment. Both are read in one place, :func:`canvas_assignment`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader import scoring
 from grader.curriculum import load as load_curriculum
 
 ROSTER_COLUMNS = ("folder", "lms_id", "name", "email")
@@ -70,7 +74,7 @@ def _cell(value: Any) -> str:
 
 def _number(value: float | None) -> str:
     """A score cell; empty when there is no score (a test the grader could not run: never a 0)."""
-    return "" if value is None else format(round(value, 2), "g")
+    return "" if value is None else scoring.number(value)
 
 
 def read_roster(path: Path) -> dict[str, dict[str, str]]:
@@ -130,7 +134,7 @@ def exercise_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == name]
         hidden = sum(t["max_score"] for t in tests if "hidden" in t.get("tags", ()))
         rows.append({"exercise": name, "points": extra["exercises"].get(name, 0.0),
-                     "max": extra["max_exercises"][name], "hidden_max": round(hidden, 4)})
+                     "max": extra["max_exercises"][name], "hidden_max": scoring.total([hidden])})
     return rows
 
 
@@ -149,22 +153,58 @@ def long_csv(rows: list[dict[str, Any]], roster: Roster | None = None) -> str:
     return buffer.getvalue()
 
 
+@dataclass(frozen=True)
+class CanvasAssignment:
+    """The Canvas assignment the course total goes to: its name, and its id if it exists already."""
+
+    name: str
+    id: str | None = None
+
+    @property
+    def column(self) -> str:
+        """The column header Canvas matches: ``Name (ID)`` for an existing assignment, else the name."""
+        return f"{self.name} ({self.id})" if self.id else self.name
+
+
+def canvas_assignment(name: str | None = None, assignment_id: str | None = None) -> CanvasAssignment:
+    """The Canvas assignment of the export: the options given, else the course's (its title, no id).
+
+    The one place that decides it, for ``attention-kit export`` and the
+    ``canvas.csv`` of ``attention-kit grade --roster``.
+
+    Raises
+    ------
+    ExportError
+        If the id is not a Canvas id (digits) or the name is empty.
+    """
+    if assignment_id is not None:
+        assignment_id = str(assignment_id).strip()
+        if not assignment_id.isdigit() or not assignment_id.isascii():
+            raise ExportError(f"--canvas-assignment-id {assignment_id!r}: a Canvas assignment id is a number, "
+                              "the last part of the assignment's address (.../courses/42/assignments/123456)")
+    if name is not None and not name.strip():
+        raise ExportError("--canvas-assignment-name: the name is empty")
+    title = name.strip() if name is not None else (load_curriculum().title or "attention-kit")
+    return CanvasAssignment(title, assignment_id)
+
+
 def canvas_csv(rows: list[dict[str, Any]], roster: Roster, roster_rows: dict[str, dict[str, str]], *,
-               per_exercise: bool = False, assignment_id: str | None = None) -> str:
+               per_exercise: bool = False, assignment_id: str | None = None,
+               assignment_name: str | None = None) -> str:
     """Canvas's gradebook import CSV: every roster student, in roster order; no submission -> blank."""
     curriculum = load_curriculum()
+    assignment = canvas_assignment(assignment_name, assignment_id)
     by_student = {r["extra_data"]["student"]: r for r in rows}
     by_folder = {person["folder"]: by_student[student] for student, person in roster.rows.items()}
     sample = next(iter(rows), None)
     names = [row["exercise"] for row in exercise_rows(sample)] if sample else []
     if per_exercise:
+        if assignment.id or assignment_name is not None:
+            raise ExportError("--canvas-assignment-id and --canvas-assignment-name name one Canvas assignment "
+                              "(the total): use them without --per-exercise")
         titles = [f"{curriculum.exercise(n).number}. {curriculum.exercise(n).title}" for n in names]
     else:
-        titles = [curriculum.title or "attention-kit"]
-    if assignment_id:
-        if per_exercise:
-            raise ExportError("--assignment-id names one Canvas assignment: use it without --per-exercise")
-        titles = [f"{titles[0]} ({assignment_id})"]
+        titles = [assignment.column]
     maxima = ([_number(sample["extra_data"]["max_exercises"][n]) for n in names] if per_exercise
               else [_number(sample["extra_data"]["max_score"])]) if sample else [""] * len(titles)
     buffer = io.StringIO()
@@ -199,7 +239,7 @@ def unmatched_report(roster: Roster) -> list[str]:
 
 
 def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, per_exercise: bool = False,
-           assignment_id: str | None = None, echo: Any = print) -> list[Path]:
+           assignment_id: str | None = None, assignment_name: str | None = None, echo: Any = print) -> list[Path]:
     """Write the exports of a graded class into ``out``; returns the files written."""
     from grader.grading.report import atomic_write
 
@@ -212,7 +252,7 @@ def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, p
     written.append(out / "grades-long.csv")
     if roster is not None and roster_rows is not None:
         atomic_write(out / "canvas.csv", canvas_csv(rows, roster, roster_rows, per_exercise=per_exercise,
-                                                    assignment_id=assignment_id))
+                                                    assignment_id=assignment_id, assignment_name=assignment_name))
         written.append(out / "canvas.csv")
         report = unmatched_report(roster)
         atomic_write(out / "unmatched.txt", "\n".join(report) + ("\n" if report else ""))
@@ -240,15 +280,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="CSV with folder, lms_id, name, email (optional sis_id, login_id, section)")
     parser.add_argument("--per-exercise", action="store_true", help="one Canvas column per exercise, not the total")
-    parser.add_argument("--assignment-id", default=None, metavar="ID",
-                        help="the Canvas assignment the total goes to (its column becomes 'Title (ID)')")
+    parser.add_argument("--canvas-assignment-id", "--assignment-id", dest="assignment_id", default=None,
+                        metavar="ID", help="the existing Canvas assignment the total goes to (its column becomes "
+                        "'Name (ID)', as Canvas's own export names it)")
+    parser.add_argument("--canvas-assignment-name", dest="assignment_name", default=None, metavar="NAME",
+                        help="the Canvas assignment's name (default: the course title)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit export``."""
     try:
+        if args.roster is None and (args.assignment_id or args.assignment_name):
+            raise ExportError("--canvas-assignment-id/--canvas-assignment-name go into canvas.csv, which needs "
+                              "--roster CSV")
         written = export(args.grades, read_graded(args.grades), args.roster, per_exercise=args.per_exercise,
-                         assignment_id=args.assignment_id)
+                         assignment_id=args.assignment_id, assignment_name=args.assignment_name)
     except ExportError as error:
         print(f"attention-kit export: {error}", file=sys.stderr)
         return 2

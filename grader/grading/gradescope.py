@@ -44,6 +44,7 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from grader import scoring
 from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path
 from grader.suite import HIDDEN_DIR
 
@@ -63,8 +64,8 @@ GRADE_TIMEOUT = 540.0
 
 
 def number(value: float) -> str:
-    """Points for people: ``120``, ``12.5``."""
-    return format(round(value, 2), "g")
+    """Points for people: ``120``, ``12.5`` (the scoring rule's format)."""
+    return scoring.number(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +142,8 @@ def bundle_readme(public: float, hidden: float) -> str:
         f"Set the assignment's total points on Gradescope to **{number(total)}**: "
         f"{number(public)} for the public tests (the ones students run) and {number(hidden)} for the hidden tests.\n\n"
         "Each submission's results.json gives one entry per test, scored by the kit's one rule: an exercise's "
-        "points are split equally between its tests. Hidden tests have visibility `after_published`: students "
+        "points are split between its tests in whole sixteenths of a point (as equally as that allows), so "
+        "Gradescope's sum of the tests' scores is exact. Hidden tests have visibility `after_published`: students "
         "see their names, scores and messages once grades are published. Gradescope's format has one total "
         "score per submission (no separate visible total); the text shown with it states the public tests' "
         "score only and says how many hidden points are to come.\n\n"

@@ -1,7 +1,8 @@
 """Turn test outcomes into scores, and scores into the grader's files.
 
-Scoring: an exercise's points (manifest) are split equally across its
-tests; a passed test earns its share, a failed one nothing. A hidden test
+Scoring (``grader.scoring``): an exercise's points (manifest) are split across
+its tests in whole sixteenths of a point, so every sum of shares is exact; a
+passed test earns its share, a failed one nothing. A hidden test
 file with its own ``POINTS`` forms a separate pool for the same exercise;
 without ``POINTS`` its tests share the exercise's manifest points with the
 visible ones. An exercise that cannot be graded (missing module, syntax
@@ -31,7 +32,7 @@ import csv
 import io
 import json
 import os
-import tempfile
+import secrets
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -85,15 +86,30 @@ def csv_cell(text: object) -> str:
 def is_graded(results: dict[str, Any]) -> bool:
     """Whether every test of ``results`` has a score (no internal failure of the grader)."""
     return not str(results.get("extra_data", {}).get("status", "")).startswith(NOT_GRADED)
+# The mode of the files the grader writes, before the umask: the instructor's user and group may read
+# (and write) them, other users not. A umask of 022 gives rw-r-----, 002 rw-rw----, 077 rw-------.
+FILE_MODE = 0o660
 MAX_FAILURE_CHARS = 1500
 # Per exercise, feedback.md shows this many failures in full and lists the rest by name.
 MAX_FAILURES_SHOWN = 4
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half."""
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half.
+
+    The file gets :data:`FILE_MODE` less the process's umask, the gradebook and every
+    student's ``results.json`` and ``feedback.md`` alike: readable by the instructor's
+    user and group, never by other users (the workers' users among them).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    while True:  # mkstemp's own loop, with the mode of a shared file instead of its 0600
+        temporary = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                             FILE_MODE)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
@@ -106,10 +122,8 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def number(value: float | None) -> str:
-    """A score for people and CSV: ``10``, ``9.09``; empty for no score (not graded)."""
-    if value is None:
-        return ""
-    return format(round(value, 2), "g")
+    """A score for people and CSV: ``10``, ``9.375`` (:func:`grader.scoring.number`); empty for no score."""
+    return "" if value is None else scoring.number(value)
 
 
 def shorten(text: str, limit: int = MAX_FAILURE_CHARS) -> str:
@@ -163,6 +177,8 @@ def score_tests(
         if test_file.points is not None:
             pools[test_file.pool] = test_file.points
     sizes = Counter(files[record["file"]].pool for record in records if record["file"] in files)
+    # Each pool's shares in the order its tests ran (file order), taken one by one below.
+    shares = {pool: iter(scoring.shares(pools[pool], size)) for pool, size in sizes.items()}
     entries: list[dict[str, Any]] = []
     for exercise in curriculum.exercises:
         if exercise.name not in exercises_with_tests:
@@ -199,12 +215,12 @@ def score_tests(
             continue
         for index, record in enumerate(mine, start=1):
             test_file = files[record["file"]]
-            share = scoring.share(pools[test_file.pool], sizes[test_file.pool])
+            share = next(shares[test_file.pool])
             if record.get("internal"):
                 entries.append({
                     "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
                     "number": f"{exercise.number}.{index}",
-                    "max_score": round(share, 6),
+                    "max_score": share,
                     "status": "failed",
                     "output": f"{NOT_GRADED}: {record['internal']}\n(the grader failed, not your code: your "
                               "instructor will grade it again)",
@@ -221,8 +237,8 @@ def score_tests(
             entries.append({
                 "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
                 "number": f"{exercise.number}.{index}",
-                "score": round(share if passed else 0.0, 6),
-                "max_score": round(share, 6),
+                "score": share if passed else 0.0,
+                "max_score": share,
                 "status": "passed" if passed else "failed",
                 "output": output,
                 "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
@@ -247,8 +263,8 @@ def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float | None
         mine = [t for t in tests if t["extra_data"]["exercise"] == name]
         if mine:
             graded = all("score" in t for t in mine)
-            scores[name] = round(sum(t["score"] for t in mine), 4) if graded else None
-            maxima[name] = round(sum(t["max_score"] for t in mine), 4)
+            scores[name] = scoring.total(t["score"] for t in mine) if graded else None
+            maxima[name] = scoring.total(t["max_score"] for t in mine)
     return scores, maxima
 
 
@@ -281,7 +297,7 @@ def results_json(
 ) -> dict[str, Any]:
     """One student's results in Gradescope's ``results.json`` format."""
     scores, maxima = exercise_totals(tests)
-    scored = round(sum(t.get("score", 0.0) for t in tests), 4)
+    scored = scoring.total(t.get("score", 0.0) for t in tests)
     summary = f"Status: {escape_text(status)}\n" + visible_score_line(tests)
     if not all(v is not None for v in scores.values()):
         summary += "\n(not graded yet: the tests the grader could not run have no score)"
@@ -301,7 +317,7 @@ def results_json(
             "status": status,
             "exercises": scores,
             "max_exercises": maxima,
-            "max_score": round(sum(maxima.values()), 4),
+            "max_score": scoring.total(maxima.values()),
             "format": RESULTS_FORMAT,
             **extra,
         },

@@ -38,7 +38,7 @@ class HiddenFile:
 
     @property
     def points_per_test(self) -> float:
-        """The file's points split equally between its tests."""
+        """The file's points divided by its tests (nominal: grading splits them in sixteenths, grader/scoring.py)."""
         return self.points / len(self.tests) if self.tests else 0.0
 
 

@@ -3,8 +3,9 @@
 The release's workflow (``.github/workflows/classroom.yml``) runs this once per
 exercise. It runs the exercise's graded tests as ``attention-kit status`` does
 and scores them by the kit's one rule (``grader.scoring``): the exercise's
-points are split equally between its tests, so one failing test of a 20-point
-exercise with 22 tests costs 20/22 points, not 20. The result goes to the step
+points are split between its tests (as equally as whole sixteenths of a point
+allow), so one failing test of a 20-point exercise with 22 tests costs about
+20/22 points, not 20. The result goes to the step
 output ``result`` in the runner format that ``autograding-grading-reporter``
 reads (base64 of ``{"version": 1, "status", "max_score", "tests": [...]}``; the
 reporter adds up the tests' ``score`` and the runners' ``max_score``).
@@ -20,29 +21,37 @@ import base64
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader import scoring
 from grader.curriculum import load as load_curriculum
+
+if TYPE_CHECKING:
+    from grader.student.status import ExerciseResult
 
 
 def runner_result(exercise: str, impl: str = "exercises") -> dict[str, Any]:
     """The reporter's result for ``exercise``: one entry per graded test, each worth its share."""
     from grader.student.status import run_suite
 
-    result = run_suite(impl, [exercise])[exercise]
+    return _runner_format(run_suite(impl, [exercise])[exercise])
+
+
+def _runner_format(result: ExerciseResult) -> dict[str, Any]:
+    """``result`` in the reporter's runner format (the shares are exact: their float sum is the maximum)."""
+    exercise = result.exercise.name
     points = result.exercise.points
-    share = scoring.share(points, result.total)
+    shares = scoring.shares(points, result.total)
     tests = [{
         "name": test.name,
         "status": "pass" if test.passed else "fail",
-        "score": round(share if test.passed else 0.0, 4),
+        "score": share if test.passed else 0.0,
         "message": "" if test.passed else test.message[:2000],
         "test_code": f"attention-kit test -m {exercise} -k {test.name}",
         "filename": result.exercise.test_file,
         "line_no": 0,
         "execution_time": 0,
-    } for test in result.tests]
+    } for test, share in zip(result.tests, shares, strict=True)]
     if result.error or not tests:
         tests = [{"name": f"{exercise}: collecting the tests", "status": "error", "score": 0,
                   "message": result.error or "no tests ran", "test_code": "", "filename": result.exercise.test_file,
@@ -60,18 +69,28 @@ def main(argv: list[str] | None = None) -> int:
     from grader.curriculum import make_importable
 
     make_importable()
+    from grader.student.status import run_suite
+
     try:
-        result = runner_result(args.exercise, args.impl)
+        ran = run_suite(args.impl, [args.exercise])[args.exercise]
+        result = _runner_format(ran)
     except (ValueError, RuntimeError) as error:
         print(f"classroom: {error}", file=sys.stderr)
         return 2
     score = sum(test["score"] for test in result["tests"])
     passed = sum(test["status"] == "pass" for test in result["tests"])
-    print(f"{args.exercise}: {passed}/{len(result['tests'])} tests, {score:.4g}/{result['max_score']:g} points "
-          "(points in proportion to the passing tests)")
+    print(f"{args.exercise}: {passed}/{len(result['tests'])} tests, {scoring.number(score)}/"
+          f"{scoring.number(result['max_score'])} points (points in proportion to the passing tests)")
+    if ran.import_problem:  # every test failed for this one reason: say it, not only "0/15 tests"
+        detail = next(iter(ran.tests[0].message.splitlines()), "") or ran.import_problem
+        detail = detail.removeprefix(f"importing {ran.exercise.module_file} raised ")  # said by "does not import"
+        print(f"{ran.exercise.module_file} does not import: {detail}")
+    elif ran.error:
+        print(f"{ran.exercise.test_file} could not be collected: {ran.error.splitlines()[0]}")
     hidden = load_curriculum().exercise(args.exercise).hidden_points
     if hidden:
-        print(f"Your instructor's grade may add up to {hidden:g} points of hidden tests of this exercise.")
+        print(f"Your instructor's grade may add up to {scoring.number(hidden)} points of hidden tests of this "
+              "exercise.")
     encoded = base64.b64encode(json.dumps(result).encode()).decode()
     output = os.environ.get("GITHUB_OUTPUT")
     if output:

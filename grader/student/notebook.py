@@ -181,13 +181,25 @@ def outcomes(path: str | Path, namespace: Mapping[str, Any]) -> dict[str, Outcom
     return _CACHE[key]
 
 
+class CheckFailed(AssertionError):
+    """A graded test failed in a notebook: Jupyter shows its message, not the kit's frames that raised it.
+
+    IPython renders an exception with ``_render_traceback_`` by that method alone, so neither the
+    student's notebook nor nbgrader's feedback shows a line of the kit's code (the test cell's own
+    call is in the cell above the output anyway).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
 def _report(exercise: str, test_name: str, path: Path, namespace: Mapping[str, Any]) -> None:
     results = outcomes(path, namespace)
     outcome = results.get(test_name)
     if outcome is None:
         raise LookupError(f"{path.name} has no test {test_name!r}; its tests are: {', '.join(results)}")
     if not outcome.passed:
-        raise AssertionError(f"{exercise}: {test_name} failed\n\n{outcome.message}")
+        raise CheckFailed(f"{exercise}: {test_name} failed\n\n{outcome.message}")
     print(f"passed: {test_name}")
 
 

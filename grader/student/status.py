@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from grader import scoring
 from grader.curriculum import INSTALLED, ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.quiet import run_pytest
@@ -118,8 +119,8 @@ class ExerciseResult:
 
     @property
     def points_earned(self) -> float:
-        """The exercise's points in proportion to its passing tests."""
-        return earned(self.exercise.points, self.passed, self.total)
+        """The exercise's points earned by its passing tests (the scoring rule's shares, in file order)."""
+        return earned(self.exercise.points, [test.passed for test in self.tests])
 
     @property
     def first_failure(self) -> TestResult | None:
@@ -413,8 +414,8 @@ def _hidden_note(result: SuiteResult) -> list[str]:
     hidden = sum(item.exercise.hidden_points for item in result.exercises)
     if not hidden:
         return []
-    return [f"          (public tests; the instructor's grade adds hidden tests worth {hidden:.4g} more points, "
-            f"out of {result.max_points + hidden:.4g})"]
+    return [f"          (public tests; the instructor's grade adds hidden tests worth {scoring.number(hidden)} more "
+            f"points, out of {scoring.number(result.max_points + hidden)})"]
 
 
 def render_plain(result: SuiteResult) -> str:
@@ -431,7 +432,7 @@ def render_plain(result: SuiteResult) -> str:
     lines += [
         "",
         f"Progress: {_bar(fraction)} {result.passed}/{result.total} tests, "
-        f"{result.points:.4g}/{result.max_points:.4g} points",
+        f"{scoring.number(result.points)}/{scoring.number(result.max_points)} points",
         *_hidden_note(result),
         "",
         *_next_steps(result),
@@ -472,7 +473,8 @@ def render_rich(result: SuiteResult, console: Any) -> None:
         Text("Progress", style="bold"),
         ProgressBar(total=max(result.total, 1), completed=result.passed, width=30, complete_style="yellow",
                     finished_style="green"),
-        f"{result.passed}/{result.total} tests, {result.points:.4g}/{result.max_points:.4g} points",
+        f"{result.passed}/{result.total} tests, "
+        f"{scoring.number(result.points)}/{scoring.number(result.max_points)} points",
     )
     console.print()
     console.print(overall)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from grader.curriculum import load as load_curriculum
+from grader.scoring import number
 from grader.student.status import (
     DONE,
     ExerciseResult,
@@ -133,7 +134,8 @@ class Watcher:
             self.chosen = None  # the named exercise passes: from now on, the first unfinished one
             item = result.current
             self.current = item.exercise.name
-        overall = f"overall: {result.passed}/{result.total} tests, {result.points:.4g}/{result.max_points:.4g} points"
+        overall = (f"overall: {result.passed}/{result.total} tests, "
+                   f"{number(result.points)}/{number(result.max_points)} points")
         return regressions + describe(item, self.impl) + [overall]
 
     def affected(self, changed: list[str]) -> list[str]:

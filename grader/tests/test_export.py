@@ -99,3 +99,34 @@ def test_long_format_has_per_exercise_maxima_and_the_hidden_part(graded: Path) -
 def test_a_bad_roster_is_refused_with_the_reason(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(export.ExportError, match=message):
         export.read_roster(write_roster(tmp_path / "r.csv", text))
+
+
+def test_the_canvas_column_names_an_existing_assignment_by_its_id(graded: Path, tmp_path: Path) -> None:
+    """Canvas's own export (and so its import) names an assignment's column ``Name (ID)``."""
+    roster = write_roster(tmp_path / "r.csv", "folder,lms_id,name,email\nalice,1,A,a@x\nbob,2,B,b@x\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "export", str(graded), "--roster", str(roster),
+                           "--canvas-assignment-id", "123456", "--canvas-assignment-name", "Self-attention"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.reader(io.StringIO((graded / "canvas.csv").read_text(encoding="utf-8"))))
+    assert rows[0][5:] == ["Self-attention (123456)"]
+    total = sum(e.points + e.hidden_points for e in load().exercises)
+    assert rows[1][:1] + rows[1][5:] == ["Points Possible", f"{total:g}"]
+    assert [row[5] for row in rows[2:]] == [f"{total:g}", f"{total / 2:g}"]  # alice: all, bob: half
+    assert export.canvas_assignment("Quiz", "42").column == "Quiz (42)"
+    assert export.canvas_assignment(None, None).column == load().title  # no id: Canvas creates an assignment
+    assert export.canvas_assignment(None, " 7 ").column == f"{load().title} (7)"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--canvas-assignment-id", "12a"], "a Canvas assignment id is a number"),
+    (["--canvas-assignment-name", " "], "the name is empty"),
+    (["--canvas-assignment-id", "12", "--per-exercise"], "without --per-exercise"),
+])
+def test_a_canvas_assignment_that_cannot_be_right_is_refused(graded: Path, tmp_path: Path, arguments: list[str],
+                                                               message: str) -> None:
+    roster = write_roster(tmp_path / "r.csv", "folder,lms_id,name,email\nalice,1,A,a@x\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "export", str(graded), "--roster", str(roster),
+                           *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not (graded / "canvas.csv").exists()

@@ -1,0 +1,59 @@
+"""nbgrader's ``OverwriteCells``, without a false "checksum has changed" warning for hidden tests.
+
+``nbgrader generate_assignment`` saves each locked cell, and its checksum,
+with the hidden tests still in it, then removes them from the students'
+copy. ``nbgrader autograde`` compares that checksum with the student's cell,
+which never had them, so it warns that every hidden-test cell changed
+(jupyter/nbgrader#1961) before putting the saved source back. The warning
+hides a real one: a student who edited a test cell looks like everyone else.
+
+This subclass first gives back the hidden tests to a cell that is exactly the
+saved cell with them removed (the students' copy, untouched); nbgrader's own
+check then finds the checksum unchanged. Any other difference is left to
+nbgrader, which warns and restores the cell as before. The course built by
+``attention-kit notebooks`` uses it (its ``nbgrader_config.py``); it needs
+nbgrader, which is imported only here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nbformat
+from nbgrader import utils
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import ClearHiddenTests
+from nbgrader.preprocessors import OverwriteCells as _NbgraderOverwriteCells
+
+# How nbgrader_config.py names this class (nbconvert imports preprocessors given as strings).
+IMPORT_NAME = f"{__name__}.OverwriteCells"
+
+
+class OverwriteCells(_NbgraderOverwriteCells):
+    """nbgrader's ``OverwriteCells`` that first restores the hidden tests of untouched cells."""
+
+    def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
+        """Put the saved source back into a locked cell that differs from it only by its hidden tests."""
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and utils.is_locked(cell):
+            try:
+                saved = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                saved = None  # nbgrader reports it
+            if saved is not None and saved.source != cell.source and self._released(saved.source) == cell.source:
+                cell.source = saved.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def _released(self, source: str) -> str:
+        """``source`` as generate_assignment released it: nbgrader's own removal of the hidden tests."""
+        cell = nbformat.v4.new_code_cell(source)
+        ClearHiddenTests(config=self.config)._remove_hidden_test_region(cell)
+        return cell.source
+
+
+def sanitize_preprocessors() -> list[Any]:
+    """The autograde steps that prepare a submission, nbgrader's own with ``OverwriteCells`` replaced by this one."""
+    from nbgrader.converters.autograde import Autograde
+
+    defaults = Autograde.class_traits()["sanitize_preprocessors"].default()
+    return [IMPORT_NAME if step is _NbgraderOverwriteCells else step for step in defaults]
