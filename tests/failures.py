@@ -118,16 +118,21 @@ REPORT_ATTRIBUTE = "attention_kit_failures"
 _running: list[Failure] | None = None  # the list of the test being run (tests/plugin.py sets it around the call)
 
 
-def begin(item: pytest.Item) -> None:
-    """Record the failures found from now on in ``item``'s stash (a fresh list: a test may be run again)."""
+def begin(item: pytest.Item) -> list[Failure] | None:
+    """Record the failures found from now on in ``item``'s stash (a fresh list: a test may be run again).
+
+    Returns the list recorded into before (a pytest run inside a test), for :func:`end`.
+    """
     global _running
-    _running = item.stash[FAILURES] = []
+    before, _running = _running, []
+    item.stash[FAILURES] = _running
+    return before
 
 
-def end() -> None:
-    """Stop recording (failures found outside a test, e.g. by the diagnosis' probes, are nobody's)."""
+def end(before: list[Failure] | None = None) -> None:
+    """Stop recording for the test; record into ``before`` again (:func:`begin` returned it)."""
     global _running
-    _running = None
+    _running = before
 
 
 def record(failure: Failure) -> Failure:
@@ -221,6 +226,16 @@ def _report_body(checks: list[Failure], ending: Failure | None, count: bool) -> 
     if ending is not None:
         return f"{text}\n{RULE}\nFailed Checks: {len(checks)}\n{RULE}\n{ending.message}"
     return f"{text}\n{RULE}\nFailed Checks: {len(checks)}" if count else text
+
+
+def stopped_report(checks: list[Failure]) -> tuple[str, str]:
+    """The report of a test that ``pytest -x`` stopped at a failed check, and its summary line's message.
+
+    pytest-check stops by raising, and its report goes on with that exception's traceback, which
+    runs through tests/feedback.py and says nothing the failed check does not: both end after the count.
+    """
+    count = f"{RULE}\nFailed Checks: {len(checks)}\n{RULE}"
+    return f"{report_text(checks)}\n{RULE}\n", f"{checks[0].message.strip()}\n{count}"
 
 
 def report_text(failures: Iterable[Failure]) -> str:

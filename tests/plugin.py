@@ -137,11 +137,11 @@ STOPPED = "AssertionError: Stopping on first failure"
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
-    failures.begin(item)
+    before = failures.begin(item)
     try:
         return (yield)
     finally:
-        failures.end()
+        failures.end(before)
 
 
 class _Report:
@@ -203,16 +203,15 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
     # The report as text, rendered again only when it changes (each read of longreprtext renders it).
     text = report.longreprtext
     checks = [failure for failure in findings if not failure.ended_the_test]
-    if STOPPED in text and checks:
+    if STOPPED in text and checks:  # pytest -x: the report without the traceback of pytest-check's stop
+        stopped, summary = failures.stopped_report(checks)
         crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
-        # Cut after pytest-check's count, before the traceback of its stop.
         if crash is not None and STOPPED in (crash.message or ""):
             # On CI (GitHub Classroom sets CI) pytest prints the whole message in the summary: cut it there too.
             from _pytest._code.code import ReprFileLocation
 
-            crash = ReprFileLocation(crash.path, crash.lineno, f"{checks[0].message.strip()}\n{failures.RULE}\n"
-                                     f"Failed Checks: {len(checks)}\n{failures.RULE}")
-        report.longrepr = _Report(f"{failures.report_text(checks)}\n{failures.RULE}\n", crash)
+            crash = ReprFileLocation(crash.path, crash.lineno, summary)
+        report.longrepr = _Report(stopped, crash)
         text = report.longreprtext
     exercise = item.stash.get(EXERCISE, None)
     funcargs = getattr(item, "funcargs", {})
