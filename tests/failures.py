@@ -33,7 +33,8 @@ TIMED_OUT = "timed out"  # a call of the student's function ran out of time (the
 NOT_IMPLEMENTED = "not implemented"  # the function is still a stub (NotImplementedError)
 UNAVAILABLE = "unavailable"  # the function could not be had: its module is missing, does not import, or lacks it
 UNUSABLE = "unusable result"  # the test's own code raised on what the function returned
-KINDS = (CHECK_FAILED, WRONG_RESULT, CRASHED, TIMED_OUT, NOT_IMPLEMENTED, UNAVAILABLE, UNUSABLE)
+RAISED = "raised"  # after failed checks, the test's own code raised (pytest shows the traceback)
+KINDS = (CHECK_FAILED, WRONG_RESULT, CRASHED, TIMED_OUT, NOT_IMPLEMENTED, UNAVAILABLE, UNUSABLE, RAISED)
 
 # pytest-check closes its list of failed checks with this rule and their count ("Failed Checks: 2").
 RULE = "-" * 60
@@ -263,7 +264,8 @@ def graded_text(failures: Iterable[Failure], *, hidden: bool) -> str:
         test this is what the recorder's ``_hidden_failure`` gave: the checks' report from its
         first line; for a test that a failure ended, that failure's message; for a report that
         ``tests/plugin.py`` rewrote (a diagnosis in front, or a test that could not use the result)
-        and has no failed check, its last line only.
+        and has no failed check, its last line only. (One difference: where the test's own code
+        raised after failed checks, the :data:`RAISED` line stands where pytest's traceback was.)
     """
     checks, ending, lead = _parts(failures)
     body = _report_body(checks, ending, count=False)

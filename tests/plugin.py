@@ -140,8 +140,21 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     before = failures.begin(item)
     try:
         return (yield)
+    except Exception as error:
+        found = failures.recorded(item)
+        if found and not found[-1].ended_the_test and not _ends_checks(error):
+            # After failed checks the test's own code raised: pytest's report shows the traceback.
+            failures.record(failures.Failure(f"the test stopped on {type(error).__name__} in its own code",
+                                             kind=failures.RAISED))
+        raise
     finally:
         failures.end(before)
+
+
+def _ends_checks(error: Exception) -> bool:
+    """Whether ``error`` is how a failure is reported: pytest.fail, or pytest-check stopping (``-x``, max fail)."""
+    return isinstance(error, pytest.fail.Exception) or (
+        type(error) is AssertionError and str(error).startswith(("Stopping on first failure", "pytest-check max fail")))
 
 
 class _Report:
@@ -250,10 +263,11 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
     if culprit is not None:
         dependency, caller = culprit
         body, revisit = text, diagnosis.revisit_dependency(dependency)
-        for index, failure in enumerate(findings):
-            if failure.revisit:  # every idea of the caller's gives way to fixing the dependency first
-                findings[index] = replace(failure, revisit=revisit)
-                body = body.replace(failure.message.strip(), findings[index].message.strip())
+        # Every idea of the caller's gives way to fixing the dependency first (longest message first, so
+        # that none is replaced inside another).
+        for failure in sorted({f for f in findings if f.revisit}, key=lambda f: -len(f.message)):
+            body = body.replace(failure.message.strip(), replace(failure, revisit=revisit).message.strip())
+        findings[:] = [replace(failure, revisit=revisit) if failure.revisit else failure for failure in findings]
         lead = diagnosis.describe_blame(dependency, caller)
         if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.

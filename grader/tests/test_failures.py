@@ -20,6 +20,7 @@ from tests.failures import (
     CHECK_FAILED,
     CRASHED,
     NOT_IMPLEMENTED,
+    RAISED,
     RULE,
     UNUSABLE,
     WRONG_RESULT,
@@ -54,6 +55,11 @@ def test_wrong_result(impl):
 
 
 def test_the_test_cannot_use_it(impl):
+    impl.softmax(np.ones(3)).no_such_method()
+
+
+def test_check_then_its_own_error(impl):
+    expect(False, what="w", expected="e", observed="o", idea="i")
     impl.softmax(np.ones(3)).no_such_method()
 
 
@@ -111,6 +117,15 @@ def test_what_ended_a_test_is_recorded_with_its_kind(reference_reports):
     (unusable,) = failures_of(reference_reports["test_the_test_cannot_use_it"])
     assert unusable.kind == UNUSABLE and unusable.what == "the test could not use what softmax() returned"
     assert unusable.observed == "AttributeError: 'numpy.ndarray' object has no attribute 'no_such_method'"
+
+
+def test_an_error_of_the_test_after_failed_checks_is_recorded_after_them(reference_reports):
+    report = reference_reports["test_check_then_its_own_error"]
+    check, raised = failures_of(report)
+    assert check.kind == CHECK_FAILED and (raised.kind, raised.what) == (
+        RAISED, "the test stopped on AttributeError in its own code")
+    assert status.failure_message(report) == "FAILURE: w\n  expected: e\n  observed: o\n  revisit:  i"
+    assert "AttributeError" in report.longreprtext  # pytest still shows the traceback
 
 
 def test_the_report_shows_what_students_saw_before(reference_reports):
