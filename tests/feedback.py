@@ -1,7 +1,8 @@
 """Checks that explain themselves.
 
 Every failure says what was expected, what was observed, and which idea to
-revisit.
+revisit. It is recorded as data (a ``tests.failures.Failure`` in the test's
+stash) and reported, as its message, to pytest.
 The helpers record failures with pytest-check, so one test reports every
 broken property at once, in the order the test checks them. Each returns
 True when the check passed, so a test can skip follow-up checks that would
@@ -10,19 +11,16 @@ only repeat the same failure (e.g. comparing values after a shape mismatch).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pytest
 from pytest_check import check
 
 from tests.crash import raising_through, where_it_crashed
+from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, record
 
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
-
-
-def _message(what: str, expected: str, observed: str, idea: str) -> str:
-    return f"{what}\n  expected: {expected}\n  observed: {observed}\n  revisit:  {idea}"
 
 
 def _show(value: Any) -> str:
@@ -37,8 +35,14 @@ def _number(value: Any) -> str:
 def expect(condition: bool, *, what: str, expected: str, observed: str, idea: str) -> bool:
     """Record a failure unless ``condition`` holds."""
     if not condition:
-        check.fail(_message(what, expected, observed, idea))
+        check.fail(record(Failure(what, expected, observed, idea)).message)
     return bool(condition)
+
+
+def fail_now(*, what: str, expected: str, observed: str, idea: str) -> NoReturn:
+    """End the test with this failure (what the function returned cannot be checked further)."""
+    __tracebackhide__ = True
+    pytest.fail(record(Failure(what, expected, observed, idea, kind=WRONG_RESULT)).message, pytrace=False)
 
 
 def expect_array(value: Any, *, what: str, idea: str) -> bool:
@@ -186,9 +190,10 @@ def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: A
         with raising_through():
             return function(*args, **kwargs)
     except Exception as error:  # any crash of the student's code on valid input
-        failure = (f"{what}\n  expected: a result (these inputs are valid)\n"
-                   f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n  revisit:  {idea}")
-    pytest.fail(failure, pytrace=False)  # outside `except`, so no chained traceback
+        failure = Failure(what, "a result (these inputs are valid)",
+                          f"{type(error).__name__}: {error}{where_it_crashed(error)}", idea,
+                          kind=TIMED_OUT if isinstance(error, TimeoutError) else CRASHED)
+    pytest.fail(record(failure).message, pytrace=False)  # outside `except`, so no chained traceback
 
 
 def call_expecting_no_warning(function: Any, *args: Any, what: str, idea: str, **kwargs: Any) -> Any:

@@ -30,6 +30,7 @@ from pytest_check import check
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from tests.crash import is_raising_through, where_it_crashed
+from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
 
 
 class ImplementationError(Exception):
@@ -371,9 +372,9 @@ class Kit:
         try:
             function = implementation.function(exercise, name)
         except ImplementationError as error:
-            failure = str(error)
+            failure = Failure(str(error), kind=UNAVAILABLE)
         if failure is not None:  # raised outside `except`, so no chained traceback
-            pytest.fail(failure, pytrace=False)
+            pytest.fail(record(failure).message, pytrace=False)
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
         try:
@@ -384,28 +385,31 @@ class Kit:
             else:
                 result = _measured(function, args, kwargs)
         except NotImplementedError as error:
-            failure = str(error) or f"{name}: not implemented yet"
+            failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
         except Exception as error:
             if is_raising_through():
                 raise  # a test that expects an exception (bad input) looks at it
-            failure = (f"{name}({_describe_arguments(arguments)}) crashed\n"
-                       "  expected: a result (these inputs are valid per the docstring)\n"
-                       f"  observed: {type(error).__name__}: {error}{where_it_crashed(error)}\n"
-                       f"  revisit:  {name}() must work for every input its docstring allows ("
-                       f"{_describe_arguments(arguments)}): what does the line above assume about them "
-                       "(the number of axes, which sizes are equal, the dtype)?"
-                       + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""))
+            failure = Failure(
+                f"{name}({_describe_arguments(arguments)}) crashed",
+                "a result (these inputs are valid per the docstring)",
+                f"{type(error).__name__}: {error}{where_it_crashed(error)}",
+                f"{name}() must work for every input its docstring allows ("
+                f"{_describe_arguments(arguments)}): what does the line above assume about them "
+                "(the number of axes, which sizes are equal, the dtype)?"
+                + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""),
+                kind=TIMED_OUT if isinstance(error, TimeoutError) else CRASHED)
         if failure is not None:
-            pytest.fail(failure, pytrace=False)
+            pytest.fail(record(failure).message, pytrace=False)
         changed = _changed_in_place(arguments, before)
         if changed:
-            check.fail(
-                f"{name}() changed its input {', '.join(changed)} in place.\n"
-                "  expected: the arguments are left exactly as they were\n"
-                "  observed: different values (or keys) after the call\n"
-                "  revisit:  no mutation of inputs: build new arrays (x = x - m, "
-                "not x -= m) and new dicts, so the caller's data stays intact"
-            )
+            check.fail(record(Failure(
+                f"{name}() changed its input {', '.join(changed)} in place.",
+                "the arguments are left exactly as they were",
+                "different values (or keys) after the call",
+                "no mutation of inputs: build new arrays (x = x - m, "
+                "not x -= m) and new dicts, so the caller's data stays intact",
+                kind=CHECK_FAILED,
+            )).message)
         return result
 
 

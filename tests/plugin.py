@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from grader.curriculum import load as load_curriculum
+from tests import failures
 from tests.kit import Implementation, ImplementationError, Kit, LocalImplementation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,10 +129,32 @@ def impl(request: pytest.FixtureRequest, implementation: Implementation) -> Kit:
 
 
 FEEDBACK = pytest.StashKey[dict]()
-_REVISIT = re.compile(r"^(\s*revisit:\s+).*$", re.MULTILINE)
 # With -x, pytest-check stops at the first failed check by raising; its traceback runs through
 # tests/feedback.py and says nothing the FAILURE block above it does not.
 STOPPED = "AssertionError: Stopping on first failure"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
+    before = failures.begin(item)
+    try:
+        return (yield)
+    except Exception as error:
+        found = failures.recorded(item)
+        if found and not found[-1].ended_the_test and not _ends_checks(error):
+            # After failed checks the test's own code raised: pytest's report shows the traceback.
+            failures.record(failures.Failure(f"the test stopped on {type(error).__name__} in its own code",
+                                             kind=failures.RAISED))
+        raise
+    finally:
+        failures.end(before)
+
+
+def _ends_checks(error: Exception) -> bool:
+    """Whether ``error`` is how a failure is reported: pytest.fail, or pytest-check stopping (``-x``, max fail)."""
+    return isinstance(error, pytest.fail.Exception) or (
+        type(error) is AssertionError and str(error).startswith(("Stopping on first failure", "pytest-check max fail")))
 
 
 class _Report:
@@ -145,16 +169,6 @@ class _Report:
 
     def __str__(self) -> str:
         return self.text
-
-
-def _without_stop_traceback(text: str) -> str:
-    """A failure report of ``pytest -x`` cut after pytest-check's "Failed Checks: N" block."""
-    head, marker, rest = text.partition("Failed Checks:")
-    if not marker:
-        return text
-    count, _, rest = rest.partition("\n")
-    separator = rest.splitlines()[0] if rest.strip() else ""
-    return f"{head}{marker}{count}\n{separator}".rstrip() + "\n"
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -172,21 +186,45 @@ def pytest_runtest_makereport(
     * otherwise, when known mistakes of the exercise explain every deviating probe, "Diagnosis: ..."
       comes first, the same for every failure of the exercise.
 
-    Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in.
+    Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in. The
+    failures the test recorded (``tests/failures.py``) are completed the same way (the reading, the
+    diagnosis, the revisit line) and put on the report as plain data, for readers that render them.
     """
     report = yield
     if report.when != "call" or not report.failed:
         return report
+    findings = _completed(item, failures.recorded(item))
+    try:
+        return _lead_with_what_to_fix_first(item, call, report, findings)
+    finally:
+        failures.keep(item, findings)
+        failures.attach(report, findings)
+
+
+def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[failures.Failure]:
+    """``findings`` with the test's node id, its exercise and (where the manifest names one) its reading."""
+    exercise = item.stash.get(EXERCISE, "")
+    sections = load_curriculum().exercise(exercise).reading if exercise and findings else ()
+    reading = f"docs/reading.md#{sections[0]}" if sections else ""
+    return [replace(failure, test=item.nodeid, exercise=exercise, reading=failure.reading or reading)
+            for failure in findings]
+
+
+def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport,
+                                 findings: list[failures.Failure]) -> pytest.TestReport:
+    """The work of :func:`pytest_runtest_makereport` on a failed call; updates ``findings`` in place."""
     # The report as text, rendered again only when it changes (each read of longreprtext renders it).
     text = report.longreprtext
-    if STOPPED in text:
+    checks = [failure for failure in findings if not failure.ended_the_test]
+    if STOPPED in text and checks:  # pytest -x: the report without the traceback of pytest-check's stop
+        stopped, summary = failures.stopped_report(checks)
         crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
         if crash is not None and STOPPED in (crash.message or ""):
             # On CI (GitHub Classroom sets CI) pytest prints the whole message in the summary: cut it there too.
             from _pytest._code.code import ReprFileLocation
 
-            crash = ReprFileLocation(crash.path, crash.lineno, _without_stop_traceback(crash.message).rstrip())
-        report.longrepr = _Report(_without_stop_traceback(text), crash)
+            crash = ReprFileLocation(crash.path, crash.lineno, summary)
+        report.longrepr = _Report(stopped, crash)
         text = report.longreprtext
     exercise = item.stash.get(EXERCISE, None)
     funcargs = getattr(item, "funcargs", {})
@@ -194,9 +232,10 @@ def pytest_runtest_makereport(
     if exercise is None or implementation is None:
         return report
     unusable = call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception)
-    if unusable and "revisit:" not in text:
+    if unusable and not any(failure.revisit for failure in findings):
         # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
-        _explain_an_unusable_result(report, list(getattr(funcargs.get("impl"), "_called", [])))
+        findings += _completed(item, [_explain_an_unusable_result(report, list(getattr(funcargs.get("impl"),
+                                                                                          "_called", [])))])
         text = report.longreprtext
     from tests import diagnosis  # only when a test fails
 
@@ -223,19 +262,28 @@ def pytest_runtest_makereport(
         diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
     if culprit is not None:
         dependency, caller = culprit
-        body = _REVISIT.sub(lambda m: m.group(1) + diagnosis.revisit_dependency(dependency), text)
+        body, revisit = text, diagnosis.revisit_dependency(dependency)
+        # Every idea of the caller's gives way to fixing the dependency first (longest message first, so
+        # that none is replaced inside another).
+        for failure in sorted({f for f in findings if f.revisit}, key=lambda f: -len(f.message)):
+            body = body.replace(failure.message.strip(), replace(failure, revisit=revisit).message.strip())
+        findings[:] = [replace(failure, revisit=revisit) if failure.revisit else failure for failure in findings]
         lead = diagnosis.describe_blame(dependency, caller)
         if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
         report.longrepr = f"{lead}\n\n{body}"
+        findings[:] = [replace(failure, diagnosis=lead) for failure in findings]
     elif diagnoses[exercise]:
         report.longrepr = f"{diagnoses[exercise]}\n\n{text}"
+        findings[:] = [replace(failure, diagnosis=diagnoses[exercise]) for failure in findings]
     return report
 
 
-def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> None:
+def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> failures.Failure:
     """A failure without a revisit line: the test itself could not use what the student's function returned.
+
+    Returns the failure that explains it, now the report's text.
 
     (Crashes inside the student's code are explained by the Kit; this is an exception in the test's own
     code, e.g. ``out.sum(axis=-1)`` on a list, or ``a, b = result`` on a single array.)
@@ -244,10 +292,12 @@ def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) ->
     observed = crash.message.splitlines()[0] if crash is not None and crash.message else report.outcome
     function = called[-1] if called else "your function"
     name = f"{function}()" if called else function
-    report.longrepr = (
-        f"the test could not use what {name} returned\n"
-        "  expected: what the Returns section of its docstring promises (type, number of items, shape, dtype)\n"
-        f"  observed: {observed}\n"
-        f"  revisit:  return exactly what the docstring of {name} describes: a numpy array (or the tuple or dict "
-        "it names), with the shape and dtype it gives"
-    )
+    failure = failures.Failure(
+        kind=failures.UNUSABLE,
+        what=f"the test could not use what {name} returned",
+        expected="what the Returns section of its docstring promises (type, number of items, shape, dtype)",
+        observed=observed,
+        revisit=f"return exactly what the docstring of {name} describes: a numpy array (or the tuple or dict "
+        "it names), with the shape and dtype it gives")
+    report.longrepr = failure.message
+    return failure

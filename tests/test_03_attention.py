@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 
 from tests.feedback import (
     call_expecting_no_warning,
@@ -16,6 +15,7 @@ from tests.feedback import (
     expect_equal,
     expect_no_nan,
     expect_raises_value_error,
+    fail_now,
 )
 from tests.kinds import remembered
 from tests.probes import expect_probe, probe
@@ -89,8 +89,8 @@ def _attention(impl, *args, what: str, idea: str, **kwargs) -> tuple[np.ndarray,
     __tracebackhide__ = True
     result = call_or_explain(impl.scaled_dot_product_attention, *args, what=what, idea=idea, **kwargs)
     if not (isinstance(result, tuple) and len(result) == 2):
-        pytest.fail(f"{what}\n  expected: a tuple (context, weights)\n  observed: {type(result).__name__}"
-                    f"\n  revisit:  {CONTEXT}; return both, context first", pytrace=False)
+        fail_now(what=what, expected="a tuple (context, weights)", observed=type(result).__name__,
+                 idea=f"{CONTEXT}; return both, context first")
     return result
 
 

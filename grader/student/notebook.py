@@ -70,17 +70,14 @@ class Outcome:
 
 
 def _student_text(report: Any) -> str:
-    """The failure as pytest shows it, trimmed: the diagnosis (if any) and the what/expected/observed blocks."""
-    from grader.student.status import LEADS, trim_failure
+    """The failure as pytest shows it, trimmed: the diagnosis (if any), a blank line, the failed checks."""
+    from grader.student.status import trim_failure
+    from tests.failures import failures_of, student_text
 
-    text = report.longreprtext
-    diagnosis = ""
-    if text.startswith(LEADS) and "\n\n" in text:
-        # tests/plugin.py puts the known mistake's description before the report itself.
-        diagnosis, text = text.split("\n\n", 1)
-    longrepr = None if diagnosis else report.longrepr
-    body = trim_failure(text, None, longrepr) or report.outcome
-    return f"{diagnosis}\n\n{body}" if diagnosis else body
+    found = failures_of(report)
+    if found:
+        return student_text(found, separator="\n\n")
+    return trim_failure(report.longreprtext, None, report.longrepr) or report.outcome
 
 
 class _Recorder:

@@ -42,8 +42,6 @@ IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"
 # The only plugin the graded suite needs besides its own conftest. Other installed plugins are not
 # loaded: hypothesis alone would add 0.6 s to every run, and a student's stray plugin could break it.
 SUITE_PLUGINS = ("pytest_check.plugin",)
-# What tests/plugin.py may put before a failure (a paragraph of its own): kept in front of it.
-LEADS = ("Diagnosis:", "First fix ")
 
 
 @dataclass
@@ -53,7 +51,8 @@ class TestResult:
     name: str
     exercise: str
     passed: bool
-    message: str = ""
+    message: str = ""  # what the student reads (the failures rendered by tests.failures.student_text)
+    failures: tuple[Any, ...] = ()  # the failures as data (tests.failures.Failure), when the checks recorded them
 
     @property
     def not_implemented(self) -> bool:
@@ -234,8 +233,33 @@ def forget_implementation(impl: Path) -> None:
     importlib.invalidate_caches()
 
 
+def failure_message(report: Any, impl: Path | None = None) -> str:
+    """What a student reads of a failed (or skipped) test's report.
+
+    Parameters
+    ----------
+    report : pytest.TestReport
+        The report, as ``pytest_runtest_logreport`` receives it.
+    impl : pathlib.Path, optional
+        The implementation folder, to point at the student's own line when an exception escaped.
+
+    Returns
+    -------
+    str
+        The failures the graded suite recorded, rendered (the diagnosis or the function to fix
+        first, then the failed checks' ``FAILURE: ...`` blocks, or what ended the test); for a
+        report without them (an error in a fixture, a skip) :func:`trim_failure` of its text.
+    """
+    from tests.failures import failures_of, student_text
+
+    found = failures_of(report)
+    if found:
+        return student_text(found)
+    return trim_failure(report.longreprtext, impl, report.longrepr)
+
+
 def trim_failure(text: str, impl: Path | None = None, longrepr: Any = None) -> str:
-    """Keep the part of a failure report that a student needs.
+    """Keep the part of a failure report without recorded failures that a student needs.
 
     Parameters
     ----------
@@ -249,25 +273,10 @@ def trim_failure(text: str, impl: Path | None = None, longrepr: Any = None) -> s
     Returns
     -------
     str
-        For pytest-check failures the ``FAILURE: ...`` block(s); for a stub or an import error its
-        one-line message; for an exception the exception line and where in the student's code it
-        was raised. A diagnosis of a known mistake, or the function to fix first, stays in front.
+        For a ``pytest.fail`` or an import error its message; for an exception the exception line
+        and where in the student's code it was raised.
     """
-    if text.lstrip().startswith(LEADS):
-        diagnosis, _, rest = text.strip().partition("\n\n")
-        return f"{diagnosis}\n{trim_failure(rest, impl, longrepr)}"
     lines = text.strip().splitlines()
-    if any(line.startswith("FAILURE:") for line in lines):
-        blocks: list[str] = []
-        keep = False
-        for line in lines:
-            if line.startswith("FAILURE:"):
-                keep = True
-            elif re.fullmatch(r"-{10,}", line) or line.startswith("Failed Checks:"):
-                keep = False
-            if keep:
-                blocks.append(line.rstrip())
-        return "\n".join(blocks).strip()
     crash = getattr(longrepr, "reprcrash", None)
     if crash is None:  # pytest.fail(..., pytrace=False): the message is the whole report
         return re.sub(r"^Failed: ", "", "\n".join(lines).strip())
@@ -297,7 +306,7 @@ def _place_in_student_code(longrepr: Any, impl: Path | None) -> str:
 
 
 class _Recorder:
-    """A pytest plugin that keeps each test's outcome and failure text."""
+    """A pytest plugin that keeps each test's outcome and failures (as data, and rendered)."""
 
     def __init__(self, impl: Path) -> None:
         self.impl = impl
@@ -310,12 +319,15 @@ class _Recorder:
         return exercise.name if exercise else ""
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        from tests.failures import failures_of
+
         name = report.nodeid.split("::", 1)[-1]
         test = self.tests.setdefault(report.nodeid, TestResult(name, self._exercise(report.location[0]), True))
         if report.failed or report.skipped:  # a skip in a graded test is a failure to the student
             test.passed = False
             if not test.message:
-                test.message = trim_failure(report.longreprtext, self.impl, report.longrepr) or report.outcome
+                test.message = failure_message(report, self.impl) or report.outcome
+                test.failures = tuple(failures_of(report))
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
