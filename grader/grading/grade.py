@@ -171,11 +171,10 @@ def grade_batch(
     scratch = Path(tempfile.mkdtemp(prefix="attention-kit-run-"))
     os.chmod(scratch, 0o711)
     # What every student's job shares (and the fingerprint hashes); the kit's check starts from it too.
-    template = Job(student="", folder="", files=(), fair=fair, policy=isolation, budget=budget,
-                   part=_graded_part(), scratch=str(scratch),
-                   suite=suite_files(suite))
-    batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
+    template = Job(student="", folder="", files=(), suite=suite_files(suite), fair=fair, policy=isolation,
+                   budget=budget, part=_graded_part(), scratch=str(scratch))
     try:
+        batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
         with _progress(len(entries)) as progress:
             batch.progress = progress
             batch.grade(entries, work, processes=jobs or os.cpu_count() or 1, timeout=timeout)
