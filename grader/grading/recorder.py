@@ -30,7 +30,7 @@ class Recorder:
     """A pytest plugin that serves the student's implementation and records every test's outcome.
 
     One per pytest session (a reused session resets it per student, :meth:`reset`). It keeps a mutable
-    record per test while the tests run; :meth:`results` freezes them into frozen :class:`TestRecord` objects.
+    record per test while the tests run; :meth:`results` freezes them into :class:`TestRecord` objects.
     """
 
     def __init__(self, job: Job) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
+from grader.curriculum import ROOT
 from grader.grading import speedups
 from grader.tests.test_grade import EXERCISES, copy_reference, planted_mutant, read_grades
 
@@ -24,13 +26,15 @@ def test_a_list_of_names_turns_off_only_those(monkeypatch):
 
 
 def test_grades_are_the_same_with_and_without_the_speedups(tmp_path, monkeypatch):
-    """The reference and a broken submission, graded with the speed-ups off and on: the same rows and feedback."""
+    """The reference, a broken and an unfinished submission (every test a traceback), with the speed-ups off and
+    on: the same rows and feedback."""
     from grader.grading import pool
     from grader.grading.grade import grade_batch
 
     folder = tmp_path / "subs"
     copy_reference(folder / "correct")
     planted_mutant(folder / "mistake")
+    shutil.copytree(ROOT / "exercises", folder / "unfinished", ignore=shutil.ignore_patterns("__pycache__"))
     outcome = {}
     for off in ("1", ""):
         pool.stop_idle()  # new grading processes, which read the switch when they start
@@ -44,5 +48,5 @@ def test_grades_are_the_same_with_and_without_the_speedups(tmp_path, monkeypatch
         outcome[off]["grades.csv"] = (out / "grades.csv").read_text(encoding="utf-8")
     pool.stop_idle()
     grades = read_grades(tmp_path / "out0")
-    assert float(grades["mistake"]["score"]) < float(grades["correct"]["score"])  # the broken one fails something
+    assert float(grades["unfinished"]["score"]) < float(grades["mistake"]["score"]) < float(grades["correct"]["score"])
     assert outcome["1"] == outcome[""]
