@@ -1,6 +1,6 @@
 """Which private pytest functions would a speed-up patch pay for? Their CPU share of a grading process.
 
-    python benchmarks/pytest_patches.py [--n 12] [--unfinished] [--part 1]
+    python benchmarks/pytest_patches.py [--n 12] [--unfinished] [--part 1] [--record]
 
 Grades a class in this process as a grading process does
 (``grader.grading.session.grade_in_process``, student code in its isolated
@@ -30,6 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SPENT: dict[str, float] = {}
 
@@ -82,6 +83,7 @@ def main() -> int:
     parser.add_argument("--unfinished", action="store_true",
                         help="every student hands in the untouched stubs (every test fails with a traceback)")
     parser.add_argument("--part", default="1", help="the course's part to grade (default 1)")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
     from grader.curriculum import make_importable, select_part
 
@@ -124,10 +126,20 @@ def main() -> int:
     kind = "unfinished (stubs)" if args.unfinished else "a third correct, the rest mutants"
     print(f"{args.n} students ({kind}), part {args.part}, the kit's speed-ups {off}")
     print(f"grading process CPU per student: {cpu / args.n * 1000:.1f} ms")
+    shares = {}
     for name in ("getstatementrange_ast", "getfuncargnames", "Code.path", "Session.gethookproxy",
                  "terminal reporter's per-test hooks"):
         spent = SPENT.get(name, 0.0) / args.n
+        shares[name] = round(spent / (cpu / args.n), 4)
         print(f"  in {name}: {spent * 1000:.2f} ms ({spent / (cpu / args.n):.1%})")
+    if args.record:
+        from _record import record
+
+        largest = max(shares, key=shares.__getitem__)
+        record(__file__, f"{kind}, speed-ups {off}: {largest} {shares[largest]:.0%} of a grading process, "
+               f"{cpu / args.n * 1000:.0f} ms CPU per student",
+               {"students": args.n, "unfinished": args.unfinished, "part": args.part, "speedups": off,
+                "cpu_ms_per_student": round(cpu / args.n * 1000, 1), "shares": shares})
     return 0
 
 
