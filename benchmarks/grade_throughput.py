@@ -1,9 +1,10 @@
 """How fast does ``attention-kit grade`` go? Submissions per second and CPU cost per submission.
 
-    python benchmarks/grade_throughput.py [--n 100] [--slow 5] [--jobs CORES] [--keep DIR] [--record]
+    python benchmarks/grade_throughput.py [--n 100] [--slow 5] [--unfinished 10] [--jobs CORES] [--keep DIR] [--record]
 
 Generates N submissions (a third correct, the rest spread over the mutant
-catalogue), grades them in a fresh ``python -m grader grade --force`` with
+catalogue; ``--unfinished`` adds untouched stubs, whose every test fails with
+a traceback), grades them in a fresh ``python -m grader grade --force`` with
 ``--jobs`` = the number of cores, and prints wall time, submissions per
 second and core-seconds per submission (user + system CPU of this process
 and of every process it waited for: the grader, its grading processes and
@@ -44,7 +45,7 @@ def make_class(folder: Path, n: int) -> None:
             _copy_reference(target)
         else:
             shutil.copytree(mutants[index % len(mutants)], target)
-    shutil.rmtree(folder / "_pool")
+    shutil.rmtree(folder / "_pool", ignore_errors=True)  # none with --n 0
 
 
 SLOW = {
@@ -64,6 +65,13 @@ def add_slow(folder: Path, count: int) -> None:
         for exercise in load().exercises:
             with open(target / exercise.module_file, "a", encoding="utf-8") as module:
                 module.write("".join(SLOW[kind].format(name=name) for name in exercise.functions))
+
+
+def add_unfinished(folder: Path, count: int) -> None:
+    """``count`` submissions that are the untouched stubs of ``exercises/`` (every test fails: NotImplementedError)."""
+    for index in range(count):
+        shutil.copytree(ROOT / "exercises", folder / f"unfinished{index:02d}",
+                        ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def cpu_seconds() -> float:
@@ -135,6 +143,8 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, default=None, help="grade into this folder and keep it")
     parser.add_argument("--slow", type=int, default=0,
                         help="add this many slow submissions (sleeping or looping in every call)")
+    parser.add_argument("--unfinished", type=int, default=0,
+                        help="add this many unfinished submissions (the untouched stubs)")
     parser.add_argument("--part", choices=("1", "2", "all"), default=None,
                         help="grade these exercises (default: the manifest's [course] part)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
@@ -144,6 +154,7 @@ def main() -> int:
         out = args.keep or Path(scratch) / "out"
         make_class(submissions, args.n)
         add_slow(submissions, args.slow)
+        add_unfinished(submissions, args.unfinished)
         command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
                    "--jobs", str(args.jobs), "--force"] + (["--part", args.part] if args.part else [])
         sampler = DescendantSampler()
@@ -169,14 +180,15 @@ def main() -> int:
             print(f"grading failed with exit status {returncode}")
             return 1
         isolation = [line for line in lines if line.startswith("Isolation:")]
-        slow = f" + {args.slow} slow ones" if args.slow else ""
+        slow = (f" + {args.slow} slow ones" if args.slow else "") + \
+            (f" + {args.unfinished} unfinished" if args.unfinished else "")
         from grader.curriculum import load
 
         part = args.part or load().part
         print(f"{args.n} submissions{slow}, part {part} ({len(load().selection(part))} exercises), "
               f"--jobs {args.jobs} on {os.cpu_count()} cores")
         print(f"wall time:              {wall:.1f} s")
-        total = args.n + args.slow
+        total = args.n + args.slow + args.unfinished
         print(f"submissions per second: {total / wall:.2f}")
         print(f"core-seconds per submission: {cpu / total:.3f} (getrusage: self + waited children)")
         print(f"core-seconds per submission: {sampled / total:.3f} (all descendants, sampled from /proc)")
@@ -194,10 +206,11 @@ def main() -> int:
 
             slow = f" + {args.slow} slow (the last honest one done at {honest:.0f} s)" if args.slow else ""
             variant = "".join([f"part{part}" if args.part and args.part != load().part else "",
-                               "slow" if args.slow else ""])
+                               "slow" if args.slow else "", "unfinished" if args.unfinished else ""])
             record(__file__, f"{args.n}{slow} in {wall:.0f} s (part {part}, --jobs {args.jobs}), "
                    f"{sampled / total:.2f} core-s each",
-                   {"submissions": args.n, "slow": args.slow, "part": part, "jobs": args.jobs,
+                   {"submissions": args.n, "slow": args.slow, "unfinished": args.unfinished, "part": part,
+                    "jobs": args.jobs,
                     "wall_s": round(wall, 1), "last_honest_s": round(honest, 1), "per_second": round(total / wall, 2),
                     "core_s_each_getrusage": round(cpu / total, 3), "core_s_each_sampled": round(sampled / total, 3),
                     "split_s_each": split, "isolation": isolation[0] if isolation else "?"}, variant=variant)

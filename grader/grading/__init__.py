@@ -1,12 +1,21 @@
 """Grading a class: submissions in, gradebook and reports out (``grade``, ``gradescope``).
 
 ``submissions`` finds and unpacks each entry (folders, zips, notebooks, read by
-``notebook_reader``), ``grade`` runs the graded and hidden suites on each one
-through the sandbox (``grader.sandbox``), ``report`` scores and writes
-``grades.csv``, ``results.json`` and ``feedback.md``; ``gradescope`` builds the
-Gradescope bundle and is its runner; ``export`` writes the LMS gradebooks (a
-roster, Canvas's import CSV, the long CSV); ``samples`` makes the bundled sample class;
-``similarity`` compares the students' modules with each other and with the reference (copydetect, as text).
+``notebook_reader``); ``grade`` is the command and the batch, which runs the
+graded and hidden suites on each one through the sandbox (``grader.sandbox``).
+The batch's parts, one module per job and process: ``records`` (the typed
+records between them: a job, a test record, a result), ``fingerprint`` (what
+decides a regrade), ``kit_check`` (the reference graded beside the students),
+``pool`` (the long-lived grading processes), and, inside a grading process,
+``session`` (the reused pytest session), ``recorder`` (its recording plugin
+and failure rendering), ``secrets`` (no hidden line reaches a student),
+``speedups`` (speed-ups of private pytest code that change no grade) and
+``implementation`` (the one seam to ``grader.sandbox.proxy``). ``report``
+scores and writes ``grades.csv``, ``results.json`` and ``feedback.md``;
+``gradescope`` builds the Gradescope bundle and is its runner; ``export``
+writes the LMS gradebooks (a roster, Canvas's import CSV, the long CSV);
+``samples`` makes the bundled sample class;
+``similarity`` compares the students' modules with each other and with the reference (copydetect, as text);
 ``nbgrader_cells`` is the step nbgrader's autograde uses in the courses ``attention-kit notebooks`` builds.
 
 Called by: instructors (``attention-kit grade``, ``attention-kit gradescope``)

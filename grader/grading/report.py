@@ -35,12 +35,13 @@ import os
 import secrets
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from grader import scoring
 from grader.curriculum import load as load_curriculum
+from grader.grading.records import TestRecord
 from grader.suite import TestFile
 
 # Bump when the layout of results.json changes: older results are then regraded.
@@ -146,7 +147,7 @@ def max_points(suite: Iterable[TestFile], graded: Iterable[str]) -> dict[str, fl
 
 
 def score_tests(
-    records: list[dict[str, Any]],
+    records: Sequence[TestRecord],
     suite: list[TestFile],
     problems: dict[str, str],
     not_graded: str | None = None,
@@ -156,8 +157,8 @@ def score_tests(
 
     Parameters
     ----------
-    records : list of dict
-        One per test that ran: ``nodeid, file, exercise, outcome, message, output, duration``.
+    records : sequence of TestRecord
+        One per test that ran (``grader.grading.records.TestRecord``).
     suite : list of TestFile
         The graded suite (defines the pools and points).
     problems : dict
@@ -176,14 +177,14 @@ def score_tests(
     for test_file in suite:
         if test_file.points is not None:
             pools[test_file.pool] = test_file.points
-    sizes = Counter(files[record["file"]].pool for record in records if record["file"] in files)
+    sizes = Counter(files[record.file].pool for record in records if record.file in files)
     # Each pool's shares in the order its tests ran (file order), taken one by one below.
     shares = {pool: iter(scoring.shares(pools[pool], size)) for pool, size in sizes.items()}
     entries: list[dict[str, Any]] = []
     for exercise in curriculum.exercises:
         if exercise.name not in exercises_with_tests:
             continue
-        mine = [r for r in records if r["exercise"] == exercise.name and r["file"] in files]
+        mine = [r for r in records if r.exercise == exercise.name and r.file in files]
         if exercise.name not in problems and not mine and not_graded:
             entries.append({
                 "name": f"{exercise.name}: not graded",
@@ -214,28 +215,28 @@ def score_tests(
             })
             continue
         for index, record in enumerate(mine, start=1):
-            test_file = files[record["file"]]
+            test_file = files[record.file]
             share = next(shares[test_file.pool])
-            if record.get("internal"):
+            if record.internal:
                 entries.append({
-                    "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
+                    "name": f"{exercise.name}: {record.nodeid.split('::', 1)[-1]}",
                     "number": f"{exercise.number}.{index}",
                     "max_score": share,
                     "status": "failed",
-                    "output": f"{NOT_GRADED}: {record['internal']}\n(the grader failed, not your code: your "
+                    "output": f"{NOT_GRADED}: {record.internal}\n(the grader failed, not your code: your "
                               "instructor will grade it again)",
                     "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
                     "visibility": "after_published" if test_file.hidden else "visible",
-                    "extra_data": {"exercise": exercise.name, "nodeid": record["nodeid"], "duration": 0.0,
-                                   "not_graded": record["internal"]},
+                    "extra_data": {"exercise": exercise.name, "nodeid": record.nodeid, "duration": 0.0,
+                                   "not_graded": record.internal},
                 })
                 continue
-            passed = record["outcome"] == "passed"
-            output = "" if passed else shorten(record.get("message") or "failed")
-            if not passed and record.get("output"):
-                output += "\n\nOutput printed during the test:\n" + shorten(record["output"], 500)
+            passed = record.outcome == "passed"
+            output = "" if passed else shorten(record.message or "failed")
+            if not passed and record.output:
+                output += "\n\nOutput printed during the test:\n" + shorten(record.output, 500)
             entries.append({
-                "name": f"{exercise.name}: {record['nodeid'].split('::', 1)[-1]}",
+                "name": f"{exercise.name}: {record.nodeid.split('::', 1)[-1]}",
                 "number": f"{exercise.number}.{index}",
                 "score": share if passed else 0.0,
                 "max_score": share,
@@ -245,8 +246,8 @@ def score_tests(
                 "visibility": "after_published" if test_file.hidden else "visible",
                 "extra_data": {
                     "exercise": exercise.name,
-                    "nodeid": record["nodeid"],
-                    "duration": round(record.get("duration", 0.0), 4),
+                    "nodeid": record.nodeid,
+                    "duration": round(record.duration, 4),
                 },
             })
     return entries

@@ -75,7 +75,8 @@ def test_a_crash_in_the_students_code_names_their_file_and_line(monkeypatch, tmp
 
 def _grade_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> dict:
     """Grade a copy of the reference whose softmax is ``body``, on a hidden file calling softmax directly."""
-    from grader.grading import grade
+    from grader.grading.records import Job, suite_files
+    from grader.grading.session import grade_in_process
     from grader.suite import TestFile
 
     monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", "1")  # no second long-lived pytest session inside this one
@@ -89,14 +90,13 @@ def _grade_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> di
                          "def test_softmax_of_zeros(impl):\n"
                          "    assert impl.softmax(np.zeros((2, 3))).shape == (2, 3)\n", encoding="utf-8")
     suite = [TestFile(str(test_file), "softmax", None, hidden=True)]
-    job = {"student": "ada", "folder": str(folder), "files": [str(test_file)], "fair": True,
-           "suite": [{"path": str(test_file), "exercise": "softmax", "hidden": True}]}
-    result = grade.grade_in_process(job)
-    assert result["records"], result.get("error")
-    tests = report.score_tests(result["records"], suite, {}, result.get("error"))
+    job = Job(student="ada", folder=str(folder), files=(str(test_file),), suite=suite_files(suite))
+    result = grade_in_process(job)
+    assert result.records, result.error
+    tests = report.score_tests(result.records, suite, {}, result.error)
     results = report.results_json(student="ada", status="graded", tests=tests, execution_time=1.0,
                                   output="", extra={})
-    return {"records": result["records"], "feedback": report.feedback_markdown(results),
+    return {"records": result.records, "feedback": report.feedback_markdown(results),
             "results": report.results_text(results)}
 
 
@@ -109,12 +109,12 @@ def test_feedback_on_a_timeout_or_a_crash_names_no_grader_file(body, observed, t
     _installed_layout(monkeypatch, tmp_path)
     graded = _grade_one(tmp_path, monkeypatch, body)
     (record,) = graded["records"]
-    assert record["outcome"] == "failed" and observed in record["message"], record
-    for text in (record["message"], graded["feedback"], graded["results"]):
+    assert record.outcome == "failed" and observed in record.message, record
+    for text in (record.message, graded["feedback"], graded["results"]):
         assert not GRADER_FILES.search(text), GRADER_FILES.search(text)
         assert "Traceback" not in text and "site-packages" not in text
     if observed == "AttributeError":  # the student's own lines are the useful part: they stay
-        assert "softmax.py line" in record["message"] and "_helper" in record["message"]
+        assert "softmax.py line" in record.message and "_helper" in record.message
 
 
 # ------------------------------------------------------------------------------------ file modes

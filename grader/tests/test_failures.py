@@ -276,9 +276,8 @@ PARSING = [
     re.compile(r"""partition\(\s*["'](FAILURE|Failed Checks|revisit)"""),
     re.compile(r"""\bLEADS\b"""),
 ]
-# ALLOWANCE, to remove when the lead ports the recorder to tests.failures.graded_text (see the report of
-# issue 22's item 3): these two functions of the grader's recorder still read pytest's failure text.
-ALLOWED_FUNCTIONS = {"_hidden_failure", "_clean_failure"}
+# No function may read failure text back (the recorder renders tests.failures.graded_text).
+ALLOWED_FUNCTIONS: set[str] = set()
 
 
 def _parsing_lines(path: Path) -> list[tuple[int, str, str]]:

@@ -19,6 +19,7 @@ import pytest
 from grader import scoring
 from grader.curriculum import ROOT, load
 from grader.grading import report
+from grader.grading.records import TestRecord
 from grader.student.notebook import collect_tests
 from grader.suite import graded_suite
 
@@ -113,8 +114,8 @@ def test_points_are_written_with_at_most_four_decimals() -> None:
 def _all_passed(suite) -> dict:
     """results.json of a student whose every test passed (the grader's own scoring of fabricated records)."""
     files, names = suite
-    records = [{"nodeid": f"{f.path}::{name}", "file": f.path, "exercise": f.exercise, "outcome": "passed",
-                "message": "", "output": "", "duration": 0.0} for f in files for name in names[f.path]]
+    records = [TestRecord(nodeid=f"{f.path}::{name}", file=f.path, exercise=f.exercise, outcome="passed")
+               for f in files for name in names[f.path]]
     tests = report.score_tests(records, files, {})
     return report.results_json(student="ada", status="graded", tests=tests, execution_time=1.0, output="",
                                extra={})

@@ -484,7 +484,8 @@ def test_a_broken_configuration_is_not_graded_never_a_zero(tmp_path):
 
 
 def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypatch):
-    from grader.grading import grade
+    from grader.grading import grade, session
+    from grader.grading.records import Job, suite_files
 
     monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", "1")  # no second long-lived pytest session inside this one
     monkeypatch.setattr(confine, "command", lambda *args, **kwargs: ([sys.executable, "-c", "raise SystemExit(3)"],
@@ -496,13 +497,12 @@ def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypat
     monkeypatch.setattr(proxy, "_SERVER", [])
     folder = copy_reference(tmp_path / "ada")
     suite = [f for f in grade.graded_suite(None, ["softmax"])[0]]
-    job = {"student": "ada", "folder": str(folder), "files": [f.path for f in suite], "fair": True,
-           "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]}
-    result = grade.grade_in_process(job)
-    assert result["records"] and all(r.get("internal") for r in result["records"]), result["records"][:2]
+    job = Job(student="ada", folder=str(folder), files=tuple(f.path for f in suite), suite=suite_files(suite))
+    result = session.grade_in_process(job)
+    assert result.records and all(r.internal for r in result.records), result.records[:2]
     from grader.grading.report import score_tests
 
-    tests = score_tests(result["records"], suite, {}, result["error"])
+    tests = score_tests(result.records, suite, {}, result.error)
     assert tests and not any("score" in t for t in tests)
 
 
@@ -534,7 +534,8 @@ def test_a_fifo_in_place_of_a_notebook_does_not_hang(tmp_path):
 
 
 def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path, monkeypatch):
-    from grader.grading import grade
+    from grader.grading import session
+    from grader.grading.records import Job, suite_files
     from grader.grading.report import score_tests
 
     monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", "1")  # no second long-lived pytest session inside this one
@@ -547,11 +548,10 @@ def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path, monke
 
     suite = [TestFile(str(test_file), "softmax", None, hidden=True)]
     folder = copy_reference(tmp_path / "ada")
-    job = {"student": "ada", "folder": str(folder), "files": [str(test_file)], "fair": True,
-           "suite": [{"path": str(test_file), "exercise": "softmax", "hidden": True}]}
-    records = {r["nodeid"].split("::")[-1]: r for r in grade.grade_in_process(job)["records"]}
-    assert "FileNotFoundError" in records["test_with_data"].get("internal", "")
-    assert not records["test_student_timeout"].get("internal")  # a timeout is the student's
+    job = Job(student="ada", folder=str(folder), files=(str(test_file),), suite=suite_files(suite))
+    records = {r.nodeid.split("::")[-1]: r for r in session.grade_in_process(job).records}
+    assert "FileNotFoundError" in (records["test_with_data"].internal or "")
+    assert not records["test_student_timeout"].internal  # a timeout is the student's
     tests = score_tests(list(records.values()), suite, {}, None)
     assert sum("score" not in t for t in tests) == 1
 
@@ -559,7 +559,7 @@ def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path, monke
 def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeypatch):
     """The grading processes collect the suite once and rerun it per student, with a warm worker waiting for the
     next student: same rows, same feedback as pytest.main and a fresh worker per student."""
-    from grader.grading import grade
+    from grader.grading import pool
     from grader.grading.samples import plant_mutants
 
     folder = tmp_path / "subs"
@@ -569,7 +569,7 @@ def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeyp
     copy_reference(folder / "z_correct")
     outcome = {}
     for fresh in ("", "1"):
-        grade._stop_idle()  # new grading processes, which read the setting when they start
+        pool.stop_idle()  # new grading processes, which read the setting when they start
         monkeypatch.setenv("ATTENTION_KIT_FRESH_PYTEST", fresh)
         monkeypatch.setenv("ATTENTION_KIT_NO_SPARE", fresh)  # and without a warm worker
         out = tmp_path / f"out{fresh or 0}"
@@ -579,7 +579,7 @@ def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeyp
                                      json.loads((out / student / "results.json").read_text())["tests"]])
                           for student in read_grades(out)}
         outcome[fresh]["grades.csv"] = (out / "grades.csv").read_text()
-    grade._stop_idle()
+    pool.stop_idle()
     assert outcome[""] == outcome["1"]
 
 

@@ -200,16 +200,16 @@ def test_f4_an_autograder_failure_has_no_score_and_says_not_graded(tmp_path):
 
 
 def test_f6_a_broken_reference_leaves_its_tests_not_graded_never_points(tmp_path, monkeypatch):
-    from grader.grading import grade
+    from grader.grading import grade, kit_check
     from grader.tests.test_trust import read_grades
 
     broken = copy_reference(tmp_path / "broken-reference", softmax="raise RuntimeError('broken reference')")
-    monkeypatch.setattr(grade, "KIT_REFERENCE", broken)
-    grade._KIT_CHECKS.clear()
+    monkeypatch.setattr(kit_check, "KIT_REFERENCE", broken)
+    kit_check._KIT_CHECKS.clear()
     copy_reference(tmp_path / "subs" / "ada")
     lines: list[str] = []
     code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
-    grade._KIT_CHECKS.clear()
+    kit_check._KIT_CHECKS.clear()
     assert code != 0
     row = read_grades(tmp_path / "out")["ada"]
     assert row["status"].startswith("not graded: the kit's own reference fails tests/test_01_softmax.py::")
@@ -294,9 +294,9 @@ def test_s1_printed_output_survives_a_killed_worker(isolated, tmp_path):
 
 
 def test_s8_numpy_source_lines_are_never_scrubbed():
-    from grader.grading.grade import _Secrets
+    from grader.grading.secrets import Secrets
 
-    secrets = _Secrets(())
+    secrets = Secrets(())
     numpy_line = "x = np.asarray(x)"  # in the reference and in numpy's own source: no secret
     numpy_dir = Path(np.__file__).parent
     assert any(numpy_line in p.read_text(encoding="utf-8") for p in numpy_dir.rglob("*.py"))

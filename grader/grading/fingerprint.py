@@ -1,0 +1,89 @@
+"""The fingerprint of everything besides a submission that can change its grade (run by the batch's process).
+
+A rerun into the same ``--out`` folder keeps a student whose results carry
+the same fingerprint (``grader.grading.grade``); anything that can change a
+grade must therefore be in it:
+
+- the kit's version and the results' format;
+- every grade-deciding field of the batch's :class:`~grader.grading.records.Job`
+  (those marked ``grade`` in ``grader.grading.records``: the budget, fairness,
+  the isolation policy, the part, the suite's selection and points);
+- the content of the suite's test files, ``tests/`` (its helpers and data),
+  ``solutions/``, the manifest, the modules that turn outcomes into records,
+  messages and scores, and every file of ``grader/sandbox/`` (how student code
+  is run and limited: a new file there is covered without a change here).
+
+The submission's own content (its digest) is added per student by the batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import tomllib
+from pathlib import Path
+
+from grader.curriculum import PACKAGE, ROOT
+from grader.grading.records import Job, grade_deciding_fields
+
+# The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
+GRADING_MODULES = ("report.py", "recorder.py", "secrets.py", "kit_check.py")
+
+
+def kit_version() -> str:
+    """The kit's version from pyproject.toml."""
+    with contextlib.suppress(OSError, KeyError, tomllib.TOMLDecodeError):
+        return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    from importlib import metadata
+
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        return metadata.version("attention-kit")
+    return "unknown"
+
+
+def grade_deciding(job: Job) -> dict[str, object]:
+    """The fields of ``job`` that can change a grade, by name (the suite as plain tuples)."""
+    values: dict[str, object] = {}
+    for name in grade_deciding_fields():
+        value = getattr(job, name)
+        if name == "suite":
+            value = [dataclasses.astuple(entry) for entry in value]
+        values[name] = value
+    return values
+
+
+def fingerprinted_files(job: Job) -> list[Path]:
+    """Every file whose content is part of the fingerprint, sorted."""
+    files = {Path(entry.path) for entry in job.suite}
+    files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
+    files |= set((ROOT / "solutions").glob("*.py"))
+    files |= {PACKAGE / "curriculum.toml", *(PACKAGE / "grading" / name for name in GRADING_MODULES)}
+    # The whole sandbox: bytecode caches aside (they change with the interpreter, never the code).
+    files |= {path for path in (PACKAGE / "sandbox").rglob("*")
+              if "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    return sorted(path for path in files if path.is_file())
+
+
+def _name(path: Path) -> str:
+    for base in (ROOT, PACKAGE.parent):  # names relative to the kit, wherever it is installed
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return str(path)
+
+
+def suite_fingerprint(job: Job) -> str:
+    """A hash of everything besides the submission that decides a grade, for the batch's ``job`` template."""
+    from grader.grading.report import RESULTS_FORMAT
+
+    digest = hashlib.sha256(f"{kit_version()}|{RESULTS_FORMAT}".encode())
+    digest.update(repr(sorted(grade_deciding(job).items())).encode())
+    for path in fingerprinted_files(job):
+        digest.update(_name(path).encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def student_fingerprint(suite_fingerprint: str, submission_digest: str) -> str:
+    """The fingerprint a student's results carry: the suite's and the submission's content."""
+    return hashlib.sha256(f"{suite_fingerprint}|{submission_digest}".encode()).hexdigest()

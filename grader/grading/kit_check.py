@@ -1,0 +1,65 @@
+"""The kit's own check: the reference graded by the suite beside the students, and its verdict.
+
+Run by: the batch's process (``grader.grading.grade``); the check's job runs
+in a grading process like a student's. Whatever breaks the kit shows up as a
+test the reference does not pass, and such a test is not graded for anyone:
+never a student's zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from grader.curriculum import ROOT
+from grader.grading.records import Job, Result
+from grader.suite import TestFile
+
+# The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
+_KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
+REFERENCE_ENTRY = "the kit's reference"
+KIT_REFERENCE = ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
+
+
+def plan(suite: list[TestFile], job: Job, work: Path,
+         fingerprint: str) -> tuple[tuple[str | None, dict[str, str]] | None, Job | None, str]:
+    """The kit's own check (the reference graded by the suite): ``(outcome if known, the job to run, its key)``.
+
+    Whatever breaks the kit (a reference that does not import or is wrong, broken golden data, a hidden test
+    that does not import or parse, an argument the channel cannot carry) shows up as a test the reference does
+    not pass: such a test is not graded for anyone, never a student's zero. The job runs beside the students'
+    (``grade_batch``), so it costs no time of its own; :func:`verdict` reads its result.
+    """
+    from grader.grading import submissions as found
+
+    (work / ".kit").mkdir(exist_ok=True)  # apart from the students' folders (a student may be called "reference")
+    reference = found.prepare(KIT_REFERENCE, work / ".kit", "reference")
+    key = f"{fingerprint}|{reference.digest}|{job.fair}|{job.policy}"
+    if key in _KIT_CHECKS:
+        return _KIT_CHECKS[key], None, key
+    if reference.status != "ok":
+        return (f"the kit's reference (solutions/) is broken: {reference.status}", {}), None, key
+    canary = dataclasses.replace(job, student=REFERENCE_ENTRY, folder=str(reference.folder),
+                                 files=tuple(f.path for f in suite), kit_check=True)
+    return None, canary, key
+
+
+def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None, dict[str, str]]:
+    """(why nothing can be graded, {test: why it cannot be}) from the result of the kit's check (remembered)."""
+    if result.error:
+        outcome: tuple[str | None, dict[str, str]] = (f"the kit is broken: {result.error}", {})
+    else:
+        broken = {}
+        hidden = {f.path for f in suite if f.hidden}
+        for record in result.records:
+            # The kit's own tests must pass on its reference; an instructor's hidden test may assert what the
+            # reference does not do (that is the instructor's choice), but must not crash on it.
+            failed = record.outcome != "passed"
+            crashed = failed and (record.exception or "AssertionError") != "AssertionError"
+            if record.internal or crashed or (failed and record.file not in hidden):
+                lines = [line for line in str(record.internal or record.message).splitlines() if line.strip()]
+                why = next((line.strip() for line in lines if "rror" in line), lines[-1].strip() if lines else "")
+                broken[record.nodeid] = f"the kit's own reference fails {record.nodeid} ({why[:200]})"
+        outcome = (None, broken)
+    _KIT_CHECKS[key] = outcome
+    return outcome

@@ -1,0 +1,204 @@
+"""The recording pytest plugin: serves the student's implementation, records each test, renders failures.
+
+Run by: each grading process, inside its pytest session
+(``grader.grading.session``). The recorder gives the suite its ``impl``
+(an isolated worker, ``grader.grading.implementation``), keeps every test's
+outcome while it runs, tells the grader's failures (no score) from the
+student's, and renders what a student may read of a failure: a hidden test's
+name and message only (:func:`_hidden_failure`), no secret line
+(``grader.grading.secrets``), no grader path (:func:`_clean_failure`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.curriculum import ROOT
+from grader.grading.implementation import implementation_for, keep_spare
+from grader.grading.records import Job, TestRecord
+from grader.grading.secrets import Secrets
+from tests.failures import failures_of, graded_text
+from tests.plugin import EXERCISE
+
+
+class Recorder:
+    """A pytest plugin that serves the student's implementation and records every test's outcome.
+
+    One per pytest session (a reused session resets it per student, :meth:`reset`). It keeps a mutable
+    record per test while the tests run; :meth:`results` freezes them into :class:`TestRecord` objects.
+    """
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        # The hidden test files and their exercises; the secret lines no failure text may show.
+        self.hidden = {f.path: f.exercise for f in job.suite if f.hidden}
+        self.secrets = Secrets.of(tuple(sorted(self.hidden)))
+        self.implementation: Any = None
+        self.started: Any = None
+        self.order: list[tuple[str, str, str]] = []
+        self.records: dict[str, dict[str, Any]] = {}
+        self.errors: list[str] = []
+        self.internal_before: dict[str, int] = {}
+        self.hidden_nodes: set[str] = set()
+        self.environment: dict[str, str] = {}
+        self.exceptions: dict[str, str] = {}  # per test: the type of the exception that ended it
+        self.collected_at = self.finished_at = 0.0
+
+    def factory(self, path: Path) -> Any:
+        """The implementation of the student's folder ``path`` (the suite's ``impl`` fixture calls it)."""
+        started, self.started = self.started, None
+        if started is not None and Path(path).resolve() == started.path:
+            return started  # its worker has been starting up while pytest collected the tests
+        if started is not None:
+            with contextlib.suppress(Exception):
+                started.close()
+        self.implementation = self.implementation_of(path)
+        return self.implementation
+
+    def implementation_of(self, path: Path) -> Any:
+        """A new implementation of ``path``, with this job's options."""
+        return implementation_for(self.job, Path(path))
+
+    def reset(self, next_job: Job, items: list[Any]) -> None:
+        """Record the next student (a session that is reused): fresh state, the tests of ``items`` only."""
+        self.job = next_job
+        self.implementation = self.started = None
+        self.records, self.internal_before, self.environment, self.exceptions = {}, {}, {}, {}
+        self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
+        self.collected_at = time.monotonic()
+        self.finished_at = 0.0
+
+    def start(self) -> None:
+        """Start the student's worker now, so that its start-up overlaps pytest's own."""
+        with contextlib.suppress(Exception):  # if it cannot start, the fixture reports why, as without this
+            self.implementation = self.started = self.implementation_of(Path(self.job.folder))
+        keep_spare(self.job)  # the next student's worker starts up while this one is graded
+
+    def internal_count(self) -> int:
+        """How many internal failures (the grader's) the implementation has reported so far."""
+        return len(getattr(self.implementation, "internal", None) or [])
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """Note how many internal failures there were before the test."""
+        self.internal_before[nodeid] = self.internal_count()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
+        """Note the exception that ended a phase, and the grader's own import or file errors."""
+        # Reads the call only (never the report), so it runs before the report is made and returns None,
+        # letting pytest make it: a plain hook, cheaper for pluggy than a wrapper around it.
+        value = call.excinfo.value if call.excinfo is not None else None
+        if value is not None and call.when in ("setup", "call"):
+            self.exceptions.setdefault(item.nodeid, type(value).__name__)  # the kit's check tells them apart
+        # An import or file error raised by the test itself (a missing data file, a broken install), never by
+        # the student's code (their exceptions are rebuilt and marked): the grader's failure, not a zero.
+        if (call.when == "call" and isinstance(value, (ImportError, OSError))
+                and not isinstance(value, TimeoutError)  # the proxy's: a student's call ran out of time
+                and not getattr(value, "attention_kit_student", False)):
+            self.environment[item.nodeid] = f"the test failed on the grader's side ({type(value).__name__}: " \
+                                            f"{str(value)[:200]})"
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Give the suite's ``impl`` fixture this recorder's implementations."""
+        config.attention_kit_implementation = self.factory
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Tag the hidden tests with their exercise."""
+        # Hidden files are not in the manifest: tag them with their exercise before the kit sorts.
+        for item in items:
+            exercise = self.hidden.get(str(item.path))
+            if exercise is not None:
+                item.stash[EXERCISE] = exercise
+                item.add_marker(getattr(pytest.mark, exercise))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Note when the tests ended."""
+        self.finished_at = time.monotonic()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Note the tests' order and which are hidden."""
+        self.collected_at = time.monotonic()
+        self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in session.items]
+        self.hidden_nodes = {item.nodeid for item in session.items if str(item.path) in self.hidden}
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Keep a collection error (the suite's failure, not the student's)."""
+        if report.failed:
+            self.errors.append(f"collecting {report.nodeid} failed: {report.longreprtext[-800:]}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Add one phase's report to the test's record."""
+        record = self.records.setdefault(report.nodeid, {"outcome": "passed", "message": "", "output": "",
+                                                         "duration": 0.0})
+        record["duration"] += report.duration
+        if report.nodeid in self.exceptions:
+            record["exception"] = self.exceptions[report.nodeid]
+        internal = getattr(self.implementation, "internal", None) or []
+        if len(internal) > self.internal_before.get(report.nodeid, 0) and not record.get("internal"):
+            record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
+        if report.nodeid in self.environment and not record.get("internal"):
+            record["internal"] = self.environment[report.nodeid]
+        if not (report.failed or (report.when == "call" and report.skipped)):
+            return
+        rendered = report.longreprtext  # rendered once (each read of it renders the report again)
+        if report.failed and report.when == "setup" and not record.get("internal"):
+            # No student code runs while a test is set up: a failure there is the grader's.
+            lines = rendered.strip().splitlines()
+            record["internal"] = "the test could not be set up: " + (lines[-1] if lines else "no reason")[:300]
+        if record["outcome"] == "passed":
+            record["phase"] = report.when
+        record["outcome"] = "failed"
+        hidden_test = report.nodeid in self.hidden_nodes
+        found = failures_of(report)  # what the suite's checks found, as data (tests/failures.py)
+        if found:
+            text = graded_text(found, hidden=hidden_test)  # hidden: the checks' messages, no line of the test
+        elif hidden_test:
+            text = _hidden_failure(report, rendered)  # name and message only: no line of the hidden test
+        else:
+            text = rendered if report.failed else f"skipped: {rendered}"
+        if not hidden_test:
+            record["output"] = (record["output"] + report.capstdout).strip()
+        record["message"] = (record["message"] + "\n" + self.secrets.scrub(text)).strip()
+
+    def results(self) -> tuple[TestRecord, ...]:
+        """The records of the tests of this run, in the suite's order (a test that did not run: failed)."""
+        records = []
+        for nodeid, path, exercise in self.order:
+            record = self.records.get(nodeid, {"outcome": "failed", "message": "did not run", "output": "",
+                                               "duration": 0.0})
+            record["message"] = _clean_failure(record["message"], self.job.folder)
+            records.append(TestRecord(nodeid=nodeid, file=path, exercise=exercise, **record))
+        return tuple(records)
+
+
+def _hidden_failure(report: Any, rendered: str | None = None) -> str:
+    """A hidden test's failure that no check recorded, as a student may see it: the exception's type and message.
+
+    (What the checks recorded is rendered by ``tests.failures.graded_text``.) Never a traceback or a
+    source line of the test: pytest's assertion rewriting puts the asserted expression into the
+    message, so an assertion keeps only its own message. ``rendered``: ``report.longreprtext``, if
+    already rendered.
+    """
+    text = (report.longreprtext if rendered is None else rendered) or ""
+    lines = text.splitlines()
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    message = str(getattr(crash, "message", "") or (lines[-1] if lines else "failed"))
+    kind, _, rest = message.partition(": ")
+    if kind == "AssertionError" or message.startswith(("assert ", "AssertionError")):
+        own = rest.split("\nassert ")[0].strip() if rest and not rest.startswith("assert ") else ""
+        return f"AssertionError: {own}" if own else "AssertionError: a check of this hidden test failed"
+    if kind == "Failed" or message.startswith("Failed:"):
+        return message.replace("Failed: ", "", 1)
+    return message
+
+
+def _clean_failure(text: str, folder: str) -> str:
+    """A failure text as a student should read it: their file names, no grader paths or trailers."""
+    # (pytest-check's closing rule and count are left out where the failures are rendered: graded_text.)
+    return text.replace(folder.rstrip("/") + "/", "").replace(str(ROOT) + "/", "").strip()
