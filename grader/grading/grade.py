@@ -209,6 +209,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.environment: dict[str, str] = {}
             self.exceptions: dict[str, str] = {}  # per test: the type of the exception that ended it
             self.collected_at = self.finished_at = 0.0
+            self.public_output: str | None = None  # what the student's code printed before the first hidden test
 
         def factory(self, path: Path) -> Any:
             started, self.started = self.started, None
@@ -232,6 +233,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
             self.collected_at = time.monotonic()
             self.finished_at = 0.0
+            self.public_output = None
 
         def start(self) -> None:
             """Start the student's worker now, so that its start-up overlaps pytest's own."""
@@ -244,6 +246,9 @@ def _recorder(job: dict[str, Any]) -> Any:
 
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.internal_before[nodeid] = self.internal_count()
+            if nodeid in self.hidden_nodes and self.public_output is None and self.implementation is not None:
+                with contextlib.suppress(Exception):  # hidden tests run last: nothing printed from here is shown
+                    self.public_output = str(self.implementation.output or "")
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
@@ -728,7 +733,8 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
         report["output"] = ""
         if implementation is not None:
             with contextlib.suppress(Exception):
-                report["output"] = str(implementation.output or "")
+                report["output"] = (recorder.public_output if recorder.public_output is not None
+                                    else str(implementation.output or ""))
             report["refused"] = list(getattr(implementation, "refused", []))
             report["refusals"] = int(getattr(implementation, "refusals", 0))
             report["stats"] = dict(getattr(implementation, "stats", {}))
@@ -1002,10 +1008,13 @@ def _calls_status(stats: dict[str, int]) -> str:
 
 def student_status(submission: Any, result: dict[str, Any], records: list[dict[str, Any]]) -> str:
     """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems."""
+    from grader.grading.report import import_failures
+
     internal = result.get("error") or next((r["internal"] for r in records if r.get("internal")), None)
     parts = [f"not graded: {internal}"] if internal else []
     if submission.status != "ok":
         parts.append(submission.status)
+    parts += import_failures(records)
     if result.get("stats"):
         parts.append(_calls_status(result["stats"]))
     if result.get("refusals"):
@@ -1335,9 +1344,12 @@ def run(args: argparse.Namespace) -> int:
             samples = Path(tempfile.mkdtemp(prefix="attention-kit-samples-"))
             make_samples(samples)
             print(f"No SUBMISSIONS given: grading the bundled sample submissions ({samples}).")
-        elif not submissions.exists():
-            print(f"error: {submissions}: no such file or folder", file=sys.stderr)
-            return 2
+        else:
+            from grader.grading.submissions import argument_problem
+
+            if (problem := argument_problem(submissions)) is not None:  # missing, or a stray file
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
         if args.budget <= 0 or args.timeout <= 0:
             print("error: --budget and --timeout must be positive", file=sys.stderr)
             return 2

@@ -31,6 +31,7 @@ import csv
 import io
 import json
 import os
+import re
 import tempfile
 import unicodedata
 from collections import Counter
@@ -80,6 +81,28 @@ def csv_cell(text: object) -> str:
     """A text cell of the gradebook: escaped, and prefixed with ``'`` if a spreadsheet would run it as a formula."""
     value = escape_text(text)
     return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+# How the worker says that a module did not import (worker.describe_import_error, tests.kit.describe_import_error).
+_IMPORT_FAILURE = re.compile(r"(?:importing (?P<raised>[\w.-]+\.py) raised|syntax error in (?P<syntax>[\w.-]+\.py) "
+                             r"line \d+:)[^\n]*")
+DOES_NOT_IMPORT = "does not import"
+
+
+def import_failures(records: list[dict[str, Any]]) -> list[str]:
+    """``does not import: <its error line>`` once per module that did not import when the tests ran.
+
+    A module can parse and still fail to import (an import of a missing package, a name error at the top,
+    a misplaced ``from __future__``); the static checks cannot see that, the row's status must.
+    """
+    lines: dict[str, str] = {}
+    for record in records:
+        if record.get("outcome") != "failed" or record.get("internal"):
+            continue
+        for match in _IMPORT_FAILURE.finditer(str(record.get("message", ""))):
+            module = match["raised"] or match["syntax"]
+            lines.setdefault(module, f"{DOES_NOT_IMPORT}: {match[0].strip()[:300]}")
+    return list(lines.values())
 
 
 def is_graded(results: dict[str, Any]) -> bool:
