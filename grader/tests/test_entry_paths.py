@@ -30,6 +30,7 @@ import pytest
 from grader.curriculum import ROOT
 from grader.grading import export, submissions
 from grader.grading.grade import grade_batch
+from grader.sandbox.limits import SIMULATE_NO_BWRAP, UNPRIVILEGED_GID, fresh_uid
 from grader.tests.test_gradescope import bundle, check_results  # noqa: F401 - the bundle is a fixture here too
 
 SOLUTIONS = ROOT / "solutions"
@@ -62,6 +63,14 @@ def leaks(text: str, secret: bytes) -> list[str]:
         encoded = base64.b64encode(secret[shift:]).decode()
         found += [encoded[i:i + 16] for i in range(0, max(len(encoded) - 16, 0), 4) if encoded[i:i + 16] in text]
     return found
+
+
+def test_the_leak_check_finds_a_secret_split_into_base64_chunks() -> None:
+    secret = (SOLUTIONS / "softmax.py").read_bytes()[200:900]
+    encoded = base64.b64encode(secret[1:]).decode()  # off the first byte: another alignment
+    text = "raised ValueError: " + " ".join(encoded[i:i + 50] for i in range(0, len(encoded), 50))
+    assert leaks(text, secret)
+    assert not leaks(base64.b64encode(b"an honest student's own output " * 20).decode(), secret)
 
 
 def read_grades(out: Path) -> dict[str, dict[str, str]]:
@@ -441,7 +450,15 @@ def autograde(bundle_zip: Path, upload: Path, root: Path, **env: str) -> tuple[d
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    if env.get(SIMULATE_NO_BWRAP) and "cannot be read by an unprivileged user" in results["output"]:
+        # As root with an interpreter no other user can read (under /root), --container refuses to run student
+        # code at all: nothing was graded, so nothing can have leaked; the mode cannot be tried here.
+        assert "score" not in results and not any(leaks(results_text(results), path.read_bytes())
+                                                  for path in targets.values())
+        pytest.skip("--container refuses here: the interpreter is unreadable to other users")
+    assert "score" in results, results["output"] + done.stdout[-3000:] + done.stderr[-3000:]
     check_results(results)
+    assert stat.S_IMODE((root / "source" / "kit").stat().st_mode) & 0o077 == 0  # run_autograder closed it
     return results, targets
 
 
@@ -484,7 +501,7 @@ def link_uploads(tmp_path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("kind", ["folder", "modules"])
 def test_gradescope_uploads_that_are_links_score_like_a_stub(bundle: Path, control_score: float,  # noqa: F811
                                                               tmp_path: Path, kind: str, mode: str) -> None:
-    env = {"ATTENTION_KIT_SIMULATE_NO_BWRAP": "1"} if mode == "container" else {}
+    env = {SIMULATE_NO_BWRAP: "1"} if mode == "container" else {}
     root = Path(tempfile.mkdtemp(prefix="attention-kit-links-"))
     try:
         results, targets = autograde(bundle, link_uploads(tmp_path)[kind], root / "autograder", **env)
@@ -524,7 +541,7 @@ def softmax(x, axis=-1):
 @pytest.mark.parametrize("mode", ["bwrap", "container"])
 def test_gradescope_worker_cannot_read_the_kit_or_root_only_files(bundle: Path, control_score: float,  # noqa: F811
                                                                   tmp_path: Path, mode: str) -> None:
-    env = {"ATTENTION_KIT_SIMULATE_NO_BWRAP": "1"} if mode == "container" else {}
+    env = {SIMULATE_NO_BWRAP: "1"} if mode == "container" else {}
 
     def upload(targets: dict[str, Path]) -> Path:
         folder = copy_modules(STUBS, tmp_path / "reader")
@@ -541,5 +558,26 @@ def test_gradescope_worker_cannot_read_the_kit_or_root_only_files(bundle: Path, 
         for name, target in targets.items():
             with open(target, "rb") as handle:
                 assert not leaks(text, handle.read()), name
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading as another user needs root")
+def test_gradescope_kit_and_root_only_files_are_unreadable_to_a_worker_user(bundle: Path,  # noqa: F811
+                                                                             tmp_path: Path) -> None:
+    """What --container's worker user (a fresh uid, group nogroup) can read after run_autograder: none of it.
+
+    Checked with cat, which any user can run (the grading interpreter may not be: see the tests above).
+    """
+    root = Path(tempfile.mkdtemp(prefix="attention-kit-perms-"))
+    try:
+        results, targets = autograde(bundle, copy_modules(STUBS, tmp_path / "stub"), root / "autograder")
+        cat = shutil.which("cat") or "/bin/cat"
+        for name, target in targets.items():
+            seen = subprocess.run([cat, str(target)], user=fresh_uid(), group=UNPRIVILEGED_GID,
+                                  capture_output=True, timeout=30)
+            assert seen.returncode != 0 and SECRET.encode() not in seen.stdout, name
+            assert b"Permission denied" in seen.stderr, (name, seen.stderr)
+        assert root.stat().st_mode & 0o005  # the folders above are open to others: the kit's mode is what counts
     finally:
         shutil.rmtree(root, ignore_errors=True)
