@@ -42,8 +42,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from grader.curriculum import ROOT, misnamed
 from grader.curriculum import load as load_curriculum
-from grader.curriculum import misnamed
 
 # Limits for one submission: far above any honest solution, far below a zip bomb.
 MAX_FILE_BYTES = 1_000_000
@@ -132,9 +132,14 @@ def refusal(path: Path) -> str | None:
         return None
     if stat.S_ISLNK(status.st_mode):
         return "a symbolic link (not followed)"
-    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not _in_kit_reference(path):
         return "a hard link (not read)"
     return None
+
+
+def _in_kit_reference(path: Path) -> bool:
+    """Whether ``path`` is a file of the kit's own ``solutions/`` (an installer may hard-link those from a cache)."""
+    return os.path.realpath(path.parent) == os.path.realpath(ROOT / "solutions")
 
 
 def refused(path: Path, shown: str | None = None) -> bool:
@@ -170,30 +175,44 @@ def refused_line(lines: list[str]) -> str:
     return _one_line(f"refused: {shown}{more}")
 
 
-def copy_upload(source: Path, target: Path, skipped: tuple[str, ...] = ()) -> None:
+# What of an upload is copied at most: deeper than any folder grading looks into, more than any submission.
+UPLOAD_DEPTH = 8
+UPLOAD_ENTRIES = 5 * MAX_FILES
+
+
+def copy_upload(source: Path, target: Path, skipped: tuple[str, ...] = ()) -> int:
     """Copy the folder ``source`` to ``target`` without following or reading any link (the Gradescope upload).
 
     Symbolic links are copied as links (never their targets), so that reading the copy refuses them with the
     status it gives any link; a hard-linked file is linked again (the copy refuses it too), or left out where
-    it cannot be. FIFOs, devices and sockets are left out; so are the folders named in ``skipped``.
+    it cannot be. FIFOs, devices and sockets are left out; so are the folders named in ``skipped``, what lies
+    deeper than ``UPLOAD_DEPTH``, entries past the ``UPLOAD_ENTRIES``-th and files above ``MAX_ARCHIVE_BYTES``.
+    Returns the number of entries copied.
     """
-    target.mkdir(parents=True, exist_ok=True)
-    with os.scandir(source) as entries:
-        children = sorted(entries, key=lambda entry: entry.name)
-    for entry in children:
-        if entry.name in skipped:
-            continue
-        here, there = Path(entry.path), target / entry.name
-        status = entry.stat(follow_symlinks=False)
-        if stat.S_ISLNK(status.st_mode):
-            os.symlink(os.readlink(here), there)
-        elif stat.S_ISDIR(status.st_mode):
-            copy_upload(here, there, skipped)
-        elif stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
-            with contextlib.suppress(OSError):  # across file systems: left out, never read
-                os.link(here, there, follow_symlinks=False)
-        elif stat.S_ISREG(status.st_mode):
-            _copy_file(here, there)
+    copied = 0
+    pending = [(Path(source), Path(target), 0)]
+    while pending and copied < UPLOAD_ENTRIES:
+        here, there, depth = pending.pop(0)
+        there.mkdir(parents=True, exist_ok=True)
+        with os.scandir(here) as entries:
+            children = sorted(entries, key=lambda entry: entry.name)
+        for entry in children[:UPLOAD_ENTRIES - copied]:
+            if entry.name in skipped:
+                continue
+            status = entry.stat(follow_symlinks=False)
+            origin, copy = Path(entry.path), there / entry.name
+            copied += 1
+            if stat.S_ISLNK(status.st_mode):
+                os.symlink(os.readlink(origin), copy)
+            elif stat.S_ISDIR(status.st_mode) and depth < UPLOAD_DEPTH:
+                pending.append((origin, copy, depth + 1))
+            elif stat.S_ISREG(status.st_mode) and status.st_size <= MAX_ARCHIVE_BYTES:
+                if status.st_nlink > 1:
+                    with contextlib.suppress(OSError):  # across file systems: left out, never read
+                        os.link(origin, copy, follow_symlinks=False)
+                else:
+                    _copy_file(origin, copy)
+    return copied
 
 
 def _copy_file(source: Path, target: Path, limit: int | None = None) -> None:

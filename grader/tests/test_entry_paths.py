@@ -92,6 +92,16 @@ def test_the_one_rule_refuses_symbolic_and_hard_links(tmp_path: Path) -> None:
     assert submissions.refusal(plain) is None  # one name again: an ordinary file
 
 
+def test_the_kits_own_reference_may_be_hard_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installer (uv) may hard-link the kit's files from its cache: the reference is never refused."""
+    monkeypatch.setattr(submissions, "ROOT", tmp_path)
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "softmax.py").write_text("x = 1\n")
+    os.link(tmp_path / "solutions" / "softmax.py", tmp_path / "cache-copy.py")
+    assert submissions.refusal(tmp_path / "solutions" / "softmax.py") is None
+    assert submissions.refusal(tmp_path / "cache-copy.py") == "a hard link (not read)"
+
+
 def test_a_folder_that_is_a_link_inside_the_submission_is_refused(tmp_path: Path) -> None:
     entry = tmp_path / "subs" / "mallory"
     entry.mkdir(parents=True)
@@ -201,6 +211,19 @@ def test_copy_upload_copies_links_as_links_and_never_reads_them(tmp_path: Path) 
     submission = submissions.prepare(target, tmp_path / "work")
     assert "exercises/softmax.py is a symbolic link (not followed)" in submission.status
     assert "solutions is a symbolic link (not followed)" in submission.status
+
+
+def test_new_attack_an_upload_nested_deeper_than_grading_looks_is_copied_bounded(tmp_path: Path) -> None:
+    upload = tmp_path / "upload"
+    deep = upload
+    for level in range(60):  # a copy that recursed per level, or had no bound, would not stop here
+        deep = deep / f"d{level}"
+    deep.mkdir(parents=True)
+    (deep / "softmax.py").write_text("x = 1\n")
+    copy_modules(STUBS, upload / "exercises")
+    copied = submissions.copy_upload(upload, tmp_path / "copy")
+    assert (tmp_path / "copy" / "exercises" / "softmax.py").is_file()
+    assert not list((tmp_path / "copy").rglob("d20")) and copied < 100
 
 
 # ------------------------------------------------------------------------------------------- statuses
@@ -344,6 +367,11 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
     reader = copy_modules(STUBS, folder / "reader")
     with open(reader / "softmax.py", "a", encoding="utf-8") as handle:
         handle.write(READER)
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+            "source": f"%run {SOLUTIONS / 'softmax.py'}\n%load {SOLUTIONS / 'softmax.py'}\nimport numpy as np\n"
+                      + READER}
+    (folder / "reader-notebook.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                               "nbformat_minor": 5}), encoding="utf-8")
     copy_modules(SOLUTIONS, folder / "alice")
     copy_modules(STUBS, folder / "Alice")
     copy_modules(STUBS, folder / " bob")
@@ -400,6 +428,11 @@ def test_a_module_that_does_not_import_says_so(batch: dict) -> None:
 def test_new_attack_code_that_reads_the_kit_at_run_time_scores_like_the_control(batch: dict) -> None:
     grades = batch["grades"]
     assert float(grades["reader"]["softmax"]) == float(grades["stub"]["softmax"])
+    # A notebook that names the reference's path (magics, which are dropped; a read at run time, which fails).
+    assert float(grades["reader-notebook"]["softmax"]) == float(grades["stub"]["softmax"])
+    assert "missing module softmax" not in grades["reader-notebook"]["status"]  # its softmax ran, and read nothing
+    shown = visible_feedback(batch["out"], "reader-notebook")
+    assert "def softmax" not in shown.split("Output of your code")[0] and SECRET not in shown
     assert float(grades["stasher"]["softmax"]) > 0  # the same grading gives points where they are earned
 
 
