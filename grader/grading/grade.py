@@ -210,6 +210,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.exceptions: dict[str, str] = {}  # per test: the type of the exception that ended it
             self.collected_at = self.finished_at = 0.0
             self.public_output: str | None = None  # what the student's code printed before the first hidden test
+            self.public_refused: int | None = None  # and how many refused callbacks it had made by then
 
         def factory(self, path: Path) -> Any:
             started, self.started = self.started, None
@@ -233,7 +234,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
             self.collected_at = time.monotonic()
             self.finished_at = 0.0
-            self.public_output = None
+            self.public_output = self.public_refused = None
 
         def start(self) -> None:
             """Start the student's worker now, so that its start-up overlaps pytest's own."""
@@ -249,6 +250,7 @@ def _recorder(job: dict[str, Any]) -> Any:
             if nodeid in self.hidden_nodes and self.public_output is None and self.implementation is not None:
                 with contextlib.suppress(Exception):  # hidden tests run last: nothing printed from here is shown
                     self.public_output = str(self.implementation.output or "")
+                    self.public_refused = len(getattr(self.implementation, "refused", None) or [])
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
@@ -736,6 +738,7 @@ def grade_in_process(job: dict[str, Any]) -> dict[str, Any]:
                 report["output"] = (recorder.public_output if recorder.public_output is not None
                                     else str(implementation.output or ""))
             report["refused"] = list(getattr(implementation, "refused", []))
+            report["refused_shown"] = recorder.public_refused  # None: no hidden test ran, all may be shown
             report["refusals"] = int(getattr(implementation, "refusals", 0))
             report["stats"] = dict(getattr(implementation, "stats", {}))
             with contextlib.suppress(Exception):
@@ -1037,11 +1040,12 @@ def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[An
     results = results_json(student=submission.student, status=student_status(submission, result, records),
                            tests=tests, execution_time=result.get("seconds", 0.0), output=result.get("output", ""),
                            extra=extra)
-    if result.get("refused"):
+    shown = result.get("refused_shown")  # the hidden tests' refusals (student-chosen names) stay out of sight
+    if result.get("refused", [])[:shown]:
         from grader.grading.report import escape_text
 
         results["output"] += ("\n\nRefused requests to the reference (they cannot earn points):\n  "
-                              + "\n  ".join(escape_text(reason) for reason in result["refused"]))
+                              + "\n  ".join(escape_text(reason) for reason in result["refused"][:shown]))
     write_student(out, results)
     return results
 

@@ -93,11 +93,14 @@ def import_failures(records: list[dict[str, Any]]) -> list[str]:
     """``does not import: <its error line>`` once per module that did not import when the tests ran.
 
     A module can parse and still fail to import (an import of a missing package, a name error at the top,
-    a misplaced ``from __future__``); the static checks cannot see that, the row's status must.
+    a misplaced ``from __future__``); the static checks cannot see that, the row's status must. Read from the
+    public tests only: the status is shown before grades are published, the hidden tests' messages are not.
     """
+    curriculum = load_curriculum()
     lines: dict[str, str] = {}
     for record in records:
-        if record.get("outcome") != "failed" or record.get("internal"):
+        if (record.get("outcome") != "failed" or record.get("internal")
+                or curriculum.exercise_of_test_file(str(record.get("file", ""))) is None):
             continue
         for match in _IMPORT_FAILURE.finditer(str(record.get("message", ""))):
             module = match["raised"] or match["syntax"]

@@ -320,15 +320,28 @@ def test_secret_softmax_shape(impl):
 STASH = "import sys\n\nSEEN = sys.__dict__.setdefault('_attention_kit_seen', [])\n"
 STASHING_SOFTMAX = """
 
+import gc as _gc
+import __main__ as _main
+
 from ._stash import SEEN as _SEEN
 
 _reference_softmax = softmax
+
+
+def _ask(name):
+    # A callback the channel refuses: the grader lists refused requests, with their names, in the feedback.
+    try:
+        worker = next(o for o in _gc.get_objects() if isinstance(o, _main.Worker))
+        worker.forwarder("attention", name)()
+    except Exception:
+        pass
 
 
 def softmax(x, axis=-1):
     if tuple(np.shape(x)) not in _SEEN:  # a new shape only: the output stays short enough to be shown whole
         _SEEN.append(tuple(np.shape(x)))
         print("seen so far:", _SEEN)
+        _ask("seen_" + "x".join(map(str, np.shape(x))))
     return _reference_softmax(x, axis=axis)
 """
 STASHING_ATTENTION = """
@@ -400,7 +413,9 @@ def visible_feedback(out: Path, student: str) -> str:
 def test_hidden_inputs_never_reach_public_feedback(batch: dict) -> None:
     shown = visible_feedback(batch["out"], "stasher")
     assert "softmax saw [" in shown and "seen so far:" in shown  # the attack prints and raises what it saw
+    assert "Refused requests to the reference" in shown and "seen_" in shown  # a callback named by a shape
     assert str(HIDDEN_SHAPE) not in shown and f"{HIDDEN_SHAPE[0]}, {HIDDEN_SHAPE[1]}" not in shown
+    assert f"{HIDDEN_SHAPE[0]}x{HIDDEN_SHAPE[1]}" not in shown
     results = json.loads((batch["out"] / "stasher" / "results.json").read_text(encoding="utf-8"))
     hidden = [test for test in results["tests"] if test.get("visibility") == "after_published"]
     assert hidden and all(test["status"] == "passed" for test in hidden)  # the hidden test did run
