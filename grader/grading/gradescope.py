@@ -20,7 +20,11 @@ For a trial run, unzip the bundle into ``ROOT/source``, put a submission in
 A submission is whatever the student uploaded: the seven modules, a folder
 holding them (e.g. their repository with ``exercises/``) or a zip of either,
 also a zip that lies inside the upload (opened with the grader's zip rules);
-``grader.grading.submissions`` finds them.
+``grader.grading.submissions`` finds them. The upload is copied as root, so it
+is copied without following any link (``submissions.copy_upload``): a link
+to the kit's solutions, a hidden test or a root-only file stays a link, which
+grading refuses with a status line. ``run_autograder`` (like ``setup.sh``)
+makes the kit readable by root only: the worker's user cannot read it.
 
 Points: ``attention-kit gradescope`` prints the total to set on the assignment
 (public plus hidden, from the manifest and the hidden test files) and writes

@@ -11,9 +11,13 @@ A submission is one entry of the SUBMISSIONS folder:
 - any other format registered in ``LOADERS``.
 
 Every entry of SUBMISSIONS is one row of the gradebook, whatever it is: an
-entry that cannot be read (a symbolic link, which is never followed; a FIFO or
-a device; an unknown format; a broken zip or notebook) gets a row whose status
-says why, and any exception while reading one entry costs that entry only.
+entry that cannot be read (a symbolic or hard link, which is never followed nor
+read; a FIFO or a device; an unknown format; a broken zip or notebook) gets a
+row whose status says why, and any exception while reading one entry costs
+that entry only. Links inside an entry (a folder, a module, a zip member) are
+refused by the same rule (:func:`refusal`) and listed in the status
+(``refused: exercises is a symbolic link (not followed)``); so are they in a
+Gradescope upload, copied by :func:`copy_upload` with its links as links.
 
 The student id is the entry's name without its extension; an id that would
 collide with the grader's own output files (``grades.csv``) is replaced by a
