@@ -123,9 +123,6 @@ def match_roster(students: list[str], roster: dict[str, dict[str, str]]) -> Rost
     matched = {student: roster[student] for student in students if student in roster}
     unmatched = [student for student in students if student not in roster]
     used = set(matched)
-    alike: dict[str, list[str]] = {}
-    for student in students:
-        alike.setdefault(id_key(student), []).append(student)
     folders: dict[str, list[str]] = {}
     for folder in roster:
         folders.setdefault(id_key(folder), []).append(folder)
@@ -134,11 +131,18 @@ def match_roster(students: list[str], roster: dict[str, dict[str, str]]) -> Rost
         for folder in folders.get(id_key(student), []):
             flagged.append(f"submission {show_id(student)} is not roster folder {show_id(folder)} (they differ only "
                            "in case, spaces or Unicode form): not matched; rename the submission or fix the roster")
-    for group in alike.values():
-        if len(group) > 1:
-            flagged.append(f"submissions {', '.join(show_id(s) for s in group)} differ only in case, spaces or "
-                           "Unicode form: each is graded on its own; check that they are different students")
-    return Roster(matched, unmatched, [folder for folder in roster if folder not in used], flagged)
+    unused = [folder for folder in roster if folder not in used]
+    return Roster(matched, unmatched, unused, flagged + alike_ids(students))
+
+
+def alike_ids(students: list[str]) -> list[str]:
+    """A line per group of ids that differ only in case, whitespace or Unicode normal form (:func:`id_key`)."""
+    alike: dict[str, list[str]] = {}
+    for student in students:
+        alike.setdefault(id_key(student), []).append(student)
+    return [f"submissions {', '.join(show_id(s) for s in group)} differ only in case, spaces or Unicode form: "
+            "each is graded on its own; check that they are different students"
+            for group in alike.values() if len(group) > 1]
 
 
 def show_id(student: str) -> str:
@@ -249,6 +253,9 @@ def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, p
         written.append(out / "unmatched.txt")
         for line in report:
             echo(f"roster: {line}")
+    else:
+        for line in alike_ids([r["extra_data"]["student"] for r in rows]):
+            echo(f"flagged: {line}")
     return written
 
 

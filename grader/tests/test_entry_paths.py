@@ -275,6 +275,24 @@ def test_roster_matching_is_exact_and_near_ids_are_flagged() -> None:
     assert "submissions Alice, alice differ only in case" in flagged
 
 
+def test_without_a_roster_ids_alike_are_still_flagged_on_the_terminal(tmp_path: Path) -> None:
+    printed: list[str] = []
+    rows = [write_row(student, 1.0) for student in ("dave", "Dave", "d\u0430ve", "erin")]  # Cyrillic a: not alike
+    export.export(tmp_path, rows, None, echo=printed.append)
+    assert printed == ["flagged: submissions dave, Dave differ only in case, spaces or Unicode form: each is graded "
+                       "on its own; check that they are different students"]
+
+
+def test_the_does_not_import_status_reads_public_tests_only() -> None:
+    from grader.grading.report import import_failures
+
+    line = "importing softmax.py raised ValueError: seen (11, 29) (softmax.py line 3)"
+    hidden = {"file": "/kit/grader/hidden_tests/test_hidden_01_softmax.py", "outcome": "failed", "message": line}
+    public = {**hidden, "file": "/kit/tests/test_01_softmax.py"}
+    assert import_failures([hidden]) == []  # shown before grades are published: nothing of a hidden test
+    assert import_failures([public, public]) == [f"does not import: {line}"]
+
+
 def write_row(student: str, score: float) -> dict:
     """A graded student's results.json, as the grader writes it (enough for the exports)."""
     return {"score": score, "tests": [], "extra_data": {"student": student, "status": "ok", "exercises": {},
