@@ -611,10 +611,10 @@ def _prepare(entry: Path, workdir: Path, submission: Submission) -> Submission:
         _copy_modules(modules, folder)
     else:
         folder.mkdir(parents=True, exist_ok=True)
+    submission.folder = folder
+    submission.problems = static_problems(folder, submission.details, modules)  # before raw/ goes: Softmax.py
     if not stat.S_ISDIR(mode) and (private / "raw").exists():
         shutil.rmtree(private / "raw", ignore_errors=True)  # keep only what is graded
-    submission.folder = folder
-    submission.problems = static_problems(folder, submission.details, modules)
     if modules is None:
         submission.error = "no modules found"
     submission.digest = folder_digest(folder)

@@ -236,6 +236,15 @@ def test_a_capitalised_module_says_rename_it(tmp_path: Path) -> None:
     assert "missing module softmax (found Softmax.py: rename it to softmax.py)" in submission.status
 
 
+def test_a_capitalised_module_in_a_zip_says_rename_it_too(tmp_path: Path) -> None:
+    archive = tmp_path / "carol.zip"
+    with zipfile.ZipFile(archive, "w") as bundle_zip:
+        for path in SOLUTIONS.glob("*.py"):
+            bundle_zip.write(path, f"hw/{'Softmax.py' if path.name == 'softmax.py' else path.name}")
+    submission = submissions.prepare(archive, tmp_path / "work")
+    assert "missing module softmax (found Softmax.py: rename it to softmax.py)" in submission.status
+
+
 @pytest.mark.parametrize("name", ["notes.txt", "grades", "softmax.py"])
 def test_a_stray_file_as_submissions_is_refused_with_one_line(tmp_path: Path, name: str) -> None:
     stray = tmp_path / name
