@@ -155,6 +155,23 @@ def refused(path: Path, shown: str | None = None) -> bool:
     return True
 
 
+# A link with one of these suffixes, or to a folder, could have held the submission: its refusal is noted.
+SUBMISSION_SUFFIXES = (".py", ".zip", ".ipynb")
+
+
+def skipped_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link (never followed); noted if it could have held the submission.
+
+    A link to a folder or named ``*.py``, ``*.zip`` or ``*.ipynb`` is noted (the status says it was refused);
+    others (a virtual environment's ``bin/python``) are passed over without a word.
+    """
+    if not path.is_symlink():
+        return False
+    if path.suffix.lower() in SUBMISSION_SUFFIXES or path.is_dir():  # is_dir: the target's kind, never its content
+        refused(path)
+    return True
+
+
 def note(path: Path | str, why: str) -> None:
     """Note an entry refused while a submission is read: ``path`` (relative to its root when it lies inside)."""
     current = _REFUSED.get()
@@ -276,7 +293,7 @@ def _zips_in(folder: Path, depth: int = 2) -> list[Path]:
         except OSError:
             continue
         for child in children:
-            if child.name in JUNK or (child.is_symlink() and refused(child)):
+            if child.name in JUNK or skipped_link(child):
                 continue
             if child.is_file() and child.suffix.lower() == ".zip" and not refused(child):
                 found.append(child)
@@ -424,7 +441,7 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
         if level < depth:
             try:
                 children = sorted(p for p in folder.iterdir()
-                                  if p.name not in JUNK and not (p.is_symlink() and refused(p)) and p.is_dir())
+                                  if p.name not in JUNK and not skipped_link(p) and p.is_dir())
             except OSError:
                 children = []
             pending.extend((child, level + 1) for child in children if child.name not in JUNK)

@@ -112,6 +112,14 @@ def test_a_folder_that_is_a_link_inside_the_submission_is_refused(tmp_path: Path
     assert not list(submission.folder.glob("*.py"))
 
 
+def test_a_link_that_could_not_hold_a_submission_is_passed_over(tmp_path: Path) -> None:
+    entry = copy_modules(SOLUTIONS, tmp_path / "subs" / "honest")
+    (entry / "env" / "bin").mkdir(parents=True)
+    (entry / "env" / "bin" / "python").symlink_to("/usr/bin/python3")  # a virtual environment in the repository
+    (entry / "README").symlink_to("docs/README.md")
+    assert submissions.prepare(entry, tmp_path / "work").status == "ok"
+
+
 def test_a_module_that_is_a_link_is_refused_and_not_read(tmp_path: Path) -> None:
     entry = copy_modules(STUBS, tmp_path / "subs" / "mallory")
     (entry / "softmax.py").unlink()
