@@ -247,8 +247,9 @@ def _recorder(job: dict[str, Any]) -> Any:
 
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.internal_before[nodeid] = self.internal_count()
-            if nodeid in self.hidden_nodes and self.public_output is None and self.implementation is not None:
-                with contextlib.suppress(Exception):  # hidden tests run last: nothing printed from here is shown
+            if nodeid in self.hidden_nodes and self.public_output is None:  # hidden tests run last: from here on,
+                self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown
+                with contextlib.suppress(Exception):
                     self.public_output = str(self.implementation.output or "")
                     self.public_refused = len(getattr(self.implementation, "refused", None) or [])
 
