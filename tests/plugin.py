@@ -97,9 +97,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if exercise is not None:
             item.add_marker(getattr(pytest.mark, exercise.name))
             item.stash[EXERCISE] = exercise.name
-    # Curriculum order first, then file order: the first failure is the earliest idea.
+    # Curriculum order first, then file order: the first failure is the earliest idea. Test files outside the
+    # manifest (hidden tests) run after all the others: nothing student code sees in them reaches a public test.
     order = {name: index for index, name in enumerate(curriculum.names)}
-    items.sort(key=lambda item: order.get(item.stash.get(EXERCISE, ""), len(order)))
+    public = {item.path for item in items if curriculum.exercise_of_test_file(item.path) is not None}
+    items.sort(key=lambda item: (item.path not in public, order.get(item.stash.get(EXERCISE, ""), len(order))))
 
 
 EXERCISE = pytest.StashKey[str]()

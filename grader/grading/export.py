@@ -15,7 +15,8 @@ columns ``folder`` (the submission's name in SUBMISSIONS, the student id of the
 gradebook), ``lms_id`` (Canvas's user ID), ``name`` and ``email``, and
 optionally ``sis_id``, ``login_id`` and ``section``. Submissions without a
 roster row and roster rows without a submission are both reported (and listed
-in ``unmatched.txt``); the Canvas file leaves a student without a submission
+in ``unmatched.txt``). Matching is exact: ids that differ only in case, spaces
+or Unicode form are flagged there, never matched; the Canvas file leaves a student without a submission
 blank, never 0, so a missing hand-in is not mistaken for a graded one.
 
 Files:
@@ -40,6 +41,7 @@ import argparse
 import csv
 import io
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ class Roster:
     rows: dict[str, dict[str, str]]
     unmatched_submissions: list[str] = field(default_factory=list)
     unmatched_roster: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)  # ids alike but not equal (see match_roster): lines to show
 
 
 def _cell(value: Any) -> str:
@@ -109,19 +112,49 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
     return rows
 
 
+def id_key(student: str) -> str:
+    """What two ids share when they differ only in case, whitespace or Unicode normal form (NFKC)."""
+    return "".join(unicodedata.normalize("NFKC", student).split()).casefold()
+
+
 def match_roster(students: list[str], roster: dict[str, dict[str, str]]) -> Roster:
-    """Match gradebook students to roster rows: exactly, else ignoring case and surrounding spaces."""
-    by_key = {folder.strip().lower(): folder for folder in roster}
-    matched: dict[str, dict[str, str]] = {}
-    unmatched = []
+    """Match gradebook students to roster rows, exactly (``Alice`` is not ``alice``).
+
+    Ids that differ only in case, whitespace or Unicode normal form (:func:`id_key`) from a roster folder or
+    from each other are never matched on that likeness: they are listed in ``flagged``, so that a submission
+    named ``Alice`` or `` bob`` can neither take nor hide the row of ``alice`` or ``bob``.
+    """
+    matched = {student: roster[student] for student in students if student in roster}
+    unmatched = [student for student in students if student not in roster]
+    used = set(matched)
+    folders: dict[str, list[str]] = {}
+    for folder in roster:
+        folders.setdefault(id_key(folder), []).append(folder)
+    flagged = []
+    for student in unmatched:
+        for folder in folders.get(id_key(student), []):
+            flagged.append(f"submission {show_id(student)} is not roster folder {show_id(folder)} (they differ only "
+                           "in case, spaces or Unicode form): not matched; rename the submission or fix the roster")
+    unused = [folder for folder in roster if folder not in used]
+    return Roster(matched, unmatched, unused, flagged + alike_ids(students))
+
+
+def alike_ids(students: list[str]) -> list[str]:
+    """A line per group of ids that differ only in case, whitespace or Unicode normal form (:func:`id_key`)."""
+    alike: dict[str, list[str]] = {}
     for student in students:
-        folder = student if student in roster else by_key.get(student.strip().lower())
-        if folder is None or folder in {row["folder"] for row in matched.values()}:
-            unmatched.append(student)
-        else:
-            matched[student] = roster[folder]
-    used = {row["folder"] for row in matched.values()}
-    return Roster(matched, unmatched, [folder for folder in roster if folder not in used])
+        alike.setdefault(id_key(student), []).append(student)
+    return [f"submissions {', '.join(show_id(s) for s in group)} differ only in case, spaces or Unicode form: "
+            "each is graded on its own; check that they are different students"
+            for group in alike.values() if len(group) > 1]
+
+
+def show_id(student: str) -> str:
+    """An id as the terminal and ``unmatched.txt`` show it: quoted, control and bidi characters escaped."""
+    from grader.grading.report import escape_text
+
+    shown = escape_text(student)
+    return f"'{shown}'" if student != student.strip() or not student else shown
 
 
 def exercise_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -231,10 +264,11 @@ def unmatched_report(roster: Roster) -> list[str]:
     lines = []
     if roster.unmatched_submissions:
         lines.append(f"{len(roster.unmatched_submissions)} submission(s) not in the roster (not in canvas.csv): "
-                     + ", ".join(roster.unmatched_submissions))
+                     + ", ".join(show_id(s) for s in roster.unmatched_submissions))
     if roster.unmatched_roster:
         lines.append(f"{len(roster.unmatched_roster)} roster student(s) without a submission (blank in canvas.csv): "
-                     + ", ".join(roster.unmatched_roster))
+                     + ", ".join(show_id(s) for s in roster.unmatched_roster))
+    lines += [f"flagged: {line}" for line in roster.flagged]
     return lines
 
 
@@ -259,6 +293,9 @@ def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, p
         written.append(out / "unmatched.txt")
         for line in report:
             echo(f"roster: {line}")
+    else:
+        for line in alike_ids([r["extra_data"]["student"] for r in rows]):
+            echo(f"flagged: {line}")
     return written
 
 

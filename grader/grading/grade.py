@@ -471,12 +471,22 @@ def _calls_status(stats: dict[str, int]) -> str:
     return f"{bad} of {total} calls timed out or crashed ({parts})"
 
 
+def _argument_problem(submissions: Path) -> str | None:
+    """Why SUBMISSIONS cannot be graded (missing, or a stray file), or None."""
+    from grader.grading.submissions import argument_problem
+
+    return argument_problem(submissions)
+
+
 def student_status(submission: Any, result: Result, records: tuple[TestRecord, ...]) -> str:
     """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems."""
+    from grader.grading.report import import_failures
+
     internal = result.error or next((r.internal for r in records if r.internal), None)
     parts = [f"not graded: {internal}"] if internal else []
     if submission.status != "ok":
         parts.append(submission.status)
+    parts += import_failures(records)
     if result.stats:
         parts.append(_calls_status(result.stats))
     if result.refusals:
@@ -502,9 +512,10 @@ def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[An
              "timing": dict(result.timing)}
     results = results_json(student=submission.student, status=student_status(submission, result, records),
                            tests=tests, execution_time=result.seconds, output=result.output, extra=extra)
-    if result.refused:
+    shown = result.refused[:result.refused_shown]  # the hidden tests' refusals (student-chosen names) stay unseen
+    if shown:
         results["output"] += ("\n\nRefused requests to the reference (they cannot earn points):\n  "
-                              + "\n  ".join(escape_text(reason) for reason in result.refused))
+                              + "\n  ".join(escape_text(reason) for reason in shown))
     write_student(out, results)
     return results
 
@@ -549,8 +560,8 @@ def run(args: argparse.Namespace) -> int:
             samples = Path(tempfile.mkdtemp(prefix="attention-kit-samples-"))
             make_samples(samples)
             print(f"No SUBMISSIONS given: grading the bundled sample submissions ({samples}).")
-        elif not submissions.exists():
-            print(f"error: {submissions}: no such file or folder", file=sys.stderr)
+        elif (problem := _argument_problem(submissions)) is not None:  # missing, or a stray file
+            print(f"error: {problem}", file=sys.stderr)
             return 2
         if args.budget <= 0 or args.timeout <= 0:
             print("error: --budget and --timeout must be positive", file=sys.stderr)

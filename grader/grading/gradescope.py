@@ -20,7 +20,11 @@ For a trial run, unzip the bundle into ``ROOT/source``, put a submission in
 A submission is whatever the student uploaded: the seven modules, a folder
 holding them (e.g. their repository with ``exercises/``) or a zip of either,
 also a zip that lies inside the upload (opened with the grader's zip rules);
-``grader.grading.submissions`` finds them.
+``grader.grading.submissions`` finds them. The upload is copied as root, so it
+is copied without following any link (``submissions.copy_upload``): a link
+to the kit's solutions, a hidden test or a root-only file stays a link, which
+grading refuses with a status line. ``run_autograder`` (like ``setup.sh``)
+makes the kit readable by root only: the worker's user cannot read it.
 
 Points: ``attention-kit gradescope`` prints the total to set on the assignment
 (public plus hidden, from the manifest and the hidden test files) and writes
@@ -237,15 +241,20 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
     root = Path(root)
     results_file = root / "results" / "results.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="attention-kit-gradescope-"))
+    # Beside the upload (same file system: a hard link in it is copied as a hard link, which grading refuses).
+    work = Path(tempfile.mkdtemp(prefix=".attention-kit-gradescope-", dir=root))
     try:
         submission = root / "submission"
-        if not submission.is_dir() or not any(submission.iterdir()):
+        if submission.is_symlink() or not submission.is_dir() or not any(submission.iterdir()):
             results = failure_results("The submission is empty: upload your seven modules (softmax.py ...) or "
                                       "your repository.", time.monotonic() - start)
         else:
+            from grader.grading.submissions import copy_upload
+
             folder = work / "submissions" / STUDENT_ID
-            shutil.copytree(submission, folder, ignore=shutil.ignore_patterns(*SKIPPED_NAMES, ".git"))
+            # As root: never a link's target (a link to the kit's solutions, a hidden test, a root-only file);
+            # the links stay links in the copy, and grading refuses them with a status line.
+            copy_upload(submission, folder, skipped=(*SKIPPED_NAMES, ".git"))
             out = work / "out"
             # --container: each Gradescope submission runs alone in a throw-away container, which is the isolation
             # where bubblewrap cannot start; the worker still runs as an unprivileged user there.

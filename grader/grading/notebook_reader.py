@@ -22,6 +22,7 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
+from grader.grading.submissions import refused, skipped_link
 
 # Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
 KIT_METADATA = "attention_kit"
@@ -200,9 +201,9 @@ def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
         except OSError:
             continue
         for entry in entries:
-            if entry.is_symlink() or entry.name in SKIPPED_FOLDERS or entry.name.startswith("."):
+            if entry.name in SKIPPED_FOLDERS or entry.name.startswith(".") or skipped_link(entry):
                 continue
-            if entry.is_file() and entry.suffix.lower() == ".ipynb":
+            if entry.is_file() and entry.suffix.lower() == ".ipynb" and not refused(entry):
                 found.append(entry)
             elif entry.is_dir() and level < depth:
                 pending.append((entry, level + 1))

@@ -48,6 +48,8 @@ class Recorder:
         self.environment: dict[str, str] = {}
         self.exceptions: dict[str, str] = {}  # per test: the type of the exception that ended it
         self.collected_at = self.finished_at = 0.0
+        self.public_output: str | None = None  # what the student's code printed before the first hidden test
+        self.public_refused: int | None = None  # and how many refused callbacks it had made by then
 
     def factory(self, path: Path) -> Any:
         """The implementation of the student's folder ``path`` (the suite's ``impl`` fixture calls it)."""
@@ -72,6 +74,7 @@ class Recorder:
         self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
         self.collected_at = time.monotonic()
         self.finished_at = 0.0
+        self.public_output = self.public_refused = None
 
     def start(self) -> None:
         """Start the student's worker now, so that its start-up overlaps pytest's own."""
@@ -86,6 +89,11 @@ class Recorder:
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         """Note how many internal failures there were before the test."""
         self.internal_before[nodeid] = self.internal_count()
+        if nodeid in self.hidden_nodes and self.public_output is None:  # hidden tests run last: from here on,
+            self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown
+            with contextlib.suppress(Exception):
+                self.public_output = str(self.implementation.output or "")
+                self.public_refused = len(getattr(self.implementation, "refused", None) or [])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:

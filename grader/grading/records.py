@@ -139,6 +139,9 @@ class Result:
     """What the student's code printed (in its worker)."""
     refused: tuple[str, ...] = ()
     """Why requests of the student's code to the reference were refused (calls outside its dependencies)."""
+    refused_shown: int | None = None
+    """How many of ``refused`` came before the first hidden test (None: no hidden test ran): only those are
+    shown, since the names are chosen by the student's code and could carry what a hidden test gave it."""
     refusals: int = 0
     """How many such requests were refused."""
     stats: dict[str, int] = field(default_factory=dict)

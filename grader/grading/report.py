@@ -32,6 +32,7 @@ import csv
 import io
 import json
 import os
+import re
 import secrets
 import unicodedata
 from collections import Counter
@@ -84,9 +85,36 @@ def csv_cell(text: object) -> str:
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
+# How the worker says that a module did not import (worker.describe_import_error, tests.kit.describe_import_error).
+_IMPORT_FAILURE = re.compile(r"(?:importing (?P<raised>[\w.-]+\.py) raised|syntax error in (?P<syntax>[\w.-]+\.py) "
+                             r"line \d+:)[^\n]*")
+DOES_NOT_IMPORT = "does not import"
+
+
+def import_failures(records: Iterable[Any]) -> list[str]:
+    """``does not import: <its error line>`` once per module that did not import when the tests ran.
+
+    A module can parse and still fail to import (an import of a missing package, a name error at the top,
+    a misplaced ``from __future__``); the static checks cannot see that, the row's status must. Read from the
+    public tests only: the status is shown before grades are published, the hidden tests' messages are not.
+    """
+    curriculum = load_curriculum()
+    lines: dict[str, str] = {}
+    for record in records:
+        if (record.outcome != "failed" or record.internal
+                or curriculum.exercise_of_test_file(str(record.file)) is None):
+            continue
+        for match in _IMPORT_FAILURE.finditer(str(record.message)):
+            module = match["raised"] or match["syntax"]
+            lines.setdefault(module, f"{DOES_NOT_IMPORT}: {match[0].strip()[:300]}")
+    return list(lines.values())
+
+
 def is_graded(results: dict[str, Any]) -> bool:
     """Whether every test of ``results`` has a score (no internal failure of the grader)."""
     return not str(results.get("extra_data", {}).get("status", "")).startswith(NOT_GRADED)
+
+
 # The mode of the files the grader writes, before the umask: the instructor's user and group may read
 # (and write) them, other users not. A umask of 022 gives rw-r-----, 002 rw-rw----, 077 rw-------.
 FILE_MODE = 0o660

@@ -11,9 +11,13 @@ A submission is one entry of the SUBMISSIONS folder:
 - any other format registered in ``LOADERS``.
 
 Every entry of SUBMISSIONS is one row of the gradebook, whatever it is: an
-entry that cannot be read (a symbolic link, which is never followed; a FIFO or
-a device; an unknown format; a broken zip or notebook) gets a row whose status
-says why, and any exception while reading one entry costs that entry only.
+entry that cannot be read (a symbolic or hard link, which is never followed nor
+read; a FIFO or a device; an unknown format; a broken zip or notebook) gets a
+row whose status says why, and any exception while reading one entry costs
+that entry only. Links inside an entry (a folder, a module, a zip member) are
+refused by the same rule (:func:`refusal`) and listed in the status
+(``refused: exercises is a symbolic link (not followed)``); so are they in a
+Gradescope upload, copied by :func:`copy_upload` with its links as links.
 
 The student id is the entry's name without its extension; an id that would
 collide with the grader's own output files (``grades.csv``) is replaced by a
@@ -31,17 +35,19 @@ exercise scores 0; the other exercises are graded as usual.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 import zipfile
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from grader.curriculum import ROOT, misnamed
 from grader.curriculum import load as load_curriculum
-from grader.curriculum import misnamed
 
 # Limits for one submission: far above any honest solution, far below a zip bomb.
 MAX_FILE_BYTES = 1_000_000
@@ -96,15 +102,153 @@ class Submission:
     details: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     digest: str = ""
+    refused: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        """``"ok"`` or the static problems, e.g. ``"missing module positional"``."""
+        """``"ok"`` or the static problems, e.g. ``"missing module positional"``; then the links refused."""
         if self.error:
-            return self.error
-        if self.problems:
-            return "; ".join(self.problems[name] for name in load_curriculum().names if name in self.problems)
-        return "ok"
+            parts = [self.error]
+        else:
+            parts = [self.problems[name] for name in load_curriculum().names if name in self.problems]
+        if self.refused:
+            parts.append(refused_line(self.refused))
+        return "; ".join(parts) or "ok"
+
+
+# ---------------------------------------------------------------- links: never followed, never read
+
+# The entries refused while one submission is read (see refusal): (the entry's root, "name is why" lines).
+_REFUSED: ContextVar[tuple[Path, list[str]] | None] = ContextVar("refused_links", default=None)
+MAX_REFUSED_SHOWN = 5
+
+
+def refusal(path: Path) -> str | None:
+    """Why ``path`` is never followed nor read, or None: the one rule of every path that reads a submission.
+
+    A symbolic link could name any file of the grading machine (the reference, a hidden test, a root-only
+    file), and the grader reads as root; a hard link to such a file is the same file under the student's
+    name. Neither is followed: ``"a symbolic link (not followed)"``, ``"a hard link (not read)"``.
+    """
+    try:
+        status = path.lstat()
+    except OSError:
+        return None
+    if stat.S_ISLNK(status.st_mode):
+        return "a symbolic link (not followed)"
+    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not _in_kit_reference(path):
+        return "a hard link (not read)"
+    return None
+
+
+def _in_kit_reference(path: Path) -> bool:
+    """Whether ``path`` is a file of the kit's own ``solutions/`` (an installer may hard-link those from a cache)."""
+    return os.path.realpath(path.parent) == os.path.realpath(ROOT / "solutions")
+
+
+def refused(path: Path, shown: str | None = None) -> bool:
+    """Whether ``path`` is refused (:func:`refusal`); if so it is noted for the submission being read."""
+    why = refusal(path)
+    if why is None:
+        return False
+    note(shown if shown is not None else path, why)
+    return True
+
+
+# A link with one of these suffixes, or to a folder, could have held the submission: its refusal is noted.
+SUBMISSION_SUFFIXES = (".py", ".zip", ".ipynb")
+
+
+def skipped_link(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link (never followed); noted if it could have held the submission.
+
+    A link to a folder or named ``*.py``, ``*.zip`` or ``*.ipynb`` is noted (the status says it was refused);
+    others (a virtual environment's ``bin/python``) are passed over without a word.
+    """
+    if not path.is_symlink():
+        return False
+    if path.suffix.lower() in SUBMISSION_SUFFIXES or path.is_dir():  # is_dir: the target's kind, never its content
+        refused(path)
+    return True
+
+
+def note(path: Path | str, why: str) -> None:
+    """Note an entry refused while a submission is read: ``path`` (relative to its root when it lies inside)."""
+    current = _REFUSED.get()
+    if current is None:
+        return
+    root, lines = current
+    name = str(path)
+    if isinstance(path, Path):
+        try:
+            name = path.relative_to(root).as_posix()
+        except ValueError:
+            name = path.name
+    line = f"{name} is {why}"
+    if line not in lines:
+        lines.append(line)
+
+
+def refused_line(lines: list[str]) -> str:
+    """The status part for the refused entries: ``refused: exercises is a symbolic link (not followed)``."""
+    shown = ", ".join(lines[:MAX_REFUSED_SHOWN])
+    more = f" and {len(lines) - MAX_REFUSED_SHOWN} more" if len(lines) > MAX_REFUSED_SHOWN else ""
+    return _one_line(f"refused: {shown}{more}")
+
+
+# What of an upload is copied at most: deeper than any folder grading looks into, more than any submission.
+UPLOAD_DEPTH = 8
+UPLOAD_ENTRIES = 5 * MAX_FILES
+
+
+def copy_upload(source: Path, target: Path, skipped: tuple[str, ...] = ()) -> int:
+    """Copy the folder ``source`` to ``target`` without following or reading any link (the Gradescope upload).
+
+    Symbolic links are copied as links (never their targets), so that reading the copy refuses them with the
+    status it gives any link; a hard-linked file is linked again (the copy refuses it too), or left out where
+    it cannot be. FIFOs, devices and sockets are left out; so are the folders named in ``skipped``, what lies
+    deeper than ``UPLOAD_DEPTH``, entries past the ``UPLOAD_ENTRIES``-th and files above ``MAX_ARCHIVE_BYTES``.
+    Returns the number of entries copied.
+    """
+    copied = 0
+    pending = [(Path(source), Path(target), 0)]
+    while pending and copied < UPLOAD_ENTRIES:
+        here, there, depth = pending.pop(0)
+        there.mkdir(parents=True, exist_ok=True)
+        with os.scandir(here) as entries:
+            children = sorted(entries, key=lambda entry: entry.name)
+        for entry in children[:UPLOAD_ENTRIES - copied]:
+            if entry.name in skipped:
+                continue
+            status = entry.stat(follow_symlinks=False)
+            origin, copy = Path(entry.path), there / entry.name
+            copied += 1
+            if stat.S_ISLNK(status.st_mode):
+                os.symlink(os.readlink(origin), copy)
+            elif stat.S_ISDIR(status.st_mode) and depth < UPLOAD_DEPTH:
+                pending.append((origin, copy, depth + 1))
+            elif stat.S_ISREG(status.st_mode) and status.st_size <= MAX_ARCHIVE_BYTES:
+                if status.st_nlink > 1:
+                    with contextlib.suppress(OSError):  # across file systems: left out, never read
+                        os.link(origin, copy, follow_symlinks=False)
+                else:
+                    _copy_file(origin, copy)
+    return copied
+
+
+def _copy_file(source: Path, target: Path, limit: int | None = None) -> None:
+    """Copy the regular file ``source`` (opened without following a link) to ``target``; at most ``limit`` bytes."""
+    descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with open(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:
+            raise SubmissionError(f"{source.name} changed while it was read")
+        if limit is not None and status.st_size > limit:
+            raise SubmissionError(f"{source.name} is too large ({status.st_size} bytes)")
+        data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise SubmissionError(f"{source.name} is too large (more than {limit} bytes)")
+    target.write_bytes(data)
 
 
 # A loader turns one SUBMISSIONS entry into a folder of .py files inside `workdir`.
@@ -149,9 +293,9 @@ def _zips_in(folder: Path, depth: int = 2) -> list[Path]:
         except OSError:
             continue
         for child in children:
-            if child.is_symlink() or child.name in JUNK:
+            if child.name in JUNK or skipped_link(child):
                 continue
-            if child.is_file() and child.suffix.lower() == ".zip":
+            if child.is_file() and child.suffix.lower() == ".zip" and not refused(child):
                 found.append(child)
             elif child.is_dir() and level < depth:
                 pending.append((child, level + 1))
@@ -204,6 +348,7 @@ def _load_zip(entry: Path, workdir: Path) -> Path:
                 if any(part in JUNK for part in relative.parts):
                     continue
                 if stat.S_ISLNK(member.external_attr >> 16):
+                    note(f"{entry.name}:{relative.as_posix()}", "a symbolic link (not followed)")
                     continue  # a symlink could point anywhere on the grading machine
                 if member.file_size > MAX_FILE_BYTES:
                     raise SubmissionError(f"{entry.name}: {member.filename} is too large ({member.file_size} bytes)")
@@ -295,7 +440,8 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
             best, found = key, folder
         if level < depth:
             try:
-                children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+                children = sorted(p for p in folder.iterdir()
+                                  if p.name not in JUNK and not skipped_link(p) and p.is_dir())
             except OSError:
                 children = []
             pending.extend((child, level + 1) for child in children if child.name not in JUNK)
@@ -316,27 +462,30 @@ def _copy_modules(folder: Path, target: Path) -> None:
     if len(names) > 100:
         raise SubmissionError(f"{folder.name} holds {len(names)} helper modules (limit 100)")
     for path in sorted(folder / name for name in names):
-        if not path.is_file() or path.is_symlink():
+        if refused(path) or not stat.S_ISREG(path.lstat().st_mode):
             continue
-        size = path.stat().st_size
+        size = path.lstat().st_size
         total += size
         if size > MAX_FILE_BYTES or total > MAX_TOTAL_BYTES:
             raise SubmissionError(f"{path.name} is too large ({size} bytes)")
-        shutil.copyfile(path, target / path.name)
+        _copy_file(path, target / path.name, MAX_FILE_BYTES)
 
 
-def static_problems(folder: Path, details: dict[str, str] | None = None) -> dict[str, str]:
+def static_problems(folder: Path, details: dict[str, str] | None = None,
+                    original: Path | None = None) -> dict[str, str]:
     """Exercise -> problem for modules that are missing, not text, or not valid Python.
 
     ``details``, if given, receives a longer explanation per exercise (the
     syntax error's message and the offending line) for the feedback.
+    ``original``: the student's folder that ``folder`` copies, where a
+    missing module's misnamed file (``Softmax.py``) is looked for.
     """
     problems: dict[str, str] = {}
     details = {} if details is None else details
     for exercise in load_curriculum().selection():  # a Part I course never asks for Part II modules
         path = folder / exercise.module_file
         if not path.is_file():
-            other = misnamed(folder, exercise.module_file)
+            other = misnamed(original or folder, exercise.module_file)
             problems[exercise.name] = f"missing module {exercise.name}" + (
                 f" (found {other}: rename it to {exercise.module_file})" if other else "")
             continue
@@ -440,12 +589,15 @@ def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submissio
     submission's ``error`` (its status), one line that names the problem.
     """
     submission = Submission(student=student or student_id(entry), source=entry)
+    token = _REFUSED.set((entry, submission.refused))
     try:
         return _prepare(entry, workdir, submission)
     except SubmissionError as error:
         submission.error = f"unreadable {error.kind}: {_one_line(str(error))}"
     except Exception as error:  # noqa: BLE001 - one entry, however broken, costs its own row only
         submission.error = f"unreadable submission: {type(error).__name__}: {_one_line(str(error))}"
+    finally:
+        _REFUSED.reset(token)
     submission.folder = None
     submission.problems = {name: submission.error for name in load_curriculum().selected_names()}
     submission.digest = hashlib.sha256(submission.error.encode("utf-8", "backslashreplace")).hexdigest()
@@ -457,6 +609,9 @@ def _prepare(entry: Path, workdir: Path, submission: Submission) -> Submission:
     if private.exists():
         shutil.rmtree(private)
     mode = entry.lstat().st_mode
+    why = refusal(entry)
+    if why is not None:
+        raise SubmissionError(f"{entry.name} is {why}")
     if stat.S_ISDIR(mode):
         loader: Loader | None = _load_folder
     elif stat.S_ISREG(mode):
@@ -473,14 +628,32 @@ def _prepare(entry: Path, workdir: Path, submission: Submission) -> Submission:
         _copy_modules(modules, folder)
     else:
         folder.mkdir(parents=True, exist_ok=True)
+    submission.folder = folder
+    submission.problems = static_problems(folder, submission.details, modules)  # before raw/ goes: Softmax.py
     if not stat.S_ISDIR(mode) and (private / "raw").exists():
         shutil.rmtree(private / "raw", ignore_errors=True)  # keep only what is graded
-    submission.folder = folder
-    submission.problems = static_problems(folder, submission.details)
     if modules is None:
         submission.error = "no modules found"
     submission.digest = folder_digest(folder)
     return submission
+
+
+def argument_problem(submissions: Path) -> str | None:
+    """Why ``submissions`` (the SUBMISSIONS argument) cannot be graded at all, or None.
+
+    It must exist and be a folder (of submissions, or one submission's), or one submission in a format of
+    ``LOADERS`` (``.zip``, ``.ipynb``): a stray file is never graded as a student at 0.
+    """
+    submissions = Path(submissions)
+    if not submissions.exists():
+        return f"{submissions}: no such file or folder"
+    if submissions.is_dir():
+        return None
+    if submissions.is_file() and submissions.suffix.lower() in LOADERS:
+        return None
+    known = ", ".join(sorted(LOADERS))
+    return (f"{submissions}: not a folder and not a submission file ({known}): give the folder of submissions, "
+            "one student's folder, or one .zip or notebook")
 
 
 def discover(submissions: Path, exclude: tuple[Path, ...] = ()) -> list[tuple[str, Path]]:
@@ -494,6 +667,9 @@ def discover(submissions: Path, exclude: tuple[Path, ...] = ()) -> list[tuple[st
     submissions = Path(submissions)
     if not submissions.exists():
         raise FileNotFoundError(f"{submissions}: no such file or folder")
+    problem = argument_problem(submissions)
+    if problem is not None:
+        raise ValueError(problem)
     if not submissions.is_dir() or _count_modules(submissions):
         return [(safe_student_id(student_id(submissions), set()), submissions)]
     excluded = {os.path.realpath(path) for path in exclude}
