@@ -210,3 +210,47 @@ CHEATS = {
               {"attention": _WRONG_SCALE_ATTENTION.format(cast="")}, _files("03", "attention")),
     )
 }
+
+
+# Honest variants: other ways to write train() and adam_step() that the API allows. They must pass every test
+# (the tolerances of the new checks hold for them, not only for the reference).
+_HONEST_TRAIN = '''
+def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
+    if not isinstance(task, dict) or not {"tokens", "query_position", "target", "vocab"} <= set(task):
+        raise ValueError("task must be a dict made like antecedent_task's")
+    tokens, query_position, target = (np.asarray(task[key]) for key in ("tokens", "query_position", "target"))
+    params = init_model(rng, len(task["vocab"]), d_model, n_heads)
+    state, losses = None, []
+    for _ in range(steps):
+        batch = rng.choice(len(tokens), size=batch_size, replace=True)  # another way to draw with replacement
+        loss, grads = model_gradients(params, tokens[batch], query_position[batch], target[batch], n_heads,
+                                      positions=positions)
+        params, state = adam_step(params, grads, state, lr=lr)
+        losses.append(float(loss))
+    return params, losses
+'''
+
+# Adam in the paper's "efficient" form: the bias corrections folded into the step size (eps placed differently).
+_HONEST_ADAM = '''
+def adam_step(params, grads, state, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
+    step = 1 if state is None else state["step"] + 1
+
+    def update(p, g, m, v):
+        if isinstance(p, dict):
+            out = {key: update(p[key], g[key], None if m is None else m[key], None if v is None else v[key])
+                   for key in p}
+            return ({key: value[0] for key, value in out.items()}, {key: value[1] for key, value in out.items()},
+                    {key: value[2] for key, value in out.items()})
+        m = (1 - beta1) * g if m is None else beta1 * m + (1 - beta1) * g
+        v = (1 - beta2) * g * g if v is None else beta2 * v + (1 - beta2) * g * g
+        rate = lr * np.sqrt(1 - beta2**step) / (1 - beta1**step)
+        return p - rate * m / (np.sqrt(v) + eps * np.sqrt(1 - beta2**step)), m, v
+
+    new, m, v = update(params, grads, None if state is None else state["m"], None if state is None else state["v"])
+    return new, {"step": step, "m": m, "v": v}
+'''
+
+HONEST = {
+    "train-draws-with-choice": {"training": _HONEST_TRAIN},
+    "adam-efficient-form": {"training": _HONEST_ADAM},
+}
