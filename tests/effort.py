@@ -19,6 +19,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from tests.kit import LocalImplementation
 
 # Per implementation object, the outcome of checks that are the same for every test that needs them
@@ -107,3 +109,32 @@ def once(impl: Any, key: str, compute: Callable[[], Any]) -> Any:
     if key not in known:
         known[key] = compute()
     return known[key]
+
+
+def expect_varies(values: Any, *, axis: int, what: str, idea: str) -> bool:
+    """Check that ``values`` are not all the same along ``axis`` (e.g. the outputs of different tokens).
+
+    A property that a constant result satisfies (shuffling the tokens shuffles the outputs; a prefix does not
+    change) says nothing unless the result depends on its input: this is the check that it does.
+    """
+    from tests.feedback import expect
+
+    array = np.asarray(values, dtype=float) if isinstance(values, np.ndarray) else None
+    varies = array is not None and array.ndim > 0 and bool(np.any(np.ptp(array, axis=axis) > 1e-9))
+    if varies:
+        return True
+    return expect(False, what=what, expected="results that differ from one another (they depend on the input)",
+                  observed="the same values everywhere" if array is not None else type(values).__name__,
+                  idea=idea + "; a constant (or zeros) satisfies this property without computing anything")
+
+
+def expect_changed(before: Any, after: Any, *, what: str, idea: str) -> bool:
+    """Check that a result changed when its input did (where the idea says it must)."""
+    from tests.feedback import expect
+
+    same = (isinstance(before, np.ndarray) and isinstance(after, np.ndarray) and before.shape == after.shape
+            and bool(np.allclose(before, after, rtol=1e-9, atol=1e-12)))
+    if not same:
+        return True
+    return expect(False, what=what, expected="a different result (the input it depends on changed)",
+                  observed="the same result as before", idea=idea)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from pytest_check import check
 
-from tests.effort import cpu_call, cpu_seconds_per_call, message, once
+from tests.effort import cpu_call, cpu_seconds_per_call, expect_varies, message, once
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.kinds import remembered
 from tests.kit import PlainFunction
@@ -409,6 +409,8 @@ def test_numerical_gradient_shape_and_dtype(impl):
             expect_dtype(grad, np.float64, what=f"numerical_gradient of a {dtype.__name__} x",
                          idea="always float64: in float32, x + 1e-6 is x itself for most entries, so work on a "
                               "float64 copy")
+            expect_varies(grad.ravel(), axis=0, what=f"numerical_gradient(f, x) for a (3, 4) {dtype.__name__} x: "
+                          "its entries", idea=NUMERICAL + "; f's slope differs from entry to entry")
 
 
 def test_numerical_gradient_is_the_central_difference(impl):
@@ -439,7 +441,9 @@ def test_numerical_gradient_leaves_x_as_it_was(impl):
     for dtype in (np.float64, np.float32):
         x = _normal(6, 4, 3).astype(dtype)
         before = x.copy()
-        impl.numerical_gradient(_cubic(7, (4, 3)), x, eps=1e-3)
+        grad = impl.numerical_gradient(_cubic(7, (4, 3)), x, eps=1e-3)
+        expect_varies(grad, axis=None, what=f"numerical_gradient(f, x) for a {dtype.__name__} x: its entries",
+                      idea=NUMERICAL)
         expect(np.array_equal(x, before), what=f"a {dtype.__name__} x after numerical_gradient(f, x)",
                expected="exactly the values it had before the call",
                observed=f"{int(np.sum(x != before))} of {x.size} entries changed",

@@ -254,3 +254,62 @@ HONEST = {
     "train-draws-with-choice": {"training": _HONEST_TRAIN},
     "adam-efficient-form": {"training": _HONEST_ADAM},
 }
+
+
+def golden_lookup(module: str, functions: tuple[str, ...]) -> dict[str, str]:
+    """A module whose ``functions`` return the golden output of the probe whose inputs they were given.
+
+    Any other input gets zeros shaped like the first array argument (a wrong answer of the right shape).
+    """
+    code = ["import numpy as _np", "", "",
+            "def _lookup(name, args, kwargs):",
+            "    from tests import probes",
+            "    for probe in probes.load_all_probes().values():",
+            "        if probe.function != name or probe.rejects:",
+            "            continue",
+            "        p_args, p_kwargs = probe.arguments()",
+            "        same = [_np.array_equal(a, b) if isinstance(a, _np.ndarray) else a == b",
+            "                for a, b in zip(p_args, args)]",
+            "        if len(p_args) == len(args) and all(same) and p_kwargs == kwargs:",
+            "            return probes.golden(probe.name)",
+            "    first = next(a for a in args if isinstance(a, _np.ndarray))",
+            "    return _np.zeros_like(first, dtype=float)", ""]
+    for name in functions:
+        code += ["", f"def {name}(*args, **kwargs):", f"    return _lookup({name!r}, args, kwargs)", ""]
+    return {module: "\n".join(code)}
+
+
+LOOKUPS = {"softmax": ("softmax",), "attention": ("attention_scores", "scaled_dot_product_attention"),
+           "layer": ("layer_norm", "feed_forward")}
+
+
+def _every_function(exercise: str, body: str) -> dict[str, str]:
+    from grader.curriculum import load
+
+    names = load().exercise(exercise).functions
+    return {exercise: "\n".join(f"def {name}(*args, **kwargs):\n{body}\n" for name in names)}
+
+
+ZEROS_BODY = ("    import numpy as _np\n    first = next(a for a in args if isinstance(a, _np.ndarray))\n"
+              "    return _np.zeros_like(first, dtype=float)")
+STUB_BODY = "    raise NotImplementedError('not written (the control)')"
+
+
+def _more() -> list[Cheat]:
+    from grader.curriculum import load
+
+    found = []
+    for exercise in ("attention", "positional", "layer", "backward", "decoding"):  # where zeros passed a test
+        number = Path(load().exercise(exercise).test_file).stem.split("_", 2)
+        found.append(Cheat(f"{exercise}-zeros-of-the-right-shape", exercise, _every_function(exercise, ZEROS_BODY),
+                           _every_function(exercise, STUB_BODY), _files(number[1], number[2])))
+    for exercise, names in (("softmax", ("softmax",)), ("attention", ("attention_scores",
+                                                                       "scaled_dot_product_attention"))):
+        number = Path(load().exercise(exercise).test_file).stem.split("_", 2)
+        stub = {exercise: "\n".join(f"def {name}(*args, **kwargs):\n{STUB_BODY}\n" for name in names)}
+        found.append(Cheat(f"{exercise}-golden-lookup", exercise, golden_lookup(exercise, names), stub,
+                           _files(number[1], number[2])))
+    return found
+
+
+CHEATS.update({cheat.name: cheat for cheat in _more()})
