@@ -7,9 +7,11 @@ helpers here measure the first on CPU time, never wall time: the machine may be
 shared, and a busy machine must not fail an honest call.
 
 ``cpu_call`` measures where the code runs: in this process for ``--impl DIR``
-(a student's own run); an implementation that runs the code elsewhere (the
-grader's isolated worker) measures it there if it offers ``measure_cpu``, and
-otherwise the cost is unknown (None) and only the other checks apply.
+and notebooks (a student's own run); an implementation that runs the code
+elsewhere (it has ``measure``, as the grader's isolated worker) measures it
+there if it offers ``measure_cpu(exercise, name, *args, **kwargs) -> (result,
+CPU seconds)``, and otherwise the cost is unknown (None) and only the other
+checks apply.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from tests.kit import LocalImplementation
 
 # Per implementation object, the outcome of checks that are the same for every test that needs them
 # (computed once per session, on the first test that asks).
@@ -79,7 +79,7 @@ def cpu_call(impl: Any, name: str, *args: Any, budget: float | None = None, **kw
     measure = getattr(implementation, "measure_cpu", None)
     if callable(measure):  # code that runs in another process measures itself there
         return measure(impl._exercise, name, *args, **kwargs)
-    if not isinstance(implementation, LocalImplementation):
+    if hasattr(implementation, "measure") or implementation is None:  # elsewhere, and it cannot say (see Kit)
         return getattr(impl, name)(*args, **kwargs), None
     return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)
 
@@ -95,20 +95,25 @@ def cpu_seconds_per_call(function: Callable[[], Any], minimum: float = 2e-3, mos
             return max(spent, 1e-9) / calls
 
 
-def once(impl: Any, key: str, compute: Callable[[], Any]) -> Any:
-    """``compute()``, remembered for this implementation object under ``key`` (once per session).
+def once(impl: Any, name: str, key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered for this implementation's function ``name`` under ``key`` (once per session).
 
-    Only a completed ``compute()`` is remembered: one that failed the test (a stub, a crash) runs again
-    in the next test that asks, and fails it the same way.
+    Remembered while the implementation serves the same function object (a notebook cell run again, or a
+    reloaded module, is asked again). Only a completed ``compute()`` is remembered: one that failed the test
+    (a stub, a crash) runs again in the next test that asks, and fails it the same way.
     """
     implementation = getattr(impl, "_implementation", impl)
+    try:
+        function = implementation.function(impl._exercise, name)
+    except Exception:  # noqa: BLE001 - a missing module or function: the call itself will say so
+        return compute()
     try:
         known = _ONCE.setdefault(implementation, {})
     except TypeError:  # not weakly referable: nothing is remembered
         return compute()
-    if key not in known:
-        known[key] = compute()
-    return known[key]
+    if key not in known or known[key][0] is not function:
+        known[key] = (function, compute())  # (the function is held, so its identity stays its own)
+    return known[key][1]
 
 
 def expect_varies(values: Any, *, axis: int, what: str, idea: str) -> bool:

@@ -309,7 +309,7 @@ def _gate(impl, name: str) -> list[str]:
 
 def require_analytic(impl, name: str) -> bool:
     """Fail the test (with the reason) unless ``name`` is an analytic backward pass; True when it is one."""
-    failures = once(impl, f"analytic {name}", lambda: _gate(impl, name))
+    failures = once(impl, name, "analytic", lambda: _gate(impl, name))
     for failure in failures:
         check.fail(failure)
     return not failures

@@ -58,6 +58,7 @@ STUDENT_FILES = (
     "grader/scoring.py",
     "LICENSE",
     "tests/__init__.py",
+    "tests/effort.py",
     "tests/feedback.py",
     "tests/kinds.py",
     "tests/kit.py",
