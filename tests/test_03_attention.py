@@ -271,15 +271,15 @@ def test_the_reading_example(impl):
     mistake = _score_mistake(weights, *args, then=_softmax)
     expect_probe(impl, "scaled_dot_product_attention/reading_example", what="(context, weights), the example",
                  idea=_idea(mistake, SCORES + "; " + WEIGHTS))
-    rng = np.random.default_rng()  # and inputs as large drawn afresh in every run: no stored answer fits them
+    rng = np.random.default_rng(264)  # and inputs as large that are no probe's (no golden value holds the answer)
     q, k, v = (rng.normal(size=(8, 8)) for _ in range(3))
     want = _softmax(_raw_scores(q, k) / np.sqrt(8))
     fresh = impl.scaled_dot_product_attention(q, k, v)
-    if expect(isinstance(fresh, tuple) and len(fresh) == 2, what="attention of (8, 8) q, k, v drawn afresh",
+    if expect(isinstance(fresh, tuple) and len(fresh) == 2, what="attention of (8, 8) seeded q, k, v (no probe)",
               expected="a tuple (context, weights)", observed=type(fresh).__name__, idea=SCORES):
-        expect_close(fresh[1], want, what="the weights of attention on (8, 8) q, k, v drawn afresh",
+        expect_close(fresh[1], want, what="the weights of attention on (8, 8) seeded q, k, v (no probe)",
                      idea=SCORES + "; " + WEIGHTS)
-        expect_close(fresh[0], want @ v, what="the context of attention on (8, 8) q, k, v drawn afresh",
+        expect_close(fresh[0], want @ v, what="the context of attention on (8, 8) seeded q, k, v (no probe)",
                      idea=WEIGHTS)
 
 
