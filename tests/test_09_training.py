@@ -385,13 +385,13 @@ def _task_pair():
     return tasks().antecedent_task(rng, 512), tasks().antecedent_task(rng, 256)
 
 
-# Task variants train() cannot have seen: six more words in the vocabulary, every token id permuted, two filler
-# tokens, and the sentence laid out anew (the antecedent, the pronoun and the other noun elsewhere); the hidden
-# tests train on another layout. Weights stored for the reading's task fit none of them.
+# Task variants train() cannot have seen: six more words in the vocabulary, every token id permuted (filler
+# tokens where a layout asks for them) and the sentence laid out anew: the antecedent, the pronoun and the other
+# noun elsewhere; the hidden tests train on another layout. Weights stored for the reading's task fit none.
 EXTRA_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
-LAYOUT = (0, 8, 2, 1, 3, 4, 5, 9, 6, 7)  # which column of the task's sentence (8, 9: fillers) goes where
-VARIANT = ("a task train() cannot have seen before the test: another vocabulary (34 words, ids permuted), two "
-           "more tokens, the antecedent at position 3 and the pronoun at 6; train must build and train the model "
+LAYOUT = (0, 2, 3, 1, 4, 6, 5, 7)  # which column of the task's sentence (8, 9: two fillers) goes where
+VARIANT = ("a task train() cannot have seen before the test: another vocabulary (34 words, ids permuted), the "
+           "antecedent at position 3 and the pronoun at 6; train must build and train the model "
            "for the task it is given: init_model(rng, len(task['vocab']), ...), then batches of task's sentences")
 
 
