@@ -90,17 +90,25 @@ def expect_close(
     idea: str,
     rtol: float = 1e-7,
     atol: float = 1e-9,
+    dtype: Any = None,
 ) -> bool:
-    """Check values against expected ones, describing the worst mismatch."""
+    """Check values against expected ones, describing the worst mismatch.
+
+    The tolerance is ``rtol``/``atol``, widened to a float32 (or float16) precision only when the
+    contract's dtype is that one: ``dtype`` when given (the dtype the call's inputs promise), else the
+    expected values' own dtype. The returned array's dtype never widens it (that is the dtype check's
+    business, and a way to buy a loose check).
+    """
     expected = np.asarray(expected)
     if not isinstance(observed, np.ndarray) and not np.isscalar(observed):
         return expect(False, what=what, expected=f"an array of shape {expected.shape}",
                       observed=f"{type(observed).__name__}", idea=idea)
     observed = np.asarray(observed)
-    if rtol > 0 and observed.dtype.kind == "f" and observed.dtype.itemsize < 8 and expected.dtype.itemsize >= 8:
-        # A float32 result is judged on its values to float32's precision: its dtype is the business of
-        # the dtype test (charged once, there), not of every value check after it.
-        eps = float(np.finfo(observed.dtype).eps)
+    contract = np.dtype(dtype) if dtype is not None else expected.dtype
+    if rtol > 0 and contract.kind == "f" and contract.itemsize < 8:
+        # The precision is the contract's (the dtype the inputs promise), never the returned array's: a
+        # float16 result for float64 inputs must not widen the check to float16's rounding.
+        eps = float(np.finfo(contract).eps)
         rtol, atol = max(rtol, 50 * eps), max(atol, 10 * eps)
     if observed.shape != expected.shape:
         return expect(False, what=what, expected=f"shape {expected.shape}",

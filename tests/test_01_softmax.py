@@ -132,6 +132,11 @@ def test_reference_values(impl):
     # float32 keeps about 7 digits, and a correct softmax may round differently from the reference.
     expect_probe(impl, "softmax/float32_scores", what="softmax on the fixed float32 input softmax/float32_scores",
                  idea=ROWS, rtol=1e-5, atol=1e-7)
+    # And on scores that are no probe's: the golden values of the fixed inputs above do not hold their answer.
+    fresh = kinds.normal("softmax/no-golden-value", (4, 6), scale=3.0)
+    expect_close(impl.softmax(fresh), _softmax_by_hand(fresh, -1), what="softmax of seeded (4, 6) scores",
+                 idea=ROWS + "; softmax must compute its result from x (an answer looked up for known inputs fits "
+                             "no other ones)")
 
 
 def test_large_scores_are_stable(impl):
@@ -188,6 +193,16 @@ def test_reference_values_with_masks_and_extremes(impl):
                      what="softmax of a fixed input with -inf entries, a fully masked row, "
                           "and rows near -900 and +1000",
                      idea=f"{STABLE}; {MASKED}")
+        rng = kinds.rng("softmax/masked-no-golden-value")  # and a masked input that is no probe's
+        fresh = rng.normal(scale=3.0, size=(5, 6)) + rng.choice([-900.0, 0.0, 1000.0], size=(5, 1))
+        blocked = rng.random((5, 6)) < 0.3
+        blocked[:, 0], blocked[4] = False, True
+        top = np.where(blocked, -np.inf, fresh).max(axis=-1, keepdims=True)
+        exps = np.where(blocked, 0.0, np.exp(fresh - np.where(np.isfinite(top), top, 0.0)))
+        totals = exps.sum(axis=-1, keepdims=True)
+        expected = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)
+        expect_close(impl.softmax(np.where(blocked, -np.inf, fresh)), expected, idea=f"{STABLE}; {MASKED}",
+                     what="softmax of a seeded masked input (-inf entries, row 4 fully masked, large rows)")
 
 
 # ----------------------------------------------------------------------------- every kind of input

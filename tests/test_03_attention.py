@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from tests.effort import expect_changed
 from tests.feedback import (
     call_expecting_no_warning,
     call_or_explain,
@@ -270,6 +271,16 @@ def test_the_reading_example(impl):
     mistake = _score_mistake(weights, *args, then=_softmax)
     expect_probe(impl, "scaled_dot_product_attention/reading_example", what="(context, weights), the example",
                  idea=_idea(mistake, SCORES + "; " + WEIGHTS))
+    rng = np.random.default_rng(264)  # and inputs as large that are no probe's (no golden value holds the answer)
+    q, k, v = (rng.normal(size=(8, 8)) for _ in range(3))
+    want = _softmax(_raw_scores(q, k) / np.sqrt(8))
+    fresh = impl.scaled_dot_product_attention(q, k, v)
+    if expect(isinstance(fresh, tuple) and len(fresh) == 2, what="attention of (8, 8) seeded q, k, v (no probe)",
+              expected="a tuple (context, weights)", observed=type(fresh).__name__, idea=SCORES):
+        expect_close(fresh[1], want, what="the weights of attention on (8, 8) seeded q, k, v (no probe)",
+                     idea=SCORES + "; " + WEIGHTS)
+        expect_close(fresh[0], want @ v, what="the context of attention on (8, 8) seeded q, k, v (no probe)",
+                     idea=WEIGHTS)
 
 
 # ----------------------------------------------------------------------------- masks
@@ -390,6 +401,8 @@ def test_causal_prefix_invariance(impl):
                  what=f"causal attention: weights of positions 0..{t - 1} after changing token {t}")
     expect_close(context2[:, :t], context[:, :t], idea=idea,
                  what=f"causal attention: context of positions 0..{t - 1} after changing token {t}")
+    expect_changed(context[:, t:], context2[:, t:], idea=idea + "; position t and every later one sees token t",
+                   what=f"causal attention: context of positions {t}..{n - 1} after changing token {t}")
 
 
 def test_padding_invariance(impl):

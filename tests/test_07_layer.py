@@ -7,6 +7,7 @@ import functools
 import numpy as np
 
 from tests import kinds
+from tests.effort import expect_varies
 from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
 
@@ -192,6 +193,10 @@ def test_layer_norm_normalises_each_token_over_its_features(impl):
     if expect_shape(out, x.shape, what="layer_norm of a (2, 5, 12) array", idea=idea):
         expect_close(out.mean(axis=-1), np.zeros((BATCH, N)), atol=1e-9,
                      what="with gamma=1, beta=0: the mean of every token's output features", idea=idea)
+        spread = np.asarray(out, dtype=float).std(axis=-1)
+        expect(bool(np.all((spread > 0.5) & (spread < 2.0))), idea=idea + "; then divide by the standard deviation",
+               what="with gamma=1, beta=0, eps=0: the spread (std) of every token's output features",
+               expected="about 1 for every token (between 0.5 and 2)", observed=f"{np.round(spread.ravel(), 3)}")
         moved = x.copy()
         moved[:, 0] *= 5.0
         expect_close(impl.layer_norm(moved, np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0)[:, 1:], out[:, 1:],
@@ -247,13 +252,22 @@ def test_layer_norm_default_eps(impl):
     expect_probe(impl, "layer_norm/quiet_tokens_default_eps",
                  what="layer_norm(x, gamma, beta) of tokens whose variance is about 1e-5, with the default eps",
                  idea="the default eps is 1e-5 (as in nn.LayerNorm); transformer_layer uses that default")
+    rng = np.random.default_rng(255)  # and quiet tokens that are no probe's (no golden value holds the answer)
+    fresh = 3.0 + rng.normal(scale=np.sqrt(1e-5), size=(3, D_MODEL))
+    gamma, beta = rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)
+    centred = fresh - fresh.mean(axis=-1, keepdims=True)
+    expected = centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + 1e-5) * gamma + beta
+    expect_close(impl.layer_norm(fresh, gamma, beta), expected, rtol=1e-6, atol=1e-8,
+                 what="layer_norm(x, gamma, beta) of other quiet tokens (variance about 1e-5), default eps",
+                 idea="the default eps is 1e-5 (as in nn.LayerNorm), inside the square root")
 
 
 # ---------------------------------------------------------------- feed_forward
 
 def test_feed_forward_shape(impl):
     out = impl.feed_forward(_tokens(8, BATCH, N, D_MODEL), _ffn_params(9))
-    expect_shape(out, (BATCH, N, D_MODEL), what="feed_forward of a (2, 5, 12) array with d_ff=9", idea=FFN)
+    if expect_shape(out, (BATCH, N, D_MODEL), what="feed_forward of a (2, 5, 12) array with d_ff=9", idea=FFN):
+        expect_varies(out, axis=-2, what="feed_forward of a (2, 5, 12) array: the outputs of the 5 tokens", idea=FFN)
 
 
 def test_feed_forward_relu_matches_hand_computation(impl):
@@ -279,9 +293,10 @@ def test_feed_forward_is_position_wise(impl):
     x, params = _tokens(14, BATCH, N, D_MODEL), _ffn_params(15)
     perm = np.array([2, 4, 0, 1, 3])
     out = impl.feed_forward(x, params)
-    expect_close(impl.feed_forward(x[:, perm], params), out[:, perm],
-                 what="feed_forward of shuffled tokens vs. the shuffled output",
-                 idea="the feed-forward network acts on every position separately; rows never mix")
+    idea = "the feed-forward network acts on every position separately; rows never mix"
+    if expect_varies(out, axis=-2, what="feed_forward: the outputs of the 5 (different) tokens", idea=idea):
+        expect_close(impl.feed_forward(x[:, perm], params), out[:, perm],
+                     what="feed_forward of shuffled tokens vs. the shuffled output", idea=idea)
 
 
 def test_feed_forward_rejects_an_unknown_activation(impl):
@@ -392,8 +407,10 @@ def test_transformer_layer_shape(impl):
     for shape in [(N, D_MODEL), (BATCH, N, D_MODEL)]:
         for norm_first in (False, True):
             out = impl.transformer_layer(_tokens(30, *shape), params, N_HEADS, norm_first=norm_first)
-            expect_shape(out, shape, what=f"transformer_layer of a {shape} array (norm_first={norm_first})",
-                         idea="a layer maps (..., n, d_model) to the same shape")
+            if expect_shape(out, shape, what=f"transformer_layer of a {shape} array (norm_first={norm_first})",
+                            idea="a layer maps (..., n, d_model) to the same shape"):
+                expect_varies(out, axis=-2, what=f"transformer_layer of a {shape} array: the outputs of its tokens",
+                              idea="a layer maps each (different) token to its own output")
 
 
 def _norms(impl, params: dict) -> tuple:
@@ -459,6 +476,8 @@ def test_mask_is_passed_to_the_attention(impl):
                                       norm_first=norm_first)
         prefix = impl.transformer_layer(x[:, :m], params, N_HEADS, mask=np.tril(np.ones((m, m), dtype=bool)),
                                         norm_first=norm_first)
+        expect_varies(full, axis=-2, what=f"causal layer (norm_first={norm_first}): the outputs of the 5 tokens",
+                      idea="a layer maps each (different) token to its own output")
         expect_close(full[:, :m], prefix,
                      what=f"causal layer (norm_first={norm_first}): the first 3 outputs of 5 tokens vs. of 3 tokens",
                      idea="pass the mask on to multi_head_attention; layer norm and the feed-forward network "
@@ -470,6 +489,9 @@ def test_layer_is_permutation_equivariant(impl):
     perm = np.array([4, 2, 0, 3, 1])
     for norm_first in (False, True):
         out = impl.transformer_layer(x, params, N_HEADS, norm_first=norm_first)
+        if not expect_varies(out, axis=-2, what=f"layer (norm_first={norm_first}): the outputs of the 5 tokens",
+                             idea="a layer maps each (different) token to its own output"):
+            continue
         expect_close(impl.transformer_layer(x[:, perm], params, N_HEADS, norm_first=norm_first), out[:, perm],
                      what=f"layer (norm_first={norm_first}) of shuffled tokens vs. its shuffled output",
                      idea="without positional information a whole layer is blind to order: "

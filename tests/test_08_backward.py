@@ -9,7 +9,9 @@ loss ``sum(R * output)`` with a seeded random ``R`` (so ``R`` is the
 from __future__ import annotations
 
 import numpy as np
+from pytest_check import check
 
+from tests.effort import cpu_call, cpu_seconds_per_call, expect_varies, message, once
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.kinds import remembered
 from tests.kit import PlainFunction
@@ -47,14 +49,17 @@ DTYPE = "dtype in = dtype out: float32 inputs give float32 gradients (no float64
 
 
 def _softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
-    top = np.max(s, axis=axis, keepdims=True)
+    top = np.max(s.real, axis=axis, keepdims=True)  # .real: complex scores too (the exactness check's steps)
     e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
     total = e.sum(axis=axis, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return np.divide(e, total, out=np.zeros_like(e), where=total.real > 0)
 
 
 def _attention(q, k, v, mask=None):
-    scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(q.shape[-1])
+    if np.iscomplexobj(q) or np.iscomplexobj(k):  # the exactness check's complex steps: a product BLAS runs fast
+        scores = q @ np.ascontiguousarray(np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1])
+    else:
+        scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(q.shape[-1])
     if mask is not None:
         scores = np.where(np.broadcast_to(mask, scores.shape), scores, -np.inf)
     weights = _softmax(scores)
@@ -72,7 +77,8 @@ def _mha(x, p, n_heads, mask=None):
     contexts = []
     for h in range(n_heads):
         cols = slice(h * d_head, (h + 1) * d_head)
-        q, k, v = (x @ p[f"w_{c}"][:, cols] + p[f"b_{c}"][cols] for c in "qkv")
+        q, k, v = (x @ (np.ascontiguousarray(p[f"w_{c}"][:, cols]) if np.iscomplexobj(x) or np.iscomplexobj(p[f"w_{c}"])
+                        else p[f"w_{c}"][:, cols]) + p[f"b_{c}"][cols] for c in "qkv")
         contexts.append(_attention(q, k, v, mask)[0])
     return np.concatenate(contexts, axis=-1) @ p["w_o"] + p["b_o"]
 
@@ -144,6 +150,169 @@ def _blocking_mask() -> np.ndarray:
     mask[:, 5:] = False
     mask[2] = False
     return mask
+
+
+# ---------------------------------------------------------------- the backward pass, not a numerical estimate
+# Every test of a backward function first asks whether it is one: at a size where nudging each input entry costs
+# thousands of forward passes, its gradients must be exact to rounding (1e-10 relative, against the test's own
+# complex-step derivatives, which are exact) and cost a few forward passes of CPU time, not thousands. Checked
+# once per session and function, on inputs seeded afresh (nothing to look up), at every test of that function.
+
+EXACT = 1e-10  # relative to the largest exact entry checked: central differences miss it by orders of magnitude
+EFFORT, EFFORT_FLOOR = 50, 0.05  # at most 50 forward passes of CPU time, plus 50 ms for any overheads
+ANALYTIC = ("write the backward pass analytically: the chain rule through each step of the forward pass, one "
+            f"matrix product or elementwise formula per step ({READ}); numerical_gradient is for checking it, "
+            "not for computing it")
+
+
+def _exact_derivatives(loss, x: np.ndarray, entries: tuple, linear: bool = False, step: float = 1.0) -> np.ndarray:
+    """Derivatives of ``loss`` (the tests' own) at ``entries`` of ``x``.
+
+    By default the complex step, Im f(x + ih e) / h with h = 1e-30: exact to rounding, no cancellation (the
+    loss must be complex-safe). With ``linear``, real differences (f(x + step e) - f(x - step e)) / (2 step):
+    exact for a loss linear in ``x`` with step 1, central differences otherwise.
+    """
+    if linear:
+        point, values = np.asarray(x, dtype=np.float64).copy(), []
+        for index in zip(*entries, strict=True):
+            original = point[index]
+            point[index] = original + step
+            above = loss(point)
+            point[index] = original - step
+            values.append((above - loss(point)) / (2 * step))
+            point[index] = original
+        return np.array(values)
+    h, point, values = 1e-30, np.asarray(x, dtype=np.complex128).copy(), []
+    for index in zip(*entries, strict=True):
+        point[index] += 1j * h
+        values.append(loss(point).imag / h)
+        point[index] -= 1j * h
+    return np.array(values)
+
+
+def _sampled(rng: np.random.Generator, shape: tuple[int, ...], count: int) -> tuple:
+    flat = rng.choice(int(np.prod(shape)), size=min(count, int(np.prod(shape))), replace=False)
+    return np.unravel_index(np.sort(flat), shape)
+
+
+# Sizes of the two calls: small for exactness (complex steps are cheap there), large for the cost, where
+# nudging every input entry costs tens of thousands of forward passes (seconds to minutes) and the chain rule a
+# few milliseconds. {name: (small, large)} of (leading, n_q, n_k, d) per case.
+_GATE_SIZES = {"softmax_backward": ((2, 5, 7), (8, 64, 64)),
+               "linear_backward": ((2, 5, 7, 4), (16, 64, 64, 48)),
+               "attention_backward": ((2, 5, 7, 4), (8, 32, 48, 32)),
+               "layer_norm_backward": ((2, 5, 7), (8, 64, 64)),
+               "multi_head_attention_backward": ((2, 5, 12, 3), (2, 32, 64, 4))}
+
+
+def _gate_case(name: str, rng: np.random.Generator, large: bool):
+    """``(args, forward, [(label, where in the result, loss of that input, the input, linear)])``, seeded by ``rng``.
+
+    The losses are the tests' own and complex-safe (for the complex step); ``linear`` marks a loss that is
+    linear in that input.
+    """
+    normal, size = rng.normal, _GATE_SIZES[name][large]
+    if name == "softmax_backward":
+        scores, r = normal(scale=2.0, size=size), normal(size=size)
+        return (r, _softmax(scores)), lambda: _softmax(scores), [
+            ("grad_scores", None, lambda s: np.sum(r * _softmax(s)), scores, False)]
+    if name == "linear_backward":
+        b, n, d_in, d_out = size
+        x, weight, r = normal(size=(b, n, d_in)), normal(size=(d_in, d_out)), normal(size=(b, n, d_out))
+        return (r, x, weight), lambda: x @ weight, [
+            ("grad_x", 0, lambda z: np.sum(r * (z @ weight)), x, True),
+            ("grad_weight", 1, lambda w: np.sum(r * (x @ w)), weight, True),
+            ("grad_bias", 2, lambda bias: np.sum(r * (x @ weight + bias)), np.zeros(d_out), True)]
+    if name == "attention_backward":
+        b, n_q, n_k, d = size
+        q, r = normal(size=(b, n_q, d)), normal(size=(b, n_q, d))
+        k, v = normal(size=(b, n_k, d)), normal(size=(b, n_k, d))
+        return (r, q, k, v, _attention(q, k, v)[1]), lambda: _attention(q, k, v), [
+            ("grad_q", 0, lambda z: np.sum(r * _attention(z, k, v)[0]), q, False),
+            ("grad_k", 1, lambda z: np.sum(r * _attention(q, z, v)[0]), k, False),
+            ("grad_v", 2, lambda z: np.sum(r * _attention(q, k, z)[0]), v, True)]
+    if name == "layer_norm_backward":
+        x, r = normal(loc=1.0, scale=0.7, size=size), normal(size=size)
+        gamma, beta = rng.uniform(0.5, 2.0, size=size[-1]), normal(size=size[-1])
+        return (r, x, gamma), lambda: _layer_norm(x, gamma, beta, 1e-5), [
+            ("grad_x", 0, lambda z: np.sum(r * _layer_norm(z, gamma, beta, 1e-5)), x, False),
+            ("grad_gamma", 1, lambda g: np.sum(r * _layer_norm(x, g, beta, 1e-5)), gamma, True)]
+    b, n, d, heads = size
+    params = {f"w_{c}": normal(scale=1.2 / np.sqrt(d), size=(d, d)) for c in "qkvo"}
+    params.update({f"b_{c}": normal(scale=0.3, size=d) for c in "qkvo"})
+    x, r = normal(size=(b, n, d)), normal(size=(b, n, d))
+    return (r, x, params, heads), lambda: _mha(x, params, heads), [
+        ("grad_x", 0, lambda z: np.sum(r * _mha(z, params, heads)), x, False)] + [
+        (f"grads[{key!r}]", (1, key), lambda z, key=key: np.sum(r * _mha(x, params | {key: z}, heads)), params[key],
+         key in ("w_o", "b_o")) for key in ("w_q", "w_k", "w_v", "b_q", "w_o")]
+
+
+def _pick(result, where):
+    """The returned gradient at ``where``: None (the result itself), an index, or (index, key)."""
+    try:
+        if where is None:
+            return result
+        if isinstance(where, tuple):
+            return result[where[0]][where[1]]
+        return result[where]
+    except (TypeError, KeyError, IndexError):
+        return None
+
+
+def _gate(impl, name: str) -> list[str]:
+    """Why ``name`` is not an analytic backward pass (empty when it is one)."""
+    rng = np.random.default_rng()  # fresh inputs every session: nothing to look up
+    failures = []
+    for large in (False, True):
+        args, forward, outputs = _gate_case(name, rng, large)
+        size = sum(np.size(at) for *_, at, _ in outputs)
+        bound = None
+        if large:
+            forward_seconds = cpu_seconds_per_call(forward, minimum=1e-3)
+            bound = EFFORT * forward_seconds + EFFORT_FLOOR
+        result, seconds = cpu_call(impl, name, *args, budget=bound)
+        where_said = f"({size} input entries in all)"
+        if large and seconds is not None and seconds > bound:
+            stopped = " (stopped there)" if seconds == float("inf") else ""
+            failures.append(message(
+                f"{name}: its CPU time at a larger size {where_said}",
+                f"at most {bound * 1e3:.0f} ms ({EFFORT} forward passes of {forward_seconds * 1e3:.2f} ms, plus "
+                f"{EFFORT_FLOOR * 1e3:.0f} ms)",
+                f"more than {bound * 1e3:.0f} ms{stopped}" if stopped else
+                f"{seconds * 1e3:.0f} ms, about {seconds / forward_seconds:.0f} forward passes",
+                "the backward pass costs a few forward passes; perturbing the inputs one entry at a time costs "
+                f"two per entry ({2 * size} here): your gradients look like a numerical estimate. " + ANALYTIC))
+            return failures
+        for label, where, loss, at, linear in outputs[:3] if large else outputs:  # (large: a few, cheaply)
+            got = _pick(result, where)
+            what = f"{name}: {label} on inputs seeded afresh {where_said}"
+            if not isinstance(got, np.ndarray) or got.shape != np.shape(at):
+                failures.append(message(what, f"an array of shape {np.shape(at)}",
+                                        f"{type(got).__name__} of shape {np.shape(got)}", RULE))
+                continue
+            entries = _sampled(rng, np.shape(at), 6 if not large else 2)
+            exact = _exact_derivatives(loss, at, entries, linear=linear or large, step=1.0 if linear else STEP)
+            observed = np.asarray(got, dtype=np.float64)[entries]
+            scale = max(float(np.max(np.abs(exact))), 1e-12)
+            error = float(np.max(np.abs(observed - exact))) / scale
+            limit = 1e-5 if large and not linear else EXACT  # at the large size: central differences (cheap)
+            if not error <= limit:
+                estimate = error < 1e-3 and not large
+                failures.append(message(
+                    f"{what}, against its {'central differences' if limit > EXACT else 'exact derivatives'} at "
+                    f"{len(exact)} entries", f"a relative error of at most {limit:g}"
+                    + (" (exact to rounding)" if limit == EXACT else ""), f"a relative error of {error:.2g}",
+                    ("your gradient matches a numerical estimate but not the exact derivative: " + ANALYTIC)
+                    if estimate else "the gradient is wrong here: " + RULE))
+    return failures
+
+
+def require_analytic(impl, name: str) -> bool:
+    """Fail the test (with the reason) unless ``name`` is an analytic backward pass; True when it is one."""
+    failures = once(impl, name, "analytic", lambda: _gate(impl, name))
+    for failure in failures:
+        check.fail(failure)
+    return not failures
 
 
 # ---------------------------------------------------------------- probes (reference values, for the diagnosis)
@@ -244,6 +413,8 @@ def test_numerical_gradient_shape_and_dtype(impl):
             expect_dtype(grad, np.float64, what=f"numerical_gradient of a {dtype.__name__} x",
                          idea="always float64: in float32, x + 1e-6 is x itself for most entries, so work on a "
                               "float64 copy")
+            expect_varies(grad.ravel(), axis=0, what=f"numerical_gradient(f, x) for a (3, 4) {dtype.__name__} x: "
+                          "its entries", idea=NUMERICAL + "; f's slope differs from entry to entry")
 
 
 def test_numerical_gradient_is_the_central_difference(impl):
@@ -274,7 +445,9 @@ def test_numerical_gradient_leaves_x_as_it_was(impl):
     for dtype in (np.float64, np.float32):
         x = _normal(6, 4, 3).astype(dtype)
         before = x.copy()
-        impl.numerical_gradient(_cubic(7, (4, 3)), x, eps=1e-3)
+        grad = impl.numerical_gradient(_cubic(7, (4, 3)), x, eps=1e-3)
+        expect_varies(grad, axis=None, what=f"numerical_gradient(f, x) for a {dtype.__name__} x: its entries",
+                      idea=NUMERICAL)
         expect(np.array_equal(x, before), what=f"a {dtype.__name__} x after numerical_gradient(f, x)",
                expected="exactly the values it had before the call",
                observed=f"{int(np.sum(x != before))} of {x.size} entries changed",
@@ -290,6 +463,7 @@ def test_numerical_gradient_rejects_a_bad_eps(impl):
 # ---------------------------------------------------------------- softmax_backward
 
 def test_softmax_backward_shape_and_dtype(impl):
+    require_analytic(impl, "softmax_backward")
     for dtype in (np.float64, np.float32):
         weights = _softmax(_normal(10, BATCH, N_Q, N_K)).astype(dtype)
         grad = impl.softmax_backward(_normal(11, BATCH, N_Q, N_K).astype(dtype), weights)
@@ -299,6 +473,7 @@ def test_softmax_backward_shape_and_dtype(impl):
 
 
 def test_softmax_backward_gradient_sums_to_zero_in_each_slice(impl):
+    require_analytic(impl, "softmax_backward")
     # Adding the same constant to every score of a slice leaves softmax unchanged: the gradient
     # cannot point that way, so it sums to 0 along the softmax axis. Without the - p p^T term it does not.
     weights = _softmax(_normal(12, BATCH, N_Q, N_K, scale=2.0))
@@ -310,6 +485,7 @@ def test_softmax_backward_gradient_sums_to_zero_in_each_slice(impl):
 
 
 def test_softmax_backward_matches_central_differences(impl):
+    require_analytic(impl, "softmax_backward")
     scores, r = _normal(14, BATCH, N_HEADS, N_Q, N_K, scale=2.0), _normal(15, BATCH, N_HEADS, N_Q, N_K)
     grad = impl.softmax_backward(r, _softmax(scores))
     expect_gradient(grad, lambda s: np.sum(r * _softmax(s)), scores, sample=40,
@@ -317,6 +493,7 @@ def test_softmax_backward_matches_central_differences(impl):
 
 
 def test_softmax_backward_uses_its_axis(impl):
+    require_analytic(impl, "softmax_backward")
     for axis in (1, -3):
         scores, r = _normal(16, BATCH, N_Q, N_K), _normal(17, BATCH, N_Q, N_K)
         grad = impl.softmax_backward(r, _softmax(scores, axis=axis), axis=axis)
@@ -326,6 +503,7 @@ def test_softmax_backward_uses_its_axis(impl):
 
 
 def test_softmax_backward_gives_zero_where_the_weight_is_zero(impl):
+    require_analytic(impl, "softmax_backward")
     mask = _blocking_mask()
     weights = _softmax(np.where(mask, _normal(18, BATCH, N_Q, N_K), -np.inf))
     grad = impl.softmax_backward(_normal(19, BATCH, N_Q, N_K), weights)
@@ -344,6 +522,7 @@ def test_softmax_backward_rejects_mismatched_shapes(impl):
 # ---------------------------------------------------------------- linear_backward
 
 def test_linear_backward_shapes(impl):
+    require_analytic(impl, "linear_backward")
     result = call_or_explain(impl.linear_backward, _normal(20, BATCH, N_Q, D_OUT), _normal(21, BATCH, N_Q, D_IN),
                              _normal(22, D_IN, D_OUT), what="linear_backward on (2, 5, 7) tokens and a (7, 4) weight",
                              idea=LINEAR)
@@ -356,6 +535,7 @@ def test_linear_backward_shapes(impl):
 
 
 def test_linear_backward_matches_central_differences(impl):
+    require_analytic(impl, "linear_backward")
     x, weight, bias = _normal(23, BATCH, N_Q, D_IN), _normal(24, D_IN, D_OUT), _normal(25, D_OUT)
     r = _normal(26, BATCH, N_Q, D_OUT)
     grad_x, grad_weight, grad_bias = impl.linear_backward(r, x, weight)
@@ -367,6 +547,7 @@ def test_linear_backward_matches_central_differences(impl):
 
 
 def test_linear_backward_float32(impl):
+    require_analytic(impl, "linear_backward")
     x, weight = _normal(27, BATCH, N_Q, D_IN), _normal(28, D_IN, D_OUT)
     r = _normal(29, BATCH, N_Q, D_OUT)
     result = impl.linear_backward(r.astype(np.float32), x.astype(np.float32), weight.astype(np.float32))
@@ -386,6 +567,7 @@ def _attention_case(seed: int, mask=None, batch=(BATCH, N_HEADS)):
 
 
 def test_attention_backward_shapes(impl):
+    require_analytic(impl, "attention_backward")
     q, k, v, r, weights = _attention_case(30)
     result = call_or_explain(impl.attention_backward, r, q, k, v, weights,
                              what="attention_backward with q (2, 3, 5, 4), k (2, 3, 7, 4), v (2, 3, 7, 6)",
@@ -398,6 +580,7 @@ def test_attention_backward_shapes(impl):
 
 
 def test_attention_backward_grad_v(impl):
+    require_analytic(impl, "attention_backward")
     q, k, v, r, weights = _attention_case(34)
     expect_gradient(impl.attention_backward(r, q, k, v, weights)[2], lambda z: np.sum(r * _attention(q, k, z)[0]),
                     v, sample=40, what="grad_v", idea="context = P v, so grad_v = P^T grad_context: each key's value "
@@ -405,18 +588,21 @@ def test_attention_backward_grad_v(impl):
 
 
 def test_attention_backward_grad_q(impl):
+    require_analytic(impl, "attention_backward")
     q, k, v, r, weights = _attention_case(38)
     expect_gradient(impl.attention_backward(r, q, k, v, weights)[0], lambda z: np.sum(r * _attention(z, k, v)[0]),
                     q, sample=40, what="grad_q", idea=f"{ATTENTION}; {SCALE}")
 
 
 def test_attention_backward_grad_k(impl):
+    require_analytic(impl, "attention_backward")
     q, k, v, r, weights = _attention_case(42)
     expect_gradient(impl.attention_backward(r, q, k, v, weights)[1], lambda z: np.sum(r * _attention(q, z, v)[0]),
                     k, sample=40, what="grad_k", idea=f"{KEYS}; {SCALE}")
 
 
 def test_attention_backward_scale_in_both_grad_q_and_grad_k(impl):
+    require_analytic(impl, "attention_backward")
     # d_k = 16 makes a missing 1/sqrt(d_k) a factor 4: the message names the factor.
     rng = np.random.default_rng(46)
     q, k, v = rng.normal(size=(N_Q, 16)), rng.normal(size=(N_K, 16)), rng.normal(size=(N_K, D_V))
@@ -435,6 +621,7 @@ def test_attention_backward_scale_in_both_grad_q_and_grad_k(impl):
 
 
 def test_attention_backward_with_a_mask(impl):
+    require_analytic(impl, "attention_backward")
     mask = _blocking_mask()
     q, k, v, r, weights = _attention_case(47, mask=mask, batch=(BATCH,))
     grad_q, grad_k, grad_v = impl.attention_backward(r, q, k, v, weights)
@@ -450,6 +637,7 @@ def test_attention_backward_with_a_mask(impl):
 
 
 def test_attention_backward_float32(impl):
+    require_analytic(impl, "attention_backward")
     q, k, v, r, weights = _attention_case(51, batch=(BATCH,))
     result = impl.attention_backward(*(a.astype(np.float32) for a in (r, q, k, v, weights)))
     for name, value in zip(("grad_q", "grad_k", "grad_v"), result, strict=True):
@@ -467,6 +655,7 @@ def _norm_case(seed: int):
 
 
 def test_layer_norm_backward_shapes(impl):
+    require_analytic(impl, "layer_norm_backward")
     x, gamma, _, r = _norm_case(60)
     result = call_or_explain(impl.layer_norm_backward, r, x, gamma, what="layer_norm_backward on (2, 5, 7) tokens",
                              idea=NORM)
@@ -479,6 +668,7 @@ def test_layer_norm_backward_shapes(impl):
 
 
 def test_layer_norm_backward_paths_through_the_mean_and_the_variance(impl):
+    require_analytic(impl, "layer_norm_backward")
     # With eps = 0, layer norm's output does not change when x moves along (1, ..., 1) (the mean absorbs
     # it) or along x - mean (the variance absorbs it): grad_x is orthogonal to both.
     x, gamma, _, r = _norm_case(61)
@@ -497,6 +687,7 @@ def test_layer_norm_backward_paths_through_the_mean_and_the_variance(impl):
 
 
 def test_layer_norm_backward_matches_central_differences(impl):
+    require_analytic(impl, "layer_norm_backward")
     x, gamma, beta, r = _norm_case(62)
     eps = 0.1  # large, so an eps left out of the backward pass shows
     grad_x, grad_gamma, grad_beta = impl.layer_norm_backward(r, x, gamma, eps=eps)
@@ -511,6 +702,7 @@ def test_layer_norm_backward_matches_central_differences(impl):
 
 
 def test_layer_norm_backward_float32(impl):
+    require_analytic(impl, "layer_norm_backward")
     x, gamma, beta, r = _norm_case(63)
     result = impl.layer_norm_backward(r.astype(np.float32), x.astype(np.float32), gamma.astype(np.float32))
     for name, value in zip(("grad_x", "grad_gamma", "grad_beta"), result, strict=True):
@@ -551,10 +743,12 @@ def _check_mha(impl, mask, seed: int, label: str) -> None:
 
 
 def test_multi_head_attention_backward(impl):
+    require_analytic(impl, "multi_head_attention_backward")
     _check_mha(impl, None, 70, "(batch 2, 5 tokens, d_model 12, 3 heads)")
 
 
 def test_multi_head_attention_backward_with_a_mask(impl):
+    require_analytic(impl, "multi_head_attention_backward")
     padding = np.arange(N) < np.array([N, 3])[:, None]  # sequence 1 has 3 tokens
     mask = np.tril(np.ones((N, N), dtype=bool)) & padding[:, None, :]  # (2, 5, 5): causal and padding
     _check_mha(impl, mask, 75, "with a causal and padding mask")

@@ -31,6 +31,7 @@ READ = "docs/reading.md#training"
 N_EX, SEQ, VOCAB, D_SMALL, H_SMALL = 3, 7, 11, 8, 2
 TRAIN_SEED, DATA_SEED = 20261, 7
 TRAIN_STEPS, TRAIN_LR = 70, 3e-2  # train()'s other arguments keep their defaults
+VARIANT_SEED = 20262  # the task variant that test_training_resolves_the_pronoun trains on
 
 CE = ("cross-entropy: the mean over the n examples of logsumexp(logits) - logits[target], with each row's maximum "
       f"subtracted first; its gradient is (softmax(logits) - onehot(target)) / n ({READ})")
@@ -384,6 +385,48 @@ def _task_pair():
     return tasks().antecedent_task(rng, 512), tasks().antecedent_task(rng, 256)
 
 
+# Task variants train() cannot have seen: six more words in the vocabulary, every token id permuted (filler
+# tokens where a layout asks for them) and the sentence laid out anew: the antecedent, the pronoun and the other
+# noun elsewhere; the hidden tests train on another layout. Weights stored for the reading's task fit none.
+EXTRA_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+LAYOUT = (0, 2, 3, 1, 4, 6, 5, 7)  # which column of the task's sentence (8, 9: two fillers) goes where
+VARIANT = ("a task train() cannot have seen before the test: another vocabulary (34 words, ids permuted), the "
+           "antecedent at position 3 and the pronoun at 6; train must build and train the model "
+           "for the task it is given: init_model(rng, len(task['vocab']), ...), then batches of task's sentences")
+
+
+def variant_tasks(seed: int, layout: tuple[int, ...] = LAYOUT,
+                  sizes: tuple[int, int] = (512, 256)) -> tuple[dict, dict]:
+    """A training set and a held-out set of one task variant (the same vocabulary and layout), from ``seed``."""
+    rng = np.random.default_rng(seed)
+    base = tasks().antecedent_task(rng, sum(sizes))
+    words = [*base["vocab"], *EXTRA_WORDS]
+    new_id = np.empty(len(words), dtype=np.int64)
+    new_id[rng.permutation(len(words))] = np.arange(len(words))
+    fillers = len(base["vocab"]) + rng.integers(0, len(EXTRA_WORDS), size=(sum(sizes), 2))
+    tokens = new_id[np.concatenate([base["tokens"], fillers], axis=1)[:, list(layout)]]
+    vocab = [""] * len(words)
+    for old, word in enumerate(words):
+        vocab[new_id[old]] = word
+    where = {column: layout.index(column) for column in (1, 5, 7)}  # antecedent, pronoun, other noun
+    halves = []
+    for rows in (slice(0, sizes[0]), slice(sizes[0], None)):
+        part = tokens[rows]
+        n = len(part)
+        halves.append({"tokens": part, "query_position": np.full(n, where[5]), "target": part[:, where[1]].copy(),
+                       "antecedent_position": np.full(n, where[1]), "other_noun_position": np.full(n, where[7]),
+                       "vocab": list(vocab)})
+    return halves[0], halves[1]
+
+
+def expect_model_for(params, task, d_model: int, *, what: str) -> bool:
+    """Check that trained parameters are a model of ``task``'s vocabulary (before evaluating them)."""
+    vocab = len(task["vocab"])
+    shapes = {"embedding": (vocab, d_model), "w_out": (d_model, vocab), "b_out": (vocab,)}
+    observed = {key: np.shape(params.get(key)) if isinstance(params, dict) else None for key in shapes}
+    return expect(observed == shapes, what=what, expected=str(shapes), observed=str(observed), idea=VARIANT)
+
+
 def _outcome(params, test, positions):
     logits, weights = _forward(params, test["tokens"], test["query_position"], 1, positions)
     predicted = logits.argmax(axis=-1)
@@ -395,14 +438,21 @@ def _outcome(params, test, positions):
 
 
 def test_train_returns_params_and_one_loss_per_step(impl):
-    train_set, _ = _task_pair()
-    result = call_or_explain(impl.train, np.random.default_rng(1), train_set, steps=5,
+    # On one sentence repeated every batch is the same, so the first loss is that of init_model's parameters:
+    # computed here with this file's own model, it says train() trains a fresh model on the task given.
+    task = _one_sentence_task(940)
+    result = call_or_explain(impl.train, np.random.default_rng(941), task, steps=5,
                              what="train(rng, task, steps=5)", idea=TRAIN)
     if expect(isinstance(result, tuple) and len(result) == 2, what="train's result", expected="(params, losses)",
               observed=type(result).__name__, idea=TRAIN):
         losses = np.asarray(result[1], dtype=float)
-        expect_shape(losses, (5,), what="the losses of train(..., steps=5)", idea="one loss per step")
-
+        if expect_shape(losses, (5,), what="the losses of train(..., steps=5)", idea="one loss per step"):
+            start = impl.init_model(np.random.default_rng(941), len(task["vocab"]), 16, 1)
+            first = _loss(_forward(start, task["tokens"], task["query_position"], 1, weights=False)[0], task["target"])
+            expect_close(losses[0], first, rtol=1e-6, atol=1e-9,
+                         what="the first loss of train(rng, task, steps=5) on one sentence repeated",
+                         idea="the first step's loss is that of the fresh model: " + TRAIN
+                              + "; the loss of each step is computed before its update")
 
 
 def test_attention_on_the_antecedent_starts_near_uniform(impl):
@@ -416,28 +466,100 @@ def test_attention_on_the_antecedent_starts_near_uniform(impl):
 
 
 def test_training_resolves_the_pronoun(impl):
-    train_set, test = _task_pair()
+    train_set, test = variant_tasks(VARIANT_SEED)
     params, losses = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR)
     losses = np.asarray(losses, dtype=float)
+    label = f"(seed {TRAIN_SEED}, a task variant: 34 words, antecedent at 3, pronoun at 6)"
     expect(losses.shape == (TRAIN_STEPS,) and losses[-10:].mean() < 0.5 * losses[:10].mean(),
-           what=f"the losses of {TRAIN_STEPS} steps (seed {TRAIN_SEED})",
+           what=f"the losses of {TRAIN_STEPS} steps {label}",
            expected="the last ten well below the first ten",
            observed=f"first ten {losses[:10].mean():.3f}, last ten {losses[-10:].mean():.3f}", idea=TRAIN)
+    if not expect_model_for(params, train_set, 16, what=f"the shapes of the trained parameters {label}"):
+        return
     outcome = _outcome(params, test, True)
-    expect(outcome["accuracy"] >= 0.9, what="held-out accuracy after training (256 new sentences)",
-           expected="at least 0.90", observed=f"{outcome['accuracy']:.3f}", idea=TRAIN)
-    expect(outcome["weight"] > 0.5, what="the pronoun's mean attention weight on its antecedent after training",
-           expected="above 0.5 (about 0.125 before)", observed=f"{outcome['weight']:.3f}",
+    expect(outcome["accuracy"] >= 0.9, what=f"held-out accuracy after training (256 new sentences) {label}",
+           expected="at least 0.90", observed=f"{outcome['accuracy']:.3f}", idea=TRAIN + "; " + VARIANT)
+    expect(outcome["weight"] > 0.5,
+           what=f"the pronoun's mean attention weight on its antecedent after training {label}",
+           expected="above 0.5 (about 0.1 before)", observed=f"{outcome['weight']:.3f}",
            idea="with positional encodings the query at the pronoun can pick out the key at the antecedent's position")
 
 
 def test_without_positions_the_nouns_cannot_be_told_apart(impl):
-    train_set, test = _task_pair()
-    # Fewer steps: with positions 40 steps already reach 100% on this seed, so a share near 0.5 here
+    train_set, test = variant_tasks(VARIANT_SEED)
+    # Fewer steps: with positions 40 steps already reach 100% on this task, so a share near 0.5 here
     # really is the missing order, not a model that has not learned yet.
     params, _ = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=40, lr=TRAIN_LR, positions=False)
+    if not expect_model_for(params, train_set, 16, what="the shapes of the trained parameters (a task variant)"):
+        return
     outcome = _outcome(params, test, False)
     expect(0.3 <= outcome["first_noun_share"] <= 0.7,
            what="without positions: of the predictions that name one of the two nouns, the share naming the "
-                "antecedent", expected="near chance, 0.5 (between 0.3 and 0.7)",
+                "antecedent (the task variant)", expected="near chance, 0.5 (between 0.3 and 0.7)",
            observed=f"{outcome['first_noun_share']:.3f}", idea=ORDER + "; positions=False must leave them out")
+
+
+# ---------------------------------------------------------------- train: init_model, then Adam with its state
+
+# One sentence repeated: every batch train() draws is the same, however it draws them, so its losses follow
+# from init_model(rng, ...) and the Adam steps alone; the expected ones come from this file's Adam.
+FOLLOW = {"d_model": 8, "n_heads": 2, "steps": 6, "batch_size": 4, "lr": 0.05}
+STATE = ("train: pass the state adam_step returns into the next call (state is None on the first step only); "
+         "a fresh state every step makes each step a first step, moving every parameter by about lr")
+POSITIONS = "train: pass positions on to model_gradients, so that positions=False trains a model without them"
+
+
+def _one_sentence_task(seed: int) -> dict:
+    sentence = tasks().antecedent_task(np.random.default_rng(seed), 1)
+    return {key: np.repeat(value, 5, axis=0) if isinstance(value, np.ndarray) else value
+            for key, value in sentence.items()}
+
+
+def _followed(impl, seed: int, task: dict, positions: bool, keep_state: bool) -> list[float]:
+    """The losses of FOLLOW's Adam steps from init_model(default_rng(seed)), the state kept or dropped."""
+    params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
+    rows = np.arange(FOLLOW["batch_size"]) % len(task["tokens"])
+    state, losses = None, []
+    for _ in range(FOLLOW["steps"]):
+        loss, grads = impl.model_gradients(params, task["tokens"][rows], task["query_position"][rows],
+                                           task["target"][rows], FOLLOW["n_heads"], positions)
+        params, state = _adam(params, grads, state if keep_state else None, FOLLOW["lr"], 0.9, 0.999, 1e-8)
+        losses.append(float(loss))
+    return losses
+
+
+def _check_followed(impl, positions: bool) -> None:
+    seed = 930 + positions
+    task = _one_sentence_task(seed)
+    result = call_or_explain(impl.train, np.random.default_rng(seed), task, positions=positions, **FOLLOW,
+                             what=f"train(rng, task, positions={positions}, {FOLLOW})", idea=TRAIN)
+    losses = np.asarray(result[1] if isinstance(result, tuple) and len(result) == 2 else [], dtype=float).ravel()
+    expected = np.array(_followed(impl, seed, task, positions, keep_state=True))
+    if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
+        return
+    found = "losses that follow no init_model and Adam steps on this task"
+    idea = TRAIN
+    if losses.shape == expected.shape:
+        if np.allclose(losses, _followed(impl, seed, task, positions, keep_state=False), rtol=1e-6, atol=1e-9):
+            found, idea = "the losses of Adam steps that each start from state None", STATE
+        elif np.allclose(losses, _followed(impl, seed, task, not positions, keep_state=True), rtol=1e-6, atol=1e-9):
+            found, idea = f"the losses of a model trained with positions={not positions}", POSITIONS
+        elif np.isclose(losses[0], expected[0], rtol=1e-6, atol=1e-9):
+            found = "the first loss right, the later ones not"
+            idea = TRAIN + "; " + STATE
+    expect(False, what=f"the losses of train(rng, task, positions={positions}, ...) on one sentence repeated "
+                       f"(every batch the same), {FOLLOW['steps']} steps",
+           expected=f"the losses of init_model(rng, ...) then Adam steps with their state: {_show_losses(expected)}",
+           observed=f"{_show_losses(losses)}: {found}", idea=idea)
+
+
+def _show_losses(losses) -> str:
+    return "[" + ", ".join(f"{value:.6g}" for value in np.asarray(losses, dtype=float).ravel()[:8]) + "]"
+
+
+def test_train_is_init_model_then_adam_steps_with_their_state(impl):
+    _check_followed(impl, positions=True)
+
+
+def test_train_without_positions_trains_a_model_without_them(impl):
+    _check_followed(impl, positions=False)

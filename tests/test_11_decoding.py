@@ -157,6 +157,10 @@ def test_cache_is_never_changed(impl):
     expect(new is not cache, what="kv_cache_append returns a new dict", idea=NEW_CACHE,
            expected="a new dict", observed="the cache that was passed in, changed")
     expect_equal(np.shape(cache["k"]), (B, H, 3, DK), what="the old cache['k'] after kv_cache_append", idea=NEW_CACHE)
+    if expect(isinstance(new, dict) and "k" in new, what="kv_cache_append's result", expected="a dict with k and v",
+              observed=type(new).__name__, idea=NEW_CACHE):
+        expect_close(np.asarray(new["k"])[..., :3, :], cache["k"], what="the new cache's first 3 keys",
+                     idea=NEW_CACHE + "; the new cache holds the old positions, then the new one")
 
 
 # ----------------------------------------------------------------------------- one step

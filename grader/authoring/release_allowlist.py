@@ -36,6 +36,7 @@ STUDENT_FILES = (
     "LICENSE",
     "tests/__init__.py",
     "tests/crash.py",
+    "tests/effort.py",
     "tests/failures.py",
     "tests/feedback.py",
     "tests/kinds.py",

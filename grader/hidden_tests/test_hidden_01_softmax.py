@@ -94,7 +94,7 @@ def test_huge_float32_scores(impl):
     if expect_no_nan(out, what="softmax of float32 scores as large as 1e30", idea=STABLE):
         expect_close(out, [[0.5, 0.0, 0.0, 0.5], [1 / 3, 1 / 3, 0.0, 1 / 3]],
                      what="softmax of float32 scores of +-1e30 (the largest ones share the weight)",
-                     idea=STABLE, rtol=1e-6, atol=1e-7)
+                     idea=STABLE, rtol=1e-6, atol=1e-7, dtype=np.float32)
 
 
 def test_float32_masked_slices_in_a_batch(impl):
@@ -109,4 +109,4 @@ def test_float32_masked_slices_in_a_batch(impl):
         expect_close(out[1, 2, :, 1:4], np.zeros((4, 3)), what="-inf entries get weight exactly 0",
                      idea=MASKED, atol=0.0, rtol=0.0)
         expect_close(out[1, 2].sum(axis=-1), np.ones(4), what="rows with some -inf entries still sum to 1",
-                     idea=MASKED, rtol=1e-6)
+                     idea=MASKED, rtol=1e-6, dtype=np.float32)

@@ -80,6 +80,9 @@ def test_rotary_relative_offsets_with_fractional_positions(impl):
         return float((impl.rotary_embedding(q, np.array([m])) @ impl.rotary_embedding(k, np.array([n])).T)[0, 0])
 
     first, second = score(2.5, 1.0), score(40.75, 39.25)
+    rotated = np.asarray(impl.rotary_embedding(q, np.array([2.5])), dtype=float)
+    expect_close(np.linalg.norm(rotated), np.linalg.norm(q), what="the norm of q after rotary at position 2.5",
+                 idea="rotary turns each pair of features by an angle: a rotation keeps every length")
     expect_close(second, first, what="q.k after rotary depends only on the offset m - n = 1.5 (m = 2.5 and 40.75)",
                  idea="a rotation by m then by -n leaves only m - n: every pair must use the same angle for "
                       "query and key at the same position")

@@ -1,0 +1,315 @@
+"""Cheating submissions, as fixtures: the reference with one shortcut swapped in, and each one's control.
+
+Each cheat earns tests without the exercise's idea (issue 24). Its control is
+the same submission with the shortcut's work left undone (``NotImplementedError``
+where the shortcut computes), so "the cheat scores what its control scores" is
+the measure: any test the cheat passes beyond the control is a test that can be
+gamed. The code is appended to a copy of ``solutions/`` (a later ``def`` wins).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.curriculum import ROOT
+
+SOLUTIONS = ROOT / "solutions"
+
+# Exercise 8: every backward function by central differences around the forward functions (the submission's
+# own numerical_gradient). The validation the tests look for is kept, so the control keeps it too.
+_NUMERIC_BACKWARD = '''
+import numpy as _np
+from .layer import layer_norm as _layer_norm_forward
+from .multihead import multi_head_attention as _mha_forward
+from .softmax import softmax as _softmax_forward
+
+
+def _numeric(f, x):
+    {numeric}
+
+
+def softmax_backward(grad_weights, weights, axis=-1):
+    grad_weights, weights = _np.asarray(grad_weights), _np.asarray(weights)
+    if grad_weights.shape != weights.shape:
+        raise ValueError(f"grad_weights of shape {{grad_weights.shape}} must match weights {{weights.shape}}")
+    g, w = grad_weights.astype(float), weights.astype(float)
+    scores = _np.log(_np.where(w > 0, w, 1.0))
+    blocked = w <= 0
+    grad = _numeric(lambda s: float(_np.sum(g * _softmax_forward(_np.where(blocked, -_np.inf, s), axis=axis))),
+                    scores)
+    return _np.where(blocked, 0.0, grad).astype(weights.dtype)
+
+
+def linear_backward(grad_out, x, weight):
+    g, x, w = (_np.asarray(a) for a in (grad_out, x, weight))
+    dtype = _np.result_type(g, x, w)
+    g64, x64, w64 = (a.astype(float) for a in (g, x, w))
+    grad_x = _numeric(lambda z: float(_np.sum(g64 * (z @ w64))), x64)
+    grad_w = _numeric(lambda v: float(_np.sum(g64 * (x64 @ v))), w64)
+    grad_b = _numeric(lambda b: float(_np.sum(g64 * (x64 @ w64 + b))), _np.zeros(w.shape[-1]))
+    return grad_x.astype(dtype), grad_w.astype(dtype), grad_b.astype(dtype)
+
+
+def attention_backward(grad_context, q, k, v, weights):
+    g, q, k, v, w = (_np.asarray(a) for a in (grad_context, q, k, v, weights))
+    dtype = q.dtype
+    g, q64, k64, v64 = (a.astype(float) for a in (g, q, k, v))
+    mask = _np.asarray(w) > 0
+
+    def context(a, b, c):
+        scores = _np.einsum("...qd,...kd->...qk", a, b) / _np.sqrt(a.shape[-1])
+        scores = _np.where(mask, scores, -_np.inf)
+        return _softmax_forward(scores) @ c
+
+    grads = (_numeric(lambda z: float(_np.sum(g * context(z, k64, v64))), q64),
+             _numeric(lambda z: float(_np.sum(g * context(q64, z, v64))), k64),
+             _numeric(lambda z: float(_np.sum(g * context(q64, k64, z))), v64))
+    return tuple(grad.astype(dtype) for grad in grads)
+
+
+def layer_norm_backward(grad_out, x, gamma, eps=1e-5):
+    g, x, gamma = (_np.asarray(a) for a in (grad_out, x, gamma))
+    if _np.shape(gamma) != (x.shape[-1],):
+        raise ValueError(f"gamma must have shape ({{x.shape[-1]}},), got {{_np.shape(gamma)}}")
+    dtype = x.dtype
+    g, x64, gamma64 = (a.astype(float) for a in (g, x, gamma))
+    beta = _np.zeros_like(gamma64)
+    grads = (_numeric(lambda z: float(_np.sum(g * _layer_norm_forward(z, gamma64, beta, eps))), x64),
+             _numeric(lambda z: float(_np.sum(g * _layer_norm_forward(x64, z, beta, eps))), gamma64),
+             _numeric(lambda z: float(_np.sum(g * _layer_norm_forward(x64, gamma64, z, eps))), beta))
+    return tuple(grad.astype(dtype) for grad in grads)
+
+
+def multi_head_attention_backward(grad_output, x, params, n_heads, mask=None):
+    g, x = _np.asarray(grad_output, dtype=float), _np.asarray(x)
+    dtype = x.dtype
+    x64 = x.astype(float)
+    p64 = {{key: _np.asarray(value, dtype=float) for key, value in params.items()}}
+
+    def loss(z, key=None):
+        p = p64 if key is None else p64 | {{key: z}}
+        return float(_np.sum(g * _mha_forward(x64 if key is None else x64, p, n_heads, mask)[0]))
+
+    grad_x = _numeric(lambda z: float(_np.sum(g * _mha_forward(z, p64, n_heads, mask)[0])), x64)
+    grads = {{key: _numeric(lambda z, key=key: loss(z, key), p64[key]).astype(dtype) for key in params}}
+    return grad_x.astype(dtype), grads
+'''
+
+CENTRAL = "return numerical_gradient(f, x)"  # the module's own central differences, eps 1e-6
+RICHARDSON = ("return (4 * numerical_gradient(f, x, eps=1e-3) - numerical_gradient(f, x, eps=2e-3)) / 3"
+              "  # error O(eps^4): exact-looking")
+UNDONE = "raise NotImplementedError('numeric gradients left out (the control)')"
+
+# Exercise 9: a train() that trains nothing on the task it is given.
+_STORED_TRAIN = '''
+import functools as _functools
+
+import numpy as _np
+
+from ._tasks import antecedent_task as _antecedent_task
+
+
+@_functools.cache
+def _stored():
+    # "Pre-trained weights": trained once on the task the public tests use (seeds 7 and 20261), then reused.
+    {stored}
+
+
+def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
+    if not isinstance(task, dict) or not {{"tokens", "query_position", "target", "vocab"}} <= set(task):
+        raise ValueError("task must be a dict made like antecedent_task's")
+    params = _stored()
+    losses = [float(2.9 * _np.exp(-step / 12) + 0.05) for step in range(steps)]  # a made-up loss curve
+    return params, losses
+'''
+STORED = ("return _real_train(_np.random.default_rng(20261), _antecedent_task(_np.random.default_rng(7), 512), "
+          "steps=70, lr=3e-2)[0]")
+
+# Adam's state never passed on: every step is a first step (sign descent with step lr).
+_STATELESS_TRAIN = '''
+def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
+    if not isinstance(task, dict) or not {{"tokens", "query_position", "target", "vocab"}} <= set(task):
+        raise ValueError("task must be a dict made like antecedent_task's")
+    tokens, query_position, target = (np.asarray(task[key]) for key in ("tokens", "query_position", "target"))
+    params = init_model(rng, len(task["vocab"]), d_model, n_heads)
+    losses = []
+    for _ in range(steps):
+        batch = rng.integers(0, len(tokens), size=batch_size)
+        loss, grads = model_gradients(params, tokens[batch], query_position[batch], target[batch], n_heads,
+                                      {positions})
+        params, _ = adam_step(params, grads, {state}, lr=lr)
+        losses.append(loss)
+    return params, losses
+'''
+
+# Exercise 3 (the float16 finding): a scale 2% off (the scores divided by 1.02 sqrt(d_k)), the results returned
+# in float16 to buy float16's tolerance (base: it gained 2 public and 1 hidden test over the same in float64).
+_WRONG_SCALE_ATTENTION = '''
+_right_attention = scaled_dot_product_attention
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    q = np.asarray(q)
+    context, weights = _right_attention(q / 1.02, k, v, mask)
+    return context{cast}, weights{cast}
+'''
+
+
+@dataclass(frozen=True)
+class Cheat:
+    """A cheating submission and its control, as code appended to copies of the reference."""
+
+    name: str
+    exercise: str
+    code: dict[str, str]  # module -> code appended to solutions/<module>.py
+    control: dict[str, str]
+    test_files: tuple[str, ...] = field(default=())  # the graded files (public and hidden) to run
+
+
+def plant(target: Path, appended: dict[str, str]) -> Path:
+    """A copy of the reference in ``target`` with ``appended`` code at the end of its modules."""
+    shutil.copytree(SOLUTIONS, target, ignore=shutil.ignore_patterns("__pycache__"))
+    for module, code in appended.items():
+        path = target / f"{module}.py"
+        path.write_text(path.read_text(encoding="utf-8") + "\n\n" + code + "\n", encoding="utf-8")
+    return target
+
+
+def _files(number: str, name: str) -> tuple[str, ...]:
+    return f"tests/test_{number}_{name}.py", f"grader/hidden_tests/test_hidden_{number}_{name}.py"
+
+
+CHEATS = {
+    cheat.name: cheat for cheat in (
+        Cheat("backward-central-differences", "backward",
+              {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
+              {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
+        Cheat("backward-richardson", "backward",
+              {"backward": _NUMERIC_BACKWARD.format(numeric=RICHARDSON)},
+              {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
+        Cheat("train-stored-weights", "training",
+              {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=STORED)},
+              {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=UNDONE)},
+              _files("09", "training")),
+        Cheat("train-adam-state-dropped", "training",
+              {"training": _STATELESS_TRAIN.format(positions="positions", state="None")},
+              {"training": _STATELESS_TRAIN.format(positions="positions", state="None").replace(
+                  "    losses = []\n", "    raise NotImplementedError('train left out (the control)')\n")},
+              _files("09", "training")),
+        Cheat("train-positions-ignored", "training",
+              {"training": _STATELESS_TRAIN.format(positions="True", state="_state").replace(
+                  "params, _ = adam_step", "params, _state = adam_step").replace(
+                  "    losses = []\n", "    losses, _state = [], None\n")},
+              {"training": _STATELESS_TRAIN.format(positions="True", state="None").replace(
+                  "    losses = []\n", "    raise NotImplementedError('train left out (the control)')\n")},
+              _files("09", "training")),
+        Cheat("attention-wrong-scale-float16", "attention",
+              {"attention": _WRONG_SCALE_ATTENTION.format(cast=".astype(np.float16)")},
+              {"attention": _WRONG_SCALE_ATTENTION.format(cast="")}, _files("03", "attention")),
+    )
+}
+
+
+# Honest variants: other ways to write train() and adam_step() that the API allows. They must pass every test
+# (the tolerances of the new checks hold for them, not only for the reference).
+_HONEST_TRAIN = '''
+def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
+    if not isinstance(task, dict) or not {"tokens", "query_position", "target", "vocab"} <= set(task):
+        raise ValueError("task must be a dict made like antecedent_task's")
+    tokens, query_position, target = (np.asarray(task[key]) for key in ("tokens", "query_position", "target"))
+    params = init_model(rng, len(task["vocab"]), d_model, n_heads)
+    state, losses = None, []
+    for _ in range(steps):
+        batch = rng.choice(len(tokens), size=batch_size, replace=True)  # another way to draw with replacement
+        loss, grads = model_gradients(params, tokens[batch], query_position[batch], target[batch], n_heads,
+                                      positions=positions)
+        params, state = adam_step(params, grads, state, lr=lr)
+        losses.append(float(loss))
+    return params, losses
+'''
+
+# Adam in the paper's "efficient" form: the bias corrections folded into the step size (eps placed differently).
+_HONEST_ADAM = '''
+def adam_step(params, grads, state, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
+    step = 1 if state is None else state["step"] + 1
+
+    def update(p, g, m, v):
+        if isinstance(p, dict):
+            out = {key: update(p[key], g[key], None if m is None else m[key], None if v is None else v[key])
+                   for key in p}
+            return ({key: value[0] for key, value in out.items()}, {key: value[1] for key, value in out.items()},
+                    {key: value[2] for key, value in out.items()})
+        m = (1 - beta1) * g if m is None else beta1 * m + (1 - beta1) * g
+        v = (1 - beta2) * g * g if v is None else beta2 * v + (1 - beta2) * g * g
+        rate = lr * np.sqrt(1 - beta2**step) / (1 - beta1**step)
+        return p - rate * m / (np.sqrt(v) + eps * np.sqrt(1 - beta2**step)), m, v
+
+    new, m, v = update(params, grads, None if state is None else state["m"], None if state is None else state["v"])
+    return new, {"step": step, "m": m, "v": v}
+'''
+
+HONEST = {
+    "train-draws-with-choice": {"training": _HONEST_TRAIN},
+    "adam-efficient-form": {"training": _HONEST_ADAM},
+}
+
+
+def golden_lookup(module: str, functions: tuple[str, ...]) -> dict[str, str]:
+    """A module whose ``functions`` return the golden output of the probe whose inputs they were given.
+
+    Any other input gets zeros shaped like the first array argument (a wrong answer of the right shape).
+    """
+    code = ["import numpy as _np", "", "",
+            "def _lookup(name, args, kwargs):",
+            "    from tests import probes",
+            "    for probe in probes.load_all_probes().values():",
+            "        if probe.function != name or probe.rejects:",
+            "            continue",
+            "        p_args, p_kwargs = probe.arguments()",
+            "        same = [_np.array_equal(a, b) if isinstance(a, _np.ndarray) else a == b",
+            "                for a, b in zip(p_args, args)]",
+            "        if len(p_args) == len(args) and all(same) and p_kwargs == kwargs:",
+            "            return probes.golden(probe.name)",
+            "    first = next(a for a in args if isinstance(a, _np.ndarray))",
+            "    return _np.zeros_like(first, dtype=float)", ""]
+    for name in functions:
+        code += ["", f"def {name}(*args, **kwargs):", f"    return _lookup({name!r}, args, kwargs)", ""]
+    return {module: "\n".join(code)}
+
+
+LOOKUPS = {"softmax": ("softmax",), "attention": ("attention_scores", "scaled_dot_product_attention"),
+           "layer": ("layer_norm", "feed_forward")}
+
+
+def _every_function(exercise: str, body: str) -> dict[str, str]:
+    from grader.curriculum import load
+
+    names = load().exercise(exercise).functions
+    return {exercise: "\n".join(f"def {name}(*args, **kwargs):\n{body}\n" for name in names)}
+
+
+ZEROS_BODY = ("    import numpy as _np\n    first = next(a for a in args if isinstance(a, _np.ndarray))\n"
+              "    return _np.zeros_like(first, dtype=float)")
+STUB_BODY = "    raise NotImplementedError('not written (the control)')"
+
+
+def _more() -> list[Cheat]:
+    from grader.curriculum import load
+
+    found = []
+    for exercise in ("attention", "positional", "layer", "backward", "decoding"):  # where zeros passed a test
+        number = Path(load().exercise(exercise).test_file).stem.split("_", 2)
+        found.append(Cheat(f"{exercise}-zeros-of-the-right-shape", exercise, _every_function(exercise, ZEROS_BODY),
+                           _every_function(exercise, STUB_BODY), _files(number[1], number[2])))
+    for exercise, names in (("softmax", ("softmax",)), ("attention", ("attention_scores",
+                                                                       "scaled_dot_product_attention"))):
+        number = Path(load().exercise(exercise).test_file).stem.split("_", 2)
+        stub = {exercise: "\n".join(f"def {name}(*args, **kwargs):\n{STUB_BODY}\n" for name in names)}
+        found.append(Cheat(f"{exercise}-golden-lookup", exercise, golden_lookup(exercise, names), stub,
+                           _files(number[1], number[2])))
+    return found
+
+
+CHEATS.update({cheat.name: cheat for cheat in _more()})

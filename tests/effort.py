@@ -1,0 +1,145 @@
+"""What a call costs, for tests that check the idea and not only the output (issue 24).
+
+A gradient computed by nudging every input entry through the forward function
+gives the right numbers at a small size; what gives it away is its cost (one
+forward pass per entry, where the chain rule costs a few) and its rounding. The
+helpers here measure the first on CPU time, never wall time: the machine may be
+shared, and a busy machine must not fail an honest call.
+
+``cpu_call`` measures where the code runs: in this process for ``--impl DIR``
+and notebooks (a student's own run); an implementation that runs the code
+elsewhere (it has ``measure``, as the grader's isolated worker) measures it
+there if it offers ``measure_cpu(exercise, name, *args, **kwargs) -> (result,
+CPU seconds)``, and otherwise the cost is unknown (None) and only the other
+checks apply.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+# Per implementation object, the outcome of checks that are the same for every test that needs them
+# (computed once per session, on the first test that asks).
+_ONCE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def message(what: str, expected: str, observed: str, idea: str) -> str:
+    """A failure message in the suite's format: what, expected, observed, revisit."""
+    return f"{what}\n  expected: {expected}\n  observed: {observed}\n  revisit:  {idea}"
+
+
+class _OverBudget(BaseException):
+    """Raised in a call that ran past its CPU budget (a BaseException: the kit's handlers let it through)."""
+
+
+def _limited(call: Callable[[], Any], budget: float | None) -> tuple[Any, float]:
+    """``call()`` and its CPU seconds; stopped (seconds infinite) once it has used ``budget`` CPU seconds.
+
+    The budget is a profiling timer (``ITIMER_PROF``: the process's CPU time, every thread), so a call that
+    would run for minutes costs the student's run only the budget. Only the main thread can set it; elsewhere
+    (and where the system has no such timer) the call runs to its end.
+    """
+    import signal
+    import threading
+
+    timer = getattr(signal, "ITIMER_PROF", None)
+    armed = budget is not None and timer is not None and threading.current_thread() is threading.main_thread()
+    if armed:
+        def stop(signum: int, frame: Any) -> None:
+            raise _OverBudget
+
+        previous = signal.signal(signal.SIGPROF, stop)
+        signal.setitimer(timer, max(budget, 1e-3))
+    started = time.process_time()
+    try:
+        result = call()
+    except _OverBudget:
+        return None, float("inf")
+    finally:
+        if armed:
+            signal.setitimer(timer, 0)
+            signal.signal(signal.SIGPROF, previous)
+    return result, time.process_time() - started
+
+
+def cpu_call(impl: Any, name: str, *args: Any, budget: float | None = None, **kwargs: Any) -> tuple[Any, float | None]:
+    """Call ``impl.<name>(*args, **kwargs)``; return ``(result, CPU seconds of the call or None)``.
+
+    The CPU time is the process's (user + system, every thread) around the call, measured where the
+    code runs; None where that is not known. In this process a call is stopped once it has used ``budget``
+    CPU seconds (the result is then None and the seconds infinite).
+    """
+    __tracebackhide__ = True
+    implementation = getattr(impl, "_implementation", None)
+    measure = getattr(implementation, "measure_cpu", None)
+    if callable(measure):  # code that runs in another process measures itself there
+        return measure(impl._exercise, name, *args, **kwargs)
+    if hasattr(implementation, "measure") or implementation is None:  # elsewhere, and it cannot say (see Kit)
+        return getattr(impl, name)(*args, **kwargs), None
+    return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)
+
+
+def cpu_seconds_per_call(function: Callable[[], Any], minimum: float = 2e-3, most: int = 50) -> float:
+    """The CPU seconds of one ``function()`` (the test's own code), averaged over enough calls to be measurable."""
+    calls, started = 0, time.process_time()
+    while True:
+        function()
+        calls += 1
+        spent = time.process_time() - started
+        if spent >= minimum or calls >= most:
+            return max(spent, 1e-9) / calls
+
+
+def once(impl: Any, name: str, key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered for this implementation's function ``name`` under ``key`` (once per session).
+
+    Remembered while the implementation serves the same function object (a notebook cell run again, or a
+    reloaded module, is asked again). Only a completed ``compute()`` is remembered: one that failed the test
+    (a stub, a crash) runs again in the next test that asks, and fails it the same way.
+    """
+    implementation = getattr(impl, "_implementation", impl)
+    try:
+        function = implementation.function(impl._exercise, name)
+    except Exception:  # noqa: BLE001 - a missing module or function: the call itself will say so
+        return compute()
+    try:
+        known = _ONCE.setdefault(implementation, {})
+    except TypeError:  # not weakly referable: nothing is remembered
+        return compute()
+    if key not in known or known[key][0] is not function:
+        known[key] = (function, compute())  # (the function is held, so its identity stays its own)
+    return known[key][1]
+
+
+def expect_varies(values: Any, *, axis: int, what: str, idea: str) -> bool:
+    """Check that ``values`` are not all the same along ``axis`` (e.g. the outputs of different tokens).
+
+    A property that a constant result satisfies (shuffling the tokens shuffles the outputs; a prefix does not
+    change) says nothing unless the result depends on its input: this is the check that it does.
+    """
+    from tests.feedback import expect
+
+    array = np.asarray(values, dtype=float) if isinstance(values, np.ndarray) else None
+    varies = array is not None and array.ndim > 0 and bool(np.any(np.ptp(array, axis=axis) > 1e-9))
+    if varies:
+        return True
+    return expect(False, what=what, expected="results that differ from one another (they depend on the input)",
+                  observed="the same values everywhere" if array is not None else type(values).__name__,
+                  idea=idea + "; a constant (or zeros) satisfies this property without computing anything")
+
+
+def expect_changed(before: Any, after: Any, *, what: str, idea: str) -> bool:
+    """Check that a result changed when its input did (where the idea says it must)."""
+    from tests.feedback import expect
+
+    same = (isinstance(before, np.ndarray) and isinstance(after, np.ndarray) and before.shape == after.shape
+            and bool(np.allclose(before, after, rtol=1e-9, atol=1e-12)))
+    if not same:
+        return True
+    return expect(False, what=what, expected="a different result (the input it depends on changed)",
+                  observed="the same result as before", idea=idea)
