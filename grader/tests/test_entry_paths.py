@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -301,11 +302,13 @@ def test_without_a_roster_ids_alike_are_still_flagged_on_the_terminal(tmp_path: 
 
 
 def test_the_does_not_import_status_reads_public_tests_only() -> None:
+    from grader.grading.records import TestRecord
     from grader.grading.report import import_failures
 
     line = "importing softmax.py raised ValueError: seen (11, 29) (softmax.py line 3)"
-    hidden = {"file": "/kit/grader/hidden_tests/test_hidden_01_softmax.py", "outcome": "failed", "message": line}
-    public = {**hidden, "file": "/kit/tests/test_01_softmax.py"}
+    hidden = TestRecord(nodeid="test_hidden_01_softmax.py::t", file="/kit/grader/hidden_tests/test_hidden_01_softmax.py",
+                        exercise="softmax", outcome="failed", message=line)
+    public = dataclasses.replace(hidden, file="/kit/tests/test_01_softmax.py")
     assert import_failures([hidden]) == []  # shown before grades are published: nothing of a hidden test
     assert import_failures([public, public]) == [f"does not import: {line}"]
 
