@@ -350,7 +350,7 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
         if len(failed) > MAX_FAILURES_SHOWN:
             lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
             lines += [f"- {escape_text(test['name'])}" for test in failed[MAX_FAILURES_SHOWN:]]
-        hidden_failed = sum(t["status"] == "failed" for t in tests if t not in visible)
+        hidden_failed = 0 if published else sum(t["status"] == "failed" for t in tests if t["visibility"] != "visible")
         if hidden_failed:
             lines += ["", f"{hidden_failed} further test(s) of this exercise failed (hidden tests: their names "
                       "and messages appear when grades are published)."]
