@@ -10,9 +10,12 @@ modules, no isolation). The first failure is what the student reads first. Print
   they are all of it; partial = true but not all of it; wrong = names a mistake it is not. For a mistake
   in a function the exercise calls (``blame``), right = the first line names that function, and any
   diagnosis about the calling exercise counts as wrong;
-* first message with a revisit line.
+* first message with a revisit line, and with a link to docs/reading.md.
 
-Usage: ``python benchmarks/heldout_mistakes.py [--jobs N] [--only SUBSTRING] [--show] [--status]``
+The figures are printed for every mistake and for each part of the kit (the part of the ``run``
+exercise, from grader/curriculum.toml).
+
+Usage: ``python benchmarks/heldout_mistakes.py [--jobs N] [--only SUBSTRING] [--part N] [--show] [--status]``
 (``--status``: the first failure as ``attention-kit status`` shows it).
 """
 
@@ -34,6 +37,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.heldout import HeldOut, load, plant  # noqa: E402
 
 BLAME = re.compile(r"^First fix (\w+)\(\)")
+READING = "docs/reading.md"
 
 
 @dataclass
@@ -46,6 +50,7 @@ class Outcome:
     named: tuple[str, ...] = ()
     error: str = ""
     note: str = ""
+    reading: bool = False  # the first message links docs/reading.md
 
 
 def first_failure(output: str) -> str:
@@ -102,7 +107,7 @@ def run_one_in_status(mistake: HeldOut) -> Outcome:
         return Outcome(mistake.id, False, "none", False, "", note="passes in status (see the pytest run)")
     text = first.message
     verdict, named = judge(mistake, text)
-    return Outcome(mistake.id, True, verdict, "revisit:" in text, text, named)
+    return Outcome(mistake.id, True, verdict, "revisit:" in text, text, named, reading=READING in text)
 
 
 def run_one(mistake: HeldOut) -> Outcome:
@@ -127,21 +132,47 @@ def run_one(mistake: HeldOut) -> Outcome:
             again = run_tests(ROOT / own.test_file, target, tb="short")
         text = first_failure(again.output)
         return Outcome(mistake.id, again.exit_code == 1, "none", "revisit:" in text, text, (),
-                       note=f"{mistake.run} tests pass (its code is right); caught by {own.name}'s")
+                       note=f"{mistake.run} tests pass (its code is right); caught by {own.name}'s",
+                       reading=READING in text)
     text = first_failure(run.output) if caught else ""
     verdict, named = judge(mistake, text) if caught else ("none", ())
-    return Outcome(mistake.id, caught, verdict, "revisit:" in text, text, named)
+    return Outcome(mistake.id, caught, verdict, "revisit:" in text, text, named, reading=READING in text)
+
+
+def figures(outcomes: list[Outcome], by_id: dict[str, HeldOut]) -> dict[str, int]:
+    """The counts of a set of outcomes: caught, each verdict, revisit lines, reading links."""
+    caught = [o for o in outcomes if o.caught]
+    count = {v: sum(o.verdict == v for o in caught) for v in ("right", "wrong", "partial", "none")}
+    return {"mistakes": len(outcomes), "caught": len(caught), **count,
+            "known_or_blame": sum(bool(by_id[o.id].idea or by_id[o.id].blame) for o in caught),
+            "revisit": sum(o.revisit for o in caught), "reading": sum(o.reading for o in caught)}
+
+
+def print_figures(f: dict[str, int], title: str) -> None:
+    print(f"{title}: {f['mistakes']}")
+    print(f"caught: {f['caught']}/{f['mistakes']}")
+    print(f"diagnosed right: {f['right']}  (of {f['known_or_blame']} that are a known mistake or need a blame)")
+    print(f"diagnosed wrong: {f['wrong']}")
+    print(f"diagnosed partly (true but incomplete): {f['partial']}")
+    print(f"no diagnosis: {f['none']}")
+    print(f"first message with a revisit line: {f['revisit']}/{f['caught']}")
+    print(f"first message with a link to docs/reading.md: {f['reading']}/{f['caught']}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="", help="only the mistakes whose id contains this")
+    parser.add_argument("--part", type=int, default=0, help="only the mistakes of this part's exercises")
     parser.add_argument("--show", action="store_true", help="print every first failure")
     parser.add_argument("--status", action="store_true", help="judge the first failure attention-kit status shows")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args(argv)
-    mistakes = [m for m in load() if args.only in m.id]
+    from grader.curriculum import load as load_curriculum
+
+    curriculum = load_curriculum()
+    part_of = {m.id: curriculum.exercise(m.run).part for m in load()}
+    mistakes = [m for m in load() if args.only in m.id and args.part in (0, part_of[m.id])]
     worker = run_one_in_status if args.status else run_one
     if args.jobs > 1:
         context = multiprocessing.get_context("spawn")
@@ -150,16 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         outcomes = [worker(m) for m in mistakes]
     by_id = {m.id: m for m in mistakes}
-    caught = [o for o in outcomes if o.caught]
-    count = {v: sum(o.verdict == v for o in caught) for v in ("right", "wrong", "partial", "none")}
-    with_idea = [o for o in caught if by_id[o.id].idea or by_id[o.id].blame]
-    print(f"held-out mistakes: {len(outcomes)}")
-    print(f"caught: {len(caught)}/{len(outcomes)}")
-    print(f"diagnosed right: {count['right']}  (of {len(with_idea)} that are a known mistake or need a blame)")
-    print(f"diagnosed wrong: {count['wrong']}")
-    print(f"diagnosed partly (true but incomplete): {count['partial']}")
-    print(f"no diagnosis: {count['none']}")
-    print(f"first message with a revisit line: {sum(o.revisit for o in caught)}/{len(caught)}")
+    total = figures(outcomes, by_id)
+    print_figures(total, "held-out mistakes")
+    parts = sorted({part_of[o.id] for o in outcomes})
+    by_part = {str(part): figures([o for o in outcomes if part_of[o.id] == part], by_id) for part in parts}
+    if len(parts) > 1:
+        for part in parts:
+            print()
+            print_figures(by_part[str(part)], f"Part {part}")
+        print()
     for o in outcomes:
         flag = ("ERROR " + o.error[:200]) if o.error else ("UNCAUGHT" if not o.caught else
                                                             ("WRONG " + ", ".join(o.named)) if o.verdict == "wrong"
@@ -169,16 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         for o in outcomes:
             print(f"\n===== {o.id} [{o.verdict}]\n{o.first[:1500]}")
-    if args.record and not args.only:
+    if args.record and not args.only and not args.part:
         from _record import record
 
-        revisit = sum(o.revisit for o in caught)
-        record(__file__, f"{len(caught)} of {len(outcomes)} caught, {count['right']} of {len(with_idea)} diagnosed "
-               f"right, {count['wrong']} wrong, {revisit} first messages with a revisit line"
+        record(__file__, f"{total['caught']} of {total['mistakes']} caught, {total['right']} of "
+               f"{total['known_or_blame']} diagnosed right, {total['wrong']} wrong, {total['revisit']} first "
+               f"messages with a revisit line, {total['reading']} with a reading link"
                + (" (as status shows them)" if args.status else ""),
-               {"mistakes": len(outcomes), "caught": len(caught), "right": count["right"],
-                "known_or_blame": len(with_idea), "wrong": count["wrong"], "partial": count["partial"],
-                "none": count["none"], "revisit": revisit, "status": args.status})
+               {**total, "status": args.status, "by_part": by_part})
     return 0
 
 

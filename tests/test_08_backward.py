@@ -646,6 +646,25 @@ def test_attention_backward_float32(impl):
                     what="grad_k for float32 inputs", idea=ATTENTION)
 
 
+def test_attention_backward_keys_and_values_with_fewer_batch_axes(impl):
+    """Keys of one set per head, values of one set for all, shared by every sequence of q (broadcast)."""
+    idea = ("a k or v with fewer batch axes than q is shared by every sequence (and head) that broadcasting "
+            "stretched it over; its gradient adds up the gradient of every use: sum over the axes broadcasting "
+            "added, back to the input's own shape")
+    q, k, v = _normal(55, BATCH, N_HEADS, N_Q, D_K), _normal(56, N_HEADS, N_K, D_K), _normal(57, N_K, D_V)
+    r = _normal(58, BATCH, N_HEADS, N_Q, D_V)
+    weights = _attention(q, k, v)[1]
+    what = f"attention_backward with q {q.shape}, k {k.shape} (no batch axis), v {v.shape} (no batch or head axis)"
+    result = call_or_explain(impl.attention_backward, r, q, k, v, weights, what=what, idea=idea)
+    if not expect(isinstance(result, tuple) and len(result) == 3, what="attention_backward's result",
+                  expected="a tuple (grad_q, grad_k, grad_v)", observed=type(result).__name__, idea=ATTENTION):
+        return
+    for name, grad, loss, at in (("grad_k", result[1], lambda z: np.sum(r * _attention(q, z, v)[0]), k),
+                                 ("grad_v", result[2], lambda z: np.sum(r * _attention(q, k, z)[0]), v)):
+        expect_gradient(grad, loss, at, sample=30, what=f"{name} for {name[-1]} of shape {at.shape} and q {q.shape}",
+                        idea=idea)
+
+
 # ---------------------------------------------------------------- layer_norm_backward
 
 def _norm_case(seed: int):

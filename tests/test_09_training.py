@@ -22,7 +22,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
-from tests.probes import probe
+from tests.probes import expect_probe, probe
 from tests.test_08_backward import _central, _mha, expect_gradient
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -236,6 +236,21 @@ def test_init_model_uses_only_its_rng(impl):
                  idea="all randomness comes from rng: the same seed gives the same model")
     expect(not np.allclose(other["embedding"], first["embedding"]), what="embedding from seeds 5 and 6",
            expected="different values", observed="the same values", idea="draw the embedding from rng")
+
+
+def test_init_model_reference_values(impl):
+    """The seeded model equals the reference's: the embedding's 0.3 scale and the order of the draws."""
+    idea = ("init_model draws in this order from rng: the embedding, 0.3 * rng.normal(size=(vocab_size, d_model)); "
+            "then init_multi_head(rng, d_model, n_heads); then w_out = init_weight(rng, d_model, vocab_size); "
+            "b_out is zeros. Another order or scale gives another model for the same seed")
+    params = impl.init_model(np.random.default_rng(915), VOCAB, D_SMALL, H_SMALL)
+    if not expect(isinstance(params, dict) and {"embedding", "attention", "w_out", "b_out"} <= set(params),
+                  what=f"init_model(rng, {VOCAB}, {D_SMALL}, {H_SMALL})",
+                  expected="a dict with embedding, attention, w_out, b_out",
+                  observed=str(sorted(params)) if isinstance(params, dict) else type(params).__name__, idea=MODEL):
+        return
+    expect_probe(impl, "init_model/seeded", what=f"init_model(default_rng(915), {VOCAB}, {D_SMALL}, {H_SMALL})",
+                 idea=idea, rtol=1e-12, atol=0.0)
 
 
 # ---------------------------------------------------------------- model_forward

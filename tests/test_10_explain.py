@@ -344,6 +344,16 @@ def test_rollout_of_causal_layers_stays_causal(impl):
                  idea=_idea(_rollout_mistake(out, weights), ROLLOUT))
 
 
+def test_rollout_keeps_float32(impl):
+    weights = _layers(125, 3).astype(np.float32)
+    out = impl.attention_rollout(weights)
+    expect_dtype(out, np.float32, what="attention_rollout of float32 weights (3, 6, 6)",
+                 idea="dtype in = dtype out: build the identity in the weights' dtype (np.eye(seq, dtype=...))")
+    eps = float(np.finfo(np.float32).eps)  # the contract's dtype: values to float32 precision
+    expect_close(out, _rollout_by_hand(weights.astype(np.float64)), rtol=50 * eps, atol=10 * eps,
+                 what="attention_rollout of float32 weights (3, 6, 6)", idea=ROLLOUT)
+
+
 # ----------------------------------------------------------------------------- rank correlation
 
 

@@ -241,6 +241,19 @@ def test_blockwise_causal_equals_causal_attention(impl):
             what=f"blockwise_attention(q, k, v, block_size={block_size}, causal=True), n = {N}")
 
 
+def test_blockwise_with_values_as_wide_as_keys(impl):
+    # Every other blockwise test has d_v = 5 != d_k = 4: here d_v == d_k, so code that sizes its buffers
+    # with d_k runs, and its values are checked.
+    rng = np.random.default_rng(235)
+    q, k, v = (rng.normal(size=(B, H, N, DK)) for _ in range(3))
+    for block_size, causal in ((3, False), (4, True)):
+        what = f"blockwise_attention(q, k, v, block_size={block_size}, causal={causal}) with d_v = d_k = {DK}"
+        out = call_or_explain(impl.blockwise_attention, q, k, v, block_size, causal=causal, what=what, idea=ONLINE)
+        if expect_shape(out, (B, H, N, DK), what=f"the shape of {what}", idea=ONLINE):
+            expect_close(out, _attention(q, k, v, causal=causal), what=what,
+                         idea=_idea(_blockwise_mistake(out, q, k, v, block_size, causal), ONLINE))
+
+
 def test_blockwise_keeps_float32(impl):
     q, k, v = _qkv(232, dtype=np.float32)
     out = impl.blockwise_attention(q, k, v, 4, causal=True)

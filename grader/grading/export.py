@@ -4,6 +4,7 @@
 
     attention-kit export GRADES --roster roster.csv              # GRADES/canvas.csv and GRADES/grades-long.csv
     attention-kit export GRADES --roster roster.csv --per-exercise   # one Canvas column per exercise
+    attention-kit export GRADES --published       # grades published: feedback.md shows the hidden tests too
 
 ``GRADES`` is the ``--out`` folder of ``attention-kit grade``; everything is read
 from its per-student ``results.json`` files, so an export can be redone at any
@@ -322,6 +323,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "'Name (ID)', as Canvas's own export names it)")
     parser.add_argument("--canvas-assignment-name", dest="assignment_name", default=None, metavar="NAME",
                         help="the Canvas assignment's name (default: the course title)")
+    parser.add_argument("--published", action="store_true",
+                        help="grades are published: rewrite every feedback.md with the failed hidden tests' names "
+                             "and messages")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -335,6 +339,24 @@ def run(args: argparse.Namespace) -> int:
     except ExportError as error:
         print(f"attention-kit export: {error}", file=sys.stderr)
         return 2
+    if args.published:
+        written += publish_feedback(args.grades, read_graded(args.grades))
     for path in written:
         print(f"wrote {path}")
     return 0
+
+
+def publish_feedback(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
+    """Rewrite each student's ``feedback.md`` as after publication: failed hidden tests by name and message.
+
+    Everything comes from the student's ``results.json`` (the hidden tests' messages are already there,
+    as Gradescope's ``after_published`` entries); nothing is graded again.
+    """
+    from grader.grading.report import atomic_write, feedback_markdown
+
+    written = []
+    for results in rows:
+        path = out / results["extra_data"]["student"] / "feedback.md"
+        atomic_write(path, feedback_markdown(results, published=True))
+        written.append(path)
+    return written

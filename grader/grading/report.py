@@ -353,8 +353,13 @@ def results_json(
     }
 
 
-def feedback_markdown(results: dict[str, Any]) -> str:
-    """A student's feedback: per exercise, the tests passed and what failed and why."""
+def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
+    """A student's feedback: per exercise, the tests passed and what failed and why.
+
+    Before grades are published (``published`` False, as ``attention-kit grade`` writes it) a failed
+    hidden test is only counted; once they are (``attention-kit export GRADES --published``) it is
+    shown like a public one, by its name and message (never a line of its source: see grade.py).
+    """
     curriculum = load_curriculum()
     extra = results["extra_data"]
     score = number(results["score"]) if is_graded(results) else f"{number(results['score'])} so far"
@@ -372,7 +377,7 @@ def feedback_markdown(results: dict[str, Any]) -> str:
         if not tests:
             continue
         # Hidden tests count, but their names and messages wait until grades are published.
-        visible = [t for t in tests if t["visibility"] == "visible"]
+        visible = [t for t in tests if published or t["visibility"] == "visible"]
         passed = sum(t["status"] == "passed" for t in tests)
         lines += [
             "",
@@ -385,13 +390,15 @@ def feedback_markdown(results: dict[str, Any]) -> str:
         # The first failures are the ones to read: they test the most basic properties.
         for test in failed[:MAX_FAILURES_SHOWN]:
             text = escape_text(test["output"] or "failed", keep="\n\t").replace("```", "` ` `")
-            lines += ["", f"### {escape_text(test['name'])}", "", "```text", text, "```"]
+            hidden = " (hidden test)" if test["visibility"] != "visible" else ""
+            lines += ["", f"### {escape_text(test['name'])}{hidden}", "", "```text", text, "```"]
         if len(failed) > MAX_FAILURES_SHOWN:
             lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
             lines += [f"- {escape_text(test['name'])}" for test in failed[MAX_FAILURES_SHOWN:]]
-        hidden_failed = sum(t["status"] == "failed" for t in tests if t["visibility"] != "visible")
+        hidden_failed = 0 if published else sum(t["status"] == "failed" for t in tests if t["visibility"] != "visible")
         if hidden_failed:
-            lines += ["", f"{hidden_failed} further test(s) of this exercise failed."]
+            lines += ["", f"{hidden_failed} further test(s) of this exercise failed (hidden tests: their names "
+                      "and messages appear when grades are published)."]
         if failed or hidden_failed:
             if exercise.hints:
                 lines += ["", f"Hint: {exercise.hints[0]}"]

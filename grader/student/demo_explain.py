@@ -14,8 +14,11 @@ matter?", side by side:
   probability of the predicted word with respect to each token's input
   vector (embedding plus position), times that vector;
 
-with their rank correlations (your ``rank_correlation``), and writes the
-picture to ``attention-explain.png``.
+with their rank correlations (your ``rank_correlation``). Beside it, the same
+three measures (your code again) on a head built by hand for the same
+sentence, where they disagree: "it" puts most of its weight on "the", whose
+value vector is zero, so attention ranks first a token that changes nothing
+when removed. The picture of both goes to ``attention-explain.png``.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ REPLACEMENT = "the"
 NOISE = 1e-3  # importances below this fraction of the largest one count as 0 (ties) in the rank correlations
 DEFAULT_OUT = "attention-explain.png"
 NEEDS = ("training", "explain")  # and what they build on
+# The hand-built head of the second case: the score of each position of the reading's sentence for the
+# query "it" (whatever the tokens), so "it" looks mostly at position 0, "the".
+SINK_SCORES = (3.0, 1.0, -1.0, -1.5, -1.0, -0.5, -1.5, -1.0)
+SINK_WORD, ANSWER_WORD = "the", "vessel"
+SINK_SEED = 10  # the small components of the other tokens' value vectors
 CAPTION = (
     "Attention weights say where \"it\" looked; occlusion and gradient x input say what the prediction "
     "depends on. Where they rank the tokens alike (rank correlation near 1), the weights happen to agree "
@@ -49,8 +57,22 @@ CAPTION = (
     "and argued that attention is not explanation; Wiegreffe and Pinter (2019) replied that it depends on "
     "the test. Importances below a thousandth of the largest count as 0 in the rank correlations (ties), so "
     "that tokens which do not matter are not ordered by rounding noise. Here you ran the test yourself, on one "
-    "sentence and one trained model."
+    "sentence and one trained model, and, below it, on a head built by hand whose most attended token carries "
+    "nothing: there the weights point at \"the\" and the interventions at \"vessel\"."
 )
+
+
+@dataclass
+class Case:
+    """The three measures for the pronoun of one model, and their rank correlations."""
+
+    title: str
+    predicted: str
+    probability: float
+    attention: Any  # (seq,)
+    occlusion: Any  # (seq,)
+    gradient_x_input: Any  # (seq,)
+    correlations: dict
 
 
 @dataclass
@@ -66,7 +88,67 @@ class ExplainResult:
     gradient_x_input: Any  # (seq,)
     correlations: dict  # "attention vs occlusion" -> rho, ...
     source: str
+    sink: Case | None = None  # the hand-built head where the measures disagree
 
+    def cases(self) -> list[Case]:
+        """The trained model's case, then the hand-built one (if computed)."""
+        trained = Case(f"your model of exercise 9, trained {len(self.losses)} steps"
+                       if self.source == "your code" else f"the model of exercise 9, trained {len(self.losses)} "
+                       f"steps ({self.source})", self.predicted, self.probability, self.attention, self.occlusion,
+                       self.gradient_x_input, self.correlations)
+        return [trained] + ([self.sink] if self.sink is not None else [])
+
+
+PAIRS = (("attention", "occlusion"), ("attention", "gradient x input"), ("occlusion", "gradient x input"))
+
+
+def rank_correlations(explain: Any, measures: dict) -> dict:
+    """The student's rank correlation of each pair of measures, importances below the noise level tied at 0."""
+    import numpy as np
+
+    # Below a thousandth of a measure's largest magnitude an importance is rounding noise: count it as 0, so
+    # the tokens that do not matter tie (and share their average rank) instead of being ordered by noise.
+    ranked = {name: np.where(np.abs(x) < NOISE * np.abs(x).max(), 0.0, x) for name, x in measures.items()}
+    return {f"{a} vs {b}": float(explain.rank_correlation(ranked[a], ranked[b])) for a, b in PAIRS}
+
+
+def sink_case(explain: Any, words: tuple[str, ...]) -> Case:
+    """The three measures, with the student's ``explain`` module, on a head whose most attended token is empty.
+
+    The model, written out: "it" attends by position, ``weights = softmax(SINK_SCORES)`` (0.80 on
+    "the"); each word has a value vector, zero for "the", a large component toward its own class for
+    "vessel", small ones for the others; ``logits = sum_j weights[j] * value[token_j]``, one class per
+    word. So "vessel" decides the answer with about a ninth of the weight, and "the", with most of it,
+    changes nothing when it is replaced (by "the": occlusion exactly 0) and gets gradient x input 0.
+    """
+    import numpy as np
+
+    n = len(words)
+    scores = np.asarray(SINK_SCORES[:n], dtype=np.float64)
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    rng = np.random.default_rng(SINK_SEED)
+    values = np.eye(n) + 0.5 * rng.normal(size=(n, n))  # row w: the value vector of word w (classes = words)
+    values[words.index(SINK_WORD)] = 0.0
+    values[words.index(ANSWER_WORD)] = 0.0
+    values[words.index(ANSWER_WORD), words.index(ANSWER_WORD)] = 40.0
+    tokens = np.arange(n)  # word j of the sentence is token j
+
+    def probabilities(batch: np.ndarray) -> np.ndarray:
+        logits = np.einsum("j,bjd->bd", weights, values[np.asarray(batch)])
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    p = probabilities(tokens[None])[0]
+    c = int(np.argmax(p))
+    # d log p_c / d x_j = weights[j] * (onehot(c) - p): the input x_j of token j is its value vector.
+    gradient = weights[:, None] * (np.eye(n)[c] - p)[None, :]
+    measures = {"attention": weights,
+                "occlusion": np.asarray(explain.occlusion_importance(probabilities, tokens, words.index(SINK_WORD))),
+                "gradient x input": np.asarray(explain.gradient_x_input(gradient, values[tokens]))}
+    return Case(f"a head built by hand: \"{SINK_WORD}\" takes most of the weight and carries nothing (its value "
+                "vector is zero)", words[c], float(p[c]), measures["attention"], measures["occlusion"],
+                measures["gradient x input"], rank_correlations(explain, measures))
 
 def compute(impl: Path, *, source: str = "your code", steps: int = STEPS) -> ExplainResult:
     """Train the model of exercise 9 with the code in ``impl`` and explain its answer for "it".
@@ -118,28 +200,32 @@ def compute(impl: Path, *, source: str = "your code", steps: int = STEPS) -> Exp
     inputs = params["embedding"][tokens] + positional.sinusoidal_encoding(len(tokens), D_MODEL)
     gxi = np.asarray(explain.gradient_x_input(-grads["embedding"][tokens], inputs))
     measures = {"attention": attention, "occlusion": occlusion, "gradient x input": gxi}
-    pairs = (("attention", "occlusion"), ("attention", "gradient x input"), ("occlusion", "gradient x input"))
-    # Below a thousandth of a measure's largest magnitude an importance is rounding noise: count it as 0, so
-    # the tokens that do not matter tie (and share their average rank) instead of being ordered by noise.
-    ranked = {name: np.where(np.abs(x) < NOISE * np.abs(x).max(), 0.0, x) for name, x in measures.items()}
-    correlations = {f"{a} vs {b}": float(explain.rank_correlation(ranked[a], ranked[b])) for a, b in pairs}
     return ExplainResult(words, vocab[predicted], float(probabilities[predicted]), list(losses), attention,
-                         occlusion, gxi, correlations, source)
+                         occlusion, gxi, rank_correlations(explain, measures), source, sink_case(explain, words))
+
+
+def _case_lines(case: Case, words: tuple[str, ...]) -> list[str]:
+    """One case's table: attention and occlusion to 3 decimals, gradient x input in 3 significant digits."""
+    lines = [f"{'token':>10} {'attention':>10} {'occlusion':>10} {'grad x input':>13}"]
+    for j, word in enumerate(words):
+        lines.append(f"{word:>10} {case.attention[j]:>10.3f} {case.occlusion[j]:>10.3f} "
+                     f"{case.gradient_x_input[j]:>13.2e}")
+    lines += [f"rank correlation, {pair}: {rho:+.2f}" for pair, rho in case.correlations.items()]
+    lines.append("top token: " + ", ".join(
+        f"{name} {words[int(values.argmax())]!r}" for name, values in
+        (("attention", case.attention), ("occlusion", case.occlusion), ("gradient x input", case.gradient_x_input))))
+    return lines
 
 
 def summary_lines(result: ExplainResult) -> list[str]:
-    """The numbers behind the picture, one token per line."""
+    """The numbers behind the picture, one token per line: the trained model, then the hand-built head."""
     lines = [f"trained {len(result.losses)} steps: loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}",
-             f"at \"it\" the model predicts \"{result.predicted}\" (p = {result.probability:.3f})",
-             f"{'token':>10} {'attention':>10} {'occlusion':>10} {'grad x input':>13}"]
-    for j, word in enumerate(result.words):
-        lines.append(f"{word:>10} {result.attention[j]:>10.3f} {result.occlusion[j]:>10.3f} "
-                     f"{result.gradient_x_input[j]:>13.3f}")
-    lines += [f"rank correlation, {pair}: {rho:+.2f}" for pair, rho in result.correlations.items()]
-    lines.append("top token: " + ", ".join(
-        f"{name} {result.words[int(values.argmax())]!r}" for name, values in
-        (("attention", result.attention), ("occlusion", result.occlusion), ("gradient x input",
-                                                                             result.gradient_x_input))))
+             f"at \"it\" the model predicts \"{result.predicted}\" (p = {result.probability:.3f})"]
+    cases = result.cases()
+    lines += _case_lines(cases[0], result.words)
+    for case in cases[1:]:
+        lines += ["", f"{case.title}:", f"at \"it\" it predicts \"{case.predicted}\" (p = {case.probability:.3f})"]
+        lines += _case_lines(case, result.words)
     return lines
 
 
@@ -151,26 +237,33 @@ def plot(result: ExplainResult, out: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    panels = (("attention weight of \"it\"", result.attention, "#3b6ea5"),
-              (f"occlusion: fall in p(\"{result.predicted}\")\nwhen the token becomes \"{REPLACEMENT}\"",
-               result.occlusion, "#c8553d"),
-              (f"gradient x input of log p(\"{result.predicted}\")", result.gradient_x_input, "#588157"))
-    figure, axes = plt.subplots(1, 3, figsize=(14, 5.4), layout="constrained")
+    cases = result.cases()
+    figure = plt.figure(figsize=(14, 5.2 * len(cases) + 0.8), layout="constrained")
+    rows = figure.subfigures(len(cases), 1, squeeze=False)[:, 0]
     positions = np.arange(len(result.words))
-    for ax, (label, values, colour) in zip(axes, panels, strict=True):
-        ax.bar(positions, values, color=colour)
-        ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.set_xticks(positions, result.words, rotation=45, ha="right", rotation_mode="anchor")
-        ax.set_title(label, fontsize=10)
-        ax.get_xticklabels()[result.words.index("it")].set_fontweight("bold")
-    rhos = ", ".join(f"{pair}: {rho:+.2f}" for pair, rho in result.correlations.items())
-    tops = ", ".join(f"{name} \"{result.words[int(np.argmax(values))]}\"" for name, values in
-                     (("attention", result.attention), ("occlusion", result.occlusion),
-                      ("gradient x input", result.gradient_x_input)))
-    figure.suptitle(f"Which tokens matter for the model's answer at \"it\" (\"{result.predicted}\", "
-                    f"p = {result.probability:.2f})? {result.source}\nSpearman rank correlation: {rhos}\n"
-                    f"top token: {tops}",
-                    fontsize=11)
+    for row, (case, sub) in enumerate(zip(cases, rows, strict=True)):
+        axes = sub.subplots(1, 3)
+        panels = (("attention weight of \"it\"", case.attention, "#3b6ea5"),
+                  (f"occlusion: fall in p(\"{case.predicted}\")\nwhen the token becomes \"{REPLACEMENT}\"",
+                   case.occlusion, "#c8553d"),
+                  (f"gradient x input of log p(\"{case.predicted}\")", case.gradient_x_input, "#588157"))
+        for ax, (label, values, colour) in zip(axes, panels, strict=True):
+            bars = ax.bar(positions, values, color=colour)
+            if values is case.gradient_x_input:  # its small credits are invisible as bars: write them out
+                ax.bar_label(bars, labels=[f"{value:.1e}" for value in values], fontsize=7, padding=2)
+                ax.margins(y=0.15)
+            ax.axhline(0.0, color="black", linewidth=0.8)
+            ax.set_xticks(positions, result.words, rotation=45, ha="right", rotation_mode="anchor")
+            ax.set_title(label, fontsize=10)
+            ax.get_xticklabels()[result.words.index("it")].set_fontweight("bold")
+        rhos = ", ".join(f"{pair}: {rho:+.2f}" for pair, rho in case.correlations.items())
+        tops = ", ".join(f"{name} \"{result.words[int(np.argmax(values))]}\"" for name, values in
+                         (("attention", case.attention), ("occlusion", case.occlusion),
+                          ("gradient x input", case.gradient_x_input)))
+        sub.suptitle(f"{'AB'[row] if row < 2 else row + 1}. {case.title}: predicts \"{case.predicted}\" "
+                     f"(p = {case.probability:.2f})\nSpearman rank correlation: {rhos}\ntop token: {tops}",
+                     fontsize=10.5, x=0.01, ha="left")
+    figure.suptitle(f"Which tokens matter for the answer at \"it\"? {result.source}", fontsize=12)
     figure.supxlabel(textwrap.fill(CAPTION, width=190), fontsize=8.5, style="italic", ha="left", x=0.01)
     figure.savefig(out, dpi=110)
     plt.close(figure)

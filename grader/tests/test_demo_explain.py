@@ -124,7 +124,51 @@ def test_explain_demo_measures_the_stand_in_model(stand_in, tmp_path):
                                         "occlusion vs gradient x input"}
     lines = demo_explain.summary_lines(result)
     assert lines[1] == f'at "it" the model predicts "vessel" (p = {result.probability:.3f})'
-    assert lines[-1].startswith("top token: attention 'vessel', occlusion 'vessel'")
+    assert next(line for line in lines if line.startswith("top token:")).startswith(
+        "top token: attention 'vessel', occlusion 'vessel'")
+    out = tmp_path / "explain.png"
+    demo_explain.plot(result, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_hand_built_head_shows_attention_and_the_interventions_disagreeing(tmp_path):
+    """Case B: most of the weight on "the", whose value is zero; the answer comes from "vessel"."""
+    from tests.kit import LocalImplementation
+
+    words = ("the", "vessel", "changed", "course", "because", "it", "detected", "obstacle")
+    case = demo_explain.sink_case(LocalImplementation(SOLUTIONS).module("explain"), words)
+    assert case.predicted == "vessel" and case.probability > 0.5
+    assert words[int(np.argmax(case.attention))] == "the" and case.attention[0] > 0.5
+    assert words[int(np.argmax(case.occlusion))] == "vessel" and case.occlusion[0] == 0.0  # "the" by "the"
+    assert words[int(np.argmax(case.gradient_x_input))] == "vessel" and case.gradient_x_input[0] == 0.0
+    # Gradient x input against central differences of log p(vessel) in the inputs (the value vectors), here.
+    n = len(words)
+    weights = np.exp(np.array(demo_explain.SINK_SCORES) - max(demo_explain.SINK_SCORES))
+    weights /= weights.sum()
+    values = np.eye(n) + 0.5 * np.random.default_rng(demo_explain.SINK_SEED).normal(size=(n, n))
+    values[0], values[1] = 0.0, 0.0
+    values[1, 1] = 40.0
+
+    def log_p(x):
+        logits = weights @ x
+        return logits[1] - np.log(np.exp(logits).sum())
+
+    gradient = np.zeros_like(values)
+    for index in np.ndindex(values.shape):
+        step = np.zeros_like(values)
+        step[index] = 1e-6
+        gradient[index] = (log_p(values + step) - log_p(values - step)) / 2e-6
+    np.testing.assert_allclose(case.gradient_x_input, np.sum(gradient * values, axis=-1), rtol=1e-5, atol=1e-9)
+    small = np.abs(case.gradient_x_input[2:])
+    assert np.all(small > 1e-5) and np.all(small < 1e-2)  # the small credits the table must show
+    assert case.correlations["attention vs occlusion"] < 0.5 < case.correlations["occlusion vs gradient x input"]
+    result = demo_explain.ExplainResult(words, "vessel", 1.0, [2.0, 0.1], case.attention, case.occlusion,
+                                        case.gradient_x_input, case.correlations, "test", case)
+    lines = demo_explain.summary_lines(result)
+    tops = [line for line in lines if line.startswith("top token:")]
+    assert tops[-1] == "top token: attention 'the', occlusion 'vessel', gradient x input 'vessel'"
+    changed = next(line for line in lines[lines.index(""):] if line.split()[:1] == ["changed"])
+    assert f"{case.gradient_x_input[2]:.2e}" in changed  # 3 significant digits, not 0.000
     out = tmp_path / "explain.png"
     demo_explain.plot(result, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

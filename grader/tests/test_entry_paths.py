@@ -306,8 +306,8 @@ def test_the_does_not_import_status_reads_public_tests_only() -> None:
     from grader.grading.report import import_failures
 
     line = "importing softmax.py raised ValueError: seen (11, 29) (softmax.py line 3)"
-    hidden = TestRecord(nodeid="test_hidden_01_softmax.py::t", file="/kit/grader/hidden_tests/test_hidden_01_softmax.py",
-                        exercise="softmax", outcome="failed", message=line)
+    hidden = TestRecord(nodeid="test_hidden_01_softmax.py::t", exercise="softmax", outcome="failed", message=line,
+                        file="/kit/grader/hidden_tests/test_hidden_01_softmax.py")
     public = dataclasses.replace(hidden, file="/kit/tests/test_01_softmax.py")
     assert import_failures([hidden]) == []  # shown before grades are published: nothing of a hidden test
     assert import_failures([public, public]) == [f"does not import: {line}"]

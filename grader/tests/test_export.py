@@ -132,3 +132,23 @@ def test_a_canvas_assignment_that_cannot_be_right_is_refused(graded: Path, tmp_p
                            *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert not (graded / "canvas.csv").exists()
+
+
+def test_published_feedback_names_the_failed_hidden_tests(tmp_path: Path) -> None:
+    """Before publication a failed hidden test is only counted; after, its name and message are shown."""
+    results = fake_results("dana", 1.0)
+    hidden = next(t for t in results["tests"] if "hidden" in t["tags"] and t["extra_data"]["exercise"] == "softmax")
+    hidden.update(status="failed", score=0.0, name="softmax: test_hidden_rows_of_minus_inf",
+                  output="FAILURE: a row of -inf\n  expected: zeros\n  observed: nan")
+    out = tmp_path / "grades"
+    write_student(out, results)
+    before = (out / "dana" / "feedback.md").read_text(encoding="utf-8")
+    assert "1 further test(s) of this exercise failed" in before
+    assert "test_hidden_rows_of_minus_inf" not in before and "observed: nan" not in before
+    done = subprocess.run([sys.executable, "-m", "grader", "export", str(out), "--published"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    after = (out / "dana" / "feedback.md").read_text(encoding="utf-8")
+    assert "### softmax: test_hidden_rows_of_minus_inf (hidden test)" in after
+    assert "observed: nan" in after and "further test(s)" not in after
+    assert after.split("## 2.")[0].count("### ") == 1  # only the failed test, in its exercise's section
