@@ -1,7 +1,8 @@
 """Grading a class: submissions in, gradebook and reports out (``grade``, ``gradescope``).
 
 ``submissions`` finds and unpacks each entry (folders, zips, notebooks, read by
-``notebook_reader``); ``grade`` is the command and the batch, which runs the
+``notebook_reader``; links are never followed: ``links``) and checks it
+without running it (``static_checks``); ``grade`` is the command and the batch, which runs the
 graded and hidden suites on each one through the sandbox (``grader.sandbox``).
 The batch's parts, one module per job and process: ``records`` (the typed
 records between them: a job, a test record, a result), ``fingerprint`` (what

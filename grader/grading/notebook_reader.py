@@ -22,7 +22,7 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.grading.submissions import refused, skipped_link
+from grader.grading.links import refused, skipped_link
 
 # Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
 KIT_METADATA = "attention_kit"

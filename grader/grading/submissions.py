@@ -26,15 +26,14 @@ is copied (only its top-level ``.py`` files) into a fresh folder of the
 grader's own, so grading never writes into a student's folder and the
 content hash describes exactly what was graded.
 
-The static checks find what would make an exercise ungradable before any
-student code runs: a missing module, a syntax error (``ast.parse`` only
-compiles, it never executes) and a file that is not UTF-8 text. Such an
-exercise scores 0; the other exercises are graded as usual.
+The static checks (``grader.grading.static_checks``) find what would make an
+exercise ungradable before any student code runs: a missing module, a syntax
+error and a file that is not UTF-8 text. Such an exercise scores 0; the other
+exercises are graded as usual.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import os
@@ -42,12 +41,21 @@ import shutil
 import stat
 import zipfile
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from grader.curriculum import ROOT, misnamed
 from grader.curriculum import load as load_curriculum
+from grader.grading.links import (
+    collect_refusals,
+    note,
+    one_line,
+    refusal,
+    refused,
+    refused_line,
+    skipped_link,
+    stop_collecting,
+)
+from grader.grading.static_checks import static_problems
 
 # Limits for one submission: far above any honest solution, far below a zip bomb.
 MAX_FILE_BYTES = 1_000_000
@@ -114,86 +122,6 @@ class Submission:
         if self.refused:
             parts.append(refused_line(self.refused))
         return "; ".join(parts) or "ok"
-
-
-# ---------------------------------------------------------------- links: never followed, never read
-
-# The entries refused while one submission is read (see refusal): (the entry's root, "name is why" lines).
-_REFUSED: ContextVar[tuple[Path, list[str]] | None] = ContextVar("refused_links", default=None)
-MAX_REFUSED_SHOWN = 5
-
-
-def refusal(path: Path) -> str | None:
-    """Why ``path`` is never followed nor read, or None: the one rule of every path that reads a submission.
-
-    A symbolic link could name any file of the grading machine (the reference, a hidden test, a root-only
-    file), and the grader reads as root; a hard link to such a file is the same file under the student's
-    name. Neither is followed: ``"a symbolic link (not followed)"``, ``"a hard link (not read)"``.
-    """
-    try:
-        status = path.lstat()
-    except OSError:
-        return None
-    if stat.S_ISLNK(status.st_mode):
-        return "a symbolic link (not followed)"
-    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not _in_kit_reference(path):
-        return "a hard link (not read)"
-    return None
-
-
-def _in_kit_reference(path: Path) -> bool:
-    """Whether ``path`` is a file of the kit's own ``solutions/`` (an installer may hard-link those from a cache)."""
-    return os.path.realpath(path.parent) == os.path.realpath(ROOT / "solutions")
-
-
-def refused(path: Path, shown: str | None = None) -> bool:
-    """Whether ``path`` is refused (:func:`refusal`); if so it is noted for the submission being read."""
-    why = refusal(path)
-    if why is None:
-        return False
-    note(shown if shown is not None else path, why)
-    return True
-
-
-# A link with one of these suffixes, or to a folder, could have held the submission: its refusal is noted.
-SUBMISSION_SUFFIXES = (".py", ".zip", ".ipynb")
-
-
-def skipped_link(path: Path) -> bool:
-    """Whether ``path`` is a symbolic link (never followed); noted if it could have held the submission.
-
-    A link to a folder or named ``*.py``, ``*.zip`` or ``*.ipynb`` is noted (the status says it was refused);
-    others (a virtual environment's ``bin/python``) are passed over without a word.
-    """
-    if not path.is_symlink():
-        return False
-    if path.suffix.lower() in SUBMISSION_SUFFIXES or path.is_dir():  # is_dir: the target's kind, never its content
-        refused(path)
-    return True
-
-
-def note(path: Path | str, why: str) -> None:
-    """Note an entry refused while a submission is read: ``path`` (relative to its root when it lies inside)."""
-    current = _REFUSED.get()
-    if current is None:
-        return
-    root, lines = current
-    name = str(path)
-    if isinstance(path, Path):
-        try:
-            name = path.relative_to(root).as_posix()
-        except ValueError:
-            name = path.name
-    line = f"{name} is {why}"
-    if line not in lines:
-        lines.append(line)
-
-
-def refused_line(lines: list[str]) -> str:
-    """The status part for the refused entries: ``refused: exercises is a symbolic link (not followed)``."""
-    shown = ", ".join(lines[:MAX_REFUSED_SHOWN])
-    more = f" and {len(lines) - MAX_REFUSED_SHOWN} more" if len(lines) > MAX_REFUSED_SHOWN else ""
-    return _one_line(f"refused: {shown}{more}")
 
 
 # What of an upload is copied at most: deeper than any folder grading looks into, more than any submission.
@@ -471,90 +399,6 @@ def _copy_modules(folder: Path, target: Path) -> None:
         _copy_file(path, target / path.name, MAX_FILE_BYTES)
 
 
-def static_problems(folder: Path, details: dict[str, str] | None = None,
-                    original: Path | None = None) -> dict[str, str]:
-    """Exercise -> problem for modules that are missing, not text, or not valid Python.
-
-    ``details``, if given, receives a longer explanation per exercise (the
-    syntax error's message and the offending line) for the feedback.
-    ``original``: the student's folder that ``folder`` copies, where a
-    missing module's misnamed file (``Softmax.py``) is looked for.
-    """
-    problems: dict[str, str] = {}
-    details = {} if details is None else details
-    for exercise in load_curriculum().selection():  # a Part I course never asks for Part II modules
-        path = folder / exercise.module_file
-        if not path.is_file():
-            other = misnamed(original or folder, exercise.module_file)
-            problems[exercise.name] = f"missing module {exercise.name}" + (
-                f" (found {other}: rename it to {exercise.module_file})" if other else "")
-            continue
-        data = path.read_bytes()
-        if b"\x00" in data:
-            problems[exercise.name] = f"{exercise.module_file} is not a text file"
-            continue
-        problem = decoding_problem(data)
-        if problem:
-            problems[exercise.name] = f"{exercise.module_file} {problem}"
-            continue
-        problem, detail = _parse_problem(exercise.module_file, data)
-        if problem:
-            problems[exercise.name] = problem
-        if detail:
-            details[exercise.name] = detail
-    return problems
-
-
-# What parsing found, per (file name, SHA-256 of its bytes): a class hands in many identical files (stubs left
-# as they were, helpers shared), and parsing is most of preparing a submission.
-_PARSED: dict[tuple[str, str], tuple[str, str]] = {}
-
-
-def _parse_problem(name: str, data: bytes) -> tuple[str, str]:
-    """Why ``data`` (the module ``name``) is not valid Python, and the longer explanation: ``("", "")`` if it is."""
-    key = (name, hashlib.sha256(data).hexdigest())
-    if key not in _PARSED:
-        problem = detail = ""
-        try:
-            ast.parse(data, filename=name)  # bytes: Python's own rules for the encoding
-        except SyntaxError as error:
-            problem = f"syntax error in {name} line {error.lineno}"
-            shown = (error.text or "").rstrip()
-            detail = f"{problem}: {error.msg}" + (f"\n    {shown}" if shown else "")
-        except (ValueError, RecursionError, MemoryError) as error:
-            problem = f"{name} cannot be parsed ({type(error).__name__})"
-        if len(_PARSED) > 10_000:
-            _PARSED.clear()
-        _PARSED[key] = (problem, detail)
-    return _PARSED[key]
-
-
-def decoding_problem(data: bytes) -> str | None:
-    """Why Python could not read ``data`` as source text, or None.
-
-    The encoding follows Python's rules (PEP 263): a UTF-8 byte-order mark or a
-    ``# -*- coding: latin-1 -*-`` line in the first two lines, else UTF-8. A
-    file that does not decode is reported with the first line that fails.
-    """
-    import io
-    import tokenize
-
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        if "invalid or missing encoding declaration" not in str(error):
-            return f"has an unusable coding line ({error})"  # an unknown codec, or a BOM against the coding line
-        encoding = "utf-8"  # the first lines are not UTF-8 and declare nothing else: find where it fails
-    try:
-        data.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        name = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
-        hint = " (save it as UTF-8, or declare its encoding with a coding line)" if name == "UTF-8" else ""
-        return f"is not {name}: line {line}{hint}"
-    return None
-
-
 def folder_digest(folder: Path) -> str:
     """sha256 over the names and contents of the ``.py`` files in ``folder``."""
     digest = hashlib.sha256()
@@ -577,11 +421,6 @@ def _kind(mode: int) -> str:
     return "neither a folder nor a file"
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit] + "..."
-
-
 def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submission:
     """Read one entry into a private folder under ``workdir`` and check it statically.
 
@@ -589,15 +428,15 @@ def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submissio
     submission's ``error`` (its status), one line that names the problem.
     """
     submission = Submission(student=student or student_id(entry), source=entry)
-    token = _REFUSED.set((entry, submission.refused))
+    token = collect_refusals(entry, submission.refused)
     try:
         return _prepare(entry, workdir, submission)
     except SubmissionError as error:
-        submission.error = f"unreadable {error.kind}: {_one_line(str(error))}"
+        submission.error = f"unreadable {error.kind}: {one_line(str(error))}"
     except Exception as error:  # noqa: BLE001 - one entry, however broken, costs its own row only
-        submission.error = f"unreadable submission: {type(error).__name__}: {_one_line(str(error))}"
+        submission.error = f"unreadable submission: {type(error).__name__}: {one_line(str(error))}"
     finally:
-        _REFUSED.reset(token)
+        stop_collecting(token)
     submission.folder = None
     submission.problems = {name: submission.error for name in load_curriculum().selected_names()}
     submission.digest = hashlib.sha256(submission.error.encode("utf-8", "backslashreplace")).hexdigest()

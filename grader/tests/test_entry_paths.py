@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from grader.curriculum import ROOT
-from grader.grading import export, submissions
+from grader.grading import export, links, submissions
 from grader.grading.grade import grade_batch
 from grader.sandbox.limits import SIMULATE_NO_BWRAP, UNPRIVILEGED_GID, fresh_uid
 from grader.tests.test_gradescope import bundle, check_results  # noqa: F401 - the bundle is a fixture here too
@@ -86,11 +86,11 @@ def test_the_one_rule_refuses_symbolic_and_hard_links(tmp_path: Path) -> None:
     plain.write_text("x = 1\n")
     (tmp_path / "soft.py").symlink_to(plain)
     os.link(plain, tmp_path / "hard.py")
-    assert submissions.refusal(tmp_path / "soft.py") == "a symbolic link (not followed)"
-    assert submissions.refusal(tmp_path / "hard.py") == "a hard link (not read)"
-    assert submissions.refusal(tmp_path) is None
+    assert links.refusal(tmp_path / "soft.py") == "a symbolic link (not followed)"
+    assert links.refusal(tmp_path / "hard.py") == "a hard link (not read)"
+    assert links.refusal(tmp_path) is None
     (tmp_path / "hard.py").unlink()
-    assert submissions.refusal(plain) is None  # one name again: an ordinary file
+    assert links.refusal(plain) is None  # one name again: an ordinary file
 
 
 def test_the_kits_own_reference_may_be_hard_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,8 +99,8 @@ def test_the_kits_own_reference_may_be_hard_linked(tmp_path: Path, monkeypatch: 
     (tmp_path / "solutions").mkdir()
     (tmp_path / "solutions" / "softmax.py").write_text("x = 1\n")
     os.link(tmp_path / "solutions" / "softmax.py", tmp_path / "cache-copy.py")
-    assert submissions.refusal(tmp_path / "solutions" / "softmax.py") is None
-    assert submissions.refusal(tmp_path / "cache-copy.py") == "a hard link (not read)"
+    assert links.refusal(tmp_path / "solutions" / "softmax.py") is None
+    assert links.refusal(tmp_path / "cache-copy.py") == "a hard link (not read)"
 
 
 def test_a_folder_that_is_a_link_inside_the_submission_is_refused(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.curriculum import ROOT, load
-from grader.grading import submissions
+from grader.grading import static_checks, submissions
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def reference(tmp_path: Path) -> Path:
 def test_a_coding_line_is_honoured_as_python_honours_it(reference: Path) -> None:
     layer = reference / "layer.py"
     layer.write_bytes(b"# -*- coding: latin-1 -*-\n" + layer.read_bytes() + "# café\n".encode("latin-1"))
-    assert submissions.static_problems(reference) == {}
+    assert static_checks.static_problems(reference) == {}
     compile(layer.read_bytes(), "layer.py", "exec")  # Python agrees
 
 
@@ -31,25 +31,25 @@ def test_latin1_without_a_coding_line_names_the_line(reference: Path) -> None:
     lines = masks.read_bytes().split(b"\n")
     lines[5] += " # é".encode("latin-1")
     masks.write_bytes(b"\n".join(lines))
-    problems = submissions.static_problems(reference)
+    problems = static_checks.static_problems(reference)
     assert problems["masks"].startswith("masks.py is not UTF-8: line 6"), problems
     assert set(problems) == {"masks"}
 
 
 def test_an_unknown_coding_is_reported(reference: Path) -> None:
     (reference / "softmax.py").write_bytes(b"# coding: no-such-codec\nx = 1\n")
-    assert "unusable coding line" in submissions.static_problems(reference)["softmax"]
+    assert "unusable coding line" in static_checks.static_problems(reference)["softmax"]
 
 
 def test_a_module_named_in_the_wrong_case_says_how_to_rename_it(reference: Path) -> None:
     (reference / "softmax.py").rename(reference / "Softmax.py")
-    problems = submissions.static_problems(reference)
+    problems = static_checks.static_problems(reference)
     assert problems["softmax"] == "missing module softmax (found Softmax.py: rename it to softmax.py)"
     # Every module capitalised: the folder is still found, and each one is named.
     for exercise in load().exercises[1:]:
         (reference / exercise.module_file).rename(reference / exercise.module_file.capitalize())
     assert submissions.find_module_folder(reference.parent) == reference
-    assert all("rename it to" in problem for problem in submissions.static_problems(reference).values())
+    assert all("rename it to" in problem for problem in static_checks.static_problems(reference).values())
 
 
 def test_the_local_implementation_names_the_rename_too(reference: Path) -> None:
