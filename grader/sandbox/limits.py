@@ -92,7 +92,8 @@ class Limits:
     processes : int
         Processes and threads of the worker's user (RLIMIT_NPROC): stops fork bombs.
     call_timeout : float
-        Wall-clock seconds one call may take before the worker is killed.
+        CPU seconds one call may use before the worker is killed (``grader.sandbox.budget``: the grader waits
+        longer in wall time, on a busy machine).
     output_bytes : int
         How much of the student's printed output is kept.
     """
@@ -102,8 +103,10 @@ class Limits:
     file_bytes: int = 1 << 20
     processes: int = 32
     call_timeout: float = 5.0
+    # Open files of each worker process (RLIMIT_NOFILE): bounds how many memfd or shared-memory files it can hold.
+    open_files: int = 256
     output_bytes: int = 65536
-    # The whole submission's budget: seconds of student code (the reference's time excluded), and bytes the
+    # The whole submission's budget: CPU seconds of student code (the reference's time excluded), and bytes the
     # worker may send (one reply, and all replies together); past it the remaining tests fail at once.
     student_seconds: float = 60.0
     reply_bytes: int = 64 << 20
@@ -126,9 +129,9 @@ class Limits:
 
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""
-        return (f"{self.call_timeout:g} s per call, {self.student_seconds:g} s per submission, "
+        return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per submission, "
                 f"{self.memory_bytes >> 20} MiB memory, {self.cpu_seconds} CPU s per worker, "
-                f"{self.processes} processes, replies up to {self.reply_bytes >> 20} MiB "
+                f"{self.processes} processes, {self.open_files} open files, replies up to {self.reply_bytes >> 20} MiB "
                 f"({self.student_reply_bytes >> 20} MiB per submission)")
 
 
@@ -153,8 +156,22 @@ class Plan:
 
     @property
     def summary(self) -> str:
-        """``description``, and whether the workers are forked (what the grader prints and reports)."""
-        return f"{self.description}{FORKED if self.forks else ''}"
+        """``description``, whether the workers are forked, and the kernel's memory limits (what the grader prints)."""
+        return f"{self.description}{FORKED if self.forks else ''}{kernel_limits(self)}"
+
+
+def kernel_limits(the_plan: Plan) -> str:
+    """What bounds a worker's memory outside its address space, in force or missing (for the isolation line).
+
+    A memory control group per worker (``grader.sandbox.cgroup``) bounds anonymous memory, memfd and tmpfs files,
+    System V and POSIX shared memory and children together; an IPC namespace per sandbox keeps System V objects
+    apart (its ``kernel.shm*`` limits stay the kernel's: the sandbox holds no privilege to lower them, and the
+    memory group bounds what they hold); the open-file limit bounds how many such files a process holds.
+    """
+    from grader.sandbox import cgroup
+
+    ipc = "an IPC namespace per sandbox" if the_plan.mode == "bwrap" else "NO IPC namespace"
+    return f"; memory: {cgroup.available().describe()}, {ipc}, an open-file limit"
 
 
 def interpreter_paths() -> tuple[str, str, list[str]]:
@@ -488,8 +505,8 @@ def server_command(the_plan: Plan, folder: Path, control_fd: int) -> list[str]:
 
 
 def limit_values(limits: Limits) -> list[int]:
-    """``limits`` as a fork server applies them: CPU seconds, address space, file size, processes."""
-    return [limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, limits.processes]
+    """``limits`` as a fork server applies them: CPU seconds, address space, file size, processes, open files."""
+    return [limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, limits.processes, limits.open_files]
 
 
 def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
@@ -502,6 +519,7 @@ def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     return apply
