@@ -209,15 +209,14 @@ class WorkerGroup:
         return None
 
     def out_of_memory(self) -> bool:
-        """Whether the kernel refused the group memory (its limit was reached) or killed one of its processes."""
+        """Whether the kernel killed a process of the group for reaching its memory limit."""
         if self.memory is None:
             return False
+        events = "memory.oom_control" if self.support.version == 1 else "memory.events"
         with contextlib.suppress(OSError, ValueError):
-            if self.support.version == 1:
-                return int((self.memory / "memory.failcnt").read_text()) > 0
-            for line in (self.memory / "memory.events").read_text().splitlines():
+            for line in (self.memory / events).read_text().splitlines():
                 key, value = line.split()
-                if key in ("max", "oom", "oom_kill") and int(value) > 0:
+                if key == "oom_kill" and int(value) > 0:
                     return True
         return False
 

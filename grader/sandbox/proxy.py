@@ -69,12 +69,15 @@ _SPARES: list[tuple[str, Any]] = []
 atexit.register(lambda: IsolatedImplementation.close_spares())
 
 _SERVER: list[server.ForkServer] = []  # this process's fork server, if its plan forks (see grader.sandbox.server)
+_RETIRED: list[server.ForkServer] = []  # replaced servers whose last workers still run (see ForkServer.retire)
 
 
 def _fork_server(plan: confine.Plan) -> server.ForkServer:
     """The fork server of this process, started (or replaced, if it died or something of a worker outlived it)."""
     if _SERVER and (_SERVER[0].tainted or not _SERVER[0].alive):
-        _SERVER.pop().close()
+        old = _SERVER.pop()
+        old.retire()  # closed now, or once the workers it holds for other submissions are stopped
+        _RETIRED[:] = [retired for retired in [*_RETIRED, old] if retired.process is not None]
     if not _SERVER:
         _SERVER.append(server.ForkServer(plan, scratch_parent(), sandbox_files(plan, fork_server=True)))
     return _SERVER[0]
@@ -82,9 +85,9 @@ def _fork_server(plan: confine.Plan) -> server.ForkServer:
 
 def _close_server() -> None:
     IsolatedImplementation.close_spares()  # first: a spare may be a worker of the server
-    while _SERVER:
+    while _SERVER or _RETIRED:
         with contextlib.suppress(Exception):
-            _SERVER.pop().close()
+            (_SERVER or _RETIRED).pop().close()
 
 
 atexit.register(_close_server)
