@@ -71,6 +71,8 @@ from grader.suite import HIDDEN_DIR, graded_suite
 DEFAULT_OUT = "attention-kit-grades"
 # Seconds of student code for one submission's whole run (the proxy's per-submission budget).
 STUDENT_BUDGET = 60.0
+# The course's other limits (``grader.sandbox.limits.course_limits``): CPU seconds per call, MiB per worker.
+CALL_BUDGET, MEMORY_MIB = 5.0, 1024
 # Wall-clock backstop for one student's grading process, far above the budget: reaching it is the grader's
 # failure (not graded), never the student's zero.
 STUDENT_TIMEOUT = 300.0
@@ -101,8 +103,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
     parser.add_argument("--budget", type=float, default=STUDENT_BUDGET, metavar="SECONDS",
-                        help="seconds of student code per submission; past it the remaining tests fail "
+                        help="CPU seconds of student code per submission; past it the remaining tests fail "
                              f"(default: {STUDENT_BUDGET:g})")
+    parser.add_argument("--call-budget", type=float, default=CALL_BUDGET, metavar="SECONDS",
+                        help=f"CPU seconds of one call to a student's function (default: {CALL_BUDGET:g})")
+    parser.add_argument("--memory", type=int, default=MEMORY_MIB, metavar="MiB",
+                        help=f"memory of each student's worker, in MiB (default: {MEMORY_MIB})")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
@@ -120,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------- implementation seam
 
 
-def make_implementation(path: Path, fair: bool, policy: str = "require", budget: float = STUDENT_BUDGET) -> Any:
+def make_implementation(path: Path, fair: bool, policy: str = "require", budget: float = STUDENT_BUDGET,
+                        call_budget: float = CALL_BUDGET, memory: int = MEMORY_MIB) -> Any:
     """The implementation that runs a student's code: an isolated worker process (``grader.sandbox.proxy``).
 
     The one seam between grading and running student code. The grading
@@ -128,13 +135,15 @@ def make_implementation(path: Path, fair: bool, policy: str = "require", budget:
     """
     from grader.sandbox.proxy import IsolatedImplementation
 
-    return IsolatedImplementation.warm(path, **_implementation_options(fair, policy, budget))
+    return IsolatedImplementation.warm(path, **_implementation_options(fair, policy, budget, call_budget, memory))
 
 
-def _implementation_options(fair: bool, policy: str, budget: float) -> dict[str, Any]:
-    from grader.sandbox.proxy import Limits
+def _implementation_options(fair: bool, policy: str, budget: float, call_budget: float = CALL_BUDGET,
+                            memory: int = MEMORY_MIB) -> dict[str, Any]:
+    from grader.sandbox.limits import course_limits
 
-    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy, "limits": Limits(student_seconds=budget)}
+    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy,
+            "limits": course_limits(budget, call_budget, memory)}
 
 
 def _keep_spare(job: dict[str, Any]) -> None:
@@ -145,7 +154,8 @@ def _keep_spare(job: dict[str, Any]) -> None:
 
     with contextlib.suppress(Exception):  # without a spare the next student's worker starts as usual
         IsolatedImplementation.keep_spare(**_implementation_options(
-            job["fair"], job.get("policy", "require"), job.get("budget", STUDENT_BUDGET)))
+            job["fair"], job.get("policy", "require"), job.get("budget", STUDENT_BUDGET),
+            job.get("call_budget", CALL_BUDGET), job.get("memory", MEMORY_MIB)))
 
 
 def kit_version() -> str:
@@ -222,7 +232,8 @@ def _recorder(job: dict[str, Any]) -> Any:
 
         def implementation_of(self, path: Path) -> Any:
             return make_implementation(path, self.job["fair"], self.job.get("policy", "require"),
-                                       self.job.get("budget", STUDENT_BUDGET))
+                                       self.job.get("budget", STUDENT_BUDGET),
+                                       self.job.get("call_budget", CALL_BUDGET), self.job.get("memory", MEMORY_MIB))
 
         def reset(self, next_job: dict[str, Any], items: list[Any]) -> None:
             """Record the next student (a session that is reused): fresh state, the tests of ``items`` only."""
@@ -1109,6 +1120,8 @@ def grade_batch(
     hidden: Path | None = None,
     timeout: float = STUDENT_TIMEOUT,
     budget: float = STUDENT_BUDGET,
+    call_budget: float = CALL_BUDGET,
+    memory: int = MEMORY_MIB,
     isolation: str = "require",
     exercises: list[str] | None = None,
     echo: Any = print,
@@ -1117,7 +1130,7 @@ def grade_batch(
     """Grade every submission in ``submissions`` into ``out``; returns the exit status."""
     from grader.grading import submissions as found
     from grader.grading.report import atomic_write, escape_text, gradebook_csv, is_graded, number, read_results, summary
-    from grader.sandbox.limits import IsolationUnavailable, Limits, choose
+    from grader.sandbox.limits import IsolationUnavailable, choose, course_limits
 
     start = time.monotonic()
     try:
@@ -1125,7 +1138,7 @@ def grade_batch(
     except IsolationUnavailable as error:
         echo(f"error: {error}")
         return 2
-    limits = Limits(student_seconds=budget)
+    limits = course_limits(budget, call_budget, memory)
     echo(f"Isolation: {plan.summary}")
     echo(f"Limits: {limits.describe()}")
     if not plan.isolated:
@@ -1179,6 +1192,7 @@ def grade_batch(
     export_failed = False
     # What every student's job shares; the kit's check (the reference graded by the suite) starts from it too.
     template = {"fair": fair, "scratch": str(scratch), "policy": isolation, "budget": budget,
+                "call_budget": call_budget, "memory": memory,
                 "suite": [{"path": f.path, "exercise": f.exercise, "hidden": f.hidden} for f in suite]}
     # The kit's verdict: why nothing can be graded, the tests that cannot be; the check's job while it runs.
     kit: dict[str, Any] = {"failure": kit_failure, "broken": {}, "canary": None, "key": ""}
@@ -1338,11 +1352,13 @@ def run(args: argparse.Namespace) -> int:
         elif not submissions.exists():
             print(f"error: {submissions}: no such file or folder", file=sys.stderr)
             return 2
-        if args.budget <= 0 or args.timeout <= 0:
-            print("error: --budget and --timeout must be positive", file=sys.stderr)
+        if args.budget <= 0 or args.timeout <= 0 or args.call_budget <= 0 or args.memory < 64:
+            print("error: --budget, --call-budget and --timeout must be positive, --memory at least 64 (MiB)",
+                  file=sys.stderr)
             return 2
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
-                           hidden=hidden, timeout=args.timeout, budget=args.budget, isolation=args.isolation,
+                           hidden=hidden, timeout=args.timeout, budget=args.budget,
+                           call_budget=args.call_budget, memory=args.memory, isolation=args.isolation,
                            exercises=args.exercises, roster=args.roster)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "

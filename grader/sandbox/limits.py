@@ -135,6 +135,19 @@ class Limits:
                 f"({self.student_reply_bytes >> 20} MiB per submission)")
 
 
+def course_limits(budget: float, call_budget: float, memory_mib: int) -> Limits:
+    """A course's limits: CPU seconds per submission and per call, MiB of memory per worker (the rest as default).
+
+    The one place the settings an instructor may change (``attention-kit grade --budget/--call-budget/--memory``)
+    become limits.
+    """
+    for name, value, least in (("budget", budget, 0.0), ("call budget", call_budget, 0.0),
+                               ("memory", memory_mib, 63)):
+        if not value > least:
+            raise ValueError(f"the {name} must be above {least:g}, not {value!r}")
+    return Limits(student_seconds=float(budget), call_timeout=float(call_budget), memory_bytes=int(memory_mib) << 20)
+
+
 @dataclass(frozen=True)
 class Plan:
     """The chosen confinement: ``mode`` is "bwrap", "rlimits" or "container"."""
