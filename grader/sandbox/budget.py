@@ -71,7 +71,7 @@ class Budget:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.spent = 0.0  # CPU seconds of student code so far (calls stopped by the machine's load not charged)
+        self.spent = 0.0  # CPU (and sleep) seconds of student code so far (calls the machine's load stopped: none)
         self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
         self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
         self.forgiven = 0.0  # wall seconds of calls not charged (waits for a CPU, sleeps, calls run again)
@@ -222,18 +222,25 @@ class Budget:
         return deadline
 
     def finish_call(self) -> None:
-        """The call ended (answered, failed or timed out): charge its CPU time (unless the machine stopped it)."""
+        """The call ended (answered, failed or timed out): charge its time (unless the machine stopped it).
+
+        Charged: its CPU time, or, if more, its sleep too (its wall time less the reference's and less its waits
+        for a CPU): a submission that sleeps in every call uses up its budget as one that computes does, and
+        neither a busy machine nor a low priority changes what is charged.
+        """
         self._slow_at = math.inf
         self._next_check = math.inf
         wall = time.monotonic() - self._begun
         cpu = self._used(full=wall > 0.2 or bool(self.verdict))
+        awake = wall - self._reference_seconds - (self._load.waited() if self._load is not None else 0.0)
+        charged = max(cpu, awake) if self._cpu is not None else cpu
         self.last_cpu, self.last_wall = cpu, wall
         self.call_seconds += wall
         if self.verdict == "busy":
             self.forgiven += wall
         else:
-            self.spent += cpu
-            self.forgiven += max(0.0, wall - self._reference_seconds - cpu)
+            self.spent += charged
+            self.forgiven += max(0.0, wall - self._reference_seconds - charged)
         self.reference_spent += self._reference_seconds
         self._reference_seconds = 0.0
 
