@@ -176,7 +176,7 @@ class IsolatedImplementation:
 
     @property
     def spent(self) -> float:
-        """Seconds of student code so far (the reference's time not counted)."""
+        """CPU (and sleep) seconds of student code so far (the reference's time and waits for a CPU not counted)."""
         return self._budget.spent
 
     @property
@@ -186,7 +186,7 @@ class IsolatedImplementation:
 
     @property
     def forgiven(self) -> float:
-        """Seconds of CPU waits forgiven to this submission so far (see ``budget.LOAD_ALLOWANCE``)."""
+        """Wall seconds of calls not charged to this submission (waits for a CPU, calls run again; ``budget``)."""
         return self._budget.forgiven
 
     @property
