@@ -170,6 +170,7 @@ class IsolatedImplementation:
         self._adopted = False
         self._handshake_pending = False
         self.out_of_memory = False  # the last worker that ended had reached its control group's memory limit
+        self.group_missed = 0  # workers whose control group could not be made or joined (see ``isolation``)
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
 
     # ------------------------------------------------------------------ what the grader reports
@@ -276,7 +277,9 @@ class IsolatedImplementation:
     def isolation(self) -> str:
         """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker"``."""
         return self.plan.description + (confine.FORKED if self._worker.server is not None else "") \
-            + confine.kernel_limits(self.plan)
+            + confine.kernel_limits(self.plan) \
+            + (f" (but {self.group_missed} worker(s) could not be put in one: RLIMIT_AS only)"
+               if self.group_missed else "")
 
     @property
     def output(self) -> str:
@@ -380,6 +383,8 @@ class IsolatedImplementation:
             self._group = group if group.active and group.add(self._worker.worker_pid) else None
             if self._group is None:
                 group.remove()
+                if group.support.memory is not None:  # said on the isolation line: never a limit dropped silently
+                    self.group_missed += 1
             self._budget.attach(self._worker.worker_pid, self._worker.uid,
                                 self._group.cpu_seconds if self._group is not None else None)
 

@@ -61,3 +61,23 @@ def test_a_busy_machine_and_a_low_priority_give_the_same_gradebook(tmp_path):
             hog.wait()
     assert busy_code == 0, said
     assert busy == idle  # every score and every status, to the digit
+
+
+def test_a_courses_limits_are_options_printed_on_the_limits_line(tmp_path):
+    from grader.sandbox.limits import Limits, course_limits
+
+    limits = course_limits(30, 2.5, 512)
+    assert (limits.student_seconds, limits.call_timeout, limits.memory_bytes) == (30.0, 2.5, 512 << 20)
+    defaults = Limits()
+    assert course_limits(defaults.student_seconds, defaults.call_timeout, defaults.memory_bytes >> 20) == defaults
+    shutil.copytree(ROOT / "solutions", tmp_path / "class" / "ada", ignore=shutil.ignore_patterns("__pycache__"))
+    command = [sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+               "--exercise", "softmax", "--jobs", "1", "--call-budget", "2.5", "--memory", "512", "--budget", "30"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    limits_lines = [line for line in done.stdout.splitlines() if line.startswith("Limits: ")]
+    assert limits_lines and all(line.startswith("Limits: 2.5 CPU s per call, 30 CPU s per submission, 512 MiB memory")
+                                for line in limits_lines), limits_lines
+    refused = subprocess.run([*command[:-6], "--memory", "10"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=600)
+    assert refused.returncode == 2 and "--memory at least 64" in refused.stderr
