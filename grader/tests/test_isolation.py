@@ -555,10 +555,19 @@ def test_fork_bomb_is_contained(isolated):
     namespace = next((_pid_namespace(pid) for pid in children if _pid_namespace(pid) != own), None)
     with pytest.raises((TimeoutError, OSError, WorkerCrashed)):
         softmax(np.zeros(2))
-    # Every process of the bomb is gone with the worker: the whole PID namespace (or session) was killed.
-    left = [pid for pid in _pids() if (namespace and _pid_namespace(pid) == namespace and not impl.plan.forks)
-            or _session(pid) == worker_pid] + (_processes_of(uid) if uid is not None else [])
-    assert not left, f"processes left behind: {[(pid, Path(f'/proc/{pid}/stat').read_text()) for pid in left]}"
+    # Every process of the bomb is gone with the worker: the whole PID namespace (or session) was killed. On a busy
+    # machine the killed ones may take a moment to be reaped: a zombie is dead, and the check is repeated a while.
+    def left_behind() -> list[int]:
+        return [pid for pid in _pids() if ((namespace and _pid_namespace(pid) == namespace and not impl.plan.forks)
+                                           or _session(pid) == worker_pid) and not _dead(pid)] \
+            + (_processes_of(uid) if uid is not None else [])
+
+    left = left_behind()
+    deadline = time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = left_behind()
+    assert not left, f"processes left behind: {[(pid, _cmdline(pid)) for pid in left]}"
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)
 
 
@@ -578,6 +587,14 @@ def _parent(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _dead(pid: int) -> bool:
+    """Whether ``pid`` has ended (gone, or a zombie not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 def _session(pid: int) -> int | None:
