@@ -149,3 +149,26 @@ def test_a_group_counts_the_cpu_time_of_every_process_in_it():
         child.wait()
         group.remove()
     assert folders and not any(folder.exists() for folder in folders)  # removed with the worker
+
+
+def test_cgroup_v2_is_used_where_memory_is_delegated_and_named_where_not(tmp_path, monkeypatch):
+    group = tmp_path / "unified" / "user.slice" / "grader"
+    group.mkdir(parents=True)
+    monkeypatch.setattr(cgroup, "_mounts", lambda: {"2": tmp_path / "unified"})
+    monkeypatch.setattr(cgroup, "_own_groups", lambda: {"": "/user.slice/grader"})
+    monkeypatch.delenv(cgroup.SIMULATE_NO_CGROUP, raising=False)
+    (group / "cgroup.controllers").write_text("cpu io pids\n")  # no memory controller given to the grader
+    cgroup.available.cache_clear()
+    try:
+        missing = cgroup.available()
+        assert missing.memory is None and "without the memory controller delegated" in missing.missing
+        assert missing.describe().startswith("NO memory cgroup (cgroup v2 without the memory controller")
+        (group / "cgroup.controllers").write_text("cpu memory pids\n")
+        (group / "cgroup.subtree_control").write_text("")
+        cgroup.available.cache_clear()
+        found = cgroup.available()
+        assert (found.version, found.memory, found.cpu) == (2, group, group)
+        assert (group / "cgroup.subtree_control").read_text() == "+memory +cpu"  # delegated on to the workers
+        assert "a cgroup v2 memory limit and swap per worker" in found.describe()
+    finally:
+        cgroup.available.cache_clear()
