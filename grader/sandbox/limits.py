@@ -184,7 +184,8 @@ def kernel_limits(the_plan: Plan) -> str:
     from grader.sandbox import cgroup
 
     ipc = "an IPC namespace per sandbox" if the_plan.mode == "bwrap" else "NO IPC namespace"
-    return f"; memory: {cgroup.available().describe()}, {ipc}, an open-file limit"
+    tmpfs = ", size-capped read-only tmpfs" if the_plan.mode == "bwrap" and _tmpfs_size() else ""
+    return f"; memory: {cgroup.available().describe()}, {ipc}, an open-file limit{tmpfs}"
 
 
 def interpreter_paths() -> tuple[str, str, list[str]]:
@@ -284,6 +285,23 @@ def _binds(paths: list[str]) -> list[str]:
     return arguments
 
 
+# The size of each tmpfs that covers a hidden folder (read-only for the worker in any case): a few pages.
+HIDING_TMPFS_BYTES = 64 << 10
+
+
+@functools.cache
+def _tmpfs_size() -> list[str]:
+    """``--size`` for the next ``--tmpfs``, where this bubblewrap knows it (0.7 and later); else nothing."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return []
+    try:
+        said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["--size", str(HIDING_TMPFS_BYTES)] if "--size" in said.stdout + said.stderr else []
+
+
 def _hide(hidden: list[str], bound: list[str]) -> list[str]:
     """Cover each of ``hidden`` that a bind of ``bound`` shows with an empty tmpfs; then bind numpy again.
 
@@ -296,7 +314,7 @@ def _hide(hidden: list[str], bound: list[str]) -> list[str]:
         if any(path == c or path.startswith(c.rstrip("/") + "/") for c in covered):
             continue
         if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            arguments += ["--perms", "0555", "--tmpfs", path]
+            arguments += ["--perms", "0555", *_tmpfs_size(), "--tmpfs", path]
             covered.append(path)
     for path in numpy_paths():
         arguments += ["--ro-bind", path, path]
