@@ -16,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from grader.curriculum import ROOT
 
 HOG_SECONDS = 600  # a hog ends by itself after this long, whatever happens to the test
@@ -81,3 +84,23 @@ def test_a_courses_limits_are_options_printed_on_the_limits_line(tmp_path):
     refused = subprocess.run([*command[:-6], "--memory", "10"], cwd=ROOT, capture_output=True, text=True,
                              timeout=600)
     assert refused.returncode == 2 and "--memory at least 64" in refused.stderr
+
+
+def test_a_students_own_run_stops_a_call_past_its_cpu_budget(tmp_path):
+    from tests.kit import FUNCTION_TIMEOUTS, ImplementationError, LocalImplementation
+
+    folder = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(folder / "masks.py", "a", encoding="utf-8") as module:
+        module.write("\n\ndef causal_mask(n):\n    while True:\n        pass\n")
+    (folder / "positional.py").write_text("while True:\n    pass\n", encoding="utf-8")  # a loop at import
+    implementation = LocalImplementation(folder, call_seconds=0.3)
+    causal_mask = implementation.function("masks", "causal_mask")
+    for _ in range(FUNCTION_TIMEOUTS):
+        with pytest.raises(TimeoutError, match=r"causal_mask\(\) did not finish within 0.3 s: an infinite loop\?"):
+            causal_mask(3)
+    with pytest.raises(TimeoutError, match=r"causal_mask\(\) was not run: your code already ran out of time 2 times"):
+        causal_mask(3)  # at once: a loop costs a run a few budgets, not one per test
+    with pytest.raises(ImplementationError, match=r"importing positional.py did not finish within 0.3 s"):
+        implementation.function("positional", "alibi_bias")
+    assert implementation.function("softmax", "softmax")(np.zeros(2)).tolist() == [0.5, 0.5]  # the rest still runs
