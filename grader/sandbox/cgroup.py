@@ -92,9 +92,29 @@ def _writable(folder: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK)
 
 
+def sweep(support: Support) -> None:
+    """Remove the empty groups that grading processes killed before their end left behind (their pid is gone)."""
+    for parent in {support.memory, support.cpu} - {None}:
+        try:
+            entries = list(parent.glob("attention-kit-*-*"))  # type: ignore[union-attr]
+        except OSError:
+            continue
+        for folder in entries:
+            owner = folder.name.split("-")[2]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # refused while a process is in it: then it stays
+
+
 @functools.cache
 def available() -> Support:
-    """What this machine gives for workers' groups (probed once per process)."""
+    """What this machine gives for workers' groups (probed once per process; stale groups of others swept)."""
+    found = _probe()
+    sweep(found)
+    return found
+
+
+def _probe() -> Support:
     if os.environ.get(SIMULATE_NO_CGROUP):
         return Support(None, None, None, missing="no cgroup (simulated)")
     if not Path("/proc/self/cgroup").is_file():
