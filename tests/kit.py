@@ -10,12 +10,15 @@ worker) because both provide ``function(exercise, name)``.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib
 import inspect
 import re
+import signal
 import sys
+import threading
 import traceback
 import types
 import weakref
@@ -35,6 +38,49 @@ from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UN
 
 class ImplementationError(Exception):
     """A module of the implementation could not be loaded."""
+
+
+# CPU seconds one call to a student's function may use in a student's own run (``attention-kit test``, ``status``,
+# the Classroom command), the grader's per-call budget (``grader.sandbox.limits.Limits.call_timeout``); the wall
+# time it may take, as the grader waits (``grader.sandbox.budget``): a call that sleeps is stopped too.
+CALL_BUDGET = 5.0
+
+
+class _OverBudget(BaseException):
+    """The timer's signal, raised inside the student's code; TimeoutError where the call returns.
+
+    Not an Exception: the student's ``except Exception`` does not catch it.
+    """
+
+
+@contextlib.contextmanager
+def call_budget(what: str, seconds: float | None):
+    """Stop ``what`` (a call, an import) once it has used ``seconds`` of CPU time (or 8 times as much wall time).
+
+    TimeoutError, with the grader's own message. Only where signals can be used (the main thread of a Unix
+    process) and no budget is running already (a call within a call runs on the outer one's); elsewhere, or
+    with ``seconds`` None, the call simply runs.
+    """
+    if (seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
+            or signal.getitimer(signal.ITIMER_PROF)[0] or signal.getitimer(signal.ITIMER_REAL)[0]):
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise _OverBudget
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGPROF, signal.SIGALRM)}
+    signal.setitimer(signal.ITIMER_PROF, seconds)  # CPU time of this process (user and system)
+    signal.setitimer(signal.ITIMER_REAL, 8 * seconds + 10)
+    try:
+        yield
+    except _OverBudget:
+        raise TimeoutError(f"{what} did not finish within {seconds:g} s: an infinite loop?") from None
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 class Implementation(Protocol):
@@ -61,10 +107,15 @@ class LocalImplementation:
     The folder is imported as a package under a private name, so the
     relative imports between the modules (``from .softmax import softmax``)
     work for ``exercises/``, ``solutions/`` and any submission folder alike.
+    With ``call_seconds`` (a student's run: ``CALL_BUDGET``), each import and
+    each call of a function is stopped past that much CPU time, as the grader
+    stops it (``call_budget``), and fails with the grader's message.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, call_seconds: float | None = None) -> None:
         self.path = Path(path).resolve()
+        self.call_seconds = call_seconds  # each call's CPU budget (``call_budget``); None: no budget
+        self.timeouts: dict[str, int] = {}  # calls stopped past their budget, per function (as the grader counts)
         if not self.path.is_dir():
             raise ImplementationError(f"--impl {path}: no such folder")
         digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
@@ -90,7 +141,15 @@ class LocalImplementation:
             self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}{rename}"
             raise ImplementationError(self._failures[name])
         try:
-            return importlib.import_module(f"{self.package}.{name}")
+            with call_budget(f"importing {name}.py", self.call_seconds):
+                return importlib.import_module(f"{self.package}.{name}")
+        except TimeoutError as error:
+            if f"importing {name}.py did not finish" not in str(error):
+                self._failures[name] = describe_import_error(f"{name}.py", error)
+            else:
+                self._failures[name] = (f"importing {name}.py did not finish within {self.call_seconds:g} s "
+                                        "(an infinite loop at module level?)")
+            raise ImplementationError(self._failures[name]) from None
         except Exception as error:  # any failure of student code at import
             self._failures[name] = describe_import_error(f"{name}.py", error)
             raise ImplementationError(self._failures[name]) from None
@@ -102,7 +161,35 @@ class LocalImplementation:
         found = getattr(module, name, None)
         if not callable(found):
             raise ImplementationError(f"{module_name}.py defines no function {name}()")
-        return found
+        if self.call_seconds is None:
+            return found
+        return _budgeted(found, name, self.call_seconds, self.timeouts)
+
+
+# After this many calls of one function stopped past their budget, its later calls fail at once, as the grader's
+# do (``grader.sandbox.limits.Limits.function_timeouts``): a loop costs a run a few budgets, not one per test.
+FUNCTION_TIMEOUTS = 2
+
+
+def _budgeted(function: Callable[..., Any], name: str, seconds: float, timeouts: dict[str, int]) -> Callable[..., Any]:
+    """``function``, each call stopped past ``seconds`` of CPU time (see ``call_budget``), counted in ``timeouts``."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        so_far = timeouts.get(name, 0)
+        if so_far >= FUNCTION_TIMEOUTS:
+            raise TimeoutError(f"{name}() was not run: your code already ran out of time {so_far} times "
+                               "(an infinite loop?); fix that first")
+        try:
+            with call_budget(f"{name}()", seconds):
+                return function(*args, **kwargs)
+        except TimeoutError as error:
+            if str(error).startswith(f"{name}() did not finish within"):
+                timeouts[name] = so_far + 1
+            raise
+
+    return call
 
 
 class PlainFunction:

@@ -22,7 +22,7 @@ import pytest
 
 from grader.curriculum import load as load_curriculum
 from tests import failures
-from tests.kit import Implementation, ImplementationError, Kit, LocalImplementation
+from tests.kit import CALL_BUDGET, Implementation, ImplementationError, Kit, LocalImplementation
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def implementation(request: pytest.FixtureRequest) -> Implementation:
     if factory is not None:
         return factory(path)
     try:
-        return LocalImplementation(path)
+        return LocalImplementation(path, call_seconds=CALL_BUDGET)  # a call stopped past its budget, as graded
     except ImplementationError as error:
         raise pytest.UsageError(str(error)) from None
 

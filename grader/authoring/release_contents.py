@@ -224,6 +224,9 @@ def classroom_workflow(curriculum: object) -> str:
         steps.append(
             f"      - name: \"Exercise {exercise.number}: {exercise.name} ({_points(exercise.points)} points)\"\n"
             f"        id: {exercise.name}\n"
+            # Every exercise is scored even when an earlier one failed or ran out of time: one loop costs only
+            # its own exercise's points (its calls are stopped past their CPU budget; the timeout is a backstop).
+            "        if: always()\n"
             f"        timeout-minutes: {EXERCISE_TIMEOUT_MINUTES}\n"
             f"        run: python -m grader.student.classroom {exercise.name}"
         )

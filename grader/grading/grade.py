@@ -77,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.curriculum import PART_ENV, make_importable, parse_part
-from grader.grading.records import STUDENT_BUDGET, Job, Result, TestRecord, suite_files
+from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, TestRecord, suite_files
 from grader.suite import HIDDEN_DIR, graded_suite
 
 DEFAULT_OUT = "attention-kit-grades"
@@ -104,8 +104,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
     parser.add_argument("--budget", type=float, default=STUDENT_BUDGET, metavar="SECONDS",
-                        help="seconds of student code per submission; past it the remaining tests fail "
+                        help="CPU seconds of student code per submission; past it the remaining tests fail "
                              f"(default: {STUDENT_BUDGET:g})")
+    parser.add_argument("--call-budget", type=float, default=CALL_BUDGET, metavar="SECONDS",
+                        help=f"CPU seconds of one call to a student's function (default: {CALL_BUDGET:g})")
+    parser.add_argument("--memory", type=int, default=MEMORY_MIB, metavar="MiB",
+                        help=f"memory of each student's worker, in MiB (default: {MEMORY_MIB})")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
@@ -133,6 +137,8 @@ def grade_batch(
     hidden: Path | None = None,
     timeout: float = STUDENT_TIMEOUT,
     budget: float = STUDENT_BUDGET,
+    call_budget: float = CALL_BUDGET,
+    memory: int = MEMORY_MIB,
     isolation: str = "require",
     exercises: list[str] | None = None,
     echo: Any = print,
@@ -146,7 +152,7 @@ def grade_batch(
     kit's own check, scored and written); write the gradebooks; sum up.
     """
     from grader.grading.report import is_graded, summary
-    from grader.sandbox.limits import IsolationUnavailable, Limits, choose
+    from grader.sandbox.limits import IsolationUnavailable, choose, course_limits
 
     start = time.monotonic()
     try:
@@ -154,7 +160,7 @@ def grade_batch(
     except IsolationUnavailable as error:
         echo(f"error: {error}")
         return 2
-    limits = Limits(student_seconds=budget)
+    limits = course_limits(budget, call_budget, memory)
     _say_isolation(plan, limits, echo)
     suite, kit_failure = _load_suite(hidden, exercises, echo)
     if not suite and kit_failure is None:
@@ -172,7 +178,7 @@ def grade_batch(
     os.chmod(scratch, 0o711)
     # What every student's job shares (and the fingerprint hashes); the kit's check starts from it too.
     template = Job(student="", folder="", files=(), suite=suite_files(suite), fair=fair, policy=isolation,
-                   budget=budget, part=_graded_part(), scratch=str(scratch))
+                   budget=budget, call_budget=call_budget, memory=memory, part=_graded_part(), scratch=str(scratch))
     try:
         batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
         with _progress(len(entries)) as progress:
@@ -563,11 +569,13 @@ def run(args: argparse.Namespace) -> int:
         elif (problem := _argument_problem(submissions)) is not None:  # missing, or a stray file
             print(f"error: {problem}", file=sys.stderr)
             return 2
-        if args.budget <= 0 or args.timeout <= 0:
-            print("error: --budget and --timeout must be positive", file=sys.stderr)
+        if args.budget <= 0 or args.timeout <= 0 or args.call_budget <= 0 or args.memory < 64:
+            print("error: --budget, --call-budget and --timeout must be positive, --memory at least 64 (MiB)",
+                  file=sys.stderr)
             return 2
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
-                           hidden=hidden, timeout=args.timeout, budget=args.budget, isolation=args.isolation,
+                           hidden=hidden, timeout=args.timeout, budget=args.budget,
+                           call_budget=args.call_budget, memory=args.memory, isolation=args.isolation,
                            exercises=args.exercises, roster=args.roster)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "

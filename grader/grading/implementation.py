@@ -16,25 +16,29 @@ from pathlib import Path
 from typing import Any
 
 from grader.curriculum import ROOT
-from grader.grading.records import STUDENT_BUDGET, Job
+from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job
 
 
-def make_implementation(path: Path, fair: bool, policy: str = "require", budget: float = STUDENT_BUDGET) -> Any:
+def make_implementation(path: Path, fair: bool, policy: str = "require", budget: float = STUDENT_BUDGET,
+                        call_budget: float = CALL_BUDGET, memory: int = MEMORY_MIB) -> Any:
     """The implementation that runs a student's code: an isolated worker process (``grader.sandbox.proxy``)."""
     from grader.sandbox.proxy import IsolatedImplementation
 
-    return IsolatedImplementation.warm(path, **_implementation_options(fair, policy, budget))
+    return IsolatedImplementation.warm(path, **_implementation_options(fair, policy, budget, call_budget, memory))
 
 
-def _implementation_options(fair: bool, policy: str, budget: float) -> dict[str, Any]:
-    from grader.sandbox.proxy import Limits
+def _implementation_options(fair: bool, policy: str, budget: float, call_budget: float = CALL_BUDGET,
+                            memory: int = MEMORY_MIB) -> dict[str, Any]:
+    from grader.sandbox.limits import course_limits
 
-    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy, "limits": Limits(student_seconds=budget)}
+    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy,
+            "limits": course_limits(budget, call_budget, memory)}
 
 
 def implementation_for(job: Job, path: Path | None = None) -> Any:
     """The implementation of ``job``'s student (or of the folder ``path``), with the job's options."""
-    return make_implementation(Path(job.folder) if path is None else path, job.fair, job.policy, job.budget)
+    return make_implementation(Path(job.folder) if path is None else path, job.fair, job.policy, job.budget,
+                               job.call_budget, job.memory)
 
 
 def keep_spare(job: Job) -> None:
@@ -44,7 +48,8 @@ def keep_spare(job: Job) -> None:
     from grader.sandbox.proxy import IsolatedImplementation
 
     with contextlib.suppress(Exception):  # without a spare the next student's worker starts as usual
-        IsolatedImplementation.keep_spare(**_implementation_options(job.fair, job.policy, job.budget))
+        IsolatedImplementation.keep_spare(**_implementation_options(job.fair, job.policy, job.budget,
+                                                                    job.call_budget, job.memory))
 
 
 def close_spares() -> None:

@@ -23,8 +23,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-# Seconds of student code for one submission's whole run (the proxy's per-submission budget).
+# CPU seconds of student code for one submission's whole run (the proxy's per-submission budget).
 STUDENT_BUDGET = 60.0
+# The course's other limits (``grader.sandbox.limits.course_limits``): CPU seconds per call, MiB per worker.
+CALL_BUDGET, MEMORY_MIB = 5.0, 1024
 
 
 def _decides(why: str) -> Any:
@@ -71,7 +73,11 @@ class Job:
                                                               "code is confined, and so what it can do"))
     """The isolation policy (``require``, ``none`` or ``container``; ``grader.sandbox.limits.choose``)."""
     budget: float = field(default=STUDENT_BUDGET, metadata=_decides("--budget: past it the remaining tests fail"))
-    """Seconds of student code for the submission's whole run; past them the remaining tests fail."""
+    """CPU seconds of student code for the submission's whole run; past them the remaining tests fail."""
+    call_budget: float = field(default=CALL_BUDGET, metadata=_decides("--call-budget: a call past it times out"))
+    """CPU seconds of one call to a student's function."""
+    memory: int = field(default=MEMORY_MIB, metadata=_decides("--memory: an allocation past it fails"))
+    """MiB of memory each of the student's workers may hold (kernel-enforced where a cgroup can be made)."""
     part: str = field(default="", metadata=_decides("--part: which exercises the course grades"))
     """The course's part being graded (``1``, ``2`` or ``all``; the manifest's ``[course] part`` by default)."""
     scratch: str = field(default="", metadata=_does_not_decide("where the workers' scratch folders go"))

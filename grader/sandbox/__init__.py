@@ -13,8 +13,10 @@ process:
 - in the grading process: ``proxy`` (``IsolatedImplementation``, the facade
   that serves the student's functions to the graded suite) and what it
   composes: ``process`` (the worker's process), ``channel`` (frames over its
-  pipes), ``budget`` (the submission's time), ``callbacks`` (fair grading's
-  reference), ``server`` (the fork server's client), ``load`` (CPU waits);
+  pipes), ``budget`` (the submission's CPU time), ``callbacks`` (fair grading's
+  reference), ``server`` (the fork server's client), ``load`` (a worker's CPU
+  time and waits, read from outside it), ``cgroup`` (a worker's control group:
+  its memory bounded, its CPU time counted by the kernel);
   ``plugin`` lets pytest use it (``-p grader.sandbox.plugin --isolated``).
 
 Called by: the grader (``grader.grading``) and the project's isolation tests.

@@ -1,19 +1,35 @@
-"""A submission's time: each call's deadline and the submission's budget (run by the grading process).
+"""A submission's time: each call's budget and the submission's, in CPU seconds (run by the grading process).
 
 Two limits bound the student's code (``Limits.call_timeout`` per call,
-``Limits.student_seconds`` per submission), and both are counted here, in wall
-time, by :class:`Budget`: a call starts (:meth:`Budget.start_call`), the
-channel asks how long it may still wait (:meth:`Budget.left`) and, at the
-deadline, whether the call may run on (:meth:`Budget.extend`: the time the
-worker and this process waited for a CPU is forgiven, ``grader.sandbox.load``);
-the reference's time is not the student's (:meth:`Budget.count_reference`);
-the call is charged when it ends (:meth:`Budget.finish_call`). Whether a
-submission may still run code, and why not, is :meth:`Budget.exhausted` and
-:meth:`Budget.expired`.
+``Limits.student_seconds`` per submission), and both count the CPU time of
+the processes that did the work (the worker, its threads and its children),
+read from outside the worker by the kernel's counters
+(``grader.sandbox.load.CpuClock``; a control group's where the worker has
+one). A busy machine stretches a call's wall time, never its CPU time, so an
+honest call gets the same verdict at any load or priority.
+
+Wall time only bounds how long the grader waits. At each check
+(:meth:`Budget.extend`, when :meth:`Budget.left` says the time to look has
+come) a call has either
+
+* used its CPU budget: it timed out (``verdict`` "cpu"), with the message of
+  old ("did not finish within 5 s: an infinite loop?");
+* slept (neither ran nor waited for a CPU, ``load.LoadClock``) for as long
+  as its budget: it timed out too ("idle"), the student's doing;
+* run past ``WALL_FACTOR`` times its budget (plus ``WALL_SLACK``) in wall
+  time without either: the machine's fault ("busy"). The call is not charged,
+  and the facade retries it on a fresh worker (``MACHINE_RETRIES``), then
+  reports the row not graded ("the machine was too busy (rerun)");
+* none of these: it runs on, until the next check.
+
+The reference's time (the callbacks answered in this process) is not the
+student's, up to ``Limits.reference_seconds`` per submission
+(:meth:`Budget.count_reference`). The call is charged when it ends
+(:meth:`Budget.finish_call`). Whether a submission may still run code, and why
+not, is :meth:`Budget.exhausted` and :meth:`Budget.expired`.
 
 Only ``grader.sandbox.proxy`` (the facade) and ``grader.sandbox.channel`` (its
-waits) use it; a change of what is counted (CPU time instead of wall time)
-belongs in this file alone.
+waits) use it; what is counted is decided in this file alone.
 """
 
 from __future__ import annotations
@@ -27,12 +43,16 @@ from collections.abc import Callable
 from grader.sandbox import load
 from grader.sandbox.limits import Limits
 
-# A call's wall-clock limit is moved on by the time the worker and the grading process waited for a CPU (a machine
-# busier than its cores: ``grader.sandbox.load``), up to this many times the limit itself over a whole submission,
-# and only until its first timeout (a submission that loops gets no more: its calls end as they always did).
-LOAD_ALLOWANCE = 2.0
-# A call shorter than this is charged in full to the budget (reading the CPU waits costs more than it could forgive).
-LOAD_CHECK_AFTER = 0.2
+# The grader waits for a call at most this many times its CPU budget, plus WALL_SLACK seconds, in wall time (the
+# reference's time not counted): a call that has neither used its CPU budget nor slept for it by then waited for a
+# CPU all that time (a machine busier than its cores, or a grader run at a low priority).
+WALL_FACTOR = 8.0
+WALL_SLACK = 10.0
+# How many times a call stopped by the machine's load is run again, each time on a fresh worker.
+MACHINE_RETRIES = 2
+# The shortest wait between two checks of a long call (reading the counters costs a little).
+CHECK_AT_LEAST = 0.05
+_CPUS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 class BudgetExhausted(TimeoutError):
@@ -51,50 +71,43 @@ class Budget:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.spent = 0.0  # seconds of student code so far (the reference's time not counted)
+        self.spent = 0.0  # CPU (and sleep) seconds of student code so far (calls the machine's load stopped: none)
         self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
         self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
-        self.forgiven = 0.0  # seconds of CPU waits forgiven to this submission so far (see LOAD_ALLOWANCE)
+        self.forgiven = 0.0  # wall seconds of calls not charged (waits for a CPU, sleeps, calls run again)
         self.slow = False  # a call of this submission ran past its ``slow_after`` (see start_call)
-        self.after_timeout = False  # a call timed out: nothing more is forgiven, and workers run at a lower priority
+        self.verdict = ""  # why the last call was stopped: "cpu", "idle" (the student's) or "busy" (the machine's)
+        self.last_cpu = 0.0  # CPU seconds of the last call, as charged (or not, if it was run again)
+        self.last_wall = 0.0  # its wall seconds
+        self._cpu: load.CpuClock | None = None  # the CPU time of the current worker's processes
         self._load: load.LoadClock | None = None  # the CPU waits of the current worker and of this process
-        self._worker_pid: int | None = None  # the host pid of the current worker's own process
-        self._forgiven = 0.0  # seconds of the current call's CPU waits added to its deadline
+        self._timeout = 0.0  # the current call's CPU budget
+        self._cpu_mark = 0.0
+        self._next_check = math.inf  # when the current call is checked next (``time.monotonic``)
         self._slow_at = math.inf  # when the current call makes this submission a slow one
         self._on_slow: Callable[[], None] | None = None
         self._begun = 0.0
-        self._reference_seconds = 0.0  # the reference's time in the current call
+        self._reference_seconds = 0.0  # the reference's time in the current call (up to the submission's limit)
 
-    # ------------------------------------------------------------------ the worker whose waits are forgiven
+    # ------------------------------------------------------------------ the worker whose time is counted
 
-    def attach(self, worker_pid: int) -> None:
-        """Count the CPU waits of the worker ``worker_pid`` (a new worker, before any student code runs)."""
+    def attach(self, worker_pid: int, uid: int | None = None,
+               group: Callable[[], float | None] | None = None) -> None:
+        """Count the CPU time of the worker ``worker_pid`` (a new worker, before any student code runs).
+
+        ``uid``: the worker's own user (its other processes are counted too); ``group``: the CPU seconds of
+        its control group, which holds them all (``cgroup.WorkerGroup.cpu_seconds``).
+        """
         self.detach()
-        self._worker_pid = worker_pid
+        self._cpu = load.CpuClock(worker_pid, uid, group)
         self._load = load.LoadClock(worker_pid)
-        if self.after_timeout:
-            self.lower_priority()
 
     def detach(self) -> None:
-        """The worker is gone: stop reading its waits."""
-        if self._load is not None:
-            self._load.close()
-            self._load = None
-        self._worker_pid = None
-
-    def lower_priority(self) -> None:
-        """Let the worker run only when the honest ones leave a CPU free (nice 10, for its scheduling group too).
-
-        bwrap makes the worker lead a session of its own, and with autogroup scheduling (the default of most
-        Linux systems) a session is a scheduling group whose own nice value is what counts against the
-        grading processes: the process's nice value alone would change nothing.
-        """
-        if self._worker_pid is None:
-            return
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, self._worker_pid, 10)
-        with contextlib.suppress(OSError), open(f"/proc/{self._worker_pid}/autogroup", "w") as group:
-            group.write("10")
+        """The worker is gone: stop reading its counters."""
+        for clock in (self._cpu, self._load):
+            if clock is not None:
+                clock.close()
+        self._cpu = self._load = None
 
     # ------------------------------------------------------------------ before a call: may it run, for how long
 
@@ -107,7 +120,7 @@ class Budget:
         return None
 
     def call_timeout(self) -> float:
-        """The longest the next call may take: the per-call limit, or what is left of the submission's."""
+        """The most CPU time the next call may use: the per-call limit, or what is left of the submission's."""
         return min(self.limits.call_timeout, self.limits.student_seconds - self.spent)
 
     def expired(self, what: str, timeout: float) -> TimeoutError:
@@ -118,70 +131,117 @@ class Budget:
         return TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?")
 
     def timed_out(self) -> None:
-        """A call timed out: from now on nothing is forgiven, and later workers run at a lower priority."""
-        self.after_timeout = True
+        """A call timed out (kept for the facade; nothing changes for the later calls)."""
+
+    @property
+    def machine_busy(self) -> bool:
+        """Whether the last call was stopped by the machine's load (it is not charged: run it again)."""
+        return self.verdict == "busy"
+
+    def wall_limit(self, timeout: float) -> float:
+        """The longest the grader waits for a call of ``timeout`` CPU seconds (the reference's time excluded)."""
+        return WALL_FACTOR * timeout + WALL_SLACK
 
     # ------------------------------------------------------------------ during a call
 
     def start_call(self, timeout: float, slow_after: float | None = None,
                    on_slow: Callable[[], None] | None = None) -> float:
-        """Start a call of ``timeout`` seconds; its deadline (``time.monotonic``).
+        """Start a call of ``timeout`` CPU seconds; its first check time (``time.monotonic``).
 
-        ``slow_after``: after that many seconds, ``on_slow`` is called (once per submission) and ``slow`` set.
+        ``slow_after``: after that many wall seconds, ``on_slow`` is called (once per submission) and ``slow`` set.
         """
-        self._forgiven = 0.0
         self._reference_seconds = 0.0
+        self._timeout = timeout
+        self.verdict = ""
         if self._load is not None:
             self._load.start()
+        self._cpu_mark = self._cpu.own() if self._cpu is not None else 0.0
         self._begun = time.monotonic()
+        self._next_check = self._begun + timeout
         if slow_after is not None and not self.slow:
             self._slow_at, self._on_slow = self._begun + slow_after, on_slow
-        return self._begun + timeout
+        return self._next_check
 
     def left(self, deadline: float) -> float:
-        """Seconds to wait before the call's ``deadline`` (moved on by what was forgiven); at most until it is slow.
+        """Seconds to wait before the call's next check (0 or less: check now, see :meth:`extend`).
 
-        0 or less: the deadline has come (see :meth:`extend`).
+        During a call, the checks are the budget's (``deadline``, what :meth:`start_call` returned, is kept for
+        the channel's sake); outside one (a worker's start-up), ``deadline`` is a plain wall-clock limit. At most
+        until the call is slow, to say so.
         """
         now = time.monotonic()
-        remaining = deadline + self._forgiven - now
+        remaining = (self._next_check if self._next_check < math.inf else deadline) - now
         if now >= self._slow_at:
             self._noticed_slow()
         elif self._slow_at < now + remaining:  # wake up when the call becomes slow, to say so
             remaining = self._slow_at - now + 1e-3
         return remaining
 
-    def extend(self) -> bool:
-        """At a call's deadline: whether it may run on (its CPU waits were forgiven); False: it timed out.
+    def _used(self, full: bool) -> float:
+        """CPU seconds of the current call so far (``full``: every process of the worker, a longer read).
 
-        Past its time, a call runs on at a lower priority: an honest one still ends, one that loops takes
-        little from the others while it uses up its allowance.
+        Without a CPU clock (the worker's pid unknown), its wall time less its waits for a CPU, as of old.
         """
-        if self._forgive():
-            self.lower_priority()
-            return True
-        return False
+        if self._cpu is None:
+            wall = time.monotonic() - self._begun - self._reference_seconds
+            return max(0.0, wall - (self._load.waited() if self._load is not None else 0.0))
+        return max(0.0, (self._cpu.total() if full else self._cpu.own()) - self._cpu_mark)
+
+    def extend(self) -> bool:
+        """At a check: whether the call may run on; False: it is stopped (``verdict`` says why)."""
+        if self._next_check == math.inf:  # not in a call: a plain deadline
+            return False
+        now = time.monotonic()
+        wall = now - self._begun - self._reference_seconds
+        cpu = self._used(full=True)
+        waited = self._load.waited() if self._load is not None else 0.0
+        idle = wall - cpu - waited
+        timeout, limit = self._timeout, self.wall_limit(self._timeout)
+        if cpu >= timeout:
+            self.verdict = "cpu"
+        elif idle >= timeout:
+            self.verdict = "idle"
+        elif wall >= limit:
+            self.verdict = "busy"
+        if self.verdict:
+            return False
+        # The earliest the call could reach a limit: its CPU budget on every CPU at once, its sleep, the wall bound.
+        self._next_check = now + max(CHECK_AT_LEAST, min((timeout - cpu) / _CPUS, timeout - idle, limit - wall))
+        return True
 
     def count_reference(self, started: float, deadline: float) -> float:
-        """The call's deadline, moved on by the reference's time since ``started`` (up to the submission's limit)."""
+        """The reference's time since ``started`` is not the student's (up to the submission's limit).
+
+        Returns ``deadline`` unchanged (the checks move on by themselves).
+        """
         spent = time.monotonic() - started
-        moved = deadline
         if self.reference_spent + self._reference_seconds + spent < self.limits.reference_seconds:
-            moved = deadline + spent  # the reference's time does not count against the student (up to a limit)
-        self._reference_seconds += time.monotonic() - started
-        return moved
+            self._reference_seconds += spent
+            self._next_check += spent
+        # (past the limit, the reference's time counts as the student's sleep: a loop of callbacks times out)
+        return deadline
 
     def finish_call(self) -> None:
-        """The call ended (answered, failed or timed out): charge the student's part of its time."""
+        """The call ended (answered, failed or timed out): charge its time (unless the machine stopped it).
+
+        Charged: its CPU time, or, if more, its sleep too (its wall time less the reference's and less its waits
+        for a CPU): a submission that sleeps in every call uses up its budget as one that computes does, and
+        neither a busy machine nor a low priority changes what is charged.
+        """
         self._slow_at = math.inf
+        self._next_check = math.inf
         wall = time.monotonic() - self._begun
-        if wall > LOAD_CHECK_AFTER:  # a long call: the time it waited for a CPU is not the student's either
-            self._forgive()
+        cpu = self._used(full=wall > 0.2 or bool(self.verdict))
+        awake = wall - self._reference_seconds - (self._load.waited() if self._load is not None else 0.0)
+        charged = max(cpu, awake) if self._cpu is not None else cpu
+        self.last_cpu, self.last_wall = cpu, wall
         self.call_seconds += wall
-        self.spent += max(0.0, wall - self._reference_seconds - self._forgiven)
+        if self.verdict == "busy":
+            self.forgiven += wall
+        else:
+            self.spent += charged
+            self.forgiven += max(0.0, wall - self._reference_seconds - charged)
         self.reference_spent += self._reference_seconds
-        self.forgiven += self._forgiven
-        self._forgiven = 0.0
         self._reference_seconds = 0.0
 
     def _noticed_slow(self) -> None:
@@ -190,14 +250,3 @@ class Budget:
         if self._on_slow is not None:
             with contextlib.suppress(Exception):  # telling is a courtesy: never the student's failure
                 self._on_slow()
-
-    def _forgive(self) -> bool:
-        """Move the call's deadline on by its CPU waits so far (the load's time); False if nothing more."""
-        if self._load is None or self.after_timeout:
-            return False
-        allowance = LOAD_ALLOWANCE * self.limits.call_timeout - self.forgiven
-        waited = min(self._load.waited(), allowance)
-        if waited <= self._forgiven + 0.001:
-            return False
-        self._forgiven = waited
-        return True

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from . import frames, protocol
 
 # Resource limits of a forked worker, in the order the grading process sends them (see grader.sandbox.limits).
-_LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
+_LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_NOFILE")
 _NOGROUP = 65534
 _KILLER_UID = 65534  # the real and saved uid of the helper that kills a worker's user (see _kill_user)
 # The workers this server forked and has not reaped yet: only their exit statuses are kept (a child that student

@@ -92,7 +92,8 @@ class Limits:
     processes : int
         Processes and threads of the worker's user (RLIMIT_NPROC): stops fork bombs.
     call_timeout : float
-        Wall-clock seconds one call may take before the worker is killed.
+        CPU seconds one call may use before the worker is killed (``grader.sandbox.budget``: the grader waits
+        longer in wall time, on a busy machine).
     output_bytes : int
         How much of the student's printed output is kept.
     """
@@ -102,8 +103,10 @@ class Limits:
     file_bytes: int = 1 << 20
     processes: int = 32
     call_timeout: float = 5.0
+    # Open files of each worker process (RLIMIT_NOFILE): bounds how many memfd or shared-memory files it can hold.
+    open_files: int = 256
     output_bytes: int = 65536
-    # The whole submission's budget: seconds of student code (the reference's time excluded), and bytes the
+    # The whole submission's budget: CPU seconds of student code (the reference's time excluded), and bytes the
     # worker may send (one reply, and all replies together); past it the remaining tests fail at once.
     student_seconds: float = 60.0
     reply_bytes: int = 64 << 20
@@ -126,10 +129,23 @@ class Limits:
 
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""
-        return (f"{self.call_timeout:g} s per call, {self.student_seconds:g} s per submission, "
+        return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per submission, "
                 f"{self.memory_bytes >> 20} MiB memory, {self.cpu_seconds} CPU s per worker, "
-                f"{self.processes} processes, replies up to {self.reply_bytes >> 20} MiB "
+                f"{self.processes} processes, {self.open_files} open files, replies up to {self.reply_bytes >> 20} MiB "
                 f"({self.student_reply_bytes >> 20} MiB per submission)")
+
+
+def course_limits(budget: float, call_budget: float, memory_mib: int) -> Limits:
+    """A course's limits: CPU seconds per submission and per call, MiB of memory per worker (the rest as default).
+
+    The one place the settings an instructor may change (``attention-kit grade --budget/--call-budget/--memory``)
+    become limits.
+    """
+    for name, value, least in (("budget", budget, 0.0), ("call budget", call_budget, 0.0),
+                               ("memory", memory_mib, 63)):
+        if not value > least:
+            raise ValueError(f"the {name} must be above {least:g}, not {value!r}")
+    return Limits(student_seconds=float(budget), call_timeout=float(call_budget), memory_bytes=int(memory_mib) << 20)
 
 
 @dataclass(frozen=True)
@@ -153,8 +169,23 @@ class Plan:
 
     @property
     def summary(self) -> str:
-        """``description``, and whether the workers are forked (what the grader prints and reports)."""
-        return f"{self.description}{FORKED if self.forks else ''}"
+        """``description``, whether the workers are forked, and the kernel's memory limits (what the grader prints)."""
+        return f"{self.description}{FORKED if self.forks else ''}{kernel_limits(self)}"
+
+
+def kernel_limits(the_plan: Plan) -> str:
+    """What bounds a worker's memory outside its address space, in force or missing (for the isolation line).
+
+    A memory control group per worker (``grader.sandbox.cgroup``) bounds anonymous memory, memfd and tmpfs files,
+    System V and POSIX shared memory and children together; an IPC namespace per sandbox keeps System V objects
+    apart (its ``kernel.shm*`` limits stay the kernel's: the sandbox holds no privilege to lower them, and the
+    memory group bounds what they hold); the open-file limit bounds how many such files a process holds.
+    """
+    from grader.sandbox import cgroup
+
+    ipc = "an IPC namespace per sandbox" if the_plan.mode == "bwrap" else "NO IPC namespace"
+    tmpfs = ", size-capped read-only tmpfs" if the_plan.mode == "bwrap" and _tmpfs_size() else ""
+    return f"; memory: {cgroup.available().describe()}, {ipc}, an open-file limit{tmpfs}"
 
 
 def interpreter_paths() -> tuple[str, str, list[str]]:
@@ -254,6 +285,23 @@ def _binds(paths: list[str]) -> list[str]:
     return arguments
 
 
+# The size of each tmpfs that covers a hidden folder (read-only for the worker in any case): a few pages.
+HIDING_TMPFS_BYTES = 64 << 10
+
+
+@functools.cache
+def _tmpfs_size() -> list[str]:
+    """``--size`` for the next ``--tmpfs``, where this bubblewrap knows it (0.7 and later); else nothing."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return []
+    try:
+        said = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["--size", str(HIDING_TMPFS_BYTES)] if "--size" in said.stdout + said.stderr else []
+
+
 def _hide(hidden: list[str], bound: list[str]) -> list[str]:
     """Cover each of ``hidden`` that a bind of ``bound`` shows with an empty tmpfs; then bind numpy again.
 
@@ -266,7 +314,7 @@ def _hide(hidden: list[str], bound: list[str]) -> list[str]:
         if any(path == c or path.startswith(c.rstrip("/") + "/") for c in covered):
             continue
         if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            arguments += ["--perms", "0555", "--tmpfs", path]
+            arguments += ["--perms", "0555", *_tmpfs_size(), "--tmpfs", path]
             covered.append(path)
     for path in numpy_paths():
         arguments += ["--ro-bind", path, path]
@@ -488,8 +536,8 @@ def server_command(the_plan: Plan, folder: Path, control_fd: int) -> list[str]:
 
 
 def limit_values(limits: Limits) -> list[int]:
-    """``limits`` as a fork server applies them: CPU seconds, address space, file size, processes."""
-    return [limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, limits.processes]
+    """``limits`` as a fork server applies them: CPU seconds, address space, file size, processes, open files."""
+    return [limits.cpu_seconds, limits.memory_bytes, limits.file_bytes, limits.processes, limits.open_files]
 
 
 def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
@@ -502,6 +550,7 @@ def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     return apply

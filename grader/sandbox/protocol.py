@@ -51,9 +51,9 @@ CALLBACKS: dict[str, dict[str, type]] = {
 }
 # Grading process -> fork server (``forkserver.serve``), on the server's own socket; no student code runs there:
 # ``fork`` a worker for the submission folder ``modules`` (its name in the server's folder of submissions),
-# dropping to ``uid`` with ``limits`` (CPU seconds, address space, file size, processes) and ``niceness``, the
-# worker's three pipes passed along with the message; ``kill`` every process of ``uid`` (and say whether
-# anything of it is left); ``wait`` up to ``timeout`` seconds for forked worker ``pid`` to end.
+# dropping to ``uid`` with ``limits`` (CPU seconds, address space, file size, processes, open files) and
+# ``niceness``, the worker's three pipes passed along with the message; ``kill`` every process of ``uid`` (and
+# say whether anything of it is left); ``wait`` up to ``timeout`` seconds for forked worker ``pid`` to end.
 SERVER_REQUESTS: dict[str, dict[str, type]] = {
     "fork": {"modules": str, "uid": int, "limits": list, "niceness": int},
     "kill": {"uid": int},

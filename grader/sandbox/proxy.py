@@ -43,16 +43,16 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import codec, frames, load, protocol, server
+from grader.sandbox import cgroup, codec, frames, load, protocol, server
 from grader.sandbox import limits as confine
-from grader.sandbox.budget import Budget, BudgetExhausted
+from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.limits import Limits
 from grader.sandbox.process import SCRATCH_ENV, WorkerProcess, describe_exit, sandbox_files, scratch_parent
 from tests.kit import ImplementationError
 
-__all__ = ["BudgetExhausted", "IsolatedImplementation", "Limits", "SandboxError", "WorkerCrashed"]
+__all__ = ["BudgetExhausted", "IsolatedImplementation", "Limits", "MachineBusy", "SandboxError", "WorkerCrashed"]
 # Also here for the grading side and the tests, which use them through this module.
 __all__ += ["MAX_REPLY_HEADER", "SCRATCH_ENV", "_ANSWERS"]
 
@@ -69,12 +69,15 @@ _SPARES: list[tuple[str, Any]] = []
 atexit.register(lambda: IsolatedImplementation.close_spares())
 
 _SERVER: list[server.ForkServer] = []  # this process's fork server, if its plan forks (see grader.sandbox.server)
+_RETIRED: list[server.ForkServer] = []  # replaced servers whose last workers still run (see ForkServer.retire)
 
 
 def _fork_server(plan: confine.Plan) -> server.ForkServer:
     """The fork server of this process, started (or replaced, if it died or something of a worker outlived it)."""
     if _SERVER and (_SERVER[0].tainted or not _SERVER[0].alive):
-        _SERVER.pop().close()
+        old = _SERVER.pop()
+        old.retire()  # closed now, or once the workers it holds for other submissions are stopped
+        _RETIRED[:] = [retired for retired in [*_RETIRED, old] if retired.process is not None]
     if not _SERVER:
         _SERVER.append(server.ForkServer(plan, scratch_parent(), sandbox_files(plan, fork_server=True)))
     return _SERVER[0]
@@ -82,9 +85,9 @@ def _fork_server(plan: confine.Plan) -> server.ForkServer:
 
 def _close_server() -> None:
     IsolatedImplementation.close_spares()  # first: a spare may be a worker of the server
-    while _SERVER:
+    while _SERVER or _RETIRED:
         with contextlib.suppress(Exception):
-            _SERVER.pop().close()
+            (_SERVER or _RETIRED).pop().close()
 
 
 atexit.register(_close_server)
@@ -101,6 +104,16 @@ class SandboxError(RuntimeError):
     so the grader reports the tests it hit as not graded, whatever the test
     did with the exception.
     """
+
+
+class MachineBusy(SandboxError):
+    """A call was stopped by the machine's load (it waited for a CPU, past every retry): rerun the grading.
+
+    The grader's failure, never the student's: the tests it hit are not graded (``internal``), with a reason
+    that starts with ``PREFIX``.
+    """
+
+    PREFIX = "the machine was too busy (rerun)"
 
 
 class IsolatedImplementation:
@@ -145,6 +158,7 @@ class IsolatedImplementation:
         self._callables: dict[tuple[str, str], set[str]] = {}
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._budget = Budget(self.limits)
+        self._group: cgroup.WorkerGroup | None = None  # the current worker's control group, if this machine has one
         self._channel = Channel(self.limits, self._budget)
         self._callbacks = Callbacks(self.reference, fair, self.limits)
         plan = self.plan
@@ -155,13 +169,15 @@ class IsolatedImplementation:
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._adopted = False
         self._handshake_pending = False
+        self.out_of_memory = False  # the last worker that ended had reached its control group's memory limit
+        self.group_missed = 0  # workers whose control group could not be made or joined (see ``isolation``)
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
 
     # ------------------------------------------------------------------ what the grader reports
 
     @property
     def spent(self) -> float:
-        """Seconds of student code so far (the reference's time not counted)."""
+        """CPU (and sleep) seconds of student code so far (the reference's time and waits for a CPU not counted)."""
         return self._budget.spent
 
     @property
@@ -171,7 +187,7 @@ class IsolatedImplementation:
 
     @property
     def forgiven(self) -> float:
-        """Seconds of CPU waits forgiven to this submission so far (see ``budget.LOAD_ALLOWANCE``)."""
+        """Wall seconds of calls not charged to this submission (waits for a CPU, calls run again; ``budget``)."""
         return self._budget.forgiven
 
     @property
@@ -260,7 +276,10 @@ class IsolatedImplementation:
     @property
     def isolation(self) -> str:
         """How the worker is confined, e.g. ``"namespaces (bwrap: ...) + an unprivileged user per worker"``."""
-        return self.plan.description + (confine.FORKED if self._worker.server is not None else "")
+        return self.plan.description + (confine.FORKED if self._worker.server is not None else "") \
+            + confine.kernel_limits(self.plan) \
+            + (f" (but {self.group_missed} worker(s) could not be put in one: RLIMIT_AS only)"
+               if self.group_missed else "")
 
     @property
     def output(self) -> str:
@@ -318,7 +337,9 @@ class IsolatedImplementation:
         """Start a worker and send its init message, without waiting for it (its start-up overlaps ours)."""
         try:
             # A submission that already ran out of time gets the CPU only when honest ones do not need it.
-            fds = self._worker.spawn(niceness=10 if self.stats["timed_out"] else 0)
+            # Every worker at the grader's own priority: its budget is CPU time, so a lower priority would only
+            # stretch a looping call's wall time (and a machine busy enough would then stop it as the machine's).
+            fds = self._worker.spawn(niceness=0)
         except (OSError, server.ServerError) as error:
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
@@ -357,12 +378,20 @@ class IsolatedImplementation:
         if process is not None and process.pid > 0:
             # Before any student code runs, the worker is bwrap's innermost process (a forked one has none).
             self._worker.worker_pid = load.innermost_child(process.pid)
-            self._budget.attach(self._worker.worker_pid)  # (after a timeout, at a lower priority)
+            # Its control group (memory bounded by the kernel, CPU time counted), before any student code runs.
+            group = cgroup.WorkerGroup(cgroup.available(), self.limits.memory_bytes)
+            self._group = group if group.active and group.add(self._worker.worker_pid) else None
+            if self._group is None:
+                group.remove()
+                if group.support.memory is not None:  # said on the isolation line: never a limit dropped silently
+                    self.group_missed += 1
+            self._budget.attach(self._worker.worker_pid, self._worker.uid,
+                                self._group.cpu_seconds if self._group is not None else None)
 
     def _internal(self, reason: str) -> SandboxError:
         """Record a failure of the grader itself and return the exception to raise."""
         self.internal.append(reason)
-        return SandboxError(reason)
+        return (MachineBusy if reason.startswith(MachineBusy.PREFIX) else SandboxError)(reason)
 
     def _stop(self, ended: bool = False) -> int | None:
         """Kill the worker (all its processes) and close the pipes; return its exit status.
@@ -372,6 +401,10 @@ class IsolatedImplementation:
         self._budget.detach()
         code = self._worker.stop(ended, lambda: self._channel.drain_output(0.0))
         self._channel.close()
+        group, self._group = self._group, None
+        self.out_of_memory = group is not None and group.out_of_memory()
+        if group is not None:
+            group.remove()
         return code
 
     # ------------------------------------------------------------------ requests
@@ -452,7 +485,7 @@ class IsolatedImplementation:
         timeout = self._budget.call_timeout()
         self.stats["requests"] += counted
         try:
-            return self._exchange(header, arrays, timeout)
+            return self._retried(header, arrays, timeout, what)
         except Timeout:
             self.stats["timed_out"] += 1
             self._budget.timed_out()
@@ -482,8 +515,32 @@ class IsolatedImplementation:
                     from None
             if detail:
                 raise WorkerCrashed(f"{detail} while running {what}") from None
+            if self.out_of_memory:
+                raise WorkerCrashed(f"your code used more than {self.limits.memory_bytes >> 20} MiB of memory (files "
+                                    f"in memory and shared memory included), and the kernel stopped it while running "
+                                    f"{what}; use less memory") from None
             raise WorkerCrashed(f"your code ended the worker process ({describe_exit(code, self.plan.mode)}) "
                                 f"while running {what}") from None
+
+    def _retried(self, header: dict, arrays: list, timeout: float, what: str) -> tuple[dict, list]:
+        """``_exchange``, run again on a fresh worker when the machine's load stopped it (``budget.MACHINE_RETRIES``).
+
+        A call the load stopped was not charged; past the retries, MachineBusy: this test is not graded.
+        """
+        for attempt in range(MACHINE_RETRIES + 1):
+            try:
+                return self._exchange(header, arrays, timeout)
+            except Timeout:
+                if not self._budget.machine_busy:
+                    raise
+                self.stats["machine_busy"] = self.stats.get("machine_busy", 0) + 1
+                self._stop()
+                self.restarts += 1
+                if attempt == MACHINE_RETRIES:
+                    break
+        budget = self._budget
+        raise self._internal(f"{MachineBusy.PREFIX}: {what} had used {budget.last_cpu:.1f} s of its {timeout:g} s "
+                             f"of CPU time after {budget.last_wall:.0f} s, {MACHINE_RETRIES + 1} times")
 
     # ------------------------------------------------------------------ imports and calls
 

@@ -36,7 +36,9 @@ from grader.sandbox import frames, load
 from grader.sandbox import limits as confine
 
 STARTUP_TIMEOUT = 30.0  # the server's start (an interpreter and numpy), as a worker's
-REQUEST_TIMEOUT = 15.0  # any other answer of the server (a kill waits at most ~1 s inside)
+# Any other answer of the server (a kill waits at most ~1 s inside): generous, since a server that does not answer
+# in time is never asked again, and the workers it holds are lost with it (on a busy machine, at a low priority).
+REQUEST_TIMEOUT = 60.0
 
 
 class ServerError(RuntimeError):
@@ -61,6 +63,9 @@ class ForkServer:
         self.plan = plan
         self.folder = Path(tempfile.mkdtemp(prefix="attention-kit-server-", dir=parent))
         self.tainted = False  # something of a worker outlived it: replace this server before the next one
+        self.silent = False  # it did not answer a request: never ask it again (its late answer would be misread)
+        self.live = 0  # its workers not stopped yet: a tainted server is closed once they are (see ``retire``)
+        self.retired = False
         self.process: subprocess.Popen | None = None
         self._socket: socket.socket | None = None
         self._pid: int | None = None  # the host pid of the server's own process
@@ -101,11 +106,11 @@ class ForkServer:
             data = self._socket.recv(1 << 16)
         except OSError as error:  # socket.timeout included
             # Never ask it again: its late answer would be read as the answer to the next request.
-            self.tainted = True
+            self.tainted = self.silent = True
             raise ServerError(f"the fork server did not answer ({error or type(error).__name__}; "
                               f"{self._last_words()})") from None
         if not data:
-            self.tainted = True
+            self.tainted = self.silent = True
             raise ServerError(f"the fork server ended ({self._last_words()})")
         try:
             reply = frames.loads(data.decode("ascii"))
@@ -151,7 +156,25 @@ class ForkServer:
         pid = reply.get("pid")
         if not isinstance(pid, int):
             raise ServerError(f"the fork server's answer has no pid: {str(reply)[:200]}")
+        self.live += 1
         return ForkedWorker(self, pid, self._host_pid(pid), uid)
+
+    def retire(self) -> None:
+        """Fork no more workers; close once the live ones are stopped (now, if none is, or it cannot be asked).
+
+        A tainted server is replaced before the next worker, but the workers it forked for other submissions
+        of this process (a spare, a test's module-wide implementation) still run in its sandbox: closing it at
+        once would end them in the middle of their submissions (the grader's failure, "the fork server ended").
+        """
+        self.retired = True
+        if self.live <= 0 or self.silent or not self.alive:
+            self.close()
+
+    def _released(self) -> None:
+        """One of its workers was stopped (see ``retire``)."""
+        self.live -= 1
+        if self.retired and self.live <= 0:
+            self.close()
 
     def _host_pid(self, pid: int) -> int | None:
         """The host pid of the server's child ``pid`` (a pid of the server's PID namespace)."""
@@ -218,6 +241,7 @@ class ForkedWorker:
         self.uid = uid
         self.returncode: int | None = None
         self.server_lost = False  # the server ended under it (so did the worker): the grader's failure
+        self._released = False  # stopped, and counted so by its server
 
     def poll(self) -> int | None:
         """The exit code if the worker ended (the server reaped it), else None."""
@@ -244,5 +268,13 @@ class ForkedWorker:
         except ServerError:
             self.server.tainted = True
             self.server_lost = self.server_lost or self.returncode is None
+            self._release()
             return self.returncode
-        return self.wait(2.0)
+        code = self.wait(2.0)
+        self._release()
+        return code
+
+    def _release(self) -> None:
+        if not self._released:
+            self._released = True
+            self.server._released()

@@ -425,63 +425,69 @@ class _Busy:
         pass
 
 
-def test_a_call_slowed_by_the_machines_load_is_not_timed_out(isolated, monkeypatch):
+def test_a_calls_waits_for_a_cpu_are_not_charged(isolated, monkeypatch):
     slow = ("import time\nimport numpy as np\n"
             "def softmax(x, axis=-1):\n    time.sleep(0.8)\n    return np.asarray(x, float)\n")
     impl = isolated({"softmax": slow}, limits=Limits(call_timeout=0.5))
     monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.6))  # 0.6 s of the call were the load's
-    assert impl.function("softmax", "softmax")(np.zeros(2)).shape == (2,)
+    assert impl.function("softmax", "softmax")(np.zeros(2)).shape == (2,)  # 0.8 s of wall time, little CPU
     assert impl.stats["timed_out"] == 0
-    assert impl.forgiven == pytest.approx(0.6)
-    assert impl.spent < 0.5  # what was forgiven is not charged to the submission's budget either
-    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == 10  # past its time it ran on at a lower priority
+    assert impl.spent < 0.4  # its 0.8 s less the 0.6 s it waited for a CPU
+    assert impl.forgiven > 0.4  # the wall time not charged
 
 
-def test_a_call_within_its_time_keeps_its_priority(isolated, monkeypatch):
+def test_a_call_within_its_time_keeps_its_priority(isolated):
     slow = ("import time\nimport numpy as np\n"
             "def softmax(x, axis=-1):\n    time.sleep(0.3)\n    return np.asarray(x, float)\n")
     impl = isolated({"softmax": slow}, limits=Limits(call_timeout=2.0))
-    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.1))
     impl.function("softmax", "softmax")(np.zeros(2))
-    assert impl.forgiven == pytest.approx(0.1)  # its wait for a CPU is not charged to the budget
-    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == 0  # but it never ran past its time
+    # The grader's own priority (the worker inherits it: a grader run under `nice` has niceness above 0).
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == os.getpriority(os.PRIO_PROCESS, 0)
 
 
-def test_the_load_allowance_is_bounded_and_ends_at_the_first_timeout(isolated, monkeypatch):
+def test_a_sleeping_call_times_out_as_the_students(isolated):
     impl = isolated({"softmax": "import time\ndef softmax(x, axis=-1):\n    time.sleep(30)\n"},
                     limits=Limits(call_timeout=0.5))
-    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(100.0))  # a machine hopelessly overloaded
     started = time.monotonic()
-    with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
+    with pytest.raises(TimeoutError, match=r"did not finish within 0.5 s: an infinite loop\?"):
         impl.function("softmax", "softmax")(np.zeros(2))
-    assert 1.4 < time.monotonic() - started < 8  # 0.5 s, and at most 2 x 0.5 s forgiven
-    started = time.monotonic()
-    with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
-        impl.function("softmax", "softmax")(np.zeros(2))
-    assert impl.forgiven == pytest.approx(1.0)  # the allowance: 2 x 0.5 s
-    assert time.monotonic() - started < 1.8
+    assert time.monotonic() - started < 25  # it slept, it did not wait for a CPU: not run again
+    assert impl.stats["timed_out"] == 1 and "machine_busy" not in impl.stats
+    assert impl.internal == []
+    assert impl.spent >= 0.5  # a sleep uses up the submission's budget as a loop does
 
 
-def test_nothing_is_forgiven_after_a_timeout(isolated, monkeypatch):
+def test_a_call_the_machine_starves_is_run_again_then_not_graded(isolated, monkeypatch):
+    from grader.sandbox import budget
+    from grader.sandbox.proxy import MachineBusy
+
     impl = isolated({"softmax": "import time\ndef softmax(x, axis=-1):\n    time.sleep(30)\n"},
                     limits=Limits(call_timeout=0.5))
-    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(0.4))
-    for _ in range(2):
-        with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
-            impl.function("softmax", "softmax")(np.zeros(2))
-    assert impl.forgiven == pytest.approx(0.4)  # the first call's only: a submission that timed out gets no more
+    impl.function("masks", "causal_mask")(2)  # the worker is up
+    # As if the worker had waited for a CPU all along (a machine hopelessly overloaded): no CPU time, no sleep.
+    monkeypatch.setattr(load, "LoadClock", lambda pid: _Busy(100.0))
+    monkeypatch.setattr(budget, "WALL_FACTOR", 0.0)
+    monkeypatch.setattr(budget, "WALL_SLACK", 0.3)
+    impl._budget.attach(impl._worker.worker_pid, impl._worker.uid)
+    spent = impl.spent
+    with pytest.raises(MachineBusy, match=r"the machine was too busy \(rerun\): softmax\(\)"):
+        impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.stats["machine_busy"] == budget.MACHINE_RETRIES + 1  # the first run and each retry
+    assert impl.stats["timed_out"] == 0  # never the student's timeout
+    assert impl.internal and impl.internal[-1].startswith(MachineBusy.PREFIX)  # so the tests it hit are not graded
+    assert impl.spent == pytest.approx(spent, abs=0.05)  # nor charged to the submission's budget
+    assert issubclass(MachineBusy, SandboxError)
 
 
-def test_a_worker_restarted_after_a_timeout_yields_to_the_others(isolated):
+def test_a_worker_restarted_after_a_timeout_runs_at_the_graders_priority(isolated):
     impl = isolated({"softmax": "def softmax(x, axis=-1):\n    while True:\n        pass\n"},
                     limits=Limits(call_timeout=0.5))
     with pytest.raises(TimeoutError):
         impl.function("softmax", "softmax")(np.zeros(2))
+    assert impl.spent >= 0.5  # the loop's CPU time
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
-    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == 10
-    group = Path(f"/proc/{impl._worker.worker_pid}/autogroup")  # its session's scheduling group, where there is one
-    if group.is_file():
-        assert group.read_text().split()[-1] == "10"
+    # A budget in CPU time needs no lower priority: a lower one would only stretch a loop's wall time.
+    assert os.getpriority(os.PRIO_PROCESS, impl._worker.worker_pid) == os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def test_the_load_clock_reads_this_machines_cpu_waits():
@@ -549,10 +555,19 @@ def test_fork_bomb_is_contained(isolated):
     namespace = next((_pid_namespace(pid) for pid in children if _pid_namespace(pid) != own), None)
     with pytest.raises((TimeoutError, OSError, WorkerCrashed)):
         softmax(np.zeros(2))
-    # Every process of the bomb is gone with the worker: the whole PID namespace (or session) was killed.
-    left = [pid for pid in _pids() if (namespace and _pid_namespace(pid) == namespace and not impl.plan.forks)
-            or _session(pid) == worker_pid] + (_processes_of(uid) if uid is not None else [])
-    assert not left, f"processes left behind: {[(pid, Path(f'/proc/{pid}/stat').read_text()) for pid in left]}"
+    # Every process of the bomb is gone with the worker: the whole PID namespace (or session) was killed. On a busy
+    # machine the killed ones may take a moment to be reaped: a zombie is dead, and the check is repeated a while.
+    def left_behind() -> list[int]:
+        return [pid for pid in _pids() if ((namespace and _pid_namespace(pid) == namespace and not impl.plan.forks)
+                                           or _session(pid) == worker_pid) and not _dead(pid)] \
+            + (_processes_of(uid) if uid is not None else [])
+
+    left = left_behind()
+    deadline = time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = left_behind()
+    assert not left, f"processes left behind: {[(pid, _cmdline(pid)) for pid in left]}"
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)
 
 
@@ -572,6 +587,14 @@ def _parent(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _dead(pid: int) -> bool:
+    """Whether ``pid`` has ended (gone, or a zombie not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 def _session(pid: int) -> int | None:
@@ -885,15 +908,25 @@ def test_a_leftover_ipc_object_replaces_the_fork_server(isolated):
                "    return x\n")
     impl = isolated({"softmax": planter})
     _forks_or_skip(impl)
+    bystander = isolated({})  # another submission of this process, its worker forked by the same server
+    assert bystander.function("softmax", "softmax")(np.zeros(2)).shape == (2,)
     impl.function("softmax", "softmax")(np.zeros(2))
     first = impl._worker.server
+    assert bystander._worker.server is first
     first_process = first.process
     impl.close()
     assert first.tainted
     after = isolated({})
     assert after.function("masks", "causal_mask")(3).shape == (3, 3)
     assert after._worker.server is not first  # a new server (and a new IPC namespace) for the next submission
-    assert first_process.poll() is not None  # the old one is gone, and its namespaces with it
+    assert first.retired
+    # The bystander's worker still runs in the old sandbox: it finishes its submission there (replacing the server
+    # used to end it mid-way: "the fork server ... ended", the grader's failure); the old server goes with it.
+    assert bystander.function("masks", "causal_mask")(2).shape == (2, 2)
+    assert bystander._worker.server is first
+    bystander.close()
+    if first.live == 0:  # (unless another implementation of this process, e.g. a module's fixture, still uses it)
+        assert first_process.poll() is not None  # the old one is gone, and its namespaces with it
 
 
 def test_what_a_worker_started_dies_even_when_the_worker_ended_itself(isolated):

@@ -146,6 +146,12 @@ def test_workflow_grades_every_exercise_with_manifest_points(released: Path) -> 
     assert f"runners: {','.join(curriculum.names)}" in text
     assert "classroom-resources/autograding-grading-reporter@v1" in text
     assert "@@" not in text
+    # Every exercise step and the reporter run whatever happened before (a failure, a timeout), each with a timeout.
+    steps = text.split("      - name: ")
+    graded = [step for step in steps if "grader.student.classroom" in step or "grading-reporter" in step]
+    assert len(graded) == len(curriculum.names) + 1
+    assert all("        if: always()\n" in step for step in graded)
+    assert all("        timeout-minutes: " in step for step in graded if "grader.student.classroom" in step)
 
 
 def test_pyproject_and_readme(released: Path) -> None:
@@ -222,6 +228,32 @@ def test_classroom_step_scores_by_the_one_rule(tmp_path: Path) -> None:
 
     assert sum(t["score"] for t in result["tests"]) == pytest.approx(run_suite(impl, ["masks"]).points, abs=1e-3)
     assert classroom.runner_result("softmax", str(impl))["status"] == "pass"
+
+
+def test_a_looping_classroom_exercise_costs_only_its_own_points_and_returns(tmp_path: Path) -> None:
+    """A ``while True`` in causal_mask: the Classroom command stops each call past its CPU budget and returns."""
+    import base64
+    import json
+    import shutil
+
+    impl = tmp_path / "impl"
+    shutil.copytree(ROOT / "solutions", impl, ignore=shutil.ignore_patterns("__pycache__"))
+    masks = impl / "masks.py"
+    masks.write_text(masks.read_text(encoding="utf-8") + "\n\ndef causal_mask(n):\n    while True:\n        pass\n",
+                     encoding="utf-8")
+    output = tmp_path / "github_output"
+    done = subprocess.run([sys.executable, "-m", "grader.student.classroom", "masks", "--impl", str(impl)], cwd=ROOT,
+                          env=dict(os.environ, GITHUB_OUTPUT=str(output)), capture_output=True, text=True,
+                          timeout=600)  # a backstop far above the budgets: it returns by itself
+    assert done.returncode == 0, done.stderr
+    result = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
+    failed = [t for t in result["tests"] if t["status"] == "fail"]
+    assert failed and any("did not finish within 5 s: an infinite loop?" in t["message"] for t in failed)
+    assert any("was not run: your code already ran out of time 2 times" in t["message"] for t in failed)
+    assert any(t["status"] == "pass" for t in result["tests"])  # the tests that never call it still pass
+    from grader.student import classroom
+
+    assert classroom.runner_result("softmax", str(impl))["status"] == "pass"  # the next exercise: its full points
 
 
 def test_classroom_and_grade_give_the_same_public_points(tmp_path: Path) -> None:

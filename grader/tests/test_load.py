@@ -1,0 +1,106 @@
+"""The same grade on a busy machine: a small class graded idle, and again at a low priority beside a CPU hog.
+
+The budgets count CPU time (``grader.sandbox.budget``), so neither the other
+processes of the machine nor the grader's own priority may change a score or a
+status. The hog is bounded: one busy process per core that stops by itself
+(and is killed at the end of the test in any case). No wall-clock threshold:
+the grades are compared, not the time they took.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.curriculum import ROOT
+
+HOG_SECONDS = 600  # a hog ends by itself after this long, whatever happens to the test
+HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def _class(folder: Path) -> Path:
+    """Three students of masks: honest, wrong (the upper triangle), and one whose causal_mask loops."""
+    for name in ("honest", "wrong", "looping"):
+        shutil.copytree(ROOT / "solutions", folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    wrong = folder / "wrong" / "masks.py"
+    wrong.write_text(wrong.read_text(encoding="utf-8").replace("np.tril(", "np.triu(", 1), encoding="utf-8")
+    with open(folder / "looping" / "masks.py", "a", encoding="utf-8") as module:
+        module.write("\n\ndef causal_mask(n):\n    while True:\n        pass\n")
+    return folder
+
+
+def _grade(submissions: Path, out: Path, niceness: int) -> tuple[int, list[dict[str, str]], str]:
+    command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out), "--exercise", "masks",
+               "--jobs", "2", "--force"]
+    done = subprocess.run(["nice", "-n", str(niceness), *command] if niceness else command, cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800)  # a backstop only
+    with open(out / "grades.csv", newline="", encoding="utf-8") as table:
+        rows = sorted(csv.DictReader(table), key=lambda row: row["student"])
+    return done.returncode, rows, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_a_busy_machine_and_a_low_priority_give_the_same_gradebook(tmp_path):
+    submissions = _class(tmp_path / "class")
+    idle_code, idle, said = _grade(submissions, tmp_path / "idle", 0)
+    assert idle_code == 0, said
+    assert [row["student"] for row in idle] == ["honest", "looping", "wrong"]
+    scores = {row["student"]: float(row["score"]) for row in idle}
+    assert scores["honest"] == float(idle[0]["max_score"]) > scores["wrong"] > 0  # the class is what it seems
+    assert 0 < scores["looping"] < scores["honest"] and "timed out" in idle[1]["status"]
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG.format(seconds=HOG_SECONDS)], start_new_session=True)
+            for _ in range(os.cpu_count() or 1)]
+    try:
+        busy_code, busy, said = _grade(submissions, tmp_path / "busy", 10)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert busy_code == 0, said
+    assert busy == idle  # every score and every status, to the digit
+
+
+def test_a_courses_limits_are_options_printed_on_the_limits_line(tmp_path):
+    from grader.sandbox.limits import Limits, course_limits
+
+    limits = course_limits(30, 2.5, 512)
+    assert (limits.student_seconds, limits.call_timeout, limits.memory_bytes) == (30.0, 2.5, 512 << 20)
+    defaults = Limits()
+    assert course_limits(defaults.student_seconds, defaults.call_timeout, defaults.memory_bytes >> 20) == defaults
+    shutil.copytree(ROOT / "solutions", tmp_path / "class" / "ada", ignore=shutil.ignore_patterns("__pycache__"))
+    command = [sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+               "--exercise", "softmax", "--jobs", "1", "--call-budget", "2.5", "--memory", "512", "--budget", "30"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    limits_lines = [line for line in done.stdout.splitlines() if line.startswith("Limits: ")]
+    assert limits_lines and all(line.startswith("Limits: 2.5 CPU s per call, 30 CPU s per submission, 512 MiB memory")
+                                for line in limits_lines), limits_lines
+    refused = subprocess.run([*command[:-6], "--memory", "10"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=600)
+    assert refused.returncode == 2 and "--memory at least 64" in refused.stderr
+
+
+def test_a_students_own_run_stops_a_call_past_its_cpu_budget(tmp_path):
+    from tests.kit import FUNCTION_TIMEOUTS, ImplementationError, LocalImplementation
+
+    folder = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(folder / "masks.py", "a", encoding="utf-8") as module:
+        module.write("\n\ndef causal_mask(n):\n    while True:\n        pass\n")
+    (folder / "positional.py").write_text("while True:\n    pass\n", encoding="utf-8")  # a loop at import
+    implementation = LocalImplementation(folder, call_seconds=0.3)
+    causal_mask = implementation.function("masks", "causal_mask")
+    for _ in range(FUNCTION_TIMEOUTS):
+        with pytest.raises(TimeoutError, match=r"causal_mask\(\) did not finish within 0.3 s: an infinite loop\?"):
+            causal_mask(3)
+    with pytest.raises(TimeoutError, match=r"causal_mask\(\) was not run: your code already ran out of time 2 times"):
+        causal_mask(3)  # at once: a loop costs a run a few budgets, not one per test
+    with pytest.raises(ImplementationError, match=r"importing positional.py did not finish within 0.3 s"):
+        implementation.function("positional", "alibi_bias")
+    assert implementation.function("softmax", "softmax")(np.zeros(2)).tolist() == [0.5, 0.5]  # the rest still runs
