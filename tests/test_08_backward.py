@@ -648,6 +648,7 @@ def test_attention_backward_float32(impl):
 
 def test_attention_backward_keys_and_values_with_fewer_batch_axes(impl):
     """Keys of one set per head, values of one set for all, shared by every sequence of q (broadcast)."""
+    require_analytic(impl, "attention_backward")
     idea = ("a k or v with fewer batch axes than q is shared by every sequence (and head) that broadcasting "
             "stretched it over; its gradient adds up the gradient of every use: sum over the axes broadcasting "
             "added, back to the input's own shape")

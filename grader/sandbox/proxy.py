@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import inspect
+import math
 import shutil
 import tempfile
 import time
@@ -594,6 +595,21 @@ class IsolatedImplementation:
         module = self.curriculum.exercise_of_function(name).name
         view = module if self.fair else FAIR_VIEW_ALL
         return self._call(view, module, name, args, kwargs, measure_memory=True)
+
+    def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.
+
+        The seconds are read from outside the worker (its control group, or ``/proc``), as its budget is
+        charged, so the student's code cannot change them; a call stopped at its CPU limit gives
+        ``(None, inf)``. See ``tests.effort.cpu_call``.
+        """
+        try:
+            result = self.function(exercise, name)(*args, **kwargs)
+        except TimeoutError as error:
+            if isinstance(error, BudgetExhausted):
+                raise
+            return None, math.inf
+        return result, self._budget.last_cpu
 
     def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict,
               measure_memory: bool = False) -> Any:

@@ -88,3 +88,27 @@ def test_honest_variants_pass_every_training_test(name: str, tmp_path):
     folder = plant(tmp_path / name, HONEST[name])
     runs = _run(folder, ("tests/test_09_training.py", "grader/hidden_tests/test_hidden_09_training.py"))
     assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
+
+
+BACKWARD_FILES = ("tests/test_08_backward.py", "grader/hidden_tests/test_hidden_08_backward.py")
+
+
+@pytest.mark.parametrize("file", BACKWARD_FILES)
+def test_every_test_of_a_backward_function_first_checks_it_is_analytic(file: str) -> None:
+    """A new test of exercise 8 that calls a backward function without the gate would give numeric gradients points."""
+    import ast
+
+    tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+    ungated = []
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")) or "reject" in node.name:
+            continue
+        called = {sub.attr for sub in ast.walk(node) if isinstance(sub, ast.Attribute)
+                  and isinstance(sub.value, ast.Name) and sub.value.id == "impl" and sub.attr.endswith("_backward")}
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        first = body[0] if body else None
+        gated = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)
+                 and getattr(first.value.func, "id", "") == "require_analytic")
+        if called and not gated:
+            ungated.append(f"{node.name} (calls {', '.join(sorted(called))})")
+    assert not ungated, f"{file}: tests of a backward function that do not start with require_analytic: {ungated}"
