@@ -49,6 +49,7 @@ from grader.sandbox import limits as confine
 from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
+from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
 from grader.sandbox.process import SCRATCH_ENV, WorkerProcess, describe_exit, sandbox_files, scratch_parent
 from tests.kit import ImplementationError
@@ -92,29 +93,6 @@ def _close_server() -> None:
 
 
 atexit.register(_close_server)
-
-
-class WorkerCrashed(RuntimeError):
-    """The worker process ended (or misbehaved) while running student code."""
-
-
-class SandboxError(RuntimeError):
-    """The grader itself failed (the worker could not start, ...): never the student's fault.
-
-    Every such failure is also listed in ``IsolatedImplementation.internal``,
-    so the grader reports the tests it hit as not graded, whatever the test
-    did with the exception.
-    """
-
-
-class MachineBusy(SandboxError):
-    """A call was stopped by the machine's load (it waited for a CPU, past every retry): rerun the grading.
-
-    The grader's failure, never the student's: the tests it hit are not graded (``internal``), with a reason
-    that starts with ``PREFIX``.
-    """
-
-    PREFIX = "the machine was too busy (rerun)"
 
 
 class IsolatedImplementation:
@@ -500,9 +478,13 @@ class IsolatedImplementation:
             self.stats["requests"] += not counted
             self._stop()
             self.restarts += 1
-            raise WorkerCrashed(f"{what} sent a reply of {error.args[0]} bytes, more than the grader accepts "
-                                f"({self.limits.reply_bytes} bytes per reply, {self.limits.student_reply_bytes} "
-                                "in all); return smaller values") from None
+            if error.args[0] > self.limits.reply_bytes:
+                raise WorkerCrashed(f"{what} sent a reply of {error.args[0]} bytes, more than the grader accepts "
+                                    f"({self.limits.reply_bytes} bytes per reply); return smaller values") from None
+            raise WorkerCrashed(f"{what} was stopped: your code has sent the grader {self.received} bytes in all "
+                                f"(replies and requests to the reference; at most {self.limits.student_reply_bytes} "
+                                "per submission): far more calls than the exercises need (a loop that calls a "
+                                "function once per entry of an array, as a numerical gradient does?)") from None
         except Ended as error:
             self.stats["crashed"] += 1
             self.stats["requests"] += not counted

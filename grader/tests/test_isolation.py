@@ -983,3 +983,16 @@ def test_a_call_that_runs_long_makes_its_submission_slow_once(isolated, monkeypa
     softmax(np.zeros(2))
     softmax(np.zeros(2))
     assert told == [1] and impl.slow  # said once, while the first long call still ran
+
+
+def test_a_submission_past_its_total_of_bytes_is_told_so_not_that_one_reply_was_too_large(isolated):
+    """Each reply is small; together they pass the submission's total: the message must say which limit it was."""
+    many = "import numpy as np\ndef softmax(x, axis=-1):\n    return np.ones(50_000)\n"
+    impl = isolated({"softmax": many}, limits=Limits(call_timeout=2.0, student_reply_bytes=2_000_000))
+    softmax = impl.function("softmax", "softmax")
+    with pytest.raises(WorkerCrashed) as raised:
+        for _ in range(20):  # 400 kB each
+            softmax(np.zeros(2))
+    message = str(raised.value)
+    assert "in all" in message and "2000000 per submission" in message, message
+    assert "more than the grader accepts" not in message, message
