@@ -95,7 +95,7 @@ def test_the_one_rule_refuses_symbolic_and_hard_links(tmp_path: Path) -> None:
 
 def test_the_kits_own_reference_may_be_hard_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An installer (uv) may hard-link the kit's files from its cache: the reference is never refused."""
-    monkeypatch.setattr(submissions, "ROOT", tmp_path)
+    monkeypatch.setattr(links, "ROOT", tmp_path)
     (tmp_path / "solutions").mkdir()
     (tmp_path / "solutions" / "softmax.py").write_text("x = 1\n")
     os.link(tmp_path / "solutions" / "softmax.py", tmp_path / "cache-copy.py")
