@@ -156,7 +156,8 @@ def _blocking_mask() -> np.ndarray:
 # Every test of a backward function first asks whether it is one: at a size where nudging each input entry costs
 # thousands of forward passes, its gradients must be exact to rounding (1e-10 relative, against the test's own
 # complex-step derivatives, which are exact) and cost a few forward passes of CPU time, not thousands. Checked
-# once per session and function, on inputs seeded afresh (nothing to look up), at every test of that function.
+# once per session and function, on inputs of their own (seeded, unlike any probe or golden value), at every
+# test of that function.
 
 EXACT = 1e-10  # relative to the largest exact entry checked: central differences miss it by orders of magnitude
 EFFORT, EFFORT_FLOOR = 50, 0.05  # at most 50 forward passes of CPU time, plus 50 ms for any overheads
@@ -261,7 +262,8 @@ def _pick(result, where):
 
 def _gate(impl, name: str) -> list[str]:
     """Why ``name`` is not an analytic backward pass (empty when it is one)."""
-    rng = np.random.default_rng()  # fresh inputs every session: nothing to look up
+    # Inputs of their own, seeded (the same feedback every run) but unlike any probe or golden value.
+    rng = np.random.default_rng(8_000 + sum(map(ord, name)))
     failures = []
     for large in (False, True):
         args, forward, outputs = _gate_case(name, rng, large)
@@ -271,6 +273,8 @@ def _gate(impl, name: str) -> list[str]:
             forward_seconds = cpu_seconds_per_call(forward, minimum=1e-3)
             bound = EFFORT * forward_seconds + EFFORT_FLOOR
         result, seconds = cpu_call(impl, name, *args, budget=bound)
+        if large and seconds is not None and seconds > bound:  # once more: a busy machine may have slowed it
+            result, seconds = min((result, seconds), cpu_call(impl, name, *args, budget=bound), key=lambda r: r[1])
         where_said = f"({size} input entries in all)"
         if large and seconds is not None and seconds > bound:
             stopped = " (stopped there)" if seconds == float("inf") else ""
@@ -285,7 +289,7 @@ def _gate(impl, name: str) -> list[str]:
             return failures
         for label, where, loss, at, linear in outputs[:3] if large else outputs:  # (large: a few, cheaply)
             got = _pick(result, where)
-            what = f"{name}: {label} on inputs seeded afresh {where_said}"
+            what = f"{name}: {label} on inputs of its own {where_said}"
             if not isinstance(got, np.ndarray) or got.shape != np.shape(at):
                 failures.append(message(what, f"an array of shape {np.shape(at)}",
                                         f"{type(got).__name__} of shape {np.shape(got)}", RULE))
