@@ -40,6 +40,15 @@ def kit_path(relative: str | Path) -> Path:
     return ROOT.joinpath(*parts)
 
 
+def reference_dir() -> Path | None:
+    """The reference solutions of the instructor's own copy: the course folder's, else the checkout's ``solutions/``.
+
+    None in the student-safe package without a course folder that holds one
+    (:func:`grader.course.no_reference` says where it looked and what to do).
+    """
+    return course_folder.reference(ROOT)
+
+
 def misnamed(folder: str | Path, filename: str) -> str | None:
     """A file in ``folder`` whose name differs from ``filename`` only in case (``Softmax.py``), if any.
 

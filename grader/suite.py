@@ -94,6 +94,9 @@ def hidden_test_files(folder: Path | list[Path]) -> list[Any]:
         if points is not None and not (points / scoring.QUANTUM).is_integer():  # the rule splits whole quanta
             raise ValueError(f"hidden test file {path}: POINTS must be a multiple of {scoring.QUANTUM} "
                              f"(grader/scoring.py splits points in sixteenths), not {points!r}")
+        twin = next((f for f in found if Path(f.path).name == path.name), None)
+        if twin is not None:  # pytest imports both by their name: the second would not be collected
+            raise ValueError(f"hidden test file {path}: has the name of {twin.path}; rename one of them")
         found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))
     return found
 

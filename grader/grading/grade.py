@@ -65,8 +65,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import PACKAGE, ROOT, make_importable
-from grader.suite import HIDDEN_DIR, graded_suite
+from grader import course
+from grader.curriculum import PACKAGE, ROOT, make_importable, reference_dir
+from grader.suite import graded_suite, hidden_folders
 
 DEFAULT_OUT = "attention-kit-grades"
 # Seconds of student code for one submission's whole run (the proxy's per-submission budget).
@@ -97,12 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-fair", dest="fair", action="store_false",
                         help="test each exercise on the student's own earlier exercises, not the reference")
     parser.add_argument("--hidden", type=Path, default=None, metavar="DIR",
-                        help="folder of hidden (instructor-only) test files (default: grader/hidden_tests if present)")
+                        help="folder of hidden (instructor-only) test files (default: the kit's hidden tests of "
+                             "your checkout or course folder, and the course folder's own hidden_tests/)")
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
-    parser.add_argument("--budget", type=float, default=STUDENT_BUDGET, metavar="SECONDS",
+    budget = course.limits().submission_seconds or STUDENT_BUDGET  # the course's [limits] submission_seconds
+    parser.add_argument("--budget", type=float, default=budget, metavar="SECONDS",
                         help="seconds of student code per submission; past it the remaining tests fail "
-                             f"(default: {STUDENT_BUDGET:g})")
+                             f"(default: {budget:g}, the course's [limits] submission_seconds)")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
@@ -134,7 +137,8 @@ def make_implementation(path: Path, fair: bool, policy: str = "require", budget:
 def _implementation_options(fair: bool, policy: str, budget: float) -> dict[str, Any]:
     from grader.sandbox.proxy import Limits
 
-    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy, "limits": Limits(student_seconds=budget)}
+    return {"fair": fair, "reference": reference_dir() or ROOT / "solutions", "policy": policy,
+            "limits": Limits(student_seconds=budget)}
 
 
 def _keep_spare(job: dict[str, Any]) -> None:
@@ -168,7 +172,8 @@ def suite_fingerprint(suite: list[Any], fair: bool) -> str:
     digest.update(repr([(f.path, f.exercise, f.points, f.hidden) for f in suite]).encode())
     files = {Path(f.path) for f in suite}
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
-    files |= set((ROOT / "solutions").glob("*.py"))
+    files |= set((reference_dir() or ROOT / "solutions").glob("*.py"))
+    digest.update(course.settings().encode())  # the course folder's settings (limits, visibility, Canvas, ...)
     files |= {PACKAGE / "curriculum.toml", PACKAGE / "grading" / "report.py",
               PACKAGE / "sandbox" / "proxy.py", PACKAGE / "sandbox" / "worker.py"}
     for path in sorted(files):
@@ -367,7 +372,7 @@ class _Secrets:
 
         import numpy
 
-        secret = lines([*(ROOT / "solutions").glob("*.py"), *hidden_files])
+        secret = lines([*(reference_dir() or ROOT / "solutions").glob("*.py"), *hidden_files])
         public = lines([*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")])
         # numpy's own source (a traceback through numpy shows its lines) is public: never scrubbed.
         numpy_dir = Path(numpy.__file__).parent
@@ -1051,7 +1056,7 @@ def _unwritable_row(submission: Any, suite: list[Any], error: BaseException) -> 
 # The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
 _KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
 REFERENCE_ENTRY = "the kit's reference"
-KIT_REFERENCE = ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
+KIT_REFERENCE = reference_dir() or ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
 
 
 def _kit_check(suite: list[Any], job: dict[str, Any], work: Path,
@@ -1106,7 +1111,7 @@ def grade_batch(
     jobs: int | None = None,
     force: bool = False,
     fair: bool = True,
-    hidden: Path | None = None,
+    hidden: Path | list[Path] | None = None,
     timeout: float = STUDENT_TIMEOUT,
     budget: float = STUDENT_BUDGET,
     isolation: str = "require",
@@ -1309,11 +1314,12 @@ def grade_batch(
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit grade``."""
     make_importable()  # the grading processes import `tests` from the kit
-    hidden = args.hidden
-    if hidden is None and HIDDEN_DIR.is_dir():
-        hidden = HIDDEN_DIR
-    if hidden is not None and not hidden.is_dir():
+    hidden = args.hidden if args.hidden is not None else hidden_folders()
+    if args.hidden is not None and not args.hidden.is_dir():
         print(f"error: --hidden {hidden}: no such folder", file=sys.stderr)
+        return 2
+    if reference_dir() is None:  # the student-safe package: the reference is the instructor's own copy
+        print(f"error: {course.no_reference(ROOT)}", file=sys.stderr)
         return 2
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import scoring
+from grader.course import hidden_visibility
 from grader.curriculum import load as load_curriculum
 from grader.suite import TestFile
 
@@ -225,7 +226,7 @@ def score_tests(
                     "output": f"{NOT_GRADED}: {record['internal']}\n(the grader failed, not your code: your "
                               "instructor will grade it again)",
                     "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
-                    "visibility": "after_published" if test_file.hidden else "visible",
+                    "visibility": hidden_visibility() if test_file.hidden else "visible",
                     "extra_data": {"exercise": exercise.name, "nodeid": record["nodeid"], "duration": 0.0,
                                    "not_graded": record["internal"]},
                 })
@@ -242,7 +243,7 @@ def score_tests(
                 "status": "passed" if passed else "failed",
                 "output": output,
                 "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
-                "visibility": "after_published" if test_file.hidden else "visible",
+                "visibility": hidden_visibility() if test_file.hidden else "visible",
                 "extra_data": {
                     "exercise": exercise.name,
                     "nodeid": record["nodeid"],
