@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import scoring
-from grader.curriculum import ROOT, Exercise
+from grader.curriculum import ROOT, Exercise, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
 from grader.suite import HIDDEN_DIR
@@ -137,7 +137,7 @@ def read_module(path: Path) -> Module:
 
 def reference(name: str) -> Module:
     """The reference module ``solutions/<name>.py``."""
-    return read_module(ROOT / "solutions" / f"{name}.py")
+    return read_module((reference_dir() or ROOT / "solutions") / f"{name}.py")
 
 
 def _indent(text: str, prefix: str = INDENT) -> str:
@@ -170,7 +170,7 @@ def solution_code(module: Module) -> str:
 
 def checks_code() -> str:
     """The reference's input checks (``solutions/_checks.py`` without docstring and imports)."""
-    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    path = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
     return read_module(path).code if path.is_file() else ""
 
 
@@ -295,7 +295,7 @@ class NotebookBuilder:
 
 
 def _checks_module() -> list[Module]:
-    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    path = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
     return [read_module(path)] if path.is_file() else []
 
 
