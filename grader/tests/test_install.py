@@ -62,7 +62,9 @@ class Environment:
         self.python = folder / "venv" / "bin" / "python"
         site = Path(subprocess.run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                    capture_output=True, text=True, check=True).stdout.strip())
-        dependencies = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+        # This interpreter's site folders, and those a layered venv adds to its path (a base venv's packages).
+        dependencies = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"),
+                        *(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())}
         (site / "zz_kit_dependencies.pth").write_text("\n".join(sorted(dependencies)) + "\n")
         self.site = site
         self.work = folder / "work"
