@@ -222,7 +222,7 @@ def test_the_installed_kit_without_a_course_refuses_to_grade(instructor: Environ
         (line,) = [text for text in done.stderr.splitlines() if text.strip()]
         assert "no reference solutions (looked in" in line and "course init DIR --kit CHECKOUT" in line
     suite = instructor.kit("test", "--impl", "solutions", cwd=elsewhere)
-    assert suite.returncode != 0 and "--impl solutions: no such folder" in suite.stdout + suite.stderr
+    assert suite.returncode != 0 and "/solutions: no such folder" in suite.stdout + suite.stderr
 
 
 def test_installed_kit_grades_the_samples(instructor: Environment) -> None:
