@@ -168,10 +168,10 @@ class Curriculum:
     def unknown(self, name: str) -> str:
         """The one-line message for an exercise name that is not in the manifest, closest names first."""
         names = closest_first(name, self.names)
-        return (f"no exercise named {name!r}; the exercises are {', '.join(names)} "
-                f"(or their numbers, {', '.join(str(e.number) for e in self.exercises)})"
-                if [e.number for e in self.exercises] != list(range(1, len(self.exercises) + 1))
-                else f"(or their numbers, 1 to {len(self.names)})")
+        numbers = [exercise.number for exercise in self.exercises]
+        listed = (f"1 to {len(numbers)}" if numbers == list(range(1, len(numbers) + 1))
+                  else ", ".join(map(str, numbers)))  # a course that drops an exercise keeps the kit's numbers
+        return f"no exercise named {name!r}; the exercises are {', '.join(names)} (or their numbers, {listed})"
 
     def exercise_of_function(self, function: str) -> Exercise:
         """Return the exercise whose module defines ``function``."""
@@ -290,7 +290,9 @@ def kit_manifest() -> Curriculum:
     return _load(MANIFEST, None)
 
 
-load.cache_clear = lambda: _load.cache_clear()  # type: ignore[attr-defined]  # as when load was cached
+# As when load was a cached function: its cache, and the uncached parse of a manifest (without a course).
+load.cache_clear = lambda: _load.cache_clear()  # type: ignore[attr-defined]
+load.__wrapped__ = lambda path=MANIFEST: _load.__wrapped__(path, None)  # type: ignore[attr-defined]
 
 
 @functools.cache
@@ -332,7 +334,7 @@ def _parse(path: Path) -> Curriculum:
     course = data.get("course", {})
     exercises = tuple(
         Exercise(
-            number=index,
+            number=int(entry.get("number", index)),  # a course's release keeps the kit's numbers
             name=entry["name"],
             title=entry["title"],
             test_file=entry["test_file"],

@@ -62,6 +62,8 @@ def manifest_for_course(text: str, curriculum: Any) -> str:
             chunk, found = re.subn(rf"(?m)^{key}\s*=.*$", f"{key} = {_points(value)}", chunk, count=1)
             if not found and value:
                 chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\n{key} = {_points(value)}\n", 1)
+        if curriculum.dropped:  # the kit's numbers stay (those of the test files, and of `hint N`)
+            chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\nnumber = {exercise.number}\n", 1)
         kept.append(chunk)
     result = manifest_with_part("".join(kept), curriculum.part)
     result = re.sub(r'(?m)^title\s*=.*$', lambda _: f"title = {json.dumps(curriculum.title)}", result, count=1)

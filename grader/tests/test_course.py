@@ -231,3 +231,22 @@ def test_a_whole_course_is_graded_from_its_folder(tmp_path, capsys):
     hidden = [t for t in results["tests"] if "hidden" in t.get("tags", [])]
     assert hidden and {t["visibility"] for t in hidden} == {"hidden"}  # [hidden] visibility
     assert not any("positional" in t["name"] for t in results["tests"])
+
+
+def test_a_release_of_the_course_carries_its_exercises_points_and_numbers(tmp_path):
+    import tomllib
+
+    from grader.authoring.release import plan_release
+
+    folder = make_course(tmp_path / "c", '[course]\ntitle = "Week 3"\nexercises = ["softmax", "attention", '
+                                         '"masks", "decoding"]\n[points]\nsoftmax = 12.5\n')
+    course.activate(folder)
+    plan = plan_release()
+    manifest = tomllib.loads(plan.texts["grader/curriculum.toml"])
+    assert manifest["course"]["title"] == "Week 3"
+    assert [(e["name"], e.get("number"), e["points"]) for e in manifest["exercise"]] == [
+        ("softmax", 1, 12.5), ("attention", 3, 20), ("masks", 4, 10), ("decoding", 11, 25)]
+    tests = sorted(path for path in plan.paths() if path.startswith("tests/test_"))
+    assert tests == ["tests/test_01_softmax.py", "tests/test_03_attention.py", "tests/test_04_masks.py",
+                     "tests/test_11_decoding.py"]
+    assert not any("solutions" in path or "hidden" in path for path in plan.paths())
