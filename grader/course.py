@@ -120,7 +120,12 @@ def activate(folder: Path | None) -> None:
 def active_folder() -> Path | None:
     """The folder of ``$ATTENTION_KIT_COURSE`` (set by :func:`activate`), if any; the working directory is not read."""
     value = os.environ.get(COURSE_ENV)
-    return Path(value).resolve() if value else None
+    return _resolved(value) if value else None
+
+
+@functools.cache
+def _resolved(value: str) -> Path:
+    return Path(value).resolve()  # once per value: the manifest is read through this on every load()
 
 
 def active() -> Course | None:

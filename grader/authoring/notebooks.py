@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import scoring
-from grader.curriculum import ROOT, Exercise, reference_dir
+from grader import course, scoring
+from grader.curriculum import PACKAGE, ROOT, Exercise, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
 from grader.suite import HIDDEN_DIR
@@ -542,7 +542,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("error: the notebooks need the extra: pip install 'attention-kit[notebooks]'", file=sys.stderr)
         return 2
-    hidden = args.hidden if args.hidden is not None else (HIDDEN_DIR if HIDDEN_DIR.is_dir() else None)
+    # Default: the kit's hidden tests of the instructor's own copy (the course folder's copy, else the checkout's).
+    hidden = args.hidden if args.hidden is not None else course.kit_hidden_tests(PACKAGE)
     if hidden is not None and not hidden.is_dir():
         print(f"error: --hidden {hidden}: no such folder", file=sys.stderr)
         return 2
