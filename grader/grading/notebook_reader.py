@@ -184,8 +184,8 @@ def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
         if wanted:
             # The notebook gave these input checks in a read-only cell; the module imports them instead.
             header += f"from .{CHECKS_MODULE} import {', '.join(wanted)}\n"
-            checks = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
-            modules[CHECKS_MODULE] = checks.read_text(encoding="utf-8")
+            checks_file = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
+            modules[CHECKS_MODULE] = checks_file.read_text(encoding="utf-8")
         modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
     return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
 
