@@ -169,17 +169,32 @@ def total_points(hidden: Path | None = None, exercises: list[str] | None = None)
     return sum(public.values()), sum(everything.values()) - sum(public.values())
 
 
+# What students see of the hidden tests, per Gradescope visibility (the course's [hidden] visibility).
+VISIBILITY_TEXT = {
+    "after_published": "Hidden tests have visibility `after_published`: students see their names, scores and "
+                       "messages once grades are published. ",
+    "after_due_date": "Hidden tests have visibility `after_due_date`: students see their names, scores and "
+                      "messages after the due date. ",
+    "hidden": "Hidden tests have visibility `hidden`: students never see them, only the total. ",
+    "visible": "Hidden tests have visibility `visible`: students see them at once. ",
+}
+
+
 def bundle_readme(public: float, hidden: float) -> str:
     """The README at the bundle's root: what it is, and the total to set on Gradescope."""
+    from grader.course import hidden_visibility
+
     total = public + hidden
+    visibility = hidden_visibility()  # the course folder's [hidden] visibility
     return (
         "# attention-kit: Gradescope autograder bundle\n\n"
         f"Set the assignment's total points on Gradescope to **{number(total)}**: "
         f"{number(public)} for the public tests (the ones students run) and {number(hidden)} for the hidden tests.\n\n"
         "Each submission's results.json gives one entry per test, scored by the kit's one rule: an exercise's "
         "points are split between its tests in whole sixteenths of a point (as equally as that allows), so "
-        "Gradescope's sum of the tests' scores is exact. Hidden tests have visibility `after_published`: students "
-        "see their names, scores and messages once grades are published. Gradescope's format has one total "
+        "Gradescope's sum of the tests' scores is exact. "
+        + VISIBILITY_TEXT.get(visibility, f"Hidden tests have visibility `{visibility}`. ")
+        + "Gradescope's format has one total "
         "score per submission (no separate visible total); the text shown with it states the public tests' "
         "score only and says how many hidden points are to come.\n\n"
         "This bundle holds the reference solutions and the hidden tests: never give it to students.\n"

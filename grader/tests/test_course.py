@@ -250,3 +250,23 @@ def test_a_release_of_the_course_carries_its_exercises_points_and_numbers(tmp_pa
     assert tests == ["tests/test_01_softmax.py", "tests/test_03_attention.py", "tests/test_04_masks.py",
                      "tests/test_11_decoding.py"]
     assert not any("solutions" in path or "hidden" in path for path in plan.paths())
+
+
+def test_a_gradescope_bundle_of_the_course_carries_it(tmp_path):
+    import zipfile
+
+    from grader.grading import gradescope
+
+    folder = make_course(tmp_path / "c", '[course]\nexercises = ["softmax", "attention"]\n[points]\nsoftmax = 12\n'
+                                         '[hidden]\nvisibility = "hidden"\n')
+    (folder / "hidden_tests").mkdir()
+    (folder / "hidden_tests" / "test_extra_attention.py").write_text(EXTRA_HIDDEN, encoding="utf-8")
+    course.activate(folder)
+    # By hand: public softmax 12 + attention 20; hidden softmax 2 + attention 4 (the kit's) + 3 (the course's).
+    assert gradescope.total_points() == (32, 9)
+    names = gradescope.build_bundle(tmp_path / "a.zip")
+    assert {"kit/course.toml", "kit/hidden_tests/test_extra_attention.py", "kit/solutions/softmax.py"} <= set(names)
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        readme = archive.read("README.md").decode()
+        assert archive.read("kit/course.toml").decode() == (folder / "course.toml").read_text()
+    assert "**41**" in readme and "visibility `hidden`: students never see them" in readme
