@@ -270,3 +270,23 @@ def test_a_gradescope_bundle_of_the_course_carries_it(tmp_path):
         readme = archive.read("README.md").decode()
         assert archive.read("kit/course.toml").decode() == (folder / "course.toml").read_text()
     assert "**41**" in readme and "visibility `hidden`: students never see them" in readme
+    # Gradescope's run: the bundle's kit/ is the course folder (its course.toml is in the working folder).
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        archive.extractall(root / "source")
+    for script in ("run_autograder", "setup.sh"):
+        (root / "source" / script).chmod(0o755)
+    shutil.copytree(ROOT / "solutions", root / "submission", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", course.COURSE_ENV)}
+    env |= {"AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 41, results.get("output")
+    assert {t["visibility"] for t in results["tests"] if "hidden" in t.get("tags", [])} == {"hidden"}
+    assert sum(t["score"] for t in results["tests"] if "equal_keys_average" in t["name"]) == 1.5
