@@ -3,7 +3,8 @@
 Each room imports only the rooms above it in this list (never a room below it):
 
 - the base: ``curriculum`` (the manifest ``curriculum.toml``, where the kit's
-  data tree is, the course's part), ``suite`` (which test files are graded),
+  data tree is, the course's part), ``course`` (an instructor's course folder,
+  ``course.toml``, the overlay ``curriculum`` applies), ``suite`` (which test files are graded),
   ``scoring`` (the one rule that turns passing tests into points), ``quiet``
   (pytest in-process, quietly), ``cli`` (the ``attention-kit`` command, which
   only dispatches);

@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gradescope": ("grading.gradescope", "build a Gradescope autograder bundle (instructors)"),
     "notebooks": ("authoring.notebooks", "build an nbgrader course from the exercises (instructors)"),
     "mutants": ("mutants.report", "run the catalogue of known mistakes against the suite (instructors)"),
+    "course": ("authoring.course_init", "make a course folder: course.toml, your hidden tests, the reference "
+                                        "(instructors)"),
 }
 
 
@@ -55,8 +57,28 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--part", default=None, metavar="1|2|all",
                              help="the exercises of the course: Part I, Part II or all "
                                   "(default: the manifest's [course] part)")
+        if command != "course":
+            sub.add_argument("--course", default=None, metavar="DIR",
+                             help="the course folder (its course.toml); default: $ATTENTION_KIT_COURSE, "
+                                  "else ./course.toml if there is one, else the kit's own manifest")
         sub.set_defaults(handler=module.run)
     return parser
+
+
+def course_option(argv: list[str]) -> str | None:
+    """The value of ``--course DIR`` (or ``--course=DIR``) in ``argv``, read before the parser exists.
+
+    The course changes the manifest every command's options are built from, so it
+    is found first (``grader/course.py``); the parser then accepts the same option.
+    """
+    for index, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == "--course" and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith("--course="):
+            return word.split("=", 1)[1]
+    return None
 
 
 def argv_is_grade(argv: list[str] | None) -> bool:
@@ -74,11 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     from grader.curriculum import make_importable
 
     make_importable()  # the commands import the graded suite's helpers (`tests.kit` ...) from the kit
+    from grader import course
     from grader.curriculum import ManifestError, load
 
+    words = sys.argv[1:] if argv is None else list(argv)
     try:
+        if not (words and words[0] == "course"):  # `course init` makes a course; it reads none
+            course.activate(course.find(course_option(words)))
         load()  # every command reads the manifest: a broken one is said in one line, never a traceback
-    except ManifestError as error:
+    except (ManifestError, course.CourseError) as error:
         print(f"error: not graded: {error}" if argv_is_grade(argv) else f"error: {error}", file=sys.stderr)
         return 2
     with quiet_exit() as status:

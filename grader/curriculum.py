@@ -16,6 +16,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import course as course_folder
+
 PACKAGE = Path(__file__).resolve().parent
 MANIFEST = PACKAGE / "curriculum.toml"
 # The kit's data tree (tests/, solutions/, exercises/, conftest.py, pyproject.toml). In a checkout (or an
@@ -36,6 +38,15 @@ def kit_path(relative: str | Path) -> Path:
     if parts and parts[0] == "grader":
         return PACKAGE.joinpath(*parts[1:])
     return ROOT.joinpath(*parts)
+
+
+def reference_dir() -> Path | None:
+    """The reference solutions of the instructor's own copy: the course folder's, else the checkout's ``solutions/``.
+
+    None in the student-safe package without a course folder that holds one
+    (:func:`grader.course.no_reference` says where it looked and what to do).
+    """
+    return course_folder.reference(ROOT)
 
 
 def misnamed(folder: str | Path, filename: str) -> str | None:
@@ -95,6 +106,7 @@ class Curriculum:
     impl_package: str
     exercises: tuple[Exercise, ...]
     part: str = "all"  # the course's selection ([course] part): one of :attr:`parts`, or "all"
+    dropped: tuple[str, ...] = ()  # exercises of the kit that the course folder leaves out (grader/course.py)
 
     def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
         """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
@@ -148,15 +160,18 @@ class Curriculum:
             One line naming the valid exercises, the closest to what was typed first.
         """
         text = str(name_or_number).strip()
-        if text.isdigit() and 1 <= int(text) <= len(self.exercises):
-            return self.exercises[int(text) - 1]
+        numbered = [exercise for exercise in self.exercises if text.isdigit() and exercise.number == int(text)]
+        if numbered:  # the kit's numbers (those of the test files), also in a course that drops an exercise
+            return numbered[0]
         return self.exercise(text.lower())
 
     def unknown(self, name: str) -> str:
         """The one-line message for an exercise name that is not in the manifest, closest names first."""
         names = closest_first(name, self.names)
-        return (f"no exercise named {name!r}; the exercises are {', '.join(names)} "
-                f"(or their numbers, 1 to {len(self.names)})")
+        numbers = [exercise.number for exercise in self.exercises]
+        listed = (f"1 to {len(numbers)}" if numbers == list(range(1, len(numbers) + 1))
+                  else ", ".join(map(str, numbers)))  # a course that drops an exercise keeps the kit's numbers
+        return f"no exercise named {name!r}; the exercises are {', '.join(names)} (or their numbers, {listed})"
 
     def exercise_of_function(self, function: str) -> Exercise:
         """Return the exercise whose module defines ``function``."""
@@ -252,17 +267,38 @@ class ManifestError(ValueError):
     """The manifest cannot be read: one line naming the file and the problem (the kit is broken)."""
 
 
-@functools.cache
 def load(path: Path = MANIFEST) -> Curriculum:
-    """Parse the manifest at ``path`` (default: the kit's own).
+    """Parse the manifest at ``path`` (default: the kit's own), seen through the active course folder.
+
+    The course (``grader/course.py``: ``--course DIR``, ``$ATTENTION_KIT_COURSE``)
+    drops exercises, changes points, the title and the part; this is the one
+    place it is applied, so every tool sees the course's view. A manifest given
+    by ``path`` is read as it is.
 
     Raises
     ------
     ManifestError
         If the file cannot be read or parsed, or an exercise lacks a field or has one of the wrong type.
+    course.CourseError
+        If the course's settings do not fit the kit (one line naming the setting).
     """
+    return _load(path, course_folder.active_folder() if path == MANIFEST else None)
+
+
+def kit_manifest() -> Curriculum:
+    """The kit's own manifest, whatever course is active (what ``attention-kit course init`` starts from)."""
+    return _load(MANIFEST, None)
+
+
+# As when load was a cached function: its cache, and the uncached parse of a manifest (without a course).
+load.cache_clear = lambda: _load.cache_clear()  # type: ignore[attr-defined]
+load.__wrapped__ = lambda path=MANIFEST: _load.__wrapped__(path, None)  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _load(path: Path, folder: Path | None) -> Curriculum:
     try:
-        return _parse(path)
+        curriculum = _parse(path)
     except ManifestError:
         raise
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
@@ -271,6 +307,26 @@ def load(path: Path = MANIFEST) -> Curriculum:
         raise ManifestError(f"the kit is broken: {path}: an exercise lacks the field {error}") from None
     except (TypeError, ValueError) as error:
         raise ManifestError(f"the kit is broken: {path}: a field has the wrong type ({error})") from None
+    return curriculum if folder is None else _with_course(curriculum, course_folder.read(folder))
+
+
+def _with_course(curriculum: Curriculum, course: course_folder.Course) -> Curriculum:
+    """``curriculum`` as ``course`` changes it (checked by :func:`grader.course.overlay`)."""
+    import dataclasses
+
+    kept, part = course_folder.overlay(course, curriculum.names,
+                                       {e.name: e.depends for e in curriculum.exercises}, curriculum.parts)
+    exercises = tuple(
+        dataclasses.replace(exercise, points=course.points.get(exercise.name, exercise.points),
+                            hidden_points=course.hidden_points.get(exercise.name, exercise.hidden_points))
+        for exercise in curriculum.exercises if exercise.name in kept)
+    chosen = part if part is not None else curriculum.part
+    if chosen != ALL_PARTS and chosen not in parts_of(exercises):
+        raise course_folder.CourseError(f"{course.file}: [course] part {chosen!r} keeps no exercise of "
+                                        "[course] exercises")
+    return Curriculum(title=course.title or curriculum.title, impl_package=curriculum.impl_package,
+                      exercises=exercises, part=chosen,
+                      dropped=tuple(name for name in curriculum.names if name not in kept))
 
 
 def _parse(path: Path) -> Curriculum:
@@ -278,7 +334,7 @@ def _parse(path: Path) -> Curriculum:
     course = data.get("course", {})
     exercises = tuple(
         Exercise(
-            number=index,
+            number=int(entry.get("number", index)),  # a course's release keeps the kit's numbers
             name=entry["name"],
             title=entry["title"],
             test_file=entry["test_file"],

@@ -15,10 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import scoring
+from grader import course, scoring
 from grader.curriculum import PACKAGE, ROOT, load
 
 HIDDEN_DIR = PACKAGE / "hidden_tests"
+
+
+def hidden_folders() -> list[Path]:
+    """The hidden test folders of the instructor's own copy (empty in the student-safe package).
+
+    The kit's hidden tests (the course folder's copy, else the checkout's), then
+    the course folder's own extra ones (``grader/course.py``).
+    """
+    return [folder for folder in (course.kit_hidden_tests(PACKAGE), course.extra_hidden_tests()) if folder]
 
 
 @dataclass(frozen=True)
@@ -49,11 +58,17 @@ def _literal(tree: ast.Module, name: str) -> Any:
     return None
 
 
-def hidden_test_files(folder: Path) -> list[Any]:
-    """The hidden test files in ``folder``, read statically (no test code runs in the parent)."""
+def hidden_test_files(folder: Path | list[Path]) -> list[Any]:
+    """The hidden test files in ``folder`` (or in each of several), read statically (no test code runs here).
+
+    A file of an exercise that the course folder drops (``Curriculum.dropped``) is
+    left out: it is simply not graded.
+    """
     names = load().names
+    dropped = load().dropped
     found = []
-    for path in sorted(folder.glob("test_*.py")):
+    folders = [folder] if isinstance(folder, (str, Path)) else list(folder)
+    for path in [path for one in folders for path in sorted(Path(one).glob("test_*.py"))]:
         try:  # one line naming the file, whatever is wrong with it
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         except SyntaxError as error:
@@ -65,8 +80,10 @@ def hidden_test_files(folder: Path) -> list[Any]:
         exercise = _literal(tree, "EXERCISE")
         if exercise is None:
             # Longest name first, so "multihead" is not mistaken for a shorter name inside it.
-            matches = [n for n in sorted(names, key=len, reverse=True) if n in path.stem.split("_")]
+            matches = [n for n in sorted((*names, *dropped), key=len, reverse=True) if n in path.stem.split("_")]
             exercise = matches[0] if matches else None
+        if exercise in dropped:
+            continue
         if exercise not in names:
             raise ValueError(f"hidden test file {path}: set EXERCISE = one of {', '.join(names)}")
         points = _literal(tree, "POINTS")
@@ -77,14 +94,18 @@ def hidden_test_files(folder: Path) -> list[Any]:
         if points is not None and not (points / scoring.QUANTUM).is_integer():  # the rule splits whole quanta
             raise ValueError(f"hidden test file {path}: POINTS must be a multiple of {scoring.QUANTUM} "
                              f"(grader/scoring.py splits points in sixteenths), not {points!r}")
+        twin = next((f for f in found if Path(f.path).name == path.name), None)
+        if twin is not None:  # pytest imports both by their name: the second would not be collected
+            raise ValueError(f"hidden test file {path}: has the name of {twin.path}; rename one of them")
         found.append(TestFile(str(path.resolve()), exercise, None if points is None else float(points), hidden=True))
     return found
 
 
-def graded_suite(hidden: Path | None, exercises: list[str] | None = None) -> tuple[list[Any], list[str]]:
+def graded_suite(hidden: Path | list[Path] | None, exercises: list[str] | None = None) -> tuple[list[Any], list[str]]:
     """The test files to run, in curriculum order (visible then hidden), and warnings.
 
-    ``exercises`` restricts the suite to those exercises (default: the course's
+    ``hidden`` is a folder of hidden test files, or several (the kit's, the
+    course's own: :func:`hidden_folders`). ``exercises`` restricts the suite to those exercises (default: the course's
     selection, ``Curriculum.selection``: Part I, Part II or all).
     """
     for name in exercises or ():
@@ -100,7 +121,7 @@ def graded_suite(hidden: Path | None, exercises: list[str] | None = None) -> tup
             visible.append(TestFile(str(path), exercise.name))
         else:
             warnings.append(f"{exercise.test_file} is missing: exercise {exercise.name} is not graded")
-    extra = hidden_test_files(hidden) if hidden is not None else []
+    extra = hidden_test_files(hidden) if hidden else []
     extra = [f for f in extra if not exercises or f.exercise in exercises]
     order = {name: index for index, name in enumerate(load().names)}
     suite = sorted(visible + extra, key=lambda f: (order[f.exercise], f.hidden))

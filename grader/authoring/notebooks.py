@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import scoring
-from grader.curriculum import ROOT, Exercise
+from grader import course, scoring
+from grader.curriculum import PACKAGE, ROOT, Exercise, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
 from grader.suite import HIDDEN_DIR
@@ -137,7 +137,7 @@ def read_module(path: Path) -> Module:
 
 def reference(name: str) -> Module:
     """The reference module ``solutions/<name>.py``."""
-    return read_module(ROOT / "solutions" / f"{name}.py")
+    return read_module((reference_dir() or ROOT / "solutions") / f"{name}.py")
 
 
 def _indent(text: str, prefix: str = INDENT) -> str:
@@ -170,7 +170,7 @@ def solution_code(module: Module) -> str:
 
 def checks_code() -> str:
     """The reference's input checks (``solutions/_checks.py`` without docstring and imports)."""
-    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    path = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
     return read_module(path).code if path.is_file() else ""
 
 
@@ -295,7 +295,7 @@ class NotebookBuilder:
 
 
 def _checks_module() -> list[Module]:
-    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    path = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
     return [read_module(path)] if path.is_file() else []
 
 
@@ -542,7 +542,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("error: the notebooks need the extra: pip install 'attention-kit[notebooks]'", file=sys.stderr)
         return 2
-    hidden = args.hidden if args.hidden is not None else (HIDDEN_DIR if HIDDEN_DIR.is_dir() else None)
+    # Default: the kit's hidden tests of the instructor's own copy (the course folder's copy, else the checkout's).
+    hidden = args.hidden if args.hidden is not None else course.kit_hidden_tests(PACKAGE)
     if hidden is not None and not hidden.is_dir():
         print(f"error: --hidden {hidden}: no such folder", file=sys.stderr)
         return 2

@@ -38,6 +38,7 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
+from grader import course
 from grader.authoring.release_allowlist import (
     INSTRUCTOR_ONLY,
     OPTIONAL_FILES,
@@ -54,6 +55,7 @@ from grader.authoring.release_allowlist import (
 from grader.authoring.release_contents import (
     TEMPLATES,
     classroom_workflow,
+    manifest_for_course,
     manifest_with_part,
     student_pyproject,
     student_readme,
@@ -73,6 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the release; returns the exit status."""
+    from grader.curriculum import reference_dir
+
+    if reference_dir() is None:  # the stubs are made from the reference: the instructor's own copy
+        print(f"error: {course.no_reference(ROOT)}", file=sys.stderr)
+        return 2
     try:
         plan = plan_release()
         if args.list:
@@ -199,6 +206,11 @@ def plan_release(root: Path | None = None) -> Plan:
         plan.copies.pop("grader/curriculum.toml")
         plan.texts["grader/curriculum.toml"] = manifest_with_part(source("grader/curriculum.toml")
                                                                   .read_text(encoding="utf-8"), parse_part(part))
+    if course.active() is not None:  # the course folder's view (exercises, points, title) becomes the manifest
+        manifest = plan.texts.pop("grader/curriculum.toml", None)
+        manifest = manifest or plan.copies.pop("grader/curriculum.toml").read_text(encoding="utf-8")
+        plan.copies.pop("grader/curriculum.toml", None)
+        plan.texts["grader/curriculum.toml"] = manifest_for_course(manifest, curriculum)
     plan.texts["README.md"] = student_readme(curriculum, {path: source(path).read_text(encoding="utf-8")
                                                           for path in docs})
     plan.texts["pyproject.toml"] = student_pyproject(source("pyproject.toml").read_text(encoding="utf-8"),

@@ -28,6 +28,7 @@ STUDENT_FILES = (
     "grader/__init__.py",
     "grader/__main__.py",
     "grader/cli.py",
+    "grader/course.py",
     "grader/curriculum.py",
     "grader/curriculum.toml",
     "grader/quiet.py",

@@ -13,8 +13,10 @@ Called by ``grader.authoring.release``. Imports only the standard library.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
+from typing import Any
 
 from grader.authoring.release_allowlist import STUDENT_EXTRAS, instructor_only
 from grader.curriculum import PACKAGE
@@ -38,6 +40,33 @@ def manifest_with_part(text: str, part: str) -> str:
     else:
         lines.insert(start + 1, f'part = "{part}"\n')
     result = "".join(lines)
+    tomllib.loads(result)  # still valid TOML
+    return result
+
+
+def manifest_for_course(text: str, curriculum: Any) -> str:
+    """The manifest's text as the active course folder sees it (``grader/course.py``), for a release.
+
+    The exercises the course drops leave, the others carry the course's points
+    and hidden points, ``[course]`` its title and part; comments and the rest stay.
+    A student's copy then has no course folder to find: its manifest is the course.
+    """
+    chunks = re.split(r"(?m)^(?=\[\[exercise\]\]\s*$)", text)
+    kept = [chunks[0]]
+    for chunk in chunks[1:]:
+        name = tomllib.loads(chunk)["exercise"][0]["name"]
+        if name in curriculum.dropped:
+            continue
+        exercise = curriculum.exercise(name)
+        for key, value in (("points", exercise.points), ("hidden_points", exercise.hidden_points)):
+            chunk, found = re.subn(rf"(?m)^{key}\s*=.*$", f"{key} = {_points(value)}", chunk, count=1)
+            if not found and value:
+                chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\n{key} = {_points(value)}\n", 1)
+        if curriculum.dropped:  # the kit's numbers stay (those of the test files, and of `hint N`)
+            chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\nnumber = {exercise.number}\n", 1)
+        kept.append(chunk)
+    result = manifest_with_part("".join(kept), curriculum.part)
+    result = re.sub(r'(?m)^title\s*=.*$', lambda _: f"title = {json.dumps(curriculum.title)}", result, count=1)
     tomllib.loads(result)  # still valid TOML
     return result
 

@@ -20,7 +20,7 @@ import ast
 import sys
 from pathlib import Path
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import ROOT, load, reference_dir
 
 STUB_HEADER = "# Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.\n"
 
@@ -66,11 +66,12 @@ def expected_stubs() -> dict[Path, str]:
                    + (f" ({', '.join(m + '.py' for m in curriculum.given_modules)} given ready made)"
                       if curriculum.given_modules else "") + '."""\n')
     stubs = {ROOT / "exercises" / "__init__.py": package_doc}
+    reference = reference_dir() or ROOT / "solutions"  # the instructor's own copy (course folder or checkout)
     for exercise in curriculum.exercises:
-        source = (ROOT / "solutions" / exercise.module_file).read_text(encoding="utf-8")
+        source = (reference / exercise.module_file).read_text(encoding="utf-8")
         stubs[ROOT / "exercises" / exercise.module_file] = build_stub(source, exercise.number, exercise.name)
     for module in curriculum.given_modules:
-        stubs[ROOT / "exercises" / f"{module}.py"] = (ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8")
+        stubs[ROOT / "exercises" / f"{module}.py"] = (reference / f"{module}.py").read_text(encoding="utf-8")
     return stubs
 
 

@@ -201,7 +201,7 @@ class CanvasAssignment:
 
 
 def canvas_assignment(name: str | None = None, assignment_id: str | None = None) -> CanvasAssignment:
-    """The Canvas assignment of the export: the options given, else the course's (its title, no id).
+    """The Canvas assignment of the export: the options given, else the course folder's ``[canvas]``, else its title.
 
     The one place that decides it, for ``attention-kit export`` and the
     ``canvas.csv`` of ``attention-kit grade --roster``.
@@ -211,6 +211,11 @@ def canvas_assignment(name: str | None = None, assignment_id: str | None = None)
     ExportError
         If the id is not a Canvas id (digits) or the name is empty.
     """
+    from grader import course
+
+    course_name, course_id = course.canvas()  # the course folder's [canvas] assignment_name, assignment_id
+    name = name if name is not None else course_name
+    assignment_id = assignment_id if assignment_id is not None else course_id
     if assignment_id is not None:
         assignment_id = str(assignment_id).strip()
         if not assignment_id.isdigit() or not assignment_id.isascii():

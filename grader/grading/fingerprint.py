@@ -24,7 +24,7 @@ import hashlib
 import tomllib
 from pathlib import Path
 
-from grader.curriculum import PACKAGE, ROOT
+from grader.curriculum import PACKAGE, ROOT, reference_dir
 from grader.grading.records import Job, grade_deciding_fields
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
@@ -57,7 +57,7 @@ def fingerprinted_files(job: Job) -> list[Path]:
     """Every file whose content is part of the fingerprint, sorted."""
     files = {Path(entry.path) for entry in job.suite}
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
-    files |= set((ROOT / "solutions").glob("*.py"))
+    files |= set((reference_dir() or ROOT / "solutions").glob("*.py"))  # the instructor's reference
     files |= {PACKAGE / "curriculum.toml", *(PACKAGE / "grading" / name for name in GRADING_MODULES)}
     # The whole sandbox: bytecode caches aside (they change with the interpreter, never the code).
     files |= {path for path in (PACKAGE / "sandbox").rglob("*")

@@ -76,9 +76,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import PART_ENV, make_importable, parse_part
+from grader import course
+from grader.curriculum import PART_ENV, ROOT, make_importable, parse_part, reference_dir
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, TestRecord, suite_files
-from grader.suite import HIDDEN_DIR, graded_suite
+from grader.suite import graded_suite, hidden_folders
 
 DEFAULT_OUT = "attention-kit-grades"
 # Wall-clock backstop for one student's grading process, far above the budget: reaching it is the grader's
@@ -100,16 +101,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-fair", dest="fair", action="store_false",
                         help="test each exercise on the student's own earlier exercises, not the reference")
     parser.add_argument("--hidden", type=Path, default=None, metavar="DIR",
-                        help="folder of hidden (instructor-only) test files (default: grader/hidden_tests if present)")
+                        help="folder of hidden (instructor-only) test files (default: the kit's hidden tests of "
+                             "your checkout or course folder, and the course folder's own hidden_tests/)")
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
-    parser.add_argument("--budget", type=float, default=STUDENT_BUDGET, metavar="SECONDS",
+    # Defaults: the course folder's [limits] (course.toml), else the kit's.
+    limits = course.limits()
+    budget = limits.submission_seconds or STUDENT_BUDGET
+    call_budget = limits.call_seconds or CALL_BUDGET
+    memory = limits.memory_mib or MEMORY_MIB
+    parser.add_argument("--budget", type=float, default=budget, metavar="SECONDS",
                         help="CPU seconds of student code per submission; past it the remaining tests fail "
-                             f"(default: {STUDENT_BUDGET:g})")
-    parser.add_argument("--call-budget", type=float, default=CALL_BUDGET, metavar="SECONDS",
-                        help=f"CPU seconds of one call to a student's function (default: {CALL_BUDGET:g})")
-    parser.add_argument("--memory", type=int, default=MEMORY_MIB, metavar="MiB",
-                        help=f"memory of each student's worker, in MiB (default: {MEMORY_MIB})")
+                             f"(default: {budget:g}, the course's [limits] submission_seconds)")
+    parser.add_argument("--call-budget", type=float, default=call_budget, metavar="SECONDS",
+                        help=f"CPU seconds of one call to a student's function (default: {call_budget:g}, the "
+                             "course's [limits] call_seconds)")
+    parser.add_argument("--memory", type=int, default=memory, metavar="MiB",
+                        help=f"memory of each student's worker, in MiB (default: {memory}, the course's [limits] "
+                             "memory_mib)")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
@@ -134,7 +143,7 @@ def grade_batch(
     jobs: int | None = None,
     force: bool = False,
     fair: bool = True,
-    hidden: Path | None = None,
+    hidden: Path | list[Path] | None = None,
     timeout: float = STUDENT_TIMEOUT,
     budget: float = STUDENT_BUDGET,
     call_budget: float = CALL_BUDGET,
@@ -160,7 +169,7 @@ def grade_batch(
     except IsolationUnavailable as error:
         echo(f"error: {error}")
         return 2
-    limits = course_limits(budget, call_budget, memory)
+    limits = course_limits(budget, call_budget, memory, course.limits().cpu_seconds)
     _say_isolation(plan, limits, echo)
     suite, kit_failure = _load_suite(hidden, exercises, echo)
     if not suite and kit_failure is None:
@@ -178,7 +187,8 @@ def grade_batch(
     os.chmod(scratch, 0o711)
     # What every student's job shares (and the fingerprint hashes); the kit's check starts from it too.
     template = Job(student="", folder="", files=(), suite=suite_files(suite), fair=fair, policy=isolation,
-                   budget=budget, call_budget=call_budget, memory=memory, part=_graded_part(), scratch=str(scratch))
+                   budget=budget, call_budget=call_budget, memory=memory, course=course.settings(),
+                   part=_graded_part(), scratch=str(scratch))
     try:
         batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
         with _progress(len(entries)) as progress:
@@ -207,7 +217,8 @@ def _say_isolation(plan: Any, limits: Any, echo: Any) -> None:
         echo("WARNING: grading is NOT ISOLATED: student code can read and change what this user can.")
 
 
-def _load_suite(hidden: Path | None, exercises: list[str] | None, echo: Any) -> tuple[list[Any], str | None]:
+def _load_suite(hidden: Path | list[Path] | None, exercises: list[str] | None,
+                echo: Any) -> tuple[list[Any], str | None]:
     """Stage 2: the graded suite, and why the kit is broken (None if it is not).
 
     An unknown ``--exercise`` is the caller's mistake (ValueError). A hidden test file that cannot be read,
@@ -540,11 +551,12 @@ def _unwritable_row(submission: Any, suite: list[Any], error: BaseException) -> 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit grade``."""
     make_importable()  # the grading processes import `tests` from the kit
-    hidden = args.hidden
-    if hidden is None and HIDDEN_DIR.is_dir():
-        hidden = HIDDEN_DIR
-    if hidden is not None and not hidden.is_dir():
-        print(f"error: --hidden {hidden}: no such folder", file=sys.stderr)
+    hidden = args.hidden if args.hidden is not None else hidden_folders()
+    if args.hidden is not None and not args.hidden.is_dir():
+        print(f"error: --hidden {args.hidden}: no such folder", file=sys.stderr)
+        return 2
+    if reference_dir() is None:  # the student-safe package: the reference is the instructor's own copy
+        print(f"error: {course.no_reference(ROOT)}", file=sys.stderr)
         return 2
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)

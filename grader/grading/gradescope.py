@@ -49,8 +49,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from grader import scoring
-from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path
-from grader.suite import HIDDEN_DIR
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, reference_dir
 
 TEMPLATES = PACKAGE / "release_files" / "gradescope"
 
@@ -87,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     if zip_path.exists() and not args.force:
         print(f"attention-kit gradescope: {zip_path} exists; use --force to replace it", file=sys.stderr)
         return 1
+    if reference_dir() is None:  # the student-safe package: the bundle needs the instructor's own copy
+        from grader import course
+
+        print(f"attention-kit gradescope: {course.no_reference(ROOT)}", file=sys.stderr)
+        return 2
     names = build_bundle(zip_path)
     public, hidden = total_points()
     print(f"Wrote the Gradescope autograder bundle ({len(names)} files) to {zip_path}.")
@@ -110,6 +114,8 @@ def bundle_files(root: Path | None = None) -> dict[str, Path]:
     files: dict[str, Path] = {}
     for entry in KIT_ENTRIES:
         path = kit_path(entry) if root is None else Path(root) / entry
+        if entry == "solutions" and root is None:  # the instructor's own reference (course folder or checkout)
+            path = reference_dir() or path
         if path.is_file():
             files[f"kit/{entry}"] = path
         elif path.is_dir():
@@ -123,32 +129,76 @@ def bundle_files(root: Path | None = None) -> dict[str, Path]:
                 ):
                     continue
                 files[f"kit/{relative}"] = item
+    if root is None:
+        files |= course_files()
     return files
 
 
-def total_points(hidden: Path | None = HIDDEN_DIR, exercises: list[str] | None = None) -> tuple[float, float]:
-    """The points the bundle grades out of: (public, hidden), from the manifest and the hidden test files."""
-    from grader.grading.report import max_points
-    from grader.suite import graded_suite
+def course_files() -> dict[str, Path]:
+    """The active course folder's files for the bundle (zip path -> file); none without a course.
 
-    suite, _ = graded_suite(hidden if hidden is not None and hidden.is_dir() else None, exercises)
+    ``kit/course.toml`` makes ``kit/`` the course folder of the grading run
+    (found in the working folder, ``grader/course.py``): its own hidden tests go
+    to ``kit/hidden_tests/``, its copy of the kit's hidden tests to ``kit/kit_hidden_tests/``.
+    """
+    from grader import course
+
+    active = course.active()
+    if active is None:
+        return {}
+    files = {f"kit/{course.COURSE_FILE}": active.file}
+    extra = course.extra_hidden_tests()
+    for path in sorted(extra.glob("test_*.py")) if extra else ():
+        files[f"kit/{course.HIDDEN_FOLDER}/{path.name}"] = path
+    kit_hidden = course.kit_hidden_tests(PACKAGE)
+    if kit_hidden is not None and kit_hidden != PACKAGE / "hidden_tests":
+        for path in sorted(kit_hidden.glob("test_*.py")):
+            files[f"kit/{course.KIT_HIDDEN_FOLDER}/{path.name}"] = path
+    return files
+
+
+def total_points(hidden: Path | None = None, exercises: list[str] | None = None) -> tuple[float, float]:
+    """The points the bundle grades out of: (public, hidden), from the manifest and the hidden test files.
+
+    ``hidden`` default: the hidden tests of the instructor's copy and the course folder (``hidden_folders``).
+    """
+    from grader.grading.report import max_points
+    from grader.suite import graded_suite, hidden_folders
+
+    folders = hidden_folders() if hidden is None else [hidden] if hidden.is_dir() else []
+    suite, _ = graded_suite(folders, exercises)
     names = sorted({f.exercise for f in suite})
     public = max_points([f for f in suite if not f.hidden], names)
     everything = max_points(suite, names)
     return sum(public.values()), sum(everything.values()) - sum(public.values())
 
 
+# What students see of the hidden tests, per Gradescope visibility (the course's [hidden] visibility).
+VISIBILITY_TEXT = {
+    "after_published": "Hidden tests have visibility `after_published`: students see their names, scores and "
+                       "messages once grades are published. ",
+    "after_due_date": "Hidden tests have visibility `after_due_date`: students see their names, scores and "
+                      "messages after the due date. ",
+    "hidden": "Hidden tests have visibility `hidden`: students never see them, only the total. ",
+    "visible": "Hidden tests have visibility `visible`: students see them at once. ",
+}
+
+
 def bundle_readme(public: float, hidden: float) -> str:
     """The README at the bundle's root: what it is, and the total to set on Gradescope."""
+    from grader.course import hidden_visibility
+
     total = public + hidden
+    visibility = hidden_visibility()  # the course folder's [hidden] visibility
     return (
         "# attention-kit: Gradescope autograder bundle\n\n"
         f"Set the assignment's total points on Gradescope to **{number(total)}**: "
         f"{number(public)} for the public tests (the ones students run) and {number(hidden)} for the hidden tests.\n\n"
         "Each submission's results.json gives one entry per test, scored by the kit's one rule: an exercise's "
         "points are split between its tests in whole sixteenths of a point (as equally as that allows), so "
-        "Gradescope's sum of the tests' scores is exact. Hidden tests have visibility `after_published`: students "
-        "see their names, scores and messages once grades are published. Gradescope's format has one total "
+        "Gradescope's sum of the tests' scores is exact. "
+        + VISIBILITY_TEXT.get(visibility, f"Hidden tests have visibility `{visibility}`. ")
+        + "Gradescope's format has one total "
         "score per submission (no separate visible total); the text shown with it states the public tests' "
         "score only and says how many hidden points are to come.\n\n"
         "This bundle holds the reference solutions and the hidden tests: never give it to students.\n"

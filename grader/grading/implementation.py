@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader import course
+from grader.curriculum import ROOT, reference_dir
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job
 
 
@@ -31,8 +32,8 @@ def _implementation_options(fair: bool, policy: str, budget: float, call_budget:
                             memory: int = MEMORY_MIB) -> dict[str, Any]:
     from grader.sandbox.limits import course_limits
 
-    return {"fair": fair, "reference": ROOT / "solutions", "policy": policy,
-            "limits": course_limits(budget, call_budget, memory)}
+    limits = course_limits(budget, call_budget, memory, course.limits().cpu_seconds)
+    return {"fair": fair, "reference": reference_dir() or ROOT / "solutions", "policy": policy, "limits": limits}
 
 
 def implementation_for(job: Job, path: Path | None = None) -> Any:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from grader.curriculum import ROOT
+from grader.curriculum import ROOT, reference_dir
 from grader.grading.records import Job, Result
 from grader.suite import TestFile
 
 # The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
 _KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
 REFERENCE_ENTRY = "the kit's reference"
-KIT_REFERENCE = ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
+KIT_REFERENCE = reference_dir() or ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
 
 
 def plan(suite: list[TestFile], job: Job, work: Path,

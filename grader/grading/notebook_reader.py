@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.links import refused, skipped_link
 
@@ -123,7 +123,7 @@ def import_header(exercise: str) -> str:
 
 def _checks_functions() -> set[str]:
     """The public input checks of ``solutions/_checks.py`` (the notebooks give them to everyone)."""
-    path = ROOT / "solutions" / f"{CHECKS_MODULE}.py"
+    path = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
     if not path.is_file():
         return set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -185,7 +185,8 @@ def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
         if wanted:
             # The notebook gave these input checks in a read-only cell; the module imports them instead.
             header += f"from .{CHECKS_MODULE} import {', '.join(wanted)}\n"
-            modules[CHECKS_MODULE] = (ROOT / "solutions" / f"{CHECKS_MODULE}.py").read_text(encoding="utf-8")
+            checks_file = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
+            modules[CHECKS_MODULE] = checks_file.read_text(encoding="utf-8")
         modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
     return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
 

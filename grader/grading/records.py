@@ -78,6 +78,9 @@ class Job:
     """CPU seconds of one call to a student's function."""
     memory: int = field(default=MEMORY_MIB, metadata=_decides("--memory: an allocation past it fails"))
     """MiB of memory each of the student's workers may hold (kernel-enforced where a cgroup can be made)."""
+    course: str = field(default="", metadata=_decides("the course folder's settings (course.toml): exercises, "
+                                                      "points, limits, visibility, Canvas"))
+    """The course's settings as text (``grader.course.settings``; "" without a course folder)."""
     part: str = field(default="", metadata=_decides("--part: which exercises the course grades"))
     """The course's part being graded (``1``, ``2`` or ``all``; the manifest's ``[course] part`` by default)."""
     scratch: str = field(default="", metadata=_does_not_decide("where the workers' scratch folders go"))

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import scoring
+from grader.course import hidden_visibility
 from grader.curriculum import load as load_curriculum
 from grader.grading.records import TestRecord
 from grader.suite import TestFile
@@ -254,7 +255,7 @@ def score_tests(
                     "output": f"{NOT_GRADED}: {record.internal}\n(the grader failed, not your code: your "
                               "instructor will grade it again)",
                     "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
-                    "visibility": "after_published" if test_file.hidden else "visible",
+                    "visibility": hidden_visibility() if test_file.hidden else "visible",
                     "extra_data": {"exercise": exercise.name, "nodeid": record.nodeid, "duration": 0.0,
                                    "not_graded": record.internal},
                 })
@@ -271,7 +272,7 @@ def score_tests(
                 "status": "passed" if passed else "failed",
                 "output": output,
                 "tags": [exercise.name] + (["hidden"] if test_file.hidden else []),
-                "visibility": "after_published" if test_file.hidden else "visible",
+                "visibility": hidden_visibility() if test_file.hidden else "visible",
                 "extra_data": {
                     "exercise": exercise.name,
                     "nodeid": record.nodeid,

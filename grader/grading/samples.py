@@ -17,10 +17,10 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import ROOT, load, reference_dir
 from grader.mutants import Mutant, apply, load_catalogue
 
-REFERENCE = ROOT / "solutions"
+REFERENCE = reference_dir() or ROOT / "solutions"  # the instructor's own copy: the course folder's or the checkout's
 
 
 def mutants_in_turn() -> list[Mutant]:

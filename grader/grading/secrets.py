@@ -10,7 +10,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import ROOT, reference_dir
 
 
 class Secrets:
@@ -33,7 +33,7 @@ class Secrets:
 
         import numpy
 
-        secret = lines([*(ROOT / "solutions").glob("*.py"), *hidden_files])
+        secret = lines([*(reference_dir() or ROOT / "solutions").glob("*.py"), *hidden_files])
         public = lines([*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")])
         # numpy's own source (a traceback through numpy shows its lines) is public: never scrubbed.
         numpy_dir = Path(numpy.__file__).parent

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
 
 DEFAULT_OUT = "attention-kit-similarity"
@@ -500,7 +500,7 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
         results = []
         for exercise in chosen:
             stub = module_text(ROOT / "exercises" / exercise.module_file) or ""
-            reference = module_text(ROOT / "solutions" / exercise.module_file) or ""
+            reference = module_text((reference_dir() or ROOT / "solutions") / exercise.module_file) or ""
             results.append(compare_exercise(exercise.name, texts[exercise.name], stub, reference, work / "compare",
                                             threshold, html_reports, top))
         out.mkdir(parents=True, exist_ok=True)

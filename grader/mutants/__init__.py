@@ -28,7 +28,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import ROOT, load, reference_dir
 
 CATALOGUE_DIR = Path(__file__).parent
 
@@ -70,8 +70,9 @@ def load_catalogue() -> list[Mutant]:
     return mutants
 
 
-def apply(mutant: Mutant, target: Path, reference: Path = ROOT / "solutions") -> Path:
-    """Copy the reference into ``target`` and plant ``mutant`` in it."""
+def apply(mutant: Mutant, target: Path, reference: Path | None = None) -> Path:
+    """Copy the reference (default: the instructor's own copy, ``reference_dir``) into ``target``, plant ``mutant``."""
+    reference = reference if reference is not None else reference_dir() or ROOT / "solutions"
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(reference, target, ignore=shutil.ignore_patterns("__pycache__"))

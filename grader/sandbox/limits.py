@@ -33,6 +33,7 @@ refusal without uninstalling anything.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import getpass
 import itertools
@@ -135,17 +136,18 @@ class Limits:
                 f"({self.student_reply_bytes >> 20} MiB per submission)")
 
 
-def course_limits(budget: float, call_budget: float, memory_mib: int) -> Limits:
+def course_limits(budget: float, call_budget: float, memory_mib: int, cpu_seconds: float | None = None) -> Limits:
     """A course's limits: CPU seconds per submission and per call, MiB of memory per worker (the rest as default).
 
-    The one place the settings an instructor may change (``attention-kit grade --budget/--call-budget/--memory``)
-    become limits.
+    The one place the settings an instructor may change (``attention-kit grade --budget/--call-budget/--memory``,
+    and a course folder's ``[limits]``, whose ``cpu_seconds`` is ``cpu_seconds`` here) become limits.
     """
     for name, value, least in (("budget", budget, 0.0), ("call budget", call_budget, 0.0),
                                ("memory", memory_mib, 63)):
         if not value > least:
             raise ValueError(f"the {name} must be above {least:g}, not {value!r}")
-    return Limits(student_seconds=float(budget), call_timeout=float(call_budget), memory_bytes=int(memory_mib) << 20)
+    limits = Limits(student_seconds=float(budget), call_timeout=float(call_budget), memory_bytes=int(memory_mib) << 20)
+    return limits if not cpu_seconds else dataclasses.replace(limits, cpu_seconds=max(1, round(cpu_seconds)))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT
+from grader.curriculum import reference_dir
 from grader.student import demo_explain
 from grader.student.picture import picture_target
 from grader.student.status import DONE, display_path, resolve_impl, run_suite
@@ -200,7 +200,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit demo``."""
     parser.add_argument("--impl", default="exercises", metavar="DIR",
                         help="folder holding your modules (default: exercises)")
-    if (ROOT / "solutions").is_dir():  # the instructors' copy; the student release has no reference
+    if reference_dir() is not None:  # the instructors' copy (checkout or course folder); students' has none
         parser.add_argument("--reference", action="store_true",
                             help="use the reference solutions/ instead (instructors)")
     parser.add_argument("--causal", action="store_true", help="apply a causal mask (no looking ahead)")
@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"attention-kit demo: --heads must divide d_model = {D_MODEL}: one of {choices}", file=sys.stderr)
         return 2
     try:
-        impl = resolve_impl(ROOT / "solutions" if args.reference else args.impl)
+        impl = resolve_impl(reference_dir() if getattr(args, "reference", False) else args.impl)
     except ValueError as error:
         print(f"attention-kit demo: {error}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.curriculum import PACKAGE, ROOT, load, make_importable
+from grader.curriculum import ROOT, load, make_importable, reference_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,25 +27,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", default="exercises", metavar="DIR",
                         help="folder holding the modules to test (default: exercises)")
     parser.add_argument("--hidden", action="store_true",
-                        help="also run the instructors' hidden tests (grader/hidden_tests, where the kit has them)")
+                        help="also run the instructors' hidden tests (the checkout's or the course folder's, "
+                             "and the course folder's own)")
     parser.set_defaults(accepts_extra_arguments=True)
 
 
 def pytest_arguments(impl: str, hidden: bool, extra: list[str]) -> list[str]:
     """The arguments of the pytest run: the kit's tests, config and root, then ``extra``."""
     folder = Path(impl)
-    if not folder.is_dir() and (ROOT / impl).is_dir():
-        folder = ROOT / impl  # `--impl solutions` means the kit's own reference, as in a checkout
-    hidden_dir = PACKAGE / "hidden_tests"
-    if hidden and not hidden_dir.is_dir():
-        raise FileNotFoundError("--hidden: this copy of the kit has no hidden tests (the student release has none)")
-    curriculum = load()
-    if curriculum.selection() == curriculum.exercises:
-        paths = [str(ROOT / "tests")] + ([str(hidden_dir)] if hidden else [])
-    else:  # the course grades a part only: its exercises' test files
-        from grader.suite import graded_suite
+    if not folder.is_dir() and impl == "solutions" and reference_dir() is not None:
+        folder = reference_dir()  # the instructor's own reference: the course folder's, else the checkout's
+    elif not folder.is_dir() and (ROOT / impl).is_dir():
+        folder = ROOT / impl
+    from grader.suite import graded_suite, hidden_folders
 
-        paths = [test_file.path for test_file in graded_suite(hidden_dir if hidden else None)[0]]
+    hidden_dirs = hidden_folders() if hidden else []
+    if hidden and not hidden_dirs:
+        raise FileNotFoundError("--hidden: this copy of the kit has no hidden tests (the student package has none; "
+                                "an instructor's are in the checkout or the course folder: --course DIR)")
+    curriculum = load()
+    if curriculum.selection() == curriculum.exercises and not curriculum.dropped:
+        paths = [str(ROOT / "tests"), *map(str, hidden_dirs)]
+    else:  # the course grades some exercises only: their test files
+        paths = [test_file.path for test_file in graded_suite(hidden_dirs)[0]]
     return [*paths, "-c", str(ROOT / "pyproject.toml"), f"--rootdir={ROOT}", f"--impl={folder.resolve()}", *extra]
 
 

@@ -26,13 +26,15 @@ def test_every_job_field_says_whether_it_decides_a_grade():
 
 def test_the_options_that_decide_a_grade_are_the_hashed_fields():
     # Written out here: an option that changes a grade must be in this list (and so in the fingerprint).
-    assert set(grade_deciding_fields()) == {"suite", "fair", "policy", "budget", "call_budget", "memory", "part"}
+    assert set(grade_deciding_fields()) == {"suite", "fair", "policy", "budget", "call_budget", "memory", "course",
+                                            "part"}
 
 
 @pytest.mark.parametrize("change", [
     {"budget": 0.2},
     {"call_budget": 1.0},
     {"memory": 256},
+    {"course": "[points]\nsoftmax = 8\n"},
     {"fair": False},
     {"policy": "container"},
     {"part": "1"},

@@ -1,12 +1,17 @@
-"""The kit installed as instructors and students install it: a built wheel, outside the source tree.
+"""The kit installed as instructors and students install it: built wheels, outside the source tree.
 
 Two fresh virtual environments serve every test here, built once per run:
 
-- ``instructor``: the kit's wheel (with the reference and the hidden tests), which
-  then grades the samples, builds a release, a Gradescope bundle and a course, and
-  runs the graded suite, all from a folder outside the checkout;
-- ``student``: the release that wheel built, installed non-editable, as in a
-  JupyterHub image: its check cells, ``attention-kit status`` and the suite.
+- ``instructor``: the kit's wheel (``attention-kit``, the student-safe package: no
+  reference, no hidden tests) plus a course folder made by ``attention-kit course
+  init . --kit CHECKOUT``, which copies the reference and the hidden tests from the
+  instructor's checkout; it then grades the samples, builds a release, a Gradescope
+  bundle and a course, and runs the graded suite, all from a folder outside the checkout;
+- ``student``: the wheel of the release that kit built, installed non-editable, as in
+  a JupyterHub image: its check cells, ``attention-kit status`` and the suite.
+
+Both wheels are inspected (:func:`test_neither_wheel_holds_the_reference_or_the_hidden_tests`):
+by file list and by content, none holds a reference function's body.
 
 The environments get the kit with ``--no-deps`` and see this interpreter's
 third-party packages (numpy, pytest, nbformat ...) through a ``.pth`` line, so no
@@ -18,6 +23,7 @@ one worker, so the environments are built once, while other tests run beside the
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -43,7 +49,8 @@ def _pip(*arguments: str, cwd: Path | None = None) -> None:
 
 def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ATTENTION_KIT_PART", "PIP_REQUIRE_VIRTUALENV")}
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "ATTENTION_KIT_PART", "ATTENTION_KIT_COURSE",
+                         "PIP_REQUIRE_VIRTUALENV")}
 
 
 class Environment:
@@ -55,7 +62,9 @@ class Environment:
         self.python = folder / "venv" / "bin" / "python"
         site = Path(subprocess.run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                    capture_output=True, text=True, check=True).stdout.strip())
-        dependencies = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+        # This interpreter's site folders, and those a layered venv adds to its path (a base venv's packages).
+        dependencies = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"),
+                        *(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())}
         (site / "zz_kit_dependencies.pth").write_text("\n".join(sorted(dependencies)) + "\n")
         self.site = site
         self.work = folder / "work"
@@ -69,18 +78,14 @@ class Environment:
         return subprocess.run([str(self.python), *arguments], cwd=self.work, capture_output=True, text=True,
                               timeout=timeout, env=_clean_env())
 
-    def kit(self, *arguments: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    def kit(self, *arguments: str, timeout: float = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:
         script = self.python.parent / "attention-kit"
-        return subprocess.run([str(script), *arguments], cwd=self.work, capture_output=True, text=True,
+        return subprocess.run([str(script), *arguments], cwd=cwd or self.work, capture_output=True, text=True,
                               timeout=timeout, env=_clean_env())
 
 
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    source = tmp_path_factory.mktemp("source") / "kit"  # a clean copy: no build/ or egg-info in the checkout
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build",
-                                                                 ".pytest_cache", ".ruff_cache", ".venv"))
+def build_wheel(source: Path, out: Path) -> Path:
+    """``pip wheel`` of the project at ``source`` into ``out``, warning-free; returns the wheel."""
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                            "-v", "-w", str(out), str(source)], capture_output=True, text=True, timeout=600,
                           env=_clean_env())
@@ -88,7 +93,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     warnings = [line for line in (done.stdout + done.stderr).splitlines()
                 if "warn" in line.lower() and "byte-compil" not in line]
     assert not warnings, "\n".join(warnings)
-    (built,) = out.glob("attention_kit-*.whl")
+    (built,) = out.glob("*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("source") / "kit"  # a clean copy: no build/ or egg-info in the checkout
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build",
+                                                                 ".pytest_cache", ".ruff_cache", ".venv"))
+    built = build_wheel(source, tmp_path_factory.mktemp("wheel"))
+    assert built.name.startswith("attention_kit-")
     return built
 
 
@@ -96,18 +111,52 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def instructor(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Environment:
     environment = Environment(tmp_path_factory.mktemp("instructor"))
     environment.install(wheel)
+    # The instructor's course folder, with the reference and the hidden tests of the instructor's own checkout.
+    made = environment.kit("course", "init", ".", "--kit", str(ROOT))
+    assert made.returncode == 0, made.stdout + made.stderr
     return environment
 
 
 @pytest.fixture(scope="session")
-def student(instructor: Environment, tmp_path_factory: pytest.TempPathFactory) -> Environment:
+def student_wheel(instructor: Environment, tmp_path_factory: pytest.TempPathFactory) -> Path:
     release = instructor.work / "student-release"
     built = instructor.kit("release", str(release))
     assert built.returncode == 0, built.stderr
+    return build_wheel(release, tmp_path_factory.mktemp("student-wheel"))
+
+
+@pytest.fixture(scope="session")
+def student(instructor: Environment, student_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Environment:
     environment = Environment(tmp_path_factory.mktemp("student"))
-    environment.install(release)
-    shutil.copytree(release / "exercises", environment.work / "exercises")  # the student's working copy
+    environment.install(student_wheel)
+    shutil.copytree(instructor.work / "student-release" / "exercises", environment.work / "exercises")
     return environment
+
+
+def reference_bodies() -> dict[str, str]:
+    """The body of every function of the reference (its lines after the docstring), by ``module.function``.
+
+    What a student must write; a body of one line is left out (``return softmax(x)`` may be anyone's), and so
+    are the modules students are given as they are (the manifest's ``given``).
+    """
+    given = set(load().given_modules) | {"__init__"}
+    bodies = {}
+    for path in sorted((ROOT / "solutions").glob("*.py")):
+        if path.stem in given:
+            continue
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef):
+                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+                if body and node.end_lineno - body[0].lineno >= 1:
+                    bodies[f"{path.stem}.{node.name}"] = "\n".join(lines[body[0].lineno - 1:node.end_lineno])
+    return bodies
+
+
+def wheel_texts(wheel: Path) -> dict[str, str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: archive.read(name).decode("utf-8", errors="replace") for name in archive.namelist()}
 
 
 def _imported_from(environment: Environment) -> Path:
@@ -124,17 +173,56 @@ def test_the_wheel_holds_only_grader(wheel: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"grader"}
     for exercise in load().exercises:
-        assert f"grader/_kit/solutions/{exercise.module_file}" in names
+        assert f"grader/_kit/exercises/{exercise.module_file}" in names
         assert f"grader/_kit/{exercise.test_file}" in names
     assert {"grader/_kit/pyproject.toml", "grader/_kit/conftest.py", "grader/_kit/tests/data/golden.npz",
-            "grader/curriculum.toml", "grader/release_files/gradescope/run_autograder"} <= set(names)
-    assert any(name.startswith("grader/hidden_tests/test_") for name in names)
+            "grader/curriculum.toml", "grader/course.py", "grader/_kit/docs/reading.md",
+            "grader/release_files/gradescope/run_autograder"} <= set(names)
     assert not any(name.startswith("grader/tests/") or name.startswith("grader/_kit/grader/") for name in names)
     assert not any(name.startswith("grader/_kit/__init__") for name in names)  # pytest's rootdir, not a package
     metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
     with zipfile.ZipFile(wheel) as archive:
         text = archive.read(metadata).decode()
     assert "License-Expression: MIT" in text
+
+
+@pytest.mark.parametrize("which", ["wheel", "student_wheel"])
+def test_neither_wheel_holds_the_reference_or_the_hidden_tests(which: str, request: pytest.FixtureRequest) -> None:
+    built: Path = request.getfixturevalue(which)
+    texts = wheel_texts(built)
+    assert not [n for n in texts if "/solutions/" in n or "hidden_tests" in n or n.startswith("solutions/")]
+    hidden_names = [p.name for p in (ROOT / "grader" / "hidden_tests").glob("test_*.py")]
+    assert not [n for n in texts if Path(n).name in hidden_names]
+    bodies = reference_bodies()
+    assert len(bodies) > 30, sorted(bodies)  # the check below has something to find
+    leaked = sorted({function for function, body in bodies.items() for text in texts.values() if body in text})
+    assert not leaked, f"{built.name} holds the body of {leaked}"
+    hidden_tests = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "grader" / "hidden_tests").glob("test_*")}
+    for name, source in hidden_tests.items():  # nor a hidden test's code under another name
+        first = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
+        snippet = "\n".join(source.splitlines()[first.lineno - 1:first.end_lineno])
+        assert not any(snippet in text for text in texts.values()), f"{built.name} holds {name}'s {first.name}"
+
+
+def test_the_body_check_finds_a_planted_reference(tmp_path: Path) -> None:
+    bodies = reference_bodies()
+    planted = tmp_path / "planted.whl"
+    with zipfile.ZipFile(planted, "w") as archive:
+        archive.writestr("grader/_kit/exercises/softmax.py", (ROOT / "solutions" / "softmax.py").read_text())
+    texts = wheel_texts(planted)
+    assert any(body in text for body in bodies.values() for text in texts.values())
+
+
+def test_the_installed_kit_without_a_course_refuses_to_grade(instructor: Environment) -> None:
+    elsewhere = instructor.folder / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    for command in (["grade", "--out", "g"], ["gradescope", "a.zip"]):
+        done = instructor.kit(*command, cwd=elsewhere)
+        assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+        (line,) = [text for text in done.stderr.splitlines() if text.strip()]
+        assert "no reference solutions (looked in" in line and "course init DIR --kit CHECKOUT" in line
+    suite = instructor.kit("test", "--impl", "solutions", cwd=elsewhere)
+    assert suite.returncode != 0 and "/solutions: no such folder" in suite.stdout + suite.stderr
 
 
 def test_installed_kit_grades_the_samples(instructor: Environment) -> None:
@@ -163,8 +251,9 @@ def test_installed_kit_builds_a_bundle_and_a_course(instructor: Environment) -> 
     assert "Total points to set on Gradescope" in bundle.stdout
     with zipfile.ZipFile(instructor.work / "autograder.zip") as archive:
         names = set(archive.namelist())
-    assert {"setup.sh", "run_autograder", "README.md", "kit/pyproject.toml", "kit/LICENSE",
-            "kit/grader/grading/grade.py", "kit/solutions/softmax.py", "kit/tests/test_01_softmax.py"} <= names
+    assert {"setup.sh", "run_autograder", "README.md", "kit/pyproject.toml", "kit/LICENSE", "kit/course.toml",
+            "kit/grader/grading/grade.py", "kit/solutions/softmax.py", "kit/tests/test_01_softmax.py",
+            "kit/kit_hidden_tests/test_hidden_01_softmax.py"} <= names  # the reference: the course folder's
     assert not any("/_kit/" in name for name in names)
     pytest.importorskip("nbformat")
     course = instructor.kit("notebooks", "course")

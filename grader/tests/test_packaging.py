@@ -23,9 +23,12 @@ def test_every_package_of_the_kit_is_installed_and_nothing_generic() -> None:
     assert all(package == "grader" or package.startswith("grader.") for package in packages)
     found = {".".join(("grader", *path.parent.relative_to(PACKAGE).parts)).rstrip(".")
              for path in PACKAGE.rglob("__init__.py") if "_kit" not in path.parts}
-    assert found - packages == {"grader.tests"}  # the kit's own tests stay out of the wheel
-    for folder, package in (("tests", "grader._kit.tests"), ("solutions", "grader._kit.solutions"),
-                            ("exercises", "grader._kit.exercises")):
+    # The kit's own tests stay out of the wheel, and so do the reference and the hidden tests: the wheel is the
+    # student-safe package (grader/tests/test_install.py checks the built wheel's files and contents).
+    assert found - packages == {"grader.tests", "grader.hidden_tests"}
+    assert not [p for p in packages if "solutions" in p or "hidden" in p]
+    assert "solutions" not in setuptools["package-dir"].values()
+    for folder, package in (("tests", "grader._kit.tests"), ("exercises", "grader._kit.exercises")):
         assert setuptools["package-dir"][package] == folder and package in packages
 
 

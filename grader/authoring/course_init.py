@@ -1,0 +1,169 @@
+"""``attention-kit course init DIR``: make an instructor's course folder (``grader/course.py`` reads it).
+
+It writes ``DIR/course.toml`` (every setting, commented, with the kit's values),
+``DIR/hidden_tests/`` for the instructor's own extra hidden tests, and copies
+the reference (``DIR/solutions/``) and the kit's hidden tests
+(``DIR/kit_hidden_tests/``) from the instructor's checkout (``--kit PATH``, or
+the running kit when it is one), so that the grader, installed from the
+student-safe package, grades from the instructor's own copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from grader import course
+from grader.curriculum import PACKAGE, ROOT, Curriculum, kit_manifest
+
+HIDDEN_README = """\
+# Your own hidden tests
+
+Every `test_*.py` file here is graded with the kit's hidden tests, after the
+public tests of its exercise. The conventions are those of the kit's hidden
+tests (`grader/hidden_tests/__init__.py` in the kit's repository):
+
+```python
+EXERCISE = "softmax"   # the exercise whose tests these are (a name of course.toml's exercises)
+POINTS = 2             # what the file's tests share, on top of the exercise's points (multiples of 1/16)
+
+
+def test_rows_of_one_sum_to_one(impl):
+    ...
+```
+
+Use the `impl` fixture (`impl.softmax(x)`) and the helpers of the public
+suite (`tests.kit`). A file of an exercise that course.toml drops is not graded.
+Run them on the reference with `attention-kit test --course .. --impl solutions --hidden`.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``attention-kit course``."""
+    actions = parser.add_subparsers(dest="course_action", metavar="ACTION", required=True)
+    init = actions.add_parser("init", help="write DIR/course.toml and DIR/hidden_tests/, copy the reference",
+                              description="Make a course folder: a commented course.toml with the kit's settings, "
+                                          "a folder for your own hidden tests, and a copy of the reference and the "
+                                          "kit's hidden tests from your checkout.")
+    init.add_argument("folder", type=Path, metavar="DIR", help="the course folder (made if missing)")
+    init.add_argument("--kit", type=Path, default=None, metavar="PATH",
+                      help="your checkout of the kit, whose solutions/ and grader/hidden_tests/ are copied "
+                           "(default: the running kit, when it is a checkout)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing course.toml")
+
+
+def course_toml(curriculum: Curriculum) -> str:
+    """The commented ``course.toml`` with the kit's own settings (what a course starts from)."""
+    from grader.sandbox.limits import Limits
+
+    limits = Limits()
+    width = max(len(name) for name in curriculum.names) + 5
+    lines = [
+        "# An attention-kit course: the settings every command reads when run with --course DIR,",
+        "# with ATTENTION_KIT_COURSE=DIR, or in this folder. What this file leaves out is the kit's own",
+        "# (grader/curriculum.toml). A setting that does not fit the kit stops every command with one line.",
+        "",
+        "[course]",
+        f"title = {_quote(curriculum.title)}",
+        f'part = "{curriculum.part}"  # "1", "2" or "all": the part graded, listed and counted ("--part" overrides)',
+        "# The exercises of the course, in the kit's order. Delete a line to drop an exercise: its tests,",
+        "# hidden tests and points go with it. One another keeps depends on cannot be dropped alone.",
+        "exercises = [",
+    ]
+    for exercise in curriculum.exercises:
+        needs = f", needs {', '.join(exercise.depends)}" if exercise.depends else ""
+        lines.append(f"  {_quote(exercise.name) + ',':<{width}}# {exercise.number}: {exercise.title} "
+                     f"(part {exercise.part}{needs})")
+    lines += ["]", "", "# The points of each exercise's public tests (multiples of 1/16, split between its tests).",
+              "[points]"]
+    lines += [f"{exercise.name} = {exercise.points:g}" for exercise in curriculum.exercises]
+    lines += ["", "# The points of the kit's hidden tests of each exercise, on top (your own hidden tests in",
+              "# hidden_tests/ carry theirs in POINTS).", "[hidden_points]"]
+    lines += [f"{exercise.name} = {exercise.hidden_points:g}" for exercise in curriculum.exercises]
+    lines += [
+        "",
+        "# What student code may use.",
+        "[limits]",
+        f"submission_seconds = {limits.student_seconds:g}  # seconds of student code for one submission "
+        "(grade --budget)",
+        f"call_seconds = {limits.call_timeout:g}  # wall-clock seconds one call may take",
+        f"cpu_seconds = {limits.cpu_seconds:g}  # CPU seconds of one worker process",
+        f"memory_mib = {limits.memory_bytes >> 20}  # memory of one worker process, in MiB",
+        "",
+        "[hidden]",
+        "# When students see the hidden tests' results on Gradescope: " + ", ".join(course.VISIBILITIES) + ".",
+        f'visibility = "{course.DEFAULT_VISIBILITY}"',
+        "",
+        "# The assignment of canvas.csv (attention-kit export, grade --roster); the options of export override it.",
+        "[canvas]",
+        f"assignment_name = {_quote(curriculum.title or 'attention-kit')}",
+        '# assignment_id = "123456"  # the number ending the assignment\'s address: imports into that column',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def reference_source(kit: Path | None) -> tuple[Path, Path] | None:
+    """The ``solutions/`` and hidden tests folders to copy: of ``kit`` (a checkout), else of this kit if any.
+
+    Raises
+    ------
+    ValueError
+        If ``kit`` is given but holds no reference.
+    """
+    if kit is not None:
+        solutions, hidden = Path(kit) / "solutions", Path(kit) / "grader" / "hidden_tests"
+        if not (solutions / "__init__.py").is_file():
+            raise ValueError(f"--kit {kit}: no solutions/ there (give your checkout of the kit's repository)")
+        return solutions, hidden
+    if (ROOT / "solutions" / "__init__.py").is_file():
+        return ROOT / "solutions", PACKAGE / "hidden_tests"
+    return None
+
+
+def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print) -> int:
+    """Make the course folder ``folder``; returns the exit status."""
+    target = Path(folder)
+    if (target / course.COURSE_FILE).exists() and not force:
+        echo(f"error: {target / course.COURSE_FILE} exists; edit it, or pass --force to write it anew")
+        return 2
+    try:
+        source = reference_source(kit)
+    except ValueError as error:
+        echo(f"error: {error}")
+        return 2
+    (target / course.HIDDEN_FOLDER).mkdir(parents=True, exist_ok=True)
+    (target / course.COURSE_FILE).write_text(course_toml(kit_manifest()), encoding="utf-8")
+    readme = target / course.HIDDEN_FOLDER / "README.md"
+    if not readme.exists():
+        readme.write_text(HIDDEN_README, encoding="utf-8")
+    echo(f"Wrote {target / course.COURSE_FILE} and {target / course.HIDDEN_FOLDER}/ (your own hidden tests).")
+    if source is None:
+        echo(f"No reference copied: this kit has none (it is the student-safe package). Grading needs it: "
+             f"rerun with --kit CHECKOUT (your checkout of the kit) to copy it into {target}.")
+        return 0
+    solutions, hidden = source
+    for name, origin, pattern in ((course.REFERENCE_FOLDER, solutions, "*.py"),
+                                  (course.KIT_HIDDEN_FOLDER, hidden, "test_*.py")):
+        destination = target / name
+        if destination.exists():
+            shutil.rmtree(destination)
+        destination.mkdir()
+        for path in sorted(origin.glob(pattern)):
+            shutil.copy2(path, destination / path.name)
+    echo(f"Copied the reference ({solutions}) into {target / course.REFERENCE_FOLDER}/ and the kit's hidden tests "
+         f"into {target / course.KIT_HIDDEN_FOLDER}/: keep this folder private.")
+    echo(f"Use it: attention-kit grade SUBMISSIONS --course {target} (or run the commands in {target}).")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``attention-kit course``."""
+    return init(args.folder, args.kit, args.force, echo=lambda line: print(line, file=sys.stderr)
+                if line.startswith("error:") else print(line))

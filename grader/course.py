@@ -1,0 +1,331 @@
+"""An instructor's course folder: the settings of one course, kept outside the package.
+
+A course folder holds ``course.toml`` (which exercises, their points, the
+limits, the hidden tests' visibility, the Canvas assignment), ``hidden_tests/``
+(the instructor's own extra hidden tests, the conventions of
+``grader/hidden_tests``: ``EXERCISE = "name"``, optionally ``POINTS = n``) and,
+copied from the instructor's checkout by ``attention-kit course init``, the
+reference (``solutions/``) and the kit's hidden tests (``kit_hidden_tests/``).
+
+The folder in force is the one of ``--course DIR`` (the command line sets
+:data:`COURSE_ENV` for this process and the processes it starts), else of
+``$ATTENTION_KIT_COURSE``, else the working directory when it holds a
+``course.toml`` (:func:`find`). The packaged manifest stays the default: a
+course is an overlay that ``grader.curriculum.load`` applies, the one place
+every tool reads the exercises from. This module imports only the standard
+library; what it checks against the kit (exercise names, dependencies) it is
+given by ``grader.curriculum``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+COURSE_ENV = "ATTENTION_KIT_COURSE"
+COURSE_FILE = "course.toml"
+HIDDEN_FOLDER = "hidden_tests"  # the instructor's own extra hidden tests
+REFERENCE_FOLDER = "solutions"  # the reference, copied from the instructor's checkout
+KIT_HIDDEN_FOLDER = "kit_hidden_tests"  # the kit's hidden tests, copied from the instructor's checkout
+# Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+DEFAULT_VISIBILITY = "after_published"
+QUANTUM = 1 / 16  # points are split in whole sixteenths (grader/scoring.py); kept here to stay standard-library only
+LIMIT_KEYS = {  # [limits] key -> (what it is, smallest allowed value)
+    "call_seconds": ("CPU seconds one call of student code may take", 0.0),
+    "submission_seconds": ("CPU seconds of student code for one submission's whole run", 0.0),
+    "cpu_seconds": ("CPU seconds of one worker process over its life (RLIMIT_CPU)", 0.0),
+    "memory_mib": ("memory of a worker, in MiB (its memory cgroup, and its address space)", 64.0),
+}
+
+
+class CourseError(ValueError):
+    """A course whose settings do not fit the kit: one line naming the file, the setting and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The course's ``[limits]``; None where the course keeps the kit's default."""
+
+    call_seconds: float | None = None
+    submission_seconds: float | None = None
+    cpu_seconds: float | None = None
+    memory_mib: int | None = None
+
+
+@dataclass(frozen=True)
+class Course:
+    """One course folder's settings, as ``course.toml`` gives them (checked against the kit by :func:`overlay`)."""
+
+    folder: Path
+    title: str | None = None
+    part: str | None = None
+    exercises: tuple[str, ...] | None = None  # None: every exercise of the kit
+    points: dict[str, float] = field(default_factory=dict)
+    hidden_points: dict[str, float] = field(default_factory=dict)
+    limits: Limits = Limits()
+    visibility: str = DEFAULT_VISIBILITY
+    canvas_name: str | None = None
+    canvas_id: str | None = None
+
+    @property
+    def file(self) -> Path:
+        """The course's ``course.toml``."""
+        return self.folder / COURSE_FILE
+
+    @property
+    def hidden_tests(self) -> Path:
+        """The folder of the instructor's own extra hidden tests."""
+        return self.folder / HIDDEN_FOLDER
+
+    def settings(self) -> str:
+        """Every setting as one canonical text: what a grade's fingerprint must include."""
+        return json.dumps({"title": self.title, "part": self.part, "exercises": self.exercises,
+                           "points": self.points, "hidden_points": self.hidden_points,
+                           "limits": vars(self.limits), "visibility": self.visibility,
+                           "canvas": [self.canvas_name, self.canvas_id]}, sort_keys=True)
+
+
+def find(explicit: str | Path | None = None, cwd: Path | None = None) -> Path | None:
+    """The course folder in force: ``explicit`` (``--course``), else ``$ATTENTION_KIT_COURSE``, else the cwd's.
+
+    Raises
+    ------
+    CourseError
+        If ``explicit`` or the variable names a folder without a ``course.toml``.
+    """
+    for value, origin in ((explicit, "--course"), (os.environ.get(COURSE_ENV) or None, COURSE_ENV)):
+        if value is not None:
+            folder = Path(value).expanduser().resolve()
+            if not (folder / COURSE_FILE).is_file():
+                raise CourseError(f"{origin} {value}: no {COURSE_FILE} there "
+                                  f"(create one with `attention-kit course init {value}`)")
+            return folder
+    here = (cwd or Path.cwd()) / COURSE_FILE
+    return here.parent.resolve() if here.is_file() else None
+
+
+def activate(folder: Path | None) -> None:
+    """Make ``folder`` the course of this process and of every process it starts (None: keep the kit's)."""
+    if folder is not None:
+        os.environ[COURSE_ENV] = str(Path(folder).resolve())
+
+
+def active_folder() -> Path | None:
+    """The folder of ``$ATTENTION_KIT_COURSE`` (set by :func:`activate`), if any; the working directory is not read."""
+    value = os.environ.get(COURSE_ENV)
+    return _resolved(value) if value else None
+
+
+@functools.cache
+def _resolved(value: str) -> Path:
+    return Path(value).resolve()  # once per value: the manifest is read through this on every load()
+
+
+def active() -> Course | None:
+    """The course in force (:func:`active_folder`), parsed; None without one.
+
+    Raises
+    ------
+    CourseError
+        If its ``course.toml`` cannot be read or a setting has the wrong type.
+    """
+    folder = active_folder()
+    return None if folder is None else read(folder)
+
+
+def _number(value: Any, where: str, *, minimum: float = 0.0, quantum: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < minimum:
+        raise CourseError(f"{where} must be a number of at least {minimum:g}, not {value!r}")
+    if quantum is not None and not (value / quantum).is_integer():
+        raise CourseError(f"{where} must be a multiple of {quantum} (points are split in sixteenths), not {value!r}")
+    return float(value)
+
+
+@functools.cache
+def read(folder: Path) -> Course:
+    """Parse ``folder/course.toml`` (types and ranges; :func:`overlay` checks it against the kit).
+
+    Raises
+    ------
+    CourseError
+        One line naming the file and the setting.
+    """
+    path = Path(folder) / COURSE_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise CourseError(f"{path}: cannot be read ({error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise CourseError(f"{path}: not valid TOML ({error})") from None
+    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas"}
+    for key in data:
+        if key not in known:
+            raise CourseError(f"{path}: unknown setting [{key}] (the settings are {', '.join(sorted(known))})")
+
+    def table(name: str) -> dict[str, Any]:
+        value = data.get(name, {})
+        if not isinstance(value, dict):
+            raise CourseError(f"{path}: {name} must be a table ([{name}])")
+        return value
+
+    course = table("course")
+    for key in course:
+        if key not in ("title", "part", "exercises"):
+            raise CourseError(f"{path}: unknown setting [course] {key} (the settings are title, part, exercises)")
+    title, part, exercises = course.get("title"), course.get("part"), course.get("exercises")
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        raise CourseError(f"{path}: [course] title must be a non-empty text, not {title!r}")
+    if part is not None and not isinstance(part, (str, int)):
+        raise CourseError(f"{path}: [course] part must be a part's number or \"all\", not {part!r}")
+    if exercises is not None:
+        if not isinstance(exercises, list) or not exercises or not all(isinstance(n, str) for n in exercises):
+            raise CourseError(f"{path}: [course] exercises must be a non-empty list of exercise names")
+        twice = sorted({n for n in exercises if exercises.count(n) > 1})
+        if twice:
+            raise CourseError(f"{path}: [course] exercises names {twice[0]!r} twice")
+    points = {name: _number(value, f"{path}: [points] {name}", quantum=QUANTUM)
+              for name, value in table("points").items()}
+    hidden_points = {name: _number(value, f"{path}: [hidden_points] {name}", quantum=QUANTUM)
+                     for name, value in table("hidden_points").items()}
+    limits: dict[str, Any] = {}
+    for key, value in table("limits").items():
+        if key not in LIMIT_KEYS:
+            raise CourseError(f"{path}: unknown setting [limits] {key} (the limits are {', '.join(LIMIT_KEYS)})")
+        number = _number(value, f"{path}: [limits] {key} ({LIMIT_KEYS[key][0]})", minimum=LIMIT_KEYS[key][1])
+        if number <= 0:
+            raise CourseError(f"{path}: [limits] {key} ({LIMIT_KEYS[key][0]}) must be positive, not {value!r}")
+        limits[key] = int(number) if key == "memory_mib" else number
+    visibility = table("hidden").get("visibility", DEFAULT_VISIBILITY)
+    if visibility not in VISIBILITIES:
+        raise CourseError(f"{path}: [hidden] visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    canvas = table("canvas")
+    name, identifier = canvas.get("assignment_name"), canvas.get("assignment_id")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise CourseError(f"{path}: [canvas] assignment_name must be a non-empty text, not {name!r}")
+    if identifier is not None:
+        identifier = str(identifier).strip()
+        if not identifier.isascii() or not identifier.isdigit():
+            raise CourseError(f"{path}: [canvas] assignment_id must be the number at the end of the assignment's "
+                              f"address (.../assignments/123456), not {canvas['assignment_id']!r}")
+    return Course(Path(folder).resolve(), title=title, part=None if part is None else str(part),
+                  exercises=None if exercises is None else tuple(exercises), points=points,
+                  hidden_points=hidden_points, limits=Limits(**limits), visibility=visibility,
+                  canvas_name=name, canvas_id=identifier)
+
+
+def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str, ...]],
+            parts: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
+    """Check ``course`` against the kit's exercises; returns the names it keeps (kit order) and its part.
+
+    Parameters
+    ----------
+    course : Course
+        The parsed course.
+    names : tuple of str
+        The kit's exercises, in order (the packaged manifest).
+    depends : dict
+        Each exercise's direct dependencies (the manifest's ``depends``).
+    parts : tuple of str
+        The parts of the kit's exercises.
+
+    Raises
+    ------
+    CourseError
+        An unknown exercise, a dependency left out, an unknown part: one line naming the setting.
+    """
+    path = course.file
+    kept = course.exercises if course.exercises is not None else names
+    for table, given in (("[course] exercises", kept), ("[points]", course.points),
+                         ("[hidden_points]", course.hidden_points)):
+        for name in given:
+            if name not in names:
+                raise CourseError(f"{path}: {table} names {name!r}, which is not an exercise of the kit "
+                                  f"(the exercises are {', '.join(names)})")
+    for name in kept:
+        missing = [d for d in depends[name] if d not in kept]
+        if missing:
+            raise CourseError(f"{path}: [course] exercises keeps {name!r} but leaves out {missing[0]!r}, "
+                              f"which it depends on: add {missing[0]!r} back or drop {name!r} too")
+    for table, given in (("[points]", course.points), ("[hidden_points]", course.hidden_points)):
+        dropped = [name for name in given if name not in kept]
+        if dropped:
+            raise CourseError(f"{path}: {table} {dropped[0]} is set, but [course] exercises leaves it out")
+    part = course.part
+    if part is not None:
+        part = part.strip().lower()
+        kept_parts = {p for p in parts if p != "all"}
+        if part != "all" and part not in kept_parts:
+            raise CourseError(f"{path}: [course] part must be one of {', '.join((*sorted(kept_parts), 'all'))}, "
+                              f"not {course.part!r}")
+    return tuple(name for name in names if name in kept), part
+
+
+def limits() -> Limits:
+    """The active course's ``[limits]`` (all None without a course): the one place the grader reads them from."""
+    course = active()
+    return course.limits if course is not None else Limits()
+
+
+def hidden_visibility() -> str:
+    """The Gradescope visibility of the hidden tests' results: the course's ``[hidden] visibility``."""
+    course = active()
+    return course.visibility if course is not None else DEFAULT_VISIBILITY
+
+
+def canvas() -> tuple[str | None, str | None]:
+    """The active course's Canvas assignment (name, id); (None, None) without one."""
+    course = active()
+    return (course.canvas_name, course.canvas_id) if course is not None else (None, None)
+
+
+def settings() -> str:
+    """The active course's settings as one text for fingerprints ("" without a course)."""
+    course = active()
+    return course.settings() if course is not None else ""
+
+
+def extra_hidden_tests() -> Path | None:
+    """The active course's own hidden tests folder, when it holds a test file."""
+    course = active()
+    if course is None or not course.hidden_tests.is_dir():
+        return None
+    return course.hidden_tests if any(course.hidden_tests.glob("test_*.py")) else None
+
+
+def reference(kit_root: Path) -> Path | None:
+    """The reference solutions of the instructor's own copy: the course's ``solutions/``, else ``kit_root``'s.
+
+    ``kit_root`` is the kit's data tree (a checkout holds ``solutions/``; an
+    installed wheel never does). None when neither has one: see :func:`no_reference`.
+    """
+    folder = active_folder()
+    for candidate in ((folder / REFERENCE_FOLDER) if folder else None, Path(kit_root) / REFERENCE_FOLDER):
+        if candidate is not None and (candidate / "__init__.py").is_file():
+            return candidate
+    return None
+
+
+def kit_hidden_tests(package: Path) -> Path | None:
+    """The kit's hidden tests of the instructor's own copy: the course's ``kit_hidden_tests/``, else the checkout's."""
+    folder = active_folder()
+    for candidate in ((folder / KIT_HIDDEN_FOLDER) if folder else None, Path(package) / HIDDEN_FOLDER):
+        if candidate is not None and any(candidate.glob("test_*.py")):
+            return candidate
+    return None
+
+
+def no_reference(kit_root: Path) -> str:
+    """The one line saying where the reference was looked for and what to do."""
+    folder = active_folder()
+    looked = [str(folder / REFERENCE_FOLDER)] if folder else []
+    looked.append(str(Path(kit_root) / REFERENCE_FOLDER))
+    return (f"no reference solutions (looked in {' and '.join(looked)}): this install is the student-safe "
+            "package; grade from your checkout of the kit, or copy its reference into a course folder with "
+            "`attention-kit course init DIR --kit CHECKOUT` and pass --course DIR")

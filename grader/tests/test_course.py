@@ -1,0 +1,298 @@
+"""An instructor's course folder (grader/course.py): course.toml, its checks, and a whole course graded from it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader import cli, course
+from grader.curriculum import MANIFEST, ROOT, kit_manifest, load
+from grader.grading.samples import break_syntax
+from grader.suite import graded_suite, hidden_folders
+
+EXTRA_HIDDEN = '''"""The instructor's own hidden tests of attention."""
+
+import numpy as np
+
+EXERCISE = "attention"
+POINTS = 3
+
+
+def test_one_key_gets_all_the_weight(impl):
+    q, k, v = np.ones((1, 2)), np.ones((1, 2)), np.array([[5.0, -1.0]])
+    np.testing.assert_allclose(impl.scaled_dot_product_attention(q, k, v)[0], [[5.0, -1.0]])
+
+
+def test_equal_keys_average_the_values(impl):
+    q, k, v = np.ones((1, 2)), np.ones((2, 2)), np.array([[1.0, 0.0], [3.0, 2.0]])
+    np.testing.assert_allclose(impl.scaled_dot_product_attention(q, k, v)[0], [[2.0, 1.0]])
+'''
+
+
+@pytest.fixture(autouse=True)
+def no_course(monkeypatch):
+    """Every test starts without a course and leaves none behind (``main`` sets the variable for its children)."""
+    monkeypatch.setenv(course.COURSE_ENV, "")
+    monkeypatch.delenv(course.COURSE_ENV)
+    monkeypatch.chdir(ROOT)
+
+
+def make_course(folder: Path, settings: str) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "course.toml").write_text(settings, encoding="utf-8")
+    return folder
+
+
+def run_kit(capsys, *arguments: str) -> tuple[int, str, str]:
+    status = cli.main(list(arguments))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_course_init_writes_every_setting_of_the_kit(tmp_path, capsys):
+    status, out, _ = run_kit(capsys, "course", "init", str(tmp_path / "c"))
+    assert status == 0 and "keep this folder private" in out
+    folder = tmp_path / "c"
+    assert {p.name for p in folder.iterdir()} == {"course.toml", "hidden_tests", "solutions", "kit_hidden_tests"}
+    assert (folder / "solutions" / "softmax.py").read_bytes() == (ROOT / "solutions" / "softmax.py").read_bytes()
+    assert len(list((folder / "kit_hidden_tests").glob("test_*.py"))) == 11
+    parsed = course.read(folder.resolve())
+    kit = kit_manifest()
+    assert parsed.exercises == kit.names
+    assert parsed.points == {e.name: e.points for e in kit.exercises}
+    assert parsed.points["attention"] == 20 and parsed.hidden_points["layer"] == 3
+    assert parsed.limits == course.Limits(call_seconds=5, submission_seconds=60, cpu_seconds=10, memory_mib=1024)
+    assert parsed.visibility == "after_published" and parsed.canvas_id is None
+    again, _, err = run_kit(capsys, "course", "init", str(folder))
+    assert again == 2 and "exists" in err and "--force" in err
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ('[course]\nexercises = ["softmax", "attentoin"]\n',
+     "[course] exercises names 'attentoin', which is not an exercise of the kit"),
+    ('[course]\nexercises = ["attention", "masks"]\n',
+     "[course] exercises keeps 'attention' but leaves out 'softmax', which it depends on"),
+    ("[points]\nsoftmax = 10.1\n", "[points] softmax must be a multiple of 0.0625"),
+    ("[points]\nsoftmax = -1\n", "[points] softmax must be a number of at least 0"),
+    ("[limits]\nsubmission_seconds = 0\n", "[limits] submission_seconds"),
+    ('[limits]\nmemory_mib = "lots"\n', "[limits] memory_mib"),
+    ("[limits]\nwall_seconds = 3\n", "unknown setting [limits] wall_seconds"),
+    ('[hidden]\nvisibility = "sometimes"\n', "[hidden] visibility must be one of hidden, after_due_date"),
+    ('[canvas]\nassignment_id = "12a"\n', "[canvas] assignment_id must be the number"),
+    ('[course]\nexercises = ["softmax"]\n[points]\nmasks = 5\n', "[points] masks is set, but [course] exercises"),
+    ('[course]\npart = "3"\n', "[course] part must be one of 1, 2, all"),
+    ("[course\n", "not valid TOML"),
+])
+def test_a_course_that_does_not_fit_the_kit_is_refused_in_one_line(tmp_path, capsys, settings, message):
+    folder = make_course(tmp_path / "c", settings)
+    for command in (["status"], ["grade", str(tmp_path)], ["hint", "1"], ["export", str(tmp_path)]):
+        status, out, err = run_kit(capsys, *command, "--course", str(folder))
+        assert status == 2, (command, out, err)
+        assert len(err.strip().splitlines()) == 1 and message in err and str(folder / "course.toml") in err, err
+
+
+def test_the_course_is_found_by_option_variable_or_working_folder(tmp_path, capsys, monkeypatch):
+    folder = make_course(tmp_path / "c", '[course]\nexercises = ["softmax", "masks"]\n')
+    status, out, _ = run_kit(capsys, "status", "--course", str(folder))
+    assert status == 0 and "masks" in out and "multihead" not in out
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))
+    status, out, _ = run_kit(capsys, "status")
+    assert status == 0 and "multihead" not in out
+    monkeypatch.delenv(course.COURSE_ENV)
+    monkeypatch.chdir(folder)
+    status, out, _ = run_kit(capsys, "status")
+    assert status == 0 and "multihead" not in out
+    status, _, err = run_kit(capsys, "status", "--course", str(tmp_path / "none"))
+    assert status == 2 and "no course.toml there" in err and "course init" in err
+
+
+def test_the_overlay_is_what_every_tool_reads(tmp_path, monkeypatch):
+    folder = make_course(tmp_path / "c", '[course]\ntitle = "Attention, week 3"\n'
+                                         'exercises = ["softmax", "projections", "attention", "masks", "multihead", '
+                                         '"layer"]\n[points]\nsoftmax = 12\n[hidden_points]\nmasks = 4\n')
+    (folder / "hidden_tests").mkdir()
+    (folder / "hidden_tests" / "test_extra_attention.py").write_text(EXTRA_HIDDEN, encoding="utf-8")
+    assert len(kit_manifest().names) == 11  # the packaged manifest stays the default
+    course.activate(folder)
+    curriculum = load()
+    assert curriculum.title == "Attention, week 3"
+    assert curriculum.names == ("softmax", "projections", "attention", "masks", "multihead", "layer")
+    assert curriculum.dropped == ("positional", "backward", "training", "explain", "decoding")
+    assert curriculum.exercise("softmax").points == 12 and curriculum.exercise("masks").hidden_points == 4
+    assert curriculum.lookup("6").name == "multihead"  # the kit's numbers, those of the test files
+    with pytest.raises(ValueError, match=r"their numbers, 1, 2, 3, 4, 6, 7\)"):
+        curriculum.lookup("5")
+    assert load(MANIFEST) is curriculum and load(Path(MANIFEST)) is curriculum
+    suite, warnings = graded_suite(hidden_folders())
+    assert not warnings
+    names = [Path(f.path).name for f in suite]
+    assert not any("positional" in name or "explain" in name for name in names)  # dropped: not graded, no error
+    assert "test_extra_attention.py" in names and "test_hidden_03_attention.py" in names
+    extra = next(f for f in suite if f.path.endswith("test_extra_attention.py"))
+    assert extra.points == 3 and extra.hidden
+
+
+def test_the_course_feeds_canvas_the_budget_and_the_fingerprint(tmp_path, monkeypatch):
+    from grader.grading import export
+    from grader.grading.fingerprint import suite_fingerprint
+    from grader.grading.records import Job
+
+    def fingerprint() -> str:  # as the batch makes its template: the course's settings are a field of the job
+        return suite_fingerprint(Job(student="", folder="", files=(), suite=(), course=course.settings()))
+
+    plain = fingerprint()
+    folder = make_course(tmp_path / "c", '[limits]\nsubmission_seconds = 30\ncall_seconds = 2\nmemory_mib = 512\n'
+                                         '[canvas]\nassignment_name = "HW 3"\nassignment_id = 987654\n')
+    course.activate(folder)
+    assert export.canvas_assignment() == export.CanvasAssignment("HW 3", "987654")
+    assert export.canvas_assignment("Other", "11") == export.CanvasAssignment("Other", "11")  # the options win
+    assert course.limits() == course.Limits(call_seconds=2, submission_seconds=30, memory_mib=512)
+    parser = cli.build_parser()
+    options = parser.parse_args(["grade"])
+    assert (options.budget, options.call_budget, options.memory) == (30, 2, 512)
+    with_budget = fingerprint()
+    other = make_course(tmp_path / "d", "[limits]\nsubmission_seconds = 31\ncall_seconds = 2\nmemory_mib = 512\n"
+                                        '[canvas]\nassignment_name = "HW 3"\nassignment_id = 987654\n')
+    course.activate(other)
+    assert len({plain, with_budget, fingerprint()}) == 3
+
+
+def test_the_student_package_says_where_it_looked_for_the_reference(tmp_path, capsys, monkeypatch):
+    from grader import curriculum
+    from grader.grading import grade
+
+    monkeypatch.setattr(curriculum, "ROOT", tmp_path / "site-packages" / "grader" / "_kit")
+    folder = make_course(tmp_path / "c", "")
+    monkeypatch.setattr(grade, "reference_dir", lambda: course.reference(curriculum.ROOT))
+    monkeypatch.setattr(grade, "ROOT", curriculum.ROOT)
+    status, _, err = run_kit(capsys, "grade", str(tmp_path), "--course", str(folder))
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert f"looked in {folder / 'solutions'} and {curriculum.ROOT / 'solutions'}" in err
+    assert "attention-kit course init DIR --kit CHECKOUT" in err
+
+
+# ------------------------------------------------------------------ a whole course, graded from its folder
+
+COURSE = """\
+[course]
+exercises = ["softmax", "projections", "attention", "masks", "multihead", "layer"]  # positional dropped
+[points]
+softmax = 12
+[hidden_points]
+masks = 4
+[limits]
+submission_seconds = 30
+[hidden]
+visibility = "hidden"
+"""
+# Every number by hand from the kit's manifest (points + hidden_points) and the course above:
+# softmax 12 + 2, projections 10 + 2, attention 20 + 4 + 3 (the extra file), masks 10 + 4, multihead 20 + 4,
+# layer 15 + 3; positional (15 + 3) and Part II are dropped.
+MAXIMA = {"softmax": 14, "projections": 12, "attention": 27, "masks": 14, "multihead": 24, "layer": 18}
+TOTAL = 109
+
+
+def test_a_whole_course_is_graded_from_its_folder(tmp_path, capsys):
+    folder = make_course(tmp_path / "course", COURSE)
+    (folder / "hidden_tests").mkdir()
+    (folder / "hidden_tests" / "test_extra_attention.py").write_text(EXTRA_HIDDEN, encoding="utf-8")
+    subs = tmp_path / "submissions"
+    for student in ("correct", "no-positional", "no-masks", "broken-softmax"):
+        shutil.copytree(ROOT / "solutions", subs / student, ignore=shutil.ignore_patterns("__pycache__"))
+    (subs / "no-positional" / "positional.py").unlink()  # the dropped exercise's module is not missing
+    (subs / "no-masks" / "masks.py").unlink()
+    break_syntax(subs / "broken-softmax", "softmax.py")
+    out = tmp_path / "grades"
+    status, printed, err = run_kit(capsys, "grade", str(subs), "--course", str(folder), "--out", str(out),
+                                   "--jobs", "2")
+    assert status == 0, printed[-3000:] + err[-3000:]
+    assert "30 CPU s per submission" in printed  # [limits] submission_seconds is grade's --budget
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+    header = next(csv.reader(io.StringIO((out / "grades.csv").read_text())))
+    assert header == ["student", "status", "score", "max_score", *MAXIMA]
+    expected = {
+        "correct": ("ok", 109, MAXIMA),
+        "no-positional": ("ok", 109, MAXIMA),
+        "no-masks": ("missing module masks", 95, MAXIMA | {"masks": 0}),
+        "broken-softmax": (None, 95, MAXIMA | {"softmax": 0}),
+    }
+    for student, (state, score, cells) in expected.items():
+        row = rows[student]
+        if state is not None:
+            assert row["status"] == state, row
+        else:
+            assert row["status"].startswith("syntax error in softmax.py line "), row
+        assert (float(row["score"]), float(row["max_score"])) == (score, TOTAL), row
+        assert {name: float(row[name]) for name in MAXIMA} == cells, row
+    results = json.loads((out / "correct" / "results.json").read_text())
+    assert results["score"] == TOTAL and results["extra_data"]["max_score"] == TOTAL
+    extra = [t for t in results["tests"] if "test_extra_attention" in t["name"] or "one_key_gets_all" in t["name"]
+             or "equal_keys_average" in t["name"]]
+    assert [t["score"] for t in extra] == [1.5, 1.5], [t["name"] for t in results["tests"]]
+    hidden = [t for t in results["tests"] if "hidden" in t.get("tags", [])]
+    assert hidden and {t["visibility"] for t in hidden} == {"hidden"}  # [hidden] visibility
+    assert not any("positional" in t["name"] for t in results["tests"])
+
+
+def test_a_release_of_the_course_carries_its_exercises_points_and_numbers(tmp_path):
+    import tomllib
+
+    from grader.authoring.release import plan_release
+
+    folder = make_course(tmp_path / "c", '[course]\ntitle = "Week 3"\nexercises = ["softmax", "attention", '
+                                         '"masks", "decoding"]\n[points]\nsoftmax = 12.5\n')
+    course.activate(folder)
+    plan = plan_release()
+    manifest = tomllib.loads(plan.texts["grader/curriculum.toml"])
+    assert manifest["course"]["title"] == "Week 3"
+    assert [(e["name"], e.get("number"), e["points"]) for e in manifest["exercise"]] == [
+        ("softmax", 1, 12.5), ("attention", 3, 20), ("masks", 4, 10), ("decoding", 11, 25)]
+    tests = sorted(path for path in plan.paths() if path.startswith("tests/test_"))
+    assert tests == ["tests/test_01_softmax.py", "tests/test_03_attention.py", "tests/test_04_masks.py",
+                     "tests/test_11_decoding.py"]
+    assert not any("solutions" in path or "hidden" in path for path in plan.paths())
+
+
+def test_a_gradescope_bundle_of_the_course_carries_it(tmp_path):
+    import zipfile
+
+    from grader.grading import gradescope
+
+    folder = make_course(tmp_path / "c", '[course]\nexercises = ["softmax", "attention"]\n[points]\nsoftmax = 12\n'
+                                         '[hidden]\nvisibility = "hidden"\n')
+    (folder / "hidden_tests").mkdir()
+    (folder / "hidden_tests" / "test_extra_attention.py").write_text(EXTRA_HIDDEN, encoding="utf-8")
+    course.activate(folder)
+    # By hand: public softmax 12 + attention 20; hidden softmax 2 + attention 4 (the kit's) + 3 (the course's).
+    assert gradescope.total_points() == (32, 9)
+    names = gradescope.build_bundle(tmp_path / "a.zip")
+    assert {"kit/course.toml", "kit/hidden_tests/test_extra_attention.py", "kit/solutions/softmax.py"} <= set(names)
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        readme = archive.read("README.md").decode()
+        assert archive.read("kit/course.toml").decode() == (folder / "course.toml").read_text()
+    assert "**41**" in readme and "visibility `hidden`: students never see them" in readme
+    # Gradescope's run: the bundle's kit/ is the course folder (its course.toml is in the working folder).
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        archive.extractall(root / "source")
+    for script in ("run_autograder", "setup.sh"):
+        (root / "source" / script).chmod(0o755)
+    shutil.copytree(ROOT / "solutions", root / "submission", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", course.COURSE_ENV)}
+    env |= {"AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 41, results.get("output")
+    assert {t["visibility"] for t in results["tests"] if "hidden" in t.get("tags", [])} == {"hidden"}
+    assert sum(t["score"] for t in results["tests"] if "equal_keys_average" in t["name"]) == 1.5
