@@ -98,7 +98,8 @@ def _occlusion_mistake(observed: np.ndarray, model: PositionalModel, tokens: np.
     candidates = {
         "the sign is reversed: importance is the probability after minus the probability before":
             -expected,
-        "the drop is measured on the class predicted AFTER occlusion, not on the original sentence's class":
+        "yours measures the drop on whatever class the model predicts after occlusion; measure it on the "
+        "class predicted for the original sentence, the same class before and after":
             _occlusion_by_hand(model, tokens, wrong_class="new"),
         "the drop is measured on class 0, not on the class predicted for the sentence":
             _occlusion_by_hand(model, tokens, wrong_class="zero"),
