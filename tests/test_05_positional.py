@@ -451,7 +451,8 @@ def test_alibi_zero_diagonal(impl):
     out = impl.alibi_bias(6, 4)
     if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
         expect_close(np.diagonal(out, axis1=-2, axis2=-1), np.zeros((4, 6)),
-                     what="the diagonal of every head of alibi_bias(6, 4): distance 0, no penalty", idea=ALIBI)
+                     what="the diagonal of every head of alibi_bias(6, 4): distance 0, no penalty",
+                     idea=_alibi_idea(out, ALIBI))
 
 
 def test_alibi_is_a_penalty(impl):
@@ -477,7 +478,8 @@ def test_alibi_depends_only_on_distance(impl):
     if expect_shape(out, (2, 7, 7), what="alibi_bias(7, 2)", idea=ALIBI):
         i, j = np.indices((7, 7))
         expect_close(out, out[:, 0, :][:, np.abs(i - j)],
-                     what="alibi_bias(7, 2): entry [h, i, j] equals entry [h, 0, |i - j|]", idea=ALIBI)
+                     what="alibi_bias(7, 2): entry [h, i, j] equals entry [h, 0, |i - j|]",
+                     idea=_alibi_idea(out, ALIBI))
 
 
 def test_alibi_slopes_are_geometric(impl):
@@ -490,13 +492,15 @@ def test_alibi_slopes_are_geometric(impl):
         idea = f"{ALIBI}; the slopes form a geometric sequence starting at 2**(-8/n_heads)"
         if np.allclose(slopes, 2.0 ** (-8.0 * np.arange(n_heads) / n_heads)):
             idea += "; yours starts at 1: heads count from h = 0 but the formula uses h + 1"
+        idea = _alibi_idea(out, idea)
         expect_close(slopes, expected, what=f"the slope of each head of alibi_bias({n}, {n_heads}) "
                                             "(minus the bias at distance 1)", idea=idea)
 
 
 def test_alibi_closed_form(impl):
-    expect_close(impl.alibi_bias(5, 3), _alibi(5, 3), what="alibi_bias(5, 3) against the formula, entry by entry",
-                 idea=ALIBI)
+    out = impl.alibi_bias(5, 3)
+    expect_close(out, _alibi(5, 3), what="alibi_bias(5, 3) against the formula, entry by entry",
+                 idea=_alibi_idea(out, ALIBI))
 
 
 # --- bad input and fixed examples ----------------------------------------------------------------

@@ -106,10 +106,11 @@ def _occlusion_mistake(observed: np.ndarray, model: PositionalModel, tokens: np.
         "the token was deleted and the rest shifted left, instead of replaced in place":
             _occlusion_by_hand(model, tokens, how="delete"),
     }
-    for mistake, values in candidates.items():
-        if np.shape(observed) == values.shape and np.allclose(observed, values):
-            return mistake
-    return None
+    # Only a mistake that differs from the right answer on this input, and the only one that matches.
+    found = [mistake for mistake, values in candidates.items()
+             if np.shape(observed) == values.shape and not np.allclose(values, expected)
+             and np.allclose(observed, values)]
+    return found[0] if len(found) == 1 else None
 
 
 def _idea(mistake: str | None, idea: str) -> str:
