@@ -65,8 +65,9 @@ def test_a_float_causal_mask_is_told_the_convention_not_swapped_polarity(tmp_pat
 
 def test_the_original_alibi_bias_is_told_the_convention(tmp_path):
     # slope * j: the key's position, equal to -slope * |i - j| up to slope * i on and below the diagonal.
-    target = plant(tmp_path, "positional.py", ("    return -slopes[:, None, None] * distance",
-                                               "    return slopes[:, None, None] * np.broadcast_to(positions[None, :], (n, n))"))
+    target = plant(tmp_path, "positional.py", (
+        "    return -slopes[:, None, None] * distance",
+        "    return slopes[:, None, None] * np.broadcast_to(positions[None, :], (n, n))"))
     text = failures_of(target, "positional", "alibi")
     assert "alibi" in text, text[:3000]
     for line in revisit_lines(text):
