@@ -10,7 +10,11 @@ modules, no isolation). The first failure is what the student reads first. Print
   they are all of it; partial = true but not all of it; wrong = names a mistake it is not. For a mistake
   in a function the exercise calls (``blame``), right = the first line names that function, and any
   diagnosis about the calling exercise counts as wrong;
-* first message with a revisit line.
+* first message with a revisit line, and with a link to its section of the reading (``docs/reading.md#``);
+* family diagnoses: the first failure's ``Diagnosis (a family of mistakes: <kind>)`` (tests/diagnosis.py,
+  explain_family). Counted apart from the catalogue's verdicts and listed with the mistake's note, for a
+  reviewer to judge (the held-out files name catalogued ideas only); such a first failure is never "wrong"
+  by the catalogue's rule, since it names no catalogued mistake.
 
 Usage: ``python benchmarks/heldout_mistakes.py [--jobs N] [--only SUBSTRING] [--show] [--status]``
 (``--status``: the first failure as ``attention-kit status`` shows it).
@@ -34,6 +38,8 @@ if str(ROOT) not in sys.path:
 from benchmarks.heldout import HeldOut, load, plant  # noqa: E402
 
 BLAME = re.compile(r"^First fix (\w+)\(\)")
+FAMILY = re.compile(r"^(?:First fix .*\n)?Diagnosis \(a family of mistakes: ([^)]+)\)", re.MULTILINE)
+READING = "docs/reading.md#"
 
 
 @dataclass
@@ -46,6 +52,8 @@ class Outcome:
     named: tuple[str, ...] = ()
     error: str = ""
     note: str = ""
+    family: str = ""  # the kind a family diagnosis named ("" when none)
+    reading: bool = False  # the first message links the reading
 
 
 def first_failure(output: str) -> str:
@@ -91,6 +99,14 @@ def judge(mistake: HeldOut, text: str) -> tuple[str, tuple[str, ...]]:
     return ("right" if covered >= true or set(named) >= true else "partial"), named
 
 
+def _with_family(outcome: Outcome) -> Outcome:
+    """``outcome`` with the family its first message names, and whether that message links the reading."""
+    found = FAMILY.search(outcome.first.split("\n\n", 1)[0] if outcome.first else "")
+    outcome.family = found.group(1) if found else ""
+    outcome.reading = READING in outcome.first
+    return outcome
+
+
 def run_one_in_status(mistake: HeldOut) -> Outcome:
     """The same, as ``attention-kit status`` shows it: the first failure of the exercise."""
     from grader.student import status
@@ -133,6 +149,14 @@ def run_one(mistake: HeldOut) -> Outcome:
     return Outcome(mistake.id, caught, verdict, "revisit:" in text, text, named)
 
 
+def _status_worker(mistake: HeldOut) -> Outcome:
+    return _with_family(run_one_in_status(mistake))
+
+
+def _pytest_worker(mistake: HeldOut) -> Outcome:
+    return _with_family(run_one(mistake))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
@@ -142,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args(argv)
     mistakes = [m for m in load() if args.only in m.id]
-    worker = run_one_in_status if args.status else run_one
+    worker = _status_worker if args.status else _pytest_worker
     if args.jobs > 1:
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
@@ -160,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"diagnosed partly (true but incomplete): {count['partial']}")
     print(f"no diagnosis: {count['none']}")
     print(f"first message with a revisit line: {sum(o.revisit for o in caught)}/{len(caught)}")
+    print(f"first message with a reading link: {sum(o.reading for o in caught)}/{len(caught)}")
+    families = [o for o in caught if o.family]
+    print(f"family diagnoses: {len(families)} ({sum(not by_id[o.id].idea for o in families)} of mistakes whose idea "
+          f"is not catalogued)")
+    for o in families:
+        print(f"  family {o.family!r} for {o.id} [{o.verdict}]: {by_id[o.id].note}")
     for o in outcomes:
         flag = ("ERROR " + o.error[:200]) if o.error else ("UNCAUGHT" if not o.caught else
                                                             ("WRONG " + ", ".join(o.named)) if o.verdict == "wrong"
@@ -177,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                f"right, {count['wrong']} wrong, {revisit} first messages with a revisit line"
                + (" (as status shows them)" if args.status else ""),
                {"mistakes": len(outcomes), "caught": len(caught), "right": count["right"],
+                "family": len(families), "reading": sum(o.reading for o in caught),
                 "known_or_blame": len(with_idea), "wrong": count["wrong"], "partial": count["partial"],
                 "none": count["none"], "revisit": revisit, "status": args.status})
     return 0

@@ -137,7 +137,7 @@ STOPPED = "AssertionError: Stopping on first failure"
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
-    before = failures.begin(item)
+    before = failures.begin(item, lambda: _reading_link(item))
     try:
         return (yield)
     except Exception as error:
@@ -201,11 +201,24 @@ def pytest_runtest_makereport(
         failures.attach(report, findings)
 
 
+def _reading_link(item: pytest.Item) -> str:
+    """The link to the section of the reading of what ``item`` checks ("" when the manifest names none).
+
+    The section of the function the test called last (``function_reading`` in the manifest), else its
+    exercise's first section.
+    """
+    exercise = item.stash.get(EXERCISE, "")
+    if not exercise:
+        return ""
+    called = getattr(getattr(item, "funcargs", {}).get("impl"), "_called", None) or [""]
+    section = load_curriculum().exercise(exercise).reading_of(called[-1])
+    return f"docs/reading.md#{section}" if section else ""
+
+
 def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[failures.Failure]:
     """``findings`` with the test's node id, its exercise and (where the manifest names one) its reading."""
     exercise = item.stash.get(EXERCISE, "")
-    sections = load_curriculum().exercise(exercise).reading if exercise and findings else ()
-    reading = f"docs/reading.md#{sections[0]}" if sections else ""
+    reading = _reading_link(item) if exercise and findings else ""
     return [replace(failure, test=item.nodeid, exercise=exercise, reading=failure.reading or reading)
             for failure in findings]
 
