@@ -84,12 +84,14 @@ class Failure:
 
     @property
     def message(self) -> str:
-        """The message as the student reads it: what, then expected / observed / revisit (/ read), one a line."""
+        """The message as the student reads it: what, then expected / observed / (read /) revisit, one a line."""
         if not (self.expected or self.observed or self.revisit):
             return self.what
+        # The link before the revisit line: the revisit line stays the last (the grader keeps only that line
+        # of some hidden tests' reports).
         read = f"\n  read:     {self.reading}" if self.reading else ""
-        return (f"{self.what}\n  expected: {self.expected}\n  observed: {self.observed}\n  revisit:  {self.revisit}"
-                f"{read}")
+        return (f"{self.what}\n  expected: {self.expected}\n  observed: {self.observed}{read}\n"
+                f"  revisit:  {self.revisit}")
 
     def as_dict(self) -> dict[str, str]:
         """The failure as plain data (every field, by name)."""
@@ -290,8 +292,6 @@ def graded_text(failures: Iterable[Failure], *, hidden: bool) -> str:
         return body
     if lead or ending.kind == UNUSABLE:
         # Kept as _hidden_failure gave it (it read the last line of a report without pytest's crash
-        # line); showing the whole message would change what students have been shown. That line is the
-        # revisit line, then the link to the reading if there is one.
-        line = _report_body(checks, replace(ending, reading=""), count=False).splitlines()[-1]
-        return f"{line}\n  read:     {ending.reading}" if ending.reading else line
+        # line); showing the whole message would change what students have been shown.
+        return (f"{lead}\n\n{body}" if lead else body).splitlines()[-1]
     return body
