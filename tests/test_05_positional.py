@@ -145,7 +145,7 @@ def _diagnose_rotary(out: np.ndarray, x: np.ndarray, positions, base: float = 10
             and np.allclose(out, right, rtol=1e-4, atol=1e-5)):
         return (f"{ROTARY}; a question of precision, not of the formula: yours agrees with it only to about "
                 f"float32's precision (relative error up to {_relative_error(out, right):.1g}); compute the angles, "
-                "their cos and sin and the rotation in x's dtype (float64 here)")
+                f"their cos and sin and the rotation in x's dtype ({np.asarray(x).dtype} here)")
     return ROTARY
 
 
