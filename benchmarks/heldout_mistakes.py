@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
 
         revisit = sum(o.revisit for o in caught)
         record(__file__, f"{len(caught)} of {len(outcomes)} caught, {count['right']} of {len(with_idea)} diagnosed "
-               f"right, {count['wrong']} wrong, {revisit} first messages with a revisit line"
+               f"right, {count['wrong']} wrong, {revisit} first messages with a revisit line, "
+               f"{sum(o.reading for o in caught)} with a reading link, {len(families)} family diagnoses"
                + (" (as status shows them)" if args.status else ""),
                {"mistakes": len(outcomes), "caught": len(caught), "right": count["right"],
                 "family": len(families), "reading": sum(o.reading for o in caught),
