@@ -13,7 +13,7 @@ import pytest
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.mutants import FAMILY_KINDS, load_families
+from grader.mutants import FAMILY_KINDS, apply, load_families
 from grader.mutants.report import run_tests
 from tests.diagnosis import describe_family, diagnose, diagnose_family
 from tests.diagnosis import load_families as stored_families
@@ -151,3 +151,10 @@ def test_blockwise_without_the_scale_is_told_the_scale_not_the_last_block(tmp_pa
     for line in revisits:  # every test's revisit line is the family's idea, not the last block's or the rescaling's
         assert line == f"revisit:  {family.revisit}", line
         assert "last block" not in line and "rescal" not in line and "online" not in line, line
+
+
+def test_every_family_applies_to_the_reference_and_names_a_function_of_its_exercise(tmp_path):
+    for family in load_families():
+        apply(family, tmp_path / family.id)  # raises when its `replace` text is no longer in solutions/
+        function = family.id.removeprefix("family-").split("-")[0]
+        assert function in load_curriculum().exercise(family.exercise).functions, family.id
