@@ -10,7 +10,11 @@ modules, no isolation). The first failure is what the student reads first. Print
   they are all of it; partial = true but not all of it; wrong = names a mistake it is not. For a mistake
   in a function the exercise calls (``blame``), right = the first line names that function, and any
   diagnosis about the calling exercise counts as wrong;
-* first message with a revisit line, and with a link to docs/reading.md.
+* first message with a revisit line, and with a link to its section of the reading (``docs/reading.md#``);
+* family diagnoses: the first failure's ``Diagnosis (a family of mistakes: <kind>)`` (tests/diagnosis.py,
+  explain_family). Counted apart from the catalogue's verdicts and listed with the mistake's note, for a
+  reviewer to judge (the held-out files name catalogued ideas only); such a first failure is never "wrong"
+  by the catalogue's rule, since it names no catalogued mistake.
 
 The figures are printed for every mistake and for each part of the kit (the part of the ``run``
 exercise, from grader/curriculum.toml).
@@ -37,7 +41,8 @@ if str(ROOT) not in sys.path:
 from benchmarks.heldout import HeldOut, load, plant  # noqa: E402
 
 BLAME = re.compile(r"^First fix (\w+)\(\)")
-READING = "docs/reading.md"
+FAMILY = re.compile(r"^(?:First fix .*\n)?Diagnosis \(a family of mistakes: ([^)]+)\)", re.MULTILINE)
+READING = "docs/reading.md#"
 
 
 @dataclass
@@ -50,7 +55,8 @@ class Outcome:
     named: tuple[str, ...] = ()
     error: str = ""
     note: str = ""
-    reading: bool = False  # the first message links docs/reading.md
+    family: str = ""  # the kind a family diagnosis named ("" when none)
+    reading: bool = False  # the first message links the reading
 
 
 def first_failure(output: str) -> str:
@@ -94,6 +100,14 @@ def judge(mistake: HeldOut, text: str) -> tuple[str, tuple[str, ...]]:
         return "wrong", named
     covered = {m for m in true if m in named} | ({m for m in true} if set(named) & set(mistake.also) else set())
     return ("right" if covered >= true or set(named) >= true else "partial"), named
+
+
+def _with_family(outcome: Outcome) -> Outcome:
+    """``outcome`` with the family its first message names, and whether that message links the reading."""
+    found = FAMILY.search(outcome.first.split("\n\n", 1)[0] if outcome.first else "")
+    outcome.family = found.group(1) if found else ""
+    outcome.reading = READING in outcome.first
+    return outcome
 
 
 def run_one_in_status(mistake: HeldOut) -> Outcome:
@@ -145,7 +159,8 @@ def figures(outcomes: list[Outcome], by_id: dict[str, HeldOut]) -> dict[str, int
     count = {v: sum(o.verdict == v for o in caught) for v in ("right", "wrong", "partial", "none")}
     return {"mistakes": len(outcomes), "caught": len(caught), **count,
             "known_or_blame": sum(bool(by_id[o.id].idea or by_id[o.id].blame) for o in caught),
-            "revisit": sum(o.revisit for o in caught), "reading": sum(o.reading for o in caught)}
+            "revisit": sum(o.revisit for o in caught), "reading": sum(o.reading for o in caught),
+            "family": sum(bool(o.family) for o in caught)}
 
 
 def print_figures(f: dict[str, int], title: str) -> None:
@@ -156,7 +171,16 @@ def print_figures(f: dict[str, int], title: str) -> None:
     print(f"diagnosed partly (true but incomplete): {f['partial']}")
     print(f"no diagnosis: {f['none']}")
     print(f"first message with a revisit line: {f['revisit']}/{f['caught']}")
-    print(f"first message with a link to docs/reading.md: {f['reading']}/{f['caught']}")
+    print(f"first message with a link to its section of docs/reading.md: {f['reading']}/{f['caught']}")
+    print(f"family diagnoses: {f['family']}")
+
+
+def _status_worker(mistake: HeldOut) -> Outcome:
+    return _with_family(run_one_in_status(mistake))
+
+
+def _pytest_worker(mistake: HeldOut) -> Outcome:
+    return _with_family(run_one(mistake))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     curriculum = load_curriculum()
     part_of = {m.id: curriculum.exercise(m.run).part for m in load()}
     mistakes = [m for m in load() if args.only in m.id and args.part in (0, part_of[m.id])]
-    worker = run_one_in_status if args.status else run_one
+    worker = _status_worker if args.status else _pytest_worker
     if args.jobs > 1:
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
@@ -190,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print_figures(by_part[str(part)], f"Part {part}")
         print()
+    families = [o for o in outcomes if o.caught and o.family]
+    print(f"family diagnoses: {len(families)} ({sum(not by_id[o.id].idea for o in families)} of mistakes whose idea "
+          f"is not catalogued)")
+    for o in families:
+        print(f"  family {o.family!r} for {o.id} [{o.verdict}]: {by_id[o.id].note}")
     for o in outcomes:
         flag = ("ERROR " + o.error[:200]) if o.error else ("UNCAUGHT" if not o.caught else
                                                             ("WRONG " + ", ".join(o.named)) if o.verdict == "wrong"
@@ -204,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
 
         record(__file__, f"{total['caught']} of {total['mistakes']} caught, {total['right']} of "
                f"{total['known_or_blame']} diagnosed right, {total['wrong']} wrong, {total['revisit']} first "
-               f"messages with a revisit line, {total['reading']} with a reading link"
+               f"messages with a revisit line, {total['reading']} with a reading link, "
+               f"{total['family']} family diagnoses"
                + (" (as status shows them)" if args.status else ""),
                {**total, "status": args.status, "by_part": by_part})
     return 0

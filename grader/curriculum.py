@@ -91,6 +91,13 @@ class Exercise:
     reading: tuple[str, ...] = ()
     given: tuple[str, ...] = ()
     hint_step: str = ""
+    function_reading: tuple[tuple[str, str], ...] = ()
+    """``(function, section)`` pairs: the section of the reading of a function's idea, where it is not the
+    exercise's first one (``reading``)."""
+
+    def reading_of(self, function: str = "") -> str:
+        """The anchor of the section of the reading that ``function``'s idea is in ("" when none is named)."""
+        return dict(self.function_reading).get(function, self.reading[0] if self.reading else "")
 
     @property
     def module_file(self) -> str:
@@ -347,6 +354,7 @@ def _parse(path: Path) -> Curriculum:
             reading=tuple(entry.get("reading", ())),
             given=tuple(entry.get("given", ())),
             hint_step=entry.get("hint_step", ""),
+            function_reading=tuple(sorted(dict(entry.get("function_reading", {})).items())),
         )
         for index, entry in enumerate(data["exercise"], start=1)
     )

@@ -28,6 +28,7 @@ import inspect
 import io
 import itertools
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -623,20 +624,31 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
         rest = deviating - set().union(*(set(k[0]) for k in chosen))
     else:
         rest = set(deviating)
-    # Then the missing input checks, each only where a catalogued one gives exactly the student's outcome.
-    extra = [key for key in checks if set(key[0]) <= rest and key[1] == key[0]]
+    # Then the missing input checks, each only where a catalogued one gives exactly the student's outcome;
+    # beside behaviour mistakes, only where the student's function really accepts the bad input (a
+    # function that rejects it with numpy's or its own message checks it: "I did not check" would be false).
+    extra = [key for key in checks if set(key[0]) <= rest and key[1] == key[0]
+             and (not chosen or all(_accepts(observation, p) for p in key[0]))]
     if rest and extra:
         found = _search(extra, rest, max_size)
         if found is None:
             found = [key for key in extra if not any(set(key[0]) & set(o[0]) for o in extra if o is not key)]
         chosen += found
     named: list[KnownMistake] = []
+    # The items in the order of how much they explain: behaviour before input checks, then the most probes.
+    chosen.sort(key=lambda key: (all(_is_input_check(p) for p in key[0]), -len(key[0])))
     for key in chosen:
         if key[2] > 1 and len(classes[key]) > 1:
             return []  # several pairs give these outputs: which two mistakes it is cannot be told
         for group in classes[key]:
             named += [m for m in group if m not in named]
     return named
+
+
+def _accepts(observation: Observation, probe: str) -> bool:
+    """Whether the student's function accepted the bad input of ``probe`` (returned, raised no exception)."""
+    outcome = observation.outputs.get(probe)
+    return isinstance(outcome, tuple) and len(outcome) == 1 and str(outcome[0][()]) == "no exception"
 
 
 def _class_key(probes: set[str], exact: frozenset[str], weight: int, name: str) -> tuple:
@@ -687,8 +699,8 @@ def describe(exercise: str, mistakes: list[KnownMistake], unchecked: list[str] =
     text = _describe(exercise, mistakes)
     if unchecked:
         names = ", ".join(f"{name}()" for name in unchecked)
-        text += (f"\nAlso: {names} accepts bad input it should reject with a ValueError naming the argument "
-                 "(the test about that input says which).")
+        text += (f"\nAlso: {names} does not reject some bad input with a ValueError naming the argument "
+                 "(the test about that input says which, and what it did instead).")
     return text
 
 
@@ -710,3 +722,120 @@ def _describe(exercise: str, mistakes: list[KnownMistake]) -> str:
     for mistake in mistakes:
         lines += [f"  - \"{mistake.description}\"", f"    Hint: {mistake.hint}"]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- families of mistakes
+
+
+@dataclass(frozen=True)
+class KnownFamily:
+    """The transformation behind a family of mistakes (a missing scale, a reduction over another axis ...).
+
+    Planted in one function of the reference by the instructors (``grader/mutants/families.toml``); only
+    its probe outputs ship, as for a known mistake. ``description`` says what the student's outputs equal,
+    ``revisit`` the idea to go back to, ``family`` the kind of transformation.
+    """
+
+    id: str
+    exercise: str
+    family: str
+    description: str
+    revisit: str
+    outputs: dict[str, tuple[np.ndarray, ...] | None]
+
+
+@functools.cache
+def load_families(path: Path = FINGERPRINT_FILE) -> tuple[KnownFamily, ...]:
+    """The family transformations stored with the fingerprints (empty when there are none)."""
+    if not Path(path).is_file():
+        return ()
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"][()]))
+        found = []
+        for entry in meta.get("families", []):
+            outputs = {probe: RAISED if count is None
+                       else tuple(data[fingerprint_key(entry["id"], probe, i)] for i in range(count))
+                       for probe, count in entry["probes"].items()}
+            found.append(KnownFamily(entry["id"], entry["exercise"], entry["family"], entry["description"],
+                                     entry["revisit"], outputs))
+    return tuple(found)
+
+
+def explain_family(exercise: str, observation: Observation) -> KnownFamily | None:
+    """The family transformation that accounts for every probe on which ``exercise`` deviates, or None.
+
+    Named only when the transformation's probes are exactly the deviating ones (behaviour and bad input
+    alike: a missing input check it does not have is not explained by it), the student reproduces every
+    output of it exactly and at least one of them is a result (raising alone proves little), and no other
+    family does: never a family that explains part of it.
+    """
+    functions = set(load_curriculum().exercise(exercise).functions)
+    registry = load_all_probes()
+    deviating = {p for p, entry in registry.items()
+                 if entry.function in functions and observation.deviates.get(p, False)}
+    if not deviating:
+        return None
+    found = [family for family in load_families()
+             if family.exercise == exercise and set(family.outputs) == deviating
+             and any(family.outputs[p] is not RAISED for p in deviating)
+             and all(_same(observation.outputs.get(p), family.outputs[p]) for p in deviating)]
+    return found[0] if len({family.description for family in found}) == 1 else None
+
+
+def diagnose_family(implementation: Any, exercise: str, observation: Observation | None = None) -> KnownFamily | None:
+    """The family of mistakes that explains everything ``exercise`` gets wrong on the probes, or None.
+
+    As :func:`diagnose`: nothing while a function of an earlier exercise that the exercise relies on fails
+    its own probes. Never raises.
+    """
+    try:
+        observation = observation or observe_everything(implementation)
+        curriculum = load_curriculum()
+        bad = set(observation.deviating_functions(behaviour_only=True))
+        for name in curriculum.exercise(exercise).functions:
+            if {c for c in callees(implementation, name) if curriculum.exercise_of_function(c).name != exercise} & bad:
+                return None
+        return explain_family(exercise, observation)
+    except Exception:
+        return None
+
+
+def describe_family(exercise: str, family: KnownFamily | None) -> str:
+    """The diagnosis text of a family of mistakes put before a failure ('' for None)."""
+    if family is None:
+        return ""
+    try:
+        module = load_curriculum().exercise(exercise).module_file
+    except ValueError:
+        module = f"{exercise}.py"
+    return (f"Diagnosis (a family of mistakes: {family.family}): on every input where your {module} goes "
+            f"wrong, {family.description}.\nRevisit: {family.revisit}")
+
+
+_CRASH_LINE = re.compile(r"\bat (?P<file>[\w.-]+\.py) line (?P<line>\d+):")
+
+
+def crashed_in(implementation: Any, observed: str) -> str | None:
+    """The API function of the student's whose code holds the line a crash's ``observed`` text names, or None.
+
+    ``observed`` is a crash failure's observed line (``... at backward.py line 12: ...``, the innermost line
+    of the student's that raised). None when no line is named, the code is not here (the isolated worker)
+    or the line lies in no API function (a helper of the student's).
+    """
+    found = _CRASH_LINE.findall(observed)
+    if not found:
+        return None
+    file, line = found[-1][0], int(found[-1][1])
+    for exercise in load_curriculum().exercises:
+        if exercise.module_file != file:
+            continue
+        for name in exercise.functions:
+            try:
+                code = implementation.function(exercise.name, name).__code__
+            except Exception:  # noqa: BLE001 - a proxy, a missing function: not known here
+                continue
+            lines = [number for _, _, number in code.co_lines() if number is not None]
+            inside = bool(lines) and min(lines + [code.co_firstlineno]) <= line <= max(lines)
+            if inside and Path(code.co_filename).name == file:
+                return name
+    return None

@@ -18,8 +18,8 @@ report's attributes the same way).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import pytest
@@ -84,10 +84,14 @@ class Failure:
 
     @property
     def message(self) -> str:
-        """The message as the student reads it: what, then expected / observed / revisit, one a line."""
+        """The message as the student reads it: what, then expected / observed / (read /) revisit, one a line."""
         if not (self.expected or self.observed or self.revisit):
             return self.what
-        return f"{self.what}\n  expected: {self.expected}\n  observed: {self.observed}\n  revisit:  {self.revisit}"
+        # The link before the revisit line: the revisit line stays the last (the grader keeps only that line
+        # of some hidden tests' reports).
+        read = f"\n  read:     {self.reading}" if self.reading else ""
+        return (f"{self.what}\n  expected: {self.expected}\n  observed: {self.observed}{read}\n"
+                f"  revisit:  {self.revisit}")
 
     def as_dict(self) -> dict[str, str]:
         """The failure as plain data (every field, by name)."""
@@ -117,28 +121,41 @@ FAILURES = pytest.StashKey[list[Failure]]()
 # On a test report: the failures as plain data (a list of Failure.as_dict()), set by tests/plugin.py.
 REPORT_ATTRIBUTE = "attention_kit_failures"
 _running: list[Failure] | None = None  # the list of the test being run (tests/plugin.py sets it around the call)
+_reading: Callable[[], str] | None = None  # the running test's section of the reading, asked at each record
 
 
-def begin(item: pytest.Item) -> list[Failure] | None:
+_Recording = tuple[list[Failure] | None, Callable[[], str] | None]
+
+
+def begin(item: pytest.Item, reading: Callable[[], str] | None = None) -> _Recording:
     """Record the failures found from now on in ``item``'s stash (a fresh list: a test may be run again).
 
-    Returns the list recorded into before (a pytest run inside a test), for :func:`end`.
+    ``reading``: gives the link to the section of the reading of what the test checks (asked when a failure
+    is recorded, so it may depend on the function called last); a recorded failure without one gets it.
+    Returns what was recorded into before (a pytest run inside a test), for :func:`end`.
     """
-    global _running
-    before, _running = _running, []
+    global _running, _reading
+    before: _Recording = (_running, _reading)
+    _running, _reading = [], reading
     item.stash[FAILURES] = _running
     return before
 
 
-def end(before: list[Failure] | None = None) -> None:
-    """Stop recording for the test; record into ``before`` again (:func:`begin` returned it)."""
-    global _running
-    _running = before
+def end(before: _Recording = (None, None)) -> None:
+    """Stop recording for the test; record as before again (:func:`begin` returned it)."""
+    global _running, _reading
+    _running, _reading = before
 
 
 def record(failure: Failure) -> Failure:
-    """Record ``failure`` for the running test (nothing, outside a test); returns it."""
+    """Record ``failure`` for the running test (nothing, outside a test); returns it, with its reading."""
     if _running is not None:
+        if not failure.reading and _reading is not None:
+            try:
+                link = _reading()
+            except Exception:  # noqa: BLE001 - a link is a help: never a reason to lose the failure
+                link = ""
+            failure = replace(failure, reading=link) if link else failure
         _running.append(failure)
     return failure
 

@@ -139,7 +139,7 @@ STOPPED = "AssertionError: Stopping on first failure"
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
-    before = failures.begin(item)
+    before = failures.begin(item, lambda: _reading_link(item))
     try:
         return (yield)
     except Exception as error:
@@ -203,11 +203,24 @@ def pytest_runtest_makereport(
         failures.attach(report, findings)
 
 
+def _reading_link(item: pytest.Item) -> str:
+    """The link to the section of the reading of what ``item`` checks ("" when the manifest names none).
+
+    The section of the function the test called last (``function_reading`` in the manifest), else its
+    exercise's first section.
+    """
+    exercise = item.stash.get(EXERCISE, "")
+    if not exercise:
+        return ""
+    called = getattr(getattr(item, "funcargs", {}).get("impl"), "_called", None) or [""]
+    section = load_curriculum().exercise(exercise).reading_of(called[-1])
+    return f"docs/reading.md#{section}" if section else ""
+
+
 def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[failures.Failure]:
     """``findings`` with the test's node id, its exercise and (where the manifest names one) its reading."""
     exercise = item.stash.get(EXERCISE, "")
-    sections = load_curriculum().exercise(exercise).reading if exercise and findings else ()
-    reading = f"docs/reading.md#{sections[0]}" if sections else ""
+    reading = _reading_link(item) if exercise and findings else ""
     return [replace(failure, test=item.nodeid, exercise=exercise, reading=failure.reading or reading)
             for failure in findings]
 
@@ -257,19 +270,30 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
         culprit = diagnosis.blame(implementation, called, observation)
     except Exception:  # noqa: BLE001
         culprit = None
+    crash = next((failure for failure in findings if failure.kind == failures.CRASHED), None)
+    if culprit is not None and crash is not None:
+        # A crash is blamed on the function whose line raised, not on another one that also fails its
+        # probes: that one comes first only when it is the caller (its line may have raised on the
+        # dependency's wrong result) or the one that raised. A crash elsewhere names the function that
+        # crashed, when it fails its own probes; otherwise the crash's own message stands alone.
+        crashed = diagnosis.crashed_in(implementation, crash.observed)
+        if crashed is not None and crashed not in culprit:
+            bad = set(observation.deviating_functions(behaviour_only=True))
+            culprit = (crashed, culprit[1]) if crashed in bad else None
     diagnoses = state.setdefault("diagnoses", {})
+    families = state.setdefault("families", {})
     if exercise not in diagnoses:
         found = diagnosis.diagnose(implementation, exercise, observation)
         unchecked = diagnosis.unexplained_input_checks(exercise, observation, found) if found else []
         diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
+        # No catalogued mistake: a family of mistakes, when one transformation explains every deviation.
+        families[exercise] = None if found else diagnosis.diagnose_family(implementation, exercise, observation)
+        if families[exercise] is not None:
+            diagnoses[exercise] = diagnosis.describe_family(exercise, families[exercise])
     if culprit is not None:
         dependency, caller = culprit
-        body, revisit = text, diagnosis.revisit_dependency(dependency)
-        # Every idea of the caller's gives way to fixing the dependency first (longest message first, so
-        # that none is replaced inside another).
-        for failure in sorted({f for f in findings if f.revisit}, key=lambda f: -len(f.message)):
-            body = body.replace(failure.message.strip(), replace(failure, revisit=revisit).message.strip())
-        findings[:] = [replace(failure, revisit=revisit) if failure.revisit else failure for failure in findings]
+        # Every idea of the caller's gives way to fixing the dependency first.
+        body = _revisit_instead(text, findings, diagnosis.revisit_dependency(dependency))
         lead = diagnosis.describe_blame(dependency, caller)
         if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
@@ -277,9 +301,21 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
         report.longrepr = f"{lead}\n\n{body}"
         findings[:] = [replace(failure, diagnosis=lead) for failure in findings]
     elif diagnoses[exercise]:
+        family = families.get(exercise)
+        if family is not None:  # the family's idea replaces the tests' (a symptom's) revisit lines
+            text = _revisit_instead(text, findings, family.revisit)
         report.longrepr = f"{diagnoses[exercise]}\n\n{text}"
         findings[:] = [replace(failure, diagnosis=diagnoses[exercise]) for failure in findings]
     return report
+
+
+def _revisit_instead(text: str, findings: list[failures.Failure], revisit: str) -> str:
+    """``text`` with every failure's revisit line replaced by ``revisit``; updates ``findings`` in place."""
+    # Longest message first, so that none is replaced inside another.
+    for failure in sorted({f for f in findings if f.revisit}, key=lambda f: -len(f.message)):
+        text = text.replace(failure.message.strip(), replace(failure, revisit=revisit).message.strip())
+    findings[:] = [replace(failure, revisit=revisit) if failure.revisit else failure for failure in findings]
+    return text
 
 
 def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> failures.Failure:

@@ -136,7 +136,8 @@ def test_linear_shape_with_batch_axes(impl):
     x, weight = rng.normal(size=(2, 3, 5)), rng.normal(size=(5, 4))
     what = "linear(x, weight) with x (2, 3, 5) and weight (5, 4)"
     out = call_or_explain(impl.linear, x, weight, what=what,
-                          idea=LINEAR + "; x.T on a batched x reverses every axis: keep the row-vector form x @ weight")
+                          idea=LINEAR + "; keep the row-vector form x @ weight, (..., d_in) @ (d_in, d_out): no "
+                          "transpose of x or of weight is needed, and x.T on a batched x reverses every axis")
     expect_shape(out, (2, 3, 4), what=what, idea=LINEAR + "; `@` handles the leading batch axes by itself")
 
 

@@ -150,9 +150,24 @@ def test_causal_mask_allows_the_diagonal(impl):
                      what="the diagonal of causal_mask(5): each query may attend to its own position", idea=DIAGONAL)
 
 
+def _is_additive_float_mask(out: np.ndarray) -> bool:
+    """Whether ``out`` is a float mask of 0 (allowed) and -inf (blocked), both present (PyTorch's additive form)."""
+    if not (isinstance(out, np.ndarray) and out.dtype.kind == "f" and out.size):
+        return False
+    blocked = np.isneginf(out)
+    return bool(blocked.any() and (~blocked).any() and np.all(out[~blocked] == 0))
+
+
 def test_causal_mask_blocks_the_future(impl):
     out = impl.causal_mask(6)
     if not expect_shape(out, (6, 6), what="causal_mask(6)", idea=CAUSAL):
+        return
+    if _is_additive_float_mask(out):
+        expect(False, what="causal_mask(6): entry [i, j] is True exactly for the past and present (j <= i)",
+               expected="a boolean mask: True where the query may attend (j <= i), False above the diagonal",
+               observed=f"a {out.dtype} mask of 0 and -inf: an additive mask (PyTorch's float attn_mask convention)",
+               idea="a convention, not a misconception: this kit's masks are boolean (True = may attend), and "
+                    "attention turns False into -inf itself; return np.tril(np.ones((n, n), dtype=bool))")
         return
     out = out.astype(bool)
     future = np.triu(np.ones((6, 6), dtype=bool), k=1)  # key j > query i

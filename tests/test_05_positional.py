@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from tests.feedback import (
@@ -57,10 +59,50 @@ def _diagnose_sinusoidal(out: np.ndarray, n_positions: int, d_model: int) -> str
         "yours uses the pair index i in the exponent; the exponent is 2i/d_model, twice the pair index":
             _sinusoidal(n_positions, d_model, pair=lambda j: j // 2),
     }
+    right = _sinusoidal(n_positions, d_model)
     for message, table in mistakes.items():
-        if np.shape(out) == table.shape and np.allclose(out, table):
+        if _near_miss(out, table, right):
             return f"{SINUSOID}; {message}"
+    if _sines_then_cosines(out):
+        return f"{SINUSOID}; {LAYOUT}"
     return SINUSOID
+
+
+LAYOUT = ("a convention, not a misconception: yours puts every sine in the first half and every cosine in the "
+          "second (the tensor2tensor / GPT-NeoX layout); this kit interleaves them, sin in column 2i and cos in "
+          "column 2i+1 of pair i")
+
+
+def _sines_then_cosines(out: np.ndarray) -> bool:
+    """Whether ``out`` holds sines in its first half and their cosines in the second (whatever the frequencies)."""
+    if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape[1] < 4 or out.shape[1] % 2:
+        return False
+    half = out.shape[1] // 2
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(out[:, :half] ** 2 + out[:, half:] ** 2, 1.0, rtol=1e-4, atol=1e-5)
+                    and np.allclose(out[0, :half], 0.0, atol=1e-6))
+
+
+def _tolerances(out: np.ndarray) -> tuple[float, float]:
+    """Rtol and atol at the precision of ``out``'s dtype (float32 results are judged to float32's rounding)."""
+    dtype = out.dtype if isinstance(out, np.ndarray) and out.dtype.kind == "f" else np.dtype(np.float64)
+    eps = float(np.finfo(dtype).eps)
+    return max(1e-7, 1000 * eps), max(1e-9, 100 * eps)
+
+
+def _near_miss(out: np.ndarray, alternative: np.ndarray, right: np.ndarray) -> bool:
+    """Whether ``out`` is the ``alternative`` mistake (to its dtype's precision), which must differ from ``right``.
+
+    An alternative that equals the right answer on this input (with default positions, "ignores the
+    positions" gives the right answer) names nothing: it would send a nearly right result the wrong way.
+    """
+    if not isinstance(out, np.ndarray) or np.shape(out) != alternative.shape or out.dtype.kind not in "fiu":
+        return False
+    rtol, atol = _tolerances(out)
+    if np.allclose(alternative, right, rtol=rtol, atol=atol):
+        return False
+    return bool(np.allclose(out, alternative, rtol=rtol, atol=atol)
+                and not np.allclose(out, right, rtol=rtol, atol=atol))
 
 
 def _rotary(x: np.ndarray, positions, base: float = 10000.0, *, sign: float = 1.0, two: int = 2) -> np.ndarray:
@@ -95,10 +137,20 @@ def _diagnose_rotary(out: np.ndarray, x: np.ndarray, positions, base: float = 10
         "yours ignores the base argument": _rotary(x, positions, 10000.0),
         "yours returns x unchanged": np.asarray(x, dtype=np.float64),
     }
+    right = _rotary(x, positions, base)
     for message, expected in mistakes.items():
-        if np.shape(out) == expected.shape and np.allclose(out, expected):
+        if _near_miss(out, expected, right):
             return f"{ROTARY}; {message}"
+    if (isinstance(out, np.ndarray) and out.shape == right.shape and out.dtype.kind == "f"
+            and np.allclose(out, right, rtol=1e-4, atol=1e-5)):
+        return (f"{ROTARY}; a question of precision, not of the formula: yours agrees with it only to about "
+                f"float32's precision (relative error up to {_relative_error(out, right):.1g}); compute the angles, "
+                f"their cos and sin and the rotation in x's dtype ({np.asarray(x).dtype} here)")
     return ROTARY
+
+
+def _relative_error(out: np.ndarray, right: np.ndarray) -> float:
+    return float(np.max(np.abs(out - right)) / max(float(np.max(np.abs(right))), 1e-300))
 
 
 def _alibi(n: int, n_heads: int) -> np.ndarray:
@@ -110,6 +162,28 @@ def _alibi(n: int, n_heads: int) -> np.ndarray:
             for j in range(n):
                 bias[h, i, j] = -slope * abs(i - j)
     return bias
+
+
+def _alibi_idea(out: np.ndarray, idea: str) -> str:
+    """``idea``, or the convention message for a bias equal to the kit's up to a constant per row.
+
+    The original ALiBi code adds ``slope * j`` (the key's position): below the diagonal it differs from
+    ``-slope * |i - j|`` by ``slope * i``, a constant per row, which softmax ignores under a causal mask.
+    """
+    if not isinstance(out, np.ndarray) or out.ndim != 3 or out.shape[-1] != out.shape[-2] or out.dtype.kind != "f":
+        return idea
+    n_heads, n, _ = out.shape
+    difference = out - _alibi(n, n_heads)
+    lower = np.tril(np.ones((n, n), dtype=bool))
+    per_row = np.where(lower, difference, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        constant = np.nanmax(per_row, axis=-1, keepdims=True) - np.nanmin(per_row, axis=-1, keepdims=True)
+    if not np.all(constant < 1e-9) or np.allclose(difference[:, lower], 0.0):
+        return idea  # not a constant per row, or equal on the causal part (i - j instead of |i - j|)
+    return (f"{ALIBI}; a convention, not a misconception: yours equals the kit's bias up to a constant per row on "
+            "the causal part (the original ALiBi code adds slope * j), which softmax ignores under a causal mask; "
+            "this kit's bias is -slope * |i - j| for every pair (i, j), so that it also works without a mask")
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:
@@ -206,7 +280,7 @@ def test_sinusoidal_pairs_share_a_frequency(impl):
     if expect_shape(out, (5, 8), what="sinusoidal_encoding(5, 8)", idea=SINUSOID):
         expect_close(out[:, 0::2] ** 2 + out[:, 1::2] ** 2, np.ones((5, 4)),
                      what="PE[p, 2i]**2 + PE[p, 2i+1]**2 for every position p and pair i (sin^2 + cos^2 of one angle)",
-                     idea=PAIRS)
+                     idea=f"{SINUSOID}; {LAYOUT}" if _sines_then_cosines(out) else PAIRS)
 
 
 def test_sinusoidal_frequencies_decrease_by_pair(impl):
@@ -377,7 +451,8 @@ def test_alibi_zero_diagonal(impl):
     out = impl.alibi_bias(6, 4)
     if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
         expect_close(np.diagonal(out, axis1=-2, axis2=-1), np.zeros((4, 6)),
-                     what="the diagonal of every head of alibi_bias(6, 4): distance 0, no penalty", idea=ALIBI)
+                     what="the diagonal of every head of alibi_bias(6, 4): distance 0, no penalty",
+                     idea=_alibi_idea(out, ALIBI))
 
 
 def test_alibi_is_a_penalty(impl):
@@ -387,15 +462,15 @@ def test_alibi_is_a_penalty(impl):
         expect(bool(np.all(out[:, off_diagonal] < 0)), what="alibi_bias(6, 4) away from the diagonal",
                expected="negative values: a distant key is penalised, its score lowered",
                observed=f"values from {np.min(out):.4g} to {np.max(out):.4g}",
-               idea=f"{ALIBI}; mind the minus sign")
+               idea=_alibi_idea(out, f"{ALIBI}; mind the minus sign"))
 
 
 def test_alibi_is_symmetric(impl):
     out = impl.alibi_bias(6, 4)
     if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
         expect_close(out, np.swapaxes(out, -1, -2), what="alibi_bias(6, 4) equals its transpose in each head",
-                     idea=f"{ALIBI}; a key 2 positions before the query is as far as one 2 positions after: "
-                          "use the distance |i - j|, not i - j")
+                     idea=_alibi_idea(out, f"{ALIBI}; a key 2 positions before the query is as far as one 2 "
+                                           "positions after: use the distance |i - j|, not i - j"))
 
 
 def test_alibi_depends_only_on_distance(impl):
@@ -403,7 +478,8 @@ def test_alibi_depends_only_on_distance(impl):
     if expect_shape(out, (2, 7, 7), what="alibi_bias(7, 2)", idea=ALIBI):
         i, j = np.indices((7, 7))
         expect_close(out, out[:, 0, :][:, np.abs(i - j)],
-                     what="alibi_bias(7, 2): entry [h, i, j] equals entry [h, 0, |i - j|]", idea=ALIBI)
+                     what="alibi_bias(7, 2): entry [h, i, j] equals entry [h, 0, |i - j|]",
+                     idea=_alibi_idea(out, ALIBI))
 
 
 def test_alibi_slopes_are_geometric(impl):
@@ -416,13 +492,15 @@ def test_alibi_slopes_are_geometric(impl):
         idea = f"{ALIBI}; the slopes form a geometric sequence starting at 2**(-8/n_heads)"
         if np.allclose(slopes, 2.0 ** (-8.0 * np.arange(n_heads) / n_heads)):
             idea += "; yours starts at 1: heads count from h = 0 but the formula uses h + 1"
+        idea = _alibi_idea(out, idea)
         expect_close(slopes, expected, what=f"the slope of each head of alibi_bias({n}, {n_heads}) "
                                             "(minus the bias at distance 1)", idea=idea)
 
 
 def test_alibi_closed_form(impl):
-    expect_close(impl.alibi_bias(5, 3), _alibi(5, 3), what="alibi_bias(5, 3) against the formula, entry by entry",
-                 idea=ALIBI)
+    out = impl.alibi_bias(5, 3)
+    expect_close(out, _alibi(5, 3), what="alibi_bias(5, 3) against the formula, entry by entry",
+                 idea=_alibi_idea(out, ALIBI))
 
 
 # --- bad input and fixed examples ----------------------------------------------------------------

@@ -129,6 +129,12 @@ def huge_logits():
             rng.integers(0, 5, size=4)), {}
 
 
+@probe("cross_entropy")
+def underflowing_logits():
+    # Within a row the logits are far apart: the target's probability underflows to 0 (log of it is -inf).
+    return (np.array([[800.0, 0.0, -800.0], [0.5, -900.0, 1.0], [3.0, 2.0, 1.0]]), np.array([2, 1, 0])), {}
+
+
 @probe("model_forward")
 def with_positions():
     tokens, query, _ = _batch(903)
@@ -199,7 +205,8 @@ def test_cross_entropy_is_stable_for_large_logits(impl):
     shifted = logits - np.max(logits, axis=-1, keepdims=True)
     expected = -np.mean((shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)))[np.arange(3), targets])
     loss, grad = impl.cross_entropy(logits, targets)
-    idea = "exp(1000) overflows: subtract each row's maximum before exp (log-sum-exp), as softmax does"
+    idea = ("exp(1000) overflows and exp(-5000) underflows to 0: subtract each row's maximum before exp, and take "
+            "log-softmax as shifted - log(sum(exp(shifted))), never the log of a probability that can be 0")
     if expect_no_nan(np.array([loss], dtype=float), what="the loss for logits near 1000, -1000 and 5000", idea=idea):
         expect_close(loss, expected, rtol=1e-9, what="the loss for logits near 1000, -1000 and 5000", idea=idea)
     expect_no_nan(np.asarray(grad, dtype=float), what="grad_logits for logits near 1000", idea=idea)

@@ -98,17 +98,19 @@ def _occlusion_mistake(observed: np.ndarray, model: PositionalModel, tokens: np.
     candidates = {
         "the sign is reversed: importance is the probability after minus the probability before":
             -expected,
-        "the drop is measured on the class predicted AFTER occlusion, not on the original sentence's class":
+        "yours measures the drop on whatever class the model predicts after occlusion; measure it on the "
+        "class predicted for the original sentence, the same class before and after":
             _occlusion_by_hand(model, tokens, wrong_class="new"),
         "the drop is measured on class 0, not on the class predicted for the sentence":
             _occlusion_by_hand(model, tokens, wrong_class="zero"),
         "the token was deleted and the rest shifted left, instead of replaced in place":
             _occlusion_by_hand(model, tokens, how="delete"),
     }
-    for mistake, values in candidates.items():
-        if np.shape(observed) == values.shape and np.allclose(observed, values):
-            return mistake
-    return None
+    # Only a mistake that differs from the right answer on this input, and the only one that matches.
+    found = [mistake for mistake, values in candidates.items()
+             if np.shape(observed) == values.shape and not np.allclose(values, expected)
+             and np.allclose(observed, values)]
+    return found[0] if len(found) == 1 else None
 
 
 def _idea(mistake: str | None, idea: str) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.mutants import Mutant, apply, load_catalogue
+from grader.mutants import Mutant, apply, load_catalogue, load_families
 from tests.diagnosis import (
     DIFFER_ATOL,
     DIFFER_RTOL,
@@ -101,8 +101,31 @@ def compute() -> tuple[dict, dict[str, np.ndarray]]:
             mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
                              "hint": mutant.hint, "probes": probes})
         pairs = pair_fingerprints(mistakes, arrays, Path(workdir))
+        families = family_fingerprints(arrays, Path(workdir))
     calls = reference_calls(LocalImplementation(ROOT / "solutions"))  # who calls whom, for the blame
-    return {"format": FORMAT, "mistakes": mistakes, "calls": calls, "pairs": pairs}, arrays
+    return {"format": FORMAT, "mistakes": mistakes, "calls": calls, "pairs": pairs, "families": families}, arrays
+
+
+def family_fingerprints(arrays: dict[str, np.ndarray], workdir: Path) -> list[dict]:
+    """The probe outputs of every family transformation (``grader/mutants/families.toml``), as for a mutant.
+
+    Stored under the family's id (``family-...``) in ``arrays``; the metadata keeps its kind, its
+    description and its revisit line. A transformation that changes no probe output is left out.
+    """
+    families = []
+    for family in load_families():
+        outputs = fingerprint(family, workdir)  # a `replace` text that is gone raises: the file must be fixed
+        if not any(result is not RAISED for result in outputs.values()):
+            print(f"family {family.id}: changes no probe output (or only raises); left out", file=sys.stderr)
+            continue
+        probes: dict[str, int | None] = {}
+        for name, result in outputs.items():
+            probes[name] = None if result is RAISED else len(result)
+            for index, array in enumerate(result or ()):
+                arrays[fingerprint_key(family.id, name, index)] = array
+        families.append({"id": family.id, "exercise": family.exercise, "family": family.family,
+                         "description": family.description, "revisit": family.revisit, "probes": probes})
+    return families
 
 
 def pair_fingerprints(mistakes: list[dict], arrays: dict[str, np.ndarray], workdir: Path) -> list[dict]:

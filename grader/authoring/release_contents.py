@@ -112,7 +112,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         f"# {curriculum.title}\n",  # type: ignore[attr-defined]
         "You write self-attention in numpy, one small function at a time, from softmax to a full "
         "Transformer layer. Every exercise has a graded test suite: a failing test says what was "
-        "expected, what your code did, and which idea to revisit.\n",
+        "expected, what your code did, which idea to revisit and where the reading explains it.\n",
         *(["[docs/reading.md](docs/reading.md) is the reading the exercises are built on. Each exercise "
            "names its section: the docstring at the top of its module says `Read first: the reading "
            "(docs/reading.md#<section>)`.\n"] if "docs/reading.md" in docs else []),

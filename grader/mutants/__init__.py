@@ -86,3 +86,45 @@ def apply(mutant: Mutant, target: Path, reference: Path | None = None) -> Path:
         )
     path.write_text(source.replace(mutant.replace, mutant.with_), encoding="utf-8")
     return target
+
+
+FAMILY_FILE = CATALOGUE_DIR / "families.toml"
+FAMILY_KINDS = ("missing scale", "doubled scale", "reduction over another axis", "concatenation over another axis",
+                "transpose", "missing term of the Jacobian", "sign flip", "off-by-one shift", "wrong dtype path",
+                "missing normalisation", "missing shift", "log of an underflowed probability")
+
+
+@dataclass(frozen=True)
+class Family(Mutant):
+    """The transformation behind a family of mistakes, planted in one function of the reference.
+
+    ``description`` says what the student's outputs equal, in the student's words; ``revisit`` is the idea
+    to go back to; ``family`` is the kind of transformation (one of :data:`FAMILY_KINDS`).
+    """
+
+    family: str = ""
+    revisit: str = ""
+
+
+def load_families(path: Path = FAMILY_FILE) -> list[Family]:
+    """Every family transformation of ``grader/mutants/families.toml``, in file order.
+
+    Raises
+    ------
+    ValueError
+        If an entry names an unknown exercise or kind, or an id twice.
+    """
+    curriculum = load()
+    found: list[Family] = []
+    for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("family", []):
+        exercise = curriculum.exercise(entry["exercise"])
+        if entry["family"] not in FAMILY_KINDS:
+            raise ValueError(f"family {entry['id']}: family must be one of {', '.join(FAMILY_KINDS)}, "
+                             f"got {entry['family']!r}")
+        if any(family.id == entry["id"] for family in found):
+            raise ValueError(f"family {entry['id']} is listed twice in {path.name}")
+        found.append(Family(id=entry["id"], exercise=exercise.name, description=entry["description"],
+                            hint=entry["revisit"], file=entry.get("file", exercise.module_file),
+                            replace=entry["replace"], with_=entry["with"], count=int(entry.get("count", 1)),
+                            family=entry["family"], revisit=entry["revisit"]))
+    return found

@@ -14,7 +14,15 @@ from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.mutants import apply, docs, load_catalogue
 from grader.mutants.report import run_tests
-from tests.diagnosis import KnownMistake, describe, diagnose, load_fingerprints, matches
+from tests.diagnosis import (
+    KnownMistake,
+    describe,
+    diagnose,
+    load_fingerprints,
+    matches,
+    observe_everything,
+    unexplained_input_checks,
+)
 from tests.kit import LocalImplementation
 
 CATALOGUE = {mutant.id: mutant for mutant in load_catalogue()}
@@ -171,9 +179,25 @@ def test_an_input_check_mistake_is_never_named_alone_while_behaviour_is_wrong(tm
 
 
 def test_two_known_mistakes_at_once_are_both_named(tmp_path):
-    target = planted(tmp_path, "attention-no-scaling", "attention-mask-not-checked")
+    target = planted(tmp_path, "attention-no-scaling", "attention-mask-inverted")
     found = sorted(m.id for m in diagnose(LocalImplementation(target), "attention"))
-    assert found == ["attention-mask-not-checked", "attention-no-scaling"]
+    assert found == ["attention-mask-inverted", "attention-no-scaling"]
+
+
+def test_an_input_check_item_is_named_beside_behaviour_only_when_the_code_accepts_the_bad_input(tmp_path):
+    # Without its check, scaled_dot_product_attention still rejects a bad mask (numpy's broadcasting error,
+    # as for a student who checks it with np.broadcast_shapes): "I did not check the mask's shape" cannot be
+    # told from the outputs, so beside the scaling it is not named; the "Also:" line says what is true.
+    target = planted(tmp_path, "attention-no-scaling", "attention-mask-not-checked")
+    implementation = LocalImplementation(target)
+    found = diagnose(implementation, "attention")
+    assert [m.id for m in found] == ["attention-no-scaling"]
+    observation = observe_everything(implementation)
+    unchecked = unexplained_input_checks("attention", observation, found)
+    assert unchecked == ["scaled_dot_product_attention"]
+    assert describe("attention", found, unchecked).endswith(
+        "Also: scaled_dot_product_attention() does not reject some bad input with a ValueError naming the "
+        "argument (the test about that input says which, and what it did instead).")
 
 
 TEXTBOOK_SOFTMAX = '''
@@ -342,3 +366,11 @@ def test_the_reference_deviates_on_no_probe():
     observation = observe_everything(LocalImplementation(ROOT / "solutions"))
     deviating = sorted(name for name, deviates in observation.deviates.items() if deviates)
     assert not deviating, f"the reference deviates from its own golden values on {deviating}"
+
+
+def test_an_input_check_item_the_code_really_lacks_is_named_after_the_behaviour_it_explains_less_of(tmp_path):
+    # padding_mask accepts a length beyond max_len (no exception): that item is consistent with the code,
+    # and comes after the behaviour mistake, which explains more of the failing outputs.
+    target = planted(tmp_path, "masks-causal-triu", "masks-padding-no-range-check")
+    found = [m.id for m in diagnose(LocalImplementation(target), "masks")]
+    assert found == ["masks-causal-triu", "masks-padding-no-range-check"]

@@ -128,7 +128,8 @@ def test_an_error_of_the_test_after_failed_checks_is_recorded_after_them(referen
     check, raised = failures_of(report)
     assert check.kind == CHECK_FAILED and (raised.kind, raised.what) == (
         RAISED, "the test stopped on AttributeError in its own code")
-    assert status.failure_message(report) == "FAILURE: w\n  expected: e\n  observed: o\n  revisit:  i"
+    assert status.failure_message(report) == ("FAILURE: w\n  expected: e\n  observed: o\n"
+                                              "  read:     docs/reading.md#attention\n  revisit:  i")
     assert "AttributeError" in report.longreprtext  # pytest still shows the traceback
 
 
@@ -138,12 +139,14 @@ def test_the_report_shows_what_students_saw_before(reference_reports):
     assert report.longreprtext == (
         f"{node}:0: the shape of softmax(x)\n\n"
         "FAILURE: the shape of softmax(x)\n  expected: shape (2, 3)\n  observed: shape (3, 2)\n"
-        "  revisit:  keep the shape\n"
-        "FAILURE: a second property\n  expected: yes\n  observed: no\n  revisit:  think again\n"
+        "  read:     docs/reading.md#attention\n  revisit:  keep the shape\n"
+        "FAILURE: a second property\n  expected: yes\n  observed: no\n"
+        "  read:     docs/reading.md#attention\n  revisit:  think again\n"
         "------------------------------------------------------------\nFailed Checks: 2")
     assert failures.report_text(failures_of(report)) == report.longreprtext
     wrong = reference_reports["test_wrong_result"].longreprtext
-    assert wrong == "softmax(x)\n  expected: a tuple\n  observed: ndarray\n  revisit:  return a pair"
+    assert wrong == ("softmax(x)\n  expected: a tuple\n  observed: ndarray\n"
+                     "  read:     docs/reading.md#attention\n  revisit:  return a pair")
 
 
 def test_a_stub_is_recorded_as_not_implemented(tmp_path):
@@ -169,7 +172,7 @@ def test_a_diagnosis_is_recorded_with_every_failure_of_the_exercise(tmp_path):
         assert all(failure.diagnosis == lead for failure in test.failures)
         # status shows the data rendered: the diagnosis, then the failed checks
         blocks = "\n".join(f"FAILURE: {f.what}\n  expected: {f.expected}\n  observed: {f.observed}\n"
-                           f"  revisit:  {f.revisit}" for f in test.failures)
+                           f"  read:     docs/reading.md#attention\n  revisit:  {f.revisit}" for f in test.failures)
         assert test.message == f"{lead}\n{blocks}"
 
 
@@ -180,6 +183,7 @@ CHECK = Failure("the shape of f(x)", "shape (2, 3)", "shape (3, 2)", "keep the s
 SECOND = Failure("values", "[1. 1.]", "[1. 0.]", "normalise each row", test="t.py::test_a")
 CRASH = Failure("f(x) crashed", "a result", "ValueError: no\n            at f.py line 3: raise", "every input",
                 kind=CRASHED, test="t.py::test_a")
+CHECK_READ = "  read:     docs/reading.md#attention"  # a failure that knows its section links it
 LEAD = "Diagnosis: your f.py gives exactly the outputs of a known mistake:\n  \"I did X.\"\nHint: think."
 
 
@@ -223,19 +227,20 @@ def test_status_text_is_the_diagnosis_then_the_failed_checks():
     checks = [Failure(**{**CHECK.as_dict(), "diagnosis": LEAD}), SECOND]
     assert student_text(checks) == (
         f"{LEAD}\nFAILURE: the shape of f(x)\n  expected: shape (2, 3)\n  observed: shape (3, 2)\n"
-        "  revisit:  keep the shape\nFAILURE: values\n  expected: [1. 1.]\n  observed: [1. 0.]\n"
+        f"{CHECK_READ}\n  revisit:  keep the shape\nFAILURE: values\n  expected: [1. 1.]\n  observed: [1. 0.]\n"
         "  revisit:  normalise each row")
     assert student_text([CRASH], separator="\n\n") == (
         "f(x) crashed\n  expected: a result\n  observed: ValueError: no\n            at f.py line 3: raise\n"
         "  revisit:  every input")
-    assert student_text([CHECK, CRASH]).endswith("revisit:  keep the shape")  # the checks come first, alone
+    assert student_text([CHECK, CRASH]).endswith(f"{CHECK_READ}\n  revisit:  keep the shape")  # the checks, alone
     assert student_text([]) == ""
 
 
 def test_graded_text_of_a_public_test_is_the_report_without_the_count():
     assert graded_text([CHECK, SECOND], hidden=False) == (
         "t.py::test_a:0: the shape of f(x)\n\nFAILURE: the shape of f(x)\n  expected: shape (2, 3)\n"
-        "  observed: shape (3, 2)\n  revisit:  keep the shape\nFAILURE: values\n  expected: [1. 1.]\n"
+        "  observed: shape (3, 2)\n"
+        f"{CHECK_READ}\n  revisit:  keep the shape\nFAILURE: values\n  expected: [1. 1.]\n"
         "  observed: [1. 0.]\n  revisit:  normalise each row")
     with_lead = [Failure(**{**CRASH.as_dict(), "diagnosis": LEAD})]
     assert graded_text(with_lead, hidden=False) == (
@@ -243,7 +248,7 @@ def test_graded_text_of_a_public_test_is_the_report_without_the_count():
         "            at f.py line 3: raise\n  revisit:  every input")
     assert graded_text([CHECK, CRASH], hidden=False) == (
         "t.py::test_a:0: the shape of f(x)\n\nFAILURE: the shape of f(x)\n  expected: shape (2, 3)\n"
-        "  observed: shape (3, 2)\n  revisit:  keep the shape\n"
+        f"  observed: shape (3, 2)\n{CHECK_READ}\n  revisit:  keep the shape\n"
         f"{RULE}\nFailed Checks: 1\n{RULE}\n"
         "f(x) crashed\n  expected: a result\n  observed: ValueError: no\n            at f.py line 3: raise\n"
         "  revisit:  every input")
@@ -254,7 +259,8 @@ def test_graded_text_of_a_hidden_test_is_what_the_recorder_gave():
     checks = [Failure(**{**CHECK.as_dict(), "diagnosis": LEAD}), SECOND]
     assert graded_text(checks, hidden=True) == (
         "t.py::test_a:0: the shape of f(x)\n\nFAILURE: the shape of f(x)\n  expected: shape (2, 3)\n"
-        "  observed: shape (3, 2)\n  revisit:  keep the shape\nFAILURE: values\n  expected: [1. 1.]\n"
+        "  observed: shape (3, 2)\n"
+        f"{CHECK_READ}\n  revisit:  keep the shape\nFAILURE: values\n  expected: [1. 1.]\n"
         "  observed: [1. 0.]\n  revisit:  normalise each row")  # no diagnosis in front of a hidden test
     assert graded_text([CRASH], hidden=True) == (
         "f(x) crashed\n  expected: a result\n  observed: ValueError: no\n            at f.py line 3: raise\n"

@@ -39,6 +39,15 @@ def test_every_manifest_reading_id_is_a_section():
         assert not missing, f"exercise {exercise.name}: reading = {sorted(missing)} are not sections of {READING.name}"
 
 
+def test_every_function_reading_is_a_section_of_its_exercise_for_one_of_its_functions():
+    for exercise in load().exercises:
+        for function, section in exercise.function_reading:
+            assert function in exercise.functions, f"exercise {exercise.name}: {function} is not one of its functions"
+            assert section in exercise.reading, f"exercise {exercise.name}: {section!r} is not in its reading"
+            assert exercise.reading_of(function) == section
+        assert exercise.reading_of("no such function") == exercise.reading[0]
+
+
 def test_every_reference_to_the_reading_lands_on_a_section():
     files = [*ROOT.glob("solutions/*.py"), *ROOT.glob("exercises/*.py"), *ROOT.glob("tests/*.py"),
              *ROOT.glob("grader/**/*.py"), *ROOT.glob("grader/**/*.toml"), *ROOT.glob("docs/*.md"),

@@ -122,11 +122,12 @@ def test_status_points_at_the_line_that_raised(tmp_path):
     diagnosis, _, rest = message.partition("\nsoftmax(")
     assert diagnosis.startswith("Diagnosis:") and "maximum without keepdims" in diagnosis
     assert "summed without keepdims" in diagnosis
-    what, expected, observed, where, revisit = ("softmax(" + rest).splitlines()
+    what, expected, observed, where, read, revisit = ("softmax(" + rest).splitlines()
     assert what.startswith("softmax(x: float64 (2, 3, 5)) crashed")
     assert observed.startswith("  observed: ValueError: operands could not be broadcast")
     assert where.strip().startswith("at softmax.py line ") and "np.exp(x - largest)" in where
     assert revisit.startswith("  revisit:  softmax() must work for every input its docstring allows")
+    assert read == "  read:     docs/reading.md#attention"  # the section of the exercise's idea
 
 
 def test_status_is_plain_off_a_terminal_and_rich_on_one(partial, monkeypatch):

@@ -1,0 +1,140 @@
+"""Messages that used to send a student the wrong way (issue 25): each planted in a copy of the reference.
+
+A convention difference (float32 precision, an additive float mask, ALiBi up to a constant per row, the
+tensor2tensor / GPT-NeoX layout) gets a message about the convention, never a misconception; a crash is
+blamed on the function that crashed; a hint describes the mistake, not the rule.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from grader.curriculum import ROOT
+from grader.curriculum import load as load_curriculum
+from grader.mutants.report import run_tests
+
+
+def plant(tmp_path, file: str, *edits: tuple[str, str]):
+    """A copy of solutions/ with each ``(replace, with)`` edit (whose text must occur once) made in ``file``."""
+    target = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / file
+    source = path.read_text(encoding="utf-8")
+    for replace, with_ in edits:
+        assert source.count(replace) == 1, replace
+        source = source.replace(replace, with_)
+    path.write_text(source, encoding="utf-8")
+    return target
+
+
+def failures_of(target, exercise: str, *select: str) -> str:
+    """The FAILURES section of ``pytest -m <exercise>`` on ``target`` (only tests whose name has ``select``)."""
+    run = run_tests(ROOT / load_curriculum().exercise(exercise).test_file, target, tb="short")
+    assert run.exit_code == 1, run.output[-2000:]
+    text = run.output.split("= FAILURES =", 1)[1]
+    if select:
+        blocks = text.split("\n____")
+        text = "\n____".join(block for block in blocks if any(name in block.split("\n", 1)[0] for name in select))
+    return text
+
+
+def revisit_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("revisit:")]
+
+
+def test_rotary_in_float32_is_told_the_precision_not_that_it_ignores_its_arguments(tmp_path):
+    # llama / flash-attn: the angles and their cos and sin in float32, for float64 x.
+    target = plant(tmp_path, "positional.py",
+                   ("    cos, sin = np.cos(angles), np.sin(angles)",
+                    "    angles = angles.astype(np.float32)\n    cos, sin = np.cos(angles), np.sin(angles)"))
+    text = failures_of(target, "positional")
+    assert "rotary" in text, text[:3000]
+    for line in revisit_lines(text):
+        assert "ignores" not in line and "returns x unchanged" not in line, line
+    assert any("a question of precision, not of the formula" in line for line in revisit_lines(text)), text[:3000]
+
+
+def test_a_float_causal_mask_is_told_the_convention_not_swapped_polarity(tmp_path):
+    target = plant(tmp_path, "masks.py", ("    return np.tril(np.ones((n, n), dtype=bool))",
+                                          "    return np.triu(np.full((n, n), -np.inf), k=1)"))
+    text = failures_of(target, "masks", "test_causal_mask_blocks_the_future")
+    assert "True/False swapped" not in text and "np.triu" not in text.split("observed:", 1)[1].split("\n")[0]
+    assert "an additive mask (PyTorch's float attn_mask convention)" in text, text[:3000]
+    assert "a convention, not a misconception" in text
+
+
+def test_the_original_alibi_bias_is_told_the_convention(tmp_path):
+    # slope * j: the key's position, equal to -slope * |i - j| up to slope * i on and below the diagonal.
+    target = plant(tmp_path, "positional.py", (
+        "    return -slopes[:, None, None] * distance",
+        "    return slopes[:, None, None] * np.broadcast_to(positions[None, :], (n, n))"))
+    text = failures_of(target, "positional", "alibi")
+    assert "alibi" in text, text[:3000]
+    for line in revisit_lines(text):
+        assert "mind the minus sign" not in line and "not i - j" not in line, line
+    assert any("equals the kit's bias up to a constant per row" in line for line in revisit_lines(text))
+
+
+def test_i_minus_j_without_the_absolute_value_still_gets_its_hint(tmp_path):
+    # Equal to the kit's bias on the causal part: not the original ALiBi form, the |i - j| hint stands.
+    target = plant(tmp_path, "positional.py", ("    distance = np.abs(positions[:, None] - positions[None, :])",
+                                               "    distance = positions[:, None] - positions[None, :]"))
+    text = failures_of(target, "positional", "test_alibi_is_symmetric")
+    assert "use the distance |i - j|, not i - j" in text and "up to a constant per row" not in text
+
+
+def test_the_tensor2tensor_layout_is_told_the_convention_not_the_pair_index(tmp_path):
+    target = plant(tmp_path, "positional.py", (
+        "    return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))",
+        "    half = d_model // 2\n"
+        "    increment = np.log(10000.0) / max(half - 1, 1)\n"
+        "    timescales = np.exp(np.arange(half) * -increment)\n"
+        "    scaled = positions * timescales[None, :]\n"
+        "    return np.concatenate([np.sin(scaled), np.cos(scaled)], axis=1)"))
+    text = failures_of(target, "positional", "test_sinusoidal_pairs_share_a_frequency")
+    assert "2*(j//2)" not in text
+    assert "(the tensor2tensor / GPT-NeoX layout)" in text and "a convention, not a misconception" in text
+
+
+def test_the_log_of_an_underflowed_probability_is_not_told_to_subtract_the_maximum(tmp_path):
+    # CS231n's softmax_loss: shifted by each row's maximum, then the log of exp(shifted) / sum.
+    target = plant(tmp_path, "training.py", (
+        "    log_total = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))\n"
+        "    log_probs = shifted - log_total  # (n, n_classes)",
+        "    probs = np.exp(shifted) / np.sum(np.exp(shifted), axis=1, keepdims=True)\n"
+        "    log_probs = np.log(probs)"))
+    text = failures_of(target, "training")
+    assert "Diagnosis (a family of mistakes: log of an underflowed probability)" in text, text[:3000]
+    for line in revisit_lines(text):
+        assert "subtract each row's maximum before exp (log-sum-exp)" not in line, line
+
+
+def test_a_crash_is_blamed_on_the_function_that_crashed(tmp_path):
+    # softmax_backward is wrong (p * g) and linear_backward crashes on batched x: the multi-head backward,
+    # which relies on both, crashes in linear_backward, so that is what to fix first.
+    target = plant(tmp_path, "backward.py",
+                   ("    return weights * (grad_weights - coupled)", "    return weights * grad_weights"),
+                   ("    rows_in, rows_out = x.reshape(-1, d_in), grad_out.reshape(-1, d_out)",
+                    "    rows_in, rows_out = x, grad_out"))
+    text = failures_of(target, "backward", "multi_head_attention_backward")
+    crashed = [block for block in text.split("\n____") if "at backward.py line" in block]
+    assert len(crashed) == 2 and all("grad_weight = rows_in.T @ rows_out" in block for block in crashed), text[:3000]
+    for block in crashed:
+        assert "First fix softmax_backward()" not in block and "fix softmax_backward() first" not in block, block
+        assert "First fix linear_backward()" in block, block
+
+
+def test_the_occlusion_hint_describes_the_mistake_not_the_rule(tmp_path):
+    target = plant(tmp_path, "explain.py", (
+        "    return original[predicted] - occluded[:, predicted]",
+        "    return original.max() - occluded.max(axis=-1)"))
+    text = failures_of(target, "explain", "occlusion")
+    assert "the class predicted AFTER occlusion, not on" not in text
+    assert "yours measures the drop on whatever class the model predicts after occlusion" in text, text[:3000]
+
+
+def test_a_transposed_weight_is_not_told_about_x_T_alone(tmp_path):
+    target = plant(tmp_path, "projections.py", ("    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
+                                                "    out = x @ weight.T"))
+    text = failures_of(target, "projections", "test_linear_shape_with_batch_axes")
+    assert "no transpose of x or of weight is needed" in text, text[:3000]
