@@ -831,7 +831,7 @@ def crashed_in(implementation: Any, observed: str) -> str | None:
             continue
         for name in exercise.functions:
             try:
-                code = implementation.function(exercise.name, name).__code__
+                code = inspect.unwrap(implementation.function(exercise.name, name)).__code__
             except Exception:  # noqa: BLE001 - a proxy, a missing function: not known here
                 continue
             lines = [number for _, _, number in code.co_lines() if number is not None]
