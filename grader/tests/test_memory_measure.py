@@ -28,8 +28,8 @@ from grader.tests.test_isolation import make_submission
 from tests.kit import Kit
 
 ROOT = Path(__file__).resolve().parents[2]
-N_Q, N_K, BLOCK, D = 1024, 8192, 32, 2  # the sizes of tests/test_11_decoding.py's memory test
-MATRIX = N_Q * N_K * 8  # the float64 score matrix: 64 MiB
+N_Q, N_K, BLOCK, D = 512, 8192, 32, 2  # the sizes of tests/test_11_decoding.py's memory test
+MATRIX = N_Q * N_K * 8  # the float64 score matrix: 32 MiB
 
 # Every cheat computes full attention from an (n_q, n_k) float64 matrix ``scores`` it holds somewhere.
 FULL = """
@@ -201,7 +201,7 @@ def test_the_graded_memory_test_fails_a_cheat_with_the_idea(tmp_path, cheat):
     result = _graded(make_submission(tmp_path / "student", decoding=FULL + CHEATS[cheat]))
     assert "1 failed" in result.stdout, result.stdout[-2000:]
     assert "it materialises all the scores: keep one block of scores at a time" in result.stdout
-    assert "the (n_q, n_k) scores of full attention alone take 64 MiB" in result.stdout
+    assert "the (n_q, n_k) scores of full attention alone take 32 MiB" in result.stdout
 
 
 def test_the_graded_memory_test_passes_the_reference(tmp_path):
