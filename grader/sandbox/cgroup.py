@@ -154,10 +154,10 @@ def _probe() -> Support:
     return Support(None, None, None, missing="no cgroup memory controller is mounted")
 
 
-def unmeasured(what: str, group: WorkerGroup | None, isolation: str) -> str:
+def unmeasured(what: str, group: WorkerGroup | None) -> str:
     """Why the peak memory of ``what`` could not be measured from outside the worker (a grader's failure)."""
     if group is None:
-        reason = f"its worker has no memory control group (isolation: {isolation})"
+        reason = f"its worker has no memory control group ({available().missing or 'it could not be joined'})"
     elif group.support.version == 2:
         reason = "this kernel cannot reset a cgroup v2 group's memory.peak (Linux 6.12 and later can)"
     else:

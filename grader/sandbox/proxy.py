@@ -587,7 +587,7 @@ class IsolatedImplementation:
             peak = group.peak() if self._group is group else None
             if peak is not None:
                 return result, max(0, peak - baseline)
-        raise self._internal(cgroup.unmeasured(f"{name}()", group, self.isolation))
+        raise self._internal(cgroup.unmeasured(f"{name}()", group))
 
     def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.

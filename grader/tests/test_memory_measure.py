@@ -31,9 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 N_Q, N_K, BLOCK, D = 512, 8192, 32, 2  # the sizes of tests/test_11_decoding.py's memory test
 MATRIX = N_Q * N_K * 8  # the float64 score matrix: 32 MiB
 
-# Every cheat computes full attention from an (n_q, n_k) float64 matrix ``scores`` it holds somewhere.
+# Every cheat computes full attention from an (n_q, n_k) float64 matrix ``scores`` it holds somewhere, on the
+# memory test's large inputs only (the reference's blockwise_attention elsewhere, so every other test passes).
 FULL = """
 import numpy as _np
+
+_honest = blockwise_attention
 
 def _full_attention(q, k, v, scores):
     _np.matmul(q, k.T, out=scores)
@@ -47,6 +50,8 @@ CHEATS = {
     "tracemalloc reset": """
 import tracemalloc
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     out = _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
     if tracemalloc.is_tracing():
         tracemalloc.reset_peak()
@@ -55,6 +60,8 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "tracemalloc restarted": """
 import tracemalloc
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     out = _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
     tracemalloc.stop()
     tracemalloc.start()
@@ -64,11 +71,15 @@ def blockwise_attention(q, k, v, block_size, causal=False):
 import tracemalloc
 tracemalloc.get_traced_memory = lambda: (0, 0)
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     return _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
 """,
     "scores in an mmap": """
 import mmap
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     shape = (q.shape[0], k.shape[0])
     buffer = mmap.mmap(-1, shape[0] * shape[1] * 8)
     scores = _np.frombuffer(buffer, dtype=_np.float64).reshape(shape)
@@ -82,6 +93,8 @@ import ctypes
 _libc = ctypes.CDLL(None)
 _libc.malloc.restype = ctypes.c_void_p
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     shape = (q.shape[0], k.shape[0])
     address = _libc.malloc(ctypes.c_size_t(shape[0] * shape[1] * 8))
     scores = _np.ctypeslib.as_array(ctypes.cast(address, ctypes.POINTER(ctypes.c_double)), shape=shape)
@@ -93,6 +106,8 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "scores in memfd files": """
 import mmap, os
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     rows = (1 << 20) // (k.shape[0] * 8)  # the rows of scores in 1 MiB, the most one file may hold here
     held, outs = [], []
     for start in range(0, q.shape[0], rows):
@@ -108,6 +123,8 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "computed in a forked child": """
 import os
 def blockwise_attention(q, k, v, block_size, causal=False):
+    if q.ndim != 2 or causal or k.shape[0] < 4096:
+        return _honest(q, k, v, block_size, causal)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -188,11 +205,11 @@ def test_without_a_memory_group_the_call_is_not_measured(isolated, monkeypatch):
     assert impl.internal and "blockwise_attention() was not measured" in impl.internal[0]  # not graded
 
 
-def _graded(folder: Path) -> subprocess.CompletedProcess:
+def _graded(folder: Path, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "tests/test_11_decoding.py", "-k", "memory", "--impl", str(folder),
          "-p", "grader.sandbox.plugin", "--isolated", "-q", "-n", "0", "-p", "no:cacheprovider"],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), **environment})
 
 
 @pytest.mark.parametrize("cheat", ["computed in a forked child", "get_traced_memory replaced"])
@@ -208,3 +225,11 @@ def test_the_graded_memory_test_passes_the_reference(tmp_path):
     _needs_a_group()
     result = _graded(make_submission(tmp_path / "student"))
     assert "1 passed" in result.stdout, result.stdout[-2000:]
+
+
+def test_without_a_memory_group_the_graded_memory_test_never_passes(tmp_path):
+    result = _graded(make_submission(tmp_path / "student", decoding=FULL + CHEATS["tracemalloc reset"]),
+                     **{cgroup.SIMULATE_NO_CGROUP: "1"})
+    assert "1 failed" in result.stdout, result.stdout[-2000:]
+    assert "the memory of blockwise_attention() was not measured: its worker has no memory control group " \
+           "(no cgroup (simulated))" in result.stdout
