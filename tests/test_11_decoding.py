@@ -298,10 +298,10 @@ def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
     rng = np.random.default_rng(236)
     q, k, v = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d)), rng.normal(size=(n_k, d))
     out, peak = impl.measure("blockwise_attention", q, k, v, block_size)
-    # Room for 8 arrays of (n_q, block_size) at once, a copy of the inputs and 4 MiB of the process's own pages
-    # (the call's messages, the interpreter's arenas; the reference's whole peak is about 1 MiB); the (n_q, n_k)
-    # scores of full attention alone are 6x the whole allowance (3x in float32).
-    allowed = 8 * n_q * block_size * 8 + (n_q + 2 * n_k) * d * 8 + (4 << 20)
+    # Room for 8 arrays of (n_q, block_size) at once, a copy of the inputs and 6 MiB of the process's own pages
+    # (graded, the call runs in a fresh worker that imports the module during it: the reference's whole peak is
+    # 2 to 3.5 MiB); the (n_q, n_k) scores of full attention alone are 4x the whole allowance (2x in float32).
+    allowed = 8 * n_q * block_size * 8 + (n_q + 2 * n_k) * d * 8 + (6 << 20)
     full = n_q * n_k * 8
     what = (f"peak memory used during blockwise_attention(q ({n_q}, {d}), k and v ({n_k}, {d}), "
             f"block_size={block_size})")
@@ -311,7 +311,7 @@ def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
     expect(peak <= allowed, what=what, idea="it materialises all the scores: keep one block of scores at a time, "
            "never the (n_q, n_k) scores, not even one row per query at a time for all keys; " + ONLINE,
            expected=f"at most {allowed / 2**20:.1f} MiB (8 arrays of n_q x block_size float64, a copy of the inputs "
-                    f"and 4 MiB of the process's own); the (n_q, n_k) scores of full attention alone take "
+                    f"and 6 MiB of the process's own); the (n_q, n_k) scores of full attention alone take "
                     f"{full / 2**20:.0f} MiB",
            observed=f"{peak / 2**20:.1f} MiB")
     rows = np.arange(0, n_q, 4)  # every fourth query (the tests above check the values in full)

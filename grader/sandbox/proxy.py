@@ -570,13 +570,17 @@ class IsolatedImplementation:
     def measure(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
         """Call ``name`` in the worker and return ``(result, peak bytes its processes held beyond their usage before)``.
 
-        The peak is read from outside the worker, from its memory control group (``cgroup.WorkerGroup.peak``):
-        every page its processes touch counts (malloc, mmap, memfd and shared memory, children), and the
-        student's code cannot change the number. Where there is no group, or its peak cannot be read, the call
-        is not measured: SandboxError, and the test is not graded (never a measurement the code could fool).
-        See ``tests.kit.Kit.measure``.
+        The call runs in a fresh worker (its module imported within the call) and the peak is read from outside
+        it, from its memory control group (``cgroup.WorkerGroup.peak``): every page its processes touch counts
+        (malloc, mmap, memfd and shared memory, children, what the import holds), and the student's code cannot
+        change the number. Where there is no group, or its peak cannot be read, the call is not measured:
+        SandboxError, and the test is not graded (never a measurement the code could fool). See
+        ``tests.kit.Kit.measure``.
         """
         call = self.function(exercise, name)  # imports the module, or raises ImplementationError
+        # A fresh worker, its module imported during the call: what the student's code held before (at import,
+        # in earlier calls) is not free for it, and a group's peak counts that code's every page since.
+        self._stop()
         for _ in range(2):  # once more if the machine's load had the call run again on a fresh worker
             self._ready()
             group = self._group

@@ -3,8 +3,9 @@
 Red-team cases: a ``blockwise_attention`` that builds the full ``(n_q, n_k)``
 score matrix and hides it from a measurement inside its own process
 (tracemalloc reset or restarted, ``tracemalloc.get_traced_memory`` replaced,
-the scores held in an anonymous mmap, in libc ``malloc`` memory, in a memfd
-file, or computed in a forked child). Graded, the peak is read from the
+the scores held in an anonymous mmap, in libc ``malloc`` memory, in memfd
+files, computed in a forked child, or held since the import or an earlier
+call). Graded, the peak is read from the
 worker's memory control group, where every page of its processes counts: each
 cheat fails the memory test, and the reference passes it. Where no control
 group can be made, the call is not measured: the grader's failure (not
@@ -47,6 +48,18 @@ def _full_attention(q, k, v, scores):
 """
 
 CHEATS = {
+    "scores held since the import": """
+_held = _np.ones((512, 8192))  # every page touched before any call is measured
+def blockwise_attention(q, k, v, block_size, causal=False):
+    return _full_attention(q, k, v, _held[:q.shape[0], :k.shape[0]])
+""",
+    "scores kept from an earlier call": """
+_kept = []
+def blockwise_attention(q, k, v, block_size, causal=False):
+    if not _kept:
+        _kept.append(_np.ones((512, 8192)))  # an earlier call pays; the measured one reuses it
+    return _full_attention(q, k, v, _kept[0][:q.shape[0], :k.shape[0]])
+""",
     "tracemalloc reset": """
 import tracemalloc
 def blockwise_attention(q, k, v, block_size, causal=False):
@@ -181,6 +194,7 @@ def test_a_full_score_matrix_hidden_from_tracemalloc_is_measured_from_outside(is
     _needs_a_group()
     impl = isolated(CHEATS[cheat])
     q, k, v = _inputs()
+    Kit(impl, "decoding").blockwise_attention(q, k, v, BLOCK)  # an earlier call, as the suite's earlier tests make
     out, peak = Kit(impl, "decoding").measure("blockwise_attention", q, k, v, BLOCK)
     np.testing.assert_allclose(out, _full(q, k, v), rtol=1e-9, atol=1e-12)  # a right answer, by a full matrix
     assert peak is not None and peak >= 0.9 * MATRIX, f"{cheat}: {peak} bytes measured"
@@ -193,7 +207,7 @@ def test_the_reference_stays_far_below_the_score_matrix(isolated):
     q, k, v = _inputs()
     out, peak = Kit(impl, "decoding").measure("blockwise_attention", q, k, v, BLOCK)
     np.testing.assert_allclose(out, _full(q, k, v), rtol=1e-9, atol=1e-12)
-    assert peak is not None and peak < MATRIX / 8
+    assert peak is not None and peak < MATRIX / 4  # its blocks, its import and the call's messages: about 3 MiB
 
 
 def test_without_a_memory_group_the_call_is_not_measured(isolated, monkeypatch):
