@@ -4,8 +4,8 @@ Red-team cases: a ``blockwise_attention`` that builds the full ``(n_q, n_k)``
 score matrix and hides it from a measurement inside its own process
 (tracemalloc reset or restarted, ``tracemalloc.get_traced_memory`` replaced,
 the scores held in an anonymous mmap, in libc ``malloc`` memory, in memfd
-files, computed in a forked child, or held since the import or an earlier
-call). Graded, the peak is read from the
+files, computed in a forked child, or held since the import, an earlier call
+or in System V shared memory an earlier worker made). Graded, the peak is read from the
 worker's memory control group, where every page of its processes counts: each
 cheat fails the memory test, and the reference passes it. Where no control
 group can be made, the call is not measured: the grader's failure (not
@@ -59,6 +59,17 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     if not _kept:
         _kept.append(_np.ones((512, 8192)))  # an earlier call pays; the measured one reuses it
     return _full_attention(q, k, v, _kept[0][:q.shape[0], :k.shape[0]])
+""",
+    "scores in System V shared memory left by an earlier worker": """
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_shmid = _libc.shmget(0x5eed, 512 * 8192 * 8, 0o1666)  # one segment for every worker (uid) of the sandbox
+_held = _np.ctypeslib.as_array(ctypes.cast(_libc.shmat(_shmid, None, 0), ctypes.POINTER(ctypes.c_double)),
+                               shape=(512, 8192))
+_held[:] = 1.0  # touched by the first worker that imports this module
+def blockwise_attention(q, k, v, block_size, causal=False):
+    return _full_attention(q, k, v, _held[:q.shape[0], :k.shape[0]])
 """,
     "tracemalloc reset": """
 import tracemalloc
