@@ -43,8 +43,9 @@ What the tests check
   more), with and without the causal mask, for scores so large (about
   1e4) that a softmax without the running maximum overflows, and so
   negative that a finite starting maximum underflows;
-* memory, measured with ``tracemalloc``: the peak grows with
-  ``n_q * block_size``, far below the ``n_q * n_k`` of full attention;
+* memory (graded: measured by the kernel, outside your process; in your
+  own run: with ``tracemalloc``): the peak grows with ``n_q * block_size``,
+  far below the ``n_q * n_k`` of full attention;
 * bad input: ValueError naming the argument.
 """
 

@@ -443,9 +443,13 @@ class Kit:
     def measure(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
         """Call ``name`` as ``kit.<name>(...)`` does; return ``(result, peak bytes allocated during the call)``.
 
-        The peak is measured with ``tracemalloc`` in the process where the code
-        runs (the grader's isolated worker, when grading), around the call
-        only; None when the code under test stopped the tracing itself.
+        Graded (the isolated worker), the peak is read from outside the worker,
+        from its memory control group: every page its processes touch counts,
+        beyond their usage before the call (see
+        ``grader.sandbox.proxy.IsolatedImplementation.measure``). In a student's
+        own run, it is measured with ``tracemalloc`` around the call only (code
+        that games it fools only its author); None when the code under test
+        stopped the tracing itself.
         """
         __tracebackhide__ = True
         return self._run(name, args, kwargs, measure=True)

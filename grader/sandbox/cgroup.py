@@ -154,6 +154,18 @@ def _probe() -> Support:
     return Support(None, None, None, missing="no cgroup memory controller is mounted")
 
 
+def unmeasured(what: str, group: WorkerGroup | None) -> str:
+    """Why the peak memory of ``what`` could not be measured from outside the worker (a grader's failure)."""
+    if group is None:
+        reason = f"its worker has no memory control group ({available().missing or 'it could not be joined'})"
+    elif group.support.version == 2:
+        reason = "this kernel cannot reset a cgroup v2 group's memory.peak (Linux 6.12 and later can)"
+    else:
+        reason = "its control group's peak could not be read"
+    return (f"the memory of {what} was not measured: {reason}; a memory test is graded only where the kernel "
+            "measures it (a measurement inside the student's process can be fooled)")
+
+
 class WorkerGroup:
     """One worker's group: its memory limit, its processes' CPU time, and its removal.
 
@@ -171,6 +183,7 @@ class WorkerGroup:
         self.memory: Path | None = None
         self.cpu: Path | None = None
         self._usage: int | None = None  # an open file of the CPU counter
+        self._peak: int | None = None  # cgroup v2: the open file of memory.peak that was reset (``start_peak``)
         if support.memory is None:
             return
         name = f"attention-kit-{os.getpid()}-{next(_NAMES)}"
@@ -228,6 +241,51 @@ class WorkerGroup:
             return None
         return None
 
+    def start_peak(self) -> int | None:
+        """Start measuring the group's peak memory from now; return its usage now (bytes), None if it cannot be.
+
+        cgroup v1: ``memory.max_usage_in_bytes`` (and ``memory.memsw.max_usage_in_bytes``) reset by writing 0
+        (the peak becomes the current usage). cgroup v2: ``memory.peak`` reset for one open file by writing to it
+        (Linux 6.12 and later); an older kernel cannot reset it, and the peak is then not measured here.
+        """
+        if self.memory is None:
+            return None
+        self._close_peak()
+        try:
+            if self.support.version == 1:
+                names = ["memory.max_usage_in_bytes"] + (["memory.memsw.max_usage_in_bytes"] if self.support.memsw
+                                                         else [])
+                for name in names:
+                    (self.memory / name).write_text("0")
+                usage = "memory.memsw.usage_in_bytes" if self.support.memsw else "memory.usage_in_bytes"
+                return int((self.memory / usage).read_text())
+            self._peak = os.open(self.memory / "memory.peak", os.O_RDWR | os.O_CLOEXEC)
+            os.write(self._peak, b"reset\n")
+            return int((self.memory / "memory.current").read_text())
+        except (OSError, ValueError):
+            self._close_peak()
+            return None
+
+    def peak(self) -> int | None:
+        """The group's peak memory (bytes) since :meth:`start_peak`, swap included where counted; None: unknown."""
+        if self.memory is None:
+            return None
+        try:
+            if self.support.version == 1:
+                name = "memory.memsw.max_usage_in_bytes" if self.support.memsw else "memory.max_usage_in_bytes"
+                return int((self.memory / name).read_text())
+            if self._peak is None:
+                return None
+            return int(os.pread(self._peak, 64, 0))
+        except (OSError, ValueError):
+            return None
+
+    def _close_peak(self) -> None:
+        if self._peak is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._peak)
+            self._peak = None
+
     def out_of_memory(self) -> bool:
         """Whether the kernel killed a process of the group for reaching its memory limit."""
         if self.memory is None:
@@ -242,6 +300,7 @@ class WorkerGroup:
 
     def remove(self) -> None:
         """Remove the group (its processes killed first, by the caller); retried while the last ones are reaped."""
+        self._close_peak()
         if self._usage is not None:
             with contextlib.suppress(OSError):
                 os.close(self._usage)

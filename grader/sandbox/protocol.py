@@ -11,7 +11,7 @@ Grading process -> worker (``REQUESTS``):
   the worker must serve from the reference (empty under ``--no-fair``);
 - ``import``: import the student's ``module`` in the package of ``view``;
 - ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
-  (optionally ``measure_memory``: also report the call's peak memory).
+  (a call's peak memory is read from outside the worker, never reported by it).
 
 Worker -> grading process, only while one of those requests is in flight:
 
@@ -59,8 +59,8 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
     "kill": {"uid": int},
     "wait": {"pid": int, "timeout": float},
 }
-# Optional fields (checked when present): a call may ask for the peak memory of the student's code.
-OPTIONAL: dict[str, dict[str, type]] = {"call": {"measure_memory": bool}}
+# Optional fields (checked when present); none at present.
+OPTIONAL: dict[str, dict[str, type]] = {}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"

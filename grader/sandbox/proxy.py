@@ -568,15 +568,30 @@ class IsolatedImplementation:
         return call
 
     def measure(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
-        """Call ``name`` in the worker and return ``(result, peak bytes allocated during the call)``.
+        """Call ``name`` in the worker and return ``(result, peak bytes its processes held beyond their usage before)``.
 
-        The peak is measured with ``tracemalloc`` where the student's code runs (None when that code stopped
-        the tracing itself); see ``tests.kit.Kit.measure``.
+        The call runs in a fresh worker (its module imported within the call) and the peak is read from outside
+        it, from its memory control group (``cgroup.WorkerGroup.peak``): every page its processes touch counts
+        (malloc, mmap, memfd and shared memory, children, what the import holds), and the student's code cannot
+        change the number. Where there is no group, or its peak cannot be read, the call is not measured:
+        SandboxError, and the test is not graded (never a measurement the code could fool). See
+        ``tests.kit.Kit.measure``.
         """
-        self.function(exercise, name)  # imports the module, or raises ImplementationError
-        module = self.curriculum.exercise_of_function(name).name
-        view = module if self.fair else FAIR_VIEW_ALL
-        return self._call(view, module, name, args, kwargs, measure_memory=True)
+        call = self.function(exercise, name)  # imports the module, or raises ImplementationError
+        # A fresh worker, its module imported during the call: what the student's code held before (at import,
+        # in earlier calls) is not free for it, and a group's peak counts that code's every page since.
+        self._stop()
+        for _ in range(2):  # once more if the machine's load had the call run again on a fresh worker
+            self._ready()
+            group = self._group
+            baseline = group.start_peak() if group is not None else None
+            if group is None or baseline is None:
+                break
+            result = call(*args, **kwargs)
+            peak = group.peak() if self._group is group else None
+            if peak is not None:
+                return result, max(0, peak - baseline)
+        raise self._internal(cgroup.unmeasured(f"{name}()", group))
 
     def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.
@@ -593,25 +608,18 @@ class IsolatedImplementation:
             return None, math.inf
         return result, self._budget.last_cpu
 
-    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict,
-              measure_memory: bool = False) -> Any:
+    def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict) -> Any:
         __tracebackhide__ = True
         arrays: list = []
         functions: list[Callable[..., Any]] = []
         payload = codec.encode([list(args), kwargs], arrays, functions)
         header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
-        if measure_memory:
-            header["measure_memory"] = True
         self._callbacks.grading_functions = functions
         try:
             reply, reply_arrays = self._request(header, arrays, f"{name}()")
         finally:
             self._callbacks.grading_functions = []
         status = reply.get("status")
-        if status == "ok" and measure_memory:
-            peak = reply.get("peak_memory")
-            result = self._call_result(name, reply, reply_arrays, args, kwargs)
-            return result, peak if type(peak) is int else None
         if status == "ok":
             return self._call_result(name, reply, reply_arrays, args, kwargs)
         if status == "error":

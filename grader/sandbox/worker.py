@@ -303,20 +303,9 @@ class Worker:
         except BaseException as error:  # noqa: BLE001
             self.channel.send({"status": "import_error", "message": self.describe_import_error(module, error)}, [])
             return
-        measure = header.get("measure_memory") is True  # the peak memory of this call, for a memory test
-        peak = None
         try:
             with _RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
-                if measure:
-                    import tracemalloc
-
-                    tracemalloc.start()
-                try:
-                    result = target(*args, **kwargs)
-                finally:
-                    if measure:  # None if the student's code stopped the tracing itself
-                        peak = tracemalloc.get_traced_memory()[1] if tracemalloc.is_tracing() else None
-                        tracemalloc.stop()
+                result = target(*args, **kwargs)
         except SystemExit as error:
             info = {"type": "SystemExit", "builtins": [], "traceback": [],
                     "message": f"your code called sys.exit({error.code!r}) while running {function}()"}
@@ -334,8 +323,6 @@ class Worker:
             self.channel.send({"status": "error", "error": info}, [])
             return
         reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught)}
-        if measure:
-            reply["peak_memory"] = peak
         self.channel.send(reply, reply_arrays)
 
 def _drop_privileges(uid: int, gid: int) -> None:
