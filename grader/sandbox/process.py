@@ -318,3 +318,27 @@ class WorkerProcess:
             except OSError:
                 pass
         shutil.rmtree(live["scratch"], ignore_errors=True)
+
+
+# ---------------------------------------------------------------- this process's fork server
+
+_SERVER: list[server.ForkServer] = []  # this process's fork server, if its plan forks (see grader.sandbox.server)
+_RETIRED: list[server.ForkServer] = []  # replaced servers whose last workers still run (see ForkServer.retire)
+
+
+def shared_fork_server(plan: confine.Plan) -> server.ForkServer:
+    """The fork server of this process, started (or replaced, if it died or something of a worker outlived it)."""
+    if _SERVER and (_SERVER[0].tainted or not _SERVER[0].alive):
+        old = _SERVER.pop()
+        old.retire()  # closed now, or once the workers it holds for other submissions are stopped
+        _RETIRED[:] = [retired for retired in [*_RETIRED, old] if retired.process is not None]
+    if not _SERVER:
+        _SERVER.append(server.ForkServer(plan, scratch_parent(), sandbox_files(plan, fork_server=True)))
+    return _SERVER[0]
+
+
+def close_fork_servers() -> None:
+    """Close this process's fork server and the retired ones (at exit; after its spare workers are closed)."""
+    while _SERVER or _RETIRED:
+        with contextlib.suppress(Exception):
+            (_SERVER or _RETIRED).pop().close()

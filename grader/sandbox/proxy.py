@@ -34,7 +34,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import inspect
-import math
 import shutil
 import tempfile
 import time
@@ -51,7 +50,15 @@ from grader.sandbox.callbacks import _ANSWERS, Callbacks, remember_answer, remem
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
-from grader.sandbox.process import SCRATCH_ENV, WorkerProcess, describe_exit, sandbox_files, scratch_parent
+from grader.sandbox.measuring import Measuring
+from grader.sandbox.process import (
+    SCRATCH_ENV,
+    WorkerProcess,
+    close_fork_servers,
+    describe_exit,
+    scratch_parent,
+    shared_fork_server,
+)
 from tests.kit import ImplementationError
 
 __all__ = ["BudgetExhausted", "IsolatedImplementation", "Limits", "MachineBusy", "SandboxError", "WorkerCrashed"]
@@ -70,32 +77,15 @@ on_slow: Callable[[], None] | None = None
 _SPARES: list[tuple[str, Any]] = []
 atexit.register(lambda: IsolatedImplementation.close_spares())
 
-_SERVER: list[server.ForkServer] = []  # this process's fork server, if its plan forks (see grader.sandbox.server)
-_RETIRED: list[server.ForkServer] = []  # replaced servers whose last workers still run (see ForkServer.retire)
-
-
-def _fork_server(plan: confine.Plan) -> server.ForkServer:
-    """The fork server of this process, started (or replaced, if it died or something of a worker outlived it)."""
-    if _SERVER and (_SERVER[0].tainted or not _SERVER[0].alive):
-        old = _SERVER.pop()
-        old.retire()  # closed now, or once the workers it holds for other submissions are stopped
-        _RETIRED[:] = [retired for retired in [*_RETIRED, old] if retired.process is not None]
-    if not _SERVER:
-        _SERVER.append(server.ForkServer(plan, scratch_parent(), sandbox_files(plan, fork_server=True)))
-    return _SERVER[0]
-
-
 def _close_server() -> None:
     IsolatedImplementation.close_spares()  # first: a spare may be a worker of the server
-    while _SERVER or _RETIRED:
-        with contextlib.suppress(Exception):
-            (_SERVER or _RETIRED).pop().close()
+    close_fork_servers()
 
 
 atexit.register(_close_server)
 
 
-class IsolatedImplementation:
+class IsolatedImplementation(Measuring):
     """A submission folder whose functions run in an isolated worker process.
 
     Parameters
@@ -143,7 +133,7 @@ class IsolatedImplementation:
         plan = self.plan
         try:
             self._worker = WorkerProcess(self.path, {exercise.module_file for exercise in self.curriculum.exercises},
-                                         plan, self.limits, (lambda: _fork_server(plan)) if plan.forks else None)
+                                         plan, self.limits, (lambda: shared_fork_server(plan)) if plan.forks else None)
         except server.ServerError as error:
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._adopted = False
@@ -233,7 +223,7 @@ class IsolatedImplementation:
             _SPARES.pop()[1].close()
         the_plan = confine.choose(options.get("policy", "require"))
         if the_plan.forks:
-            _fork_server(the_plan)
+            shared_fork_server(the_plan)
             return
         empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-", dir=scratch_parent()))
         try:
@@ -566,47 +556,6 @@ class IsolatedImplementation:
         if signature is not None:
             call.__signature__ = signature  # type: ignore[attr-defined]
         return call
-
-    def measure(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
-        """Call ``name`` in the worker and return ``(result, peak bytes its processes held beyond their usage before)``.
-
-        The call runs in a fresh worker (its module imported within the call) and the peak is read from outside
-        it, from its memory control group (``cgroup.WorkerGroup.peak``): every page its processes touch counts
-        (malloc, mmap, memfd and shared memory, children, what the import holds), and the student's code cannot
-        change the number. Where there is no group, or its peak cannot be read, the call is not measured:
-        SandboxError, and the test is not graded (never a measurement the code could fool). See
-        ``tests.kit.Kit.measure``.
-        """
-        call = self.function(exercise, name)  # imports the module, or raises ImplementationError
-        # A fresh worker, its module imported during the call: what the student's code held before (at import,
-        # in earlier calls) is not free for it, and a group's peak counts that code's every page since.
-        self._stop()
-        for _ in range(2):  # once more if the machine's load had the call run again on a fresh worker
-            self._ready()
-            group = self._group
-            baseline = group.start_peak() if group is not None else None
-            if group is None or baseline is None:
-                break
-            result = call(*args, **kwargs)
-            peak = group.peak() if self._group is group else None
-            if peak is not None:
-                return result, max(0, peak - baseline)
-        raise self._internal(cgroup.unmeasured(f"{name}()", group))
-
-    def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-        """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.
-
-        The seconds are read from outside the worker (its control group, or ``/proc``), as its budget is
-        charged, so the student's code cannot change them; a call stopped at its CPU limit gives
-        ``(None, inf)``. See ``tests.effort.cpu_call``.
-        """
-        try:
-            result = self.function(exercise, name)(*args, **kwargs)
-        except TimeoutError as error:
-            if isinstance(error, BudgetExhausted):
-                raise
-            return None, math.inf
-        return result, self._budget.last_cpu
 
     def _call(self, view: str, module: str, name: str, args: tuple, kwargs: dict) -> Any:
         __tracebackhide__ = True

@@ -492,9 +492,9 @@ def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypat
                                                                     str(tmp_path)))
     # A fork server (where workers are forked) that does not start either; none of this process's is reused.
     monkeypatch.setattr(confine, "server_command", lambda *args, **kwargs: [sys.executable, "-c", "exit(3)"])
-    from grader.sandbox import proxy
+    from grader.sandbox import process
 
-    monkeypatch.setattr(proxy, "_SERVER", [])
+    monkeypatch.setattr(process, "_SERVER", [])
     folder = copy_reference(tmp_path / "ada")
     suite = [f for f in grade.graded_suite(None, ["softmax"])[0]]
     job = Job(student="ada", folder=str(folder), files=tuple(f.path for f in suite), suite=suite_files(suite))

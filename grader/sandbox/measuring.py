@@ -1,0 +1,60 @@
+"""Measuring one call of student code from outside its worker: its peak memory and its CPU time.
+
+Run by: the grading process, as part of ``grader.sandbox.proxy.IsolatedImplementation``
+(this mixin's methods use the facade's worker, group and budget). The numbers
+come from the kernel (the worker's memory control group, its CPU counters),
+never from the worker, so the student's code cannot change them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from grader.sandbox import cgroup
+from grader.sandbox.budget import BudgetExhausted
+
+
+class Measuring:
+    """The measuring methods of the isolated implementation (``tests.kit.Kit.measure``, ``tests.effort``)."""
+
+    def measure(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
+        """Call ``name`` in the worker and return ``(result, peak bytes its processes held beyond their usage before)``.
+
+        The call runs in a fresh worker (its module imported within the call) and the peak is read from outside
+        it, from its memory control group (``cgroup.WorkerGroup.peak``): every page its processes touch counts
+        (malloc, mmap, memfd and shared memory, children, what the import holds), and the student's code cannot
+        change the number. Where there is no group, or its peak cannot be read, the call is not measured:
+        SandboxError, and the test is not graded (never a measurement the code could fool). See
+        ``tests.kit.Kit.measure``.
+        """
+        call = self.function(exercise, name)  # imports the module, or raises ImplementationError
+        # A fresh worker, its module imported during the call: what the student's code held before (at import,
+        # in earlier calls) is not free for it, and a group's peak counts that code's every page since.
+        self._stop()
+        for _ in range(2):  # once more if the machine's load had the call run again on a fresh worker
+            self._ready()
+            group = self._group
+            baseline = group.start_peak() if group is not None else None
+            if group is None or baseline is None:
+                break
+            result = call(*args, **kwargs)
+            peak = group.peak() if self._group is group else None
+            if peak is not None:
+                return result, max(0, peak - baseline)
+        raise self._internal(cgroup.unmeasured(f"{name}()", group))
+
+    def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.
+
+        The seconds are read from outside the worker (its control group, or ``/proc``), as its budget is
+        charged, so the student's code cannot change them; a call stopped at its CPU limit gives
+        ``(None, inf)``. See ``tests.effort.cpu_call``.
+        """
+        try:
+            result = self.function(exercise, name)(*args, **kwargs)
+        except TimeoutError as error:
+            if isinstance(error, BudgetExhausted):
+                raise
+            return None, math.inf
+        return result, self._budget.last_cpu
