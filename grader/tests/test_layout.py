@@ -198,3 +198,12 @@ def test_no_module_of_the_kit_is_part_of_an_import_circle() -> None:
     circles = import_circles(graph)
     assert not circles, "import circles (modules that import each other, directly or through others): " + "; ".join(
         " <-> ".join(circle) for circle in circles)
+
+
+MOST_LINES = 620  # "no module in grader/ over about 600 lines": a module past it holds more than one job
+
+
+def test_no_module_of_the_grader_is_longer_than_about_600_lines() -> None:
+    long = {path.relative_to(ROOT).as_posix(): n for path in kit_modules()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MOST_LINES}
+    assert not long, f"modules over {MOST_LINES} lines (split them by job): {long}"
