@@ -23,14 +23,16 @@ from typing import Any
 
 import numpy as np
 
+from tests.failures import Failure
+
 # Per implementation object, the outcome of checks that are the same for every test that needs them
 # (computed once per session, on the first test that asks).
 _ONCE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
-def message(what: str, expected: str, observed: str, idea: str) -> str:
-    """A failure message in the suite's format: what, expected, observed, revisit."""
-    return f"{what}\n  expected: {expected}\n  observed: {observed}\n  revisit:  {idea}"
+def message(what: str, expected: str, observed: str, idea: str) -> Failure:
+    """A failure in the suite's form (what, expected, observed, revisit), for the test to record when it applies."""
+    return Failure(what, expected, observed, idea)
 
 
 class _OverBudget(BaseException):

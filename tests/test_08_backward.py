@@ -12,6 +12,7 @@ import numpy as np
 from pytest_check import check
 
 from tests.effort import cpu_call, cpu_seconds_per_call, expect_varies, message, once
+from tests.failures import Failure, record
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.kinds import remembered
 from tests.kit import PlainFunction
@@ -260,7 +261,7 @@ def _pick(result, where):
         return None
 
 
-def _gate(impl, name: str) -> list[str]:
+def _gate(impl, name: str) -> list[Failure]:
     """Why ``name`` is not an analytic backward pass (empty when it is one)."""
     # Inputs of their own, seeded (the same feedback every run) but unlike any probe or golden value.
     rng = np.random.default_rng(8_000 + sum(map(ord, name)))
@@ -315,7 +316,7 @@ def require_analytic(impl, name: str) -> bool:
     """Fail the test (with the reason) unless ``name`` is an analytic backward pass; True when it is one."""
     failures = once(impl, name, "analytic", lambda: _gate(impl, name))
     for failure in failures:
-        check.fail(failure)
+        check.fail(record(failure).message)  # recorded as data, as every failure (tests/failures.py)
     return not failures
 
 

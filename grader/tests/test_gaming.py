@@ -78,6 +78,8 @@ def test_numeric_gradients_are_told_what_to_do_instead(tmp_path):
     run = run_tests(ROOT / "tests/test_08_backward.py", folder, tb="short")
     assert "your gradient matches a numerical estimate but not the exact derivative" in run.output
     assert "write the backward pass analytically" in run.output
+    # Recorded as data like every failure: its reading link, and never taken for a result the test could not use.
+    assert "read:     docs/reading.md#" in run.output and "the test could not use what" not in run.output
     folder = plant(tmp_path / "richardson", CHEATS["backward-richardson"].code)  # exact enough: its cost tells
     run = run_tests(ROOT / "tests/test_08_backward.py", folder, tb="short")
     assert "your gradients look like a numerical estimate" in run.output and "forward passes" in run.output
