@@ -116,6 +116,7 @@ class LocalImplementation:
         self.path = Path(path).resolve()
         self.call_seconds = call_seconds  # each call's CPU budget (``call_budget``); None: no budget
         self.timeouts: dict[str, int] = {}  # calls stopped past their budget, per function (as the grader counts)
+        self._budgeted: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {}  # name -> (function, wrapped)
         if not self.path.is_dir():
             raise ImplementationError(f"--impl {path}: no such folder")
         digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
@@ -163,7 +164,10 @@ class LocalImplementation:
             raise ImplementationError(f"{module_name}.py defines no function {name}()")
         if self.call_seconds is None:
             return found
-        return _budgeted(found, name, self.call_seconds, self.timeouts)
+        known = self._budgeted.get(name)
+        if known is None or known[0] is not found:  # wrapped once per function object (a reloaded module: anew)
+            known = self._budgeted[name] = (found, _budgeted(found, name, self.call_seconds, self.timeouts))
+        return known[1]
 
 
 # After this many calls of one function stopped past their budget, its later calls fail at once, as the grader's
