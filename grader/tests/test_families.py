@@ -90,6 +90,10 @@ VARIANTS |= {
                                "    grad_weight = rows_in.T @ rows_out  # (d_in, d_out), summed over the rows",
                                "    grad_weight = np.einsum('ro,ri->oi', rows_out, rows_in)",
                                "backward", "family-linear_backward-grad-weight-transposed"),
+    # float32 q and k turned into float64 before the product
+    "scores-in-float64": ("attention.py", "    q = as_float_array(\"q\", q)\n    k = as_float_array(\"k\", k)\n",
+                          "    q = np.asarray(q, dtype=float)\n    k = np.asarray(k, dtype=float)\n",
+                          "attention", "family-attention_scores-float64-path"),
     # layer norm that centres but never divides by the standard deviation
     "layer-norm-no-std": ("layer.py", "    return (x - mean) / np.sqrt(variance + eps) * gamma + beta",
                           "    centred = x - mean\n    return gamma * centred + beta",
@@ -140,6 +144,9 @@ def test_the_reference_and_the_stubs_get_no_family():
     # the weight transposed AND halved: the transpose alone does not explain it
     ("projections.py", "    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
      "    out = x @ weight.T / 2", "projections"),
+    # float32 scores cast to float16: a wrong dtype path, but not the float64 one
+    ("attention.py", "    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
+     "    return ((q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)).astype(np.float16)", "attention"),
     # layer norm divided by the variance instead of the standard deviation: not a missing division
     ("layer.py", "    return (x - mean) / np.sqrt(variance + eps) * gamma + beta",
      "    return (x - mean) / (variance + eps) * gamma + beta", "layer"),
