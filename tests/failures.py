@@ -85,11 +85,11 @@ class Failure:
     @property
     def message(self) -> str:
         """The message as the student reads it: what, then expected / observed / (read /) revisit, one a line."""
-        if not (self.expected or self.observed or self.revisit):
-            return self.what
+        read = f"\n  read:     {self.reading}" if self.reading else ""
+        if not (self.expected or self.observed or self.revisit):  # one sentence (a stub, a missing module)
+            return self.what + read  # its first line stays the sentence; the link follows on its own line
         # The link before the revisit line: the revisit line stays the last (the grader keeps only that line
         # of some hidden tests' reports).
-        read = f"\n  read:     {self.reading}" if self.reading else ""
         return (f"{self.what}\n  expected: {self.expected}\n  observed: {self.observed}{read}\n"
                 f"  revisit:  {self.revisit}")
 

@@ -53,6 +53,13 @@ def sequences_as_long_as_d_in():
 
 
 @probe("linear")
+def square_weight_with_bias():
+    # d_in == d_out on purpose: a weight used transposed (PyTorch's (d_out, d_in) layout) then runs.
+    rng = np.random.default_rng(216)
+    return (rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 4)), rng.normal(size=4)), {}
+
+
+@probe("linear")
 def float32_with_bias():
     rng = np.random.default_rng(214)
     x, weight, bias = rng.normal(size=(3, 5)), rng.normal(size=(5, 2)), rng.normal(size=2)

@@ -154,7 +154,10 @@ def test_a_stub_is_recorded_as_not_implemented(tmp_path):
     (stub,) = failures_of(reports["test_two_checks"])
     assert stub.kind == NOT_IMPLEMENTED and stub.ended_the_test
     assert stub.what == "softmax: not implemented yet (exercise 1, softmax.py; run `pytest -m softmax`)"
-    assert stub.message == stub.what and (stub.expected, stub.observed, stub.revisit) == ("", "", "")
+    assert (stub.expected, stub.observed, stub.revisit) == ("", "", "")
+    # one sentence, then the link to the exercise's section of the reading on a line of its own
+    assert stub.reading == "docs/reading.md#attention"
+    assert stub.message == f"{stub.what}\n  read:     docs/reading.md#attention"
 
 
 def test_a_diagnosis_is_recorded_with_every_failure_of_the_exercise(tmp_path):

@@ -80,6 +80,24 @@ VARIANTS |= {
                        "start at 0\n        v_hat = square / (1 - beta2**step)",
                        "        t = step + 1\n        m_hat = moment / (1 - beta1 ** t)\n"
                        "        v_hat = square / (1 - beta2 ** t)", "training", "family-adam_step-step-off-by-one"),
+    # the PyTorch convention for a linear layer's weight (only runs on a square weight)
+    "linear-weight-transposed": ("projections.py",
+                                 "    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
+                                 "    out = np.matmul(x, np.transpose(weight))",
+                                 "projections", "family-linear-weight-transposed"),
+    # grad_weight written as grad_out^T x (only has the right shape on a square weight)
+    "grad-weight-transposed": ("backward.py",
+                               "    grad_weight = rows_in.T @ rows_out  # (d_in, d_out), summed over the rows",
+                               "    grad_weight = np.einsum('ro,ri->oi', rows_out, rows_in)",
+                               "backward", "family-linear_backward-grad-weight-transposed"),
+    # float32 q and k turned into float64 before the product
+    "scores-in-float64": ("attention.py", "    q = as_float_array(\"q\", q)\n    k = as_float_array(\"k\", k)\n",
+                          "    q = np.asarray(q, dtype=float)\n    k = np.asarray(k, dtype=float)\n",
+                          "attention", "family-attention_scores-float64-path"),
+    # layer norm that centres but never divides by the standard deviation
+    "layer-norm-no-std": ("layer.py", "    return (x - mean) / np.sqrt(variance + eps) * gamma + beta",
+                          "    centred = x - mean\n    return gamma * centred + beta",
+                          "layer", "family-layer_norm-no-std"),
     "attention-scores-unscaled": ("attention.py", "    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
                                   "    return np.einsum('...id,...jd->...ij', q, k)", "attention", None),
 }
@@ -123,6 +141,15 @@ def test_the_reference_and_the_stubs_get_no_family():
     # the mean loss replaced by the sum: no family sums instead of averaging
     ("training.py", "    loss = float(-log_probs[rows, targets].mean())",
      "    loss = float(-log_probs[rows, targets].sum())", "training"),
+    # the weight transposed AND halved: the transpose alone does not explain it
+    ("projections.py", "    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
+     "    out = x @ weight.T / 2", "projections"),
+    # float32 scores cast to float16: a wrong dtype path, but not the float64 one
+    ("attention.py", "    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
+     "    return ((q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)).astype(np.float16)", "attention"),
+    # layer norm divided by the variance instead of the standard deviation: not a missing division
+    ("layer.py", "    return (x - mean) / np.sqrt(variance + eps) * gamma + beta",
+     "    return (x - mean) / (variance + eps) * gamma + beta", "layer"),
 ])
 def test_a_mistake_no_family_explains_gets_none(file, replace, with_, exercise, tmp_path):
     implementation = LocalImplementation(plant(tmp_path, file, replace, with_))

@@ -68,8 +68,11 @@ def test_status_on_the_stubs(stubs):
     assert stubs.current.exercise.name == "softmax"
     first = stubs.current.first_failure
     assert first.message.startswith("softmax: not implemented yet")
-    assert "\n" not in first.message and "Failed:" not in first.message
+    # the one sentence stays the first line; the link to the exercise's section of the reading follows it
+    assert first.message.splitlines()[1:] == ["  read:     docs/reading.md#attention"], first.message
+    assert "Failed:" not in first.message
     text = status.render_plain(stubs)
+    assert "read:     docs/reading.md#attention" in text, text
     assert f"0/{stubs.total} tests, 0/{TOTAL_POINTS:g} points" in text
     assert "Next: exercise 1, softmax" in text
     assert "run:   pytest -m softmax" in text and "tests/test_01_softmax.py" in text
