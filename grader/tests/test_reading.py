@@ -10,7 +10,8 @@ from grader.curriculum import ROOT, load
 READING = ROOT / "docs" / "reading.md"
 # Other files reference these ids; renaming one breaks their links, so they are pinned here.
 SECTIONS = ("embeddings", "projections", "attention", "scaling", "masks", "order", "multihead", "layer",
-            "worked-example", "gradients", "training", "explanation", "generation", "retrieval")
+            "worked-example", "gradients", "training", "explanation", "generation", "meaning",
+            "context-use", "retrieval", "tokenization")
 REFERENCE = re.compile(r"docs/reading\.md#([\w-]+)")
 
 
