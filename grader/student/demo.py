@@ -23,6 +23,7 @@ trained with positions (docs/reading.md#training); ``--reference`` uses
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 import textwrap
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.curriculum import load as load_curriculum
 from grader.curriculum import reference_dir
 from grader.student import demo_explain
 from grader.student.picture import picture_target
@@ -215,12 +217,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="train the model of exercise 9 and compare, for 'it', its attention with occlusion "
                              "and gradient x input (exercise 10)")
+    measures = measured_exercises()
+    if measures:
+        parser.add_argument("--measure", choices=measures, metavar="EXERCISE",
+                            help="make an exercise's measurement with your code and draw it: "
+                                 + ", ".join(measures))
+
+
+def measured_exercises() -> list[str]:
+    """The exercises, in the manifest's order, that have a measurement to draw (``demo_NAME.py`` beside this)."""
+    here = Path(__file__).resolve().parent
+    return [e.name for e in load_curriculum().exercises if (here / f"demo_{e.name}.py").is_file()]
 
 
 def run(args: argparse.Namespace) -> int:
     """Check that the needed exercises pass, compute, print and plot."""
     if getattr(args, "explain", False):
         return demo_explain.run(args)
+    if getattr(args, "measure", None):
+        return importlib.import_module(f"grader.student.demo_{args.measure}").run(args)
     heads = args.heads
     args.reference = getattr(args, "reference", False)
     if heads is not None and (heads < 1 or D_MODEL % heads):
