@@ -444,6 +444,15 @@ class Kit:
         call.__name__ = name
         return call
 
+    @property
+    def measures_elsewhere(self) -> bool:
+        """Whether :meth:`measure` reads the peak from outside this process.
+
+        Graded, it is the worker's memory control group, which also counts the pages of the process itself; in a
+        student's own run, ``tracemalloc`` here, which counts the call's allocations only.
+        """
+        return hasattr(self._implementation, "measure")
+
     def measure(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, int | None]:
         """Call ``name`` as ``kit.<name>(...)`` does; return ``(result, peak bytes allocated during the call)``.
 
