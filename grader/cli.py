@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every available subcommand."""
     parser = argparse.ArgumentParser(prog="attention-kit", description="The self-attention exercise kit.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from grader.curriculum import load as load_curriculum
+
+    parts = load_curriculum().parts  # from the manifest: a new part needs no change here
     for command, (module_name, help_text) in COMMANDS.items():
         try:
             module = importlib.import_module(f"grader.{module_name}")
@@ -54,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(command, help=help_text, description=help_text)
         module.add_arguments(sub)
         if command in PART_COMMANDS:
-            sub.add_argument("--part", default=None, metavar="1|2|all",
-                             help="the exercises of the course: Part I, Part II or all "
+            sub.add_argument("--part", default=None, metavar="|".join((*parts, "all")),
+                             help="the exercises of the course: one part of the manifest, or all "
                                   "(default: the manifest's [course] part)")
         if command != "course":
             sub.add_argument("--course", default=None, metavar="DIR",
