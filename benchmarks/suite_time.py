@@ -3,13 +3,26 @@
 Target: under 1.5 s on a 2-core machine, pytest start-up included, so that
 students run it all the time. The CPU time (user + system) of the runs is
 printed too: on a shared, loaded machine the wall time mostly measures the
-other processes. Usage: ``python benchmarks/suite_time.py [RUNS] [--record]``
+other processes.
+
+The runs are a student's: bytecode caching on (pytest keeps its rewritten
+test modules between runs, as on any machine where ``PYTHONDONTWRITEBYTECODE``
+is not set), after one warm-up run that is not counted.
+
+``--part P`` times the test files of some parts of the manifest (``1``, ``1,2``). ``--compare
+DIR`` times another checkout of the kit (e.g. ``git worktree add /tmp/old
+38b91f4``) in the same runs, interleaved with this one, on the test files of
+the chosen part that both have, and prints the difference in CPU time: the way
+to say what a change costs the student's loop on a shared machine.
+
+Usage: ``python benchmarks/suite_time.py [RUNS] [--part P] [--compare DIR] [--record]``
 (``--record`` writes the figures to benchmarks/results/, for the README).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import statistics
 import subprocess
@@ -19,41 +32,88 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
 
 from _record import record  # noqa: E402
+
+from grader.curriculum import load  # noqa: E402
+
+
+def _files(parts: str | None) -> list[str]:
+    """The graded test files of ``parts`` ("1", "1,2"; all of them without), relative to the kit's root."""
+    chosen = None if parts is None else set(parts.split(","))
+    return [e.test_file for e in load().exercises if chosen is None or str(e.part) in chosen]
+
+
+def _run(root: Path, files: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """One run of the suite in ``root``: wall seconds, CPU seconds (user + system) and the process."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(root)  # that checkout's own tests, grader and solutions
+    command = [sys.executable, "-m", "pytest", *files, "--impl", "solutions", "-q", "-p", "no:cacheprovider",
+               "-p", "no:xdist"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="?", type=int, default=5, help="how many runs (default 5)")
+    parser.add_argument("--part", default=None, help="only the test files of these parts of the manifest (1, or 1,2)")
+    parser.add_argument("--compare", type=Path, default=None, metavar="DIR",
+                        help="another checkout of the kit, timed in the same runs, interleaved")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     options = parser.parse_args()
     runs = options.runs
-    command = [sys.executable, "-m", "pytest", "tests", "--impl", "solutions", "-q", "-p", "no:cacheprovider"]
-    times, cpu = [], []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if done.returncode != 0:
-            print(done.stdout[-2000:])
-            print("the suite failed against solutions/; timing is meaningless")
-            return 1
-    summary = done.stdout.strip().splitlines()[-1]
-    print(f"graded suite vs solutions/: {summary}")
-    print(f"wall time over {runs} runs: median {statistics.median(times):.2f} s, "
-          f"min {min(times):.2f} s, max {max(times):.2f} s (target < 1.5 s)")
-    print(f"CPU time (user + system) per run: median {statistics.median(cpu):.2f} s")
+    files = _files(options.part)
+    roots = [ROOT]
+    if options.compare is not None:
+        other = options.compare.resolve()
+        files = [f for f in files if (other / f).is_file()]
+        roots.append(other)
+    if not files:
+        print(f"no test files for part {options.part!r}")
+        return 2
+    times: dict[Path, list[float]] = {root: [] for root in roots}
+    cpu: dict[Path, list[float]] = {root: [] for root in roots}
+    summaries: dict[Path, str] = {}
+    for number in range(runs + 1):  # the first is the warm-up: pytest writes its rewritten modules
+        for root in roots if number % 2 else reversed(roots):
+            wall, seconds, done = _run(root, files)
+            if done.returncode != 0:
+                print(done.stdout[-2000:])
+                print(f"the suite failed against solutions/ in {root}; timing is meaningless")
+                return 1
+            summaries[root] = done.stdout.strip().splitlines()[-1]
+            if number:
+                times[root].append(wall)
+                cpu[root].append(seconds)
+    for root in roots:
+        label = "this checkout" if root == ROOT else str(root)
+        print(f"{label}: graded suite vs solutions/ ({len(files)} files): {summaries[root]}")
+        print(f"  wall time over {runs} runs: median {statistics.median(times[root]):.2f} s, "
+              f"min {min(times[root]):.2f} s, max {max(times[root]):.2f} s (target < 1.5 s)")
+        print(f"  CPU time (user + system) per run: median {statistics.median(cpu[root]):.2f} s, "
+              f"min {min(cpu[root]):.2f} s")
+    figures = {"runs": runs, "part": options.part or "all", "files": len(files),
+               "median_s": round(statistics.median(times[ROOT]), 3), "min_s": round(min(times[ROOT]), 3),
+               "max_s": round(max(times[ROOT]), 3), "cpu_s": round(statistics.median(cpu[ROOT]), 3),
+               "pytest": summaries[ROOT].split(" in ")[0]}
+    summary = (f"{figures['median_s']:.2f} s median over {runs} runs, {figures['cpu_s']:.2f} CPU-s per run "
+               "(target < 1.5 s)")
+    if options.compare is not None:
+        base = statistics.median(cpu[roots[1]])
+        change = statistics.median(cpu[ROOT]) / base - 1
+        print(f"CPU time against {roots[1]}: {change:+.1%} (median of each; min to min "
+              f"{min(cpu[ROOT]) / min(cpu[roots[1]]) - 1:+.1%})")
+        figures.update({"compared_with": roots[1].name, "compared_cpu_s": round(base, 3),
+                        "cpu_change": round(change, 4)})
+        summary += f"; {change:+.0%} CPU against {roots[1].name}"
     if options.record:
-        median = statistics.median(times)
-        record(__file__, f"{median:.2f} s median over {runs} runs, {statistics.median(cpu):.2f} CPU-s per run "
-               "(target < 1.5 s)",
-               {"runs": runs, "median_s": round(median, 3), "min_s": round(min(times), 3),
-                "max_s": round(max(times), 3), "cpu_s": round(statistics.median(cpu), 3),
-                "pytest": summary.split(" in ")[0]})
+        record(__file__, summary, figures)
     return 0
 
 

@@ -189,11 +189,12 @@ class Curriculum:
 
     def exercise_of_test_file(self, path: str | Path) -> Exercise | None:
         """Return the exercise graded by the test file at ``path``, if any."""
-        name = Path(path).name
-        for exercise in self.exercises:
-            if Path(exercise.test_file).name == name:
-                return exercise
-        return None
+        return self._by_test_file.get(Path(path).name)
+
+    @functools.cached_property
+    def _by_test_file(self) -> dict[str, Exercise]:
+        """File name of each graded test file -> its exercise (asked once per test: built once)."""
+        return {Path(exercise.test_file).name: exercise for exercise in self.exercises}
 
     def dependencies(self, name: str) -> tuple[str, ...]:
         """All exercises that ``name`` imports, directly or indirectly, in order."""

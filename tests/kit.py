@@ -128,6 +128,7 @@ class LocalImplementation:
             sys.modules[self.package] = package
         self._failures: dict[str, str] = {}
         self._files: dict[str, Path] = {}  # name -> the path of name.py (checked on every call, made once)
+        self._homes: dict[str, str] = {}  # function -> the module that defines it, from the manifest
 
     def module(self, name: str) -> types.ModuleType:
         """Import ``name.py`` from the folder, or raise ImplementationError."""
@@ -157,7 +158,9 @@ class LocalImplementation:
 
     def function(self, exercise: str, name: str) -> Callable[..., Any]:
         """Return ``name`` from the module that the manifest says defines it."""
-        module_name = load_curriculum().exercise_of_function(name).name
+        module_name = self._homes.get(name)
+        if module_name is None:  # the manifest's answer does not change during a run: asked once per function
+            module_name = self._homes[name] = load_curriculum().exercise_of_function(name).name
         module = self.module(module_name)
         found = getattr(module, name, None)
         if not callable(found):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,21 +151,31 @@ def golden_keys(name: str, count: int) -> list[str]:
 
 
 @functools.cache
-def _golden_file() -> dict[str, np.ndarray]:
+def _golden_file() -> Any:
+    """The golden file, read once into memory; its arrays are decoded when a probe first asks for them."""
     if not GOLDEN_FILE.is_file():
         raise FileNotFoundError(f"{GOLDEN_FILE} is missing: run `python -m grader.authoring.golden` (instructors)")
-    with np.load(GOLDEN_FILE, allow_pickle=False) as data:
-        return {key: data[key] for key in data.files}
+    return np.load(io.BytesIO(GOLDEN_FILE.read_bytes()), allow_pickle=False)  # an NpzFile: lazy, no open file
+
+
+@functools.cache
+def _golden_keys() -> frozenset[str]:
+    return frozenset(_golden_file().files)
+
+
+@functools.cache
+def _golden_array(key: str) -> np.ndarray:
+    return _golden_file()[key]
 
 
 def golden(name: str) -> np.ndarray | tuple[np.ndarray, ...]:
     """The reference output of probe ``name`` (a tuple for tuple results)."""
-    data = _golden_file()
-    if name in data:
-        return data[name]
+    keys = _golden_keys()
+    if name in keys:
+        return _golden_array(name)
     parts = []
-    while f"{name}/{len(parts)}" in data:
-        parts.append(data[f"{name}/{len(parts)}"])
+    while f"{name}/{len(parts)}" in keys:
+        parts.append(_golden_array(f"{name}/{len(parts)}"))
     if not parts:
         raise KeyError(f"no golden value for probe {name}: run `python -m grader.authoring.golden`")
     return tuple(parts)
