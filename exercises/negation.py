@@ -1,4 +1,4 @@
-"""Exercise 12: Context changes the meaning: whose "not" is it?
+"""Exercise 12: context changes the meaning. A "not" belongs to one verb: which one decides the answer.
 
 "The payment was not approved and the refund was indeed rejected" and "the
 payment was indeed approved and the refund was not rejected" are made of
@@ -22,8 +22,8 @@ vocabulary). Two models are compared on held-out pairs:
 * one attention layer with positional encodings, exercise 9's model trained
   by exercise 9's ``train``: the asked verb's query can pick out the key of
   the slot right before it, where its own "not" stands or does not. It gets
-  the pairs right, and its weights show where it looked. The same layer
-  without positions sees a bag again and is held to the same bound.
+  the pairs right, and its weights show where it looked. (The same layer
+  without positions sees a bag again, and the same bound holds for it.)
 
 The gradients of the bag model are written by hand, as in exercises 8 and
 9: ``cross_entropy`` and ``adam_step`` (exercise 9) and ``linear_backward``
@@ -45,9 +45,9 @@ What the tests check
   predictions and weights, against a hand count;
 * ``compare``: on a task drawn by the test (a vocabulary of its own), the
   figures recomputed by the test from the models ``compare`` returns: the
-  bag model at most 50% on pairs, the attention model at least 95%, the
-  attention without positions at most 50%, and the asked verb's attention
-  on its own slot well above its attention on the other event's slot.
+  bag model exactly 50% on pairs (while it gets the controls right), the
+  attention model at least 95%, and the asked verb's attention on its own
+  slot well above its attention on the other event's slot.
 """
 
 # Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.
@@ -189,9 +189,9 @@ def train_pooled(
     task: dict,
     d_model: int = 16,
     d_hidden: int = 32,
-    steps: int = 150,
+    steps: int = 400,
     batch_size: int = 32,
-    lr: float = 3e-2,
+    lr: float = 2e-2,
 ) -> tuple[dict, list[float]]:
     """Train a fresh bag-of-words model on ``task`` with Adam.
 
@@ -294,16 +294,16 @@ def negation_attention(weights: np.ndarray, task: dict) -> tuple[float, float]:
 
 
 def compare(
-    rng: np.random.Generator, train_task: dict, test_task: dict, steps: int = 150, lr: float = 3e-2
+    rng: np.random.Generator, train_task: dict, test_task: dict, steps: int = 400, lr: float = 2e-2
 ) -> dict:
-    """Train the three models on ``train_task`` and measure them on ``test_task``'s pairs.
+    """Train both models on ``train_task`` and measure them on ``test_task``'s pairs.
 
-    In this order, all from ``rng``: ``train_pooled(rng, train_task,
-    steps=steps, lr=lr)``; exercise 9's ``train(rng, train_task,
-    steps=steps, lr=lr)`` (one head, positions); ``train(..., positions=False)``.
-    Each model predicts the highest logit on the test sentences, and
-    ``pair_accuracy`` scores it; ``negation_attention`` reads the trained
-    attention model's weights on the test sentences.
+    In this order, both from ``rng``: ``train_pooled(rng, train_task,
+    steps=steps, lr=lr)``, then exercise 9's ``train(rng, train_task,
+    steps=steps, lr=lr)`` (d_model 16, one head, positions on). Each model
+    predicts the highest logit on the test sentences, and ``pair_accuracy``
+    scores it; ``negation_attention`` reads the trained attention model's
+    weights on the test sentences.
 
     Parameters
     ----------
@@ -320,11 +320,11 @@ def compare(
     Returns
     -------
     dict
-        ``models``: ``{"pooled": ..., "attention": ..., "bag_attention": ...}``,
-        the trained parameters; ``accuracy`` and ``both_right``: for each of
-        the three names, ``pair_accuracy``'s two figures on the test task;
-        ``own`` and ``other``: ``negation_attention`` of the attention model
-        on the test task.
+        ``models``: ``{"pooled": ..., "attention": ...}``, the trained
+        parameters; ``accuracy`` and ``both_right``: for each of the two
+        names, ``pair_accuracy``'s two figures on the test task; ``own`` and
+        ``other``: ``negation_attention`` of the attention model on the test
+        task.
 
     Raises
     ------

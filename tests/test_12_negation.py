@@ -47,8 +47,8 @@ COUNT = ("pair_accuracy counts only the examples of a pair (pair >= 0): the frac
          "pairs whose two members are both right")
 LOOK = ("negation_attention: from the row query_position of each paired example, the weight on the column "
         "own_slot and on the column other_slot, averaged over the paired examples and the heads")
-COMPARE = ("compare: train_pooled, then exercise 9's train with positions, then train without positions, all on "
-           "train_task from rng; each model's figures come from its predictions (the highest logit) on test_task")
+COMPARE = ("compare: train_pooled, then exercise 9's train (positions on), both on train_task from rng; each "
+           "model's figures come from its predictions (the highest logit) on test_task")
 BOUND = ("a bag of words gives the two members of a pair the same input, so the same answer: one right at most. "
          "Trained, it answers yes or no, exactly one of each pair right (0.5), and still gets the control "
          f"sentences right (two 'not's or none: the bag does differ there) ({READ})")
@@ -86,7 +86,8 @@ def _pooled(params, tokens, query_position):
 
 def _pooled_params(seed: int, vocab: int = VOCAB, d: int = D_SMALL, hidden: int = HIDDEN) -> dict:
     rng = np.random.default_rng(seed)
-    return {"embedding": rng.normal(size=(vocab, d)), "w_hidden": rng.normal(scale=1 / np.sqrt(d), size=(2 * d, hidden)),
+    return {"embedding": rng.normal(size=(vocab, d)),
+            "w_hidden": rng.normal(scale=1 / np.sqrt(d), size=(2 * d, hidden)),
             "b_hidden": rng.normal(scale=0.5, size=hidden), "w_out": rng.normal(scale=1 / np.sqrt(hidden),
                                                                                 size=(hidden, vocab)),
             "b_out": rng.normal(scale=0.3, size=vocab)}
@@ -109,12 +110,12 @@ VARIANT = ("a task drawn by the test: its own seed, sentences of 15 tokens (up t
            "five more words and every token id shuffled; compare must train on the task it is given")
 
 
-def variant_tasks(seed: int, n_train: int = 192, n_test: int = 64) -> tuple[dict, dict]:
+def variant_tasks(seed: int, n_train: int = 192, n_test: int = 64, max_shift: int = 4) -> tuple[dict, dict]:
     """A training set (pairs and as many controls) and a held-out set (pairs and a few controls), ids shuffled."""
     rng = np.random.default_rng(seed)
     make = negation_tasks().negation_task
-    train_set = make(rng, n_train, n_controls=n_train, max_shift=4)
-    test_set = make(rng, n_test, n_controls=n_test // 2, max_shift=4)
+    train_set = make(rng, n_train, n_controls=n_train, max_shift=max_shift)
+    test_set = make(rng, n_test, n_controls=n_test // 2, max_shift=max_shift)
     words = [*train_set["vocab"], *EXTRA_WORDS]
     new_id = np.empty(len(words), dtype=np.int64)
     new_id[rng.permutation(len(words))] = np.arange(len(words))
@@ -213,7 +214,7 @@ def test_pooled_features_forget_the_order(impl):
     first = impl.pooled_features(embedding, tokens, query)
     second = impl.pooled_features(embedding, tokens[:, order], moved_query)
     expect_close(second, first, rtol=1e-10, atol=1e-12,
-                 what="pooled_features of the same sentences with their words shuffled (the question kept on its word)",
+                 what="pooled_features of the same sentences, words shuffled (the question kept on its word)",
                  idea="a mean ignores the order: " + FEATURES)
 
 
@@ -234,7 +235,8 @@ def test_init_pooled_keys_and_shapes(impl):
               "w_out": (HIDDEN, VOCAB), "b_out": (VOCAB,)}
     observed = {key: np.shape(params.get(key)) for key in shapes} if isinstance(params, dict) else None
     if expect(observed == shapes, what=f"init_pooled(rng, {VOCAB}, {D_SMALL}, {HIDDEN})'s shapes",
-              expected=str(shapes), observed=str(observed), idea=POOLED + "; w_hidden reads both halves: 2 d_model rows"):
+              expected=str(shapes), observed=str(observed),
+              idea=POOLED + "; w_hidden reads both halves: 2 d_model rows"):
         expect_equal(params["b_hidden"], np.zeros(HIDDEN), what="b_hidden", idea="the biases start at zeros")
         expect_equal(params["b_out"], np.zeros(VOCAB), what="b_out", idea="the biases start at zeros")
 
@@ -412,7 +414,7 @@ _COMPARED: dict = {}
 
 
 def _compared(impl):
-    """compare on the test's own task variant, trained once per implementation (it trains three models)."""
+    """Run compare on the test's own task variant, trained once per implementation (it trains three models)."""
     key = id(impl._implementation)
     if key not in _COMPARED:
         train_set, test_set = variant_tasks(TASK_SEED)
@@ -426,7 +428,7 @@ def _models_of(record, train_set) -> dict | None:
     """The three trained models of compare's record, when they have the shapes of the task's vocabulary."""
     models = record.get("models") if isinstance(record, dict) else None
     vocab = len(train_set["vocab"])
-    shapes = {"pooled": (vocab, 16), "attention": (vocab, 16), "bag_attention": (vocab, 16)}
+    shapes = {"pooled": (vocab, 16), "attention": (vocab, 16)}
     observed = {name: np.shape(models[name].get("embedding")) if isinstance(models, dict) and isinstance(
         models.get(name), dict) else None for name in shapes}
     ok = expect(observed == shapes, what="compare's record['models']: the embedding of each model",
@@ -440,8 +442,6 @@ def _figures(models, test_set) -> dict:
     predicted = {"pooled": _pooled(models["pooled"], tokens, query).argmax(axis=-1)}
     logits, weights = _forward(models["attention"], tokens, query, 1, True)
     predicted["attention"] = logits.argmax(axis=-1)
-    predicted["bag_attention"] = _forward(models["bag_attention"], tokens, query, 1, False, weights=False)[0].argmax(
-        axis=-1)
     paired, control = test_set["pair"] >= 0, test_set["pair"] < 0
     out = {}
     for name, guess in predicted.items():
@@ -464,7 +464,7 @@ def test_compare_reports_the_figures_of_its_models(impl):
     figures = _figures(models, test_set)
     for figure in ("accuracy", "both_right"):
         reported = record.get(figure) if isinstance(record.get(figure), dict) else {}
-        for name in ("pooled", "attention", "bag_attention"):
+        for name in ("pooled", "attention"):
             expect_close(reported.get(name, np.nan), figures[name][figure], atol=1e-12,
                          what=f"record[{figure!r}][{name!r}] against the figure recomputed here from "
                               f"record['models'][{name!r}] on test_task",
@@ -500,13 +500,6 @@ def test_one_attention_layer_with_positions_reads_the_pairs(impl):
            what="the attention model on the held-out pairs of test_task (recomputed here from record['models'])",
            expected="at least 0.95 right (a bag of words: 0.5 at most)",
            observed=f"{figures['attention']['accuracy']:.3f}", idea=ORDER + "; " + COMPARE)
-    expect(figures["bag_attention"]["same_answer"] == 1.0 and figures["bag_attention"]["accuracy"] <= 0.5,
-           what="the attention model trained without positions, on the pairs (evaluated without positions)",
-           expected="the same answer for both members of every pair, so 0.5 right at most",
-           observed=f"same answer on {figures['bag_attention']['same_answer']:.3f} of the pairs, accuracy "
-                    f"{figures['bag_attention']['accuracy']:.3f}",
-           idea="without positions attention sees a bag too: the asked verb's output depends on its own word and "
-                "the set of words only")
 
 
 def test_the_asked_verb_attends_to_its_own_slot(impl):
@@ -515,8 +508,9 @@ def test_the_asked_verb_attends_to_its_own_slot(impl):
     if models is None:
         return
     figures = _figures(models, test_set)
-    expect(figures["own"] >= 0.5 and figures["other"] <= 0.15,
+    expect(figures["own"] >= 0.4 and figures["own"] - figures["other"] >= 0.3,
            what="the trained attention model: the asked verb's weight on its own slot and on the other event's "
                 "(recomputed here, on the pairs of test_task)",
-           expected="at least 0.5 on its own slot, at most 0.15 on the other's (1/15 each before training)",
+           expected="at least 0.4 on its own slot, and at least 0.3 more than on the other's (1/15 each before "
+                    "training)",
            observed=f"own {figures['own']:.3f}, other {figures['other']:.3f}", idea=ORDER)
