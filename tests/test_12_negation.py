@@ -14,7 +14,10 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+from pytest_check import check
 
+from tests.effort import cpu_call, cpu_seconds_per_call, message, once
+from tests.failures import Failure, record
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -280,7 +283,49 @@ def test_pooled_forward_rejects_bad_params(impl):
 
 # ---------------------------------------------------------------- pooled_gradients
 
+# The gradients by hand, not by nudging: at a larger size (about 3000 parameters) the chain rule costs a few
+# forward passes, central differences two per parameter. Checked once per session, on inputs of its own.
+EFFORT, EFFORT_FLOOR = 50, 0.05  # at most 50 forward passes of CPU time, plus 50 ms for any overheads
+ANALYTIC = ("write pooled_gradients by the chain rule, reusing cross_entropy and linear_backward; nudging every "
+            "parameter and rerunning the model (central differences) is for checking gradients, not for computing "
+            "them")
+
+
+def _gate(impl) -> list[Failure]:
+    rng = np.random.default_rng(8112)
+    vocab, d, hidden, n, seq = 40, 16, 32, 64, 15
+    params = _pooled_params(8113, vocab, d, hidden)
+    tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
+    target = rng.integers(0, vocab, size=n)
+    forward_seconds = cpu_seconds_per_call(lambda: _pooled(params, tokens, query), minimum=1e-3)
+    bound = EFFORT * forward_seconds + EFFORT_FLOOR
+    _, seconds = cpu_call(impl, "pooled_gradients", params, tokens, query, target, budget=bound)
+    if seconds is not None and seconds > bound:  # once more: a busy machine may have slowed it
+        seconds = min(seconds, cpu_call(impl, "pooled_gradients", params, tokens, query, target, budget=bound)[1])
+    if seconds is None or seconds <= bound:
+        return []
+    size = sum(np.size(value) for value in params.values())
+    stopped = seconds == float("inf")
+    return [message(f"pooled_gradients: its CPU time on {n} sentences of {seq} tokens ({size} parameters)",
+                    f"at most {bound * 1e3:.0f} ms ({EFFORT} forward passes of {forward_seconds * 1e3:.2f} ms, plus "
+                    f"{EFFORT_FLOOR * 1e3:.0f} ms)",
+                    f"more than {bound * 1e3:.0f} ms (stopped there)" if stopped else
+                    f"{seconds * 1e3:.0f} ms, about {seconds / forward_seconds:.0f} forward passes",
+                    f"a backward pass costs a few forward passes, nudging the parameters two per parameter "
+                    f"({2 * size} here): your gradients look like a numerical estimate. " + ANALYTIC)]
+
+
+def require_analytic(impl) -> bool:
+    """Fail the test (with the reason) unless pooled_gradients is computed by the chain rule; True when it is."""
+    failures = once(impl, "pooled_gradients", "analytic", lambda: _gate(impl))
+    for failure in failures:
+        check.fail(record(failure).message)
+    return not failures
+
+
 def test_pooled_gradients_loss(impl):
+    if not require_analytic(impl):
+        return
     tokens, query, target = _batch(30)
     params = _pooled_params(31)
     result = call_or_explain(impl.pooled_gradients, params, tokens, query, target,
@@ -292,6 +337,8 @@ def test_pooled_gradients_loss(impl):
 
 
 def test_pooled_gradients_match_central_differences(impl):
+    if not require_analytic(impl):
+        return
     tokens, query, target = _batch(32)
     params = _pooled_params(33)
     _, grads = impl.pooled_gradients(params, tokens, query, target)
@@ -351,6 +398,8 @@ def _followed(impl, seed: int, task: dict, keep_state: bool) -> list[float]:
 
 
 def test_train_pooled_is_init_pooled_then_adam_steps_with_their_state(impl):
+    if not require_analytic(impl):  # the expected losses come from your pooled_gradients
+        return
     task = _one_sentence_task(40)
     result = call_or_explain(impl.train_pooled, np.random.default_rng(41), task, **FOLLOW,
                              what=f"train_pooled(rng, task, {FOLLOW}) on one sentence repeated", idea=TRAIN)
@@ -410,23 +459,20 @@ def test_negation_attention_reads_the_right_cells(impl):
 
 # ---------------------------------------------------------------- compare: the claim
 
-_COMPARED: dict = {}
-
-
 def _compared(impl):
-    """Run compare on the test's own task variant, trained once per implementation (it trains three models)."""
-    key = id(impl._implementation)
-    if key not in _COMPARED:
+    """Run compare on the test's own task variant, once per session (it trains two models)."""
+    def run():
         train_set, test_set = variant_tasks(TASK_SEED)
-        record = call_or_explain(impl.compare, np.random.default_rng(COMPARE_SEED), train_set, test_set,
+        result = call_or_explain(impl.compare, np.random.default_rng(COMPARE_SEED), train_set, test_set,
                                  what="compare(rng, train_task, test_task) on " + VARIANT, idea=COMPARE)
-        _COMPARED[key] = (record, train_set, test_set)
-    return _COMPARED[key]
+        return result, train_set, test_set
+
+    return once(impl, "compare", "claim", run)
 
 
-def _models_of(record, train_set) -> dict | None:
-    """The three trained models of compare's record, when they have the shapes of the task's vocabulary."""
-    models = record.get("models") if isinstance(record, dict) else None
+def _models_of(result, train_set) -> dict | None:
+    """The two trained models of compare's record, when they have the shapes of the task's vocabulary."""
+    models = result.get("models") if isinstance(result, dict) else None
     vocab = len(train_set["vocab"])
     shapes = {"pooled": (vocab, 16), "attention": (vocab, 16)}
     observed = {name: np.shape(models[name].get("embedding")) if isinstance(models, dict) and isinstance(
@@ -457,27 +503,27 @@ def _figures(models, test_set) -> dict:
 
 
 def test_compare_reports_the_figures_of_its_models(impl):
-    record, train_set, test_set = _compared(impl)
-    models = _models_of(record, train_set)
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
     if models is None:
         return
     figures = _figures(models, test_set)
     for figure in ("accuracy", "both_right"):
-        reported = record.get(figure) if isinstance(record.get(figure), dict) else {}
+        reported = result.get(figure) if isinstance(result.get(figure), dict) else {}
         for name in ("pooled", "attention"):
             expect_close(reported.get(name, np.nan), figures[name][figure], atol=1e-12,
                          what=f"record[{figure!r}][{name!r}] against the figure recomputed here from "
                               f"record['models'][{name!r}] on test_task",
                          idea=COMPARE + "; the figures must be measured on the models compare returns")
     for figure in ("own", "other"):
-        expect_close(record.get(figure, np.nan), figures[figure], atol=1e-12,
+        expect_close(result.get(figure, np.nan), figures[figure], atol=1e-12,
                      what=f"record[{figure!r}] against negation_attention recomputed here from the attention model",
                      idea=COMPARE + "; " + LOOK)
 
 
 def test_the_bag_of_words_model_stays_at_chance_on_pairs(impl):
-    record, train_set, test_set = _compared(impl)
-    models = _models_of(record, train_set)
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
     if models is None:
         return
     pooled = _figures(models, test_set)["pooled"]
@@ -491,8 +537,8 @@ def test_the_bag_of_words_model_stays_at_chance_on_pairs(impl):
 
 
 def test_one_attention_layer_with_positions_reads_the_pairs(impl):
-    record, train_set, test_set = _compared(impl)
-    models = _models_of(record, train_set)
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
     if models is None:
         return
     figures = _figures(models, test_set)
@@ -503,8 +549,8 @@ def test_one_attention_layer_with_positions_reads_the_pairs(impl):
 
 
 def test_the_asked_verb_attends_to_its_own_slot(impl):
-    record, train_set, test_set = _compared(impl)
-    models = _models_of(record, train_set)
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
     if models is None:
         return
     figures = _figures(models, test_set)

@@ -40,8 +40,9 @@ CAPTION = (
     "input, so the same answer: one of the two right at most, 0.5 on pairs whatever it learns. Without positional "
     "encodings an attention layer is a bag too. With them, the asked verb's query picks out the key of the slot "
     "right before it: its row (framed) puts its weight on its own \"not\" in one sentence and on the adverb in the "
-    "other, where the \"not\" belongs to the refund. Such a weight is a measurement of this small model on this "
-    "task, not of what language models do."
+    "other, where the \"not\" belongs to the refund. Only the verbs' rows are read out, so the other rows were "
+    "never trained to mean anything. Such a weight is a measurement of this small model on this task, not of "
+    "what language models do."
 )
 
 
@@ -147,7 +148,8 @@ def plot(result: NegationResult, out: Path) -> None:
     bars = axes[2].bar(range(3), values, color=["#8d99ae", "#8d99ae", "#2a9d8f"])
     axes[2].bar_label(bars, labels=[f"{v:.2f}" for v in values], padding=2)
     axes[2].axhline(0.5, color="#c8553d", linestyle="--", linewidth=1.2)
-    axes[2].text(2.45, 0.52, "bound of any bag of words", ha="right", fontsize=8.5, color="#c8553d")
+    axes[2].text(-0.4, 0.6, "0.5: the bound of any\nbag of words", ha="left", va="bottom", fontsize=8.5,
+                 color="#c8553d")
     axes[2].set_xticks(range(3), [textwrap.fill(NAMES[name], 16) for name in names], fontsize=9)
     axes[2].set_ylim(0, 1.08)
     axes[2].set_ylabel(f"accuracy on {N_TEST_PAIRS} held-out pairs")
