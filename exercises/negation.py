@@ -37,10 +37,12 @@ What the tests check
 * ``init_pooled``: keys, shapes, zero biases, randomness only from ``rng``;
 * ``pooled_forward``: the logits against the test's own forward pass (the
   ReLU included), and bad parameters rejected with a ``ValueError``;
-* ``pooled_gradients``: the loss, and every gradient against central
-  differences (repeated tokens and the query's double role included);
-* ``train_pooled``: the first loss is the fresh model's, the losses fall,
-  and the Adam state is kept from step to step;
+* ``pooled_gradients``: computed by the chain rule (at a larger size it
+  may cost a few dozen forward passes, not one per parameter); the loss,
+  and every gradient against central differences (repeated tokens and the
+  asked word's double role included);
+* ``train_pooled``: on one sentence repeated, its losses are those of
+  ``init_pooled`` followed by Adam steps that keep their state;
 * ``pair_accuracy`` and ``negation_attention``: on the test's own
   predictions and weights, against a hand count;
 * ``compare``: on a task drawn by the test (a vocabulary of its own), the
