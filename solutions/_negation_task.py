@@ -8,9 +8,11 @@ Every sentence reports two events, eleven tokens in fixed slots::
 Slot 3 belongs to the first event's verb (slot 4), slot 9 to the second's
 (slot 10). Exactly one of the two slots holds "not"; the other holds a
 harmless adverb ("indeed", "really", "fully"). The question is asked at one
-verb (``query_position`` 4 or 10): was that event negated? The answer is a
-word of the vocabulary, "no" when its own slot holds "not", "yes" when the
-"not" belongs to the other event.
+verb (``query_position``): was that event negated? The answer is a word of
+the vocabulary, "no" when its own slot holds "not", "yes" when the "not"
+belongs to the other event. Every sentence starts after 0 to ``max_shift``
+padding tokens "." and is padded at the end to ``11 + max_shift`` tokens,
+so the slots have no fixed positions (add the shift to the numbers above).
 
 Sentences come in pairs. The two members of a pair use the same nouns,
 verbs and adverb, and ask about the same event at the same position; only
@@ -25,6 +27,9 @@ Any model that sees only the bag and the query word gives them the same
 answer: on a set made of whole pairs it gets exactly one of each pair right
 (or none), so its accuracy is at most one half. Only the order, which word
 stands next to which, tells them apart.
+
+``n_controls`` adds control sentences, which belong to no pair: "not" in
+both slots (the answer is "no") or in neither ("yes").
 
 This module needs numpy only, and draws every random number from the
 generator it is given, so the same seed always gives the same sentences.
