@@ -1,80 +1,562 @@
-"""Exercise 12: negation. From the shape of the result to the property that makes it useful."""
+"""Exercise 12: whose "not" is it? The bag-of-words model, its gradients and training, the measures, then the claim.
 
-# The example of `python -m grader.authoring.new_exercise` (see CONTRIBUTING.md): each test checks one property, from
-# the most basic (the shape) to the subtle one, with the kit's helpers (tests/feedback.py), so that a failure says
-# what was expected, what was observed and which idea to revisit. A property is derived here, never copied from the
-# reference; where no property gives the expected values, a probe (a seeded input declared with @probe) is compared
-# with the reference's output, stored in tests/data/golden.npz by `python -m grader.authoring.golden`.
+Expected values come from this file: its own bag-of-words model, its own
+central differences, Adam's formula (exercise 9's tests), hand counts, and,
+for the claim, the figures recomputed here from the models your ``compare``
+trained, with this file's own forward passes (never yours), on a task drawn
+here (its own vocabulary, ids shuffled, and longer sentences).
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+from pathlib import Path
+
 import numpy as np
+from pytest_check import check
 
-from tests.feedback import expect_array, expect_close, expect_shape
+from tests.effort import cpu_call, cpu_seconds_per_call, message, once
+from tests.failures import Failure, record
+from tests.feedback import (
+    call_or_explain,
+    expect,
+    expect_close,
+    expect_equal,
+    expect_raises_value_error,
+    expect_shape,
+)
 from tests.probes import expect_probe, probe
+from tests.test_08_backward import expect_gradient
+from tests.test_09_training import _adam, _forward, _loss, _show_losses
 
-CENTRED = ("centring: subtract each slice's own mean along `axis` (kept as an axis of length one), "
-           "not the mean of the whole array")
-SHIFT = "centring only shifts a slice: the differences between its entries stay exactly as they were"
-SOFTMAX = "softmax ignores a number added to every score of a slice, so centring changes no weight"
+ROOT = Path(__file__).resolve().parent.parent
+READ = "docs/reading.md#meaning"
+# Small inputs for the function tests; sizes all differ (sentences, seq, vocab, d_model, hidden).
+N_EX, SEQ, VOCAB, D_SMALL, HIDDEN = 5, 7, 13, 6, 9
+COMPARE_SEED, TASK_SEED = 1212, 1213
+
+FEATURES = ("the bag: the mean over the positions of embedding[tokens[i]] (first d_model columns), then the "
+            "asked word's own row embedding[tokens[i, query_position[i]]] (last d_model columns)")
+POOLED = ("the bag-of-words model: f = pooled_features(...), hidden = relu(f @ w_hidden + b_hidden), "
+          "logits = hidden @ w_out + b_out")
+GRADS = ("backwards through the bag model: cross_entropy, linear_backward for the read-out, the ReLU (gradient "
+         "only where its input was positive), linear_backward for the hidden layer, then the features: the first "
+         "half shared by the seq tokens (1/seq each), the second half to the asked word; a token that occurs "
+         "several times, or the asked word (also in the mean), adds every contribution (np.add.at)")
+TRAIN = ("train_pooled: init_pooled(rng, len(vocab), d_model, d_hidden), then every step a batch drawn from rng, "
+         f"pooled_gradients and adam_step with the state of the step before ({READ})")
+COUNT = ("pair_accuracy counts only the examples of a pair (pair >= 0): the fraction right, and the fraction of "
+         "pairs whose two members are both right")
+LOOK = ("negation_attention: from the row query_position of each paired example, the weight on the column "
+        "own_slot and on the column other_slot, averaged over the paired examples and the heads")
+COMPARE = ("compare: train_pooled, then exercise 9's train (positions on), both on train_task from rng; each "
+           "model's figures come from its predictions (the highest logit) on test_task")
+BOUND = ("a bag of words gives the two members of a pair the same input, so the same answer: one right at most. "
+         "Trained, it answers yes or no, exactly one of each pair right (0.5), and still gets the control "
+         f"sentences right (two 'not's or none: the bag does differ there) ({READ})")
+ORDER = ("with positional encodings the asked verb's query can pick out the key of the slot right before it, "
+         f"where its own 'not' stands or does not ({READ})")
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
 
 
-def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The test's own stable softmax, so this property does not depend on the student's exercise 1."""
-    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return exps / exps.sum(axis=axis, keepdims=True)
+@functools.cache
+def negation_tasks():
+    """The given task module (_negation_task.py), loaded from the kit (the reference's copy when there is one)."""
+    for folder in ("solutions", "exercises"):
+        path = ROOT / folder / "_negation_task.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"_attention_kit_negation_task_{folder}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError("_negation_task.py is missing from the kit (solutions/ and exercises/)")
 
+
+# ---------------------------------------------------------------- the tests' own bag model
+
+def _features(embedding, tokens, query_position):
+    embedding = np.asarray(embedding, dtype=np.float64)
+    rows = np.arange(len(tokens))
+    return np.concatenate([embedding[tokens].mean(axis=1), embedding[tokens[rows, query_position]]], axis=1)
+
+
+def _pooled(params, tokens, query_position):
+    hidden = np.maximum(_features(params["embedding"], tokens, query_position) @ params["w_hidden"]
+                        + params["b_hidden"], 0.0)
+    return hidden @ params["w_out"] + params["b_out"]
+
+
+def _pooled_params(seed: int, vocab: int = VOCAB, d: int = D_SMALL, hidden: int = HIDDEN) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"embedding": rng.normal(size=(vocab, d)),
+            "w_hidden": rng.normal(scale=1 / np.sqrt(d), size=(2 * d, hidden)),
+            "b_hidden": rng.normal(scale=0.5, size=hidden), "w_out": rng.normal(scale=1 / np.sqrt(hidden),
+                                                                                size=(hidden, vocab)),
+            "b_out": rng.normal(scale=0.3, size=vocab)}
+
+
+def _batch(seed: int):
+    """Sentences with repeated tokens, the asked word also elsewhere in the sentence, queries at different places."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, VOCAB, size=(N_EX, SEQ))
+    tokens[:, 1] = tokens[:, 5]  # every sentence repeats a token
+    query = np.array([5, 0, 3, 6, 1])
+    tokens[0, 2] = tokens[0, 5]  # the first asked word occurs three times
+    return tokens, query, rng.integers(0, VOCAB, size=N_EX)
+
+
+# ---------------------------------------------------------------- the test's task: one the code cannot have seen
+
+EXTRA_WORDS = ("alpha", "bravo", "charlie", "delta", "echo")
+VARIANT = ("a task drawn by the test: its own seed, sentences of 15 tokens (up to 4 padding tokens before them), "
+           "five more words and every token id shuffled; compare must train on the task it is given")
+
+
+def variant_tasks(seed: int, n_train: int = 192, n_test: int = 64, max_shift: int = 4) -> tuple[dict, dict]:
+    """A training set (pairs and as many controls) and a held-out set (pairs and a few controls), ids shuffled."""
+    rng = np.random.default_rng(seed)
+    make = negation_tasks().negation_task
+    train_set = make(rng, n_train, n_controls=n_train, max_shift=max_shift)
+    test_set = make(rng, n_test, n_controls=n_test // 2, max_shift=max_shift)
+    words = [*train_set["vocab"], *EXTRA_WORDS]
+    new_id = np.empty(len(words), dtype=np.int64)
+    new_id[rng.permutation(len(words))] = np.arange(len(words))
+    vocab = [""] * len(words)
+    for old, word in enumerate(words):
+        vocab[new_id[old]] = word
+    out = []
+    for task in (train_set, test_set):
+        moved = dict(task)
+        moved["tokens"], moved["target"], moved["vocab"] = new_id[task["tokens"]], new_id[task["target"]], list(vocab)
+        out.append(moved)
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------- probes (reference values, for the diagnosis)
 
 @probe("pooled_features")
-def fixed_scores():
-    rng = np.random.default_rng(1201)
-    return (rng.normal(loc=2.0, scale=3.0, size=(2, 3, 5)),), {}
+def repeated_words():
+    tokens, query, _ = _batch(1201)
+    return (_pooled_params(1202)["embedding"], tokens, query), {}
 
 
-@probe("pooled_features", rejects="x")
-def a_single_number():
-    return (np.float64(1.5),), {}
+@probe("pooled_features", rejects="query_position")
+def a_query_past_the_end():
+    tokens, _, _ = _batch(1203)
+    return (_pooled_params(1204)["embedding"], tokens, np.array([0, 1, 2, 3, SEQ])), {}
 
 
-def test_keeps_the_shape(impl):
-    x = np.random.default_rng(1201 + 1).normal(size=(3, 4))
-    out = impl.pooled_features(x)
-    if expect_array(out, what="pooled_features(x) of a (3, 4) array", idea=CENTRED):
-        expect_shape(out, (3, 4), what="pooled_features(x) has the shape of x", idea=CENTRED)
+@probe("init_pooled")
+def seeded():
+    return (np.random.default_rng(1205), VOCAB, D_SMALL, HIDDEN), {}
 
 
-def test_every_slice_has_mean_zero(impl):
-    x = np.random.default_rng(1201 + 2).normal(loc=5.0, size=(2, 3, 4))
-    for axis, means_shape in ((-1, (2, 3)), (0, (3, 4))):
-        out = impl.pooled_features(x, axis=axis)
-        if expect_shape(out, x.shape, what=f"pooled_features(x, axis={axis})", idea=CENTRED):
-            expect_close(np.mean(out, axis=axis), np.zeros(means_shape), atol=1e-12,
-                         what=f"the mean of every slice of pooled_features(x, axis={axis}) along axis {axis}",
-                         idea=CENTRED)
+@probe("pooled_forward")
+def half_the_hidden_units_cut():
+    tokens, query, _ = _batch(1206)
+    return (_pooled_params(1207), tokens, query), {}
 
 
-def test_only_shifts_each_slice(impl):
-    x = np.random.default_rng(1201 + 3).normal(size=(4, 6))
-    out = impl.pooled_features(x)
-    if expect_shape(out, x.shape, what="pooled_features(x) of a (4, 6) array", idea=SHIFT):
-        expect_close(np.diff(out, axis=-1), np.diff(x, axis=-1), rtol=1e-12, atol=1e-12,
-                     what="the differences between neighbouring entries of each row, before and after", idea=SHIFT)
+@probe("pooled_gradients")
+def repeated_tokens():
+    tokens, query, target = _batch(1208)
+    return (_pooled_params(1209), tokens, query, target), {}
 
 
-def test_softmax_is_unchanged(impl):
-    x = np.random.default_rng(1201 + 4).normal(scale=4.0, size=(3, 5))
-    out = impl.pooled_features(x)
-    if expect_shape(out, x.shape, what="pooled_features(x) of a (3, 5) array", idea=SOFTMAX):
-        expect_close(_softmax(out), _softmax(x), rtol=1e-12, what="softmax of pooled_features(x) against softmax of x",
-                     idea=SOFTMAX)
+@probe("train_pooled")
+def three_small_steps():
+    task = negation_tasks().negation_task(np.random.default_rng(1210), 10, n_controls=4)
+    return (np.random.default_rng(1211), task), {"d_model": D_SMALL, "d_hidden": HIDDEN, "steps": 3, "batch_size": 8}
 
 
-def test_rejects_bad_input(impl):
-    expect_probe(impl, "pooled_features/a_single_number", what="pooled_features of a single number (no axis)",
-                 idea=CHECKS)
+@probe("pair_accuracy")
+def pairs_and_controls():
+    return (np.array([3, 3, 4, 2, 4, 4, 1, 3]), np.array([3, 4, 4, 2, 3, 4, 2, 3]),
+            np.array([0, 0, -1, 1, 2, 2, -1, 1])), {}
 
 
-def test_reference_values(impl):
-    expect_probe(impl, "pooled_features/fixed_scores", what="pooled_features on the fixed input pooled_features/fixed_scores",
-                 idea=CENTRED)
+@probe("negation_attention")
+def two_heads():
+    task = negation_tasks().negation_task(np.random.default_rng(1212), 3, n_controls=2)
+    n, seq = task["tokens"].shape
+    scores = np.random.default_rng(1213).normal(scale=2.0, size=(n, 2, seq, seq))
+    return (np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True), task), {}
+
+
+# ---------------------------------------------------------------- pooled_features
+
+def test_pooled_features_shape(impl):
+    tokens, query, _ = _batch(10)
+    out = call_or_explain(impl.pooled_features, _pooled_params(11)["embedding"], tokens, query,
+                          what=f"pooled_features(embedding ({VOCAB}, {D_SMALL}), tokens ({N_EX}, {SEQ}), "
+                               f"query_position ({N_EX},))", idea=FEATURES)
+    expect_shape(out, (N_EX, 2 * D_SMALL), what="pooled_features' result",
+                 idea="one row per sentence: the mean (d_model) next to the asked word's embedding (d_model)")
+
+
+def test_pooled_features_values(impl):
+    tokens, query, _ = _batch(12)
+    embedding = _pooled_params(13)["embedding"]
+    out = impl.pooled_features(embedding, tokens, query)
+    if expect_shape(out, (N_EX, 2 * D_SMALL), what="pooled_features' result", idea=FEATURES):
+        expect_close(np.asarray(out)[:, :D_SMALL], _features(embedding, tokens, query)[:, :D_SMALL], rtol=1e-10,
+                     what="the first d_model columns (sentences that repeat a token)",
+                     idea=FEATURES + ": the mean over all seq positions, a repeated token counted each time")
+        expect_close(np.asarray(out)[:, D_SMALL:], _features(embedding, tokens, query)[:, D_SMALL:], rtol=1e-10,
+                     what="the last d_model columns (the questions asked at positions 5, 0, 3, 6, 1)",
+                     idea=FEATURES + ": each sentence's own query_position")
+
+
+def test_pooled_features_forget_the_order(impl):
+    # Shuffle the positions of every sentence (the question follows its word): a bag cannot tell.
+    tokens, query, _ = _batch(14)
+    embedding = _pooled_params(15)["embedding"]
+    order = np.random.default_rng(16).permutation(SEQ)
+    moved_query = np.argsort(order)[query]
+    first = impl.pooled_features(embedding, tokens, query)
+    second = impl.pooled_features(embedding, tokens[:, order], moved_query)
+    expect_close(second, first, rtol=1e-10, atol=1e-12,
+                 what="pooled_features of the same sentences, words shuffled (the question kept on its word)",
+                 idea="a mean ignores the order: " + FEATURES)
+
+
+def test_pooled_features_rejects_a_bad_query_position(impl):
+    tokens, _, _ = _batch(17)
+    expect_raises_value_error(lambda: impl.pooled_features(_pooled_params(18)["embedding"], tokens,
+                                                           np.array([0, 1, 2, 3, SEQ])), argument="query_position",
+                              what=f"pooled_features with a query_position of {SEQ} for sentences of {SEQ} tokens",
+                              idea=CHECKS)
+
+
+# ---------------------------------------------------------------- init_pooled
+
+def test_init_pooled_keys_and_shapes(impl):
+    params = call_or_explain(impl.init_pooled, np.random.default_rng(0), VOCAB, D_SMALL, HIDDEN,
+                             what=f"init_pooled(rng, {VOCAB}, {D_SMALL}, {HIDDEN})", idea=POOLED)
+    shapes = {"embedding": (VOCAB, D_SMALL), "w_hidden": (2 * D_SMALL, HIDDEN), "b_hidden": (HIDDEN,),
+              "w_out": (HIDDEN, VOCAB), "b_out": (VOCAB,)}
+    observed = {key: np.shape(params.get(key)) for key in shapes} if isinstance(params, dict) else None
+    if expect(observed == shapes, what=f"init_pooled(rng, {VOCAB}, {D_SMALL}, {HIDDEN})'s shapes",
+              expected=str(shapes), observed=str(observed),
+              idea=POOLED + "; w_hidden reads both halves: 2 d_model rows"):
+        expect_equal(params["b_hidden"], np.zeros(HIDDEN), what="b_hidden", idea="the biases start at zeros")
+        expect_equal(params["b_out"], np.zeros(VOCAB), what="b_out", idea="the biases start at zeros")
+
+
+def test_init_pooled_uses_only_its_rng(impl):
+    first = impl.init_pooled(np.random.default_rng(5), VOCAB, D_SMALL, HIDDEN)
+    again = impl.init_pooled(np.random.default_rng(5), VOCAB, D_SMALL, HIDDEN)
+    other = impl.init_pooled(np.random.default_rng(6), VOCAB, D_SMALL, HIDDEN)
+    expect_equal(again["w_hidden"], first["w_hidden"], what="w_hidden from two generators with seed 5",
+                 idea="all randomness comes from rng: the same seed gives the same model")
+    expect(not np.allclose(other["embedding"], first["embedding"]), what="embedding from seeds 5 and 6",
+           expected="different values", observed="the same values", idea="draw the embedding from rng")
+    expect_probe(impl, "init_pooled/seeded", what=f"init_pooled(default_rng(1205), {VOCAB}, {D_SMALL}, {HIDDEN})",
+                 idea="init_pooled draws in this order: the embedding (0.3 * rng.normal), then init_weight for "
+                      "w_hidden, then init_weight for w_out; the biases are zeros", rtol=1e-12, atol=0.0)
+
+
+# ---------------------------------------------------------------- pooled_forward
+
+def test_pooled_forward_values(impl):
+    tokens, query, _ = _batch(20)
+    params = _pooled_params(21)
+    logits = call_or_explain(impl.pooled_forward, params, tokens, query,
+                             what=f"pooled_forward on {N_EX} sentences of {SEQ} tokens", idea=POOLED)
+    before = _features(params["embedding"], tokens, query) @ params["w_hidden"] + params["b_hidden"]
+    cut = float(np.mean(before < 0))
+    if expect_shape(logits, (N_EX, VOCAB), what="pooled_forward's logits", idea="one score per word of the vocabulary"):
+        expect_close(logits, _pooled(params, tokens, query), rtol=1e-9,
+                     what=f"pooled_forward's logits ({cut:.0%} of the hidden units below 0 before the ReLU)",
+                     idea=POOLED + "; relu(z) = max(z, 0), applied after the bias")
+
+
+def test_pooled_forward_rejects_bad_params(impl):
+    tokens, query, _ = _batch(22)
+    params = _pooled_params(23)
+    params["w_hidden"] = params["w_hidden"][:D_SMALL]  # only d_model rows: the asked word's half forgotten
+    expect_raises_value_error(lambda: impl.pooled_forward(params, tokens, query), argument="params",
+                              what=f"pooled_forward with a w_hidden of shape ({D_SMALL}, {HIDDEN}) for d_model "
+                                   f"{D_SMALL}", idea=CHECKS + "; w_hidden must have 2 d_model rows")
+
+
+# ---------------------------------------------------------------- pooled_gradients
+
+# The gradients by hand, not by nudging: at a larger size (about 3000 parameters) the chain rule costs a few
+# forward passes, central differences two per parameter. Checked once per session, on inputs of its own.
+EFFORT, EFFORT_FLOOR = 50, 0.05  # at most 50 forward passes of CPU time, plus 50 ms for any overheads
+ANALYTIC = ("write pooled_gradients by the chain rule, reusing cross_entropy and linear_backward; nudging every "
+            "parameter and rerunning the model (central differences) is for checking gradients, not for computing "
+            "them")
+
+
+def _gate(impl) -> list[Failure]:
+    rng = np.random.default_rng(8112)
+    vocab, d, hidden, n, seq = 40, 16, 32, 64, 15
+    params = _pooled_params(8113, vocab, d, hidden)
+    tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
+    target = rng.integers(0, vocab, size=n)
+    forward_seconds = cpu_seconds_per_call(lambda: _pooled(params, tokens, query), minimum=1e-3)
+    bound = EFFORT * forward_seconds + EFFORT_FLOOR
+    _, seconds = cpu_call(impl, "pooled_gradients", params, tokens, query, target, budget=bound)
+    if seconds is not None and seconds > bound:  # once more: a busy machine may have slowed it
+        seconds = min(seconds, cpu_call(impl, "pooled_gradients", params, tokens, query, target, budget=bound)[1])
+    if seconds is None or seconds <= bound:
+        return []
+    size = sum(np.size(value) for value in params.values())
+    stopped = seconds == float("inf")
+    return [message(f"pooled_gradients: its CPU time on {n} sentences of {seq} tokens ({size} parameters)",
+                    f"at most {bound * 1e3:.0f} ms ({EFFORT} forward passes of {forward_seconds * 1e3:.2f} ms, plus "
+                    f"{EFFORT_FLOOR * 1e3:.0f} ms)",
+                    f"more than {bound * 1e3:.0f} ms (stopped there)" if stopped else
+                    f"{seconds * 1e3:.0f} ms, about {seconds / forward_seconds:.0f} forward passes",
+                    f"a backward pass costs a few forward passes, nudging the parameters two per parameter "
+                    f"({2 * size} here): your gradients look like a numerical estimate. " + ANALYTIC)]
+
+
+def require_analytic(impl) -> bool:
+    """Fail the test (with the reason) unless pooled_gradients is computed by the chain rule; True when it is."""
+    failures = once(impl, "pooled_gradients", "analytic", lambda: _gate(impl))
+    for failure in failures:
+        check.fail(record(failure).message)
+    return not failures
+
+
+def test_pooled_gradients_loss(impl):
+    if not require_analytic(impl):
+        return
+    tokens, query, target = _batch(30)
+    params = _pooled_params(31)
+    result = call_or_explain(impl.pooled_gradients, params, tokens, query, target,
+                             what=f"pooled_gradients on {N_EX} sentences", idea=GRADS)
+    if expect(isinstance(result, tuple) and len(result) == 2, what="pooled_gradients' result",
+              expected="a tuple (loss, grads)", observed=type(result).__name__, idea=GRADS):
+        expect_close(result[0], _loss(_pooled(params, tokens, query), target), rtol=1e-9, what="the loss",
+                     idea="the loss is cross_entropy(pooled_forward(...), target)")
+
+
+def test_pooled_gradients_match_central_differences(impl):
+    if not require_analytic(impl):
+        return
+    tokens, query, target = _batch(32)
+    params = _pooled_params(33)
+    _, grads = impl.pooled_gradients(params, tokens, query, target)
+    if not expect(isinstance(grads, dict), what="pooled_gradients' grads", expected="a dict shaped like params",
+                  observed=type(grads).__name__, idea=GRADS):
+        return
+
+    def loss_of(key):
+        def loss(value):
+            return _loss(_pooled({**params, key: value}, tokens, query), target)
+        return loss
+
+    for key, sample in (("b_out", None), ("w_out", 12), ("b_hidden", None), ("w_hidden", 16)):
+        expect_gradient(grads.get(key), loss_of(key), params[key], sample=sample, what=f"grads[{key!r}]", idea=GRADS)
+    used = np.unique(tokens)
+    asked = np.unique(tokens[np.arange(N_EX), query])
+
+    def loss_rows(value):
+        full = params["embedding"].copy()
+        full[used] = value
+        return loss_of("embedding")(full)
+
+    emb = grads.get("embedding")
+    if expect_shape(emb, params["embedding"].shape, what="grads['embedding']", idea=GRADS):
+        expect_gradient(np.asarray(emb)[used], loss_rows, params["embedding"][used],
+                        what=f"grads['embedding'], the rows of the tokens that occur (repeated tokens; the asked "
+                             f"words {list(asked)} also in the mean)", idea=GRADS)
+        unused = np.setdiff1d(np.arange(VOCAB), used)
+        expect_close(np.asarray(emb)[unused], np.zeros((len(unused), D_SMALL)), atol=0,
+                     what="grads['embedding'], rows of words that do not occur",
+                     idea="a word that is not in the batch gets no gradient")
+
+
+# ---------------------------------------------------------------- train_pooled
+
+# One sentence repeated: every batch train_pooled draws is the same, however it draws them, so its losses follow
+# from init_pooled(rng, ...) and the Adam steps alone; the expected ones come from exercise 9's tests' Adam.
+FOLLOW = {"d_model": D_SMALL, "d_hidden": HIDDEN, "steps": 6, "batch_size": 4, "lr": 0.05}
+
+
+def _one_sentence_task(seed: int) -> dict:
+    sentence = negation_tasks().negation_task(np.random.default_rng(seed), 1)
+    return {key: np.repeat(value[:1], 5, axis=0) if isinstance(value, np.ndarray) else value
+            for key, value in sentence.items()}
+
+
+def _followed(impl, seed: int, task: dict, keep_state: bool) -> list[float]:
+    params = impl.init_pooled(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["d_hidden"])
+    rows = np.arange(FOLLOW["batch_size"]) % len(task["tokens"])
+    state, losses = None, []
+    for _ in range(FOLLOW["steps"]):
+        loss, grads = impl.pooled_gradients(params, task["tokens"][rows], task["query_position"][rows],
+                                            task["target"][rows])
+        params, state = _adam(params, grads, state if keep_state else None, FOLLOW["lr"], 0.9, 0.999, 1e-8)
+        losses.append(float(loss))
+    return losses
+
+
+def test_train_pooled_is_init_pooled_then_adam_steps_with_their_state(impl):
+    if not require_analytic(impl):  # the expected losses come from your pooled_gradients
+        return
+    task = _one_sentence_task(40)
+    result = call_or_explain(impl.train_pooled, np.random.default_rng(41), task, **FOLLOW,
+                             what=f"train_pooled(rng, task, {FOLLOW}) on one sentence repeated", idea=TRAIN)
+    losses = np.asarray(result[1] if isinstance(result, tuple) and len(result) == 2 else [], dtype=float).ravel()
+    expected = np.array(_followed(impl, 41, task, keep_state=True))
+    if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
+        return
+    found, idea = "losses that follow no init_pooled and Adam steps on this task", TRAIN
+    if losses.shape == expected.shape and np.allclose(losses, _followed(impl, 41, task, keep_state=False),
+                                                      rtol=1e-6, atol=1e-9):
+        found = "the losses of Adam steps that each start from state None"
+        idea = TRAIN + "; pass the state adam_step returns into the next call"
+    elif losses.shape == expected.shape and np.isclose(losses[0], expected[0], rtol=1e-6, atol=1e-9):
+        found = "the first loss right, the later ones not"
+    expect(False, what=f"the losses of train_pooled on one sentence repeated, {FOLLOW['steps']} steps",
+           expected=f"those of init_pooled(rng, ...) then Adam steps with their state: {_show_losses(expected)}",
+           observed=f"{_show_losses(losses)}: {found}", idea=idea)
+
+
+# ---------------------------------------------------------------- pair_accuracy, negation_attention
+
+def test_pair_accuracy_counts_sentences_and_pairs(impl):
+    # Pairs 0, 1, 2 and two controls (-1): right are 0a, 1a, 1b, 2b (and one control, which must not count).
+    predicted = np.array([7, 2, 5, 4, 4, 9, 1, 3])
+    target = np.array([7, 3, 5, 4, 4, 8, 1, 9])
+    pair = np.array([0, 0, -1, 1, 1, 2, -1, 2])
+    result = call_or_explain(impl.pair_accuracy, predicted, target, pair, what="pair_accuracy on three pairs and "
+                             "two controls", idea=COUNT)
+    if expect(isinstance(result, tuple) and len(result) == 2, what="pair_accuracy's result",
+              expected="a tuple (accuracy, both_right)", observed=type(result).__name__, idea=COUNT):
+        expect_close(result[0], 3 / 6, what="accuracy: 3 of the 6 paired examples right (the controls left out)",
+                     idea=COUNT)
+        expect_close(result[1], 1 / 3, what="both_right: pair 1 only, of 3 pairs", idea=COUNT)
+
+
+def test_pair_accuracy_rejects_a_pair_of_three(impl):
+    expect_raises_value_error(lambda: impl.pair_accuracy(np.zeros(3, dtype=int), np.zeros(3, dtype=int),
+                                                         np.array([0, 0, 0])), argument="pair",
+                              what="pair_accuracy with three examples in pair 0", idea=CHECKS)
+
+
+def test_negation_attention_reads_the_right_cells(impl):
+    task = negation_tasks().negation_task(np.random.default_rng(50), 4, n_controls=3)
+    n, seq = task["tokens"].shape
+    weights = np.random.default_rng(51).dirichlet(np.ones(seq), size=(n, 3, seq))  # (n, 3 heads, seq, seq)
+    paired = np.flatnonzero(task["pair"] >= 0)
+    own = np.mean([weights[i, h, task["query_position"][i], task["own_slot"][i]] for i in paired for h in range(3)])
+    other = np.mean([weights[i, h, task["query_position"][i], task["other_slot"][i]] for i in paired
+                     for h in range(3)])
+    result = call_or_explain(impl.negation_attention, weights, task,
+                             what=f"negation_attention on random weights ({n} sentences, 3 heads)", idea=LOOK)
+    if expect(isinstance(result, tuple) and len(result) == 2, what="negation_attention's result",
+              expected="a tuple (own, other)", observed=type(result).__name__, idea=LOOK):
+        expect_close(result[0], own, rtol=1e-10, what="own: the asked verb's weight on its own slot", idea=LOOK)
+        expect_close(result[1], other, rtol=1e-10, what="other: its weight on the other event's slot", idea=LOOK)
+
+
+# ---------------------------------------------------------------- compare: the claim
+
+def _compared(impl):
+    """Run compare on the test's own task variant, once per session (it trains two models)."""
+    def run():
+        train_set, test_set = variant_tasks(TASK_SEED)
+        result = call_or_explain(impl.compare, np.random.default_rng(COMPARE_SEED), train_set, test_set,
+                                 what="compare(rng, train_task, test_task) on " + VARIANT, idea=COMPARE)
+        return result, train_set, test_set
+
+    return once(impl, "compare", "claim", run)
+
+
+def _models_of(result, train_set) -> dict | None:
+    """The two trained models of compare's record, when they have the shapes of the task's vocabulary."""
+    models = result.get("models") if isinstance(result, dict) else None
+    vocab = len(train_set["vocab"])
+    shapes = {"pooled": (vocab, 16), "attention": (vocab, 16)}
+    observed = {name: np.shape(models[name].get("embedding")) if isinstance(models, dict) and isinstance(
+        models.get(name), dict) else None for name in shapes}
+    ok = expect(observed == shapes, what="compare's record['models']: the embedding of each model",
+                expected=str(shapes), observed=str(observed), idea=COMPARE + "; " + VARIANT)
+    return models if ok else None
+
+
+def _figures(models, test_set) -> dict:
+    """Every figure, recomputed here from the trained models with this file's own forward passes."""
+    tokens, query = test_set["tokens"], test_set["query_position"]
+    predicted = {"pooled": _pooled(models["pooled"], tokens, query).argmax(axis=-1)}
+    logits, weights = _forward(models["attention"], tokens, query, 1, True)
+    predicted["attention"] = logits.argmax(axis=-1)
+    paired, control = test_set["pair"] >= 0, test_set["pair"] < 0
+    out = {}
+    for name, guess in predicted.items():
+        right = guess == test_set["target"]
+        both = right[paired].reshape(-1, 2).all(axis=1)  # pairs are rows 2i, 2i + 1
+        out[name] = {"accuracy": float(right[paired].mean()), "both_right": float(both.mean()),
+                     "controls": float(right[control].mean()),
+                     "same_answer": float(np.mean(guess[paired][0::2] == guess[paired][1::2]))}
+    rows = np.flatnonzero(paired)
+    out["own"] = float(weights[rows, 0, query[rows], test_set["own_slot"][rows]].mean())
+    out["other"] = float(weights[rows, 0, query[rows], test_set["other_slot"][rows]].mean())
+    return out
+
+
+def test_compare_reports_the_figures_of_its_models(impl):
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
+    if models is None:
+        return
+    figures = _figures(models, test_set)
+    for figure in ("accuracy", "both_right"):
+        reported = result.get(figure) if isinstance(result.get(figure), dict) else {}
+        for name in ("pooled", "attention"):
+            expect_close(reported.get(name, np.nan), figures[name][figure], atol=1e-12,
+                         what=f"record[{figure!r}][{name!r}] against the figure recomputed here from "
+                              f"record['models'][{name!r}] on test_task",
+                         idea=COMPARE + "; the figures must be measured on the models compare returns")
+    for figure in ("own", "other"):
+        expect_close(result.get(figure, np.nan), figures[figure], atol=1e-12,
+                     what=f"record[{figure!r}] against negation_attention recomputed here from the attention model",
+                     idea=COMPARE + "; " + LOOK)
+
+
+def test_the_bag_of_words_model_stays_at_chance_on_pairs(impl):
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
+    if models is None:
+        return
+    pooled = _figures(models, test_set)["pooled"]
+    expect(pooled["controls"] >= 0.9, what="the trained bag model on the control sentences of test_task",
+           expected="at least 0.90 right (two 'not's or none: the bag differs)",
+           observed=f"{pooled['controls']:.3f}", idea=BOUND + "; " + TRAIN)
+    expect(pooled["accuracy"] == 0.5 and pooled["both_right"] == 0.0,
+           what="the trained bag model on the pairs of test_task (recomputed here from record['models']['pooled'])",
+           expected="accuracy exactly 0.5 and no pair with both members right",
+           observed=f"accuracy {pooled['accuracy']:.3f}, both right {pooled['both_right']:.3f}", idea=BOUND)
+
+
+def test_one_attention_layer_with_positions_reads_the_pairs(impl):
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
+    if models is None:
+        return
+    figures = _figures(models, test_set)
+    expect(figures["attention"]["accuracy"] >= 0.95,
+           what="the attention model on the held-out pairs of test_task (recomputed here from record['models'])",
+           expected="at least 0.95 right (a bag of words: 0.5 at most)",
+           observed=f"{figures['attention']['accuracy']:.3f}", idea=ORDER + "; " + COMPARE)
+
+
+def test_the_asked_verb_attends_to_its_own_slot(impl):
+    result, train_set, test_set = _compared(impl)
+    models = _models_of(result, train_set)
+    if models is None:
+        return
+    figures = _figures(models, test_set)
+    expect(figures["own"] >= 0.4 and figures["own"] - figures["other"] >= 0.3,
+           what="the trained attention model: the asked verb's weight on its own slot and on the other event's "
+                "(recomputed here, on the pairs of test_task)",
+           expected="at least 0.4 on its own slot, and at least 0.3 more than on the other's (1/15 each before "
+                    "training)",
+           observed=f"own {figures['own']:.3f}, other {figures['other']:.3f}", idea=ORDER)

@@ -1,58 +1,118 @@
-"""Hidden tests of exercise 12, negation: one entry per slice, four axes, large offsets, integers, views."""
+"""Hidden tests of exercise 12, negation: odd sentences, pair ids in any order, and the claim on another variant.
+
+One-token sentences in float32, every token the asked word, a hidden layer cut
+entirely, controls that must not count, and compare on sentences of 13 tokens.
+"""
 
 # ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
-
-# The example of `python -m grader.authoring.new_exercise` (see CONTRIBUTING.md and grader/hidden_tests/__init__.py):
-# hidden tests check what the public suite leaves out (odd sizes, dtypes, views, extremes), with the same helpers.
-# EXERCISE names the manifest exercise; its hidden_points are split equally between the tests (POINTS = n overrides).
 
 from __future__ import annotations
 
 import numpy as np
 
-from tests.feedback import expect_close, expect_shape
+from tests.feedback import call_or_explain, expect, expect_close, expect_shape
+from tests.test_08_backward import expect_gradient
+from tests.test_09_training import _loss
+from tests.test_12_negation import (
+    BOUND,
+    COMPARE,
+    COUNT,
+    FEATURES,
+    GRADS,
+    LOOK,
+    ORDER,
+    POOLED,
+    _figures,
+    _models_of,
+    _pooled,
+    _pooled_params,
+    negation_tasks,
+    require_analytic,
+    variant_tasks,
+)
 
 EXERCISE = "negation"
 
-CENTRED = "centring subtracts each slice's own mean along `axis`, kept as an axis of length one"
+
+def test_a_sentence_of_one_token_gives_two_equal_halves(impl):
+    embedding = np.random.default_rng(1250).normal(size=(6, 5)).astype(np.float32)
+    tokens = np.array([[4], [1], [4]])
+    out = impl.pooled_features(embedding, tokens, np.zeros(3, dtype=np.int64))
+    if expect_shape(out, (3, 10), what="pooled_features of three one-token sentences, d_model 5", idea=FEATURES):
+        want = embedding.astype(np.float64)[tokens[:, 0]]
+        expect_close(np.asarray(out, dtype=np.float64), np.concatenate([want, want], axis=1), rtol=1e-6,
+                     what="pooled_features of one-token sentences (float32 embedding): the mean is the token itself",
+                     idea=FEATURES)
 
 
-def test_a_slice_of_one_entry_becomes_zero(impl):
-    x = np.array([[3.0], [-2.5]])
-    out = impl.pooled_features(x)
-    if expect_shape(out, (2, 1), what="pooled_features of a (2, 1) array", idea=CENTRED):
-        expect_close(out, np.zeros((2, 1)), what="pooled_features of slices of one entry: each is its own mean",
-                     idea=CENTRED)
+def test_gradients_when_every_token_is_the_asked_word(impl):
+    if not require_analytic(impl):
+        return
+    rng = np.random.default_rng(1251)
+    params = _pooled_params(1252, vocab=8, d=4, hidden=7)
+    tokens = np.full((4, 9), 3)
+    tokens[1] = rng.integers(0, 8, size=9)
+    query = np.array([0, 4, 8, 2])
+    target = rng.integers(0, 8, size=4)
+    _, grads = impl.pooled_gradients(params, tokens, query, target)
+    emb = grads.get("embedding") if isinstance(grads, dict) else None
+
+    def loss(value):
+        return _loss(_pooled({**params, "embedding": value}, tokens, query), target)
+
+    expect_gradient(emb, loss, params["embedding"], what="grads['embedding'] when sentences are one word nine times "
+                    "(that word asked too)", idea=GRADS)
 
 
-def test_four_axes_along_axis_one(impl):
-    x = np.random.default_rng(1201 + 50).normal(loc=-3.0, size=(2, 3, 4, 5))
-    out = impl.pooled_features(x, axis=1)
-    if expect_shape(out, x.shape, what="pooled_features(x, axis=1) of a (2, 3, 4, 5) array", idea=CENTRED):
-        expect_close(out.mean(axis=1), np.zeros((2, 4, 5)), atol=1e-12,
-                     what="the means along axis 1 of pooled_features(x, axis=1)", idea=CENTRED)
+def test_pooled_forward_with_every_hidden_unit_cut(impl):
+    params = _pooled_params(1253)
+    params["b_hidden"] = np.full_like(params["b_hidden"], -1e3)
+    tokens = np.random.default_rng(1254).integers(0, len(params["b_out"]), size=(3, 5))
+    logits = call_or_explain(impl.pooled_forward, params, tokens, np.array([0, 2, 4]),
+                             what="pooled_forward with b_hidden = -1000 (every unit below 0)", idea=POOLED)
+    expect_close(logits, np.tile(params["b_out"], (3, 1)), rtol=1e-12,
+                 what="the logits when the ReLU cuts every hidden unit", idea=POOLED + ": they are b_out alone")
 
 
-def test_large_offsets_keep_the_differences(impl):
-    x = np.random.default_rng(1201 + 51).normal(size=(3, 6)) + 1e6
-    out = impl.pooled_features(x)
-    if expect_shape(out, x.shape, what="pooled_features of scores near a million", idea=CENTRED):
-        expect_close(out, x - x.mean(axis=-1, keepdims=True), rtol=1e-6, atol=1e-8,
-                     what="pooled_features of scores near a million", idea=CENTRED)
+def test_pair_ids_in_any_order(impl):
+    pair = np.array([7, 2, -1, 7, 4, 2, 4])
+    target = np.array([1, 2, 3, 4, 5, 6, 7])
+    predicted = np.array([1, 0, 3, 4, 5, 0, 0])  # pair 7 both right, pair 2 none, pair 4 one; the control right
+    result = impl.pair_accuracy(predicted, target, pair)
+    if expect(isinstance(result, tuple) and len(result) == 2, what="pair_accuracy's result",
+              expected="(accuracy, both_right)", observed=type(result).__name__, idea=COUNT):
+        expect_close(result[0], 3 / 6, what="accuracy with pair ids 7, 2, 4 in no order and one control", idea=COUNT)
+        expect_close(result[1], 1 / 3, what="both_right with pair ids 7, 2, 4 in no order", idea=COUNT)
 
 
-def test_integer_scores_give_float_means_of_zero(impl):
-    x = np.array([[1, 2, 4], [0, 0, 3]])
-    out = impl.pooled_features(x)
-    if expect_shape(out, (2, 3), what="pooled_features of integer scores", idea=CENTRED):
-        expect_close(out, np.array([[-4.0, -1.0, 5.0], [-3.0, -3.0, 6.0]]) / 3,
-                     what="pooled_features of [[1, 2, 4], [0, 0, 3]] (the first row's mean, 7/3, is no integer)",
-                     idea=CENTRED + "; the result is float even for integer input")
+def test_controls_do_not_count_in_negation_attention(impl):
+    task = negation_tasks().negation_task(np.random.default_rng(1255), 2, n_controls=4)
+    n, seq = task["tokens"].shape
+    weights = np.full((n, 1, seq, seq), 1.0 / seq)
+    rows = np.arange(n)
+    weights[rows, 0, task["query_position"]] = 0.0
+    weights[rows, 0, task["query_position"], task["own_slot"]] = np.where(task["pair"] >= 0, 0.25, 1.0)
+    weights[rows, 0, task["query_position"], task["other_slot"]] = np.where(task["pair"] >= 0, 0.75, 0.0)
+    result = impl.negation_attention(weights, task)
+    if expect(isinstance(result, tuple) and len(result) == 2, what="negation_attention's result",
+              expected="(own, other)", observed=type(result).__name__, idea=LOOK):
+        expect_close(np.array(result, dtype=float), np.array([0.25, 0.75]), rtol=1e-12,
+                     what="negation_attention where the 4 controls put all weight on their own slot",
+                     idea=LOOK + "; the controls (pair -1) are left out")
 
 
-def test_a_transposed_view(impl):
-    base = np.random.default_rng(1201 + 52).normal(size=(5, 3))
-    out = impl.pooled_features(base.T)
-    if expect_shape(out, (3, 5), what="pooled_features of a transposed (3, 5) view", idea=CENTRED):
-        expect_close(out.mean(axis=-1), np.zeros(3), atol=1e-12,
-                     what="the row means of pooled_features of a transposed view", idea=CENTRED)
+def test_the_claim_on_another_task_variant(impl):
+    train_set, test_set = variant_tasks(1256, max_shift=2)
+    record = call_or_explain(impl.compare, np.random.default_rng(1257), train_set, test_set,
+                             what="compare on another task variant (sentences of 13 tokens)", idea=COMPARE)
+    models = _models_of(record, train_set)
+    if models is None:
+        return
+    figures = _figures(models, test_set)
+    expect(figures["pooled"]["accuracy"] == 0.5 and figures["pooled"]["controls"] >= 0.9,
+           what="the bag model on another variant", expected="0.5 on pairs, at least 0.9 on controls",
+           observed=f"{figures['pooled']['accuracy']:.3f} on pairs, {figures['pooled']['controls']:.3f} on controls",
+           idea=BOUND)
+    expect(figures["attention"]["accuracy"] >= 0.95 and figures["own"] >= 0.5,
+           what="the attention model on another variant", expected="at least 0.95 on pairs, own slot at least 0.5",
+           observed=f"{figures['attention']['accuracy']:.3f} on pairs, own slot {figures['own']:.3f}", idea=ORDER)
