@@ -206,16 +206,22 @@ def test_cosine_similarity_rejects_a_zero_vector(impl):
 def test_cosine_similarity_reference_values(impl):
     expect_probe(impl, "cosine_similarity/mixed_lengths", what="cosine_similarity on the fixed input "
                  "cosine_similarity/mixed_lengths", idea=COSINE, rtol=1e-10, atol=1e-12)
+    rng = np.random.default_rng(1412)  # and on vectors that are no probe's
+    queries, chunks = rng.normal(size=(3, 4)) * 5.0, rng.normal(size=(7, 4))
+    expect_close(impl.cosine_similarity(queries, chunks), own_cosine(queries, chunks), rtol=1e-10, atol=1e-12,
+                 what="cosine_similarity of 3 queries and 7 chunks of length 4", idea=COSINE)
 
 
 # ---------------------------------------------------------------- top_k
 
 def test_top_k_shape_and_dtype(impl):
     similarity = np.random.default_rng(1420).normal(size=(4, 9))
-    out = call_or_explain(impl.top_k, similarity, 3, what="top_k of a (4, 9) similarity with k = 3", idea=TOPK)
-    if expect_shape(out, (4, 3), what="top_k(similarity (4, 9), k=3)", idea=TOPK + "; one row per query, k columns"):
-        expect(np.issubdtype(np.asarray(out).dtype, np.integer), what="the dtype of top_k's result",
-               expected="integers (chunk indices)", observed=str(np.asarray(out).dtype), idea=TOPK)
+    for k in (3, 5):
+        out = call_or_explain(impl.top_k, similarity, k, what=f"top_k of a (4, 9) similarity with k = {k}", idea=TOPK)
+        if expect_shape(out, (4, k), what=f"top_k(similarity (4, 9), k={k})",
+                        idea=TOPK + "; one row per query, k columns"):
+            expect(np.issubdtype(np.asarray(out).dtype, np.integer), what="the dtype of top_k's result",
+                   expected="integers (chunk indices)", observed=str(np.asarray(out).dtype), idea=TOPK)
 
 
 def test_top_k_best_first(impl):
@@ -241,6 +247,9 @@ def test_top_k_rejects_a_bad_k(impl):
 
 def test_top_k_reference_values(impl):
     expect_probe(impl, "top_k/with_ties", what="top_k on the fixed input top_k/with_ties (ties)", idea=TOPK)
+    similarity = np.round(np.random.default_rng(1422).normal(size=(5, 7)), 1)  # no probe's, with ties
+    expect_equal(np.asarray(impl.top_k(similarity, 4)), own_top_k(similarity, 4),
+                 what="top_k(k=4) of a (5, 7) similarity rounded to one decimal (ties)", idea=TOPK)
 
 
 # ---------------------------------------------------------------- recall_at_k
@@ -272,7 +281,10 @@ def test_answer_with_attention_shapes(impl):
             expect(np.issubdtype(answer.dtype, np.integer), what="the dtype of answer",
                    expected="integers (word ids)", observed=str(answer.dtype), idea=HEAD)
         if expect_shape(weights, (5, 7), what="weights", idea=HEAD + "; one weight per fact for each question"):
-            expect_close(weights.sum(axis=1), np.ones(5), what="the sum of each question's weights", idea=HEAD)
+            if expect_close(weights.sum(axis=1), np.ones(5), what="the sum of each question's weights", idea=HEAD):
+                expect_close(weights, own_weights(question, facts, 10.0), rtol=1e-9, atol=1e-12,
+                             what="the weights with the default sharpness 10: every fact gets some weight, "
+                                  "e^(10 * shared words) over their sum", idea=HEAD)
 
 
 def test_answer_with_attention_weights(impl):
@@ -305,6 +317,9 @@ def test_answer_with_attention_sums_the_weight_of_each_value(impl):
 def test_answer_with_attention_reads_only_its_own_facts(impl):
     question, facts, n_words = _head_case(1443, n_q=6)
     answer, weights = impl.answer_with_attention(question, facts, n_words, sharpness=2.0)
+    if not expect_close(weights, own_weights(question, facts, 2.0), rtol=1e-9, atol=1e-12,
+                        what="the weights with sharpness 2", idea=HEAD):
+        return
     other = facts.copy()
     other[1:] = facts[1:][::-1]  # the other questions' facts, shuffled between them
     other[1:, :, 2] = n_words - 1  # ... and every value changed
@@ -330,6 +345,12 @@ def test_answer_with_attention_rejects_bad_ids(impl):
 def test_answer_with_attention_reference_values(impl):
     expect_probe(impl, "answer_with_attention/a_soft_reader", what="answer_with_attention on the fixed input "
                  "answer_with_attention/a_soft_reader", idea=HEAD, rtol=1e-9, atol=1e-12)
+    question, facts, n_words = _head_case(1446, n_q=4, n_facts=6)  # and on facts that are no probe's
+    answer, weights = impl.answer_with_attention(question, facts, n_words, sharpness=1.3)
+    expect_close(weights, own_weights(question, facts, 1.3), rtol=1e-9, atol=1e-12, what="the weights of 4 "
+                 "questions over 6 facts with sharpness 1.3", idea=HEAD)
+    expect(acceptable(answer, own_context(question, facts, n_words, 1.3)).all(), what="their answers",
+           expected="a word with the most weight in every row", observed=str(np.asarray(answer)), idea=ANSWER)
 
 
 # ---------------------------------------------------------------- evaluate: the pipeline, then the measurement
@@ -401,7 +422,9 @@ def checked_evaluation(impl, data: dict, k: int, sharpness: float = 10.0) -> dic
 
 
 def test_evaluate_is_the_pipeline(impl):
-    checked_evaluation(impl, collection(), 2)
+    data = collection()
+    if checked_evaluation(impl, data, 2) is not None:
+        checked_evaluation(impl, data, 5)
 
 
 def test_evaluate_follows_k(impl):
@@ -417,9 +440,12 @@ def test_evaluate_follows_k(impl):
 
 
 def test_retrieved_evidence_is_answered(impl):
-    result = checked_evaluation(impl, collection(COLLECTION_SEED + 2), 3)
-    if result is not None:
-        expect(result["accuracy_retrieved"] >= 0.97, what="accuracy where the evidence was retrieved (k = 3, "
+    data = collection(COLLECTION_SEED + 2)
+    for k in (3, 6):
+        result = checked_evaluation(impl, data, k)
+        if result is None:
+            return
+        expect(result["accuracy_retrieved"] >= 0.97, what=f"accuracy where the evidence was retrieved (k = {k}, "
                "sharpness 10)", expected="at least 0.97", observed=f"{result['accuracy_retrieved']:.3f}",
                idea="a sharp reader puts nearly all its weight on the fact that shares both words with the question")
 
@@ -427,13 +453,13 @@ def test_retrieved_evidence_is_answered(impl):
 def test_missing_evidence_is_answered_at_chance(impl):
     data = collection(COLLECTION_SEED + 3)
     chance = 1 / len(data["values"])
-    for sharpness in (1.0, 10.0, 100.0):
-        result = checked_evaluation(impl, data, 1, sharpness)
+    for k, sharpness in ((1, 1.0), (1, 10.0), (1, 100.0), (2, 10.0)):
+        result = checked_evaluation(impl, data, k, sharpness)
         if result is None:
             return
         missed = int(np.sum(~np.asarray(result["hit"], dtype=bool)))
         expect(abs(result["accuracy_missed"] - chance) <= 0.08,
-               what=f"accuracy where the evidence was not retrieved ({missed} questions, k = 1, sharpness "
+               what=f"accuracy where the evidence was not retrieved ({missed} questions, k = {k}, sharpness "
                     f"{sharpness})", expected=f"chance, 1 / {len(data['values'])} = {chance:.3f} (within 0.08)",
                observed=f"{result['accuracy_missed']:.3f}", idea=MISSING + "; a sharper reader does not help")
 
@@ -456,3 +482,4 @@ def test_accuracy_follows_recall(impl):
 def test_evaluate_reference_values(impl):
     expect_probe(impl, "evaluate/small_collection", what="evaluate on the fixed input evaluate/small_collection",
                  idea=PIPELINE, rtol=1e-12, atol=1e-12)
+    checked_evaluation(impl, collection(1404, n_entities=9, questions_per_fact=1), 3)  # and on one no probe's
