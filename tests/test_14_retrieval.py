@@ -48,8 +48,8 @@ MISSING = ("attention can weigh only what is in its context: where the evidence 
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
 
 # A collection no public file of the kit draws: sizes that all differ from the given defaults and each other.
-SIZES = {"n_entities": 30, "n_attributes": 3, "n_values": 6, "facts_per_chunk": 3, "d": 48, "noise": 0.08,
-         "questions_per_fact": 4}
+SIZES = {"n_entities": 80, "n_attributes": 3, "n_values": 6, "facts_per_chunk": 3, "d": 48, "noise": 0.08,
+         "questions_per_fact": 2}
 COLLECTION_SEED = 14014
 
 
