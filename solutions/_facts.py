@@ -36,7 +36,7 @@ ATTRIBUTES = ("code", "port", "colour", "crew", "cargo", "flag")
 
 def fact_collection(
     rng: np.random.Generator,
-    n_entities: int = 40,
+    n_entities: int = 60,
     n_attributes: int = 4,
     n_values: int = 8,
     facts_per_chunk: int = 4,

@@ -1,4 +1,4 @@
-"""Hidden tests of exercise 14, retrieval: float32 and integer vectors, k = n_chunks, a flat reader, other collections."""
+"""Hidden tests of exercise 14, retrieval: float32 and integer vectors, k = n_chunks, a flat reader, more."""
 
 # ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
 
