@@ -103,3 +103,72 @@ def test_a_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
         assert _passed(cheating[file]) <= _passed(control[file]), (
             f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
             f"passed by the cheat only: {gained}")
+
+
+# An honest submission written another way than the reference: loops over the questions, its own softmax
+# instead of exercise 3's function, a dict of weights per value, the facts gathered chunk by chunk. It must pass
+# every test (the tolerances and the handling of equal weights hold for it, not only for the reference).
+_HONEST = '''
+def cosine_similarity(queries, chunks):
+    queries, chunks = np.asarray(queries, dtype=float), np.asarray(chunks, dtype=float)
+    if queries.ndim != 2 or chunks.ndim != 2 or queries.shape[1] != chunks.shape[1]:
+        raise ValueError("queries and chunks must be (n, d) with the same d")
+    for name, array in (("queries", queries), ("chunks", chunks)):
+        if not np.all(np.any(array != 0, axis=1)):
+            raise ValueError(f"{name} has a zero vector")
+    out = np.empty((len(queries), len(chunks)))
+    for i, q in enumerate(queries):
+        for j, c in enumerate(chunks):
+            out[i, j] = np.dot(q, c) / (np.sqrt(np.dot(q, q)) * np.sqrt(np.dot(c, c)))
+    return out
+
+
+def top_k(similarity, k):
+    similarity = np.asarray(similarity, dtype=float)
+    if not (isinstance(k, int) and 1 <= k <= similarity.shape[1]):
+        raise ValueError(f"k must be from 1 to {similarity.shape[1]}")
+    return np.array([sorted(range(len(row)), key=lambda j: (-row[j], j))[:k] for row in similarity])
+
+
+def recall_at_k(retrieved, relevant):
+    return sum(int(r in row) for row, r in zip(np.asarray(retrieved).tolist(), np.asarray(relevant).tolist())) \\
+        / len(relevant)
+
+
+def answer_with_attention(question, facts, n_words, sharpness=10.0):
+    question, facts = np.asarray(question), np.asarray(facts)
+    if facts.size and (facts.min() < 0 or facts.max() >= n_words):
+        raise ValueError("facts has a word id outside the vocabulary")
+    answers, all_weights = [], []
+    for (entity, attribute), rows in zip(question.tolist(), facts.tolist()):
+        scores = np.array([sharpness * ((e == entity) + (a == attribute)) for e, a, _ in rows], dtype=float)
+        weights = np.exp(scores - scores.max())
+        weights = weights / weights.sum()
+        total = {}
+        for (_, _, value), w in zip(rows, weights):
+            total[value] = total.get(value, 0.0) + w
+        best = max(total.values())
+        answers.append(min(v for v, w in total.items() if w == best))
+        all_weights.append(weights)
+    return np.array(answers, dtype=np.int64), np.array(all_weights)
+
+
+def evaluate(collection, k, sharpness=10.0):
+    if not isinstance(collection, dict) or "question_vectors" not in collection:
+        raise ValueError("collection must be made by fact_collection")
+    retrieved = top_k(cosine_similarity(collection["question_vectors"], collection["chunk_vectors"]), k)
+    hit = np.array([e in row for e, row in zip(collection["evidence"].tolist(), retrieved.tolist())])
+    context = np.array([[collection["facts"][f] for c in row for f in collection["chunks"][c]] for row in retrieved])
+    answer, _ = answer_with_attention(collection["questions"], context, len(collection["vocab"]), sharpness)
+    correct = answer == collection["answers"]
+    return {"retrieved": retrieved, "hit": hit, "answer": answer, "correct": correct,
+            "recall": recall_at_k(retrieved, collection["evidence"]), "accuracy": correct.mean(),
+            "accuracy_retrieved": correct[hit].mean() if hit.any() else np.nan,
+            "accuracy_missed": correct[~hit].mean() if not hit.all() else np.nan,
+            "chance": 1 / len(collection["values"])}
+'''
+
+
+def test_an_honest_submission_written_otherwise_passes_every_test(tmp_path):
+    runs = _run(plant(tmp_path / "honest", {"retrieval": _HONEST}), FILES)
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
