@@ -266,6 +266,8 @@ def test_recall_at_k_counts_the_hits(impl):
     expected = np.mean([relevant[i] in retrieved[i] for i in range(50)])
     expect_close(impl.recall_at_k(retrieved, relevant), expected, rtol=1e-12,
                  what="recall_at_k of 50 random rows of 5 chunks out of 12", idea=RECALL)
+    expect_probe(impl, "recall_at_k/three_hits_of_five", what="recall_at_k on the fixed input "
+                 "recall_at_k/three_hits_of_five", idea=RECALL, rtol=1e-12)
 
 
 # ---------------------------------------------------------------- answer_with_attention
@@ -328,6 +330,10 @@ def test_answer_with_attention_reads_only_its_own_facts(impl):
                  what="the first question's answer alone and within the batch", idea=HEAD + "; row i reads facts[i]")
     expect_close(weights_0, np.asarray(weights)[:1], what="the first question's weights alone and within the batch",
                  idea=HEAD)
+    answer_1, weights_1 = impl.answer_with_attention(question, other, n_words, sharpness=2.0)
+    expect(np.asarray(answer_1)[0] == np.asarray(answer)[0] and np.allclose(np.asarray(weights_1)[0], weights[0]),
+           what="the first question's answer and weights when the other questions' facts are shuffled and their "
+                "values changed", expected="unchanged", observed="changed", idea=HEAD + "; row i reads facts[i] only")
     order = np.random.default_rng(1444).permutation(facts.shape[1])
     _, shuffled = impl.answer_with_attention(question, facts[:, order], n_words, sharpness=2.0)
     expect_close(shuffled, np.asarray(weights)[:, order], what="the weights when the facts are listed in another "
