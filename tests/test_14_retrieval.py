@@ -1,80 +1,491 @@
-"""Exercise 14: retrieval. From the shape of the result to the property that makes it useful."""
+"""Exercise 14: retrieval is not attention. Cosine similarity, top-k, recall, the reader, then the measurement.
 
-# The example of `python -m grader.authoring.new_exercise` (see CONTRIBUTING.md): each test checks one property, from
-# the most basic (the shape) to the subtle one, with the kit's helpers (tests/feedback.py), so that a failure says
-# what was expected, what was observed and which idea to revisit. A property is derived here, never copied from the
-# reference; where no property gives the expected values, a probe (a seeded input declared with @probe) is compared
-# with the reference's output, stored in tests/data/golden.npz by `python -m grader.authoring.golden`.
+Expected values come from this file: hand computations, its own cosine, sort
+and attention head, and its own run of the whole pipeline on collections it
+draws (never your evaluate's numbers). The measurement is checked on your
+evaluate only after its retrieved chunks and answers equal that pipeline's.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 
-from tests.feedback import expect_array, expect_close, expect_shape
+from tests.feedback import (
+    call_or_explain,
+    expect,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_raises_value_error,
+    expect_shape,
+)
 from tests.probes import expect_probe, probe
 
-CENTRED = ("centring: subtract each slice's own mean along `axis` (kept as an axis of length one), "
-           "not the mean of the whole array")
-SHIFT = "centring only shifts a slice: the differences between its entries stay exactly as they were"
-SOFTMAX = "softmax ignores a number added to every score of a slice, so centring changes no weight"
+ROOT = Path(__file__).resolve().parent.parent
+READ = "docs/reading.md#retrieval"
+
+COSINE = ("cosine similarity: divide every query and every chunk by its own length (the norm of its row), then one "
+          "matrix product compares every pair: (q / |q|) @ (c / |c|)^T, shape (n_queries, n_chunks)")
+LENGTH = "the cosine keeps only a vector's direction: a row multiplied by a positive number gives the same scores"
+TOPK = ("top-k: order each row by decreasing similarity and keep the first k indices, best first; equal scores "
+        "keep the order of their index (a stable sort of the negated scores)")
+RECALL = "recall at k: the share of questions whose evidence chunk is anywhere among their k retrieved chunks"
+HEAD = ("the reader: query = onehot(entity) + onehot(attribute) times sharpness * sqrt(n_words), each fact's key "
+        "the same for its entity and attribute, its value onehot(value), through scaled_dot_product_attention: the "
+        "weights are softmax(sharpness * shared words)")
+ANSWER = ("the answer is the word with the most weight in the context (the weighted sum of the values): several "
+          "facts with one value add up, so it is not always the value of the single most weighted fact")
+PIPELINE = ("evaluate: cosine_similarity(question_vectors, chunk_vectors), top_k, then the facts of the retrieved "
+            "chunks only, facts[chunks[retrieved]] (k * facts_per_chunk per question), read by "
+            f"answer_with_attention, and every figure from those answers ({READ})")
+MISSING = ("attention can weigh only what is in its context: where the evidence chunk was not retrieved no fact "
+           "there holds the answer, and the values are drawn independently, so any reader is right one time in "
+           f"n_values ({READ})")
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
 
+# A collection no public file of the kit draws: sizes that all differ from the given defaults and each other.
+SIZES = {"n_entities": 80, "n_attributes": 3, "n_values": 6, "facts_per_chunk": 3, "d": 48, "noise": 0.08,
+         "questions_per_fact": 2}
+COLLECTION_SEED = 14014
 
-def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The test's own stable softmax, so this property does not depend on the student's exercise 1."""
-    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return exps / exps.sum(axis=axis, keepdims=True)
 
+@functools.cache
+def facts_module():
+    """The given fact module (_facts.py), loaded from the kit (the reference's copy when there is one)."""
+    for folder in ("solutions", "exercises"):
+        path = ROOT / folder / "_facts.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"_attention_kit_facts_{folder}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError("_facts.py is missing from the kit (solutions/ and exercises/)")
+
+
+def collection(seed: int = COLLECTION_SEED, **sizes) -> dict:
+    """A fresh collection (new arrays every call: a function that changes its input cannot spoil the next test)."""
+    return facts_module().fact_collection(np.random.default_rng(seed), **(SIZES | sizes))
+
+
+# ---------------------------------------------------------------- the tests' own pipeline
+
+def own_cosine(queries, chunks) -> np.ndarray:
+    queries, chunks = np.asarray(queries, dtype=np.float64), np.asarray(chunks, dtype=np.float64)
+    dots = np.einsum("id,jd->ij", queries, chunks)
+    return dots / np.sqrt((queries**2).sum(1))[:, None] / np.sqrt((chunks**2).sum(1))[None, :]
+
+
+def own_top_k(similarity, k: int) -> np.ndarray:
+    return np.array([sorted(range(len(row)), key=lambda j, row=row: (-row[j], j))[:k] for row in similarity])
+
+
+def own_weights(question, facts, sharpness: float) -> np.ndarray:
+    """softmax(sharpness * the number of words each fact shares with its question), (n_q, n_facts)."""
+    shared = (facts[..., 0] == question[:, None, 0]).astype(float) + (facts[..., 1] == question[:, None, 1])
+    scores = sharpness * shared
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def own_context(question, facts, n_words: int, sharpness: float) -> np.ndarray:
+    """The weight of every word in the context, (n_q, n_words)."""
+    weights = own_weights(question, facts, sharpness)
+    context = np.zeros((len(question), n_words))
+    for i in range(len(question)):
+        np.add.at(context[i], facts[i, :, 2], weights[i])
+    return context
+
+
+def acceptable(answer, context, atol: float = 1e-9) -> np.ndarray:
+    """Per question, whether the answer is a word with the largest weight (on equal weights any of them)."""
+    answer = np.asarray(answer)
+    if answer.shape != context.shape[:1] or not np.issubdtype(answer.dtype, np.integer) or (
+            answer.size and (answer.min() < 0 or answer.max() >= context.shape[1])):
+        return np.zeros(len(context), dtype=bool)
+    return context[np.arange(len(context)), answer] >= context.max(axis=1) - atol
+
+
+def own_pipeline(data: dict, k: int) -> dict:
+    retrieved = own_top_k(own_cosine(data["question_vectors"], data["chunk_vectors"]), k)
+    hit = (retrieved == data["evidence"][:, None]).any(axis=1)
+    facts = data["facts"][data["chunks"][retrieved]].reshape(len(retrieved), -1, 3)
+    return {"retrieved": retrieved, "hit": hit, "facts": facts, "recall": float(hit.mean())}
+
+
+def _head_case(seed: int, n_q: int = 5, n_facts: int = 7, n_entities: int = 4, n_attributes: int = 3,
+               n_values: int = 4):
+    """Questions and facts in one vocabulary (entities, attributes, values), many partial matches."""
+    rng = np.random.default_rng(seed)
+    n_words = n_entities + n_attributes + n_values
+    question = np.stack([rng.integers(0, n_entities, n_q), n_entities + rng.integers(0, n_attributes, n_q)], 1)
+    facts = np.stack([rng.integers(0, n_entities, (n_q, n_facts)),
+                      n_entities + rng.integers(0, n_attributes, (n_q, n_facts)),
+                      n_entities + n_attributes + rng.integers(0, n_values, (n_q, n_facts))], axis=-1)
+    facts[:, 0, :2] = question  # every question's fact is there, first
+    return question.astype(np.int64), facts.astype(np.int64), n_words
+
+
+# ---------------------------------------------------------------- probes (reference values, for the diagnosis)
 
 @probe("cosine_similarity")
-def fixed_scores():
+def mixed_lengths():
     rng = np.random.default_rng(1401)
-    return (rng.normal(loc=2.0, scale=3.0, size=(2, 3, 5)),), {}
+    return (rng.normal(size=(4, 6)) * np.array([[0.1], [1.0], [7.0], [30.0]]), rng.normal(size=(5, 6)) * 3.0), {}
 
 
-@probe("cosine_similarity", rejects="x")
-def a_single_number():
-    return (np.float64(1.5),), {}
+@probe("cosine_similarity", rejects="chunks")
+def a_zero_chunk():
+    return (np.ones((2, 3)), np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])), {}
 
 
-def test_keeps_the_shape(impl):
-    x = np.random.default_rng(1401 + 1).normal(size=(3, 4))
-    out = impl.cosine_similarity(x)
-    if expect_array(out, what="cosine_similarity(x) of a (3, 4) array", idea=CENTRED):
-        expect_shape(out, (3, 4), what="cosine_similarity(x) has the shape of x", idea=CENTRED)
+@probe("top_k")
+def with_ties():
+    scores = np.array([[0.5, 0.9, 0.5, 0.9, 0.1, 0.3], [0.2, 0.2, 0.2, 0.8, -1.0, 0.2], [1, 2, 3, 4, 5, 6.0]])
+    return (scores, 4), {}
 
 
-def test_every_slice_has_mean_zero(impl):
-    x = np.random.default_rng(1401 + 2).normal(loc=5.0, size=(2, 3, 4))
-    for axis, means_shape in ((-1, (2, 3)), (0, (3, 4))):
-        out = impl.cosine_similarity(x, axis=axis)
-        if expect_shape(out, x.shape, what=f"cosine_similarity(x, axis={axis})", idea=CENTRED):
-            expect_close(np.mean(out, axis=axis), np.zeros(means_shape), atol=1e-12,
-                         what=f"the mean of every slice of cosine_similarity(x, axis={axis}) along axis {axis}",
-                         idea=CENTRED)
+@probe("recall_at_k")
+def three_hits_of_five():
+    return (np.array([[0, 4, 2], [1, 3, 5], [2, 0, 1], [5, 4, 3], [3, 1, 0]]), np.array([2, 0, 1, 3, 2])), {}
 
 
-def test_only_shifts_each_slice(impl):
-    x = np.random.default_rng(1401 + 3).normal(size=(4, 6))
-    out = impl.cosine_similarity(x)
-    if expect_shape(out, x.shape, what="cosine_similarity(x) of a (4, 6) array", idea=SHIFT):
-        expect_close(np.diff(out, axis=-1), np.diff(x, axis=-1), rtol=1e-12, atol=1e-12,
-                     what="the differences between neighbouring entries of each row, before and after", idea=SHIFT)
+@probe("answer_with_attention")
+def a_soft_reader():
+    question, facts, n_words = _head_case(1402)
+    return (question, facts, n_words), {"sharpness": 0.8}
 
 
-def test_softmax_is_unchanged(impl):
-    x = np.random.default_rng(1401 + 4).normal(scale=4.0, size=(3, 5))
-    out = impl.cosine_similarity(x)
-    if expect_shape(out, x.shape, what="cosine_similarity(x) of a (3, 5) array", idea=SOFTMAX):
-        expect_close(_softmax(out), _softmax(x), rtol=1e-12, what="softmax of cosine_similarity(x) against softmax of x",
-                     idea=SOFTMAX)
+@probe("evaluate")
+def small_collection():
+    return (collection(1403, n_entities=6, questions_per_fact=1), 2), {}
 
 
-def test_rejects_bad_input(impl):
-    expect_probe(impl, "cosine_similarity/a_single_number", what="cosine_similarity of a single number (no axis)",
-                 idea=CHECKS)
+# ---------------------------------------------------------------- cosine_similarity
+
+def test_cosine_similarity_shape(impl):
+    rng = np.random.default_rng(1410)
+    out = call_or_explain(impl.cosine_similarity, rng.normal(size=(5, 7)), rng.normal(size=(3, 7)),
+                          what="cosine_similarity of 5 queries and 3 chunks of length 7", idea=COSINE)
+    if expect_shape(out, (5, 3), what="cosine_similarity(queries (5, 7), chunks (3, 7))", idea=COSINE):
+        expect_dtype(out, np.float64, what="cosine_similarity of float64 vectors", idea=COSINE)
 
 
-def test_reference_values(impl):
-    expect_probe(impl, "cosine_similarity/fixed_scores", what="cosine_similarity on the fixed input cosine_similarity/fixed_scores",
-                 idea=CENTRED)
+def test_cosine_similarity_values(impl):
+    queries = np.array([[3.0, 4.0, 0.0], [1.0, 0.0, 0.0], [-2.0, 1.0, 2.0]])
+    chunks = np.array([[4.0, 3.0, 0.0], [0.0, 0.0, 5.0], [-1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    expected = np.array([[[q @ c / np.sqrt(q @ q) / np.sqrt(c @ c) for c in chunks] for q in queries]])[0]
+    out = impl.cosine_similarity(queries, chunks)
+    expect_close(out, expected, rtol=1e-12, atol=1e-12,
+                 what="cosine_similarity of [3, 4, 0], [1, 0, 0], [-2, 1, 2] with four chunks (e.g. [3, 4, 0] "
+                      "with [4, 3, 0]: 24 / 25 = 0.96)", idea=COSINE)
+
+
+def test_cosine_similarity_ignores_length(impl):
+    rng = np.random.default_rng(1411)
+    queries, chunks = rng.normal(size=(4, 9)), rng.normal(size=(6, 9))
+    base = impl.cosine_similarity(queries, chunks)
+    longer = impl.cosine_similarity(queries * np.array([[0.01], [3.0], [50.0], [1.0]]),
+                                    chunks * np.arange(1, 7)[:, None] ** 2)
+    expect_close(longer, base, rtol=1e-10, atol=1e-12,
+                 what="cosine_similarity with every row multiplied by a different positive number", idea=LENGTH)
+    expect_close(impl.cosine_similarity(chunks, 7.0 * chunks).diagonal(), np.ones(6), rtol=1e-12,
+                 what="the cosine of each chunk with itself made 7 times longer", idea=LENGTH)
+
+
+def test_cosine_similarity_rejects_a_zero_vector(impl):
+    expect_probe(impl, "cosine_similarity/a_zero_chunk", what="cosine_similarity with a chunk that is all zeros",
+                 idea=CHECKS + ": a zero vector has no direction, so its cosine is undefined")
+    expect_raises_value_error(lambda: impl.cosine_similarity(np.zeros((1, 3)), np.ones((2, 3))), argument="queries",
+                              what="cosine_similarity with a query that is all zeros", idea=CHECKS)
+
+
+def test_cosine_similarity_reference_values(impl):
+    expect_probe(impl, "cosine_similarity/mixed_lengths", what="cosine_similarity on the fixed input "
+                 "cosine_similarity/mixed_lengths", idea=COSINE, rtol=1e-10, atol=1e-12)
+    rng = np.random.default_rng(1412)  # and on vectors that are no probe's
+    queries, chunks = rng.normal(size=(3, 4)) * 5.0, rng.normal(size=(7, 4))
+    expect_close(impl.cosine_similarity(queries, chunks), own_cosine(queries, chunks), rtol=1e-10, atol=1e-12,
+                 what="cosine_similarity of 3 queries and 7 chunks of length 4", idea=COSINE)
+
+
+# ---------------------------------------------------------------- top_k
+
+def test_top_k_shape_and_dtype(impl):
+    similarity = np.random.default_rng(1420).normal(size=(4, 9))
+    for k in (3, 5):
+        out = call_or_explain(impl.top_k, similarity, k, what=f"top_k of a (4, 9) similarity with k = {k}", idea=TOPK)
+        if expect_shape(out, (4, k), what=f"top_k(similarity (4, 9), k={k})",
+                        idea=TOPK + "; one row per query, k columns"):
+            expect(np.issubdtype(np.asarray(out).dtype, np.integer), what="the dtype of top_k's result",
+                   expected="integers (chunk indices)", observed=str(np.asarray(out).dtype), idea=TOPK)
+
+
+def test_top_k_best_first(impl):
+    similarity = np.random.default_rng(1421).normal(size=(6, 11))
+    for k in (1, 4, 11):
+        expect_equal(np.asarray(impl.top_k(similarity, k)), own_top_k(similarity, k),
+                     what=f"top_k of a (6, 11) similarity with k = {k}", idea=TOPK)
+
+
+def test_top_k_keeps_ties_in_index_order(impl):
+    similarity = np.array([[0.5, 0.9, 0.5, 0.9, 0.1], [0.3, 0.3, 0.3, 0.3, 0.3]])
+    expect_equal(np.asarray(impl.top_k(similarity, 3)), np.array([[1, 3, 0], [0, 1, 2]]),
+                 what="top_k(k=3) of [[0.5, 0.9, 0.5, 0.9, 0.1], [0.3, 0.3, 0.3, 0.3, 0.3]]",
+                 idea=TOPK + "; the lower index first among equal scores")
+
+
+def test_top_k_rejects_a_bad_k(impl):
+    similarity = np.zeros((2, 5))
+    for k in (0, 6):
+        expect_raises_value_error(lambda k=k: impl.top_k(similarity, k), argument="k",
+                                  what=f"top_k of 5 chunks with k = {k}", idea=CHECKS + ": k is from 1 to n_chunks")
+
+
+def test_top_k_reference_values(impl):
+    expect_probe(impl, "top_k/with_ties", what="top_k on the fixed input top_k/with_ties (ties)", idea=TOPK)
+    similarity = np.round(np.random.default_rng(1422).normal(size=(5, 7)), 1)  # no probe's, with ties
+    expect_equal(np.asarray(impl.top_k(similarity, 4)), own_top_k(similarity, 4),
+                 what="top_k(k=4) of a (5, 7) similarity rounded to one decimal (ties)", idea=TOPK)
+
+
+# ---------------------------------------------------------------- recall_at_k
+
+def test_recall_at_k_counts_the_hits(impl):
+    retrieved = np.array([[0, 1], [2, 3], [4, 0], [1, 2]])
+    relevant = np.array([1, 0, 0, 3])
+    expect_close(impl.recall_at_k(retrieved, relevant), 0.5, rtol=1e-12,
+                 what="recall_at_k of [[0, 1], [2, 3], [4, 0], [1, 2]] for the evidence [1, 0, 0, 3] (hits in rows "
+                      "0 and 2: 2 of 4)", idea=RECALL)
+    rng = np.random.default_rng(1430)
+    retrieved = np.argsort(rng.random((50, 12)), axis=1)[:, :5]
+    relevant = rng.integers(0, 12, size=50)
+    expected = np.mean([relevant[i] in retrieved[i] for i in range(50)])
+    expect_close(impl.recall_at_k(retrieved, relevant), expected, rtol=1e-12,
+                 what="recall_at_k of 50 random rows of 5 chunks out of 12", idea=RECALL)
+    expect_probe(impl, "recall_at_k/three_hits_of_five", what="recall_at_k on the fixed input "
+                 "recall_at_k/three_hits_of_five", idea=RECALL, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- answer_with_attention
+
+def test_answer_with_attention_shapes(impl):
+    question, facts, n_words = _head_case(1440)
+    result = call_or_explain(impl.answer_with_attention, question, facts, n_words,
+                             what="answer_with_attention of 5 questions over 7 facts each, 11 words", idea=HEAD)
+    if expect(isinstance(result, tuple) and len(result) == 2, what="answer_with_attention's result",
+              expected="a tuple (answer, weights)", observed=type(result).__name__, idea=HEAD):
+        answer, weights = result
+        if expect_shape(answer, (5,), what="answer", idea=HEAD + "; one word id per question"):
+            expect(np.issubdtype(answer.dtype, np.integer), what="the dtype of answer",
+                   expected="integers (word ids)", observed=str(answer.dtype), idea=HEAD)
+        if expect_shape(weights, (5, 7), what="weights", idea=HEAD + "; one weight per fact for each question"):
+            if expect_close(weights.sum(axis=1), np.ones(5), what="the sum of each question's weights", idea=HEAD):
+                expect_close(weights, own_weights(question, facts, 10.0), rtol=1e-9, atol=1e-12,
+                             what="the weights with the default sharpness 10: every fact gets some weight, "
+                                  "e^(10 * shared words) over their sum", idea=HEAD)
+
+
+def test_answer_with_attention_weights(impl):
+    question, facts, n_words = _head_case(1441)
+    for sharpness in (0.7, 10.0):
+        _, weights = impl.answer_with_attention(question, facts, n_words, sharpness=sharpness)
+        expect_close(weights, own_weights(question, facts, sharpness), rtol=1e-9, atol=1e-12,
+                     what=f"the weights with sharpness={sharpness} (scores 2, 1 or 0 shared words times sharpness)",
+                     idea=HEAD)
+
+
+def test_answer_with_attention_sums_the_weight_of_each_value(impl):
+    # Question (entity 0, attribute 4): fact 0 is the one asked about (value 9); four facts share one word and
+    # all have value 7. A soft reader gives value 7 the most weight (4 e^s > e^2s for s = 0.6), a sharp one 9.
+    question = np.array([[0, 4]])
+    facts = np.array([[[0, 4, 9], [0, 5, 7], [1, 4, 7], [2, 4, 7], [0, 6, 7], [3, 5, 8]]])
+    for sharpness, expected in ((0.6, 7), (10.0, 9)):
+        answer, _ = impl.answer_with_attention(question, facts, 10, sharpness=sharpness)
+        expect_equal(np.asarray(answer), np.array([expected]),
+                     what=f"the answer with sharpness={sharpness}: the asked fact says 9, four facts sharing one word "
+                          "say 7", idea=ANSWER)
+    question, facts, n_words = _head_case(1442, n_q=40, n_facts=9)
+    answer, _ = impl.answer_with_attention(question, facts, n_words, sharpness=0.8)
+    good = acceptable(answer, own_context(question, facts, n_words, 0.8))
+    expect(good.all(), what="the answers of 40 questions with sharpness 0.8 (many partial matches)",
+           expected="in every row a word with the largest total weight", observed=f"{np.sum(~good)} rows not",
+           idea=ANSWER)
+
+
+def test_answer_with_attention_reads_only_its_own_facts(impl):
+    question, facts, n_words = _head_case(1443, n_q=6)
+    answer, weights = impl.answer_with_attention(question, facts, n_words, sharpness=2.0)
+    if not expect_close(weights, own_weights(question, facts, 2.0), rtol=1e-9, atol=1e-12,
+                        what="the weights with sharpness 2", idea=HEAD):
+        return
+    other = facts.copy()
+    other[1:] = facts[1:][::-1]  # the other questions' facts, shuffled between them
+    other[1:, :, 2] = n_words - 1  # ... and every value changed
+    answer_0, weights_0 = impl.answer_with_attention(question[:1], facts[:1], n_words, sharpness=2.0)
+    expect_equal(np.asarray(answer_0), np.asarray(answer)[:1],
+                 what="the first question's answer alone and within the batch", idea=HEAD + "; row i reads facts[i]")
+    expect_close(weights_0, np.asarray(weights)[:1], what="the first question's weights alone and within the batch",
+                 idea=HEAD)
+    answer_1, weights_1 = impl.answer_with_attention(question, other, n_words, sharpness=2.0)
+    expect(np.asarray(answer_1)[0] == np.asarray(answer)[0] and np.allclose(np.asarray(weights_1)[0], weights[0]),
+           what="the first question's answer and weights when the other questions' facts are shuffled and their "
+                "values changed", expected="unchanged", observed="changed", idea=HEAD + "; row i reads facts[i] only")
+    order = np.random.default_rng(1444).permutation(facts.shape[1])
+    _, shuffled = impl.answer_with_attention(question, facts[:, order], n_words, sharpness=2.0)
+    expect_close(shuffled, np.asarray(weights)[:, order], what="the weights when the facts are listed in another "
+                 "order", idea="attention has no notion of order: the same facts in another order get the same "
+                 "weights, moved with them")
+
+
+def test_answer_with_attention_rejects_bad_ids(impl):
+    question, facts, n_words = _head_case(1445)
+    expect_raises_value_error(lambda: impl.answer_with_attention(question, facts, n_words - 1), argument="facts",
+                              what=f"answer_with_attention with a value id {n_words - 1} and n_words = {n_words - 1}",
+                              idea=CHECKS)
+
+
+def test_answer_with_attention_reference_values(impl):
+    expect_probe(impl, "answer_with_attention/a_soft_reader", what="answer_with_attention on the fixed input "
+                 "answer_with_attention/a_soft_reader", idea=HEAD, rtol=1e-9, atol=1e-12)
+    question, facts, n_words = _head_case(1446, n_q=4, n_facts=6)  # and on facts that are no probe's
+    answer, weights = impl.answer_with_attention(question, facts, n_words, sharpness=1.3)
+    expect_close(weights, own_weights(question, facts, 1.3), rtol=1e-9, atol=1e-12, what="the weights of 4 "
+                 "questions over 6 facts with sharpness 1.3", idea=HEAD)
+    expect(acceptable(answer, own_context(question, facts, n_words, 1.3)).all(), what="their answers",
+           expected="a word with the most weight in every row", observed=str(np.asarray(answer)), idea=ANSWER)
+
+
+# ---------------------------------------------------------------- evaluate: the pipeline, then the measurement
+
+KEYS = ("retrieved", "hit", "answer", "correct", "recall", "accuracy", "accuracy_retrieved", "accuracy_missed",
+        "chance")
+
+
+def _blame(impl, data: dict, k: int, sharpness: float) -> str:
+    """Which of the student's own functions differs from this file's on the inputs evaluate used."""
+    similarity = own_cosine(data["question_vectors"], data["chunk_vectors"])
+    if not np.allclose(impl.cosine_similarity(data["question_vectors"], data["chunk_vectors"]), similarity):
+        return "your cosine_similarity differs from the test's on these vectors: fix it first (its own tests)"
+    if not np.array_equal(np.asarray(impl.top_k(similarity, k)), own_top_k(similarity, k)):
+        return "your top_k differs from the test's on these scores: fix it first (its own tests)"
+    mine = own_pipeline(data, k)
+    n_words = len(data["vocab"])
+    answer, _ = impl.answer_with_attention(data["questions"], mine["facts"], n_words, sharpness)
+    if not acceptable(answer, own_context(data["questions"], mine["facts"], len(data["vocab"]), sharpness)).all():
+        return "your answer_with_attention differs from the test's reader on these facts: fix it first (its own tests)"
+    result = impl.evaluate(data, k, sharpness=sharpness)
+    every = np.broadcast_to(data["facts"], (len(data["questions"]), *data["facts"].shape))
+    if isinstance(result, dict) and acceptable(result.get("answer"), own_context(data["questions"], every, n_words,
+                                                                                 sharpness)).mean() > 0.95:
+        return ("your answers are those of a reader of every fact of the collection: give it the facts of the "
+                "retrieved chunks only")
+    return "your own functions agree with the test's: the mistake is in evaluate, between them"
+
+
+def checked_evaluation(impl, data: dict, k: int, sharpness: float = 10.0) -> dict | None:
+    """Run the student's evaluate and compare it with this file's pipeline; the result, or None if it differs."""
+    label = f"evaluate(collection, k={k}, sharpness={sharpness}) on a collection drawn by the test (seed, sizes)"
+    result = call_or_explain(impl.evaluate, data, k, sharpness=sharpness, what=label, idea=PIPELINE)
+    if not expect(isinstance(result, dict) and set(KEYS) <= set(result), what=f"the keys of {label}",
+                  expected=str(list(KEYS)), observed=str(sorted(result)) if isinstance(result, dict)
+                  else type(result).__name__, idea=PIPELINE):
+        return None
+    mine = own_pipeline(data, k)
+    n_q, n_words = len(data["questions"]), len(data["vocab"])
+    context = own_context(data["questions"], mine["facts"], n_words, sharpness)
+    answer = np.asarray(result["answer"])
+    right = acceptable(answer, context)
+    same_retrieved = np.array_equal(np.asarray(result["retrieved"]), mine["retrieved"])
+    blame = "" if same_retrieved and right.all() else "; " + _blame(impl, data, k, sharpness)
+    good = [expect_equal(np.asarray(result["retrieved"]), mine["retrieved"], what=f"retrieved, {label}",
+                         idea=PIPELINE + blame),
+            expect_equal(np.asarray(result["hit"]).astype(bool), mine["hit"],
+                         what=f"hit (the evidence among the retrieved chunks), {label}", idea=RECALL),
+            expect(answer.shape == (n_q,) and right.all(), what=f"the answers, {label}",
+                   expected="for every question a word with the most weight when the reader reads the facts of "
+                            "its retrieved chunks only", observed=f"{np.sum(~right)} of {n_q} answers not",
+                   idea=PIPELINE + blame)]
+    if not all(good):
+        return None
+    correct = answer == data["answers"]
+    hit = mine["hit"]
+    figures = {"recall": hit.mean(), "accuracy": correct.mean(),
+               "accuracy_retrieved": correct[hit].mean() if hit.any() else np.nan,
+               "accuracy_missed": correct[~hit].mean() if not hit.all() else np.nan,
+               "chance": 1 / len(data["values"])}
+    good = [expect_equal(np.asarray(result["correct"]).astype(bool), correct, what=f"correct, {label}",
+                         idea=PIPELINE + "; correct is answer == collection['answers']")]
+    for key, value in figures.items():
+        good.append(expect_close(np.asarray(result[key], dtype=float), value, rtol=1e-12, what=f"{key}, {label}",
+                                 idea=PIPELINE + ("; chance is 1 / n_values, the number of value words" if key ==
+                                                  "chance" else "; the mean of correct over the questions with "
+                                                  "(without) their evidence" if key.startswith("accuracy_") else "")))
+    return result if all(good) else None
+
+
+def test_evaluate_is_the_pipeline(impl):
+    data = collection()
+    if checked_evaluation(impl, data, 2) is not None:
+        checked_evaluation(impl, data, 5)
+
+
+def test_evaluate_follows_k(impl):
+    data = collection(COLLECTION_SEED + 1)
+    recalls = []
+    for k in (1, 3, 7):
+        result = checked_evaluation(impl, data, k)
+        if result is None:
+            return
+        recalls.append(float(result["recall"]))
+    expect(recalls[0] < recalls[1] < recalls[2], what="recall at k = 1, 3, 7", expected="increasing with k",
+           observed=str(np.round(recalls, 3)), idea=PIPELINE + "; retrieve k chunks, the k given")
+
+
+def test_retrieved_evidence_is_answered(impl):
+    data = collection(COLLECTION_SEED + 2)
+    for k in (3, 6):
+        result = checked_evaluation(impl, data, k)
+        if result is None:
+            return
+        expect(result["accuracy_retrieved"] >= 0.97, what=f"accuracy where the evidence was retrieved (k = {k}, "
+               "sharpness 10)", expected="at least 0.97", observed=f"{result['accuracy_retrieved']:.3f}",
+               idea="a sharp reader puts nearly all its weight on the fact that shares both words with the question")
+
+
+def test_missing_evidence_is_answered_at_chance(impl):
+    data = collection(COLLECTION_SEED + 3)
+    chance = 1 / len(data["values"])
+    for k, sharpness in ((1, 1.0), (1, 10.0), (1, 100.0), (2, 10.0)):
+        result = checked_evaluation(impl, data, k, sharpness)
+        if result is None:
+            return
+        missed = int(np.sum(~np.asarray(result["hit"], dtype=bool)))
+        expect(abs(result["accuracy_missed"] - chance) <= 0.08,
+               what=f"accuracy where the evidence was not retrieved ({missed} questions, k = {k}, sharpness "
+                    f"{sharpness})", expected=f"chance, 1 / {len(data['values'])} = {chance:.3f} (within 0.08)",
+               observed=f"{result['accuracy_missed']:.3f}", idea=MISSING + "; a sharper reader does not help")
+
+
+def test_accuracy_follows_recall(impl):
+    data = collection(COLLECTION_SEED + 4)
+    chance, points = 1 / len(data["values"]), []
+    for k in (1, 2, 4, 8):
+        result = checked_evaluation(impl, data, k)
+        if result is None:
+            return
+        points.append((k, float(result["recall"]), float(result["accuracy"])))
+    gaps = [abs(accuracy - (chance + (1 - chance) * recall)) for _, recall, accuracy in points]
+    expect(max(gaps) <= 0.06, what="accuracy against chance + (1 - chance) * recall, at k = 1, 2, 4, 8",
+           expected="within 0.06 at every k",
+           observed="; ".join(f"k={k}: recall {r:.3f}, accuracy {a:.3f}" for k, r, a in points),
+           idea="accuracy = recall * (about 1) + (1 - recall) * chance: " + MISSING)
+
+
+def test_evaluate_reference_values(impl):
+    expect_probe(impl, "evaluate/small_collection", what="evaluate on the fixed input evaluate/small_collection",
+                 idea=PIPELINE, rtol=1e-12, atol=1e-12)
+    checked_evaluation(impl, collection(1404, n_entities=9, questions_per_fact=1), 3)  # and on one no probe's

@@ -54,6 +54,7 @@ OPTIONAL_FILES = (
     "grader/student/demo.py",
     "grader/student/demo_explain.py",
     "grader/student/demo_negation.py",
+    "grader/student/demo_retrieval.py",
     "grader/student/picture.py",
     "grader/student/testing.py",
     "grader/student/notebook.py",
