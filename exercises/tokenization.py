@@ -64,6 +64,7 @@ What the tests check
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 import numpy as np
 
 

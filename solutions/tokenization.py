@@ -63,6 +63,7 @@ What the tests check
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def _check_merges(merges: object) -> np.ndarray:
 def _pair_counts(ids: list[int]) -> dict[tuple[int, int], int]:
     """How often each pair of neighbours occurs; overlapping pairs count ("aaa" holds (a, a) twice)."""
     counts: dict[tuple[int, int], int] = {}
-    for pair in zip(ids, ids[1:]):
+    for pair in pairwise(ids):
         counts[pair] = counts.get(pair, 0) + 1
     return counts
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +59,7 @@ def _own_merge(seq: list[int], pair: tuple[int, int], new: int) -> list[int]:
 def own_train(text: str, n_merges: int) -> np.ndarray:
     seq, merges = list(text.encode("utf-8")), []
     while len(merges) < n_merges:
-        counts = Counter(zip(seq, seq[1:]))
+        counts = Counter(pairwise(seq))
         top = max(counts.values(), default=0)
         if top < 2:
             break
@@ -310,7 +311,7 @@ def test_more_merges_never_lengthen_a_sequence(impl):
     merges = own_train(corpus, 20)
     text = drawn_corpus(1521, "klmn ", 80, ("mk",))
     lengths = [len(np.asarray(impl.encode(text, merges[:k]))) for k in range(0, 21, 4)]
-    expect(all(a >= b for a, b in zip(lengths, lengths[1:])), idea=ORDER,
+    expect(all(a >= b for a, b in pairwise(lengths)), idea=ORDER,
            what="len(encode(text, merges[:k])) for k = 0, 4, ..., 20", expected="never growing with k",
            observed=str(lengths))
     expect_equal(lengths, [len(own_encode(text, merges[:k])) for k in range(0, 21, 4)], idea=ORDER,
