@@ -143,6 +143,18 @@ def merges_whose_order_matters():
 
 
 @probe("encode")
+def order_against_frequency_in_the_text():
+    return ("abcbcbc", np.array([[97, 98], [98, 99]])), {}
+
+
+@probe("decode")
+def characters_split_across_tokens():
+    # (For the diagnosis only: decode's result is a str, compared by the tests above with the test's own text.)
+    merges = own_train("café café naïve naïve ∑∑ ∑∑", 10)
+    return (own_encode("é naïve ∑ café", merges), merges), {}
+
+
+@probe("encode")
 def text_with_accents():
     return ("café naïve cafés", own_train("café café naïve naïve", 8)), {}
 
@@ -416,6 +428,8 @@ def test_reference_values(impl):
                              ("train_bpe/a_run_of_one_letter", "train_bpe('aaaaaaab aaaaab', 5)", OVERLAP),
                              ("train_bpe/pairs_that_tie", "train_bpe of pairs that tie", TIES),
                              ("encode/merges_whose_order_matters", "encode with merges whose order matters", ORDER),
+                             ("encode/order_against_frequency_in_the_text",
+                              "encode('abcbcbc') with merges ab, then bc", ORDER),
                              ("encode/text_with_accents", "encode of a text with accents", ORDER),
                              ("sequence_lengths/two_texts_three_sizes", "sequence_lengths of two texts", LENGTHS),
                              ("attention_cost/a_small_head", "attention_cost(37, 5, itemsize=4)", COST)):
