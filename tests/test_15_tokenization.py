@@ -115,8 +115,14 @@ def corpus_merges(seed: int, n_merges: int) -> tuple[str, np.ndarray]:
     return text, own_train(text, n_merges)
 
 
-def _pairs(merges: np.ndarray) -> str:
-    return str(np.asarray(merges).tolist())
+def merges_absent_from(text: str, merges: np.ndarray) -> list[bytes]:
+    """The pieces of ``merges`` (each merge's bytes, built by the test) that do not occur in ``text``."""
+    merges = np.asarray(merges).reshape(-1, 2)
+    if not np.issubdtype(merges.dtype, np.integer) or merges.min(initial=0) < 0 or merges.max(initial=0) >= 256 + len(
+            merges):
+        return [b"(ids out of range)"]
+    data, vocab = text.encode("utf-8"), own_vocab(merges)
+    return [vocab[256 + i] for i in range(len(merges)) if vocab[256 + i] not in data]
 
 
 # --- probes (the diagnosis of known mistakes runs them) ---------------------------------------------------------
@@ -208,8 +214,12 @@ def test_train_bpe_returns_integer_pairs(impl):
     if expect_array(merges, what="train_bpe(text, 12) on a drawn corpus of 300+ letters", idea=TRAIN):
         if expect_shape(merges, (12, 2), what="train_bpe(text, 12): one (left id, right id) row per merge",
                         idea=TRAIN):
-            expect(np.issubdtype(merges.dtype, np.integer), what="the dtype of train_bpe's merges",
-                   expected="integers (token ids)", observed=str(merges.dtype), idea=TRAIN)
+            if expect(np.issubdtype(merges.dtype, np.integer), what="the dtype of train_bpe's merges",
+                      expected="integers (token ids)", observed=str(merges.dtype), idea=TRAIN):
+                absent = merges_absent_from(text, merges)
+                expect(not absent, what="the pieces the merges of train_bpe(text, 12) stand for", idea=TRAIN,
+                       expected="each one a piece of the text it was trained on",
+                       observed=f"{len(absent)} never occur in it, e.g. {absent[:3]}")
 
 
 def test_train_bpe_first_merge_is_the_planted_pair(impl):
@@ -269,6 +279,10 @@ def test_fewer_merges_are_a_prefix_of_more(impl):
     text = drawn_corpus(1516, "rstu v", 260, ("vst", "uu"))
     few, many = impl.train_bpe(text, 7), impl.train_bpe(text, 21)
     if expect_shape(many, (21, 2), what="train_bpe(text, 21)", idea=TRAIN):
+        absent = merges_absent_from(text, many)
+        expect(not absent, what="the pieces the merges of train_bpe(text, 21) stand for", idea=TRAIN,
+               expected="each one a piece of the text it was trained on",
+               observed=f"{len(absent)} never occur in it, e.g. {absent[:3]}")
         expect_equal(np.asarray(few).tolist(), np.asarray(many)[:7].tolist(), idea=TRAIN,
                      what="train_bpe(text, 7) against the first 7 rows of train_bpe(text, 21): each step "
                           "depends only on the steps before it")
@@ -352,9 +366,14 @@ def test_decode_joins_bytes_before_reading_utf8(impl):
 
 def test_decode_inverts_encode(impl):
     merges = own_train(drawn_corpus(1522, "aéb ∑", 200, ("é∑", "bb")), 16)
-    for text in ("aéb∑", "", "Ωmega 12.5 mg/L", drawn_corpus(1523, "aéb ∑🚢", 40, ())):
-        ids = impl.encode(text, merges)
+    texts = ("aéb∑", "", "Ωmega 12.5 mg/L", drawn_corpus(1523, "aéb ∑🚢", 40, ()))
+    encoded = [np.asarray(impl.encode(text, merges)) for text in texts]
+    for text, ids in zip(texts, encoded, strict=True):
         expect_equal(impl.decode(ids, merges), text, idea=DECODE, what=f"decode(encode({text!r}))")
+    # Two encodings one after the other decode to the two texts one after the other (ids, not a memory of texts).
+    joined = np.concatenate([encoded[3], encoded[0], encoded[2]]).astype(np.int64)
+    expect_equal(impl.decode(joined, merges), texts[3] + texts[0] + texts[2], idea=DECODE,
+                 what="decode of three encodings joined end to end")
 
 
 # --- token_pieces, the identifier, sequence_lengths ---------------------------------------------------------------
