@@ -41,16 +41,17 @@ Read first: the reading (docs/reading.md#tokenization).
 
 What the tests check
 --------------------
-* ``train_bpe``: an integer array of shape ``(n_merges, 2)``, equal to the
-  tests' own BPE on corpora they draw (small alphabets with planted
-  frequent pairs), including overlapping runs (``"aaaa"``), ties broken by
-  the smallest pair, and the early stop; fewer merges are a prefix of more;
+* ``train_bpe``: an integer array of shape ``(n_merges, 2)`` whose merges
+  stand for pieces of the text it was given, equal to the tests' own BPE
+  on corpora they draw (small alphabets with planted frequent pairs),
+  including overlapping runs (``"aaaa"``), ties broken by the smallest
+  pair, and the early stop; fewer merges are a prefix of more;
 * ``encode``: ids equal to the tests' own encoder for merges the tests
   give, applied in order (a greedy longest match fails), never longer with
   more merges, the empty string gives no ids;
 * ``decode``: ``decode(encode(x)) == x`` for text with accents, Greek and
-  emoji, and for ids the tests build themselves (decode must not remember
-  what encode saw);
+  emoji, for encodings joined end to end, and for ids the tests build
+  themselves (decode must not remember what encode saw);
 * ``token_pieces``: the bytes of each token, joined they are the text;
   ``"XK-9931-B"`` splits into more pieces than a common word of the corpus;
 * ``sequence_lengths``: equal to the lengths of your own ``encode`` with
