@@ -231,20 +231,6 @@ def test_train_bpe_first_merge_is_the_planted_pair(impl):
                      what="the first merge of a corpus where 'qz' is planted 75 times (byte ids of q and z)")
 
 
-def test_train_bpe_matches_the_tests_own_bpe(impl):
-    for seed, alphabet, planted, n in ((1512, "abcd ", ("cab", "dd"), 20), (1513, "xyz", ("zzy",), 16),
-                                       (1514, "mnop q", ("pom", "qq", "nop"), 24)):
-        text = drawn_corpus(seed, alphabet, 260, planted)
-        expected = own_train(text, n)
-        merges = impl.train_bpe(text, n)
-        if not expect_shape(merges, expected.shape, what=f"train_bpe(text, {n}) on a corpus drawn with seed "
-                            f"{seed} over {alphabet!r}", idea=TRAIN):
-            return
-        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=TRAIN,
-                     what=f"the merges, in order, of train_bpe(text, {n}) on a corpus drawn with seed {seed} "
-                          f"over {alphabet!r}, planted {planted}")
-
-
 def test_train_bpe_counts_overlapping_runs(impl):
     # "aaaaaaab": (a, a) occurs 6 times -> [aa, aa, aa, a, b]; then (aa, aa) twice -> [aaaa, aa, a, b]; no pair
     # is left twice. Worked by hand.
@@ -275,6 +261,20 @@ def test_train_bpe_stops_when_no_pair_repeats(impl):
                          what=f"train_bpe({text!r}, 4): shape (k, 2) with fewer than 4 rows")
 
 
+def test_train_bpe_matches_the_tests_own_bpe(impl):
+    for seed, alphabet, planted, n in ((1512, "abcd ", ("cab", "dd"), 20), (1513, "xyz", ("zzy",), 16),
+                                       (1514, "mnop q", ("pom", "qq", "nop"), 24)):
+        text = drawn_corpus(seed, alphabet, 260, planted)
+        expected = own_train(text, n)
+        merges = impl.train_bpe(text, n)
+        if not expect_shape(merges, expected.shape, what=f"train_bpe(text, {n}) on a corpus drawn with seed "
+                            f"{seed} over {alphabet!r}", idea=TRAIN):
+            return
+        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=TRAIN,
+                     what=f"the merges, in order, of train_bpe(text, {n}) on a corpus drawn with seed {seed} "
+                          f"over {alphabet!r}, planted {planted}")
+
+
 def test_fewer_merges_are_a_prefix_of_more(impl):
     text = drawn_corpus(1516, "rstu v", 260, ("vst", "uu"))
     few, many = impl.train_bpe(text, 7), impl.train_bpe(text, 21)
@@ -299,17 +299,6 @@ def test_encode_without_merges_gives_the_bytes(impl):
                          what=f"encode({text!r}, no merges): its UTF-8 bytes")
 
 
-def test_encode_matches_the_tests_own_encoder(impl):
-    corpus = drawn_corpus(1517, "abcd ", 300, ("cab", "dd", "bad"))
-    merges = own_train(corpus, 24)
-    for seed in (1518, 1519):
-        text = drawn_corpus(seed, "abcde ", 90, ("cab", "bad"))  # new text, with an 'e' the corpus never had
-        ids = impl.encode(text, merges)
-        if expect_array(ids, what="encode(text, merges) of a new text", idea=ORDER):
-            expect_equal(np.asarray(ids).tolist(), own_encode(text, merges), idea=ORDER,
-                         what=f"encode({text!r}, merges of the test's own training)")
-
-
 def test_encode_applies_the_merges_in_their_learned_order(impl):
     # merges: 256 = (b, c), 257 = (a, b), 258 = (ab, c). In order, "abc" is [a, bc]: (b, c) acts first and no
     # (a, b) is left, so 258 never applies; a greedy longest match would give [abc]. Then merges ab = 256 and
@@ -330,6 +319,18 @@ def test_encode_handles_overlapping_runs(impl):
     for text, expected in (("aaa", [256, 97]), ("aaaa", [256, 256]), ("baaaaab", [98, 256, 256, 97, 98])):
         expect_equal(np.asarray(impl.encode(text, merges)).tolist(), expected, idea=OVERLAP,
                      what=f"encode({text!r}, merge (a, a) = 256)")
+
+
+def test_encode_matches_the_tests_own_encoder(impl):
+    corpus = drawn_corpus(1517, "abcd ", 300, ("cab", "dd", "bad"))
+    merges = own_train(corpus, 24)
+    for seed in (1518, 1519):
+        text = drawn_corpus(seed, "abcde ", 90, ("cab", "bad"))  # new text, with an 'e' the corpus never had
+        ids = impl.encode(text, merges)
+        if expect_array(ids, what="encode(text, merges) of a new text", idea=ORDER):
+            expect_equal(np.asarray(ids).tolist(), own_encode(text, merges), idea=ORDER,
+                         what=f"encode of a new text of {len(text)} letters, {text[:20]!r}..., with merges "
+                              f"of the test's own training (seed {seed})")
 
 
 def test_more_merges_never_lengthen_a_sequence(impl):
