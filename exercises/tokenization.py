@@ -18,12 +18,12 @@ learned, *is* the tokenizer: the vocabulary has ``256 + len(merges)`` tokens.
   smallest pair (compare the left ids, then the right ones). Training stops
   early when no pair occurs twice: a merge that saves one token only
   memorises the corpus.
-* ``encode`` turns a new text into ids by applying the merges **in their
+* ``bpe_encode`` turns a new text into ids by applying the merges **in their
   learned order**, each to the whole sequence, left to right without
   overlap (``"aaa"`` with the merge ``(a, a)`` becomes ``[aa, a]``). Not
   the longest piece of the vocabulary at each place, not the pairs most
   frequent in the text being encoded: the order is part of the tokenizer.
-* ``decode`` is the exact inverse: each id stands for a string of bytes
+* ``bpe_decode`` is the exact inverse: each id stands for a string of bytes
   (a byte for ids below 256, the bytes of its pair's two tokens joined for
   a merged id); join the bytes of the whole sequence, *then* read them as
   UTF-8 (one character may be split across two tokens).
@@ -46,15 +46,15 @@ What the tests check
   on corpora they draw (small alphabets with planted frequent pairs),
   including overlapping runs (``"aaaa"``), ties broken by the smallest
   pair, and the early stop; fewer merges are a prefix of more;
-* ``encode``: ids equal to the tests' own encoder for merges the tests
+* ``bpe_encode``: ids equal to the tests' own encoder for merges the tests
   give, applied in order (a greedy longest match fails), never longer with
   more merges, the empty string gives no ids;
-* ``decode``: ``decode(encode(x)) == x`` for text with accents, Greek and
+* ``bpe_decode``: ``bpe_decode(bpe_encode(x)) == x`` for text with accents, Greek and
   emoji, for encodings joined end to end, and for ids the tests build
-  themselves (decode must not remember what encode saw);
+  themselves (``bpe_decode`` must not remember what ``bpe_encode`` saw);
 * ``token_pieces``: the bytes of each token, joined they are the text;
   ``"XK-9931-B"`` splits into more pieces than a common word of the corpus;
-* ``sequence_lengths``: equal to the lengths of your own ``encode`` with
+* ``sequence_lengths``: equal to the lengths of your own ``bpe_encode`` with
   the first ``V - 256`` merges, never growing with ``V``;
 * ``attention_cost``: ``4 n^2 d`` floating-point operations and
   ``n^2 * itemsize`` bytes of scores, so doubling ``n`` multiplies both by 4;
@@ -103,7 +103,7 @@ def train_bpe(text: str, n_merges: int) -> np.ndarray:
     raise NotImplementedError('train_bpe: not implemented yet (exercise 15, tokenization.py; run `pytest -m tokenization`)')
 
 
-def encode(text: str, merges: np.ndarray) -> np.ndarray:
+def bpe_encode(text: str, merges: np.ndarray) -> np.ndarray:
     """The token ids of ``text``: its UTF-8 bytes, then every merge applied in its learned order.
 
     Merge ``i`` (the pair ``merges[i]``, new id ``256 + i``) is applied to the
@@ -131,11 +131,11 @@ def encode(text: str, merges: np.ndarray) -> np.ndarray:
         If ``text`` is not a str, or ``merges`` is not of shape ``(k, 2)``
         with merge ``i`` joining only ids below ``256 + i``.
     """
-    raise NotImplementedError('encode: not implemented yet (exercise 15, tokenization.py; run `pytest -m tokenization`)')
+    raise NotImplementedError('bpe_encode: not implemented yet (exercise 15, tokenization.py; run `pytest -m tokenization`)')
 
 
-def decode(ids: Sequence[int] | np.ndarray, merges: np.ndarray) -> str:
-    """The text that the token ids stand for: the inverse of ``encode``.
+def bpe_decode(ids: Sequence[int] | np.ndarray, merges: np.ndarray) -> str:
+    """The text that the token ids stand for: the inverse of ``bpe_encode``.
 
     Every id is a string of bytes: id ``b < 256`` the byte ``b``, id
     ``256 + i`` the bytes of ``merges[i][0]`` followed by those of
@@ -154,19 +154,19 @@ def decode(ids: Sequence[int] | np.ndarray, merges: np.ndarray) -> str:
     Returns
     -------
     str
-        The text; ``decode(encode(text, merges), merges) == text``.
+        The text; ``bpe_decode(bpe_encode(text, merges), merges) == text``.
 
     Raises
     ------
     ValueError
         If ``ids`` is not one axis of integers in range, or ``merges`` is bad
-        (as for ``encode``).
+        (as for ``bpe_encode``).
     """
-    raise NotImplementedError('decode: not implemented yet (exercise 15, tokenization.py; run `pytest -m tokenization`)')
+    raise NotImplementedError('bpe_decode: not implemented yet (exercise 15, tokenization.py; run `pytest -m tokenization`)')
 
 
 def token_pieces(text: str, merges: np.ndarray) -> list[bytes]:
-    """The pieces ``encode`` cuts ``text`` into: the bytes of each of its tokens, in order.
+    """The pieces ``bpe_encode`` cuts ``text`` into: the bytes of each of its tokens, in order.
 
     Joined, they are the text's UTF-8 bytes. A piece is bytes, not str: a
     token may hold half of a character (``"é"`` is two bytes). This is the
@@ -183,12 +183,12 @@ def token_pieces(text: str, merges: np.ndarray) -> list[bytes]:
     Returns
     -------
     list of bytes
-        One entry per token of ``encode(text, merges)``.
+        One entry per token of ``bpe_encode(text, merges)``.
 
     Raises
     ------
     ValueError
-        As ``encode``.
+        As ``bpe_encode``.
     """
     raise NotImplementedError('token_pieces: not implemented yet (exercise 15, tokenization.py; run `pytest -m tokenization`)')
 
@@ -214,7 +214,7 @@ def sequence_lengths(texts: Sequence[str], merges: np.ndarray, vocab_sizes: Sequ
     -------
     numpy.ndarray
         int64, shape ``(len(vocab_sizes), T)``: entry ``[j, t]`` is
-        ``len(encode(texts[t], merges[:vocab_sizes[j] - 256]))``.
+        ``len(bpe_encode(texts[t], merges[:vocab_sizes[j] - 256]))``.
 
     Raises
     ------

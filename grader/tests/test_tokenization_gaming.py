@@ -43,16 +43,16 @@ def train_bpe(text, n_merges):
 # encode remembers its texts; decode looks the ids up instead of rebuilding the bytes from the merges.
 _REMEMBERING_DECODE = '''
 _seen = {{}}
-_real_encode = encode
+_real_encode = bpe_encode
 
 
-def encode(text, merges):
+def bpe_encode(text, merges):
     ids = _real_encode(text, merges)
     _seen[tuple(ids.tolist())] = text
     return ids
 
 
-def decode(ids, merges):
+def bpe_decode(ids, merges):
     _check_merges(merges)
     key = tuple(np.asarray(ids, dtype=np.int64).reshape(-1).tolist())
     {body}
