@@ -35,7 +35,10 @@ learned, *is* the tokenizer: the vocabulary has ``256 + len(merges)`` tokens.
 Common words of the corpus become one or two tokens; a product identifier
 such as ``"XK-9931-B"`` or a measured value such as ``"12.5 mg/L"``, rare
 and varied, stays in many small pieces, and each piece is a position that
-attention pays for.
+attention pays for. The kit ships a small corpus written for it,
+``_tokenization_corpus.py`` (``CORPUS``, 50 sentences about vessels,
+sensors and payments; ``SENTENCES``, its lines): train on it and look at
+the pieces yourself, or run ``attention-kit demo --measure tokenization``.
 
 Read first: the reading (docs/reading.md#tokenization).
 
@@ -49,9 +52,10 @@ What the tests check
 * ``bpe_encode``: ids equal to the tests' own encoder for merges the tests
   give, applied in order (a greedy longest match fails), never longer with
   more merges, the empty string gives no ids;
-* ``bpe_decode``: ``bpe_decode(bpe_encode(x)) == x`` for text with accents, Greek and
-  emoji, for encodings joined end to end, and for ids the tests build
-  themselves (``bpe_decode`` must not remember what ``bpe_encode`` saw);
+* ``bpe_decode``: ``bpe_decode(bpe_encode(x)) == x`` for text with
+  accents, Greek and emoji, for encodings joined end to end, and for ids
+  the tests build themselves (``bpe_decode`` must not remember what
+  ``bpe_encode`` saw);
 * ``token_pieces``: the bytes of each token, joined they are the text;
   ``"XK-9931-B"`` splits into more pieces than a common word of the corpus;
 * ``sequence_lengths``: equal to the lengths of your own ``bpe_encode`` with
