@@ -454,3 +454,16 @@ def test_reference_values(impl):
                              ("sequence_lengths/two_texts_three_sizes", "sequence_lengths of two texts", LENGTHS),
                              ("attention_cost/a_small_head", "attention_cost(37, 5, itemsize=4)", COST)):
         expect_probe(impl, name, what=what, idea=idea, rtol=0, atol=0)
+    # And on inputs that are no probe's: the golden values of the fixed inputs above do not hold their answer.
+    text = drawn_corpus(1528, "efgh ", 160, ("hef",))
+    merges = own_train(text, 9)
+    lookup = "; the result must be computed from the arguments (an answer looked up for known inputs fits no other)"
+    expect_equal(np.asarray(impl.train_bpe(text, 9)).tolist(), merges.tolist(), idea=TRAIN + lookup,
+                 what="train_bpe on a corpus that is no probe's")
+    expect_equal(np.asarray(impl.bpe_encode(text[:50], merges)).tolist(), own_encode(text[:50], merges),
+                 idea=ORDER + lookup, what="bpe_encode of a text that is no probe's")
+    expect_equal(np.asarray(impl.sequence_lengths([text[50:]], merges, [256, 265])).tolist(),
+                 [[len(own_encode(text[50:], merges[:k]))] for k in (0, 9)], idea=LENGTHS + lookup,
+                 what="sequence_lengths of a text that is no probe's")
+    expect_equal(tuple(impl.attention_cost(29, 7, itemsize=2)), (4 * 29 * 29 * 7, 2 * 29 * 29), idea=COST + lookup,
+                 what="attention_cost(29, 7, itemsize=2)")

@@ -2,9 +2,9 @@
 
 A cheat is the reference with a shortcut swapped in (``grader/tests/cheats.py``'s ``plant``): merges stored
 for the shipped corpus whatever text is given, a decode that remembers what encode saw, lengths made up from
-the vocabulary size. Its control is the same submission with the shortcut's work left undone. Both run the
-exercise's graded files, public and hidden; no more passing tests than the control, file by file, is no more
-points.
+the vocabulary size, the probes' golden values looked up. Its control is the same submission with the
+shortcut's work left undone. Both run the exercise's graded files, public and hidden; no more passing tests
+than the control, file by file, is no more points.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import pytest
 
 from grader.curriculum import ROOT
 from grader.mutants.report import SuiteRun, run_tests
-from grader.tests.cheats import Cheat, plant
+from grader.tests.cheats import Cheat, golden_lookup, plant
 
 FILES = ("tests/test_15_tokenization.py", "grader/hidden_tests/test_hidden_15_tokenization.py")
 UNDONE = "raise NotImplementedError('the shortcut left out (the control)')"
+FUNCTIONS = ("train_bpe", "bpe_encode", "bpe_decode", "token_pieces", "sequence_lengths", "attention_cost")
 
 # train_bpe returns merges learned once on the shipped corpus ("pre-trained"), whatever text it is given.
 _STORED_MERGES = '''
@@ -80,6 +81,10 @@ CHEATS = (
           {"tokenization": _MADE_UP_LENGTHS.format(
               body="return np.array([np.round(n_bytes * 256 / size) for size in sizes], dtype=np.int64)")},
           {"tokenization": _MADE_UP_LENGTHS.format(body=UNDONE)}, FILES),
+    # Every function answers the probes' fixed inputs with their golden values (shipped with the tests).
+    Cheat("tokenization-golden-lookup", "tokenization", golden_lookup("tokenization", FUNCTIONS),
+          {"tokenization": "\n".join(f"def {name}(*args, **kwargs):\n    {UNDONE}\n" for name in FUNCTIONS)},
+          FILES),
 )
 
 
