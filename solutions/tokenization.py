@@ -1,60 +1,374 @@
 """Exercise 15: Tokenization changes the sequence: byte-pair encoding.
 
-Adding the same number to every score of one slice leaves its softmax
-unchanged: the number multiplies every exponential and their sum by the same
-factor, which cancels in the division. So the scores of a slice can be
-centred, shifted until their mean is zero, without changing a single
-attention weight; what carries information is how the scores of a slice
-differ, not where they sit.
+A model never sees text: it sees a sequence of token ids, and everything
+attention costs is counted in that sequence's length ``n``. The scores are an
+``(n, n)`` array, so a text cut into twice as many tokens costs four times
+the multiply-adds and four times the memory. The tokenizer decides ``n``.
+
+**Byte-pair encoding** (BPE, Sennrich et al. 2016) learns the tokenizer from a
+corpus. Start from the 256 possible bytes of UTF-8, so every string can be
+written, whatever its alphabet. Then repeat: count every pair of neighbouring
+tokens in the corpus, take the most frequent one, give it a new id (256 for
+the first merge, 257 for the second, ...) and replace each occurrence of the
+pair by that id, left to right. The list of merges, in the order they were
+learned, *is* the tokenizer: the vocabulary has ``256 + len(merges)`` tokens.
+
+* ``train_bpe`` learns the merges. Counting: every neighbouring position
+  counts, so ``"aaa"`` holds the pair ``(a, a)`` twice. Ties go to the
+  smallest pair (compare the left ids, then the right ones). Training stops
+  early when no pair occurs twice: a merge that saves one token only
+  memorises the corpus.
+* ``bpe_encode`` turns a new text into ids by applying the merges **in their
+  learned order**, each to the whole sequence, left to right without
+  overlap (``"aaa"`` with the merge ``(a, a)`` becomes ``[aa, a]``). Not
+  the longest piece of the vocabulary at each place, not the pairs most
+  frequent in the text being encoded: the order is part of the tokenizer.
+* ``bpe_decode`` is the exact inverse: each id stands for a string of bytes
+  (a byte for ids below 256, the bytes of its pair's two tokens joined for
+  a merged id); join the bytes of the whole sequence, *then* read them as
+  UTF-8 (one character may be split across two tokens).
+* ``token_pieces`` shows the pieces a text is cut into, as bytes;
+  ``sequence_lengths`` measures how long texts are under growing
+  vocabularies; ``attention_cost`` counts what attention pays for a sequence
+  of ``n`` tokens.
+
+Common words of the corpus become one or two tokens; a product identifier
+such as ``"XK-9931-B"`` or a measured value such as ``"12.5 mg/L"``, rare
+and varied, stays in many small pieces, and each piece is a position that
+attention pays for. The kit ships a small corpus written for it,
+``_tokenization_corpus.py`` (``CORPUS``, 50 sentences about vessels,
+sensors and payments; ``SENTENCES``, its lines): train on it and look at
+the pieces yourself, or run ``attention-kit demo --measure tokenization``.
 
 Read first: the reading (docs/reading.md#tokenization).
 
 What the tests check
 --------------------
-* ``train_bpe``: the shape of ``x`` is kept; every slice along ``axis``
-  has mean 0 (for the last axis and for another one); each slice is only
-  shifted (the differences between its entries are unchanged); and the
-  softmax of the result equals the softmax of ``x``;
-* an input without axes is rejected with a ``ValueError`` naming ``x``;
-  fixed inputs match reference values.
+* ``train_bpe``: an integer array of shape ``(n_merges, 2)`` whose merges
+  stand for pieces of the text it was given, equal to the tests' own BPE
+  on corpora they draw (small alphabets with planted frequent pairs),
+  including overlapping runs (``"aaaa"``), ties broken by the smallest
+  pair, and the early stop; fewer merges are a prefix of more;
+* ``bpe_encode``: ids equal to the tests' own encoder for merges the tests
+  give, applied in order (a greedy longest match fails), never longer with
+  more merges, the empty string gives no ids;
+* ``bpe_decode``: ``bpe_decode(bpe_encode(x)) == x`` for text with
+  accents, Greek and emoji, for encodings joined end to end, and for ids
+  the tests build themselves (``bpe_decode`` must not remember what
+  ``bpe_encode`` saw);
+* ``token_pieces``: the bytes of each token, joined they are the text;
+  ``"XK-9931-B"`` splits into more pieces than a common word of the corpus;
+* ``sequence_lengths``: equal to the lengths of your own ``bpe_encode`` with
+  the first ``V - 256`` merges, never growing with ``V``;
+* ``attention_cost``: ``4 n^2 d`` floating-point operations and
+  ``n^2 * itemsize`` bytes of scores, so doubling ``n`` multiplies both by 4;
+* bad input: ValueError naming the argument.
 """
-
-# The example of `python -m grader.authoring.new_exercise`: a complete, working exercise to replace by your own,
-# keeping its shape (the module docstring above, one teaching docstring per function, bad input rejected with a
-# ValueError naming the argument). Comments between the definitions, like this one, never reach the students:
-# `python -m grader.authoring.sync` copies the docstrings, imports and signatures only. See CONTRIBUTING.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import pairwise
+
 import numpy as np
 
+from ._checks import require_positive_int
 
-def train_bpe(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Subtract from every slice of ``x`` along ``axis`` that slice's own mean.
+N_BYTES = 256  # the base vocabulary: every byte of UTF-8 is a token of its own
 
-    Each slice is shifted by its own number, so its entries keep their
-    differences and its softmax stays the same; only the slice's mean moves
-    to zero. The mean of the whole array would shift every slice by the same
-    number and leave most slices off centre.
+
+def _check_text(name: str, text: object) -> str:
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be a str, got {type(text).__name__}")
+    return text
+
+
+def _check_count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _check_merges(merges: object) -> np.ndarray:
+    """The merges as an ``(k, 2)`` int64 array; merge ``i`` may use only ids below ``256 + i``."""
+    array = np.asarray(merges)
+    if array.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if array.ndim != 2 or array.shape[1] != 2 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"merges must be integer pairs of shape (k, 2), got {array.dtype} of shape {array.shape}")
+    limit = N_BYTES + np.arange(len(array))[:, None]  # (k, 1): the ids that exist before merge i
+    if np.any(array < 0) or np.any(array >= limit):
+        bad = int(np.argmax(np.any((array < 0) | (array >= limit), axis=1)))
+        raise ValueError(f"merges[{bad}] = {array[bad].tolist()}: merge {bad} may only join ids 0..{N_BYTES + bad - 1}"
+                         " (the bytes and the earlier merges)")
+    return array.astype(np.int64)
+
+
+def _pair_counts(ids: list[int]) -> dict[tuple[int, int], int]:
+    """How often each pair of neighbours occurs; overlapping pairs count ("aaa" holds (a, a) twice)."""
+    counts: dict[tuple[int, int], int] = {}
+    for pair in pairwise(ids):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def _merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """Replace each occurrence of ``pair`` by ``new_id``, left to right, never reusing a token twice."""
+    out = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2  # both tokens of the pair are used up
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def _vocabulary(merges: np.ndarray) -> list[bytes]:
+    """The bytes of every token: the 256 bytes, then each merge's two tokens joined."""
+    vocab = [bytes([b]) for b in range(N_BYTES)]
+    for left, right in merges.tolist():
+        vocab.append(vocab[left] + vocab[right])
+    return vocab
+
+
+def train_bpe(text: str, n_merges: int) -> np.ndarray:
+    """Learn up to ``n_merges`` byte-pair merges from ``text``, most frequent pair first.
+
+    The text is read as its UTF-8 bytes, one token per byte (ids 0..255).
+    Each step counts every pair of neighbouring tokens, overlapping ones
+    included, picks the pair with the highest count (a tie goes to the
+    smallest pair: the smaller left id, then the smaller right id), gives it
+    the next id (``256 + step``) and replaces it in the sequence, left to
+    right without overlap. The next step counts again on the new sequence,
+    so a later merge can join tokens made by earlier ones.
 
     Parameters
     ----------
-    x : numpy.ndarray
-        Scores, with at least one axis (any leading batch axes).
-    axis : int, optional
-        The axis whose slices are centred (default: the last).
+    text : str
+        The training corpus (any characters: they are bytes first).
+    n_merges : int
+        How many merges to learn, non-negative.
 
     Returns
     -------
     numpy.ndarray
-        Float, the shape of ``x``; every slice along ``axis`` has mean 0.
+        int64, shape ``(k, 2)`` with ``k <= n_merges``: row ``i`` is the pair
+        of ids that token ``256 + i`` stands for. ``k < n_merges`` only when
+        no pair occurs twice any more (then merging would save a single token).
+        The first ``m`` rows are what ``train_bpe(text, m)`` returns.
 
     Raises
     ------
     ValueError
-        If ``x`` has no axis (a single number has no slice to centre).
+        If ``text`` is not a str or ``n_merges`` not a non-negative integer.
     """
-    x = np.asarray(x, dtype=float)
-    if x.ndim == 0:
-        raise ValueError(f"x must have at least one axis to centre along, got the number {float(x)!r}")
-    return x - np.mean(x, axis=axis, keepdims=True)
+    text = _check_text("text", text)
+    n_merges = _check_count("n_merges", n_merges)
+    ids = list(text.encode("utf-8"))  # (len(bytes),): one token per byte
+    merges = []
+    for step in range(n_merges):
+        counts = _pair_counts(ids)
+        if not counts:
+            break
+        best = min(counts, key=lambda pair: (-counts[pair], pair))  # most frequent; a tie: the smallest pair
+        if counts[best] < 2:
+            break  # a pair seen once: merging it saves one token of this corpus and teaches nothing
+        merges.append(best)
+        ids = _merge(ids, best, N_BYTES + step)
+    return np.array(merges, dtype=np.int64).reshape(-1, 2)  # (k, 2)
+
+
+def bpe_encode(text: str, merges: np.ndarray) -> np.ndarray:
+    """The token ids of ``text``: its UTF-8 bytes, then every merge applied in its learned order.
+
+    Merge ``i`` (the pair ``merges[i]``, new id ``256 + i``) is applied to the
+    whole sequence, left to right without overlap, before merge ``i + 1``:
+    that is how the corpus was cut when the merges were learned, so a new
+    text is cut the same way. Neither the longest piece of the vocabulary
+    nor the pairs frequent in ``text`` itself decide.
+
+    Parameters
+    ----------
+    text : str
+        The text to encode (any characters).
+    merges : numpy.ndarray
+        Integer pairs, shape ``(k, 2)``, as ``train_bpe`` returns (``k`` may be 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape ``(n,)``: ids in ``0 .. 255 + k``; ``n`` is at most the
+        number of bytes of ``text`` (0 for the empty string).
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not a str, or ``merges`` is not of shape ``(k, 2)``
+        with merge ``i`` joining only ids below ``256 + i``.
+    """
+    text = _check_text("text", text)
+    merges = _check_merges(merges)
+    ids = list(text.encode("utf-8"))  # (n_bytes,)
+    for i, (left, right) in enumerate(merges.tolist()):
+        ids = _merge(ids, (left, right), N_BYTES + i)  # merge i, everywhere, before merge i + 1
+    return np.array(ids, dtype=np.int64)  # (n,)
+
+
+def bpe_decode(ids: Sequence[int] | np.ndarray, merges: np.ndarray) -> str:
+    """The text that the token ids stand for: the inverse of ``bpe_encode``.
+
+    Every id is a string of bytes: id ``b < 256`` the byte ``b``, id
+    ``256 + i`` the bytes of ``merges[i][0]`` followed by those of
+    ``merges[i][1]``. Join the bytes of all the ids, then read them as
+    UTF-8: a character of two or more bytes may be split between two tokens,
+    so reading each token on its own would garble it. Bytes that are not
+    valid UTF-8 (ids a model made up) become the replacement character.
+
+    Parameters
+    ----------
+    ids : sequence of int or numpy.ndarray
+        Token ids, shape ``(n,)``, each in ``0 .. 255 + len(merges)``.
+    merges : numpy.ndarray
+        Integer pairs, shape ``(k, 2)``, the ones the ids were made with.
+
+    Returns
+    -------
+    str
+        The text; ``bpe_decode(bpe_encode(text, merges), merges) == text``.
+
+    Raises
+    ------
+    ValueError
+        If ``ids`` is not one axis of integers in range, or ``merges`` is bad
+        (as for ``bpe_encode``).
+    """
+    merges = _check_merges(merges)
+    vocab = _vocabulary(merges)  # (256 + k,) byte strings
+    return b"".join(_pieces(ids, vocab)).decode("utf-8", errors="replace")
+
+
+def _pieces(ids: object, vocab: list[bytes]) -> list[bytes]:
+    array = np.asarray(ids)
+    if array.size == 0:
+        return []
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"ids must be one axis of integers, got {array.dtype} of shape {array.shape}")
+    if np.any(array < 0) or np.any(array >= len(vocab)):
+        raise ValueError(f"ids must lie in 0..{len(vocab) - 1} (256 bytes and {len(vocab) - N_BYTES} merges), "
+                         f"got values from {array.min()} to {array.max()}")
+    return [vocab[i] for i in array.tolist()]
+
+
+def token_pieces(text: str, merges: np.ndarray) -> list[bytes]:
+    """The pieces ``bpe_encode`` cuts ``text`` into: the bytes of each of its tokens, in order.
+
+    Joined, they are the text's UTF-8 bytes. A piece is bytes, not str: a
+    token may hold half of a character (``"é"`` is two bytes). This is the
+    view that shows where a text is cut, and why an identifier the corpus
+    never saw costs so many positions.
+
+    Parameters
+    ----------
+    text : str
+        The text to cut.
+    merges : numpy.ndarray
+        Integer pairs, shape ``(k, 2)``.
+
+    Returns
+    -------
+    list of bytes
+        One entry per token of ``bpe_encode(text, merges)``.
+
+    Raises
+    ------
+    ValueError
+        As ``bpe_encode``.
+    """
+    merges = _check_merges(merges)
+    return _pieces(bpe_encode(text, merges), _vocabulary(merges))
+
+
+def sequence_lengths(texts: Sequence[str], merges: np.ndarray, vocab_sizes: Sequence[int]) -> np.ndarray:
+    """How many tokens each text becomes, for each vocabulary size.
+
+    A vocabulary of ``V`` tokens is the 256 bytes and the first ``V - 256``
+    merges (the merges learned first, as ``train_bpe(corpus, V - 256)``
+    would return). ``V = 256`` counts bytes. The bigger the vocabulary, the
+    shorter the sequences, never longer: a merge only joins tokens.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The texts to measure, ``T`` of them.
+    merges : numpy.ndarray
+        Integer pairs, shape ``(k, 2)``.
+    vocab_sizes : sequence of int
+        Vocabulary sizes, each in ``256 .. 256 + k``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape ``(len(vocab_sizes), T)``: entry ``[j, t]`` is
+        ``len(bpe_encode(texts[t], merges[:vocab_sizes[j] - 256]))``.
+
+    Raises
+    ------
+    ValueError
+        If a text is not a str, ``merges`` is bad, or a vocabulary size is
+        not an integer in ``256 .. 256 + k``.
+    """
+    merges = _check_merges(merges)
+    texts = [_check_text(f"texts[{t}]", text) for t, text in enumerate(texts)]
+    sizes = [_check_count("vocab_sizes", size) for size in np.asarray(vocab_sizes).reshape(-1).tolist()]
+    if any(not N_BYTES <= size <= N_BYTES + len(merges) for size in sizes):
+        raise ValueError(f"vocab_sizes must lie in {N_BYTES}..{N_BYTES + len(merges)} (256 bytes and up to "
+                         f"{len(merges)} merges), got {sizes}")
+    lengths = np.zeros((len(sizes), len(texts)), dtype=np.int64)  # (V, T)
+    for t, text in enumerate(texts):
+        ids = list(text.encode("utf-8"))
+        after = [len(ids)]  # after[m]: the length once the first m merges are applied
+        for i, (left, right) in enumerate(merges.tolist()):
+            ids = _merge(ids, (left, right), N_BYTES + i)
+            after.append(len(ids))
+        lengths[:, t] = [after[size - N_BYTES] for size in sizes]
+    return lengths
+
+
+def attention_cost(n: int, d: int, itemsize: int = 8) -> tuple[int, int]:
+    """What one head of attention over ``n`` tokens of width ``d`` costs: operations and score memory.
+
+    The scores ``Q K^T`` are ``n * n`` dot products of length ``d``: a
+    multiply and an add each, ``2 n^2 d`` operations; the weights times the
+    values, ``(n, n) @ (n, d)``, as many again. The scores (and the weights
+    after them) are an ``(n, n)`` array of ``itemsize`` bytes each. Both grow
+    with the square of ``n``: the tokenizer's sequence length, squared.
+    (Softmax's ``n^2`` exponentials and the projections' ``n d^2`` are left
+    out: for long sequences the two products dominate.)
+
+    Parameters
+    ----------
+    n : int
+        Sequence length, positive.
+    d : int
+        Width of queries, keys and values, positive.
+    itemsize : int, optional
+        Bytes per number (8 for float64, the default; 4 for float32).
+
+    Returns
+    -------
+    tuple of (int, int)
+        ``(4 * n**2 * d, n**2 * itemsize)``: floating-point operations and
+        bytes of one ``(n, n)`` score array, as Python ints.
+
+    Raises
+    ------
+    ValueError
+        If ``n``, ``d`` or ``itemsize`` is not a positive integer.
+    """
+    n, d = require_positive_int("n", n), require_positive_int("d", d)
+    itemsize = require_positive_int("itemsize", itemsize)
+    flops = 2 * n * n * d + 2 * n * n * d  # Q K^T, then weights @ V: a multiply and an add per term
+    return int(flops), int(n * n * itemsize)

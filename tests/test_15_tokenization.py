@@ -1,80 +1,469 @@
-"""Exercise 15: tokenization. From the shape of the result to the property that makes it useful."""
+"""Exercise 15: byte-pair encoding, from the shape of the merges to the pieces of an identifier.
 
-# The example of `python -m grader.authoring.new_exercise` (see CONTRIBUTING.md): each test checks one property, from
-# the most basic (the shape) to the subtle one, with the kit's helpers (tests/feedback.py), so that a failure says
-# what was expected, what was observed and which idea to revisit. A property is derived here, never copied from the
-# reference; where no property gives the expected values, a probe (a seeded input declared with @probe) is compared
-# with the reference's output, stored in tests/data/golden.npz by `python -m grader.authoring.golden`.
+Expected values come from this file: its own small BPE (training, encoding and
+the bytes of each token, written differently from any reference), run on
+corpora it draws from its own seeds, hand-worked cases, and invariants
+(decoding inverts encoding, more merges never lengthen a sequence). Each
+function is fed the test's own inputs (merges from the test's training, ids
+from the test's encoder), so a failure blames the function that is wrong.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+
 import numpy as np
 
-from tests.feedback import expect_array, expect_close, expect_shape
+from tests.feedback import expect, expect_array, expect_equal, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
 
-CENTRED = ("centring: subtract each slice's own mean along `axis` (kept as an axis of length one), "
-           "not the mean of the whole array")
-SHIFT = "centring only shifts a slice: the differences between its entries stay exactly as they were"
-SOFTMAX = "softmax ignores a number added to every score of a slice, so centring changes no weight"
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = ("training: count every pair of neighbouring tokens (overlapping ones too), merge the most frequent "
+         "(a tie goes to the smallest pair), give it id 256 + step, and count again on the new sequence")
+OVERLAP = ("a merge replaces the pair left to right and uses each token once: 'aaa' with the merge (a, a) "
+           "becomes [aa, a], not [aa, aa]")
+TIES = ("a tie between pairs of the same count goes to the smallest pair: the smaller left id, then the smaller "
+        "right id (not the first pair seen in the text)")
+STOP = "training stops when no pair occurs twice: merging a pair seen once saves one token and teaches nothing"
+ORDER = ("encoding applies the merges in the order they were learned, each everywhere before the next: not the "
+         "longest piece of the vocabulary, not the pairs most frequent in the text being encoded")
+BYTES = "the base vocabulary is the 256 bytes of UTF-8: a text with no merge is its bytes, one id each"
+DECODE = ("decoding: each id stands for bytes (a byte below 256, its pair's two tokens' bytes joined above); join "
+          "the bytes of the whole sequence, then read them as UTF-8 (a character may be split across tokens)")
+PIECES = "the pieces of a text are the bytes of each of its tokens, in order; joined they are the text's bytes"
+RARE = ("the corpus's frequent words become few tokens; an identifier it never saw stays in many small pieces, "
+        "and every piece is a position that attention pays for")
+LENGTHS = ("a vocabulary of V tokens is the 256 bytes and the first V - 256 merges: the length under it is that of "
+           "encode with those merges")
+COST = ("attention over n tokens of width d: the scores Q K^T and the weights times V are n*n*d multiply-adds "
+        "each, 4 n^2 d operations in all, and the (n, n) scores take n^2 * itemsize bytes")
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
 
 
-def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The test's own stable softmax, so this property does not depend on the student's exercise 1."""
-    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return exps / exps.sum(axis=axis, keepdims=True)
+# --- the test's own byte-pair encoding -------------------------------------------------------------------------
+
+def _own_merge(seq: list[int], pair: tuple[int, int], new: int) -> list[int]:
+    out: list[int] = []
+    for token in seq:
+        if out and out[-1] == pair[0] and token == pair[1]:  # out[-1] is never a fresh `new` (new > both ids)
+            out[-1] = new
+        else:
+            out.append(token)
+    return out
+
+
+def own_train(text: str, n_merges: int) -> np.ndarray:
+    seq, merges = list(text.encode("utf-8")), []
+    while len(merges) < n_merges:
+        counts = Counter(pairwise(seq))
+        top = max(counts.values(), default=0)
+        if top < 2:
+            break
+        pair = min(p for p, c in counts.items() if c == top)
+        seq = _own_merge(seq, pair, 256 + len(merges))
+        merges.append(pair)
+    return np.reshape(np.array(merges, dtype=np.int64), (len(merges), 2))
+
+
+def own_encode(text: str, merges: np.ndarray) -> list[int]:
+    seq = list(text.encode("utf-8"))
+    for i, pair in enumerate(np.asarray(merges).reshape(-1, 2).tolist()):
+        seq = _own_merge(seq, tuple(pair), 256 + i)
+    return seq
+
+
+def own_vocab(merges: np.ndarray) -> list[bytes]:
+    vocab = [bytes([b]) for b in range(256)]
+    for left, right in np.asarray(merges).reshape(-1, 2).tolist():
+        vocab.append(vocab[left] + vocab[right])
+    return vocab
+
+
+def drawn_corpus(seed: int, alphabet: str, length: int, planted: tuple[str, ...]) -> str:
+    """Random letters of a small alphabet, with the planted strings inserted often (so they merge early)."""
+    rng = np.random.default_rng(seed)
+    parts = list(rng.choice(list(alphabet), size=length))
+    for word in planted:
+        for _ in range(length // 12):
+            parts.insert(int(rng.integers(len(parts) + 1)), word)
+    return "".join(parts)
+
+
+@functools.cache
+def corpus_module():
+    """The given corpus (_tokenization_corpus.py), loaded from the kit (the reference's copy when there is one)."""
+    for folder in ("solutions", "exercises"):
+        path = ROOT / folder / "_tokenization_corpus.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"_attention_kit_corpus_{folder}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError("_tokenization_corpus.py is missing from the kit (solutions/ and exercises/)")
+
+
+@functools.cache
+def corpus_merges(seed: int, n_merges: int) -> tuple[str, np.ndarray]:
+    """The test's own merges on 40 sentences of the shipped corpus drawn with ``seed``, and the text."""
+    sentences = corpus_module().SENTENCES
+    chosen = np.random.default_rng(seed).choice(len(sentences), size=40, replace=False)
+    text = "\n".join(sentences[i] for i in sorted(chosen)) + "\n"
+    return text, own_train(text, n_merges)
+
+
+def merges_absent_from(text: str, merges: np.ndarray) -> list[bytes]:
+    """The pieces of ``merges`` (each merge's bytes, built by the test) that do not occur in ``text``."""
+    merges = np.asarray(merges).reshape(-1, 2)
+    if not np.issubdtype(merges.dtype, np.integer) or merges.min(initial=0) < 0 or merges.max(initial=0) >= 256 + len(
+            merges):
+        return [b"(ids out of range)"]
+    data, vocab = text.encode("utf-8"), own_vocab(merges)
+    return [vocab[256 + i] for i in range(len(merges)) if vocab[256 + i] not in data]
+
+
+# --- probes (the diagnosis of known mistakes runs them) ---------------------------------------------------------
+
+@probe("train_bpe")
+def a_drawn_corpus():
+    return (drawn_corpus(1501, "abcd ", 240, ("cab", "dd")), 18), {}
 
 
 @probe("train_bpe")
-def fixed_scores():
-    rng = np.random.default_rng(1501)
-    return (rng.normal(loc=2.0, scale=3.0, size=(2, 3, 5)),), {}
+def a_run_of_one_letter():
+    return ("aaaaaaab aaaaab", 5), {}
 
 
-@probe("train_bpe", rejects="x")
-def a_single_number():
-    return (np.float64(1.5),), {}
+@probe("train_bpe")
+def pairs_that_tie():
+    return ("xy.ab.qr.xy.ab.qr.xy.ab.qr", 6), {}
 
 
-def test_keeps_the_shape(impl):
-    x = np.random.default_rng(1501 + 1).normal(size=(3, 4))
-    out = impl.train_bpe(x)
-    if expect_array(out, what="train_bpe(x) of a (3, 4) array", idea=CENTRED):
-        expect_shape(out, (3, 4), what="train_bpe(x) has the shape of x", idea=CENTRED)
+@probe("bpe_encode")
+def merges_whose_order_matters():
+    merges = np.array([[98, 99], [97, 98], [257, 99], [256, 256]])  # bc, ab, (ab)c, (bc)(bc)
+    return ("abcbcbc abc ab", merges), {}
 
 
-def test_every_slice_has_mean_zero(impl):
-    x = np.random.default_rng(1501 + 2).normal(loc=5.0, size=(2, 3, 4))
-    for axis, means_shape in ((-1, (2, 3)), (0, (3, 4))):
-        out = impl.train_bpe(x, axis=axis)
-        if expect_shape(out, x.shape, what=f"train_bpe(x, axis={axis})", idea=CENTRED):
-            expect_close(np.mean(out, axis=axis), np.zeros(means_shape), atol=1e-12,
-                         what=f"the mean of every slice of train_bpe(x, axis={axis}) along axis {axis}",
-                         idea=CENTRED)
+@probe("bpe_encode")
+def order_against_frequency_in_the_text():
+    return ("abcbcbc", np.array([[97, 98], [98, 99]])), {}
 
 
-def test_only_shifts_each_slice(impl):
-    x = np.random.default_rng(1501 + 3).normal(size=(4, 6))
-    out = impl.train_bpe(x)
-    if expect_shape(out, x.shape, what="train_bpe(x) of a (4, 6) array", idea=SHIFT):
-        expect_close(np.diff(out, axis=-1), np.diff(x, axis=-1), rtol=1e-12, atol=1e-12,
-                     what="the differences between neighbouring entries of each row, before and after", idea=SHIFT)
+@probe("bpe_decode")
+def characters_split_across_tokens():
+    # (For the diagnosis only: decode's result is a str, compared by the tests above with the test's own text.)
+    merges = own_train("café café naïve naïve ∑∑ ∑∑", 10)
+    return (own_encode("é naïve ∑ café", merges), merges), {}
 
 
-def test_softmax_is_unchanged(impl):
-    x = np.random.default_rng(1501 + 4).normal(scale=4.0, size=(3, 5))
-    out = impl.train_bpe(x)
-    if expect_shape(out, x.shape, what="train_bpe(x) of a (3, 5) array", idea=SOFTMAX):
-        expect_close(_softmax(out), _softmax(x), rtol=1e-12, what="softmax of train_bpe(x) against softmax of x",
-                     idea=SOFTMAX)
+@probe("bpe_encode")
+def text_with_accents():
+    return ("café naïve cafés", own_train("café café naïve naïve", 8)), {}
 
 
-def test_rejects_bad_input(impl):
-    expect_probe(impl, "train_bpe/a_single_number", what="train_bpe of a single number (no axis)",
-                 idea=CHECKS)
+@probe("sequence_lengths")
+def two_texts_three_sizes():
+    text = drawn_corpus(1502, "xyz", 150, ("zx",))
+    return ([text[:60], text[60:]], own_train(text, 12), [256, 262, 268]), {}
+
+
+@probe("attention_cost")
+def a_small_head():
+    return (37, 5), {"itemsize": 4}
+
+
+@probe("train_bpe", rejects="n_merges")
+def a_negative_number_of_merges():
+    return ("abab", -1), {}
+
+
+@probe("train_bpe", rejects="text")
+def bytes_instead_of_text():
+    return (b"abab", 2), {}
+
+
+@probe("bpe_encode", rejects="merges")
+def a_merge_of_an_id_not_yet_made():
+    return ("abc", np.array([[97, 98], [300, 99]])), {}
+
+
+@probe("bpe_decode", rejects="ids")
+def an_id_beyond_the_vocabulary():
+    return ([97, 256, 300], np.array([[97, 98]])), {}
+
+
+@probe("sequence_lengths", rejects="vocab_sizes")
+def a_vocabulary_larger_than_the_merges():
+    return (["abc"], np.array([[97, 98]]), [256, 300]), {}
+
+
+@probe("attention_cost", rejects="n")
+def an_empty_sequence():
+    return (0, 4), {}
+
+
+# --- train_bpe ---------------------------------------------------------------------------------------------------
+
+def test_train_bpe_returns_integer_pairs(impl):
+    text = drawn_corpus(1510, "abcde ", 300, ("be", "ca"))
+    merges = impl.train_bpe(text, 12)
+    if expect_array(merges, what="train_bpe(text, 12) on a drawn corpus of 300+ letters", idea=TRAIN):
+        if expect_shape(merges, (12, 2), what="train_bpe(text, 12): one (left id, right id) row per merge",
+                        idea=TRAIN):
+            if expect(np.issubdtype(merges.dtype, np.integer), what="the dtype of train_bpe's merges",
+                      expected="integers (token ids)", observed=str(merges.dtype), idea=TRAIN):
+                absent = merges_absent_from(text, merges)
+                expect(not absent, what="the pieces the merges of train_bpe(text, 12) stand for", idea=TRAIN,
+                       expected="each one a piece of the text it was trained on",
+                       observed=f"{len(absent)} never occur in it, e.g. {absent[:3]}")
+
+
+def test_train_bpe_first_merge_is_the_planted_pair(impl):
+    # "qz" planted 60 times among letters that each pair up about 300 / 36 times: (q, z) is the most frequent.
+    text = drawn_corpus(1511, "abcdef", 300, ("qz", "qz", "qz"))
+    merges = impl.train_bpe(text, 1)
+    if expect_shape(merges, (1, 2), what="train_bpe(text, 1)", idea=TRAIN):
+        expect_equal(np.asarray(merges)[0].tolist(), [ord("q"), ord("z")], idea=TRAIN,
+                     what="the first merge of a corpus where 'qz' is planted 75 times (byte ids of q and z)")
+
+
+def test_train_bpe_counts_overlapping_runs(impl):
+    # "aaaaaaab": (a, a) occurs 6 times -> [aa, aa, aa, a, b]; then (aa, aa) twice -> [aaaa, aa, a, b]; no pair
+    # is left twice. Worked by hand.
+    merges = impl.train_bpe("aaaaaaab", 5)
+    if expect_array(merges, what="train_bpe('aaaaaaab', 5)", idea=OVERLAP):
+        expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), [[97, 97], [256, 256]], idea=OVERLAP + "; " + STOP,
+                     what="train_bpe('aaaaaaab', 5): (a, a) first, then (aa, aa), then no pair occurs twice")
+
+
+def test_train_bpe_breaks_ties_by_the_smallest_pair(impl):
+    # Seven pairs occur 3 times each: (x, y), (y, .), (., a), (a, b), (b, .), (., q), (q, r); the smallest ('.', 'a').
+    text = "xy.ab.qr.xy.ab.qr.xy.ab.qr"
+    merges = impl.train_bpe(text, 1)
+    if expect_shape(merges, (1, 2), what=f"train_bpe({text!r}, 1)", idea=TIES):
+        expect_equal(np.asarray(merges).tolist(), own_train(text, 1).tolist(), idea=TIES,
+                     what=f"the first merge of {text!r}, where seven pairs occur 3 times: the smallest, "
+                          f"('.', 'a') = [46, 97]")
+    text = drawn_corpus(1515, "ba", 40, ())  # two letters, 40 of them: ties come up at every step
+    expect_equal(np.asarray(impl.train_bpe(text, 6)).tolist(), own_train(text, 6).tolist(), idea=TIES,
+                 what=f"train_bpe({text!r}, 6), whose counts tie often")
+
+
+def test_train_bpe_stops_when_no_pair_repeats(impl):
+    for text, expected in (("abcdefg", []), ("abab", [[97, 98]]), ("", [])):
+        merges = impl.train_bpe(text, 4)
+        if expect_array(merges, what=f"train_bpe({text!r}, 4)", idea=STOP):
+            expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), expected, idea=STOP,
+                         what=f"train_bpe({text!r}, 4): shape (k, 2) with fewer than 4 rows")
+
+
+def test_train_bpe_matches_the_tests_own_bpe(impl):
+    for seed, alphabet, planted, n in ((1512, "abcd ", ("cab", "dd"), 20), (1513, "xyz", ("zzy",), 16),
+                                       (1514, "mnop q", ("pom", "qq", "nop"), 24)):
+        text = drawn_corpus(seed, alphabet, 260, planted)
+        expected = own_train(text, n)
+        merges = impl.train_bpe(text, n)
+        if not expect_shape(merges, expected.shape, what=f"train_bpe(text, {n}) on a corpus drawn with seed "
+                            f"{seed} over {alphabet!r}", idea=TRAIN):
+            return
+        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=TRAIN,
+                     what=f"the merges, in order, of train_bpe(text, {n}) on a corpus drawn with seed {seed} "
+                          f"over {alphabet!r}, planted {planted}")
+
+
+def test_fewer_merges_are_a_prefix_of_more(impl):
+    text = drawn_corpus(1516, "rstu v", 260, ("vst", "uu"))
+    few, many = impl.train_bpe(text, 7), impl.train_bpe(text, 21)
+    if expect_shape(many, (21, 2), what="train_bpe(text, 21)", idea=TRAIN):
+        absent = merges_absent_from(text, many)
+        expect(not absent, what="the pieces the merges of train_bpe(text, 21) stand for", idea=TRAIN,
+               expected="each one a piece of the text it was trained on",
+               observed=f"{len(absent)} never occur in it, e.g. {absent[:3]}")
+        expect_equal(np.asarray(few).tolist(), np.asarray(many)[:7].tolist(), idea=TRAIN,
+                     what="train_bpe(text, 7) against the first 7 rows of train_bpe(text, 21): each step "
+                          "depends only on the steps before it")
+
+
+# --- encode --------------------------------------------------------------------------------------------------------
+
+def test_encode_without_merges_gives_the_bytes(impl):
+    none = np.zeros((0, 2), dtype=np.int64)
+    for text in ("vessel", "12.5 mg/L", "é∑", ""):
+        ids = impl.bpe_encode(text, none)
+        if expect_array(ids, what=f"bpe_encode({text!r}, no merges)", idea=BYTES):
+            expect_equal(np.asarray(ids).tolist(), list(text.encode("utf-8")), idea=BYTES,
+                         what=f"bpe_encode({text!r}, no merges): its UTF-8 bytes")
+
+
+def test_encode_applies_the_merges_in_their_learned_order(impl):
+    # merges: 256 = (b, c), 257 = (a, b), 258 = (ab, c). In order, "abc" is [a, bc]: (b, c) acts first and no
+    # (a, b) is left, so 258 never applies; a greedy longest match would give [abc]. Then merges ab = 256 and
+    # bc = 257 on "abcbcbc": ab first gives [ab, c, bc, bc]; merging the pair most frequent in the text (bc)
+    # first would give [a, bc, bc, bc]. Worked by hand.
+    merges = np.array([[98, 99], [97, 98], [257, 99]])
+    for text, expected in (("abc", [97, 256]), ("abcbc", [97, 256, 256]), ("bcab", [256, 257])):
+        expect_equal(np.asarray(impl.bpe_encode(text, merges)).tolist(), expected, idea=ORDER,
+                     what=f"bpe_encode({text!r}, merges bc=256, ab=257, (ab)c=258)")
+    merges = np.array([[97, 98], [98, 99]])  # ab first, then bc
+    expect_equal(np.asarray(impl.bpe_encode("abcbcbc", merges)).tolist(), [256, 99, 257, 257], idea=ORDER,
+                 what="bpe_encode('abcbcbc', merges ab=256 then bc=257): ab first, though bc is the more frequent in "
+                      "this text")
+
+
+def test_encode_handles_overlapping_runs(impl):
+    merges = np.array([[97, 97]])
+    for text, expected in (("aaa", [256, 97]), ("aaaa", [256, 256]), ("baaaaab", [98, 256, 256, 97, 98])):
+        expect_equal(np.asarray(impl.bpe_encode(text, merges)).tolist(), expected, idea=OVERLAP,
+                     what=f"bpe_encode({text!r}, merge (a, a) = 256)")
+
+
+def test_encode_matches_the_tests_own_encoder(impl):
+    corpus = drawn_corpus(1517, "abcd ", 300, ("cab", "dd", "bad"))
+    merges = own_train(corpus, 24)
+    for seed in (1518, 1519):
+        text = drawn_corpus(seed, "abcde ", 90, ("cab", "bad"))  # new text, with an 'e' the corpus never had
+        ids = impl.bpe_encode(text, merges)
+        if expect_array(ids, what="bpe_encode(text, merges) of a new text", idea=ORDER):
+            expect_equal(np.asarray(ids).tolist(), own_encode(text, merges), idea=ORDER,
+                         what=f"encode of a new text of {len(text)} letters, {text[:20]!r}..., with merges "
+                              f"of the test's own training (seed {seed})")
+
+
+def test_more_merges_never_lengthen_a_sequence(impl):
+    corpus = drawn_corpus(1520, "klmn ", 260, ("mk", "nnl"))
+    merges = own_train(corpus, 20)
+    text = drawn_corpus(1521, "klmn ", 80, ("mk",))
+    lengths = [len(np.asarray(impl.bpe_encode(text, merges[:k]))) for k in range(0, 21, 4)]
+    expect(all(a >= b for a, b in pairwise(lengths)), idea=ORDER,
+           what="len(bpe_encode(text, merges[:k])) for k = 0, 4, ..., 20", expected="never growing with k",
+           observed=str(lengths))
+    expect_equal(lengths, [len(own_encode(text, merges[:k])) for k in range(0, 21, 4)], idea=ORDER,
+                 what="len(bpe_encode(text, merges[:k])) for k = 0, 4, ..., 20")
+
+
+# --- decode --------------------------------------------------------------------------------------------------------
+
+def test_decode_reads_ids_the_test_built(impl):
+    # The ids come from the test's own encoder, never from your encode: decode must rebuild the bytes from merges.
+    merges = own_train("the vessel, the sensor, the vessel's sensor, the sensors", 14)
+    for text in ("sensor", "the vessel", "vessels and sensors!", "tv"):
+        expect_equal(impl.bpe_decode(own_encode(text, merges), merges), text, idea=DECODE,
+                     what=f"decode of the test's own encoding of {text!r}")
+    expect_equal(impl.bpe_decode(np.array([], dtype=np.int64), merges), "", idea=DECODE, what="decode of no ids")
+
+
+def test_decode_joins_bytes_before_reading_utf8(impl):
+    # "é" is the bytes c3 a9, "🚢" four bytes: merges learned on one text split them differently in another.
+    merges = own_train("café café naïve ∑∑ 🚢 🚢 é", 12)
+    for text in ("é", "naïve café", "∑ 🚢é", "aé∑🚢"):
+        ids = own_encode(text, merges)
+        expect_equal(impl.bpe_decode(ids, merges), text, idea=DECODE,
+                     what=f"decode of the test's own ids of {text!r}: {ids}")
+
+
+def test_decode_inverts_encode(impl):
+    merges = own_train(drawn_corpus(1522, "aéb ∑", 200, ("é∑", "bb")), 16)
+    texts = ("aéb∑", "", "Ωmega 12.5 mg/L", drawn_corpus(1523, "aéb ∑🚢", 40, ()))
+    encoded = [np.asarray(impl.bpe_encode(text, merges)) for text in texts]
+    for text, ids in zip(texts, encoded, strict=True):
+        expect_equal(impl.bpe_decode(ids, merges), text, idea=DECODE, what=f"bpe_decode(bpe_encode({text!r}))")
+    # Two encodings one after the other decode to the two texts one after the other (ids, not a memory of texts).
+    joined = np.concatenate([encoded[3], encoded[0], encoded[2]]).astype(np.int64)
+    expect_equal(impl.bpe_decode(joined, merges), texts[3] + texts[0] + texts[2], idea=DECODE,
+                 what="decode of three encodings joined end to end")
+
+
+# --- token_pieces, the identifier, sequence_lengths ---------------------------------------------------------------
+
+def test_token_pieces_join_to_the_text(impl):
+    merges = own_train(drawn_corpus(1524, "ghij ", 200, ("hig",)), 12)
+    for text in ("high jig", "héj"):
+        pieces = impl.token_pieces(text, merges)
+        vocab = own_vocab(merges)
+        expect_equal(list(pieces), [vocab[i] for i in own_encode(text, merges)], idea=PIECES,
+                     what=f"token_pieces({text!r}): the bytes of each token of the test's own encoding")
+
+
+def test_an_identifier_splits_into_more_pieces_than_a_common_word(impl):
+    text, merges = corpus_merges(1525, 120)
+    words = {word: impl.token_pieces(word, merges) for word in ("vessel", "sensor", "XK-9931-B", "12.5 mg/L")}
+    vocab = own_vocab(merges)
+    for word, pieces in words.items():
+        expect_equal(list(pieces), [vocab[i] for i in own_encode(word, merges)], idea=PIECES,
+                     what=f"token_pieces({word!r}) with 120 merges trained (by the test) on 40 of the corpus's "
+                          f"sentences")
+    counts = {word: len(pieces) for word, pieces in words.items()}
+    expect(counts["XK-9931-B"] >= 3 * max(counts["vessel"], counts["sensor"]), idea=RARE,
+           what="how many pieces 'XK-9931-B' and the corpus's common words 'vessel', 'sensor' become",
+           expected="the identifier at least 3 times as many as either word", observed=str(counts))
+
+
+def test_sequence_lengths_are_those_of_your_encode(impl):
+    corpus = drawn_corpus(1526, "wxyz ", 220, ("zxw", "yy"))
+    merges = own_train(corpus, 18)
+    texts = [corpus[:70], drawn_corpus(1527, "wxyz ", 50, ("zxw",)), "", "é"]
+    sizes = [256, 261, 265, 274]
+    lengths = impl.sequence_lengths(texts, merges, sizes)
+    if not expect_shape(lengths, (4, 4), what="sequence_lengths of 4 texts for 4 vocabulary sizes", idea=LENGTHS):
+        return
+    yours = [[len(np.asarray(impl.bpe_encode(text, merges[:size - 256]))) for text in texts] for size in sizes]
+    expect_equal(np.asarray(lengths).tolist(), yours, idea=LENGTHS,
+                 what="sequence_lengths(texts, merges, [256, 261, 265, 274]) against len(bpe_encode(text, "
+                      "merges[:V - 256])), your own encode")
+    expect_equal(np.asarray(lengths)[0].tolist(), [len(text.encode("utf-8")) for text in texts], idea=LENGTHS,
+                 what="sequence_lengths at V = 256 (no merge): the number of bytes")
+
+
+def test_attention_cost_grows_with_the_square_of_the_length(impl):
+    for n, d, itemsize in ((10, 4, 8), (37, 5, 4), (1000, 64, 8)):
+        mults = n * n * d  # Q K^T: one multiply (and one add) per (query, key, feature)
+        expect_equal(tuple(impl.attention_cost(n, d, itemsize=itemsize)), (2 * mults + 2 * mults, n * n * itemsize),
+                     idea=COST, what=f"attention_cost({n}, {d}, itemsize={itemsize}): (operations, score bytes)")
+    small, large = impl.attention_cost(300, 16), impl.attention_cost(600, 16)
+    expect(large[0] == 4 * small[0] and large[1] == 4 * small[1], idea=COST,
+           what="attention_cost(600, 16) against attention_cost(300, 16)", expected="4 times both",
+           observed=f"{large} against {small}")
+
+
+def test_bad_input_is_rejected(impl):
+    for name, what in (("train_bpe/a_negative_number_of_merges", "train_bpe('abab', -1)"),
+                       ("train_bpe/bytes_instead_of_text", "train_bpe(b'abab', 2), bytes instead of a str"),
+                       ("bpe_encode/a_merge_of_an_id_not_yet_made", "encode with merge 1 = (300, 99): id 300 is not "
+                                                                "made yet"),
+                       ("bpe_decode/an_id_beyond_the_vocabulary", "decode of id 300 with one merge (ids 0..256)"),
+                       ("sequence_lengths/a_vocabulary_larger_than_the_merges",
+                        "sequence_lengths at V = 300 with one merge"),
+                       ("attention_cost/an_empty_sequence", "attention_cost(0, 4)")):
+        expect_probe(impl, name, what=what, idea=CHECKS)
+    expect_raises_value_error(lambda: impl.bpe_encode("abc", np.array([97, 98, 99])), argument="merges", idea=CHECKS,
+                              what="encode with merges of shape (3,), not (k, 2)")
 
 
 def test_reference_values(impl):
-    expect_probe(impl, "train_bpe/fixed_scores", what="train_bpe on the fixed input train_bpe/fixed_scores",
-                 idea=CENTRED)
+    for name, what, idea in (("train_bpe/a_drawn_corpus", "train_bpe on a fixed corpus", TRAIN),
+                             ("train_bpe/a_run_of_one_letter", "train_bpe('aaaaaaab aaaaab', 5)", OVERLAP),
+                             ("train_bpe/pairs_that_tie", "train_bpe of pairs that tie", TIES),
+                             ("bpe_encode/merges_whose_order_matters", "encode with merges whose order matters", ORDER),
+                             ("bpe_encode/order_against_frequency_in_the_text",
+                              "bpe_encode('abcbcbc') with merges ab, then bc", ORDER),
+                             ("bpe_encode/text_with_accents", "encode of a text with accents", ORDER),
+                             ("sequence_lengths/two_texts_three_sizes", "sequence_lengths of two texts", LENGTHS),
+                             ("attention_cost/a_small_head", "attention_cost(37, 5, itemsize=4)", COST)):
+        expect_probe(impl, name, what=what, idea=idea, rtol=0, atol=0)
+    # And on inputs that are no probe's: the golden values of the fixed inputs above do not hold their answer.
+    text = drawn_corpus(1528, "efgh ", 160, ("hef",))
+    merges = own_train(text, 9)
+    lookup = "; the result must be computed from the arguments (an answer looked up for known inputs fits no other)"
+    expect_equal(np.asarray(impl.train_bpe(text, 9)).tolist(), merges.tolist(), idea=TRAIN + lookup,
+                 what="train_bpe on a corpus that is no probe's")
+    expect_equal(np.asarray(impl.bpe_encode(text[:50], merges)).tolist(), own_encode(text[:50], merges),
+                 idea=ORDER + lookup, what="bpe_encode of a text that is no probe's")
+    expect_equal(np.asarray(impl.sequence_lengths([text[50:]], merges, [256, 265])).tolist(),
+                 [[len(own_encode(text[50:], merges[:k]))] for k in (0, 9)], idea=LENGTHS + lookup,
+                 what="sequence_lengths of a text that is no probe's")
+    expect_equal(tuple(impl.attention_cost(29, 7, itemsize=2)), (4 * 29 * 29 * 7, 2 * 29 * 29), idea=COST + lookup,
+                 what="attention_cost(29, 7, itemsize=2)")
