@@ -76,15 +76,18 @@ def negation_tasks():
 # ---------------------------------------------------------------- the tests' own bag model
 
 def _features(embedding, tokens, query_position):
+    # The bag as word counts (another route to the same mean): share of each word in the sentence, times the table.
     embedding = np.asarray(embedding, dtype=np.float64)
-    rows = np.arange(len(tokens))
-    return np.concatenate([embedding[tokens].mean(axis=1), embedding[tokens[rows, query_position]]], axis=1)
+    words = np.arange(embedding.shape[0])
+    shares = (np.asarray(tokens)[..., None] == words).mean(axis=1)  # (n, vocab)
+    asked = np.take_along_axis(np.asarray(tokens), np.asarray(query_position)[:, None], axis=1)[:, 0]
+    return np.hstack([shares @ embedding, (asked[:, None] == words) @ embedding])
 
 
 def _pooled(params, tokens, query_position):
-    hidden = np.maximum(_features(params["embedding"], tokens, query_position) @ params["w_hidden"]
-                        + params["b_hidden"], 0.0)
-    return hidden @ params["w_out"] + params["b_out"]
+    hidden = np.clip(np.einsum("nf,fh->nh", _features(params["embedding"], tokens, query_position),
+                               params["w_hidden"]) + params["b_hidden"], 0.0, None)
+    return np.einsum("nh,hv->nv", hidden, params["w_out"]) + params["b_out"]
 
 
 def _pooled_params(seed: int, vocab: int = VOCAB, d: int = D_SMALL, hidden: int = HIDDEN) -> dict:
