@@ -14,19 +14,25 @@ from pytest_check import check
 from tests.effort import cpu_call, cpu_seconds_per_call, expect_varies, message, once
 from tests.failures import Failure, record
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
-from tests.kinds import remembered
 from tests.kit import PlainFunction
+from tests.own_models import (  # noqa: F401  (hidden tests import them from here too)
+    RULE,
+    STEP,
+    _attention,
+    _central,
+    _layer_norm,
+    _mha,
+    _softmax,
+    expect_gradient,
+)
 from tests.probes import probe
 
 # Every size differs, so a swapped axis changes a shape instead of hiding.
 BATCH, N_HEADS, N_Q, N_K, D_K, D_V = 2, 3, 5, 7, 4, 6
 D_IN, D_OUT = 7, 4
 D_MODEL, N = N_HEADS * D_K, N_Q  # multi-head: d_model 12, 5 tokens
-STEP = 1e-6  # the tests' own central differences
 
 READ = "docs/reading.md#gradients"
-RULE = (f"a backward function returns the gradient of the loss for each input of the forward function, "
-        f"shaped like that input ({READ})")
 NUMERICAL = ("numerical_gradient: (f(x + eps e_i) - f(x - eps e_i)) / (2 eps) for every entry i, both sides of x, "
              "on a float64 copy of x, each entry put back before the next")
 SOFTMAX = ("softmax's Jacobian is diag(p) - p p^T: grad_scores = p * (g - sum(g * p)), the sum along the softmax's "
@@ -47,90 +53,6 @@ DTYPE = "dtype in = dtype out: float32 inputs give float32 gradients (no float64
 
 
 # ---------------------------------------------------------------- the tests' own forward passes
-
-
-def _softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
-    top = np.max(s.real, axis=axis, keepdims=True)  # .real: complex scores too (the exactness check's steps)
-    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
-    total = e.sum(axis=axis, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total.real > 0)
-
-
-def _attention(q, k, v, mask=None):
-    if np.iscomplexobj(q) or np.iscomplexobj(k):  # the exactness check's complex steps: a product BLAS runs fast
-        scores = q @ np.ascontiguousarray(np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1])
-    else:
-        scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = np.where(np.broadcast_to(mask, scores.shape), scores, -np.inf)
-    weights = _softmax(scores)
-    return weights @ v, weights
-
-
-def _layer_norm(x, gamma, beta, eps):
-    centred = x - x.mean(axis=-1, keepdims=True)
-    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps) * gamma + beta
-
-
-def _mha(x, p, n_heads, mask=None):
-    """Self-attention, head by head over column slices (no split_heads here)."""
-    d_head = x.shape[-1] // n_heads
-    contexts = []
-    for h in range(n_heads):
-        cols = slice(h * d_head, (h + 1) * d_head)
-        q, k, v = (x @ (np.ascontiguousarray(p[f"w_{c}"][:, cols]) if np.iscomplexobj(x) or np.iscomplexobj(p[f"w_{c}"])
-                        else p[f"w_{c}"][:, cols]) + p[f"b_{c}"][cols] for c in "qkv")
-        contexts.append(_attention(q, k, v, mask)[0])
-    return np.concatenate(contexts, axis=-1) @ p["w_o"] + p["b_o"]
-
-
-@remembered  # the tests' own forward passes at seeded inputs: the same for every student, computed once
-def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> tuple[tuple, np.ndarray]:
-    """Central differences of ``loss`` at ``x`` (float64): at every entry, or at ``sample`` seeded entries.
-
-    Returns the entries (an index tuple for fancy indexing) and the estimates there. ``loss`` must be
-    the tests' own function of seeded values (never of a result of the code under test).
-    """
-    point = np.asarray(x, dtype=np.float64).copy()
-    entries = list(np.ndindex(point.shape))
-    if sample is not None and sample < len(entries):
-        chosen = np.random.default_rng(seed).choice(len(entries), size=sample, replace=False)
-        entries = [entries[i] for i in sorted(chosen)]
-    values = []
-    for index in entries:
-        original = point[index]
-        point[index] = original + STEP
-        above = loss(point)
-        point[index] = original - STEP
-        below = loss(point)
-        point[index] = original
-        values.append((above - below) / (2 * STEP))
-    where = tuple(np.array(entries).T.copy()) if point.ndim else ()  # contiguous index arrays
-    return where, np.array(values)
-
-
-def expect_gradient(observed, loss, x, *, what: str, idea: str, sample: int | None = None,
-                    rtol: float = 1e-5, atol: float = 1e-7) -> bool:
-    """Check one returned gradient against the central differences of ``loss`` at ``x``."""
-    if not expect_shape(observed, np.shape(x), what=f"{what}: its shape (the shape of the input)", idea=RULE):
-        return False
-    where, expected = _central(loss, x, sample)
-    at = "every entry" if sample is None or sample >= np.size(x) else f"{len(expected)} seeded entries"
-    values = np.asarray(observed, dtype=np.float64)[where]
-    return expect_close(values, expected, rtol=rtol, atol=atol, idea=idea + _factor(values, expected),
-                        what=f"{what} at {at}, against central differences of the loss")
-
-
-def _factor(observed: np.ndarray, expected: np.ndarray) -> str:
-    """A note when the observed gradient is the expected one times a constant (a scale lost or added)."""
-    norm = float(np.dot(expected, expected))
-    if norm == 0 or not np.all(np.isfinite(observed)):
-        return ""
-    ratio = float(np.dot(observed, expected) / norm)
-    if abs(ratio - 1) > 1e-3 and abs(ratio) > 1e-3 and np.allclose(observed, ratio * expected, rtol=1e-4, atol=1e-9):
-        return (f". Here every entry is {ratio:.4g} times the right one: a constant factor is missing or extra "
-                "(a scale, a 1/n, a sum that should be a mean or the other way round)")
-    return ""
 
 
 def _normal(seed: int, *shape: int, scale: float = 1.0) -> np.ndarray:

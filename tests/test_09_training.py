@@ -22,8 +22,16 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.own_models import (  # noqa: F401  (hidden tests and benchmarks import them from here too)
+    _adam,
+    _central,
+    _forward,
+    _loss,
+    _mha,
+    _show_losses,
+    expect_gradient,
+)
 from tests.probes import expect_probe, probe
-from tests.test_08_backward import _central, _mha, expect_gradient
 
 ROOT = Path(__file__).resolve().parent.parent
 READ = "docs/reading.md#training"
@@ -62,41 +70,6 @@ def tasks():
 
 
 # ---------------------------------------------------------------- the tests' own model
-
-def _sinusoidal(n: int, d: int) -> np.ndarray:
-    pair = 2 * (np.arange(d) // 2)
-    angle = np.arange(n)[:, None] / 10000.0 ** (pair / d)
-    return np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
-
-
-def _attention_weights(x, p, n_heads):
-    d_head = x.shape[-1] // n_heads
-    out = []
-    for h in range(n_heads):
-        cols = slice(h * d_head, (h + 1) * d_head)
-        q, k = (x @ p[f"w_{c}"][:, cols] + p[f"b_{c}"][cols] for c in "qk")
-        s = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(d_head)
-        e = np.exp(s - s.max(axis=-1, keepdims=True))
-        out.append(e / e.sum(axis=-1, keepdims=True))
-    return np.stack(out, axis=-3)  # (n, heads, seq, seq)
-
-
-def _forward(params, tokens, query_position, n_heads, positions=True, weights=True):
-    """Logits and attention weights (None with ``weights=False``), as the API defines the model."""
-    x = np.asarray(params["embedding"], dtype=np.float64)[tokens]
-    if positions:
-        x = x + _sinusoidal(tokens.shape[1], x.shape[-1])
-    h = x + _mha(x, params["attention"], n_heads)
-    read = h[np.arange(tokens.shape[0]), query_position]
-    logits = read @ params["w_out"] + params["b_out"]
-    return logits, (_attention_weights(x, params["attention"], n_heads) if weights else None)
-
-
-def _loss(logits, target):
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return float(-log_probs[np.arange(len(target)), target].mean())
-
 
 def _params(seed: int, vocab=VOCAB, d=D_SMALL) -> dict:
     rng = np.random.default_rng(seed)
@@ -343,22 +316,6 @@ def test_model_gradients_match_central_differences(impl):
 
 # ---------------------------------------------------------------- adam_step
 
-def _adam(params, grads, state, lr, b1, b2, eps):
-    t = 1 if state is None else state["step"] + 1
-    out, m_new, v_new = {}, {}, {}
-    for key, value in params.items():
-        if type(value) is dict:
-            sub = None if state is None else {"step": state["step"], "m": state["m"][key], "v": state["v"][key]}
-            out[key], inner = _adam(value, grads[key], sub, lr, b1, b2, eps)
-            m_new[key], v_new[key] = inner["m"], inner["v"]
-            continue
-        m = (0 if state is None else b1 * state["m"][key]) + (1 - b1) * grads[key]
-        v = (0 if state is None else b2 * state["v"][key]) + (1 - b2) * grads[key] ** 2
-        out[key] = value - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
-        m_new[key], v_new[key] = m, v
-    return out, {"step": t, "m": m_new, "v": v_new}
-
-
 def _flat(tree, prefix=""):
     for key in sorted(tree):
         if isinstance(tree[key], dict):
@@ -573,10 +530,6 @@ def _check_followed(impl, positions: bool) -> None:
                        f"(every batch the same), {FOLLOW['steps']} steps",
            expected=f"the losses of init_model(rng, ...) then Adam steps with their state: {_show_losses(expected)}",
            observed=f"{_show_losses(losses)}: {found}", idea=idea)
-
-
-def _show_losses(losses) -> str:
-    return "[" + ", ".join(f"{value:.6g}" for value in np.asarray(losses, dtype=float).ravel()[:8]) + "]"
 
 
 def test_train_is_init_model_then_adam_steps_with_their_state(impl):

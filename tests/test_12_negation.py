@@ -26,9 +26,8 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.own_models import _adam, _forward, _loss, _show_losses, expect_gradient
 from tests.probes import expect_probe, probe
-from tests.test_08_backward import expect_gradient
-from tests.test_09_training import _adam, _forward, _loss, _show_losses
 
 ROOT = Path(__file__).resolve().parent.parent
 READ = "docs/reading.md#meaning"

@@ -42,6 +42,7 @@ STUDENT_FILES = (
     "tests/feedback.py",
     "tests/kinds.py",
     "tests/kit.py",
+    "tests/own_models.py",
     "tests/plugin.py",
     "tests/probes.py",
 )

@@ -98,6 +98,24 @@ def _shift_headings(markdown: str, top: int = 2) -> str:
     return "\n".join(out) + "\n"
 
 
+def _earlier_modules(curriculum: object, exercises: tuple) -> list[str]:
+    """A paragraph on the earlier exercises' modules that the selection builds on but does not grade (or none)."""
+    chosen = {exercise.name for exercise in exercises}
+    needed = []
+    for exercise in exercises:
+        for name in curriculum.dependencies(exercise.name):  # type: ignore[attr-defined]
+            if name not in chosen and name not in needed:
+                needed.append(name)
+    if not needed:
+        return []
+    ordered = [e for e in curriculum.exercises if e.name in needed]  # type: ignore[attr-defined]
+    files = ", ".join(f"`exercises/{e.module_file}` ({e.number})" for e in ordered)
+    return [f"These exercises build on modules of earlier exercises that this course does not grade here: {files}. "
+            "Copy your finished files of those exercises into `exercises/` before you start: with their stubs, a "
+            "test that needs one of them fails with \"not implemented yet\" in that function. When the instructor "
+            "grades your work, those modules come from the reference, so a mistake in them costs no points here.\n"]
+
+
 def student_readme(curriculum: object, docs: dict[str, str]) -> str:
     """The student README: set-up, the loop, the exercises in order, one exercise at a time."""
     exercises = curriculum.selection()  # type: ignore[attr-defined]
@@ -130,6 +148,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "bodies in `exercises/`; the docstrings say what each function must do. Do not edit `tests/`.\n",
         "| # | exercise | topic | your file | its tests | points |\n|---|---|---|---|---|---|\n" + rows + "\n",
         f"Total: {_points(total)} points.\n",
+        *_earlier_modules(curriculum, exercises),
         "## Run one exercise\n",
         "```bash\n"
         f"pytest -m {first.name}                 # only the tests of exercise {first.number}\n"

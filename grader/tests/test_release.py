@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.authoring import release, release_allowlist
-from grader.curriculum import ROOT, load
+from grader.curriculum import PART_ENV, ROOT, load
 
 
 @pytest.fixture(scope="module")
@@ -280,3 +280,17 @@ def test_classroom_and_grade_give_the_same_public_points(tmp_path: Path) -> None
     runner = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
     assert 0 < public < load().exercise("masks").points
     assert sum(t["score"] for t in runner["tests"]) == pytest.approx(public, abs=0.01)
+
+
+@pytest.mark.parametrize("part", load().parts)
+def test_a_release_of_each_part_builds_with_only_its_own_test_files(part: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A graded test file that imported another exercise's test file (its own forward passes, say) would stop the
+    # release of a part that does not ship that file: shared test code lives in modules of tests/ of their own.
+    monkeypatch.setenv(PART_ENV, part)
+    plan = release.plan_release()
+    shipped = {path for path in plan.copies if path.startswith("tests/test_")}
+    assert shipped == {exercise.test_file for exercise in load().selection(part)}
+    for exercise in load().exercises:
+        text = (ROOT / exercise.test_file).read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(from|import) tests\.test_", text, flags=re.MULTILINE), \
+            f"{exercise.test_file} imports another graded test file"

@@ -1,0 +1,147 @@
+"""The tests' own forward passes and gradient checks, for the test files of more than one exercise.
+
+A graded test file never imports another (a release of one part ships only its own test files), so what
+exercises 8, 9 and 12 all compute here: softmax, attention and multi-head attention written out, layer norm,
+the model of exercise 9, its loss, Adam's formula, and central differences of a loss with the check of a
+returned gradient against them. Everything is the tests' own code of seeded values, never the code under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.feedback import expect_close, expect_shape
+from tests.kinds import remembered
+
+STEP = 1e-6  # the tests' own central differences
+GRADIENTS_READ = "docs/reading.md#gradients"
+RULE = (f"a backward function returns the gradient of the loss for each input of the forward function, "
+        f"shaped like that input ({GRADIENTS_READ})")
+
+
+def _softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(s.real, axis=axis, keepdims=True)  # .real: complex scores too (the exactness check's steps)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total.real > 0)
+
+def _attention(q, k, v, mask=None):
+    if np.iscomplexobj(q) or np.iscomplexobj(k):  # the exactness check's complex steps: a product BLAS runs fast
+        scores = q @ np.ascontiguousarray(np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1])
+    else:
+        scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(np.broadcast_to(mask, scores.shape), scores, -np.inf)
+    weights = _softmax(scores)
+    return weights @ v, weights
+
+def _layer_norm(x, gamma, beta, eps):
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps) * gamma + beta
+
+def _mha(x, p, n_heads, mask=None):
+    """Self-attention, head by head over column slices (no split_heads here)."""
+    d_head = x.shape[-1] // n_heads
+    contexts = []
+    for h in range(n_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        q, k, v = (x @ (np.ascontiguousarray(p[f"w_{c}"][:, cols]) if np.iscomplexobj(x) or np.iscomplexobj(p[f"w_{c}"])
+                        else p[f"w_{c}"][:, cols]) + p[f"b_{c}"][cols] for c in "qkv")
+        contexts.append(_attention(q, k, v, mask)[0])
+    return np.concatenate(contexts, axis=-1) @ p["w_o"] + p["b_o"]
+
+@remembered  # the tests' own forward passes at seeded inputs: the same for every student, computed once
+def _central(loss, x: np.ndarray, sample: int | None = None, seed: int = 0) -> tuple[tuple, np.ndarray]:
+    """Central differences of ``loss`` at ``x`` (float64): at every entry, or at ``sample`` seeded entries.
+
+    Returns the entries (an index tuple for fancy indexing) and the estimates there. ``loss`` must be
+    the tests' own function of seeded values (never of a result of the code under test).
+    """
+    point = np.asarray(x, dtype=np.float64).copy()
+    entries = list(np.ndindex(point.shape))
+    if sample is not None and sample < len(entries):
+        chosen = np.random.default_rng(seed).choice(len(entries), size=sample, replace=False)
+        entries = [entries[i] for i in sorted(chosen)]
+    values = []
+    for index in entries:
+        original = point[index]
+        point[index] = original + STEP
+        above = loss(point)
+        point[index] = original - STEP
+        below = loss(point)
+        point[index] = original
+        values.append((above - below) / (2 * STEP))
+    where = tuple(np.array(entries).T.copy()) if point.ndim else ()  # contiguous index arrays
+    return where, np.array(values)
+
+def expect_gradient(observed, loss, x, *, what: str, idea: str, sample: int | None = None,
+                    rtol: float = 1e-5, atol: float = 1e-7) -> bool:
+    """Check one returned gradient against the central differences of ``loss`` at ``x``."""
+    if not expect_shape(observed, np.shape(x), what=f"{what}: its shape (the shape of the input)", idea=RULE):
+        return False
+    where, expected = _central(loss, x, sample)
+    at = "every entry" if sample is None or sample >= np.size(x) else f"{len(expected)} seeded entries"
+    values = np.asarray(observed, dtype=np.float64)[where]
+    return expect_close(values, expected, rtol=rtol, atol=atol, idea=idea + _factor(values, expected),
+                        what=f"{what} at {at}, against central differences of the loss")
+
+def _factor(observed: np.ndarray, expected: np.ndarray) -> str:
+    """A note when the observed gradient is the expected one times a constant (a scale lost or added)."""
+    norm = float(np.dot(expected, expected))
+    if norm == 0 or not np.all(np.isfinite(observed)):
+        return ""
+    ratio = float(np.dot(observed, expected) / norm)
+    if abs(ratio - 1) > 1e-3 and abs(ratio) > 1e-3 and np.allclose(observed, ratio * expected, rtol=1e-4, atol=1e-9):
+        return (f". Here every entry is {ratio:.4g} times the right one: a constant factor is missing or extra "
+                "(a scale, a 1/n, a sum that should be a mean or the other way round)")
+    return ""
+
+
+def _sinusoidal(n: int, d: int) -> np.ndarray:
+    pair = 2 * (np.arange(d) // 2)
+    angle = np.arange(n)[:, None] / 10000.0 ** (pair / d)
+    return np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
+
+def _attention_weights(x, p, n_heads):
+    d_head = x.shape[-1] // n_heads
+    out = []
+    for h in range(n_heads):
+        cols = slice(h * d_head, (h + 1) * d_head)
+        q, k = (x @ p[f"w_{c}"][:, cols] + p[f"b_{c}"][cols] for c in "qk")
+        s = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(d_head)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        out.append(e / e.sum(axis=-1, keepdims=True))
+    return np.stack(out, axis=-3)  # (n, heads, seq, seq)
+
+def _forward(params, tokens, query_position, n_heads, positions=True, weights=True):
+    """Logits and attention weights (None with ``weights=False``), as the API defines the model."""
+    x = np.asarray(params["embedding"], dtype=np.float64)[tokens]
+    if positions:
+        x = x + _sinusoidal(tokens.shape[1], x.shape[-1])
+    h = x + _mha(x, params["attention"], n_heads)
+    read = h[np.arange(tokens.shape[0]), query_position]
+    logits = read @ params["w_out"] + params["b_out"]
+    return logits, (_attention_weights(x, params["attention"], n_heads) if weights else None)
+
+def _loss(logits, target):
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-log_probs[np.arange(len(target)), target].mean())
+
+def _adam(params, grads, state, lr, b1, b2, eps):
+    t = 1 if state is None else state["step"] + 1
+    out, m_new, v_new = {}, {}, {}
+    for key, value in params.items():
+        if type(value) is dict:
+            sub = None if state is None else {"step": state["step"], "m": state["m"][key], "v": state["v"][key]}
+            out[key], inner = _adam(value, grads[key], sub, lr, b1, b2, eps)
+            m_new[key], v_new[key] = inner["m"], inner["v"]
+            continue
+        m = (0 if state is None else b1 * state["m"][key]) + (1 - b1) * grads[key]
+        v = (0 if state is None else b2 * state["v"][key]) + (1 - b2) * grads[key] ** 2
+        out[key] = value - lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+        m_new[key], v_new[key] = m, v
+    return out, {"step": t, "m": m_new, "v": v_new}
+
+def _show_losses(losses) -> str:
+    return "[" + ", ".join(f"{value:.6g}" for value in np.asarray(losses, dtype=float).ravel()[:8]) + "]"
