@@ -75,3 +75,10 @@ def test_the_release_ships_the_reading():
     from grader.authoring import release
 
     assert "docs/reading.md" in release.plan_release().paths()
+
+
+def test_the_reading_names_no_instructor_file_or_option():
+    # Students get the reading in the release: solutions/, benchmarks/ and demo --reference are not theirs.
+    text = READING.read_text(encoding="utf-8")
+    found = sorted(set(re.findall(r"solutions/[\w./]*|benchmarks/[\w./]*|--reference\b", text)))
+    assert not found, f"{READING.name} names instructor material students do not have: {found}"
