@@ -50,6 +50,10 @@ What the tests check
   bag model exactly 50% on pairs (while it gets the controls right), the
   attention model at least 95%, and the asked verb's attention on its own
   slot well above its attention on the other event's slot.
+
+Bad input raises ``ValueError`` with a message that names the argument that
+is wrong, as the function's signature calls it (``params`` for parameters
+that do not fit, not the name of one of their arrays).
 """
 
 from __future__ import annotations
@@ -191,7 +195,8 @@ def pooled_forward(params: dict, tokens: np.ndarray, query_position: np.ndarray)
     Raises
     ------
     ValueError
-        If the parameters, tokens or positions do not fit.
+        If the parameters (the message names ``params``), tokens or
+        positions do not fit.
     """
     params = _check_pooled(params)
     features = pooled_features(params["embedding"], tokens, query_position)  # (n, 2 d_model)
