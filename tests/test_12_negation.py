@@ -504,6 +504,29 @@ def _figures(models, test_set) -> dict:
     return out
 
 
+def test_compare_trains_the_bag_model_first_then_the_attention_model_from_rng(impl):
+    # Two steps each on a small variant: compare's models must be those of train_pooled(rng, ...) and then
+    # train(rng, ...) from the same generator, in that order (another order gives other models, and other
+    # figures than the reading's for the same seed).
+    train_set, test_set = variant_tasks(TASK_SEED + 1, n_train=8, n_test=4)
+    result = call_or_explain(impl.compare, np.random.default_rng(COMPARE_SEED + 1), train_set, test_set, steps=2,
+                             what="compare(rng, train_task, test_task, steps=2) on a small variant", idea=COMPARE)
+    models = result.get("models") if isinstance(result, dict) else None
+    rng = np.random.default_rng(COMPARE_SEED + 1)
+    expected = {"pooled": impl.train_pooled(rng, train_set, steps=2, lr=2e-2)[0],
+                "attention": impl.train(rng, train_set, steps=2, lr=2e-2)[0]}
+    for name in ("pooled", "attention"):
+        got = models.get(name) if isinstance(models, dict) else None
+        embedding = got.get("embedding") if isinstance(got, dict) else None
+        if expect_shape(embedding, expected[name]["embedding"].shape, what=f"record['models'][{name!r}]['embedding']",
+                        idea=COMPARE):
+            expect_close(embedding, expected[name]["embedding"], rtol=1e-10, atol=1e-12,
+                         what=f"record['models'][{name!r}]['embedding'] against your "
+                              + ("train_pooled(rng, ...)" if name == "pooled" else "train(rng, ...) after it")
+                              + ", from the same seed",
+                         idea=COMPARE + "; in this order: train_pooled first, then train, both from rng")
+
+
 def test_compare_reports_the_figures_of_its_models(impl):
     result, train_set, test_set = _compared(impl)
     models = _models_of(result, train_set)
