@@ -272,7 +272,7 @@ def test_recall_at_k_counts_the_hits(impl):
 
 # ---------------------------------------------------------------- answer_with_attention
 
-def test_answer_with_attention_shapes(impl):
+def test_answer_with_attention_shapes_and_default_sharpness(impl):
     question, facts, n_words = _head_case(1440)
     result = call_or_explain(impl.answer_with_attention, question, facts, n_words,
                              what="answer_with_attention of 5 questions over 7 facts each, 11 words", idea=HEAD)
@@ -285,8 +285,8 @@ def test_answer_with_attention_shapes(impl):
         if expect_shape(weights, (5, 7), what="weights", idea=HEAD + "; one weight per fact for each question"):
             if expect_close(weights.sum(axis=1), np.ones(5), what="the sum of each question's weights", idea=HEAD):
                 expect_close(weights, own_weights(question, facts, 10.0), rtol=1e-9, atol=1e-12,
-                             what="the weights with the default sharpness 10: every fact gets some weight, "
-                                  "e^(10 * shared words) over their sum", idea=HEAD)
+                             what="the weights with the default sharpness 10 (every fact gets a weight, most of "
+                                  "them tiny): e^(10 * shared words) over their sum", idea=HEAD)
 
 
 def test_answer_with_attention_weights(impl):
@@ -388,7 +388,8 @@ def _blame(impl, data: dict, k: int, sharpness: float) -> str:
 
 def checked_evaluation(impl, data: dict, k: int, sharpness: float = 10.0) -> dict | None:
     """Run the student's evaluate and compare it with this file's pipeline; the result, or None if it differs."""
-    label = f"evaluate(collection, k={k}, sharpness={sharpness}) on a collection drawn by the test (seed, sizes)"
+    label = (f"evaluate(collection, k={k}, sharpness={sharpness}) on a collection drawn by the test (a seed and "
+             "sizes of its own)")
     result = call_or_explain(impl.evaluate, data, k, sharpness=sharpness, what=label, idea=PIPELINE)
     if not expect(isinstance(result, dict) and set(KEYS) <= set(result), what=f"the keys of {label}",
                   expected=str(list(KEYS)), observed=str(sorted(result)) if isinstance(result, dict)
