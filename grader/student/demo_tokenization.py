@@ -190,9 +190,13 @@ def plot(result: TokenizationResult, out: Path) -> None:
         "n / n_bytes (not squared)": np.array(result.lengths) / result.lengths[0],
     }
     styles = {"(n / n_bytes)^2": dict(color="black", linewidth=3, alpha=0.25),
-              "attention_cost: operations": dict(color="tab:orange", marker="o"),
-              "attention_cost: score bytes": dict(color="tab:red", marker="x", linestyle="--"),
-              "measured: peak memory (tracemalloc)": dict(color="tab:green", marker="s"),
+              # The predicted lines coincide (both n^2) and the measured memory follows them: hollow, larger
+              # markers drawn on top keep all three visible.
+              "attention_cost: operations": dict(color="tab:orange", marker="o", markersize=10,
+                                                 markerfacecolor="none", markeredgewidth=1.5, zorder=4),
+              "attention_cost: score bytes": dict(color="tab:red", marker="x", markersize=8, linestyle="--",
+                                                  zorder=5),
+              "measured: peak memory (tracemalloc)": dict(color="tab:green", marker="s", markersize=4, zorder=3),
               "measured: CPU time": dict(color="tab:purple", marker="^"),
               "n / n_bytes (not squared)": dict(color="tab:blue", linestyle=":")}
     for label, values in relative.items():
