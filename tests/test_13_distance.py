@@ -66,7 +66,8 @@ def _weights(queries: np.ndarray, keys: np.ndarray, slope: float) -> np.ndarray:
 def _curve_from(weights: np.ndarray, task: dict) -> np.ndarray:
     """Recall at each distance 1..n_pairs, counted here from the given weights."""
     hit = np.argmax(np.asarray(weights), axis=-1) == task["answer"]
-    return np.array([hit[task["distance"] == t].mean() for t in range(1, task["n_pairs"] + 1)])
+    asked = [task["distance"] == t for t in range(1, task["n_pairs"] + 1)]
+    return np.array([hit[rows].mean() if rows.any() else np.nan for rows in asked])
 
 
 def _curve(impl, task: dict, slope: float, what: str, idea: str) -> np.ndarray | None:
