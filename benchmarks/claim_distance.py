@@ -1,0 +1,99 @@
+"""Print, seed by seed, how recall against distance falls with ALiBi's penalty and stays flat without it.
+
+For each seed: a fresh recall task from the given ``_distance_task.recall_task``
+(40 pairs, d_k 48, margin 4, score noise 0.3, every distance asked 10 times),
+and the implementation's ``recall_curve`` with slope 0.3 (critical distance
+``1 + 4 / 0.3 = 14.33``) and with slope 0. A seed holds the claim when
+
+* with the penalty, recall is at least 0.9 at every distance up to the
+  critical distance minus 3 (distances 1 to 11) and at most 0.1 at every
+  distance from the critical distance plus 3 on (18 to 40);
+* without it, recall is at least 0.95 at every distance (flat).
+
+The figures: the mean recall near (distances <= 11) and far (>= 18), the
+distance where recall first drops below 0.5 (against the critical distance),
+the mean measured margin (``score_margin``: noise makes the best distractor
+score above 0, so the measured margin is below the nominal 4), and without
+the penalty the lowest recall over the distances.
+
+Usage: ``python benchmarks/claim_distance.py [N_SEEDS] [FIRST_SEED] [--impl DIR] [--record]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.kit import LocalImplementation  # noqa: E402
+
+N_PAIRS, D_K, MARGIN, NOISE, REPEATS, SLOPE, WINDOW = 40, 48, 4.0, 0.3, 10, 0.3, 3.0
+
+
+def one_seed(distance, tasks, seed: int) -> dict:
+    """The curves with and without the penalty on the task of one seed, and whether the claim holds."""
+    task = tasks.recall_task(np.random.default_rng(seed), N_PAIRS, D_K, MARGIN, noise=NOISE, repeats=REPEATS)
+    t_star = float(distance.critical_distance(MARGIN, SLOPE))
+    distances, recall = distance.recall_curve(task, SLOPE)
+    _, flat = distance.recall_curve(task, 0.0)
+    near, far = distances <= t_star - WINDOW, distances >= t_star + WINDOW
+    below = distances[recall < 0.5]
+    return {"near": float(recall[near].mean()), "far": float(recall[far].mean()),
+            "near_min": float(recall[near].min()), "far_max": float(recall[far].max()),
+            "half": int(below.min()) if below.size else N_PAIRS + 1, "flat_min": float(flat.min()),
+            "margin": float(np.mean(distance.score_margin(task["queries"], task["keys"], task["answer"]))),
+            "t_star": t_star,
+            "holds": bool(recall[near].min() >= 0.9 and recall[far].max() <= 0.1 and flat.min() >= 0.95)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n_seeds", type=int, nargs="?", default=100)
+    parser.add_argument("first_seed", type=int, nargs="?", default=2026)
+    parser.add_argument("--impl", default="solutions", help="folder holding distance.py (default: solutions)")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
+    args = parser.parse_args(argv)
+    impl = LocalImplementation(ROOT / args.impl)
+    distance, tasks = impl.module("distance"), impl.module("_distance_task")
+    start = time.perf_counter()
+    rows = []
+    print(f"{'seed':>6} {'near':>6} {'far':>6} {'<0.5 at':>8} {'margin':>7} {'flat min':>9}  holds")
+    for seed in range(args.first_seed, args.first_seed + args.n_seeds):
+        row = one_seed(distance, tasks, seed)
+        rows.append(row)
+        print(f"{seed:>6} {row['near']:>6.3f} {row['far']:>6.3f} {row['half']:>8} {row['margin']:>7.3f} "
+              f"{row['flat_min']:>9.3f}  {'yes' if row['holds'] else 'NO'}")
+    seconds = time.perf_counter() - start
+    passing = sum(row["holds"] for row in rows)
+    mean = {key: float(np.mean([row[key] for row in rows])) for key in ("near", "far", "half", "margin", "flat_min")}
+    t_star = rows[0]["t_star"]
+    summary = (f"{passing}/{args.n_seeds} seeds (from {args.first_seed}) hold the claim: with slope {SLOPE} "
+               f"(critical distance {t_star:.2f}) recall {mean['near']:.3f} at distances <= {t_star - WINDOW:.0f} "
+               f"and {mean['far']:.3f} at >= {np.ceil(t_star + WINDOW):.0f}, first below 0.5 at distance "
+               f"{mean['half']:.1f} (mean); without the penalty the lowest recall is {mean['flat_min']:.3f}; "
+               f"measured margin {mean['margin']:.2f} (nominal {MARGIN})")
+    print(summary + f"; {seconds:.1f} s")
+    if args.record:
+        from _record import record
+
+        record(__file__, summary,
+               {"seeds": args.n_seeds, "first_seed": args.first_seed, "passing": passing,
+                "fraction": round(passing / args.n_seeds, 3),
+                "setting": {"n_pairs": N_PAIRS, "d_k": D_K, "margin": MARGIN, "noise": NOISE, "repeats": REPEATS,
+                            "slope": SLOPE, "window": WINDOW},
+                "critical_distance": round(t_star, 3),
+                **{f"{key}_mean": round(value, 3) for key, value in mean.items()},
+                "near_min_worst": round(min(row["near_min"] for row in rows), 3),
+                "far_max_worst": round(max(row["far_max"] for row in rows), 3),
+                "seconds": round(seconds, 2)})
+    return 0 if passing >= 0.95 * args.n_seeds else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
