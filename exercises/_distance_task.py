@@ -16,8 +16,17 @@ moved a little, and every score of the context is jittered by about
 ``noise`` (its standard deviation, in the units of the scaled scores).
 
 Every distance from 1 to ``n_pairs`` is asked ``repeats`` times, each time
-in a context of its own. This module needs numpy only, and draws every
-random number from the generator it is given.
+in a context of its own.
+
+The second task, ``latest_match_task``, is for a head that is trained: a
+context of ``length`` symbols drawn from ``n_symbols`` (so every symbol
+occurs several times), and a query symbol taken from the context; the
+answer is the position of its most recent occurrence, the one nearest to
+the query. The content of a key says whether it matches; only its position
+says which match is the latest.
+
+This module needs numpy only, and draws every random number from the
+generator it is given.
 """
 
 from __future__ import annotations
@@ -78,3 +87,38 @@ def recall_task(rng: np.random.Generator, n_pairs: int, d_k: int, margin: float,
     return {"keys": keys, "queries": queries, "answer": answer.astype(np.int64),
             "distance": distance.astype(np.int64), "margin": float(margin), "noise": float(noise),
             "n_pairs": int(n_pairs)}
+
+
+def latest_match_task(rng: np.random.Generator, n_examples: int, length: int, n_symbols: int = 6) -> dict:
+    """Draw contexts of symbols and, for each, a query whose answer is its latest occurrence.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    n_examples : int
+        How many contexts, positive.
+    length : int
+        Symbols per context, positive. The query stands after them, at
+        position ``length``.
+    n_symbols : int, optional
+        How many different symbols (default 6).
+
+    Returns
+    -------
+    dict
+        ``symbols`` ``(n_examples, length)`` int64 in ``[0, n_symbols)``;
+        ``query`` ``(n_examples,)`` the query's symbol, one that occurs in
+        its context; ``answer`` ``(n_examples,)`` the position of that
+        symbol's last occurrence; ``length`` and ``n_symbols`` as given.
+    """
+    for name, value in (("n_examples", n_examples), ("length", length), ("n_symbols", n_symbols)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    symbols = rng.integers(0, n_symbols, size=(n_examples, length))  # (n_examples, length)
+    rows = np.arange(n_examples)
+    query = symbols[rows, rng.integers(0, length, size=n_examples)]  # a symbol of the context
+    matches = symbols == query[:, None]  # (n_examples, length)
+    answer = length - 1 - np.argmax(matches[:, ::-1], axis=1)  # the last True of each row
+    return {"symbols": symbols.astype(np.int64), "query": query.astype(np.int64),
+            "answer": answer.astype(np.int64), "length": int(length), "n_symbols": int(n_symbols)}

@@ -24,6 +24,18 @@ The margin is measured on the scaled scores, the ones softmax sees: the
 raw dot product is ``sqrt(d_k)`` times larger, and a critical distance
 computed from it would be ``sqrt(d_k)`` times too far.
 
+Beyond the training length. The second half trains a head (one weight
+matrix, ``score = x_q W x_j / sqrt(d) + penalty``) on the given
+``latest_match_task``: the query is a symbol, the answer its most recent
+occurrence in the context. Content says which keys match; only position
+says which match is the latest. One head gets its positions from
+sinusoidal encodings added to its inputs, the other from ALiBi's penalty
+alone. Both learn the task at the training length; at two and four times
+that length the sinusoidal head meets position vectors it was never
+trained on and loses the answer, while ALiBi's penalty, a function of
+distance only, means the same at every length. Press et al. (2022) measured
+this on language models: ALiBi extrapolates and sinusoidal encodings do not.
+
 Read first: the reading (docs/reading.md#context-use).
 
 What the tests check
@@ -46,7 +58,22 @@ What the tests check
   test's own count from your ``recall_weights``; on a task the test draws,
   recall is 1 below your critical distance and 0 beyond it, it moves when
   the slope or the margin moves, and it stays at 1 at every distance
-  without the penalty.
+  without the penalty;
+* ``match_inputs``: embedding rows of the symbols and of the query, plus
+  ``sinusoidal_encoding`` rows ``0 .. n - 1`` for the keys and ``n`` for the
+  query when ``positions`` is True, nothing added otherwise;
+* ``match_scores``: ``x_q W x_j / sqrt(d)`` plus ``distance_penalty``,
+  against the test's own computation;
+* ``train_match_head``: starts from zeros and takes Adam steps (exercise 9's
+  ``adam_step``) on the cross-entropy (exercise 9's ``cross_entropy``) of
+  the scores at the answer, one batch drawn from ``rng`` per step; its
+  first step is checked against the test's own gradient, its loss falls;
+* ``length_accuracy``: the fraction of a task's queries whose top score is
+  the answer, equal to the test's own count;
+* beyond the training length, on an embedding the test draws: both heads
+  answer at least 90% at the training length; at four times that length
+  the ALiBi head still does and the sinusoidal head falls below 60%
+  (accuracies computed by the test's own scoring of your trained weights).
 """
 
 from __future__ import annotations
@@ -57,6 +84,8 @@ import numpy as np
 
 from ._checks import as_float_array, require_positive_int
 from .attention import scaled_dot_product_attention
+from .positional import sinusoidal_encoding
+from .training import adam_step, cross_entropy
 
 
 def _require_slope(slope: object) -> float:
@@ -260,3 +289,188 @@ def recall_curve(task: dict, slope: float) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         recall = np.where(counts > 0, (asked & answered[None, :]).sum(axis=-1) / counts, np.nan)
     return distances.astype(np.int64), recall.astype(np.float64)
+
+
+def _require_task(task: object, fields: set[str], made_like: str) -> dict:
+    if not isinstance(task, dict) or not fields <= set(task):
+        raise ValueError(f"task must be a dict made like {made_like}'s ({', '.join(sorted(fields))})")
+    return task
+
+
+def match_inputs(embedding: np.ndarray, task: dict, positions: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The head's inputs: each symbol's embedding row, plus its position's encoding if asked.
+
+    The keys are the context's symbols at positions ``0 .. n - 1``; the query
+    stands after them, at position ``n``. With ``positions`` the rows of
+    ``sinusoidal_encoding(n + 1, d)`` (exercise 5) are added: row ``j`` to key
+    ``j``, row ``n`` to the query. Without, the inputs carry content only
+    (the ALiBi head gets its sense of distance from the penalty instead).
+
+    Parameters
+    ----------
+    embedding : numpy.ndarray
+        Shape ``(n_symbols, d)``: one vector per symbol.
+    task : dict
+        Made like ``latest_match_task``'s: ``symbols`` ``(b, n)``, ``query`` ``(b,)``.
+    positions : bool
+        Whether to add the sinusoidal encodings.
+
+    Returns
+    -------
+    xq : numpy.ndarray
+        Shape ``(b, d)``: the queries' inputs.
+    xk : numpy.ndarray
+        Shape ``(b, n, d)``: the keys' inputs.
+
+    Raises
+    ------
+    ValueError
+        If ``embedding`` is not 2-D or ``task`` lacks a field.
+    """
+    embedding = as_float_array("embedding", embedding)
+    if embedding.ndim != 2:
+        raise ValueError(f"embedding must have shape (n_symbols, d), got {embedding.shape}")
+    task = _require_task(task, {"symbols", "query"}, "latest_match_task")
+    symbols, query = np.asarray(task["symbols"]), np.asarray(task["query"])
+    xk = embedding[symbols]  # (b, n, d)
+    xq = embedding[query]  # (b, d)
+    if positions:
+        n, d = symbols.shape[1], embedding.shape[1]
+        table = sinusoidal_encoding(n + 1, d)  # (n + 1, d): rows 0..n-1 for the keys, n for the query
+        xk = xk + table[:n]
+        xq = xq + table[n]
+    return xq, xk
+
+
+def match_scores(weight: np.ndarray, xq: np.ndarray, xk: np.ndarray, slope: float) -> np.ndarray:
+    """The trained head's scores: a bilinear form of query and key, plus ALiBi's penalty.
+
+    ``score[i, j] = xq[i] @ weight @ xk[i, j] / sqrt(d) - slope * (n - j)``:
+    ``weight`` plays the part of ``W_q W_k^T`` (queries and keys projected
+    and compared in one matrix), and the penalty is ``distance_penalty``.
+
+    Parameters
+    ----------
+    weight : numpy.ndarray
+        Shape ``(d, d)``.
+    xq : numpy.ndarray
+        Shape ``(b, d)``.
+    xk : numpy.ndarray
+        Shape ``(b, n, d)``.
+    slope : float
+        ALiBi's slope, ``>= 0`` (0 for the sinusoidal head).
+
+    Returns
+    -------
+    numpy.ndarray
+        Float64, shape ``(b, n)``.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not fit or ``slope`` is negative.
+    """
+    weight, xq, xk = (as_float_array(name, a) for name, a in (("weight", weight), ("xq", xq), ("xk", xk)))
+    if xq.ndim != 2 or xk.ndim != 3 or xk.shape[0] != xq.shape[0] or xk.shape[2] != xq.shape[1]:
+        raise ValueError(f"xk must have shape (b, n, d) to fit xq (b, d), got xk {xk.shape} and xq {xq.shape}")
+    d = xq.shape[1]
+    if weight.shape != (d, d):
+        raise ValueError(f"weight must have shape ({d}, {d}), got {weight.shape}")
+    content = np.einsum("bd,bjd->bj", xq @ weight, xk) / np.sqrt(d)  # (b, n)
+    return content + distance_penalty(xk.shape[1], slope)
+
+
+def train_match_head(rng: np.random.Generator, embedding: np.ndarray, length: int, positions: bool, slope: float,
+                     steps: int = 100, batch_size: int = 64, lr: float = 0.1) -> tuple[np.ndarray, list[float]]:
+    """Train the head's weight on the latest-match task at one length.
+
+    The weight starts at zeros (every key scores alike). Each step draws a
+    batch, ``latest_match_task(rng, batch_size, length, len(embedding))``,
+    computes the scores, the loss and its gradient with respect to the
+    scores with exercise 9's ``cross_entropy`` (the answer's position is the
+    target class), and takes one step of exercise 9's ``adam_step`` with
+    ``{"weight": gradient}``. The gradient of the weight follows from the
+    scores being linear in it: ``xq^T (grad_scores @ xk) / sqrt(d)``, summed
+    over the batch (``grad_scores[i]`` is ``(b, n)``, ``xk[i]`` is ``(n, d)``).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness (the batches).
+    embedding : numpy.ndarray
+        Shape ``(n_symbols, d)``, fixed (not trained).
+    length : int
+        The training length, positive.
+    positions : bool
+        Sinusoidal encodings added to the inputs (``match_inputs``).
+    slope : float
+        ALiBi's slope, ``>= 0``.
+    steps, batch_size : int, optional
+        Adam steps and examples per step (defaults 100 and 64).
+    lr : float, optional
+        Adam's learning rate (default 0.1).
+
+    Returns
+    -------
+    weight : numpy.ndarray
+        Shape ``(d, d)``: the trained weight.
+    losses : list of float
+        The loss of each step's batch, before its update.
+
+    Raises
+    ------
+    ValueError
+        If a size is not a positive integer, or ``embedding`` or ``slope`` is bad.
+    """
+    from ._distance_task import latest_match_task
+
+    embedding = as_float_array("embedding", embedding)
+    if embedding.ndim != 2:
+        raise ValueError(f"embedding must have shape (n_symbols, d), got {embedding.shape}")
+    length = require_positive_int("length", length)
+    steps = require_positive_int("steps", steps)
+    batch_size = require_positive_int("batch_size", batch_size)
+    slope = _require_slope(slope)
+    d = embedding.shape[1]
+    params, state, losses = {"weight": np.zeros((d, d))}, None, []
+    for _ in range(steps):
+        task = latest_match_task(rng, batch_size, length, len(embedding))
+        xq, xk = match_inputs(embedding, task, positions)  # (b, d), (b, n, d)
+        scores = match_scores(params["weight"], xq, xk, slope)  # (b, n)
+        loss, grad_scores = cross_entropy(scores, task["answer"])  # grad_scores: (b, n)
+        grad_weight = xq.T @ np.einsum("bj,bjd->bd", grad_scores, xk) / np.sqrt(d)  # (d, d)
+        params, state = adam_step(params, {"weight": grad_weight}, state, lr=lr)
+        losses.append(float(loss))
+    return params["weight"], losses
+
+
+def length_accuracy(weight: np.ndarray, embedding: np.ndarray, task: dict, positions: bool, slope: float) -> float:
+    """The fraction of a task's queries whose highest score is on the answer.
+
+    Parameters
+    ----------
+    weight : numpy.ndarray
+        Shape ``(d, d)``: a trained weight.
+    embedding : numpy.ndarray
+        Shape ``(n_symbols, d)``.
+    task : dict
+        Made like ``latest_match_task``'s, of any length.
+    positions : bool
+        As in training.
+    slope : float
+        As in training.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If ``task`` lacks a field or a shape does not fit.
+    """
+    task = _require_task(task, {"symbols", "query", "answer"}, "latest_match_task")
+    xq, xk = match_inputs(embedding, task, positions)
+    scores = match_scores(weight, xq, xk, slope)  # (b, n)
+    return float(np.mean(np.argmax(scores, axis=-1) == np.asarray(task["answer"])))
