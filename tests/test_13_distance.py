@@ -8,7 +8,10 @@ it picks), so a curve that was stored, or that ignores the slope, cannot pass.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -37,7 +40,32 @@ CURVE = ("recall at distance t: among the queries whose answer is t steps away, 
          "(over the keys) falls on the answer's key")
 USE = ("an available context is not a used context: with ALiBi's penalty recall falls past the critical distance "
        f"although the answer is in the context; without it, recall does not depend on distance ({READ})")
+INPUTS = ("the head's inputs: embedding rows of the symbols (keys) and of the query, plus, when positions, rows "
+          "0..n-1 of sinusoidal_encoding(n + 1, d) for the keys and row n for the query (it stands after them)")
+SCORES = "the head's scores: xq @ weight @ xk[j] / sqrt(d), plus distance_penalty(n, slope)"
+TRAIN = ("training: the weight starts at zeros; each step draws latest_match_task(rng, batch_size, length, "
+         "len(embedding)), takes cross_entropy(scores, answer) (exercise 9) and its gradient, the weight's gradient "
+         "xq^T (grad_scores @ xk) / sqrt(d) summed over the batch, and one adam_step (exercise 9)")
+ACCURACY = "accuracy: the fraction of the queries whose highest score is on the answer's position"
+LENGTH = ("beyond the training length: sinusoidal encodings give the query at a new length a position vector the "
+          "head was never trained on; ALiBi's penalty depends on the distance only and means the same at every "
+          f"length (Press et al. 2022) ({READ})")
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
+ROOT = Path(__file__).resolve().parent.parent
+D_HEAD, N_SYMBOLS, TRAIN_LENGTH, ALIBI_SLOPE = 16, 6, 16, 0.5
+
+
+@functools.cache
+def given():
+    """The given task module (_distance_task.py), loaded from the kit (the reference's copy when there is one)."""
+    for folder in ("solutions", "exercises"):
+        path = ROOT / folder / "_distance_task.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(f"_attention_kit_distance_task_{folder}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError("_distance_task.py is missing from the kit (solutions/ and exercises/)")
 
 
 # ---------------------------------------------------------------- the tests' own task and computations
@@ -81,6 +109,37 @@ def _curve(impl, task: dict, slope: float, what: str, idea: str) -> np.ndarray |
     return np.asarray(out[1], dtype=float)
 
 
+def _sinusoidal(n: int, d: int) -> np.ndarray:
+    pair = 2 * (np.arange(d) // 2)
+    angle = np.arange(n)[:, None] / 10000.0 ** (pair / d)
+    return np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def _match_task(seed: int, n_examples: int, length: int, n_symbols: int = N_SYMBOLS) -> dict:
+    """The test's own latest-match contexts: the answer is the last occurrence of the query's symbol."""
+    rng = np.random.default_rng(seed)
+    symbols = rng.integers(0, n_symbols, size=(n_examples, length))
+    query = symbols[np.arange(n_examples), rng.integers(0, length, size=n_examples)]
+    answer = np.array([np.flatnonzero(row == s).max() for row, s in zip(symbols, query, strict=True)])
+    return {"symbols": symbols, "query": query, "answer": answer, "length": length, "n_symbols": n_symbols}
+
+
+def _match_inputs(embedding: np.ndarray, task: dict, positions: bool) -> tuple[np.ndarray, np.ndarray]:
+    n = task["symbols"].shape[1]
+    table = _sinusoidal(n + 1, embedding.shape[1]) if positions else np.zeros((n + 1, embedding.shape[1]))
+    return embedding[task["query"]] + table[n], embedding[task["symbols"]] + table[:n]
+
+
+def _match_scores(weight: np.ndarray, xq: np.ndarray, xk: np.ndarray, slope: float) -> np.ndarray:
+    n, d = xk.shape[1], xk.shape[2]
+    return np.einsum("bd,de,bje->bj", xq, weight, xk) / np.sqrt(d) - slope * (n - np.arange(n))
+
+
+def _accuracy(weight, embedding, task, positions, slope) -> float:
+    scores = _match_scores(np.asarray(weight, dtype=float), *_match_inputs(embedding, task, positions), slope)
+    return float(np.mean(np.argmax(scores, axis=-1) == task["answer"]))
+
+
 # ---------------------------------------------------------------- probes (diagnosis)
 
 @probe("distance_penalty")
@@ -118,6 +177,23 @@ def a_margin_of_zero():
 @probe("recall_curve")
 def a_noisy_task():
     return (_task(1313, 12, 16, 2.5, noise=0.4, repeats=3), 0.3), {}
+
+
+@probe("match_inputs")
+def five_contexts_with_positions():
+    return (np.random.default_rng(1314).normal(size=(4, 6)), _match_task(1314, 5, 7, 4), True), {}
+
+
+@probe("match_scores")
+def three_contexts_of_eight():
+    rng = np.random.default_rng(1315)
+    return (rng.normal(size=(5, 5)), rng.normal(size=(3, 5)), rng.normal(size=(3, 8, 5)), 0.4), {}
+
+
+@probe("train_match_head")
+def three_steps():
+    return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), 9, True, 0.0), \
+        {"steps": 3, "batch_size": 16}
 
 
 # ---------------------------------------------------------------- distance_penalty
@@ -309,3 +385,111 @@ def test_without_the_penalty_recall_is_flat(impl):
                    what="recall against distance on the same task with slope 0.3 (critical distance 11)",
                    expected="above 0.9 for the 5 nearest distances and below 0.1 for the 10 farthest",
                    observed=str(penalised), idea=USE)
+
+
+# ---------------------------------------------------------------- beyond the training length
+
+def test_match_inputs_add_the_position_rows(impl):
+    embedding = np.random.default_rng(1360).normal(size=(5, 8))
+    task = _match_task(1360, 4, 9, 5)
+    for positions in (False, True):
+        out = call_or_explain(impl.match_inputs, embedding, task, positions,
+                              what=f"match_inputs(embedding (5, 8), task of 4 contexts of 9, positions={positions})",
+                              idea=INPUTS)
+        if not expect(isinstance(out, tuple) and len(out) == 2, what="match_inputs", expected="a tuple (xq, xk)",
+                      observed=type(out).__name__, idea=INPUTS):
+            return
+        want_q, want_k = _match_inputs(embedding, task, positions)
+        if expect_shape(out[0], (4, 8), what="xq of match_inputs", idea=INPUTS):
+            expect_close(out[0], want_q, what=f"xq of match_inputs (positions={positions}): the query stands at "
+                         "position 9, after the 9 keys", idea=INPUTS)
+        if expect_shape(out[1], (4, 9, 8), what="xk of match_inputs", idea=INPUTS):
+            expect_close(out[1], want_k, what=f"xk of match_inputs (positions={positions})", idea=INPUTS)
+    expect_probe(impl, "match_inputs/five_contexts_with_positions", what="match_inputs on its fixed input",
+                 idea=INPUTS)
+
+
+def test_match_scores_are_the_bilinear_form_plus_the_penalty(impl):
+    rng = np.random.default_rng(1361)
+    weight, xq, xk = rng.normal(size=(6, 6)), rng.normal(size=(4, 6)), rng.normal(size=(4, 11, 6))
+    for slope in (0.0, 0.7):
+        out = call_or_explain(impl.match_scores, weight, xq, xk, slope, what=f"match_scores(..., slope={slope})",
+                              idea=SCORES)
+        if expect_shape(out, (4, 11), what=f"match_scores of 4 queries over 11 keys, slope {slope}", idea=SCORES):
+            expect_close(out, _match_scores(weight, xq, xk, slope), what=f"match_scores, slope {slope} (a weight "
+                         "that is not symmetric: xq @ weight @ xk, not xk @ weight @ xq)", idea=SCORES)
+    expect_probe(impl, "match_scores/three_contexts_of_eight", what="match_scores on its fixed input", idea=SCORES)
+
+
+def test_train_match_head_returns_a_weight_and_one_loss_per_step(impl):
+    embedding = np.random.default_rng(1362).normal(size=(5, 7))
+    out = call_or_explain(impl.train_match_head, np.random.default_rng(1363), embedding, 8, True, 0.0, steps=4,
+                          batch_size=8, what="train_match_head(rng, embedding (5, 7), 8, True, 0.0, steps=4)",
+                          idea=TRAIN)
+    if expect(isinstance(out, tuple) and len(out) == 2, what="train_match_head", expected="a tuple (weight, losses)",
+              observed=type(out).__name__, idea=TRAIN):
+        expect_shape(out[0], (7, 7), what="the weight train_match_head returns (d = 7)", idea=TRAIN)
+        expect(len(out[1]) == 4, what="the losses of train_match_head(steps=4)", expected="4 losses, one per step",
+               observed=f"{len(out[1])}", idea=TRAIN)
+
+
+def test_train_match_head_first_step_is_adam_on_the_cross_entropy(impl):
+    embedding = np.random.default_rng(1364).normal(size=(N_SYMBOLS, 10))
+    for positions, slope in ((True, 0.0), (False, 0.5)):
+        weight, losses = impl.train_match_head(np.random.default_rng(1365), embedding, 12, positions, slope,
+                                               steps=1, batch_size=20, lr=0.05)
+        batch = given().latest_match_task(np.random.default_rng(1365), 20, 12, N_SYMBOLS)
+        xq, xk = _match_inputs(embedding, batch, positions)
+        scores = _match_scores(np.zeros((10, 10)), xq, xk, slope)
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        loss = float(-np.mean(np.log(p[np.arange(20), batch["answer"]])))
+        p[np.arange(20), batch["answer"]] -= 1.0
+        grad = np.einsum("bd,bj,bje->de", xq, p / 20, xk) / np.sqrt(10)
+        expect_close(np.asarray(losses[0]), loss, rtol=1e-9,
+                     what=f"the first loss of train_match_head (positions={positions}, slope={slope}), the "
+                          "cross-entropy of the scores of a zero weight at the answers", idea=TRAIN)
+        expect_close(weight, -0.05 * grad / (np.abs(grad) + 1e-8), rtol=1e-6, atol=1e-9,
+                     what=f"the weight after one Adam step from zeros (positions={positions}, slope={slope}): "
+                          "-lr * g / (|g| + eps) for the gradient g of the first batch", idea=TRAIN)
+
+
+def test_train_match_head_lowers_the_loss(impl):
+    embedding = np.random.default_rng(1366).normal(size=(N_SYMBOLS, D_HEAD))
+    _, losses = impl.train_match_head(np.random.default_rng(1367), embedding, 10, False, ALIBI_SLOPE, steps=60)
+    first, last = float(np.mean(losses[:5])), float(np.mean(losses[-5:]))
+    expect(last < 0.5 * first, what="the mean loss of the first 5 and the last 5 of 60 steps (ALiBi head)",
+           expected="the last at most half the first", observed=f"{first:.3f} -> {last:.3f}", idea=TRAIN)
+
+
+def test_length_accuracy_counts_the_top_scores(impl):
+    rng = np.random.default_rng(1368)
+    embedding, weight = rng.normal(size=(N_SYMBOLS, 8)), rng.normal(size=(8, 8)) + 3.0 * np.eye(8)
+    for positions, slope, length in ((False, 0.3, 14), (True, 0.0, 9)):
+        task = _match_task(1368 + length, 60, length)
+        out = call_or_explain(impl.length_accuracy, weight, embedding, task, positions, slope,
+                              what=f"length_accuracy on 60 contexts of {length}", idea=ACCURACY)
+        expect_close(np.asarray(float(out)), _accuracy(weight, embedding, task, positions, slope),
+                     what=f"length_accuracy of a fixed weight on 60 contexts of {length} (positions={positions}, "
+                          f"slope={slope})", idea=ACCURACY)
+
+
+def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
+    """Both heads trained by your train_match_head at length 16; accuracies from this file's own scoring."""
+    embedding = np.random.default_rng(1369).normal(size=(N_SYMBOLS, D_HEAD))
+    heads = {"sinusoidal": (True, 0.0), "ALiBi": (False, ALIBI_SLOPE)}
+    accuracy = {}
+    for name, (positions, slope) in heads.items():
+        weight, _ = impl.train_match_head(np.random.default_rng(1370), embedding, TRAIN_LENGTH, positions, slope)
+        if not expect_shape(weight, (D_HEAD, D_HEAD), what=f"the weight of the {name} head", idea=TRAIN):
+            return
+        accuracy[name] = [_accuracy(weight, embedding, _match_task(1371 + k, 300, k * TRAIN_LENGTH), positions, slope)
+                          for k in (1, 2, 4)]
+    shown = "; ".join(f"{name}: " + ", ".join(f"{a:.2f}" for a in acc) for name, acc in accuracy.items())
+    expect(min(accuracy["sinusoidal"][0], accuracy["ALiBi"][0]) >= 0.9,
+           what="accuracy at the training length 16, both heads", expected="at least 0.9 for both",
+           observed=shown + " (at lengths 16, 32, 64)", idea=TRAIN)
+    expect(accuracy["ALiBi"][2] >= 0.9 and accuracy["sinusoidal"][2] < 0.6,
+           what="accuracy at four times the training length (64)",
+           expected="ALiBi at least 0.9, sinusoidal below 0.6", observed=shown + " (at lengths 16, 32, 64)",
+           idea=LENGTH)
