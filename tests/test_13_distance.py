@@ -24,7 +24,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
-from tests.probes import expect_probe, probe
+from tests.probes import PROBES, expect_probe, golden, probe
 
 READ = "docs/reading.md#context-use"
 PENALTY = ("ALiBi's penalty: the query stands right after the n_keys keys, so key j is n_keys - j steps away "
@@ -431,6 +431,13 @@ def test_train_match_head_returns_a_weight_and_one_loss_per_step(impl):
         expect_shape(out[0], (7, 7), what="the weight train_match_head returns (d = 7)", idea=TRAIN)
         expect(len(out[1]) == 4, what="the losses of train_match_head(steps=4)", expected="4 losses, one per step",
                observed=f"{len(out[1])}", idea=TRAIN)
+    args, kwargs = PROBES["train_match_head/three_steps"].arguments()
+    weight, losses = impl.train_match_head(*args, **kwargs)
+    expected = golden("train_match_head/three_steps")
+    expect_close(weight, expected[0], rtol=1e-6, atol=1e-9,
+                 what="the weight of train_match_head, 3 steps of 16 examples, on its fixed input", idea=TRAIN)
+    expect_close(np.asarray(losses, dtype=float), expected[1], rtol=1e-6, atol=1e-9,
+                 what="the losses of train_match_head, 3 steps of 16 examples, on its fixed input", idea=TRAIN)
 
 
 def test_train_match_head_first_step_is_adam_on_the_cross_entropy(impl):

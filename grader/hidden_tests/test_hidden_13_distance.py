@@ -1,4 +1,4 @@
-"""Hidden tests of exercise 13, distance: long contexts, one key, integers, float32, missing distances, longer contexts."""
+"""Hidden tests of exercise 13, distance: long contexts, one key, integers, float32, missing distances, long tasks."""
 
 # ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
 
@@ -6,8 +6,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.feedback import expect, expect_close, expect_shape
-from tests.test_13_distance import CRITICAL, CURVE, MARGIN, PENALTY, USE, WEIGHTS, _curve_from, _task, _weights
+from tests.feedback import expect, expect_close, expect_raises_value_error, expect_shape
+from tests.test_13_distance import (
+    ACCURACY,
+    CHECKS,
+    CRITICAL,
+    CURVE,
+    INPUTS,
+    MARGIN,
+    PENALTY,
+    USE,
+    WEIGHTS,
+    _accuracy,
+    _curve_from,
+    _match_inputs,
+    _match_task,
+    _task,
+    _weights,
+)
 
 EXERCISE = "distance"
 
@@ -55,7 +71,8 @@ def test_a_distance_nobody_asks_for_has_no_recall(impl):
                expected="NaN at distance 3 only (no query to count, not a recall of 0)", observed=str(recall),
                idea=CURVE)
         weights = impl.recall_weights(part["queries"], part["keys"], 0.4)
-        expect_close(recall, _curve_from(weights, part), what="recall_curve of a task that never asks for distance 3", idea=CURVE)
+        expect_close(recall, _curve_from(weights, part),
+                     what="recall_curve of a task that never asks for distance 3", idea=CURVE)
 
 
 def test_a_longer_context_changes_nothing_for_the_same_distances(impl):
@@ -77,3 +94,32 @@ def test_a_longer_context_changes_nothing_for_the_same_distances(impl):
                      "and in the same context with 36 far keys added in front", idea=USE)
         expect_close(recall_long, _curve_from(impl.recall_weights(long["queries"], long["keys"], slope), long),
                      what="recall_curve of the lengthened context against your recall_weights", idea=CURVE)
+
+
+def test_inputs_of_a_context_of_one_symbol(impl):
+    embedding = np.arange(12.0).reshape(3, 4)
+    task = {"symbols": np.array([[2], [0]]), "query": np.array([2, 0]), "answer": np.array([0, 0])}
+    xq, xk = impl.match_inputs(embedding, task, True)
+    want_q, want_k = _match_inputs(embedding, task, True)
+    if expect_shape(xk, (2, 1, 4), what="xk of a context of one symbol", idea=INPUTS):
+        expect_close(xk, want_k, what="xk of a context of one symbol (position 0)", idea=INPUTS)
+        expect_close(xq, want_q, what="xq of a context of one symbol (the query at position 1)", idea=INPUTS)
+
+
+def test_accuracy_at_a_length_of_300(impl):
+    rng = np.random.default_rng(1365)
+    embedding, weight = rng.normal(size=(6, 10)), 20.0 * np.eye(10)
+    task = _match_task(1366, 40, 300)
+    for positions, slope in ((False, 0.5), (True, 0.0)):
+        expect_close(np.asarray(float(impl.length_accuracy(weight, embedding, task, positions, slope))),
+                     _accuracy(weight, embedding, task, positions, slope),
+                     what=f"length_accuracy on contexts of 300 symbols (positions={positions}), large scores",
+                     idea=ACCURACY)
+
+
+def test_training_rejects_a_bad_length(impl):
+    embedding = np.random.default_rng(1367).normal(size=(4, 6))
+    expect_raises_value_error(lambda: impl.train_match_head(np.random.default_rng(0), embedding, 0, True, 0.0),
+                              argument="length", what="train_match_head with length 0", idea=CHECKS)
+    expect_raises_value_error(lambda: impl.match_scores(np.eye(5), np.ones((2, 6)), np.ones((2, 3, 6)), 0.1),
+                              argument="weight", what="match_scores with a (5, 5) weight for d = 6", idea=CHECKS)
