@@ -6,11 +6,11 @@ and the implementation's ``recall_curve`` with slope 0.3 (critical distance
 ``1 + 4 / 0.3 = 14.33``) and with slope 0. A seed holds the claim when
 
 * with the penalty, recall is at least 0.9 at every distance up to the
-  critical distance minus 3 (distances 1 to 11) and at most 0.1 at every
-  distance from the critical distance plus 3 on (18 to 40);
+  critical distance minus 4 (distances 1 to 10) and at most 0.1 at every
+  distance from the critical distance plus 4 on (19 to 40);
 * without it, recall is at least 0.95 at every distance (flat).
 
-The figures: the mean recall near (distances <= 11) and far (>= 18), the
+The figures: the mean recall near (distances <= 10) and far (>= 19), the
 distance where recall first drops below 0.5 (against the critical distance),
 the mean measured margin (``score_margin``: noise makes the best distractor
 score above 0, so the measured margin is below the nominal 4), and without
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.kit import LocalImplementation  # noqa: E402
 
-N_PAIRS, D_K, MARGIN, NOISE, REPEATS, SLOPE, WINDOW = 40, 48, 4.0, 0.3, 10, 0.3, 3.0
+N_PAIRS, D_K, MARGIN, NOISE, REPEATS, SLOPE, WINDOW = 40, 48, 4.0, 0.3, 10, 0.3, 4.0
 N_SYMBOLS, D_HEAD, TRAIN_LENGTH, ALIBI_SLOPE, N_EVAL = 6, 16, 16, 0.5, 300
 HEADS = {"sinusoidal": (True, 0.0), "alibi": (False, ALIBI_SLOPE)}
 
