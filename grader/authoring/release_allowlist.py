@@ -53,6 +53,7 @@ OPTIONAL_FILES = (
     "grader/student/watch.py",
     "grader/student/demo.py",
     "grader/student/demo_explain.py",
+    "grader/student/demo_distance.py",
     "grader/student/picture.py",
     "grader/student/testing.py",
     "grader/student/notebook.py",
