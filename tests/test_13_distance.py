@@ -98,15 +98,40 @@ def _curve_from(weights: np.ndarray, task: dict) -> np.ndarray:
     return np.array([hit[rows].mean() if rows.any() else np.nan for rows in asked])
 
 
+def _twin(task: dict, seed: int) -> dict:
+    """The same contexts with queries jittered hard (score noise about 1): a curve no formula of the margin gives."""
+    d_k = task["keys"].shape[-1]
+    jitter = np.random.default_rng(seed).normal(scale=d_k ** 0.25 / math.sqrt(task["margin"]),
+                                                size=task["queries"].shape)
+    return {**task, "queries": task["queries"] + jitter, "noise": 1.0}
+
+
 def _curve(impl, task: dict, slope: float, what: str, idea: str) -> np.ndarray | None:
-    out = call_or_explain(impl.recall_curve, task, slope, what=what, idea=idea)
+    """Your recall_curve on the task, checked first against this file's count from your recall_weights.
+
+    The count is checked on the task and on a hard-jittered twin of it, so that only a curve counted from the
+    weights passes: a curve written down from the margin and the slope (a step at the critical distance) differs
+    from the count on the twin.
+    """
     n = task["n_pairs"]
-    if not expect(isinstance(out, tuple) and len(out) == 2, what=what, expected="a tuple (distances, recall)",
-                  observed=f"{type(out).__name__}", idea=idea):
-        return None
-    if not expect_shape(out[1], (n,), what=f"{what}: recall", idea=CURVE):
-        return None
-    return np.asarray(out[1], dtype=float)
+    curves = []
+    for which, case in (("the task", task), ("its twin with noisy queries", _twin(task, n))):
+        out = call_or_explain(impl.recall_curve, case, slope, what=f"{what}, on {which}", idea=idea)
+        if not expect(isinstance(out, tuple) and len(out) == 2, what=what, expected="a tuple (distances, recall)",
+                      observed=f"{type(out).__name__}", idea=idea):
+            return None
+        if not expect_shape(out[1], (n,), what=f"{what}: recall", idea=CURVE):
+            return None
+        weights = call_or_explain(impl.recall_weights, case["queries"], case["keys"], slope,
+                                  what=f"recall_weights on {which}", idea=WEIGHTS)
+        if not expect_shape(weights, case["keys"].shape[:2], what=f"recall_weights on {which}", idea=WEIGHTS):
+            return None
+        if not expect_close(np.asarray(out[1], dtype=float), _curve_from(weights, case), atol=1e-12,
+                            what=f"{what}, on {which}, against the fraction at each distance of the queries whose "
+                                 "largest weight of your recall_weights is on the answer", idea=CURVE):
+            return None
+        curves.append(np.asarray(out[1], dtype=float))
+    return curves[0]
 
 
 def _sinusoidal(n: int, d: int) -> np.ndarray:
@@ -308,9 +333,9 @@ def test_critical_distance_rejects_bad_input(impl):
 # ---------------------------------------------------------------- recall_curve
 
 def test_recall_curve_returns_the_distances_and_one_recall_each(impl):
-    task = _task(1350, 10, 12, 3.0, noise=0.3, repeats=2)
-    out = call_or_explain(impl.recall_curve, task, 0.2, what="recall_curve of a task of 10 pairs", idea=CURVE)
-    if expect(isinstance(out, tuple) and len(out) == 2, what="recall_curve(task, 0.2)",
+    task = _task(1350, 10, 12, 3.0, noise=0.6, repeats=3)
+    out = call_or_explain(impl.recall_curve, task, 0.5, what="recall_curve of a task of 10 pairs", idea=CURVE)
+    if expect(isinstance(out, tuple) and len(out) == 2, what="recall_curve(task, 0.5)",
               expected="a tuple (distances, recall)", observed=type(out).__name__, idea=CURVE):
         distances, recall = out
         if expect_shape(distances, (10,), what="the distances of recall_curve", idea=CURVE):
@@ -318,6 +343,11 @@ def test_recall_curve_returns_the_distances_and_one_recall_each(impl):
         if expect_shape(recall, (10,), what="the recall of recall_curve", idea=CURVE):
             expect(bool(np.all((recall >= 0) & (recall <= 1))), what="the recall of recall_curve",
                    expected="fractions in [0, 1]", observed=str(recall), idea=CURVE)
+            weights = impl.recall_weights(task["queries"], task["keys"], 0.5)
+            if expect_shape(weights, (30, 10), what="recall_weights on the task", idea=WEIGHTS):
+                expect_close(np.asarray(recall, dtype=float), _curve_from(weights, task), atol=1e-12,
+                             what="the recall of recall_curve against the share, at each distance, of the queries "
+                                  "whose largest weight of your recall_weights is on the answer", idea=CURVE)
 
 
 def test_recall_curve_counts_your_own_weights(impl):
@@ -461,12 +491,28 @@ def test_train_match_head_first_step_is_adam_on_the_cross_entropy(impl):
                           "-lr * g / (|g| + eps) for the gradient g of the first batch", idea=TRAIN)
 
 
+def _loss(weight, embedding, task, positions, slope) -> float:
+    scores = _match_scores(np.asarray(weight, dtype=float), *_match_inputs(embedding, task, positions), slope)
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-np.mean(log_p[np.arange(len(scores)), task["answer"]]))
+
+
 def test_train_match_head_lowers_the_loss(impl):
+    """Your losses are those of the batches drawn from rng, and your trained weight has a lower loss on new data."""
     embedding = np.random.default_rng(1366).normal(size=(N_SYMBOLS, D_HEAD))
-    _, losses = impl.train_match_head(np.random.default_rng(1367), embedding, 10, False, ALIBI_SLOPE, steps=60)
-    first, last = float(np.mean(losses[:5])), float(np.mean(losses[-5:]))
-    expect(last < 0.5 * first, what="the mean loss of the first 5 and the last 5 of 60 steps (ALiBi head)",
-           expected="the last at most half the first", observed=f"{first:.3f} -> {last:.3f}", idea=TRAIN)
+    weight, losses = impl.train_match_head(np.random.default_rng(1367), embedding, 10, False, ALIBI_SLOPE, steps=60)
+    first_batch = given().latest_match_task(np.random.default_rng(1367), 64, 10, N_SYMBOLS)
+    expect_close(np.asarray(float(losses[0])), _loss(np.zeros((D_HEAD, D_HEAD)), embedding, first_batch, False,
+                                                      ALIBI_SLOPE), rtol=1e-9,
+                 what="the first loss of train_match_head: the cross-entropy of a zero weight's scores on the first "
+                      "batch drawn from rng", idea=TRAIN)
+    fresh = _match_task(1368, 200, 10)
+    before = _loss(np.zeros((D_HEAD, D_HEAD)), embedding, fresh, False, ALIBI_SLOPE)
+    after = _loss(weight, embedding, fresh, False, ALIBI_SLOPE)
+    expect(after < 0.5 * before, what="the loss on 200 new contexts of a zero weight and of the weight trained 60 "
+           "steps (ALiBi head)", expected="the trained one at most half", observed=f"{before:.3f} -> {after:.3f}",
+           idea=TRAIN)
 
 
 def test_length_accuracy_counts_the_top_scores(impl):
