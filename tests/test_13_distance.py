@@ -194,6 +194,11 @@ def margin_three_slope_point_four():
     return (3.0, 0.4), {}
 
 
+@probe("critical_distance")
+def without_a_slope():
+    return (2.5, 0.0), {}
+
+
 @probe("critical_distance", rejects="margin")
 def a_margin_of_zero():
     return (0.0, 0.4), {}
@@ -213,6 +218,13 @@ def five_contexts_with_positions():
 def three_contexts_of_eight():
     rng = np.random.default_rng(1315)
     return (rng.normal(size=(5, 5)), rng.normal(size=(3, 5)), rng.normal(size=(3, 8, 5)), 0.4), {}
+
+
+@probe("length_accuracy")
+def a_fixed_weight_on_eleven_contexts():
+    rng = np.random.default_rng(1318)
+    return (rng.normal(size=(6, 6)) + 2.0 * np.eye(6), rng.normal(size=(N_SYMBOLS, 6)), _match_task(1318, 11, 11),
+            False, 0.3), {}
 
 
 @probe("train_match_head")
@@ -322,6 +334,7 @@ def test_critical_distance_without_a_penalty_is_infinite(impl):
     out = call_or_explain(impl.critical_distance, 2.0, 0.0, what="critical_distance(2.0, slope=0.0)", idea=CRITICAL)
     expect(np.isposinf(float(out)), what="critical_distance(2.0, slope=0.0)", expected="inf (no distance is too far)",
            observed=repr(out), idea=CRITICAL)
+    expect_probe(impl, "critical_distance/without_a_slope", what="critical_distance(2.5, 0.0)", idea=CRITICAL)
 
 
 def test_critical_distance_rejects_bad_input(impl):
@@ -525,6 +538,8 @@ def test_length_accuracy_counts_the_top_scores(impl):
         expect_close(np.asarray(float(out)), _accuracy(weight, embedding, task, positions, slope),
                      what=f"length_accuracy of a fixed weight on 60 contexts of {length} (positions={positions}, "
                           f"slope={slope})", idea=ACCURACY)
+    expect_probe(impl, "length_accuracy/a_fixed_weight_on_eleven_contexts", what="length_accuracy on its fixed input",
+                 idea=ACCURACY)
 
 
 def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
