@@ -441,7 +441,7 @@ def train_match_head(rng: np.random.Generator, embedding: np.ndarray, length: in
         loss, grad_scores = cross_entropy(scores, task["answer"])  # grad_scores: (b, n)
         grad_weight = xq.T @ np.einsum("bj,bjd->bd", grad_scores, xk) / np.sqrt(d)  # (d, d)
         params, state = adam_step(params, {"weight": grad_weight}, state, lr=lr)
-        losses.append(float(loss))
+        losses.append(loss)  # a float already
     return params["weight"], losses
 
 

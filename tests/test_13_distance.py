@@ -387,7 +387,7 @@ def test_recall_falls_past_your_critical_distance(impl):
         if recall is None:
             continue
         t_star = 1.0 + margin / slope
-        distances = np.arange(1, n_pairs + 1)
+        distances = 1 + np.arange(n_pairs)
         expect_equal(recall, (distances < t_star).astype(float),
                      what=f"recall against distance, margin {margin:.3f}, slope {slope:.4f} (answer leads while "
                           f"t < {t_star:.2f})", idea=USE)
