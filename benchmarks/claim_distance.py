@@ -17,9 +17,9 @@ score above 0, so the measured margin is below the nominal 4), and without
 the penalty the lowest recall over the distances.
 
 Beyond the training length, for the same seed: an embedding of 6 symbols in
-16 dimensions drawn from the seed, two heads trained with
-``train_match_head``'s defaults at length 16 (sinusoidal inputs, slope 0;
-no positions, ALiBi slope 0.5), and their accuracy (``length_accuracy``) on
+16 dimensions drawn from the seed, 1024 latest-match contexts of length 16,
+two heads trained on them with ``train_match_head``'s defaults (sinusoidal
+inputs, slope 0; no positions, ALiBi slope 0.5), and their accuracy (``length_accuracy``) on
 300 fresh latest-match contexts of lengths 16, 32 and 64. The seed holds
 this claim when both heads reach 0.9 at length 16, the ALiBi head still
 0.9 at 64, and the sinusoidal head falls below 0.6 at 64 (the graded test's
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from tests.kit import LocalImplementation  # noqa: E402
 
 N_PAIRS, D_K, MARGIN, NOISE, REPEATS, SLOPE, WINDOW = 40, 48, 4.0, 0.3, 10, 0.3, 4.0
-N_SYMBOLS, D_HEAD, TRAIN_LENGTH, ALIBI_SLOPE, N_EVAL = 6, 16, 16, 0.5, 300
+N_SYMBOLS, D_HEAD, TRAIN_LENGTH, ALIBI_SLOPE, N_TRAIN, N_EVAL = 6, 16, 16, 0.5, 1024, 300
 HEADS = {"sinusoidal": (True, 0.0), "alibi": (False, ALIBI_SLOPE)}
 
 
@@ -51,9 +51,10 @@ def lengths(distance, tasks, seed: int) -> dict:
     """Accuracy of the two trained heads at 1, 2 and 4 times the training length, for one seed."""
     rng = np.random.default_rng(seed)
     embedding = rng.normal(size=(N_SYMBOLS, D_HEAD))
+    train_set = tasks.latest_match_task(rng, N_TRAIN, TRAIN_LENGTH, N_SYMBOLS)
     out = {}
     for name, (positions, slope) in HEADS.items():
-        weight, _ = distance.train_match_head(rng, embedding, TRAIN_LENGTH, positions, slope)
+        weight, _ = distance.train_match_head(rng, embedding, train_set, positions, slope)
         out[name] = [float(distance.length_accuracy(weight, embedding, tasks.latest_match_task(
             rng, N_EVAL, k * TRAIN_LENGTH, N_SYMBOLS), positions, slope)) for k in (1, 2, 4)]
     out["holds"] = bool(min(out["sinusoidal"][0], out["alibi"][0]) >= 0.9 and out["alibi"][2] >= 0.9
@@ -129,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 "far_max_worst": round(max(row["far_max"] for row in rows), 3),
                 "length_passing": length_passing, "length_fraction": round(length_passing / args.n_seeds, 3),
                 "length_setting": {"n_symbols": N_SYMBOLS, "d": D_HEAD, "train_length": TRAIN_LENGTH,
+                                   "n_train": N_TRAIN,
                                    "alibi_slope": ALIBI_SLOPE, "n_eval": N_EVAL, "eval_lengths": [16, 32, 64]},
                 **{f"length_accuracy_{name}": [round(a, 3) for a in acc] for name, acc in accuracy.items()},
                 "length_sinusoidal_64_worst": round(max(row["length"]["sinusoidal"][2] for row in rows), 3),

@@ -65,7 +65,8 @@ What the tests check
   against the test's own computation;
 * ``train_match_head``: starts from zeros and takes Adam steps (exercise 9's
   ``adam_step``) on the cross-entropy (exercise 9's ``cross_entropy``) of
-  the scores at the answer, one batch drawn from ``rng`` per step; its
+  the scores at the answer, one batch of the task drawn from ``rng`` per
+  step, as exercise 9's ``train`` draws them; its
   first step is checked against the test's own gradient, its first loss
   against the test's own on the first batch, and the trained weight's loss
   on new contexts is at most half that of zeros;
@@ -303,18 +304,19 @@ def match_scores(weight: np.ndarray, xq: np.ndarray, xk: np.ndarray, slope: floa
     raise NotImplementedError('match_scores: not implemented yet (exercise 13, distance.py; run `pytest -m distance`)')
 
 
-def train_match_head(rng: np.random.Generator, embedding: np.ndarray, length: int, positions: bool, slope: float,
+def train_match_head(rng: np.random.Generator, embedding: np.ndarray, task: dict, positions: bool, slope: float,
                      steps: int = 100, batch_size: int = 64, lr: float = 0.1) -> tuple[np.ndarray, list[float]]:
-    """Train the head's weight on the latest-match task at one length.
+    """Train the head's weight on a latest-match task, at that task's length.
 
     The weight starts at zeros (every key scores alike). Each step draws a
-    batch, ``latest_match_task(rng, batch_size, length, len(embedding))``,
-    computes the scores, the loss and its gradient with respect to the
-    scores with exercise 9's ``cross_entropy`` (the answer's position is the
-    target class), and takes one step of exercise 9's ``adam_step`` with
-    ``{"weight": gradient}``. The gradient of the weight follows from the
-    scores being linear in it: ``xq^T (grad_scores @ xk) / sqrt(d)``, summed
-    over the batch (``grad_scores[i]`` is ``(b, n)``, ``xk[i]`` is ``(n, d)``).
+    batch of ``batch_size`` contexts of ``task`` (indices
+    ``rng.integers(0, n_examples, size=batch_size)``, as exercise 9's
+    ``train`` does), computes the scores, the loss and its gradient with
+    respect to the scores with exercise 9's ``cross_entropy`` (the answer's
+    position is the target class), and takes one step of exercise 9's
+    ``adam_step`` with ``{"weight": gradient}``. The gradient of the weight
+    follows from the scores being linear in it:
+    ``xq^T (grad_scores @ xk) / sqrt(d)``, summed over the batch.
 
     Parameters
     ----------
@@ -322,14 +324,15 @@ def train_match_head(rng: np.random.Generator, embedding: np.ndarray, length: in
         The only source of randomness (the batches).
     embedding : numpy.ndarray
         Shape ``(n_symbols, d)``, fixed (not trained).
-    length : int
-        The training length, positive.
+    task : dict
+        Made like ``latest_match_task``'s: the training contexts, all of the
+        training length.
     positions : bool
         Sinusoidal encodings added to the inputs (``match_inputs``).
     slope : float
         ALiBi's slope, ``>= 0``.
     steps, batch_size : int, optional
-        Adam steps and examples per step (defaults 100 and 64).
+        Adam steps and contexts per step (defaults 100 and 64).
     lr : float, optional
         Adam's learning rate (default 0.1).
 
@@ -343,7 +346,8 @@ def train_match_head(rng: np.random.Generator, embedding: np.ndarray, length: in
     Raises
     ------
     ValueError
-        If a size is not a positive integer, or ``embedding`` or ``slope`` is bad.
+        If ``task`` lacks a field, a size is not a positive integer, or
+        ``embedding`` or ``slope`` is bad.
     """
     raise NotImplementedError('train_match_head: not implemented yet (exercise 13, distance.py; run `pytest -m distance`)')
 

@@ -8,10 +8,7 @@ it picks), so a curve that was stored, or that ignores the slope, cannot pass.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -43,29 +40,16 @@ USE = ("an available context is not a used context: with ALiBi's penalty recall 
 INPUTS = ("the head's inputs: embedding rows of the symbols (keys) and of the query, plus, when positions, rows "
           "0..n-1 of sinusoidal_encoding(n + 1, d) for the keys and row n for the query (it stands after them)")
 SCORES = "the head's scores: xq @ weight @ xk[j] / sqrt(d), plus distance_penalty(n, slope)"
-TRAIN = ("training: the weight starts at zeros; each step draws latest_match_task(rng, batch_size, length, "
-         "len(embedding)), takes cross_entropy(scores, answer) (exercise 9) and its gradient, the weight's gradient "
-         "xq^T (grad_scores @ xk) / sqrt(d) summed over the batch, and one adam_step (exercise 9)")
+TRAIN = ("training: the weight starts at zeros; each step draws a batch of the task's contexts, "
+         "rng.integers(0, n_examples, size=batch_size) as exercise 9's train does, takes cross_entropy(scores, "
+         "answer) (exercise 9) and its gradient, the weight's gradient xq^T (grad_scores @ xk) / sqrt(d) summed over "
+         "the batch, and one adam_step (exercise 9)")
 ACCURACY = "accuracy: the fraction of the queries whose highest score is on the answer's position"
 LENGTH = ("beyond the training length: sinusoidal encodings give the query at a new length a position vector the "
           "head was never trained on; ALiBi's penalty depends on the distance only and means the same at every "
           f"length (Press et al. 2022) ({READ})")
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
-ROOT = Path(__file__).resolve().parent.parent
 D_HEAD, N_SYMBOLS, TRAIN_LENGTH, ALIBI_SLOPE = 16, 6, 16, 0.5
-
-
-@functools.cache
-def given():
-    """The given task module (_distance_task.py), loaded from the kit (the reference's copy when there is one)."""
-    for folder in ("solutions", "exercises"):
-        path = ROOT / folder / "_distance_task.py"
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location(f"_attention_kit_distance_task_{folder}", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-    raise FileNotFoundError("_distance_task.py is missing from the kit (solutions/ and exercises/)")
 
 
 # ---------------------------------------------------------------- the tests' own task and computations
@@ -229,8 +213,8 @@ def a_fixed_weight_on_eleven_contexts():
 
 @probe("train_match_head")
 def three_steps():
-    return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), 9, True, 0.0), \
-        {"steps": 3, "batch_size": 16}
+    return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), _match_task(1316, 40, 9, 5),
+            True, 0.0), {"steps": 3, "batch_size": 16}
 
 
 # ---------------------------------------------------------------- distance_penalty
@@ -466,8 +450,9 @@ def test_match_scores_are_the_bilinear_form_plus_the_penalty(impl):
 
 def test_train_match_head_returns_a_weight_and_one_loss_per_step(impl):
     embedding = np.random.default_rng(1362).normal(size=(5, 7))
-    out = call_or_explain(impl.train_match_head, np.random.default_rng(1363), embedding, 8, True, 0.0, steps=4,
-                          batch_size=8, what="train_match_head(rng, embedding (5, 7), 8, True, 0.0, steps=4)",
+    out = call_or_explain(impl.train_match_head, np.random.default_rng(1363), embedding, _match_task(1363, 30, 8, 5),
+                          True, 0.0, steps=4, batch_size=8,
+                          what="train_match_head(rng, embedding (5, 7), 30 contexts of 8, True, 0.0, steps=4)",
                           idea=TRAIN)
     if expect(isinstance(out, tuple) and len(out) == 2, what="train_match_head", expected="a tuple (weight, losses)",
               observed=type(out).__name__, idea=TRAIN):
@@ -486,9 +471,11 @@ def test_train_match_head_returns_a_weight_and_one_loss_per_step(impl):
 def test_train_match_head_first_step_is_adam_on_the_cross_entropy(impl):
     embedding = np.random.default_rng(1364).normal(size=(N_SYMBOLS, 10))
     for positions, slope in ((True, 0.0), (False, 0.5)):
-        weight, losses = impl.train_match_head(np.random.default_rng(1365), embedding, 12, positions, slope,
+        task = _match_task(1365, 50, 12)
+        weight, losses = impl.train_match_head(np.random.default_rng(1365), embedding, task, positions, slope,
                                                steps=1, batch_size=20, lr=0.05)
-        batch = given().latest_match_task(np.random.default_rng(1365), 20, 12, N_SYMBOLS)
+        rows = np.random.default_rng(1365).integers(0, 50, size=20)  # the first batch, as exercise 9 draws it
+        batch = {key: task[key][rows] for key in ("symbols", "query", "answer")}
         xq, xk = _match_inputs(embedding, batch, positions)
         scores = _match_scores(np.zeros((10, 10)), xq, xk, slope)
         p = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -514,8 +501,10 @@ def _loss(weight, embedding, task, positions, slope) -> float:
 def test_train_match_head_lowers_the_loss(impl):
     """Your losses are those of the batches drawn from rng, and your trained weight has a lower loss on new data."""
     embedding = np.random.default_rng(1366).normal(size=(N_SYMBOLS, D_HEAD))
-    weight, losses = impl.train_match_head(np.random.default_rng(1367), embedding, 10, False, ALIBI_SLOPE, steps=60)
-    first_batch = given().latest_match_task(np.random.default_rng(1367), 64, 10, N_SYMBOLS)
+    task = _match_task(1367, 500, 10)
+    weight, losses = impl.train_match_head(np.random.default_rng(1367), embedding, task, False, ALIBI_SLOPE, steps=60)
+    rows = np.random.default_rng(1367).integers(0, 500, size=64)
+    first_batch = {key: task[key][rows] for key in ("symbols", "query", "answer")}
     expect_close(np.asarray(float(losses[0])), _loss(np.zeros((D_HEAD, D_HEAD)), embedding, first_batch, False,
                                                       ALIBI_SLOPE), rtol=1e-9,
                  what="the first loss of train_match_head: the cross-entropy of a zero weight's scores on the first "
@@ -545,10 +534,11 @@ def test_length_accuracy_counts_the_top_scores(impl):
 def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
     """Both heads trained by your train_match_head at length 16; accuracies from this file's own scoring."""
     embedding = np.random.default_rng(1369).normal(size=(N_SYMBOLS, D_HEAD))
+    train_set = _match_task(1369, 1024, TRAIN_LENGTH)
     heads = {"sinusoidal": (True, 0.0), "ALiBi": (False, ALIBI_SLOPE)}
     accuracy = {}
     for name, (positions, slope) in heads.items():
-        weight, _ = impl.train_match_head(np.random.default_rng(1370), embedding, TRAIN_LENGTH, positions, slope)
+        weight, _ = impl.train_match_head(np.random.default_rng(1370), embedding, train_set, positions, slope)
         if not expect_shape(weight, (D_HEAD, D_HEAD), what=f"the weight of the {name} head", idea=TRAIN):
             return
         accuracy[name] = [_accuracy(weight, embedding, _match_task(1371 + k, 300, k * TRAIN_LENGTH), positions, slope)

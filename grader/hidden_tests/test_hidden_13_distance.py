@@ -117,9 +117,10 @@ def test_accuracy_at_a_length_of_300(impl):
                      idea=ACCURACY)
 
 
-def test_training_rejects_a_bad_length(impl):
+def test_training_rejects_a_task_without_answers(impl):
     embedding = np.random.default_rng(1367).normal(size=(4, 6))
-    expect_raises_value_error(lambda: impl.train_match_head(np.random.default_rng(0), embedding, 0, True, 0.0),
-                              argument="length", what="train_match_head with length 0", idea=CHECKS)
+    task = {"symbols": np.zeros((3, 5), dtype=int), "query": np.zeros(3, dtype=int)}
+    expect_raises_value_error(lambda: impl.train_match_head(np.random.default_rng(0), embedding, task, True, 0.0),
+                              argument="task", what="train_match_head with a task that has no answer", idea=CHECKS)
     expect_raises_value_error(lambda: impl.match_scores(np.eye(5), np.ones((2, 6)), np.ones((2, 3, 6)), 0.1),
                               argument="weight", what="match_scores with a (5, 5) weight for d = 6", idea=CHECKS)

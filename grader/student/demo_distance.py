@@ -8,7 +8,8 @@ Two measurements of exercise 13, made with your code:
   penalty (slope 0.3) and without it (slope 0), and your
   ``critical_distance(4, 0.3)`` marked on the curve;
 * beyond the training length: two heads trained by your
-  ``train_match_head`` at length 16 on the given latest-match task, one
+  ``train_match_head`` on 1024 contexts of the given latest-match task at
+  length 16, one
   with sinusoidal encodings, one with ALiBi's penalty (slope 0.5), and
   their ``length_accuracy`` at lengths from 8 to 64.
 
@@ -31,7 +32,7 @@ from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
 SEED = 42
 N_PAIRS, D_K, MARGIN, NOISE, REPEATS, SLOPE = 40, 48, 4.0, 0.3, 10, 0.3
-N_SYMBOLS, D_HEAD, TRAIN_LENGTH, ALIBI_SLOPE, N_EVAL = 6, 16, 16, 0.5, 300
+N_SYMBOLS, D_HEAD, TRAIN_LENGTH, ALIBI_SLOPE, N_TRAIN, N_EVAL = 6, 16, 16, 0.5, 1024, 300
 LENGTHS = (8, 12, 16, 24, 32, 48, 64)
 DEFAULT_OUT = "attention-distance.png"
 NEEDS = ("distance",)  # and what it builds on
@@ -76,9 +77,10 @@ def compute(impl: Path, *, source: str = "your code") -> DistanceResult:
     margin = float(np.mean(distance.score_margin(task["queries"], task["keys"], task["answer"])))
     rng = np.random.default_rng(SEED)
     embedding = rng.normal(size=(N_SYMBOLS, D_HEAD))
+    train_set = tasks.latest_match_task(rng, N_TRAIN, TRAIN_LENGTH, N_SYMBOLS)
     accuracy = {}
     for name, positions, slope in (("sinusoidal", True, 0.0), ("ALiBi", False, ALIBI_SLOPE)):
-        weight, _ = distance.train_match_head(rng, embedding, TRAIN_LENGTH, positions, slope)
+        weight, _ = distance.train_match_head(rng, embedding, train_set, positions, slope)
         accuracy[name] = [float(distance.length_accuracy(weight, embedding, tasks.latest_match_task(
             rng, N_EVAL, length, N_SYMBOLS), positions, slope)) for length in LENGTHS]
     return DistanceResult(np.asarray(distances), np.asarray(recall_penalty, dtype=float),

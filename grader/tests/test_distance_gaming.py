@@ -30,7 +30,7 @@ FORMULA = 'return distances, (distances < critical_distance(task["margin"], slop
 # train_match_head that builds its weight by hand (match the contents, prefer nothing by position) and invents
 # falling losses: no batch drawn, no gradient, no Adam.
 HAND_BUILT = '''
-def train_match_head(rng, embedding, length, positions, slope, steps=100, batch_size=64, lr=0.1):
+def train_match_head(rng, embedding, task, positions, slope, steps=100, batch_size=64, lr=0.1):
     embedding = np.asarray(embedding, dtype=float)
     {body}
 '''
