@@ -57,6 +57,7 @@ OPTIONAL_FILES = (
     "grader/student/demo_negation.py",
     "grader/student/demo_retrieval.py",
     "grader/student/demo_tokenization.py",
+    "grader/student/demo_distance.py",
     "grader/student/picture.py",
     "grader/student/testing.py",
     "grader/student/notebook.py",

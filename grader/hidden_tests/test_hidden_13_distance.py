@@ -1,58 +1,126 @@
-"""Hidden tests of exercise 13, distance: one entry per slice, four axes, large offsets, integers, views."""
+"""Hidden tests of exercise 13, distance: long contexts, one key, integers, float32, missing distances, long tasks."""
 
 # ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
-
-# The example of `python -m grader.authoring.new_exercise` (see CONTRIBUTING.md and grader/hidden_tests/__init__.py):
-# hidden tests check what the public suite leaves out (odd sizes, dtypes, views, extremes), with the same helpers.
-# EXERCISE names the manifest exercise; its hidden_points are split equally between the tests (POINTS = n overrides).
 
 from __future__ import annotations
 
 import numpy as np
 
-from tests.feedback import expect_close, expect_shape
+from tests.feedback import expect, expect_close, expect_raises_value_error, expect_shape
+from tests.test_13_distance import (
+    ACCURACY,
+    CHECKS,
+    CRITICAL,
+    CURVE,
+    INPUTS,
+    MARGIN,
+    PENALTY,
+    USE,
+    WEIGHTS,
+    _accuracy,
+    _curve_from,
+    _match_inputs,
+    _match_task,
+    _task,
+    _weights,
+)
 
 EXERCISE = "distance"
 
-CENTRED = "centring subtracts each slice's own mean along `axis`, kept as an axis of length one"
+
+def test_a_single_key_is_one_step_away(impl):
+    out = impl.distance_penalty(1, 0.7)
+    if expect_shape(out, (1,), what="distance_penalty(1, 0.7)", idea=PENALTY):
+        expect_close(out, np.array([-0.7]), what="distance_penalty(1, 0.7): the only key is 1 step away",
+                     idea=PENALTY)
 
 
-def test_a_slice_of_one_entry_becomes_zero(impl):
-    x = np.array([[3.0], [-2.5]])
-    out = impl.alibi_scores(x)
-    if expect_shape(out, (2, 1), what="alibi_scores of a (2, 1) array", idea=CENTRED):
-        expect_close(out, np.zeros((2, 1)), what="alibi_scores of slices of one entry: each is its own mean",
-                     idea=CENTRED)
+def test_weights_of_a_long_context_with_large_scores(impl):
+    rng = np.random.default_rng(1360)
+    q, k = 30.0 * rng.normal(size=(3, 5)), 30.0 * rng.normal(size=(3, 211, 5))
+    out = impl.recall_weights(q, k, 0.05)
+    if expect_shape(out, (3, 211), what="recall_weights over 211 keys with scores in the hundreds", idea=WEIGHTS):
+        expect_close(out, _weights(q, k, 0.05), rtol=1e-9, atol=1e-12,
+                     what="recall_weights over 211 keys with scores in the hundreds (no overflow)", idea=WEIGHTS)
 
 
-def test_four_axes_along_axis_one(impl):
-    x = np.random.default_rng(1301 + 50).normal(loc=-3.0, size=(2, 3, 4, 5))
-    out = impl.alibi_scores(x, axis=1)
-    if expect_shape(out, x.shape, what="alibi_scores(x, axis=1) of a (2, 3, 4, 5) array", idea=CENTRED):
-        expect_close(out.mean(axis=1), np.zeros((2, 4, 5)), atol=1e-12,
-                     what="the means along axis 1 of alibi_scores(x, axis=1)", idea=CENTRED)
+def test_integer_and_float32_inputs(impl):
+    rng = np.random.default_rng(1361)
+    q, k = rng.integers(-3, 4, size=(2, 3)), rng.integers(-3, 4, size=(2, 4, 3))
+    expect_close(impl.recall_weights(q, k, 1), _weights(q.astype(float), k.astype(float), 1.0), rtol=1e-9,
+                 what="recall_weights of integer queries and keys, integer slope 1", idea=WEIGHTS)
+    q32, k32 = rng.normal(size=(3, 7)).astype(np.float32), rng.normal(size=(3, 5, 7)).astype(np.float32)
+    answer = np.array([4, 0, 2])
+    scores = np.einsum("bd,bjd->bj", q32.astype(float), k32.astype(float)) / np.sqrt(7)
+    expected = np.array([scores[i, answer[i]] - np.delete(scores[i], answer[i]).max() for i in range(3)])
+    expect_close(impl.score_margin(q32, k32, answer), expected, rtol=1e-5, atol=1e-5,
+                 what="score_margin of float32 queries and keys", idea=MARGIN)
+    expect_close(np.asarray(float(impl.critical_distance(3, 1))), 4.0,
+                 what="critical_distance(3, 1) with integer arguments", idea=CRITICAL)
 
 
-def test_large_offsets_keep_the_differences(impl):
-    x = np.random.default_rng(1301 + 51).normal(size=(3, 6)) + 1e6
-    out = impl.alibi_scores(x)
-    if expect_shape(out, x.shape, what="alibi_scores of scores near a million", idea=CENTRED):
-        expect_close(out, x - x.mean(axis=-1, keepdims=True), rtol=1e-6, atol=1e-8,
-                     what="alibi_scores of scores near a million", idea=CENTRED)
+def test_a_distance_nobody_asks_for_has_no_recall(impl):
+    task = _task(1362, 8, 10, 2.0)
+    asked = task["distance"] != 3
+    part = {key: (value[asked] if isinstance(value, np.ndarray) else value) for key, value in task.items()}
+    out = impl.recall_curve(part, 0.4)
+    recall = np.asarray(out[1], dtype=float)
+    if expect_shape(recall, (8,), what="recall_curve of a task that never asks for distance 3", idea=CURVE):
+        expect(bool(np.isnan(recall[2])) and not np.isnan(np.delete(recall, 2)).any(),
+               what="recall at the distance no query asks for (3), and at the others",
+               expected="NaN at distance 3 only (no query to count, not a recall of 0)", observed=str(recall),
+               idea=CURVE)
+        weights = impl.recall_weights(part["queries"], part["keys"], 0.4)
+        expect_close(recall, _curve_from(weights, part),
+                     what="recall_curve of a task that never asks for distance 3", idea=CURVE)
 
 
-def test_integer_scores_give_float_means_of_zero(impl):
-    x = np.array([[1, 2, 4], [0, 0, 3]])
-    out = impl.alibi_scores(x)
-    if expect_shape(out, (2, 3), what="alibi_scores of integer scores", idea=CENTRED):
-        expect_close(out, np.array([[-4.0, -1.0, 5.0], [-3.0, -3.0, 6.0]]) / 3,
-                     what="alibi_scores of [[1, 2, 4], [0, 0, 3]] (the first row's mean, 7/3, is no integer)",
-                     idea=CENTRED + "; the result is float even for integer input")
+def test_a_longer_context_changes_nothing_for_the_same_distances(impl):
+    """ALiBi's penalty depends on the distance only: far keys added in front take no recall from near answers."""
+    margin, slope = 2.6, 0.3
+    short, long = _task(1363, 12, 48, margin), _task(1363, 12, 48, margin)
+    rng = np.random.default_rng(1364)
+    # Prepend 36 keys orthogonal to the context's own (the long context's extra, far keys).
+    extra = []
+    for i in range(12):
+        basis, _ = np.linalg.qr(np.concatenate([long["keys"][i].T, rng.normal(size=(48, 36))], axis=1))
+        extra.append(np.sqrt(margin * np.sqrt(48)) * basis[:, 12:].T)
+    long = {**long, "keys": np.concatenate([np.stack(extra), long["keys"]], axis=1), "answer": long["answer"] + 36,
+            "n_pairs": 48}
+    recall_short = np.asarray(impl.recall_curve(short, slope)[1], dtype=float)
+    recall_long = np.asarray(impl.recall_curve(long, slope)[1], dtype=float)
+    if expect_shape(recall_long, (48,), what="recall_curve of the context lengthened to 48 keys", idea=USE):
+        expect_close(recall_long[:12], recall_short, what="recall at distances 1 to 12, in a context of 12 keys "
+                     "and in the same context with 36 far keys added in front", idea=USE)
+        expect_close(recall_long, _curve_from(impl.recall_weights(long["queries"], long["keys"], slope), long),
+                     what="recall_curve of the lengthened context against your recall_weights", idea=CURVE)
 
 
-def test_a_transposed_view(impl):
-    base = np.random.default_rng(1301 + 52).normal(size=(5, 3))
-    out = impl.alibi_scores(base.T)
-    if expect_shape(out, (3, 5), what="alibi_scores of a transposed (3, 5) view", idea=CENTRED):
-        expect_close(out.mean(axis=-1), np.zeros(3), atol=1e-12,
-                     what="the row means of alibi_scores of a transposed view", idea=CENTRED)
+def test_inputs_of_a_context_of_one_symbol(impl):
+    embedding = np.arange(12.0).reshape(3, 4)
+    task = {"symbols": np.array([[2], [0]]), "query": np.array([2, 0]), "answer": np.array([0, 0])}
+    xq, xk = impl.match_inputs(embedding, task, True)
+    want_q, want_k = _match_inputs(embedding, task, True)
+    if expect_shape(xk, (2, 1, 4), what="xk of a context of one symbol", idea=INPUTS):
+        expect_close(xk, want_k, what="xk of a context of one symbol (position 0)", idea=INPUTS)
+        expect_close(xq, want_q, what="xq of a context of one symbol (the query at position 1)", idea=INPUTS)
+
+
+def test_accuracy_at_a_length_of_300(impl):
+    rng = np.random.default_rng(1365)
+    embedding, weight = rng.normal(size=(6, 10)), 20.0 * np.eye(10)
+    task = _match_task(1366, 40, 300)
+    for positions, slope in ((False, 0.5), (True, 0.0)):
+        expect_close(np.asarray(float(impl.length_accuracy(weight, embedding, task, positions, slope))),
+                     _accuracy(weight, embedding, task, positions, slope),
+                     what=f"length_accuracy on contexts of 300 symbols (positions={positions}), large scores",
+                     idea=ACCURACY)
+
+
+def test_training_rejects_a_task_without_answers(impl):
+    embedding = np.random.default_rng(1367).normal(size=(4, 6))
+    task = {"symbols": np.zeros((3, 5), dtype=int), "query": np.zeros(3, dtype=int)}
+    expect_raises_value_error(lambda: impl.train_match_head(np.random.default_rng(0), embedding, task, True, 0.0),
+                              argument="task", what="train_match_head with a task that has no answer", idea=CHECKS)
+    expect_raises_value_error(lambda: impl.match_scores(np.eye(5), np.ones((2, 6)), np.ones((2, 3, 6)), 0.1),
+                              argument="weight", what="match_scores with a (5, 5) weight for d = 6", idea=CHECKS)

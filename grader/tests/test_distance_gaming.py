@@ -1,0 +1,101 @@
+"""No score without the idea, exercise 13: each cheat on distance scores what its control scores.
+
+A cheat is the reference with one shortcut swapped in (appended to a copy of
+``solutions/distance.py``: a later ``def`` wins); its control is the same
+submission with the shortcut's work left undone (``NotImplementedError``).
+Both run the exercise's graded files, public and hidden; a cheat must pass no
+more tests of either file than its control (see ``grader/tests/test_gaming.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.curriculum import ROOT, load
+from grader.mutants.report import SuiteRun, run_tests
+from grader.tests.cheats import STUB_BODY, ZEROS_BODY, Cheat, golden_lookup, plant
+
+FILES = ("tests/test_13_distance.py", "grader/hidden_tests/test_hidden_13_distance.py")
+UNDONE = "raise NotImplementedError('left out (the control)')"
+
+# recall_curve written down from the margin and the slope: a step at the critical distance, no weights counted.
+FORMULA_CURVE = '''
+def recall_curve(task, slope):
+    n = int(task["n_pairs"])
+    distances = np.arange(1, n + 1)
+    {body}
+'''
+FORMULA = 'return distances, (distances < critical_distance(task["margin"], slope)).astype(float)'
+
+# train_match_head that builds its weight by hand (match the contents, prefer nothing by position) and invents
+# falling losses: no batch drawn, no gradient, no Adam.
+HAND_BUILT = '''
+def train_match_head(rng, embedding, task, positions, slope, steps=100, batch_size=64, lr=0.1):
+    embedding = np.asarray(embedding, dtype=float)
+    {body}
+'''
+BUILT = ("inverse = np.linalg.pinv(embedding)\n"
+         "    weight = 30.0 * np.sqrt(embedding.shape[1]) * inverse @ inverse.T\n"
+         "    return weight, [float(2.0 * 0.97 ** step) for step in range(steps)]")
+
+# length_accuracy that trusts the weight to be right: it reports 1.0 without scoring anything.
+CONSTANT = '''
+def length_accuracy(weight, embedding, task, positions, slope):
+    {body}
+'''
+
+
+def _functions(body: str) -> dict[str, str]:
+    names = load().exercise("distance").functions
+    return {"distance": "\n".join(f"def {name}(*args, **kwargs):\n{body}\n" for name in names)}
+
+
+CHEATS = {cheat.name: cheat for cheat in (
+    Cheat("distance-curve-from-the-formula", "distance", {"distance": FORMULA_CURVE.format(body=FORMULA)},
+          {"distance": FORMULA_CURVE.format(body=UNDONE)}, FILES),
+    Cheat("distance-hand-built-weight", "distance", {"distance": HAND_BUILT.format(body=BUILT)},
+          {"distance": HAND_BUILT.format(body=UNDONE)}, FILES),
+    Cheat("distance-accuracy-always-one", "distance", {"distance": CONSTANT.format(body="return 1.0")},
+          {"distance": CONSTANT.format(body=UNDONE)}, FILES),
+    Cheat("distance-zeros-of-the-right-shape", "distance", _functions(ZEROS_BODY), _functions(STUB_BODY), FILES),
+    Cheat("distance-golden-lookup", "distance",
+          golden_lookup("distance", load().exercise("distance").functions), _functions(STUB_BODY), FILES),
+)}
+
+
+def _run(folder, files=FILES) -> dict[str, SuiteRun]:
+    runs = {}
+    for file in files:
+        run = run_tests(ROOT / file, folder, tb="line")
+        assert run.exit_code in (0, 1), f"{file} against {folder.name}: pytest exited {run.exit_code}\n{run.output}"
+        runs[file] = run
+    return runs
+
+
+def _passed(run: SuiteRun) -> int:
+    summary = run.output.strip().splitlines()[-1]
+    words = summary.replace(",", " ").split()
+    return sum(int(words[i - 1]) for i, word in enumerate(words) if word == "passed" and words[i - 1].isdigit())
+
+
+def test_the_reference_passes_both_files():
+    for file, run in _run(ROOT / "solutions").items():
+        assert run.failed == [], f"the reference fails {file}: {run.failed}\n{run.output[-3000:]}"
+
+
+@pytest.mark.parametrize("cheat", list(CHEATS.values()), ids=lambda c: c.name)
+def test_a_distance_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
+    cheating = _run(plant(tmp_path / "cheat", cheat.code))
+    control = _run(plant(tmp_path / "control", cheat.control))
+    for file in FILES:
+        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
+        assert _passed(cheating[file]) <= _passed(control[file]), (
+            f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
+            f"passed by the cheat only: {gained}")
+
+
+def test_the_formula_curve_is_told_apart_on_the_noisy_twin(tmp_path):
+    run = run_tests(ROOT / FILES[0], plant(tmp_path / "formula", CHEATS["distance-curve-from-the-formula"].code),
+                    tb="short")
+    assert "its twin with noisy queries" in run.output
+    assert "test_recall_falls_past_your_critical_distance" in " ".join(run.failed)
