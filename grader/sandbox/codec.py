@@ -7,7 +7,7 @@ callbacks); the worker, in the sandbox, imports the copy placed next to
 standard library, numpy and :mod:`grader.sandbox.frames`, so that it can.
 
 Values travel as plain data only (see :func:`encode`): None, numbers,
-strings, lists, tuples, dicts, numeric and bool arrays (carried by the frame,
+strings, bytes, lists, tuples, dicts, numeric and bool arrays (carried by the frame,
 by index), random generators (as their state) and the functions of
 :data:`PLAIN_FUNCTIONS`. A reply sends back only the arguments a call changed
 (see :func:`encode_after`); exceptions cross as their type, builtin bases,
@@ -85,7 +85,8 @@ def _encode_key(key: Any, arrays: list) -> Any:
 def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     """Turn ``value`` into JSON-able data, appending its arrays to ``arrays``.
 
-    Allowed: None, bool, int, float, str, lists/tuples/dicts of those, plain
+    Allowed: None, bool, int, float, str, bytes (as hex text: exercise 15's
+    pieces of text), lists/tuples/dicts of those, plain
     numeric or bool numpy arrays and scalars, ``numpy.random.Generator``
     (sent as its bit generator's state) and the functions of
     :data:`PLAIN_FUNCTIONS` (sent as their kind and coefficients). Anything
@@ -118,6 +119,8 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
         return float(value)  # JSON as Python writes it keeps every bit, nan and inf included
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, bytes):
+        return {"$": "bytes", "v": bytes(value).hex()}
     if isinstance(value, np.ndarray):
         array = np.asarray(value)  # a subclass arrives as a plain ndarray
         check_dtype(array.dtype)
@@ -283,6 +286,8 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
             return dtype if tag == "dtype" else dtype.type
         if tag == "python_type":
             return PYTHON_TYPES[data["v"]]
+        if tag == "bytes" and isinstance(data.get("v"), str):
+            return bytes.fromhex(data["v"])
         if tag == "function":
             params = decode(data["v"], arrays)
             if not isinstance(params, dict) or not all(isinstance(key, str) for key in params):

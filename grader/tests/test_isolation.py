@@ -305,6 +305,16 @@ def test_frames_whose_sizes_do_not_add_up_are_rejected(description, body, messag
         frames.unpack(_frame([description], body))
 
 
+def test_bytes_cross_as_bytes():
+    # Exercise 15's pieces of text are bytes (a UTF-8 character may be split between two tokens).
+    for value in (b"", b"ab\x00\xff", [b"na", "\u00ef".encode()[:1], b"ve"], (b"x", 1)):
+        arrays: list = []
+        back = codec.decode(codec.encode(value, arrays), arrays)
+        assert back == value and type(back) is type(value)
+    with pytest.raises(ValueError, match="malformed"):
+        codec.decode({"$": "bytes", "v": 7}, [])
+
+
 def test_refused_values_are_not_sent():
     for value in (np.array([object()]), np.array(["text"]), np.zeros(2, dtype=[("a", "f8")]),
                   np.array(["2024-01-01"], dtype="datetime64[D]"), {1, 2}, object()):
