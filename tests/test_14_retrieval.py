@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.effort import once
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -386,8 +387,32 @@ def _blame(impl, data: dict, k: int, sharpness: float) -> str:
     return "your own functions agree with the test's: the mistake is in evaluate, between them"
 
 
+def _reads_with_its_sharpness(impl) -> bool:
+    """Whether evaluate's answers follow its sharpness (asked once per session).
+
+    On collection() at k = 5, a reader of sharpness 0.5 answers about a third of the questions otherwise than one
+    of sharpness 10.
+    """
+    def run():
+        data = collection()
+        try:
+            soft = impl.evaluate(data, 5, sharpness=0.5)
+        except Exception:  # noqa: BLE001 - the test's own call of evaluate says what went wrong
+            return True
+        mine = own_pipeline(data, 5)
+        own = own_context(data["questions"], mine["facts"], len(data["vocab"]), 0.5)
+        return bool(acceptable(soft.get("answer") if isinstance(soft, dict) else None, own).all())
+
+    return once(impl, "evaluate", "sharpness", run)
+
+
 def checked_evaluation(impl, data: dict, k: int, sharpness: float = 10.0) -> dict | None:
     """Run the student's evaluate and compare it with this file's pipeline; the result, or None if it differs."""
+    if not expect(_reads_with_its_sharpness(impl), what="first, evaluate(collection(), 5, sharpness=0.5): its "
+                  "answers against this file's soft reader", expected="the same answers (a third of them differ "
+                  "from a sharp reader's)", observed="other answers", idea=PIPELINE + "; read with the sharpness "
+                  "evaluate is given"):
+        return None
     label = (f"evaluate(collection, k={k}, sharpness={sharpness}) on a collection drawn by the test (a seed and "
              "sizes of its own)")
     result = call_or_explain(impl.evaluate, data, k, sharpness=sharpness, what=label, idea=PIPELINE)
@@ -430,8 +455,10 @@ def checked_evaluation(impl, data: dict, k: int, sharpness: float = 10.0) -> dic
 
 def test_evaluate_is_the_pipeline(impl):
     data = collection()
-    if checked_evaluation(impl, data, 2) is not None:
-        checked_evaluation(impl, data, 5)
+    if checked_evaluation(impl, data, 2) is not None and checked_evaluation(impl, data, 5) is not None:
+        # A soft reader (sharpness 0.5) answers about a third of these questions otherwise than a sharp one:
+        # evaluate must read with the sharpness it is given.
+        checked_evaluation(impl, data, 5, sharpness=0.5)
 
 
 def test_evaluate_follows_k(impl):
