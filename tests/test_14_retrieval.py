@@ -103,7 +103,7 @@ def own_context(question, facts, n_words: int, sharpness: float) -> np.ndarray:
 
 def acceptable(answer, context, atol: float = 1e-9) -> np.ndarray:
     """Per question, whether the answer is a word with the largest weight (on equal weights any of them)."""
-    answer = np.asarray(answer)
+    answer = np.asanyarray(answer)
     if answer.shape != context.shape[:1] or not np.issubdtype(answer.dtype, np.integer) or (
             answer.size and (answer.min() < 0 or answer.max() >= context.shape[1])):
         return np.zeros(len(context), dtype=bool)
