@@ -43,7 +43,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -500,6 +500,28 @@ def command(the_plan: Plan, scratch: Path, requests_fd: int, replies_fd: int,
         arguments += ["--uid", str(uid if uid is not None else the_plan.drop_to), "--gid", str(UNPRIVILEGED_GID)]
     # -u: what student code prints reaches "Output of your code" even when the worker is killed mid-call.
     return [*prefix, executable, "-I", "-S", "-B", "-u", worker, *arguments], cwd
+
+
+@contextlib.contextmanager
+def options_in_a_file(cmd: list[str]) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """``cmd`` with bubblewrap's own options read from a file (``--args FD``), and the fds to pass to it.
+
+    Inside the sandbox, process 1 is bubblewrap: its command line (``/proc/1/cmdline``) would otherwise show
+    every bind and every hidden folder of the grading machine (where the kit, the reference and the hidden tests
+    are) to student code. A command that is not bubblewrap's is given back as it is. The file is closed on exit.
+    """
+    executable = interpreter_paths()[0]
+    start = next((i for i in range(1, len(cmd)) if cmd[i] == executable and cmd[i + 1:i + 3] == ["-I", "-S"]), None)
+    if not cmd or os.path.basename(cmd[0]) != "bwrap" or start is None or not hasattr(os, "memfd_create"):
+        yield cmd, ()
+        return
+    fd = os.memfd_create("bwrap-options", 0)  # not inherited unless passed
+    try:
+        os.write(fd, b"".join(os.fsencode(option) + b"\0" for option in cmd[1:start]))
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield [cmd[0], "--args", str(fd), *cmd[start:]], (fd,)
+    finally:
+        os.close(fd)
 
 
 def _module_binds(folder: Path) -> list[str]:

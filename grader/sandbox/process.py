@@ -237,13 +237,14 @@ class WorkerProcess:
     def _start(self, requests_read: int, replies_write: int, output_write: int, niceness: int) -> subprocess.Popen:
         """A worker started on its own (its own sandbox, if any)."""
         cmd, cwd = confine.command(self.plan, self.scratch, requests_read, replies_write, uid=self.uid)
-        return subprocess.Popen(
-            cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
-            stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write),
-            # A submission that already ran out of time gets the CPU only when honest ones do not need it.
-            preexec_fn=confine.limiter(self.limits, niceness=niceness),
-            start_new_session=True,
-        )
+        with confine.options_in_a_file(cmd) as (cmd, option_fds):
+            return subprocess.Popen(
+                cmd, cwd=cwd, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
+                stdout=output_write, stderr=output_write, pass_fds=(requests_read, replies_write, *option_fds),
+                # A submission that already ran out of time gets the CPU only when honest ones do not need it.
+                preexec_fn=confine.limiter(self.limits, niceness=niceness),
+                start_new_session=True,
+            )
 
     def alive(self) -> bool:
         """Whether the worker runs and its scratch folder is there."""

@@ -84,10 +84,11 @@ class ForkServer:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 command = confine.server_command(plan, self.folder, theirs.fileno())
-                self.process = subprocess.Popen(
-                    command, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),),
-                    start_new_session=True)
+                with confine.options_in_a_file(command) as (command, option_fds):
+                    self.process = subprocess.Popen(
+                        command, env=confine.worker_environment(), stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(theirs.fileno(), *option_fds),
+                        start_new_session=True)
             finally:
                 theirs.close()
             self._socket = ours

@@ -639,6 +639,11 @@ def test_student_cannot_read_the_kit_or_other_submissions(isolated, tmp_path):
     assert not {ROOT.name, tmp_path.parts[2], other.name} & set(listing), listing
     with pytest.raises(OSError):
         impl.function("masks", "causal_mask")(2)
+    # Process 1 of the sandbox is bubblewrap: its command line must not list the binds and the hidden folders
+    # (where the kit, the reference and the hidden tests are on the grading machine).
+    command_line = read("/proc/1/cmdline")
+    assert "--args" in command_line or "bwrap" not in command_line, command_line
+    assert str(ROOT) not in command_line and "--ro-bind" not in command_line and "--tmpfs" not in command_line
 
 
 # ---------------------------------------------------------------- fair grading
