@@ -10,7 +10,8 @@ refusals); student code is only read as text, never imported or run. For each
 exercise of the course, every pair of students' modules is compared with
 copydetect (winnowed fingerprints of the tokenized code: names, comments and
 layout do not count), the stub (``exercises/<module>``) and the reference
-(``solutions/<module>``) given as boilerplate, so that the code every student
+(``solutions/<module>``, with the exercise's graded test file, whose own
+implementations students can read) given as boilerplate, so that the code every student
 starts from, or would write the reference's way, does not make two students
 alike. A class that copied a leaked reference would then look unlike each
 other: a second table lists the submissions closest to the reference itself
@@ -501,6 +502,9 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
         for exercise in chosen:
             stub = module_text(ROOT / "exercises" / exercise.module_file) or ""
             reference = module_text((reference_dir() or ROOT / "solutions") / exercise.module_file) or ""
+            # The graded tests hold their own implementations (to compute what they expect): a module pasted
+            # from them is as close to the kit's code as one copied from the reference, so it counts as such.
+            reference += "\n\n" + (module_text(ROOT / exercise.test_file) or "")
             results.append(compare_exercise(exercise.name, texts[exercise.name], stub, reference, work / "compare",
                                             threshold, html_reports, top))
         out.mkdir(parents=True, exist_ok=True)

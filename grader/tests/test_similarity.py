@@ -319,3 +319,33 @@ def test_without_copydetect_one_line_names_the_extra(batch: Path, tmp_path: Path
         "error: the similarity report needs copydetect, which is not installed: "
         "pip install 'attention-kit[similarity]'"]
     assert not (tmp_path / "out").exists()
+
+
+@needs_copydetect
+def test_a_module_pasted_from_the_graded_tests_is_close_to_the_kit(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # The graded tests compute what they expect with implementations of their own, which students can read: a
+    # module pasted from them is listed as close to the kit's code, as one copied from the reference would be.
+    import ast
+
+    source = (ROOT / "tests" / "test_15_tokenization.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    helpers = "\n\n".join(ast.get_source_segment(source, node) for node in tree.body
+                          if isinstance(node, ast.FunctionDef) and node.name in ("own_train", "own_encode"))
+    stub = (ROOT / "exercises" / "tokenization.py").read_text(encoding="utf-8")
+    subs = tmp_path / "subs"
+    own = ("def train_bpe(text, n_merges):\n    ids = list(text.encode())\n    merges = []\n"
+           "    for step in range(n_merges):\n        counts = {}\n        for pair in zip(ids, ids[1:]):\n"
+           "            counts[pair] = counts.get(pair, 0) + 1\n        if not counts:\n            break\n"
+           "        best = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))\n        merges.append(best)\n"
+           "    return merges\n")
+    for student, text in (("paster", stub + "\n\n" + helpers.replace("own_train", "train_bpe")),
+                          ("writer", stub + "\n\n" + own), ("other", stub + "\n\n" + own.replace("step", "i"))):
+        (subs / student).mkdir(parents=True)
+        (subs / student / "tokenization.py").write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    status = cli.main(["similarity", str(subs), "--out", str(out), "--exercise", "tokenization", "--part", "all"])
+    assert status == 0, capsys.readouterr().out
+    closest = [row for row in rows(out / "similarity.csv") if row["table"] == "reference"]
+    assert closest and closest[0]["student"] == "paster", closest
+    assert float(closest[0]["score"]) >= 0.5, closest
