@@ -54,6 +54,7 @@ OPTIONAL_FILES = (
     "grader/student/watch.py",
     "grader/student/demo.py",
     "grader/student/demo_explain.py",
+    "grader/student/measured_demo.py",
     "grader/student/demo_negation.py",
     "grader/student/demo_retrieval.py",
     "grader/student/demo_tokenization.py",

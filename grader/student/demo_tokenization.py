@@ -28,9 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.curriculum import ROOT
-from grader.curriculum import load as load_curriculum
-from grader.student.picture import picture_target
-from grader.student.status import DONE, display_path, resolve_impl, run_suite
+from grader.student.measured_demo import Measurement, run_measurement
 
 SEED = 1500
 N_TRAIN = 40
@@ -231,49 +229,13 @@ def plot(result: TokenizationResult, out: Path) -> None:
     plt.close(figure)
 
 
-def missing_exercises(impl: Path) -> list[str]:
-    """Lines naming the exercises the demo needs that do not pass yet (empty when all pass)."""
-    curriculum = load_curriculum()
-    absent = [name for name in NEEDS if name not in curriculum.names]
-    if absent:
-        return [f"  this copy of the kit has no exercise {', '.join(absent)}"]
-    needed = tuple(dict.fromkeys([d for name in NEEDS for d in curriculum.dependencies(name)] + list(NEEDS)))
-    suite = run_suite(impl, needed)
-    return [f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
-            f"  ({display_path(impl / item.exercise.module_file)})"
-            for item in (suite[name] for name in needed) if item.state != DONE]
+MEASUREMENT = Measurement(
+    command="demo --measure tokenization", needs=NEEDS,
+    uses="runs your byte-pair encoding and your attention of exercise 3",
+    compute=lambda impl, source: compute(impl, source=source), summary_lines=summary_lines, plot=plot,
+    default_out=DEFAULT_OUT, caption=CAPTION)
 
 
 def run(args: argparse.Namespace) -> int:
     """``attention-kit demo --measure tokenization``."""
-    reference = getattr(args, "reference", False)
-    try:
-        impl = resolve_impl(ROOT / "solutions" if reference else args.impl)
-    except ValueError as error:
-        print(f"attention-kit demo: {error}", file=sys.stderr)
-        return 2
-    if not reference:
-        try:
-            missing = missing_exercises(impl)
-        except RuntimeError as error:
-            print(f"attention-kit demo: {error}", file=sys.stderr)
-            return 2
-        if missing:
-            print("demo --measure tokenization runs your byte-pair encoding and your attention of exercise 3. "
-                  "Finish these first:")
-            print("\n".join(missing))
-            print("See where you are with `attention-kit status`.")
-            return 1
-    try:
-        result = compute(impl, source="reference solution" if reference else "your code")
-    except Exception as error:  # the student's code passed its tests but failed here
-        print(f"attention-kit demo --measure tokenization failed: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
-    print("\n".join(summary_lines(result)))
-    out, status = picture_target(args.out if args.out != "attention-demo.png" else DEFAULT_OUT, "picture")
-    if out is None:
-        return status
-    plot(result, out)
-    print(f"picture: {display_path(out.resolve())}")
-    print(textwrap.fill(CAPTION, width=100))
-    return 0
+    return run_measurement(args, MEASUREMENT)
