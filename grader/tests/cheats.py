@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.curriculum import ROOT
+from grader.mutants.report import SuiteRun, run_tests
 
 SOLUTIONS = ROOT / "solutions"
 
@@ -313,3 +314,32 @@ def _more() -> list[Cheat]:
 
 
 CHEATS.update({cheat.name: cheat for cheat in _more()})
+
+
+def run_files(folder: Path, files: tuple[str, ...]) -> dict[str, SuiteRun]:
+    """Each of the graded ``files`` run against the implementation in ``folder`` (as a student's run)."""
+    runs = {}
+    for file in files:
+        run = run_tests(ROOT / file, folder, tb="line")
+        assert run.exit_code in (0, 1), f"{file} against {folder.name}: pytest exited {run.exit_code}\n{run.output}"
+        runs[file] = run
+    return runs
+
+
+def passed(run: SuiteRun) -> int:
+    """How many tests of the file passed (from pytest's summary line)."""
+    summary = run.output.strip().splitlines()[-1]
+    words = summary.replace(",", " ").split()
+    return sum(int(words[i - 1]) for i, word in enumerate(words) if word == "passed" and words[i - 1].isdigit())
+
+
+def assert_no_more_than_its_control(cheat: Cheat, folder: Path, files: tuple[str, ...] | None = None) -> None:
+    """Plant ``cheat`` and its control under ``folder``; fail if the cheat passes more tests of any file."""
+    files = tuple(files if files is not None else cheat.test_files)
+    cheating = run_files(plant(folder / "cheat", cheat.code), files)
+    control = run_files(plant(folder / "control", cheat.control), files)
+    for file in files:
+        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
+        assert passed(cheating[file]) <= passed(control[file]), (
+            f"{cheat.name} passes {passed(cheating[file])} tests of {file}, its control {passed(control[file])}; "
+            f"passed by the cheat only: {gained}")

@@ -12,8 +12,16 @@ from __future__ import annotations
 import pytest
 
 from grader.curriculum import ROOT, load
-from grader.mutants.report import SuiteRun, run_tests
-from grader.tests.cheats import STUB_BODY, ZEROS_BODY, Cheat, golden_lookup, plant
+from grader.mutants.report import run_tests
+from grader.tests.cheats import (
+    STUB_BODY,
+    ZEROS_BODY,
+    Cheat,
+    assert_no_more_than_its_control,
+    golden_lookup,
+    plant,
+    run_files,
+)
 
 FILES = ("tests/test_13_distance.py", "grader/hidden_tests/test_hidden_13_distance.py")
 UNDONE = "raise NotImplementedError('left out (the control)')"
@@ -63,35 +71,16 @@ CHEATS = {cheat.name: cheat for cheat in (
 )}
 
 
-def _run(folder, files=FILES) -> dict[str, SuiteRun]:
-    runs = {}
-    for file in files:
-        run = run_tests(ROOT / file, folder, tb="line")
-        assert run.exit_code in (0, 1), f"{file} against {folder.name}: pytest exited {run.exit_code}\n{run.output}"
-        runs[file] = run
-    return runs
-
-
-def _passed(run: SuiteRun) -> int:
-    summary = run.output.strip().splitlines()[-1]
-    words = summary.replace(",", " ").split()
-    return sum(int(words[i - 1]) for i, word in enumerate(words) if word == "passed" and words[i - 1].isdigit())
 
 
 def test_the_reference_passes_both_files():
-    for file, run in _run(ROOT / "solutions").items():
+    for file, run in run_files(ROOT / "solutions", FILES).items():
         assert run.failed == [], f"the reference fails {file}: {run.failed}\n{run.output[-3000:]}"
 
 
 @pytest.mark.parametrize("cheat", list(CHEATS.values()), ids=lambda c: c.name)
 def test_a_distance_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
-    cheating = _run(plant(tmp_path / "cheat", cheat.code))
-    control = _run(plant(tmp_path / "control", cheat.control))
-    for file in FILES:
-        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
-        assert _passed(cheating[file]) <= _passed(control[file]), (
-            f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
-            f"passed by the cheat only: {gained}")
+    assert_no_more_than_its_control(cheat, tmp_path, FILES)
 
 
 def test_the_formula_curve_is_told_apart_on_the_noisy_twin(tmp_path):

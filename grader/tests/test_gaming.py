@@ -11,13 +11,11 @@ control, file by file" is "no more points".
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from grader.curriculum import ROOT
 from grader.mutants.report import SuiteRun, run_tests
-from grader.tests.cheats import CHEATS, HONEST, Cheat, plant
+from grader.tests.cheats import CHEATS, HONEST, Cheat, assert_no_more_than_its_control, passed, plant, run_files
 
 # Not cheats but mistakes of one idea: they must fail the test of that idea (they did the rest of the exercise,
 # so their control is the reference, not a stub).
@@ -25,52 +23,32 @@ MISTAKES = {"train-adam-state-dropped": "test_train_is_init_model_then_adam_step
             "train-positions-ignored": "test_train_without_positions_trains_a_model_without_them"}
 
 
-def _run(folder: Path, files: tuple[str, ...]) -> dict[str, SuiteRun]:
-    runs = {}
-    for file in files:
-        run = run_tests(ROOT / file, folder, tb="line")
-        assert run.exit_code in (0, 1), f"{file} against {folder.name}: pytest exited {run.exit_code}\n{run.output}"
-        runs[file] = run
-    return runs
-
-
-def _passed(run: SuiteRun) -> int:
-    """How many tests of the file passed (from pytest's summary line)."""
-    summary = run.output.strip().splitlines()[-1]
-    words = summary.replace(",", " ").split()
-    return sum(int(words[i - 1]) for i, word in enumerate(words) if word == "passed" and words[i - 1].isdigit())
 
 
 @pytest.fixture(scope="module")
 def reference_runs() -> dict[str, SuiteRun]:
     files = sorted({file for cheat in CHEATS.values() for file in cheat.test_files})
-    return _run(ROOT / "solutions", tuple(files))
+    return run_files(ROOT / "solutions", tuple(files))
 
 
-def test_the_reference_passes_every_file_the_cheats_run(reference_runs):
+def test_the_reference_passes_every_file_the_cheatsrun_files(reference_runs):
     for file, run in reference_runs.items():
         assert run.failed == [], f"the reference fails {file}: {run.failed}\n{run.output[-3000:]}"
 
 
 @pytest.mark.parametrize("cheat", [c for c in CHEATS.values() if c.name not in MISTAKES], ids=lambda c: c.name)
 def test_a_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
-    cheating = _run(plant(tmp_path / "cheat", cheat.code), cheat.test_files)
-    control = _run(plant(tmp_path / "control", cheat.control), cheat.test_files)
-    for file in cheat.test_files:
-        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
-        assert _passed(cheating[file]) <= _passed(control[file]), (
-            f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
-            f"passed by the cheat only: {gained}")
+    assert_no_more_than_its_control(cheat, tmp_path)
 
 
 @pytest.mark.parametrize("name", sorted(MISTAKES))
 def test_a_mistake_of_one_idea_fails_the_test_of_that_idea(name: str, tmp_path, reference_runs):
     cheat = CHEATS[name]
-    runs = _run(plant(tmp_path / "mistake", cheat.code), cheat.test_files)
+    runs = run_files(plant(tmp_path / "mistake", cheat.code), cheat.test_files)
     failed = [node for run in runs.values() for node in run.failed]
     assert any(node.endswith("::" + MISTAKES[name]) for node in failed), (name, failed)
     public = cheat.test_files[0]
-    assert _passed(runs[public]) < _passed(reference_runs[public])
+    assert passed(runs[public]) < passed(reference_runs[public])
 
 
 def test_numeric_gradients_are_told_what_to_do_instead(tmp_path):
@@ -88,7 +66,7 @@ def test_numeric_gradients_are_told_what_to_do_instead(tmp_path):
 @pytest.mark.parametrize("name", sorted(HONEST))
 def test_honest_variants_pass_every_training_test(name: str, tmp_path):
     folder = plant(tmp_path / name, HONEST[name])
-    runs = _run(folder, ("tests/test_09_training.py", "grader/hidden_tests/test_hidden_09_training.py"))
+    runs = run_files(folder, ("tests/test_09_training.py", "grader/hidden_tests/test_hidden_09_training.py"))
     assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.tests.cheats import Cheat, plant
-from grader.tests.test_gaming import _passed, _run
+from grader.tests.cheats import Cheat, assert_no_more_than_its_control
 
 FILES = ("tests/test_12_negation.py", "grader/hidden_tests/test_hidden_12_negation.py")
 
@@ -82,10 +81,4 @@ CHEATS = {
 
 @pytest.mark.parametrize("cheat", list(CHEATS.values()), ids=lambda c: c.name)
 def test_a_negation_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
-    cheating = _run(plant(tmp_path / "cheat", cheat.code), cheat.test_files)
-    control = _run(plant(tmp_path / "control", cheat.control), cheat.test_files)
-    for file in cheat.test_files:
-        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
-        assert _passed(cheating[file]) <= _passed(control[file]), (
-            f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
-            f"passed by the cheat only: {gained}")
+    assert_no_more_than_its_control(cheat, tmp_path)

@@ -13,8 +13,7 @@ from __future__ import annotations
 import pytest
 
 from grader.curriculum import ROOT
-from grader.tests.cheats import STUB_BODY, Cheat, golden_lookup, plant
-from grader.tests.test_gaming import _passed, _run
+from grader.tests.cheats import STUB_BODY, Cheat, assert_no_more_than_its_control, golden_lookup, plant, run_files
 
 FILES = ("tests/test_14_retrieval.py", "grader/hidden_tests/test_hidden_14_retrieval.py")
 UNDONE = "raise NotImplementedError('left out (the control)')"
@@ -90,19 +89,13 @@ CHEATS = {
 
 
 def test_the_reference_passes_both_files():
-    for file, run in _run(ROOT / "solutions", FILES).items():
+    for file, run in run_files(ROOT / "solutions", FILES).items():
         assert run.failed == [], f"the reference fails {file}: {run.failed}\n{run.output[-3000:]}"
 
 
 @pytest.mark.parametrize("cheat", list(CHEATS.values()), ids=lambda c: c.name)
 def test_a_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
-    cheating = _run(plant(tmp_path / "cheat", cheat.code), cheat.test_files)
-    control = _run(plant(tmp_path / "control", cheat.control), cheat.test_files)
-    for file in cheat.test_files:
-        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
-        assert _passed(cheating[file]) <= _passed(control[file]), (
-            f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
-            f"passed by the cheat only: {gained}")
+    assert_no_more_than_its_control(cheat, tmp_path)
 
 
 # An honest submission written another way than the reference: loops over the questions, its own softmax
@@ -170,5 +163,5 @@ def evaluate(collection, k, sharpness=10.0):
 
 
 def test_an_honest_submission_written_otherwise_passes_every_test(tmp_path):
-    runs = _run(plant(tmp_path / "honest", {"retrieval": _HONEST}), FILES)
+    runs = run_files(plant(tmp_path / "honest", {"retrieval": _HONEST}), FILES)
     assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}

@@ -9,13 +9,9 @@ than the control, file by file, is no more points.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from grader.curriculum import ROOT
-from grader.mutants.report import SuiteRun, run_tests
-from grader.tests.cheats import Cheat, golden_lookup, plant
+from grader.tests.cheats import Cheat, assert_no_more_than_its_control, golden_lookup
 
 FILES = ("tests/test_15_tokenization.py", "grader/hidden_tests/test_hidden_15_tokenization.py")
 UNDONE = "raise NotImplementedError('the shortcut left out (the control)')"
@@ -88,27 +84,8 @@ CHEATS = (
 )
 
 
-def _run(folder: Path) -> dict[str, SuiteRun]:
-    runs = {}
-    for file in FILES:
-        run = run_tests(ROOT / file, folder, tb="line")
-        assert run.exit_code in (0, 1), f"{file} against {folder.name}: pytest exited {run.exit_code}\n{run.output}"
-        runs[file] = run
-    return runs
-
-
-def _passed(run: SuiteRun) -> int:
-    """How many tests of the file passed (from pytest's summary line)."""
-    words = run.output.strip().splitlines()[-1].replace(",", " ").split()
-    return sum(int(words[i - 1]) for i, word in enumerate(words) if word == "passed" and words[i - 1].isdigit())
 
 
 @pytest.mark.parametrize("cheat", CHEATS, ids=lambda c: c.name)
 def test_a_tokenization_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
-    cheating = _run(plant(tmp_path / "cheat", cheat.code))
-    control = _run(plant(tmp_path / "control", cheat.control))
-    for file in FILES:
-        gained = sorted(set(control[file].failed) - set(cheating[file].failed))
-        assert _passed(cheating[file]) <= _passed(control[file]), (
-            f"{cheat.name} passes {_passed(cheating[file])} tests of {file}, its control {_passed(control[file])}; "
-            f"passed by the cheat only: {gained}")
+    assert_no_more_than_its_control(cheat, tmp_path, FILES)
