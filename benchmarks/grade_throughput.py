@@ -145,7 +145,9 @@ def main() -> int:
                         help="add this many slow submissions (sleeping or looping in every call)")
     parser.add_argument("--unfinished", type=int, default=0,
                         help="add this many unfinished submissions (the untouched stubs)")
-    parser.add_argument("--part", choices=("1", "2", "all"), default=None,
+    from grader.curriculum import load as load_curriculum
+
+    parser.add_argument("--part", choices=(*load_curriculum().parts, "all"), default=None,
                         help="grade these exercises (default: the manifest's [course] part)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
