@@ -22,9 +22,12 @@ come) a call has either
   reports the row not graded ("the machine was too busy (rerun)");
 * none of these: it runs on, until the next check.
 
-The reference's time (the callbacks answered in this process) is not the
-student's, up to ``Limits.reference_seconds`` per submission
-(:meth:`Budget.count_reference`). The call is charged when it ends
+Fair grading's callbacks are answered by the reference in a worker of its
+own, as confined as the student's (``grader.sandbox.callbacks``): the
+reference's CPU time is the student's (what a student's code asks of the
+reference is charged to it), while the wall time the call waited for that
+answer is neither its CPU nor its sleep (:meth:`Budget.count_callback`). The
+call is charged when it ends
 (:meth:`Budget.finish_call`). Whether a submission may still run code, and why
 not, is :meth:`Budget.exhausted` and :meth:`Budget.expired`.
 
@@ -65,14 +68,13 @@ class Budget:
     Parameters
     ----------
     limits : grader.sandbox.limits.Limits
-        ``call_timeout`` (per call), ``student_seconds`` (per submission) and
-        ``reference_seconds`` (the reference's time that is not charged).
+        ``call_timeout`` (per call) and ``student_seconds`` (per submission).
     """
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.spent = 0.0  # CPU (and sleep) seconds of student code so far (calls the machine's load stopped: none)
-        self.reference_spent = 0.0  # seconds of the reference's time for this submission's callbacks
+        self.reference_spent = 0.0  # CPU seconds of the reference's answers to this submission's callbacks (charged)
         self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
         self.forgiven = 0.0  # wall seconds of calls not charged (waits for a CPU, sleeps, calls run again)
         self.slow = False  # a call of this submission ran past its ``slow_after`` (see start_call)
@@ -87,7 +89,8 @@ class Budget:
         self._slow_at = math.inf  # when the current call makes this submission a slow one
         self._on_slow: Callable[[], None] | None = None
         self._begun = 0.0
-        self._reference_seconds = 0.0  # the reference's time in the current call (up to the submission's limit)
+        self._reference_seconds = 0.0  # wall seconds the current call waited for the reference's answers
+        self._reference_cpu = 0.0  # CPU seconds of those answers (the student's: charged with the call)
 
     # ------------------------------------------------------------------ the worker whose time is counted
 
@@ -151,6 +154,7 @@ class Budget:
         ``slow_after``: after that many wall seconds, ``on_slow`` is called (once per submission) and ``slow`` set.
         """
         self._reference_seconds = 0.0
+        self._reference_cpu = 0.0
         self._timeout = timeout
         self.verdict = ""
         if self._load is not None:
@@ -178,14 +182,19 @@ class Budget:
         return remaining
 
     def _used(self, full: bool) -> float:
-        """CPU seconds of the current call so far (``full``: every process of the worker, a longer read).
+        """CPU seconds of the current call so far, the reference's answers included.
 
+        ``full``: every process of the worker, a longer read.
         Without a CPU clock (the worker's pid unknown), its wall time less its waits for a CPU, as of old.
         """
         if self._cpu is None:
             wall = time.monotonic() - self._begun - self._reference_seconds
-            return max(0.0, wall - (self._load.waited() if self._load is not None else 0.0))
-        return max(0.0, (self._cpu.total() if full else self._cpu.own()) - self._cpu_mark)
+            return max(0.0, wall - (self._load.waited() if self._load is not None else 0.0)) + self._reference_cpu
+        return max(0.0, (self._cpu.total() if full else self._cpu.own()) - self._cpu_mark) + self._reference_cpu
+
+    def call_left(self) -> float:
+        """CPU seconds the current call has left (for a callback the reference answers on its behalf)."""
+        return self._timeout - self._used(full=False)
 
     def extend(self) -> bool:
         """At a check: whether the call may run on; False: it is stopped (``verdict`` says why)."""
@@ -195,7 +204,7 @@ class Budget:
         wall = now - self._begun - self._reference_seconds
         cpu = self._used(full=True)
         waited = self._load.waited() if self._load is not None else 0.0
-        idle = wall - cpu - waited
+        idle = wall - (cpu - self._reference_cpu) - waited  # the worker's own sleep (the reference's CPU: not in wall)
         timeout, limit = self._timeout, self.wall_limit(self._timeout)
         if cpu >= timeout:
             self.verdict = "cpu"
@@ -209,16 +218,19 @@ class Budget:
         self._next_check = now + max(CHECK_AT_LEAST, min((timeout - cpu) / _CPUS, timeout - idle, limit - wall))
         return True
 
-    def count_reference(self, started: float, deadline: float) -> float:
-        """The reference's time since ``started`` is not the student's (up to the submission's limit).
+    def count_callback(self, started: float, deadline: float, cpu: float = 0.0) -> float:
+        """A callback answered since ``started``: its ``cpu`` seconds are the call's, its wait is not its sleep.
 
-        Returns ``deadline`` unchanged (the checks move on by themselves).
+        The student's worker waited for the answer (the reference's worker did the work, and its CPU seconds,
+        ``cpu``, are charged to the call as its own); that wall time is taken out of the call's wall and
+        sleep, so a busy machine never turns it into the student's time. Returns ``deadline`` unchanged.
         """
         spent = time.monotonic() - started
-        if self.reference_spent + self._reference_seconds + spent < self.limits.reference_seconds:
-            self._reference_seconds += spent
-            self._next_check += spent
-        # (past the limit, the reference's time counts as the student's sleep: a loop of callbacks times out)
+        self._reference_seconds += spent
+        self._reference_cpu += cpu
+        self._next_check += spent
+        if self._reference_cpu and self._next_check < math.inf:  # the call may now be over its CPU: look soon
+            self._next_check = min(self._next_check, time.monotonic() + CHECK_AT_LEAST)
         return deadline
 
     def finish_call(self) -> None:
@@ -233,16 +245,17 @@ class Budget:
         wall = time.monotonic() - self._begun
         cpu = self._used(full=wall > 0.2 or bool(self.verdict))
         awake = wall - self._reference_seconds - (self._load.waited() if self._load is not None else 0.0)
-        charged = max(cpu, awake) if self._cpu is not None else cpu
+        own = cpu - self._reference_cpu
+        charged = (max(own, awake) if self._cpu is not None else own) + self._reference_cpu
         self.last_cpu, self.last_wall = cpu, wall
         self.call_seconds += wall
         if self.verdict == "busy":
             self.forgiven += wall
         else:
             self.spent += charged
-            self.forgiven += max(0.0, wall - self._reference_seconds - charged)
-        self.reference_spent += self._reference_seconds
-        self._reference_seconds = 0.0
+            self.forgiven += max(0.0, wall - self._reference_seconds - (charged - self._reference_cpu))
+        self.reference_spent += self._reference_cpu
+        self._reference_seconds = self._reference_cpu = 0.0
 
     def _noticed_slow(self) -> None:
         self._slow_at = math.inf

@@ -3,43 +3,49 @@
 Run by the grading process, while a request of its worker is in flight. Under
 fair grading the worker asks the reference to run the functions of the
 exercises that the student's module imports (``protocol.reference_functions``
-says which: anything else is refused, and the refusal recorded); a call whose
-arguments hold a function of the test (a model's ``predict``) asks the
-grading side to run it. Both answer with a frame of plain data; the errors
-they raise go back as type and message only. The reference is a pure
-function of its arguments, so its answers are remembered (:data:`_ANSWERS`).
+says which: anything else is refused, and the refusal recorded). The grading
+process computes nothing for it: the request is passed on, as plain data, to
+a worker of the reference's own (a :class:`ReferenceWorker`, confined and
+limited as the student's worker is: its memory in a control group of the
+same size, its CPU time bounded by what the student's call has left and
+charged to it). A call whose arguments hold a function of the test (a
+model's ``predict``) asks the grading side to run it. Both answer with a
+frame of plain data; the errors they raise go back as type and message only.
+The reference is a pure function of its arguments, so its answers are
+remembered (:data:`_ANSWERS`), with the CPU time they cost, which is charged
+again to every student who asks the same question.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Protocol
 
 from grader.sandbox import codec, frames, protocol
 from grader.sandbox.channel import Ended
+from grader.sandbox.errors import SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
 from tests.kit import LocalImplementation
 
-# Fair grading's callbacks, answered before: (reference folder, view, the callback's frame) -> the answer's
-# frame. The reference is a pure function of its arguments (random generators travel with their state), and the
-# graded tests use seeded inputs, so students whose code gets as far as the same callback ask the very same
-# question; the answer is sent again without decoding, running the reference or encoding. Per process.
-_ANSWERS: dict[tuple[str, str, bytes], bytes] = {}
+# Fair grading's callbacks, answered before: (reference folder, view, the callback's frame) -> (the answer's frame,
+# the reference's CPU seconds for it). The reference is a pure function of its arguments (random generators travel
+# with their state), and the graded tests use seeded inputs, so students whose code gets as far as the same
+# callback ask the very same question; the answer is sent again without running the reference, and its CPU time
+# is charged as if it had run (so a student's charge does not depend on who was graded before). Per process.
+_ANSWERS: dict[tuple[str, str, bytes], tuple[bytes, float]] = {}
 _ANSWERS_MAX_BYTES = 32 << 20
 _answers_bytes = 0
 CALLBACK_START = b'{"h":{"op":"callback",'  # how the worker's callback frames begin (see Worker.forwarder)
 
 
-def remembered_answer(key: tuple[str, str, bytes]) -> bytes | None:
-    """The answer given before to the callback frame ``key[-1]`` (None: parse it and answer it)."""
+def remembered_answer(key: tuple[str, str, bytes]) -> tuple[bytes, float] | None:
+    """The answer given before to the callback frame ``key[-1]``, and its CPU seconds (None: ask the reference)."""
     return _ANSWERS.get(key) if key[-1].startswith(CALLBACK_START, frames.PREFIX.size) else None
 
 
-def remember_answer(key: tuple[str, str, bytes], answer: bytes) -> None:
-    """Remember an allowed callback's answer (within ``_ANSWERS_MAX_BYTES`` in all)."""
+def remember_answer(key: tuple[str, str, bytes], answer: bytes, cpu: float) -> None:
+    """Remember an allowed callback's answer and its CPU seconds (within ``_ANSWERS_MAX_BYTES`` in all)."""
     global _answers_bytes
     size = len(key[-1]) + len(answer)
     if size > _ANSWERS_MAX_BYTES // 8:  # a large answer is rarely asked again: never let it fill the cache
@@ -47,47 +53,25 @@ def remember_answer(key: tuple[str, str, bytes], answer: bytes) -> None:
     if _answers_bytes + size > _ANSWERS_MAX_BYTES:
         _ANSWERS.clear()  # simpler than LRU, and a class rarely fills it: most questions recur
         _answers_bytes = 0
-    _ANSWERS[key] = answer
+    _ANSWERS[key] = (answer, cpu)
     _answers_bytes += size
 
 
-def estimated_bytes(value: Any) -> int:
-    """A generous estimate of what a reference function may allocate for these arguments (float64 bytes).
+class ReferenceWorker(Protocol):
+    """What the callbacks need of the reference's worker (``grader.sandbox.proxy.IsolatedImplementation``)."""
 
-    Integers (sizes: ``init_weight(rng, n, m)``, ``causal_mask(n)``) give their product, or the largest one
-    squared (a mask is n x n); arrays give their size, and their rows times the most positions of any of them (scores
-    are positions x positions). Small for every honest call, far over the limit for a 9000 x 9000 request.
-    """
-    sizes: list[int] = []
-    rows: list[int] = []
-    positions: list[int] = []
-    stack, seen = [value], 0
-    while stack and seen < 10_000:
-        item = stack.pop()
-        seen += 1
-        if isinstance(item, bool):
-            continue
-        if isinstance(item, int):
-            if item > 1:
-                sizes.append(item)
-        elif isinstance(item, np.ndarray):
-            rows.append(item.size // max(item.shape[-1], 1) if item.ndim else 1)
-            positions.append(item.shape[-2] if item.ndim >= 2 else 1)
-            positions.append(item.size)
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-    elements = 0
-    if sizes:
-        elements = max(sizes) ** 2  # an n x n mask from one size
-        product = 1
-        for size in sizes:
-            product = min(product * size, 1 << 62)
-        elements = max(elements, product)
-    if rows:
-        elements = max(elements, max(rows) * max(positions[0::2]), max(positions[1::2]))
-    return elements * 8
+    limits: Limits
+    out_of_memory: bool
+
+    @property
+    def spent(self) -> float:
+        """CPU seconds the worker's calls used so far."""
+
+    def forward(self, module: str, name: str, payload: Any, arrays: list, timeout: float) -> tuple[dict, list]:
+        """Run ``module.name`` on a request's payload, with at most ``timeout`` CPU seconds: the reply and arrays."""
+
+    def close(self) -> None:
+        """Stop the worker."""
 
 
 class Callbacks:
@@ -100,10 +84,13 @@ class Callbacks:
     fair : bool
         Whether the reference serves the dependencies at all.
     limits : grader.sandbox.limits.Limits
-        ``reference_bytes`` and ``reply_bytes`` bound what the reference computes and sends.
+        The student's worker's limits (the reference's worker has the same memory).
+    start_reference : callable
+        Starts the reference's worker (:class:`ReferenceWorker`), when a callback first needs it.
     """
 
-    def __init__(self, reference: Path, fair: bool, limits: Limits) -> None:
+    def __init__(self, reference: Path, fair: bool, limits: Limits,
+                 start_reference: Callable[[], ReferenceWorker] | None = None) -> None:
         self.reference, self.fair, self.limits = reference, fair, limits
         self.refused: list[str] = []  # the distinct callbacks the channel refused (at most 20; see refusals)
         self.refusals = 0
@@ -112,12 +99,28 @@ class Callbacks:
         self.grading_functions: list[Callable[..., Any]] = []  # the functions among the current call's arguments
         self._allowed: dict[str, frozenset[tuple[str, str]]] = {}
         self._reference: LocalImplementation | None = None
+        self._start_reference = start_reference
+        self._worker: ReferenceWorker | None = None
 
     def implementation(self) -> LocalImplementation:
-        """The reference, imported in this process (once)."""
+        """The reference, imported in this process (once): for signatures only, never run on a student's data."""
         if self._reference is None:
             self._reference = LocalImplementation(self.reference)
         return self._reference
+
+    def worker(self) -> ReferenceWorker:
+        """The reference's worker of this submission (started at the first callback that needs it)."""
+        if self._worker is None:
+            if self._start_reference is None:
+                raise SandboxError("fair grading has no worker for the reference")
+            self._worker = self._start_reference()
+        return self._worker
+
+    def close(self) -> None:
+        """Stop the reference's worker, if one was started."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
 
     def allowed(self, view: str) -> frozenset[tuple[str, str]]:
         """The reference functions the channel serves while a request of ``view`` runs (see ``protocol``)."""
@@ -126,13 +129,18 @@ class Callbacks:
                 view, self.init_data["dependencies"], self.init_data["functions"]) if self.fair else frozenset()
         return self._allowed[view]
 
-    def answer(self, header: dict, arrays: list, view: str) -> tuple[bytes, bool]:
-        """Answer a callback (fair grading): the answer's frame, and whether it was allowed.
+    def answer(self, header: dict, arrays: list, view: str, timeout: float) -> tuple[bytes, bool, float]:
+        """Answer a callback (fair grading): the answer's frame, whether it may be remembered, its CPU seconds.
 
         A callback for anything but the functions of ``view``'s dependencies is
-        refused (a PermissionError in the student's code) and recorded. A
-        reference error goes back as its type and message only: no traceback,
-        no source line of the reference.
+        refused (a PermissionError in the student's code) and recorded. An
+        allowed one runs in the reference's worker, with ``timeout`` CPU
+        seconds (what the student's call has left) and the student's memory
+        limit; past either, the student's code gets a TimeoutError or a
+        MemoryError that names the call and the limit. A reference error goes
+        back as its type and message only: no traceback, no source line of
+        the reference. The grader's own failures (a worker that cannot start,
+        a machine too busy) are raised (``SandboxError``): never the student's.
         """
         try:
             protocol.check(header, protocol.CALLBACKS)
@@ -149,29 +157,42 @@ class Callbacks:
             info = {"type": "PermissionError", "builtins": ["PermissionError"], "traceback": [],
                     "message": f"refused: {reason}; fair grading serves only the functions of the exercises "
                                f"that {view} imports"}
-            return frames.pack({"status": "error", "error": info}, []), False
-        limit = self.limits.reference_bytes
+            return frames.pack({"status": "error", "error": info}, []), False, 0.0
+        what = f"the reference's {exercise}.{name}(), which your code called,"
+        if timeout <= 0:
+            return _error(TimeoutError(f"{what} was not run: your call had used its {self.limits.call_timeout:g} s "
+                                       "of CPU time")), False, 0.0
+        worker = self.worker()
+        before = worker.spent
         try:
-            function = self.implementation().function(exercise, name)
-            args, kwargs = codec.decode(header["payload"], arrays)
-            estimate = estimated_bytes([args, kwargs])
-            if estimate > limit:  # refused before the reference runs: it would run in the grading process
-                raise MemoryError(f"the reference's {exercise}.{name}() was asked for about {estimate >> 20} MiB "
-                                  f"(the grader computes at most {limit >> 20} MiB for one call); use smaller sizes")
-            result = function(*args, **kwargs)
-            answer_arrays: list = []
-            payload = codec.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
-            answer = frames.pack({"status": "ok", "payload": payload}, answer_arrays)
-            del result, answer_arrays, payload
-            if len(answer) > min(limit, self.limits.reply_bytes):
-                raise MemoryError(f"the reference's answer of {exercise}.{name}() would be {len(answer) >> 20} MiB "
-                                  f"(the grader sends at most {min(limit, self.limits.reply_bytes) >> 20} MiB); "
-                                  "use smaller sizes")
-        except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process
-            info = codec.exception_info(error)
-            info["traceback"] = []  # the reference's frames and source lines stay on this side
-            return frames.pack({"status": "error", "error": info}, []), not isinstance(error, MemoryError)
-        return answer, True
+            reply, reply_arrays = worker.forward(exercise, name, header["payload"], arrays, timeout)
+        except SandboxError:
+            raise
+        except TimeoutError:
+            return _error(TimeoutError(
+                f"{what} used the {timeout:.3g} s of CPU time left to your call and was stopped (what your code asks "
+                "of the reference is charged to it); call it with smaller sizes or less often")), False, \
+                max(0.0, worker.spent - before)
+        except Exception as failure:  # noqa: BLE001 - the worker ended (memory, a reply too large) or did not import
+            error: BaseException
+            if worker.out_of_memory:
+                error = MemoryError(f"{what} needed more than {worker.limits.memory_bytes >> 20} MiB of memory (your "
+                                    "code's limit, which covers what it asks of the reference) and was stopped; "
+                                    "call it with smaller sizes")
+            elif isinstance(failure, WorkerCrashed):
+                error = MemoryError(f"{what} could not be answered (the reference's worker: {failure}); call it "
+                                    "with smaller sizes")
+            else:
+                error = RuntimeError(f"{what} could not be answered ({failure})")
+            return _error(error), False, max(0.0, worker.spent - before)
+        cpu = max(0.0, worker.spent - before)
+        if reply.get("status") == "ok":
+            return frames.pack({"status": "ok", "payload": reply.get("payload")}, reply_arrays), True, cpu
+        info = reply.get("error") if reply.get("status") == "error" else None
+        info = dict(info) if isinstance(info, dict) else {"type": "RuntimeError", "builtins": ["RuntimeError"],
+                                                          "message": f"{what} failed"}
+        info["traceback"] = []  # the reference's frames and source lines stay on its side
+        return frames.pack({"status": "error", "error": info}, []), True, cpu
 
     def run_grading_function(self, header: dict, arrays: list) -> tuple[dict, list]:
         """Run a function the test passed as an argument (e.g. a model's ``predict``) for the codec.
@@ -195,3 +216,10 @@ class Callbacks:
             info["traceback"] = []  # the test's frames and source lines stay on this side (hidden tests too)
             return {"status": "error", "error": info}, []
         return {"status": "ok", "payload": payload}, answer_arrays
+
+
+def _error(error: BaseException) -> bytes:
+    """An answer that raises ``error`` (its type and message only) in the student's code."""
+    info = codec.exception_info(error)
+    info["traceback"] = []
+    return frames.pack({"status": "error", "error": info}, [])

@@ -107,7 +107,7 @@ class Limits:
     # Open files of each worker process (RLIMIT_NOFILE): bounds how many memfd or shared-memory files it can hold.
     open_files: int = 256
     output_bytes: int = 65536
-    # The whole submission's budget: CPU seconds of student code (the reference's time excluded), and bytes the
+    # The whole submission's budget: CPU seconds of student code (what it asks of the reference included), and bytes the
     # worker may send (one reply, and all replies together); past it the remaining tests fail at once.
     student_seconds: float = 60.0
     reply_bytes: int = 64 << 20
@@ -119,14 +119,9 @@ class Limits:
     # After this many ended workers (crashes, exits, oversized replies), later calls fail at once: each one
     # costs a fresh worker's start-up, which is not the student's time.
     total_crashes: int = 12
-    # Fair grading's callbacks: at most this many in one call, and this many seconds of the reference's time
-    # per submission (a loop of callbacks would otherwise hold a grading slot without using student time).
+    # Fair grading's callbacks: at most this many in one call. The reference answers them in a worker of its own
+    # with these same limits (memory, and the CPU time the student's call has left, charged to the student).
     callbacks_per_call: int = 5000
-    reference_seconds: float = 60.0
-    # The most one callback may ask the reference to compute (estimated from its arguments before the reference
-    # runs, and the answer's size after): the reference runs in the grading process, whose memory must stay bounded.
-    reference_bytes: int = 256 << 20
-
 
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""

@@ -14,8 +14,11 @@ only the arguments a call changed).
 
 Fair grading (the default): a test of exercise E runs the student's module E,
 while the modules E imports (the manifest's ``depends``) are answered by the
-reference implementation, here in the grading process, so a bug in the
-student's softmax does not cost points in attention.
+reference implementation, so a bug in the student's softmax does not cost
+points in attention. The reference runs in a worker of its own (an
+``IsolatedImplementation`` of the reference folder, ``fair=False``), with
+the student's memory limit and the CPU time the student's call has left,
+which it is charged: the grading process computes nothing for a student.
 
 Run by the grading process. This module is the facade: it composes the
 worker's process (``grader.sandbox.process``), the channel over its pipes
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import inspect
 import shutil
 import tempfile
@@ -116,6 +120,7 @@ class IsolatedImplementation(Measuring):
         self.limits = limits or Limits()
         self.reference = Path(reference).resolve()
         self.curriculum = load_curriculum()
+        self.policy = policy
         self.plan = confine.choose(policy)  # IsolationUnavailable: no student code without isolation
         self.restarts = 0
         # What the grader reports about this submission besides its test outcomes.
@@ -129,7 +134,7 @@ class IsolatedImplementation(Measuring):
         self._budget = Budget(self.limits)
         self._group: cgroup.WorkerGroup | None = None  # the current worker's control group, if this machine has one
         self._channel = Channel(self.limits, self._budget)
-        self._callbacks = Callbacks(self.reference, fair, self.limits)
+        self._callbacks = Callbacks(self.reference, fair, self.limits, self._start_reference)
         plan = self.plan
         try:
             self._worker = WorkerProcess(self.path, {exercise.module_file for exercise in self.curriculum.exercises},
@@ -146,12 +151,12 @@ class IsolatedImplementation(Measuring):
 
     @property
     def spent(self) -> float:
-        """CPU (and sleep) seconds of student code so far (the reference's time and waits for a CPU not counted)."""
+        """CPU (and sleep) seconds charged to the submission so far (its answers from the reference included)."""
         return self._budget.spent
 
     @property
     def reference_spent(self) -> float:
-        """Seconds of the reference's time for this submission's callbacks."""
+        """CPU seconds of the reference's answers to this submission's callbacks (charged to it, in ``spent``)."""
         return self._budget.reference_spent
 
     @property
@@ -272,8 +277,9 @@ class IsolatedImplementation(Measuring):
         if self.fair and module != exercise and module in self.curriculum.dependencies(exercise):
             # A test of ``exercise`` that calls a function of an exercise it builds on (exercise 12's tests train
             # with exercise 9's train) gets the reference's, as the exercise's own code does: a mistake there
-            # costs that exercise's points only, and a course of one part needs no module of another.
-            return self._callbacks.implementation().function(module, name)
+            # costs that exercise's points only, and a course of one part needs no module of another. It runs in
+            # the reference's worker too (its arguments may hold what the student's code returned).
+            return self._reference_worker().function(module, name)
         # Fair: the module that defines the function is the student's, the modules it imports are the reference's.
         view = module if self.fair else FAIR_VIEW_ALL
         key = (view, module)
@@ -295,9 +301,52 @@ class IsolatedImplementation(Measuring):
         return self._callbacks.allowed(view)
 
     def close(self) -> None:
-        """Kill the worker and remove its scratch folder."""
+        """Kill the worker (and the reference's, if one was started) and remove its scratch folder."""
+        self._callbacks.close()
         self._stop()
         self._worker.remove()
+
+    # ------------------------------------------------------------------ the reference's worker
+
+    def _start_reference(self) -> IsolatedImplementation:
+        """A worker for the reference (fair grading's answers), confined and limited as this one is.
+
+        Its memory limit is the student's; each answer's CPU time is bounded by what the student's call has left
+        (``forward``), and charged to it; its own timeouts are not the student's, so they stop nothing else.
+        """
+        limits = dataclasses.replace(self.limits, student_seconds=float("inf"), function_timeouts=1 << 30,
+                                     total_timeouts=1 << 30, call_timeout=max(self.limits.call_timeout,
+                                                                               Limits().call_timeout))
+        return IsolatedImplementation(self.reference, fair=False, limits=limits, reference=self.reference,
+                                      policy=self.policy)
+
+    def _reference_worker(self) -> IsolatedImplementation:
+        worker = self._callbacks.worker()
+        assert isinstance(worker, IsolatedImplementation)
+        return worker
+
+    def forward(self, module: str, name: str, payload: Any, arrays: list, timeout: float) -> tuple[dict, list]:
+        """Run ``module.name`` in this worker on an encoded payload: the reply and its arrays, not decoded.
+
+        The reference's worker answers fair grading's callbacks so (``grader.sandbox.callbacks``): the request
+        passes through the grading process as plain data, which computes nothing. ``timeout``: its CPU seconds.
+
+        Raises
+        ------
+        TimeoutError
+            Past ``timeout`` CPU seconds.
+        grader.sandbox.errors.WorkerCrashed
+            The worker ended (its memory limit, a reply too large, ...); ``out_of_memory`` says which.
+        tests.kit.ImplementationError
+            The module does not import.
+        grader.sandbox.errors.SandboxError
+            The grader's own failure (a worker that does not start, a machine too busy).
+        """
+        view = module if self.fair else FAIR_VIEW_ALL
+        if (view, module) not in self._callables:
+            self._import(view, module)
+        header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
+        return self._request(header, arrays, f"{name}()", timeout=timeout)
 
     def __enter__(self) -> IsolatedImplementation:
         return self
@@ -409,12 +458,12 @@ class IsolatedImplementation(Measuring):
                 # starts as the worker writes a callback is looked up (a reply, often the largest frame, is not
                 # hashed for nothing); any other frame is parsed and checked in full, as always.
                 key = (reference, view, frame)
-                answer = remembered_answer(key)
-                if answer is None:
+                remembered = remembered_answer(key)
+                if remembered is None:
                     reply, reply_arrays = channel.parse(frame)
                     if reply.get("op") == "grading_function":  # a test's own function: never remembered
                         answer = frames.pack(*self._callbacks.run_grading_function(reply, reply_arrays))
-                        deadline = budget.count_reference(started, deadline)
+                        deadline = budget.count_callback(started, deadline)
                         channel.send(answer, deadline)
                         continue
                     if "op" not in reply:
@@ -424,19 +473,27 @@ class IsolatedImplementation(Measuring):
                             raise Ended(f"the worker sent a message the protocol does not allow ({error})") \
                                 from None
                         return reply, reply_arrays
-                    answer, allowed = self._callbacks.answer(reply, reply_arrays, view)
-                    if allowed:
-                        remember_answer(key, answer)
-                deadline = budget.count_reference(started, deadline)
+                    try:
+                        answer, keep, cpu = self._callbacks.answer(reply, reply_arrays, view, budget.call_left())
+                    except SandboxError as error:  # the reference's worker failed: the grader's, not the student's
+                        self._stop()
+                        raise self._internal(str(error)) from None
+                    if keep:
+                        remember_answer(key, answer, cpu)
+                else:
+                    answer, cpu = remembered
+                deadline = budget.count_callback(started, deadline, cpu)
                 # Sending is the student's time: a worker that reads its answer slowly spends its own budget.
                 channel.send(answer, deadline)
         finally:
             budget.finish_call()
 
-    def _request(self, header: dict, arrays: list, what: str, counted: bool = True) -> tuple[dict, list]:
+    def _request(self, header: dict, arrays: list, what: str, counted: bool = True,
+                 timeout: float | None = None) -> tuple[dict, list]:
         """One exchange with the worker, turning a timeout or a dead worker into a clear error.
 
-        ``counted``: the request counts as a call in ``stats`` (an import counts only when it fails).
+        ``counted``: the request counts as a call in ``stats`` (an import counts only when it fails);
+        ``timeout``: fewer CPU seconds than the call's own limit.
         """
         __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
         so_far, total = self._timeouts.get(what, 0), sum(self._timeouts.values())
@@ -456,7 +513,7 @@ class IsolatedImplementation(Measuring):
             self.stats["skipped"] += 1
             raise WorkerCrashed(f"{what} was not run: your code has sent its whole reply budget "
                                 f"({self.limits.student_reply_bytes} bytes); return smaller values")
-        timeout = self._budget.call_timeout()
+        timeout = self._budget.call_timeout() if timeout is None else min(timeout, self._budget.call_timeout())
         self.stats["requests"] += counted
         try:
             return self._retried(header, arrays, timeout, what)

@@ -182,13 +182,13 @@ class Worker:
             package.__path__ = [self.modules.rstrip("/")]
             package.__package__ = name
             sys.modules[name] = package
-            # Fair grading: the exercises this one depends on are served by the reference, in the grading process.
+            # Fair grading: the exercises this one depends on are served by the reference (in a worker of its own).
             for dependency in self.dependencies.get(view, []):
                 sys.modules[f"{name}.{dependency}"] = self.forwarding_module(name, dependency)
         return name
 
     def forwarding_module(self, package: str, exercise: str) -> types.ModuleType:
-        """A module standing in for ``exercise``: each function calls the reference in the grading process."""
+        """A module standing in for ``exercise``: each function asks the grading process for the reference's answer."""
         module = types.ModuleType(f"{package}.{exercise}", f"{exercise}.py, served by the reference implementation")
         module.__package__ = package
         # The reference module also exposes the names it imports from its own dependencies.

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.sandbox import callbacks, proxy
+from grader.sandbox import proxy
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from grader.tests.test_trust import copy_reference
 
@@ -55,30 +55,80 @@ def _student(tmp_path: Path, split_heads_body: str) -> Path:
 # ---------------------------------------------------------------- F1, F2: the grading process's memory
 
 
-def test_f1_the_reference_is_never_asked_for_more_than_the_limit(isolated, tmp_path):
+def _peak_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_f1_the_grading_process_computes_nothing_for_a_callback(isolated, tmp_path):
+    # 9000 x 9000 float64 is 618 MiB: the reference's worker computes it (within the student's memory limit), and
+    # the answer, over the replies' limit, never reaches the grading process, whose peak memory stays flat.
     folder = copy_reference(tmp_path / "student", multihead=(
         "def split_heads(x, n_heads):\n"
         "    init_weight(np.random.default_rng(0), 9000, 9000)\n    return x\n"))
-    impl = isolated(folder)
+    impl = isolated(folder, limits=Limits(call_timeout=20.0))
     proxy._ANSWERS.clear()
-    with pytest.raises(MemoryError, match="the grader computes at most"):
+    before = _peak_rss_mib()
+    with pytest.raises(MemoryError, match=r"the reference's projections\.init_weight\(\), which your code called"):
         impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
-    assert callbacks._answers_bytes < callbacks._ANSWERS_MAX_BYTES
+    assert _peak_rss_mib() - before < 200
     assert not proxy._ANSWERS  # a refusal is never remembered
+    assert impl.reference_spent > 0.2  # the reference's work was charged to the student ...
+    assert impl.spent >= impl.reference_spent  # ... as the student's own time
     # The same callback with honest sizes is answered.
-    assert callbacks.estimated_bytes([[np.random.default_rng(0), 16, 8], {}]) < impl.limits.reference_bytes
-    assert callbacks.estimated_bytes([[np.zeros((2, 4, 8, 8))], {}]) < 1 << 20
+    impl.function("multihead", "split_heads")  # still importable
+    honest = copy_reference(tmp_path / "honest")
+    assert isolated(honest).function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2).shape == (2, 2, 3, 2)
 
 
-def test_f1_an_answer_over_the_limit_is_refused_after_the_reference_and_never_cached(isolated, tmp_path):
+def test_f1_a_callback_beyond_the_memory_limit_is_the_students_memory_error(isolated, tmp_path):
     folder = copy_reference(tmp_path / "student", multihead=(
         "def split_heads(x, n_heads):\n"
-        "    init_weight(np.random.default_rng(0), 400, 400)\n    return x\n"))
-    impl = isolated(folder, limits=Limits(call_timeout=2.0, reference_bytes=1 << 30, reply_bytes=1 << 20))
-    proxy._ANSWERS.clear()
-    with pytest.raises(MemoryError, match="would be 1 MiB"):
+        "    init_weight(np.random.default_rng(0), 20000, 20000)\n    return x\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=20.0, memory_bytes=256 << 20))
+    before = _peak_rss_mib()
+    with pytest.raises(MemoryError):
         impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
-    assert not proxy._ANSWERS
+    assert _peak_rss_mib() - before < 100
+    assert not impl.internal  # the student's doing, not the grader's
+
+
+def test_f1_the_reference_s_cpu_is_charged_to_the_call_that_asked_for_it(isolated, tmp_path):
+    # Many small callbacks, each cheap: together they use the call's CPU budget, and the call times out as the
+    # student's (before, the reference's time was free, and held a grading process for minutes).
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "def split_heads(x, n_heads):\n"
+        "    seed = 0\n"
+        "    while True:\n"
+        "        seed += 1\n"
+        "        init_weight(np.random.default_rng(seed), 300, 300)\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=1.0))
+    proxy._ANSWERS.clear()
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    assert time.monotonic() - started < 30
+    assert impl.reference_spent > 0.3
+    assert not impl.internal
+
+
+def test_f1_one_long_callback_is_stopped_at_the_call_s_budget_with_a_line_that_names_it(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "def split_heads(x, n_heads):\n"
+        "    try:\n"
+        "        init_weight(np.random.default_rng(0), 6000, 6000)\n"
+        "    except TimeoutError as error:\n"
+        "        raise ValueError(str(error))\n"
+        "    return x\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=0.3))
+    proxy._ANSWERS.clear()
+    with pytest.raises((ValueError, TimeoutError)) as raised:
+        impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
+    if isinstance(raised.value, ValueError):
+        assert "projections.init_weight(), which your code called, used the" in str(raised.value)
+    assert impl.reference_spent >= 0.2
+    assert not impl.internal
 
 
 def test_f2_bytes_flooding_the_replies_pipe_while_an_answer_is_sent_are_never_buffered(isolated, tmp_path):
