@@ -462,8 +462,11 @@ class IsolatedImplementation(Measuring):
                 if remembered is None:
                     reply, reply_arrays = channel.parse(frame)
                     if reply.get("op") == "grading_function":  # a test's own function: never remembered
+                        # It runs here (it is the test's code), on the student's arguments: its CPU time is charged
+                        # to the call that asked for it, as the reference's is.
+                        clock = time.thread_time()
                         answer = frames.pack(*self._callbacks.run_grading_function(reply, reply_arrays))
-                        deadline = budget.count_callback(started, deadline)
+                        deadline = budget.count_callback(started, deadline, time.thread_time() - clock)
                         channel.send(answer, deadline)
                         continue
                     if "op" not in reply:

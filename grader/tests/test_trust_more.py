@@ -411,3 +411,26 @@ def test_f9_a_broken_manifest_is_one_line_naming_the_file(tmp_path, monkeypatch,
     monkeypatch.setattr(curriculum, "load", broken_load)
     assert cli.main(["grade", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.strip() == f"error: not graded: {error}"
+
+
+def test_f1_a_tests_own_function_run_for_the_student_is_charged_to_the_call(isolated, tmp_path):
+    # The test's predict runs in the grading process (it is the test's code); a student's code that calls it
+    # again and again spends its own call's CPU time, not free time of the grading process.
+    folder = copy_reference(tmp_path / "student", explain=(
+        "def occlusion_importance(predict, tokens, target):\n"
+        "    while True:\n"
+        "        predict(np.asarray(tokens)[None, :].repeat(8, axis=0))\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=1.0))
+
+    def predict(tokens):
+        total = 0.0
+        for _ in range(2000):  # about a millisecond of the grading process's CPU per call
+            total += float(np.sum(tokens))
+        return np.full((len(tokens), 2), 0.5) + 0 * total
+
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        impl.function("explain", "occlusion_importance")(predict, np.array([1, 2, 3]), 0)
+    assert time.monotonic() - started < 30
+    assert impl.reference_spent > 0.3  # the grading side's CPU for the student's requests, charged
+    assert not impl.internal
