@@ -1,10 +1,12 @@
 """The same gradebook on a busy machine: a mixed class graded idle, then under ``nice -n 10`` beside bounded load.
 
-    python benchmarks/load_fairness.py [--n 21] [--per-core 4] [--jobs CORES] [--record]
+    python benchmarks/load_fairness.py [--n 21] [--part all] [--per-core 4] [--jobs CORES] [--record]
 
-Generates a class of at least 20 (honest, wrong: the mutant catalogue,
-crashing: ``os._exit`` in a function, looping: a ``while True`` in one
-function, slow: a function that computes for a while, within its budget),
+Generates a class of at least 10 of every part (honest, wrong: the mutant
+catalogue, crashing: ``os._exit`` in a function, looping: a ``while True`` in
+one function of Part I and in one of Part III, slow: a function that computes
+for a while, within its budget, sleeping: a function asleep past its budget,
+syntax: a module that does not parse),
 grades it with ``python -m grader grade --force`` once with nothing else
 started, then once more under ``nice -n 10`` (the way a polite instructor runs
 a batch job on a shared server) beside ``--per-core`` load processes per core
@@ -37,12 +39,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grader.grading.samples import _copy_reference, plant_mutants  # noqa: E402
 
-KINDS = ("honest", "wrong", "crashing", "looping", "slow")
+KINDS = ("honest", "wrong", "crashing", "looping", "slow", "sleeping", "looping3", "syntax")
 CRASH = "\n\ndef causal_mask(n):\n    import os\n    os._exit(3)\n"
 LOOP = "\n\ndef causal_mask(n):\n    while True:\n        pass\n"
 # Within the 5 s budget of a call whatever the load, and slow enough that a wall-clock limit would have noticed.
 SLOW = ("\n\n_honest_mask = causal_mask\n\n\ndef causal_mask(n):\n    total = 0\n    for i in range(3_000_000):\n"
         "        total += i\n    return _honest_mask(n)\n")
+# Asleep past a call's budget: the student's own time (the kernel tells sleeping from waiting for a CPU).
+SLEEP = "\n\ndef causal_mask(n):\n    import time\n    time.sleep(30)\n"
+# Part III: a loop in exercise 12 costs exercise 12's tests, never exercises 13-15's.
+LOOP3 = "\n\ndef pooled_features(embedding, tokens, query_position):\n    while True:\n        pass\n"
+EXTRA = {"crashing": ("masks", CRASH), "looping": ("masks", LOOP), "slow": ("masks", SLOW),
+         "sleeping": ("masks", SLEEP), "looping3": ("negation", LOOP3), "syntax": ("distance", "\n\ndef (:\n")}
 LOAD = {
     "busy": "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n",
     "memory": ("import time\nimport numpy as np\nend = time.monotonic() + {seconds}\n"
@@ -67,19 +75,20 @@ def make_class(folder: Path, n: int) -> dict[str, str]:
             shutil.copytree(mutants[index % len(mutants)], target)
         else:
             _copy_reference(target)
-            extra = {"crashing": CRASH, "looping": LOOP, "slow": SLOW}.get(kind)
-            if extra:
-                with open(target / "masks.py", "a", encoding="utf-8") as module:
+            if kind in EXTRA:
+                module_name, extra = EXTRA[kind]
+                with open(target / f"{module_name}.py", "a", encoding="utf-8") as module:
                     module.write(extra)
         kinds[target.name] = kind
     shutil.rmtree(folder / "_pool")
     return kinds
 
 
-def grade(submissions: Path, out: Path, jobs: int, niceness: int) -> tuple[int, float, list[dict[str, str]], str]:
+def grade(submissions: Path, out: Path, jobs: int, niceness: int,
+          part: str = "all") -> tuple[int, float, list[dict[str, str]], str]:
     """Grade ``submissions`` into ``out``: (exit status, wall seconds, the gradebook's rows by student, output)."""
     command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out), "--jobs", str(jobs),
-               "--force"]
+               "--force", "--part", part]
     if niceness:
         command = ["nice", "-n", str(niceness), *command]
     start = time.perf_counter()
@@ -130,24 +139,25 @@ def differences(idle: list[dict[str, str]], busy: list[dict[str, str]]) -> list[
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=21, help="submissions (at least 20; default 21)")
+    parser.add_argument("--n", type=int, default=21, help="submissions (at least 10; default 21)")
+    parser.add_argument("--part", default="all", help="the part graded (default: all)")
     parser.add_argument("--per-core", type=int, default=4, help="load processes per core (default 4)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: cores)")
     parser.add_argument("--load-seconds", type=float, default=1800.0,
                         help="the longest a load process runs before it stops by itself (default 1800)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
-    if args.n < 20:
-        parser.error("--n must be at least 20")
+    if args.n < 10:
+        parser.error("--n must be at least 10")
     with tempfile.TemporaryDirectory(prefix="load-fairness-") as scratch:
         submissions = Path(scratch) / "class"
         kinds = make_class(submissions, args.n)
-        idle_code, idle_wall, idle, idle_said = grade(submissions, Path(scratch) / "idle", args.jobs, 0)
+        idle_code, idle_wall, idle, idle_said = grade(submissions, Path(scratch) / "idle", args.jobs, 0, args.part)
         print(f"idle: exit {idle_code}, {idle_wall:.0f} s, {len(idle)} rows")
         load = start_load(args.per_core, args.load_seconds)
         try:
             time.sleep(2)  # the load is running before grading starts
-            busy_code, busy_wall, busy, busy_said = grade(submissions, Path(scratch) / "busy", args.jobs, 10)
+            busy_code, busy_wall, busy, busy_said = grade(submissions, Path(scratch) / "busy", args.jobs, 10, args.part)
             load_average = os.getloadavg()[0]
         finally:
             stop_load(load)

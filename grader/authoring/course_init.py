@@ -86,9 +86,9 @@ def course_toml(curriculum: Curriculum) -> str:
         "",
         "# What student code may use.",
         "[limits]",
-        f"submission_seconds = {limits.student_seconds:g}  # seconds of student code for one submission "
-        "(grade --budget)",
-        f"call_seconds = {limits.call_timeout:g}  # wall-clock seconds one call may take",
+        f"submission_seconds = {limits.student_seconds:g}  # CPU seconds of student code for each exercise of one "
+        "submission (grade --budget)",
+        f"call_seconds = {limits.call_timeout:g}  # CPU seconds one call may use (grade --call-budget)",
         f"cpu_seconds = {limits.cpu_seconds:g}  # CPU seconds of one worker process",
         f"memory_mib = {limits.memory_bytes >> 20}  # memory of one worker process, in MiB",
         "",

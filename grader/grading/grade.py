@@ -82,8 +82,8 @@ from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job,
 from grader.suite import graded_suite, hidden_folders
 
 DEFAULT_OUT = "attention-kit-grades"
-# Wall-clock backstop for one student's grading process, far above the budget: reaching it is the grader's
-# failure (not graded), never the student's zero.
+# How long a grading process may go without finishing a test (wall time, far above any test's CPU budget): a
+# stall, the machine's (retried, then "not graded: the machine was too busy") or the grader's, never the student's.
 STUDENT_TIMEOUT = 300.0
 
 
@@ -111,7 +111,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     call_budget = limits.call_seconds or CALL_BUDGET
     memory = limits.memory_mib or MEMORY_MIB
     parser.add_argument("--budget", type=float, default=budget, metavar="SECONDS",
-                        help="CPU seconds of student code per submission; past it the remaining tests fail "
+                        help="CPU seconds of student code per exercise of a submission; past it that exercise's "
+                             "remaining tests fail "
                              f"(default: {budget:g}, the course's [limits] submission_seconds)")
     parser.add_argument("--call-budget", type=float, default=call_budget, metavar="SECONDS",
                         help=f"CPU seconds of one call to a student's function (default: {call_budget:g}, the "
@@ -122,8 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
-                        help="wall-clock backstop for one student's grading process; reaching it leaves the "
-                             f"student not graded (default: {STUDENT_TIMEOUT:g})")
+                        help="the longest a grading process may go without finishing a test (wall time): a stall, "
+                             "retried when the machine was too busy, else the student is not graded "
+                             f"(default: {STUDENT_TIMEOUT:g})")
     parser.add_argument("--accept-no-isolation", dest="isolation", action="store_const", const="none",
                         default="require",
                         help="grade even where student code cannot be isolated (no bubblewrap, no user namespaces): "
@@ -301,8 +303,8 @@ class _Batch:
         from grader.grading.pool import run_jobs
 
         held: list[tuple[Job, Result]] = []
-        students_feed = self.feed(entries, work)
-        stream = run_jobs(students_feed, processes, timeout)
+        jobs = list(self.feed(entries, work))  # every student prepared (and the kit's check first) before any runs
+        stream = run_jobs(jobs, processes, timeout)
         try:
             for job, result in stream:
                 if result.interrupted:
@@ -330,8 +332,6 @@ class _Batch:
             for student in self.prepared:
                 if student not in self.by_student:  # held or dispatched when the kit failed: no result counts
                     self.not_run(dataclasses.replace(self.template, student=student))
-            for _ in students_feed:  # the rest are prepared (for their rows) and not run
-                pass
 
     def feed(self, entries: list[tuple[str, Path]], work: Path) -> Iterator[Job]:
         """The students to grade, each prepared just before a grading process is free for it."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +65,3 @@ def use_scratch(folder: str) -> None:
 
     os.environ[SCRATCH_ENV] = folder
 
-
-def on_slow_call(tell: Callable[[], None]) -> None:
-    """Call ``tell`` when a call of this process's student runs long (``proxy.SLOW_CALL``)."""
-    from grader.sandbox import proxy
-
-    proxy.on_slow = tell

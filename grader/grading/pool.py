@@ -4,8 +4,16 @@ Run by: the batch's process (``grader.grading.grade``) runs :func:`run_jobs`;
 each grading process it starts (``multiprocessing``, spawned) runs
 :func:`_worker_main`, which grades one :class:`~grader.grading.records.Job`
 after another with ``grader.grading.session.grade_in_process`` and sends back
-a :class:`~grader.grading.records.Result`. Only these records (plain data)
-cross the pipe.
+a :class:`~grader.grading.records.Result`, with a word of progress after each
+test. Only these records (plain data) cross the pipe.
+
+At most ``processes`` grading processes run: a slow student holds one slot,
+within their own CPU budget, and costs nobody else anything. Wall time only
+detects a stall (no test finished for ``stall`` seconds). A stall while the
+grading process waited for a CPU is the machine's: the student is graded
+again on a fresh process (:data:`STALL_RETRIES` times), then reported not
+graded because the machine was too busy. Any other stall, or a process that
+dies, is the grader's: not graded, with the reason. Never the student's zero.
 """
 
 from __future__ import annotations
@@ -18,10 +26,20 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from grader.curriculum import ROOT
 from grader.grading.records import Job, Result
+
+# What a grading process sends after each test it finishes (the stall detector's heartbeat).
+PROGRESS = ("progress",)
+# How often a student whose grading stalled because the machine was busy is graded again, on a fresh process.
+STALL_RETRIES = 2
+# A stall is the machine's when the grading process waited for a CPU at least this share of the stalled time,
+# or when the machine's runnable processes outnumbered its cores (the 1-minute load average).
+MACHINE_WAIT_SHARE = 0.1
+MACHINE_BUSY = "the machine was too busy"
 
 
 def _worker_main(connection: Any, root: str) -> None:
@@ -31,10 +49,11 @@ def _worker_main(connection: Any, root: str) -> None:
     os.chdir(root)
     # Ctrl-C is the parent's to handle: it stops this process; a half-graded student is not saved.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from grader.grading.implementation import close_spares, on_slow_call
+    from grader.grading import recorder
+    from grader.grading.implementation import close_spares
     from grader.grading.session import grade_in_process
 
-    on_slow_call(lambda: connection.send(SLOW_NOTE))  # the batch may give this process's slot to another
+    recorder.on_test_done = lambda: connection.send(PROGRESS)
     with contextlib.suppress(KeyboardInterrupt):  # the parent handles Ctrl-C and stops us
         while True:
             job = connection.recv()
@@ -51,12 +70,26 @@ def _worker_main(connection: Any, root: str) -> None:
             connection.send(result)
 
 
-# What a grading process sends before its result when a call of its student runs long (``proxy.SLOW_CALL``).
-SLOW_NOTE = ("slow",)
+def run_queue_seconds(pid: int) -> float | None:
+    """Seconds process ``pid`` has waited for a CPU while runnable (``/proc/PID/schedstat``; None if unknown)."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
 
 
-class _Worker:
-    """One long-lived grading process, seen from the batch: its pipe, its process, the job it has."""
+def _machine_busy(waited: float | None, stalled: float) -> bool:
+    """Whether a stall of ``stalled`` seconds, ``waited`` of them waiting for a CPU, was the machine's."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    with contextlib.suppress(OSError):
+        if os.getloadavg()[0] >= cores:
+            return True
+    return waited is not None and waited >= MACHINE_WAIT_SHARE * stalled
+
+
+class _Process:
+    """One long-lived grading process, seen from the batch: its pipe, its process, its job and the job's progress."""
 
     def __init__(self, context: Any) -> None:
         self.connection, child = context.Pipe()
@@ -64,12 +97,22 @@ class _Worker:
         self.process.start()
         child.close()
         self.job: Job | None = None
-        self.started = 0.0
-        self.slow = False  # its student is a slow one (it said so, or it has been busy for SLOW_AFTER)
+        self.progress_at = 0.0  # when the job started or last finished a test (time.monotonic)
+        self.waited_mark: float | None = None  # the process's wait for a CPU then (seconds)
 
     def send(self, job: Job) -> None:
-        self.job, self.started, self.slow = job, time.monotonic(), False
+        self.job = job
+        self.mark()
         self.connection.send(job)
+
+    def mark(self) -> None:
+        self.progress_at = time.monotonic()
+        self.waited_mark = run_queue_seconds(self.process.pid)
+
+    def waited(self) -> float | None:
+        """Seconds it waited for a CPU since its last progress (None if unknown)."""
+        now = run_queue_seconds(self.process.pid)
+        return None if now is None or self.waited_mark is None else now - self.waited_mark
 
     def stop(self, wait: float = 2.0) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -90,29 +133,47 @@ def death_reason(exitcode: int | None) -> str:
     return f"the grading process exited with code {exitcode}"
 
 
-# A grading process busy on one student for longer than this is slow: another one takes the next student.
-SLOW_AFTER = 4.0
-# Slow submissions hold a process each (mostly asleep, or reniced after their first timeout) for up to their
-# budget: six of them at once still leave every slot to the honest ones. A grading process is ~100 MB.
-MAX_EXTRA = 6
+@dataclass
+class _Outcome:
+    """What one look at a busy process found: a result to yield, and whether the process must be replaced."""
+
+    result: Result | None = None
+    replace: bool = False
+    retry: bool = False  # a stall of the machine's: grade the job again on a fresh process
 
 
-def run_jobs(jobs: Iterable[Job], processes: int, timeout: float) -> Iterator[tuple[Job, Result]]:
-    """Grade ``jobs`` in long-lived processes; yield ``(job, result)`` as each finishes.
+def _look(worker: _Process, stall: float, attempts: int) -> _Outcome:
+    """Read what ``worker`` sent (progress, a result), or tell that it died or stalled."""
+    while worker.connection.poll():
+        try:
+            message = worker.connection.recv()
+        except (EOFError, OSError):
+            break
+        if message == PROGRESS:
+            worker.mark()
+            continue
+        return _Outcome(result=message)
+    if not worker.process.is_alive():
+        worker.process.join(0.1)
+        return _Outcome(result=Result(error=death_reason(worker.process.exitcode)), replace=True)
+    stalled = time.monotonic() - worker.progress_at
+    if stalled <= stall:
+        return _Outcome()
+    waited = worker.waited()
+    if _machine_busy(waited, stalled):
+        if attempts < STALL_RETRIES:
+            return _Outcome(replace=True, retry=True)
+        return _Outcome(result=Result(error=f"{MACHINE_BUSY}: no test finished within {stall:g} s, "
+                                            f"{attempts + 1} times; rerun"), replace=True)
+    return _Outcome(result=Result(error=f"the grading process gave no result within {stall:g} s"), replace=True)
 
-    ``jobs`` is read lazily, one job ahead of the free processes: preparing a
-    student (unpacking, parsing) overlaps the grading of the others, and a
-    process is started only when there is a job for it.
 
-    A process that dies or overruns ``timeout`` costs only its current
-    student (who gets a row saying why); a fresh process takes its place.
+def run_jobs(jobs: Iterable[Job], processes: int, stall: float) -> Iterator[tuple[Job, Result]]:
+    """Grade ``jobs`` in at most ``processes`` long-lived processes; yield ``(job, result)`` as each finishes.
 
-    A slow submission does not hold up the others: once its process has
-    said so (``SLOW_NOTE``: a call ran past ``proxy.SLOW_CALL``), or has been
-    on one student for more than ``SLOW_AFTER`` seconds (honest ones take
-    about one), it no longer counts as one of the ``processes`` slots, and
-    another process takes the next student (at most ``MAX_EXTRA`` extra). The
-    slow one's own cost stays bounded by its budget.
+    A process that dies, or finishes no test for ``stall`` seconds, costs only
+    its current student, who gets a row saying why (the machine's stalls are
+    retried first); a fresh process takes its place.
     """
     import multiprocessing
     from multiprocessing.connection import wait
@@ -122,21 +183,8 @@ def run_jobs(jobs: Iterable[Job], processes: int, timeout: float) -> Iterator[tu
     atexit.unregister(stop_idle)
     atexit.register(stop_idle)
 
-    source = iter(jobs)
-    pending: deque[Job] = deque()
-    exhausted = False
-
-    def pull() -> bool:
-        nonlocal exhausted
-        if not exhausted:
-            try:
-                pending.append(next(source))
-                return True
-            except StopIteration:
-                exhausted = True
-        return False
-
-    if not pull():
+    queue: deque[tuple[Job, int]] = deque((job, 0) for job in jobs)  # (job, stalls so far)
+    if not queue:
         return
     # spawn: a clean interpreter, never a fork of a parent that may hold threads (progress bar).
     context = multiprocessing.get_context("spawn")
@@ -144,55 +192,37 @@ def run_jobs(jobs: Iterable[Job], processes: int, timeout: float) -> Iterator[tu
     # more CPU (interpreter, numpy, pytest, the test modules) than grading a student.
     workers = [w for w in _IDLE[:processes] if w.process.is_alive()]
     del _IDLE[:processes]
+    attempts: dict[int, int] = {}  # id(job) -> stalls so far, for the job a process has
     healthy = False
     try:
-        while True:
-            now = time.monotonic()
-            fast = sum(1 for w in workers if w.job is not None and not w.slow and now - w.started <= SLOW_AFTER)
-            idle = [w for w in workers if w.job is None]
-            while fast < processes and (pending or pull()):
-                if not idle:
-                    if len(workers) >= processes + MAX_EXTRA:
-                        break
-                    workers.append(_Worker(context))
-                    idle.append(workers[-1])
-                idle.pop(0).send(pending.popleft())
-                fast += 1
+        while queue or any(w.job is not None for w in workers):
+            for worker in workers:
+                if worker.job is None and queue:
+                    job, attempt = queue.popleft()
+                    attempts[id(job)] = attempt
+                    worker.send(job)
+            while queue and len(workers) < processes:
+                workers.append(_Process(context))
+                job, attempt = queue.popleft()
+                attempts[id(job)] = attempt
+                workers[-1].send(job)
             busy = [w for w in workers if w.job is not None]
-            if not busy and not pending and not pull():
-                break
-            # Every process has a job: prepare the next one instead of waiting (its result is not late for that).
-            ahead = len(pending) < 1 and not exhausted
-            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0 if ahead else 0.5)
+            wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=0.5)
             for index, worker in enumerate(workers):
                 if worker.job is None:
                     continue
-                result = None
-                replace = False
-                if worker.connection.poll():
-                    try:
-                        result = worker.connection.recv()
-                    except (EOFError, OSError):
-                        result, replace = None, True
-                    if result == SLOW_NOTE:  # its student is slow: its slot goes to the next student now
-                        worker.slow, result = True, None
-                        continue
-                if result is None and not worker.process.is_alive():
-                    worker.process.join(0.1)
-                    result = Result(error=death_reason(worker.process.exitcode))
-                    replace = True
-                elif result is None and time.monotonic() - worker.started > timeout:
-                    result = Result(error=f"the grading process gave no result within {timeout:g} s")
-                    replace = True
-                if result is None:
+                outcome = _look(worker, stall, attempts[id(worker.job)])
+                if outcome.result is None and not outcome.retry:
                     continue
                 job, worker.job = worker.job, None
-                if replace:
+                if outcome.replace:
                     worker.stop(wait=0)
-                    workers[index] = _Worker(context)
-                yield job, result
-            if ahead:
-                pull()
+                    workers[index] = _Process(context)
+                if outcome.retry:
+                    queue.appendleft((job, attempts[id(job)] + 1))
+                    continue
+                assert outcome.result is not None
+                yield job, outcome.result
         healthy = True
     finally:
         for worker in workers:
@@ -208,5 +238,5 @@ def stop_idle() -> None:
         _IDLE.pop().stop(wait=1.0)
 
 
-_IDLE: list[_Worker] = []
+_IDLE: list[_Process] = []
 atexit.register(stop_idle)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ from grader.grading.records import Job, TestRecord
 from grader.grading.secrets import Secrets
 from tests.failures import failures_of, graded_text
 from tests.plugin import EXERCISE
+
+# Called after each test's last phase (the grading process tells the batch it makes progress: ``pool``).
+on_test_done: Callable[[], None] | None = None
 
 
 class Recorder:
@@ -145,6 +149,9 @@ class Recorder:
         record = self.records.setdefault(report.nodeid, {"outcome": "passed", "message": "", "output": "",
                                                          "duration": 0.0})
         record["duration"] += report.duration
+        if report.when == "teardown" and on_test_done is not None:
+            with contextlib.suppress(Exception):  # telling is a courtesy: never a test's failure
+                on_test_done()
         if report.nodeid in self.exceptions:
             record["exception"] = self.exceptions[report.nodeid]
         internal = getattr(self.implementation, "internal", None) or []

@@ -1,7 +1,8 @@
 """A submission's time: each call's budget and the submission's, in CPU seconds (run by the grading process).
 
 Two limits bound the student's code (``Limits.call_timeout`` per call,
-``Limits.student_seconds`` per submission), and both count the CPU time of
+``Limits.student_seconds`` per exercise of a submission: a looping function
+costs its own exercise's tests, not the others'), and both count the CPU time of
 the processes that did the work (the worker, its threads and its children),
 read from outside the worker by the kernel's counters
 (``grader.sandbox.load.CpuClock``; a control group's where the worker has
@@ -37,7 +38,6 @@ waits) use it; what is counted is decided in this file alone.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import time
@@ -68,16 +68,17 @@ class Budget:
     Parameters
     ----------
     limits : grader.sandbox.limits.Limits
-        ``call_timeout`` (per call) and ``student_seconds`` (per submission).
+        ``call_timeout`` (per call) and ``student_seconds`` (per exercise of the submission).
     """
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.spent = 0.0  # CPU (and sleep) seconds of student code so far (calls the machine's load stopped: none)
+        self.spent_by: dict[str, float] = {}  # the same, per view (the exercise whose module was called)
+        self._view = ""  # the current call's view
         self.reference_spent = 0.0  # CPU seconds of the reference's answers to this submission's callbacks (charged)
         self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
         self.forgiven = 0.0  # wall seconds of calls not charged (waits for a CPU, sleeps, calls run again)
-        self.slow = False  # a call of this submission ran past its ``slow_after`` (see start_call)
         self.verdict = ""  # why the last call was stopped: "cpu", "idle" (the student's) or "busy" (the machine's)
         self.last_cpu = 0.0  # CPU seconds of the last call, as charged (or not, if it was run again)
         self.last_wall = 0.0  # its wall seconds
@@ -86,8 +87,6 @@ class Budget:
         self._timeout = 0.0  # the current call's CPU budget
         self._cpu_mark = 0.0
         self._next_check = math.inf  # when the current call is checked next (``time.monotonic``)
-        self._slow_at = math.inf  # when the current call makes this submission a slow one
-        self._on_slow: Callable[[], None] | None = None
         self._begun = 0.0
         self._reference_seconds = 0.0  # wall seconds the current call waited for the reference's answers
         self._reference_cpu = 0.0  # CPU seconds of those answers (the student's: charged with the call)
@@ -114,23 +113,23 @@ class Budget:
 
     # ------------------------------------------------------------------ before a call: may it run, for how long
 
-    def exhausted(self, what: str) -> BudgetExhausted | None:
-        """Why ``what`` (a call or an import) may not run: the submission has no time left; None if it may."""
+    def exhausted(self, what: str, view: str = "") -> BudgetExhausted | None:
+        """Why ``what`` (a call or an import of ``view``) may not run: its exercise has no time left; None if it may."""
         budget = self.limits.student_seconds
-        if self.spent >= budget:
+        if self.spent_by.get(view, 0.0) >= budget:
             return BudgetExhausted(f"{what} was not run: your code has used up its time budget ({budget:g} s for "
-                                   "all the tests of a submission); make the slow function faster")
+                                   "the tests of one exercise); make the slow function faster")
         return None
 
-    def call_timeout(self) -> float:
-        """The most CPU time the next call may use: the per-call limit, or what is left of the submission's."""
-        return min(self.limits.call_timeout, self.limits.student_seconds - self.spent)
+    def call_timeout(self, view: str = "") -> float:
+        """The most CPU time the next call of ``view`` may use: the per-call limit, or what is left of its budget."""
+        return min(self.limits.call_timeout, self.limits.student_seconds - self.spent_by.get(view, 0.0))
 
     def expired(self, what: str, timeout: float) -> TimeoutError:
         """Why a call given ``timeout`` seconds did not finish: the exception to raise (after ``timed_out``)."""
         if timeout < self.limits.call_timeout:
             return BudgetExhausted(f"{what} did not finish: your code used up its time budget "
-                                   f"({self.limits.student_seconds:g} s for all the tests of a submission)")
+                                   f"({self.limits.student_seconds:g} s for the tests of one exercise)")
         return TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?")
 
     def timed_out(self) -> None:
@@ -147,12 +146,9 @@ class Budget:
 
     # ------------------------------------------------------------------ during a call
 
-    def start_call(self, timeout: float, slow_after: float | None = None,
-                   on_slow: Callable[[], None] | None = None) -> float:
-        """Start a call of ``timeout`` CPU seconds; its first check time (``time.monotonic``).
-
-        ``slow_after``: after that many wall seconds, ``on_slow`` is called (once per submission) and ``slow`` set.
-        """
+    def start_call(self, timeout: float, view: str = "") -> float:
+        """Start a call of ``timeout`` CPU seconds of ``view``; its first check time (``time.monotonic``)."""
+        self._view = view
         self._reference_seconds = 0.0
         self._reference_cpu = 0.0
         self._timeout = timeout
@@ -162,23 +158,16 @@ class Budget:
         self._cpu_mark = self._cpu.own() if self._cpu is not None else 0.0
         self._begun = time.monotonic()
         self._next_check = self._begun + timeout
-        if slow_after is not None and not self.slow:
-            self._slow_at, self._on_slow = self._begun + slow_after, on_slow
         return self._next_check
 
     def left(self, deadline: float) -> float:
         """Seconds to wait before the call's next check (0 or less: check now, see :meth:`extend`).
 
         During a call, the checks are the budget's (``deadline``, what :meth:`start_call` returned, is kept for
-        the channel's sake); outside one (a worker's start-up), ``deadline`` is a plain wall-clock limit. At most
-        until the call is slow, to say so.
+        the channel's sake); outside one (a worker's start-up), ``deadline`` is a plain wall-clock limit.
         """
         now = time.monotonic()
         remaining = (self._next_check if self._next_check < math.inf else deadline) - now
-        if now >= self._slow_at:
-            self._noticed_slow()
-        elif self._slow_at < now + remaining:  # wake up when the call becomes slow, to say so
-            remaining = self._slow_at - now + 1e-3
         return remaining
 
     def _used(self, full: bool) -> float:
@@ -240,7 +229,6 @@ class Budget:
         for a CPU): a submission that sleeps in every call uses up its budget as one that computes does, and
         neither a busy machine nor a low priority changes what is charged.
         """
-        self._slow_at = math.inf
         self._next_check = math.inf
         wall = time.monotonic() - self._begun
         cpu = self._used(full=wall > 0.2 or bool(self.verdict))
@@ -253,13 +241,8 @@ class Budget:
             self.forgiven += wall
         else:
             self.spent += charged
+            self.spent_by[self._view] = self.spent_by.get(self._view, 0.0) + charged
             self.forgiven += max(0.0, wall - self._reference_seconds - (charged - self._reference_cpu))
         self.reference_spent += self._reference_cpu
         self._reference_seconds = self._reference_cpu = 0.0
 
-    def _noticed_slow(self) -> None:
-        self._slow_at = math.inf
-        self.slow = True
-        if self._on_slow is not None:
-            with contextlib.suppress(Exception):  # telling is a courtesy: never the student's failure
-                self._on_slow()

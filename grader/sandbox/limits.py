@@ -107,8 +107,9 @@ class Limits:
     # Open files of each worker process (RLIMIT_NOFILE): bounds how many memfd or shared-memory files it can hold.
     open_files: int = 256
     output_bytes: int = 65536
-    # The whole submission's budget: CPU seconds of student code (what it asks of the reference included), and bytes the
-    # worker may send (one reply, and all replies together); past it the remaining tests fail at once.
+    # The time budget of each exercise of a submission (CPU seconds of its student code, what that asks of the
+    # reference included; past it that exercise's remaining tests fail at once), and the bytes the worker may send
+    # (one reply, and all replies together).
     student_seconds: float = 60.0
     reply_bytes: int = 64 << 20
     student_reply_bytes: int = 512 << 20
@@ -125,14 +126,14 @@ class Limits:
 
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""
-        return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per submission, "
+        return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per exercise, "
                 f"{self.memory_bytes >> 20} MiB memory, {self.cpu_seconds} CPU s per worker, "
                 f"{self.processes} processes, {self.open_files} open files, replies up to {self.reply_bytes >> 20} MiB "
                 f"({self.student_reply_bytes >> 20} MiB per submission)")
 
 
 def course_limits(budget: float, call_budget: float, memory_mib: int, cpu_seconds: float | None = None) -> Limits:
-    """A course's limits: CPU seconds per submission and per call, MiB of memory per worker (the rest as default).
+    """A course's limits: CPU seconds per exercise (of a submission) and per call, MiB of memory per worker.
 
     The one place the settings an instructor may change (``attention-kit grade --budget/--call-budget/--memory``,
     and a course folder's ``[limits]``, whose ``cpu_seconds`` is ``cpu_seconds`` here) become limits.

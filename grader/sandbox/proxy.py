@@ -71,11 +71,6 @@ __all__ += ["MAX_REPLY_HEADER", "SCRATCH_ENV", "_ANSWERS"]
 
 STARTUP_TIMEOUT = 30.0  # generous: a loaded CI machine may take a while to start Python + numpy
 FAIR_VIEW_ALL = protocol.VIEW_ALL
-# A call still running after this many seconds makes its submission a slow one (the suite's longest honest call
-# takes a tenth of a second): ``on_slow`` is called once per submission, and the batch then stops counting that
-# grading process as one of its ``--jobs`` (``grader.grading.grade.run_jobs``), instead of after 4 s of grading.
-SLOW_CALL = 1.5
-on_slow: Callable[[], None] | None = None
 
 # The spare worker of this process (see IsolatedImplementation.warm): (its options, the implementation).
 _SPARES: list[tuple[str, Any]] = []
@@ -127,7 +122,7 @@ class IsolatedImplementation(Measuring):
         self.internal: list[str] = []  # the grader's own failures (the affected tests are not graded)
         self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
         self.startup_seconds: list[float] = []
-        self._timeouts: dict[str, int] = {}  # timeouts so far, per called function
+        self._timeouts: dict[tuple[str, str], int] = {}  # timeouts so far, per view (exercise) and called function
         self._failures: dict[tuple[str, str], str] = {}
         self._callables: dict[tuple[str, str], set[str]] = {}
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -168,11 +163,6 @@ class IsolatedImplementation(Measuring):
     def call_seconds(self) -> float:
         """Wall seconds of all exchanges with the worker (start-up waits excluded)."""
         return self._budget.call_seconds
-
-    @property
-    def slow(self) -> bool:
-        """Whether a call of this submission ran past ``SLOW_CALL``."""
-        return self._budget.slow
 
     @property
     def received(self) -> int:
@@ -442,7 +432,7 @@ class IsolatedImplementation(Measuring):
         self._ready()
         view = str(header.get("view", FAIR_VIEW_ALL))
         reference = str(self.reference)
-        deadline = self._budget.start_call(timeout, SLOW_CALL if on_slow is not None else None, _tell_slow)
+        deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
         count = 0
         try:
@@ -499,12 +489,15 @@ class IsolatedImplementation(Measuring):
         ``timeout``: fewer CPU seconds than the call's own limit.
         """
         __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
-        so_far, total = self._timeouts.get(what, 0), sum(self._timeouts.values())
+        view = str(header.get("view", FAIR_VIEW_ALL))
+        # Timeouts and time are counted per exercise: a looping function costs its own exercise's tests only.
+        so_far = self._timeouts.get((view, what), 0)
+        total = sum(count for (seen, _), count in self._timeouts.items() if seen == view)
         if so_far >= self.limits.function_timeouts or total >= self.limits.total_timeouts:
             self.stats["skipped"] += 1
             raise TimeoutError(f"{what} was not run: your code already ran out of time {max(so_far, total)} times "
                                "(an infinite loop?); fix that first")
-        exhausted = self._budget.exhausted(what)
+        exhausted = self._budget.exhausted(what, view)
         if exhausted is not None:
             self.stats["skipped"] += 1
             raise exhausted
@@ -516,7 +509,8 @@ class IsolatedImplementation(Measuring):
             self.stats["skipped"] += 1
             raise WorkerCrashed(f"{what} was not run: your code has sent its whole reply budget "
                                 f"({self.limits.student_reply_bytes} bytes); return smaller values")
-        timeout = self._budget.call_timeout() if timeout is None else min(timeout, self._budget.call_timeout())
+        limit = self._budget.call_timeout(view)
+        timeout = limit if timeout is None else min(timeout, limit)
         self.stats["requests"] += counted
         try:
             return self._retried(header, arrays, timeout, what)
@@ -524,7 +518,7 @@ class IsolatedImplementation(Measuring):
             self.stats["timed_out"] += 1
             self._budget.timed_out()
             self.stats["requests"] += not counted
-            self._timeouts[what] = so_far + 1
+            self._timeouts[(view, what)] = so_far + 1
             self._stop()
             self.restarts += 1
             raise self._budget.expired(what, timeout) from None
@@ -566,11 +560,14 @@ class IsolatedImplementation(Measuring):
         A call the load stopped was not charged; past the retries, MachineBusy: this test is not graded.
         """
         for attempt in range(MACHINE_RETRIES + 1):
+            received = self._channel.received
             try:
                 return self._exchange(header, arrays, timeout)
             except Timeout:
                 if not self._budget.machine_busy:
                     raise
+                # Nothing of an attempt the machine stopped is the student's: neither its time nor its bytes.
+                self._channel.received = received
                 self.stats["machine_busy"] = self.stats.get("machine_busy", 0) + 1
                 self._stop()
                 self.restarts += 1
@@ -653,8 +650,3 @@ class IsolatedImplementation(Measuring):
         codec.reissue_warnings(reply.get("warnings"))
         return result
 
-
-def _tell_slow() -> None:
-    """Tell the batch that this process's submission is a slow one (``on_slow``, read when it happens)."""
-    if on_slow is not None:
-        on_slow()

@@ -214,7 +214,7 @@ def test_a_whole_course_is_graded_from_its_folder(tmp_path, capsys):
     status, printed, err = run_kit(capsys, "grade", str(subs), "--course", str(folder), "--out", str(out),
                                    "--jobs", "2")
     assert status == 0, printed[-3000:] + err[-3000:]
-    assert "30 CPU s per submission" in printed  # [limits] submission_seconds is grade's --budget
+    assert "30 CPU s per exercise" in printed  # [limits] submission_seconds is grade's --budget
     rows = {row["student"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
     header = next(csv.reader(io.StringIO((out / "grades.csv").read_text())))
     assert header == ["student", "status", "score", "max_score", *MAXIMA]

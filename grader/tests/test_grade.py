@@ -225,22 +225,3 @@ def test_a_broken_softmax_does_not_blame_a_correct_attention_in_a_graded_batch(t
     feedback = (tmp_path / "unfair" / "student" / "feedback.md").read_text(encoding="utf-8")
     assert "First fix softmax() in softmax.py (exercise 1, softmax)" in feedback
     assert "Diagnosis: your attention.py" not in feedback
-
-
-def test_a_submission_that_says_it_is_slow_frees_its_slot_at_once(tmp_path, monkeypatch):
-    """A grading process whose student's call runs long says so; the batch gives the next student another one."""
-    from grader.grading import pool
-    from grader.grading.records import Job, suite_files
-    from grader.suite import graded_suite
-
-    monkeypatch.setattr(pool, "SLOW_AFTER", 1000.0)  # only the grading process's own word counts here
-    slow = copy_reference(tmp_path / "slow")
-    (slow / "softmax.py").write_text((slow / "softmax.py").read_text() + "\n\ndef softmax(x, axis=-1):\n"
-                                     "    import time\n    time.sleep(4)\n    return x\n")
-    honest = copy_reference(tmp_path / "honest")
-    suite = graded_suite(None, ["softmax"])[0]
-    jobs = [Job(student=name, folder=str(path), files=tuple(f.path for f in suite), suite=suite_files(suite),
-                budget=9.0) for name, path in (("slow", slow), ("honest", honest))]
-    finished = [job.student for job, _ in pool.run_jobs(jobs, processes=1, timeout=120)]
-    # Without the word, the honest student would wait for the slow one's whole budget in the only slot.
-    assert finished == ["honest", "slow"]

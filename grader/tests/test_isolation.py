@@ -993,21 +993,6 @@ def test_a_fork_server_that_ends_under_a_call_is_the_graders_failure(isolated):
     assert impl._worker.server is not server
 
 
-def test_a_call_that_runs_long_makes_its_submission_slow_once(isolated, monkeypatch):
-    from grader.sandbox import proxy
-
-    told: list[int] = []
-    monkeypatch.setattr(proxy, "on_slow", lambda: told.append(1))
-    monkeypatch.setattr(proxy, "SLOW_CALL", 0.3)
-    impl = isolated({"softmax": "def softmax(x, axis=-1):\n    import time\n    time.sleep(0.6)\n    return x\n"})
-    assert impl.function("masks", "causal_mask")(2).shape == (2, 2)
-    assert told == [] and not impl.slow  # quick calls say nothing
-    softmax = impl.function("softmax", "softmax")
-    softmax(np.zeros(2))
-    softmax(np.zeros(2))
-    assert told == [1] and impl.slow  # said once, while the first long call still ran
-
-
 def test_a_submission_past_its_total_of_bytes_is_told_so_not_that_one_reply_was_too_large(isolated):
     """Each reply is small; together they pass the submission's total: the message must say which limit it was."""
     many = "import numpy as np\ndef softmax(x, axis=-1):\n    return np.ones(50_000)\n"

@@ -1,0 +1,127 @@
+"""What grading costs against the tests it runs: ``attention-kit grade`` against plain pytest, per part.
+
+    python benchmarks/grade_cost.py [--n 10] [--parts 1,2,3,all] [--busy PER_CORE] [--jobs CORES] [--record]
+
+For each part, N copies of the reference are graded twice, side by side in
+the same conditions: by ``python -m grader grade --force`` (sandboxed workers,
+fair grading, the kit's own check, the gradebook), and by plain pytest, one
+in-process ``python -m pytest`` per copy over the same public and hidden test
+files (``--impl COPY``: no sandbox, no batch). Core-seconds come from the
+kernel's accounting: user + system time of every process each run waited for
+(``getrusage``), and for ``grade`` at least what a sampler of all its
+descendants saw in ``/proc`` (sandboxed workers may end without being waited
+for). The ratio is grade's core-seconds over pytest's, per submission; the
+batch's fixed cost is grade's core-seconds for one copy less one copy's share
+of ten. ``--busy K`` runs both under ``nice -n 10`` beside K busy processes
+per core (each stops by itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from grade_throughput import DescendantSampler, cpu_seconds  # noqa: E402
+
+from grader.curriculum import load  # noqa: E402
+from grader.grading.samples import _copy_reference  # noqa: E402
+from grader.suite import graded_suite, hidden_folders  # noqa: E402
+
+BUSY = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def measured(command: list[str], sample: bool) -> tuple[float, float, int]:
+    """Run ``command``: (core-seconds, wall seconds, exit status)."""
+    sampler = DescendantSampler() if sample else None
+    before, start = cpu_seconds(), time.perf_counter()
+    if sampler is not None:
+        sampler.start()
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall, cpu = time.perf_counter() - start, cpu_seconds() - before
+    if sampler is not None:
+        sampler.done.set()
+        sampler.join()
+        cpu = max(cpu, sampler.total())
+    if done.returncode not in (0,):
+        print(done.stderr[-2000:])
+    return cpu, wall, done.returncode
+
+
+def cost(part: str, n: int, jobs: int, nice: int, scratch: Path) -> dict[str, float]:
+    """Grade and plain pytest on ``n`` copies of the reference, for ``part``: their figures."""
+    names = list(load().selected_names(part))
+    suite, _ = graded_suite(hidden_folders(), names)
+    files = [f.path for f in suite]
+    folder = scratch / f"part{part}"
+    for index in range(n):
+        _copy_reference(folder / f"copy{index:02d}")
+    prefix = ["nice", "-n", str(nice)] if nice else []
+    grade = [*prefix, sys.executable, "-m", "grader", "grade", str(folder), "--out", str(scratch / f"out{part}"),
+             "--jobs", str(jobs), "--force", "--part", part]
+    grade_cpu, grade_wall, code = measured(grade, sample=True)
+    if code != 0:
+        raise SystemExit(f"grade exited {code} on part {part}")
+    pytest_cpu = pytest_wall = 0.0
+    for copy in sorted(folder.iterdir()):
+        command = [*prefix, sys.executable, "-m", "pytest", *files, "--impl", str(copy), "-q", "-p",
+                   "no:cacheprovider", "-p", "no:xdist"]
+        cpu, wall, code = measured(command, sample=False)
+        if code != 0:
+            raise SystemExit(f"plain pytest exited {code} on part {part}")
+        pytest_cpu, pytest_wall = pytest_cpu + cpu, pytest_wall + wall
+    one = scratch / f"one{part}"
+    _copy_reference(one / "copy00")
+    single_cpu, _, _ = measured([*prefix, sys.executable, "-m", "grader", "grade", str(one), "--out",
+                                 str(scratch / f"outone{part}"), "--jobs", "1", "--force", "--part", part],
+                                sample=True)
+    return {"grade_core_s_each": round(grade_cpu / n, 3), "pytest_core_s_each": round(pytest_cpu / n, 3),
+            "ratio": round(grade_cpu / pytest_cpu, 3), "grade_wall_s": round(grade_wall, 1),
+            "pytest_wall_s": round(pytest_wall, 1), "fixed_core_s": round(single_cpu - grade_cpu / n, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10, help="copies of the reference per part (default 10)")
+    parser.add_argument("--parts", default=",".join([*load().parts, "all"]), help="parts, comma-separated")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: cores)")
+    parser.add_argument("--busy", type=int, default=0, help="busy processes per core, and nice -n 10 (default 0)")
+    parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
+    args = parser.parse_args()
+    load_processes = [subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)], start_new_session=True)
+                      for _ in range(args.busy * (os.cpu_count() or 1))]
+    figures: dict[str, object] = {"n": args.n, "jobs": args.jobs, "busy_per_core": args.busy}
+    try:
+        with tempfile.TemporaryDirectory(prefix="grade-cost-") as scratch:
+            for part in args.parts.split(","):
+                found = cost(part, args.n, args.jobs, 10 if args.busy else 0, Path(scratch))
+                figures[f"part_{part}"] = found
+                print(f"part {part}: grade {found['grade_core_s_each']} core-s each, plain pytest "
+                      f"{found['pytest_core_s_each']}: {found['ratio']}x; batch's fixed cost "
+                      f"{found['fixed_core_s']} core-s", flush=True)
+            figures["load_average"] = round(os.getloadavg()[0], 1)
+    finally:
+        for process in load_processes:
+            process.kill()
+            process.wait()
+    if args.record:
+        from _record import record
+
+        ratios = ", ".join(f"part {key[5:]} {value['ratio']}x" for key, value in figures.items()
+                           if key.startswith("part_") and isinstance(value, dict))
+        busy = f" under nice -n 10 beside {args.busy} busy processes per core" if args.busy else " idle"
+        record(__file__, f"{args.n} copies of the reference per part{busy}: grade over plain pytest {ratios}",
+               figures, variant="busy" if args.busy else "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
