@@ -60,6 +60,7 @@ def course_toml(curriculum: Curriculum) -> str:
 
     limits = Limits()
     width = max(len(name) for name in curriculum.names) + 5
+    parts = ", ".join(f'"{part}"' for part in curriculum.parts) + ' or "all"'
     lines = [
         "# An attention-kit course: the settings every command reads when run with --course DIR,",
         "# with ATTENTION_KIT_COURSE=DIR, or in this folder. What this file leaves out is the kit's own",
@@ -67,7 +68,7 @@ def course_toml(curriculum: Curriculum) -> str:
         "",
         "[course]",
         f"title = {_quote(curriculum.title)}",
-        f'part = "{curriculum.part}"  # "1", "2" or "all": the part graded, listed and counted ("--part" overrides)',
+        f'part = "{curriculum.part}"  # {parts}: the part graded, listed and counted ("--part" overrides)',
         "# The exercises of the course, in the kit's order. Delete a line to drop an exercise: its tests,",
         "# hidden tests and points go with it. One another keeps depends on cannot be dropped alone.",
         "exercises = [",

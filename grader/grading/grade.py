@@ -290,7 +290,10 @@ class _Batch:
         self.fingerprint = suite_fingerprint(template)
         self.progress: Any = None
         self.graded = self.reused = 0
-        self.by_student: dict[str, dict] = {}  # every student's row so far
+        # Every student done so far; the rows themselves are on disk (the batch's memory does not grow with the
+        # class), but for a row that could not be written, kept here.
+        self.done: set[str] = set()
+        self.unwritten: dict[str, dict] = {}
         self.prepared: dict[str, tuple[Any, str]] = {}  # the students to grade: (submission, fingerprint)
         # The kit's verdict: why nothing can be graded, the tests that cannot be; the check's job while it runs.
         self.kit_failure, self.broken = kit_failure, {}
@@ -330,7 +333,7 @@ class _Batch:
             self.kit_failure = "the kit is broken: the kit's check did not run"
         if self.kit_failure is not None:
             for student in self.prepared:
-                if student not in self.by_student:  # held or dispatched when the kit failed: no result counts
+                if student not in self.done:  # held or dispatched when the kit failed: no result counts
                     self.not_run(dataclasses.replace(self.template, student=student))
 
     def feed(self, entries: list[tuple[str, Path]], work: Path) -> Iterator[Job]:
@@ -347,7 +350,7 @@ class _Batch:
             if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint
                     and is_graded(previous)):
                 self.reused += 1
-                self.by_student[student] = previous
+                self.done.add(student)
                 self.advance(student, {**previous, "extra_data": {
                     **previous["extra_data"], "status": "unchanged: kept from the last run"}})
                 continue
@@ -386,7 +389,8 @@ class _Batch:
             results = _finish_student(self.out, submission, fingerprint, self.suite, result)
         except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
             results = _unwritable_row(submission, self.suite, error)
-        self.by_student[job.student] = results
+            self.unwritten[job.student] = results
+        self.done.add(job.student)
         return results
 
     def advance(self, student: str, results: dict[str, Any]) -> None:
@@ -412,7 +416,7 @@ class _Batch:
 
         rows = []
         for student in students:
-            row = read_results(self.out, student) or self.by_student.get(student)
+            row = self.unwritten.get(student) or read_results(self.out, student)
             if row is None:  # cannot happen (every student got a row above); still never a lost row
                 row = _unwritable_row(self.prepared[student][0], self.suite, RuntimeError("no results"))
             rows.append(row)

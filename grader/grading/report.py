@@ -363,11 +363,15 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
     """
     curriculum = load_curriculum()
     extra = results["extra_data"]
-    score = number(results["score"]) if is_graded(results) else f"{number(results['score'])} so far"
+    if is_graded(results):
+        score_line = f"Score: **{number(results['score'])} / {number(extra['max_score'])}**"
+    else:  # the grader could not run every test: no score yet, only what the tests that ran earned
+        score_line = (f"Score: **not graded yet** (the grader could not run every test; the tests it ran earned "
+                      f"{number(results['score'])} of their points). Your instructor reruns the grading.")
     lines = [
         f"# Feedback: {curriculum.title}",
         "",
-        f"Score: **{score} / {number(extra['max_score'])}**",
+        score_line,
     ]
     if extra["status"] != "ok":
         lines += ["", f"Note: {escape_text(extra['status'])}"]
@@ -481,9 +485,11 @@ def histogram(percentages: list[float], bins: int = 10, width: int = 30) -> list
 
 def summary(rows: list[dict[str, Any]], *, graded: int, reused: int, seconds: float, top: int = 5) -> str:
     """The terminal summary: counts, distribution, most failed tests, isolation."""
+    not_graded = [r for r in rows if not is_graded(r)]  # never kept from a last run: all of this one
     lines = [
-        f"{len(rows)} submission(s): {graded} graded, {reused} unchanged since the last run "
-        f"({seconds:.1f} s)",
+        f"{len(rows)} submission(s): {graded - len(not_graded)} graded, "
+        + (f"{len(not_graded)} NOT graded, " if not_graded else "")
+        + f"{reused} unchanged since the last run ({seconds:.1f} s)",
     ]
     if not rows:
         return "\n".join(lines)
@@ -505,7 +511,6 @@ def summary(rows: list[dict[str, Any]], *, graded: int, reused: int, seconds: fl
     isolation = Counter(r["extra_data"].get("isolation", "?") for r in rows)
     lines += ["", "Isolation: " + "; ".join(f"{escape_text(name)} ({count})"
                                             for name, count in isolation.most_common())]
-    not_graded = [r for r in rows if not is_graded(r)]
     if not_graded:
         names = ", ".join(escape_text(r["extra_data"]["student"]) for r in not_graded[:10])
         more = f" and {len(not_graded) - 10} more" if len(not_graded) > 10 else ""

@@ -225,3 +225,22 @@ def test_a_broken_softmax_does_not_blame_a_correct_attention_in_a_graded_batch(t
     feedback = (tmp_path / "unfair" / "student" / "feedback.md").read_text(encoding="utf-8")
     assert "First fix softmax() in softmax.py (exercise 1, softmax)" in feedback
     assert "Diagnosis: your attention.py" not in feedback
+
+
+def test_not_graded_rows_read_as_not_graded_in_the_summary_and_the_feedback():
+    # "31 graded" beside "NOT GRADED: 31" and a feedback "0 so far / 22 points" read as a score: they are not one.
+    from grader.grading.report import feedback_markdown, results_json, summary
+
+    def row(student, status, score):
+        tests = [{"name": "t", "score": score, "max_score": 2.0, "status": "passed" if score else "failed",
+                  "visibility": "visible",
+                  "output": "", "extra_data": {"exercise": "softmax", "nodeid": "t"}}]
+        return results_json(student=student, status=status, tests=tests, execution_time=0.0, output="",
+                            extra={"fingerprint": "", "source": student, "isolation": "x"})
+
+    rows = [row("ada", "ok", 2.0), row("bob", "not graded: the machine was too busy", 0.0)]
+    text = summary(rows, graded=2, reused=0, seconds=1.0)
+    assert text.splitlines()[0].startswith("2 submission(s): 1 graded, 1 NOT graded, 0 unchanged"), text
+    feedback = feedback_markdown(rows[1])
+    assert "not graded yet" in feedback and "so far" not in feedback and "/ 2**" not in feedback, feedback
+    assert "Score: **2 / 2**" in feedback_markdown(rows[0])
