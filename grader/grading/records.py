@@ -23,10 +23,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-# CPU seconds of student code for one submission's whole run (the proxy's per-submission budget).
-STUDENT_BUDGET = 60.0
-# The course's other limits (``grader.sandbox.limits.course_limits``): CPU seconds per call, MiB per worker.
-CALL_BUDGET, MEMORY_MIB = 5.0, 1024
+from grader.sandbox.limits import Limits
+
+# The limits a course may change, as the kit sets them: one place, ``grader.sandbox.limits.Limits`` (CPU seconds
+# of student code per exercise of a submission, CPU seconds per call, MiB of memory per worker).
+STUDENT_BUDGET = Limits.student_seconds
+CALL_BUDGET = Limits.call_timeout
+MEMORY_MIB = Limits.memory_bytes >> 20
 
 
 def _decides(why: str) -> Any:

@@ -13,8 +13,9 @@ process:
 - in the grading process: ``proxy`` (``IsolatedImplementation``, the facade
   that serves the student's functions to the graded suite) and what it
   composes: ``process`` (the worker's process), ``channel`` (frames over its
-  pipes), ``budget`` (the submission's CPU time), ``callbacks`` (fair grading's
-  reference), ``server`` (the fork server's client), ``load`` (a worker's CPU
+  pipes), ``budget`` (the submission's CPU time, per exercise), ``callbacks``
+  (fair grading's reference, answered by a worker of the reference's own),
+  ``spares`` (a worker started before its student comes), ``server`` (the fork server's client), ``load`` (a worker's CPU
   time and waits, read from outside it), ``cgroup`` (a worker's control group:
   its memory bounded, its CPU time counted by the kernel), ``measuring`` (a
   call's peak memory and CPU time, read from the kernel), ``errors`` (what the

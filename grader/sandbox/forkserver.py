@@ -13,6 +13,7 @@ It imports only the standard library and the sandbox-side modules beside it.
 from __future__ import annotations
 
 import os
+import resource
 import traceback
 from collections.abc import Callable
 
@@ -20,6 +21,20 @@ from . import frames, protocol
 
 # Resource limits of a forked worker, in the order the grading process sends them (see grader.sandbox.limits).
 _LIMITS = ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_NOFILE")
+
+
+def apply_limits(values: list[int], niceness: int = 0) -> None:
+    """Apply a worker's resource limits to this process (the one place they are applied, forked or started).
+
+    ``values`` are those of ``_LIMITS`` in order (``grader.sandbox.limits.limit_values``); no core files, no
+    POSIX message queue. Run in the child, before anything of the student's.
+    """
+    if niceness:
+        os.nice(niceness)
+    for rlimit, value in zip(_LIMITS, values, strict=True):
+        resource.setrlimit(getattr(resource, rlimit), (value, value + 1 if rlimit == "RLIMIT_CPU" else value))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue outlives it
 _NOGROUP = 65534
 _KILLER_UID = 65534  # the real and saved uid of the helper that kills a worker's user (see _kill_user)
 # The workers this server forked and has not reaped yet: only their exit statuses are kept (a child that student
@@ -76,8 +91,6 @@ def serve(control_fd: int, students: str, run_worker: Callable[[int, int, str, i
 def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str,
                  run_worker: Callable[[int, int, str, int, int], int]) -> dict:
     """Fork a worker for one submission (see :func:`serve`); the reply holds its pid."""
-    import resource
-
     try:
         name, uid, limits = message["modules"], message["uid"], message["limits"]
         if len(fds) != 3:
@@ -105,13 +118,7 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str,
             for start, end in ((3, low), (low + 1, high), (high + 1, 1 << 20)):  # nothing else of the server's
                 os.closerange(start, end)
             os.setsid()  # a session (and a scheduling group) of its own, as a worker started by bwrap
-            if message["niceness"]:
-                os.nice(message["niceness"])
-            for rlimit, value in zip(_LIMITS, limits, strict=True):
-                number = getattr(resource, rlimit)
-                resource.setrlimit(number, (value, value + 1 if rlimit == "RLIMIT_CPU" else value))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue outlives it
+            apply_limits(limits, message["niceness"])
             code = run_worker(requests, replies, modules, uid, _NOGROUP)  # drops to uid first
         except BaseException:  # noqa: BLE001 - told on the worker's output, which the grading side reports
             traceback.print_exc()

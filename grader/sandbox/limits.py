@@ -38,7 +38,6 @@ import functools
 import getpass
 import itertools
 import os
-import resource
 import shutil
 import stat
 import subprocess
@@ -561,16 +560,15 @@ def limit_values(limits: Limits) -> list[int]:
 
 
 def limiter(limits: Limits, niceness: int = 0) -> Callable[[], None]:
-    """The ``preexec_fn`` that applies ``limits`` (and ``niceness``) in the child before it executes anything."""
+    """The ``preexec_fn`` that applies ``limits`` (and ``niceness``) in the child before it executes anything.
+
+    The limits are applied by ``forkserver.apply_limits``, as in a forked worker: one applier for both.
+    """
+    from grader.sandbox.forkserver import apply_limits
+
+    values = limit_values(limits)
 
     def apply() -> None:
-        if niceness:
-            os.nice(niceness)
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        apply_limits(values, niceness)
 
     return apply

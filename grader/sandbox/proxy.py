@@ -35,11 +35,8 @@ Example
 from __future__ import annotations
 
 import atexit
-import contextlib
 import dataclasses
 import inspect
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -60,9 +57,9 @@ from grader.sandbox.process import (
     WorkerProcess,
     close_fork_servers,
     describe_exit,
-    scratch_parent,
     shared_fork_server,
 )
+from grader.sandbox.spares import Spares
 from tests.kit import ImplementationError
 
 __all__ = ["BudgetExhausted", "IsolatedImplementation", "Limits", "MachineBusy", "SandboxError", "WorkerCrashed"]
@@ -72,9 +69,8 @@ __all__ += ["MAX_REPLY_HEADER", "SCRATCH_ENV", "_ANSWERS"]
 STARTUP_TIMEOUT = 30.0  # generous: a loaded CI machine may take a while to start Python + numpy
 FAIR_VIEW_ALL = protocol.VIEW_ALL
 
-# The spare worker of this process (see IsolatedImplementation.warm): (its options, the implementation).
-_SPARES: list[tuple[str, Any]] = []
 atexit.register(lambda: IsolatedImplementation.close_spares())
+
 
 def _close_server() -> None:
     IsolatedImplementation.close_spares()  # first: a spare may be a worker of the server
@@ -84,7 +80,7 @@ def _close_server() -> None:
 atexit.register(_close_server)
 
 
-class IsolatedImplementation(Measuring):
+class IsolatedImplementation(Measuring, Spares):
     """A submission folder whose functions run in an isolated worker process.
 
     Parameters
@@ -178,62 +174,6 @@ class IsolatedImplementation(Measuring):
     def refusals(self) -> int:
         """How many callbacks the channel refused."""
         return self._callbacks.refusals
-
-    # ------------------------------------------------------------------ a warm worker
-
-    @classmethod
-    def warm(cls, path: Path | str, **options: Any) -> IsolatedImplementation:
-        """An implementation of ``path`` whose worker is already up, if one was kept (see ``keep_spare``).
-
-        A spare is a worker started for no one: it has imported numpy and
-        answered its init message, and has never seen a student's module (it
-        imports lazily). Adopting it copies ``path``'s modules into its own
-        scratch folder (which its sandbox shows live), so the student's first
-        call does not wait for a start-up. Otherwise a fresh one is started.
-        """
-        key = repr(sorted(options.items()))
-        while _SPARES:
-            spare_key, spare = _SPARES.pop()
-            if spare_key == key and spare._worker.alive() and not spare._adopted:
-                spare._adopt(Path(path))
-                return spare
-            spare.close()
-        return cls(path, **options)
-
-    @staticmethod
-    def close_spares() -> None:
-        """Stop the spare worker of this process, if any (and remove its scratch folder)."""
-        while _SPARES:
-            with contextlib.suppress(Exception):
-                _SPARES.pop()[1].close()
-
-    @classmethod
-    def keep_spare(cls, **options: Any) -> None:
-        """Start a worker now for the next ``warm`` call with the same ``options`` (one spare per process).
-
-        Where workers are forked (``Plan.forks``), a fork takes milliseconds: only the fork server is started
-        (if it is not running), and no spare is kept.
-        """
-        while _SPARES:
-            _SPARES.pop()[1].close()
-        the_plan = confine.choose(options.get("policy", "require"))
-        if the_plan.forks:
-            shared_fork_server(the_plan)
-            return
-        empty = Path(tempfile.mkdtemp(prefix="attention-kit-spare-", dir=scratch_parent()))
-        try:
-            spare = cls(empty, **options)
-        finally:
-            shutil.rmtree(empty, ignore_errors=True)
-        _SPARES.append((repr(sorted(options.items())), spare))
-
-    def _adopt(self, path: Path) -> None:
-        self.path = path.resolve()
-        if not self.path.is_dir():
-            self.close()
-            raise ImplementationError(f"--impl {path}: no such folder")
-        self._adopted = True
-        self._worker.adopt(self.path)
 
     # ------------------------------------------------------------------ public API
 
