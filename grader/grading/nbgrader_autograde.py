@@ -209,10 +209,11 @@ def outcomes(cells: list[TestCell], results: dict[str, Any]) -> dict[str, tuple[
         if not math.isclose(test["max_score"], cell.points, abs_tol=1e-9):
             raise NotGraded(f"cell {cell.grade_id} is worth {cell.points:g} points and the kit gives its test "
                             f"{test['max_score']:g}: {rebuild}")
-        message = test["output"] or "failed"
-        if cell.hidden and test.get("visibility") == "hidden":
+        passed = test["status"] == "passed"
+        message = "" if passed else test["output"] or "failed"
+        if message and cell.hidden and test.get("visibility") == "hidden":
             message = HIDDEN_MESSAGE
-        found[cell.grade_id] = (test["status"] == "passed", message)
+        found[cell.grade_id] = (passed, message)
     for exercise, cell_points in _points_by_exercise(cells).items():
         if exercise in whole and not math.isclose(whole[exercise]["max_score"], cell_points, abs_tol=1e-9):
             raise NotGraded(f"the test cells of {exercise} are worth {cell_points:g} points and the kit gives it "
