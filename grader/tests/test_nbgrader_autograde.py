@@ -102,3 +102,35 @@ def test_only_the_kits_test_calls_are_test_cells() -> None:
     assert step.parse_test_cell("id", 'check("softmax", "test_y")', 1).key == ("softmax", "test_y", False)
     for other in ("assert softmax([0]) == 1", "check(name, 'test_y')", "def broken(:"):
         assert step.parse_test_cell("id", other, 1) is None
+
+
+def test_the_course_folders_limits_apply_and_a_grader_failure_is_not_a_score(tmp_path, monkeypatch) -> None:
+    import json
+
+    from grader import course
+    from grader.authoring import notebooks
+    from grader.grading import grade, report
+
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "course.toml").write_text("[limits]\nsubmission_seconds = 30\ncall_seconds = 2\nmemory_mib = 512\n",
+                                        encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))  # restored after the test
+    # The course built in this course folder grades with it, wherever nbgrader runs.
+    assert f"c.GradeInSandbox.course = {str(folder.resolve())!r}" in notebooks._grading_settings()
+    seen: dict = {}
+
+    def batch(submissions, out, **options):
+        seen.update(options, notebooks=sorted(p.name for p in submissions.iterdir()))
+        (out / step.STUDENT).mkdir(parents=True)
+        (out / step.STUDENT / "feedback.md").write_text("", encoding="utf-8")
+        results = {"tests": [], "extra_data": {"format": report.RESULTS_FORMAT, "status": "not graded: it broke"}}
+        (out / step.STUDENT / "results.json").write_text(json.dumps(results), encoding="utf-8")
+        return 1
+
+    monkeypatch.setattr(grade, "grade_batch", batch)
+    with pytest.raises(step.NotGraded, match="not graded: it broke"):
+        step.grade_notebook(_notebook(), ["softmax"], [], fair=False)
+    assert (seen["budget"], seen["call_budget"], seen["memory"]) == (30, 2, 512)
+    assert seen["isolation"] == "require" and seen["fair"] is False and seen["exercises"] == ["softmax"]
+    assert seen["notebooks"] == [f"{step.STUDENT}.ipynb"]
