@@ -117,10 +117,10 @@ def saved_test_cells(db_url: str, notebook: str, assignment: str) -> list[TestCe
             raise NotGraded(f"{assignment}/{notebook} is not in the gradebook: "
                             "run nbgrader generate_assignment") from None
         sources = {cell.name: cell for cell in saved.source_cells}
+        answers = {cell.name for cell in saved.solution_cells}
         for grade_cell in saved.grade_cells:
             source = sources.get(grade_cell.name)
-            if grade_cell.cell_type != "code" or source is None or grade_cell.name in {c.name for c in
-                                                                                       saved.solution_cells}:
+            if grade_cell.cell_type != "code" or source is None or grade_cell.name in answers:
                 continue  # a manually graded cell: nbgrader leaves it to a grader
             cell = parse_test_cell(grade_cell.name, source.source, grade_cell.max_score)
             if cell is None:
