@@ -7,8 +7,10 @@ Builds the single-notebook nbgrader course (``attention-kit notebooks
 with the reference code: every other one correct, the others each with one
 mistake of the mutant catalogue. Then, on the same notebooks:
 
-* ``nbgrader autograde self-attention --student S``, once per student (nbgrader
-  starts a kernel and runs every test cell);
+* ``nbgrader autograde self-attention --student S``, once per student (the
+  course's autograde step grades the answer cells in the kit's sandbox:
+  ``grader/grading/nbgrader_autograde.py``; figures recorded before 2026-12-03
+  were taken when it ran a kernel);
 * ``attention-kit grade S.ipynb --no-fair --jobs 1``, once per student (the
   single notebook grades the student's own earlier exercises, as ``--no-fair``
   does; see docs/jupyter.md);

@@ -17,10 +17,14 @@ Everything comes from the kit: the order, titles and points from the
 manifest, the teaching text and the code from ``solutions/`` (each body
 between nbgrader's ``### BEGIN SOLUTION`` / ``### END SOLUTION``, so the
 released notebook keeps signatures and docstrings), and one autograded test
-cell per graded test of ``tests/`` and of the hidden tests. A test cell only
-calls ``grader.student.notebook.check``, which runs the kit's own test; the points of
-a cell are the points ``attention-kit grade`` gives that test, so the two
-agree.
+cell per graded test of ``tests/`` and of the hidden tests. In the student's
+kernel a test cell calls ``grader.student.notebook.check``, which runs the
+kit's own test: a practice aid, never a grade. ``nbgrader autograde`` runs no
+cell: the course's ``nbgrader_config.py`` replaces nbgrader's kernel by
+``grader.grading.nbgrader_autograde``, which grades the answer cells in the
+kit's sandbox as ``attention-kit grade`` does and writes each test cell's
+outcome. The points of a cell are the points ``attention-kit grade`` gives
+that test, so the two agree.
 
 Only the standard library is imported at the top (``cli.py`` imports this
 module to build ``--help``); nbformat and pytest are imported when it runs.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -37,13 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from grader import course, scoring
-from grader.curriculum import PACKAGE, ROOT, Exercise, reference_dir
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, Exercise, reference_dir
 from grader.curriculum import load as load_curriculum
-from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA
+from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA, SINGLE_ASSIGNMENT
 from grader.suite import HIDDEN_DIR
 
 LAYOUTS = ("per-exercise", "single")
-SINGLE_ASSIGNMENT = "self-attention"
 NBGRADER_SCHEMA = 3
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -59,8 +63,15 @@ c = get_config()  # noqa: F821 (nbgrader provides get_config)
 # The course is this folder, wherever it is moved: run nbgrader commands from here.
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.course_id = "{course_id}"
-# Test cells run the kit's graded tests; give a slow machine time for a whole test file.
-c.ExecutePreprocessor.timeout = 120
+# autograde never runs a student's notebook in a kernel (that kernel would run as you, beside the test cells):
+# the kit's GradeInSandbox step replaces nbgrader's Execute. It grades the answer cells in the kit's sandbox, as
+# `attention-kit grade` grades a notebook (same isolation, refused without it; the course folder's limits), and
+# writes each test cell's outcome as its output, from which nbgrader takes the cell's points.
+from grader.grading.nbgrader_autograde import autograde_preprocessors  # noqa: E402
+
+c.Autograde.autograde_preprocessors = autograde_preprocessors()
+{grading}# A test cell a student deleted comes back, so that its test is scored as `attention-kit grade` scores it.
+c.OverwriteCells.add_missing_cells = True
 # autograde would warn that the checksum of every hidden-test cell changed (nbgrader saves it before removing
 # the hidden tests: jupyter/nbgrader#1961); the kit's OverwriteCells gives untouched cells their hidden tests back
 # first, so a warning means a student changed a test cell.
@@ -427,10 +438,14 @@ def _exercise_cells(builder: NotebookBuilder, exercise: Exercise, tests: list[Gr
         "## Check your work\n\n"
         f"Each cell below runs one test of the kit's graded suite (`{exercise.test_file}`) against the "
         "functions you defined above, from the most basic property to the most subtle; fix the first "
-        "failure first. A passing test prints `passed: <test>`."
+        "failure first. A passing test prints `passed: <test>`.\n\n"
+        "These cells are a practice aid only: they run in your kernel, and nothing they print counts. "
+        "When your notebook is graded, the kit takes the answer cell above (only that cell: keep everything "
+        "your functions need in it), runs the same tests on it in isolation, and writes each test's outcome "
+        "into its cell."
     )
     if hidden:
-        text += " Some cells are empty here: they hold hidden tests that run when your notebook is graded."
+        text += " Some cells are empty here: they stand for hidden tests that run when your notebook is graded."
     builder.markdown(text)
     for test in visible:
         builder.code(f'from grader.student.notebook import check\n\ncheck("{exercise.name}", "{test.name}")',
@@ -486,6 +501,18 @@ def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
 # The course
 
 
+def _grading_settings() -> str:
+    """The config lines that grade with the course folder and part this course was built with ("" for the kit's)."""
+    lines = []
+    folder = course.active_folder()
+    if folder is not None:
+        lines.append(f"c.GradeInSandbox.course = {str(folder)!r}  # the kit's course folder (course.toml)\n")
+    part = os.environ.get(PART_ENV)
+    if part:
+        lines.append(f"c.GradeInSandbox.part = {part!r}\n")
+    return "".join(lines)
+
+
 def assignment_name(exercise: Exercise) -> str:
     """``01-softmax``: the exercise's number and name."""
     return f"{exercise.number:02d}-{exercise.name}"
@@ -511,7 +538,8 @@ def build_course(out: Path, layout: str = "per-exercise", hidden: Path | None = 
     tests = graded_tests(hidden if hidden is not None and hidden.is_dir() else None)
     out.mkdir(parents=True, exist_ok=True)
     course_id = re.sub(r"[^a-z0-9-]+", "-", curriculum.title.lower()).strip("-") or "attention-kit"
-    (out / "nbgrader_config.py").write_text(CONFIG_TEMPLATE.format(course_id=course_id), encoding="utf-8")
+    (out / "nbgrader_config.py").write_text(CONFIG_TEMPLATE.format(course_id=course_id, grading=_grading_settings()),
+                                            encoding="utf-8")
     if layout == "single":
         notebooks = {out / "source" / SINGLE_ASSIGNMENT / f"{SINGLE_ASSIGNMENT}.ipynb": single_notebook(tests)}
     else:

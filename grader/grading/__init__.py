@@ -17,7 +17,8 @@ scores and writes ``grades.csv``, ``results.json`` and ``feedback.md``;
 writes the LMS gradebooks (a roster, Canvas's import CSV, the long CSV);
 ``samples`` makes the bundled sample class;
 ``similarity`` compares the students' modules with each other and with the reference (copydetect, as text);
-``nbgrader_cells`` is the step nbgrader's autograde uses in the courses ``attention-kit notebooks`` builds.
+``nbgrader_cells`` and ``nbgrader_autograde`` are the steps nbgrader's autograde uses in the courses
+``attention-kit notebooks`` builds (the second grades the answer cells in the sandbox instead of a kernel).
 
 Called by: instructors (``attention-kit grade``, ``attention-kit gradescope``)
 and the Gradescope bundle. What it may not do: import or run student code in

@@ -87,6 +87,17 @@ DEFAULT_OUT = "attention-kit-grades"
 STUDENT_TIMEOUT = 300.0
 
 
+def limit_defaults() -> tuple[float, float, int]:
+    """``(budget, call_budget, memory)`` unless told otherwise: the course folder's [limits], else the kit's.
+
+    The one place these defaults are chosen: ``attention-kit grade``'s options and nbgrader's autograde
+    (``grader.grading.nbgrader_autograde``) both take them from here.
+    """
+    limits = course.limits()
+    return (limits.submission_seconds or STUDENT_BUDGET, limits.call_seconds or CALL_BUDGET,
+            limits.memory_mib or MEMORY_MIB)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``attention-kit grade``."""
     parser.add_argument(
@@ -105,11 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "your checkout or course folder, and the course folder's own hidden_tests/)")
     parser.add_argument("--exercise", dest="exercises", action="append", default=None, metavar="NAME",
                         help="grade only this exercise (repeat for several; default: all)")
-    # Defaults: the course folder's [limits] (course.toml), else the kit's.
-    limits = course.limits()
-    budget = limits.submission_seconds or STUDENT_BUDGET
-    call_budget = limits.call_seconds or CALL_BUDGET
-    memory = limits.memory_mib or MEMORY_MIB
+    budget, call_budget, memory = limit_defaults()
     parser.add_argument("--budget", type=float, default=budget, metavar="SECONDS",
                         help="CPU seconds of student code per exercise of a submission; past it that exercise's "
                              "remaining tests fail "

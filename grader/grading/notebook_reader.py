@@ -27,6 +27,8 @@ from grader.grading.links import refused, skipped_link
 # Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
 KIT_METADATA = "attention_kit"
 GIVEN_ROLE = "given"
+# The one assignment of the course's single layout (``attention-kit notebooks --layout single``).
+SINGLE_ASSIGNMENT = "self-attention"
 # The private module of the reference whose input checks the notebooks give to everyone.
 CHECKS_MODULE = "_checks"
 # Folders that never hold a student's notebook (checkpoints are stale copies).

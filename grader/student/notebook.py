@@ -6,11 +6,13 @@ defined, through :class:`NotebookImplementation`, which serves them to the suite
 as any other implementation does. The whole test file runs once per set of
 function objects and the outcomes are cached, so the other test cells of the
 exercise cost nothing. ``check_hidden`` does the same for the instructors'
-hidden tests (``grader/hidden_tests``) when nbgrader autogrades.
+hidden tests (``grader/hidden_tests``), in a kernel that has them.
 
-Called by: the notebooks ``attention-kit notebooks`` builds (in the student's
-kernel and in ``nbgrader autograde``). It runs in that kernel, next to the
-student's code, as the student; it grades nothing on the instructor's side.
+Called by: the notebooks ``attention-kit notebooks`` builds, in the student's
+kernel: a practice aid, never a grade. It runs in that kernel, next to the
+student's code, which can replace it; so ``nbgrader autograde`` never runs it
+(the course's configuration grades the answer cells in the kit's sandbox
+instead: ``grader.grading.nbgrader_autograde``).
 
 Only the standard library is imported at the top: the kernel imports this
 module in every test cell.

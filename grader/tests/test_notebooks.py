@@ -1,15 +1,17 @@
 """Tests of the Jupyter side: the nbgrader course builder, the in-kernel checks, notebooks as submissions.
 
-The last test is the real round trip through nbgrader (generate_assignment,
-autograde, the gradebook) compared with `attention-kit grade`; it starts
-Jupyter kernels and takes about a minute. It needs the `notebooks` extra,
-which CI installs with `dev`.
+The last tests share one real round trip through nbgrader (generate_assignment,
+autograde, export, generate_feedback) of six students, three of them attacks
+on the kernel nbgrader used to run, compared with `attention-kit grade`; it
+takes about a minute. It needs the `notebooks` extra, which CI installs with
+`dev`, and the sandbox (bubblewrap), as grading does.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
+import html
 import io
 import json
 import math
@@ -268,10 +270,14 @@ def _write(nb, path: Path) -> Path:
 # ------------------------------------------------------------------------------------ the nbgrader round trip
 
 
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+def _run(command: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    # nbgrader's Gradebook runs the `alembic` script: this Python's, when its environment is not activated.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                        "PATH": path}
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    if check:
+        assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
 
@@ -280,51 +286,150 @@ def _grade_points(out: Path, student: str, exercise: str) -> float:
     return sum(t["score"] for t in results["tests"] if t.get("extra_data", {}).get("exercise") == exercise)
 
 
-@pytest.mark.slow  # about a minute (two nbgrader runs start kernels); CI runs it, `-m "not slow"` skips it
-def test_nbgrader_autograde_agrees_with_attention_kit_grade(tmp_path):
+ASSIGNMENT = "03-attention"
+ROUND_TRIP_HIDDEN = HIDDEN / "test_hidden_03_attention.py"
+VICTIM = "zoe"  # graded after every attacker (nbgrader autogrades the students in name order)
+
+
+def _attacks(course: Path) -> dict[str, str]:
+    """Student -> code appended to the untouched answer cell: each one a red-team attack on the kernel."""
+    victim = course / "submitted" / VICTIM / ASSIGNMENT / "attention.ipynb"
+    return {
+        # Replace the test cells' function: every test cell then "passes" in the kernel.
+        "eve": ("import grader.student.notebook as _kit\n"
+                "_kit.check = lambda *args, **kwargs: print('passed')\n"
+                "_kit.check_hidden = lambda *args, **kwargs: print('passed')\n"),
+        # Print the hidden tests and the reference into the cell's output (the feedback HTML).
+        "mallory": (f"for _path in [{str(ROUND_TRIP_HIDDEN)!r}, {str(ROOT / 'solutions' / 'attention.py')!r}]:\n"
+                    "    try:\n        print(open(_path, encoding='utf-8').read())\n"
+                    "    except Exception as _error:\n        print('cannot read', _error)\n"),
+        # Rewrite a classmate's submitted notebook.
+        "oscar": (f"try:\n    open({str(victim)!r}, 'w', encoding='utf-8').write('{{}}')\n"
+                  "except Exception as _error:\n    print('cannot write', _error)\n"),
+    }
+
+
+@pytest.fixture(scope="module")
+def round_trip(tmp_path_factory) -> dict:
+    """One course, six students, every nbgrader command once (about a minute), then `attention-kit grade`.
+
+    alice: the reference without the scaling (a known bug); zoe: the reference; stub: the released notebook
+    untouched (the attackers' control); eve, mallory, oscar: the untouched notebook plus one attack each.
+    """
     from nbgrader.api import Gradebook
 
-    exercise = load().exercise("attention")
-    assignment = f"{exercise.number:02d}-{exercise.name}"
-    course = tmp_path / "course"
+    tmp = tmp_path_factory.mktemp("round-trip")
+    course = tmp / "course"
     build_course(course, "per-exercise", HIDDEN)
-    _run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"], course)
-
-    release = nbformat.read(course / "release" / assignment / "attention.ipynb", 4)
-    source = nbformat.read(course / "source" / assignment / "attention.ipynb", 4)
-    answer = next(c for c in release.cells if nbgrader_meta(c).get("solution"))
-    assert "raise NotImplementedError()" in answer.source and BUG not in answer.source
-    assert all(ast.get_docstring(f) for f in ast.parse(answer.source).body if isinstance(f, ast.FunctionDef))
-    assert not any(BEGIN_HIDDEN in c.source or "check_hidden(" in c.source for c in release.cells)
-    # The student's answer: the reference body with one known bug.
+    _run([sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], course)
+    release_path = course / "release" / ASSIGNMENT / "attention.ipynb"
+    source = nbformat.read(course / "source" / ASSIGNMENT / "attention.ipynb", 4)
     reference = next(c for c in source.cells if nbgrader_meta(c).get("solution")).source
     assert BUG in reference
-    answer.source = "\n".join(line for line in reference.splitlines() if "SOLUTION" not in line).replace(BUG, "")
-    submitted = course / "submitted" / "alice" / assignment / "attention.ipynb"
-    submitted.parent.mkdir(parents=True)
-    _write(release, submitted)
-    autograde = _run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"], course)
-    # The hidden cells come back without nbgrader's false "checksum has changed" (grader/grading/nbgrader_cells.py).
-    assert "has changed" not in autograde.stdout + autograde.stderr, autograde.stderr[-3000:]
+    reference = "\n".join(line for line in reference.splitlines() if "SOLUTION" not in line)
+    answers = {"alice": reference.replace(BUG, ""), VICTIM: reference, "stub": None}
+    for student, attack in _attacks(course).items():
+        answers[student] = f"{{untouched}}\n\n{attack}"
+    for student, answer in answers.items():
+        notebook = nbformat.read(release_path, 4)
+        cell = next(c for c in notebook.cells if nbgrader_meta(c).get("solution"))
+        if answer is not None:
+            cell.source = answer.replace("{untouched}", cell.source)
+        path = course / "submitted" / student / ASSIGNMENT / "attention.ipynb"
+        path.parent.mkdir(parents=True)
+        _write(notebook, path)
+    victim = (course / "submitted" / VICTIM / ASSIGNMENT / "attention.ipynb").read_bytes()
+    # Not checked here: against a kernel the attacks make autograde fail for the victim; the tests say what broke.
+    autograde = _run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], course, check=False)
+    _run([sys.executable, "-m", "nbgrader", "export"], course, check=False)
+    _run([sys.executable, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--force"], course, check=False)
+    scores = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        submission = gradebook.find_submission(assignment, "alice")
-        nbgrader_score, nbgrader_max = submission.score, submission.max_score
-    hidden_points = sum(f.points for f in catalogue(HIDDEN) if f.exercise == "attention")
-    assert nbgrader_max == exercise.points + hidden_points  # exactly: the cells' points are sixteenths
-    assert 0 < nbgrader_score < nbgrader_max  # the bug costs points, not everything
-    _run([sys.executable, "-m", "nbgrader", "export"], course)
-    (row,) = csv.DictReader(io.StringIO((course / "grades.csv").read_text(encoding="utf-8")))
-    assert row["max_score"] == repr(float(exercise.points + hidden_points))  # "24.0", not "23.99999999999999"
-    assert float(row["score"]) == nbgrader_score
-
-    # The same code as a module submission, as one notebook, and as a folder of notebooks.
-    submissions = tmp_path / "submissions"
-    modules = shutil.copytree(ROOT / "solutions", submissions / "modules", ignore=shutil.ignore_patterns("__pycache__"))
+        for student in answers:
+            submission = gradebook.find_submission(ASSIGNMENT, student)
+            scores[student] = (submission.score, submission.max_score)
+    # The same notebooks graded by `attention-kit grade`, and alice's code as modules and as one notebook.
+    submissions = tmp / "submissions"
+    shutil.copytree(course / "submitted", submissions)
+    modules = shutil.copytree(ROOT / "solutions", submissions / "alice-modules",
+                              ignore=shutil.ignore_patterns("__pycache__"))
     text = (modules / "attention.py").read_text(encoding="utf-8")
     (modules / "attention.py").write_text(text.replace(BUG, ""), encoding="utf-8")
-    shutil.copy(submitted, submissions / "notebook.ipynb")
-    shutil.copytree(course / "submitted" / "alice", submissions / "notebooks")
-    out = tmp_path / "grades"
-    _run([sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out)], ROOT)
-    for student in ("modules", "notebook", "notebooks"):
-        assert _grade_points(out, student, "attention") == nbgrader_score, student  # the same shares, exactly
+    shutil.copy(course / "submitted" / "alice" / ASSIGNMENT / "attention.ipynb", submissions / "alice-notebook.ipynb")
+    out = tmp / "grades"
+    _run([sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out)], ROOT, check=False)
+    return {"course": course, "autograde": autograde, "scores": scores, "grades": out, "victim": victim,
+            "students": list(answers)}
+
+
+def _autograded(round_trip: dict, student: str) -> nbformat.NotebookNode:
+    return nbformat.read(round_trip["course"] / "autograded" / student / ASSIGNMENT / "attention.ipynb", 4)
+
+
+@pytest.mark.slow  # the round trip: about a minute; CI runs it, `-m "not slow"` skips it
+def test_nbgrader_autograde_agrees_with_attention_kit_grade(round_trip):
+    autograde = round_trip["autograde"]
+    assert autograde.returncode == 0, autograde.stderr[-3000:]
+    # The hidden cells come back without nbgrader's false "checksum has changed" (grader/grading/nbgrader_cells.py).
+    assert "has changed" not in autograde.stdout + autograde.stderr, autograde.stderr[-3000:]
+    exercise = load().exercise("attention")
+    hidden_points = sum(f.points for f in catalogue(HIDDEN) if f.exercise == "attention")
+    scores = round_trip["scores"]
+    alice, maximum = scores["alice"]
+    assert maximum == exercise.points + hidden_points  # exactly: the cells' points are sixteenths
+    assert 0 < alice < maximum  # the bug costs points, not everything
+    assert scores[VICTIM] == (maximum, maximum) and scores["stub"] == (0.0, maximum)
+    rows = list(csv.DictReader(io.StringIO((round_trip["course"] / "grades.csv").read_text(encoding="utf-8"))))
+    assert {row["student_id"]: float(row["score"]) for row in rows} == {s: scores[s][0] for s in scores}
+    assert all(row["max_score"] == repr(float(maximum)) for row in rows)  # "24.0", not "23.99999999999999"
+    out = round_trip["grades"]
+    for student in round_trip["students"]:  # every notebook: nbgrader's gradebook is grade's score, exactly
+        assert _grade_points(out, student, "attention") == scores[student][0], student
+    for student in ("alice-modules", "alice-notebook"):  # the same code as modules, and as one notebook
+        assert _grade_points(out, student, "attention") == alice, student
+
+
+@pytest.mark.slow
+def test_an_answer_cell_that_replaces_check_scores_what_the_untouched_notebook_scores(round_trip):
+    assert round_trip["scores"]["eve"] == round_trip["scores"]["stub"]
+    # No test cell passed: the kernel's check never graded anything.
+    cells = [c for c in _autograded(round_trip, "eve").cells if nbgrader_meta(c).get("grade")]
+    assert cells and all(any(o.output_type == "error" for o in c.outputs) for c in cells)
+
+
+def _secret_lines(release: nbformat.NotebookNode) -> set[str]:
+    """The lines of the hidden test file and of the exercise's reference that a student never sees."""
+    public = {line.strip() for cell in release.cells for line in cell.source.splitlines()}
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")]:
+        public |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
+    secret = set()
+    for path in (ROUND_TRIP_HIDDEN, ROOT / "solutions" / "attention.py"):
+        secret |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
+    return {line for line in secret - public if len(line) >= 25}
+
+
+@pytest.mark.slow
+def test_an_answer_cell_that_prints_the_graders_files_leaks_nothing(round_trip):
+    course = round_trip["course"]
+    secret = _secret_lines(nbformat.read(course / "release" / ASSIGNMENT / "attention.ipynb", 4))
+    assert len(secret) > 20  # the attack had something to find
+    notebook = _autograded(round_trip, "mallory")
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    text = "\n".join(f"{o.get('text', '')}\n{o.get('evalue', '')}\n" + "\n".join(o.get("traceback", []))
+                     + json.dumps(o.get("data", {})) for o in outputs)
+    feedback = course / "feedback" / "mallory" / ASSIGNMENT / "attention.html"
+    assert feedback.is_file(), round_trip["autograde"].stderr[-2000:]
+    page = html.unescape(re.sub(r"<[^>]+>", "", feedback.read_text(encoding="utf-8")))
+    for where, content in (("the autograded notebook", text), ("the feedback", page)):
+        leaked = sorted(line for line in secret if line in content)
+        assert not leaked, f"{where} shows {len(leaked)} secret line(s), e.g. {leaked[0]!r}"
+    # Only the test cells have outputs: no cell of the student's ran where nbgrader could see it.
+    assert all(not c.get("outputs") for c in notebook.cells if not nbgrader_meta(c).get("grade"))
+
+
+@pytest.mark.slow
+def test_an_answer_cell_cannot_write_another_students_notebook(round_trip):
+    victim = round_trip["course"] / "submitted" / VICTIM / ASSIGNMENT / "attention.ipynb"
+    assert victim.read_bytes() == round_trip["victim"]
+    assert round_trip["scores"][VICTIM][0] == round_trip["scores"][VICTIM][1]  # graded after the attack, in full
+    assert round_trip["scores"]["oscar"] == round_trip["scores"]["stub"]
