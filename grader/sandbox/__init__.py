@@ -15,11 +15,12 @@ process:
   composes: ``process`` (the worker's process), ``channel`` (frames over its
   pipes), ``budget`` (the submission's CPU time, per exercise), ``callbacks``
   (fair grading's reference, answered by a worker of the reference's own),
-  ``spares`` (a worker started before its student comes), ``server`` (the fork server's client), ``load`` (a worker's CPU
-  time and waits, read from outside it), ``cgroup`` (a worker's control group:
-  its memory bounded, its CPU time counted by the kernel), ``measuring`` (a
-  call's peak memory and CPU time, read from the kernel), ``errors`` (what the
-  grading side tells apart: the student's crash, the grader's own failure);
+  ``spares`` (a worker started before its student comes), ``server`` (the
+  fork server's client), ``load`` (a worker's CPU time and waits, read from
+  outside it), ``cgroup`` (a worker's control group: its memory bounded,
+  its CPU time counted by the kernel), ``measuring`` (a call's peak memory
+  and CPU time, read from the kernel), ``errors`` (what the grading side
+  tells apart: the student's crash, the grader's own failure);
   ``plugin`` lets pytest use it (``-p grader.sandbox.plugin --isolated``).
 
 Called by: the grader (``grader.grading``) and the project's isolation tests.
