@@ -18,6 +18,7 @@ again to every student who asks the same question.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,27 +29,40 @@ from grader.sandbox.errors import SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
 from tests.kit import LocalImplementation
 
-# Fair grading's callbacks, answered before: (reference folder, view, the callback's frame) -> (the answer's frame,
-# the reference's CPU seconds for it). The reference is a pure function of its arguments (random generators travel
-# with their state), and the graded tests use seeded inputs, so students whose code gets as far as the same
-# callback ask the very same question; the answer is sent again without running the reference, and its CPU time
-# is charged as if it had run (so a student's charge does not depend on who was graded before). Per process.
-_ANSWERS: dict[tuple[str, str, bytes], tuple[bytes, float]] = {}
-_ANSWERS_MAX_BYTES = 32 << 20
+# Fair grading's callbacks, answered before: a digest of (reference folder, view, the callback's frame) -> (the
+# answer's frame, the reference's CPU seconds for it). Only the answers are held (a Part III submission sends some
+# 300 MB of callbacks, far more than could be kept). The reference is a pure function of its arguments (random
+# generators travel with their state), and the graded tests use seeded inputs, so students whose code gets as far
+# as the same callback ask the very same question; the answer is sent again without running the reference, and its
+# CPU time is charged as if it had run (so a student's charge does not depend on who was graded before). Per
+# process.
+_ANSWERS: dict[bytes, tuple[bytes, float]] = {}
+_ANSWERS_MAX_BYTES = 128 << 20
 _answers_bytes = 0
 CALLBACK_START = b'{"h":{"op":"callback",'  # how the worker's callback frames begin (see Worker.forwarder)
 
 
-def remembered_answer(key: tuple[str, str, bytes]) -> tuple[bytes, float] | None:
-    """The answer given before to the callback frame ``key[-1]``, and its CPU seconds (None: ask the reference)."""
-    return _ANSWERS.get(key) if key[-1].startswith(CALLBACK_START, frames.PREFIX.size) else None
+def answer_key(reference: str, view: str, frame: bytes) -> bytes | None:
+    """The key of a callback frame's answer (None: the frame is no callback, never looked up nor remembered)."""
+    if not frame.startswith(CALLBACK_START, frames.PREFIX.size):
+        return None
+    digest = hashlib.blake2b(frame, digest_size=20)
+    digest.update(f"\0{reference}\0{view}".encode())
+    return digest.digest()
 
 
-def remember_answer(key: tuple[str, str, bytes], answer: bytes, cpu: float) -> None:
+def remembered_answer(key: bytes | None) -> tuple[bytes, float] | None:
+    """The answer given before to the callback of ``key``, and its CPU seconds (None: ask the reference)."""
+    return _ANSWERS.get(key) if key is not None else None
+
+
+def remember_answer(key: bytes | None, answer: bytes, cpu: float) -> None:
     """Remember an allowed callback's answer and its CPU seconds (within ``_ANSWERS_MAX_BYTES`` in all)."""
     global _answers_bytes
-    size = len(key[-1]) + len(answer)
-    if size > _ANSWERS_MAX_BYTES // 8:  # a large answer is rarely asked again: never let it fill the cache
+    if key is None:
+        return
+    size = len(key) + len(answer)
+    if size > _ANSWERS_MAX_BYTES // 16:  # a large answer is rarely asked again: never let it fill the cache
         return
     if _answers_bytes + size > _ANSWERS_MAX_BYTES:
         _ANSWERS.clear()  # simpler than LRU, and a class rarely fills it: most questions recur

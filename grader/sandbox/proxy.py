@@ -47,7 +47,7 @@ from grader.curriculum import load as load_curriculum
 from grader.sandbox import cgroup, codec, frames, load, protocol, server
 from grader.sandbox import limits as confine
 from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
-from grader.sandbox.callbacks import _ANSWERS, Callbacks, remember_answer, remembered_answer
+from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
@@ -387,7 +387,7 @@ class IsolatedImplementation(Measuring, Spares):
                 # The view is part of the key: an answer is replayed only where it was allowed. Only a frame that
                 # starts as the worker writes a callback is looked up (a reply, often the largest frame, is not
                 # hashed for nothing); any other frame is parsed and checked in full, as always.
-                key = (reference, view, frame)
+                key = answer_key(reference, view, frame)
                 remembered = remembered_answer(key)
                 if remembered is None:
                     reply, reply_arrays = channel.parse(frame)
