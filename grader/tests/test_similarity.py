@@ -349,3 +349,107 @@ def test_a_module_pasted_from_the_graded_tests_is_close_to_the_kit(tmp_path: Pat
     closest = [row for row in rows(out / "similarity.csv") if row["table"] == "reference"]
     assert closest and closest[0]["student"] == "paster", closest
     assert float(closest[0]["score"]) >= 0.5, closest
+
+
+# ---------------------------------------------------------------- what is graded, not only <exercise>.py
+
+def payload(text: str) -> str:
+    """``text`` as a submission would hide it: zlib-compressed, then base64 (a constant of the module)."""
+    import base64
+    import zlib
+
+    return base64.b64encode(zlib.compress(text.encode("utf-8"))).decode("ascii")
+
+
+# Each hides alice's masks.py behind code that builds it at run time: the family, not one instance of it.
+RUNTIME_TRICKS = {
+    "exec_zlib_base64": "import base64, zlib\nexec(zlib.decompress(base64.b64decode({p!r})))\n",
+    "compile_then_exec": "import base64 as b, zlib as z\n_code = z.decompress(b.b64decode({p!r}))\n"
+                         "exec(compile(_code, 'masks', 'exec'))\n",
+    "eval_of_a_name": "e = eval\nimport zlib, base64\n"
+                      "e(compile(zlib.decompress(base64.b64decode({p!r})), 'm', 'exec'))\n",
+    "builtins_by_getattr": "import zlib, base64\ngetattr(__builtins__, 'ex' + 'ec')(zlib.decompress("
+                           "base64.b64decode({p!r})))\n",
+    "codecs_rot13": "import codecs\nexec(codecs.decode({r!r}, 'rot13'))\n",
+    "marshal": "import marshal, zlib, base64\nexec(marshal.loads(zlib.decompress(base64.b64decode({p!r}))))\n",
+    "importlib_computed": "import importlib\nglobals().update(vars(importlib.import_module('_' + 'hidden')))\n",
+    "dunder_import": "_m = __import__('z' + 'lib')\n",
+    "pickle": "import pickle\nf = pickle.loads(b'')\n",
+    "function_type": "def f():\n    pass\nf.__code__ = f.__code__.replace(co_consts=())\n",
+}
+
+
+@pytest.mark.parametrize("trick", sorted(RUNTIME_TRICKS))
+def test_code_built_at_run_time_is_flagged(tmp_path: Path, trick: str) -> None:
+    import codecs
+
+    from grader.grading.graded_source import graded_source
+
+    alice = fill(ALICE)
+    (tmp_path / "masks.py").write_text(RUNTIME_TRICKS[trick].format(p=payload(alice), r=codecs.encode(alice, "rot13")),
+                                       encoding="utf-8")
+    source = graded_source(tmp_path, "masks.py")
+    assert source.built, f"{trick}: nothing flagged"
+    assert all(line.startswith("masks.py line ") for line in source.built), source.built
+
+
+def test_honest_modules_and_the_kits_own_are_not_flagged(tmp_path: Path) -> None:
+    from grader.curriculum import load
+    from grader.grading.graded_source import graded_source, runs_with
+
+    for name, text in (("alice", fill(ALICE)), ("carol", fill(CAROL))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "masks.py").write_text(text, encoding="utf-8")
+        assert graded_source(tmp_path / name, "masks.py").built == [], name
+    for folder in ("exercises", "solutions"):
+        for exercise in load().exercises:
+            source = graded_source(ROOT / folder, exercise.module_file, runs_with(exercise.name))
+            assert source.built == [] and source.skipped == [], (folder, exercise.name, source)
+
+
+@needs_copydetect
+def test_the_report_compares_what_the_module_runs_and_flags_what_it_builds(tmp_path: Path) -> None:
+    """Code moved to private helpers (two hops) or decoded at run time is compared; an undecodable module is
+    skipped with a line, and the report is still written."""
+    alice = fill(ALICE)
+    subs = tmp_path / "subs"
+    write_module(subs / "alice", alice)
+    write_module(subs / "carol", fill(CAROL))
+    write_module(subs / "bob", "from ._mine import *  # noqa: F403\n")
+    (subs / "bob" / "_mine.py").write_text("from _deeper import *  # noqa: F403\n", encoding="utf-8")
+    (subs / "bob" / "_deeper.py").write_text(bob_from_alice(alice), encoding="utf-8")
+    write_module(subs / "hugo", RUNTIME_TRICKS["exec_zlib_base64"].format(p=payload(bob_from_alice(alice))))
+    write_module(subs / "ivan", "x = 1\n")
+    (subs / "ivan" / "masks.py").write_bytes(b"# -*- coding: utf-7 -*-\nx = '+2D0-'\n")  # a lone surrogate
+    write_module(subs / "judy", fill(CAROL).replace("import numpy as np", "import numpy as np\nfrom ._x import y"))
+    (subs / "judy" / "_x.py").write_bytes(b"# -*- coding: utf-7 -*-\ny = '+2D0-'\n")
+    out = tmp_path / "out"
+    lines: list[str] = []
+    assert similarity.similarity_report(subs, out, exercises=["masks"], echo=lines.append, html_reports=False) == 0
+    pairs = {frozenset((row["student"], row["other"])): float(row["score"])
+             for row in rows(out / "similarity.csv") if row["table"] == "pair"}
+    assert pairs.get(frozenset(("alice", "bob")), 0) >= 0.9, pairs  # moved into _deeper.py through _mine.py
+    assert pairs.get(frozenset(("alice", "hugo")), 0) >= 0.9, pairs  # exec of a compressed copy
+    status = {row["student"]: row["status"] for row in rows(out / "submissions.csv")}
+    assert "masks: code built at run time: review by hand" in status["hugo"], status
+    assert "not readable as Python source" in status["ivan"] and "masks.py" in status["ivan"], status
+    assert "masks: _x.py is not readable as Python source" in status["judy"], status
+    report = (out / "similarity.md").read_text(encoding="utf-8")
+    assert "Code built at run time: review by hand" in report and "masks.py line 2: exec" in report, report
+    assert "- hugo: " in report, report
+    assert "bob:" not in report.split("## Submissions")[0], "moving code to a helper is not building it at run time"
+
+
+@needs_copydetect
+def test_markdown_from_an_id_is_shown_not_followed(tmp_path: Path) -> None:
+    mistune = pytest.importorskip("mistune")
+    subs = tmp_path / "subs"
+    evil = "[click](http:evil.example) <img src=x onerror=alert(1)> www.evil.example"
+    write_module(subs / evil, fill(ALICE))
+    write_module(subs / "bob", bob_from_alice(fill(ALICE)))
+    out = tmp_path / "out"
+    assert similarity.similarity_report(subs, out, exercises=["masks"], echo=lambda line: None,
+                                        html_reports=False) == 0
+    page = mistune.create_markdown(plugins=["table", "url"])((out / "similarity.md").read_text(encoding="utf-8"))
+    assert "[click](http:evil.example)" in page and "<img" not in page, page  # shown as text, not followed
+    assert set(re.findall(r'<a href="([^"]*)"', page)) == {"html/masks.html", "html/masks-reference.html"}, page
