@@ -67,6 +67,8 @@ NAME_TAKING = frozenset({"getattr", "setattr", "delattr", "attrgetter", "methodc
 # Constant data is decoded at most this far (a zip bomb stops here), and at most this deep.
 MAX_DECODED = 1_000_000
 MAX_DEPTH = 4
+MODULE_BUDGET = 8 * MAX_DECODED  # what all the decoders of one module may produce together
+MAX_DECODED_TEXTS = 50  # texts decoded and read for one exercise, at most
 BUILT = "code built at run time: review by hand"
 
 
@@ -185,10 +187,15 @@ def _codec(data: str | bytes, name: str, encode: bool) -> str | bytes:
 
 
 class _Folder:
-    """Evaluates constant expressions of decoders (no name lookup but the module's own constants)."""
+    """Evaluates constant expressions of decoders (no name lookup but the module's own constants).
 
-    def __init__(self, constants: dict[str, str | bytes]) -> None:
-        self.constants = constants
+    Each call is folded once (``memo``); what all of them decode together is at most ``budget[0]`` characters,
+    the budget of the whole module: a module of many small bombs costs no more than one.
+    """
+
+    def __init__(self, constants: dict[str, str | bytes], budget: list[int]) -> None:
+        self.constants, self.budget = constants, budget
+        self.memo: dict[int, str | bytes | None] = {}
 
     def fold(self, node: ast.AST, depth: int = 0) -> str | bytes | None:  # noqa: PLR0911 - one case per form
         if depth > 30:
@@ -214,6 +221,13 @@ class _Folder:
         return None
 
     def call(self, node: ast.Call, depth: int) -> str | bytes | None:
+        if id(node) not in self.memo:
+            result = self._call(node, depth) if self.budget[0] > 0 else None
+            self.budget[0] -= len(result) if result is not None else 0
+            self.memo[id(node)] = result if self.budget[0] >= 0 else None
+        return self.memo[id(node)]
+
+    def _call(self, node: ast.Call, depth: int) -> str | bytes | None:
         function = node.func
         name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
         arguments = [self.fold(argument, depth + 1) for argument in node.args]
@@ -224,7 +238,9 @@ class _Folder:
                 if glue is None or not isinstance(items, ast.List | ast.Tuple):
                     return None
                 parts = [self.fold(item, depth + 1) for item in items.elts]
-                return glue.join(parts) if all(type(p) is type(glue) for p in parts) else None  # type: ignore
+                if not all(type(p) is type(glue) for p in parts):
+                    return None
+                return glue.join(parts) if sum(map(len, parts)) <= MAX_DECODED else None  # type: ignore[arg-type]
             if name in ("decode", "encode") and isinstance(function, ast.Attribute):
                 value = self.fold(function.value, depth + 1)
                 codec = arguments[0] if arguments else "utf-8"
@@ -243,13 +259,13 @@ class _Folder:
         return None
 
 
-def _constants(tree: ast.Module) -> dict[str, str | bytes]:
+def _constants(tree: ast.Module, budget: list[int]) -> dict[str, str | bytes]:
     """The module's names bound (anywhere) to a constant expression of strings and decoders, by a plain ``=``."""
     constants: dict[str, str | bytes] = {}
     assignments = [node for node in ast.walk(tree) if isinstance(node, ast.Assign) and len(node.targets) == 1
                    and isinstance(node.targets[0], ast.Name)]
     for _ in range(3):  # a name defined from another: a few passes settle it
-        folder = _Folder(constants)
+        folder = _Folder(constants, budget)
         for node in assignments:
             value = folder.fold(node.value)
             if value is not None:
@@ -339,7 +355,8 @@ def decoded_code(tree: ast.Module) -> list[tuple[int, str]]:
     Only texts that are Python and that the module does not hold as they are (those are compared already);
     a text decoded through several calls is kept once, at its first line.
     """
-    folder = _Folder(_constants(tree))
+    budget = [MODULE_BUDGET]
+    folder = _Folder(_constants(tree, budget), budget)
     literal = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     found: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -386,6 +403,7 @@ def graded_source(folder: Path, module_file: str, others: frozenset[str] = froze
     source = GradedSource()
     pending, seen = [module_file], {module_file}
     parts: list[str] = []
+    decoded_count = 0
     while pending:
         name = pending.pop(0)
         text, why = read_source(folder / name)
@@ -403,8 +421,9 @@ def graded_source(folder: Path, module_file: str, others: frozenset[str] = froze
             if tree is None:
                 continue
             source.built += runtime_uses(tree, where)
-            if depth < MAX_DEPTH:
-                for line, decoded in decoded_code(tree):
+            if depth < MAX_DEPTH and decoded_count < MAX_DECODED_TEXTS:
+                for line, decoded in decoded_code(tree)[:MAX_DECODED_TEXTS - decoded_count]:
+                    decoded_count += 1
                     parts.append(f"\n\n# ---- {where} line {line}: decoded at run time\n{decoded}")
                     texts.append((f"{where} line {line} (decoded)", decoded, depth + 1))
             for stem in _imports(tree):

@@ -399,8 +399,10 @@ def markdown(results: list[ExerciseResult], entries: list[Entry], top: int, thre
         if built:
             out += ["", f"{BUILT[0].upper()}{BUILT[1:]} (what it runs cannot be read: the scores above do not "
                         "cover it):", ""]
-            out += [f"- {md_text(entry.student)}: {md_text('; '.join(entry.built[result.exercise]))}"
-                    for entry in built]
+            for entry in built:
+                where = entry.built[result.exercise]
+                more = f" ... and {len(where) - 8} more" if len(where) > 8 else ""
+                out.append(f"- {md_text(entry.student)}: {md_text('; '.join(where[:8]) + more)}")
         out.append("")
     out += ["## Submissions", "", "| student | compared | status |", "|---|---|---|"]
     out += [f"| {md_text(entry.student)} | {len(entry.compared)} | {md_text(entry.status)} |" for entry in entries]

@@ -453,3 +453,31 @@ def test_markdown_from_an_id_is_shown_not_followed(tmp_path: Path) -> None:
     page = mistune.create_markdown(plugins=["table", "url"])((out / "similarity.md").read_text(encoding="utf-8"))
     assert "[click](http:evil.example)" in page and "<img" not in page, page  # shown as text, not followed
     assert set(re.findall(r'<a href="([^"]*)"', page)) == {"html/masks.html", "html/masks-reference.html"}, page
+
+
+def test_code_moved_to_an_exercise_it_does_not_depend_on_is_read_too(tmp_path: Path) -> None:
+    from grader.grading.graded_source import graded_source, runs_with
+
+    # masks does not depend on tokenization: grading runs the student's tokenization.py when masks.py imports it.
+    write_module(tmp_path / "s", "from .tokenization import *  # noqa: F403\n")
+    (tmp_path / "s" / "tokenization.py").write_text(fill(ALICE), encoding="utf-8")
+    source = graded_source(tmp_path / "s", "masks.py", runs_with("masks"))
+    assert source.files == ["masks.py", "tokenization.py"] and fill(ALICE) in source.text, source.files
+    assert "softmax" not in runs_with("attention"), "a dependency is served by the reference: not the student's"
+
+
+def test_decoding_constant_data_is_bounded(tmp_path: Path) -> None:
+    """Many decompression bombs in one module: none is decoded past the limit, and reading stays quick."""
+    import base64
+    import time
+    import zlib
+
+    from grader.grading.graded_source import MAX_DECODED, graded_source
+
+    bomb = base64.b64encode(zlib.compress(b"x = 1\n" * (2 * MAX_DECODED))).decode("ascii")
+    calls = "".join("exec(zlib.decompress(base64.b64decode(B)))\n" for _ in range(300))
+    write_module(tmp_path / "s", f"import base64, zlib\nB = {bomb!r}\n{calls}")
+    start = time.monotonic()
+    source = graded_source(tmp_path / "s", "masks.py")
+    assert time.monotonic() - start < 5 and len(source.text) < 2 * MAX_DECODED, len(source.text)
+    assert any(line.endswith(": exec") for line in source.built), source.built[:3]
