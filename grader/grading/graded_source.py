@@ -458,8 +458,8 @@ def kit_texts(module_file: str, imported: set[str], test_file: str = "") -> tupl
     module_file : str
         The exercise's module.
     imported : set of str
-        The other modules the students' texts hold (``_mine.py``, ``tokenization.py``): their stubs are
-        boilerplate too, and their reference part of the reference.
+        The other modules the students' texts hold (``_tasks.py``, ``_mine.py``, ``tokenization.py``): the
+        kit's own file of that name, where there is one, is boilerplate (the stub's) or reference too.
     test_file : str, optional
         The exercise's graded test file (relative to the kit), whose own implementations students can read:
         part of the reference.
@@ -467,20 +467,16 @@ def kit_texts(module_file: str, imported: set[str], test_file: str = "") -> tupl
     Returns
     -------
     tuple of str
-        The stubs of ``module_file`` and of the modules in ``imported``, with the kit's given helpers
-        (``exercises/_*.py``); the reference's module, its own helpers (``solutions/_*.py``) and those of
-        ``imported``, then the test file.
+        The stubs (``exercises/``) of ``module_file`` and of ``imported``; the reference's (``solutions/``)
+        files of the same names, then the test file.
     """
     stubs, solutions = ROOT / "exercises", reference_dir() or ROOT / "solutions"
-    names = [module_file, *sorted(imported - {module_file})]
-    given = sorted(path.name for path in stubs.glob("_*.py"))
-    private = sorted(path.name for path in solutions.glob("_*.py") if path.name != "__init__.py")
+    names = [module_file, *sorted(imported - {module_file, "__init__.py"})]
 
-    def joined(folder: Path, files: list[str]) -> str:
-        return "\n\n".join(text for name in dict.fromkeys(files) if (text := read_source(folder / name)[0]))
+    def joined(folder: Path) -> str:
+        return "\n\n".join(text for name in names if (text := read_source(folder / name)[0]))
 
-    stub = joined(stubs, [*names, *given])
-    reference = joined(solutions, [*names, *private])
+    stub, reference = joined(stubs), joined(solutions)
     if test_file:
         reference += "\n\n" + (read_source(ROOT / test_file)[0] or "")
     return stub, reference
