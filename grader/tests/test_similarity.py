@@ -376,6 +376,9 @@ RUNTIME_TRICKS = {
     "dunder_import": "_m = __import__('z' + 'lib')\n",
     "pickle": "import pickle\nf = pickle.loads(b'')\n",
     "function_type": "def f():\n    pass\nf.__code__ = f.__code__.replace(co_consts=())\n",
+    "timeit_runs_a_string": "import timeit\ntimeit.timeit({r!r}, number=1)\n",
+    "unpickling_a_helper": "import numpy as np\nf = np.load('_blob.py', allow_pickle=True)\n",
+    "pydoc_locate": "import pydoc\nf = pydoc.locate('_mine.causal_mask')\n",
 }
 
 
@@ -453,6 +456,15 @@ def test_markdown_from_an_id_is_shown_not_followed(tmp_path: Path) -> None:
     page = mistune.create_markdown(plugins=["table", "url"])((out / "similarity.md").read_text(encoding="utf-8"))
     assert "[click](http:evil.example)" in page and "<img" not in page, page  # shown as text, not followed
     assert set(re.findall(r'<a href="([^"]*)"', page)) == {"html/masks.html", "html/masks-reference.html"}, page
+
+
+def test_helpers_that_code_built_at_run_time_may_run_are_read_too(tmp_path: Path) -> None:
+    from grader.grading.graded_source import graded_source
+
+    write_module(tmp_path / "s", "exec(open(__file__.replace('masks', '_mine')).read())\n")
+    (tmp_path / "s" / "_mine.py").write_text(fill(ALICE), encoding="utf-8")
+    source = graded_source(tmp_path / "s", "masks.py")
+    assert source.files == ["masks.py", "_mine.py"] and source.built == ["masks.py line 1: exec"], source
 
 
 def test_code_moved_to_an_exercise_it_does_not_depend_on_is_read_too(tmp_path: Path) -> None:
