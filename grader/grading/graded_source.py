@@ -46,8 +46,8 @@ from grader.curriculum import load as load_curriculum
 RUNTIME_MODULES = frozenset({
     "marshal", "pickle", "cPickle", "_pickle", "shelve", "dill", "cloudpickle", "copyreg", "base64", "binascii",
     "zlib", "gzip", "bz2", "lzma", "zipfile", "tarfile", "zipimport", "codecs", "encodings", "importlib", "imp",
-    "runpy", "pkgutil", "types", "ctypes", "cffi", "builtins", "__builtin__", "code", "codeop", "subprocess",
-    "ast", "dis", "py_compile", "compileall", "timeit", "doctest", "pdb", "bdb", "profile", "cProfile", "trace",
+    "runpy", "pkgutil", "ctypes", "cffi", "builtins", "__builtin__", "code", "codeop", "subprocess",
+    "py_compile", "compileall", "timeit", "doctest", "pdb", "bdb", "profile", "cProfile", "trace",
     "multiprocessing", "concurrent", "pty", "site", "pydoc", "tempfile",
 })
 # Names whose use builds or reaches code at run time, whatever they are called with.
@@ -61,7 +61,8 @@ RUNTIME_ATTRIBUTES = frozenset({
     "load_module", "find_spec", "module_from_spec", "spec_from_loader", "spec_from_file_location",
     "import_module", "modules", "meta_path", "path_hooks", "path_importer_cache", "_getframe", "settrace",
     "setprofile", "system", "popen", "execv", "execve", "execl", "execvp", "spawnv", "startfile", "read_pickle",
-    "run_path", "run_module", "safe_eval", "exec_command",
+    "run_path", "run_module", "safe_eval", "exec_command", "CodeType", "FunctionType", "LambdaType", "ModuleType",
+    "MethodType",
 })
 # Loaders that run code when their data says so (unpickling): flagged where the call asks for it.
 UNPICKLING_KEYWORDS = {"allow_pickle": True, "weights_only": False}

@@ -400,7 +400,8 @@ def test_honest_modules_and_the_kits_own_are_not_flagged(tmp_path: Path) -> None
     from grader.curriculum import load
     from grader.grading.graded_source import graded_source, runs_with
 
-    for name, text in (("alice", fill(ALICE)), ("carol", fill(CAROL))):
+    everyday = "from types import SimpleNamespace\nimport re\nfrom re import compile\nPATTERN = compile('a')\n"
+    for name, text in (("alice", fill(ALICE)), ("carol", fill(CAROL)), ("dave", everyday + fill(CAROL))):
         (tmp_path / name).mkdir()
         (tmp_path / name / "masks.py").write_text(text, encoding="utf-8")
         assert graded_source(tmp_path / name, "masks.py").built == [], name
