@@ -555,7 +555,7 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
             echo(f"{result.exercise}: not compared (the comparison failed: {escape_text(result.error)})")
     incomplete = [entry for entry in entries if entry.status != "ok"]
     if incomplete:
-        echo(f"Not compared in full ({len(incomplete)}):")
+        echo(f"Not compared in full, or to review by hand ({len(incomplete)}):")
         for entry in incomplete:
             echo(f"  {escape_text(entry.student)}: {escape_text(entry.status)[:300]}")
     echo(f"\nReport: {shown / 'similarity.md'}, similarity.csv, submissions.csv"
