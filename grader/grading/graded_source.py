@@ -183,10 +183,17 @@ def _decompress(data: bytes) -> bytes:
     raise ValueError("not compressed data")
 
 
+# The bytes-to-bytes codecs a student may name, decoded here; the compressing ones within MAX_DECODED (_decompress).
+BINARY_CODECS = frozenset({"rot-13", "base64", "hex", "uu", "quopri", "zlib", "bz2"})
+
+
 def _codec(data: str | bytes, name: str, encode: bool) -> str | bytes:
     """``codecs.decode``/``encode`` and ``str.encode``/``bytes.decode`` with a named codec (rot13, base64, ...)."""
-    name = codecs.lookup(name).name
-    if name in ("zlib_codec", "bz2_codec"):
+    info = codecs.lookup(name)
+    name = info.name
+    if not getattr(info, "_is_text_encoding", True) and name not in BINARY_CODECS:
+        raise LookupError(f"{name}: not decoded here")
+    if name in ("zlib", "bz2"):
         return _decompress(data if isinstance(data, bytes) else data.encode("latin-1")) if not encode else data
     return codecs.encode(data, name) if encode else codecs.decode(data, name)
 
@@ -246,14 +253,15 @@ class _Folder:
                 if not all(type(p) is type(glue) for p in parts):
                     return None
                 return glue.join(parts) if sum(map(len, parts)) <= MAX_DECODED else None  # type: ignore[arg-type]
-            if name in ("decode", "encode") and isinstance(function, ast.Attribute):
+            if name in ("decode", "encode") and len(arguments) >= 2:  # codecs.decode(data, codec)
+                data, codec = arguments[0], arguments[1]
+                return None if data is None or not isinstance(codec, str) else _codec(data, codec, name == "encode")
+            if name in ("decode", "encode") and isinstance(function, ast.Attribute):  # data.decode(codec)
                 value = self.fold(function.value, depth + 1)
                 codec = arguments[0] if arguments else "utf-8"
                 if value is None or not isinstance(codec, str):
                     return None
                 return _codec(value, codec, name == "encode")
-            if name in ("decode", "encode") and len(arguments) >= 2 and isinstance(arguments[1], str):
-                return None if arguments[0] is None else _codec(arguments[0], arguments[1], name == "encode")
             if name in DECODERS and arguments and arguments[0] is not None:
                 data = arguments[0]
                 result = DECODERS[name](data.encode("ascii") if isinstance(data, str) else data)

@@ -382,6 +382,9 @@ RUNTIME_TRICKS = {
 }
 
 
+DECODED = {"exec_zlib_base64", "compile_then_exec", "eval_of_a_name", "builtins_by_getattr", "codecs_rot13"}
+
+
 @pytest.mark.parametrize("trick", sorted(RUNTIME_TRICKS))
 def test_code_built_at_run_time_is_flagged(tmp_path: Path, trick: str) -> None:
     import codecs
@@ -393,6 +396,8 @@ def test_code_built_at_run_time_is_flagged(tmp_path: Path, trick: str) -> None:
                                        encoding="utf-8")
     source = graded_source(tmp_path, "masks.py")
     assert source.built, f"{trick}: nothing flagged"
+    if trick in DECODED:  # constant data: what it decodes to is compared too
+        assert alice in source.text, f"{trick}: the decoded copy is not compared"
     assert all(line.startswith("masks.py line ") for line in source.built), source.built
 
 
@@ -494,3 +499,23 @@ def test_decoding_constant_data_is_bounded(tmp_path: Path) -> None:
     source = graded_source(tmp_path / "s", "masks.py")
     assert time.monotonic() - start < 5 and len(source.text) < 2 * MAX_DECODED, len(source.text)
     assert any(line.endswith(": exec") for line in source.built), source.built[:3]
+
+
+def test_a_codec_named_by_a_student_is_bounded_or_not_decoded(tmp_path: Path) -> None:
+    import zlib
+
+    from grader.grading.graded_source import MAX_DECODED, graded_source
+
+    bomb = zlib.compress(b"x = 1\n" * (4 * MAX_DECODED))
+    write_module(tmp_path / "s", f"import codecs\nexec(codecs.decode({bomb!r}, 'zlib'))\n"
+                                 f"exec({bomb!r}.decode('zlib'))\n")
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        source = graded_source(tmp_path / "s", "masks.py")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "x = 1\nx = 1" not in source.text and len(source.built) == 3, source.built
+    assert peak < 4 * MAX_DECODED, f"{peak} bytes to read a {len(bomb)}-byte bomb"
