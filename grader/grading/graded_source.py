@@ -38,6 +38,7 @@ import tokenize
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
@@ -272,10 +273,10 @@ class _Folder:
         return None
 
 
-def _constants(tree: ast.Module, budget: list[int]) -> dict[str, str | bytes]:
+def _constants(nodes: list[ast.AST], budget: list[int]) -> dict[str, str | bytes]:
     """The module's names bound (anywhere) to a constant expression of strings and decoders, by a plain ``=``."""
     constants: dict[str, str | bytes] = {}
-    assignments = [node for node in ast.walk(tree) if isinstance(node, ast.Assign) and len(node.targets) == 1
+    assignments = [node for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1
                    and isinstance(node.targets[0], ast.Name)]
     for _ in range(3):  # a name defined from another: a few passes settle it
         folder = _Folder(constants, budget)
@@ -304,10 +305,10 @@ def _as_text(data: str | bytes) -> str | None:
 # ---------------------------------------------------------------- what a module runs
 
 
-def _imports(tree: ast.Module) -> list[str]:
+def _imports(nodes: list[ast.AST]) -> list[str]:
     """The top-level module names a module imports, statically or by a constant name (``import_module("_x")``)."""
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names += [alias.name.split(".")[0] for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -321,17 +322,17 @@ def _imports(tree: ast.Module) -> list[str]:
     return names
 
 
-def runtime_uses(tree: ast.Module, filename: str) -> list[str]:
-    """Where the module ``tree`` builds or reaches code at run time: ``name line N: what``, in line order."""
+def runtime_uses(nodes: list[ast.AST], filename: str) -> list[str]:
+    """Where a module (``nodes``: its ast, walked) builds or reaches code at run time: ``name line N: what``."""
     found: dict[tuple[int, str], None] = {}
     # A name imported from an ordinary module (``from re import compile``) is that module's, not the builtin.
-    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    imported = {alias.asname or alias.name for node in nodes if isinstance(node, ast.ImportFrom)
                 and (node.module or "").split(".")[0] not in RUNTIME_MODULES for alias in node.names}
 
     def add(node: ast.AST, what: str) -> None:
         found[(getattr(node, "lineno", 0), what)] = None
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import | ast.ImportFrom):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for module in modules:
@@ -368,17 +369,17 @@ def runtime_uses(tree: ast.Module, filename: str) -> list[str]:
     return [f"{filename} line {line}: {what}" for line, what in sorted(found)]
 
 
-def decoded_code(tree: ast.Module) -> list[tuple[int, str]]:
+def decoded_code(nodes: list[ast.AST]) -> list[tuple[int, str]]:
     """The code that the module's constant data decodes to (``zlib.decompress(base64.b64decode("..."))``).
 
     Only texts that are Python and that the module does not hold as they are (those are compared already);
     a text decoded through several calls is kept once, at its first line.
     """
     budget = [MODULE_BUDGET]
-    folder = _Folder(_constants(tree, budget), budget)
-    literal = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    folder = _Folder(_constants(nodes, budget), budget)
+    literal = {node.value for node in nodes if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     found: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, ast.Call):
             continue
         name = _dotted(node.func).split(".")[-1] or getattr(node.func, "attr", "")
@@ -401,7 +402,8 @@ def _absent(stem: str, folder: Path) -> bool:
     return stem.startswith("_") and stem not in sys.stdlib_module_names and not (folder / f"{stem}.py").is_file()
 
 
-def graded_source(folder: Path, module_file: str, others: frozenset[str] = frozenset()) -> GradedSource:
+def graded_source(folder: Path, module_file: str, others: frozenset[str] = frozenset(),
+                  cache: dict[tuple[str, str], Any] | None = None) -> GradedSource:
     """What the exercise module ``folder/module_file`` runs, as one text (see the module's docstring).
 
     Parameters
@@ -413,6 +415,9 @@ def graded_source(folder: Path, module_file: str, others: frozenset[str] = froze
     others : frozenset of str
         The stems of the other modules of the submission that grading runs when imported (exercises the
         exercise does not depend on); the private helpers (``_name``) always are.
+    cache : dict, optional
+        What was learnt of each text read before (give the same dict for every exercise of one submission:
+        a helper that several exercises import is analysed once).
 
     Returns
     -------
@@ -420,6 +425,7 @@ def graded_source(folder: Path, module_file: str, others: frozenset[str] = froze
         Empty ``text`` and ``files`` when the exercise module itself cannot be read (``skipped`` says why).
     """
     source = GradedSource()
+    cache = {} if cache is None else cache
     pending, seen = [module_file], {module_file}
     parts: list[str] = []
     decoded_count = 0
@@ -436,16 +442,19 @@ def graded_source(folder: Path, module_file: str, others: frozenset[str] = froze
         texts = [(name, text, 0)]
         while texts:
             where, body, depth = texts.pop(0)
-            tree = _parse(body)
-            if tree is None:
-                continue
-            source.built += runtime_uses(tree, where)
+            key = (where, body)
+            if key not in cache:
+                tree = _parse(body)
+                nodes = list(ast.walk(tree)) if tree is not None else []
+                cache[key] = (runtime_uses(nodes, where), decoded_code(nodes), _imports(nodes))
+            uses, decodes, imports = cache[key]
+            source.built += uses
             if depth < MAX_DEPTH and decoded_count < MAX_DECODED_TEXTS:
-                for line, decoded in decoded_code(tree)[:MAX_DECODED_TEXTS - decoded_count]:
+                for line, decoded in decodes[:MAX_DECODED_TEXTS - decoded_count]:
                     decoded_count += 1
                     parts.append(f"\n\n# ---- {where} line {line}: decoded at run time\n{decoded}")
                     texts.append((f"{where} line {line} (decoded)", decoded, depth + 1))
-            for stem in _imports(tree):
+            for stem in imports:
                 candidate = f"{stem}.py"
                 if _absent(stem, folder):
                     source.built.append(f"{where}: imports {stem}, which the submission does not hold (made at run "

@@ -450,11 +450,12 @@ def read_entry(student: str, path: Path, work: Path, chosen: list[Any], refusal:
 
     submission = found.prepare(path, work / "submissions", student, refusal)
     entry = Entry(student=student, source=path.name, error=submission.error if submission.folder is None else None)
+    analysed: dict[tuple[str, str], Any] = {}  # a helper several exercises import is analysed once
     try:
         for exercise in chosen:
             if entry.error or submission.folder is None:
                 break
-            source = graded_source(submission.folder, exercise.module_file, runs_with(exercise.name))
+            source = graded_source(submission.folder, exercise.module_file, runs_with(exercise.name), analysed)
             if not source.files:
                 present = (submission.folder / exercise.module_file).is_file()  # else: the static checks say
                 entry.skipped[exercise.name] = (source.skipped[0] if present and source.skipped else None) or \
