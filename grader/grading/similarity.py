@@ -397,8 +397,8 @@ def markdown(results: list[ExerciseResult], entries: list[Entry], top: int, thre
             out += ["", f"Not compared: the comparison failed ({md_text(result.error)})."]
         built = [entry for entry in entries if result.exercise in entry.built]
         if built:
-            out += ["", f"{BUILT[0].upper()}{BUILT[1:]} (what it runs cannot be read: the scores above do not "
-                        "cover it):", ""]
+            out += ["", f"{BUILT[0].upper()}{BUILT[1:]} (the scores above include what constant data decodes "
+                        "to, nothing else of what these places build):", ""]
             for entry in built:
                 where = entry.built[result.exercise]
                 more = f" ... and {len(where) - 8} more" if len(where) > 8 else ""
