@@ -5,12 +5,15 @@ It writes ``DIR/course.toml`` (every setting, commented, with the kit's values),
 the reference (``DIR/solutions/``) and the kit's hidden tests
 (``DIR/kit_hidden_tests/``) from the instructor's checkout (``--kit PATH``, or
 the running kit when it is one), so that the grader, installed from the
-student-safe package, grades from the instructor's own copy.
+student-safe package, grades from the instructor's own copy. Those folders
+(and ``hidden_tests/``) are the instructor's alone: mode 0700, their files 0600
+(:func:`private_folder`, :func:`private_copy`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -110,6 +113,29 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The course's private folders (the reference, the hidden tests) are the instructor's alone: not even their group
+# reads them (a worker's user, a teaching assistant's account, a shared JupyterHub image).
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_folder(folder: Path) -> None:
+    """Make ``folder`` (and its parents) if missing, then readable, writable and listable by its owner alone.
+
+    The mode is set before anything is copied in, so no file of it is ever readable by others on its way in.
+    """
+    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+    folder.chmod(PRIVATE_FOLDER)
+
+
+def private_copy(source: Path, target: Path) -> None:
+    """Copy the file ``source`` to ``target``, readable and writable by its owner alone (never the source's mode)."""
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(source.read_bytes())
+    os.chmod(target, PRIVATE_FILE)  # a file that was there keeps no other mode
+
+
 def reference_source(kit: Path | None) -> tuple[Path, Path] | None:
     """The ``solutions/`` and hidden tests folders to copy: of ``kit`` (a checkout), else of this kit if any.
 
@@ -139,11 +165,12 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
     except ValueError as error:
         echo(f"error: {error}")
         return 2
-    (target / course.HIDDEN_FOLDER).mkdir(parents=True, exist_ok=True)
+    private_folder(target / course.HIDDEN_FOLDER)
     (target / course.COURSE_FILE).write_text(course_toml(kit_manifest()), encoding="utf-8")
     readme = target / course.HIDDEN_FOLDER / "README.md"
     if not readme.exists():
         readme.write_text(HIDDEN_README, encoding="utf-8")
+        readme.chmod(PRIVATE_FILE)
     echo(f"Wrote {target / course.COURSE_FILE} and {target / course.HIDDEN_FOLDER}/ (your own hidden tests).")
     if source is None:
         echo(f"No reference copied: this kit has none (it is the student-safe package). Grading needs it: "
@@ -155,9 +182,9 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
         destination = target / name
         if destination.exists():
             shutil.rmtree(destination)
-        destination.mkdir()
+        private_folder(destination)
         for path in sorted(origin.glob(pattern)):
-            shutil.copy2(path, destination / path.name)
+            private_copy(path, destination / path.name)
     echo(f"Copied the reference ({solutions}) into {target / course.REFERENCE_FOLDER}/ and the kit's hidden tests "
          f"into {target / course.KIT_HIDDEN_FOLDER}/: keep this folder private.")
     echo(f"Use it: attention-kit grade SUBMISSIONS --course {target} (or run the commands in {target}).")

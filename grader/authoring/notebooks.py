@@ -474,11 +474,13 @@ def per_exercise_notebook(exercise: Exercise, tests: list[GradedTest]) -> Any:
 
 def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
     """One notebook with every exercise of the course's selection, in curriculum order."""
+    from grader.grading.escaping import md_text
+
     curriculum = load_curriculum()
     selected = curriculum.selection()
     builder = NotebookBuilder(SINGLE_ASSIGNMENT)
     builder.markdown(
-        f"# {curriculum.title}\n\n"
+        f"# {md_text(curriculum.title)}\n\n"  # the course folder's text: shown, never markup
         + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in selected)
         + "\n\nWork from top to bottom: each exercise uses the functions you wrote before it."
     )

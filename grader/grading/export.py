@@ -71,7 +71,7 @@ class Roster:
 
 def _cell(value: Any) -> str:
     """A CSV cell a spreadsheet will not run as a formula (roster names and emails are untrusted text)."""
-    from grader.grading.report import csv_cell  # escapes control, bidi and undecodable characters too
+    from grader.grading.escaping import csv_cell  # escapes control, bidi and undecodable characters too
 
     return csv_cell("" if value is None else value)
 
@@ -152,7 +152,7 @@ def alike_ids(students: list[str]) -> list[str]:
 
 def show_id(student: str) -> str:
     """An id as the terminal and ``unmatched.txt`` show it: quoted, control and bidi characters escaped."""
-    from grader.grading.report import escape_text
+    from grader.grading.escaping import escape_text
 
     shown = escape_text(student)
     return f"'{shown}'" if student != student.strip() or not student else shown
@@ -177,12 +177,13 @@ def long_csv(rows: list[dict[str, Any]], roster: Roster | None = None) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "lms_id", "name", "email", "exercise", "points", "max", "hidden_max", "status"])
+    # Every text cell through _cell, the exercise's name too (a course's own name for it).
     for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
         student = results["extra_data"]["student"]
         person = (roster.rows.get(student) if roster else None) or {}
         for row in exercise_rows(results):
             writer.writerow([_cell(student), _cell(person.get("lms_id", "")), _cell(person.get("name", "")),
-                             _cell(person.get("email", "")), row["exercise"], _number(row["points"]),
+                             _cell(person.get("email", "")), _cell(row["exercise"]), _number(row["points"]),
                              _number(row["max"]), _number(row["hidden_max"]), _cell(results["extra_data"]["status"])])
     return buffer.getvalue()
 
@@ -248,7 +249,7 @@ def canvas_csv(rows: list[dict[str, Any]], roster: Roster, roster_rows: dict[str
               else [_number(sample["extra_data"]["max_score"])]) if sample else [""] * len(titles)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([*CANVAS_FIXED, *titles])
+    writer.writerow([*CANVAS_FIXED, *(_cell(title) for title in titles)])  # the course's names: cells too
     writer.writerow(["Points Possible", "", "", "", "", *maxima])
     for folder, person in roster_rows.items():
         results = by_folder.get(folder)

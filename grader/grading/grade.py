@@ -275,8 +275,11 @@ def _find_submissions(submissions: Path, out: Path, echo: Any) -> list[tuple[str
     if not entries:
         echo(f"error: no submissions in {submissions} (expected folders or .zip files)")
         return []
+    refused = found.duplicates(entries)
+    for line in dict.fromkeys(refused.values()):
+        echo(f"refused: {line} (every one of them is refused; each has its row)")
     for student, entry in entries:
-        if student != found.student_id(entry) and entry.name != student:
+        if student not in refused and student != found.student_id(entry) and entry.name != student:
             echo(f"note: {escape_text(entry.name)!s} is graded as {escape_text(student)!s} "
                  "(its own name would collide with the grader's files or another entry)")
     return entries
@@ -350,8 +353,9 @@ class _Batch:
         from grader.grading.fingerprint import student_fingerprint
         from grader.grading.report import is_graded, read_results
 
+        refused = found.duplicates(entries)  # entries that share an id: each refused, none chosen
         for student, entry in entries:
-            submission = found.prepare(entry, work, student)  # never raises for what the entry holds
+            submission = found.prepare(entry, work, student, refused.get(student))  # never raises
             fingerprint = student_fingerprint(self.fingerprint, submission.digest)
             previous = None if self.force else read_results(self.out, student)
             if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint

@@ -34,7 +34,6 @@ import json
 import os
 import re
 import secrets
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -43,49 +42,13 @@ from typing import Any
 from grader import scoring
 from grader.course import hidden_visibility
 from grader.curriculum import load as load_curriculum
+from grader.grading.escaping import csv_cell, escape_text, md_text
 from grader.grading.records import TestRecord
 from grader.suite import TestFile
 
 # Bump when the layout of results.json changes: older results are then regraded.
 RESULTS_FORMAT = 2
 NOT_GRADED = "not graded"
-# Characters that start a formula in a spreadsheet (OWASP, CSV injection), with their full-width forms.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
-_UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-
-
-def escape_text(text: object, keep: str = "") -> str:
-    r"""``text`` with control, format (bidi, zero-width), separator and unassigned characters escaped.
-
-    ``keep`` lists characters to leave as they are (a newline for multi-line
-    feedback). An undecodable byte of a file name (a lone surrogate) is shown
-    as ``\xNN``.
-    """
-    text = str(text)
-    if text.isprintable() and not any(unicodedata.category(ch) in _UNSAFE_CATEGORIES for ch in text):
-        return text
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in keep or unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
-            out.append(ch)
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif code < 0x100:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return "".join(out)
-
-
-def csv_cell(text: object) -> str:
-    """A text cell of the gradebook: escaped, and prefixed with ``'`` if a spreadsheet would run it as a formula."""
-    value = escape_text(text)
-    return "'" + value if value.startswith(FORMULA_STARTS) else value
-
-
 # How the worker says that a module did not import (worker.describe_import_error, tests.kit.describe_import_error).
 _IMPORT_FAILURE = re.compile(r"(?:importing (?P<raised>[\w.-]+\.py) raised|syntax error in (?P<syntax>[\w.-]+\.py) "
                              r"line \d+:)[^\n]*")
@@ -369,14 +332,14 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
         score_line = (f"Score: **not graded yet** (the grader could not run every test; the tests it ran earned "
                       f"{number(results['score'])} of their points). Your instructor reruns the grading.")
     lines = [
-        f"# Feedback: {curriculum.title}",
+        f"# Feedback: {md_text(curriculum.title)}",
         "",
         score_line,
     ]
     if extra["status"] != "ok":
-        lines += ["", f"Note: {escape_text(extra['status'])}"]
+        lines += ["", f"Note: {md_text(extra['status'])}"]
     if not extra.get("isolated", True):
-        lines += ["", f"Note: this submission was graded WITHOUT isolation ({escape_text(extra.get('isolation'))})."]
+        lines += ["", f"Note: this submission was graded WITHOUT isolation ({md_text(extra.get('isolation'))})."]
     for exercise in curriculum.exercises:
         tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == exercise.name]
         if not tests:
@@ -386,7 +349,7 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
         passed = sum(t["status"] == "passed" for t in tests)
         lines += [
             "",
-            f"## {exercise.number}. {exercise.title} ({exercise.module_file})",
+            f"## {exercise.number}. {md_text(exercise.title)} ({md_text(exercise.module_file)})",
             "",
             f"{number(extra['exercises'].get(exercise.name, 0))} / "
             f"{number(extra['max_exercises'].get(exercise.name, 0))} points; {passed} of {len(tests)} tests passed.",
@@ -418,7 +381,7 @@ def gradebook_csv(rows: list[dict[str, Any]]) -> str:
     names = load_curriculum().selected_names()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "status", "score", "max_score", *names])
+    writer.writerow(["student", "status", "score", "max_score", *(csv_cell(name) for name in names)])
     for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
         extra = results["extra_data"]
         writer.writerow([

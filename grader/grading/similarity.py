@@ -6,7 +6,13 @@
 
 The submissions are found and read exactly as ``attention-kit grade`` reads
 them (``grader.grading.submissions``: folders, zips, notebooks, with the same
-refusals); student code is only read as text, never imported or run. For each
+refusals); student code is only read as text, never imported or run. What is
+compared for an exercise is what grading runs of it
+(``grader.grading.graded_source``): its module, the submission's modules it
+imports (private helpers ``_name.py``, transitively), and the code its constant
+data decodes to; code built at run time (``exec``, ``marshal``, ``importlib``...)
+is listed as "code built at run time: review by hand". A module Python would
+not read as text is left out with a line; the report is always written. For each
 exercise of the course, every pair of students' modules is compared with
 copydetect (winnowed fingerprints of the tokenized code: names, comments and
 layout do not count), the stub (``exercises/<module>``) and the reference
@@ -35,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import html
 import io
 import os
 import re
@@ -43,15 +48,14 @@ import shutil
 import sys
 import tempfile
 import time
-import tokenize
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
+from grader.grading.graded_source import BUILT, graded_source, kit_texts, runs_with
 
 DEFAULT_OUT = "attention-kit-similarity"
 DEFAULT_TOP = 10
@@ -116,18 +120,26 @@ class Entry:
     compared: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # exercise -> why its module was not compared
     error: str | None = None
+    built: dict[str, list[str]] = field(default_factory=dict)  # exercise -> where code is built at run time
+    left_out: list[str] = field(default_factory=list)  # imported modules not compared, each with why
+    texts: dict[str, str] = field(default_factory=dict, repr=False)  # exercise -> the text compared
+    files: dict[str, list[str]] = field(default_factory=dict)  # exercise -> the modules its text holds
 
     @property
     def status(self) -> str:
-        """``ok``, or which exercises were not compared and why (or why nothing was)."""
+        """``ok``, or which exercises were not compared and why (or why nothing was), then what to review."""
         if self.error:
             return f"not compared: {self.error}"
         if not self.compared:
-            return "no readable modules: " + "; ".join(dict.fromkeys(self.skipped.values()))
-        if self.skipped:
-            return f"compared {len(self.compared)} of {len(self.compared) + len(self.skipped)}: " + "; ".join(
+            status = "no readable modules: " + "; ".join(dict.fromkeys(self.skipped.values()))
+        elif self.skipped:
+            status = f"compared {len(self.compared)} of {len(self.compared) + len(self.skipped)}: " + "; ".join(
                 self.skipped.values())
-        return "ok"
+        else:
+            status = "ok"
+        notes = list(self.left_out) + [f"{exercise}: {BUILT} ({len(where)} place{'s' * (len(where) > 1)})"
+                                       for exercise, where in self.built.items()]
+        return "; ".join([status, *notes]) if notes else status
 
 
 @dataclass
@@ -140,6 +152,7 @@ class ExerciseResult:
     closest: list[Pair]  # every student with a share above zero against the reference, closest first
     html_pairs: str = ""
     html_reference: str = ""
+    error: str | None = None  # why the comparison failed, if it did
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -166,31 +179,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default: {DEFAULT_THRESHOLD:g})")
 
 
-# ---------------------------------------------------------------- reading
-
-
-def module_text(path: Path) -> str | None:
-    """The source text of ``path`` decoded as Python decodes it (PEP 263), or None if it is not text."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\x00" in data:
-        return None
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except (SyntaxError, UnicodeDecodeError, LookupError):
-        return None
-
-
 # ---------------------------------------------------------------- comparing
 
 
 def _label_paths(report: str, root: Path, labels: dict[str, str]) -> str:
     """The HTML ``report`` with the scratch paths under ``root`` replaced by students' names (escaped)."""
+    from grader.grading.escaping import html_text
+
     pattern = re.compile(re.escape(str(root)) + r"/(s\d+|reference)/[\w.]+")
-    report = pattern.sub(lambda match: html.escape(labels.get(match[1], match[1])), report)
+    report = pattern.sub(lambda match: html_text(labels.get(match[1], match[1])), report)
     return report.replace(str(root) + "/", "")  # its settings name the output file it would have saved
 
 
@@ -263,8 +260,6 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
     ExerciseResult
         The pairs and the students with a score above zero, most similar first, ties by name.
     """
-    from grader.grading.report import escape_text
-
     detector_module = load_copydetect().detector
     students = sorted(modules)
     folder = work / exercise
@@ -274,14 +269,14 @@ def compare_exercise(exercise: str, modules: dict[str, str], stub: str, referenc
     for index, student in enumerate(students):
         path = folder / f"s{index}" / module_file
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(modules[student], encoding="utf-8")
+        path.write_text(modules[student], encoding="utf-8", errors="backslashreplace")
         paths.append(str(path))
-        labels[f"s{index}"] = escape_text(student)
+        labels[f"s{index}"] = student  # escaped for HTML where it is written (_label_paths)
     boilerplate = {}
     for name, text in (("stub", stub), ("reference", reference)):
         path = folder / name / module_file
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
         boilerplate[name] = str(path)
 
     def detector(display: float) -> Any:
@@ -337,21 +332,13 @@ def _shown(pairs: list[Pair], top: int, threshold: float) -> list[Pair]:
     return [pair for pair in pairs if pair.score >= threshold][:top]
 
 
-def _md(text: object) -> str:
-    """A Markdown table cell: escaped for the terminal and without the characters that break a table."""
-    from grader.grading.report import escape_text
-
-    return escape_text(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*") \
-        .replace("_", "\\_").replace("<", "&lt;")
-
-
 def _percent(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
 def summary_lines(results: list[ExerciseResult], top: int, threshold: float) -> list[str]:
     """The terminal summary: per exercise, the most similar pairs and the students closest to the reference."""
-    from grader.grading.report import escape_text
+    from grader.grading.escaping import escape_text
 
     lines = []
     for result in results:
@@ -377,7 +364,12 @@ def summary_lines(results: list[ExerciseResult], top: int, threshold: float) -> 
 
 
 def markdown(results: list[ExerciseResult], entries: list[Entry], top: int, threshold: float) -> str:
-    """``similarity.md``: per exercise the two tables and the links to the HTML reports, then every entry."""
+    """``similarity.md``: per exercise the tables, the code built at run time, the HTML reports; then every entry.
+
+    Every text from a submission goes through ``grader.grading.escaping.md_text``.
+    """
+    from grader.grading.escaping import md_text
+
     out = ["# Similarity report", "",
            "Scores from copydetect (winnowing over tokenized code), the stub and the reference as boilerplate. "
            "A pair's score is the larger of its two shares: the part of one module's own code found in the "
@@ -389,7 +381,7 @@ def markdown(results: list[ExerciseResult], entries: list[Entry], top: int, thre
         pairs = _shown(result.pairs, top, threshold)
         if pairs:
             out += ["| rank | student | student | score | shares | tokens |", "|---|---|---|---|---|---|"]
-            out += [f"| {rank} | {_md(p.first)} | {_md(p.second)} | {p.score:.2f} | {_percent(p.shares[0])} / "
+            out += [f"| {rank} | {md_text(p.first)} | {md_text(p.second)} | {p.score:.2f} | {_percent(p.shares[0])} / "
                     f"{_percent(p.shares[1])} | {p.tokens} |" for rank, p in enumerate(pairs, start=1)]
         else:
             out.append(f"No pair at or above {threshold:g}.")
@@ -397,18 +389,28 @@ def markdown(results: list[ExerciseResult], entries: list[Entry], top: int, thre
         closest = _shown(result.closest, top, threshold)
         if closest:
             out += ["| rank | student | score | tokens |", "|---|---|---|---|"]
-            out += [f"| {rank} | {_md(p.first)} | {p.score:.2f} | {p.tokens} |"
+            out += [f"| {rank} | {md_text(p.first)} | {p.score:.2f} | {p.tokens} |"
                     for rank, p in enumerate(closest, start=1)]
         else:
             out.append(f"Nobody at or above {threshold:g}.")
+        if result.error:
+            out += ["", f"Not compared: the comparison failed ({md_text(result.error)})."]
+        built = [entry for entry in entries if result.exercise in entry.built]
+        if built:
+            out += ["", f"{BUILT[0].upper()}{BUILT[1:]} (the scores above include what constant data decodes "
+                        "to, nothing else of what these places build):", ""]
+            for entry in built:
+                where = entry.built[result.exercise]
+                more = f" ... and {len(where) - 8} more" if len(where) > 8 else ""
+                out.append(f"- {md_text(entry.student)}: {md_text('; '.join(where[:8]) + more)}")
         out.append("")
     out += ["## Submissions", "", "| student | compared | status |", "|---|---|---|"]
-    out += [f"| {_md(entry.student)} | {len(entry.compared)} | {_md(entry.status)} |" for entry in entries]
+    out += [f"| {md_text(entry.student)} | {len(entry.compared)} | {md_text(entry.status)} |" for entry in entries]
     return "\n".join(out) + "\n"
 
 
 def _csv(rows: list[list[object]]) -> str:
-    from grader.grading.report import csv_cell
+    from grader.grading.escaping import csv_cell
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -439,6 +441,42 @@ def submissions_csv(entries: list[Entry]) -> str:
 # ---------------------------------------------------------------- the command
 
 
+def read_entry(student: str, path: Path, work: Path, chosen: list[Any], refusal: str | None = None) -> Entry:
+    """Read one entry of SUBMISSIONS as ``grade`` reads it: per exercise, the text of what its module runs.
+
+    Never raises for what the entry holds: whatever goes wrong is the entry's ``error`` (its row).
+    """
+    from grader.grading import submissions as found
+
+    submission = found.prepare(path, work / "submissions", student, refusal)
+    entry = Entry(student=student, source=path.name, error=submission.error if submission.folder is None else None)
+    analysed: dict[tuple[str, str], Any] = {}  # a helper several exercises import is analysed once
+    try:
+        for exercise in chosen:
+            if entry.error or submission.folder is None:
+                break
+            source = graded_source(submission.folder, exercise.module_file, runs_with(exercise.name), analysed)
+            if not source.files:
+                present = (submission.folder / exercise.module_file).is_file()  # else: the static checks say
+                entry.skipped[exercise.name] = (source.skipped[0] if present and source.skipped else None) or \
+                    submission.problems.get(exercise.name) or f"{exercise.module_file} cannot be read"
+                continue
+            entry.texts[exercise.name] = source.text
+            entry.files[exercise.name] = source.files
+            entry.compared.append(exercise.name)
+            entry.left_out += [f"{exercise.name}: {why}" for why in source.skipped]
+            if source.built:
+                entry.built[exercise.name] = source.built
+    except Exception as error:  # noqa: BLE001 - one entry, however odd, costs its own row only
+        entry.error = f"could not be read ({type(error).__name__}: {error})"[:300]
+        entry.texts.clear()
+    finally:
+        if submission.folder is not None:
+            shutil.rmtree(submission.folder.parent, ignore_errors=True)  # only the texts are kept
+    return entry
+
+
+
 def similarity_report(submissions: Path, out: Path, exercises: list[str] | None = None, top: int = DEFAULT_TOP,
                       threshold: float = DEFAULT_THRESHOLD, echo: Callable[[str], Any] = print,
                       html_reports: bool = True) -> int:
@@ -448,7 +486,8 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
     no submissions, ``out`` overlapping ``submissions``). Raises ValueError for an unknown exercise name.
     """
     from grader.grading import submissions as found
-    from grader.grading.report import atomic_write, escape_text
+    from grader.grading.escaping import escape_text
+    from grader.grading.report import atomic_write
 
     start = time.monotonic()
     curriculum = load_curriculum()
@@ -479,34 +518,22 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
         return 2
     work = Path(tempfile.mkdtemp(prefix="attention-kit-similarity-"))
     try:
-        entries: list[Entry] = []
-        texts: dict[str, dict[str, str]] = {exercise.name: {} for exercise in chosen}
-        for student, path in listed:
-            submission = found.prepare(path, work / "submissions", student)  # never raises for what it holds
-            entry = Entry(student=student, source=path.name, error=submission.error if submission.folder is None
-                          else None)
-            for exercise in chosen:
-                if entry.error:
-                    break
-                text = module_text(submission.folder / exercise.module_file) if submission.folder else None
-                if text is None:
-                    entry.skipped[exercise.name] = submission.problems.get(
-                        exercise.name, f"{exercise.module_file} cannot be read")
-                else:
-                    texts[exercise.name][student] = text
-                    entry.compared.append(exercise.name)
-            if submission.folder is not None:
-                shutil.rmtree(submission.folder.parent, ignore_errors=True)  # only the texts are kept
-            entries.append(entry)
+        entries = [read_entry(student, path, work, chosen, found.duplicates(listed).get(student))
+                   for student, path in listed]
         results = []
         for exercise in chosen:
-            stub = module_text(ROOT / "exercises" / exercise.module_file) or ""
-            reference = module_text((reference_dir() or ROOT / "solutions") / exercise.module_file) or ""
+            texts = {entry.student: entry.texts.pop(exercise.name) for entry in entries
+                     if exercise.name in entry.texts}
+            imported = {name for entry in entries for name in entry.files.get(exercise.name, ())}
             # The graded tests hold their own implementations (to compute what they expect): a module pasted
             # from them is as close to the kit's code as one copied from the reference, so it counts as such.
-            reference += "\n\n" + (module_text(ROOT / exercise.test_file) or "")
-            results.append(compare_exercise(exercise.name, texts[exercise.name], stub, reference, work / "compare",
-                                            threshold, html_reports, top))
+            stub, reference = kit_texts(exercise.module_file, imported, exercise.test_file)
+            try:
+                results.append(compare_exercise(exercise.name, texts, stub, reference, work / "compare",
+                                                threshold, html_reports, top))
+            except Exception as error:  # noqa: BLE001 - one exercise that copydetect fails on costs itself only
+                results.append(ExerciseResult(exercise.name, len(texts), [], [],
+                                              error=f"{type(error).__name__}: {error}"[:300]))
         out.mkdir(parents=True, exist_ok=True)
         atomic_write(out / "similarity.md", markdown(results, entries, top, threshold))
         atomic_write(out / "similarity.csv", pairs_csv(results, top, threshold))
@@ -524,9 +551,12 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
          f"at most {top} per table:")
     for line in summary_lines(results, top, threshold):
         echo(line)
+    for result in results:
+        if result.error:
+            echo(f"{result.exercise}: not compared (the comparison failed: {escape_text(result.error)})")
     incomplete = [entry for entry in entries if entry.status != "ok"]
     if incomplete:
-        echo(f"Not compared in full ({len(incomplete)}):")
+        echo(f"Not compared in full, or to review by hand ({len(incomplete)}):")
         for entry in incomplete:
             echo(f"  {escape_text(entry.student)}: {escape_text(entry.status)[:300]}")
     echo(f"\nReport: {shown / 'similarity.md'}, similarity.csv, submissions.csv"
@@ -535,7 +565,9 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
 
 
 def _empty_report(result: ExerciseResult) -> str:
-    return (f"<!DOCTYPE html><html><body><p>{html.escape(result.exercise)}: {result.students} module(s), "
+    from grader.grading.escaping import html_text
+
+    return (f"<!DOCTYPE html><html><body><p>{html_text(result.exercise)}: {result.students} module(s), "
             "nothing to compare.</p></body></html>\n")
 
 

@@ -21,7 +21,9 @@ Gradescope upload, copied by :func:`copy_upload` with its links as links.
 
 The student id is the entry's name without its extension; an id that would
 collide with the grader's own output files (``grades.csv``) is replaced by a
-safe one (:func:`safe_student_id`), and the grader reports the mapping. Every submission
+safe one (:func:`safe_student_id`), and the grader reports the mapping. Entries
+that share an id (``alice/`` beside ``alice.zip``) are all refused, each in its
+own row (:func:`duplicates`): the grader never chooses one. Every submission
 is copied (only its top-level ``.py`` files) into a fresh folder of the
 grader's own, so grading never writes into a student's folder and the
 content hash describes exactly what was graded.
@@ -45,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grader.curriculum import load as load_curriculum
+from grader.grading.escaping import escape_text
 from grader.grading.links import (
     collect_refusals,
     note,
@@ -73,6 +76,10 @@ class SubmissionError(Exception):
     """A submission that cannot be read at all (bad zip, too big, unsafe paths)."""
 
     kind = "submission"
+
+
+class RefusedEntry(SubmissionError):
+    """An entry the grader will not choose for its student (another entry has the same id): never read."""
 
 
 class NotebookError(SubmissionError):
@@ -421,16 +428,22 @@ def _kind(mode: int) -> str:
     return "neither a folder nor a file"
 
 
-def prepare(entry: Path, workdir: Path, student: str | None = None) -> Submission:
+def prepare(entry: Path, workdir: Path, student: str | None = None, refused_as: str | None = None) -> Submission:
     """Read one entry into a private folder under ``workdir`` and check it statically.
 
     Never raises for what the entry holds: whatever goes wrong becomes the
     submission's ``error`` (its status), one line that names the problem.
+    An entry refused by the caller (``refused_as``: why, e.g. from
+    :func:`duplicates`) is not read at all and has that line as its error.
     """
     submission = Submission(student=student or student_id(entry), source=entry)
     token = collect_refusals(entry, submission.refused)
     try:
+        if refused_as:
+            raise RefusedEntry(refused_as)
         return _prepare(entry, workdir, submission)
+    except RefusedEntry as error:
+        submission.error = one_line(str(error))
     except SubmissionError as error:
         submission.error = f"unreadable {error.kind}: {one_line(str(error))}"
     except Exception as error:  # noqa: BLE001 - one entry, however broken, costs its own row only
@@ -499,9 +512,11 @@ def discover(submissions: Path, exclude: tuple[Path, ...] = ()) -> list[tuple[st
     """The (student id, entry) pairs in SUBMISSIONS, sorted by student id.
 
     If ``submissions`` itself holds modules, it is one submission. Entries
-    in ``exclude`` (e.g. the output folder) are skipped. When two entries
-    share an id (``alice/`` and ``alice.zip``), the later one keeps its
-    extension in its id, so no result overwrites another.
+    in ``exclude`` (e.g. the output folder) are skipped. When entries share
+    an id (``alice/`` and ``alice.zip``), none gets it: each is listed under
+    its own name (``alice.zip``, a folder as ``alice-folder``) and
+    :func:`duplicates` says why all of them are refused. No result
+    overwrites another, and none takes the id's roster row.
     """
     submissions = Path(submissions)
     if not submissions.exists():
@@ -512,15 +527,55 @@ def discover(submissions: Path, exclude: tuple[Path, ...] = ()) -> list[tuple[st
     if not submissions.is_dir() or _count_modules(submissions):
         return [(safe_student_id(student_id(submissions), set()), submissions)]
     excluded = {os.path.realpath(path) for path in exclude}
+    kept = [entry for entry in sorted(submissions.iterdir(), key=lambda p: (student_id(p), p.name))
+            if is_submission(entry) and (entry.is_symlink() or os.path.realpath(entry) not in excluded)]
+    shared = _shared_ids(kept)
     found: list[tuple[str, Path]] = []
-    taken: set[str] = set()
-    for entry in sorted(submissions.iterdir(), key=lambda p: (student_id(p), p.name)):
-        if not is_submission(entry) or (not entry.is_symlink() and os.path.realpath(entry) in excluded):
-            continue
+    taken = {student_id(entry) for entry in kept if student_id(entry) not in shared}
+    for entry in kept:
         student = student_id(entry)
-        if student in taken:
-            student = entry.name
+        if student in shared:  # a name of its own, never the id they all want
+            student = entry.name if entry.name != student else f"{student}-{'folder' if entry.is_dir() else 'file'}"
+        else:
+            taken.discard(student)  # its own reservation
         student = safe_student_id(student, taken)
         taken.add(student)
         found.append((student, entry))
     return found
+
+
+def _shared_ids(entries: list[Path]) -> dict[str, list[Path]]:
+    """The ids that more than one of ``entries`` maps to, with those entries."""
+    by_id: dict[str, list[Path]] = {}
+    for entry in entries:
+        by_id.setdefault(student_id(entry), []).append(entry)
+    return {student: group for student, group in by_id.items() if len(group) > 1}
+
+
+def _shown_entry(entry: Path) -> str:
+    try:
+        folder = stat.S_ISDIR(entry.lstat().st_mode)
+    except OSError:
+        folder = False
+    return escape_text(entry.name) + ("/" if folder else "")
+
+
+def duplicates(listed: list[tuple[str, Path]]) -> dict[str, str]:
+    """The students of :func:`discover`'s list that are refused: another entry maps to the same id.
+
+    Returns
+    -------
+    dict
+        Student (as listed) -> the line of their row, e.g. ``two submissions for alice: alice/ and alice.zip;
+        keep one``. Every entry of a shared id is refused: the grader never chooses one.
+    """
+    shared = _shared_ids([entry for _, entry in listed])
+    lines = {}
+    for student, entry in listed:
+        group = shared.get(student_id(entry))
+        if group and len(listed) > 1:
+            names = [_shown_entry(other) for other in group]
+            count = {2: "two", 3: "three"}.get(len(names), str(len(names)))
+            listing = " and ".join(names) if len(names) == 2 else ", ".join(names[:-1]) + " and " + names[-1]
+            lines[student] = f"{count} submissions for {escape_text(student_id(entry))}: {listing}; keep one"
+    return lines

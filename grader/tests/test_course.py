@@ -299,3 +299,23 @@ def test_a_gradescope_bundle_of_the_course_carries_it(tmp_path):
     assert results["score"] == 41, results.get("output")
     assert {t["visibility"] for t in results["tests"] if "hidden" in t.get("tags", [])} == {"hidden"}
     assert sum(t["score"] for t in results["tests"] if "equal_keys_average" in t["name"]) == 1.5
+
+
+def test_course_init_makes_its_private_folders_the_instructors_alone(tmp_path, capsys):
+    import os
+    import stat
+
+    old = os.umask(0o000)  # the widest umask a shared machine may have; restored below
+    try:
+        status, out, _ = run_kit(capsys, "course", "init", str(tmp_path / "c"))
+        status_again, _, _ = run_kit(capsys, "course", "init", str(tmp_path / "c"), "--force")  # over a copy
+    finally:
+        os.umask(old)
+    assert status == status_again == 0, out
+    folder = tmp_path / "c"
+    for name in (course.REFERENCE_FOLDER, course.KIT_HIDDEN_FOLDER, course.HIDDEN_FOLDER):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o700, name
+        files = [path for path in (folder / name).rglob("*") if path.is_file()]
+        assert files, name
+        for path in files:
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

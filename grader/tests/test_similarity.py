@@ -349,3 +349,173 @@ def test_a_module_pasted_from_the_graded_tests_is_close_to_the_kit(tmp_path: Pat
     closest = [row for row in rows(out / "similarity.csv") if row["table"] == "reference"]
     assert closest and closest[0]["student"] == "paster", closest
     assert float(closest[0]["score"]) >= 0.5, closest
+
+
+# ---------------------------------------------------------------- what is graded, not only <exercise>.py
+
+def payload(text: str) -> str:
+    """``text`` as a submission would hide it: zlib-compressed, then base64 (a constant of the module)."""
+    import base64
+    import zlib
+
+    return base64.b64encode(zlib.compress(text.encode("utf-8"))).decode("ascii")
+
+
+# Each hides alice's masks.py behind code that builds it at run time: the family, not one instance of it.
+RUNTIME_TRICKS = {
+    "exec_zlib_base64": "import base64, zlib\nexec(zlib.decompress(base64.b64decode({p!r})))\n",
+    "compile_then_exec": "import base64 as b, zlib as z\n_code = z.decompress(b.b64decode({p!r}))\n"
+                         "exec(compile(_code, 'masks', 'exec'))\n",
+    "eval_of_a_name": "e = eval\nimport zlib, base64\n"
+                      "e(compile(zlib.decompress(base64.b64decode({p!r})), 'm', 'exec'))\n",
+    "builtins_by_getattr": "import zlib, base64\ngetattr(__builtins__, 'ex' + 'ec')(zlib.decompress("
+                           "base64.b64decode({p!r})))\n",
+    "codecs_rot13": "import codecs\nexec(codecs.decode({r!r}, 'rot13'))\n",
+    "marshal": "import marshal, zlib, base64\nexec(marshal.loads(zlib.decompress(base64.b64decode({p!r}))))\n",
+    "importlib_computed": "import importlib\nglobals().update(vars(importlib.import_module('_' + 'hidden')))\n",
+    "dunder_import": "_m = __import__('z' + 'lib')\n",
+    "pickle": "import pickle\nf = pickle.loads(b'')\n",
+    "function_type": "def f():\n    pass\nf.__code__ = f.__code__.replace(co_consts=())\n",
+    "timeit_runs_a_string": "import timeit\ntimeit.timeit({r!r}, number=1)\n",
+    "unpickling_a_helper": "import numpy as np\nf = np.load('_blob.py', allow_pickle=True)\n",
+    "pydoc_locate": "import pydoc\nf = pydoc.locate('_mine.causal_mask')\n",
+}
+
+
+DECODED = {"exec_zlib_base64", "compile_then_exec", "eval_of_a_name", "builtins_by_getattr", "codecs_rot13"}
+
+
+@pytest.mark.parametrize("trick", sorted(RUNTIME_TRICKS))
+def test_code_built_at_run_time_is_flagged(tmp_path: Path, trick: str) -> None:
+    import codecs
+
+    from grader.grading.graded_source import graded_source
+
+    alice = fill(ALICE)
+    (tmp_path / "masks.py").write_text(RUNTIME_TRICKS[trick].format(p=payload(alice), r=codecs.encode(alice, "rot13")),
+                                       encoding="utf-8")
+    source = graded_source(tmp_path, "masks.py")
+    assert source.built, f"{trick}: nothing flagged"
+    if trick in DECODED:  # constant data: what it decodes to is compared too
+        assert alice in source.text, f"{trick}: the decoded copy is not compared"
+    assert all(line.startswith("masks.py line ") for line in source.built), source.built
+
+
+def test_honest_modules_and_the_kits_own_are_not_flagged(tmp_path: Path) -> None:
+    from grader.curriculum import load
+    from grader.grading.graded_source import graded_source, runs_with
+
+    everyday = "from types import SimpleNamespace\nimport re\nfrom re import compile\nPATTERN = compile('a')\n"
+    for name, text in (("alice", fill(ALICE)), ("carol", fill(CAROL)), ("dave", everyday + fill(CAROL))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "masks.py").write_text(text, encoding="utf-8")
+        assert graded_source(tmp_path / name, "masks.py").built == [], name
+    for folder in ("exercises", "solutions"):
+        for exercise in load().exercises:
+            source = graded_source(ROOT / folder, exercise.module_file, runs_with(exercise.name))
+            assert source.built == [] and source.skipped == [], (folder, exercise.name, source)
+
+
+@needs_copydetect
+def test_the_report_compares_what_the_module_runs_and_flags_what_it_builds(tmp_path: Path) -> None:
+    """Code moved to private helpers (two hops) or decoded at run time is compared; an undecodable module is
+    skipped with a line, and the report is still written."""
+    alice = fill(ALICE)
+    subs = tmp_path / "subs"
+    write_module(subs / "alice", alice)
+    write_module(subs / "carol", fill(CAROL))
+    write_module(subs / "bob", "from ._mine import *  # noqa: F403\n")
+    (subs / "bob" / "_mine.py").write_text("from _deeper import *  # noqa: F403\n", encoding="utf-8")
+    (subs / "bob" / "_deeper.py").write_text(bob_from_alice(alice), encoding="utf-8")
+    write_module(subs / "hugo", RUNTIME_TRICKS["exec_zlib_base64"].format(p=payload(bob_from_alice(alice))))
+    write_module(subs / "ivan", "x = 1\n")
+    (subs / "ivan" / "masks.py").write_bytes(b"# -*- coding: utf-7 -*-\nx = '+2D0-'\n")  # a lone surrogate
+    write_module(subs / "judy", fill(CAROL).replace("import numpy as np", "import numpy as np\nfrom ._x import y"))
+    (subs / "judy" / "_x.py").write_bytes(b"# -*- coding: utf-7 -*-\ny = '+2D0-'\n")
+    out = tmp_path / "out"
+    lines: list[str] = []
+    assert similarity.similarity_report(subs, out, exercises=["masks"], echo=lines.append, html_reports=False) == 0
+    pairs = {frozenset((row["student"], row["other"])): float(row["score"])
+             for row in rows(out / "similarity.csv") if row["table"] == "pair"}
+    assert pairs.get(frozenset(("alice", "bob")), 0) >= 0.9, pairs  # moved into _deeper.py through _mine.py
+    assert pairs.get(frozenset(("alice", "hugo")), 0) >= 0.9, pairs  # exec of a compressed copy
+    status = {row["student"]: row["status"] for row in rows(out / "submissions.csv")}
+    assert "masks: code built at run time: review by hand" in status["hugo"], status
+    assert "not readable as Python source" in status["ivan"] and "masks.py" in status["ivan"], status
+    assert "masks: _x.py is not readable as Python source" in status["judy"], status
+    report = (out / "similarity.md").read_text(encoding="utf-8")
+    assert "Code built at run time: review by hand" in report and "masks.py line 2: exec" in report, report
+    assert "- hugo: " in report, report
+    assert "bob:" not in report.split("## Submissions")[0], "moving code to a helper is not building it at run time"
+
+
+@needs_copydetect
+def test_markdown_from_an_id_is_shown_not_followed(tmp_path: Path) -> None:
+    mistune = pytest.importorskip("mistune")
+    subs = tmp_path / "subs"
+    evil = "[click](http:evil.example) <img src=x onerror=alert(1)> www.evil.example"
+    write_module(subs / evil, fill(ALICE))
+    write_module(subs / "bob", bob_from_alice(fill(ALICE)))
+    out = tmp_path / "out"
+    assert similarity.similarity_report(subs, out, exercises=["masks"], echo=lambda line: None,
+                                        html_reports=False) == 0
+    page = mistune.create_markdown(plugins=["table", "url"])((out / "similarity.md").read_text(encoding="utf-8"))
+    assert "[click](http:evil.example)" in page and "<img" not in page, page  # shown as text, not followed
+    assert set(re.findall(r'<a href="([^"]*)"', page)) == {"html/masks.html", "html/masks-reference.html"}, page
+
+
+def test_helpers_that_code_built_at_run_time_may_run_are_read_too(tmp_path: Path) -> None:
+    from grader.grading.graded_source import graded_source
+
+    write_module(tmp_path / "s", "exec(open(__file__.replace('masks', '_mine')).read())\n")
+    (tmp_path / "s" / "_mine.py").write_text(fill(ALICE), encoding="utf-8")
+    source = graded_source(tmp_path / "s", "masks.py")
+    assert source.files == ["masks.py", "_mine.py"] and source.built == ["masks.py line 1: exec"], source
+
+
+def test_code_moved_to_an_exercise_it_does_not_depend_on_is_read_too(tmp_path: Path) -> None:
+    from grader.grading.graded_source import graded_source, runs_with
+
+    # masks does not depend on tokenization: grading runs the student's tokenization.py when masks.py imports it.
+    write_module(tmp_path / "s", "from .tokenization import *  # noqa: F403\n")
+    (tmp_path / "s" / "tokenization.py").write_text(fill(ALICE), encoding="utf-8")
+    source = graded_source(tmp_path / "s", "masks.py", runs_with("masks"))
+    assert source.files == ["masks.py", "tokenization.py"] and fill(ALICE) in source.text, source.files
+    assert "softmax" not in runs_with("attention"), "a dependency is served by the reference: not the student's"
+
+
+def test_decoding_constant_data_is_bounded(tmp_path: Path) -> None:
+    """Many decompression bombs in one module: none is decoded past the limit, and reading stays quick."""
+    import base64
+    import time
+    import zlib
+
+    from grader.grading.graded_source import MAX_DECODED, graded_source
+
+    bomb = base64.b64encode(zlib.compress(b"x = 1\n" * (2 * MAX_DECODED))).decode("ascii")
+    calls = "".join("exec(zlib.decompress(base64.b64decode(B)))\n" for _ in range(300))
+    write_module(tmp_path / "s", f"import base64, zlib\nB = {bomb!r}\n{calls}")
+    start = time.monotonic()
+    source = graded_source(tmp_path / "s", "masks.py")
+    assert time.monotonic() - start < 5 and len(source.text) < 2 * MAX_DECODED, len(source.text)
+    assert any(line.endswith(": exec") for line in source.built), source.built[:3]
+
+
+def test_a_codec_named_by_a_student_is_bounded_or_not_decoded(tmp_path: Path) -> None:
+    import zlib
+
+    from grader.grading.graded_source import MAX_DECODED, graded_source
+
+    bomb = zlib.compress(b"x = 1\n" * (4 * MAX_DECODED))
+    write_module(tmp_path / "s", f"import codecs\nexec(codecs.decode({bomb!r}, 'zlib'))\n"
+                                 f"exec({bomb!r}.decode('zlib'))\n")
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        source = graded_source(tmp_path / "s", "masks.py")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "x = 1\nx = 1" not in source.text and len(source.built) == 3, source.built
+    assert peak < 4 * MAX_DECODED, f"{peak} bytes to read a {len(bomb)}-byte bomb"

@@ -80,3 +80,26 @@ def test_an_unsafe_zip_inside_a_folder_is_refused(reference: Path, tmp_path: Pat
     prepared = submissions.prepare(upload, tmp_path / "work", "mallory")
     assert prepared.error is not None and "unsafe path" in prepared.error
     assert not (tmp_path / "escape.py").exists()
+
+
+@pytest.mark.parametrize("others", [("alice.zip",), ("alice.ipynb",), ("alice.zip", "alice.ipynb")])
+def test_entries_that_share_an_id_are_all_refused_and_none_chosen(tmp_path: Path, reference: Path,
+                                                                   others: tuple[str, ...]) -> None:
+    """``alice/`` beside ``alice.zip``: neither takes alice's id (nor her roster row); each row says why."""
+    root = tmp_path / "subs"
+    shutil.copytree(reference, root / "alice")
+    shutil.copytree(reference, root / "bob")
+    for name in others:
+        with zipfile.ZipFile(root / name, "w") as archive:
+            archive.writestr("hw/softmax.py", "x = 1\n")
+    listed = submissions.discover(root)
+    assert len(listed) == 2 + len(others) and "alice" not in [student for student, _ in listed], listed
+    refused = submissions.duplicates(listed)
+    names = " and ".join(["alice/", *others]) if len(others) == 1 else "alice/, alice.ipynb and alice.zip"
+    count = "two" if len(others) == 1 else "three"
+    expected = f"{count} submissions for alice: {names}; keep one"
+    assert set(refused) == {student for student, entry in listed if entry.name.startswith("alice")}, refused
+    assert set(refused.values()) == {expected}, refused
+    for student, entry in listed:
+        submission = submissions.prepare(entry, tmp_path / "work", student, refused.get(student))
+        assert submission.status == (expected if student in refused else "ok"), (student, submission.status)

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -93,9 +94,13 @@ def hostile(tmp_path_factory):
     copy_reference(folder / "bidi\u202egnp.exe")
     copy_reference(folder / os.fsdecode(b"undecodable\xff"))  # a name that is not UTF-8 (a lone surrogate)
     os.mkfifo(folder / "pipe")
-    os.mkfifo(folder / "pipe.zip")
-    os.mkfifo(folder / "pipe.ipynb")
+    os.mkfifo(folder / "pipe2.zip")  # ids of their own: entries sharing an id are refused before they are read
+    os.mkfifo(folder / "pipe3.ipynb")
     (folder / "notes.txt").write_text("not a submission\n")
+    copy_reference(folder / "twin")  # a folder and a zip for one student: both refused, none chosen
+    with zipfile.ZipFile(folder / "twin.zip", "w") as archive:
+        for path in sorted(SOLUTIONS.glob("*.py")):
+            archive.write(path, f"hw/{path.name}")
     (folder / "metadata.ipynb").write_text(notebook([{"cell_type": "code", "metadata": [], "source": "x = 1"}]))
     (folder / "source.ipynb").write_text(notebook([{"cell_type": "code", "metadata": {}, "source": 42}]))
     (folder / "cells.ipynb").write_text(notebook(["not a cell"]))
@@ -158,8 +163,18 @@ def test_symbolic_links_are_not_followed(hostile):
 def test_fifos_and_unknown_formats_get_a_row_that_says_why(hostile):
     grades = hostile["grades"]
     assert "a FIFO" in grades["pipe"]["status"] and float(grades["pipe"]["score"]) == 0
+    assert "a FIFO" in grades["pipe2"]["status"] and "a FIFO" in grades["pipe3"]["status"]
     assert "unsupported format" in grades["notes"]["status"]
     assert grades["pipe"]["status"] != grades["honest"]["status"]
+
+
+def test_two_entries_for_one_id_are_both_refused_each_in_its_row(hostile):
+    grades = hostile["grades"]
+    line = "two submissions for twin: twin/ and twin.zip; keep one"
+    assert "twin" not in grades, "one of the two entries was chosen for the id"
+    assert grades["twin-folder"]["status"] == line and grades["twin.zip"]["status"] == line, grades
+    assert float(grades["twin.zip"]["score"]) == 0 and (hostile["out"] / "grades.csv").is_file()
+    assert any(line in printed for printed in hostile["printed"]), hostile["printed"]
 
 
 def test_broken_notebooks_each_get_one_line(hostile):
