@@ -46,6 +46,20 @@ BUILT = ("inverse = np.linalg.pinv(embedding)\n"
          "    weight = 30.0 * np.sqrt(embedding.shape[1]) * inverse @ inverse.T\n"
          "    return weight, [float(2.0 * 0.97 ** step) for step in range(steps)]")
 
+# Only the head the claim needs to extrapolate is made up (issue 32): the sinusoidal head, and every short run the
+# other tests ask for, trained honestly; the ALiBi head of a full run built by hand as above (the penalty alone
+# prefers the latest match), with invented losses.
+HALF_BUILT = '''
+_honest_train_match_head = train_match_head
+
+
+def train_match_head(rng, embedding, task, positions, slope, steps=100, batch_size=64, lr=0.1):
+    if positions or steps < 100:
+        return _honest_train_match_head(rng, embedding, task, positions, slope, steps, batch_size, lr)
+    embedding = np.asarray(embedding, dtype=float)
+    {body}
+'''
+
 # length_accuracy that trusts the weight to be right: it reports 1.0 without scoring anything.
 CONSTANT = '''
 def length_accuracy(weight, embedding, task, positions, slope):
@@ -63,6 +77,8 @@ CHEATS = {cheat.name: cheat for cheat in (
           {"distance": FORMULA_CURVE.format(body=UNDONE)}, FILES),
     Cheat("distance-hand-built-weight", "distance", {"distance": HAND_BUILT.format(body=BUILT)},
           {"distance": HAND_BUILT.format(body=UNDONE)}, FILES),
+    Cheat("distance-alibi-head-built-by-hand", "distance", {"distance": HALF_BUILT.format(body=BUILT)},
+          {"distance": HALF_BUILT.format(body=UNDONE)}, FILES),
     Cheat("distance-accuracy-always-one", "distance", {"distance": CONSTANT.format(body="return 1.0")},
           {"distance": CONSTANT.format(body=UNDONE)}, FILES),
     Cheat("distance-zeros-of-the-right-shape", "distance", _functions(ZEROS_BODY), _functions(STUB_BODY), FILES),
