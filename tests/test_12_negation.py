@@ -633,12 +633,15 @@ def _as_train_pooled(impl, seed: int, task: dict, steps: int):
     rng, direction = np.random.default_rng(seed), np.random.default_rng(seed + 7)
     tokens, query, target = (np.asarray(task[key]) for key in ("tokens", "query_position", "target"))
     params = impl.init_pooled(rng, len(task["vocab"]), BAG["d_model"], BAG["d_hidden"])
+    if not isinstance(params, dict):
+        return None, rng, message("init_pooled's result, for train_pooled's loop run here", "a dict of parameters",
+                                  type(params).__name__, POOLED)
     state = None
     for step in range(steps):
         rows = rng.integers(0, len(tokens), size=BAG["batch_size"])
         batch = tokens[rows], query[rows], target[rows]
         result = impl.pooled_gradients(params, *batch)
-        _, failure = _answer(result, params if isinstance(params, dict) else {}, batch,
+        _, failure = _answer(result, params, batch,
                              f"step {step + 1} of train_pooled's loop, run here", direction)
         if failure is not None:
             return None, rng, failure
