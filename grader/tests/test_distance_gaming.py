@@ -14,6 +14,7 @@ import pytest
 from grader.curriculum import ROOT, load
 from grader.mutants.report import run_tests
 from grader.tests.cheats import (
+    HONEST,
     STUB_BODY,
     ZEROS_BODY,
     Cheat,
@@ -119,3 +120,10 @@ def test_the_formula_curve_is_told_apart_on_the_noisy_twin(tmp_path):
                     tb="short")
     assert "its twin with noisy queries" in run.output
     assert "test_recall_falls_past_your_critical_distance" in " ".join(run.failed)
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_variants_of_training_pass_every_distance_test(name: str, tmp_path):
+    """Adam and the batches written other ways the API allows: the training the tests replay must still match."""
+    runs = run_files(plant(tmp_path / name, HONEST[name]), FILES)
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}

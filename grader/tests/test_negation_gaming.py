@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.tests.cheats import Cheat, assert_no_more_than_its_control
+from grader.tests.cheats import HONEST, Cheat, assert_no_more_than_its_control, plant, run_files
 
 FILES = ("tests/test_12_negation.py", "grader/hidden_tests/test_hidden_12_negation.py")
 
@@ -136,3 +136,10 @@ CHEATS = {
 @pytest.mark.parametrize("cheat", list(CHEATS.values()), ids=lambda c: c.name)
 def test_a_negation_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
     assert_no_more_than_its_control(cheat, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_variants_of_training_pass_every_negation_test(name: str, tmp_path):
+    """Adam and the batches written other ways the API allows: the training the tests replay must still match."""
+    runs = run_files(plant(tmp_path / name, HONEST[name]), FILES)
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
