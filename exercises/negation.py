@@ -42,14 +42,19 @@ What the tests check
   and every gradient against central differences (repeated tokens and the
   asked word's double role included);
 * ``train_pooled``: on one sentence repeated, its losses are those of
-  ``init_pooled`` followed by Adam steps that keep their state;
+  ``init_pooled`` followed by Adam steps that keep their state, and the
+  model it returns is the one after the last step;
 * ``pair_accuracy`` and ``negation_attention``: on the test's own
   predictions and weights, against a hand count;
-* ``compare``: on a task drawn by the test (a vocabulary of its own), the
-  figures recomputed by the test from the models ``compare`` returns: the
-  bag model exactly 50% on pairs (while it gets the controls right), the
-  attention model at least 95%, and the asked verb's attention on its own
-  slot well above its attention on the other event's slot.
+* ``compare``: on a task drawn by the test (a vocabulary of its own), its
+  models are those of ``train_pooled`` then ``train`` from its generator,
+  and its figures those the test recomputes from them;
+* the claim: a bag model that the test trains itself with your
+  ``pooled_gradients`` (its own first model, batches and Adam, your
+  gradient at every step) gets exactly 50% on pairs while it gets the
+  controls right. Only your gradients can earn it. That one attention
+  layer with positions reads the pairs is exercise 9's ``train`` at work:
+  ``compare`` shows it, no test of this exercise scores it.
 
 Bad input raises ``ValueError`` with a message that names the argument that
 is wrong, as the function's signature calls it (``params`` for parameters

@@ -21,6 +21,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.own_models import _adam
 from tests.probes import PROBES, expect_probe, golden, probe
 
 READ = "docs/reading.md#context-use"
@@ -499,7 +500,7 @@ def _loss(weight, embedding, task, positions, slope) -> float:
 
 
 def test_train_match_head_lowers_the_loss(impl):
-    """Your losses are those of the batches drawn from rng, and your trained weight has a lower loss on new data."""
+    """Your first loss is that of the first batch drawn from rng; your weight, the training's, has a lower loss."""
     embedding = np.random.default_rng(1366).normal(size=(N_SYMBOLS, D_HEAD))
     task = _match_task(1367, 500, 10)
     weight, losses = impl.train_match_head(np.random.default_rng(1367), embedding, task, False, ALIBI_SLOPE, steps=60)
@@ -509,6 +510,11 @@ def test_train_match_head_lowers_the_loss(impl):
                                                       ALIBI_SLOPE), rtol=1e-9,
                  what="the first loss of train_match_head: the cross-entropy of a zero weight's scores on the first "
                       "batch drawn from rng", idea=TRAIN)
+    # The weight must be the one its 60 steps give, replayed here (a weight built by hand also has a low loss).
+    if not expect_close(weight, _trained_here(embedding, task, False, ALIBI_SLOPE, 1367, steps=60), rtol=1e-6,
+                        atol=1e-8, what="the weight train_match_head returns after 60 steps, against the same "
+                        "training replayed here from the same seed", idea=TRAIN):
+        return
     fresh = _match_task(1368, 200, 10)
     before = _loss(np.zeros((D_HEAD, D_HEAD)), embedding, fresh, False, ALIBI_SLOPE)
     after = _loss(weight, embedding, fresh, False, ALIBI_SLOPE)
@@ -531,8 +537,31 @@ def test_length_accuracy_counts_the_top_scores(impl):
                  idea=ACCURACY)
 
 
+def _trained_here(embedding, task: dict, positions: bool, slope: float, seed: int, steps: int = 100,
+                  batch_size: int = 64, lr: float = 0.1) -> np.ndarray:
+    """The weight train_match_head must return, trained here: this file's inputs, scores, gradient and Adam."""
+    rng, d = np.random.default_rng(seed), embedding.shape[1]
+    xq_all, xk_all = _match_inputs(embedding, task, positions)  # every context's inputs, once
+    penalty = -slope * (xk_all.shape[1] - np.arange(xk_all.shape[1]))
+    params, state = {"weight": np.zeros((d, d))}, None
+    for _ in range(steps):
+        rows = rng.integers(0, len(task["answer"]), size=batch_size)
+        xq, xk = xq_all[rows], xk_all[rows]
+        scores = np.einsum("be,bje->bj", xq @ params["weight"], xk) / np.sqrt(d) + penalty
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        p[np.arange(batch_size), task["answer"][rows]] -= 1.0
+        grad = xq.T @ np.einsum("bj,bje->be", p / batch_size, xk) / np.sqrt(d)
+        params, state = _adam(params, {"weight": grad}, state, lr, 0.9, 0.999, 1e-8)
+    return params["weight"]
+
+
 def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
-    """Both heads trained by your train_match_head at length 16; accuracies from this file's own scoring."""
+    """Both heads trained by your train_match_head at length 16; accuracies from this file's own scoring.
+
+    Each weight must be the one its training gives, replayed here from the same seed (issue 32): a weight built
+    by hand, stored, or trained some other way earns no claim.
+    """
     embedding = np.random.default_rng(1369).normal(size=(N_SYMBOLS, D_HEAD))
     train_set = _match_task(1369, 1024, TRAIN_LENGTH)
     heads = {"sinusoidal": (True, 0.0), "ALiBi": (False, ALIBI_SLOPE)}
@@ -540,6 +569,10 @@ def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
     for name, (positions, slope) in heads.items():
         weight, _ = impl.train_match_head(np.random.default_rng(1370), embedding, train_set, positions, slope)
         if not expect_shape(weight, (D_HEAD, D_HEAD), what=f"the weight of the {name} head", idea=TRAIN):
+            return
+        if not expect_close(weight, _trained_here(embedding, train_set, positions, slope, 1370), rtol=1e-6,
+                            atol=1e-8, idea=TRAIN, what=f"the weight of the {name} head (100 steps, the defaults) "
+                            "against the same training replayed here from the same seed"):
             return
         accuracy[name] = [_accuracy(weight, embedding, _match_task(1371 + k, 300, k * TRAIN_LENGTH), positions, slope)
                           for k in (1, 2, 4)]

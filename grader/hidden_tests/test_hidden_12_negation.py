@@ -1,7 +1,9 @@
 """Hidden tests of exercise 12, negation: odd sentences, pair ids in any order, and the claim on another variant.
 
 One-token sentences in float32, every token the asked word, a hidden layer cut
-entirely, controls that must not count, and compare on sentences of 13 tokens.
+entirely, controls that must not count, and the bag model trained with the
+student's gradients on sentences of 13 tokens (as the public claim test trains
+it, from seeds the student has not seen).
 """
 
 # ruff: noqa: D103  (test functions are named for the property they check, as in tests/)
@@ -9,26 +11,26 @@ entirely, controls that must not count, and compare on sentences of 13 tokens.
 from __future__ import annotations
 
 import numpy as np
+from pytest_check import check
 
+from tests.failures import record
 from tests.feedback import call_or_explain, expect, expect_close, expect_shape
 from tests.test_08_backward import expect_gradient
 from tests.test_09_training import _loss
 from tests.test_12_negation import (
     BOUND,
-    COMPARE,
     COUNT,
     FEATURES,
     GRADS,
     LOOK,
-    ORDER,
     POOLED,
-    _figures,
-    _models_of,
+    TRAINED_HERE,
     _pooled,
     _pooled_params,
+    bag_figures,
     negation_tasks,
     require_analytic,
-    variant_tasks,
+    train_bag_here,
 )
 
 EXERCISE = "negation"
@@ -101,25 +103,17 @@ def test_controls_do_not_count_in_negation_attention(impl):
                      idea=LOOK + "; the controls (pair -1) are left out")
 
 
-def test_the_claim_on_another_task_variant(impl):
-    # Trained as compare trains them, by the student's train_pooled and exercise 9's train (not compare's
-    # models: what compare does with them is checked in the public tests).
-    train_set, test_set = variant_tasks(1256, max_shift=2)
-    rng = np.random.default_rng(1257)
-    record = {"models": {
-        "pooled": call_or_explain(impl.train_pooled, rng, train_set, steps=400, lr=2e-2,
-                                  what="train_pooled on another task variant (sentences of 13 tokens)",
-                                  idea=COMPARE)[0],
-        "attention": call_or_explain(impl.train, rng, train_set, steps=400, lr=2e-2,
-                                     what="train after it, on another task variant", idea=COMPARE)[0]}}
-    models = _models_of(record, train_set)
-    if models is None:
+def test_the_bag_claim_on_another_task_variant(impl):
+    # The bag model trained by the public test's loop over the student's pooled_gradients (nothing the student's
+    # train_pooled or compare returns), on a variant and from a seed of this file.
+    if not require_analytic(impl):
         return
-    figures = _figures(models, test_set)
-    expect(figures["pooled"]["accuracy"] == 0.5 and figures["pooled"]["controls"] >= 0.9,
-           what="the bag model on another variant", expected="0.5 on pairs, at least 0.9 on controls",
-           observed=f"{figures['pooled']['accuracy']:.3f} on pairs, {figures['pooled']['controls']:.3f} on controls",
-           idea=BOUND)
-    expect(figures["attention"]["accuracy"] >= 0.95 and figures["own"] >= 0.5,
-           what="the attention model on another variant", expected="at least 0.95 on pairs, own slot at least 0.5",
-           observed=f"{figures['attention']['accuracy']:.3f} on pairs, own slot {figures['own']:.3f}", idea=ORDER)
+    params, test_set, failure = train_bag_here(impl, 1256, 1257, max_shift=2)
+    if failure is not None:
+        check.fail(record(failure).message)
+        return
+    pooled = bag_figures(params, test_set)
+    expect(pooled["accuracy"] == 0.5 and pooled["controls"] >= 0.9,
+           what=f"{TRAINED_HERE}, on another variant (sentences of 13 tokens)",
+           expected="0.5 on pairs, at least 0.9 on controls",
+           observed=f"{pooled['accuracy']:.3f} on pairs, {pooled['controls']:.3f} on controls", idea=BOUND)

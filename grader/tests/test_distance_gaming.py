@@ -14,6 +14,7 @@ import pytest
 from grader.curriculum import ROOT, load
 from grader.mutants.report import run_tests
 from grader.tests.cheats import (
+    HONEST,
     STUB_BODY,
     ZEROS_BODY,
     Cheat,
@@ -46,6 +47,32 @@ BUILT = ("inverse = np.linalg.pinv(embedding)\n"
          "    weight = 30.0 * np.sqrt(embedding.shape[1]) * inverse @ inverse.T\n"
          "    return weight, [float(2.0 * 0.97 ** step) for step in range(steps)]")
 
+# Only the head the claim needs to extrapolate is made up (issue 32): the sinusoidal head, and every short run the
+# other tests ask for, trained honestly; the ALiBi head of a full run built by hand as above (the penalty alone
+# prefers the latest match), with invented losses.
+HALF_BUILT = '''
+_honest_train_match_head = train_match_head
+
+
+def train_match_head(rng, embedding, task, positions, slope, steps=100, batch_size=64, lr=0.1):
+    if positions or steps < 100:
+        return _honest_train_match_head(rng, embedding, task, positions, slope, steps, batch_size, lr)
+    embedding = np.asarray(embedding, dtype=float)
+    {body}
+'''
+
+# The same weight built by hand, with a first loss measured honestly on the first batch (a forward pass, no
+# gradient, no Adam) and the rest of the curve made up from it.
+FIRST_LOSS_MEASURED = ("rows = rng.integers(0, len(task[\"answer\"]), size=batch_size)\n"
+                       "    picked = {key: np.asarray(task[key])[rows] for key in (\"symbols\", \"query\")}\n"
+                       "    xq, xk = match_inputs(embedding, picked, positions)\n"
+                       "    zero = np.zeros((embedding.shape[1], embedding.shape[1]))\n"
+                       "    first = float(cross_entropy(match_scores(zero, xq, xk, slope), "
+                       "np.asarray(task[\"answer\"])[rows])[0])\n"
+                       "    inverse = np.linalg.pinv(embedding)\n"
+                       "    weight = 30.0 * np.sqrt(embedding.shape[1]) * inverse @ inverse.T\n"
+                       "    return weight, [first * 0.97 ** step for step in range(steps)]")
+
 # length_accuracy that trusts the weight to be right: it reports 1.0 without scoring anything.
 CONSTANT = '''
 def length_accuracy(weight, embedding, task, positions, slope):
@@ -63,6 +90,11 @@ CHEATS = {cheat.name: cheat for cheat in (
           {"distance": FORMULA_CURVE.format(body=UNDONE)}, FILES),
     Cheat("distance-hand-built-weight", "distance", {"distance": HAND_BUILT.format(body=BUILT)},
           {"distance": HAND_BUILT.format(body=UNDONE)}, FILES),
+    Cheat("distance-hand-built-weight-first-loss-measured", "distance",
+          {"distance": HAND_BUILT.format(body=FIRST_LOSS_MEASURED)}, {"distance": HAND_BUILT.format(body=UNDONE)},
+          FILES),
+    Cheat("distance-alibi-head-built-by-hand", "distance", {"distance": HALF_BUILT.format(body=BUILT)},
+          {"distance": HALF_BUILT.format(body=UNDONE)}, FILES),
     Cheat("distance-accuracy-always-one", "distance", {"distance": CONSTANT.format(body="return 1.0")},
           {"distance": CONSTANT.format(body=UNDONE)}, FILES),
     Cheat("distance-zeros-of-the-right-shape", "distance", _functions(ZEROS_BODY), _functions(STUB_BODY), FILES),
@@ -88,3 +120,10 @@ def test_the_formula_curve_is_told_apart_on_the_noisy_twin(tmp_path):
                     tb="short")
     assert "its twin with noisy queries" in run.output
     assert "test_recall_falls_past_your_critical_distance" in " ".join(run.failed)
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_variants_of_training_pass_every_distance_test(name: str, tmp_path):
+    """Adam and the batches written other ways the API allows: the training the tests replay must still match."""
+    runs = run_files(plant(tmp_path / name, HONEST[name]), FILES)
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}

@@ -1,5 +1,9 @@
 """Exercise 12 (negation): each cheat scores what its control scores, file by file (see test_gaming.py).
 
+The claim is scored on a bag model the tests train over the submission's own
+``pooled_gradients``: a ``train_pooled`` that returns a model or a loss curve
+made any other way earns nothing there (issue 32).
+
 A cheat is the reference with a shortcut swapped in; its control is the same
 submission with the shortcut's work left undone. ``compare`` calls
 ``pair_accuracy`` and ``negation_attention``, so the controls of those two
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.tests.cheats import Cheat, assert_no_more_than_its_control
+from grader.tests.cheats import HONEST, Cheat, assert_no_more_than_its_control, plant, run_files
 
 FILES = ("tests/test_12_negation.py", "grader/hidden_tests/test_hidden_12_negation.py")
 
@@ -61,6 +65,47 @@ def pooled_gradients(params, tokens, query_position, target):
 '''
 UNDONE = "raise NotImplementedError('the shortcut left undone (the control)')"
 
+# train_pooled without training (issue 32): a bag model built by hand, "not" counted into the first feature and
+# the answer read off the count (two: no; one or none: yes), which is exactly what a trained bag model learns,
+# and a loss curve made up to fall (the same for every call, so a short run begins as a long one does).
+_HAND_BUILT = '''
+_honest_train_pooled = train_pooled
+
+
+def _hand_built(task, d_model, d_hidden):
+    vocab = list(task["vocab"])
+    params = {{"embedding": np.zeros((len(vocab), d_model)), "w_hidden": np.zeros((2 * d_model, d_hidden)),
+              "b_hidden": np.zeros(d_hidden), "w_out": np.zeros((d_hidden, len(vocab))),
+              "b_out": np.full(len(vocab), -50.0)}}
+    params["embedding"][vocab.index("not"), 0] = np.shape(task["tokens"])[1]  # the mean: the number of "not"s
+    params["w_hidden"][0, 0] = 1.0
+    params["w_out"][0, vocab.index("no")] = 10.0
+    params["b_out"][vocab.index("no")], params["b_out"][vocab.index("yes")] = -15.0, 0.0
+    return params
+
+
+def train_pooled(rng, task, d_model=16, d_hidden=32, steps=400, batch_size=32, lr=2e-2):
+    {honest}
+    {body}
+    curve = [float(2.9 * np.exp(-step / 40) + 0.05) for step in range(steps)]
+    return _hand_built(task, d_model, d_hidden), {curve}
+'''
+# The six-line fake: an all-zero model of the right shapes, and invented losses.
+_ALL_ZERO = '''
+def train_pooled(rng, task, d_model=16, d_hidden=32, steps=400, batch_size=32, lr=2e-2):
+    {body}
+    vocab = len(task["vocab"])
+    return ({{"embedding": np.zeros((vocab, d_model)), "w_hidden": np.zeros((2 * d_model, d_hidden)),
+             "b_hidden": np.zeros(d_hidden), "w_out": np.zeros((d_hidden, vocab)), "b_out": np.zeros(vocab)}},
+            [float(3.0 / (1 + step)) for step in range(steps)])
+'''
+# Honest on short runs (the tests' runs of a few steps); a long one trains 3 honest steps for the start of its
+# curve, then stops: its model is built by hand, the rest of its curve made up.
+SHORT_RUNS_HONEST = ("if steps <= 10:\n"
+                     "        return _honest_train_pooled(rng, task, d_model, d_hidden, steps, batch_size, lr)\n"
+                     "    start = _honest_train_pooled(rng, task, d_model, d_hidden, 3, batch_size, lr)[1]")
+STARTED = "[*start, *curve[3:]]"
+
 CHEATS = {
     cheat.name: cheat for cheat in (
         Cheat("negation-stored-figures", "negation",
@@ -75,6 +120,15 @@ CHEATS = {
         Cheat("negation-numeric-gradients", "negation",
               {"negation": _NUMERIC_GRADIENTS.format(body="pass")},
               {"negation": _NUMERIC_GRADIENTS.format(body=UNDONE)}, FILES),
+        Cheat("negation-bag-built-by-hand", "negation",
+              {"negation": _HAND_BUILT.format(honest="", body="pass", curve="curve")},
+              {"negation": _HAND_BUILT.format(honest="", body=UNDONE, curve="curve")}, FILES),
+        Cheat("negation-bag-built-by-hand-past-short-runs", "negation",
+              {"negation": _HAND_BUILT.format(honest=SHORT_RUNS_HONEST, body="pass", curve=STARTED)},
+              {"negation": _HAND_BUILT.format(honest=SHORT_RUNS_HONEST, body=UNDONE, curve=STARTED)}, FILES),
+        Cheat("negation-all-zero-model", "negation",
+              {"negation": _ALL_ZERO.format(body="pass")},
+              {"negation": _ALL_ZERO.format(body=UNDONE)}, FILES),
     )
 }
 
@@ -82,3 +136,10 @@ CHEATS = {
 @pytest.mark.parametrize("cheat", list(CHEATS.values()), ids=lambda c: c.name)
 def test_a_negation_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
     assert_no_more_than_its_control(cheat, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_variants_of_training_pass_every_negation_test(name: str, tmp_path):
+    """Adam and the batches written other ways the API allows: the training the tests replay must still match."""
+    runs = run_files(plant(tmp_path / name, HONEST[name]), FILES)
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
