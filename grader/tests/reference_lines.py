@@ -118,8 +118,11 @@ def find_leaks(files: dict[str, bytes], lines: dict[str, str] | None = None) -> 
     lines = reference_lines() if lines is None else lines
     leaks = []
     for name, data in sorted(files.items()):
+        named: set[str] = set()  # lines already named in this file's own text: its strings need not repeat them
         for where, text in _decoded(name, data):
-            found = [line for line in lines if line in text]
+            found = [line for line in lines if line in text and line not in named]
+            if where == name:
+                named.update(found)
             if not found:
                 continue
             plain = text.splitlines()
