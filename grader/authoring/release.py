@@ -48,6 +48,7 @@ from grader.authoring.release_allowlist import (
     Plan,
     ReleaseError,
     check_imports,
+    check_reference_lines,
     instructor_only,
     linked_files,
     source_tree,
@@ -167,11 +168,11 @@ def plan_release(root: Path | None = None) -> Plan:
     Raises
     ------
     ReleaseError
-        If a required file is missing or a shipped module imports a kit module
-        that is not on the allow-list.
+        If a required file is missing, a shipped module imports a kit module
+        that is not on the allow-list, or a shipped text holds a line of the reference.
     """
     from grader.authoring import sync
-    from grader.curriculum import load
+    from grader.curriculum import load, reference_dir
 
     curriculum = load()
     source = source_tree(root)
@@ -220,6 +221,9 @@ def plan_release(root: Path | None = None) -> Plan:
     forbidden = sorted(path for path in plan.paths() if instructor_only(path))
     if forbidden:
         raise ReleaseError(f"instructor-only files in the plan: {', '.join(forbidden)}")
+    reference = reference_dir() if root is None else Path(root) / "solutions"
+    if reference is not None and reference.is_dir():
+        check_reference_lines(plan, reference)
     return plan
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -109,6 +110,22 @@ def test_no_line_of_the_reference_appears_anywhere(released: Path) -> None:
     assert len(lines) > 300  # the check has something to find
     leaks = find_leaks(folder_texts(released), lines)
     assert not leaks, "\n".join(leaks)
+
+
+def test_a_shipped_file_repeating_a_reference_line_stops_the_build(tmp_path: Path) -> None:
+    kit = tmp_path / "kit"
+    shutil.copytree(ROOT, kit, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build",
+                                                              "benchmarks", ".pytest_cache", ".ruff_cache"))
+    lines = reference_lines()
+    line, where = next((line, where) for line, where in lines.items() if where.startswith("solutions/attention.py"))
+    helper = kit / "tests" / "kit.py"
+    helper.write_text(helper.read_text(encoding="utf-8") + f"\n\ndef _mine(q, k):\n    {line}\n", encoding="utf-8")
+    number = len(helper.read_text(encoding="utf-8").splitlines())
+    with pytest.raises(release_allowlist.ReleaseError) as refused:
+        release.plan_release(kit)
+    message = str(refused.value)
+    assert f"tests/kit.py:{number} holds line {where.removeprefix('solutions/')} of the reference" in message
+    assert release.plan_release(ROOT).paths()  # the kit's own files pass the same check
 
 
 def test_no_two_consecutive_body_lines_of_the_reference_appear(released: Path) -> None:
