@@ -223,8 +223,32 @@ def plan_release(root: Path | None = None) -> Plan:
         raise ReleaseError(f"instructor-only files in the plan: {', '.join(forbidden)}")
     reference = reference_dir() if root is None else Path(root) / "solutions"
     if reference is not None and reference.is_dir():
-        check_reference_lines(plan, reference)
+        check_reference_lines(plan, *_reference_and_stubs(reference, source("exercises")))
     return plan
+
+
+def _reference_and_stubs(reference: Path, exercises: Path) -> tuple[dict[str, str], list[str]]:
+    """The kit's reference modules (its exercises' and private helpers'), and every stub students may get.
+
+    The stubs: of every exercise of the kit's own manifest, whichever a course
+    keeps, its given modules (students get them whole), and the given modules of
+    the kit's ``exercises/`` folder.
+    """
+    from grader.authoring import sync
+    from grader.curriculum import kit_manifest
+
+    kit = kit_manifest()
+    given = set(kit.given_modules)
+    sources = {path.name: path.read_text(encoding="utf-8") for path in sorted(reference.glob("*.py"))
+               if path.stem in {e.module_file.removesuffix(".py") for e in kit.exercises}
+               or (path.stem.startswith("_") and path.stem not in given and path.stem != "__init__")}
+    stubs = [sync.build_stub(sources[e.module_file], e.number, e.name) for e in kit.exercises
+             if e.module_file in sources]
+    stubs += [(reference / f"{name}.py").read_text(encoding="utf-8") for name in sorted(given)
+              if (reference / f"{name}.py").is_file()]
+    # The given modules a stub folder holds (a kit whose manifest lacks an exercise may still give its task).
+    stubs += [path.read_text(encoding="utf-8") for path in sorted(exercises.glob("_*.py"))]
+    return sources, stubs
 
 
 # ------------------------------------------------------------------------ writing

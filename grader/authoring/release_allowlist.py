@@ -191,27 +191,30 @@ def check_imports(plan: Plan, root: Path | None = None) -> None:
         raise ReleaseError("; ".join(problems))
 
 
-def reference_lines(reference: Path, stubs: list[str]) -> dict[str, str]:
-    """The lines of ``reference/*.py`` that may not ship, each with where it is (``"softmax.py:12"``).
+def reference_lines(sources: dict[str, str], stubs: list[str]) -> dict[str, str]:
+    """The lines of the reference modules ``sources`` (file name -> text) that may not ship, with where they are.
 
     A stripped line of :data:`REFERENCE_LINE_LENGTH` characters or more that none of ``stubs`` (the
     texts of the stub modules students get) holds: a line of what a student must write.
     """
     given = "\n".join(stubs)
     found: dict[str, str] = {}
-    for path in sorted(Path(reference).glob("*.py")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for name, source in sorted(sources.items()):
+        for number, line in enumerate(source.splitlines(), 1):
             text = line.strip()
             if len(text) >= REFERENCE_LINE_LENGTH and text not in given:
-                found.setdefault(text, f"{path.name}:{number}")
+                found.setdefault(text, f"{name}:{number}")
     return found
 
 
-def check_reference_lines(plan: Plan, reference: Path) -> None:
+def check_reference_lines(plan: Plan, sources: dict[str, str], stubs: list[str]) -> None:
     """Refuse a release a text file of which holds a line of the reference (:func:`reference_lines`).
 
-    A test's own implementation, a message or a document that repeats one
-    gives the answer away; the error names the file, the line and the line of the reference.
+    ``sources`` are the kit's reference modules (file name -> text) and ``stubs``
+    the texts of every stub module of the kit (a course's release ships some of
+    them; what any stub says gives nothing away). A test's own implementation, a
+    message or a document that repeats a line of the reference gives the answer
+    away; the error names the file, the line and the line of the reference.
     """
     texts = dict(plan.texts)
     for path, source in plan.copies.items():
@@ -219,8 +222,7 @@ def check_reference_lines(plan: Plan, reference: Path) -> None:
             texts[path] = source.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue  # binary data (npz, png): grader/tests/test_release.py reads their strings
-    stubs = [text for path, text in texts.items() if path.startswith("exercises/") and path.endswith(".py")]
-    lines = reference_lines(reference, stubs)
+    lines = reference_lines(sources, stubs)
     problems = []
     for path, text in sorted(texts.items()):
         for line in (line for line in lines if line in text):
