@@ -8,7 +8,8 @@ Each room imports only the rooms above it in this list (never a room below it):
   ``scoring`` (the one rule that turns passing tests into points), ``quiet``
   (pytest in-process, quietly), ``cli`` (the ``attention-kit`` command, which
   only dispatches);
-- ``mutants``: the catalogue of known mistakes (``mutants/*.toml``), its docs and report;
+- ``mutants``: the catalogue of known mistakes (``mutants/*.toml``, in a checkout and a course
+  folder only: it quotes the reference, so no package holds it), its docs and report;
 - ``sandbox``: the only code that starts, confines and talks to student code;
 - ``student``: what students run (status, hint, watch, demo, the notebooks' check cells);
 - ``grading``: grading a class (submissions in, gradebook and reports out, Gradescope);

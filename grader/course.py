@@ -5,7 +5,8 @@ limits, the hidden tests' visibility, the Canvas assignment), ``hidden_tests/``
 (the instructor's own extra hidden tests, the conventions of
 ``grader/hidden_tests``: ``EXERCISE = "name"``, optionally ``POINTS = n``) and,
 copied from the instructor's checkout by ``attention-kit course init``, the
-reference (``solutions/``) and the kit's hidden tests (``kit_hidden_tests/``).
+reference (``solutions/``), the kit's hidden tests (``kit_hidden_tests/``) and
+the catalogue of known mistakes (``mutants/``), none of which the package holds.
 
 The folder in force is the one of ``--course DIR`` (the command line sets
 :data:`COURSE_ENV` for this process and the processes it starts), else of
@@ -33,6 +34,7 @@ COURSE_FILE = "course.toml"
 HIDDEN_FOLDER = "hidden_tests"  # the instructor's own extra hidden tests
 REFERENCE_FOLDER = "solutions"  # the reference, copied from the instructor's checkout
 KIT_HIDDEN_FOLDER = "kit_hidden_tests"  # the kit's hidden tests, copied from the instructor's checkout
+CATALOGUE_FOLDER = "mutants"  # the catalogue of known mistakes (*.toml), copied from the instructor's checkout
 # Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
@@ -317,6 +319,20 @@ def kit_hidden_tests(package: Path) -> Path | None:
     folder = active_folder()
     for candidate in ((folder / KIT_HIDDEN_FOLDER) if folder else None, Path(package) / HIDDEN_FOLDER):
         if candidate is not None and any(candidate.glob("test_*.py")):
+            return candidate
+    return None
+
+
+def catalogue(package: Path) -> Path | None:
+    """The catalogue of known mistakes of the instructor's own copy: the course's ``mutants/``, else the checkout's.
+
+    ``package`` is the ``grader`` package; a checkout keeps the catalogue in
+    ``grader/mutants/*.toml``, which the wheel and the sdist leave out (its
+    ``replace`` texts are lines of the reference). None when neither has one.
+    """
+    folder = active_folder()
+    for candidate in ((folder / CATALOGUE_FOLDER) if folder else None, Path(package) / "mutants"):
+        if candidate is not None and any(candidate.glob("*.toml")):
             return candidate
     return None
 

@@ -13,14 +13,14 @@ import numpy as np
 
 def as_float_array(name: str, value: object) -> np.ndarray:
     """Return ``value`` as a floating-point array (integers become float64)."""
-    array = np.asarray(value)
-    if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_
+    arr = np.asarray(value)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
     ):
-        raise ValueError(f"{name} must be a numeric array, got dtype {array.dtype}")
-    if not np.issubdtype(array.dtype, np.floating):
-        array = array.astype(np.float64)
-    return array
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    return arr
 
 
 def require_ndim(name: str, array: np.ndarray, min_ndim: int, layout: str) -> None:

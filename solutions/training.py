@@ -264,10 +264,10 @@ def model_gradients(
 def _update(params: dict, grads: dict, m: dict | None, v: dict | None, step: int, lr: float,
             beta1: float, beta2: float, eps: float) -> tuple[dict, dict, dict]:
     new_params, new_m, new_v = {}, {}, {}
-    for key, value in params.items():
+    for key, param in params.items():
         old_m, old_v = (None if m is None else m[key]), (None if v is None else v[key])
-        if isinstance(value, dict):
-            new_params[key], new_m[key], new_v[key] = _update(value, grads[key], old_m, old_v, step, lr,
+        if isinstance(param, dict):
+            new_params[key], new_m[key], new_v[key] = _update(param, grads[key], old_m, old_v, step, lr,
                                                               beta1, beta2, eps)
             continue
         grad = np.asarray(grads[key])
@@ -275,7 +275,7 @@ def _update(params: dict, grads: dict, m: dict | None, v: dict | None, step: int
         square = (1 - beta2) * grad**2 if old_v is None else beta2 * old_v + (1 - beta2) * grad**2
         m_hat = moment / (1 - beta1**step)  # bias correction: both means start at 0
         v_hat = square / (1 - beta2**step)
-        new_params[key] = value - lr * m_hat / (np.sqrt(v_hat) + eps)
+        new_params[key] = param - lr * m_hat / (np.sqrt(v_hat) + eps)
         new_m[key], new_v[key] = moment, square
     return new_params, new_m, new_v
 

@@ -167,7 +167,7 @@ def test_causal_mask_blocks_the_future(impl):
                expected="a boolean mask: True where the query may attend (j <= i), False above the diagonal",
                observed=f"a {out.dtype} mask of 0 and -inf: an additive mask (PyTorch's float attn_mask convention)",
                idea="a convention, not a misconception: this kit's masks are boolean (True = may attend), and "
-                    "attention turns False into -inf itself; return np.tril(np.ones((n, n), dtype=bool))")
+                    "attention turns False into -inf itself: True on and below the diagonal, False above")
         return
     out = out.astype(bool)
     future = np.triu(np.ones((6, 6), dtype=bool), k=1)  # key j > query i

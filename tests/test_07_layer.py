@@ -35,7 +35,7 @@ def _normalised_variance(x: np.ndarray, eps: float) -> np.ndarray:
     return var / (var + eps)
 
 
-def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+def _gelu_by_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
 
@@ -283,7 +283,7 @@ def test_feed_forward_relu_matches_hand_computation(impl):
 def test_feed_forward_gelu_uses_the_tanh_approximation(impl):
     x, params = _tokens(12, BATCH, N, D_MODEL) * 2.0, _ffn_params(13)
     out = impl.feed_forward(x, params, activation="gelu")
-    if not expect_close(out, _feed_forward(x, params, _gelu_tanh), what="feed_forward with gelu", idea=GELU):
+    if not expect_close(out, _feed_forward(x, params, _gelu_by_tanh), what="feed_forward with gelu", idea=GELU):
         if np.allclose(out, _feed_forward(x, params, _gelu_erf), rtol=1e-9, atol=1e-12):
             expect(False, what="which gelu", expected="the tanh approximation (as GPT-2 and this kit's API)",
                    observed="the exact erf form", idea=GELU)
@@ -501,12 +501,12 @@ def test_layer_is_permutation_equivariant(impl):
 def test_activation_is_passed_to_the_feed_forward(impl):
     x, params = _tokens(44, BATCH, N, D_MODEL), _silenced(_layer_params(45), attention=True, ffn=False)
     ln1, ln2 = _norms(impl, params)
-    pre = x + _feed_forward(ln2(x), params, _gelu_tanh)
+    pre = x + _feed_forward(ln2(x), params, _gelu_by_tanh)
     expect_close(impl.transformer_layer(x, params, N_HEADS, norm_first=True, activation="gelu"), pre,
                  what="pre-LN layer with silent attention and activation='gelu': x + FFN_gelu(LN2(x))",
                  idea=ACTIVATION)
     h = ln1(x)
-    post = ln2(h + _feed_forward(h, params, _gelu_tanh))
+    post = ln2(h + _feed_forward(h, params, _gelu_by_tanh))
     expect_close(impl.transformer_layer(x, params, N_HEADS, activation="gelu"), post,
                  what="post-LN layer with silent attention and activation='gelu'",
                  idea=ACTIVATION)

@@ -166,14 +166,14 @@ def _agreeing_model(seed: int) -> tuple[PositionalModel, np.ndarray]:
     return PositionalModel(scores, values, w_out), rng.permutation(np.arange(1, VOCAB))[:SEQ]
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
+def _ranks_ties_averaged(x: np.ndarray) -> np.ndarray:
     """Rank i = how many values are smaller, plus half of how many others are equal (0-based, ties averaged)."""
     x = np.asarray(x, dtype=np.float64)
     return np.array([np.sum(x < value) + (np.sum(x == value) - 1) / 2 for value in x])
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.corrcoef(_average_ranks(a), _average_ranks(b))[0, 1])
+    return float(np.corrcoef(_ranks_ties_averaged(a), _ranks_ties_averaged(b))[0, 1])
 
 
 def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
@@ -186,7 +186,7 @@ def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
             np.corrcoef(ordinal(a), ordinal(b))[0, 1],
         "the correlation is of the values themselves (Pearson), not of their ranks": np.corrcoef(a, b)[0, 1],
         "the formula 1 - 6 sum d^2 / (n (n^2 - 1)) was used, which is exact only without ties":
-            1 - 6 * np.sum((_average_ranks(a) - _average_ranks(b)) ** 2) / (n * (n**2 - 1)),
+            1 - 6 * np.sum((_ranks_ties_averaged(a) - _ranks_ties_averaged(b)) ** 2) / (n * (n**2 - 1)),
     }
     for mistake, value in candidates.items():
         if np.isclose(observed, value) and not np.isclose(observed, _spearman(a, b)):

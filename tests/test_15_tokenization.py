@@ -79,7 +79,7 @@ def own_encode(text: str, merges: np.ndarray) -> list[int]:
 def own_vocab(merges: np.ndarray) -> list[bytes]:
     vocab = [bytes([b]) for b in range(256)]
     for left, right in np.asarray(merges).reshape(-1, 2).tolist():
-        vocab.append(vocab[left] + vocab[right])
+        vocab += [vocab[left] + vocab[right]]
     return vocab
 
 

@@ -2,9 +2,10 @@
 
 It writes ``DIR/course.toml`` (every setting, commented, with the kit's values),
 ``DIR/hidden_tests/`` for the instructor's own extra hidden tests, and copies
-the reference (``DIR/solutions/``) and the kit's hidden tests
-(``DIR/kit_hidden_tests/``) from the instructor's checkout (``--kit PATH``, or
-the running kit when it is one), so that the grader, installed from the
+the reference (``DIR/solutions/``), the kit's hidden tests
+(``DIR/kit_hidden_tests/``) and the catalogue of known mistakes
+(``DIR/mutants/``) from the instructor's checkout (``--kit PATH``, or the
+running kit when it is one), so that the grader, installed from the
 student-safe package, grades from the instructor's own copy. Those folders
 (and ``hidden_tests/``) are the instructor's alone: mode 0700, their files 0600
 (:func:`private_folder`, :func:`private_copy`).
@@ -113,8 +114,8 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-# The course's private folders (the reference, the hidden tests) are the instructor's alone: not even their group
-# reads them (a worker's user, a teaching assistant's account, a shared JupyterHub image).
+# The course's private folders (the reference, the hidden tests, the catalogue) are the instructor's alone: not
+# even their group reads them (a worker's user, a teaching assistant's account, a shared JupyterHub image).
 PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
 
@@ -136,8 +137,8 @@ def private_copy(source: Path, target: Path) -> None:
     os.chmod(target, PRIVATE_FILE)  # a file that was there keeps no other mode
 
 
-def reference_source(kit: Path | None) -> tuple[Path, Path] | None:
-    """The ``solutions/`` and hidden tests folders to copy: of ``kit`` (a checkout), else of this kit if any.
+def reference_source(kit: Path | None) -> tuple[Path, Path, Path] | None:
+    """The ``solutions/``, hidden tests and catalogue folders to copy: of ``kit`` (a checkout), else of this kit.
 
     Raises
     ------
@@ -148,9 +149,9 @@ def reference_source(kit: Path | None) -> tuple[Path, Path] | None:
         solutions, hidden = Path(kit) / "solutions", Path(kit) / "grader" / "hidden_tests"
         if not (solutions / "__init__.py").is_file():
             raise ValueError(f"--kit {kit}: no solutions/ there (give your checkout of the kit's repository)")
-        return solutions, hidden
+        return solutions, hidden, Path(kit) / "grader" / "mutants"
     if (ROOT / "solutions" / "__init__.py").is_file():
-        return ROOT / "solutions", PACKAGE / "hidden_tests"
+        return ROOT / "solutions", PACKAGE / "hidden_tests", PACKAGE / "mutants"
     return None
 
 
@@ -176,17 +177,19 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
         echo(f"No reference copied: this kit has none (it is the student-safe package). Grading needs it: "
              f"rerun with --kit CHECKOUT (your checkout of the kit) to copy it into {target}.")
         return 0
-    solutions, hidden = source
+    solutions, hidden, catalogue = source
     for name, origin, pattern in ((course.REFERENCE_FOLDER, solutions, "*.py"),
-                                  (course.KIT_HIDDEN_FOLDER, hidden, "test_*.py")):
+                                  (course.KIT_HIDDEN_FOLDER, hidden, "test_*.py"),
+                                  (course.CATALOGUE_FOLDER, catalogue, "*.toml")):
         destination = target / name
         if destination.exists():
             shutil.rmtree(destination)
         private_folder(destination)
         for path in sorted(origin.glob(pattern)):
             private_copy(path, destination / path.name)
-    echo(f"Copied the reference ({solutions}) into {target / course.REFERENCE_FOLDER}/ and the kit's hidden tests "
-         f"into {target / course.KIT_HIDDEN_FOLDER}/: keep this folder private.")
+    echo(f"Copied the reference ({solutions}) into {target / course.REFERENCE_FOLDER}/, the kit's hidden tests "
+         f"into {target / course.KIT_HIDDEN_FOLDER}/ and its catalogue of known mistakes into "
+         f"{target / course.CATALOGUE_FOLDER}/: keep this folder private.")
     echo(f"Use it: attention-kit grade SUBMISSIONS --course {target} (or run the commands in {target}).")
     return 0
 

@@ -68,8 +68,8 @@ EXAMPLES = (
     ),
     Example(
         "failure", ("pytest", "-m", "softmax"),
-        plant=Plant("softmax", "totals = np.sum(exponentials, axis=axis, keepdims=True)",
-                    "totals = np.sum(exponentials)"),
+        # Part of the line only: the kit's package holds no whole line of the reference (grader/tests/test_install.py).
+        plant=Plant("softmax", "np.sum(exponentials, axis=axis, keepdims=True)", "np.sum(exponentials)"),
         excerpt="first failure",
     ),
     Example("hint", ("attention-kit", "hint", "softmax")),

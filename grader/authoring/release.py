@@ -48,6 +48,7 @@ from grader.authoring.release_allowlist import (
     Plan,
     ReleaseError,
     check_imports,
+    check_reference_lines,
     instructor_only,
     linked_files,
     source_tree,
@@ -167,11 +168,11 @@ def plan_release(root: Path | None = None) -> Plan:
     Raises
     ------
     ReleaseError
-        If a required file is missing or a shipped module imports a kit module
-        that is not on the allow-list.
+        If a required file is missing, a shipped module imports a kit module
+        that is not on the allow-list, or a shipped text holds a line of the reference.
     """
     from grader.authoring import sync
-    from grader.curriculum import load
+    from grader.curriculum import load, reference_dir
 
     curriculum = load()
     source = source_tree(root)
@@ -220,7 +221,34 @@ def plan_release(root: Path | None = None) -> Plan:
     forbidden = sorted(path for path in plan.paths() if instructor_only(path))
     if forbidden:
         raise ReleaseError(f"instructor-only files in the plan: {', '.join(forbidden)}")
+    reference = reference_dir() if root is None else Path(root) / "solutions"
+    if reference is not None and reference.is_dir():
+        check_reference_lines(plan, *_reference_and_stubs(reference, source("exercises")))
     return plan
+
+
+def _reference_and_stubs(reference: Path, exercises: Path) -> tuple[dict[str, str], list[str]]:
+    """The kit's reference modules (its exercises' and private helpers'), and every stub students may get.
+
+    The stubs: of every exercise of the kit's own manifest, whichever a course
+    keeps, its given modules (students get them whole), and the given modules of
+    the kit's ``exercises/`` folder.
+    """
+    from grader.authoring import sync
+    from grader.curriculum import kit_manifest
+
+    kit = kit_manifest()
+    given = set(kit.given_modules)
+    sources = {path.name: path.read_text(encoding="utf-8") for path in sorted(reference.glob("*.py"))
+               if path.stem in {e.module_file.removesuffix(".py") for e in kit.exercises}
+               or (path.stem.startswith("_") and path.stem not in given and path.stem != "__init__")}
+    stubs = [sync.build_stub(sources[e.module_file], e.number, e.name) for e in kit.exercises
+             if e.module_file in sources]
+    stubs += [(reference / f"{name}.py").read_text(encoding="utf-8") for name in sorted(given)
+              if (reference / f"{name}.py").is_file()]
+    # The given modules a stub folder holds (a kit whose manifest lacks an exercise may still give its task).
+    stubs += [path.read_text(encoding="utf-8") for path in sorted(exercises.glob("_*.py"))]
+    return sources, stubs
 
 
 # ------------------------------------------------------------------------ writing

@@ -6,7 +6,9 @@ Every shipped Python file's imports are then followed (:func:`check_imports`):
 a shipped file that imports a kit module which is not on the allow-list stops
 the build, so a new helper cannot be forgotten and an instructor module cannot
 slip in. ``INSTRUCTOR_ONLY`` is a last check on the plan and on the finished
-folder. A :class:`Plan` is the list of files one release holds.
+folder, and :func:`check_reference_lines` one on every text the plan holds: no
+line of the reference ships, whatever file it hides in. A :class:`Plan` is the
+list of files one release holds.
 
 Called by ``grader.authoring.release`` (which builds the plan and writes it)
 and ``grader.authoring.release_contents``. Imports only the standard library.
@@ -84,6 +86,8 @@ INSTRUCTOR_ONLY = (
     "grader/sandbox",
     "grader/authoring",
 )
+# A line of the reference this long or longer, that the stubs do not hold, never ships (see check_reference_lines).
+REFERENCE_LINE_LENGTH = 25
 # The top-level entries a release consists of (what --force may replace).
 RELEASE_ENTRIES = (
     "exercises", "tests", "grader", "docs", "conftest.py", "pyproject.toml", "README.md", ".gitignore", "LICENSE",
@@ -185,3 +189,44 @@ def check_imports(plan: Plan, root: Path | None = None) -> None:
                                 "(add it to STUDENT_FILES or OPTIONAL_FILES in grader/authoring/release_allowlist.py)")
     if problems:
         raise ReleaseError("; ".join(problems))
+
+
+def reference_lines(sources: dict[str, str], stubs: list[str]) -> dict[str, str]:
+    """The lines of the reference modules ``sources`` (file name -> text) that may not ship, with where they are.
+
+    A stripped line of :data:`REFERENCE_LINE_LENGTH` characters or more that none of ``stubs`` (the
+    texts of the stub modules students get) holds: a line of what a student must write.
+    """
+    given = "\n".join(stubs)
+    found: dict[str, str] = {}
+    for name, source in sorted(sources.items()):
+        for number, line in enumerate(source.splitlines(), 1):
+            text = line.strip()
+            if len(text) >= REFERENCE_LINE_LENGTH and text not in given:
+                found.setdefault(text, f"{name}:{number}")
+    return found
+
+
+def check_reference_lines(plan: Plan, sources: dict[str, str], stubs: list[str]) -> None:
+    """Refuse a release a text file of which holds a line of the reference (:func:`reference_lines`).
+
+    ``sources`` are the kit's reference modules (file name -> text) and ``stubs``
+    the texts of every stub module of the kit (a course's release ships some of
+    them; what any stub says gives nothing away). A test's own implementation, a
+    message or a document that repeats a line of the reference gives the answer
+    away; the error names the file, the line and the line of the reference.
+    """
+    texts = dict(plan.texts)
+    for path, source in plan.copies.items():
+        try:
+            texts[path] = source.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # binary data (npz, png): grader/tests/test_release.py reads their strings
+    lines = reference_lines(sources, stubs)
+    problems = []
+    for path, text in sorted(texts.items()):
+        for line in (line for line in lines if line in text):
+            number = next(n for n, row in enumerate(text.splitlines(), 1) if line in row)
+            problems.append(f"{path}:{number} holds line {lines[line]} of the reference ({line!r})")
+    if problems:
+        raise ReleaseError(f"{len(problems)} line(s) of the reference in the release: " + "; ".join(problems[:10]))

@@ -5,7 +5,8 @@ from ``solutions/``:
 
 - ``correct``: the reference, full marks;
 - ``mistake-<mutant id>``: the reference with one known mistake from the
-  catalogue ``grader/mutants/*.toml`` (up to four, from different exercises);
+  catalogue (a checkout's ``grader/mutants/*.toml``, a course folder's ``mutants/``; up to
+  four, from different exercises; none where there is no catalogue);
 - ``syntax-error``: a module that does not parse (shows the static check);
 - ``missing-module``: a module left out, submitted as a zip of a nested
   folder (shows zip extraction and nesting).
@@ -18,15 +19,19 @@ import zipfile
 from pathlib import Path
 
 from grader.curriculum import ROOT, load, reference_dir
-from grader.mutants import Mutant, apply, load_catalogue
+from grader.mutants import CatalogueError, Mutant, apply, load_catalogue
 
 REFERENCE = reference_dir() or ROOT / "solutions"  # the instructor's own copy: the course folder's or the checkout's
 
 
 def mutants_in_turn() -> list[Mutant]:
-    """The catalogue reordered so consecutive mutants come from different exercises."""
+    """The catalogue reordered so consecutive mutants come from different exercises (none without a catalogue)."""
+    try:
+        catalogue = load_catalogue()
+    except CatalogueError:  # a course folder made before the catalogue was copied: samples without mistakes
+        catalogue = []
     by_exercise: dict[str, list[Mutant]] = {}
-    for mutant in load_catalogue():
+    for mutant in catalogue:
         by_exercise.setdefault(mutant.exercise, []).append(mutant)
     longest = max((len(m) for m in by_exercise.values()), default=0)
     return [mutants[i] for i in range(longest) for mutants in by_exercise.values() if i < len(mutants)]

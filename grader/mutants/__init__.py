@@ -1,6 +1,6 @@
 """The catalogue of known mistakes ("mutants"), for instructors only.
 
-Each file ``grader/mutants/<exercise>.toml`` lists mistakes in one exercise as
+Each file ``<exercise>.toml`` of the catalogue lists mistakes in one exercise as
 ``[[mutant]]`` tables::
 
     [[mutant]]
@@ -14,7 +14,11 @@ Each file ``grader/mutants/<exercise>.toml`` lists mistakes in one exercise as
 
 ``description`` is the misconception in a student's words; ``hint`` points to
 the idea without giving the code away. A mutant is ``solutions/`` with that
-one text replaced. This catalogue never ships to students.
+one text replaced. This catalogue never ships to students, nor in the kit's
+wheel or sdist (its ``replace`` texts are lines of the reference): it lives in
+a checkout's ``grader/mutants/`` and in the ``mutants/`` of a course folder
+that ``attention-kit course init DIR --kit CHECKOUT`` makes
+(:func:`grader.course.catalogue` finds it, as it finds the reference).
 
 Called by: the fingerprints and docs builders (``grader.authoring``), the
 sample class of ``attention-kit grade``, ``attention-kit mutants`` and the
@@ -28,9 +32,33 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.curriculum import ROOT, load, reference_dir
+from grader import course
+from grader.curriculum import PACKAGE, ROOT, load, reference_dir
 
-CATALOGUE_DIR = Path(__file__).parent
+FAMILY_FILE_NAME = "families.toml"
+
+
+class CatalogueError(ValueError):
+    """No catalogue of known mistakes here (the student-safe package without a course folder that holds one)."""
+
+
+def catalogue_dir() -> Path:
+    """The folder of the catalogue: the course folder's ``mutants/``, else the checkout's ``grader/mutants/``.
+
+    Raises
+    ------
+    CatalogueError
+        One line saying where it looked and what to do.
+    """
+    found = course.catalogue(PACKAGE)
+    if found is not None:
+        return found
+    folder = course.active_folder()
+    looked = [str(folder / course.CATALOGUE_FOLDER)] if folder else []
+    looked.append(str(PACKAGE / "mutants"))
+    raise CatalogueError(f"no catalogue of known mistakes (looked in {' and '.join(looked)}): this install is the "
+                         "student-safe package; run this from your checkout of the kit, or copy its catalogue into a "
+                         "course folder with `attention-kit course init DIR --kit CHECKOUT` and pass --course DIR")
 
 
 @dataclass(frozen=True)
@@ -48,10 +76,17 @@ class Mutant:
 
 
 def load_catalogue() -> list[Mutant]:
-    """Every mutant, in curriculum order, then file order."""
+    """Every mutant of the catalogue (:func:`catalogue_dir`), in curriculum order, then file order.
+
+    Raises
+    ------
+    CatalogueError
+        If there is no catalogue here.
+    """
+    folder = catalogue_dir()
     mutants: list[Mutant] = []
     for exercise in load().exercises:
-        path = CATALOGUE_DIR / f"{exercise.name}.toml"
+        path = folder / f"{exercise.name}.toml"
         if not path.is_file():
             continue
         for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("mutant", []):
@@ -88,7 +123,6 @@ def apply(mutant: Mutant, target: Path, reference: Path | None = None) -> Path:
     return target
 
 
-FAMILY_FILE = CATALOGUE_DIR / "families.toml"
 FAMILY_KINDS = ("missing scale", "doubled scale", "reduction over another axis", "concatenation over another axis",
                 "transpose", "missing term of the Jacobian", "sign flip", "off-by-one shift", "wrong dtype path",
                 "missing normalisation", "missing shift", "log of an underflowed probability")
@@ -106,14 +140,17 @@ class Family(Mutant):
     revisit: str = ""
 
 
-def load_families(path: Path = FAMILY_FILE) -> list[Family]:
-    """Every family transformation of ``grader/mutants/families.toml``, in file order.
+def load_families(path: Path | None = None) -> list[Family]:
+    """Every family transformation of ``path`` (default: the catalogue's ``families.toml``), in file order.
 
     Raises
     ------
+    CatalogueError
+        If ``path`` is not given and there is no catalogue here.
     ValueError
         If an entry names an unknown exercise or kind, or an id twice.
     """
+    path = catalogue_dir() / FAMILY_FILE_NAME if path is None else Path(path)
     curriculum = load()
     found: list[Family] = []
     for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("family", []):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.mutants import Mutant, apply, load_catalogue
+from grader.mutants import CatalogueError, Mutant, apply, load_catalogue
 
 
 @dataclass
@@ -226,8 +226,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the catalogue and print the report; 1 when a mutant is not caught."""
-    mutants = load_catalogue()
+    """Run the catalogue and print the report; 1 when a mutant is not caught, 2 without a catalogue."""
+    try:
+        mutants = load_catalogue()
+    except CatalogueError as error:
+        print(f"error: {error}")
+        return 2
     if args.exercise:
         try:
             load_curriculum().exercise(args.exercise)

@@ -59,8 +59,12 @@ def test_course_init_writes_every_setting_of_the_kit(tmp_path, capsys):
     status, out, _ = run_kit(capsys, "course", "init", str(tmp_path / "c"))
     assert status == 0 and "keep this folder private" in out
     folder = tmp_path / "c"
-    assert {p.name for p in folder.iterdir()} == {"course.toml", "hidden_tests", "solutions", "kit_hidden_tests"}
+    assert {p.name for p in folder.iterdir()} == {"course.toml", "hidden_tests", "solutions", "kit_hidden_tests",
+                                                  "mutants"}
     assert (folder / "solutions" / "softmax.py").read_bytes() == (ROOT / "solutions" / "softmax.py").read_bytes()
+    # The catalogue of known mistakes too: the package leaves it out, as it leaves out the reference it quotes.
+    catalogue = sorted(p.name for p in (ROOT / "grader" / "mutants").glob("*.toml"))
+    assert sorted(p.name for p in (folder / "mutants").glob("*.toml")) == catalogue and "families.toml" in catalogue
     assert len(list((folder / "kit_hidden_tests").glob("test_*.py"))) == len(kit_manifest().names)
     parsed = course.read(folder.resolve())
     kit = kit_manifest()
@@ -71,6 +75,31 @@ def test_course_init_writes_every_setting_of_the_kit(tmp_path, capsys):
     assert parsed.visibility == "after_published" and parsed.canvas_id is None
     again, _, err = run_kit(capsys, "course", "init", str(folder))
     assert again == 2 and "exists" in err and "--force" in err
+
+
+def test_the_catalogue_is_the_course_folders_else_the_checkouts(tmp_path, monkeypatch):
+    from grader import mutants
+
+    monkeypatch.delenv(course.COURSE_ENV, raising=False)
+    assert course.catalogue(ROOT / "grader") == ROOT / "grader" / "mutants"  # the checkout's
+    installed = tmp_path / "site-packages" / "grader"  # an installed kit: its mutants/ holds code, no catalogue
+    (installed / "mutants").mkdir(parents=True)
+    (installed / "mutants" / "__init__.py").write_text("")
+    assert course.catalogue(installed) is None
+    folder = tmp_path / "c"
+    (folder / "mutants").mkdir(parents=True)
+    (folder / "course.toml").write_text("")
+    (folder / "mutants" / "softmax.toml").write_text(
+        (ROOT / "grader" / "mutants" / "softmax.toml").read_text(encoding="utf-8"))
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))
+    assert course.catalogue(installed) == folder.resolve() / "mutants"
+    assert course.catalogue(ROOT / "grader") == folder.resolve() / "mutants"  # the course's first
+    loaded = mutants.load_catalogue()
+    assert loaded and {mutant.exercise for mutant in loaded} == {"softmax"}
+    (folder / "mutants" / "softmax.toml").unlink()
+    monkeypatch.setattr(mutants, "PACKAGE", installed)
+    with pytest.raises(mutants.CatalogueError, match="no catalogue of known mistakes \\(looked in .*c/mutants and"):
+        mutants.load_catalogue()
 
 
 @pytest.mark.parametrize(("settings", "message"), [

@@ -10,8 +10,9 @@ Two fresh virtual environments serve every test here, built once per run:
 - ``student``: the wheel of the release that kit built, installed non-editable, as in
   a JupyterHub image: its check cells, ``attention-kit status`` and the suite.
 
-Both wheels are inspected (:func:`test_neither_wheel_holds_the_reference_or_the_hidden_tests`):
-by file list and by content, none holds a reference function's body.
+The kit's wheel is built from its sdist, as an index would build it. The sdist and both wheels are
+inspected: by file list, and every line of every file (data files and archives inside included) against
+every line of the reference (``grader/tests/reference_lines.py``): none holds one, nor a hidden test.
 
 The environments get the kit with ``--no-deps`` and see this interpreter's
 third-party packages (numpy, pytest, nbformat ...) through a ``.pth`` line, so no
@@ -37,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from grader.curriculum import ROOT, load
+from grader.tests.reference_lines import archive_texts, find_leaks, reference_lines
 
 pytestmark = [pytest.mark.install, pytest.mark.xdist_group("install")]
 
@@ -84,25 +86,48 @@ class Environment:
                               timeout=timeout, env=_clean_env())
 
 
+def _warnings(output: str) -> list[str]:
+    # MANIFEST.in's guards say so when they had nothing to remove: the state they keep, not a problem.
+    return [line for line in output.splitlines() if "warn" in line.lower() and "byte-compil" not in line
+            and "no previously-included files" not in line]
+
+
 def build_wheel(source: Path, out: Path) -> Path:
-    """``pip wheel`` of the project at ``source`` into ``out``, warning-free; returns the wheel."""
+    """``pip wheel`` of the project at ``source`` (a folder or an sdist) into ``out``, warning-free; the wheel."""
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                            "-v", "-w", str(out), str(source)], capture_output=True, text=True, timeout=600,
                           env=_clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    warnings = [line for line in (done.stdout + done.stderr).splitlines()
-                if "warn" in line.lower() and "byte-compil" not in line]
+    warnings = _warnings(done.stdout + done.stderr)
     assert not warnings, "\n".join(warnings)
     (built,) = out.glob("*.whl")
     return built
 
 
+def build_sdist(source: Path, out: Path) -> Path:
+    """The sdist of the project at ``source`` into ``out`` (setuptools' PEP 517 hook, as ``python -m build``)."""
+    hook = f"from setuptools import build_meta; print(build_meta.build_sdist({str(out)!r}))"
+    done = subprocess.run([sys.executable, "-c", hook], cwd=source, capture_output=True, text=True, timeout=600,
+                          env=_clean_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    warnings = _warnings(done.stdout + done.stderr)
+    assert not warnings, "\n".join(warnings)
+    return out / done.stdout.split()[-1]
+
+
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source") / "kit"  # a clean copy: no build/ or egg-info in the checkout
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build",
                                                                  ".pytest_cache", ".ruff_cache", ".venv"))
-    built = build_wheel(source, tmp_path_factory.mktemp("wheel"))
+    built = build_sdist(source, tmp_path_factory.mktemp("sdist"))
+    assert built.name.startswith("attention_kit-") and built.name.endswith(".tar.gz")
+    return built
+
+
+@pytest.fixture(scope="session")
+def wheel(sdist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    built = build_wheel(sdist, tmp_path_factory.mktemp("wheel"))  # from the sdist, as an index builds it
     assert built.name.startswith("attention_kit-")
     return built
 
@@ -155,8 +180,7 @@ def reference_bodies() -> dict[str, str]:
 
 
 def wheel_texts(wheel: Path) -> dict[str, str]:
-    with zipfile.ZipFile(wheel) as archive:
-        return {name: archive.read(name).decode("utf-8", errors="replace") for name in archive.namelist()}
+    return {name: data.decode("utf-8", errors="replace") for name, data in archive_texts(wheel).items()}
 
 
 def _imported_from(environment: Environment) -> Path:
@@ -186,8 +210,8 @@ def test_the_wheel_holds_only_grader(wheel: Path) -> None:
     assert "License-Expression: MIT" in text
 
 
-@pytest.mark.parametrize("which", ["wheel", "student_wheel"])
-def test_neither_wheel_holds_the_reference_or_the_hidden_tests(which: str, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize("which", ["sdist", "wheel", "student_wheel"])
+def test_no_package_holds_the_reference_or_the_hidden_tests(which: str, request: pytest.FixtureRequest) -> None:
     built: Path = request.getfixturevalue(which)
     texts = wheel_texts(built)
     assert not [n for n in texts if "/solutions/" in n or "hidden_tests" in n or n.startswith("solutions/")]
@@ -202,6 +226,58 @@ def test_neither_wheel_holds_the_reference_or_the_hidden_tests(which: str, reque
         first = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
         snippet = "\n".join(source.splitlines()[first.lineno - 1:first.end_lineno])
         assert not any(snippet in text for text in texts.values()), f"{built.name} holds {name}'s {first.name}"
+
+
+def test_the_sdist_holds_the_kit_and_nothing_of_the_instructors(sdist: Path) -> None:
+    names = {name.split("/", 1)[1] for name in archive_texts(sdist) if "/" in name}
+    assert {"pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "conftest.py", "grader/cli.py",
+            "grader/curriculum.toml", "grader/mutants/__init__.py", "tests/test_01_softmax.py",
+            "tests/data/fingerprints.npz", "exercises/softmax.py"} <= names
+    for banned in ("solutions/", "grader/hidden_tests/", "grader/tests/", "benchmarks/", ".ci/"):
+        assert not [name for name in names if name.startswith(banned)], banned
+    assert not [name for name in names if name.startswith("grader/mutants/") and name.endswith(".toml")]
+
+
+@pytest.mark.parametrize("which", ["sdist", "wheel", "student_wheel"])
+def test_no_file_of_a_package_holds_a_line_of_the_reference(which: str, request: pytest.FixtureRequest) -> None:
+    """Every line of every file, strings and data included, against every line of solutions/ not in the stubs."""
+    built: Path = request.getfixturevalue(which)
+    lines = reference_lines()
+    assert len(lines) > 300, len(lines)  # the check below has something to find
+    leaks = find_leaks(archive_texts(built), lines)
+    assert not leaks, f"{built.name} holds {len(leaks)} line(s) of the reference:\n" + "\n".join(leaks[:60])
+
+
+def test_the_line_check_names_every_file_and_line_a_reference_line_hides_in(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    import numpy as np
+
+    lines = reference_lines()
+    scaled = next(line for line in lines if '"' not in line and "\\" not in line and "scores" in line)
+    quoted = next(line for line in lines if '"' in line)  # written with escapes in a TOML or Python string
+    catalogue = f'[[mutant]]\nreplace = {json.dumps(quoted)}\nwith = "x"\n'
+    module = f'"""Nothing."""\n\nA = 1\nB = f(2)  # {scaled} here\nC = {json.dumps(quoted)}\n'
+    data = io.BytesIO()
+    np.savez(data, meta=np.array(json.dumps({"code": [quoted]})))
+    planted = tmp_path / "planted.whl"
+    with zipfile.ZipFile(planted, "w") as archive:
+        archive.writestr("grader/mutants/softmax.toml", catalogue)
+        archive.writestr("grader/_kit/tests/helper.py", module)
+        archive.writestr("grader/_kit/tests/data/fingerprints.npz", data.getvalue())
+        archive.writestr("grader/clean.py", "print('nothing of the reference')\n")
+    leaks = find_leaks(archive_texts(planted), lines)
+    assert any(leak.startswith("grader/_kit/tests/helper.py:4: ") and repr(scaled) in leak for leak in leaks), leaks
+    assert any(leak.startswith("grader/_kit/tests/helper.py:5 (a string): ") for leak in leaks), leaks
+    assert any(leak.startswith("grader/mutants/softmax.toml (TOML values): ") for leak in leaks), leaks
+    assert any(leak.startswith("grader/_kit/tests/data/fingerprints.npz!meta.npy (JSON): ") for leak in leaks), leaks
+    assert not any("clean.py" in leak for leak in leaks)
+    sdist = tmp_path / "planted.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        archive.add(tmp_path / "planted.whl", arcname="kit-0.1/dist/planted.whl")
+    assert any(leak.startswith("kit-0.1/dist/planted.whl!grader/mutants/softmax.toml") for leak in
+               find_leaks(archive_texts(sdist), lines))
 
 
 def test_the_body_check_finds_a_planted_reference(tmp_path: Path) -> None:
@@ -223,6 +299,8 @@ def test_the_installed_kit_without_a_course_refuses_to_grade(instructor: Environ
         assert "no reference solutions (looked in" in line and "course init DIR --kit CHECKOUT" in line
     suite = instructor.kit("test", "--impl", "solutions", cwd=elsewhere)
     assert suite.returncode != 0 and "/solutions: no such folder" in suite.stdout + suite.stderr
+    mutants = instructor.kit("mutants", cwd=elsewhere)  # the catalogue is the course folder's, like the reference
+    assert mutants.returncode == 2 and "no catalogue of known mistakes (looked in" in mutants.stdout, mutants.stdout
 
 
 def test_installed_kit_grades_the_samples(instructor: Environment) -> None:
@@ -235,6 +313,9 @@ def test_installed_kit_grades_the_samples(instructor: Environment) -> None:
     curriculum = load()
     assert correct["extra_data"]["max_score"] == sum(e.points + e.hidden_points for e in curriculum.selection())
     assert (instructor.work / "grades" / "grades-long.csv").is_file()
+    # The sample class plants mistakes from the catalogue that course init copied into the course folder.
+    assert sorted((instructor.work / "mutants").glob("*.toml"))
+    assert [path for path in (instructor.work / "grades").iterdir() if path.name.startswith("mistake-")]
 
 
 def test_installed_kit_runs_the_graded_suite(instructor: Environment) -> None:

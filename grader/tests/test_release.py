@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -14,6 +15,7 @@ import pytest
 
 from grader.authoring import release, release_allowlist
 from grader.curriculum import PART_ENV, ROOT, load
+from grader.tests.reference_lines import find_leaks, folder_texts, reference_lines
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,32 @@ def reference_bodies() -> dict[str, list[str]]:
     return bodies
 
 
-def test_no_reference_body_appears_anywhere(released: Path) -> None:
+def test_no_line_of_the_reference_appears_anywhere(released: Path) -> None:
+    """Every line of every file (strings and data included) against every reference line, as the packages are."""
+    lines = reference_lines()
+    assert len(lines) > 300  # the check has something to find
+    leaks = find_leaks(folder_texts(released), lines)
+    assert not leaks, "\n".join(leaks)
+
+
+def test_a_shipped_file_repeating_a_reference_line_stops_the_build(tmp_path: Path) -> None:
+    kit = tmp_path / "kit"
+    shutil.copytree(ROOT, kit, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build",
+                                                              "benchmarks", ".pytest_cache", ".ruff_cache"))
+    lines = reference_lines()
+    line, where = next((line, where) for line, where in lines.items() if where.startswith("solutions/attention.py"))
+    helper = kit / "tests" / "kit.py"
+    helper.write_text(helper.read_text(encoding="utf-8") + f"\n\ndef _mine(q, k):\n    {line}\n", encoding="utf-8")
+    number = len(helper.read_text(encoding="utf-8").splitlines())
+    with pytest.raises(release_allowlist.ReleaseError) as refused:
+        release.plan_release(kit)
+    message = str(refused.value)
+    assert f"tests/kit.py:{number} holds line {where.removeprefix('solutions/')} of the reference" in message
+    assert release.plan_release(ROOT).paths()  # the kit's own files pass the same check
+
+
+def test_no_two_consecutive_body_lines_of_the_reference_appear(released: Path) -> None:
+    """Short lines too: two consecutive lines of a reference body (each maybe under 25 characters) never ship."""
     bodies = reference_bodies()
     assert len(bodies) >= 20  # every exercise's functions were found
     released_text = {}
@@ -110,14 +137,12 @@ def test_no_reference_body_appears_anywhere(released: Path) -> None:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            continue  # binary data (npz, png)
+            continue  # binary data (npz, png): the line check above reads their strings
         released_text[path.relative_to(released).as_posix()] = [_normalise(line) for line in text.splitlines()]
     leaks = []
     for name, body in bodies.items():
-        distinctive = {line for line in body if len(line) > 25}
         pairs = {(a, b) for a, b in zip(body, body[1:], strict=False)}
         for path, lines in released_text.items():
-            leaks += [f"{name} line {line!r} in {path}" for line in distinctive & set(lines)]
             found = pairs & set(zip(lines, lines[1:], strict=False))
             leaks += [f"{name} lines {pair!r} in {path}" for pair in found]
     assert not leaks, "\n".join(leaks)
