@@ -611,7 +611,7 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
                     if {p for key in combo for p in key[0] if p in behaviour} != behaviour:
                         continue
                     exact = set().union(*(set(key[1]) for key in combo))
-                    if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in behaviour):
+                    if all(p in exact or _made_together(p, combo, classes, observation) for p in behaviour):
                         named = frozenset(m.id for key in combo for group in classes[key] for m in group)
                         options.setdefault(named, list(combo))
             if options:
@@ -643,6 +643,23 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
         for group in classes[key]:
             named += [m for m in group if m not in named]
     return named
+
+
+def _made_together(probe: str, combo: list[tuple] | tuple, classes: dict[tuple, list[tuple[KnownMistake, ...]]],
+                   observation: Observation) -> bool:
+    """Whether the mistakes of ``combo`` that change ``probe`` give, made together, the student's output on it.
+
+    Several mistakes that touch one output say nothing of what they give together: a stored pair of them
+    (``load_pairs``) must reproduce the student's output, or they are no explanation of it (two mistakes
+    that change the penalty's sign and its origin are not offered for a penalty whose sign is right).
+    """
+    touching = [key for key in combo if probe in key[0]]
+    if len(touching) < 2:
+        return False
+    ids = {m.id for key in touching for group in classes[key] for m in group}
+    got = observation.outputs.get(probe)
+    return any({m.id for m in pair.mistakes} <= ids and probe in pair.outputs and pair.reproduced_by(got, probe)
+               for pair in load_pairs())
 
 
 def _accepts(observation: Observation, probe: str) -> bool:

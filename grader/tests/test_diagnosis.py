@@ -374,3 +374,19 @@ def test_an_input_check_item_the_code_really_lacks_is_named_after_the_behaviour_
     target = planted(tmp_path, "masks-causal-triu", "masks-padding-no-range-check")
     found = [m.id for m in diagnose(LocalImplementation(target), "masks")]
     assert found == ["masks-causal-triu", "masks-padding-no-range-check"]
+
+
+# ---------------------------------------------------------------------------- never a wrong diagnosis (issue 34)
+
+
+def test_mistakes_that_touch_one_output_are_named_together_only_where_together_they_give_it(tmp_path):
+    # A penalty counted from the start, from 1: -slope * (j + 1). "Counted from the start" and "the penalty as a
+    # reward" both change distance_penalty's output, but together they give +slope * j, not what is printed
+    # under the diagnosis (every value negative): neither the pair nor the sign flip may be offered.
+    target = planted(tmp_path, "distance-counted-from-the-start")
+    path = target / "distance.py"
+    path.write_text(path.read_text().replace("distance = np.arange(n_keys)", "distance = np.arange(1, n_keys + 1)"))
+    assert diagnose(LocalImplementation(target), "distance") == []
+    # Both mistakes made (the pair the fingerprints store: +slope * j) are still explained.
+    both = planted(tmp_path / "both", "distance-counted-from-the-start", "distance-penalty-as-a-reward")
+    assert diagnose(LocalImplementation(both), "distance") != []
