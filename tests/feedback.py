@@ -253,7 +253,23 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
         same = observed == expected
     if same:
         return bool(same)  # (the message, printing both values, is made only for a failure)
-    return expect(same, what=what, expected=_show(expected), observed=_show(observed), idea=idea)
+    return expect(same, what=what, expected=_show(expected), observed=_show(observed) + _first_difference(
+        observed, expected), idea=idea)
+
+
+def _first_difference(observed: Any, expected: Any) -> str:
+    """For two arrays of numbers of one shape, printed rounded: the first entry that differs, in full."""
+    if not (isinstance(observed, np.ndarray) and isinstance(expected, np.ndarray)) or observed.shape != expected.shape \
+            or observed.dtype.kind not in "fiu" or expected.dtype.kind not in "fiu" or observed.dtype.kind + \
+            expected.dtype.kind in ("ii", "iu", "ui", "uu"):
+        return ""  # (integers print in full already)
+    with np.errstate(all="ignore"):
+        bad = np.argwhere(~((observed == expected) | (np.isnan(observed) & np.isnan(expected))))
+    if not len(bad):
+        return ""
+    first = tuple(int(i) for i in bad[0])
+    return (f"\n            ({len(bad)} of {observed.size} entries differ; the first, at index {first}, is "
+            f"{differing_numbers(observed[first], expected[first], observed.dtype, expected.dtype)})")
 
 
 def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:

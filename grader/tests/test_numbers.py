@@ -82,3 +82,13 @@ def test_a_float32_result_that_is_wrong_keeps_the_idea_of_its_check(messages):
     expect_close(np.full(4, 2.0, dtype=np.float32), np.ones(4), what="four ones", idea="the formula's idea")
     (message,) = messages
     assert message.endswith("revisit:  the formula's idea"), message
+
+
+def test_an_exact_comparison_of_numbers_printed_rounded_shows_the_first_that_differs(messages):
+    from tests.feedback import expect_equal
+
+    expected = np.array([0.25, 0.046415888336127795])
+    expect_equal(expected + [0.0, 1e-9], expected, what="two numbers", idea="an idea")
+    (message,) = messages
+    detail = "1 of 2 entries differ; the first, at index (1,), is 0.046415889 instead of 0.046415888 (off by 1e-09"
+    assert detail in message, message
