@@ -40,8 +40,9 @@ def _paired(observed: Any, expected: Any, digits: int) -> tuple[str, str]:
     """Both numbers to ``digits`` significant digits, with as many decimals as the one that needs most."""
     a, b = _number(observed, digits), _number(expected, digits)
     if not all(isinstance(v, (float, np.floating)) for v in (observed, expected)) or "e" in a + b or \
-            not all(np.isfinite([observed, expected])):
-        return a, b
+            not all(np.isfinite([observed, expected])) or not observed or not expected or \
+            np.floor(np.log10(abs(float(observed)))) != np.floor(np.log10(abs(float(expected)))):
+        return a, b  # numbers of different sizes (0.058 and 1) read apart without padding
     a, b = f"{float(observed):#.{digits}g}", f"{float(expected):#.{digits}g}"
     while a[-1] == b[-1] == "0" and "." in a and "." in b:  # the zeros neither needs
         a, b = a[:-1], b[:-1]
