@@ -754,6 +754,7 @@ def _describe(exercise: str, mistakes: list[KnownMistake]) -> str:
 
 
 def _items(group: list[KnownMistake], indent: str) -> list[str]:
+    """Each mistake of ``group`` as two lines: its description, then its hint."""
     lines = []
     for mistake in group:
         lines += [f"{indent}- \"{mistake.description}\"", f"{indent}  Hint: {mistake.hint}"]
@@ -811,6 +812,7 @@ def _one_number(group: list[KnownMistake]) -> bool:
 
 
 def _numbers_that_differ(outputs: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) -> int:
+    """How many numbers of ``outputs`` differ from the reference's ``want`` (another shape or dtype: at least 2)."""
     if len(outputs) != len(want):
         return sum(max(np.size(a), 2) for a in outputs)
     count = 0
