@@ -611,7 +611,7 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
                     if {p for key in combo for p in key[0] if p in behaviour} != behaviour:
                         continue
                     exact = set().union(*(set(key[1]) for key in combo))
-                    if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in behaviour):
+                    if all(p in exact or _made_together(p, combo, classes, observation) for p in behaviour):
                         named = frozenset(m.id for key in combo for group in classes[key] for m in group)
                         options.setdefault(named, list(combo))
             if options:
@@ -643,6 +643,23 @@ def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[
         for group in classes[key]:
             named += [m for m in group if m not in named]
     return named
+
+
+def _made_together(probe: str, combo: list[tuple] | tuple, classes: dict[tuple, list[tuple[KnownMistake, ...]]],
+                   observation: Observation) -> bool:
+    """Whether the mistakes of ``combo`` that change ``probe`` give, made together, the student's output on it.
+
+    Several mistakes that touch one output say nothing of what they give together: a stored pair of them
+    (``load_pairs``) must reproduce the student's output, or they are no explanation of it (two mistakes
+    that change the penalty's sign and its origin are not offered for a penalty whose sign is right).
+    """
+    touching = [key for key in combo if probe in key[0]]
+    if len(touching) < 2:
+        return False
+    ids = {m.id for key in touching for group in classes[key] for m in group}
+    got = observation.outputs.get(probe)
+    return any({m.id for m in pair.mistakes} <= ids and probe in pair.outputs and pair.reproduced_by(got, probe)
+               for pair in load_pairs())
 
 
 def _accepts(observation: Observation, probe: str) -> bool:
@@ -705,23 +722,108 @@ def describe(exercise: str, mistakes: list[KnownMistake], unchecked: list[str] =
 
 
 def _describe(exercise: str, mistakes: list[KnownMistake]) -> str:
+    """The diagnosis text: no more than the probes show.
+
+    Mistakes that give the same outputs on every probe are look-alikes: "one of these". A mistake whose
+    outputs differ from the reference in a single number (a function that returns one number: an accuracy,
+    a count) is a look-alike of every mistake that gives that number, catalogued or not: "it may be".
+    """
     if not mistakes:
         return ""
     try:
         module = load_curriculum().exercise(exercise).module_file
     except ValueError:
         module = f"{exercise}.py"
-    if len(mistakes) == 1:
+    groups = _look_alike_groups(mistakes)
+    if len(groups) == 1 and len(groups[0]) == 1 and not _one_number(groups[0]):
         (mistake,) = mistakes
         return (f"Diagnosis: your {module} gives exactly the outputs of a known mistake:\n"
                 f"  \"{mistake.description}\"\nHint: {mistake.hint}")
-    # Several matches: mistakes that look alike on the suite's inputs, or more than one mistake at once.
-    # Each hint stays with its own description, so the student can tell which is which.
-    lines = [f"Diagnosis: your {module} gives exactly the outputs of {len(mistakes)} known mistakes "
-             "(they look alike on the suite's inputs, or you made more than one):"]
-    for mistake in mistakes:
-        lines += [f"  - \"{mistake.description}\"", f"    Hint: {mistake.hint}"]
+    if len(groups) == 1:
+        (group,) = groups
+        return "\n".join([f"Diagnosis: your {module} {_group_lead(group)}:", *_items(group, "  ")])
+    # More than one mistake at once. Each hint stays with its own description, so the student can tell which
+    # is which; a group of look-alikes says so.
+    lines = [f"Diagnosis: your {module} gives exactly the outputs of {len(groups)} known mistakes made together:"]
+    for group in groups:
+        if len(group) == 1 and not _one_number(group):
+            lines += _items(group, "  ")
+        else:
+            lines += [f"  - it {_group_lead(group)}:", *_items(group, "    ")]
     return "\n".join(lines)
+
+
+def _items(group: list[KnownMistake], indent: str) -> list[str]:
+    """Each mistake of ``group`` as two lines: its description, then its hint."""
+    lines = []
+    for mistake in group:
+        lines += [f"{indent}- \"{mistake.description}\"", f"{indent}  Hint: {mistake.hint}"]
+    return lines
+
+
+def _group_lead(group: list[KnownMistake]) -> str:
+    """What the probes show of a group of look-alikes (or of one mistake resting on a single number)."""
+    if _one_number(group):
+        functions = sorted({load_all_probes()[p].function for m in group for p in m.outputs
+                            if p in load_all_probes()})
+        where = " or ".join(f"{name}()" for name in functions) or "this exercise"
+        which = "a known mistake" if len(group) == 1 else f"each of {len(group)} known mistakes"
+        return (f"gives the same single number as {which}; one number cannot tell mistakes apart, so it may be "
+                f"{'this one' if len(group) == 1 else 'one of these'}, or another mistake in {where}")
+    return (f"gives exactly the outputs of one of {len(group)} known mistakes, which give the same outputs on "
+            "every input the suite tries (yours cannot tell which)")
+
+
+def _look_alike_groups(mistakes: list[KnownMistake]) -> list[list[KnownMistake]]:
+    """``mistakes`` grouped by their outputs: a group's mistakes give the same ones on every probe."""
+    groups: list[list[KnownMistake]] = []
+    for mistake in mistakes:
+        for group in groups:
+            first = group[0]
+            if set(first.outputs) == set(mistake.outputs) and all(
+                    _same(mistake.outputs[p], first.outputs[p]) for p in first.outputs):
+                group.append(mistake)
+                break
+        else:
+            groups.append([mistake])
+    return groups
+
+
+def _one_number(group: list[KnownMistake]) -> bool:
+    """Whether the group's outputs differ from the reference's in one number at most (a bad input aside).
+
+    A mistake seen only in bad-input outcomes is not: the outcome names what was done with the input.
+    """
+    counts = []
+    for mistake in group:
+        count, behaviour = 0, False
+        for probe, outputs in mistake.outputs.items():
+            if outputs is RAISED or _is_input_check(probe):
+                continue
+            behaviour = True
+            try:
+                want = golden(probe)
+            except (KeyError, FileNotFoundError):
+                return False
+            count += _numbers_that_differ(outputs, want if isinstance(want, tuple) else (want,))
+        if behaviour:
+            counts.append(count)
+    return bool(counts) and max(counts) <= 1
+
+
+def _numbers_that_differ(outputs: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) -> int:
+    """How many numbers of ``outputs`` differ from the reference's ``want`` (another shape or dtype: at least 2)."""
+    if len(outputs) != len(want):
+        return sum(max(np.size(a), 2) for a in outputs)
+    count = 0
+    for a, b in zip(outputs, want, strict=True):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            count += max(a.size, 2)  # a shape or a dtype is more than a number
+        elif a.dtype.kind in "fc":
+            count += int(np.sum(~np.isclose(a, b, rtol=DIFFER_RTOL, atol=DIFFER_ATOL, equal_nan=True)))
+        else:
+            count += int(np.sum(a != b))
+    return count
 
 
 # ----------------------------------------------------------------------------- families of mistakes

@@ -28,8 +28,64 @@ def _show(value: Any) -> str:
     return text.replace("\n", "\n            ")
 
 
-def _number(value: Any) -> str:
-    return f"{float(value):.6g}" if np.isrealobj(value) else str(value)
+def _number(value: Any, digits: int = 6) -> str:
+    if isinstance(value, (bool, np.bool_)) or not np.isrealobj(value):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return f"{float(value):.{digits}g}"
+
+
+def _paired(observed: Any, expected: Any, digits: int) -> tuple[str, str]:
+    """Both numbers to ``digits`` significant digits, with as many decimals as the one that needs most."""
+    a, b = _number(observed, digits), _number(expected, digits)
+    if not all(isinstance(v, (float, np.floating)) for v in (observed, expected)) or "e" in a + b or \
+            not all(np.isfinite([observed, expected])) or not observed or not expected or \
+            np.floor(np.log10(abs(float(observed)))) != np.floor(np.log10(abs(float(expected)))):
+        return a, b  # numbers of different sizes (0.058 and 1) read apart without padding
+    a, b = f"{float(observed):#.{digits}g}", f"{float(expected):#.{digits}g}"
+    while a[-1] == b[-1] == "0" and "." in a and "." in b:  # the zeros neither needs
+        a, b = a[:-1], b[:-1]
+    return a.rstrip("."), b.rstrip(".")
+
+
+def differing_numbers(observed: Any, expected: Any, observed_dtype: Any = None, expected_dtype: Any = None) -> str:
+    """``observed`` against ``expected`` as the student reads it: two texts that differ when the numbers do.
+
+    Each number gets the smallest number of significant digits, from 6 up to 17, at which the two texts
+    differ; then the absolute and the relative error, and the two dtypes when they differ (``float32``
+    against the contract's ``float64``).
+
+    Parameters
+    ----------
+    observed, expected : number
+        One entry of the student's result and the expected one.
+    observed_dtype, expected_dtype : numpy.dtype, optional
+        The dtypes of the arrays they come from (default: their own).
+
+    Returns
+    -------
+    str
+        E.g. ``0.0464158897 instead of 0.0464158883 (off by 1.4e-09, relative 3e-08; yours is float32,
+        the expected float64)``.
+    """
+    observed_dtype = np.asarray(observed).dtype if observed_dtype is None else np.dtype(observed_dtype)
+    expected_dtype = np.asarray(expected).dtype if expected_dtype is None else np.dtype(expected_dtype)
+    digits = next((n for n in range(6, 18) if _number(observed, n) != _number(expected, n)), 17)
+    text = "{} instead of {}".format(*_paired(observed, expected, digits))
+    notes = []
+    try:
+        a, b = float(observed), float(expected)
+    except (TypeError, ValueError):  # complex, or not a number at all: the two texts say it
+        a = b = float("nan")
+    if isinstance(observed, (bool, np.bool_)) or isinstance(expected, (bool, np.bool_)):
+        a = b = float("nan")  # True against False: no error to measure
+    if np.isfinite(a) and np.isfinite(b) and a != b:
+        error = abs(a - b)
+        notes.append(f"off by {error:.2g}" + (f", relative {error / abs(b):.2g}" if b else ""))
+    if observed_dtype != expected_dtype:
+        notes.append(f"yours is {observed_dtype}, the expected {expected_dtype}")
+    return f"{text} ({'; '.join(notes)})" if notes else text
 
 
 def expect(condition: bool, *, what: str, expected: str, observed: str, idea: str) -> bool:
@@ -73,6 +129,10 @@ def expect_shape(value: Any, shape: tuple[int, ...], *, what: str, idea: str) ->
 def expect_dtype(value: Any, dtype: Any, *, what: str, idea: str) -> bool:
     """Check an array's dtype."""
     observed = getattr(value, "dtype", type(value).__name__)
+    if isinstance(observed, np.dtype) and observed.kind == np.dtype(dtype).kind == "f" \
+            and observed.itemsize < np.dtype(dtype).itemsize:
+        idea = (f"{idea} (a lower precision, not a wrong formula: this kit's contract is {np.dtype(dtype)}, numpy's "
+                f"default; yours is {observed}, torch's default: compute in {np.dtype(dtype)} throughout)")
     return expect(
         observed == np.dtype(dtype),
         what=what,
@@ -124,15 +184,62 @@ def expect_close(
         return True
     bad = np.argwhere(~close)
     first = tuple(int(i) for i in bad[0]) if observed.ndim else ()
+    idea = precision_note(observed, expected, contract) or idea
     detail = (
         f"{len(bad)} of {close.size} entries differ; the first, at index {first}, is "
-        f"{_number(observed[first])} instead of {_number(expected[first])}"
+        f"{differing_numbers(observed[first], expected[first], observed.dtype, expected.dtype)}"
     )
     if observed.size <= 40:
         return expect(False, what=what, expected=_show(expected),
                       observed=_show(observed) + f"\n            ({detail})", idea=idea)
     return expect(False, what=what, expected=f"the reference values (to a relative {rtol:g})",
                   observed=detail, idea=idea)
+
+
+def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = np.float64) -> str:
+    """The idea to revisit for values right to a lower precision than the contract's, else "".
+
+    Either the result is in a lower precision (float32, float16) and agrees with the expected values to
+    that precision, or its dtype is the contract's but its values agree only to about float32's
+    (computed in float32, then converted): a question of precision, not of the formula, so no idea of
+    the formula (nor any mistake) is named. Values that differ by more are left to the check's own idea.
+
+    Parameters
+    ----------
+    observed, expected : numpy.ndarray
+        The student's values and the expected ones, of one shape.
+    contract : numpy.dtype
+        The dtype the kit's contract promises (the inputs' dtype, float64 for the kit's functions).
+
+    Returns
+    -------
+    str
+        The precision message, naming the dtypes and the contract; "" when it does not apply.
+    """
+    contract = np.dtype(contract)
+    if contract.kind != "f" or observed.dtype.kind != "f" or expected.dtype.kind not in "fiu" \
+            or observed.shape != expected.shape or not observed.size:
+        return ""
+    low = observed.dtype.itemsize < contract.itemsize
+    precision = observed.dtype if low else np.dtype(np.float32)
+    if precision.itemsize >= contract.itemsize:
+        return ""
+    eps = float(np.finfo(precision).eps)
+    # A lower dtype says where the error comes from: its own rounding, a few dozen eps. Without it only an
+    # error of float32's size points at precision (a formula that is slightly off, an eps of 1e-6 for
+    # 1e-5, differs by more).
+    rtol = 50 * eps if low else 8 * eps
+    with np.errstate(all="ignore"):
+        observed64, expected64 = observed.astype(np.float64), expected.astype(np.float64)
+        scale = float(np.max(np.abs(expected64))) if np.all(np.isfinite(expected64)) else 0.0
+        if not (scale > 0 and np.allclose(observed64, expected64, rtol=rtol, atol=rtol * scale)):
+            return ""
+        error = float(np.max(np.abs(observed64 - expected64))) / scale
+    held = f"yours is {observed.dtype}" if low else f"yours is {observed.dtype} but was computed in lower precision"
+    return (f"a question of precision, not of the formula: your values agree with the expected ones only to "
+            f"{precision}'s precision (errors up to {error:.1g} times the largest value; {held}); this kit's "
+            f"contract is {contract}: compute in {contract} throughout (numpy's default; torch's default dtype is "
+            "float32, use torch.float64)")
 
 
 def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
@@ -147,7 +254,23 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
         same = observed == expected
     if same:
         return bool(same)  # (the message, printing both values, is made only for a failure)
-    return expect(same, what=what, expected=_show(expected), observed=_show(observed), idea=idea)
+    return expect(same, what=what, expected=_show(expected), observed=_show(observed) + _first_difference(
+        observed, expected), idea=idea)
+
+
+def _first_difference(observed: Any, expected: Any) -> str:
+    """For two arrays of numbers of one shape, printed rounded: the first entry that differs, in full."""
+    if not (isinstance(observed, np.ndarray) and isinstance(expected, np.ndarray)) or observed.shape != expected.shape \
+            or observed.dtype.kind not in "fiu" or expected.dtype.kind not in "fiu" or observed.dtype.kind + \
+            expected.dtype.kind in ("ii", "iu", "ui", "uu"):
+        return ""  # (integers print in full already)
+    with np.errstate(all="ignore"):
+        bad = np.argwhere(~((observed == expected) | (np.isnan(observed) & np.isnan(expected))))
+    if not len(bad):
+        return ""
+    first = tuple(int(i) for i in bad[0])
+    return (f"\n            ({len(bad)} of {observed.size} entries differ; the first, at index {first}, is "
+            f"{differing_numbers(observed[first], expected[first], observed.dtype, expected.dtype)})")
 
 
 def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:

@@ -19,6 +19,7 @@ import re
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 import weakref
@@ -70,17 +71,34 @@ def call_budget(what: str, seconds: float | None):
         raise _OverBudget
 
     previous = {number: signal.signal(number, stop) for number in (signal.SIGPROF, signal.SIGALRM)}
+    started = time.process_time(), time.monotonic()
     signal.setitimer(signal.ITIMER_PROF, seconds)  # CPU time of this process (user and system)
     signal.setitimer(signal.ITIMER_REAL, 8 * seconds + 10)
     try:
         yield
     except _OverBudget:
-        raise TimeoutError(f"{what} did not finish within {seconds:g} s: an infinite loop?") from None
+        used = cpu_used(time.process_time() - started[0], time.monotonic() - started[1])
+        raise TimeoutError(f"{what} did not finish within {seconds:g} s: an infinite loop? ({used})") from None
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def cpu_used(cpu: float, wall: float) -> str:
+    """How much CPU a stopped call used, said so that a student can tell a loop from threads or a wait.
+
+    The budget counts the CPU time of every thread of the process: a call whose CPU time outruns its wall
+    time ran on several threads at once (torch, BLAS, OpenMP), which may be what used the budget up.
+    """
+    text = f"it used {cpu:.1f} s of CPU time in {wall:.1f} s"
+    if cpu > 1.2 * wall:
+        return (f"{text}: several threads at once, and the budget counts them all; run numeric libraries on one "
+                "thread (torch.set_num_threads(1), OMP_NUM_THREADS=1)")
+    if cpu < 0.5 * wall:
+        return f"{text}: it mostly waited (a sleep, input, a lock) rather than computed"
+    return text
 
 
 class Implementation(Protocol):

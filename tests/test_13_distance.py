@@ -212,6 +212,15 @@ def a_fixed_weight_on_eleven_contexts():
             False, 0.3), {}
 
 
+@probe("length_accuracy")
+def a_steep_penalty_on_seven_contexts_of_twelve():
+    # Unlike the probe above, the penalty decides here, and there are fewer contexts than keys: an accuracy
+    # scored without the penalty and one counted along the batch axis give different outcomes.
+    rng = np.random.default_rng(1319)
+    return (rng.normal(size=(5, 5)) + 1.5 * np.eye(5), rng.normal(size=(N_SYMBOLS, 5)), _match_task(1319, 7, 12),
+            False, 0.8), {}
+
+
 @probe("train_match_head")
 def three_steps():
     return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), _match_task(1316, 40, 9, 5),
@@ -220,12 +229,33 @@ def three_steps():
 
 # ---------------------------------------------------------------- distance_penalty
 
+def _penalty_idea(out: object, slope: float) -> str:
+    """PENALTY, or the convention message for a penalty equal to the kit's up to a constant (ALiBi's original code).
+
+    The original ALiBi code adds ``slope * j`` (the key's position): it differs from ``-slope * (n_keys - j)`` by
+    ``slope * n_keys``, the same for every key, which softmax ignores (exercise 5 names the same convention).
+    """
+    if not isinstance(out, np.ndarray) or out.ndim != 1 or out.dtype.kind not in "fiu" or len(out) < 2:
+        return PENALTY
+    n = len(out)
+    difference = out - (-slope * (n - np.arange(n)))
+    if not np.all(np.isfinite(difference)) or np.allclose(difference, 0.0) \
+            or not np.allclose(difference, difference[0], rtol=0, atol=1e-9 + 1e-9 * abs(float(difference[0]))):
+        return PENALTY
+    original = " (the original ALiBi code adds slope * j, the key's position)" if np.allclose(
+        out, slope * np.arange(n)) else ""
+    return (f"{PENALTY}; a convention, not a misconception: yours equals the kit's penalty up to a constant{original}, "
+            "the same for every key, which softmax ignores; this kit's contract is -slope * (n_keys - j), -slope for "
+            "the last key, so that the penalty is row n_keys of exercise 5's alibi_bias and reads as a distance")
+
+
 def test_distance_penalty_shape_and_values(impl):
     for n, slope in ((9, 0.3), (1, 2.0), (6, 0.0)):
         out = call_or_explain(impl.distance_penalty, n, slope, what=f"distance_penalty({n}, {slope})", idea=PENALTY)
         if expect_shape(out, (n,), what=f"distance_penalty({n}, {slope})", idea=PENALTY):
             expect_dtype(out, np.float64, what=f"distance_penalty({n}, {slope})", idea=PENALTY)
-            expect_close(out, -slope * (n - np.arange(n)), what=f"distance_penalty({n}, {slope})", idea=PENALTY)
+            expect_close(out, -slope * (n - np.arange(n)), what=f"distance_penalty({n}, {slope})",
+                         idea=_penalty_idea(out, slope))
 
 
 def test_distance_penalty_is_a_row_of_alibi(impl):
@@ -234,16 +264,17 @@ def test_distance_penalty_is_a_row_of_alibi(impl):
     for h in range(n_heads):
         slope = 2.0 ** (-8.0 * (h + 1) / n_heads)  # ALiBi's slope of head h (exercise 5)
         alibi_row = -slope * np.abs(positions[n] - positions[:n])  # the query at position n, over keys 0..n-1
-        expect_close(impl.distance_penalty(n, slope), alibi_row,
-                     what=f"distance_penalty({n}, slope of ALiBi's head {h} of {n_heads}) against row {n} of "
-                          "ALiBi's bias for that head", idea=PENALTY)
+        out = impl.distance_penalty(n, slope)
+        expect_close(out, alibi_row, what=f"distance_penalty({n}, slope of ALiBi's head {h} of {n_heads}) against row "
+                                          f"{n} of ALiBi's bias for that head", idea=_penalty_idea(out, slope))
 
 
 def test_distance_penalty_rejects_bad_input(impl):
     expect_probe(impl, "distance_penalty/a_negative_slope", what="distance_penalty(5, slope=-0.5)", idea=CHECKS)
     expect_raises_value_error(lambda: impl.distance_penalty(0, 0.5), argument="n_keys",
                               what="distance_penalty(n_keys=0, 0.5)", idea=CHECKS)
-    expect_probe(impl, "distance_penalty/seven_keys", what="distance_penalty(7, 0.35)", idea=PENALTY)
+    expect_probe(impl, "distance_penalty/seven_keys", what="distance_penalty(7, 0.35)",
+                 idea=_penalty_idea(impl.distance_penalty(7, 0.35), 0.35))
 
 
 # ---------------------------------------------------------------- recall_weights
@@ -535,6 +566,8 @@ def test_length_accuracy_counts_the_top_scores(impl):
                           f"slope={slope})", idea=ACCURACY)
     expect_probe(impl, "length_accuracy/a_fixed_weight_on_eleven_contexts", what="length_accuracy on its fixed input",
                  idea=ACCURACY)
+    expect_probe(impl, "length_accuracy/a_steep_penalty_on_seven_contexts_of_twelve",
+                 what="length_accuracy on 7 contexts of 12 with slope 0.8", idea=ACCURACY)
 
 
 def _trained_here(embedding, task: dict, positions: bool, slope: float, seed: int, steps: int = 100,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
@@ -83,6 +84,96 @@ def own_vocab(merges: np.ndarray) -> list[bytes]:
     return vocab
 
 
+# --- conventions of other tokenizers: right code, another contract (named, never blamed on an idea) ------------
+
+RIGHT_TO_LEFT = ("yours replaces a pair from right to left ('aaa' with the merge (a, a) becomes [a, aa]): a "
+                 "convention, not a misconception; this kit's contract is left to right, in training and in encoding: "
+                 "'aaa' becomes [aa, a]")
+PRETOKENIZED = ("yours splits the text into words first (GPT-2's and tiktoken's pre-tokenization, a regex split before "
+                "merging), so no merge crosses a word or a space before it: a convention, not a misconception; this "
+                "kit's contract merges over the whole text as one sequence of bytes, spaces and punctuation included")
+BYTE_RANK = ("yours joins any two neighbours whose bytes together are a token, lowest rank first (tiktoken's merges by "
+             "byte rank): a convention, not a misconception; this kit's contract applies merge i, the pair of ids "
+             "merges[i], everywhere in the learned order, so a token comes only from its own pair")
+# GPT-2's and tiktoken's (cl100k) pre-tokenization patterns, with \w-classes for regex's \p{L} and \p{N}.
+_SPLITS = (r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+",
+           r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\w]?[^\W\d_]+|\d{1,3}| ?[^\s\w]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _merge_right_to_left(seq: list[int], pair: tuple[int, int], new: int) -> list[int]:
+    return _own_merge(seq[::-1], (pair[1], pair[0]), new)[::-1]
+
+
+def _trained(chunks: list[list[int]], n_merges: int, merge=_own_merge) -> list[list[int]]:
+    """The test's own training on several sequences at once (pairs never cross from one to the next)."""
+    merges: list[list[int]] = []
+    while len(merges) < n_merges:
+        counts = Counter(pair for chunk in chunks for pair in pairwise(chunk))
+        top = max(counts.values(), default=0)
+        if top < 2:
+            break
+        pair = min(p for p, c in counts.items() if c == top)
+        chunks = [merge(chunk, pair, 256 + len(merges)) for chunk in chunks]
+        merges.append(list(pair))
+    return merges
+
+
+def _encoded(chunks: list[list[int]], merges: np.ndarray, merge=_own_merge) -> list[int]:
+    out: list[int] = []
+    for chunk in chunks:
+        for i, pair in enumerate(np.asarray(merges).reshape(-1, 2).tolist()):
+            chunk = merge(chunk, tuple(pair), 256 + i)
+        out += chunk
+    return out
+
+
+def _by_byte_rank(text: str, merges: np.ndarray) -> list[int]:
+    rank: dict[bytes, int] = {}
+    for token, piece in enumerate(own_vocab(merges)):
+        rank.setdefault(piece, token)
+    parts = [bytes([b]) for b in text.encode("utf-8")]
+    while True:
+        ranked = [(rank[a + b], j) for j, (a, b) in enumerate(pairwise(parts)) if a + b in rank]
+        if not ranked:
+            return [rank[piece] for piece in parts]
+        _, j = min(ranked)
+        parts[j:j + 2] = [parts[j] + parts[j + 1]]
+
+
+def _words(text: str) -> list[list[list[int]]]:
+    """The text's bytes split by each pre-tokenization pattern."""
+    return [[list(word.encode("utf-8")) for word in re.findall(pattern, text)] for pattern in _SPLITS]
+
+
+def training_idea(merges: object, text: str, n_merges: int, idea: str) -> str:
+    """``idea``, or the convention whose training gives ``merges`` on ``text`` (the kit's does not)."""
+    try:
+        observed = np.asarray(merges).reshape(-1, 2).tolist()
+    except (TypeError, ValueError):
+        return idea
+    right = own_train(text, n_merges).tolist()
+    conventions = [(RIGHT_TO_LEFT, lambda: _trained([list(text.encode("utf-8"))], n_merges, _merge_right_to_left))]
+    conventions += [(PRETOKENIZED, lambda words=words: _trained(words, n_merges)) for words in _words(text)]
+    for message, train in conventions:
+        if observed != right and observed == train():
+            return f"{idea}; {message}"
+    return idea
+
+
+def encoding_idea(ids: object, text: str, merges: np.ndarray, idea: str) -> str:
+    """``idea``, or the convention whose encoding gives ``ids`` for ``text`` (the kit's does not)."""
+    try:
+        observed = np.asarray(ids).reshape(-1).tolist()
+    except (TypeError, ValueError):
+        return idea
+    conventions = [(RIGHT_TO_LEFT, lambda: _encoded([list(text.encode("utf-8"))], merges, _merge_right_to_left)),
+                   (BYTE_RANK, lambda: _by_byte_rank(text, merges))]
+    conventions += [(PRETOKENIZED, lambda words=words: _encoded(words, merges)) for words in _words(text)]
+    if observed == own_encode(text, merges):
+        return idea
+    return next((f"{idea}; {message}" for message, encode in conventions if observed == encode()), idea)
+
+
 def drawn_corpus(seed: int, alphabet: str, length: int, planted: tuple[str, ...]) -> str:
     """Random letters of a small alphabet, with the planted strings inserted often (so they merge early)."""
     rng = np.random.default_rng(seed)
@@ -151,6 +242,14 @@ def merges_whose_order_matters():
 @probe("bpe_encode")
 def order_against_frequency_in_the_text():
     return ("abcbcbc", np.array([[97, 98], [98, 99]])), {}
+
+
+@probe("bpe_encode")
+def a_token_its_merges_never_make():
+    # merges: 256 = (b, c), 257 = (bc, d), 258 = (a, b). In order, "abcd" is [a, bcd]: (b, c) acts first and
+    # no (a, b) is left. The longest piece at each place gives [ab, c, d]; tiktoken's merges by byte rank give
+    # the kit's answer here: this probe tells the longest match from them.
+    return ("abcd", np.array([[98, 99], [256, 100], [97, 98]])), {}
 
 
 @probe("bpe_decode")
@@ -227,7 +326,7 @@ def test_train_bpe_first_merge_is_the_planted_pair(impl):
     text = drawn_corpus(1511, "abcdef", 300, ("qz", "qz", "qz"))
     merges = impl.train_bpe(text, 1)
     if expect_shape(merges, (1, 2), what="train_bpe(text, 1)", idea=TRAIN):
-        expect_equal(np.asarray(merges)[0].tolist(), [ord("q"), ord("z")], idea=TRAIN,
+        expect_equal(np.asarray(merges)[0].tolist(), [ord("q"), ord("z")], idea=training_idea(merges, text, 1, TRAIN),
                      what="the first merge of a corpus where 'qz' is planted 75 times (byte ids of q and z)")
 
 
@@ -236,7 +335,8 @@ def test_train_bpe_counts_overlapping_runs(impl):
     # is left twice. Worked by hand.
     merges = impl.train_bpe("aaaaaaab", 5)
     if expect_array(merges, what="train_bpe('aaaaaaab', 5)", idea=OVERLAP):
-        expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), [[97, 97], [256, 256]], idea=OVERLAP + "; " + STOP,
+        expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), [[97, 97], [256, 256]],
+                     idea=training_idea(merges, "aaaaaaab", 5, OVERLAP + "; " + STOP),
                      what="train_bpe('aaaaaaab', 5): (a, a) first, then (aa, aa), then no pair occurs twice")
 
 
@@ -245,11 +345,13 @@ def test_train_bpe_breaks_ties_by_the_smallest_pair(impl):
     text = "xy.ab.qr.xy.ab.qr.xy.ab.qr"
     merges = impl.train_bpe(text, 1)
     if expect_shape(merges, (1, 2), what=f"train_bpe({text!r}, 1)", idea=TIES):
-        expect_equal(np.asarray(merges).tolist(), own_train(text, 1).tolist(), idea=TIES,
+        expect_equal(np.asarray(merges).tolist(), own_train(text, 1).tolist(),
+                     idea=training_idea(merges, text, 1, TIES),
                      what=f"the first merge of {text!r}, where seven pairs occur 3 times: the smallest, "
                           f"('.', 'a') = [46, 97]")
     text = drawn_corpus(1515, "ba", 40, ())  # two letters, 40 of them: ties come up at every step
-    expect_equal(np.asarray(impl.train_bpe(text, 6)).tolist(), own_train(text, 6).tolist(), idea=TIES,
+    merges = impl.train_bpe(text, 6)
+    expect_equal(np.asarray(merges).tolist(), own_train(text, 6).tolist(), idea=training_idea(merges, text, 6, TIES),
                  what=f"train_bpe({text!r}, 6), whose counts tie often")
 
 
@@ -270,7 +372,7 @@ def test_train_bpe_matches_the_tests_own_bpe(impl):
         if not expect_shape(merges, expected.shape, what=f"train_bpe(text, {n}) on a corpus drawn with seed "
                             f"{seed} over {alphabet!r}", idea=TRAIN):
             return
-        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=TRAIN,
+        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=training_idea(merges, text, n, TRAIN),
                      what=f"the merges, in order, of train_bpe(text, {n}) on a corpus drawn with seed {seed} "
                           f"over {alphabet!r}, planted {planted}")
 
@@ -306,7 +408,8 @@ def test_encode_applies_the_merges_in_their_learned_order(impl):
     # first would give [a, bc, bc, bc]. Worked by hand.
     merges = np.array([[98, 99], [97, 98], [257, 99]])
     for text, expected in (("abc", [97, 256]), ("abcbc", [97, 256, 256]), ("bcab", [256, 257])):
-        expect_equal(np.asarray(impl.bpe_encode(text, merges)).tolist(), expected, idea=ORDER,
+        ids = impl.bpe_encode(text, merges)
+        expect_equal(np.asarray(ids).tolist(), expected, idea=encoding_idea(ids, text, merges, ORDER),
                      what=f"bpe_encode({text!r}, merges bc=256, ab=257, (ab)c=258)")
     merges = np.array([[97, 98], [98, 99]])  # ab first, then bc
     expect_equal(np.asarray(impl.bpe_encode("abcbcbc", merges)).tolist(), [256, 99, 257, 257], idea=ORDER,
@@ -317,7 +420,8 @@ def test_encode_applies_the_merges_in_their_learned_order(impl):
 def test_encode_handles_overlapping_runs(impl):
     merges = np.array([[97, 97]])
     for text, expected in (("aaa", [256, 97]), ("aaaa", [256, 256]), ("baaaaab", [98, 256, 256, 97, 98])):
-        expect_equal(np.asarray(impl.bpe_encode(text, merges)).tolist(), expected, idea=OVERLAP,
+        ids = impl.bpe_encode(text, merges)
+        expect_equal(np.asarray(ids).tolist(), expected, idea=encoding_idea(ids, text, merges, OVERLAP),
                      what=f"bpe_encode({text!r}, merge (a, a) = 256)")
 
 
@@ -328,7 +432,8 @@ def test_encode_matches_the_tests_own_encoder(impl):
         text = drawn_corpus(seed, "abcde ", 90, ("cab", "bad"))  # new text, with an 'e' the corpus never had
         ids = impl.bpe_encode(text, merges)
         if expect_array(ids, what="bpe_encode(text, merges) of a new text", idea=ORDER):
-            expect_equal(np.asarray(ids).tolist(), own_encode(text, merges), idea=ORDER,
+            expect_equal(np.asarray(ids).tolist(), own_encode(text, merges),
+                         idea=encoding_idea(ids, text, merges, ORDER),
                          what=f"encode of a new text of {len(text)} letters, {text[:20]!r}..., with merges "
                               f"of the test's own training (seed {seed})")
 
@@ -451,6 +556,8 @@ def test_reference_values(impl):
                              ("bpe_encode/order_against_frequency_in_the_text",
                               "bpe_encode('abcbcbc') with merges ab, then bc", ORDER),
                              ("bpe_encode/text_with_accents", "encode of a text with accents", ORDER),
+                             ("bpe_encode/a_token_its_merges_never_make",
+                              "bpe_encode('abcd') with merges bc, (bc)d, ab", ORDER),
                              ("sequence_lengths/two_texts_three_sizes", "sequence_lengths of two texts", LENGTHS),
                              ("attention_cost/a_small_head", "attention_cost(37, 5, itemsize=4)", COST)):
         expect_probe(impl, name, what=what, idea=idea, rtol=0, atol=0)

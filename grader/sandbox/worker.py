@@ -303,6 +303,7 @@ class Worker:
         except BaseException as error:  # noqa: BLE001
             self.channel.send({"status": "import_error", "message": self.describe_import_error(module, error)}, [])
             return
+        _one_thread()
         try:
             with _RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
                 result = target(*args, **kwargs)
@@ -324,6 +325,27 @@ class Worker:
             return
         reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught)}
         self.channel.send(reply, reply_arrays)
+
+def _one_thread() -> None:
+    """Torch, if the student's code imported it, computes on one thread, as BLAS and OpenMP do here.
+
+    The worker's environment sets ``OMP_NUM_THREADS=1`` and its kin (``limits.worker_environment``), which
+    torch reads for its own pool when it is imported, but a student's module may set more threads, and torch
+    keeps an inter-op pool the size of the machine. The per-call budget counts the CPU time of every thread:
+    threads that spin while waiting for one another use it up (issue 34: 40.8 s on two threads, 1.8 s on
+    one), so every call starts on one thread. Nothing is imported here: torch only when it is loaded.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    try:
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)
+        if torch.get_num_interop_threads() != 1:
+            torch.set_num_interop_threads(1)  # only possible before torch's first parallel work
+    except Exception:  # noqa: BLE001, S110 - a torch without these, or past its first parallel work: as it is
+        pass
+
 
 def _drop_privileges(uid: int, gid: int) -> None:
     if os.getuid() == 0 and uid != 0:

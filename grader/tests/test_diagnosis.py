@@ -374,3 +374,67 @@ def test_an_input_check_item_the_code_really_lacks_is_named_after_the_behaviour_
     target = planted(tmp_path, "masks-causal-triu", "masks-padding-no-range-check")
     found = [m.id for m in diagnose(LocalImplementation(target), "masks")]
     assert found == ["masks-causal-triu", "masks-padding-no-range-check"]
+
+
+# ---------------------------------------------------------------------------- never a wrong diagnosis (issue 34)
+
+
+def test_mistakes_that_touch_one_output_are_named_together_only_where_together_they_give_it(tmp_path):
+    # A penalty counted from the start, from 1: -slope * (j + 1). "Counted from the start" and "the penalty as a
+    # reward" both change distance_penalty's output, but together they give +slope * j, not what is printed
+    # under the diagnosis (every value negative): neither the pair nor the sign flip may be offered.
+    target = planted(tmp_path, "distance-counted-from-the-start")
+    path = target / "distance.py"
+    path.write_text(path.read_text().replace("distance = np.arange(n_keys)", "distance = np.arange(1, n_keys + 1)"))
+    assert diagnose(LocalImplementation(target), "distance") == []
+    # Both mistakes made (the pair the fingerprints store: +slope * j) are still explained.
+    both = planted(tmp_path / "both", "distance-counted-from-the-start", "distance-penalty-as-a-reward")
+    assert diagnose(LocalImplementation(both), "distance") != []
+
+
+def copy_of_the_reference(tmp_path, file: str, replace: str, with_: str):
+    """A copy of solutions/ with one edit (whose text must occur once) in ``file``."""
+    import shutil
+
+    target = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / file
+    source = path.read_text(encoding="utf-8")
+    assert source.count(replace) == 1, replace
+    path.write_text(source.replace(replace, with_), encoding="utf-8")
+    return target
+
+
+def test_an_accuracy_scored_without_the_penalty_is_not_told_the_batch_axis(tmp_path):
+    # length_accuracy returns one number: on the old probe the accuracy without ALiBi's penalty equalled the
+    # batch-axis mistake's. A probe where the penalty decides tells them apart.
+    target = copy_of_the_reference(tmp_path, "distance.py", "scores = match_scores(weight, xq, xk, slope)  # (b, n)",
+                                   "scores = match_scores(weight, xq, xk, 0.0)  # (b, n)")
+    text = describe("distance", diagnose(LocalImplementation(target), "distance"))
+    assert "argmax over the batch axis" not in text, text
+    assert "without ALiBi's penalty" in text, text
+    batch_axis = diagnose(LocalImplementation(planted(tmp_path / "b", "distance-accuracy-over-the-batch-axis")),
+                          "distance")
+    assert [m.id for m in batch_axis] == ["distance-accuracy-over-the-batch-axis"]
+
+
+def test_a_count_that_one_number_cannot_tell_apart_lists_its_look_alikes(tmp_path):
+    # A multiply-add counted as one operation gives 2 n^2 d, as does Q K^T counted alone: for every n and d.
+    target = copy_of_the_reference(tmp_path, "tokenization.py", "flops = 2 * n * n * d + 2 * n * n * d",
+                                   "flops = n * n * d + n * n * d")
+    text = describe("tokenization", diagnose(LocalImplementation(target), "tokenization"))
+    assert "exactly the outputs of a known mistake:" not in text, text
+    assert "one number cannot tell mistakes apart" in text and "one of these" in text, text
+    assert "a multiply-add as one operation" in text and "Q K^T only" in text, text
+
+
+def test_a_mistake_seen_in_one_number_only_is_never_told_as_exact():
+    # The wording: one number that differs from the reference's is given by any number of mistakes.
+    # (length_accuracy's fixed probe: 1/11 against the reference's 6/11.)
+    probe = "length_accuracy/a_fixed_weight_on_eleven_contexts"
+    mistake = KnownMistake("distance-x", "distance", "I did X.", "Think.", {probe: (np.array(1 / 11),)})
+    text = describe("distance", [mistake])
+    assert text.startswith("Diagnosis: your distance.py gives the same single number as a known mistake; one "
+                           "number cannot tell mistakes apart, so it may be this one, or another mistake in "
+                           "length_accuracy():")
+    assert "\"I did X.\"" in text and "Hint: Think." in text

@@ -1004,3 +1004,20 @@ def test_a_submission_past_its_total_of_bytes_is_told_so_not_that_one_reply_was_
     message = str(raised.value)
     assert "in all" in message and "2000000 per submission" in message, message
     assert "more than the grader accepts" not in message, message
+
+
+
+def test_torch_computes_on_one_thread_before_every_call_of_the_worker():
+    # The per-call budget counts the CPU time of every thread: a student's module that sets torch to more
+    # threads must not turn a fast call into "an infinite loop?". (Where bwrap confines the worker, torch is
+    # not even importable; without it, the worker's site-packages hold it.)
+    torch = pytest.importorskip("torch")
+    from grader.sandbox import worker
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        worker._one_thread()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

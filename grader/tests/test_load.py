@@ -104,3 +104,18 @@ def test_a_students_own_run_stops_a_call_past_its_cpu_budget(tmp_path):
     with pytest.raises(ImplementationError, match=r"importing positional.py did not finish within 0.3 s"):
         implementation.function("positional", "alibi_bias")
     assert implementation.function("softmax", "softmax")(np.zeros(2)).tolist() == [0.5, 0.5]  # the rest still runs
+
+
+def test_a_call_stopped_past_its_cpu_budget_says_how_much_cpu_it_used():
+    # A loop uses its CPU budget in as much wall time; threads use it faster (the budget counts them all), a
+    # sleep hardly at all: the message says which, so torch on two threads is not taken for an infinite loop.
+    from tests.kit import call_budget, cpu_used
+
+    with pytest.raises(TimeoutError, match=r"^f\(\) did not finish within 0.2 s: an infinite loop\? \(it used 0\.\d s "
+                                           r"of CPU time in \d+\.\d s"):
+        with call_budget("f()", 0.2):
+            while True:
+                pass
+    assert "several threads at once" in cpu_used(4.0, 2.0) and "torch.set_num_threads(1)" in cpu_used(4.0, 2.0)
+    assert "mostly waited" in cpu_used(0.1, 2.0)
+    assert cpu_used(1.9, 2.0) == "it used 1.9 s of CPU time in 2.0 s"

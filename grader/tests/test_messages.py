@@ -140,3 +140,94 @@ def test_a_transposed_weight_is_not_told_about_x_T_alone(tmp_path):
                                                 "    out = x @ weight.T"))
     text = failures_of(target, "projections", "test_linear_shape_with_batch_axes")
     assert "no transpose of x or of weight is needed" in text, text[:3000]
+
+
+# ---------------------------------------------------------------- conventions of code from elsewhere (issue 34)
+
+
+def first_block(text: str) -> str:
+    """The first failure's block of a FAILURES section (its diagnosis, if any, included)."""
+    return text.split("\n____")[1]  # (the section starts with the rest of pytest's "= FAILURES =" line)
+
+
+def test_alibi_s_original_penalty_in_distance_is_told_the_convention(tmp_path):
+    # ALiBi's original code: slope * j, the key's position (exercise 5 names the same convention for alibi_bias).
+    target = plant(tmp_path, "distance.py", ("    return -slope * distance.astype(np.float64)",
+                                             "    return slope * np.arange(n_keys, dtype=np.float64)"))
+    text = failures_of(target, "distance", "distance_penalty")
+    assert any("(the original ALiBi code adds slope * j, the key's position)" in line
+               and "this kit's contract is -slope * (n_keys - j)" in line for line in revisit_lines(text)), text[:3000]
+    assert "so far keys score higher" not in text and "so the first key is penalised least" not in text, text[:3000]
+
+
+MERGE = ("""    out = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2  # both tokens of the pair are used up
+        else:
+            out.append(ids[i])
+            i += 1
+    return out""", """    out = []
+    i = len(ids) - 1
+    while i >= 0:
+        if i >= 1 and ids[i - 1] == pair[0] and ids[i] == pair[1]:
+            out.append(new_id)
+            i -= 2
+        else:
+            out.append(ids[i])
+            i -= 1
+    return out[::-1]""")
+
+
+def test_a_right_to_left_merge_is_told_the_convention_not_the_ties(tmp_path):
+    target = plant(tmp_path, "tokenization.py", MERGE)
+    first = first_block(failures_of(target, "tokenization"))
+    assert "test_train_bpe_breaks_ties_by_the_smallest_pair" in first, first
+    revisit = first.split("revisit:")[-1]
+    assert "from right to left" in revisit and "this kit's contract is left to right" in revisit, first
+
+
+ENCODE = """    ids = list(text.encode("utf-8"))  # (n_bytes,)
+    for i, (left, right) in enumerate(merges.tolist()):
+        ids = _merge(ids, (left, right), N_BYTES + i)  # merge i, everywhere, before merge i + 1
+    return np.array(ids, dtype=np.int64)  # (n,)"""
+
+
+def test_tiktoken_s_merges_by_byte_rank_are_told_the_convention_not_the_longest_match(tmp_path):
+    target = plant(tmp_path, "tokenization.py", (ENCODE, """    rank = {}
+    for token, piece in enumerate(_vocabulary(merges)):
+        rank.setdefault(piece, token)
+    parts = [bytes([b]) for b in text.encode("utf-8")]
+    while len(parts) > 1:
+        ranked = [(rank[a + b], j) for j, (a, b) in enumerate(pairwise(parts)) if a + b in rank]
+        if not ranked:
+            break
+        _, j = min(ranked)
+        parts[j:j + 2] = [parts[j] + parts[j + 1]]
+    return np.array([rank[piece] for piece in parts], dtype=np.int64)  # (n,)"""))
+    first = first_block(failures_of(target, "tokenization"))
+    assert "longest piece of the vocabulary that matches" not in first, first
+    assert "tiktoken's merges by byte rank" in first.split("revisit:")[-1], first
+
+
+def test_gpt2_pre_tokenization_is_told_the_convention_not_the_ties(tmp_path):
+    # A regex split into words before counting: no merge crosses a word (GPT-2, tiktoken).
+    split = r"""re.findall(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+", text)"""
+    target = plant(tmp_path, "tokenization.py", (
+        """    ids = list(text.encode("utf-8"))  # (len(bytes),): one token per byte
+    merges = []
+    for step in range(n_merges):
+        counts = _pair_counts(ids)""", f"""    import re
+    words = [list(word.encode("utf-8")) for word in {split}]
+    merges = []
+    for step in range(n_merges):
+        counts = {{}}
+        for word in words:
+            for pair, count in _pair_counts(word).items():
+                counts[pair] = counts.get(pair, 0) + count"""),
+        ("        ids = _merge(ids, best, N_BYTES + step)",
+         "        words = [_merge(word, best, N_BYTES + step) for word in words]"))
+    first = first_block(failures_of(target, "tokenization"))
+    assert "pre-tokenization, a regex split before merging" in first.split("revisit:")[-1], first

@@ -1,0 +1,94 @@
+"""Numbers in failure messages (issue 34): two numbers that differ print differently, and a result right to
+float32's precision is told the precision and the contract, never a mistake of the formula."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests import feedback
+from tests.feedback import differing_numbers, expect_close
+
+
+@pytest.fixture
+def messages(monkeypatch) -> list[str]:
+    """The messages the checks of ``tests.feedback`` give pytest-check (which is kept from failing this test)."""
+    seen: list[str] = []
+    monkeypatch.setattr(feedback.check, "fail", seen.append)
+    return seen
+
+
+@pytest.mark.parametrize(("observed", "expected"), [
+    (np.float32(0.046415888), 0.046415888336127795),  # a float32 sinusoidal frequency against float64's
+    (1.0 + 2.0 ** -52, 1.0),
+    (0.0626509, 0.062651),
+    (0.017593912, 0.017593945),
+])
+def test_two_numbers_that_differ_print_differently(observed, expected):
+    text = differing_numbers(observed, expected)
+    shown, rest = text.split(" instead of ")
+    assert shown != rest.split(" (")[0], text
+    assert float(shown) == pytest.approx(float(observed), rel=1e-5), text  # rounded, never another number
+    error = abs(float(observed) - expected)
+    assert f"off by {error:.2g}" in text and f"relative {error / abs(expected):.2g}" in text, text
+
+
+def test_the_digits_are_as_few_as_show_the_difference():
+    assert differing_numbers(0.5, 0.25) == "0.50 instead of 0.25 (off by 0.25, relative 1)"
+    assert differing_numbers(3, 4) == "3 instead of 4 (off by 1, relative 0.25)"
+    assert differing_numbers(0.0626509, 0.062651).startswith("0.0626509 instead of 0.0626510 ")
+
+
+def test_the_dtypes_are_named_when_they_differ():
+    text = differing_numbers(np.float32(0.1), np.float64(0.1))
+    assert text.endswith("; yours is float32, the expected float64)"), text
+    assert "float" not in differing_numbers(np.float64(0.2), np.float64(0.1))
+
+
+def test_a_failed_comparison_prints_the_numbers_that_differ(messages):
+    expected = np.array([0.5, 1.0, 0.046415888336127795])
+    observed = expected.astype(np.float32)
+    observed[0] = 0.75
+    expect_close(observed, expected, what="three numbers", idea="an idea")
+    (message,) = messages
+    assert "the first, at index (0,), is 0.75 instead of 0.50 (off by 0.25, relative 0.5; yours is float32, the " \
+           "expected float64)" in message, message
+
+
+def test_a_float32_result_right_to_float32_precision_is_told_the_precision_not_a_mistake(messages):
+    # A float32 sinusoidal table as torch builds it: sin^2 + cos^2 is 1 only to float32's precision.
+    angles = np.arange(5.0)[:, None] / 10000.0 ** (np.arange(0, 8, 2) / 8)
+    table = np.stack([np.sin(angles), np.cos(angles)], -1).reshape(5, 8).astype(np.float32)
+    squares = table[:, 0::2] ** 2 + table[:, 1::2] ** 2
+    wrong_idea = "use the pair index 2*(j//2) for column j, not j"
+    expect_close(squares, np.ones((5, 4)), what="sin^2 + cos^2", idea=wrong_idea)
+    (message,) = messages
+    revisit = message.split("revisit:", 1)[1]
+    assert wrong_idea not in revisit, message
+    assert "precision" in revisit and "float32" in revisit and "float64" in revisit, message
+
+
+def test_float64_values_right_only_to_float32_precision_are_told_the_precision_too(messages):
+    # Computed in float32 and returned as float64 (torch's .double() at the end): the dtype hides it.
+    right = np.sin(np.arange(1.0, 13.0))
+    computed = right * (1.0 + 3e-7 * np.cos(np.arange(12.0)))  # float32's rounding, a few eps of it
+    assert not np.allclose(computed, right, rtol=1e-7, atol=1e-9)  # the check fails ...
+    expect_close(computed, right, what="twelve numbers", idea="a formula")
+    (message,) = messages
+    assert "precision" in message.split("revisit:", 1)[1] and "float64" in message, message
+
+
+def test_a_float32_result_that_is_wrong_keeps_the_idea_of_its_check(messages):
+    expect_close(np.full(4, 2.0, dtype=np.float32), np.ones(4), what="four ones", idea="the formula's idea")
+    (message,) = messages
+    assert message.endswith("revisit:  the formula's idea"), message
+
+
+def test_an_exact_comparison_of_numbers_printed_rounded_shows_the_first_that_differs(messages):
+    from tests.feedback import expect_equal
+
+    expected = np.array([0.25, 0.046415888336127795])
+    expect_equal(expected + [0.0, 1e-9], expected, what="two numbers", idea="an idea")
+    (message,) = messages
+    detail = "1 of 2 entries differ; the first, at index (1,), is 0.046415889 instead of 0.046415888 (off by 1e-09"
+    assert detail in message, message
