@@ -29,7 +29,7 @@ def not_started_line(number: int, name: str, folder: str) -> re.Pattern[str]:
     """The line of a not-started exercise: number and name, file, tests, command, section of the reading."""
     section = load().exercise(name).reading_of()
     return re.compile(rf"^NOT STARTED +{number}\. {name} +{re.escape(folder)}/{name}\.py +(\d+) tests? +"
-                      rf"pytest -m {name} +docs/reading\.md#{section}$", flags=re.MULTILINE)
+                      rf"pytest -m {name}(?: --impl=\S+)? +docs/reading\.md#{section}$", flags=re.MULTILINE)
 
 
 def test_the_first_run_of_a_fresh_copy_fits_on_a_screen_and_names_every_exercise_once():
@@ -62,7 +62,7 @@ def test_the_first_started_exercise_shows_its_failures_in_full(tmp_path: Path):
     assert failed == {"tests/test_02_projections"}, done.stdout
     shown = str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
     attention = not_started_line(3, "attention", shown).findall(done.stdout)
-    assert len(attention) == 1, done.stdout
+    assert len(attention) == 1 and f"pytest -m attention --impl={folder} " in done.stdout, done.stdout
     assert "NOT STARTED" not in done.stdout.replace("NOT STARTED  3. attention", "", 1), done.stdout
     summary = re.search(r"=+ (\d+) failed, (\d+) passed", done.stdout.splitlines()[-1])
     assert summary is not None, done.stdout.splitlines()[-1]
@@ -76,3 +76,19 @@ def test_a_run_that_cannot_tell_or_asks_for_one_exercise_shows_the_stubs_failure
     done = run_pytest(*selection)
     assert done.returncode == 1 and "NOT STARTED" not in done.stdout, done.stdout
     assert "softmax: not implemented yet (exercise 1, softmax.py" in done.stdout, done.stdout
+
+
+def test_a_function_written_on_top_of_a_stub_makes_its_exercise_started(tmp_path: Path):
+    # qkv_projections is written and calls linear, still a stub: every test fails on "not implemented yet",
+    # but not every function is a stub, so the failures show (linear's message says what to write next).
+    folder = make_partial(tmp_path / "work", done=())
+    stub = "    raise NotImplementedError('qkv_projections: not implemented yet"
+    source = (folder / "projections.py").read_text(encoding="utf-8")
+    start = source.index(stub)
+    written = source[:start] + "    return linear(x, w_q), linear(x, w_k), linear(x, w_v)" + \
+        source[source.index("\n", start):]
+    (folder / "projections.py").write_text(written, encoding="utf-8")
+    done = run_pytest("-m", "projections or attention", f"--impl={folder}")
+    assert done.returncode == 1 and "= FAILURES =" in done.stdout, done.stdout
+    assert "linear: not implemented yet (exercise 2" in done.stdout.split("= FAILURES =", 1)[1], done.stdout
+    assert re.findall(r"^NOT STARTED +(\d+)\. ", done.stdout, flags=re.MULTILINE) == ["3"], done.stdout
