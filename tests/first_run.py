@@ -69,6 +69,7 @@ def _students_own_run(config: pytest.Config) -> bool:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """Count the tests of each exercise in the run (a student's run only)."""
     if not _students_own_run(session.config):
         return
     outcomes = session.config.stash[OUTCOMES] = Outcomes()
