@@ -2,12 +2,12 @@
 
 A small store of synthetic facts, each one sentence of three words::
 
-    the code of vessel-17 is v3        entity "vessel-17", attribute "code", value "v3"
+    the code of entity-17 is v3        entity "entity-17", attribute "code", value "v3"
 
 Every entity has one fact per attribute, and every value is drawn at random,
 independently of everything else. The facts are shuffled and cut into chunks
 of a few facts each, as a document store cuts its documents. A question asks
-for one fact ("what is the code of vessel-17?"); its evidence is the one
+for one fact ("what is the code of entity-17?"); its evidence is the one
 chunk that holds that fact.
 
 Retrieval needs vectors. Every word has a fixed random vector (the rows of
@@ -15,8 +15,8 @@ Retrieval needs vectors. Every word has a fixed random vector (the rows of
 of the entity and attribute words of its facts; a question's vector is the
 mean of its two words' vectors plus Gaussian noise of size ``noise`` (the
 question is worded differently from the chunk). The vectors know words, not
-facts: a chunk that holds "the code of vessel-3" and "the port of vessel-17"
-shares both words of the question "the code of vessel-17" and still does not
+facts: a chunk that holds "the code of entity-3" and "the port of entity-17"
+shares both words of the question "the code of entity-17" and still does not
 hold the answer. So retrieval sometimes misses, and more often with more
 noise or fewer retrieved chunks.
 

@@ -25,6 +25,8 @@ from tests import failures
 from tests.kit import CALL_BUDGET, Implementation, ImplementationError, Kit, LocalImplementation
 
 ROOT = Path(__file__).resolve().parent.parent
+# A first run of a fresh copy: one line per exercise not started, not a wall of failures.
+pytest_plugins = ("tests.first_run",)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

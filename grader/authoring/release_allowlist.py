@@ -42,6 +42,7 @@ STUDENT_FILES = (
     "tests/effort.py",
     "tests/failures.py",
     "tests/feedback.py",
+    "tests/first_run.py",
     "tests/kinds.py",
     "tests/kit.py",
     "tests/own_models.py",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import ROOT, kit_manifest, load
 
 READING = ROOT / "docs" / "reading.md"
 # Other files reference these ids; renaming one breaks their links, so they are pinned here.
@@ -82,3 +82,19 @@ def test_the_reading_names_no_instructor_file_or_option():
     text = READING.read_text(encoding="utf-8")
     found = sorted(set(re.findall(r"solutions/[\w./]*|benchmarks/[\w./]*|--reference\b", text)))
     assert not found, f"{READING.name} names instructor material students do not have: {found}"
+
+
+def test_the_table_of_exercises_lists_every_exercise_of_the_manifest_with_its_sections():
+    # | 12. negation (Part III) | `exercises/negation.py` | [Context changes the meaning](#meaning) |
+    row = re.compile(r"^\| (\d+)\. (\w+)(?: \(Part (\w+)\))? \| `exercises/(\w+)\.py` \| (.+) \|$", flags=re.MULTILINE)
+    rows = row.findall(READING.read_text(encoding="utf-8").split("\n## ", 1)[0])
+    curriculum = kit_manifest()  # the kit's reading lists the kit's exercises, whatever course is active
+    assert [(int(number), name) for number, name, *_ in rows] == [
+        (exercise.number, exercise.name) for exercise in curriculum.exercises]
+    numerals = ("I", "II", "III", "IV", "V", "VI")
+    for (_, name, part, module, read), exercise in zip(rows, curriculum.exercises, strict=True):
+        assert module == name, f"exercise {name}: the table names exercises/{module}.py"
+        assert part == ("" if exercise.part == 1 else numerals[exercise.part - 1]), f"exercise {name}: Part {part!r}"
+        linked = re.findall(r"\]\(#([\w-]+)\)", read)
+        assert set(exercise.reading) <= set(linked), f"exercise {name}: the table links {linked}, not all of " \
+                                                     f"{exercise.reading}"
