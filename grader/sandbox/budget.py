@@ -45,6 +45,7 @@ from collections.abc import Callable
 
 from grader.sandbox import load
 from grader.sandbox.limits import Limits
+from tests.kit import cpu_used
 
 # The grader waits for a call at most this many times its CPU budget, plus WALL_SLACK seconds, in wall time (the
 # reference's time not counted): a call that has neither used its CPU budget nor slept for it by then waited for a
@@ -130,7 +131,8 @@ class Budget:
         if timeout < self.limits.call_timeout:
             return BudgetExhausted(f"{what} did not finish: your code used up its time budget "
                                    f"({self.limits.student_seconds:g} s for the tests of one exercise)")
-        return TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?")
+        used = f" ({cpu_used(self.last_cpu, self.last_wall)})" if self.verdict == "cpu" else ""
+        return TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?{used}")
 
     def timed_out(self) -> None:
         """A call timed out (kept for the facade; nothing changes for the later calls)."""

@@ -452,3 +452,11 @@ def test_a_looping_function_costs_its_own_exercises_tests_only(isolated, tmp_pat
     softmax = impl.function("softmax", "softmax")
     np.testing.assert_allclose(softmax(np.zeros((2, 4))), np.full((2, 4), 0.25))
     assert impl.spent >= 0.5
+
+
+def test_a_call_stopped_at_its_cpu_budget_says_how_much_cpu_it_used(isolated, tmp_path):
+    folder = copy_reference(tmp_path / "student", softmax="def softmax(x, axis=-1):\n    while True:\n        pass\n")
+    impl = isolated(folder, limits=Limits(call_timeout=0.4))
+    with pytest.raises(TimeoutError, match=r"did not finish within 0\.4 s: an infinite loop\? \(it used 0\.\d s of "
+                                           r"CPU time in \d+\.\d s"):
+        impl.function("softmax", "softmax")(np.zeros(3))
