@@ -641,7 +641,7 @@ def _as_train_pooled(impl, seed: int, task: dict, steps: int):
     rng, direction = np.random.default_rng(seed), np.random.default_rng(seed + 7)
     tokens, query, target = (np.asarray(task[key]) for key in ("tokens", "query_position", "target"))
     params = impl.init_pooled(rng, len(task["vocab"]), BAG["d_model"], BAG["d_hidden"])
-    if not isinstance(params, dict):
+    if not isinstance(params, (dict,)):
         return None, rng, message("init_pooled's result, for train_pooled's loop run here", "a dict of parameters",
                                   type(params).__name__, POOLED)
     state = None
