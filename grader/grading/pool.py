@@ -36,6 +36,9 @@ from grader.grading.records import Job, Result
 PROGRESS = ("progress",)
 # How often a student whose grading stalled because the machine was busy is graded again, on a fresh process.
 STALL_RETRIES = 2
+# Until a job's first test ends, its process may also be starting (an interpreter, numpy, pytest) and collecting
+# the suite: that first wait is longer by this many seconds.
+STARTUP_GRACE = 60.0
 # A stall is the machine's when the grading process waited for a CPU at least this share of the stalled time,
 # or when the machine's runnable processes outnumbered its cores (the 1-minute load average).
 MACHINE_WAIT_SHARE = 0.1
@@ -97,11 +100,12 @@ class _Process:
         self.process.start()
         child.close()
         self.job: Job | None = None
+        self.progressed = False  # the job has finished a test
         self.progress_at = 0.0  # when the job started or last finished a test (time.monotonic)
         self.waited_mark: float | None = None  # the process's wait for a CPU then (seconds)
 
     def send(self, job: Job) -> None:
-        self.job = job
+        self.job, self.progressed = job, False
         self.mark()
         self.connection.send(job)
 
@@ -151,13 +155,14 @@ def _look(worker: _Process, stall: float, attempts: int) -> _Outcome:
             break
         if message == PROGRESS:
             worker.mark()
+            worker.progressed = True
             continue
         return _Outcome(result=message)
     if not worker.process.is_alive():
         worker.process.join(0.1)
         return _Outcome(result=Result(error=death_reason(worker.process.exitcode)), replace=True)
     stalled = time.monotonic() - worker.progress_at
-    if stalled <= stall:
+    if stalled <= stall + (0.0 if worker.progressed else STARTUP_GRACE):
         return _Outcome()
     waited = worker.waited()
     if _machine_busy(waited, stalled):
