@@ -499,6 +499,16 @@ def test_retrieved_evidence_is_answered(impl):
         expect(result["accuracy_retrieved"] >= 0.97, what=f"accuracy where the evidence was retrieved (k = {k}, "
                "sharpness 10)", expected="at least 0.97", observed=f"{result['accuracy_retrieved']:.3f}",
                idea="a sharp reader puts nearly all its weight on the fact that shares both words with the question")
+    # The evidence moved, by the test, to each question's least similar chunk: at k = 1 no question retrieves it,
+    # so accuracy_retrieved averages nothing.
+    moved = collection(COLLECTION_SEED + 6, n_entities=13, questions_per_fact=1)
+    moved["evidence"] = own_cosine(moved["question_vectors"], moved["chunk_vectors"]).argmin(axis=1)
+    result = checked_evaluation(impl, moved, 1)
+    if result is not None:
+        expect(bool(np.isnan(result["accuracy_retrieved"])), what="accuracy_retrieved at k = 1 on a collection "
+               "whose evidence the test moved to each question's least similar chunk (no evidence retrieved)",
+               expected="nan", observed=repr(result["accuracy_retrieved"]), idea="accuracy_retrieved is the mean "
+               "of correct over the questions with their evidence: with none it is NaN, a mean of nothing, not 0")
 
 
 def test_missing_evidence_is_answered_at_chance(impl):
