@@ -355,6 +355,10 @@ def train_match_head(rng: np.random.Generator, embedding: np.ndarray, task: dict
 def length_accuracy(weight: np.ndarray, embedding: np.ndarray, task: dict, positions: bool, slope: float) -> float:
     """The fraction of a task's queries whose highest score is on the answer.
 
+    The head answers with one key: the one with the highest score, the first
+    of them (the lowest position) when several tie, as ``np.argmax`` picks.
+    An answer that only ties a key before it is not the head's answer.
+
     Parameters
     ----------
     weight : numpy.ndarray

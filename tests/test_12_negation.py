@@ -465,6 +465,52 @@ def test_train_pooled_is_init_pooled_then_adam_steps_with_their_state(impl):
            observed=f"{_show_losses(losses)}: {found}", idea=idea)
 
 
+# Sentences that all differ: now the batches decide the losses. Each step draws batch_size rows with replacement,
+# rng.integers(0, n, size=batch_size), from the rng init_pooled drew from, right before its gradient.
+DRAWN = {"d_model": D_SMALL, "d_hidden": HIDDEN, "steps": 5, "batch_size": 6, "lr": 0.03}
+DRAWING = ("each step's batch: rows = rng.integers(0, n, size=batch_size) (with replacement), drawn from the same rng "
+           "after init_pooled, one draw per step, right before its pooled_gradients")
+
+
+def _drawn_losses(impl, seed: int, task: dict, draw) -> list[float]:
+    """The losses of init_pooled then Adam steps over your pooled_gradients, each batch's rows ``draw(rng, n)``."""
+    rng = np.random.default_rng(seed)
+    params = impl.init_pooled(rng, len(task["vocab"]), DRAWN["d_model"], DRAWN["d_hidden"])
+    state, losses = None, []
+    for _ in range(DRAWN["steps"]):
+        rows = draw(rng, len(task["tokens"]))
+        loss, grads = impl.pooled_gradients(params, task["tokens"][rows], task["query_position"][rows],
+                                            task["target"][rows])
+        params, state = _adam(params, grads, state, DRAWN["lr"], 0.9, 0.999, 1e-8)
+        losses.append(float(loss))
+    return losses
+
+
+def test_train_pooled_draws_each_batch_from_rng(impl):
+    if not require_analytic(impl):  # the expected losses come from your pooled_gradients
+        return
+    task = variant_tasks(TASK_SEED + 2, n_train=9, n_test=4)[0]  # 27 sentences, all different
+    result = call_or_explain(impl.train_pooled, np.random.default_rng(43), task, **DRAWN,
+                             what=f"train_pooled(rng, task, {DRAWN}) on {len(task['tokens'])} different sentences",
+                             idea=TRAIN)
+    losses = np.asarray(result[1] if isinstance(result, tuple) and len(result) == 2 else [], dtype=float).ravel()
+    size = DRAWN["batch_size"]
+    expected = np.array(_drawn_losses(impl, 43, task, lambda rng, n: rng.integers(0, n, size=size)))
+    if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
+        return
+    others = {"rows drawn without replacement (rng.choice(n, batch_size, replace=False))":
+              lambda rng, n: rng.choice(n, size=size, replace=False),
+              "rows drawn as rng.permutation(n)[:batch_size]": lambda rng, n: rng.permutation(n)[:size],
+              "the same first rows every step": lambda rng, n: np.arange(size) % n}
+    found = next((label for label, draw in others.items() if losses.shape == expected.shape and np.allclose(
+        losses, _drawn_losses(impl, 43, task, draw), rtol=1e-6, atol=1e-9)), "batches drawn some other way")
+    expect(False, what=f"the losses of train_pooled on {len(task['tokens'])} different sentences, "
+                       f"{DRAWN['steps']} steps of {size}",
+           expected=f"those of init_pooled(rng, ...) then, every step, {size} rows from rng.integers(0, n, "
+                    f"size=batch_size) and an Adam step: {_show_losses(expected)}",
+           observed=f"{_show_losses(losses)}: {found}", idea=TRAIN + "; " + DRAWING)
+
+
 # ---------------------------------------------------------------- pair_accuracy, negation_attention
 
 def test_pair_accuracy_counts_sentences_and_pairs(impl):

@@ -564,6 +564,23 @@ def test_length_accuracy_counts_the_top_scores(impl):
         expect_close(np.asarray(float(out)), _accuracy(weight, embedding, task, positions, slope),
                      what=f"length_accuracy of a fixed weight on 60 contexts of {length} (positions={positions}, "
                           f"slope={slope})", idea=ACCURACY)
+    # Exact ties (small integers, no positions, no penalty): symbol 2's vector is the sum of 0's and 1's, so a key of
+    # symbol 2 scores as high as one of the query's own symbol. The head answers with one key, the first of the
+    # highest (np.argmax's rule): the answer counts only where it is that first one. Rows 1 and 2 are right (the
+    # answer comes before its tie, or has none); rows 0, 3 and 4 are not (an earlier key ties it): 2 of 5. Counting
+    # every tied answer as right gives 5 of 5, taking the last of the highest 3 of 5.
+    tied = {"symbols": np.array([[0, 3, 4, 0, 3, 1], [3, 0, 4, 2, 3, 4], [1, 3, 4, 3, 4, 4], [2, 3, 1, 4, 2, 3],
+                                 [4, 0, 3, 0, 4, 4]]),
+            "query": np.array([0, 0, 1, 1, 0]), "answer": np.array([3, 1, 0, 2, 3])}
+    vectors = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=float)
+    out = call_or_explain(impl.length_accuracy, np.eye(4), vectors, tied, False, 0.0,
+                          what="length_accuracy on 5 contexts of 6 with exact ties", idea=ACCURACY)
+    expect_close(np.asarray(float(out)), 2 / 5, rtol=1e-12,
+                 what="length_accuracy of the identity weight on 5 contexts of 6 where keys tie exactly (no positions, "
+                      "slope 0): the answers of rows 0, 3 and 4 tie an earlier key",
+                 idea=ACCURACY + "; the head answers with the first of the highest scores (np.argmax): an answer "
+                                 "that only ties an earlier key is not the head's answer (2 of 5 here; 5 of 5 counts "
+                                 "every tie as right, 3 of 5 takes the last of the highest)")
     expect_probe(impl, "length_accuracy/a_fixed_weight_on_eleven_contexts", what="length_accuracy on its fixed input",
                  idea=ACCURACY)
     expect_probe(impl, "length_accuracy/a_steep_penalty_on_seven_contexts_of_twelve",

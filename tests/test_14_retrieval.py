@@ -237,6 +237,14 @@ def test_top_k_keeps_ties_in_index_order(impl):
     expect_equal(np.asarray(impl.top_k(similarity, 3)), np.array([[1, 3, 0], [0, 1, 2]]),
                  what="top_k(k=3) of [[0.5, 0.9, 0.5, 0.9, 0.1], [0.3, 0.3, 0.3, 0.3, 0.3]]",
                  idea=TOPK + "; the lower index first among equal scores")
+    # Many ties in long rows: numpy's default sort (quicksort, not stable) reorders equal scores at this size, so
+    # only a sort that keeps ties in index order (kind="stable", or any other rule that orders them by index) passes.
+    crowded = np.random.default_rng(1423).integers(0, 3, size=(4, 29)) / 4  # 3 distinct scores in 29 chunks
+    for k in (10, 29):
+        expect_equal(np.asarray(impl.top_k(crowded, k)), own_top_k(crowded, k),
+                     what=f"top_k(k={k}) of 4 rows of 29 scores that take only the values 0, 0.25 and 0.5 (ties "
+                          "everywhere)", idea=TOPK + "; numpy's default argsort is not stable: among equal scores "
+                                                     "it may put a higher index first, so ask for kind='stable'")
 
 
 def test_top_k_rejects_a_bad_k(impl):
@@ -269,6 +277,14 @@ def test_recall_at_k_counts_the_hits(impl):
                  what="recall_at_k of 50 random rows of 5 chunks out of 12", idea=RECALL)
     expect_probe(impl, "recall_at_k/three_hits_of_five", what="recall_at_k on the fixed input "
                  "recall_at_k/three_hits_of_five", idea=RECALL, rtol=1e-12)
+    # A chunk listed twice in a row is still one hit for that question: recall counts questions, never retrievals.
+    retrieved = np.array([[2, 2, 5], [1, 3, 1], [4, 0, 4], [6, 6, 6], [0, 5, 3]])
+    relevant = np.array([2, 1, 3, 6, 4])
+    expect_close(impl.recall_at_k(retrieved, relevant), 3 / 5, rtol=1e-12,
+                 what="recall_at_k of [[2, 2, 5], [1, 3, 1], [4, 0, 4], [6, 6, 6], [0, 5, 3]] for the evidence "
+                      "[2, 1, 3, 6, 4] (the evidence listed twice or three times in rows 0, 1, 3: 3 of 5 questions)",
+                 idea=RECALL + "; a question is hit or not (np.any over its row): an evidence retrieved twice counts "
+                               "once, and recall never exceeds 1")
 
 
 # ---------------------------------------------------------------- answer_with_attention
@@ -449,7 +465,8 @@ def checked_evaluation(impl, data: dict, k: int, sharpness: float = 10.0) -> dic
         good.append(expect_close(np.asarray(result[key], dtype=float), value, rtol=1e-12, what=f"{key}, {label}",
                                  idea=PIPELINE + ("; chance is 1 / n_values, the number of value words" if key ==
                                                   "chance" else "; the mean of correct over the questions with "
-                                                  "(without) their evidence" if key.startswith("accuracy_") else "")))
+                                                  "(without) their evidence, NaN when there are none (a mean of no "
+                                                  "question, not 0)" if key.startswith("accuracy_") else "")))
     return result if all(good) else None
 
 
@@ -482,6 +499,16 @@ def test_retrieved_evidence_is_answered(impl):
         expect(result["accuracy_retrieved"] >= 0.97, what=f"accuracy where the evidence was retrieved (k = {k}, "
                "sharpness 10)", expected="at least 0.97", observed=f"{result['accuracy_retrieved']:.3f}",
                idea="a sharp reader puts nearly all its weight on the fact that shares both words with the question")
+    # The evidence moved, by the test, to each question's least similar chunk: at k = 1 no question retrieves it,
+    # so accuracy_retrieved averages nothing.
+    moved = collection(COLLECTION_SEED + 6, n_entities=13, questions_per_fact=1)
+    moved["evidence"] = own_cosine(moved["question_vectors"], moved["chunk_vectors"]).argmin(axis=1)
+    result = checked_evaluation(impl, moved, 1)
+    if result is not None:
+        expect(bool(np.isnan(result["accuracy_retrieved"])), what="accuracy_retrieved at k = 1 on a collection "
+               "whose evidence the test moved to each question's least similar chunk (no evidence retrieved)",
+               expected="nan", observed=repr(result["accuracy_retrieved"]), idea="accuracy_retrieved is the mean "
+               "of correct over the questions with their evidence: with none it is NaN, a mean of nothing, not 0")
 
 
 def test_missing_evidence_is_answered_at_chance(impl):
@@ -496,6 +523,15 @@ def test_missing_evidence_is_answered_at_chance(impl):
                what=f"accuracy where the evidence was not retrieved ({missed} questions, k = {k}, sharpness "
                     f"{sharpness})", expected=f"chance, 1 / {len(data['values'])} = {chance:.3f} (within 0.08)",
                observed=f"{result['accuracy_missed']:.3f}", idea=MISSING + "; a sharper reader does not help")
+    # k = n_chunks retrieves every chunk: no question misses its evidence, so accuracy_missed averages nothing.
+    small = collection(COLLECTION_SEED + 5, n_entities=11, questions_per_fact=1)
+    result = checked_evaluation(impl, small, len(small["chunks"]))
+    if result is not None:
+        expect(bool(np.isnan(result["accuracy_missed"])), what=f"accuracy_missed when k = n_chunks = "
+               f"{len(small['chunks'])} retrieves every evidence (no question missed)", expected="nan",
+               observed=repr(result["accuracy_missed"]), idea="accuracy_missed is the mean of correct over the "
+               "questions without their evidence: with none it is NaN, a mean of nothing, not 0 (0 would say "
+               "every such question was answered wrong)")
 
 
 def test_accuracy_follows_recall(impl):

@@ -377,6 +377,22 @@ def test_train_bpe_matches_the_tests_own_bpe(impl):
                           f"over {alphabet!r}, planted {planted}")
 
 
+def test_train_bpe_merges_bytes_of_non_ascii_text(impl):
+    # Accents, a dash and Chinese: every character here is two or three UTF-8 bytes, so merges over bytes differ
+    # from merges over characters (code points, ord(c)) from the first one on.
+    text = drawn_corpus(1515, "naïvé café–東京 ", 230, ("ïé", "東京", "é–"))
+    expected = own_train(text, 18)
+    merges = impl.train_bpe(text, 18)
+    if expect_shape(merges, expected.shape, what="train_bpe(text, 18) on a corpus of accents, a dash and Chinese",
+                    idea=TRAIN):
+        expect_equal(np.asarray(merges).tolist(), expected.tolist(),
+                     what="the merges, in order, of train_bpe(text, 18) on 'naïvé café–東京' drawn with seed 1515 "
+                          "(e.g. 'é' is the bytes 195, 169 and '東' the bytes 230, 157, 177)",
+                     idea=training_idea(merges, text, 18, TRAIN + "; the tokens are the text's UTF-8 bytes "
+                                        "(text.encode('utf-8'), ids 0..255), never its characters (ord(c)): a "
+                                        "character outside ASCII is two to four bytes"))
+
+
 def test_fewer_merges_are_a_prefix_of_more(impl):
     text = drawn_corpus(1516, "rstu v", 260, ("vst", "uu"))
     few, many = impl.train_bpe(text, 7), impl.train_bpe(text, 21)

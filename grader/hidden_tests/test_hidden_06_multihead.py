@@ -131,7 +131,7 @@ def test_one_head_and_one_token(impl):
                  idea="with weight 1 the context is the token's own value; then the output projection")
 
 
-def test_masks_broadcast_over_two_batch_axes(impl):
+def test_multi_head_masks_broadcast_over_two_batch_axes(impl):
     rng = np.random.default_rng(70)
     x = rng.normal(size=(2, 3, 4, 6))
     params = _params(71, 6)

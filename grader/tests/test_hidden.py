@@ -33,6 +33,16 @@ def test_hidden_files_do_not_shadow_public_test_names() -> None:
     assert not public & {path.name for path in HIDDEN_DIR.glob("test_*.py")}
 
 
+def test_no_hidden_test_name_is_in_two_exercises() -> None:
+    # A result, a gradebook column or a reader that goes by a test's name alone must never take one exercise's test
+    # for another's: exercise 3's failing test_masks_broadcast_over_two_batch_axes was read as exercise 6's.
+    owners: dict[str, set[str]] = {}
+    for hidden in catalogue():
+        for test in hidden.tests:
+            owners.setdefault(test, set()).add(hidden.exercise)
+    assert {test: sorted(names) for test, names in owners.items() if len(names) > 1} == {}
+
+
 def test_all_pass_on_the_reference(tmp_path: Path) -> None:
     suite = run_hidden(tmp_path, "--impl", "solutions")
     cases = list(suite.iter("testcase"))
