@@ -15,6 +15,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import os
 import re
 import signal
 import sys
@@ -42,9 +43,15 @@ class ImplementationError(Exception):
 
 
 # CPU seconds one call to a student's function may use in a student's own run (``attention-kit test``, ``status``,
-# the Classroom command), the grader's per-call budget (``grader.sandbox.limits.Limits.call_timeout``); the wall
-# time it may take, as the grader waits (``grader.sandbox.budget``): a call that sleeps is stopped too.
+# the Classroom command), the grader's per-call budget (``grader.sandbox.limits.Limits.call_timeout``). A call that
+# sleeps (a ``time.sleep``, a blocking read) spends the same budget with its time asleep, as the grader charges it
+# (``grader.sandbox.budget``); time spent waiting for a CPU is the machine's and never counts.
 CALL_BUDGET = 5.0
+# Where the kernel cannot tell waiting for a CPU from sleeping (no /proc/PID/task/TID/schedstat: not Linux), a call
+# is stopped past this many times its budget in wall time, plus WALL_SLACK seconds: only a call that hangs meets it.
+WALL_FACTOR, WALL_SLACK = 8, 10.0
+# A sleeping call is looked at again at most this often (each look reads a few /proc files).
+SLEEP_CHECK_SECONDS = 0.05
 
 
 class _OverBudget(BaseException):
@@ -54,26 +61,73 @@ class _OverBudget(BaseException):
     """
 
 
+def run_queue_seconds() -> float | None:
+    """Seconds the threads of this process have waited for a CPU, or None where the kernel does not say.
+
+    The second field of Linux's ``/proc/self/task/TID/schedstat`` (run-queue delay, ns), summed over the
+    threads alive now: time that was the machine's, not the code's. (Summing threads that waited at the same
+    time can only count more waiting, never less: a busy machine makes a call look shorter, not longer.)
+    """
+    total = 0
+    try:
+        for task in os.scandir("/proc/self/task"):
+            try:
+                with open(f"{task.path}/schedstat", "rb") as file:
+                    total += int(file.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # a thread that ended meanwhile
+    except OSError:
+        return None
+    return total / 1e9
+
+
 @contextlib.contextmanager
 def call_budget(what: str, seconds: float | None):
-    """Stop ``what`` (a call, an import) once it has used ``seconds`` of CPU time (or 8 times as much wall time).
+    """Stop ``what`` (a call, an import) once it has used ``seconds`` of CPU time or of sleep.
 
-    TimeoutError, with the grader's own message. Only where signals can be used (the main thread of a Unix
-    process) and no budget is running already (a call within a call runs on the outer one's); elsewhere, or
-    with ``seconds`` None, the call simply runs.
+    TimeoutError, with the grader's own message. The CPU time is the process's (``ITIMER_PROF``: user and
+    system, every thread). The sleep is wall time less the CPU time and less the time the process waited for
+    a CPU (:func:`run_queue_seconds`): a call that sleeps or blocks is stopped, one the machine's load slows
+    down never is. To keep calls free of any reading, the first ``seconds`` of wall time are not looked at (a
+    call cannot have been awake longer than it took); from then on, the time awake is counted and the call
+    stopped once that reaches ``seconds``: a call that sleeps throughout stops after about twice its budget.
+    Where the kernel does not tell the waits apart, a call is stopped only past ``WALL_FACTOR`` times its
+    budget plus ``WALL_SLACK`` seconds of wall time.
+
+    Only where signals can be used (the main thread of a Unix process) and no budget is running already (a call
+    within a call runs on the outer one's); elsewhere, or with ``seconds`` None, the call simply runs.
     """
     if (seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
             or signal.getitimer(signal.ITIMER_PROF)[0] or signal.getitimer(signal.ITIMER_REAL)[0]):
         yield
         return
+    since: list[float] = []  # wall time and run-queue seconds when the counting began
 
-    def stop(signum: int, frame: object) -> None:
+    def over_cpu(signum: int, frame: object) -> None:
         raise _OverBudget
 
-    previous = {number: signal.signal(number, stop) for number in (signal.SIGPROF, signal.SIGALRM)}
+    def look(signum: int, frame: object) -> None:
+        now, waited = time.monotonic(), run_queue_seconds()
+        if waited is None:  # no way to tell sleeping from waiting for a CPU: only a hang is stopped
+            if since:
+                raise _OverBudget
+            since.append(now)
+            signal.setitimer(signal.ITIMER_REAL, (WALL_FACTOR - 1) * seconds + WALL_SLACK)
+            return
+        if not since:
+            since.extend((now, waited))
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            return
+        awake = (now - since[0]) - (waited - since[1])
+        if awake >= seconds:
+            raise _OverBudget
+        signal.setitimer(signal.ITIMER_REAL, max(seconds - awake, SLEEP_CHECK_SECONDS))
+
+    previous = {signal.SIGPROF: signal.signal(signal.SIGPROF, over_cpu),
+                signal.SIGALRM: signal.signal(signal.SIGALRM, look)}
     started = time.process_time(), time.monotonic()
     signal.setitimer(signal.ITIMER_PROF, seconds)  # CPU time of this process (user and system)
-    signal.setitimer(signal.ITIMER_REAL, 8 * seconds + 10)
+    signal.setitimer(signal.ITIMER_REAL, seconds)  # the first look at the time asleep
     try:
         yield
     except _OverBudget:

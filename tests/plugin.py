@@ -23,6 +23,7 @@ import pytest
 from grader.curriculum import load as load_curriculum
 from tests import failures
 from tests.kit import CALL_BUDGET, Implementation, ImplementationError, Kit, LocalImplementation
+from tests.selection import could_select
 
 ROOT = Path(__file__).resolve().parent.parent
 # A first run of a fresh copy: one line per exercise not started, not a wall of failures.
@@ -87,6 +88,22 @@ def check_mark_expression(config: pytest.Config, expression: str) -> str:
             "other markers: pytest --markers)")
 
     return TOKEN.sub(replace, expression)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Skip a graded test file that ``-m`` cannot select (``pytest -m softmax`` collects one file, not all).
+
+    Only the manifest's test files, and only when no test of theirs could match (``tests/selection.py``);
+    otherwise pytest decides as usual.
+    """
+    expression = config.option.markexpr
+    if not expression or collection_path.suffix != ".py":
+        return None
+    curriculum = load_curriculum()
+    exercise = curriculum.exercise_of_test_file(collection_path)
+    if exercise is None or could_select(expression, exercise.name, curriculum.names):
+        return None
+    return True
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

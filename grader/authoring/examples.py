@@ -120,7 +120,8 @@ def _environment(release: Path) -> dict[str, str]:
     keep = {key: value for key, value in os.environ.items()
             if key not in ("PYTHONPATH", "FORCE_COLOR", "PY_COLORS") and not key.startswith("PYTEST_")}
     return keep | {"NO_COLOR": "1", "COLUMNS": "100", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
-                   "PYTHONPATH": str(release)}
+                   "PYTHONPATH": str(release),
+                   "ATTENTION_KIT_CACHE": str(release.parent / "cache")}  # status's kept results: in the scratch
 
 
 def run(release: Path, example: Example) -> str:

@@ -2,8 +2,9 @@
 
 Usage::
 
-    python -m grader.authoring.fingerprints           # rewrite tests/data/fingerprints.npz
-    python -m grader.authoring.fingerprints --check   # exit 1 if the file is out of date
+    python -m grader.authoring.fingerprints                  # rewrite tests/data/fingerprints.npz
+    python -m grader.authoring.fingerprints --check          # exit 1 if the file is out of date (seconds)
+    python -m grader.authoring.fingerprints --check --full   # the same, recomputing every fingerprint (minutes)
 
 Every mutant of the catalogue (``grader/mutants/``) is planted in a copy of
 ``solutions/`` and its exercise's probes (the seeded inputs declared in the
@@ -11,17 +12,30 @@ graded test files) are run through it. Where an output differs from the
 golden one, or the call raises, it becomes part of the mutant's fingerprint.
 ``tests/diagnosis.py`` reads the file; see there for the format. Rerun this
 after changing the catalogue, the probes or the golden values.
+
+Recomputing every fingerprint costs 25 CPU-s (over 1,000 s of wall time on a
+busy CI machine), so the check does not: beside the file lies the digest of
+everything it was computed from (``fingerprints.inputs.json``: the reference,
+the catalogue and families as loaded, the probes' inputs, the golden values,
+the code that computes them), and the check compares that digest, then
+recomputes a sample of the fingerprints (:data:`SAMPLE` mutants, a family,
+the list of mistakes and the reference's call graph) against the file. A
+changed input or a file edited by hand fails it; ``--full`` recomputes
+everything.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import itertools
 import json
+import random
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +60,13 @@ from tests.kit import LocalImplementation
 from tests.probes import golden, load_all_probes
 
 FORMAT = 1
+# Beside the fingerprint file: the digest of what it was computed from (see the module's docstring).
+INPUTS_FILE = FINGERPRINT_FILE.with_name("fingerprints.inputs.json")
+# The code whose change can change a fingerprint (text files: line ends are normalised).
+CODE_FILES = ("grader/authoring/fingerprints.py", "grader/mutants/__init__.py", "tests/diagnosis.py",
+              "tests/probes.py", "tests/crash.py", "grader/curriculum.toml")
+# Mutants recomputed by the quick check, besides the catalogue's first and last (about 0.1 CPU-s each).
+SAMPLE = 8
 
 
 def exercise_probes(exercise: str) -> list[str]:
@@ -201,18 +222,145 @@ def serialise(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
     return buffer.getvalue()
 
 
-def is_current(path: Path = FINGERPRINT_FILE) -> bool:
-    """True when ``path`` holds the fingerprints of the current catalogue, probes and golden values."""
+def _text_digest(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"\0{path.relative_to(ROOT).as_posix()}\0".encode())
+        digest.update(path.read_bytes().replace(b"\r\n", b"\n"))
+    return digest.hexdigest()
+
+
+def _value_digest(digest: Any, value: object) -> None:
+    """Feed a probe's arguments (arrays, numbers, strings, nested tuples, lists and dicts) to ``digest``."""
+    if isinstance(value, np.ndarray):
+        digest.update(f"a{value.shape}{value.dtype.str}".encode())
+        digest.update(repr(value.tolist()).encode() if value.dtype == object else np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, (tuple, list)):
+        digest.update(f"{type(value).__name__}{len(value)}".encode())
+        for item in value:
+            _value_digest(digest, item)
+    elif isinstance(value, dict):
+        digest.update(f"d{len(value)}".encode())
+        for key in sorted(value, key=repr):
+            _value_digest(digest, key)
+            _value_digest(digest, value[key])
+    elif isinstance(value, np.random.Generator):  # its state, not its repr (which holds an address)
+        digest.update(b"rng")
+        _value_digest(digest, value.bit_generator.state)
+    elif hasattr(value, "__dict__") and not callable(value):  # a model object: its fields
+        digest.update(f"o{type(value).__qualname__}".encode())
+        _value_digest(digest, dict(vars(value)))
+    elif callable(value):
+        name = getattr(value, "__qualname__", type(value).__name__)
+        digest.update(f"f{getattr(value, '__module__', '')}.{name}".encode())
+    else:
+        digest.update(f"{type(value).__name__}:{value!r}".encode())
+
+
+def inputs() -> dict[str, str]:
+    """The digests of what the fingerprints are computed from, by kind (a change names its kind)."""
+    from tests.probes import GOLDEN_FILE
+
+    probes = hashlib.sha256()
+    for name, entry in sorted(load_all_probes().items()):
+        probes.update(f"\0{name}\0{entry.function}\0{entry.rejects}\0".encode())
+        _value_digest(probes, entry.arguments())
+    return {
+        "format": str(FORMAT),
+        "reference": _text_digest(sorted((ROOT / "solutions").glob("*.py"))),
+        "catalogue": hashlib.sha256(repr((load_catalogue(), load_families())).encode()).hexdigest(),
+        "probes": probes.hexdigest(),
+        "golden values": hashlib.sha256(GOLDEN_FILE.read_bytes()).hexdigest() if GOLDEN_FILE.is_file() else "",
+        "code": _text_digest([ROOT / name for name in CODE_FILES]),
+    }
+
+
+def changed_inputs(path: Path = FINGERPRINT_FILE) -> list[str]:
+    """The kinds of input (:func:`inputs`) that changed since ``path`` was written (all: no digest beside it)."""
+    current = inputs()
+    try:
+        recorded = json.loads(path.with_name(INPUTS_FILE.name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return list(current)
+    return [kind for kind, value in current.items() if not isinstance(recorded, dict) or recorded.get(kind) != value]
+
+
+def _same_arrays(stored: Any, arrays: dict[str, np.ndarray]) -> bool:
+    # A tight tolerance rather than equality: the last bit of a float may differ between machines.
+    return all(key in stored.files and same_outputs((stored[key],), (value,), rtol=1e-9, atol=1e-12)
+               for key, value in arrays.items())
+
+
+def sample_is_current(path: Path = FINGERPRINT_FILE, size: int = SAMPLE) -> bool:
+    """Whether a sample of the fingerprints, recomputed now, is what ``path`` holds.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The fingerprint file.
+    size : int
+        How many mutants to recompute besides the catalogue's first and last, drawn with a seed from the
+        file's own digest (each new file is sampled anew); the first family too.
+
+    Returns
+    -------
+    bool
+        True when the file lists the catalogue's mistakes in order, holds the reference's call graph, and
+        the sampled fingerprints (their probes and arrays) are the ones computed now.
+    """
+    catalogue, families = load_catalogue(), load_families()
+    with np.load(path, allow_pickle=False) as stored:
+        meta = json.loads(str(stored["meta"][()]))
+        if meta.get("format") != FORMAT or [entry["id"] for entry in meta["mistakes"]] != [m.id for m in catalogue]:
+            return False
+        kept = [entry["id"] for entry in meta["families"]]
+        if any(identifier not in {family.id for family in families} for identifier in kept):
+            return False
+        if meta["calls"] != json.loads(json.dumps(reference_calls(LocalImplementation(ROOT / "solutions")))):
+            return False
+        seed = int(hashlib.sha256(path.read_bytes()).hexdigest()[:8], 16)
+        chosen = {0, len(catalogue) - 1, *random.Random(seed).sample(range(len(catalogue)), min(size, len(catalogue)))}
+        recorded = {entry["id"]: entry["probes"] for entry in [*meta["mistakes"], *meta["families"]]}
+        checked = [catalogue[index] for index in sorted(chosen)]
+        checked += [family for family in families if family.id in kept][:1]
+        with tempfile.TemporaryDirectory(prefix="attention-kit-fingerprints-") as workdir:
+            for mutant in checked:
+                outputs = fingerprint(mutant, Path(workdir))
+                probes = {name: None if result is RAISED else len(result) for name, result in outputs.items()}
+                arrays = {fingerprint_key(mutant.id, name, index): array
+                          for name, result in outputs.items() for index, array in enumerate(result or ())}
+                if probes != recorded.get(mutant.id) or not _same_arrays(stored, arrays):
+                    return False
+    return True
+
+
+def is_current(path: Path = FINGERPRINT_FILE, *, full: bool = False) -> bool:
+    """True when ``path`` holds the fingerprints of the current catalogue, probes and golden values.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The fingerprint file; the digest of its inputs lies beside it (``fingerprints.inputs.json``).
+    full : bool
+        Recompute every fingerprint and compare (minutes). By default the digest of the inputs must be the
+        one recorded when the file was written, and a sample recomputed now must match (seconds).
+
+    Returns
+    -------
+    bool
+        Whether the file is current.
+    """
     if not path.is_file():
         return False
+    if not full:
+        return not changed_inputs(path) and sample_is_current(path)
     meta, arrays = compute()
     with np.load(path, allow_pickle=False) as stored:
         if json.loads(str(stored["meta"][()])) != json.loads(json.dumps(meta)):
             return False
         if sorted(stored.files) != sorted([*arrays, "meta"]):
             return False
-        # A tight tolerance rather than equality: the last bit of a float may differ between machines.
-        return all(same_outputs((stored[key],), (value,), rtol=1e-9, atol=1e-12) for key, value in arrays.items())
+        return _same_arrays(stored, arrays)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,15 +368,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.authoring.fingerprints",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the file is current")
+    parser.add_argument("--full", action="store_true", help="with --check: recompute every fingerprint (minutes)")
     args = parser.parse_args(argv)
     if args.check:
-        if is_current():
+        if is_current(full=args.full):
             return 0
-        print(f"{FINGERPRINT_FILE.relative_to(ROOT)} is out of date: run `python -m grader.authoring.fingerprints`")
+        changed = changed_inputs()
+        print(f"{FINGERPRINT_FILE.relative_to(ROOT)} is out of date"
+              + (f" (changed since it was written: {', '.join(changed)})" if changed else "")
+              + ": run `python -m grader.authoring.fingerprints`")
         return 1
     meta, arrays = compute()
     FINGERPRINT_FILE.parent.mkdir(parents=True, exist_ok=True)
     FINGERPRINT_FILE.write_bytes(serialise(meta, arrays))
+    INPUTS_FILE.write_text(json.dumps(inputs(), indent=1) + "\n", encoding="utf-8")
     hidden = [entry["id"] for entry in meta["mistakes"]
               if all(count is None for count in entry["probes"].values())]
     print(f"wrote {FINGERPRINT_FILE.relative_to(ROOT)}: {len(meta['mistakes'])} mistakes, "

@@ -48,11 +48,13 @@ STUDENT_FILES = (
     "tests/own_models.py",
     "tests/plugin.py",
     "tests/probes.py",
+    "tests/selection.py",
 )
 # Shipped when present: the student commands, the diagnosis of known mistakes and the test data.
 OPTIONAL_FILES = (
     "grader/student/__init__.py",
     "grader/student/status.py",
+    "grader/student/results_cache.py",
     "grader/student/hints.py",
     "grader/student/watch.py",
     "grader/student/demo.py",

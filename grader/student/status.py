@@ -28,6 +28,7 @@ from grader.curriculum import INSTALLED, ROOT, Exercise
 from grader.curriculum import load as load_curriculum
 from grader.quiet import run_pytest
 from grader.scoring import earned
+from grader.student import results_cache
 
 NOT_IMPLEMENTED = "not implemented yet"
 DONE, IN_PROGRESS, NOT_STARTED, NO_TESTS = "done", "in progress", "not started", "no tests"
@@ -334,7 +335,8 @@ class _Recorder:
             self.errors[self._exercise(report.nodeid)] = trim_failure(report.longreprtext)
 
 
-def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = None) -> SuiteResult:
+def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = None, *,
+              cached: bool = False) -> SuiteResult:
     """Run the graded tests of ``exercises`` (default: all) against ``impl``, quietly.
 
     Parameters
@@ -343,6 +345,9 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
         The folder holding the student's modules.
     exercises : sequence of str, optional
         Names from the manifest; default every exercise, in curriculum order.
+    cached : bool, optional
+        Reuse the results of an earlier run while neither the folder nor the kit has changed since, and keep
+        this run's for the next (``grader/student/results_cache.py``); only the exercises not kept are run.
 
     Returns
     -------
@@ -356,7 +361,9 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
     impl = resolve_impl(impl)
     chosen = [curriculum.exercise(name) for name in (exercises or curriculum.selected_names())]
     chosen.sort(key=lambda exercise: exercise.number)
-    files = [str(ROOT / e.test_file) for e in chosen if (ROOT / e.test_file).is_file()]
+    key = results_cache.fingerprint(impl) if cached else ""
+    kept = results_cache.read(impl, key) if cached else {}
+    files = [str(ROOT / e.test_file) for e in chosen if (ROOT / e.test_file).is_file() and e.name not in kept]
     recorder = _Recorder(impl)
     if files:
         forget_implementation(impl)
@@ -372,11 +379,27 @@ def run_suite(impl: str | Path = "exercises", exercises: Sequence[str] | None = 
             raise KeyboardInterrupt
         if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             raise RuntimeError(f"the graded suite could not run (pytest exit {int(code)}):\n{printed}")
-    results = []
+    results, ran = [], {}
     for exercise in chosen:
+        if exercise.name in kept:
+            results.append(_from_kept(exercise, kept[exercise.name]))
+            continue
         tests = [test for test in recorder.tests.values() if test.exercise == exercise.name]
         results.append(ExerciseResult(exercise, tests, recorder.errors.get(exercise.name, "")))
+        ran[exercise.name] = {"tests": [{**vars(test), "failures": [f.as_dict() for f in test.failures]}
+                                        for test in tests], "error": results[-1].error}
+    if cached and ran and results_cache.fingerprint(impl) == key:  # not if a file changed during the run
+        results_cache.write(impl, key, ran)
     return SuiteResult(impl, results, time.perf_counter() - start)
+
+
+def _from_kept(exercise: Exercise, kept: dict[str, Any]) -> ExerciseResult:
+    """An exercise's results as ``results_cache`` kept them (plain data)."""
+    from tests.failures import Failure
+
+    tests = [TestResult(**{**test, "failures": tuple(map(Failure.from_dict, test["failures"]))})
+             for test in kept["tests"]]
+    return ExerciseResult(exercise, tests, kept["error"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,12 +546,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit status``."""
     parser.add_argument("--impl", default="exercises", metavar="DIR",
                         help="folder holding your modules (default: exercises)")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run every test again, even if nothing changed since the last status")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the suite and print the status; 0 unless the suite could not run."""
+    """Run the suite (or reuse its last results on an unchanged tree) and print the status; 0 unless it could not."""
     try:
-        result = run_suite(args.impl)
+        result = run_suite(args.impl, cached=not getattr(args, "rerun", False))
     except (ValueError, RuntimeError) as error:
         print(f"attention-kit status: {error}", file=sys.stderr)
         return 2

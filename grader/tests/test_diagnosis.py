@@ -33,6 +33,59 @@ def test_fingerprint_file_is_current():
         "tests/data/fingerprints.npz is out of date: run `python -m grader.authoring.fingerprints`"
 
 
+def _copy_of_the_fingerprints(folder, change=None):
+    """The fingerprint file and its inputs' digest in ``folder``; ``change(name, array)`` edits the arrays."""
+    import io
+    import shutil
+
+    target = folder / fingerprints.FINGERPRINT_FILE.name
+    shutil.copy(fingerprints.INPUTS_FILE, folder / fingerprints.INPUTS_FILE.name)
+    if change is None:
+        shutil.copy(fingerprints.FINGERPRINT_FILE, target)
+        return target
+    with np.load(fingerprints.FINGERPRINT_FILE, allow_pickle=False) as stored:
+        arrays = {key: change(key, stored[key]) for key in stored.files}
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+def test_the_quick_fingerprint_check_fails_on_changed_values(tmp_path):
+    assert fingerprints.is_current(_copy_of_the_fingerprints(tmp_path))  # a copy is current
+    nudged = _copy_of_the_fingerprints(
+        tmp_path, lambda key, array: array + 1e-6 if key != "meta" and array.dtype.kind == "f" else array)
+    assert not fingerprints.changed_inputs(nudged)  # its inputs did not change: the recomputed sample finds it
+    assert not fingerprints.is_current(nudged)
+
+
+def test_the_quick_fingerprint_check_fails_on_a_changed_input(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    copy = _copy_of_the_fingerprints(tmp_path)
+    catalogue = fingerprints.load_catalogue()
+    edited = [replace(catalogue[1], description=catalogue[1].description + " (edited)"), *catalogue[2:]]
+    monkeypatch.setattr(fingerprints, "load_catalogue", lambda: [catalogue[0], *edited])
+    assert fingerprints.changed_inputs(copy) == ["catalogue"] and not fingerprints.is_current(copy)
+    (tmp_path / fingerprints.INPUTS_FILE.name).unlink()  # no digest beside the file: never current
+    monkeypatch.undo()
+    assert not fingerprints.is_current(copy)
+
+
+def test_the_quick_fingerprint_check_fails_on_a_mistake_missing_from_the_file(tmp_path, monkeypatch):
+    copy = _copy_of_the_fingerprints(tmp_path)
+    catalogue = fingerprints.load_catalogue()
+    monkeypatch.setattr(fingerprints, "changed_inputs", lambda path=None: [])  # as if a digest missed the change
+    monkeypatch.setattr(fingerprints, "load_catalogue", lambda: [*catalogue, replace_id(catalogue[-1])])
+    assert not fingerprints.is_current(copy)
+
+
+def replace_id(mutant):
+    from dataclasses import replace
+
+    return replace(mutant, id=mutant.id + "-again")
+
+
 def test_common_mistakes_page_is_current():
     assert docs.main(["--check"]) == 0, "docs/common-mistakes.md is out of date: run `python -m grader.mutants.docs`"
 

@@ -119,3 +119,39 @@ def test_a_call_stopped_past_its_cpu_budget_says_how_much_cpu_it_used():
     assert "several threads at once" in cpu_used(4.0, 2.0) and "torch.set_num_threads(1)" in cpu_used(4.0, 2.0)
     assert "mostly waited" in cpu_used(0.1, 2.0)
     assert cpu_used(1.9, 2.0) == "it used 1.9 s of CPU time in 2.0 s"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="the run-queue delay is Linux's")
+def test_a_students_own_run_stops_a_sleeping_call_and_never_a_waiting_one(monkeypatch):
+    import time
+
+    from tests import kit
+
+    def sleeper():
+        time.sleep(3)
+
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"sleeper\(\) did not finish within 0.3 s"):
+        with kit.call_budget("sleeper()", 0.3):
+            sleeper()
+    assert time.monotonic() - started < 2.5  # about twice its budget asleep, not the old 8 times plus 10 s
+
+    def spin(cpu_seconds):
+        end = time.process_time() + cpu_seconds
+        while time.process_time() < end:
+            pass
+
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG.format(seconds=20)]) for _ in range(os.cpu_count() or 1)]
+    try:  # under the load of the hogs, wall time stretches past the budget: the CPU time does not
+        with kit.call_budget("spin()", 0.3):
+            spin(0.15)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+    # A call whose every wall second was spent waiting for a CPU (as the kernel reports it) is the machine's.
+    begun = time.monotonic()
+    monkeypatch.setattr(kit, "run_queue_seconds", lambda: time.monotonic() - begun)
+    with kit.call_budget("waiting()", 0.3):
+        time.sleep(1.0)
