@@ -14,6 +14,7 @@ from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.mutants import apply, docs, load_catalogue
 from grader.mutants.report import run_tests
+from grader.tests.test_families import plant
 from tests.diagnosis import (
     KnownMistake,
     describe,
@@ -445,24 +446,11 @@ def test_mistakes_that_touch_one_output_are_named_together_only_where_together_t
     assert diagnose(LocalImplementation(both), "distance") != []
 
 
-def copy_of_the_reference(tmp_path, file: str, replace: str, with_: str):
-    """A copy of solutions/ with one edit (whose text must occur once) in ``file``."""
-    import shutil
-
-    target = tmp_path / "student"
-    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
-    path = target / file
-    source = path.read_text(encoding="utf-8")
-    assert source.count(replace) == 1, replace
-    path.write_text(source.replace(replace, with_), encoding="utf-8")
-    return target
-
-
 def test_an_accuracy_scored_without_the_penalty_is_not_told_the_batch_axis(tmp_path):
     # length_accuracy returns one number: on the old probe the accuracy without ALiBi's penalty equalled the
     # batch-axis mistake's. A probe where the penalty decides tells them apart.
-    target = copy_of_the_reference(tmp_path, "distance.py", "scores = match_scores(weight, xq, xk, slope)  # (b, n)",
-                                   "scores = match_scores(weight, xq, xk, 0.0)  # (b, n)")
+    target = plant(tmp_path, "distance.py", "scores = match_scores(weight, xq, xk, slope)  # (b, n)",
+                   "scores = match_scores(weight, xq, xk, 0.0)  # (b, n)")
     text = describe("distance", diagnose(LocalImplementation(target), "distance"))
     assert "argmax over the batch axis" not in text, text
     assert "without ALiBi's penalty" in text, text
@@ -473,8 +461,8 @@ def test_an_accuracy_scored_without_the_penalty_is_not_told_the_batch_axis(tmp_p
 
 def test_a_count_that_one_number_cannot_tell_apart_lists_its_look_alikes(tmp_path):
     # A multiply-add counted as one operation gives 2 n^2 d, as does Q K^T counted alone: for every n and d.
-    target = copy_of_the_reference(tmp_path, "tokenization.py", "flops = 2 * n * n * d + 2 * n * n * d",
-                                   "flops = n * n * d + n * n * d")
+    target = plant(tmp_path, "tokenization.py", "flops = 2 * n * n * d + 2 * n * n * d",
+                   "flops = n * n * d + n * n * d")
     text = describe("tokenization", diagnose(LocalImplementation(target), "tokenization"))
     assert "exactly the outputs of a known mistake:" not in text, text
     assert "one number cannot tell mistakes apart" in text and "one of these" in text, text
