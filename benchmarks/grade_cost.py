@@ -117,7 +117,8 @@ def main() -> int:
 
         ratios = ", ".join(f"part {key[5:]} {value['ratio']}x" for key, value in figures.items()
                            if key.startswith("part_") and isinstance(value, dict))
-        busy = f" under nice -n 10 beside {args.busy} busy processes per core" if args.busy else " idle"
+        busy = (f" under nice -n 10 beside {args.busy} busy processes per core" if args.busy
+                else " with no load of its own (the load average says what else ran)")
         record(__file__, f"{args.n} copies of the reference per part{busy}: grade over plain pytest {ratios}",
                figures, variant="busy" if args.busy else "")
     return 0
