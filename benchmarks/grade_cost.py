@@ -40,20 +40,24 @@ BUSY = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() 
 
 
 def measured(command: list[str], sample: bool) -> tuple[float, float, int]:
-    """Run ``command``: (core-seconds, wall seconds, exit status)."""
-    sampler = DescendantSampler() if sample else None
+    """Run ``command``: (core-seconds, wall seconds, exit status).
+
+    The sampler counts the command's own descendants only (never the load processes this script started).
+    """
     before, start = cpu_seconds(), time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sampler = DescendantSampler(root=process.pid) if sample else None
     if sampler is not None:
         sampler.start()
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, errors = process.communicate()
     wall, cpu = time.perf_counter() - start, cpu_seconds() - before
     if sampler is not None:
         sampler.done.set()
         sampler.join()
         cpu = max(cpu, sampler.total())
-    if done.returncode not in (0,):
-        print(done.stderr[-2000:])
-    return cpu, wall, done.returncode
+    if process.returncode != 0:
+        print(errors[-2000:])
+    return cpu, wall, process.returncode
 
 
 def cost(part: str, n: int, jobs: int, nice: int, scratch: Path) -> dict[str, float]:

@@ -93,8 +93,9 @@ class DescendantSampler(threading.Thread):
     itself takes little from the grading it measures.
     """
 
-    def __init__(self, interval: float = 0.05) -> None:
+    def __init__(self, interval: float = 0.05, root: int | None = None) -> None:
         super().__init__(daemon=True)
+        self.root = root  # whose descendants are counted (default: this process's)
         self.interval, self.seen, self.done = interval, {}, threading.Event()
         self.tick = os.sysconf("SC_CLK_TCK")
 
@@ -115,7 +116,7 @@ class DescendantSampler(threading.Thread):
     def run(self) -> None:
         me = os.getpid()
         while not self.done.is_set():
-            pending, visited = self._children(me), set()
+            pending, visited = ([self.root] if self.root else self._children(me)), set()
             while pending:
                 pid = pending.pop()
                 if pid in visited:
