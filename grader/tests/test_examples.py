@@ -73,3 +73,21 @@ def test_benchmark_figures_come_from_the_recorded_results(tmp_path, monkeypatch)
     assert row == f"| `python benchmarks/suite_time.py` | Time the suite. | {figures} |"
     text = "figures: <!-- benchmark:suite_time -->typed by hand<!-- end benchmark -->."
     assert readme.render_figures(text) == f"figures: <!-- benchmark:suite_time -->{figures}<!-- end benchmark -->."
+
+
+def test_one_figure_comes_from_the_recorded_results(tmp_path, monkeypatch):
+    import json
+
+    from grader.authoring import readme
+
+    monkeypatch.setattr(readme, "BENCHMARKS", tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "status_time.json").write_text(json.dumps({
+        "summary": "s", "date": "2030-01-02", "machine": {}, "figures": {"cached_s": 0.35, "runs": 3}}))
+    text = "back at once (<!-- figure:status_time.cached_s -->about a second<!-- end figure --> s)"
+    assert readme.render_figures(text) == "back at once (<!-- figure:status_time.cached_s -->0.35<!-- end figure --> s)"
+    assert "-->3<!--" in readme.render_figures("<!-- figure:status_time.runs -->x<!-- end figure -->")
+    with pytest.raises(KeyError, match="no figure 'wall_s'"):
+        readme.render_figures("<!-- figure:status_time.wall_s --><!-- end figure -->")
+    with pytest.raises(KeyError, match="suite_time.json does not exist"):
+        readme.render_figures("<!-- figure:suite_time.median_s --><!-- end figure -->")
