@@ -81,6 +81,10 @@ EXAMPLES = (
     ),
     Example("demo", ("attention-kit", "demo"), done=("softmax", "projections", "attention"),
             files={"attention-demo.png": "docs/demo-heatmap.png"}),
+    Example("demo-explain", ("attention-kit", "demo", "--explain"),
+            done=("softmax", "projections", "attention", "masks", "positional", "multihead", "layer", "backward",
+                  "training", "explain"),
+            files={"attention-explain.png": "docs/demo-explain.png"}),
 )
 
 
