@@ -7,8 +7,8 @@ The benchmark table between ``<!-- benchmarks:begin -->`` and
 ``<!-- benchmarks:end -->`` (docs/benchmarks.md), each ``<!-- benchmark:NAME -->``
 ... ``<!-- end benchmark -->`` (a script's recorded summary, with the date and
 the machine) and each ``<!-- figure:NAME.FIELD -->`` ... ``<!-- end figure -->``
-(one recorded figure, e.g. ``status_time.cached_s``), in README.md or any
-docs/*.md, are written from the figures the benchmark scripts recorded
+(one recorded figure, e.g. ``status_time.unchanged_s``), in README.md,
+CONTRIBUTING.md or any docs/*.md, are written from the figures the benchmark scripts recorded
 (``benchmarks/results/NAME.json``, ``--record``): no timing is typed by hand.
 The terminal examples are written by ``grader.authoring.examples``.
 
@@ -38,8 +38,9 @@ ONE_FIGURE = re.compile(r"(<!-- figure:(?P<name>[\w-]+)\.(?P<field>\w+) -->)(.*?
 
 
 def documents() -> list[Path]:
-    """The Markdown files whose generated parts this module writes: README.md and every docs/*.md."""
-    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+    """The Markdown files whose generated parts this module writes: README.md, CONTRIBUTING.md, every docs/*.md."""
+    return [README, *[path for path in (ROOT / "CONTRIBUTING.md",) if path.is_file()],
+            *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def measured(name: str) -> str:
