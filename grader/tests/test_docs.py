@@ -144,3 +144,39 @@ def test_the_instructors_first_command_grades_the_samples(tmp_path: Path):
     assert float(rows["correct"]["score"]) == float(rows["correct"]["max_score"]) > 0, rows["correct"]
     for student in rows:
         assert (gradebook / student / "results.json").is_file() and (gradebook / student / "feedback.md").is_file()
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """(document, command line) for every ``attention-kit ...`` line in a code block of the README and docs/."""
+    found = []
+    for document in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in FENCE.findall(document.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines()[1:-1]:
+                line = re.sub(r"^\$ |^cd \S+ && ", "", line.strip())
+                if line.startswith("attention-kit "):
+                    found.append((document.relative_to(ROOT).as_posix(), line.split("  #")[0].split(" # ")[0]))
+    return found
+
+
+def test_every_documented_command_parses():
+    """Each ``attention-kit`` command a guide shows is one the kit has, with options it takes (as written)."""
+    import contextlib
+    import io
+    import shlex
+
+    from grader import cli
+
+    commands = documented_commands()
+    assert len(commands) > 20, commands  # the check has something to check
+    wrong = []
+    for document, line in commands:
+        words = shlex.split(line)[1:]
+        try:
+            with contextlib.redirect_stderr(io.StringIO()) as said:
+                _, extra = cli.build_parser().parse_known_args(words)
+        except SystemExit:
+            wrong.append(f"{document}: `{line}`: {said.getvalue().strip().splitlines()[-1]}")
+            continue
+        if extra and words[0] != "test":  # `attention-kit test` hands the other options to pytest
+            wrong.append(f"{document}: `{line}`: unknown {extra}")
+    assert not wrong, "\n".join(wrong)
