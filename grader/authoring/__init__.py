@@ -2,8 +2,8 @@
 
 ``sync`` writes the stubs in ``exercises/`` from ``solutions/``; ``golden`` and
 ``fingerprints`` the expected values and the known mistakes' outputs in
-``tests/data/``; ``readme`` the generated parts of README.md (tables, included
-docs, benchmark figures); ``examples`` its terminal examples, from real runs of
+``tests/data/``; ``readme`` the generated parts of README.md and docs/ (the exercise
+table, benchmark figures); ``examples`` their terminal examples, from real runs of
 the kit's commands on planted mistakes; ``release`` the
 student repository (what may ship in ``release_allowlist``, the files written
 for it in ``release_contents``); ``notebooks`` the nbgrader course;

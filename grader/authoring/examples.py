@@ -12,7 +12,7 @@ drift from what the kit does: the project's tests fail when one is stale.
 
 Usage::
 
-    python -m grader.authoring.examples           # rewrite the examples (then the README's includes)
+    python -m grader.authoring.examples           # rewrite the examples (then the other generated parts)
     python -m grader.authoring.examples --check   # exit 1 naming the stale examples
 
 The output is deterministic: seeded inputs, no timings (pytest's "in 0.81s"
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from grader.curriculum import ROOT, load
 
-# The Markdown files whose example blocks are generated.
-DOCUMENTS = ("README.md", "docs/student-loop.md", "docs/jupyter.md")
+# The Markdown files whose example blocks are generated: the README and every guide in docs/.
+DOCUMENTS = ("README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")))
 BLOCK = re.compile(r"(?P<open><!-- example:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- end example -->)", re.S)
 
 
@@ -81,6 +81,10 @@ EXAMPLES = (
     ),
     Example("demo", ("attention-kit", "demo"), done=("softmax", "projections", "attention"),
             files={"attention-demo.png": "docs/demo-heatmap.png"}),
+    Example("demo-explain", ("attention-kit", "demo", "--explain"),
+            done=("softmax", "projections", "attention", "masks", "positional", "multihead", "layer", "backward",
+                  "training", "explain"),
+            files={"attention-explain.png": "docs/demo-explain.png"}),
 )
 
 
@@ -249,7 +253,7 @@ def render(text: str, bodies: dict[str, str], where: str = "") -> str:
 
 
 def stale(bodies: dict[str, str]) -> list[str]:
-    """The documents whose example blocks differ from ``bodies`` (after the README's includes)."""
+    """The documents whose example blocks differ from ``bodies``."""
     found = []
     for document in DOCUMENTS:
         path = ROOT / document

@@ -1,21 +1,21 @@
-"""Keep the generated parts of README.md in step with the manifest.
+"""Keep the generated parts of README.md and docs/ in step with the manifest and the benchmarks.
 
 The README's table of exercises sits between the markers
 ``<!-- exercises:begin -->`` and ``<!-- exercises:end -->``; it is written
 from ``grader/curriculum.toml`` so the order and points are never typed twice.
-A block between ``<!-- include:docs/NAME.md -->`` and ``<!-- end include -->``
-is a copy of that document (the sections the release builder also ships).
 The benchmark table between ``<!-- benchmarks:begin -->`` and
-``<!-- benchmarks:end -->``, and each ``<!-- benchmark:NAME -->`` ...
-``<!-- end benchmark -->`` line in README.md or docs/, are written from the
-figures the benchmark scripts recorded (``benchmarks/results/NAME.json``,
-``--record``), with the date and the machine: no figure is typed by hand.
+``<!-- benchmarks:end -->`` (docs/benchmarks.md), each ``<!-- benchmark:NAME -->``
+... ``<!-- end benchmark -->`` (a script's recorded summary, with the date and
+the machine) and each ``<!-- figure:NAME.FIELD -->`` ... ``<!-- end figure -->``
+(one recorded figure, e.g. ``status_time.unchanged_s``), in README.md,
+CONTRIBUTING.md or any docs/*.md, are written from the figures the benchmark scripts recorded
+(``benchmarks/results/NAME.json``, ``--record``): no timing is typed by hand.
 The terminal examples are written by ``grader.authoring.examples``.
 
 Usage::
 
-    python -m grader.authoring.readme           # rewrite the table in README.md
-    python -m grader.authoring.readme --check   # exit 1 if it is out of date
+    python -m grader.authoring.readme           # rewrite the generated parts
+    python -m grader.authoring.readme --check   # exit 1 if any is out of date
 """
 
 from __future__ import annotations
@@ -34,8 +34,13 @@ BEGIN, END = "<!-- exercises:begin -->", "<!-- exercises:end -->"
 BENCHMARKS = ROOT / "benchmarks"
 TABLE = re.compile(r"(<!-- benchmarks:begin -->\n)(.*?)(<!-- benchmarks:end -->)", re.S)
 FIGURE = re.compile(r"(<!-- benchmark:(?P<name>[\w-]+) -->)(.*?)(<!-- end benchmark -->)", re.S)
-# Documents under docs/ whose benchmark figures are generated too (the README includes some of them).
-DOCS_WITH_FIGURES = ("docs/jupyter.md",)
+ONE_FIGURE = re.compile(r"(<!-- figure:(?P<name>[\w-]+)\.(?P<field>\w+) -->)(.*?)(<!-- end figure -->)", re.S)
+
+
+def documents() -> list[Path]:
+    """The Markdown files whose generated parts this module writes: README.md, CONTRIBUTING.md, every docs/*.md."""
+    return [README, *[path for path in (ROOT / "CONTRIBUTING.md",) if path.is_file()],
+            *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def measured(name: str) -> str:
@@ -62,9 +67,30 @@ def benchmark_table() -> str:
     return "\n".join(rows)
 
 
+def one_figure(name: str, field: str) -> str:
+    """One recorded figure of a benchmark (``figures[field]`` of its results), as the docs print it.
+
+    Raises
+    ------
+    KeyError
+        If the benchmark recorded no such figure (a marker that names it is a typo or outlived the figure).
+    """
+    path = BENCHMARKS / "results" / f"{name}.json"
+    if not path.is_file():
+        raise KeyError(f"<!-- figure:{name}.{field} -->: benchmarks/results/{name}.json does not exist "
+                       f"(run `python benchmarks/{name.partition('-')[0]}.py --record`)")
+    figures = json.loads(path.read_text(encoding="utf-8")).get("figures", {})
+    if field not in figures:
+        raise KeyError(f"<!-- figure:{name}.{field} -->: benchmarks/results/{name}.json has no figure {field!r} "
+                       f"(it has {', '.join(sorted(figures))})")
+    value = figures[field]
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def render_figures(text: str) -> str:
     """``text`` with its benchmark table and figures brought up to date."""
     text = TABLE.sub(lambda m: m.group(1) + benchmark_table() + "\n" + m.group(3), text)
+    text = ONE_FIGURE.sub(lambda m: m.group(1) + one_figure(m["name"], m["field"]) + m.group(5), text)
     return FIGURE.sub(lambda m: m.group(1) + measured(m["name"]) + m.group(4), text)
 
 
@@ -80,39 +106,37 @@ def exercise_table() -> str:
     return "\n".join(rows)
 
 
-INCLUDE = re.compile(r"(<!-- include:(?P<path>[\w./-]+) -->\n)(?P<body>.*?)(<!-- end include -->)", re.S)
-
-
 def render(text: str) -> str:
-    """``text`` with the table and the included documents brought up to date."""
+    """README.md's ``text`` with the exercise table and the benchmark figures brought up to date."""
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    text = render_figures(text[:start] + "\n" + exercise_table() + "\n" + text[end:])
+    return render_figures(text[:start] + "\n" + exercise_table() + "\n" + text[end:])
 
-    def include(match: re.Match[str]) -> str:
-        body = render_figures((ROOT / match["path"]).read_text(encoding="utf-8")).rstrip("\n") + "\n"
-        return match.group(1) + body + match.group(4)
 
-    return INCLUDE.sub(include, text)
+def rendered(path: Path) -> str:
+    """What ``path`` (README.md or a docs/*.md) should hold."""
+    text = path.read_text(encoding="utf-8")
+    return render(text) if path == README else render_figures(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m grader.authoring.readme", description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only check that README.md is current")
+    parser.add_argument("--check", action="store_true", help="only check that the generated parts are current")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    docs = {Path(ROOT / path): (ROOT / path).read_text(encoding="utf-8") for path in DOCS_WITH_FIGURES
-            if (ROOT / path).is_file()}
+    try:
+        wanted = {path: rendered(path) for path in documents()}
+    except KeyError as error:
+        print(f"error: {error.args[0]}", file=sys.stderr)
+        return 1
+    stale = [path for path, text in wanted.items() if path.read_text(encoding="utf-8") != text]
     if args.check:
-        stale = [path.name for path, body in docs.items() if render_figures(body) != body]
-        if render(text) != text or stale:
-            print("README.md's generated parts are out of date"
-                  f"{' (and ' + ', '.join(stale) + ')' if stale else ''}: run `python -m grader.authoring.readme`")
+        if stale:
+            names = ", ".join(path.relative_to(ROOT).as_posix() for path in stale)
+            print(f"generated parts out of date in {names}: run `python -m grader.authoring.readme`")
             return 1
         return 0
-    for path, body in docs.items():
-        path.write_text(render_figures(body), encoding="utf-8")
-    README.write_text(render(text), encoding="utf-8")
+    for path in stale:
+        path.write_text(wanted[path], encoding="utf-8")
     return 0
 
 

@@ -73,3 +73,43 @@ def test_benchmark_figures_come_from_the_recorded_results(tmp_path, monkeypatch)
     assert row == f"| `python benchmarks/suite_time.py` | Time the suite. | {figures} |"
     text = "figures: <!-- benchmark:suite_time -->typed by hand<!-- end benchmark -->."
     assert readme.render_figures(text) == f"figures: <!-- benchmark:suite_time -->{figures}<!-- end benchmark -->."
+
+
+def test_one_figure_comes_from_the_recorded_results(tmp_path, monkeypatch):
+    import json
+
+    from grader.authoring import readme
+
+    monkeypatch.setattr(readme, "BENCHMARKS", tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "status_time.json").write_text(json.dumps({
+        "summary": "s", "date": "2030-01-02", "machine": {}, "figures": {"cached_s": 0.35, "runs": 3}}))
+    text = "back at once (<!-- figure:status_time.cached_s -->about a second<!-- end figure --> s)"
+    assert readme.render_figures(text) == "back at once (<!-- figure:status_time.cached_s -->0.35<!-- end figure --> s)"
+    assert "-->3<!--" in readme.render_figures("<!-- figure:status_time.runs -->x<!-- end figure -->")
+    with pytest.raises(KeyError, match="no figure 'wall_s'"):
+        readme.render_figures("<!-- figure:status_time.wall_s --><!-- end figure -->")
+    with pytest.raises(KeyError, match="suite_time.json does not exist"):
+        readme.render_figures("<!-- figure:suite_time.median_s --><!-- end figure -->")
+
+
+def test_the_explain_demos_numbers_in_the_prose_are_its_example_s():
+    """The paragraph after `demo --explain`'s example quotes its numbers: they are the (generated) example's."""
+    text = (ROOT / "docs" / "student-loop.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- example:demo-explain -->\n(.*?)<!-- end example -->", text, re.S)
+    assert block, "docs/student-loop.md lost the demo-explain example"
+    trained, built = block[1].split("a head built by hand", 1)
+
+    def row(part: str, token: str) -> list[float]:
+        found = re.search(rf"^\s+{token}\s+(\S+)\s+(\S+)\s+(\S+)$", part, re.M)
+        assert found, f"no row for {token!r} in the example"
+        return [float(value) for value in found.groups()]
+
+    prose = " ".join(text[block.end():].split())
+    said = re.search(r'credits "it" itself \((\S+)\).*?"it" gives (\S+) of its weight to "the".*?and (\S+) to "vessel"',
+                     prose)
+    assert said, "the paragraph after the demo-explain example moved: update this test"
+    assert float(said[1]) == pytest.approx(row(trained, "it")[2], rel=0.02)
+    # The prose rounds the example's 3 decimals to 2.
+    assert float(said[2]) == pytest.approx(row(built, "the")[0], abs=0.0051)
+    assert float(said[3]) == pytest.approx(row(built, "vessel")[0], abs=0.0051)

@@ -519,3 +519,21 @@ def test_a_codec_named_by_a_student_is_bounded_or_not_decoded(tmp_path: Path) ->
         tracemalloc.stop()
     assert "x = 1\nx = 1" not in source.text and len(source.built) == 3, source.built
     assert peak < 4 * MAX_DECODED, f"{peak} bytes to read a {len(bomb)}-byte bomb"
+
+
+@needs_copydetect
+def test_the_docs_example_is_what_the_command_prints(batch: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/grading.md shows a real run on this class: the same command prints the same lines today."""
+    text = (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- checked:similarity -->\n```console\n\$ attention-kit (.+?)\n(.*?)```\n"
+                      r"<!-- end checked -->", text, re.S)
+    assert block, "docs/grading.md lost its similarity example (<!-- checked:similarity -->)"
+    arguments = block[1].split()
+    assert arguments[:4] == ["similarity", "submissions/", "--out", "similarity/"], arguments
+    out = tmp_path / "similarity"
+    assert cli.main(["similarity", str(batch), "--out", str(out), *arguments[4:]]) == 0
+    printed = capsys.readouterr().out.replace(str(batch), "submissions").replace(str(out), "similarity")
+    printed = re.sub(r" \(\d+(\.\d+)? s\)$", "", printed, flags=re.M)  # its timing: not a figure of the docs
+    assert "\n".join(line.rstrip() for line in printed.strip().splitlines()) == block[2].strip(), \
+        "docs/grading.md's similarity example is stale: paste what this command prints (without its timing)"
