@@ -34,6 +34,7 @@ from typing import Any
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import reference_dir
 from grader.student import demo_explain
+from grader.student.measured_demo import outside_course
 from grader.student.picture import picture_target
 from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
@@ -390,6 +391,11 @@ def plot_trained(panels: list[TrainedPanel], out: Path, source: str) -> None:
 def run_trained(args: argparse.Namespace, impl: Path) -> int:
     """``attention-kit demo --trained``: check exercises 1-9, train, print the figures and draw them."""
     source = "reference solution" if args.reference else "your code"
+    outside = outside_course(NEEDS_TRAINED)
+    if outside:
+        print("The trained demo trains the model of exercise 9, which this course does not hold:")
+        print("\n".join(outside))
+        return 1
     if not args.reference:
         try:
             suite = run_suite(impl, NEEDS_TRAINED)

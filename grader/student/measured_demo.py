@@ -40,12 +40,36 @@ class Measurement:
     caption: str
 
 
-def missing_exercises(impl: Path, needs: tuple[str, ...]) -> list[str]:
-    """Lines naming the exercises of ``needs`` (and what they build on) that do not pass yet (empty: all pass)."""
+def outside_course(needs: tuple[str, ...]) -> list[str]:
+    """Lines naming the exercises of ``needs`` (and what they build on) that this course neither assigns nor gives.
+
+    A release ships the exercises it assigns and, as working code marked given, those they build on
+    (``Curriculum.given_exercises``); a demo of another exercise has nothing to run (empty: all are here).
+    """
     curriculum = load_curriculum()
     absent = [name for name in needs if name not in curriculum.names]
     if absent:
         return [f"  this copy of the kit has no exercise {', '.join(absent)}"]
+    here = set(curriculum.assigned_or_given())
+    needed = dict.fromkeys([d for name in needs for d in curriculum.dependencies(name)] + list(needs))
+    return [f"  {e.number}. {e.name} is not part of this course (it has {_course_names(curriculum)})"
+            for e in curriculum.exercises if e.name in needed and e.name not in here]
+
+
+def _course_names(curriculum: Any) -> str:
+    """The exercises of the course, as a student reads them: "exercises 12-15, and 1-3, 5, 6, 8, 9 given"."""
+    given = curriculum.given_exercises()
+    numbers = ", ".join(str(e.number) for e in curriculum.selection())
+    given_numbers = ", ".join(str(curriculum.exercise(name).number) for name in given)
+    return f"exercises {numbers}" + (f", and {given_numbers} given" if given else "")
+
+
+def missing_exercises(impl: Path, needs: tuple[str, ...]) -> list[str]:
+    """Lines naming the exercises of ``needs`` (and what they build on) that do not pass yet (empty: all pass)."""
+    curriculum = load_curriculum()
+    outside = outside_course(needs)
+    if outside:
+        return outside
     needed = tuple(dict.fromkeys([d for name in needs for d in curriculum.dependencies(name)] + list(needs)))
     suite = run_suite(impl, needed)
     return [f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
@@ -61,6 +85,11 @@ def run_measurement(args: argparse.Namespace, measurement: Measurement) -> int:
     except ValueError as error:
         print(f"attention-kit demo: {error}", file=sys.stderr)
         return 2
+    outside = outside_course(measurement.needs)
+    if outside:
+        print(f"{measurement.command} {measurement.uses}, which this course does not hold:")
+        print("\n".join(outside))
+        return 1
     if not reference:
         try:
             missing = missing_exercises(impl, measurement.needs)
