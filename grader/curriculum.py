@@ -141,7 +141,7 @@ class Curriculum:
         """Names of :meth:`selection`, in curriculum order."""
         return tuple(exercise.name for exercise in self.selection(part))
 
-    def given_exercises(self, part: str | int | None = None) -> tuple[str, ...]:
+    def given_names(self, part: str | int | None = None) -> tuple[str, ...]:
         """The exercises the :meth:`selection` builds on but does not assign, in curriculum order.
 
         A release ships them as working code marked given (``grader/release_files/given/``) with their public
@@ -153,7 +153,7 @@ class Curriculum:
 
     def assigned_or_given(self, part: str | int | None = None) -> tuple[str, ...]:
         """The exercises a student of this course has working code of, or writes, in curriculum order."""
-        kept = set(self.selected_names(part)) | set(self.given_exercises(part))
+        kept = set(self.selected_names(part)) | set(self.given_names(part))
         return tuple(name for name in self.names if name in kept)
 
     @property

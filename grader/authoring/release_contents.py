@@ -100,7 +100,7 @@ def _shift_headings(markdown: str, top: int = 2) -> str:
 
 def _earlier_modules(curriculum: object, exercises: tuple) -> list[str]:
     """A paragraph on the earlier exercises the selection builds on and the course gives (or none)."""
-    given = curriculum.given_exercises()  # type: ignore[attr-defined]
+    given = curriculum.given_names()  # type: ignore[attr-defined]
     if not given:
         return []
     ordered = [curriculum.exercise(name) for name in given]  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ A course that hands out Part III (or any selection) builds on earlier
 exercises it does not assign. Those ship as working code the student can read
 and need not write, marked given in a header, with their public tests (which
 pass), so that every test, ``status`` and every demo work in the release.
-Which exercises are given is :meth:`grader.curriculum.Curriculum.given_exercises`
+Which exercises are given is :meth:`grader.curriculum.Curriculum.given_names`
 (what the selection builds on, minus the selection), in the release as here.
 
 The given code is not the reference (no line of ``solutions/`` ships,
@@ -37,7 +37,7 @@ def given_files(curriculum: Any) -> tuple[dict[str, str], list[str]]:
         If an exercise the selection builds on has no given implementation, or one lacks the given mark.
     """
     texts, tests = {}, []
-    for name in curriculum.given_exercises():
+    for name in curriculum.given_names():
         exercise = curriculum.exercise(name)
         source = GIVEN_DIR / exercise.module_file
         if not source.is_file():

@@ -44,7 +44,7 @@ def outside_course(needs: tuple[str, ...]) -> list[str]:
     """Lines naming the exercises of ``needs`` (and what they build on) that this course neither assigns nor gives.
 
     A release ships the exercises it assigns and, as working code marked given, those they build on
-    (``Curriculum.given_exercises``); a demo of another exercise has nothing to run (empty: all are here).
+    (``Curriculum.given_names``); a demo of another exercise has nothing to run (empty: all are here).
     """
     curriculum = load_curriculum()
     absent = [name for name in needs if name not in curriculum.names]
@@ -58,7 +58,7 @@ def outside_course(needs: tuple[str, ...]) -> list[str]:
 
 def _course_names(curriculum: Any) -> str:
     """The exercises of the course, as a student reads them: "exercises 12-15, and 1-3, 5, 6, 8, 9 given"."""
-    given = curriculum.given_exercises()
+    given = curriculum.given_names()
     numbers = ", ".join(str(e.number) for e in curriculum.selection())
     given_numbers = ", ".join(str(curriculum.exercise(name).number) for name in given)
     return f"exercises {numbers}" + (f", and {given_numbers} given" if given else "")

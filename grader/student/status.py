@@ -456,21 +456,21 @@ def _hidden_note(result: SuiteResult) -> list[str]:
 GIVEN_LABEL = "given: working code to read, not yours to write"
 
 
-def given_exercises(result: SuiteResult) -> list[Exercise]:
-    """The exercises this course gives (``Curriculum.given_exercises``) that ``result`` does not hold, in order.
+def given_rows(result: SuiteResult) -> list[Exercise]:
+    """The exercises this course gives (``Curriculum.given_names``) that ``result`` does not hold, in order.
 
     A release ships them as working code with their public tests; the status lists them as done and given,
     without running their tests again.
     """
     curriculum = load_curriculum()
     shown = {item.exercise.name for item in result.exercises}
-    return [curriculum.exercise(name) for name in curriculum.given_exercises() if name not in shown]
+    return [curriculum.exercise(name) for name in curriculum.given_names() if name not in shown]
 
 
 def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
-    given = given_exercises(result)
+    given = given_rows(result)
     everyone = [r.exercise for r in result.exercises] + given
     width = max(len(e.name) for e in everyone)
     digits = max(len(str(e.number)) for e in everyone)  # 1. ... 11. in one column
@@ -511,7 +511,7 @@ def render_rich(result: SuiteResult, console: Any) -> None:
     table = Table(show_header=False, box=None, padding=(0, 1))
     current = result.current
     rows = [(exercise.number, (Text(STATE_MARK[DONE], style="cyan"), f"{exercise.number}.", exercise.name, "", "",
-                               Text(GIVEN_LABEL, style="cyan"))) for exercise in given_exercises(result)]
+                               Text(GIVEN_LABEL, style="cyan"))) for exercise in given_rows(result)]
     for item in result.exercises:
         style = STATE_STYLE[item.state]
         name_style = "bold" if item is current else ""
