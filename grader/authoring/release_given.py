@@ -43,7 +43,7 @@ def given_files(curriculum: Any) -> tuple[dict[str, str], list[str]]:
         if not source.is_file():
             chosen = ", ".join(curriculum.selected_names())
             raise ReleaseError(f"the course's exercises ({chosen}) build on exercise {exercise.number}, {name}, "
-                               f"which it does not assign, and the kit has no given implementation of it "
+                               f"which the course does not assign, and the kit has no given implementation of it "
                                f"(grader/release_files/given/{exercise.module_file}): write one (checked by "
                                f"grader/tests/test_given.py) or assign {name} too")
         text = source.read_text(encoding="utf-8")

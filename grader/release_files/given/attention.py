@@ -39,20 +39,20 @@ def scaled_dot_product_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
     v = _floats("v", v, "(..., n_k, d_v)")
     if np.shape(k)[-2] != v.shape[-2]:
         raise ValueError(f"v must have one row per key: k has {np.shape(k)[-2]} keys, v shape {v.shape}")
-    if mask is not None:
-        mask = np.asarray(mask)
+    allowed = None if mask is None else np.asarray(mask)
+    if allowed is not None:
         try:
-            fits = np.broadcast_shapes(mask.shape, scores.shape) == scores.shape
+            fits = np.broadcast_shapes(allowed.shape, scores.shape) == scores.shape
         except ValueError:
             fits = False
         if not fits:
-            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the attention weights' shape "
+            raise ValueError(f"mask of shape {allowed.shape} does not broadcast to the attention weights' shape "
                              f"{scores.shape}")
-        if mask.dtype == bool:  # True: the key may be seen
-            scores = np.where(mask, scores, float("-inf"))
-        elif np.issubdtype(mask.dtype, np.number):
-            scores = scores + mask.astype(scores.dtype, copy=False)
+        if allowed.dtype == bool:  # True: the key may be seen
+            scores = np.where(allowed, scores, float("-inf"))
+        elif np.issubdtype(allowed.dtype, np.number):
+            scores = scores + allowed.astype(scores.dtype, copy=False)
         else:
-            raise ValueError(f"mask must be boolean or a float array, got dtype {mask.dtype}")
+            raise ValueError(f"mask must be boolean or a float array, got dtype {allowed.dtype}")
     weights = softmax(scores)  # over the keys, the last axis
     return np.matmul(weights, v), weights

@@ -111,10 +111,10 @@ def multi_head_attention_backward(grad_output: np.ndarray, x: np.ndarray, params
     _same_shape("grad_output", grad_output, "x", x)
     projected = {name: linear(x, params[f"w_{name}"], params[f"b_{name}"]) for name in "qkv"}
     q, k, v = (split_heads(projected[name], n_heads) for name in "qkv")
-    if mask is not None:
-        mask = np.asarray(mask)
-        mask = mask[..., None, :, :] if mask.ndim >= 2 else mask
-    context, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+    every_head = None if mask is None else np.asarray(mask)
+    if every_head is not None and every_head.ndim >= 2:  # one mask for all heads: add their axis
+        every_head = every_head[..., None, :, :]
+    context, weights = scaled_dot_product_attention(q, k, v, mask=every_head)
     merged = merge_heads(context)
     grads = {}
     grad_merged, grads["w_o"], grads["b_o"] = linear_backward(grad_output, merged, weight=params["w_o"])

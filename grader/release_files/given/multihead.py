@@ -77,11 +77,11 @@ def multi_head_attention(x: np.ndarray, params: dict[str, np.ndarray], n_heads: 
                          "axes and d_model")
     q, k, v = (split_heads(linear(tokens, params[f"w_{name}"], params[f"b_{name}"]), heads)
                for name, tokens in (("q", x), ("k", source), ("v", source)))
-    if mask is not None:
-        mask = np.asarray(mask)
-        mask = mask[..., None, :, :] if mask.ndim >= 2 else mask  # one mask for every head
+    every_head = None if mask is None else np.asarray(mask)
+    if every_head is not None and every_head.ndim >= 2:  # one mask for all heads: add their axis
+        every_head = every_head[..., None, :, :]
     try:
-        context, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+        context, weights = scaled_dot_product_attention(q, k, v, mask=every_head)
     except ValueError as error:
         raise ValueError(f"mask: {error}") from None
     return linear(merge_heads(context), params["w_o"], params["b_o"]), weights

@@ -166,4 +166,5 @@ def train(rng: np.random.Generator, task: dict, d_model: int = 16, n_heads: int 
                                       data["target"][pick], n_heads, positions)
         params, state = adam_step(params, grads, state, lr)
         losses.append(loss)
+
     return params, losses
