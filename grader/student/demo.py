@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.reference:
         needed = required_exercises(heads)
         try:
-            suite = run_suite(impl, needed + (("masks",) if args.causal else ()))
+            suite = run_suite(impl, needed + (("masks",) if args.causal else ()), cached=True)
         except RuntimeError as error:
             print(f"attention-kit demo: {error}", file=sys.stderr)
             return 2
@@ -398,7 +398,7 @@ def run_trained(args: argparse.Namespace, impl: Path) -> int:
         return 1
     if not args.reference:
         try:
-            suite = run_suite(impl, NEEDS_TRAINED)
+            suite = run_suite(impl, NEEDS_TRAINED, cached=True)
         except RuntimeError as error:
             print(f"attention-kit demo: {error}", file=sys.stderr)
             return 2
