@@ -194,22 +194,37 @@ def test_a_release_works_on_its_own_from_a_fresh_venv(shape: str, tmp_path: Path
             assert "heatmap:" in printed or "picture:" in printed, (command, printed)
 
 
-def test_a_finished_part_3_release_shows_every_figure(tmp_path: Path) -> None:
-    """A Part III student who has finished 12-15: every test passes, and every demo of the course draws."""
-    release = build_release("part-3", tmp_path)
-    student = Student(release, tmp_path)
-    for name in (*student.assigned, "_checks"):  # the student's own work, played by the reference (here only)
+@pytest.fixture(scope="module")
+def finished_part_3(tmp_path_factory: pytest.TempPathFactory) -> Student:
+    """A Part III release whose student has finished 12-15 (played by the reference, in this copy only)."""
+    tmp = tmp_path_factory.mktemp("finished")
+    release = build_release("part-3", tmp)
+    student = Student(release, tmp)
+    for name in (*student.assigned, "_checks"):
         shutil.copyfile(ROOT / "solutions" / f"{name}.py", release / "exercises" / f"{name}.py")
-    done, outcomes = student.pytest("-q")
+    return student
+
+
+def test_a_finished_part_3_release_passes_every_test(finished_part_3: Student) -> None:
+    done, outcomes = finished_part_3.pytest("-q")
     assert done.returncode == 0 and all(all(results) for results in outcomes.values()), done.stdout[-3000:]
-    status = student.kit("status")
+    assert len(outcomes) == len(finished_part_3.assigned) + len(finished_part_3.given)
+    status = finished_part_3.kit("status")
     assert "All exercises pass" in status.stdout, status.stdout
-    course = set(student.assigned) | set(student.given)
-    ran = []
-    for command, needs in DEMOS.items():
-        if not set(needed(needs)) <= course:
-            continue
-        done = student.kit(f"{command} --out {tmp_path / 'picture.png'}")
-        assert done.returncode == 0, (command, done.stdout + done.stderr)
-        ran.append(command)
-    assert {"demo", "demo --trained", "demo --measure negation", "demo --measure tokenization"} <= set(ran), ran
+
+
+PART_3_DEMOS = [command for command, needs in DEMOS.items()
+                if set(needed(needs)) <= set(PART_III) | set(load().given_names("3"))]
+
+
+def test_every_demo_of_part_3_is_offered() -> None:
+    assert {"demo", "demo --trained", "demo --measure negation", "demo --measure distance",
+            "demo --measure retrieval", "demo --measure tokenization"} <= set(PART_3_DEMOS)
+    assert "demo --explain" not in PART_3_DEMOS  # exercise 10 is neither assigned nor given in Part III
+
+
+@pytest.mark.parametrize("command", PART_3_DEMOS)
+def test_a_finished_part_3_release_draws_every_demo(finished_part_3: Student, command: str, tmp_path: Path) -> None:
+    done = finished_part_3.kit(f"{command} --out {tmp_path / 'picture.png'}")
+    assert done.returncode == 0, (command, done.stdout + done.stderr)
+    assert (tmp_path / "picture.png").is_file(), (command, done.stdout)
