@@ -34,7 +34,7 @@ from typing import Any
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import reference_dir
 from grader.student import demo_explain
-from grader.student.measured_demo import outside_course
+from grader.student.measured_demo import outside_course, unfinished
 from grader.student.picture import picture_target
 from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
@@ -259,12 +259,10 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as error:
             print(f"attention-kit demo: {error}", file=sys.stderr)
             return 2
-        missing = [suite[name] for name in needed if suite[name].state != DONE]
+        missing = unfinished(suite, needed)
         if missing:
             print(f"The demo runs your {', '.join(needed)}. Finish these exercises first:")
-            for item in missing:
-                print(f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
-                      f"  ({display_path(impl / item.exercise.module_file)})")
+            print("\n".join(missing))
             print("See where you are with `attention-kit status`.")
             return 1
         use_causal_mask = args.causal and suite["masks"].state == DONE
@@ -402,12 +400,10 @@ def run_trained(args: argparse.Namespace, impl: Path) -> int:
         except RuntimeError as error:
             print(f"attention-kit demo: {error}", file=sys.stderr)
             return 2
-        missing = [suite[name] for name in NEEDS_TRAINED if suite[name].state != DONE]
+        missing = unfinished(suite, NEEDS_TRAINED)
         if missing:
             print("The trained demo trains your model (exercise 9) with your earlier exercises. Finish these first:")
-            for item in missing:
-                print(f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
-                      f"  ({display_path(impl / item.exercise.module_file)})")
+            print("\n".join(missing))
             print("See where you are with `attention-kit status`.")
             return 1
     try:

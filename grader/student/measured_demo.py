@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.student.picture import picture_target
-from grader.student.status import DONE, display_path, resolve_impl, run_suite
+from grader.student.status import DONE, SuiteResult, display_path, resolve_impl, run_suite
 
 HEATMAP_OUT = "attention-demo.png"  # demo.py's default --out: the heatmap's
 
@@ -72,9 +72,32 @@ def missing_exercises(impl: Path, needs: tuple[str, ...]) -> list[str]:
         return outside
     needed = tuple(dict.fromkeys([d for name in needs for d in curriculum.dependencies(name)] + list(needs)))
     suite = run_suite(impl, needed, cached=True)  # an unchanged tree: the last results, in a tenth of a second
-    return [f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
-            f"  ({display_path(impl / item.exercise.module_file)})"
-            for item in (suite[name] for name in needed) if item.state != DONE]
+    return unfinished(suite, needed)
+
+
+def unfinished(suite: SuiteResult, needed: Sequence[str]) -> list[str]:
+    """Lines naming the exercises of ``needed`` whose tests do not all pass (empty: all pass).
+
+    A given exercise (working code the course ships, ``Curriculum.given_names``) is the student's to finish
+    only through what it builds on: while an assigned exercise under it fails, only that one is named; when
+    none does, a failing given module was changed, and the line says to restore it.
+    """
+    curriculum = load_curriculum()
+    given = set(curriculum.given_names())
+    failing = {name for name in needed if suite[name].state != DONE}
+    lines = []
+    for name in needed:
+        item = suite[name]
+        if name not in failing:
+            continue
+        where = display_path(suite.impl / item.exercise.module_file)
+        if name not in given:
+            lines.append(f"  {item.exercise.number}. {name}: {item.passed}/{item.total} tests pass  ({where})")
+        elif not failing & (set(curriculum.dependencies(name)) - given):
+            lines.append(f"  {item.exercise.number}. {name} (given): {item.passed}/{item.total} tests pass: {where} "
+                         "was changed; restore the given file (`git checkout -- "
+                         f"exercises/{item.exercise.module_file}`)")
+    return lines
 
 
 def run_measurement(args: argparse.Namespace, measurement: Measurement) -> int:
