@@ -40,7 +40,11 @@ from grader.student import demo, demo_distance, demo_explain, demo_negation, dem
 from grader.tests.reference_lines import find_leaks, folder_texts, reference_lines
 from grader.tests.test_install import Environment, _pip
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("release_shapes")]
+pytestmark = pytest.mark.slow
+# The finished Part III release is built once and shared: its tests run in one xdist worker (--dist loadgroup);
+# each shape builds its own release and venv, so those spread over the workers.
+FINISHED = pytest.mark.xdist_group("finished_part_3")
+SCREEN = 40  # lines: the first run of a fresh copy fits on one screen (grader/tests/test_first_run.py)
 
 # Every demo a student can ask for, with the exercises it runs (what they build on is added).
 DEMOS = {
@@ -71,8 +75,9 @@ SHAPES = {
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", PART_ENV,
-                                                               "ATTENTION_KIT_COURSE", "NO_COLOR")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", PART_ENV, "CI",
+                                                               "ATTENTION_KIT_COURSE", "NO_COLOR")
+           and not k.startswith("PYTEST_")}  # pytest as a student runs it: its own settings only
     return env | (extra or {})
 
 
@@ -112,9 +117,10 @@ class Student:
         assert shape.returncode == 0, shape.stderr
         self.assigned, self.given = (tuple(names) for names in json.loads(shape.stdout))
 
-    def python(self, *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    def python(self, *arguments: str, timeout: float = 300,
+               extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([str(self.environment.python), *arguments], cwd=self.release, capture_output=True,
-                              text=True, timeout=timeout, env=_env(self.cache))
+                              text=True, timeout=timeout, env=_env(self.cache | (extra or {})))
 
     def kit(self, command: str, timeout: float = 300) -> subprocess.CompletedProcess:
         script = self.environment.python.parent / "attention-kit"
@@ -124,7 +130,8 @@ class Student:
     def pytest(self, *arguments: str) -> tuple[subprocess.CompletedProcess, dict[str, list[str]]]:
         """``pytest`` in the release; its outcome and, per test file, each test's failure message ("": passed)."""
         report = self.release.parent / "junit.xml"
-        done = self.python("-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}", *arguments)
+        done = self.python("-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={report}", *arguments,
+                           extra={"COLUMNS": "80"})
         outcomes: dict[str, list[str]] = {}
         for case in ET.parse(report).getroot().iter("testcase"):
             path = (case.get("file") or case.get("classname", "").replace(".", "/") + ".py").split("/")[-1]
@@ -157,8 +164,14 @@ def test_a_release_works_on_its_own_from_a_fresh_venv(shape: str, tmp_path: Path
 
     # pytest: the assigned exercises' tests fail on their stubs; the given exercises' tests run and pass (those
     # of a given exercise built on an assigned one, a mix's, fail only on that exercise's stubs until it is done).
-    done, outcomes = student.pytest("-q")
+    done, outcomes = student.pytest()
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    # The first run fits on a screen: one line per exercise not started, one per given exercise whose tests wait
+    # on the student's stubs (a mix), and no failure report (tests/first_run.py).
+    lines = [line for line in done.stdout.splitlines() if "generated xml file" not in line]
+    assert len(lines) <= SCREEN and "FAILURES" not in done.stdout, f"{len(lines)} lines:\n{done.stdout[:4000]}"
+    for name in student.assigned:
+        assert re.search(rf"(?m)^NOT STARTED +{kit.exercise(name).number}\. {name} ", done.stdout), name
     files = {Path(kit.exercise(name).test_file).name: name for name in student.assigned + student.given}
     assert set(outcomes) == set(files), (sorted(outcomes), sorted(files))
     for file, failures in outcomes.items():
@@ -168,6 +181,8 @@ def test_a_release_works_on_its_own_from_a_fresh_venv(shape: str, tmp_path: Path
             assert all(failures), (file, "a test of an assigned exercise passed on the stubs")
         elif not set(kit.dependencies(name)) & set(student.assigned):
             assert not any(failures), (file, [failure for failure in failures if failure][:1])
+        elif any(failures):
+            assert re.search(rf"(?m)^GIVEN +{kit.exercise(name).number}\. {name}: working code", done.stdout), name
     if "training" in student.given and not set(kit.dependencies("training")) & set(student.assigned):
         done, outcomes = student.pytest("-m", "training", "-q")
         assert done.returncode == 0 and sum(map(len, outcomes.values())) > 10, done.stdout[-2000:]
@@ -211,6 +226,7 @@ def finished_part_3(tmp_path_factory: pytest.TempPathFactory) -> Student:
     return student
 
 
+@FINISHED
 def test_a_finished_part_3_release_passes_every_test(finished_part_3: Student) -> None:
     done, outcomes = finished_part_3.pytest("-q")
     assert done.returncode == 0 and not any(any(failures) for failures in outcomes.values()), done.stdout[-3000:]
@@ -229,6 +245,7 @@ def test_every_demo_of_part_3_is_offered() -> None:
     assert "demo --explain" not in PART_3_DEMOS  # exercise 10 is neither assigned nor given in Part III
 
 
+@FINISHED
 @pytest.mark.parametrize("command", PART_3_DEMOS)
 def test_a_finished_part_3_release_draws_every_demo(finished_part_3: Student, command: str, tmp_path: Path) -> None:
     done = finished_part_3.kit(f"{command} --out {tmp_path / 'picture.png'}")
