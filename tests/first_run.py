@@ -47,11 +47,20 @@ class Outcomes:
     """The node ids of each exercise's tests that failed on one of its own stubs."""
     started: set[str] = field(default_factory=set)
     """The exercises where something else happened: a pass, a failed check, a crash, an error."""
+    given: frozenset[str] = frozenset()
+    """The exercises the course gives rather than assigns (``Curriculum.given_names``)."""
+    waiting: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    """Of each given exercise (working code a release ships), the node ids of its tests that failed only on a
+    stub of an exercise the student writes, by that exercise: they pass once it is done."""
 
     def not_started(self) -> list[str]:
         """The exercises of the run whose every test failed on a stub of its own, in the run's order."""
         return [name for name, count in self.collected.items()
                 if name not in self.started and len(self.stubbed.get(name, ())) == count]
+
+    def only_waiting(self) -> list[str]:
+        """The given exercises of the run whose every failing test waits on a stub of the student's."""
+        return [name for name in self.collected if name in self.waiting and name not in self.started]
 
 
 OUTCOMES = pytest.StashKey[Outcomes]()
@@ -72,7 +81,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Count the tests of each exercise in the run (a student's run only)."""
     if not _students_own_run(session.config):
         return
-    outcomes = session.config.stash[OUTCOMES] = Outcomes()
+    outcomes = session.config.stash[OUTCOMES] = Outcomes(given=frozenset(load_curriculum().given_names()))
     for item in session.items:
         if _exercise_of(item):
             outcomes.collected[_exercise_of(item)] += 1
@@ -100,11 +109,30 @@ def pytest_runtest_makereport(
     name = _exercise_of(item)
     if outcomes is None or not name or report.skipped or (report.passed and call.when != "call"):
         return report
+    if name in outcomes.given:  # working code the release ships: it fails only on the student's stubs
+        if report.failed:
+            waits_for = failed_on_a_stub(item) if call.when == "call" else ""
+            if waits_for:
+                outcomes.waiting.setdefault(name, {}).setdefault(waits_for, set()).add(item.nodeid)
+            else:
+                outcomes.started.add(name)
+        return report
     if call.when == "call" and report.failed and failed_on_own_stub(item, load_curriculum().exercise(name)):
         outcomes.stubbed.setdefault(name, set()).add(item.nodeid)
     else:
         outcomes.started.add(name)
     return report
+
+
+def failed_on_a_stub(item: pytest.Item) -> str:
+    """The exercise whose stub the test ended on ("not implemented yet", and nothing else), or ""."""
+    found = failures.recorded(item)
+    if len(found) != 1 or found[0].kind != failures.NOT_IMPLEMENTED or STUB not in found[0].what:
+        return ""
+    try:
+        return load_curriculum().exercise_of_function(found[0].what.split(STUB)[0].strip()).name
+    except ValueError:
+        return ""
 
 
 def _shown(path: Path, config: pytest.Config) -> str:
@@ -137,13 +165,33 @@ def not_started_lines(config: pytest.Config, names: list[str]) -> list[str]:
              + "  " + row[4]).rstrip() for row in rows]
 
 
-def _folded(config: pytest.Config) -> list[str]:
-    """The exercises to show as one line each ([] when the run is a single exercise's, or not a student's)."""
+def waiting_lines(config: pytest.Config, names: list[str]) -> list[str]:
+    """One line for each given exercise of ``names`` whose failing tests wait on the student's stubs."""
+    curriculum = load_curriculum()
+    outcomes = config.stash[OUTCOMES]
+    lines = []
+    for name in names:
+        exercise = curriculum.exercise(name)
+        waits = outcomes.waiting[name]
+        count = sum(map(len, waits.values()))
+        under = set(curriculum.dependencies(name)) - outcomes.given | set(waits)  # what it builds on of yours
+        on = ", ".join(str(e.number) for e in curriculum.exercises if e.name in under)
+        lines.append(f"GIVEN       {exercise.number:>2}. {name}: working code you need not write; {count} of its "
+                     f"{outcomes.collected[name]} tests fail until your exercise{'s' if len(under) > 1 else ''} "
+                     f"{on} pass{'' if len(under) > 1 else 'es'} (they call them)")
+    return lines
+
+
+def _folded(config: pytest.Config) -> tuple[list[str], list[str]]:
+    """The exercises to show as one line each: not started, and given ones waiting on them.
+
+    Both empty when the run is a single exercise's, or not a student's.
+    """
     outcomes = config.stash.get(OUTCOMES, None)
     if (outcomes is None or len(outcomes.collected) < 2 or config.option.no_summary
             or not _students_own_run(config)):
-        return []
-    return outcomes.not_started()
+        return [], []
+    return outcomes.not_started(), outcomes.only_waiting()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # around the terminal's own summary (FAILURES, short summary)
@@ -155,18 +203,21 @@ def pytest_terminal_summary(
     The tests are taken out of the reporter's list of failures while it writes its sections, and put
     back before it counts them for the last line, so the counts are the real ones.
     """
-    names = _folded(config)
-    if not names:
+    names, waiting = _folded(config)
+    if not names and not waiting:
         return (yield)
     outcomes = config.stash[OUTCOMES]
-    hidden = set().union(*(outcomes.stubbed[name] for name in names))
+    hidden = set().union(*(outcomes.stubbed[name] for name in names),
+                         *(ids for name in waiting for ids in outcomes.waiting[name].values()))
     failed = terminalreporter.stats.get("failed", [])
     terminalreporter.stats["failed"] = [report for report in failed if report.nodeid not in hidden]
     try:
         result = yield
     finally:
         terminalreporter.stats["failed"] = failed
-    for line in not_started_lines(config, names):
+    for line in waiting_lines(config, waiting):
+        terminalreporter.write_line(line, cyan=True)
+    for line in not_started_lines(config, names) if names else []:
         terminalreporter.write_line(line, yellow=True)
     return result
 
