@@ -141,6 +141,21 @@ class Curriculum:
         """Names of :meth:`selection`, in curriculum order."""
         return tuple(exercise.name for exercise in self.selection(part))
 
+    def given_names(self, part: str | int | None = None) -> tuple[str, ...]:
+        """The exercises the :meth:`selection` builds on but does not assign, in curriculum order.
+
+        A release ships them as working code marked given (``grader/release_files/given/``) with their public
+        tests, so every tool that asks "which exercises are the student's" and "which are given" asks here.
+        """
+        assigned = set(self.selected_names(part))
+        needed = {name for exercise in assigned for name in self.dependencies(exercise)}
+        return tuple(name for name in self.names if name in needed and name not in assigned)
+
+    def assigned_or_given(self, part: str | int | None = None) -> tuple[str, ...]:
+        """The exercises a student of this course has working code of, or writes, in curriculum order."""
+        kept = set(self.selected_names(part)) | set(self.given_names(part))
+        return tuple(name for name in self.names if name in kept)
+
     @property
     def given_modules(self) -> tuple[str, ...]:
         """The modules students get ready made (the exercises' ``given``), in curriculum order."""

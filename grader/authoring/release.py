@@ -61,6 +61,7 @@ from grader.authoring.release_contents import (
     student_pyproject,
     student_readme,
 )
+from grader.authoring.release_given import given_files
 from grader.curriculum import PART_ENV, ROOT, parse_part
 
 
@@ -190,6 +191,13 @@ def plan_release(root: Path | None = None) -> Plan:
     # The stubs come from the reference now, whatever state exercises/ is in.
     for path, text in sync.expected_stubs().items():
         plan.texts[path.relative_to(sync.ROOT).as_posix()] = text
+    # What the course builds on and does not assign: working code marked given, with its public tests.
+    given_texts, given_tests = given_files(curriculum)
+    plan.texts.update(given_texts)
+    missing = [path for path in given_tests if not source(path).is_file()]
+    if missing:
+        raise ReleaseError(f"missing from the kit: {', '.join(missing)}")
+    plan.copies.update({path: source(path) for path in given_tests})
     stale = sync.out_of_date()
     if stale:
         plan.notes.append(f"exercises/ in the kit is out of date ({', '.join(stale)}); the release uses fresh stubs "

@@ -99,21 +99,17 @@ def _shift_headings(markdown: str, top: int = 2) -> str:
 
 
 def _earlier_modules(curriculum: object, exercises: tuple) -> list[str]:
-    """A paragraph on the earlier exercises' modules that the selection builds on but does not grade (or none)."""
-    chosen = {exercise.name for exercise in exercises}
-    needed = []
-    for exercise in exercises:
-        for name in curriculum.dependencies(exercise.name):  # type: ignore[attr-defined]
-            if name not in chosen and name not in needed:
-                needed.append(name)
-    if not needed:
+    """A paragraph on the earlier exercises the selection builds on and the course gives (or none)."""
+    given = curriculum.given_names()  # type: ignore[attr-defined]
+    if not given:
         return []
-    ordered = [e for e in curriculum.exercises if e.name in needed]  # type: ignore[attr-defined]
-    files = ", ".join(f"`exercises/{e.module_file}` ({e.number})" for e in ordered)
-    return [f"These exercises build on modules of earlier exercises that this course does not grade here: {files}. "
-            "Copy your finished files of those exercises into `exercises/` before you start: with their stubs, a "
-            "test that needs one of them fails with \"not implemented yet\" in that function. When the instructor "
-            "grades your work, those modules come from the reference, so a mistake in them costs no points here.\n"]
+    ordered = [curriculum.exercise(name) for name in given]  # type: ignore[attr-defined]
+    files = ", ".join(f"`exercises/{e.module_file}` ({e.number}, {e.name})" for e in ordered)
+    return [f"These exercises build on earlier ones that this course gives you as working code: {files}. Each "
+            "says at its top that it is given: read it, you need not write it. Its public tests ship and pass "
+            f"(`pytest -m {ordered[-1].name}`), `attention-kit status` lists it as given, and the demos use it. "
+            "When the instructor grades your work, those modules come from the instructor's own copy, so a change "
+            "you make to them costs no points and earns none.\n"]
 
 
 def student_readme(curriculum: object, docs: dict[str, str]) -> str:
@@ -141,7 +137,7 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "source .venv/bin/activate          # Windows: .venv\\Scripts\\activate\n"
         "python -m pip install -e .         # numpy, pytest, pytest-check and the `attention-kit` command\n"
         "python -m pip install -e \".[cli,plot]\"   # optional: colour, progress bars and heatmaps\n"
-        "pytest                             # at the start every test fails: \"not implemented yet\"\n"
+        "pytest                             # at first each test of yours fails: \"not implemented yet\"\n"
         "```\n",
         "## The exercises, in order\n",
         "Work through them in this order: later exercises use the earlier ones. Fill in the function "

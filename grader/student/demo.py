@@ -34,6 +34,7 @@ from typing import Any
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import reference_dir
 from grader.student import demo_explain
+from grader.student.measured_demo import outside_course, unfinished
 from grader.student.picture import picture_target
 from grader.student.status import DONE, display_path, resolve_impl, run_suite
 
@@ -254,16 +255,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.reference:
         needed = required_exercises(heads)
         try:
-            suite = run_suite(impl, needed + (("masks",) if args.causal else ()))
+            suite = run_suite(impl, needed + (("masks",) if args.causal else ()), cached=True)
         except RuntimeError as error:
             print(f"attention-kit demo: {error}", file=sys.stderr)
             return 2
-        missing = [suite[name] for name in needed if suite[name].state != DONE]
+        missing = unfinished(suite, needed)
         if missing:
             print(f"The demo runs your {', '.join(needed)}. Finish these exercises first:")
-            for item in missing:
-                print(f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
-                      f"  ({display_path(impl / item.exercise.module_file)})")
+            print("\n".join(missing))
             print("See where you are with `attention-kit status`.")
             return 1
         use_causal_mask = args.causal and suite["masks"].state == DONE
@@ -390,18 +389,21 @@ def plot_trained(panels: list[TrainedPanel], out: Path, source: str) -> None:
 def run_trained(args: argparse.Namespace, impl: Path) -> int:
     """``attention-kit demo --trained``: check exercises 1-9, train, print the figures and draw them."""
     source = "reference solution" if args.reference else "your code"
+    outside = outside_course(NEEDS_TRAINED)
+    if outside:
+        print("The trained demo trains the model of exercise 9, which this course does not hold:")
+        print("\n".join(outside))
+        return 1
     if not args.reference:
         try:
-            suite = run_suite(impl, NEEDS_TRAINED)
+            suite = run_suite(impl, NEEDS_TRAINED, cached=True)
         except RuntimeError as error:
             print(f"attention-kit demo: {error}", file=sys.stderr)
             return 2
-        missing = [suite[name] for name in NEEDS_TRAINED if suite[name].state != DONE]
+        missing = unfinished(suite, NEEDS_TRAINED)
         if missing:
             print("The trained demo trains your model (exercise 9) with your earlier exercises. Finish these first:")
-            for item in missing:
-                print(f"  {item.exercise.number}. {item.exercise.name}: {item.passed}/{item.total} tests pass"
-                      f"  ({display_path(impl / item.exercise.module_file)})")
+            print("\n".join(missing))
             print("See where you are with `attention-kit status`.")
             return 1
     try:

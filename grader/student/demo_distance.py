@@ -93,7 +93,8 @@ def summary_lines(result: DistanceResult) -> list[str]:
              f"{'distance':>8} {'slope ' + str(SLOPE):>10} {'slope 0':>8}"]
     for t, with_penalty, flat in zip(result.distances, result.recall_penalty, result.recall_flat, strict=True):
         if t <= 24 or t % 4 == 0:
-            lines.append(f"{int(t):>8} {with_penalty:>10.2f} {flat:>8.2f}")
+            # Three decimals, as the reading gives recall (docs/reading.md#context-use: "means 1.000 and 0.000").
+            lines.append(f"{int(t):>8} {with_penalty:>10.3f} {flat:>8.3f}")
     lines.append(f"accuracy of heads trained at length {TRAIN_LENGTH}, by evaluation length:")
     lines.append(f"{'length':>8} " + " ".join(f"{name:>10}" for name in result.accuracy))
     for i, length in enumerate(result.lengths):

@@ -453,16 +453,36 @@ def _hidden_note(result: SuiteResult) -> list[str]:
             f"points, out of {scoring.number(result.max_points + hidden)})"]
 
 
+GIVEN_LABEL = "given: working code to read, not yours to write"
+
+
+def given_rows(result: SuiteResult) -> list[Exercise]:
+    """The exercises this course gives (``Curriculum.given_names``) that ``result`` does not hold, in order.
+
+    A release ships them as working code with their public tests; the status lists them as done and given,
+    without running their tests again.
+    """
+    curriculum = load_curriculum()
+    shown = {item.exercise.name for item in result.exercises}
+    return [curriculum.exercise(name) for name in curriculum.given_names() if name not in shown]
+
+
 def render_plain(result: SuiteResult) -> str:
     """The status as plain text (no colour), as printed to a file or pipe."""
     curriculum = load_curriculum()
-    width = max(len(r.exercise.name) for r in result.exercises)
-    digits = max(len(str(r.exercise.number)) for r in result.exercises)  # 1. ... 11. in one column
+    given = given_rows(result)
+    everyone = [r.exercise for r in result.exercises] + given
+    width = max(len(e.name) for e in everyone)
+    digits = max(len(str(e.number)) for e in everyone)  # 1. ... 11. in one column
     lines = [f"{curriculum.title}: {display_path(result.impl)}", ""]
+    rows = []
     for item in result.exercises:
         counts = f"{item.passed:>3}/{item.total:<3}"
-        number = f"{item.exercise.number}."
-        lines.append(f"  {number:>{digits + 1}} {item.exercise.name:<{width}}  {counts} {item.label}")
+        rows.append((item.exercise, f"{counts} {item.label}"))
+    rows += [(exercise, f"{'done':>7} {GIVEN_LABEL}") for exercise in given]
+    for exercise, text in sorted(rows, key=lambda row: row[0].number):
+        number = f"{exercise.number}."
+        lines.append(f"  {number:>{digits + 1}} {exercise.name:<{width}}  {text}")
     fraction = result.passed / result.total if result.total else 0.0
     lines += [
         "",
@@ -490,10 +510,12 @@ def render_rich(result: SuiteResult, console: Any) -> None:
     console.print()
     table = Table(show_header=False, box=None, padding=(0, 1))
     current = result.current
+    rows = [(exercise.number, (Text(STATE_MARK[DONE], style="cyan"), f"{exercise.number}.", exercise.name, "", "",
+                               Text(GIVEN_LABEL, style="cyan"))) for exercise in given_rows(result)]
     for item in result.exercises:
         style = STATE_STYLE[item.state]
         name_style = "bold" if item is current else ""
-        table.add_row(
+        rows.append((item.exercise.number, (
             Text(STATE_MARK[item.state], style=style),
             f"{item.exercise.number}.",
             Text(item.exercise.name, style=name_style),
@@ -501,7 +523,9 @@ def render_rich(result: SuiteResult, console: Any) -> None:
             ProgressBar(total=max(item.total, 1), completed=item.passed, width=16,
                         complete_style=style, finished_style="green"),
             Text(item.label, style=style),
-        )
+        )))
+    for _, row in sorted(rows, key=lambda numbered: numbered[0]):
+        table.add_row(*row)
     console.print(table)
     overall = Table.grid(padding=(0, 1))
     overall.add_row(

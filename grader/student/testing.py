@@ -48,8 +48,10 @@ def pytest_arguments(impl: str, hidden: bool, extra: list[str]) -> list[str]:
     curriculum = load()
     if curriculum.selection() == curriculum.exercises and not curriculum.dropped:
         paths = [str(ROOT / "tests"), *map(str, hidden_dirs)]
-    else:  # the course grades some exercises only: their test files
-        paths = [test_file.path for test_file in graded_suite(hidden_dirs)[0]]
+    else:  # the course grades some exercises only: their test files, and those of the exercises it gives
+        given = [curriculum.exercise(name).test_file for name in curriculum.given_names()]
+        paths = [str(ROOT / path) for path in given if (ROOT / path).is_file()]
+        paths += [test_file.path for test_file in graded_suite(hidden_dirs)[0]]
     return [*paths, "-c", str(ROOT / "pyproject.toml"), f"--rootdir={ROOT}", f"--impl={folder.resolve()}", *extra]
 
 
