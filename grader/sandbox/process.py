@@ -32,6 +32,8 @@ from grader.sandbox.limits import Limits
 
 SANDBOX_CODE = Path(__file__).resolve().parent
 WORKER_SOURCE = SANDBOX_CODE / "worker.py"
+# Kit code written apart from the reference (the releases ship it as given): fair grading runs it in the worker.
+GIVEN_CODE = SANDBOX_CODE.parent / "release_files" / "given"
 MAX_MODULE_BYTES = 1 << 20
 # A folder of the batch (``grade_batch`` makes it and removes it at the end, even when a grading process
 # was killed and could not remove its workers' scratch folders): the workers' scratch folders go inside.
@@ -89,6 +91,8 @@ def sandbox_files(plan: confine.Plan, fork_server: bool = False) -> dict[str, by
         compiled = _compiled(name, str(Path(filename).with_name(name)), main=False)
         if compiled is not None:
             files[f"__pycache__/{name.removesuffix('.py')}.{sys.implementation.cache_tag}.pyc"] = compiled
+    for path in sorted(GIVEN_CODE.glob("*.py")):  # the given implementations that fair grading runs (worker.py)
+        files[f"given/{path.name}"] = path.read_bytes()
     return files
 
 

@@ -13,12 +13,17 @@ random generators are copied back after each call (the worker sends back
 only the arguments a call changed).
 
 Fair grading (the default): a test of exercise E runs the student's module E,
-while the modules E imports (the manifest's ``depends``) are answered by the
-reference implementation, so a bug in the student's softmax does not cost
-points in attention. The reference runs in a worker of its own (an
-``IsolatedImplementation`` of the reference folder, ``fair=False``), with
-the student's memory limit and the CPU time the student's call has left,
-which it is charged: the grading process computes nothing for a student.
+while the modules E imports (the manifest's ``depends``) are working code, so a
+bug in the student's softmax does not cost points in attention. They are the
+kit's given implementations (``grader/release_files/given``, written apart from
+the reference), run in the student's own worker (``worker.py``), charged as the
+student's code is. A module with no given implementation is answered by the
+reference, in a worker of its own (an ``IsolatedImplementation`` of the
+reference folder, ``fair=False``), with the student's memory limit and the CPU
+time the student's call has left, which it is charged: the grading process
+computes nothing for a student. A test's own call of another exercise's
+function (exercise 12's tests train with exercise 9's ``train``) always runs
+in the reference's worker, never in the student's process.
 
 Run by the grading process. This module is the facade: it composes the
 worker's process (``grader.sandbox.process``), the channel over its pipes
