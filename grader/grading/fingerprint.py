@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.curriculum import PACKAGE, ROOT, reference_dir
 from grader.grading.records import Job, grade_deciding_fields
-from grader.sandbox.process import GIVEN_CODE
+from grader.sandbox.given import GIVEN_CODE
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
 GRADING_MODULES = ("report.py", "recorder.py", "secrets.py", "kit_check.py")

@@ -28,12 +28,11 @@ from typing import Any
 
 from grader.sandbox import limits as confine
 from grader.sandbox import server
+from grader.sandbox.given import GIVEN_CODE
 from grader.sandbox.limits import Limits
 
 SANDBOX_CODE = Path(__file__).resolve().parent
 WORKER_SOURCE = SANDBOX_CODE / "worker.py"
-# Kit code written apart from the reference (the releases ship it as given): fair grading runs it in the worker.
-GIVEN_CODE = SANDBOX_CODE.parent / "release_files" / "given"
 MAX_MODULE_BYTES = 1 << 20
 # A folder of the batch (``grade_batch`` makes it and removes it at the end, even when a grading process
 # was killed and could not remove its workers' scratch folders): the workers' scratch folders go inside.

@@ -55,6 +55,7 @@ from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
+from grader.sandbox.given import usable as usable_given
 from grader.sandbox.limits import Limits
 from grader.sandbox.measuring import Measuring
 from grader.sandbox.process import (
@@ -305,10 +306,11 @@ class IsolatedImplementation(Measuring, Spares):
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
         self._callbacks.init_data = {"functions": functions, "dependencies": dependencies}
+        given = sorted(usable_given(self.reference, self.curriculum)) if self.fair else []
         self._handshake_pending = True
         try:
-            self._channel.send(frames.pack({"op": "init", "functions": functions, "dependencies": dependencies}, []),
-                               time.monotonic() + STARTUP_TIMEOUT)
+            self._channel.send(frames.pack({"op": "init", "functions": functions, "dependencies": dependencies,
+                                            "given": given}, []), time.monotonic() + STARTUP_TIMEOUT)
         except (Timeout, Ended):
             pass  # reported by _ready()
 

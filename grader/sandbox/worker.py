@@ -187,6 +187,7 @@ class Worker:
         self.modules = modules.rstrip("/") + "/"
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
+        self.given: set[str] = set()  # the dependencies served by the kit's given code (grader.sandbox.given)
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
 
     # -- packages
@@ -209,7 +210,8 @@ class Worker:
             given.__package__ = given.__name__
             sys.modules[given.__name__] = given
             for dependency in self.dependencies.get(view, []):
-                module = self.given_module(given.__name__, dependency) or self.forwarding_module(name, dependency)
+                module = (self.given_module(given.__name__, dependency) if dependency in self.given else None) \
+                    or self.forwarding_module(name, dependency)
                 sys.modules[f"{given.__name__}.{dependency}"] = sys.modules[f"{name}.{dependency}"] = module
         return name
 
@@ -326,6 +328,7 @@ class Worker:
         if op == "init":
             self.functions = header["functions"]
             self.dependencies = header["dependencies"]
+            self.given = set(header["given"])
             self.channel.send({"status": "ok", "pid": os.getpid(), "uid": os.getuid()}, [])
         elif op == "import":
             self.handle_import(header)

@@ -103,3 +103,35 @@ def test_the_given_optimiser_and_loss_are_the_reference_s_bit_for_bit(given, ref
         (p_mine, state_mine), (p_theirs, state_theirs) = mine(params, grads, state_mine), theirs(params, grads,
                                                                                                   state_theirs)
         identical((p_mine, state_mine), (p_theirs, state_theirs), "adam_step")
+
+
+def test_the_record_of_the_verified_reference_is_current():
+    # Written by `python -m grader.sandbox.given --write` once the tests above pass: a change of the reference
+    # without it makes fair grading ask the reference again (slower, never wrong), and fails here.
+    from grader.curriculum import load
+    from grader.sandbox import given
+
+    assert given.verified() == given.current(ROOT / "solutions", load()), (
+        "run grader/tests/test_given_bits.py, then python -m grader.sandbox.given --write")
+
+
+def test_a_reference_that_differs_from_the_verified_one_is_asked_itself(tmp_path):
+    # An instructor's reference of softmax that differs: softmax and everything built on it are answered by that
+    # reference, the rest by the given code; a changed helper of the kit leaves no given code in use.
+    import shutil
+
+    from grader.curriculum import load
+    from grader.sandbox import given
+
+    curriculum = load()
+    reference = tmp_path / "solutions"
+    shutil.copytree(ROOT / "solutions", reference, ignore=shutil.ignore_patterns("__pycache__"))
+    everything = given.usable(reference, curriculum)
+    assert {"softmax", "attention", "training"} <= everything
+    (reference / "softmax.py").write_text((reference / "softmax.py").read_text() + "\n# the course's own\n")
+    (reference / "_mine.py").write_text("X = 1\n")  # a helper of the course's own changes nothing
+    changed = given.usable(reference, curriculum)
+    assert "softmax" not in changed and "attention" not in changed and "training" not in changed
+    assert {"projections", "positional", "masks"} <= changed
+    (reference / "_checks.py").write_text((reference / "_checks.py").read_text() + "\n")
+    assert given.usable(reference, curriculum) == frozenset()

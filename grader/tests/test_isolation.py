@@ -367,8 +367,8 @@ def test_a_malformed_reply_is_a_crash_not_a_result(isolated):
 ASKS_FOR_SOFTMAX = (
     "import sys as _sys\n"
     "_M = _sys.modules['__main__']\n"
-    "_ask = _M.Worker(_M.Channel(int(_sys.argv[_sys.argv.index('--requests') + 1]),\n"
-    "                            int(_sys.argv[_sys.argv.index('--replies') + 1])), '/').forwarder('softmax', 'softmax')\n"
+    "_fd = lambda name: int(_sys.argv[_sys.argv.index(name) + 1])\n"
+    "_ask = _M.Worker(_M.Channel(_fd('--requests'), _fd('--replies')), '/').forwarder('softmax', 'softmax')\n"
     "\n"
     "def scaled_dot_product_attention(q, k, v, mask=None):\n"
     "    return _ask(q), _ask(k)\n")
