@@ -10,8 +10,9 @@ grade must therefore be in it:
   the isolation policy, the part, the suite's selection and points);
 - the content of the suite's test files, ``tests/`` (its helpers and data),
   ``solutions/``, the manifest, the modules that turn outcomes into records,
-  messages and scores, and every file of ``grader/sandbox/`` (how student code
-  is run and limited: a new file there is covered without a change here).
+  messages and scores, every file of ``grader/sandbox/`` (how student code
+  is run and limited: a new file there is covered without a change here) and
+  the given implementations that fair grading runs (``grader/release_files/given``).
 
 The submission's own content (its digest) is added per student by the batch.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from grader.curriculum import PACKAGE, ROOT, reference_dir
 from grader.grading.records import Job, grade_deciding_fields
+from grader.sandbox.given import GIVEN_CODE
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
 GRADING_MODULES = ("report.py", "recorder.py", "secrets.py", "kit_check.py")
@@ -62,6 +64,7 @@ def fingerprinted_files(job: Job) -> list[Path]:
     # The whole sandbox: bytecode caches aside (they change with the interpreter, never the code).
     files |= {path for path in (PACKAGE / "sandbox").rglob("*")
               if "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    files |= set(GIVEN_CODE.glob("*.py"))  # what fair grading runs for the exercises a module builds on
     return sorted(path for path in files if path.is_file())
 
 

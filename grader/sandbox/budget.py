@@ -23,8 +23,9 @@ come) a call has either
   reports the row not graded ("the machine was too busy (rerun)");
 * none of these: it runs on, until the next check.
 
-Fair grading's callbacks are answered by the reference in a worker of its
-own, as confined as the student's (``grader.sandbox.callbacks``): the
+Fair grading's callbacks (for the exercises the kit has no given
+implementation of) are answered by the reference in a worker of its own, as
+confined as the student's (``grader.sandbox.callbacks``): the
 reference's CPU time is the student's (what a student's code asks of the
 reference is charged to it), while the wall time the call waited for that
 answer is neither its CPU nor its sleep (:meth:`Budget.count_callback`). The

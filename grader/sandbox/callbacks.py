@@ -1,8 +1,9 @@
 """The grading side's answers to a worker's callbacks: fair grading's reference, and the test's own functions.
 
 Run by the grading process, while a request of its worker is in flight. Under
-fair grading the worker asks the reference to run the functions of the
-exercises that the student's module imports (``protocol.reference_functions``
+fair grading the worker runs the kit's given implementations of the exercises
+that the student's module imports, and asks the reference to run the functions
+of those the kit has none of (an instructor's own exercises) (``protocol.reference_functions``
 says which: anything else is refused, and the refusal recorded). The grading
 process computes nothing for it: the request is passed on, as plain data, to
 a worker of the reference's own (a :class:`ReferenceWorker`, confined and

@@ -520,9 +520,12 @@ def options_in_a_file(cmd: list[str]) -> Iterator[tuple[list[str], tuple[int, ..
 
 
 def _module_binds(folder: Path) -> list[str]:
-    """Bwrap's binds of the modules beside worker.py in ``folder`` (``SANDBOX_MODULES``, their ``__pycache__``)."""
+    """Bwrap's binds of what lies beside worker.py in ``folder``: ``SANDBOX_MODULES``, ``__pycache__``, ``given/``.
+
+    ``given/`` holds the given implementations that fair grading runs (``grader.sandbox.worker``).
+    """
     binds = []
-    for name in (*SANDBOX_MODULES, "__pycache__"):
+    for name in (*SANDBOX_MODULES, "__pycache__", "given"):
         if (folder / name).exists():
             binds += ["--ro-bind", str(folder / name), f"{SANDBOX_DIR}/{name}"]
     return binds

@@ -7,8 +7,10 @@ the sandbox. It imports only the standard library, so that it can.
 
 Grading process -> worker (``REQUESTS``):
 
-- ``init``: the manifest's ``functions`` per exercise and the ``dependencies``
-  the worker must serve from the reference (empty under ``--no-fair``);
+- ``init``: the manifest's ``functions`` per exercise, the ``dependencies``
+  the worker must serve (empty under ``--no-fair``), and those of them it
+  serves with the kit's ``given`` code (``grader.sandbox.given``), the others
+  from the reference;
 - ``import``: import the student's ``module`` in the package of ``view``;
 - ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
   (a call's peak memory is read from outside the worker, never reported by it).
@@ -39,7 +41,7 @@ from typing import Any
 
 # op -> {field: type}. ``object`` means "any plain data": it is decoded and checked by the codec.
 REQUESTS: dict[str, dict[str, type]] = {
-    "init": {"functions": dict, "dependencies": dict},
+    "init": {"functions": dict, "dependencies": dict, "given": list},
     "import": {"view": str, "module": str},
     "call": {"view": str, "module": str, "function": str, "payload": object},
 }

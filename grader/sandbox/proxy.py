@@ -13,12 +13,17 @@ random generators are copied back after each call (the worker sends back
 only the arguments a call changed).
 
 Fair grading (the default): a test of exercise E runs the student's module E,
-while the modules E imports (the manifest's ``depends``) are answered by the
-reference implementation, so a bug in the student's softmax does not cost
-points in attention. The reference runs in a worker of its own (an
-``IsolatedImplementation`` of the reference folder, ``fair=False``), with
-the student's memory limit and the CPU time the student's call has left,
-which it is charged: the grading process computes nothing for a student.
+while the modules E imports (the manifest's ``depends``) are working code, so a
+bug in the student's softmax does not cost points in attention. They are the
+kit's given implementations (``grader/release_files/given``, written apart from
+the reference), run in the student's own worker (``worker.py``), charged as the
+student's code is. A module with no given implementation is answered by the
+reference, in a worker of its own (an ``IsolatedImplementation`` of the
+reference folder, ``fair=False``), with the student's memory limit and the CPU
+time the student's call has left, which it is charged: the grading process
+computes nothing for a student. A test's own call of another exercise's
+function (exercise 12's tests train with exercise 9's ``train``) always runs
+in the reference's worker, never in the student's process.
 
 Run by the grading process. This module is the facade: it composes the
 worker's process (``grader.sandbox.process``), the channel over its pipes
@@ -50,6 +55,7 @@ from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
+from grader.sandbox.given import usable as usable_given
 from grader.sandbox.limits import Limits
 from grader.sandbox.measuring import Measuring
 from grader.sandbox.process import (
@@ -300,10 +306,11 @@ class IsolatedImplementation(Measuring, Spares):
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
         self._callbacks.init_data = {"functions": functions, "dependencies": dependencies}
+        given = sorted(usable_given(self.reference, self.curriculum)) if self.fair else []
         self._handshake_pending = True
         try:
-            self._channel.send(frames.pack({"op": "init", "functions": functions, "dependencies": dependencies}, []),
-                               time.monotonic() + STARTUP_TIMEOUT)
+            self._channel.send(frames.pack({"op": "init", "functions": functions, "dependencies": dependencies,
+                                            "given": given}, []), time.monotonic() + STARTUP_TIMEOUT)
         except (Timeout, Ended):
             pass  # reported by _ready()
 

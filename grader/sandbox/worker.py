@@ -60,6 +60,23 @@ def load_modules() -> Any:
     return package
 
 
+_GIVEN: dict[str, types.CodeType | None] = {}  # the given modules, compiled once per process (see given_module)
+
+
+def _given_code(exercise: str) -> types.CodeType | None:
+    """The compiled given implementation of ``exercise`` (``given/EXERCISE.py`` beside this file), or None."""
+    if exercise not in _GIVEN:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "given", f"{exercise}.py")
+        try:
+            with open(path, "rb") as file:
+                source = file.read()
+        except OSError:
+            _GIVEN[exercise] = None
+        else:
+            _GIVEN[exercise] = compile(source, f"given/{exercise}.py", "exec", dont_inherit=True)
+    return _GIVEN[exercise]
+
+
 _BUILTINS = dict(vars(builtins))
 _ALWAYS = ("always", None, Warning, None, 0)  # the filter warnings.simplefilter("always") inserts
 
@@ -170,6 +187,7 @@ class Worker:
         self.modules = modules.rstrip("/") + "/"
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
+        self.given: set[str] = set()  # the dependencies served by the kit's given code (grader.sandbox.given)
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
 
     # -- packages
@@ -182,10 +200,43 @@ class Worker:
             package.__path__ = [self.modules.rstrip("/")]
             package.__package__ = name
             sys.modules[name] = package
-            # Fair grading: the exercises this one depends on are served by the reference (in a worker of its own).
+            # Fair grading: the exercises this one depends on are the kit's given implementations (``given/``
+            # beside this file: kit code written apart from the reference, shipped to students anyway), run here and
+            # so charged to the student as their own code is; an exercise with none is served by the reference, in a
+            # worker of its own. Both in the order of the manifest, so that each module's own dependencies are
+            # registered before it runs.
+            given = types.ModuleType(f"_given_{view}", "the given implementations of this view's dependencies")
+            given.__path__ = []  # a given module imports its siblings only: never a file of the student's folder
+            given.__package__ = given.__name__
+            sys.modules[given.__name__] = given
             for dependency in self.dependencies.get(view, []):
-                sys.modules[f"{name}.{dependency}"] = self.forwarding_module(name, dependency)
+                module = (self.given_module(given.__name__, dependency) if dependency in self.given else None) \
+                    or self.forwarding_module(name, dependency)
+                sys.modules[f"{given.__name__}.{dependency}"] = sys.modules[f"{name}.{dependency}"] = module
         return name
+
+    def given_module(self, package: str, exercise: str) -> types.ModuleType | None:
+        """The given implementation of ``exercise`` as a module of ``package``, or None where the kit has none.
+
+        It offers every function the reference's module offers: its exercise's own (a function it lacks is served
+        by the reference) and those of the exercises it builds on, as the reference's module imports them.
+        """
+        code = _given_code(exercise)
+        if code is None:
+            return None
+        module = types.ModuleType(f"{package}.{exercise}")
+        module.__package__ = package
+        module.__file__ = code.co_filename
+        sys.modules[module.__name__] = module
+        exec(code, module.__dict__)  # noqa: S102 - the kit's own code, compiled from the file beside this one
+        for function in self.functions.get(exercise, []):
+            if not callable(getattr(module, function, None)):
+                setattr(module, function, self.forwarder(exercise, function))
+        for owner in self.dependencies.get(exercise, []):
+            for function in self.functions.get(owner, []):
+                if not hasattr(module, function):
+                    setattr(module, function, getattr(sys.modules[f"{package}.{owner}"], function))
+        return module
 
     def forwarding_module(self, package: str, exercise: str) -> types.ModuleType:
         """A module standing in for ``exercise``: each function asks the grading process for the reference's answer."""
@@ -277,6 +328,7 @@ class Worker:
         if op == "init":
             self.functions = header["functions"]
             self.dependencies = header["dependencies"]
+            self.given = set(header["given"])
             self.channel.send({"status": "ok", "pid": os.getpid(), "uid": os.getuid()}, [])
         elif op == "import":
             self.handle_import(header)

@@ -362,20 +362,34 @@ def test_a_malformed_reply_is_a_crash_not_a_result(isolated):
     assert impl.function("masks", "causal_mask")(2).shape == (2, 2)  # a fresh worker
 
 
+# A student's attention that asks the reference for softmax over the worker's channel, as the worker asks for a
+# function of an exercise the kit has no given implementation of (an instructor's own).
+ASKS_FOR_SOFTMAX = (
+    "import sys as _sys\n"
+    "_M = _sys.modules['__main__']\n"
+    "_fd = lambda name: int(_sys.argv[_sys.argv.index(name) + 1])\n"
+    "_ask = _M.Worker(_M.Channel(_fd('--requests'), _fd('--replies')), '/').forwarder('softmax', 'softmax')\n"
+    "\n"
+    "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+    "    return _ask(q), _ask(k)\n")
+
+
 def test_callbacks_answered_before_are_answered_again_from_memory(isolated, local):
     from grader.sandbox import proxy
 
     q = np.random.default_rng(9).normal(size=(3, 4))
-    attention = isolated().function("attention", "scaled_dot_product_attention")
-    first = attention(q, q, q)
+    attention = isolated({"attention": ASKS_FOR_SOFTMAX}).function("attention", "scaled_dot_product_attention")
+    proxy._ANSWERS.clear()
+    first = attention(q, q + 1, q)
     remembered = len(proxy._ANSWERS)
-    assert remembered > 0
-    second = isolated().function("attention", "scaled_dot_product_attention")(q, q, q)  # another student
+    assert remembered == 2
+    second = isolated({"attention": ASKS_FOR_SOFTMAX}).function(  # another student
+        "attention", "scaled_dot_product_attention")(q, q + 1, q)
     assert len(proxy._ANSWERS) == remembered
-    expected = local.function("attention", "scaled_dot_product_attention")(q, q, q)
+    softmax = local.function("softmax", "softmax")
     for got in (first, second):
-        np.testing.assert_array_equal(got[0], expected[0])
-        np.testing.assert_array_equal(got[1], expected[1])
+        np.testing.assert_array_equal(got[0], softmax(q))
+        np.testing.assert_array_equal(got[1], softmax(q + 1))
 
 
 # ---------------------------------------------------------------- broken modules

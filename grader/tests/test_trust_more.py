@@ -32,6 +32,11 @@ CHANNEL = (
     "                                 'payload': payload}, arrays))\n\n"
 )
 
+# A function of the reference asked for over the worker's own channel, as the worker asks for one that the kit has no
+# given implementation of: fair grading answers it in the reference's worker, charged to the student.
+FORWARDED = CHANNEL + (
+    "init_weight = _M.Worker(_M.Channel(_R, _W), '/').forwarder('projections', 'init_weight')\n\n")
+
 
 @pytest.fixture
 def isolated():
@@ -64,7 +69,7 @@ def _peak_rss_mib() -> float:
 def test_f1_the_grading_process_computes_nothing_for_a_callback(isolated, tmp_path):
     # 9000 x 9000 float64 is 618 MiB: the reference's worker computes it (within the student's memory limit), and
     # the answer, over the replies' limit, never reaches the grading process, whose peak memory stays flat.
-    folder = copy_reference(tmp_path / "student", multihead=(
+    folder = copy_reference(tmp_path / "student", multihead=FORWARDED + (
         "def split_heads(x, n_heads):\n"
         "    init_weight(np.random.default_rng(0), 9000, 9000)\n    return x\n"))
     impl = isolated(folder, limits=Limits(call_timeout=20.0))
@@ -83,7 +88,7 @@ def test_f1_the_grading_process_computes_nothing_for_a_callback(isolated, tmp_pa
 
 
 def test_f1_a_callback_beyond_the_memory_limit_is_the_students_memory_error(isolated, tmp_path):
-    folder = copy_reference(tmp_path / "student", multihead=(
+    folder = copy_reference(tmp_path / "student", multihead=FORWARDED + (
         "def split_heads(x, n_heads):\n"
         "    init_weight(np.random.default_rng(0), 20000, 20000)\n    return x\n"))
     impl = isolated(folder, limits=Limits(call_timeout=20.0, memory_bytes=256 << 20))
@@ -97,7 +102,7 @@ def test_f1_a_callback_beyond_the_memory_limit_is_the_students_memory_error(isol
 def test_f1_the_reference_s_cpu_is_charged_to_the_call_that_asked_for_it(isolated, tmp_path):
     # Many small callbacks, each cheap: together they use the call's CPU budget, and the call times out as the
     # student's (before, the reference's time was free, and held a grading process for minutes).
-    folder = copy_reference(tmp_path / "student", multihead=(
+    folder = copy_reference(tmp_path / "student", multihead=FORWARDED + (
         "def split_heads(x, n_heads):\n"
         "    seed = 0\n"
         "    while True:\n"
@@ -114,7 +119,7 @@ def test_f1_the_reference_s_cpu_is_charged_to_the_call_that_asked_for_it(isolate
 
 
 def test_f1_one_long_callback_is_stopped_at_the_call_s_budget_with_a_line_that_names_it(isolated, tmp_path):
-    folder = copy_reference(tmp_path / "student", multihead=(
+    folder = copy_reference(tmp_path / "student", multihead=FORWARDED + (
         "def split_heads(x, n_heads):\n"
         "    try:\n"
         "        init_weight(np.random.default_rng(0), 6000, 6000)\n"
@@ -128,6 +133,24 @@ def test_f1_one_long_callback_is_stopped_at_the_call_s_budget_with_a_line_that_n
     if isinstance(raised.value, ValueError):
         assert "projections.init_weight(), which your code called, used the" in str(raised.value)
     assert impl.reference_spent >= 0.2
+    assert not impl.internal
+
+
+def test_a_dependency_runs_given_code_in_the_students_own_worker_charged_as_its_own(isolated, tmp_path):
+    # Fair grading serves projections (a dependency of multihead) from the kit's given implementation, in the
+    # student's worker: no callback, nothing asked of the reference, its time and memory the student's own.
+    folder = copy_reference(tmp_path / "student", multihead=(
+        "import sys as _sys\n\n"
+        "def split_heads(x, n_heads):\n"
+        "    if n_heads == 3:\n"
+        "        init_weight(np.random.default_rng(0), 20000, 20000)\n"
+        "    return _sys.modules[__package__ + '.projections'].__file__\n"))
+    impl = isolated(folder, limits=Limits(call_timeout=20.0, memory_bytes=256 << 20))
+    split_heads = impl.function("multihead", "split_heads")
+    assert split_heads(np.zeros((2, 3, 4)), 2) == "given/projections.py"
+    with pytest.raises(MemoryError):
+        split_heads(np.zeros((2, 3, 4)), 3)
+    assert impl.reference_spent == 0
     assert not impl.internal
 
 

@@ -77,11 +77,11 @@ def attention_backward(grad_context: np.ndarray, q: np.ndarray, k: np.ndarray, v
     if weights.shape[-2:] != (q.shape[-2], k.shape[-2]) or grad_context.shape[-2:] != (q.shape[-2], v.shape[-1]):
         raise ValueError(f"weights {weights.shape} or grad_context {grad_context.shape} do not fit q {q.shape}, "
                          f"k {k.shape}, v {v.shape}")
-    scale = 1.0 / math.sqrt(q.shape[-1])
+    root = math.sqrt(q.shape[-1])  # divided by, as the forward pass divides the scores
     grad_v = np.swapaxes(weights, -1, -2) @ grad_context
     grad_scores = softmax_backward(grad_context @ np.swapaxes(v, -1, -2), weights)
-    grad_q = grad_scores @ k * scale
-    grad_k = np.swapaxes(grad_scores, -1, -2) @ q * scale
+    grad_q = grad_scores @ k / root
+    grad_k = np.swapaxes(grad_scores, -1, -2) @ q / root
     return _to_shape(grad_q, q.shape), _to_shape(grad_k, k.shape), _to_shape(grad_v, v.shape)
 
 

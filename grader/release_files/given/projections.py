@@ -21,7 +21,8 @@ def _size(name: str, value: object) -> int:
 def init_weight(rng: np.random.Generator, d_in: int, d_out: int) -> np.ndarray:
     """A ``(d_in, d_out)`` matrix of normal draws with standard deviation ``1/sqrt(d_in)`` (one call of rng)."""
     rows, cols = _size("d_in", d_in), _size("d_out", d_out)
-    return rng.normal(0.0, rows ** -0.5, size=(rows, cols))
+    spread = 1 / np.sqrt(float(rows))  # as the reference rounds it: the same seed, the same matrix, bit for bit
+    return rng.normal(0.0, spread, size=(rows, cols))
 
 
 def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:

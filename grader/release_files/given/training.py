@@ -40,10 +40,10 @@ def cross_entropy(logits: np.ndarray, targets: np.ndarray) -> tuple[float, np.nd
     if n and not (0 <= targets.min() and targets.max() < classes):
         raise ValueError(f"targets must be class ids in [0, {classes}), got {targets.min()} to {targets.max()}")
     stable = logits - np.max(logits, axis=1, keepdims=True)  # no exp overflows: the largest logit is now 0
-    probs = np.exp(stable)
-    probs /= probs.sum(axis=1, keepdims=True)
+    log_p = stable - np.log(np.sum(np.exp(stable), axis=1, keepdims=True))  # log-softmax, never log(0)
     picked = np.arange(n), targets
-    loss = float(np.mean(np.log(np.exp(stable).sum(axis=1)) - stable[picked]))
+    loss = -float(log_p[picked].mean())
+    probs = np.exp(log_p)
     probs[picked] -= 1.0
     return loss, probs / n
 
@@ -141,7 +141,7 @@ def adam_step(params: dict, grads: dict, state: dict | None, lr: float = 1e-2, b
                 continue
             grad = np.asarray(g[key])
             first = (1 - beta1) * grad + (0 if old_m is None else beta1 * old_m)
-            second = (1 - beta2) * grad * grad + (0 if old_v is None else beta2 * old_v)
+            second = (1 - beta2) * (grad * grad) + (0 if old_v is None else beta2 * old_v)
             step = lr * (first / (1 - beta1**t)) / (np.sqrt(second / (1 - beta2**t)) + eps)
             out_p[key], out_m[key], out_v[key] = p[key] - step, first, second
         return out_p, out_m, out_v
