@@ -38,6 +38,7 @@ import numpy as np
 
 from grader.curriculum import load as load_curriculum
 from tests.probes import as_arrays, golden, golden_kind, load_all_probes, result_kind
+from tests.reach import Reached, package_of, tracing
 
 FINGERPRINT_FILE = Path(__file__).parent / "data" / "fingerprints.npz"
 
@@ -283,6 +284,9 @@ class Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None]
     deviates: dict[str, bool]
     unwritten: set[str]
+    # What each function's probes reached of the student's functions (``tests/reach.py``); empty where the code
+    # runs elsewhere (the isolated worker) or could not be traced.
+    reached: dict[str, Reached] = field(default_factory=dict)
     # deviating_functions' answers: asked at every failure of a session (blame), they depend only on the
     # observation, which is never changed once made.
     _deviating: dict[bool, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -321,6 +325,8 @@ def observe_everything(implementation: Any) -> Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None] = {}
     deviates: dict[str, bool] = {}
     unwritten: set[str] = set()
+    reached: dict[str, Reached] = {}
+    package = package_of(implementation)
     for exercise in load_curriculum().exercises:
         for function_name in exercise.functions:
             try:
@@ -328,9 +334,12 @@ def observe_everything(implementation: Any) -> Observation:
             except Exception:
                 unwritten.add(function_name)
                 continue
+            went = reached.setdefault(function_name, Reached())
             for name in sorted(p for p, entry in registry.items() if entry.function == function_name):
                 try:
-                    result = call_quietly(registry[name].call, (function,), {}, strict=True, kind=golden_kind(name))
+                    with tracing(went, package):
+                        result = call_quietly(registry[name].call, (function,), {}, strict=True,
+                                              kind=golden_kind(name))
                 except NotWrittenYet:
                     unwritten.add(function_name)
                     break
@@ -340,7 +349,7 @@ def observe_everything(implementation: Any) -> Observation:
                     result = WRONG_TYPE  # not numbers: it cannot equal anything stored
                 outputs[name] = result
                 deviates[name] = _deviates(name, result)
-    return Observation(outputs, deviates, unwritten)
+    return Observation(outputs, deviates, unwritten, {f: went for f, went in reached.items() if went.calls})
 
 
 # ----------------------------------------------------------------------------- who calls whom
@@ -402,19 +411,22 @@ def _stored_calls(path: Path = FINGERPRINT_FILE) -> dict[str, list[str]]:
         return json.loads(str(data["meta"][()])).get("calls", {})
 
 
-def callees(implementation: Any, name: str) -> set[str]:
+def callees(implementation: Any, name: str, observation: Observation | None = None) -> set[str]:
     """The API functions of the student's that ``name`` relies on, directly or not.
 
-    From the student's own code when it is here (a local run, a notebook), else from the reference's
-    call graph stored with the fingerprints (the isolated worker). Under fair grading
-    (``implementation.fair``) the other exercises' functions are the reference's, so only functions of
-    the same exercise count.
+    What its probes' calls reached (``observation.reached``) when they were traced; else the names in the
+    student's own code when it is here (a local run, a notebook), else the reference's call graph stored
+    with the fingerprints (the isolated worker). Under fair grading (``implementation.fair``) the other
+    exercises' functions are the reference's, so only functions of the same exercise count.
     """
     curriculum = load_curriculum()
-    api = _api_functions()
-    stored = _stored_calls()
     fair = bool(getattr(implementation, "fair", False))
     home = curriculum.exercise_of_function(name).name
+    went = observation.reached.get(name) if observation is not None else None
+    if went is not None:
+        return {c for c in went.callees(name) if not fair or curriculum.exercise_of_function(c).name == home}
+    api = _api_functions()
+    stored = _stored_calls()
     found: set[str] = set()
     pending = [name]
     while pending:
@@ -434,20 +446,29 @@ def callees(implementation: Any, name: str) -> set[str]:
     return found
 
 
-def blame(implementation: Any, called: list[str], observation: Observation) -> tuple[str, str] | None:
+def blame(implementation: Any, called: list[str], observation: Observation,
+          reached: Reached | None = None) -> tuple[str, str] | None:
     """What to fix first: ``(dependency, caller)``, or None.
 
-    The dependency is the earliest function (manifest order) that a function the test called relies on
-    and that fails its own probes (bad input aside: a missing check breaks no caller).
+    The dependency is a function that a function the test called went through and that fails its own probes
+    (bad input aside: a missing check breaks no caller). With ``reached`` (what the test's calls reached, traced:
+    ``tests/reach.py``), the one whose own output was wrong first: it reached no other function that fails its
+    probes (of several, the earliest in manifest order). Untraced (the isolated worker), the earliest in manifest
+    order of the functions the caller relies on (:func:`callees`).
     """
     order = {f: i for i, f in enumerate(f for e in load_curriculum().exercises for f in e.functions)}
     bad = set(observation.deviating_functions(behaviour_only=True))  # a missing input check breaks no caller
+    traced = reached is not None and bool(reached.calls)
     best: tuple[int, str, str] | None = None
     for caller in dict.fromkeys(called):
         if caller not in order:
             continue
-        for dependency in callees(implementation, caller):
-            if dependency in bad and (best is None or order[dependency] < best[0]):
+        below = reached.callees(caller) if traced else callees(implementation, caller, observation)
+        found = below & bad
+        if traced:  # wrong first: not only passing on the mistake of a function it went through
+            found = {f for f in found if not reached.callees(f) & bad} or found
+        for dependency in found:
+            if dependency in order and (best is None or order[dependency] < best[0]):
                 best = (order[dependency], dependency, caller)
     return None if best is None else (best[1], best[2])
 
@@ -456,8 +477,9 @@ def describe_blame(dependency: str, caller: str) -> str:
     """The first line(s) of a failure whose cause is an earlier function of the student's."""
     exercise = load_curriculum().exercise_of_function(dependency)
     return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
-            f"it fails its own checks (pytest -m {exercise.name}), and your {caller}() relies on it, so the "
-            "failure below may only be its echo.")
+            f"its own outputs are wrong (it fails its own checks: pytest -m {exercise.name}), and this test's call "
+            f"of your {caller}() went through it, so {caller}() may only be passing on its mistake: the failure "
+            "below may only be its echo.")
 
 
 def revisit_dependency(dependency: str) -> str:
@@ -697,7 +719,7 @@ def diagnose(implementation: Any, exercise: str, observation: Observation | None
         functions = curriculum.exercise(exercise).functions
         bad = set(observation.deviating_functions(behaviour_only=True))
         for name in functions:
-            outside = {c for c in callees(implementation, name)
+            outside = {c for c in callees(implementation, name, observation)
                        if curriculum.exercise_of_function(c).name != exercise}
             if outside & bad:
                 return []
@@ -895,7 +917,8 @@ def diagnose_family(implementation: Any, exercise: str, observation: Observation
         curriculum = load_curriculum()
         bad = set(observation.deviating_functions(behaviour_only=True))
         for name in curriculum.exercise(exercise).functions:
-            if {c for c in callees(implementation, name) if curriculum.exercise_of_function(c).name != exercise} & bad:
+            if {c for c in callees(implementation, name, observation)
+                    if curriculum.exercise_of_function(c).name != exercise} & bad:
                 return None
         return explain_family(exercise, observation)
     except Exception:

@@ -286,7 +286,7 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
         return report
     called = list(getattr(funcargs.get("impl"), "_called", []))
     try:
-        culprit = diagnosis.blame(implementation, called, observation)
+        culprit = diagnosis.blame(implementation, called, observation, getattr(funcargs.get("impl"), "_reached", None))
     except Exception:  # noqa: BLE001
         culprit = None
     crash = next((failure for failure in findings if failure.kind == failures.CRASHED), None)
