@@ -83,19 +83,37 @@ def _home(name: str) -> str:
     return load_curriculum().exercise_of_function(name).name
 
 
+_PAUSED: list[bool] = []  # inside untraced(): a call whose CPU time is measured
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """Trace no call made meanwhile.
+
+    Their CPU time is measured against the test's own code (an effort check), which no tracer slows down. The
+    blame then falls back on what the probes' calls reached.
+    """
+    _PAUSED.append(True)
+    try:
+        yield
+    finally:
+        _PAUSED.pop()
+
+
 @contextlib.contextmanager
 def tracing(reached: Reached, package: str | None) -> Iterator[None]:
     """Note in ``reached`` the API functions of the student's (modules of ``package``) entered meanwhile.
 
-    Nothing is traced without a package, off the main thread's own hook (a tracer already set: a debugger,
-    coverage), or inside another tracing (the outer one notes everything).
+    Nothing is traced without a package, inside :func:`untraced`, under a tracer already set (a debugger,
+    coverage: it keeps its own), or inside another tracing (the outer one notes everything).
     """
-    if package is None or sys.gettrace() is not None:
+    if package is None or _PAUSED or sys.gettrace() is not None:
         yield
         return
+    names = api_names()
 
     def hook(frame: FrameType, event: str, argument: Any) -> None:
-        if event != "call":
+        if event != "call" or frame.f_code.co_name not in names:  # the common case first: no API function
             return None
         callee = _api_function_of(frame.f_code, frame, package)
         if callee is None:
