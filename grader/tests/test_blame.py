@@ -7,6 +7,8 @@ the caller's source merely mentions, and not a correct function that only passes
 
 from __future__ import annotations
 
+import pytest
+
 from grader.tests.test_messages import failures_of, plant
 from tests.diagnosis import blame, observe_everything
 from tests.kit import Kit, LocalImplementation
@@ -25,16 +27,19 @@ def blocks(text: str) -> dict[str, str]:
 CROSS_ENTROPY_NOT_DIVIDED = ("training.py", ("    return loss, grad / n", "    return loss, grad"))
 
 
-def test_a_cross_entropy_gradient_not_divided_by_n_is_blamed_in_every_failing_test_of_exercise_12(tmp_path):
-    # pooled_gradients calls cross_entropy; most of exercise 12's tests get their gradients from a check made once
-    # per session (tests/effort.once): the tests that are only given its result went through the same calls.
+@pytest.mark.parametrize("exercise", ["negation", "distance"])
+def test_a_cross_entropy_gradient_not_divided_by_n_is_blamed_in_every_failing_test(exercise, tmp_path):
+    # pooled_gradients and train_match_head call cross_entropy; most of exercise 12's tests get their gradients
+    # from a check made once per session (tests/effort.once): the tests only given its result went through the
+    # same calls.
     target = plant(tmp_path, CROSS_ENTROPY_NOT_DIVIDED[0], CROSS_ENTROPY_NOT_DIVIDED[1])
-    found = blocks(failures_of(target, "negation"))
+    found = blocks(failures_of(target, exercise))
     assert len(found) >= 4, list(found)
     for name, body in found.items():
         assert body.lstrip().startswith("First fix cross_entropy() in training.py (exercise 9, training)"), \
             (name, body[:1500])
-        assert "bag model" not in " ".join(line for line in body.splitlines() if "revisit:" in line), (name, body)
+        revisits = [line for line in body.splitlines() if line.strip().startswith("revisit:")]
+        assert all("fix cross_entropy() first" in line for line in revisits), (name, revisits)
 
 
 def test_a_correct_pooled_gradients_is_not_blamed_for_a_broken_pooled_features(tmp_path):
