@@ -7,10 +7,11 @@ from the reference, with a description and a hint, but no code. When a
 graded test fails, the plugin runs every probe through the student's
 functions once per session (:func:`observe_everything`). Two things follow:
 
-* blame in dependency order (:func:`blame`): when a failing test's function
-  relies on another function of the student's that fails its own probes (an
-  earlier exercise, or earlier in the same one), the failure leads with that
-  function and "fix it first";
+* blame by call (:func:`blame`): when a failing test's calls went through
+  another function of the student's that fails its own probes (an earlier
+  exercise, or earlier in the same one; ``tests/reach.py`` traces the calls),
+  the failure leads with the one whose own output was wrong first, and "fix
+  it first";
 * a diagnosis (:func:`explain`) only when known mistakes of the exercise, one
   or a combination, account for every probe on which the student's functions
   deviate, and nothing else: never a mistake that explains part of it.

@@ -201,15 +201,16 @@ def pytest_runtest_makereport(
     On the first failure of a session every probe runs once through the student's functions (in
     manifest order) and the result is kept for the session. Then, for each failure:
 
-    * when a function the test called relies on another function of the student's that fails its own
-      probes (an earlier exercise, or earlier in the same one), the failure leads with "First fix
-      <that function>" and its revisit lines point there, not at ideas of the calling function;
+    * when the test's calls went through another function of the student's that fails its own probes (an
+      earlier exercise, or earlier in the same one; traced, ``tests/reach.py``), the failure leads with
+      "First fix <the one wrong first>" and its revisit lines point there, not at ideas of the caller;
     * otherwise, when known mistakes of the exercise explain every deviating probe, "Diagnosis: ..."
       comes first, the same for every failure of the exercise.
 
     Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in. The
     failures the test recorded (``tests/failures.py``) are completed the same way (the reading, the
-    diagnosis, the revisit line) and put on the report as plain data, for readers that render them.
+    diagnosis, the revisit line) and put on the report as plain data, for readers that render them; the
+    report's text is rendered from them.
     """
     report = yield
     if report.when != "call" or not report.failed:
