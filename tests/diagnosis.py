@@ -479,9 +479,9 @@ def describe_blame(dependency: str, caller: str) -> str:
     """The first line(s) of a failure whose cause is an earlier function of the student's."""
     exercise = load_curriculum().exercise_of_function(dependency)
     return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
-            f"its own outputs are wrong (it fails its own checks: pytest -m {exercise.name}), and this test's call "
-            f"of your {caller}() went through it, so {caller}() may only be passing on its mistake: the failure "
-            "below may only be its echo.")
+            f"its own outputs are wrong (pytest -m {exercise.name} shows them), and this test's call of your "
+            f"{caller}() went through it, so {caller}() may only be passing its mistake on (the failure below may "
+            "be its echo).")
 
 
 def revisit_dependency(dependency: str) -> str:
