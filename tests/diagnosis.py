@@ -40,7 +40,7 @@ import numpy as np
 
 from grader.curriculum import load as load_curriculum
 from tests.probes import as_arrays, golden, golden_kind, load_all_probes, result_kind
-from tests.reach import Reached, package_of, tracing
+from tests.reach import Reached, package_of, recorded_function, tracing
 
 FINGERPRINT_FILE = Path(__file__).parent / "data" / "fingerprints.npz"
 
@@ -332,7 +332,7 @@ def observe_everything(implementation: Any) -> Observation:
     for exercise in load_curriculum().exercises:
         for function_name in exercise.functions:
             try:
-                function = implementation.function(exercise.name, function_name)
+                function = recorded_function(implementation, exercise.name, function_name)
             except Exception:
                 unwritten.add(function_name)
                 continue

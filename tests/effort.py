@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from tests.failures import Failure
-from tests.reach import untraced
 
 # Per implementation object, the outcome of checks that are the same for every test that needs them
 # (computed once per session, on the first test that asks).
@@ -85,8 +84,7 @@ def cpu_call(impl: Any, name: str, *args: Any, budget: float | None = None, **kw
         return measure(impl._exercise, name, *args, **kwargs)
     if hasattr(implementation, "measure") or implementation is None:  # elsewhere, and it cannot say (see Kit)
         return getattr(impl, name)(*args, **kwargs), None
-    with untraced():  # measured against the test's own code, which runs untraced
-        return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)
+    return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)
 
 
 def cpu_seconds_per_call(function: Callable[[], Any], minimum: float = 2e-3, most: int = 50) -> float:

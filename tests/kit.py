@@ -36,7 +36,7 @@ from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from tests.crash import is_raising_through, where_it_crashed
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
-from tests.reach import Reached, package_of, tracing
+from tests.reach import Reached, package_of, recorded_function, tracing
 
 
 class ImplementationError(Exception):
@@ -551,7 +551,7 @@ class Kit:
             called.append(name)
         failure = None
         try:
-            function = implementation.function(exercise, name)
+            function = recorded_function(implementation, exercise, name)
         except ImplementationError as error:
             failure = Failure(str(error), kind=UNAVAILABLE)
         if failure is not None:  # raised outside `except`, so no chained traceback

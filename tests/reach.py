@@ -3,13 +3,14 @@
 Blame follows the call that failed (issue 34.2): a failing test's first message names the function whose own
 output was wrong first, among those its calls went through, not among the names its source mentions (code can
 name a function it never calls, call one under another name, or reach it through a helper). While a test calls
-the student's code in this process (a local run, a notebook), :func:`tracing` notes every frame of an API
-function of the student's that starts (``sys.settrace``, its global hook only: no line events, C calls cost
-nothing) and, for each, the nearest API function below it on the stack: its caller.
+the student's code in this process (a local run, a notebook), the student's modules hold their API functions
+wrapped (:func:`instrument`: each global name bound to one is rebound to a wrapper that notes its calls, about
+a microsecond each; a tracer of every frame made Python-heavy code two to three times slower), and
+:func:`tracing` notes which were called and, for each, the API function that called it.
 
-Not traced: code that runs in another process (the grader's isolated worker: the blame there falls back on the
-reference's call graph, ``tests/diagnosis.callees``), and any run that already has a tracer (a debugger,
-coverage), which keeps its own.
+Not seen: code that runs in another process (the grader's isolated worker: the blame there falls back on the
+reference's call graph, ``tests/diagnosis.callees``), and calls that do not go through a module's global name
+(a reference kept elsewhere at import): the blame then knows less, and names nothing it did not see.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
 from typing import Any
 
 from grader.curriculum import load as load_curriculum
@@ -68,73 +69,107 @@ class Reached:
         return found
 
 
-def _api_function_of(code: CodeType, frame: FrameType, package: str) -> str | None:
-    """The API function whose code ``code`` is, when the frame runs in the student's ``package``."""
-    name = code.co_name
-    if name not in api_names():
-        return None
-    # Only the function of the module the manifest puts it in: a helper of the student's that happens to share
-    # an API function's name elsewhere is not that function.
-    return name if frame.f_globals.get("__name__", "") == f"{package}.{_home(name)}" else None
-
-
 @functools.cache
 def _home(name: str) -> str:
     return load_curriculum().exercise_of_function(name).name
 
 
-_PAUSED: list[bool] = []  # inside untraced(): a call whose CPU time is measured
+# The recordings under way (innermost last), and the student's API functions running now (innermost last).
+_RECORDING: list[Reached] = []
+_RUNNING: list[str] = []
+# What was instrumented of each module of a student's package: {module name: (the module, its namespace's size)}.
+_SEEN: dict[str, tuple[Any, int]] = {}
 
 
-@contextlib.contextmanager
-def untraced() -> Iterator[None]:
-    """Trace no call made meanwhile.
+def _recording(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``function`` (the student's API function ``name``), noting each call in the recordings under way."""
 
-    Their CPU time is measured against the test's own code (an effort check), which no tracer slows down. The
-    blame then falls back on what the probes' calls reached.
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if not _RECORDING or threading.current_thread() is not threading.main_thread():
+            return function(*args, **kwargs)
+        edge = (_RUNNING[-1] if _RUNNING else "", name)
+        for reached in _RECORDING:
+            reached.functions.add(name)
+            reached.calls.add(edge)
+        _RUNNING.append(name)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _RUNNING.pop()
+
+    call.__reach_recording__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def instrument(package: str) -> bool:
+    """Make every API function of the student's modules under ``package`` note its calls (:func:`_recording`).
+
+    In each module of the manifest imported under ``package``, the global names bound to an API function of the
+    student's (defined in the module the manifest puts it in) are rebound to a recording wrapper
+    (``functools.wraps``: its name, docstring, signature and ``__wrapped__`` stay the function's), so that a call
+    from one of the student's functions to another, by name, is seen; nothing else is touched. A module is looked
+    at again when it is new, reloaded, or its namespace changed size. Returns whether anything was rebound.
     """
-    _PAUSED.append(True)
-    try:
-        yield
-    finally:
-        _PAUSED.pop()
+    names = api_names()
+    changed = False
+    for module_name in _module_names(package):
+        module = sys.modules.get(module_name)
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        seen = _SEEN.get(module_name)
+        if seen is not None and seen[0] is module and seen[1] == len(namespace):
+            continue
+        for name in names & namespace.keys():
+            value = namespace[name]
+            if (callable(value) and not getattr(value, "__reach_recording__", False)
+                    and getattr(value, "__module__", None) == f"{package}.{_home(name)}"
+                    and getattr(value, "__name__", None) == name):
+                namespace[name] = _recording(value, name)
+                changed = True
+        _SEEN[module_name] = (module, len(namespace))
+    return changed
+
+
+@functools.cache
+def _module_names(package: str) -> tuple[str, ...]:
+    return tuple(f"{package}.{exercise.name}" for exercise in load_curriculum().exercises)
+
+
+def recorded_function(implementation: Any, exercise: str, name: str) -> Callable[..., Any]:
+    """``implementation.function(exercise, name)``, once the student's modules note their calls (:func:`instrument`).
+
+    Code that runs elsewhere (the isolated worker) is served as it is.
+    """
+    function = implementation.function(exercise, name)
+    package = package_of(implementation)
+    if package is not None:
+        try:
+            if instrument(package):
+                function = implementation.function(exercise, name)
+        except Exception:  # noqa: BLE001 - a module of the student's that refuses it: its calls are not seen
+            pass
+    return function
 
 
 @contextlib.contextmanager
 def tracing(reached: Reached, package: str | None) -> Iterator[None]:
-    """Note in ``reached`` the API functions of the student's (modules of ``package``) entered meanwhile.
+    """Note in ``reached`` the API functions of the student's (modules of ``package``) called meanwhile.
 
-    Nothing is traced without a package, inside :func:`untraced`, under a tracer already set (a debugger,
-    coverage: it keeps its own), or inside another tracing (the outer one notes everything).
+    Only calls of functions the student's modules hold instrumented (:func:`recorded_function` serves them so).
+    Nothing is noted without a package (code that runs elsewhere) or off the main thread. Calls inside another
+    recording are noted in both.
     """
-    if package is None or _PAUSED or sys.gettrace() is not None:
+    if package is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    names = api_names()
-
-    def hook(frame: FrameType, event: str, argument: Any) -> None:
-        if event != "call" or frame.f_code.co_name not in names:  # the common case first: no API function
-            return None
-        callee = _api_function_of(frame.f_code, frame, package)
-        if callee is None:
-            return None
-        caller, below = "", frame.f_back
-        while below is not None:
-            found = _api_function_of(below.f_code, below, package)
-            if found is not None:
-                caller = found
-                break
-            below = below.f_back
-        reached.functions.add(callee)
-        reached.calls.add((caller, callee))
-        return None  # no line events in the frame
-
-    sys.settrace(hook)
+    _RECORDING.append(reached)
     try:
         yield
     finally:
-        if sys.gettrace() is hook:
-            sys.settrace(None)
+        _RECORDING.remove(reached)
 
 
 def package_of(implementation: Any) -> str | None:
