@@ -7,10 +7,11 @@ from the reference, with a description and a hint, but no code. When a
 graded test fails, the plugin runs every probe through the student's
 functions once per session (:func:`observe_everything`). Two things follow:
 
-* blame in dependency order (:func:`blame`): when a failing test's function
-  relies on another function of the student's that fails its own probes (an
-  earlier exercise, or earlier in the same one), the failure leads with that
-  function and "fix it first";
+* blame by call (:func:`blame`): when a failing test's calls went through
+  another function of the student's that fails its own probes (an earlier
+  exercise, or earlier in the same one; ``tests/reach.py`` traces the calls),
+  the failure leads with the one whose own output was wrong first, and "fix
+  it first";
 * a diagnosis (:func:`explain`) only when known mistakes of the exercise, one
   or a combination, account for every probe on which the student's functions
   deviate, and nothing else: never a mistake that explains part of it.
@@ -30,6 +31,7 @@ import itertools
 import json
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ import numpy as np
 
 from grader.curriculum import load as load_curriculum
 from tests.probes import as_arrays, golden, golden_kind, load_all_probes, result_kind
+from tests.reach import Reached, package_of, recorded_function, tracing
 
 FINGERPRINT_FILE = Path(__file__).parent / "data" / "fingerprints.npz"
 
@@ -283,6 +286,9 @@ class Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None]
     deviates: dict[str, bool]
     unwritten: set[str]
+    # What each function's probes reached of the student's functions (``tests/reach.py``); empty where the code
+    # runs elsewhere (the isolated worker) or could not be traced.
+    reached: dict[str, Reached] = field(default_factory=dict)
     # deviating_functions' answers: asked at every failure of a session (blame), they depend only on the
     # observation, which is never changed once made.
     _deviating: dict[bool, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -321,16 +327,21 @@ def observe_everything(implementation: Any) -> Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None] = {}
     deviates: dict[str, bool] = {}
     unwritten: set[str] = set()
+    reached: dict[str, Reached] = {}
+    package = package_of(implementation)
     for exercise in load_curriculum().exercises:
         for function_name in exercise.functions:
             try:
-                function = implementation.function(exercise.name, function_name)
+                function = recorded_function(implementation, exercise.name, function_name)
             except Exception:
                 unwritten.add(function_name)
                 continue
+            went = reached.setdefault(function_name, Reached())
             for name in sorted(p for p, entry in registry.items() if entry.function == function_name):
                 try:
-                    result = call_quietly(registry[name].call, (function,), {}, strict=True, kind=golden_kind(name))
+                    with tracing(went, package):
+                        result = call_quietly(registry[name].call, (function,), {}, strict=True,
+                                              kind=golden_kind(name))
                 except NotWrittenYet:
                     unwritten.add(function_name)
                     break
@@ -340,7 +351,7 @@ def observe_everything(implementation: Any) -> Observation:
                     result = WRONG_TYPE  # not numbers: it cannot equal anything stored
                 outputs[name] = result
                 deviates[name] = _deviates(name, result)
-    return Observation(outputs, deviates, unwritten)
+    return Observation(outputs, deviates, unwritten, {f: went for f, went in reached.items() if went.calls})
 
 
 # ----------------------------------------------------------------------------- who calls whom
@@ -402,19 +413,22 @@ def _stored_calls(path: Path = FINGERPRINT_FILE) -> dict[str, list[str]]:
         return json.loads(str(data["meta"][()])).get("calls", {})
 
 
-def callees(implementation: Any, name: str) -> set[str]:
+def callees(implementation: Any, name: str, observation: Observation | None = None) -> set[str]:
     """The API functions of the student's that ``name`` relies on, directly or not.
 
-    From the student's own code when it is here (a local run, a notebook), else from the reference's
-    call graph stored with the fingerprints (the isolated worker). Under fair grading
-    (``implementation.fair``) the other exercises' functions are the reference's, so only functions of
-    the same exercise count.
+    What its probes' calls reached (``observation.reached``) when they were traced; else the names in the
+    student's own code when it is here (a local run, a notebook), else the reference's call graph stored
+    with the fingerprints (the isolated worker). Under fair grading (``implementation.fair``) the other
+    exercises' functions are the reference's, so only functions of the same exercise count.
     """
     curriculum = load_curriculum()
-    api = _api_functions()
-    stored = _stored_calls()
     fair = bool(getattr(implementation, "fair", False))
     home = curriculum.exercise_of_function(name).name
+    went = observation.reached.get(name) if observation is not None else None
+    if went is not None:
+        return {c for c in went.callees(name) if not fair or curriculum.exercise_of_function(c).name == home}
+    api = _api_functions()
+    stored = _stored_calls()
     found: set[str] = set()
     pending = [name]
     while pending:
@@ -434,20 +448,29 @@ def callees(implementation: Any, name: str) -> set[str]:
     return found
 
 
-def blame(implementation: Any, called: list[str], observation: Observation) -> tuple[str, str] | None:
+def blame(implementation: Any, called: list[str], observation: Observation,
+          reached: Reached | None = None) -> tuple[str, str] | None:
     """What to fix first: ``(dependency, caller)``, or None.
 
-    The dependency is the earliest function (manifest order) that a function the test called relies on
-    and that fails its own probes (bad input aside: a missing check breaks no caller).
+    The dependency is a function that a function the test called went through and that fails its own probes
+    (bad input aside: a missing check breaks no caller). With ``reached`` (what the test's calls reached, traced:
+    ``tests/reach.py``), the one whose own output was wrong first: it reached no other function that fails its
+    probes (of several, the earliest in manifest order). Untraced (the isolated worker), the earliest in manifest
+    order of the functions the caller relies on (:func:`callees`).
     """
     order = {f: i for i, f in enumerate(f for e in load_curriculum().exercises for f in e.functions)}
     bad = set(observation.deviating_functions(behaviour_only=True))  # a missing input check breaks no caller
+    traced = reached is not None and bool(reached.calls)
     best: tuple[int, str, str] | None = None
     for caller in dict.fromkeys(called):
         if caller not in order:
             continue
-        for dependency in callees(implementation, caller):
-            if dependency in bad and (best is None or order[dependency] < best[0]):
+        below = reached.callees(caller) if traced else callees(implementation, caller, observation)
+        found = below & bad
+        if traced:  # wrong first: not only passing on the mistake of a function it went through
+            found = {f for f in found if not reached.callees(f) & bad} or found
+        for dependency in found:
+            if dependency in order and (best is None or order[dependency] < best[0]):
                 best = (order[dependency], dependency, caller)
     return None if best is None else (best[1], best[2])
 
@@ -456,8 +479,9 @@ def describe_blame(dependency: str, caller: str) -> str:
     """The first line(s) of a failure whose cause is an earlier function of the student's."""
     exercise = load_curriculum().exercise_of_function(dependency)
     return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
-            f"it fails its own checks (pytest -m {exercise.name}), and your {caller}() relies on it, so the "
-            "failure below may only be its echo.")
+            f"its own outputs are wrong (pytest -m {exercise.name} shows them), and this test's call of your "
+            f"{caller}() went through it, so {caller}() may only be passing its mistake on (the failure below may "
+            "be its echo).")
 
 
 def revisit_dependency(dependency: str) -> str:
@@ -530,8 +554,96 @@ def _is_input_check(probe: str) -> bool:
     return entry is not None and entry.rejects is not None
 
 
-def _search(keys: list[tuple], target: set[str], max_size: int) -> list[tuple] | None:
-    """The unique smallest combination of mistake classes whose probes are exactly ``target``.
+@dataclass(frozen=True)
+class Candidate:
+    """Known mistakes (or pairs of them planted together) that look the same on the probes: one explanation.
+
+    Mistakes look alike only when the student reproduces all their outputs: then they share a candidate.
+    """
+
+    probes: frozenset[str]
+    """The probes the mistakes change."""
+    exact: frozenset[str]
+    """Those of them on which the student's output is exactly theirs."""
+    weight: int
+    """How many mistakes each member is: 1, or 2 for a pair planted together."""
+    label: str | None
+    """None when the student reproduces every output (look-alikes share the candidate), else the member's id."""
+
+    @classmethod
+    def of(cls, probes: set[str], exact: frozenset[str], weight: int, label: str) -> Candidate:
+        """The candidate of mistakes that change ``probes``, the student reproducing ``exact`` of them."""
+        return cls(frozenset(probes), exact, weight, None if exact == frozenset(probes) else label)
+
+    @property
+    def input_check(self) -> bool:
+        """A single mistake seen only in bad-input outcomes (a missing check)."""
+        return self.weight == 1 and all(_is_input_check(p) for p in self.probes)
+
+
+Members = dict[Candidate, list[tuple[KnownMistake, ...]]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One condition a catalogued mistake must meet to be a candidate for the student's outputs.
+
+    ``holds(mistake, observation, deviating)``: ``deviating`` holds the probes of the exercise on which the
+    student deviates. A new condition is one more entry of :data:`CANDIDATE_RULES`.
+    """
+
+    name: str
+    why: str
+    holds: Callable[[KnownMistake, Observation, frozenset[str]], bool]
+
+
+def _reproduces_an_output(mistake: KnownMistake, observation: Observation, deviating: frozenset[str]) -> bool:
+    exact = [p for p in mistake.outputs if _same(observation.outputs.get(p), mistake.outputs[p])]
+    if any(mistake.outputs[p] is not RAISED for p in exact):
+        return True
+    # Unless it only changes dtypes and the student's dtypes are its dtypes: with another mistake, the values
+    # differ too.
+    return _dtype_only(mistake) and all(_same_dtypes(observation.outputs.get(p), mistake.outputs[p])
+                                        for p in mistake.outputs)
+
+
+CANDIDATE_RULES: tuple[Rule, ...] = (
+    Rule("recognisable", "at least one of its outputs is a result: raising alone proves little",
+         lambda mistake, observation, deviating: mistake.recognisable),
+    Rule("within the deviations", "it changes no output the student gets right (nor one not observed): "
+         "otherwise the student does not make it",
+         lambda mistake, observation, deviating: bool(mistake.outputs) and set(mistake.outputs) <= deviating),
+    Rule("an output reproduced", "the student gives exactly one of its outputs that is a result (raising where "
+         "it raises proves little), or it only changes dtypes and the student's are its dtypes",
+         _reproduces_an_output),
+)
+
+
+def candidates(exercise: str, observation: Observation, deviating: frozenset[str]) -> Members:
+    """The candidate explanations of ``exercise``'s deviating probes, each with its mistakes (or pairs).
+
+    A single mistake is one when every rule of :data:`CANDIDATE_RULES` holds for it; a pair planted together
+    when it changes only deviating probes and the student reproduces one of its results.
+    """
+    found: Members = {}
+    for mistake in load_fingerprints():
+        if mistake.exercise == exercise and all(rule.holds(mistake, observation, deviating)
+                                                for rule in CANDIDATE_RULES):
+            probes = set(mistake.outputs)
+            exact = frozenset(p for p in probes if _same(observation.outputs.get(p), mistake.outputs[p]))
+            found.setdefault(Candidate.of(probes, exact, 1, mistake.id), []).append((mistake,))
+    for pair in load_pairs():
+        if pair.exercise != exercise or not set(pair.outputs) <= deviating:
+            continue
+        exact = frozenset(p for p in pair.outputs if pair.reproduced_by(observation.outputs.get(p), p))
+        if any(pair.outputs[p] is not RAISED for p in exact):
+            label = "+".join(m.id for m in pair.mistakes)
+            found.setdefault(Candidate.of(set(pair.outputs), exact, 2, label), []).append(pair.mistakes)
+    return found
+
+
+def _search(keys: list[Candidate], target: set[str], max_size: int) -> list[Candidate] | None:
+    """The unique smallest combination of candidates whose probes are exactly ``target``.
 
     Each probe of ``target`` must be reproduced exactly by a member, or touched by several members (two
     mistakes together change one output). None when there is no such combination, or more than one.
@@ -539,113 +651,107 @@ def _search(keys: list[tuple], target: set[str], max_size: int) -> list[tuple] |
     for size in range(1, max_size + 1):
         solutions = []
         for combo in itertools.combinations(keys, size):
-            covered = set().union(*(set(key[0]) for key in combo))
+            covered = set().union(*(set(key.probes) for key in combo))
             if covered != target:
                 continue
-            exact = set().union(*(set(key[1]) for key in combo))
-            if all(p in exact or sum(p in key[0] for key in combo) > 1 for p in target):
+            exact = set().union(*(set(key.exact) for key in combo))
+            if all(p in exact or sum(p in key.probes for key in combo) > 1 for p in target):
                 solutions.append(combo)
         if solutions:
             return list(solutions[0]) if len(solutions) == 1 else None
     return None
 
 
+def explain_behaviour(found: Members, behaviour: set[str], observation: Observation,
+                      max_size: int = 3) -> list[Candidate] | None:
+    """The fewest mistakes (by count, a pair being two) whose candidates account for every deviating behaviour probe.
+
+    Each probe must be reproduced exactly by one of them, or be the output of several of them made together
+    (:func:`_made_together`). None when no set does, or when sets naming different mistakes do (say nothing).
+    """
+    movers = [key for key in found if not key.input_check]
+    for weight in range(1, max_size + 1):
+        options: dict[frozenset, list[Candidate]] = {}
+        for size in range(1, weight + 1):
+            for combo in itertools.combinations(movers, size):
+                if sum(key.weight for key in combo) != weight:
+                    continue
+                ids = [m.id for key in combo for m in found[key][0]]
+                if len(set(ids)) != len(ids):
+                    continue  # a pair and one of its own mistakes
+                if {p for key in combo for p in key.probes if p in behaviour} != behaviour:
+                    continue
+                exact = set().union(*(set(key.exact) for key in combo))
+                if all(p in exact or _made_together(p, combo, found, observation) for p in behaviour):
+                    named = frozenset(m.id for key in combo for group in found[key] for m in group)
+                    options.setdefault(named, list(combo))
+        if options:
+            return next(iter(options.values())) if len(options) == 1 else None
+    return None
+
+
+def explain_input_checks(found: Members, rest: set[str], beside_behaviour: bool, observation: Observation,
+                         max_size: int = 3) -> list[Candidate]:
+    """The missing input checks that account for the deviating bad-input probes ``rest``.
+
+    Each only where a catalogued one gives exactly the student's outcome; beside behaviour mistakes, only where
+    the student's function really accepts the bad input (a function that rejects it with numpy's or its own
+    message checks it: "I did not check" would be false).
+    """
+    extra = [key for key in found if key.input_check and set(key.probes) <= rest and key.exact == key.probes
+             and (not beside_behaviour or all(_accepts(observation, p) for p in key.probes))]
+    if not (rest and extra):
+        return []
+    chosen = _search(extra, rest, max_size)
+    if chosen is None:
+        chosen = [key for key in extra if not any(set(key.probes) & set(o.probes) for o in extra if o is not key)]
+    return chosen
+
+
 def explain(exercise: str, observation: Observation, max_size: int = 3) -> list[KnownMistake]:
     """The known mistakes of ``exercise`` that together account for every deviating probe of it.
 
-    A mistake is a candidate only if the student deviates on every probe where the mistake does
-    (otherwise the student does not make it) and reproduces at least one of its outputs exactly. The
-    behaviour probes on which the student deviates must be exactly those of the chosen mistakes, each
-    reproduced exactly by one of them or touched by several. Mistakes that look the same on every probe
-    count as one. The smallest such set is taken, and only when it is the only one of its size: otherwise
-    nothing (a wrong diagnosis is worse than none). Missing input checks (bad-input probes) are named
-    only when a catalogued one reproduces the student's outcome exactly; one that none explains is left
-    to :func:`unexplained_input_checks` (the diagnosis says so). An input-check mistake is never named
-    alone while behaviour deviates.
+    In steps: the candidates (:func:`candidates`, each catalogued mistake that passes every rule of
+    :data:`CANDIDATE_RULES`, and the pairs planted together); the behaviour probes on which the student
+    deviates must be exactly those of the chosen mistakes, the fewest that do and only when no other set of
+    mistakes does (:func:`explain_behaviour`: otherwise nothing, a wrong diagnosis is worse than none); then
+    the missing input checks, each named only when a catalogued one reproduces the student's outcome exactly
+    (:func:`explain_input_checks`; one that none explains is left to :func:`unexplained_input_checks`, which the
+    diagnosis says). An input-check mistake is never named alone while behaviour deviates.
     """
     functions = set(load_curriculum().exercise(exercise).functions)
     registry = load_all_probes()
-    own = {p for p, entry in registry.items() if entry.function in functions and p in observation.deviates}
-    deviating = {p for p in own if observation.deviates[p]}
+    deviating = frozenset(p for p, entry in registry.items()
+                          if entry.function in functions and observation.deviates.get(p, False))
     if not deviating:
         return []
     behaviour = {p for p in deviating if not _is_input_check(p)}
-    # A class: mistakes (or pairs of mistakes planted together) that look the same on the probes,
-    # keyed by (their probes, the probes the student reproduces exactly, how many mistakes each is).
-    classes: dict[tuple, list[tuple[KnownMistake, ...]]] = {}
-    for mistake in load_fingerprints():
-        if mistake.exercise != exercise or not mistake.recognisable:
-            continue
-        probes = set(mistake.outputs)
-        if not probes or not probes <= deviating:
-            continue  # it changes an output the student gets right, or one not observed
-        exact = frozenset(p for p in probes if _same(observation.outputs.get(p), mistake.outputs[p]))
-        if not any(mistake.outputs[p] is not RAISED for p in exact):
-            # No output of it reproduced (raising where it raises proves little), unless it only changes
-            # dtypes and the student's dtypes are its dtypes: with another mistake, the values differ too.
-            if not (_dtype_only(mistake) and all(_same_dtypes(observation.outputs.get(p), mistake.outputs[p])
-                                                 for p in probes)):
-                continue
-        classes.setdefault(_class_key(probes, exact, 1, mistake.id), []).append((mistake,))
-    for pair in load_pairs():
-        if pair.exercise != exercise or not set(pair.outputs) <= deviating:
-            continue
-        exact = frozenset(p for p in pair.outputs if pair.reproduced_by(observation.outputs.get(p), p))
-        if any(pair.outputs[p] is not RAISED for p in exact):
-            key = _class_key(set(pair.outputs), exact, 2, "+".join(m.id for m in pair.mistakes))
-            classes.setdefault(key, []).append(pair.mistakes)
-    checks = [key for key in classes if key[2] == 1 and all(_is_input_check(p) for p in key[0])]
-    chosen: list[tuple] = []
+    found = candidates(exercise, observation, deviating)
+    chosen: list[Candidate] = []
     if behaviour:
-        movers = [key for key in classes if key not in checks]
-        # Behaviour first: the behaviour mistakes must account for every deviating behaviour probe.
-        for weight in range(1, max_size + 1):
-            options: dict[frozenset, list[tuple]] = {}
-            for size in range(1, weight + 1):
-                for combo in itertools.combinations(movers, size):
-                    if sum(key[2] for key in combo) != weight:
-                        continue
-                    ids = [m.id for key in combo for m in classes[key][0]]
-                    if len(set(ids)) != len(ids):
-                        continue  # a pair and one of its own mistakes
-                    if {p for key in combo for p in key[0] if p in behaviour} != behaviour:
-                        continue
-                    exact = set().union(*(set(key[1]) for key in combo))
-                    if all(p in exact or _made_together(p, combo, classes, observation) for p in behaviour):
-                        named = frozenset(m.id for key in combo for group in classes[key] for m in group)
-                        options.setdefault(named, list(combo))
-            if options:
-                if len(options) > 1:
-                    return []  # different mistakes explain the same outputs: say nothing
-                chosen = next(iter(options.values()))
-                break
+        chosen = explain_behaviour(found, behaviour, observation, max_size) or []
         if not chosen:
             return []
-        rest = deviating - set().union(*(set(k[0]) for k in chosen))
-    else:
-        rest = set(deviating)
-    # Then the missing input checks, each only where a catalogued one gives exactly the student's outcome;
-    # beside behaviour mistakes, only where the student's function really accepts the bad input (a
-    # function that rejects it with numpy's or its own message checks it: "I did not check" would be false).
-    extra = [key for key in checks if set(key[0]) <= rest and key[1] == key[0]
-             and (not chosen or all(_accepts(observation, p) for p in key[0]))]
-    if rest and extra:
-        found = _search(extra, rest, max_size)
-        if found is None:
-            found = [key for key in extra if not any(set(key[0]) & set(o[0]) for o in extra if o is not key)]
-        chosen += found
+    rest = set(deviating) - set().union(*(set(key.probes) for key in chosen))
+    chosen += explain_input_checks(found, rest, bool(behaviour), observation, max_size)
+    return _named(found, chosen)
+
+
+def _named(found: Members, chosen: list[Candidate]) -> list[KnownMistake]:
+    """The mistakes of the chosen candidates, those that explain the most first (behaviour before input checks).
+
+    Nothing when a chosen candidate holds several pairs: which two mistakes it is cannot be told.
+    """
     named: list[KnownMistake] = []
-    # The items in the order of how much they explain: behaviour before input checks, then the most probes.
-    chosen.sort(key=lambda key: (all(_is_input_check(p) for p in key[0]), -len(key[0])))
-    for key in chosen:
-        if key[2] > 1 and len(classes[key]) > 1:
-            return []  # several pairs give these outputs: which two mistakes it is cannot be told
-        for group in classes[key]:
+    for key in sorted(chosen, key=lambda key: (all(_is_input_check(p) for p in key.probes), -len(key.probes))):
+        if key.weight > 1 and len(found[key]) > 1:
+            return []
+        for group in found[key]:
             named += [m for m in group if m not in named]
     return named
 
 
-def _made_together(probe: str, combo: list[tuple] | tuple, classes: dict[tuple, list[tuple[KnownMistake, ...]]],
+def _made_together(probe: str, combo: list[Candidate] | tuple[Candidate, ...], found: Members,
                    observation: Observation) -> bool:
     """Whether the mistakes of ``combo`` that change ``probe`` give, made together, the student's output on it.
 
@@ -653,10 +759,10 @@ def _made_together(probe: str, combo: list[tuple] | tuple, classes: dict[tuple, 
     (``load_pairs``) must reproduce the student's output, or they are no explanation of it (two mistakes
     that change the penalty's sign and its origin are not offered for a penalty whose sign is right).
     """
-    touching = [key for key in combo if probe in key[0]]
+    touching = [key for key in combo if probe in key.probes]
     if len(touching) < 2:
         return False
-    ids = {m.id for key in touching for group in classes[key] for m in group}
+    ids = {m.id for key in touching for group in found[key] for m in group}
     got = observation.outputs.get(probe)
     return any({m.id for m in pair.mistakes} <= ids and probe in pair.outputs and pair.reproduced_by(got, probe)
                for pair in load_pairs())
@@ -666,11 +772,6 @@ def _accepts(observation: Observation, probe: str) -> bool:
     """Whether the student's function accepted the bad input of ``probe`` (returned, raised no exception)."""
     outcome = observation.outputs.get(probe)
     return isinstance(outcome, tuple) and len(outcome) == 1 and str(outcome[0][()]) == "no exception"
-
-
-def _class_key(probes: set[str], exact: frozenset[str], weight: int, name: str) -> tuple:
-    """Mistakes look alike only when the student reproduces all their outputs: then they share a key."""
-    return (frozenset(probes), exact, weight, None if exact == frozenset(probes) else name)
 
 
 def unexplained_input_checks(exercise: str, observation: Observation, mistakes: list[KnownMistake]) -> list[str]:
@@ -697,7 +798,7 @@ def diagnose(implementation: Any, exercise: str, observation: Observation | None
         functions = curriculum.exercise(exercise).functions
         bad = set(observation.deviating_functions(behaviour_only=True))
         for name in functions:
-            outside = {c for c in callees(implementation, name)
+            outside = {c for c in callees(implementation, name, observation)
                        if curriculum.exercise_of_function(c).name != exercise}
             if outside & bad:
                 return []
@@ -895,7 +996,8 @@ def diagnose_family(implementation: Any, exercise: str, observation: Observation
         curriculum = load_curriculum()
         bad = set(observation.deviating_functions(behaviour_only=True))
         for name in curriculum.exercise(exercise).functions:
-            if {c for c in callees(implementation, name) if curriculum.exercise_of_function(c).name != exercise} & bad:
+            if {c for c in callees(implementation, name, observation)
+                    if curriculum.exercise_of_function(c).name != exercise} & bad:
                 return None
         return explain_family(exercise, observation)
     except Exception:

@@ -98,6 +98,34 @@ def cpu_seconds_per_call(function: Callable[[], Any], minimum: float = 2e-3, mos
             return max(spent, 1e-9) / calls
 
 
+class _Went:
+    """The calls a remembered computation made through a Kit (``_called``) and what they reached (``_reached``)."""
+
+    def __init__(self, impl: Any) -> None:
+        self.impl, self.called, self.reached = impl, [], None
+
+    def __enter__(self) -> None:
+        self.outer = getattr(self.impl, "_called", None), getattr(self.impl, "_reached", None)
+        if isinstance(self.outer[0], list) and self.outer[1] is not None:
+            self.reached = type(self.outer[1])()
+            self.impl._called, self.impl._reached = self.called, self.reached
+
+    def __exit__(self, *exc: object) -> None:
+        if self.reached is not None:  # the test that computed it made the calls (also when they failed it)
+            self.impl._called, self.impl._reached = self.outer
+            self.replay(self.impl)
+        self.impl = None  # not held: the remembered entry outlives the test
+        self.outer = (None, None)
+
+    def replay(self, impl: Any) -> None:
+        """Add the calls to ``impl``'s, as if its test had made them."""
+        called, reached = getattr(impl, "_called", None), getattr(impl, "_reached", None)
+        if self.reached is None or not isinstance(called, list) or reached is None:
+            return
+        called += [name for name in self.called if name not in called]
+        reached.merge(self.reached)
+
+
 def once(impl: Any, name: str, key: str, compute: Callable[[], Any]) -> Any:
     """``compute()``, remembered for this implementation's function ``name`` under ``key`` (once per session).
 
@@ -117,7 +145,15 @@ def once(impl: Any, name: str, key: str, compute: Callable[[], Any]) -> Any:
     function = inspect.unwrap(function)  # a student's run serves each function wrapped in its budget, anew
     entry = (name, key)
     if entry not in known or known[entry][0] is not function:
-        known[entry] = (function, compute())  # (the function is held, so its identity stays its own)
+        went = _Went(impl)
+        with went:
+            result = compute()
+        # (the function is held, so its identity stays its own) What the computation called and reached is kept
+        # with it: a test given the remembered result went through those calls as much as the first one did (the
+        # blame follows them, tests/reach.py).
+        known[entry] = (function, result, went)
+    else:
+        known[entry][2].replay(impl)
     return known[entry][1]
 
 

@@ -256,10 +256,17 @@ def stopped_report(checks: list[Failure]) -> tuple[str, str]:
     return f"{report_text(checks)}\n{RULE}\n", f"{checks[0].message.strip()}\n{count}"
 
 
-def report_text(failures: Iterable[Failure]) -> str:
-    """The failure report of the test as pytest prints it (with the diagnosis in front, if any)."""
+def report_text(failures: Iterable[Failure], traceback: str = "") -> str:
+    """The failure report of the test as pytest prints it (with the diagnosis in front, if any).
+
+    ``traceback``: pytest's own text of what ended the test after the failed checks (the test's own code
+    raised, :data:`RAISED`), shown where that failure's one line would be.
+    """
     checks, ending, lead = _parts(failures)
-    body = _report_body(checks, ending, count=True)
+    if traceback and checks and ending is not None and ending.kind == RAISED:
+        body = f"{_report_body(checks, None, count=True)}\n{RULE}\n{traceback}"
+    else:
+        body = _report_body(checks, ending, count=True)
     return f"{lead}\n\n{body}" if lead else body
 
 

@@ -36,6 +36,7 @@ from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from tests.crash import is_raising_through, where_it_crashed
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
+from tests.reach import Reached, package_of, recorded_function, tracing
 
 
 class ImplementationError(Exception):
@@ -507,6 +508,7 @@ class Kit:
         self._implementation = implementation
         self._exercise = exercise
         self._called: list[str] = []  # the functions this test called, for the blame in dependency order
+        self._reached = Reached()  # the student's functions those calls went through (``tests/reach.py``)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -549,7 +551,7 @@ class Kit:
             called.append(name)
         failure = None
         try:
-            function = implementation.function(exercise, name)
+            function = recorded_function(implementation, exercise, name)
         except ImplementationError as error:
             failure = Failure(str(error), kind=UNAVAILABLE)
         if failure is not None:  # raised outside `except`, so no chained traceback
@@ -557,12 +559,8 @@ class Kit:
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
         try:
-            if not measure:
-                result = function(*args, **kwargs)
-            elif hasattr(implementation, "measure"):  # code that runs in another process measures itself there
-                result = implementation.measure(exercise, name, *args, **kwargs)
-            else:
-                result = _measured(function, args, kwargs)
+            with tracing(self._reached, package_of(implementation)):
+                result = self._call(implementation, function, name, args, kwargs, measure)
         except NotImplementedError as error:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
         except Exception as error:
@@ -590,6 +588,15 @@ class Kit:
                 kind=CHECK_FAILED,
             )).message)
         return result
+
+    def _call(self, implementation: Implementation, function: Callable[..., Any], name: str, args: tuple,
+              kwargs: dict, measure: bool) -> Any:
+        __tracebackhide__ = True
+        if not measure:
+            return function(*args, **kwargs)
+        if hasattr(implementation, "measure"):  # code that runs in another process measures itself there
+            return implementation.measure(self._exercise, name, *args, **kwargs)
+        return _measured(function, args, kwargs)
 
 
 def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int | None]:

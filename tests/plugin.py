@@ -201,15 +201,16 @@ def pytest_runtest_makereport(
     On the first failure of a session every probe runs once through the student's functions (in
     manifest order) and the result is kept for the session. Then, for each failure:
 
-    * when a function the test called relies on another function of the student's that fails its own
-      probes (an earlier exercise, or earlier in the same one), the failure leads with "First fix
-      <that function>" and its revisit lines point there, not at ideas of the calling function;
+    * when the test's calls went through another function of the student's that fails its own probes (an
+      earlier exercise, or earlier in the same one; traced, ``tests/reach.py``), the failure leads with
+      "First fix <the one wrong first>" and its revisit lines point there, not at ideas of the caller;
     * otherwise, when known mistakes of the exercise explain every deviating probe, "Diagnosis: ..."
       comes first, the same for every failure of the exercise.
 
     Outermost wrapper (tryfirst), so it sees the report after pytest-check has filled it in. The
     failures the test recorded (``tests/failures.py``) are completed the same way (the reading, the
-    diagnosis, the revisit line) and put on the report as plain data, for readers that render them.
+    diagnosis, the revisit line) and put on the report as plain data, for readers that render them; the
+    report's text is rendered from them.
     """
     report = yield
     if report.when != "call" or not report.failed:
@@ -246,31 +247,80 @@ def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[fail
 
 def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport,
                                  findings: list[failures.Failure]) -> pytest.TestReport:
-    """The work of :func:`pytest_runtest_makereport` on a failed call; updates ``findings`` in place."""
-    # The report as text, rendered again only when it changes (each read of longreprtext renders it).
+    """The work of :func:`pytest_runtest_makereport` on a failed call; updates ``findings`` in place.
+
+    The failures are completed as data (:func:`_what_to_fix_first`); the report's text is then rendered from
+    them once (:func:`_render`), never edited as a string beside them.
+    """
+    # How the report's text follows from the records: pytest-check's report of them (the text pytest made
+    # is exactly their rendering), pytest -x's (``stopped``), or pytest's own text after the records' part
+    # (the test's own code raised after failed checks: its traceback).
+    exercise = item.stash.get(EXERCISE, None)
+    funcargs = getattr(item, "funcargs", {})
+    unusable = call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception)
+    if exercise is not None and funcargs.get("implementation") is not None and unusable and not any(
+            failure.revisit for failure in findings) and STOPPED not in report.longreprtext:
+        # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
+        unusable_result = _completed(item, [_explain_an_unusable_result(report, list(getattr(
+            funcargs.get("impl"), "_called", [])))])[0]
+        findings.append(unusable_result)
+        report.longrepr = unusable_result.message  # rendered from the record, its reading included
     text = report.longreprtext
     checks = [failure for failure in findings if not failure.ended_the_test]
+    how, traceback = (None, "")
     if STOPPED in text and checks:  # pytest -x: the report without the traceback of pytest-check's stop
-        stopped, summary = failures.stopped_report(checks)
+        how = "stopped"
+        summary = failures.stopped_report(checks)[1]
         crash = getattr(report.longrepr, "reprcrash", None)  # keeps the message in pytest's summary line
         if crash is not None and STOPPED in (crash.message or ""):
             # On CI (GitHub Classroom sets CI) pytest prints the whole message in the summary: cut it there too.
             from _pytest._code.code import ReprFileLocation
 
             crash = ReprFileLocation(crash.path, crash.lineno, summary)
-        report.longrepr = _Report(stopped, crash)
-        text = report.longreprtext
+        report.longrepr = _Report(failures.stopped_report(checks)[0], crash)
+    elif findings and failures.report_text(findings) == text:
+        how = "report"
+    elif checks and findings[-1].kind == failures.RAISED:
+        marker = f"{failures.RULE}\nFailed Checks: {len(checks)}\n{failures.RULE}\n"
+        if marker in text:
+            how, traceback = "report", text.split(marker, 1)[1]
+    completed = _what_to_fix_first(item, findings)
+    if completed is None:
+        return report
+    findings[:] = completed
+    lead = next((failure.diagnosis for failure in findings if failure.diagnosis), "")
+    if lead:
+        report.longrepr = _render(findings, how, traceback, report.longreprtext)
+    return report
+
+
+def _render(findings: list[failures.Failure], how: str | None, traceback: str, text: str) -> str:
+    """The report's text, with its lead, rendered from the completed ``findings``.
+
+    ``how``: "report" (pytest-check's report, with pytest's ``traceback`` of the test's own code after the
+    records' part when there is one), "stopped" (pytest -x), or None: the records do not describe the report
+    (none was recorded, an error of a fixture): the lead before pytest's own ``text``.
+    """
+    lead = next((failure.diagnosis for failure in findings if failure.diagnosis), "")
+    if how == "stopped":
+        checks = [failure for failure in findings if not failure.ended_the_test]
+        return f"{lead}\n\n{failures.stopped_report(checks)[0]}"
+    if how == "report":
+        return failures.report_text(findings, traceback=traceback)
+    return f"{lead}\n\n{text}"
+
+
+def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> list[failures.Failure] | None:
+    """``findings`` completed: the lead (what to fix first, or the diagnosis) and the revisit line it implies.
+
+    None when there is nothing to complete (not a test of the manifest, no implementation, no observation).
+    """
     exercise = item.stash.get(EXERCISE, None)
     funcargs = getattr(item, "funcargs", {})
     implementation = funcargs.get("implementation")
     if exercise is None or implementation is None:
-        return report
-    unusable = call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception)
-    if unusable and not any(failure.revisit for failure in findings):
-        # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
-        findings += _completed(item, [_explain_an_unusable_result(report, list(getattr(funcargs.get("impl"),
-                                                                                          "_called", [])))])
-        text = report.longreprtext
+        return None
+    findings = list(findings)
     from tests import diagnosis  # only when a test fails
 
     state = item.config.stash.setdefault(FEEDBACK, {})
@@ -283,10 +333,11 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
             state["observation"] = None
     observation = state["observation"]
     if observation is None:
-        return report
-    called = list(getattr(funcargs.get("impl"), "_called", []))
+        return findings
+    kit = funcargs.get("impl")
+    called = list(getattr(kit, "_called", []))
     try:
-        culprit = diagnosis.blame(implementation, called, observation)
+        culprit = diagnosis.blame(implementation, called, observation, getattr(kit, "_reached", None))
     except Exception:  # noqa: BLE001
         culprit = None
     crash = next((failure for failure in findings if failure.kind == failures.CRASHED), None)
@@ -312,35 +363,28 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
     if culprit is not None:
         dependency, caller = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
-        body = _revisit_instead(text, findings, diagnosis.revisit_dependency(dependency))
         lead = diagnosis.describe_blame(dependency, caller)
         if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
-        report.longrepr = f"{lead}\n\n{body}"
-        findings[:] = [replace(failure, diagnosis=lead) for failure in findings]
-    elif diagnoses[exercise]:
-        family = families.get(exercise)
-        if family is not None:  # the family's idea replaces the tests' (a symptom's) revisit lines
-            text = _revisit_instead(text, findings, family.revisit)
-        report.longrepr = f"{diagnoses[exercise]}\n\n{text}"
-        findings[:] = [replace(failure, diagnosis=diagnoses[exercise]) for failure in findings]
-    return report
+        return _led(findings, lead, diagnosis.revisit_dependency(dependency))
+    if diagnoses[exercise]:
+        family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
+        return _led(findings, diagnoses[exercise], family.revisit if family is not None else None)
+    return findings
 
 
-def _revisit_instead(text: str, findings: list[failures.Failure], revisit: str) -> str:
-    """``text`` with every failure's revisit line replaced by ``revisit``; updates ``findings`` in place."""
-    # Longest message first, so that none is replaced inside another.
-    for failure in sorted({f for f in findings if f.revisit}, key=lambda f: -len(f.message)):
-        text = text.replace(failure.message.strip(), replace(failure, revisit=revisit).message.strip())
-    findings[:] = [replace(failure, revisit=revisit) if failure.revisit else failure for failure in findings]
-    return text
+def _led(findings: list[failures.Failure], lead: str, revisit: str | None) -> list[failures.Failure]:
+    """``findings`` with ``lead`` as their diagnosis and, when given, ``revisit`` as every revisit line they have."""
+    return [replace(failure, diagnosis=lead,
+                    revisit=revisit if revisit is not None and failure.revisit else failure.revisit)
+            for failure in findings]
 
 
 def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> failures.Failure:
     """A failure without a revisit line: the test itself could not use what the student's function returned.
 
-    Returns the failure that explains it, now the report's text.
+    Returns the failure that explains it (the caller completes it and renders it as the report's text).
 
     (Crashes inside the student's code are explained by the Kit; this is an exception in the test's own
     code, e.g. ``out.sum(axis=-1)`` on a list, or ``a, b = result`` on a single array.)
@@ -356,5 +400,4 @@ def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) ->
         observed=observed,
         revisit=f"return exactly what the docstring of {name} describes: a numpy array (or the tuple or dict "
         "it names), with the shape and dtype it gives")
-    report.longrepr = failure.message
     return failure

@@ -48,6 +48,7 @@ STUDENT_FILES = (
     "tests/own_models.py",
     "tests/plugin.py",
     "tests/probes.py",
+    "tests/reach.py",
     "tests/selection.py",
 )
 # Shipped when present: the student commands, the diagnosis of known mistakes and the test data.

@@ -1,0 +1,178 @@
+"""Which of the student's API functions a call actually reached, and which called which.
+
+Blame follows the call that failed (issue 34.2): a failing test's first message names the function whose own
+output was wrong first, among those its calls went through, not among the names its source mentions (code can
+name a function it never calls, call one under another name, or reach it through a helper). While a test calls
+the student's code in this process (a local run, a notebook), the student's modules hold their API functions
+wrapped (:func:`instrument`: each global name bound to one is rebound to a wrapper that notes its calls, about
+a microsecond each; a tracer of every frame made Python-heavy code two to three times slower), and
+:func:`tracing` notes which were called and, for each, the API function that called it.
+
+Not seen: code that runs in another process (the grader's isolated worker: the blame there falls back on the
+reference's call graph, ``tests/diagnosis.callees``), and calls that do not go through a module's global name
+(a reference kept elsewhere at import): the blame then knows less, and names nothing it did not see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.curriculum import load as load_curriculum
+
+
+@functools.cache
+def api_names() -> frozenset[str]:
+    """The manifest's public functions."""
+    return frozenset(f for e in load_curriculum().exercises for f in e.functions)
+
+
+@dataclass
+class Reached:
+    """The API functions the traced calls went through, and who called whom among them.
+
+    ``functions``: every API function of the student's entered; ``calls``: ``(caller, callee)`` pairs, the
+    caller being the nearest API function below the callee on the stack (``""`` for the test's own call).
+    """
+
+    functions: set[str] = field(default_factory=set)
+    calls: set[tuple[str, str]] = field(default_factory=set)
+
+    def merge(self, other: Reached) -> None:
+        """Add what ``other`` reached."""
+        self.functions |= other.functions
+        self.calls |= other.calls
+
+    def copy(self) -> Reached:
+        """An independent copy."""
+        return Reached(set(self.functions), set(self.calls))
+
+    def since(self, before: Reached) -> Reached:
+        """What was reached that ``before`` (an earlier copy) had not."""
+        return Reached(self.functions - before.functions, self.calls - before.calls)
+
+    def callees(self, name: str) -> set[str]:
+        """The API functions reached from ``name``, directly or not (``name`` itself excluded)."""
+        found: set[str] = set()
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            for caller, callee in self.calls:
+                if caller == current and callee not in found and callee != name:
+                    found.add(callee)
+                    pending.append(callee)
+        return found
+
+
+@functools.cache
+def _home(name: str) -> str:
+    return load_curriculum().exercise_of_function(name).name
+
+
+# The recordings under way (innermost last), and the student's API functions running now (innermost last).
+_RECORDING: list[Reached] = []
+_RUNNING: list[str] = []
+# What was instrumented of each module of a student's package: {module name: (the module, its namespace's size)}.
+_SEEN: dict[str, tuple[Any, int]] = {}
+
+
+def _recording(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``function`` (the student's API function ``name``), noting each call in the recordings under way."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if not _RECORDING or threading.current_thread() is not threading.main_thread():
+            return function(*args, **kwargs)
+        edge = (_RUNNING[-1] if _RUNNING else "", name)
+        for reached in _RECORDING:
+            reached.functions.add(name)
+            reached.calls.add(edge)
+        _RUNNING.append(name)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _RUNNING.pop()
+
+    call.__reach_recording__ = True  # type: ignore[attr-defined]
+    return call
+
+
+def instrument(package: str) -> bool:
+    """Make every API function of the student's modules under ``package`` note its calls (:func:`_recording`).
+
+    In each module of the manifest imported under ``package``, the global names bound to an API function of the
+    student's (defined in the module the manifest puts it in) are rebound to a recording wrapper
+    (``functools.wraps``: its name, docstring, signature and ``__wrapped__`` stay the function's), so that a call
+    from one of the student's functions to another, by name, is seen; nothing else is touched. A module is looked
+    at again when it is new, reloaded, or its namespace changed size. Returns whether anything was rebound.
+    """
+    names = api_names()
+    changed = False
+    for module_name in _module_names(package):
+        module = sys.modules.get(module_name)
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        seen = _SEEN.get(module_name)
+        if seen is not None and seen[0] is module and seen[1] == len(namespace):
+            continue
+        for name in names & namespace.keys():
+            value = namespace[name]
+            if (callable(value) and not getattr(value, "__reach_recording__", False)
+                    and getattr(value, "__module__", None) == f"{package}.{_home(name)}"
+                    and getattr(value, "__name__", None) == name):
+                namespace[name] = _recording(value, name)
+                changed = True
+        _SEEN[module_name] = (module, len(namespace))
+    return changed
+
+
+@functools.cache
+def _module_names(package: str) -> tuple[str, ...]:
+    return tuple(f"{package}.{exercise.name}" for exercise in load_curriculum().exercises)
+
+
+def recorded_function(implementation: Any, exercise: str, name: str) -> Callable[..., Any]:
+    """``implementation.function(exercise, name)``, once the student's modules note their calls (:func:`instrument`).
+
+    Code that runs elsewhere (the isolated worker) is served as it is.
+    """
+    function = implementation.function(exercise, name)
+    package = package_of(implementation)
+    if package is not None:
+        try:
+            if instrument(package):
+                function = implementation.function(exercise, name)
+        except Exception:  # noqa: BLE001 - a module of the student's that refuses it: its calls are not seen
+            pass
+    return function
+
+
+@contextlib.contextmanager
+def tracing(reached: Reached, package: str | None) -> Iterator[None]:
+    """Note in ``reached`` the API functions of the student's (modules of ``package``) called meanwhile.
+
+    Only calls of functions the student's modules hold instrumented (:func:`recorded_function` serves them so).
+    Nothing is noted without a package (code that runs elsewhere) or off the main thread. Calls inside another
+    recording are noted in both.
+    """
+    if package is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _RECORDING.append(reached)
+    try:
+        yield
+    finally:
+        _RECORDING.remove(reached)
+
+
+def package_of(implementation: Any) -> str | None:
+    """The package under which ``implementation``'s modules are imported here, or None (code elsewhere)."""
+    package = getattr(implementation, "package", None)
+    return package if isinstance(package, str) and package in sys.modules else None
