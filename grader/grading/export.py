@@ -242,7 +242,11 @@ def canvas_csv(rows: list[dict[str, Any]], roster: Roster, roster_rows: dict[str
         if assignment.id or assignment_name is not None:
             raise ExportError("--canvas-assignment-id and --canvas-assignment-name name one Canvas assignment "
                               "(the total): use them without --per-exercise")
-        titles = [f"{curriculum.exercise(n).number}. {curriculum.exercise(n).title}" for n in names]
+        from grader import course
+
+        ids = course.canvas_exercise_ids()  # [canvas.exercise_ids]: existing assignments, "Name (ID)" as Canvas has it
+        titles = [f"{curriculum.exercise(n).number}. {curriculum.exercise(n).title}"
+                  + (f" ({ids[n]})" if n in ids else "") for n in names]
     else:
         titles = [assignment.column]
     maxima = ([_number(sample["extra_data"]["max_exercises"][n]) for n in names] if per_exercise

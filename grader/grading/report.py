@@ -336,6 +336,7 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
         "",
         score_line,
     ]
+    lines += term_lines(results)
     if extra["status"] != "ok":
         lines += ["", f"Note: {md_text(extra['status'])}"]
     if not extra.get("isolated", True):
@@ -347,12 +348,14 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
         # Hidden tests count, but their names and messages wait until grades are published.
         visible = [t for t in tests if published or t["visibility"] == "visible"]
         passed = sum(t["status"] == "passed" for t in tests)
+        points = extra["exercises"].get(exercise.name, 0)
+        worth = number(extra["max_exercises"].get(exercise.name, 0))
         lines += [
             "",
             f"## {exercise.number}. {md_text(exercise.title)} ({md_text(exercise.module_file)})",
             "",
-            f"{number(extra['exercises'].get(exercise.name, 0))} / "
-            f"{number(extra['max_exercises'].get(exercise.name, 0))} points; {passed} of {len(tests)} tests passed.",
+            (f"{number(points)} / {worth} points" if points is not None else f"Not graded yet (worth {worth} points)")
+            + f"; {passed} of {len(tests)} tests passed.",
         ]
         failed = [t for t in visible if t["status"] == "failed"]
         # The first failures are the ones to read: they test the most basic properties.
@@ -373,23 +376,57 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gradebook_csv(rows: list[dict[str, Any]]) -> str:
-    """``grades.csv``: student, status, score, max_score, then one column per exercise.
+def term_lines(results: dict[str, Any]) -> list[str]:
+    """feedback.md's lines on manual points (each with its reason) and the late penalty ([] when neither)."""
+    from grader.grading.term_stage import late_line
 
-    Text cells go through :func:`csv_cell`; a score that was not graded is an empty cell.
+    extra = results["extra_data"]
+    adjustments, late = extra.get("adjustments") or [], extra.get("late")
+    if not adjustments and not (late and late.get("days_late")):
+        return []
+    before = (extra.get("computed") or {}).get("score", results["score"])
+    lines = ["", f"Score from the tests: {number(before)}; after the changes below: {number(results['score'])}", ""]
+    for item in adjustments:
+        where = f" ({md_text(item['exercise'])})" if item["exercise"] else ""
+        sign = "+" if item["points"] >= 0 else ""
+        lines.append(f"- {sign}{number(item['points'])} points{where}: {md_text(item['reason'])}")
+    if late and late.get("days_late"):
+        from grader.term import Lateness
+
+        lines.append(f"- {md_text(late_line(Lateness(**late)))}")
+    return lines
+
+
+TERM_COLUMNS = ("score_before", "adjustments", "days_late", "late_penalty")
+
+
+def gradebook_csv(rows: list[dict[str, Any]]) -> str:
+    """``grades.csv``: student, status, score, max_score, one column per exercise, then the term's columns.
+
+    ``score`` is the final score (manual points added, late penalty taken: ``grader.scoring.final_score``);
+    ``score_before`` the tests' own, ``adjustments`` the manual points' sum, ``days_late`` and ``late_penalty``
+    (the fraction lost) the late penalty's. Text cells go through :func:`csv_cell`; a score that was not
+    graded is an empty cell.
     """
     names = load_curriculum().selected_names()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "status", "score", "max_score", *(csv_cell(name) for name in names)])
+    writer.writerow(["student", "status", "score", "max_score", *(csv_cell(name) for name in names), *TERM_COLUMNS])
     for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
         extra = results["extra_data"]
+        graded = is_graded(results)
+        before = (extra.get("computed") or {}).get("score", results["score"])
+        late = extra.get("late") or {}
         writer.writerow([
             csv_cell(extra["student"]),
             csv_cell(extra["status"]),
-            number(results["score"]) if is_graded(results) else "",
+            number(results["score"]) if graded else "",
             number(extra["max_score"]),
             *(number(extra["exercises"][n]) if extra["exercises"].get(n) is not None else "" for n in names),
+            number(before) if graded else "",
+            number(sum(a["points"] for a in extra.get("adjustments") or ())),
+            str(late.get("days_late", 0)),
+            number(late.get("fraction", 0.0)),
         ])
     return buffer.getvalue()
 
