@@ -90,6 +90,19 @@ def test_late_with_an_extension_and_manual_points(term_batch):
     assert "extension" in json.dumps(alice["extra_data"]["late"])
 
 
+def test_the_batch_writes_the_class_report_and_the_log(term_batch):
+    out = term_batch["out"]
+    page = (out / "report.html").read_text()
+    assert "Misconceptions diagnosed" in page and "without keepdims" in page
+    section = page.split("Misconceptions diagnosed")[1].split("</table>")[0]
+    assert "<td class=\"names\">bob</td>" in section and "alice" not in section
+    assert "Rubric item 2" in page.split("Late submissions and manual points")[1]
+    log = (out / "grading.log").read_text().splitlines()
+    assert log[0].startswith("== ") and "attention-kit" in log[0] and "course: " in log[0]
+    assert any(line.startswith("   limits: ") for line in log)
+    assert any(line.strip().startswith("bob\tgraded\t") and "-> 1.6406" in line for line in log)
+
+
 def test_changing_the_term_and_canvas_settings_regrades_nobody_and_keeps_the_points(term_batch, tmp_path):
     out, folder = tmp_path / "out", term_batch["folder"]
     shutil.copytree(term_batch["out"], out)
