@@ -239,7 +239,7 @@ def canvas_csv(rows: list[dict[str, Any]], roster: Roster, roster_rows: dict[str
     sample = next(iter(rows), None)
     names = [row["exercise"] for row in exercise_rows(sample)] if sample else []
     if per_exercise:
-        if assignment.id or assignment_name is not None:
+        if assignment_id is not None or assignment_name is not None:  # the options; the course's [canvas] may name both
             raise ExportError("--canvas-assignment-id and --canvas-assignment-name name one Canvas assignment "
                               "(the total): use them without --per-exercise")
         from grader import course

@@ -215,3 +215,30 @@ def test_the_export_keeps_exercise_ids_out_of_a_total_only_canvas_file(tmp_path,
     monkeypatch.setenv(course.COURSE_ENV, str(folder))
     assert course.canvas_exercise_ids() == {"softmax": "4242"}
     assert export.canvas_assignment().column == "HW 1"
+
+
+def test_the_course_templates_commented_term_settings_parse_when_uncommented(tmp_path, capsys):
+    from grader import cli
+
+    assert cli.main(["course", "init", str(tmp_path / "c")]) == 0
+    text = (tmp_path / "c" / "course.toml").read_text()
+    keys = ("# [", f"# {load().names[0]} =", "# deadline", "# per_day", "# max_days", '# "student-id"')
+    (tmp_path / "c" / "course.toml").write_text("\n".join(line[2:] if line.startswith(keys) else line
+                                                         for line in text.splitlines()))
+    parsed = course.read(tmp_path / "c")
+    assert parsed.late is not None and parsed.late.per_day == 0.1 and parsed.late.max_days == 3
+    assert parsed.extensions == {"student-id": 2.0} and parsed.canvas_exercise_ids == {load().names[0]: "123457"}
+
+
+def test_export_and_term_settings_are_not_part_of_the_fingerprint(tmp_path, monkeypatch):
+    settings = []
+    for index, extra in enumerate(("", COURSE, COURSE.replace("0.25", "0.5") + '\n[course]\ntitle = "Other"\n')):
+        (tmp_path / str(index)).mkdir()
+        (tmp_path / str(index) / "course.toml").write_text(extra)
+        monkeypatch.setenv(course.COURSE_ENV, str(tmp_path / str(index)))
+        settings.append(course.settings())
+    assert len(set(settings)) == 1
+    (tmp_path / "limits").mkdir()
+    (tmp_path / "limits" / "course.toml").write_text(COURSE + "[limits]\ncall_seconds = 2\n")
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path / "limits"))
+    assert course.settings() != settings[0]  # a setting that decides a grade still does
