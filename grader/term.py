@@ -88,7 +88,8 @@ def parse_time(value: str, where: str) -> datetime:
     except ValueError:
         raise TermError(f"{where}: {value!r} is not an ISO 8601 time such as 2026-10-01T23:59:00+02:00") from None
     if when.tzinfo is None:
-        raise TermError(f"{where}: {value!r} has no offset; write it with one, e.g. {text}+00:00")
+        raise TermError(f"{where}: {value!r} has no offset; write it with one (+02:00, Z), "
+                        "e.g. 2026-10-01T23:59:00+02:00")
     return when
 
 
