@@ -28,8 +28,6 @@ CSV cell that a spreadsheet would read as a formula is neutralised
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -42,7 +40,7 @@ from typing import Any
 from grader import scoring
 from grader.course import hidden_visibility
 from grader.curriculum import load as load_curriculum
-from grader.grading.escaping import csv_cell, escape_text, md_text
+from grader.grading.escaping import csv_cell, escape_text, md_text  # noqa: F401 - csv_cell: its callers import it here
 from grader.grading.records import TestRecord
 from grader.suite import TestFile
 
@@ -395,40 +393,6 @@ def term_lines(results: dict[str, Any]) -> list[str]:
 
         lines.append(f"- {md_text(late_line(Lateness(**late)))}")
     return lines
-
-
-TERM_COLUMNS = ("score_before", "adjustments", "days_late", "late_penalty")
-
-
-def gradebook_csv(rows: list[dict[str, Any]]) -> str:
-    """``grades.csv``: student, status, score, max_score, one column per exercise, then the term's columns.
-
-    ``score`` is the final score (manual points added, late penalty taken: ``grader.scoring.final_score``);
-    ``score_before`` the tests' own, ``adjustments`` the manual points' sum, ``days_late`` and ``late_penalty``
-    (the fraction lost) the late penalty's. Text cells go through :func:`csv_cell`; a score that was not
-    graded is an empty cell.
-    """
-    names = load_curriculum().selected_names()
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "status", "score", "max_score", *(csv_cell(name) for name in names), *TERM_COLUMNS])
-    for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
-        extra = results["extra_data"]
-        graded = is_graded(results)
-        before = (extra.get("computed") or {}).get("score", results["score"])
-        late = extra.get("late") or {}
-        writer.writerow([
-            csv_cell(extra["student"]),
-            csv_cell(extra["status"]),
-            number(results["score"]) if graded else "",
-            number(extra["max_score"]),
-            *(number(extra["exercises"][n]) if extra["exercises"].get(n) is not None else "" for n in names),
-            number(before) if graded else "",
-            number(sum(a["points"] for a in extra.get("adjustments") or ())),
-            str(late.get("days_late", 0)),
-            number(late.get("fraction", 0.0)),
-        ])
-    return buffer.getvalue()
 
 
 def write_student(out: Path, results: dict[str, Any]) -> None:

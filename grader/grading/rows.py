@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader import scoring
 from grader.term import Adjustment, Lateness
 
 NOT_GRADED = "not graded"
@@ -33,6 +34,8 @@ class StudentRow:
     """Final points per exercise (None: not graded)."""
     computed_exercises: dict[str, float | None]
     maxima: dict[str, float]
+    hidden_maxima: dict[str, float] = field(default_factory=dict)
+    """Per exercise, the hidden tests' part of its maximum."""
     adjustments: tuple[Adjustment, ...] = ()
     late: Lateness | None = None
     tests: tuple[dict[str, Any], ...] = ()
@@ -56,8 +59,18 @@ class StudentRow:
         return cls(student=extra["student"], status=str(extra["status"]), score=float(results.get("score", 0.0)),
                    computed=float(before["score"]), max_score=float(extra["max_score"]),
                    exercises=dict(extra["exercises"]), computed_exercises=dict(before["exercises"]),
-                   maxima=dict(extra["max_exercises"]),
+                   maxima=dict(extra["max_exercises"]), hidden_maxima=_hidden_maxima(results),
                    adjustments=tuple(Adjustment(**a) for a in extra.get("adjustments") or ()),
                    late=Lateness(**late) if late else None, tests=tuple(results.get("tests", ())),
                    isolation=str(extra.get("isolation", "")), seconds=float(results.get("execution_time", 0)),
                    results=results)
+
+
+def _hidden_maxima(results: dict[str, Any]) -> dict[str, float]:
+    """Per exercise, the points of its hidden tests (tagged ``hidden``)."""
+    hidden: dict[str, float] = {name: 0.0 for name in results["extra_data"]["max_exercises"]}
+    for test in results.get("tests", ()):
+        exercise = test.get("extra_data", {}).get("exercise")
+        if exercise in hidden and "hidden" in test.get("tags", ()):
+            hidden[exercise] = scoring.total([hidden[exercise], test["max_score"]])
+    return hidden

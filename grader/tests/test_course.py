@@ -13,7 +13,7 @@ import pytest
 
 from grader import cli, course
 from grader.curriculum import MANIFEST, ROOT, kit_manifest, load
-from grader.grading.report import TERM_COLUMNS
+from grader.grading.formats.grades_csv import TERM_COLUMNS
 from grader.grading.samples import break_syntax
 from grader.suite import graded_suite, hidden_folders
 

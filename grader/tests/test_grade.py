@@ -13,8 +13,8 @@ import pytest
 
 from grader.curriculum import ROOT, load
 from grader.grading import submissions
+from grader.grading.formats.grades_csv import TERM_COLUMNS
 from grader.grading.grade import grade_batch
-from grader.grading.report import TERM_COLUMNS
 from grader.grading.samples import break_syntax, zip_folder
 from grader.mutants import apply, load_catalogue
 

@@ -33,6 +33,11 @@ class Context:
     echo: Callable[[str], Any] = print
 
 
+def typed(rows: list[StudentRow] | list[dict[str, Any]]) -> list[StudentRow]:
+    """``rows`` as typed rows (a results.json dict is read by :meth:`StudentRow.from_results`)."""
+    return [row if isinstance(row, StudentRow) else StudentRow.from_results(row) for row in rows]
+
+
 def formats() -> list[ModuleType]:
     """Every format module of this package, in their ``ORDER``."""
     found = []
