@@ -242,3 +242,29 @@ def test_export_and_term_settings_are_not_part_of_the_fingerprint(tmp_path, monk
     (tmp_path / "limits" / "course.toml").write_text(COURSE + "[limits]\ncall_seconds = 2\n")
     monkeypatch.setenv(course.COURSE_ENV, str(tmp_path / "limits"))
     assert course.settings() != settings[0]  # a setting that decides a grade still does
+
+
+def test_the_command_line_takes_the_term_options_and_refuses_a_bad_file_before_grading(term_batch, tmp_path, capsys,
+                                                                                       monkeypatch):
+    from grader import cli
+
+    monkeypatch.setenv(course.COURSE_ENV, str(term_batch["folder"]))  # --course sets it: restored after the test
+
+    out, empty = tmp_path / "out", tmp_path / "no-hidden"
+    shutil.copytree(term_batch["out"], out)
+    empty.mkdir()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,exercise,points,reason\nbob,softmax,1,\n")
+    base = ["grade", str(term_batch["subs"]), "--out", str(out), "--exercise", EXERCISE, "--jobs", "1",
+            "--hidden", str(empty), "--course", str(term_batch["folder"])]
+    assert cli.main([*base, "--adjustments", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"--adjustments {bad} row 2 column reason: empty" in err and (out / "adjustments.csv").read_text() == \
+        ADJUSTMENTS  # the kept file is untouched by a refused one
+    good = tmp_path / "good.csv"
+    good.write_text("id,exercise,points,reason\nalice,,-1,Copied the docstring of a classmate (agreed penalty)\n")
+    assert cli.main([*base, "--adjustments", str(good), "--only", "alice"]) == 0
+    assert "Copied the docstring" in (out / "alice" / "feedback.md").read_text()
+    assert "Rubric item 2" not in (out / "bob" / "feedback.md").read_text()  # the new file replaced the old
+    last = (out / "grading.log").read_text().split("== ")[-1]
+    assert "alice\tgraded\t10 -> 9 / 10" in last and "bob\tkept\t" in last
