@@ -41,6 +41,8 @@ class StudentRow:
     tests: tuple[dict[str, Any], ...] = ()
     """The Gradescope test entries (name, score, max_score, status, output, visibility, tags, extra_data)."""
     isolation: str = ""
+    isolated: bool = True
+    """False if the student's code ran without isolation (every output says so)."""
     seconds: float = 0.0
     results: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The results.json this row was read from (for the formats that write it or Gradescope's text)."""
@@ -62,7 +64,8 @@ class StudentRow:
                    maxima=dict(extra["max_exercises"]), hidden_maxima=_hidden_maxima(results),
                    adjustments=tuple(Adjustment(**a) for a in extra.get("adjustments") or ()),
                    late=Lateness(**late) if late else None, tests=tuple(results.get("tests", ())),
-                   isolation=str(extra.get("isolation", "")), seconds=float(results.get("execution_time", 0)),
+                   isolation=str(extra.get("isolation", "")), isolated=bool(extra.get("isolated", True)),
+                   seconds=float(results.get("execution_time", 0)),
                    results=results)
 
 

@@ -23,7 +23,7 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
         if not row.results.get("extra_data", {}).get("fingerprint"):
             continue  # a row the grader could not write (kept in memory for the gradebook): nothing to rewrite
         folder = out / row.student
-        texts = (("feedback.md", feedback_markdown(row.results)), ("results.json", results_text(row.results)))
+        texts = (("feedback.md", feedback_markdown(row)), ("results.json", results_text(row.results)))
         for name, text in texts:
             path = folder / name
             try:
