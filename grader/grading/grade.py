@@ -26,8 +26,13 @@ each, and the process each runs in:
   ``grader.sandbox.proxy.IsolatedImplementation``: the student's code runs in
   an isolated worker, never in the process that checks the results;
 - ``report`` (this process): scores the outcomes and writes
-  ``OUT/<student>/results.json`` (Gradescope format),
-  ``OUT/<student>/feedback.md`` and, at the end, ``OUT/grades.csv``.
+  ``OUT/<student>/results.json`` (Gradescope format) and
+  ``OUT/<student>/feedback.md`` as each student finishes;
+- ``outputs`` (this process, at the end): the term's rules
+  (``term_stage``: manual points, late penalties) applied to every row, kept
+  or graded, then every format of ``formats`` written from the typed rows
+  (``rows``): grades.csv, grades-long.csv, canvas.csv, report.html, each
+  student's files; ``run_log`` appends the run to ``OUT/grading.log``.
 
 Resuming: a student's results carry a fingerprint of the submission's
 content and of everything else that can change a grade (``fingerprint``: the
