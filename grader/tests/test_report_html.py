@@ -7,6 +7,7 @@ names another Chromium-compatible binary.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -126,3 +127,24 @@ def test_the_report_renders_in_a_headless_browser_without_a_console_message(host
     # The hostile names are text on the page, not elements.
     assert "<script" not in dom and "<img" not in dom and "onerror=alert(1)&gt;" in dom
     assert "Misconceptions diagnosed" in dom
+
+
+def test_a_new_format_is_one_module_and_the_feedback_page_escapes_everything(hostile_class, tmp_path):
+    from grader.grading.formats import feedback_html
+
+    assert "feedback.html" in [module.NAME for module in formats.formats()]  # found, not listed anywhere else
+    hostile = hostile_class[2]  # the attribute-breaking id, a diagnosis naming a script
+    for row in hostile_class:
+        (tmp_path / "out" / row.student).mkdir(parents=True, exist_ok=True)
+    rows = [dataclasses.replace(row, results={**row.results, "extra_data": {**row.results["extra_data"],
+                                                                              "fingerprint": "x"}})
+            for row in hostile_class if "/" not in row.student]
+    written = formats.write_all(tmp_path / "out", rows, formats.Context(echo=lambda _: None), only=("feedback.html",))
+    assert len(written) == len(rows)
+    page = (tmp_path / "out" / hostile.student / "feedback.html").read_text()
+    assert "<script" not in page and "<img" not in page and "&lt;script&gt;alert(&quot;mistake&quot;)" in page
+    assert "<h2>1. Softmax" in page and "<pre>" in page
+    _, console, dom = open_in_browser(tmp_path / "out" / hostile.student / "feedback.html", tmp_path)
+    assert not console and "<script" not in dom and "Diagnosis: your softmax.py" in dom
+    converted = feedback_html.markdown_to_html("- a\n- b\n\n```text\n<x>\n```")
+    assert converted == "<ul>\n<li>a</li>\n<li>b</li>\n</ul>\n<pre>\n&lt;x&gt;\n</pre>"
