@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader import term
+from grader.term import LatePolicy
+
 COURSE_ENV = "ATTENTION_KIT_COURSE"
 COURSE_FILE = "course.toml"
 HIDDEN_FOLDER = "hidden_tests"  # the instructor's own extra hidden tests
@@ -75,6 +78,9 @@ class Course:
     visibility: str = DEFAULT_VISIBILITY
     canvas_name: str | None = None
     canvas_id: str | None = None
+    canvas_exercise_ids: dict[str, str] = field(default_factory=dict)  # exercise -> existing Canvas assignment id
+    late: LatePolicy | None = None
+    extensions: dict[str, float] = field(default_factory=dict)
 
     @property
     def file(self) -> Path:
@@ -87,11 +93,15 @@ class Course:
         return self.folder / HIDDEN_FOLDER
 
     def settings(self) -> str:
-        """Every setting as one canonical text: what a grade's fingerprint must include."""
-        return json.dumps({"title": self.title, "part": self.part, "exercises": self.exercises,
+        """Every setting that can change a grade as one canonical text: what a grade's fingerprint must include.
+
+        Left out: the title (a heading), the export settings ([canvas]) and the term's ([late], [extensions]):
+        changing them regrades nobody; every run rewrites every output from the stored results
+        (``grader.grading.term_stage``).
+        """
+        return json.dumps({"part": self.part, "exercises": self.exercises,
                            "points": self.points, "hidden_points": self.hidden_points,
-                           "limits": vars(self.limits), "visibility": self.visibility,
-                           "canvas": [self.canvas_name, self.canvas_id]}, sort_keys=True)
+                           "limits": vars(self.limits), "visibility": self.visibility}, sort_keys=True)
 
 
 def find(explicit: str | Path | None = None, cwd: Path | None = None) -> Path | None:
@@ -166,7 +176,7 @@ def read(folder: Path) -> Course:
         raise CourseError(f"{path}: cannot be read ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise CourseError(f"{path}: not valid TOML ({error})") from None
-    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas"}
+    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas", "late", "extensions"}
     for key in data:
         if key not in known:
             raise CourseError(f"{path}: unknown setting [{key}] (the settings are {', '.join(sorted(known))})")
@@ -208,7 +218,24 @@ def read(folder: Path) -> Course:
     if visibility not in VISIBILITIES:
         raise CourseError(f"{path}: [hidden] visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     canvas = table("canvas")
+    unknown = sorted(set(canvas) - {"assignment_name", "assignment_id", "exercise_ids"})
+    if unknown:
+        raise CourseError(f"{path}: unknown setting [canvas] {unknown[0]} (the settings are assignment_name, "
+                          "assignment_id, and the table [canvas.exercise_ids])")
     name, identifier = canvas.get("assignment_name"), canvas.get("assignment_id")
+    exercise_ids = canvas.get("exercise_ids", {})
+    if not isinstance(exercise_ids, dict):
+        raise CourseError(f"{path}: [canvas] exercise_ids must be a table ([canvas.exercise_ids] with lines "
+                          "EXERCISE = ASSIGNMENT_ID)")
+    for exercise, value in exercise_ids.items():
+        if not str(value).strip().isascii() or not str(value).strip().isdigit():
+            raise CourseError(f"{path}: [canvas.exercise_ids] {exercise} must be the number at the end of the "
+                              f"assignment's address (.../assignments/123456), not {value!r}")
+    try:
+        late = term.parse_late(path, data.get("late"))
+        extensions = term.parse_extensions(path, data.get("extensions"))
+    except term.TermError as error:
+        raise CourseError(str(error)) from None
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise CourseError(f"{path}: [canvas] assignment_name must be a non-empty text, not {name!r}")
     if identifier is not None:
@@ -219,7 +246,9 @@ def read(folder: Path) -> Course:
     return Course(Path(folder).resolve(), title=title, part=None if part is None else str(part),
                   exercises=None if exercises is None else tuple(exercises), points=points,
                   hidden_points=hidden_points, limits=Limits(**limits), visibility=visibility,
-                  canvas_name=name, canvas_id=identifier)
+                  canvas_name=name, canvas_id=identifier,
+                  canvas_exercise_ids={str(k): str(v).strip() for k, v in exercise_ids.items()},
+                  late=late, extensions=extensions)
 
 
 def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str, ...]],
@@ -245,7 +274,8 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
     path = course.file
     kept = course.exercises if course.exercises is not None else names
     for table, given in (("[course] exercises", kept), ("[points]", course.points),
-                         ("[hidden_points]", course.hidden_points)):
+                         ("[hidden_points]", course.hidden_points),
+                         ("[canvas.exercise_ids]", course.canvas_exercise_ids)):
         for name in given:
             if name not in names:
                 raise CourseError(f"{path}: {table} names {name!r}, which is not an exercise of the kit "
@@ -285,6 +315,18 @@ def canvas() -> tuple[str | None, str | None]:
     """The active course's Canvas assignment (name, id); (None, None) without one."""
     course = active()
     return (course.canvas_name, course.canvas_id) if course is not None else (None, None)
+
+
+def canvas_exercise_ids() -> dict[str, str]:
+    """The active course's existing Canvas assignments per exercise (``[canvas.exercise_ids]``; {} without)."""
+    course = active()
+    return dict(course.canvas_exercise_ids) if course is not None else {}
+
+
+def late_policy() -> tuple[LatePolicy | None, dict[str, float]]:
+    """The active course's ``[late]`` (None without one) and ``[extensions]`` (student id -> days)."""
+    course = active()
+    return (course.late, dict(course.extensions)) if course is not None else (None, {})
 
 
 def settings() -> str:

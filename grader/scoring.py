@@ -102,3 +102,16 @@ def number(value: float) -> str:
     """``value`` as the kit writes points: at most :data:`DECIMALS` decimals, no trailing zeros (``9.375``, ``24``)."""
     text = f"{round(value, DECIMALS):.{DECIMALS}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def final_score(computed: float, adjustments: Iterable[float] = (), late_fraction: float = 0.0) -> float:
+    """The score a student gets: the kit's one rule for manual points and late penalties, in that order.
+
+    ``computed`` (the tests' points) plus the manual ``adjustments`` (never below 0), then the late penalty:
+    ``late_fraction`` of that is lost (1.0: the score is 0). Every output uses it, through
+    ``grader.grading.term_stage``: results.json, feedback.md, grades.csv, the exports, the class report.
+    """
+    if not 0.0 <= late_fraction <= 1.0:
+        raise ValueError(f"final_score: late_fraction ({late_fraction!r}) must be between 0 and 1")
+    before = max(0.0, computed + sum(adjustments))
+    return round(before * (1.0 - late_fraction), DECIMALS)

@@ -36,6 +36,7 @@ STUDENT_FILES = (
     "grader/quiet.py",
     "grader/suite.py",
     "grader/scoring.py",
+    "grader/term.py",  # course.py reads [late] and [extensions] with it (standard library only)
     "LICENSE",
     "tests/__init__.py",
     "tests/crash.py",

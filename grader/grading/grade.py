@@ -26,8 +26,13 @@ each, and the process each runs in:
   ``grader.sandbox.proxy.IsolatedImplementation``: the student's code runs in
   an isolated worker, never in the process that checks the results;
 - ``report`` (this process): scores the outcomes and writes
-  ``OUT/<student>/results.json`` (Gradescope format),
-  ``OUT/<student>/feedback.md`` and, at the end, ``OUT/grades.csv``.
+  ``OUT/<student>/results.json`` (Gradescope format) and
+  ``OUT/<student>/feedback.md`` as each student finishes;
+- ``outputs`` (this process, at the end): the term's rules
+  (``term_stage``: manual points, late penalties) applied to every row, kept
+  or graded, then every format of ``formats`` written from the typed rows
+  (``rows``): grades.csv, grades-long.csv, canvas.csv, report.html, each
+  student's files; ``run_log`` appends the run to ``OUT/grading.log``.
 
 Resuming: a student's results carry a fingerprint of the submission's
 content and of everything else that can change a grade (``fingerprint``: the
@@ -65,7 +70,6 @@ when a batch runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import shutil
@@ -78,7 +82,9 @@ from typing import Any
 
 from grader import course
 from grader.curriculum import PART_ENV, ROOT, make_importable, parse_part, reference_dir
+from grader.grading.progress import progress_display
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, TestRecord, suite_files
+from grader.grading.term_stage import check_inputs, load_inputs
 from grader.suite import graded_suite, hidden_folders
 
 DEFAULT_OUT = "attention-kit-grades"
@@ -129,6 +135,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "memory_mib)")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="roster (folder, lms_id, name, email) for OUT/canvas.csv; see `attention-kit export`")
+    parser.add_argument("--only", action="append", default=None, metavar="ID",
+                        help="regrade this student whatever their fingerprint says (repeat for several; the others "
+                             "are kept or graded as usual)")
+    parser.add_argument("--times", type=Path, default=None, metavar="CSV",
+                        help="submission times (columns id,submitted_at, ISO 8601 with an offset) for the course's "
+                             "[late] penalty; kept as OUT/times.csv for later runs (docs/term.md)")
+    parser.add_argument("--adjustments", type=Path, default=None, metavar="CSV",
+                        help="manual points (columns id,exercise,points,reason), added to the tests' score and shown "
+                             "with their reason; kept as OUT/adjustments.csv, never lost on a regrade (docs/term.md)")
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
                         help="the longest a grading process may go without finishing a test (wall time): a stall, "
                              "retried when the machine was too busy, else the student is not graded "
@@ -161,6 +176,9 @@ def grade_batch(
     exercises: list[str] | None = None,
     echo: Any = print,
     roster: Path | None = None,
+    only: list[str] | None = None,
+    times: Path | None = None,
+    adjustments: Path | None = None,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status.
 
@@ -169,7 +187,10 @@ def grade_batch(
     time, kept if its fingerprint is unchanged, graded in the pool beside the
     kit's own check, scored and written); write the gradebooks; sum up.
     """
+    from grader.grading.outputs import write_gradebooks
     from grader.grading.report import is_graded, summary
+    from grader.grading.run_log import append as append_log
+    from grader.grading.run_log import header, row_line
     from grader.sandbox.limits import IsolationUnavailable, choose, course_limits
 
     start = time.monotonic()
@@ -188,6 +209,19 @@ def grade_batch(
     entries = _find_submissions(submissions, out, echo)
     if not entries:
         return 2
+    unknown = sorted(set(only or ()) - {student for student, _ in entries})
+    if unknown:
+        echo(f"error: --only {unknown[0]}: no such submission in {submissions}")
+        return 2
+    try:  # the term's inputs (late policy, times, manual points): read before anyone is graded
+        inputs = load_inputs(out, times, adjustments, _course_names())
+    except ValueError as error:
+        echo(f"error: {error}")
+        return 2
+    log = header(limits=limits.describe(), isolation=plan.summary,
+                 options={"jobs": jobs, "force": force or None, "only": ", ".join(only or ()) or None,
+                          "exercises": ", ".join(exercises or ()) or None, "fair": None if fair else "no",
+                          "times": times, "adjustments": adjustments, "roster": roster})
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
     # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading
     # processes (a killed one cannot remove its own). Traversable, not listable: a worker without a mount
@@ -200,12 +234,17 @@ def grade_batch(
                    part=_graded_part(), scratch=str(scratch))
     try:
         batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
-        with _progress(len(entries)) as progress:
+        batch.only = set(only or ())
+        with progress_display(len(entries)) as progress:
             batch.progress = progress
             batch.grade(entries, work, processes=jobs or os.cpu_count() or 1, timeout=timeout)
         batch.say_verdict(echo)
         rows = batch.rows([student for student, _ in entries])
-        written = _write_gradebooks(out, rows, roster, echo)
+        written, final = write_gradebooks(out, rows, roster, inputs, echo)
+        rows = [row.results for row in final]  # the term applied: what the summary counts
+        kept = {student for student in batch.done if student not in batch.prepared}
+        append_log(out, [*log, *(row_line(row, row.student in kept) for row in final),
+                         f"   {len(final)} row(s), {time.monotonic() - start:.1f} s"])
         if written == 2:
             return 2
     finally:
@@ -214,7 +253,8 @@ def grade_batch(
     echo("")
     echo(summary(rows, graded=batch.graded, reused=batch.reused, seconds=time.monotonic() - start))
     echo(f"Limits: {limits.describe()}")
-    echo(f"\nGradebook: {out / 'grades.csv'}; per student: {out}/<student>/results.json, feedback.md")
+    echo(f"\nGradebook: {out / 'grades.csv'}; class report: {out / 'report.html'}; log: {out / 'grading.log'}; "
+         f"per student: {out}/<student>/results.json, feedback.md")
     return 0 if all(is_graded(row) for row in rows) and written == 0 else 1
 
 
@@ -247,6 +287,13 @@ def _load_suite(hidden: Path | list[Path] | None, exercises: list[str] | None,
     kit_failure = next((w if w.startswith("the kit is broken") else f"the kit is broken: {w}"
                         for w in warnings if " is missing" in w or w.startswith("the kit is broken")), None)
     return suite, kit_failure
+
+
+def _course_names() -> tuple[str, ...]:
+    """The course's exercises: what an ``exercise`` cell of ``--adjustments`` may name."""
+    from grader.curriculum import load as load_curriculum
+
+    return tuple(load_curriculum().names)
 
 
 def _graded_part() -> str:
@@ -299,6 +346,7 @@ class _Batch:
         self.out, self.suite, self.template, self.force, self.isolated = out, suite, template, force, isolated
         self.fingerprint = suite_fingerprint(template)
         self.progress: Any = None
+        self.only: set[str] = set()  # --only: regraded whatever their fingerprints say
         self.graded = self.reused = 0
         # Every student done so far; the rows themselves are on disk (the batch's memory does not grow with the
         # class), but for a row that could not be written, kept here.
@@ -357,7 +405,7 @@ class _Batch:
         for student, entry in entries:
             submission = found.prepare(entry, work, student, refused.get(student))  # never raises
             fingerprint = student_fingerprint(self.fingerprint, submission.digest)
-            previous = None if self.force else read_results(self.out, student)
+            previous = None if self.force or student in self.only else read_results(self.out, student)
             if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint
                     and is_graded(previous)):
                 self.reused += 1
@@ -432,62 +480,6 @@ class _Batch:
                 row = _unwritable_row(self.prepared[student][0], self.suite, RuntimeError("no results"))
             rows.append(row)
         return rows
-
-
-def _write_gradebooks(out: Path, rows: list[dict], roster: Path | None, echo: Any) -> int:
-    """Stage 6: ``grades.csv``, then the exports; 0, or 2 (a roster error), or 1 (an export failed)."""
-    from grader.grading.export import ExportError, export
-    from grader.grading.report import atomic_write, gradebook_csv
-
-    atomic_write(out / "grades.csv", gradebook_csv(rows))
-    try:  # grades-long.csv (per-exercise maxima), and canvas.csv with a roster
-        export(out, rows, roster, echo=echo)
-    except ExportError as error:
-        echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
-        return 2
-    except Exception as error:  # noqa: BLE001 - the gradebook is written; an export must not hide the summary
-        echo(f"error: the exports failed ({type(error).__name__}: {error}); grades.csv was written")
-        return 1
-    return 0
-
-
-def _progress(total: int) -> Any:
-    """A progress display: rich's bar on a terminal, plain lines otherwise."""
-    if sys.stdout.isatty():
-        with contextlib.suppress(ImportError):
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            progress = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                TextColumn("{task.description}"))
-            task = progress.add_task("", total=total)
-
-            class Bar:
-                def __enter__(self) -> Bar:
-                    progress.start()
-                    return self
-
-                def __exit__(self, *exc: object) -> None:
-                    progress.stop()
-
-                def advance(self, line: str) -> None:
-                    progress.update(task, advance=1, description=line)
-
-            return Bar()
-
-    class Lines:
-        done = 0
-
-        def __enter__(self) -> Lines:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-        def advance(self, line: str) -> None:
-            self.done += 1
-            print(f"[{self.done}/{total}] {line}", flush=True)
-
-    return Lines()
 
 
 def _calls_status(stats: dict[str, int]) -> str:
@@ -584,6 +576,11 @@ def run(args: argparse.Namespace) -> int:
         except ExportError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+    try:  # a bad CSV of the term stops the run before anyone is graded: one line naming file, row and column
+        check_inputs(args.times, args.adjustments, _course_names())
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     samples = None
     try:
         submissions = args.submissions
@@ -603,7 +600,8 @@ def run(args: argparse.Namespace) -> int:
         return grade_batch(samples or submissions, args.out, jobs=args.jobs, force=args.force, fair=args.fair,
                            hidden=hidden, timeout=args.timeout, budget=args.budget,
                            call_budget=args.call_budget, memory=args.memory, isolation=args.isolation,
-                           exercises=args.exercises, roster=args.roster)
+                           exercises=args.exercises, roster=args.roster, only=args.only, times=args.times,
+                           adjustments=args.adjustments)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "
               "(the gradebook was not changed)", file=sys.stderr)

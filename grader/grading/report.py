@@ -28,8 +28,6 @@ CSV cell that a spreadsheet would read as a formula is neutralised
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -42,8 +40,9 @@ from typing import Any
 from grader import scoring
 from grader.course import hidden_visibility
 from grader.curriculum import load as load_curriculum
-from grader.grading.escaping import csv_cell, escape_text, md_text
+from grader.grading.escaping import csv_cell, escape_text, md_text  # noqa: F401 - csv_cell: its callers import it here
 from grader.grading.records import TestRecord
+from grader.grading.rows import StudentRow
 from grader.suite import TestFile
 
 # Bump when the layout of results.json changes: older results are then regraded.
@@ -317,42 +316,45 @@ def results_json(
     }
 
 
-def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
-    """A student's feedback: per exercise, the tests passed and what failed and why.
+def feedback_markdown(results: StudentRow | dict[str, Any], published: bool = False) -> str:
+    """A student's feedback, from their typed row (or a results.json): per exercise, what passed, failed, why.
 
     Before grades are published (``published`` False, as ``attention-kit grade`` writes it) a failed
     hidden test is only counted; once they are (``attention-kit export GRADES --published``) it is
     shown like a public one, by its name and message (never a line of its source: see grade.py).
     """
     curriculum = load_curriculum()
-    extra = results["extra_data"]
-    if is_graded(results):
-        score_line = f"Score: **{number(results['score'])} / {number(extra['max_score'])}**"
+    row = results if isinstance(results, StudentRow) else StudentRow.from_results(results)
+    if row.graded:
+        score_line = f"Score: **{number(row.score)} / {number(row.max_score)}**"
     else:  # the grader could not run every test: no score yet, only what the tests that ran earned
         score_line = (f"Score: **not graded yet** (the grader could not run every test; the tests it ran earned "
-                      f"{number(results['score'])} of their points). Your instructor reruns the grading.")
+                      f"{number(row.computed)} of their points). Your instructor reruns the grading.")
     lines = [
         f"# Feedback: {md_text(curriculum.title)}",
         "",
         score_line,
     ]
-    if extra["status"] != "ok":
-        lines += ["", f"Note: {md_text(extra['status'])}"]
-    if not extra.get("isolated", True):
-        lines += ["", f"Note: this submission was graded WITHOUT isolation ({md_text(extra.get('isolation'))})."]
+    lines += term_lines(row)
+    if row.status != "ok":
+        lines += ["", f"Note: {md_text(row.status)}"]
+    if not row.isolated:
+        lines += ["", f"Note: this submission was graded WITHOUT isolation ({md_text(row.isolation)})."]
     for exercise in curriculum.exercises:
-        tests = [t for t in results["tests"] if t["extra_data"]["exercise"] == exercise.name]
+        tests = [t for t in row.tests if t["extra_data"]["exercise"] == exercise.name]
         if not tests:
             continue
         # Hidden tests count, but their names and messages wait until grades are published.
         visible = [t for t in tests if published or t["visibility"] == "visible"]
         passed = sum(t["status"] == "passed" for t in tests)
+        points = row.exercises.get(exercise.name, 0)
+        worth = number(row.maxima.get(exercise.name, 0))
         lines += [
             "",
             f"## {exercise.number}. {md_text(exercise.title)} ({md_text(exercise.module_file)})",
             "",
-            f"{number(extra['exercises'].get(exercise.name, 0))} / "
-            f"{number(extra['max_exercises'].get(exercise.name, 0))} points; {passed} of {len(tests)} tests passed.",
+            (f"{number(points)} / {worth} points" if points is not None else f"Not graded yet (worth {worth} points)")
+            + f"; {passed} of {len(tests)} tests passed.",
         ]
         failed = [t for t in visible if t["status"] == "failed"]
         # The first failures are the ones to read: they test the most basic properties.
@@ -373,25 +375,20 @@ def feedback_markdown(results: dict[str, Any], published: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gradebook_csv(rows: list[dict[str, Any]]) -> str:
-    """``grades.csv``: student, status, score, max_score, then one column per exercise.
+def term_lines(row: StudentRow) -> list[str]:
+    """feedback.md's lines on manual points (each with its reason) and the late penalty ([] when neither)."""
+    from grader.grading.term_stage import late_line
 
-    Text cells go through :func:`csv_cell`; a score that was not graded is an empty cell.
-    """
-    names = load_curriculum().selected_names()
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "status", "score", "max_score", *(csv_cell(name) for name in names)])
-    for results in sorted(rows, key=lambda r: r["extra_data"]["student"]):
-        extra = results["extra_data"]
-        writer.writerow([
-            csv_cell(extra["student"]),
-            csv_cell(extra["status"]),
-            number(results["score"]) if is_graded(results) else "",
-            number(extra["max_score"]),
-            *(number(extra["exercises"][n]) if extra["exercises"].get(n) is not None else "" for n in names),
-        ])
-    return buffer.getvalue()
+    late = row.late if row.late is not None and row.late.days_late else None
+    if not row.adjustments and late is None:
+        return []
+    lines = ["", f"Score from the tests: {number(row.computed)}; after the changes below: {number(row.score)}", ""]
+    for item in row.adjustments:
+        where = f" ({md_text(item.exercise)})" if item.exercise else ""
+        lines.append(f"- {'+' if item.points >= 0 else ''}{number(item.points)} points{where}: {md_text(item.reason)}")
+    if late is not None:
+        lines.append(f"- {md_text(late_line(late))}")
+    return lines
 
 
 def write_student(out: Path, results: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ import pytest
 import grader
 from grader.curriculum import ROOT, load
 from grader.grading import report
+from grader.grading.formats.grades_csv import gradebook_csv
 
 GRADER_FILES = re.compile(r"\b(proxy|worker|server|grade|plugin|kit|feedback|report|load|limits)\.py\b")
 SOLUTIONS = ROOT / "solutions"
@@ -127,8 +128,8 @@ def test_feedback_results_and_gradebook_share_one_mode(umask: int, mode: int, tm
     previous = os.umask(umask)
     try:
         report.write_student(tmp_path, results)
-        report.atomic_write(tmp_path / "grades.csv", report.gradebook_csv([results]))
-        report.atomic_write(tmp_path / "grades.csv", report.gradebook_csv([results]))  # replaced: same mode
+        report.atomic_write(tmp_path / "grades.csv", gradebook_csv([results]))
+        report.atomic_write(tmp_path / "grades.csv", gradebook_csv([results]))  # replaced: same mode
     finally:
         os.umask(previous)
     files = [tmp_path / "ada" / "feedback.md", tmp_path / "ada" / "results.json", tmp_path / "grades.csv"]

@@ -13,6 +13,7 @@ import pytest
 
 from grader import cli, course
 from grader.curriculum import MANIFEST, ROOT, kit_manifest, load
+from grader.grading.formats.grades_csv import TERM_COLUMNS
 from grader.grading.samples import break_syntax
 from grader.suite import graded_suite, hidden_folders
 
@@ -246,7 +247,7 @@ def test_a_whole_course_is_graded_from_its_folder(tmp_path, capsys):
     assert "30 CPU s per exercise" in printed  # [limits] submission_seconds is grade's --budget
     rows = {row["student"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
     header = next(csv.reader(io.StringIO((out / "grades.csv").read_text())))
-    assert header == ["student", "status", "score", "max_score", *MAXIMA]
+    assert header == ["student", "status", "score", "max_score", *MAXIMA, *TERM_COLUMNS]
     expected = {
         "correct": ("ok", 109, MAXIMA),
         "no-positional": ("ok", 109, MAXIMA),

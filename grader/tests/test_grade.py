@@ -13,6 +13,7 @@ import pytest
 
 from grader.curriculum import ROOT, load
 from grader.grading import submissions
+from grader.grading.formats.grades_csv import TERM_COLUMNS
 from grader.grading.grade import grade_batch
 from grader.grading.samples import break_syntax, zip_folder
 from grader.mutants import apply, load_catalogue
@@ -87,7 +88,7 @@ def test_every_entry_gets_a_row(batch):
                                     "notes"}
     assert "unsupported format" in batch["grades"]["notes"]["status"]
     header = (batch["out"] / "grades.csv").read_text().splitlines()[0].split(",")
-    assert header == ["student", "status", "score", "max_score", *load().names]
+    assert header == ["student", "status", "score", "max_score", *load().names, *TERM_COLUMNS]
 
 
 @pytest.mark.parametrize("student", ["correct", "nested", "zipped"])

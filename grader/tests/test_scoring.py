@@ -19,6 +19,7 @@ import pytest
 from grader import scoring
 from grader.curriculum import ROOT, load
 from grader.grading import report
+from grader.grading.formats.grades_csv import gradebook_csv
 from grader.grading.records import TestRecord
 from grader.student.notebook import collect_tests
 from grader.suite import graded_suite
@@ -143,7 +144,7 @@ def test_the_gradebook_columns_add_up_to_the_total(suite) -> None:
     half = dict(results, tests=[dict(t, score=0.0) if i % 2 else t for i, t in enumerate(results["tests"])])
     half = report.results_json(student="bob", status="graded", tests=half["tests"], execution_time=1.0,
                                output="", extra={})
-    rows = list(csv.DictReader(io.StringIO(report.gradebook_csv([results, half]))))
+    rows = list(csv.DictReader(io.StringIO(gradebook_csv([results, half]))))
     names = load().selected_names()
     for row in rows:
         cells = [Fraction(row[name]) for name in names]  # the written decimals, read exactly

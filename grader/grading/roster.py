@@ -1,0 +1,137 @@
+"""The roster of a class: who each submission is, for the LMS exports (read by ``grader.grading.formats``).
+
+A CSV with a header row and the columns ``folder`` (the submission's name in
+SUBMISSIONS), ``lms_id``, ``name`` and ``email``, optionally ``sis_id``,
+``login_id`` and ``section``. Matching is exact: ids that differ only in case,
+spaces or Unicode form are flagged, never matched (``attention-kit export``'s
+documentation, ``grader.grading.export``, says more).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader import scoring
+from grader.grading.escaping import csv_cell
+
+ROSTER_COLUMNS = ("folder", "lms_id", "name", "email")
+OPTIONAL_ROSTER_COLUMNS = ("sis_id", "login_id", "section")
+
+
+class ExportError(Exception):
+    """The export cannot be made as asked; the message says why."""
+
+
+@dataclass
+class Roster:
+    """Roster rows by submission folder, and what did not match."""
+
+    rows: dict[str, dict[str, str]]
+    unmatched_submissions: list[str] = field(default_factory=list)
+    unmatched_roster: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)  # ids alike but not equal (see match_roster): lines to show
+
+
+def cell(value: Any) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (roster names and emails are untrusted text)."""
+    return csv_cell("" if value is None else value)
+
+
+def number_cell(value: float | None) -> str:
+    """A score cell; empty when there is no score (a test the grader could not run: never a 0)."""
+    return "" if value is None else scoring.number(value)
+
+
+def read_roster(path: Path) -> dict[str, dict[str, str]]:
+    """The roster at ``path``: folder -> its row (column names lower-cased, cells stripped).
+
+    Raises
+    ------
+    ExportError
+        If a required column is missing, a row has no folder, or a folder appears twice.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise ExportError(f"--roster {path}: {error.strerror or error}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    columns = [name.strip().lower() for name in reader.fieldnames or []]
+    missing = [name for name in ROSTER_COLUMNS if name not in columns]
+    if missing:
+        raise ExportError(f"--roster {path}: missing column(s) {', '.join(missing)}; the header must name "
+                          f"{', '.join(ROSTER_COLUMNS)} (optional: {', '.join(OPTIONAL_ROSTER_COLUMNS)})")
+    rows: dict[str, dict[str, str]] = {}
+    for number, raw in enumerate(reader, start=2):
+        row = {key.strip().lower(): (value or "").strip() for key, value in raw.items() if key is not None}
+        if not any(row.values()):
+            continue
+        folder = row.get("folder", "")
+        if not folder:
+            raise ExportError(f"--roster {path} line {number}: the folder column is empty")
+        if folder in rows:
+            raise ExportError(f"--roster {path} line {number}: folder {folder!r} appears twice")
+        rows[folder] = row
+    return rows
+
+
+def id_key(student: str) -> str:
+    """What two ids share when they differ only in case, whitespace or Unicode normal form (NFKC)."""
+    return "".join(unicodedata.normalize("NFKC", student).split()).casefold()
+
+
+def match_roster(students: list[str], roster: dict[str, dict[str, str]]) -> Roster:
+    """Match gradebook students to roster rows, exactly (``Alice`` is not ``alice``).
+
+    Ids that differ only in case, whitespace or Unicode normal form (:func:`id_key`) from a roster folder or
+    from each other are never matched on that likeness: they are listed in ``flagged``, so that a submission
+    named ``Alice`` or `` bob`` can neither take nor hide the row of ``alice`` or ``bob``.
+    """
+    matched = {student: roster[student] for student in students if student in roster}
+    unmatched = [student for student in students if student not in roster]
+    used = set(matched)
+    folders: dict[str, list[str]] = {}
+    for folder in roster:
+        folders.setdefault(id_key(folder), []).append(folder)
+    flagged = []
+    for student in unmatched:
+        for folder in folders.get(id_key(student), []):
+            flagged.append(f"submission {show_id(student)} is not roster folder {show_id(folder)} (they differ only "
+                           "in case, spaces or Unicode form): not matched; rename the submission or fix the roster")
+    unused = [folder for folder in roster if folder not in used]
+    return Roster(matched, unmatched, unused, flagged + alike_ids(students))
+
+
+def alike_ids(students: list[str]) -> list[str]:
+    """A line per group of ids that differ only in case, whitespace or Unicode normal form (:func:`id_key`)."""
+    alike: dict[str, list[str]] = {}
+    for student in students:
+        alike.setdefault(id_key(student), []).append(student)
+    return [f"submissions {', '.join(show_id(s) for s in group)} differ only in case, spaces or Unicode form: "
+            "each is graded on its own; check that they are different students"
+            for group in alike.values() if len(group) > 1]
+
+
+def show_id(student: str) -> str:
+    """An id as the terminal and ``unmatched.txt`` show it: quoted, control and bidi characters escaped."""
+    from grader.grading.escaping import escape_text
+
+    shown = escape_text(student)
+    return f"'{shown}'" if student != student.strip() or not student else shown
+
+
+def unmatched_report(roster: Roster) -> list[str]:
+    """Lines about the entries of either side that found no partner."""
+    lines = []
+    if roster.unmatched_submissions:
+        lines.append(f"{len(roster.unmatched_submissions)} submission(s) not in the roster (not in canvas.csv): "
+                     + ", ".join(show_id(s) for s in roster.unmatched_submissions))
+    if roster.unmatched_roster:
+        lines.append(f"{len(roster.unmatched_roster)} roster student(s) without a submission (blank in canvas.csv): "
+                     + ", ".join(show_id(s) for s in roster.unmatched_roster))
+    lines += [f"flagged: {line}" for line in roster.flagged]
+    return lines

@@ -1,0 +1,131 @@
+"""The term's stage of a batch: manual points and late penalties applied to stored results (batch's process).
+
+A rerun recomputes this stage for every student, graded now or kept from an
+earlier run, from what each ``results.json`` stores of the grading (its
+``computed`` score and per-exercise points): changing ``[late]``,
+``[extensions]``, the submission times or the manual points regrades nobody
+(none of them is part of the fingerprint), and a regrade loses none of them.
+
+The inputs of the term live in the output folder: ``grade --times CSV`` and
+``grade --adjustments CSV`` copy the file given to ``OUT/times.csv`` and
+``OUT/adjustments.csv``; a later run without the option uses the stored copy
+(give a new file to replace it, a file with the header only to clear it).
+
+The score rule itself is :func:`grader.scoring.final_score`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from grader import course, scoring, term
+from grader.term import Adjustment, Lateness, LatePolicy
+
+TIMES_FILE = "times.csv"
+ADJUSTMENTS_FILE = "adjustments.csv"
+MARKER = "\n\n--- Manual points and late penalty ---\n"
+
+
+@dataclass(frozen=True)
+class TermInputs:
+    """Everything the term's stage applies: the course's late policy and extensions, times, manual points."""
+
+    late: LatePolicy | None = None
+    extensions: dict[str, float] = field(default_factory=dict)
+    times: dict[str, datetime] = field(default_factory=dict)
+    adjustments: dict[str, tuple[Adjustment, ...]] = field(default_factory=dict)
+
+    def lateness(self, student: str) -> Lateness | None:
+        """How late ``student`` was (None: no late policy, or no submission time for them)."""
+        if self.late is None or student not in self.times:
+            return None
+        return term.lateness(self.late, self.times[student], self.extensions.get(student, 0.0))
+
+
+def check_inputs(times: Path | None, adjustments: Path | None, exercises: tuple[str, ...]) -> None:
+    """Read the files given (raises :class:`grader.term.TermError` naming file, row and column)."""
+    if times is not None:
+        term.read_times(times)
+    if adjustments is not None:
+        term.read_adjustments(adjustments, exercises)
+
+
+def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercises: tuple[str, ...]) -> TermInputs:
+    """The term's inputs of a batch into ``out``: the files given (kept in ``out``), else the ones kept there.
+
+    Raises
+    ------
+    grader.term.TermError
+        A file (given or kept) that cannot be used: one line naming the file, the row and the column.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    for given, kept in ((times, out / TIMES_FILE), (adjustments, out / ADJUSTMENTS_FILE)):
+        if given is not None and Path(given).resolve() != kept.resolve():
+            check_inputs(given if kept.name == TIMES_FILE else None,
+                         given if kept.name == ADJUSTMENTS_FILE else None, exercises)
+            shutil.copyfile(given, kept)
+    late, extensions = course.late_policy()
+    stored_times, stored_adjustments = out / TIMES_FILE, out / ADJUSTMENTS_FILE
+    return TermInputs(late=late, extensions=extensions,
+                      times=term.read_times(stored_times) if stored_times.is_file() else {},
+                      adjustments=(term.read_adjustments(stored_adjustments, exercises)
+                                   if stored_adjustments.is_file() else {}))
+
+
+def computed(results: dict[str, Any]) -> dict[str, Any]:
+    """What the tests gave ``results``' student, before any manual point or late penalty."""
+    extra = results["extra_data"]
+    if isinstance(extra.get("computed"), dict):
+        return extra["computed"]
+    return {"score": results.get("score", 0.0), "exercises": dict(extra.get("exercises", {})),
+            "output": results.get("output", "")}
+
+
+def finalize(results: dict[str, Any], inputs: TermInputs) -> dict[str, Any]:
+    """``results`` with the term applied (a new dict): the one place every output's score comes from.
+
+    ``score`` and ``extra_data.exercises`` become the final points (:func:`grader.scoring.final_score`: manual
+    points added, then the late penalty); ``extra_data.computed`` keeps the tests' own, and
+    ``extra_data.adjustments`` and ``extra_data.late`` say why they differ.
+    """
+    extra = results["extra_data"]
+    before = computed(results)
+    student = extra["student"]
+    adjustments = inputs.adjustments.get(student, ())
+    late = inputs.lateness(student)
+    fraction = late.fraction if late is not None else 0.0
+    exercises = {}
+    for name, value in before["exercises"].items():
+        mine = [a.points for a in adjustments if a.exercise == name]
+        exercises[name] = None if value is None else scoring.final_score(value, mine, fraction)
+    score = scoring.final_score(before["score"], [a.points for a in adjustments], fraction)
+    output = before.get("output", results.get("output", "")).split(MARKER)[0]
+    note = describe(adjustments, late, before["score"], score)
+    return {**results, "score": score, "output": output + (MARKER + note if note else ""),
+            "extra_data": {**extra, "exercises": exercises, "computed": before,
+                           "adjustments": [dataclasses.asdict(a) for a in adjustments],
+                           "late": dataclasses.asdict(late) if late is not None else None}}
+
+
+def describe(adjustments: tuple[Adjustment, ...], late: Lateness | None, before: float, after: float) -> str:
+    """Plain lines on the manual points and the late penalty ("" when neither applies)."""
+    lines = [f"{'+' if a.points >= 0 else ''}{scoring.number(a.points)} points"
+             f"{' (' + a.exercise + ')' if a.exercise else ''}: {a.reason}" for a in adjustments]
+    if late is not None and late.days_late:
+        lines.append(late_line(late))
+    if not lines:
+        return ""
+    return "\n".join([*lines, f"Score from the tests: {scoring.number(before)}; after these: {scoring.number(after)}"])
+
+
+def late_line(late: Lateness) -> str:
+    """One line on a late submission: when, against which deadline, what it cost."""
+    extension = f" (with an extension of {scoring.number(late.extension_days)} days)" if late.extension_days else ""
+    cost = "the score is 0" if late.fraction >= 1 else f"{scoring.number(100 * late.fraction)}% of the score lost"
+    days = f"{late.days_late} started day{'s' if late.days_late != 1 else ''}"
+    return f"Late: submitted {late.submitted_at}, {days} after the deadline {late.deadline}{extension}: {cost}"

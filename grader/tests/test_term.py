@@ -1,0 +1,270 @@
+"""The term's workflow: late penalties with extensions, manual points, --only, grading.log, Canvas, no regrades."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from grader import course, scoring, term
+from grader.curriculum import ROOT, load
+from grader.grading import export
+from grader.grading.grade import grade_batch
+from grader.mutants import apply, load_catalogue
+
+EXERCISE = "softmax"
+QUIET = {"echo": lambda *args: None, "hidden": None, "jobs": 2, "exercises": [EXERCISE]}
+DEADLINE = "2026-10-01T23:59:00+02:00"
+COURSE = f"""[late]
+deadline = "{DEADLINE}"
+per_day = 0.25
+max_days = 2
+
+[extensions]
+alice = 3
+
+[canvas]
+assignment_name = "HW 1"
+
+[canvas.exercise_ids]
+softmax = 4242
+"""
+# alice: 2.5 days after the course's deadline, inside her 3-day extension: on time.
+# bob: 1 hour after the deadline (one started day: 25% lost), and a manual point with a reason.
+TIMES = "id,submitted_at\nalice,2026-10-04T10:00:00+02:00\nbob,2026-10-01T22:59:30Z\n"
+ADJUSTMENTS = "id,exercise,points,reason\nbob,softmax,1.5,Rubric item 2: the docstring explains the max trick\n"
+
+
+def read_grades(out: Path) -> dict[str, dict[str, str]]:
+    return {row["student"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+
+
+def results(out: Path, student: str) -> dict:
+    return json.loads((out / student / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def term_batch(tmp_path_factory):
+    """alice (the reference) and bob (a caught softmax mistake), graded once in a course with [late]."""
+    root = tmp_path_factory.mktemp("term")
+    folder = root / "course"
+    folder.mkdir()
+    (folder / "course.toml").write_text(COURSE, encoding="utf-8")
+    submissions = root / "subs"
+    shutil.copytree(ROOT / "solutions", submissions / "alice", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "solutions", submissions / "bob", ignore=shutil.ignore_patterns("__pycache__"))
+    mutant = next(m for m in load_catalogue() if m.exercise == EXERCISE)
+    apply(mutant, submissions / "bob")
+    (root / "times.csv").write_text(TIMES, encoding="utf-8")
+    (root / "adjustments.csv").write_text(ADJUSTMENTS, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(folder))
+        out = root / "out"
+        lines: list[str] = []
+        assert grade_batch(submissions, out, **QUIET | {"echo": lines.append}, times=root / "times.csv",
+                           adjustments=root / "adjustments.csv") == 0
+        yield {"root": root, "folder": folder, "subs": submissions, "out": out, "lines": lines}
+
+
+def test_late_with_an_extension_and_manual_points(term_batch):
+    out = term_batch["out"]
+    alice, bob = results(out, "alice"), results(out, "bob")
+    full = load().exercise(EXERCISE).points  # no hidden tests here (QUIET)
+    assert alice["score"] == alice["extra_data"]["max_score"] == full  # late by the deadline, not by her extension
+    assert alice["extra_data"]["late"]["days_late"] == 0
+    tests = bob["extra_data"]["computed"]["score"]
+    assert 0 < tests < full
+    assert bob["extra_data"]["late"]["days_late"] == 1
+    assert bob["score"] == round((tests + 1.5) * 0.75, 4)  # the points added, then a quarter lost
+    grades = read_grades(out)
+    assert float(grades["bob"]["score"]) == bob["score"] and float(grades["bob"]["score_before"]) == tests
+    assert grades["bob"]["days_late"] == "1" and float(grades["bob"]["late_penalty"]) == 0.25
+    feedback = (out / "bob" / "feedback.md").read_text()
+    assert "+1.5 points (softmax): Rubric item 2: the docstring explains the max trick" in feedback
+    assert "1 started day after the deadline" in feedback and "25% of the score lost" in feedback
+    assert "extension" in json.dumps(alice["extra_data"]["late"])
+
+
+def test_the_batch_writes_the_class_report_and_the_log(term_batch):
+    out = term_batch["out"]
+    page = (out / "report.html").read_text()
+    assert "Misconceptions diagnosed" in page and "without keepdims" in page
+    section = page.split("Misconceptions diagnosed")[1].split("</table>")[0]
+    assert "<td class=\"names\">bob</td>" in section and "alice" not in section
+    assert "Rubric item 2" in page.split("Late submissions and manual points")[1]
+    log = (out / "grading.log").read_text().splitlines()
+    assert log[0].startswith("== ") and "attention-kit" in log[0] and "course: " in log[0]
+    assert any(line.startswith("   limits: ") for line in log)
+    assert any(line.strip().startswith("bob\tgraded\t") and "-> 1.6406" in line for line in log)
+
+
+def test_changing_the_term_and_canvas_settings_regrades_nobody_and_keeps_the_points(term_batch, tmp_path):
+    out, folder = tmp_path / "out", term_batch["folder"]
+    shutil.copytree(term_batch["out"], out)
+    stamps = {s: (out / s / "results.json").stat().st_mtime_ns for s in ("alice", "bob")}
+    fingerprints = {s: results(out, s)["extra_data"]["fingerprint"] for s in ("alice", "bob")}
+    changed = tmp_path / "course"
+    shutil.copytree(folder, changed)
+    (changed / "course.toml").write_text(COURSE.replace("per_day = 0.25", "per_day = 0.5")
+                                         .replace('"HW 1"', '"Homework 1"').replace("4242", "4343")
+                                         .replace("alice = 3", "alice = 1"), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(changed))
+        assert grade_batch(term_batch["subs"], out, **QUIET) == 0  # no --times/--adjustments: the kept ones
+    for student in ("alice", "bob"):
+        assert results(out, student)["extra_data"]["fingerprint"] == fingerprints[student]
+    log = (out / "grading.log").read_text()
+    assert log.count("== ") == 2 and "\tkept\t" in log.split("== ")[-1] and "\tgraded\t" not in log.split("== ")[-1]
+    bob = results(out, "bob")
+    tests = bob["extra_data"]["computed"]["score"]
+    assert bob["score"] == round((tests + 1.5) * 0.5, 4)  # the new per_day, the kept manual point
+    alice = results(out, "alice")
+    # Her extension shrank to a day: 1 day 10 hours after it, 2 started days at the new 50% each: nothing left.
+    assert alice["extra_data"]["late"]["days_late"] == 2 and alice["score"] == 0.0
+    assert stamps["bob"] != (out / "bob" / "results.json").stat().st_mtime_ns  # rewritten, not regraded
+
+
+def test_only_regrades_that_student_and_keeps_their_manual_points(term_batch, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(term_batch["out"], out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(term_batch["folder"]))
+        assert grade_batch(term_batch["subs"], out, **QUIET, only=["bob"]) == 0
+        assert grade_batch(term_batch["subs"], out, **QUIET, only=["nobody"]) == 2
+    last = (out / "grading.log").read_text().split("== ")[-1]
+    assert "bob\tgraded\t" in last and "alice\tkept\t" in last and "only bob" in last
+    assert "Rubric item 2" in (out / "bob" / "feedback.md").read_text()  # never lost on a regrade
+    assert results(out, "bob")["score"] == results(term_batch["out"], "bob")["score"]
+
+
+def test_canvas_per_exercise_columns_fill_existing_assignments(term_batch, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,lms_id,name,email\nalice,1,Alice,a@x\nbob,2,Bob,b@x\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(term_batch["folder"]))
+        out = tmp_path / "out"
+        shutil.copytree(term_batch["out"], out)
+        assert grade_batch(term_batch["subs"], out, **QUIET, roster=roster) == 0
+    rows = list(csv.reader(io.StringIO((out / "canvas.csv").read_text())))
+    exercise = load().exercise(EXERCISE)
+    assert rows[0][5:] == [f"{exercise.number}. {exercise.title} (4242)"]
+    assert float(rows[3][5]) == results(out, "bob")["extra_data"]["exercises"][EXERCISE]  # the final points
+
+
+def test_the_score_rule():
+    assert scoring.final_score(10, [2.5], 0.25) == 9.375
+    assert scoring.final_score(1, [-3], 0.0) == 0.0  # never below 0
+    assert scoring.final_score(10, [], 1.0) == 0.0
+    with pytest.raises(ValueError, match="late_fraction"):
+        scoring.final_score(10, [], 1.5)
+    policy = term.LatePolicy(datetime.fromisoformat(DEADLINE), 0.1, 3)
+    on_time = term.lateness(policy, datetime.fromisoformat("2026-10-01T23:59:00+02:00"))
+    a_second = term.lateness(policy, datetime.fromisoformat("2026-10-01T23:59:01+02:00"))
+    extended = term.lateness(policy, datetime.fromisoformat("2026-10-03T23:00:00+02:00"), 2)
+    too_late = term.lateness(policy, datetime.fromisoformat("2026-10-05T00:00:00+02:00"))
+    assert (on_time.days_late, a_second.days_late, a_second.fraction) == (0, 1, 0.1)
+    assert extended.days_late == 0 and too_late.days_late == 4 and too_late.fraction == 1.0
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("id,submitted_at\nalice,yesterday\n", "row 2 column submitted_at: 'yesterday' is not an ISO 8601 time"),
+    ("id,submitted_at\nalice,2026-10-01T10:00:00\n", "row 2 column submitted_at: '2026-10-01T10:00:00' has no offset"),
+    ("id,when\nalice,2026-10-01T10:00:00Z\n", "row 1: missing column 'submitted_at'"),
+])
+def test_a_bad_times_file_names_its_row_and_column(tmp_path, text, message):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    with pytest.raises(term.TermError, match=message):
+        term.read_times(path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("id,exercise,points,reason\nbob,softmax,lots,x\n", "row 2 column points: 'lots' is not a number"),
+    ("id,exercise,points,reason\nbob,softmax,1,\n", "row 2 column reason: empty"),
+    ("id,exercise,points,reason\nbob,nope,1,x\n", "row 2 column exercise: 'nope' is not an exercise"),
+])
+def test_a_bad_adjustments_file_names_its_row_and_column(tmp_path, text, message):
+    path = tmp_path / "a.csv"
+    path.write_text(text)
+    with pytest.raises(term.TermError, match=message):
+        term.read_adjustments(path, tuple(load().names))
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('[late]\ndeadline = "2026-10-01"\nper_day = 0.1\nmax_days = 2\n', "has no offset"),
+    ('[late]\ndeadline = "2026-10-01T00:00:00Z"\nper_day = 2\nmax_days = 2\n', r"\[late\] per_day must be"),
+    ('[late]\ndeadline = "2026-10-01T00:00:00Z"\nper_day = 0.1\n', r"\[late\] needs max_days"),
+    ("[extensions]\nbob = -1\n", r"\[extensions\] bob must be a number of days"),
+    ("[canvas.exercise_ids]\nsoftmax = \"abc\"\n", r"\[canvas.exercise_ids\] softmax must be the number"),
+])
+def test_bad_term_settings_stop_with_one_line(tmp_path, toml, message):
+    (tmp_path / "course.toml").write_text(toml)
+    with pytest.raises(course.CourseError, match=message):
+        course.read(tmp_path)
+
+
+def test_the_export_keeps_exercise_ids_out_of_a_total_only_canvas_file(tmp_path, monkeypatch):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "course.toml").write_text(COURSE)
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))
+    assert course.canvas_exercise_ids() == {"softmax": "4242"}
+    assert export.canvas_assignment().column == "HW 1"
+
+
+def test_the_course_templates_commented_term_settings_parse_when_uncommented(tmp_path, capsys):
+    from grader import cli
+
+    assert cli.main(["course", "init", str(tmp_path / "c")]) == 0
+    text = (tmp_path / "c" / "course.toml").read_text()
+    keys = ("# [", f"# {load().names[0]} =", "# deadline", "# per_day", "# max_days", '# "student-id"')
+    (tmp_path / "c" / "course.toml").write_text("\n".join(line[2:] if line.startswith(keys) else line
+                                                         for line in text.splitlines()))
+    parsed = course.read(tmp_path / "c")
+    assert parsed.late is not None and parsed.late.per_day == 0.1 and parsed.late.max_days == 3
+    assert parsed.extensions == {"student-id": 2.0} and parsed.canvas_exercise_ids == {load().names[0]: "123457"}
+
+
+def test_export_and_term_settings_are_not_part_of_the_fingerprint(tmp_path, monkeypatch):
+    settings = []
+    for index, extra in enumerate(("", COURSE, COURSE.replace("0.25", "0.5") + '\n[course]\ntitle = "Other"\n')):
+        (tmp_path / str(index)).mkdir()
+        (tmp_path / str(index) / "course.toml").write_text(extra)
+        monkeypatch.setenv(course.COURSE_ENV, str(tmp_path / str(index)))
+        settings.append(course.settings())
+    assert len(set(settings)) == 1
+    (tmp_path / "limits").mkdir()
+    (tmp_path / "limits" / "course.toml").write_text(COURSE + "[limits]\ncall_seconds = 2\n")
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path / "limits"))
+    assert course.settings() != settings[0]  # a setting that decides a grade still does
+
+
+def test_the_command_line_takes_the_term_options_and_refuses_a_bad_file_before_grading(term_batch, tmp_path, capsys,
+                                                                                       monkeypatch):
+    from grader import cli
+
+    monkeypatch.setenv(course.COURSE_ENV, str(term_batch["folder"]))  # --course sets it: restored after the test
+
+    out, empty = tmp_path / "out", tmp_path / "no-hidden"
+    shutil.copytree(term_batch["out"], out)
+    empty.mkdir()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,exercise,points,reason\nbob,softmax,1,\n")
+    base = ["grade", str(term_batch["subs"]), "--out", str(out), "--exercise", EXERCISE, "--jobs", "1",
+            "--hidden", str(empty), "--course", str(term_batch["folder"])]
+    assert cli.main([*base, "--adjustments", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"--adjustments {bad} row 2 column reason: empty" in err and (out / "adjustments.csv").read_text() == \
+        ADJUSTMENTS  # the kept file is untouched by a refused one
+    good = tmp_path / "good.csv"
+    good.write_text("id,exercise,points,reason\nalice,,-1,Copied the docstring of a classmate (agreed penalty)\n")
+    assert cli.main([*base, "--adjustments", str(good), "--only", "alice"]) == 0
+    assert "Copied the docstring" in (out / "alice" / "feedback.md").read_text()
+    assert "Rubric item 2" not in (out / "bob" / "feedback.md").read_text()  # the new file replaced the old
+    last = (out / "grading.log").read_text().split("== ")[-1]
+    assert "alice\tgraded\t10 -> 9 / 10" in last and "bob\tkept\t" in last
