@@ -7,9 +7,9 @@
 writes ``OUT_DIR/nbgrader_config.py`` and ``OUT_DIR/source/<assignment>/<notebook>.ipynb``:
 
 * ``per-exercise`` (default): one assignment per exercise (``01-softmax``
-  ...), one notebook each. The exercises it builds on are given as reference
-  code in a read-only cell, exactly as ``attention-kit grade`` serves them
-  from the reference (fair grading).
+  ...), one notebook each. The exercises it builds on are given as working
+  code in a read-only cell (the kit's given implementations, never the
+  reference's code), as ``attention-kit grade`` serves them (fair grading).
 * ``single``: one assignment ``self-attention`` with every exercise in one
   notebook; earlier cells define what later ones use.
 
@@ -149,6 +149,20 @@ def read_module(path: Path) -> Module:
 def reference(name: str) -> Module:
     """The reference module ``solutions/<name>.py``."""
     return read_module((reference_dir() or ROOT / "solutions") / f"{name}.py")
+
+
+def working_code(name: str) -> Module:
+    """What a notebook gives for exercise ``name``, which the exercise built on: the kit's given implementation.
+
+    Never the reference's code where the kit has a given implementation checked against the reference in use
+    (``grader.sandbox.given``): a course that assigns ``name`` next term must not find its answer in this term's
+    notebooks. An exercise with none (an instructor's own) is given as its reference.
+    """
+    from grader.sandbox.given import GIVEN_CODE, usable
+
+    if name in usable(reference_dir() or ROOT / "solutions", load_curriculum()):
+        return read_module(GIVEN_CODE / f"{name}.py")
+    return reference(name)
 
 
 def _indent(text: str, prefix: str = INDENT) -> str:
@@ -331,7 +345,8 @@ def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str
         builder.markdown(
             f"## Given: the exercises this one builds on\n\n"
             f"Exercise {exercise.number} uses the functions of exercise(s) {earlier}. The cell below defines "
-            "them with the kit's reference code, so this exercise is graded on its own code only (as "
+            "them with working code the kit gives (written apart from the reference), so this exercise is graded "
+            "on its own code only (as "
             "`attention-kit grade` does by default). It also holds the input checks (`as_float_array`, "
             "`require_ndim` ...) that raise the `ValueError`s the tests ask for; you may use them. "
             "Run it, do not edit it."
@@ -347,7 +362,7 @@ def _given(builder: NotebookBuilder, exercise: Exercise, dependencies: tuple[str
                          + ", ".join(f"`{name}.py`" for name in given)
                          + " holds (for this exercise: the task it trains on, e.g. `antecedent_task(rng, n)`).")
     parts = [checks_code()] + [module.code for module in _given_modules(given)] + [
-        reference(name).code for name in dependencies]
+        working_code(name).code for name in dependencies]
     builder.read_only("\n\n".join(part.strip() for part in parts if part.strip()) + "\n", grade_id)
 
 
@@ -461,11 +476,11 @@ def _exercise_cells(builder: NotebookBuilder, exercise: Exercise, tests: list[Gr
 
 
 def per_exercise_notebook(exercise: Exercise, tests: list[GradedTest]) -> Any:
-    """The notebook of one exercise, its dependencies given as reference code."""
+    """The notebook of one exercise, its dependencies given as working code (``working_code``)."""
     builder = NotebookBuilder(exercise.name)
     _introduction(builder, exercise)
     dependencies = load_curriculum().dependencies(exercise.name)
-    modules = [reference(name) for name in (*dependencies, exercise.name)]
+    modules = [*(working_code(name) for name in dependencies), reference(exercise.name)]
     builder.code(_imports([*_checks_module(), *_given_modules(exercise.given), *modules]))
     _given(builder, exercise, dependencies, f"{exercise.name}-given", exercise.given)
     _exercise_cells(builder, exercise, tests)
@@ -484,11 +499,11 @@ def single_notebook(tests: dict[str, list[GradedTest]]) -> Any:
         + "\n".join(f"{e.number}. {e.title} ({e.points:g} points)" for e in selected)
         + "\n\nWork from top to bottom: each exercise uses the functions you wrote before it."
     )
-    # Exercises outside the course's selection that the selected ones build on are given as reference code.
+    # Exercises outside the course's selection that the selected ones build on are given as working code.
     names = {e.name for e in selected}
     needed = {dep for e in selected for dep in curriculum.dependencies(e.name)} - names
     given = tuple(name for name in curriculum.names if name in needed)
-    modules = [reference(name) for name in (*given, *(e.name for e in selected))]
+    modules = [*(working_code(name) for name in given), *(reference(e.name) for e in selected)]
     builder.code(_imports([*_checks_module(), *_given_modules(curriculum.given_modules), *modules]))
     first = selected[0]
     _given(builder, first, given, "given-checks", curriculum.given_modules)

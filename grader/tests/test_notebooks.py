@@ -173,6 +173,25 @@ def test_dependencies_are_given_read_only(course):
         assert not defined & set(exercise.functions)
 
 
+def test_given_cells_hold_no_line_of_the_reference(course, single):
+    # The exercises a notebook builds on are given as the kit's given code, never the reference's: a course that
+    # assigns them next term would find its answers in this term's notebooks (the given cell is not stripped).
+    from grader.tests.reference_lines import find_leaks, reference_lines
+
+    cells = {}
+    for exercise in load().exercises:
+        nb = read(course, exercise)
+        cells.update({f"{exercise.name}.ipynb cell {i}": c.source.encode() for i, c in enumerate(nb.cells)
+                      if c.metadata.get(notebook_reader.KIT_METADATA, {}).get("role") == notebook_reader.GIVEN_ROLE})
+    nb = nbformat.read(next((single / "source").rglob("*.ipynb")), 4)
+    cells.update({f"single cell {i}": c.source.encode() for i, c in enumerate(nb.cells)
+                  if c.metadata.get(notebook_reader.KIT_METADATA, {}).get("role") == notebook_reader.GIVEN_ROLE})
+    assert len(cells) > len(load().exercises)
+    # The reference's private helpers (its input checks, the tasks) are handed out on purpose; its exercises not.
+    exercises = {line: where for line, where in reference_lines().items() if not where.startswith("solutions/_")}
+    assert not find_leaks(cells, exercises)
+
+
 def test_single_layout_holds_every_exercise_in_order(single):
     curriculum = load()
     path = single / "source" / SINGLE_ASSIGNMENT / f"{SINGLE_ASSIGNMENT}.ipynb"
