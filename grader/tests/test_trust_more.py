@@ -291,6 +291,39 @@ def test_f6_a_broken_reference_leaves_its_tests_not_graded_never_points(tmp_path
     assert any(line.startswith("not graded") for line in lines)
 
 
+def test_a_kit_check_that_passed_is_not_run_again_for_the_same_kit(tmp_path, monkeypatch):
+    # The kit's check grades the reference like one more student: a batch of an unchanged kit (same fingerprint,
+    # reference, options, Python and numpy) skips it; a failed check is never remembered.
+    from grader.grading import grade, kit_check
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    planned: list = []
+    original = kit_check.plan
+
+    def spy(*args, **kwargs):
+        known, canary, key = original(*args, **kwargs)
+        planned.append(canary)
+        return known, canary, key
+
+    monkeypatch.setattr(kit_check, "plan", spy)
+    copy_reference(tmp_path / "subs" / "ada")
+    for out in ("first", "second"):
+        kit_check._KIT_CHECKS.clear()  # a new batch process
+        assert grade.grade_batch(tmp_path / "subs", tmp_path / out, jobs=1, exercises=["softmax"],
+                                 echo=lambda line: None) == 0
+    assert planned[0] is not None and planned[1] is None
+    assert len(kit_check.passed_store().read_text().splitlines()) == 1
+    broken = copy_reference(tmp_path / "broken-reference", softmax="raise RuntimeError('broken reference')")
+    monkeypatch.setattr(kit_check, "KIT_REFERENCE", broken)
+    for out in ("third", "fourth"):
+        kit_check._KIT_CHECKS.clear()
+        assert grade.grade_batch(tmp_path / "subs", tmp_path / out, jobs=1, exercises=["softmax"],
+                                 echo=lambda line: None) != 0
+    assert planned[2] is not None and planned[3] is not None
+    assert len(kit_check.passed_store().read_text().splitlines()) == 1
+    kit_check._KIT_CHECKS.clear()
+
+
 def test_f8_missing_tests_are_the_kits_failure(tmp_path, monkeypatch):
     from grader.grading import grade
     from grader.tests.test_trust import read_grades
