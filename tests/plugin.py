@@ -325,7 +325,19 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
             text = _revisit_instead(text, findings, family.revisit)
         report.longrepr = f"{diagnoses[exercise]}\n\n{text}"
         findings[:] = [replace(failure, diagnosis=diagnoses[exercise]) for failure in findings]
+    else:  # nothing known explains it: name the step whose output first differs (tests/steps.py)
+        _lead_with_first_step(report, text, findings, implementation, called, observation)
     return report
+
+
+def _lead_with_first_step(report, text: str, findings: list, implementation, called: list[str], observation) -> None:
+    from tests import steps
+
+    step = steps.first_step(implementation, called, observation)
+    if step is not None:
+        text = _revisit_instead(text, findings, step.revisit) if step.revisit else text
+        report.longrepr = f"{step.text}\n\n{text}"
+        findings[:] = [replace(failure, diagnosis=step.text) for failure in findings]
 
 
 def _revisit_instead(text: str, findings: list[failures.Failure], revisit: str) -> str:
