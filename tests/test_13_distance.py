@@ -23,6 +23,7 @@ from tests.feedback import (
 )
 from tests.own_models import _adam
 from tests.probes import PROBES, expect_probe, golden, probe
+from tests.steps import Stage, pipeline
 
 READ = "docs/reading.md#context-use"
 PENALTY = ("ALiBi's penalty: the query stands right after the n_keys keys, so key j is n_keys - j steps away "
@@ -225,6 +226,22 @@ def a_steep_penalty_on_seven_contexts_of_twelve():
 def three_steps():
     return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), _match_task(1316, 40, 9, 5),
             True, 0.0), {"steps": 3, "batch_size": 16}
+
+
+# The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py).
+pipeline("recall_curve", ("distances", "recall"),
+         Stage("distances", "the distances", "the distances are 1, 2, ..., n_pairs (int64), one per recall"),
+         Stage("recall", "the recall per distance", "recall at distance t: among the queries whose answer is t "
+               "steps away, the fraction whose largest weight (recall_weights with the slope given, argmax over "
+               "the keys) is on the answer; divide by that group's count, NaN where none asks for it"))
+pipeline("train_match_head", ("weight", "losses"),
+         Stage("losses", "the losses of the steps", "the steps after the first: the weight's gradient "
+               "xq^T (grad_scores @ xk) / sqrt(d), summed over the batch, and adam_step with the state the step "
+               "before returned, each step its own batch",
+               first="the first step: the weight starts at zeros, the batch is rng.integers(0, n_examples, "
+               "size=batch_size), the inputs match_inputs(embedding, batch, positions), the loss cross_entropy of "
+               "match_scores at the answer's position", stop="one loss per step, steps of them"),
+         Stage("weight", "the weight returned", "the weight returned is the one after the last Adam step"))
 
 
 # ---------------------------------------------------------------- distance_penalty
