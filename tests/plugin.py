@@ -334,7 +334,7 @@ def _lead_with_first_step(report, text: str, findings: list, implementation, cal
     from tests import steps
 
     step = steps.first_step(implementation, called, observation)
-    if step is not None:
+    if step is not None and not any(steps.names_a_convention(failure.message) for failure in findings):
         text = _revisit_instead(text, findings, step.revisit) if step.revisit else text
         report.longrepr = f"{step.text}\n\n{text}"
         findings[:] = [replace(failure, diagnosis=step.text) for failure in findings]

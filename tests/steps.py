@@ -163,6 +163,16 @@ def _first_difference(function: str, observed: Any, expected: Any) -> tuple[str,
 
 # ----------------------------------------------------------------------------- the function to look at first
 
+# A test that recognised a convention (ALiBi's slope * j, GPT-2's pre-tokenization, float32 ...) says more than
+# any step: its own message stands, alone.
+CONVENTION_WORDS = ("a convention, not a misconception", "a question of precision")
+
+
+def names_a_convention(message: str) -> bool:
+    """True when a failure's message already tells a convention or a question of precision."""
+    return any(words in message for words in CONVENTION_WORDS)
+
+
 
 def first_step(implementation: Any, called: list[str], observation: Any) -> FirstStep | None:
     """The first step of the student's code that differs among the functions a failing test reached, or None.
