@@ -193,6 +193,19 @@ def two_heads():
 
 # The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py):
 # the first output that differs, in the order the function computes them, names the step to revisit.
+def _halves(result: tuple) -> tuple:
+    features = result[0]
+    if features.ndim != 2 or features.shape[1] % 2:
+        raise ValueError("not two halves")
+    return features[:, :features.shape[1] // 2], features[:, features.shape[1] // 2:]
+
+
+pipeline("pooled_features", ("bag", "asked"),
+         Stage("bag", "the bag (the first d_model columns)", "the bag: the first d_model columns are the mean over "
+               "the seq positions of embedding[tokens[i]] (a mean, not a sum; a repeated token counted each time)"),
+         Stage("asked", "the asked word (the last d_model columns)", "the asked word: the last d_model columns are "
+               "its own row, embedding[tokens[i, query_position[i]]], with each sentence's own query_position"),
+         derive=_halves)
 pipeline("pooled_gradients", ("loss", "b_hidden", "b_out", "embedding", "w_hidden", "w_out"),
          Stage("loss", "the loss (the forward pass)", "the loss: cross_entropy (exercise 9) of the logits "
                "pooled_forward computes: features, relu(f @ w_hidden + b_hidden), @ w_out + b_out"),
