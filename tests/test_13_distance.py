@@ -222,6 +222,14 @@ def a_steep_penalty_on_seven_contexts_of_twelve():
             False, 0.8), {}
 
 
+@probe("length_accuracy")
+def every_score_tied():
+    # A zero weight and no penalty: every key ties, and the head's answer is the first key (np.argmax). Three of
+    # these twelve answers are at position 0 and two at the last one: the first and the last of the ties differ.
+    return (np.zeros((5, 5)), np.random.default_rng(1320).normal(size=(N_SYMBOLS, 5)), _match_task(1320, 12, 6),
+            False, 0.0), {}
+
+
 @probe("train_match_head")
 def three_steps():
     return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), _match_task(1316, 40, 9, 5),
