@@ -132,10 +132,9 @@ def _where(mine: np.ndarray, want: np.ndarray) -> tuple[str, str, int]:
     for i in range(common):
         if not _same(mine_rows[i], want_rows[i]):
             got, expected = mine[i], want[i]
-            agree = ("the first entry already differs" if i == 0 else "entry 0 agrees" if i == 1
-                     else f"entries 0..{i - 1} agree")
-            return (f"{agree}; entry {i} is {_number(got)} instead of {_number(expected)}",
-                    "first" if i == 0 else "later", i)
+            agree = ("entry 0 already differs" if i == 0 else f"entry 0 agrees; entry {i} differs" if i == 1
+                     else f"entries 0..{i - 1} agree; entry {i} differs")
+            return f"{agree}: {_number(got)} instead of {_number(expected)}", "first" if i == 0 else "later", i
     return (f"its first {common} entries agree, then it has {len(mine_rows)} entries instead of {len(want_rows)}",
             "stop", common)
 

@@ -237,6 +237,11 @@ def three_steps():
 
 
 # The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py).
+pipeline("match_inputs", ("xq", "xk"),
+         Stage("xk", "the keys' inputs", "the keys: embedding[symbols], plus, when positions, rows 0..n-1 of "
+               "sinusoidal_encoding(n + 1, d), row j to key j"),
+         Stage("xq", "the query's input", "the query: embedding[query], plus, when positions, row n of "
+               "sinusoidal_encoding(n + 1, d): it stands after the n keys"))
 pipeline("recall_curve", ("distances", "recall"),
          Stage("distances", "the distances", "the distances are 1, 2, ..., n_pairs (int64), one per recall"),
          Stage("recall", "the recall per distance", "recall at distance t: among the queries whose answer is t "
