@@ -49,6 +49,7 @@ STUDENT_FILES = (
     "tests/plugin.py",
     "tests/probes.py",
     "tests/selection.py",
+    "tests/steps.py",
 )
 # Shipped when present: the student commands, the diagnosis of known mistakes and the test data.
 OPTIONAL_FILES = (
