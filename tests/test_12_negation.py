@@ -191,6 +191,16 @@ def two_heads():
     return (np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True), task), {}
 
 
+
+@probe("compare")
+def three_steps_each():
+    # Both models trained 3 steps from one generator: the order of the two trainings decides the attention model,
+    # so its weights on the own and the other slot show it.
+    tasks = negation_tasks()
+    train_task = tasks.negation_task(np.random.default_rng(1214), 8, n_controls=4)
+    test_task = tasks.negation_task(np.random.default_rng(1215), 4, n_controls=2)
+    return (np.random.default_rng(1216), train_task, test_task), {"steps": 3}
+
 # The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py):
 # the first output that differs, in the order the function computes them, names the step to revisit.
 def _halves(result: tuple) -> tuple:
@@ -200,6 +210,21 @@ def _halves(result: tuple) -> tuple:
     return features[:, :features.shape[1] // 2], features[:, features.shape[1] // 2:]
 
 
+pipeline("init_pooled", ("b_hidden", "b_out", "embedding", "w_hidden", "w_out"),
+         Stage("embedding", "the embedding (drawn first)", "the embedding is drawn first: 0.3 times "
+               "rng.normal(size=(vocab_size, d_model))"),
+         Stage("w_hidden", "w_hidden (drawn second)", "w_hidden is drawn second: init_weight(rng, 2 d_model, "
+               "d_hidden)"),
+         Stage("w_out", "w_out (drawn third)", "w_out is drawn third: init_weight(rng, d_hidden, vocab_size)"),
+         Stage("b_hidden", "the biases", "the biases are zeros, b_hidden (d_hidden,) and b_out (vocab_size,)"),
+         Stage("b_out", "the biases", "the biases are zeros, b_hidden (d_hidden,) and b_out (vocab_size,)"))
+pipeline("compare", ("other", "own"),
+         Stage("own", "the attention model's weights (its training)", "compare trains train_pooled first, then "
+               "exercise 9's train (positions on), both on train_task from rng in this order; own and other are "
+               "negation_attention of the trained attention model on test_task"),
+         Stage("other", "the attention model's weights (its training)", "compare trains train_pooled first, then "
+               "exercise 9's train, both from rng in this order; own and other are negation_attention of the "
+               "trained attention model on test_task"))
 pipeline("pooled_features", ("bag", "asked"),
          Stage("bag", "the bag (the first d_model columns)", "the bag: the first d_model columns are the mean over "
                "the seq positions of embedding[tokens[i]] (a mean, not a sum; a repeated token counted each time)"),
