@@ -189,6 +189,12 @@ def a_chunk_retrieved_twice():
 
 # The steps of evaluate, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py): the first
 # output that differs, in the order evaluate computes them, names the step to revisit.
+pipeline("answer_with_attention", ("answer", "weights"),
+         Stage("weights", "the weights", "the weights: query onehot(entity) + onehot(attribute) times sharpness * "
+               "sqrt(n_words) (attention divides by sqrt(d_k) once), keys the same for each fact, so the weights are "
+               "softmax(sharpness * shared words) over the question's own facts"),
+         Stage("answer", "the answer", "the answer is the word with the most weight in the context (the weighted sum "
+               "of the values: facts with one value add up), the lower id on equal weights"))
 pipeline("evaluate", ("accuracy", "accuracy_missed", "accuracy_retrieved", "answer", "chance", "correct", "hit",
                       "recall", "retrieved"),
          Stage("retrieved", "the ranking", "the ranking: cosine_similarity(question_vectors, chunk_vectors) (the "
