@@ -248,9 +248,10 @@ pipeline("recall_curve", ("distances", "recall"),
                "steps away, the fraction whose largest weight (recall_weights with the slope given, argmax over "
                "the keys) is on the answer; divide by that group's count, NaN where none asks for it"))
 pipeline("train_match_head", ("weight", "losses"),
-         Stage("losses", "the losses of the steps", "the steps after the first: the weight's gradient "
-               "xq^T (grad_scores @ xk) / sqrt(d), summed over the batch, and adam_step with the state the step "
-               "before returned, each step its own batch",
+         Stage("losses", "the losses of the steps", "the steps after the first (the first, from a zero weight, "
+               "scores every key alike): each step its own batch, its inputs match_inputs(embedding, batch, "
+               "positions), the weight's gradient xq^T (grad_scores @ xk) / sqrt(d) summed over the batch, and "
+               "adam_step with the state the step before returned",
                first="the first step: the weight starts at zeros, the batch is rng.integers(0, n_examples, "
                "size=batch_size), the inputs match_inputs(embedding, batch, positions), the loss cross_entropy of "
                "match_scores at the answer's position", stop="one loss per step, steps of them"),

@@ -319,8 +319,8 @@ pipeline("train_bpe", ("merges",),
                "else after n_merges merges"))
 pipeline("sequence_lengths", ("lengths",),
          Stage("lengths", "the lengths", "V > 256: the length of bpe_encode with the first V - 256 merges",
-               first="V = 256, the first vocabulary asked for here: no merge, the length is the number of UTF-8 "
-               "bytes (not of characters)"))
+               first="the first vocabulary asked for here: V tokens are the 256 bytes and the first V - 256 "
+               "merges, so V = 256 applies no merge at all and the length is the number of the text's UTF-8 bytes"))
 pipeline("attention_cost", ("flops", "bytes"),
          Stage("flops", "the operations", "the operations: Q K^T and the weights times V are n*n*d multiply-adds "
                "each, and a multiply-add is 2 operations: 4 n^2 d"),
