@@ -125,6 +125,12 @@ def _where(mine: np.ndarray, want: np.ndarray) -> tuple[str, str, int]:
         if np.isfinite(ratio) and ratio != 0:
             words += f" ({ratio:.4g} times it)"
         return words, "whole", 0
+    numeric = "biufc"
+    if (mine.dtype.kind in numeric) != (want.dtype.kind in numeric) or (
+            mine.dtype.kind not in numeric and mine.dtype.kind != want.dtype.kind):
+        first = f": the first is {_number(mine.ravel()[0])!r} instead of {_number(want.ravel()[0])!r}" \
+            if mine.size and want.size else ""
+        return f"values of dtype {mine.dtype} instead of {want.dtype}{first}", "whole", 0
     if mine.ndim != want.ndim or mine.shape[1:] != want.shape[1:] or mine.dtype.kind in "USO":
         return f"shape {mine.shape} instead of {want.shape}", "whole", 0
     mine_rows, want_rows = _entries(mine), _entries(want)

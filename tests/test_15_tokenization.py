@@ -271,6 +271,22 @@ def two_texts_three_sizes():
     return ([text[:60], text[60:]], own_train(text, 12), [256, 262, 268]), {}
 
 
+@probe("train_bpe")
+def accented_and_greek_text():
+    # Bytes, not characters: 'é' is two bytes and '∑' three, so the first merges join pieces of one character.
+    return ("é é é ∑∑ ∑∑ naïve naïve", 6), {}
+
+
+@probe("sequence_lengths")
+def accented_texts():
+    return (["café naïve", "∑ x ∑"], own_train("café café naïve naïve ∑∑ ∑∑", 6), [256, 258, 262]), {}
+
+
+@probe("token_pieces")
+def a_word_with_an_accent():
+    return ("naïve café", own_train("café café naïve naïve", 5)), {}
+
+
 @probe("attention_cost")
 def a_small_head():
     return (37, 5), {"itemsize": 4}
