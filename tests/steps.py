@@ -153,7 +153,7 @@ def _first_difference(function: str, observed: Any, expected: Any) -> tuple[str,
     if observed is RAISED:
         return "it raised an exception", "", LAST
     if not isinstance(observed, tuple):
-        return "its result is not numbers", "", LAST
+        return "its result is not of the type the contract returns (see the docstring's Returns)", "", LAST
     expected = expected if isinstance(expected, tuple) else (expected,)
     if len(observed) != len(expected):
         return f"it returned {len(observed)} arrays instead of {len(expected)}", "", LAST
