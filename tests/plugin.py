@@ -336,7 +336,9 @@ def _lead_with_first_step(report, text: str, findings: list, implementation, cal
     step = steps.first_step(implementation, called, observation)
     if step is not None and not any(steps.names_a_convention(failure.message) for failure in findings):
         text = _revisit_instead(text, findings, step.revisit) if step.revisit else text
-        report.longrepr = f"{step.text}\n\n{text}"
+        # The summary line keeps the failure's own message: the step is an aid under it, not its title.
+        crash = getattr(report.longrepr, "reprcrash", None)
+        report.longrepr = f"{step.text}\n\n{text}" if crash is None else _Report(f"{step.text}\n\n{text}", crash)
         findings[:] = [replace(failure, diagnosis=step.text) for failure in findings]
 
 
