@@ -33,6 +33,7 @@ from tests.feedback import (
 )
 from tests.own_models import _adam, _central, _forward, _loss, _show_losses, expect_gradient
 from tests.probes import expect_probe, probe
+from tests.steps import Stage, pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 READ = "docs/reading.md#meaning"
@@ -188,6 +189,80 @@ def two_heads():
     n, seq = task["tokens"].shape
     scores = np.random.default_rng(1213).normal(scale=2.0, size=(n, 2, seq, seq))
     return (np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True), task), {}
+
+
+
+@probe("compare")
+def three_steps_each():
+    # Both models trained 3 steps from one generator: the order of the two trainings decides the attention model,
+    # so its weights on the own and the other slot show it.
+    tasks = negation_tasks()
+    train_task = tasks.negation_task(np.random.default_rng(1214), 8, n_controls=4)
+    test_task = tasks.negation_task(np.random.default_rng(1215), 4, n_controls=2)
+    return (np.random.default_rng(1216), train_task, test_task), {"steps": 3}
+
+# The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py):
+# the first output that differs, in the order the function computes them, names the step to revisit.
+def _halves(result: tuple) -> tuple:
+    features = result[0]
+    if features.ndim != 2 or features.shape[1] % 2:
+        raise ValueError("not two halves")
+    return features[:, :features.shape[1] // 2], features[:, features.shape[1] // 2:]
+
+
+pipeline("init_pooled", ("b_hidden", "b_out", "embedding", "w_hidden", "w_out"),
+         Stage("embedding", "the embedding (drawn first)", "the embedding is drawn first: 0.3 times "
+               "rng.normal(size=(vocab_size, d_model))"),
+         Stage("w_hidden", "w_hidden (drawn second)", "w_hidden is drawn second: init_weight(rng, 2 d_model, "
+               "d_hidden)"),
+         Stage("w_out", "w_out (drawn third)", "w_out is drawn third: init_weight(rng, d_hidden, vocab_size)"),
+         Stage("b_hidden", "the biases", "the biases are zeros, b_hidden (d_hidden,) and b_out (vocab_size,)"),
+         Stage("b_out", "the biases", "the biases are zeros, b_hidden (d_hidden,) and b_out (vocab_size,)"))
+pipeline("compare", ("other", "own"),
+         Stage("own", "the attention model's weights (its training)", "compare trains train_pooled first, then "
+               "exercise 9's train (positions on), both on train_task from rng in this order; own and other are "
+               "negation_attention of the trained attention model on test_task"),
+         Stage("other", "the attention model's weights (its training)", "compare trains train_pooled first, then "
+               "exercise 9's train, both from rng in this order; own and other are negation_attention of the "
+               "trained attention model on test_task"))
+pipeline("pooled_features", ("bag", "asked"),
+         Stage("bag", "the bag (the first d_model columns)", "the bag: the first d_model columns are the mean over "
+               "the seq positions of embedding[tokens[i]] (a mean, not a sum; a repeated token counted each time)"),
+         Stage("asked", "the asked word (the last d_model columns)", "the asked word: the last d_model columns are "
+               "its own row, embedding[tokens[i, query_position[i]]], with each sentence's own query_position"),
+         derive=_halves)
+pipeline("pooled_gradients", ("loss", "b_hidden", "b_out", "embedding", "w_hidden", "w_out"),
+         Stage("loss", "the loss (the forward pass)", "the loss: cross_entropy (exercise 9) of the logits "
+               "pooled_forward computes: features, relu(f @ w_hidden + b_hidden), @ w_out + b_out"),
+         Stage("w_out", "the read-out's gradient", "the read-out: linear_backward(grad_logits, hidden, w_out), "
+               "hidden being the ReLU's output"),
+         Stage("b_out", "the read-out's gradient", "the read-out: linear_backward(grad_logits, hidden, w_out)"),
+         Stage("w_hidden", "the gradient through the ReLU to the hidden layer", "the ReLU passes the gradient "
+               "only where its input (before the ReLU) was positive, and blocks it elsewhere; then "
+               "linear_backward(grad_before, features, w_hidden)"),
+         Stage("b_hidden", "the gradient through the ReLU to the hidden layer", "the ReLU passes the gradient "
+               "only where its input was positive; then linear_backward(grad_before, features, w_hidden)"),
+         Stage("embedding", "the gradient back to the embedding rows", "the features' gradient back to the "
+               "embedding: its first d_model columns shared by the seq tokens (1/seq each, the mean's share), its "
+               "last d_model to the asked word alone; a repeated token, and the asked word (also in the mean), "
+               "add every contribution (np.add.at)"))
+pipeline("train_pooled", ("b_hidden", "b_out", "embedding", "w_hidden", "w_out", "losses"),
+         Stage("losses", "the losses of the steps", "the steps after the first: each draws its own batch from "
+               "rng, and adam_step gets the state the step before returned",
+               first="the first step: init_pooled(rng, len(vocab), d_model, d_hidden) draws first, then the batch "
+               "rng.integers(0, n, size=batch_size), and the loss is pooled_gradients' on that batch, before the "
+               "update", stop="one loss per step, steps of them"),
+         *(Stage(key, "the model returned", "the model returned is the one after the last Adam step")
+           for key in ("embedding", "w_hidden", "b_hidden", "w_out", "b_out")))
+pipeline("pair_accuracy", ("accuracy", "both_right"),
+         Stage("accuracy", "the accuracy per sentence", "accuracy: the fraction right among the examples of a "
+               "pair (pair >= 0), the controls left out"),
+         Stage("both_right", "the pairs with both right", "both_right: the fraction of pairs whose two members "
+               "are both right"))
+pipeline("negation_attention", ("own", "other"),
+         Stage("own", "the weight on the own slot", "own: the mean over the paired examples and the heads of the "
+               "weight from the row query_position to the column own_slot"),
+         Stage("other", "the weight on the other slot", "other: the same mean to the column other_slot"))
 
 
 # ---------------------------------------------------------------- pooled_features

@@ -23,6 +23,7 @@ from tests.feedback import (
 )
 from tests.own_models import _adam
 from tests.probes import PROBES, expect_probe, golden, probe
+from tests.steps import Stage, pipeline
 
 READ = "docs/reading.md#context-use"
 PENALTY = ("ALiBi's penalty: the query stands right after the n_keys keys, so key j is n_keys - j steps away "
@@ -221,10 +222,40 @@ def a_steep_penalty_on_seven_contexts_of_twelve():
             False, 0.8), {}
 
 
+@probe("length_accuracy")
+def every_score_tied():
+    # A zero weight and no penalty: every key ties, and the head's answer is the first key (np.argmax). Three of
+    # these twelve answers are at position 0 and two at the last one: the first and the last of the ties differ.
+    return (np.zeros((5, 5)), np.random.default_rng(1320).normal(size=(N_SYMBOLS, 5)), _match_task(1320, 12, 6),
+            False, 0.0), {}
+
+
 @probe("train_match_head")
 def three_steps():
     return (np.random.default_rng(1316), np.random.default_rng(1317).normal(size=(5, 8)), _match_task(1316, 40, 9, 5),
             True, 0.0), {"steps": 3, "batch_size": 16}
+
+
+# The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py).
+pipeline("match_inputs", ("xq", "xk"),
+         Stage("xk", "the keys' inputs", "the keys: embedding[symbols], plus, when positions, rows 0..n-1 of "
+               "sinusoidal_encoding(n + 1, d), row j to key j"),
+         Stage("xq", "the query's input", "the query: embedding[query], plus, when positions, row n of "
+               "sinusoidal_encoding(n + 1, d): it stands after the n keys"))
+pipeline("recall_curve", ("distances", "recall"),
+         Stage("distances", "the distances", "the distances are 1, 2, ..., n_pairs (int64), one per recall"),
+         Stage("recall", "the recall per distance", "recall at distance t: among the queries whose answer is t "
+               "steps away, the fraction whose largest weight (recall_weights with the slope given, argmax over "
+               "the keys) is on the answer; divide by that group's count, NaN where none asks for it"))
+pipeline("train_match_head", ("weight", "losses"),
+         Stage("losses", "the losses of the steps", "the steps after the first (the first, from a zero weight, "
+               "scores every key alike): each step its own batch, its inputs match_inputs(embedding, batch, "
+               "positions), the weight's gradient xq^T (grad_scores @ xk) / sqrt(d) summed over the batch, and "
+               "adam_step with the state the step before returned",
+               first="the first step: the weight starts at zeros, the batch is rng.integers(0, n_examples, "
+               "size=batch_size), the inputs match_inputs(embedding, batch, positions), the loss cross_entropy of "
+               "match_scores at the answer's position", stop="one loss per step, steps of them"),
+         Stage("weight", "the weight returned", "the weight returned is the one after the last Adam step"))
 
 
 # ---------------------------------------------------------------- distance_penalty

@@ -21,6 +21,7 @@ import numpy as np
 
 from tests.feedback import expect, expect_array, expect_equal, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
+from tests.steps import Stage, pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ("training: count every pair of neighbouring tokens (overlapping ones too), merge the most frequent "
@@ -270,6 +271,22 @@ def two_texts_three_sizes():
     return ([text[:60], text[60:]], own_train(text, 12), [256, 262, 268]), {}
 
 
+@probe("train_bpe")
+def accented_and_greek_text():
+    # Bytes, not characters: 'é' is two bytes and '∑' three, so the first merges join pieces of one character.
+    return ("é é é ∑∑ ∑∑ naïve naïve", 6), {}
+
+
+@probe("sequence_lengths")
+def accented_texts():
+    return (["café naïve", "∑ x ∑"], own_train("café café naïve naïve ∑∑ ∑∑", 6), [256, 258, 262]), {}
+
+
+@probe("token_pieces")
+def a_word_with_an_accent():
+    return ("naïve café", own_train("café café naïve naïve", 5)), {}
+
+
 @probe("attention_cost")
 def a_small_head():
     return (37, 5), {"itemsize": 4}
@@ -303,6 +320,28 @@ def a_vocabulary_larger_than_the_merges():
 @probe("attention_cost", rejects="n")
 def an_empty_sequence():
     return (0, 4), {}
+
+
+# The steps of the pipelines above, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py):
+# BPE's merges are learned one after the other, so the first merge that differs names the step.
+pipeline("train_bpe", ("merges",),
+         Stage("merges", "the merges", "a later merge: replace the merge before it left to right without overlap "
+               "('aaa' with (a, a) becomes [aa, a]), give it id 256 + step, then count the pairs again on the new "
+               "sequence (overlapping ones too), the most frequent first, a tie to the smallest pair",
+               first="the first merge: count every pair of neighbouring UTF-8 bytes of the text (not characters; "
+               "overlapping pairs too: 'aaa' holds (a, a) twice), take the most frequent, a tie to the smallest "
+               "pair (the smaller left id, then the smaller right id)",
+               stop="when to stop: only when no pair occurs twice any more (a pair seen twice is still merged), "
+               "else after n_merges merges"))
+pipeline("sequence_lengths", ("lengths",),
+         Stage("lengths", "the lengths", "V > 256: the length of bpe_encode with the first V - 256 merges",
+               first="the first vocabulary asked for here: V tokens are the 256 bytes and the first V - 256 "
+               "merges, so V = 256 applies no merge at all and the length is the number of the text's UTF-8 bytes"))
+pipeline("attention_cost", ("flops", "bytes"),
+         Stage("flops", "the operations", "the operations: Q K^T and the weights times V are n*n*d multiply-adds "
+               "each, and a multiply-add is 2 operations: 4 n^2 d"),
+         Stage("bytes", "the memory", "the memory: one (n, n) array of scores, n^2 * itemsize bytes (the itemsize "
+               "given, bytes not bits)"))
 
 
 # --- train_bpe ---------------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ STUDENT_FILES = (
     "tests/probes.py",
     "tests/reach.py",
     "tests/selection.py",
+    "tests/steps.py",
 )
 # Shipped when present: the student commands, the diagnosis of known mistakes and the test data.
 OPTIONAL_FILES = (
