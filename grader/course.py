@@ -250,15 +250,8 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
             if name not in names:
                 raise CourseError(f"{path}: {table} names {name!r}, which is not an exercise of the kit "
                                   f"(the exercises are {', '.join(names)})")
-    for name in kept:
-        missing = [d for d in depends[name] if d not in kept]
-        if missing:
-            raise CourseError(f"{path}: [course] exercises keeps {name!r} but leaves out {missing[0]!r}, "
-                              f"which it depends on: add {missing[0]!r} back or drop {name!r} too")
-    for table, given in (("[points]", course.points), ("[hidden_points]", course.hidden_points)):
-        dropped = [name for name in given if name not in kept]
-        if dropped:
-            raise CourseError(f"{path}: {table} {dropped[0]} is set, but [course] exercises leaves it out")
+    # A dependency the course leaves out is not refused: it is given, served from the reference (given_exercises).
+    # [points] and [hidden_points] of an exercise the course leaves out are ignored: its points go with it.
     part = course.part
     if part is not None:
         part = part.strip().lower()
@@ -267,6 +260,26 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
             raise CourseError(f"{path}: [course] part must be one of {', '.join((*sorted(kept_parts), 'all'))}, "
                               f"not {course.part!r}")
     return tuple(name for name in names if name in kept), part
+
+
+def given_exercises(kept: tuple[str, ...], depends: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The exercises that ``kept`` depends on, directly or not, but leaves out: given, not assigned.
+
+    A course may keep any mix of exercises (Parts I and III, say). What its
+    exercises import and it leaves out is neither graded nor counted, and is
+    served from the reference when its exercises are graded (fair grading), as
+    a Part III course is served Parts I and II; a release gives it as working
+    code. ``depends`` is each exercise's direct dependencies (the manifest's
+    ``depends``); the order is that of ``depends``' keys (the kit's order).
+    """
+    seen: set[str] = set()
+    pending = [d for name in kept for d in depends.get(name, ())]
+    while pending:
+        current = pending.pop()
+        if current not in seen and current not in kept:
+            seen.add(current)
+            pending.extend(depends.get(current, ()))
+    return tuple(name for name in depends if name in seen)
 
 
 def limits() -> Limits:

@@ -114,6 +114,9 @@ class Curriculum:
     exercises: tuple[Exercise, ...]
     part: str = "all"  # the course's selection ([course] part): one of :attr:`parts`, or "all"
     dropped: tuple[str, ...] = ()  # exercises of the kit that the course folder leaves out (grader/course.py)
+    given_exercises: tuple[str, ...] = ()
+    """Exercises the course leaves out but keeps depend on (``grader.course.given_exercises``): in
+    :attr:`exercises` (looked up, served from the reference by fair grading), never in :meth:`selection`."""
 
     def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
         """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
@@ -128,9 +131,10 @@ class Curriculum:
             If the part is neither a part of the manifest (:attr:`parts`) nor all.
         """
         chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part, self.parts)
+        assigned = tuple(exercise for exercise in self.exercises if exercise.name not in self.given_exercises)
         if chosen == "all":
-            return self.exercises
-        return tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
+            return assigned
+        return tuple(exercise for exercise in assigned if str(exercise.part) == chosen)
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -324,17 +328,19 @@ def _with_course(curriculum: Curriculum, course: course_folder.Course) -> Curric
 
     kept, part = course_folder.overlay(course, curriculum.names,
                                        {e.name: e.depends for e in curriculum.exercises}, curriculum.parts)
+    given = course_folder.given_exercises(kept, {e.name: e.depends for e in curriculum.exercises})
     exercises = tuple(
         dataclasses.replace(exercise, points=course.points.get(exercise.name, exercise.points),
                             hidden_points=course.hidden_points.get(exercise.name, exercise.hidden_points))
-        for exercise in curriculum.exercises if exercise.name in kept)
+        for exercise in curriculum.exercises if exercise.name in kept or exercise.name in given)
     chosen = part if part is not None else curriculum.part
-    if chosen != ALL_PARTS and chosen not in parts_of(exercises):
+    if chosen != ALL_PARTS and chosen not in parts_of(tuple(e for e in exercises if e.name in kept)):
         raise course_folder.CourseError(f"{course.file}: [course] part {chosen!r} keeps no exercise of "
                                         "[course] exercises")
     return Curriculum(title=course.title or curriculum.title, impl_package=curriculum.impl_package,
                       exercises=exercises, part=chosen,
-                      dropped=tuple(name for name in curriculum.names if name not in kept))
+                      dropped=tuple(name for name in curriculum.names if name not in kept and name not in given),
+                      given_exercises=given)
 
 
 def _parse(path: Path) -> Curriculum:
@@ -364,4 +370,5 @@ def _parse(path: Path) -> Curriculum:
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
         part=parse_part(course.get("part", ALL_PARTS), parts_of(exercises)),
+        given_exercises=tuple(course.get("given_exercises", ())),  # a course's release: served, not assigned
     )

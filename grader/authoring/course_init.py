@@ -73,8 +73,9 @@ def course_toml(curriculum: Curriculum) -> str:
         "[course]",
         f"title = {_quote(curriculum.title)}",
         f'part = "{curriculum.part}"  # {parts}: the part graded, listed and counted ("--part" overrides)',
-        "# The exercises of the course, in the kit's order. Delete a line to drop an exercise: its tests,",
-        "# hidden tests and points go with it. One another keeps depends on cannot be dropped alone.",
+        "# The exercises of the course, any mix of parts. Delete a line to drop an exercise: its tests,",
+        "# hidden tests and points go with it (its [points] lines below are then ignored). What a kept",
+        "# exercise needs and this list leaves out is given: served from the reference, neither graded nor counted.",
         "exercises = [",
     ]
     for exercise in curriculum.exercises:

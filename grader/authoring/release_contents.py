@@ -66,6 +66,9 @@ def manifest_for_course(text: str, curriculum: Any) -> str:
             chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\nnumber = {exercise.number}\n", 1)
         kept.append(chunk)
     result = manifest_with_part("".join(kept), curriculum.part)
+    if curriculum.given_exercises:  # needed by kept exercises, not assigned: the release's status agrees
+        given = json.dumps(list(curriculum.given_exercises))
+        result = result.replace("\n[course]\n", f"\n[course]\ngiven_exercises = {given}\n", 1)
     result = re.sub(r'(?m)^title\s*=.*$', lambda _: f"title = {json.dumps(curriculum.title)}", result, count=1)
     tomllib.loads(result)  # still valid TOML
     return result
