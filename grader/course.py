@@ -35,6 +35,14 @@ HIDDEN_FOLDER = "hidden_tests"  # the instructor's own extra hidden tests
 REFERENCE_FOLDER = "solutions"  # the reference, copied from the instructor's checkout
 KIT_HIDDEN_FOLDER = "kit_hidden_tests"  # the kit's hidden tests, copied from the instructor's checkout
 CATALOGUE_FOLDER = "mutants"  # the catalogue of known mistakes (*.toml), copied from the instructor's checkout
+# The instructor's own exercises ([[exercise]] of course.toml; grader/authoring/own_exercise.py writes them):
+TESTS_FOLDER = "tests"  # their public tests, tests/test_NAME.py
+STUBS_FOLDER = "exercises"  # their stubs, exercises/NAME.py (made from solutions/NAME.py by `course check`)
+DATA_FOLDER = "data"  # their probes' reference outputs and their mistakes' fingerprints (by `course check`)
+OWN_GOLDEN = "golden.npz"
+OWN_FINGERPRINTS = "fingerprints.npz"
+OWN_KEYS = {"name": str, "title": str, "functions": list, "depends": list, "part": int, "points": (int, float),
+            "hidden_points": (int, float), "hint_step": str, "hints": list}
 # Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
@@ -75,6 +83,9 @@ class Course:
     visibility: str = DEFAULT_VISIBILITY
     canvas_name: str | None = None
     canvas_id: str | None = None
+    own: tuple[dict[str, Any], ...] = ()
+    """The instructor's own exercises (``[[exercise]]``): the manifest's fields, checked; ``grader.curriculum``
+    makes them exercises whose files are this folder's."""
 
     @property
     def file(self) -> Path:
@@ -91,7 +102,7 @@ class Course:
         return json.dumps({"title": self.title, "part": self.part, "exercises": self.exercises,
                            "points": self.points, "hidden_points": self.hidden_points,
                            "limits": vars(self.limits), "visibility": self.visibility,
-                           "canvas": [self.canvas_name, self.canvas_id]}, sort_keys=True)
+                           "canvas": [self.canvas_name, self.canvas_id], "own": self.own}, sort_keys=True)
 
 
 def find(explicit: str | Path | None = None, cwd: Path | None = None) -> Path | None:
@@ -166,7 +177,7 @@ def read(folder: Path) -> Course:
         raise CourseError(f"{path}: cannot be read ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise CourseError(f"{path}: not valid TOML ({error})") from None
-    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas"}
+    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas", "exercise"}
     for key in data:
         if key not in known:
             raise CourseError(f"{path}: unknown setting [{key}] (the settings are {', '.join(sorted(known))})")
@@ -216,10 +227,45 @@ def read(folder: Path) -> Course:
         if not identifier.isascii() or not identifier.isdigit():
             raise CourseError(f"{path}: [canvas] assignment_id must be the number at the end of the assignment's "
                               f"address (.../assignments/123456), not {canvas['assignment_id']!r}")
+    own = data.get("exercise", [])
+    if not isinstance(own, list):
+        raise CourseError(f"{path}: [[exercise]] must be tables of exercises of your own ([[exercise]], twice [[ ]])")
     return Course(Path(folder).resolve(), title=title, part=None if part is None else str(part),
                   exercises=None if exercises is None else tuple(exercises), points=points,
                   hidden_points=hidden_points, limits=Limits(**limits), visibility=visibility,
-                  canvas_name=name, canvas_id=identifier)
+                  canvas_name=name, canvas_id=identifier,
+                  own=tuple(own_exercise(entry, f"{path}: [[exercise]] {index}") for index, entry in
+                            enumerate(own, start=1)))
+
+
+def own_exercise(entry: Any, where: str) -> dict[str, Any]:
+    """One ``[[exercise]]`` of course.toml, checked (types, names); one line naming the setting otherwise."""
+    if not isinstance(entry, dict):
+        raise CourseError(f"{where} must be a table")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or not name.islower() or name.startswith("_"):
+        raise CourseError(f"{where}: name must be a module name (lower-case letters, digits and _), not {name!r}")
+    where = f"{where.rsplit(': ', 1)[0]}: [[exercise]] {name}"
+    for key in entry:
+        if key not in OWN_KEYS:
+            raise CourseError(f"{where}: unknown setting {key} (the settings are {', '.join(OWN_KEYS)})")
+    for key in ("title", "functions"):
+        if key not in entry:
+            raise CourseError(f"{where}: {key} is missing")
+    checked = {"depends": [], "part": 1, "points": 10, "hidden_points": 0, "hint_step": "", "hints": []} | entry
+    for key, kind in OWN_KEYS.items():
+        value = checked[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise CourseError(f"{where}: {key} has the wrong type ({value!r})")
+        if kind is list and not all(isinstance(item, str) for item in value):
+            raise CourseError(f"{where}: {key} must be a list of texts")
+    if not checked["functions"] or not all(f.isidentifier() for f in checked["functions"]):
+        raise CourseError(f"{where}: functions must name the module's public functions, not {checked['functions']!r}")
+    if checked["part"] < 1:
+        raise CourseError(f"{where}: part must be a positive whole number, not {checked['part']!r}")
+    for key in ("points", "hidden_points"):
+        checked[key] = _number(checked[key], f"{where}: {key}", quantum=QUANTUM)
+    return checked
 
 
 def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str, ...]],
@@ -243,13 +289,24 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
         An unknown exercise, a dependency left out, an unknown part: one line naming the setting.
     """
     path = course.file
+    own = tuple(entry["name"] for entry in course.own)
+    for name in own:
+        if name in names or own.count(name) > 1:
+            raise CourseError(f"{path}: [[exercise]] {name}: "
+                              + ("an exercise of the kit has that name" if name in names else "named twice"))
+        for needed in next(entry["depends"] for entry in course.own if entry["name"] == name):
+            if needed not in (*names, *own):
+                raise CourseError(f"{path}: [[exercise]] {name}: depends names {needed!r}, which is no exercise")
+    names = (*names, *own)
+    depends = depends | {entry["name"]: tuple(entry["depends"]) for entry in course.own}
+    parts = (*parts, *(str(entry["part"]) for entry in course.own))
     kept = course.exercises if course.exercises is not None else names
     for table, given in (("[course] exercises", kept), ("[points]", course.points),
                          ("[hidden_points]", course.hidden_points)):
         for name in given:
             if name not in names:
                 raise CourseError(f"{path}: {table} names {name!r}, which is not an exercise of the kit "
-                                  f"(the exercises are {', '.join(names)})")
+                                  f"nor of yours (the exercises are {', '.join(names)})")
     # A dependency the course leaves out is not refused: it is given, served from the reference (given_exercises).
     # [points] and [hidden_points] of an exercise the course leaves out are ignored: its points go with it.
     part = course.part
@@ -312,6 +369,13 @@ def extra_hidden_tests() -> Path | None:
     if course is None or not course.hidden_tests.is_dir():
         return None
     return course.hidden_tests if any(course.hidden_tests.glob("test_*.py")) else None
+
+
+def own_data(name: str) -> Path | None:
+    """The file ``name`` of the active course's ``data/`` (its own exercises' golden values, fingerprints), if any."""
+    folder = active_folder()
+    path = folder / DATA_FOLDER / name if folder is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 def reference(kit_root: Path) -> Path | None:

@@ -94,6 +94,14 @@ class Exercise:
     function_reading: tuple[tuple[str, str], ...] = ()
     """``(function, section)`` pairs: the section of the reading of a function's idea, where it is not the
     exercise's first one (``reading``)."""
+    home: str = ""
+    """The course folder of an instructor's own exercise (``[[exercise]]`` of course.toml), whose ``tests/``,
+    ``solutions/``, ``hidden_tests/`` and ``mutants/`` hold its files; "" for the kit's own."""
+
+    @property
+    def test_path(self) -> Path:
+        """The graded test file: in the kit's data tree (:data:`ROOT`), or an own exercise's course folder."""
+        return (Path(self.home) if self.home else ROOT) / self.test_file
 
     def reading_of(self, function: str = "") -> str:
         """The anchor of the section of the reading that ``function``'s idea is in ("" when none is named)."""
@@ -328,6 +336,7 @@ def _with_course(curriculum: Curriculum, course: course_folder.Course) -> Curric
 
     kept, part = course_folder.overlay(course, curriculum.names,
                                        {e.name: e.depends for e in curriculum.exercises}, curriculum.parts)
+    curriculum = dataclasses.replace(curriculum, exercises=(*curriculum.exercises, *own_exercises(curriculum, course)))
     given = course_folder.given_exercises(kept, {e.name: e.depends for e in curriculum.exercises})
     exercises = tuple(
         dataclasses.replace(exercise, points=course.points.get(exercise.name, exercise.points),
@@ -341,6 +350,17 @@ def _with_course(curriculum: Curriculum, course: course_folder.Course) -> Curric
                       exercises=exercises, part=chosen,
                       dropped=tuple(name for name in curriculum.names if name not in kept and name not in given),
                       given_exercises=given)
+
+
+def own_exercises(kit: Curriculum, course: course_folder.Course) -> tuple[Exercise, ...]:
+    """The instructor's own exercises of ``course`` (its ``[[exercise]]``), numbered after the kit's."""
+    return tuple(
+        Exercise(number=len(kit.exercises) + index, name=entry["name"], title=entry["title"],
+                 test_file=f"{course_folder.TESTS_FOLDER}/test_{entry['name']}.py",
+                 functions=tuple(entry["functions"]), depends=tuple(entry["depends"]), points=entry["points"],
+                 hidden_points=entry["hidden_points"], hints=tuple(entry["hints"]), part=entry["part"],
+                 hint_step=entry["hint_step"], home=str(course.folder))
+        for index, entry in enumerate(course.own, start=1))
 
 
 def _parse(path: Path) -> Curriculum:

@@ -56,6 +56,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="your checkout of the kit, whose solutions/ and grader/hidden_tests/ are copied "
                            "(default: the running kit, when it is a checkout)")
     init.add_argument("--force", action="store_true", help="overwrite an existing course.toml")
+    where = {"default": None, "metavar": "DIR",
+             "help": "the course folder (default: $ATTENTION_KIT_COURSE, else the working folder's course.toml)"}
+    exercise = actions.add_parser("exercise", help="add an exercise of your own to the course folder",
+                                  description="Exercises of your own, in the course folder (never the kit).")
+    new = exercise.add_subparsers(dest="exercise_action", metavar="ACTION", required=True).add_parser(
+        "new", help="write a working example exercise (reference, tests, hidden tests, a mistake) and register it",
+        description="Write a working example exercise of your own into the course folder: its reference "
+                    "(solutions/NAME.py), public tests (tests/test_NAME.py), hidden tests, a catalogued mistake "
+                    "(mutants/NAME.toml); register it in course.toml; then check it (course check).")
+    new.add_argument("name", metavar="NAME", help="its name: its module NAME.py (lower case, digits, _)")
+    new.add_argument("--course", **where)
+    new.add_argument("--title", help="its title (default: from NAME)")
+    new.add_argument("--function", help="the example function's name (default: NAME)")
+    new.add_argument("--part", type=int, default=None, help="its part (default: the course's, else its last)")
+    new.add_argument("--points", type=float, default=10, help="its public tests' points (default: 10)")
+    new.add_argument("--hidden-points", type=float, default=2, help="its hidden tests' points (default: 2)")
+    check = actions.add_parser("check", help="prove every exercise: reference passes, stub fails, mistakes caught",
+                               description="Prove every exercise of the course (yours and the kit's): the reference "
+                                           "passes its public and hidden tests, the stub fails cleanly, every "
+                                           "catalogued mistake is caught; name what to fix otherwise (exit 1).")
+    check.add_argument("--course", **where)
+    check.add_argument("--exercise", action="append", default=[], metavar="NAME",
+                       help="only this exercise (repeatable)")
 
 
 def course_toml(curriculum: Curriculum) -> str:
@@ -197,5 +220,36 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit course``."""
-    return init(args.folder, args.kit, args.force, echo=lambda line: print(line, file=sys.stderr)
-                if line.startswith("error:") else print(line))
+    if args.course_action == "init":
+        return init(args.folder, args.kit, args.force, echo=lambda line: print(line, file=sys.stderr)
+                    if line.startswith("error:") else print(line))
+    folder = course.active_folder()  # activated from --course by the command line, as for every command
+    if folder is None:
+        print("error: --course DIR: no course folder given (nor $ATTENTION_KIT_COURSE, nor ./course.toml)",
+              file=sys.stderr)
+        return 2
+    from grader.authoring import course_check
+
+    if args.course_action == "check":
+        try:
+            return course_check.main_check(folder, tuple(args.exercise))
+        except ValueError as error:
+            print(f"error: --exercise: {error}", file=sys.stderr)
+            return 2
+    from grader.authoring import own_exercise
+
+    try:
+        new = own_exercise.plan(folder, args.name, title=args.title, function=args.function, part=args.part,
+                                points=args.points, hidden_points=args.hidden_points)
+        written = own_exercise.create(new)
+    except own_exercise.OwnExerciseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"Exercise {new.name} (part {new.part}), yours, in {folder}:")
+    for path in written:
+        print(f"  {'registered in' if path.name == course.COURSE_FILE else 'wrote'} {path.relative_to(folder)}")
+    status = course_check.main_check(folder, (new.name,))
+    print(f"Now make it yours: edit solutions/{new.name}.py, tests/test_{new.name}.py, "
+          f"hidden_tests/test_hidden_{new.name}.py, mutants/{new.name}.toml and its [[exercise]] in course.toml, "
+          f"then run `attention-kit course check --course {folder}` (docs/own-exercise.md).")
+    return status

@@ -131,9 +131,9 @@ def run_mutant(mutant: Mutant, workdir: Path, *, first_failure_only: bool = Fals
         target = apply(mutant, Path(workdir) / mutant.id)
     except ValueError as error:
         return MutantResult(mutant, error=str(error))
-    test_file = ROOT / load_curriculum().exercise(mutant.exercise).test_file
+    test_file = load_curriculum().exercise(mutant.exercise).test_path
     if not test_file.is_file():
-        return MutantResult(mutant, error=f"{test_file.relative_to(ROOT)} does not exist yet")
+        return MutantResult(mutant, error=f"{load_curriculum().exercise(mutant.exercise).test_file} does not exist yet")
     run = run_tests(test_file, target, first_failure_only=first_failure_only)
     if run.exit_code not in (0, 1):  # 0: all passed, 1: some failed; anything else: pytest could not run
         last = run.output.strip().splitlines()[-3:]
