@@ -41,6 +41,7 @@ STUBS_FOLDER = "exercises"  # their stubs, exercises/NAME.py (made from solution
 DATA_FOLDER = "data"  # their probes' reference outputs and their mistakes' fingerprints (by `course check`)
 OWN_GOLDEN = "golden.npz"
 OWN_FINGERPRINTS = "fingerprints.npz"
+RELEASED_PREFIX = "course_"  # a release ships them beside the kit's: tests/data/course_golden.npz, ...
 OWN_KEYS = {"name": str, "title": str, "functions": list, "depends": list, "part": int, "points": (int, float),
             "hidden_points": (int, float), "hint_step": str, "hints": list}
 # Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
@@ -371,11 +372,18 @@ def extra_hidden_tests() -> Path | None:
     return course.hidden_tests if any(course.hidden_tests.glob("test_*.py")) else None
 
 
-def own_data(name: str) -> Path | None:
-    """The file ``name`` of the active course's ``data/`` (its own exercises' golden values, fingerprints), if any."""
+def own_data(name: str, kit_data: Path | None = None) -> Path | None:
+    """The file ``name`` of the own exercises' data (golden values, fingerprints), if any.
+
+    That of the active course's ``data/``; else, in a student's release, the copy
+    beside the kit's files in ``kit_data`` (``tests/data/course_NAME``).
+    """
     folder = active_folder()
-    path = folder / DATA_FOLDER / name if folder is not None else None
-    return path if path is not None and path.is_file() else None
+    for path in (folder / DATA_FOLDER / name if folder is not None else None,
+                 kit_data / f"{RELEASED_PREFIX}{name}" if kit_data is not None else None):
+        if path is not None and path.is_file():
+            return path
+    return None
 
 
 def reference(kit_root: Path) -> Path | None:

@@ -192,7 +192,7 @@ def load_fingerprints(path: Path = FINGERPRINT_FILE) -> tuple[KnownMistake, ...]
     """
     from grader import course
 
-    own = course.own_data(course.OWN_FINGERPRINTS) if path == FINGERPRINT_FILE else None
+    own = course.own_data(course.OWN_FINGERPRINTS, FINGERPRINT_FILE.parent) if path == FINGERPRINT_FILE else None
     return _read_fingerprints(path) + (_read_fingerprints(own) if own is not None else ())
 
 

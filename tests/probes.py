@@ -154,7 +154,7 @@ def golden_files() -> tuple[Path, ...]:
     """The golden files: the kit's, then that of the active course's own exercises (``grader/course.py``)."""
     from grader import course
 
-    own = course.own_data(course.OWN_GOLDEN)
+    own = course.own_data(course.OWN_GOLDEN, GOLDEN_FILE.parent)
     return (GOLDEN_FILE,) if own is None else (GOLDEN_FILE, own)
 
 
@@ -198,6 +198,23 @@ def golden(name: str) -> np.ndarray | tuple[np.ndarray, ...]:
     return tuple(parts)
 
 
+def forget_other(path: Path, always: bool = False) -> None:
+    """Forget a test module named as ``path`` but imported from another file, and its probes.
+
+    An instructor's own test files are imported by their names (as pytest
+    imports them); one process that reads two course folders (``course check``
+    after ``course exercise new``, the kit's own tests) must not keep the first's.
+    ``always``: forget it even if it is that file (it may have been edited since).
+    """
+    import sys
+
+    module = sys.modules.get(path.stem)
+    if module is not None and (always or Path(getattr(module, "__file__", "") or "").resolve() != path.resolve()):
+        del sys.modules[path.stem]
+        for name in [name for name, entry in PROBES.items() if entry.build.__module__ == path.stem]:
+            del PROBES[name]
+
+
 def load_all_probes() -> dict[str, Probe]:
     """Import every graded test file (probes are defined next to their tests).
 
@@ -208,15 +225,18 @@ def load_all_probes() -> dict[str, Probe]:
 
     from grader.curriculum import load
 
+    here = Path(__file__).parent
     for exercise in load().exercises:
-        if exercise.home:
-            path = exercise.test_path
-            if path.is_file():
-                if str(path.parent) not in sys.path:
-                    sys.path.insert(0, str(path.parent))
-                importlib.import_module(path.stem)
-        elif (Path(__file__).parent / Path(exercise.test_file).name).is_file():
-            importlib.import_module(f"tests.{Path(exercise.test_file).stem}")
+        path = exercise.test_path if exercise.home else here / Path(exercise.test_file).name
+        if not path.is_file():
+            continue
+        if path.parent == here:  # the kit's tests package (a course folder that is the kit's, a Gradescope bundle)
+            importlib.import_module(f"tests.{path.stem}")
+        else:
+            if str(path.parent) not in sys.path:
+                sys.path.insert(0, str(path.parent))
+            forget_other(path)
+            importlib.import_module(path.stem)
     return PROBES
 
 

@@ -35,7 +35,7 @@ from grader.curriculum import ROOT, Exercise, load, reference_dir
 NOT_WRITTEN = "not implemented yet"
 
 
-@dataclass
+@dataclass(eq=False)  # a pytest plugin: hashable by identity
 class Outcomes:
     """One pytest run: each test's outcome and, for failures, the first lines of its message."""
 
@@ -60,13 +60,19 @@ class Outcomes:
 def run(files: list[Path], impl: Path, first_failure_only: bool = False) -> Outcomes:
     """Run the test ``files`` on the modules of ``impl`` in this process, quietly."""
     from grader.quiet import run_pytest
+    from tests.probes import forget_other
 
+    for path in files:  # the kit's are the package's (tests.*); a course's own may have been edited since
+        if Path(path).parent != ROOT / "tests":
+            forget_other(Path(path), always=True)
     outcomes = Outcomes()
     arguments = [*map(str, files), f"--impl={impl}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
                  "-q", "--tb=short", "--no-header", "-W", "ignore::RuntimeWarning", "-p", "pytest_check.plugin",
                  "-p", "tests.plugin", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
                  "-p", "no:faulthandler", *(["-x"] if first_failure_only else [])]
-    run_pytest(arguments, outcomes)
+    code, output = run_pytest(arguments, outcomes)
+    if code not in (0, 1) and not outcomes.errors:  # 0: all passed, 1: some failed; anything else: pytest could not run
+        outcomes.errors.append(f"pytest exited with code {code}: {' | '.join(output.strip().splitlines()[-3:])}")
     return outcomes
 
 
@@ -176,7 +182,7 @@ def problems_of(exercise: Exercise, folder: Path, reference: Path, hidden: list,
     public = exercise.test_path
     if not public.is_file():
         return [f"{exercise.name}: its public tests {public} are missing"]
-    own = f"{exercise.name} ({'yours' if exercise.home else 'the kit'}'s)"
+    own = f"{exercise.name} ({'yours' if exercise.home else 'of the kit'})"
     hidden_files = [Path(f.path) for f in hidden if f.exercise == exercise.name]
     outcome = run([public, *hidden_files], reference)
     for error in outcome.errors:
@@ -187,7 +193,7 @@ def problems_of(exercise: Exercise, folder: Path, reference: Path, hidden: list,
                         "fix the reference or the test")
     if not outcome.passed and not outcome.errors:
         problems.append(f"{own}: {public} holds no test")
-    stub = workdir / "stub"
+    stub = workdir / f"stub-{exercise.name}"  # a folder of its own: its modules are imported under its name
     stub.mkdir(exist_ok=True)
     for source in reference.glob("*.py"):  # the other modules as the reference's, the exercise's as its stub
         text = source.read_text(encoding="utf-8")

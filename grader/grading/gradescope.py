@@ -49,7 +49,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from grader import scoring
-from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, reference_dir
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, load, reference_dir
 
 TEMPLATES = PACKAGE / "release_files" / "gradescope"
 
@@ -150,6 +150,11 @@ def course_files() -> dict[str, Path]:
     extra = course.extra_hidden_tests()
     for path in sorted(extra.glob("test_*.py")) if extra else ():
         files[f"kit/{course.HIDDEN_FOLDER}/{path.name}"] = path
+    for name in (course.OWN_GOLDEN, course.OWN_FINGERPRINTS):  # the own exercises' golden values, fingerprints
+        if (active.folder / course.DATA_FOLDER / name).is_file():
+            files[f"kit/{course.DATA_FOLDER}/{name}"] = active.folder / course.DATA_FOLDER / name
+    for exercise in (e for e in load().exercises if e.home):  # the own exercises' public tests
+        files[f"kit/{exercise.test_file}"] = exercise.test_path
     kit_hidden = course.kit_hidden_tests(PACKAGE)
     if kit_hidden is not None and kit_hidden != PACKAGE / "hidden_tests":
         for path in sorted(kit_hidden.glob("test_*.py")):
