@@ -232,8 +232,11 @@ def plan_release(root: Path | None = None) -> Plan:
 
 
 def own_files(selected: tuple) -> dict[str, Path]:
-    """Release path -> course file, of the instructor's own exercises among ``selected``: their public tests, and
-    their probes' reference outputs and mistakes' fingerprints (beside the kit's, as ``tests/data/course_*``)."""
+    """Release path -> course file, of the instructor's own exercises among ``selected``.
+
+    Their public tests, and their probes' reference outputs and mistakes'
+    fingerprints (beside the kit's, as ``tests/data/course_*``).
+    """
     files = {exercise.test_file: exercise.test_path for exercise in selected if exercise.home}
     if files:
         data = Path(next(exercise.home for exercise in selected if exercise.home)) / course.DATA_FOLDER

@@ -1,4 +1,4 @@
-"""An exercise of the instructor's own (course exercise new, course check): graded, released and built like the kit's."""
+"""An exercise of the instructor's own (course exercise new, course check): graded, released, built as the kit's."""
 
 from __future__ import annotations
 
