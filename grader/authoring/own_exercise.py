@@ -25,16 +25,19 @@ from __future__ import annotations
 
 import json
 import keyword
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader import course
-from grader.authoring.course_init import PRIVATE_FILE, private_folder
 from grader.authoring.new_exercise import EXAMPLE_HINT_STEP, EXAMPLE_HINTS, RESERVED, TEMPLATES
 from grader.curriculum import kit_manifest, load
 
 NAME_RULE = re.compile(r"[a-z][a-z0-9_]*")
+# As the course's private folders of ``course init`` (grader/authoring/course_init.py, which runs this command):
+# the reference, the hidden tests and the catalogue are the instructor's alone.
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600
 EXAMPLE_FUNCTION_SEED = 7001  # the template's seeds: fixed, so every run of a new exercise sees the same numbers
 
 
@@ -186,13 +189,12 @@ def create(new: OwnExercise) -> list[Path]:
     written: list[Path] = []
     try:
         for path, (text, private) in texts.items():
+            path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER if private else 0o777)
             if private:
-                private_folder(path.parent)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            if private:
-                path.chmod(PRIVATE_FILE)
+                path.parent.chmod(PRIVATE_FOLDER)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE if private else 0o644)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+                stream.write(text)
             written.append(path)
         settings.write_text(registered(original, new), encoding="utf-8")
         course.read.cache_clear()

@@ -69,6 +69,8 @@ def own(tmp_path, capsys) -> Path:
                  f"mutants/{NAME}.toml", f"exercises/{NAME}.py", "data/golden.npz", "data/fingerprints.npz"):
         assert (folder / path).is_file(), path
     assert 'exercises = ["softmax", "centre"]' in settings.read_text(encoding="utf-8")
+    for private in (f"solutions/{NAME}.py", f"hidden_tests/test_hidden_{NAME}.py", f"mutants/{NAME}.toml"):
+        assert (folder / private).stat().st_mode & 0o777 == 0o600, private  # the instructor's alone
     return folder
 
 
