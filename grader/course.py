@@ -41,6 +41,7 @@ STUBS_FOLDER = "exercises"  # their stubs, exercises/NAME.py (made from solution
 DATA_FOLDER = "data"  # their probes' reference outputs and their mistakes' fingerprints (by `course check`)
 OWN_GOLDEN = "golden.npz"
 OWN_FINGERPRINTS = "fingerprints.npz"
+OWN_INPUTS = "inputs.json"  # the digest of each own exercise's files when its data was written
 RELEASED_PREFIX = "course_"  # a release ships them beside the kit's: tests/data/course_golden.npz, ...
 OWN_KEYS = {"name": str, "title": str, "functions": list, "depends": list, "part": int, "points": (int, float),
             "hidden_points": (int, float), "hint_step": str, "hints": list}
@@ -384,6 +385,44 @@ def own_data(name: str, kit_data: Path | None = None) -> Path | None:
         if path is not None and path.is_file():
             return path
     return None
+
+
+def own_digests(course: Course) -> dict[str, str]:
+    """Each own exercise's name -> the digest of what its stub and data are derived from.
+
+    That is its reference, its public tests and its catalogue of mistakes.
+    """
+    import hashlib
+
+    digests = {}
+    for entry in course.own:
+        digest = hashlib.sha256()
+        name = entry["name"]
+        for path in (course.folder / REFERENCE_FOLDER / f"{name}.py", course.folder / TESTS_FOLDER / f"test_{name}.py",
+                     course.folder / CATALOGUE_FOLDER / f"{name}.toml"):
+            digest.update(f"\0{path.name}\0".encode() + (path.read_bytes() if path.is_file() else b"(missing)"))
+        digests[name] = digest.hexdigest()
+    return digests
+
+
+def stale_own_data() -> str | None:
+    """One line when an own exercise of the active course changed since ``course check`` derived its data; else None.
+
+    Its stub, its probes' reference outputs and its mistakes' fingerprints are
+    derived from its files: stale, they would grade a correct answer wrong.
+    """
+    course = active()
+    if course is None or not course.own:
+        return None
+    try:
+        recorded = json.loads((course.folder / DATA_FOLDER / OWN_INPUTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    changed = [name for name, digest in own_digests(course).items() if recorded.get(name) != digest]
+    if not changed:
+        return None
+    return (f"{course.folder}: your exercise {changed[0]} changed since its stub and data were derived from it: "
+            f"run `attention-kit course check --course {course.folder}`")
 
 
 def reference(kit_root: Path) -> Path | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sys
 import tempfile
 import time
@@ -166,6 +167,9 @@ def derive(folder: Path, echo: Callable[[str], None] = print) -> None:
     write_stubs(folder, exercises)
     write_golden(folder, exercises)
     write_fingerprints(folder, exercises, echo)
+    active = course.active()
+    (folder / course.DATA_FOLDER / course.OWN_INPUTS).write_text(
+        json.dumps(course.own_digests(active) if active else {}, indent=1, sort_keys=True), encoding="utf-8")
     echo(f"Wrote {course.STUBS_FOLDER}/ (the stubs) and {course.DATA_FOLDER}/ (the probes' reference outputs, the "
          f"mistakes' fingerprints) of {', '.join(e.name for e in exercises)} from their reference and catalogue.")
 

@@ -82,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if reference_dir() is None:  # the stubs are made from the reference: the instructor's own copy
         print(f"error: {course.no_reference(ROOT)}", file=sys.stderr)
         return 2
+    if course.stale_own_data():  # an own exercise's stub, golden values and fingerprints ship: never stale ones
+        print(f"error: {course.stale_own_data()}", file=sys.stderr)
+        return 2
     try:
         plan = plan_release()
         if args.list:

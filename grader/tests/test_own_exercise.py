@@ -198,3 +198,16 @@ def test_its_gradescope_bundle_grades_it(own, tmp_path, capsys):
     tests = [test for test in results["tests"] if NAME in test.get("name", "")]
     assert tests and any("I subtracted the mean of the whole array" in test.get("output", "") for test in tests)
     assert 0 < results["score"] < 24
+
+
+def test_an_exercise_edited_since_course_check_is_not_graded_on_stale_data(own, tmp_path, capsys):
+    reference = own / "solutions" / f"{NAME}.py"
+    reference.write_text(reference.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    commands = (["grade", str(tmp_path)], ["release", str(tmp_path / "r")], ["gradescope", str(tmp_path / "g.zip")])
+    for command in commands:
+        status, _, err = kit(capsys, *command, "--course", str(own))
+        assert status == 2 and f"your exercise {NAME} changed since" in err and "course check" in err, (command, err)
+        assert len(err.strip().splitlines()) == 1, err
+    assert kit(capsys, "course", "check", "--course", str(own), "--exercise", NAME)[0] == 0
+    course.activate(own)
+    assert course.stale_own_data() is None
