@@ -69,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     new.add_argument("--course", **where)
     new.add_argument("--title", help="its title (default: from NAME)")
     new.add_argument("--function", help="the example function's name (default: NAME)")
-    new.add_argument("--part", type=int, default=None, help="its part (default: the course's, else its last)")
+    new.add_argument("--part", type=int, default=None, dest="exercise_part", metavar="N",  # not the selection's
+                     help="its part (default: the course's, else its last)")
     new.add_argument("--points", type=float, default=10, help="its public tests' points (default: 10)")
     new.add_argument("--hidden-points", type=float, default=2, help="its hidden tests' points (default: 2)")
     check = actions.add_parser("check", help="prove every exercise: reference passes, stub fails, mistakes caught",
@@ -239,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     from grader.authoring import own_exercise
 
     try:
-        new = own_exercise.plan(folder, args.name, title=args.title, function=args.function, part=args.part,
+        new = own_exercise.plan(folder, args.name, title=args.title, function=args.function, part=args.exercise_part,
                                 points=args.points, hidden_points=args.hidden_points)
         written = own_exercise.create(new)
     except own_exercise.OwnExerciseError as error:
