@@ -19,6 +19,7 @@ own files (the reference is theirs); no student code is involved.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import sys
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from grader import course
-from grader.curriculum import ROOT, Exercise, load, reference_dir
+from grader.curriculum import PACKAGE, ROOT, Exercise, load, reference_dir
 
 NOT_WRITTEN = "not implemented yet"
 
@@ -226,8 +227,36 @@ def problems_of(exercise: Exercise, folder: Path, reference: Path, hidden: list,
     return problems
 
 
-def check(folder: Path, exercises: tuple[str, ...] = (), echo: Callable[[str], None] = print) -> int:
-    """Derive, then prove every exercise of the active course (or of ``exercises``); returns the exit status."""
+PROVEN = "proven.json"  # in data/: each exercise proven by the last check -> the digest of what was proven
+KIT_HELPERS = ("tests/feedback.py", "tests/kit.py", "tests/plugin.py", "tests/probes.py", "tests/diagnosis.py",
+               "tests/failures.py", "tests/crash.py", "conftest.py", "grader/mutants/__init__.py")
+
+
+def digest(exercise: Exercise, reference: Path, hidden: list, catalogue: Path | None) -> str:
+    """The digest of everything ``exercise``'s proof depends on: unchanged, it need not be proven again.
+
+    Its reference module and those of the exercises it depends on, the
+    reference's private modules, its public and hidden tests, its catalogue of
+    mistakes and the kit's test helpers.
+    """
+    modules = [e.module_file for e in load().exercises if e.name == exercise.name
+               or e.name in load().dependencies(exercise.name)]
+    paths = [reference / module for module in modules] + sorted(reference.glob("_*.py"))
+    paths += [exercise.test_path, *sorted(Path(f.path) for f in hidden if f.exercise == exercise.name)]
+    paths += [(catalogue or Path()) / f"{exercise.name}.toml", *(ROOT / helper for helper in KIT_HELPERS)]
+    sha = hashlib.sha256()
+    for path in paths:
+        sha.update(f"\0{path.name}\0".encode() + (path.read_bytes() if path.is_file() else b"(none)"))
+    return sha.hexdigest()
+
+
+def check(folder: Path, exercises: tuple[str, ...] = (), echo: Callable[[str], None] = print,
+          full: bool = False) -> int:
+    """Derive, then prove every exercise of the active course (or of ``exercises``); returns the exit status.
+
+    An exercise proven by an earlier check and unchanged since (:func:`digest`)
+    is not proven again, unless ``full``.
+    """
     from grader.mutants import CatalogueError, load_catalogue
     from grader.suite import hidden_folders, hidden_test_files
 
@@ -247,22 +276,38 @@ def check(folder: Path, exercises: tuple[str, ...] = (), echo: Callable[[str], N
         catalogue = []
     hidden = hidden_test_files(hidden_folders())
     problems: list[str] = []
+    record = folder / course.DATA_FOLDER / PROVEN
+    try:
+        proven = {} if full else json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        proven = {}
+    catalogue_folder = course.catalogue(PACKAGE)
     with tempfile.TemporaryDirectory(prefix="attention-kit-check-") as workdir:
         for exercise in chosen:
             started = time.perf_counter()
-            found = problems_of(exercise, folder, reference, hidden, catalogue, Path(workdir))
+            key = digest(exercise, reference, hidden, catalogue_folder)
             mistakes = sum(m.exercise == exercise.name for m in catalogue)
+            if proven.get(exercise.name) == key:
+                echo(f"  {exercise.number:>2}. {exercise.name:<14} proven: reference, stub, {mistakes} mistake(s) "
+                     "(unchanged since the last check; --full proves it again)")
+                continue
+            proven.pop(exercise.name, None)
+            found = problems_of(exercise, folder, reference, hidden, catalogue, Path(workdir))
             verdict = "proven" if not found else f"{len(found)} to fix"
             echo(f"  {exercise.number:>2}. {exercise.name:<14} {verdict}: reference, stub, {mistakes} mistake(s) "
                  f"({time.perf_counter() - started:.1f} s)")
             problems += found
+            if not found:
+                proven[exercise.name] = key
+    record.parent.mkdir(exist_ok=True)
+    record.write_text(json.dumps(proven, indent=1, sort_keys=True), encoding="utf-8")
     for line in problems:
         echo(f"fix: {line}")
     echo("Every exercise is proven." if not problems else f"{len(problems)} thing(s) to fix (above).")
     return 1 if problems else 0
 
 
-def main_check(folder: Path, exercises: tuple[str, ...]) -> int:
+def main_check(folder: Path, exercises: tuple[str, ...], full: bool = False) -> int:
     """``attention-kit course check``: the active course is ``folder``."""
     return check(folder, exercises, echo=lambda line: print(line, file=sys.stderr if line.startswith("error")
-                                                            else sys.stdout))
+                                                            else sys.stdout), full=full)

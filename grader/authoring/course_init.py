@@ -80,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--course", **where)
     check.add_argument("--exercise", action="append", default=[], metavar="NAME",
                        help="only this exercise (repeatable)")
+    check.add_argument("--full", action="store_true",
+                       help="prove every exercise again, also those unchanged since the last check")
 
 
 def course_toml(curriculum: Curriculum) -> str:
@@ -233,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.course_action == "check":
         try:
-            return course_check.main_check(folder, tuple(args.exercise))
+            return course_check.main_check(folder, tuple(args.exercise), args.full)
         except ValueError as error:
             print(f"error: --exercise: {error}", file=sys.stderr)
             return 2

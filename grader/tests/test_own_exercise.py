@@ -97,6 +97,8 @@ def test_course_exercise_new_registers_it_and_refuses_a_taken_name(own, capsys):
 
 
 def test_course_check_names_a_mistake_the_tests_do_not_catch(own, capsys):
+    status, out, _ = kit(capsys, "course", "check", "--course", str(own), "--exercise", NAME)
+    assert status == 0 and "unchanged since the last check" in out  # proven by `exercise new`: not again
     catalogue = own / "mutants" / f"{NAME}.toml"
     catalogue.write_text(catalogue.read_text(encoding="utf-8") + (
         '\n[[mutant]]\nid = "centre-unseen"\ndescription = "I wrote the same thing differently."\n'
