@@ -143,6 +143,7 @@ def test_it_is_graded_with_its_feedback_and_its_mistake_diagnosed(own, tmp_path,
     assert "gives exactly the outputs of a known mistake" in feedback
     assert "I subtracted the mean of the whole array" in feedback  # its catalogue's words
     assert "expected:" in feedback and "observed:" in feedback and "revisit:" in feedback
+    assert f"tests/test_{NAME}.py::test_every_slice_has_mean_zero:0:" in feedback  # named as released
 
 
 def test_it_is_released_with_its_stub_tests_and_diagnosis(own, tmp_path, capsys):
