@@ -94,7 +94,8 @@ def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = Fal
         "-W", "ignore::RuntimeWarning",
         # Only the plugins the suite needs: auto-loaded plugins and the unraisable-exception
         # hook (a full garbage collection per session) cost more than the tests themselves.
-        "-p", "pytest_check.plugin", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+        "-p", "pytest_check.plugin", "-p", "tests.plugin",  # the kit's conftest does not reach a course's own tests
+        "-p", "no:cacheprovider", "-p", "no:unraisableexception",
         "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin",
         "-p", "no:logging", "-p", "no:setuponly", "-p", "no:setupplan", "-p", "no:stepwise",
         "-p", "no:faulthandler",
