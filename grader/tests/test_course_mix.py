@@ -75,3 +75,9 @@ def test_status_grade_and_release_agree_on_the_set_and_the_total(mix, tmp_path, 
     released = tomllib.loads(manifest_for_course(MANIFEST.read_text(encoding="utf-8"), load()))
     assert released["course"]["given_exercises"] == ["attention"]
     assert [e["name"] for e in released["exercise"]] == ["softmax", "attention", "masks", "retrieval", "tokenization"]
+
+
+def test_the_notebooks_are_those_of_the_course_and_given_ones_are_not_assigned(mix, tmp_path, capsys):
+    assert cli.main(["notebooks", str(tmp_path / "nb"), "--course", str(mix)]) == 0, capsys.readouterr()
+    built = sorted(path.name for path in (tmp_path / "nb" / "source").iterdir())
+    assert built == ["01-softmax", "04-masks", "14-retrieval", "15-tokenization"]
