@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from grader import cli, course
-from grader.curriculum import ROOT, load
+from grader.curriculum import ROOT, kit_manifest, load
 
 NAME = "centre"
 MISTAKE = ("np.mean(x, axis=axis, keepdims=True)", "np.mean(x)")  # the template's catalogued mistake, by hand
@@ -214,3 +214,36 @@ def test_an_exercise_edited_since_course_check_is_not_graded_on_stale_data(own, 
     assert kit(capsys, "course", "check", "--course", str(own), "--exercise", NAME)[0] == 0
     course.activate(own)
     assert course.stale_own_data() is None
+
+
+OWN = '[[exercise]]\nname = "mine"\ntitle = "Mine"\nfunctions = ["mine"]\ndepends = ["attention"]\npart = 4\n'
+
+
+def test_an_own_exercise_may_build_on_the_kits_which_are_then_given(tmp_path):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "course.toml").write_text('[course]\nexercises = ["softmax", "mine"]\n[points]\nmine = 7\n' + OWN,
+                                        encoding="utf-8")
+    course.activate(folder)
+    curriculum = load()
+    assert curriculum.selected_names() == ("softmax", "mine") and curriculum.given_exercises == ("attention",)
+    mine = curriculum.exercise("mine")
+    assert (mine.part, mine.points, mine.hidden_points, mine.number) == (4, 7, 0, len(kit_manifest().names) + 1)
+    assert curriculum.dependencies("mine") == ("softmax", "attention") and "4" in curriculum.parts
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    (OWN.replace('title = "Mine"\n', ""), "[[exercise]] mine: title is missing"),
+    (OWN.replace('"attention"', '"attentoin"'), "[[exercise]] mine: depends names 'attentoin', which is no exercise"),
+    (OWN.replace('name = "mine"', 'name = "softmax"'), "[[exercise]] softmax: an exercise of the kit has that name"),
+    (OWN.replace('name = "mine"', 'name = "My-Ex"'), "[[exercise]] 1: name must be a module name"),
+    (OWN.replace("part = 4", "part = 0"), "[[exercise]] mine: part must be a positive whole number"),
+    (OWN + "colour = 3\n", "[[exercise]] mine: unknown setting colour"),
+])
+def test_a_bad_own_exercise_stops_every_command_in_one_line(tmp_path, capsys, entry, message):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "course.toml").write_text(entry, encoding="utf-8")
+    for command in (["status"], ["grade", str(tmp_path)], ["course", "check"]):
+        status, _, err = kit(capsys, *command, "--course", str(folder))
+        assert status == 2 and message in err and len(err.strip().splitlines()) == 1, (command, err)
