@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from grader import course
+from grader.authoring import own_exercise
 from grader.curriculum import PACKAGE, ROOT, Curriculum, kit_manifest
 
 HIDDEN_README = """\
@@ -193,8 +194,16 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
     except ValueError as error:
         echo(f"error: {error}")
         return 2
+    try:  # the instructor's own exercises stay: their tables in course.toml, their files in the copied folders
+        own = course.read(target.resolve()).own if (target / course.COURSE_FILE).exists() else ()
+    except course.CourseError:
+        own = ()
+    course.read.cache_clear()
+    text = course_toml(kit_manifest())
+    for entry in own:
+        text = own_exercise.registered(text, entry["name"], entry["title"], own_exercise.table_of(entry))
     private_folder(target / course.HIDDEN_FOLDER)
-    (target / course.COURSE_FILE).write_text(course_toml(kit_manifest()), encoding="utf-8")
+    (target / course.COURSE_FILE).write_text(text, encoding="utf-8")
     readme = target / course.HIDDEN_FOLDER / "README.md"
     if not readme.exists():
         readme.write_text(HIDDEN_README, encoding="utf-8")
@@ -209,8 +218,12 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
                                   (course.KIT_HIDDEN_FOLDER, hidden, "test_*.py"),
                                   (course.CATALOGUE_FOLDER, catalogue, "*.toml")):
         destination = target / name
-        if destination.exists():
+        if destination.exists() and not own:
             shutil.rmtree(destination)
+        elif destination.exists():  # the kit's files go, those of the instructor's own exercises stay
+            for path in destination.iterdir():
+                if path.is_file() and path.stem not in {entry["name"] for entry in own}:
+                    path.unlink()
         private_folder(destination)
         for path in sorted(origin.glob(pattern)):
             private_copy(path, destination / path.name)

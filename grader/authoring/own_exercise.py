@@ -162,17 +162,23 @@ def entry(new: OwnExercise) -> str:
     )
 
 
-def registered(text: str, new: OwnExercise) -> str:
-    """course.toml's ``text`` with ``new`` registered: its table at the end, its name in ``[course] exercises``."""
+def registered(text: str, name: str, title: str, table: str) -> str:
+    """course.toml's ``text`` with an exercise registered: its ``table`` at the end, ``name`` in its exercises."""
     multi = re.search(r"(?ms)^exercises\s*=\s*\[[ \t]*(?:#[^\n]*)?\n(.*?)^\]", text)
     one = re.search(r"(?m)^exercises\s*=\s*\[([^\]\n]*?)\s*\]", text)
     if multi is not None:
         at = multi.end(1)
-        text = text[:at] + f'  "{new.name}",  # yours: {new.title}\n' + text[at:]
+        text = text[:at] + f'  "{name}",  # yours: {title}\n' + text[at:]
     elif one is not None:
         at = one.end(1)
-        text = text[:at] + ("" if one.group(1).rstrip().endswith(",") else ",") + f' "{new.name}"' + text[at:]
-    return text.rstrip("\n") + "\n" + entry(new)
+        text = text[:at] + ("" if one.group(1).rstrip().endswith(",") else ",") + f' "{name}"' + text[at:]
+    return text.rstrip("\n") + "\n" + table
+
+
+def table_of(entry: dict) -> str:
+    """The ``[[exercise]]`` table of an own exercise as ``grader.course`` parsed it (to write course.toml anew)."""
+    lines = [f"{key} = {_toml(float(value) if key.endswith('points') else value)}" for key, value in entry.items()]
+    return "\n[[exercise]]\n" + "\n".join(lines) + "\n"
 
 
 def create(new: OwnExercise) -> list[Path]:
@@ -196,7 +202,7 @@ def create(new: OwnExercise) -> list[Path]:
             with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
                 stream.write(text)
             written.append(path)
-        settings.write_text(registered(original, new), encoding="utf-8")
+        settings.write_text(registered(original, new.name, new.title, entry(new)), encoding="utf-8")
         course.read.cache_clear()
         load.cache_clear()
         try:

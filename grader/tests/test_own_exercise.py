@@ -247,3 +247,15 @@ def test_a_bad_own_exercise_stops_every_command_in_one_line(tmp_path, capsys, en
     for command in (["status"], ["grade", str(tmp_path)], ["course", "check"]):
         status, _, err = kit(capsys, *command, "--course", str(folder))
         assert status == 2 and message in err and len(err.strip().splitlines()) == 1, (command, err)
+
+
+def test_course_init_force_keeps_the_instructors_own_exercise(own, capsys):
+    table = re.search(r"(?ms)^\[\[exercise\]\].*", (own / "course.toml").read_text(encoding="utf-8")).group(0)
+    assert kit(capsys, "course", "init", str(own), "--kit", str(ROOT), "--force")[0] == 0
+    for path in (f"solutions/{NAME}.py", f"mutants/{NAME}.toml", f"hidden_tests/test_hidden_{NAME}.py",
+                 "solutions/softmax.py", "mutants/softmax.toml"):
+        assert (own / path).is_file(), path
+    course.activate(own)
+    again = load().exercise(NAME)
+    assert NAME in load().selected_names() and again.hints and again.points == 10 and again.hidden_points == 2
+    assert "hints" in table and course.stale_own_data() is None  # the same files: the data is still current
