@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
     words = sys.argv[1:] if argv is None else list(argv)
     try:
-        if not (words and words[0] == "course"):  # `course init` makes a course; it reads none
+        if words[:2] != ["course", "init"]:  # `course init` makes a course; it reads none
             course.activate(course.find(course_option(words)))
         load()  # every command reads the manifest: a broken one is said in one line, never a traceback
     except (ManifestError, course.CourseError) as error:

@@ -38,6 +38,16 @@ HIDDEN_FOLDER = "hidden_tests"  # the instructor's own extra hidden tests
 REFERENCE_FOLDER = "solutions"  # the reference, copied from the instructor's checkout
 KIT_HIDDEN_FOLDER = "kit_hidden_tests"  # the kit's hidden tests, copied from the instructor's checkout
 CATALOGUE_FOLDER = "mutants"  # the catalogue of known mistakes (*.toml), copied from the instructor's checkout
+# The instructor's own exercises ([[exercise]] of course.toml; grader/authoring/own_exercise.py writes them):
+TESTS_FOLDER = "tests"  # their public tests, tests/test_NAME.py
+STUBS_FOLDER = "exercises"  # their stubs, exercises/NAME.py (made from solutions/NAME.py by `course check`)
+DATA_FOLDER = "data"  # their probes' reference outputs and their mistakes' fingerprints (by `course check`)
+OWN_GOLDEN = "golden.npz"
+OWN_FINGERPRINTS = "fingerprints.npz"
+OWN_INPUTS = "inputs.json"  # the digest of each own exercise's files when its data was written
+RELEASED_PREFIX = "course_"  # a release ships them beside the kit's: tests/data/course_golden.npz, ...
+OWN_KEYS = {"name": str, "title": str, "functions": list, "depends": list, "part": int, "points": (int, float),
+            "hidden_points": (int, float), "hint_step": str, "hints": list}
 # Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
@@ -81,6 +91,9 @@ class Course:
     canvas_exercise_ids: dict[str, str] = field(default_factory=dict)  # exercise -> existing Canvas assignment id
     late: LatePolicy | None = None
     extensions: dict[str, float] = field(default_factory=dict)
+    own: tuple[dict[str, Any], ...] = ()
+    """The instructor's own exercises (``[[exercise]]``): the manifest's fields, checked; ``grader.curriculum``
+    makes them exercises whose files are this folder's."""
 
     @property
     def file(self) -> Path:
@@ -101,7 +114,8 @@ class Course:
         """
         return json.dumps({"part": self.part, "exercises": self.exercises,
                            "points": self.points, "hidden_points": self.hidden_points,
-                           "limits": vars(self.limits), "visibility": self.visibility}, sort_keys=True)
+                           "limits": vars(self.limits), "visibility": self.visibility, "own": self.own},
+                          sort_keys=True)
 
 
 def find(explicit: str | Path | None = None, cwd: Path | None = None) -> Path | None:
@@ -176,7 +190,7 @@ def read(folder: Path) -> Course:
         raise CourseError(f"{path}: cannot be read ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise CourseError(f"{path}: not valid TOML ({error})") from None
-    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas", "late", "extensions"}
+    known = {"course", "points", "hidden_points", "limits", "hidden", "canvas", "late", "extensions", "exercise"}
     for key in data:
         if key not in known:
             raise CourseError(f"{path}: unknown setting [{key}] (the settings are {', '.join(sorted(known))})")
@@ -243,12 +257,47 @@ def read(folder: Path) -> Course:
         if not identifier.isascii() or not identifier.isdigit():
             raise CourseError(f"{path}: [canvas] assignment_id must be the number at the end of the assignment's "
                               f"address (.../assignments/123456), not {canvas['assignment_id']!r}")
+    own = data.get("exercise", [])
+    if not isinstance(own, list):
+        raise CourseError(f"{path}: [[exercise]] must be tables of exercises of your own ([[exercise]], twice [[ ]])")
     return Course(Path(folder).resolve(), title=title, part=None if part is None else str(part),
                   exercises=None if exercises is None else tuple(exercises), points=points,
                   hidden_points=hidden_points, limits=Limits(**limits), visibility=visibility,
                   canvas_name=name, canvas_id=identifier,
                   canvas_exercise_ids={str(k): str(v).strip() for k, v in exercise_ids.items()},
-                  late=late, extensions=extensions)
+                  late=late, extensions=extensions,
+                  own=tuple(own_exercise(entry, f"{path}: [[exercise]] {index}") for index, entry in
+                            enumerate(own, start=1)))
+
+
+def own_exercise(entry: Any, where: str) -> dict[str, Any]:
+    """One ``[[exercise]]`` of course.toml, checked (types, names); one line naming the setting otherwise."""
+    if not isinstance(entry, dict):
+        raise CourseError(f"{where} must be a table")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.isidentifier() or not name.islower() or name.startswith("_"):
+        raise CourseError(f"{where}: name must be a module name (lower-case letters, digits and _), not {name!r}")
+    where = f"{where.rsplit(': ', 1)[0]}: [[exercise]] {name}"
+    for key in entry:
+        if key not in OWN_KEYS:
+            raise CourseError(f"{where}: unknown setting {key} (the settings are {', '.join(OWN_KEYS)})")
+    for key in ("title", "functions"):
+        if key not in entry:
+            raise CourseError(f"{where}: {key} is missing")
+    checked = {"depends": [], "part": 1, "points": 10, "hidden_points": 0, "hint_step": "", "hints": []} | entry
+    for key, kind in OWN_KEYS.items():
+        value = checked[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise CourseError(f"{where}: {key} has the wrong type ({value!r})")
+        if kind is list and not all(isinstance(item, str) for item in value):
+            raise CourseError(f"{where}: {key} must be a list of texts")
+    if not checked["functions"] or not all(f.isidentifier() for f in checked["functions"]):
+        raise CourseError(f"{where}: functions must name the module's public functions, not {checked['functions']!r}")
+    if checked["part"] < 1:
+        raise CourseError(f"{where}: part must be a positive whole number, not {checked['part']!r}")
+    for key in ("points", "hidden_points"):
+        checked[key] = _number(checked[key], f"{where}: {key}", quantum=QUANTUM)
+    return checked
 
 
 def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str, ...]],
@@ -272,6 +321,17 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
         An unknown exercise, a dependency left out, an unknown part: one line naming the setting.
     """
     path = course.file
+    own = tuple(entry["name"] for entry in course.own)
+    for name in own:
+        if name in names or own.count(name) > 1:
+            raise CourseError(f"{path}: [[exercise]] {name}: "
+                              + ("an exercise of the kit has that name" if name in names else "named twice"))
+        for needed in next(entry["depends"] for entry in course.own if entry["name"] == name):
+            if needed not in (*names, *own):
+                raise CourseError(f"{path}: [[exercise]] {name}: depends names {needed!r}, which is no exercise")
+    names = (*names, *own)
+    depends = depends | {entry["name"]: tuple(entry["depends"]) for entry in course.own}
+    parts = (*parts, *(str(entry["part"]) for entry in course.own))
     kept = course.exercises if course.exercises is not None else names
     for table, given in (("[course] exercises", kept), ("[points]", course.points),
                          ("[hidden_points]", course.hidden_points),
@@ -279,16 +339,9 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
         for name in given:
             if name not in names:
                 raise CourseError(f"{path}: {table} names {name!r}, which is not an exercise of the kit "
-                                  f"(the exercises are {', '.join(names)})")
-    for name in kept:
-        missing = [d for d in depends[name] if d not in kept]
-        if missing:
-            raise CourseError(f"{path}: [course] exercises keeps {name!r} but leaves out {missing[0]!r}, "
-                              f"which it depends on: add {missing[0]!r} back or drop {name!r} too")
-    for table, given in (("[points]", course.points), ("[hidden_points]", course.hidden_points)):
-        dropped = [name for name in given if name not in kept]
-        if dropped:
-            raise CourseError(f"{path}: {table} {dropped[0]} is set, but [course] exercises leaves it out")
+                                  f"nor of yours (the exercises are {', '.join(names)})")
+    # A dependency the course leaves out is not refused: it is given, served from the reference (given_exercises).
+    # [points] and [hidden_points] of an exercise the course leaves out are ignored: its points go with it.
     part = course.part
     if part is not None:
         part = part.strip().lower()
@@ -297,6 +350,26 @@ def overlay(course: Course, names: tuple[str, ...], depends: dict[str, tuple[str
             raise CourseError(f"{path}: [course] part must be one of {', '.join((*sorted(kept_parts), 'all'))}, "
                               f"not {course.part!r}")
     return tuple(name for name in names if name in kept), part
+
+
+def given_exercises(kept: tuple[str, ...], depends: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The exercises that ``kept`` depends on, directly or not, but leaves out: given, not assigned.
+
+    A course may keep any mix of exercises (Parts I and III, say). What its
+    exercises import and it leaves out is neither graded nor counted, and is
+    served from the reference when its exercises are graded (fair grading), as
+    a Part III course is served Parts I and II; a release gives it as working
+    code. ``depends`` is each exercise's direct dependencies (the manifest's
+    ``depends``); the order is that of ``depends``' keys (the kit's order).
+    """
+    seen: set[str] = set()
+    pending = [d for name in kept for d in depends.get(name, ())]
+    while pending:
+        current = pending.pop()
+        if current not in seen and current not in kept:
+            seen.add(current)
+            pending.extend(depends.get(current, ()))
+    return tuple(name for name in depends if name in seen)
 
 
 def limits() -> Limits:
@@ -341,6 +414,58 @@ def extra_hidden_tests() -> Path | None:
     if course is None or not course.hidden_tests.is_dir():
         return None
     return course.hidden_tests if any(course.hidden_tests.glob("test_*.py")) else None
+
+
+def own_data(name: str, kit_data: Path | None = None) -> Path | None:
+    """The file ``name`` of the own exercises' data (golden values, fingerprints), if any.
+
+    That of the active course's ``data/``; else, in a student's release, the copy
+    beside the kit's files in ``kit_data`` (``tests/data/course_NAME``).
+    """
+    folder = active_folder()
+    for path in (folder / DATA_FOLDER / name if folder is not None else None,
+                 kit_data / f"{RELEASED_PREFIX}{name}" if kit_data is not None else None):
+        if path is not None and path.is_file():
+            return path
+    return None
+
+
+def own_digests(course: Course) -> dict[str, str]:
+    """Each own exercise's name -> the digest of what its stub and data are derived from.
+
+    That is its reference, its public tests and its catalogue of mistakes.
+    """
+    import hashlib
+
+    digests = {}
+    for entry in course.own:
+        digest = hashlib.sha256()
+        name = entry["name"]
+        for path in (course.folder / REFERENCE_FOLDER / f"{name}.py", course.folder / TESTS_FOLDER / f"test_{name}.py",
+                     course.folder / CATALOGUE_FOLDER / f"{name}.toml"):
+            digest.update(f"\0{path.name}\0".encode() + (path.read_bytes() if path.is_file() else b"(missing)"))
+        digests[name] = digest.hexdigest()
+    return digests
+
+
+def stale_own_data() -> str | None:
+    """One line when an own exercise of the active course changed since ``course check`` derived its data; else None.
+
+    Its stub, its probes' reference outputs and its mistakes' fingerprints are
+    derived from its files: stale, they would grade a correct answer wrong.
+    """
+    course = active()
+    if course is None or not course.own:
+        return None
+    try:
+        recorded = json.loads((course.folder / DATA_FOLDER / OWN_INPUTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    changed = [name for name, digest in own_digests(course).items() if recorded.get(name) != digest]
+    if not changed:
+        return None
+    return (f"{course.folder}: your exercise {changed[0]} changed since its stub and data were derived from it: "
+            f"run `attention-kit course check --course {course.folder}`")
 
 
 def reference(kit_root: Path) -> Path | None:

@@ -94,6 +94,14 @@ class Exercise:
     function_reading: tuple[tuple[str, str], ...] = ()
     """``(function, section)`` pairs: the section of the reading of a function's idea, where it is not the
     exercise's first one (``reading``)."""
+    home: str = ""
+    """The course folder of an instructor's own exercise (``[[exercise]]`` of course.toml), whose ``tests/``,
+    ``solutions/``, ``hidden_tests/`` and ``mutants/`` hold its files; "" for the kit's own."""
+
+    @property
+    def test_path(self) -> Path:
+        """The graded test file: in the kit's data tree (:data:`ROOT`), or an own exercise's course folder."""
+        return (Path(self.home) if self.home else ROOT) / self.test_file
 
     def reading_of(self, function: str = "") -> str:
         """The anchor of the section of the reading that ``function``'s idea is in ("" when none is named)."""
@@ -114,6 +122,9 @@ class Curriculum:
     exercises: tuple[Exercise, ...]
     part: str = "all"  # the course's selection ([course] part): one of :attr:`parts`, or "all"
     dropped: tuple[str, ...] = ()  # exercises of the kit that the course folder leaves out (grader/course.py)
+    given_exercises: tuple[str, ...] = ()
+    """Exercises the course leaves out but keeps depend on (``grader.course.given_exercises``): in
+    :attr:`exercises` (looked up, served from the reference by fair grading), never in :meth:`selection`."""
 
     def selection(self, part: str | int | None = None) -> tuple[Exercise, ...]:
         """The exercises this course grades: of ``part``, else ``$ATTENTION_KIT_PART``, else ``[course] part``.
@@ -128,9 +139,10 @@ class Curriculum:
             If the part is neither a part of the manifest (:attr:`parts`) nor all.
         """
         chosen = parse_part(part if part is not None else os.environ.get(PART_ENV) or self.part, self.parts)
+        assigned = tuple(exercise for exercise in self.exercises if exercise.name not in self.given_exercises)
         if chosen == "all":
-            return self.exercises
-        return tuple(exercise for exercise in self.exercises if str(exercise.part) == chosen)
+            return assigned
+        return tuple(exercise for exercise in assigned if str(exercise.part) == chosen)
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -339,17 +351,31 @@ def _with_course(curriculum: Curriculum, course: course_folder.Course) -> Curric
 
     kept, part = course_folder.overlay(course, curriculum.names,
                                        {e.name: e.depends for e in curriculum.exercises}, curriculum.parts)
+    curriculum = dataclasses.replace(curriculum, exercises=(*curriculum.exercises, *own_exercises(curriculum, course)))
+    given = course_folder.given_exercises(kept, {e.name: e.depends for e in curriculum.exercises})
     exercises = tuple(
         dataclasses.replace(exercise, points=course.points.get(exercise.name, exercise.points),
                             hidden_points=course.hidden_points.get(exercise.name, exercise.hidden_points))
-        for exercise in curriculum.exercises if exercise.name in kept)
+        for exercise in curriculum.exercises if exercise.name in kept or exercise.name in given)
     chosen = part if part is not None else curriculum.part
-    if chosen != ALL_PARTS and chosen not in parts_of(exercises):
+    if chosen != ALL_PARTS and chosen not in parts_of(tuple(e for e in exercises if e.name in kept)):
         raise course_folder.CourseError(f"{course.file}: [course] part {chosen!r} keeps no exercise of "
                                         "[course] exercises")
     return Curriculum(title=course.title or curriculum.title, impl_package=curriculum.impl_package,
                       exercises=exercises, part=chosen,
-                      dropped=tuple(name for name in curriculum.names if name not in kept))
+                      dropped=tuple(name for name in curriculum.names if name not in kept and name not in given),
+                      given_exercises=given)
+
+
+def own_exercises(kit: Curriculum, course: course_folder.Course) -> tuple[Exercise, ...]:
+    """The instructor's own exercises of ``course`` (its ``[[exercise]]``), numbered after the kit's."""
+    return tuple(
+        Exercise(number=len(kit.exercises) + index, name=entry["name"], title=entry["title"],
+                 test_file=f"{course_folder.TESTS_FOLDER}/test_{entry['name']}.py",
+                 functions=tuple(entry["functions"]), depends=tuple(entry["depends"]), points=entry["points"],
+                 hidden_points=entry["hidden_points"], hints=tuple(entry["hints"]), part=entry["part"],
+                 hint_step=entry["hint_step"], home=str(course.folder))
+        for index, entry in enumerate(course.own, start=1))
 
 
 def _parse(path: Path) -> Curriculum:
@@ -379,4 +405,5 @@ def _parse(path: Path) -> Curriculum:
         impl_package=course.get("impl_package", "exercises"),
         exercises=exercises,
         part=parse_part(course.get("part", ALL_PARTS), parts_of(exercises)),
+        given_exercises=tuple(course.get("given_exercises", ())),  # a course's release: served, not assigned
     )

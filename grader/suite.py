@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import course, scoring
-from grader.curriculum import PACKAGE, ROOT, load
+from grader.curriculum import PACKAGE, load
 
 HIDDEN_DIR = PACKAGE / "hidden_tests"
 
@@ -116,7 +116,7 @@ def graded_suite(hidden: Path | list[Path] | None, exercises: list[str] | None =
     for exercise in load().exercises:
         if exercises and exercise.name not in exercises:
             continue
-        path = ROOT / exercise.test_file
+        path = exercise.test_path
         if path.is_file():
             visible.append(TestFile(str(path), exercise.name))
         else:

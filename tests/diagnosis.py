@@ -187,9 +187,20 @@ def fingerprint_key(mistake_id: str, probe: str, index: int) -> str:
     return f"{mistake_id}|{probe}|{index}"
 
 
-@functools.cache
 def load_fingerprints(path: Path = FINGERPRINT_FILE) -> tuple[KnownMistake, ...]:
-    """Read the known mistakes from ``path`` (empty when the file is missing)."""
+    """Read the known mistakes from ``path`` (empty when the file is missing).
+
+    The kit's file comes with those of the active course's own exercises (their
+    ``data/fingerprints.npz``, written by ``attention-kit course check``).
+    """
+    from grader import course
+
+    own = course.own_data(course.OWN_FINGERPRINTS, FINGERPRINT_FILE.parent) if path == FINGERPRINT_FILE else None
+    return _read_fingerprints(path) + (_read_fingerprints(own) if own is not None else ())
+
+
+@functools.cache
+def _read_fingerprints(path: Path) -> tuple[KnownMistake, ...]:
     if not Path(path).is_file():
         return ()
     with np.load(path, allow_pickle=False) as data:

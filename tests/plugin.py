@@ -242,7 +242,11 @@ def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[fail
     """``findings`` with the test's node id, its exercise and (where the manifest names one) its reading."""
     exercise = item.stash.get(EXERCISE, "")
     reading = _reading_link(item) if exercise and findings else ""
-    return [replace(failure, test=item.nodeid, exercise=exercise, reading=failure.reading or reading)
+    test = item.nodeid
+    if test.startswith("::") and exercise:  # outside the kit's tree: a course's own exercise's, named as released
+        own = load_curriculum().exercise(exercise)
+        test = f"{own.test_file}{test}" if Path(item.path) == own.test_path else test
+    return [replace(failure, test=test, exercise=exercise, reading=failure.reading or reading)
             for failure in findings]
 
 

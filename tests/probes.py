@@ -141,8 +141,8 @@ KIND_SUFFIX = "/#kind"  # golden key of a probe's result structure (see result_k
 
 def golden_kind(name: str) -> str | None:
     """The structure of the reference's result of probe ``name`` (None where the golden file has none)."""
-    value = _golden_file().get(name + KIND_SUFFIX)
-    return None if value is None else str(value)
+    where = _golden_keys().get(name + KIND_SUFFIX)
+    return None if where is None else str(_golden_array(where, name + KIND_SUFFIX))
 
 
 def golden_keys(name: str, count: int) -> list[str]:
@@ -150,44 +150,93 @@ def golden_keys(name: str, count: int) -> list[str]:
     return [name] if count == 1 else [f"{name}/{i}" for i in range(count)]
 
 
-@functools.cache
-def _golden_file() -> Any:
-    """The golden file, read once into memory; its arrays are decoded when a probe first asks for them."""
-    if not GOLDEN_FILE.is_file():
-        raise FileNotFoundError(f"{GOLDEN_FILE} is missing: run `python -m grader.authoring.golden` (instructors)")
-    return np.load(io.BytesIO(GOLDEN_FILE.read_bytes()), allow_pickle=False)  # an NpzFile: lazy, no open file
+def golden_files() -> tuple[Path, ...]:
+    """The golden files: the kit's, then that of the active course's own exercises (``grader/course.py``)."""
+    from grader import course
+
+    own = course.own_data(course.OWN_GOLDEN, GOLDEN_FILE.parent)
+    return (GOLDEN_FILE,) if own is None else (GOLDEN_FILE, own)
 
 
 @functools.cache
-def _golden_keys() -> frozenset[str]:
-    return frozenset(_golden_file().files)
+def _golden_file(path: Path = GOLDEN_FILE) -> Any:
+    """A golden file, read once into memory; its arrays are decoded when a probe first asks for them."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `python -m grader.authoring.golden` (instructors)")
+    return np.load(io.BytesIO(path.read_bytes()), allow_pickle=False)  # an NpzFile: lazy, no open file
+
+
+def _golden_keys() -> dict[str, Path]:
+    return _keys_of(golden_files())
 
 
 @functools.cache
-def _golden_array(key: str) -> np.ndarray:
-    return _golden_file()[key]
+def _keys_of(files: tuple[Path, ...]) -> dict[str, Path]:
+    """Each key of the golden files -> the file holding it (the kit's first)."""
+    found: dict[str, Path] = {}
+    for path in reversed(files):
+        found.update(dict.fromkeys(_golden_file(path).files, path))
+    return found
+
+
+@functools.cache
+def _golden_array(path: Path, key: str) -> np.ndarray:
+    return _golden_file(path)[key]
 
 
 def golden(name: str) -> np.ndarray | tuple[np.ndarray, ...]:
     """The reference output of probe ``name`` (a tuple for tuple results)."""
     keys = _golden_keys()
     if name in keys:
-        return _golden_array(name)
+        return _golden_array(keys[name], name)
     parts = []
     while f"{name}/{len(parts)}" in keys:
-        parts.append(_golden_array(f"{name}/{len(parts)}"))
+        parts.append(_golden_array(keys[f"{name}/{len(parts)}"], f"{name}/{len(parts)}"))
     if not parts:
-        raise KeyError(f"no golden value for probe {name}: run `python -m grader.authoring.golden`")
+        raise KeyError(f"no golden value for probe {name}: run `python -m grader.authoring.golden` "
+                       "(an exercise of your own: `attention-kit course check`)")
     return tuple(parts)
 
 
+def forget_other(path: Path, always: bool = False) -> None:
+    """Forget a test module named as ``path`` but imported from another file, and its probes.
+
+    An instructor's own test files are imported by their names (as pytest
+    imports them); one process that reads two course folders (``course check``
+    after ``course exercise new``, the kit's own tests) must not keep the first's.
+    ``always``: forget it even if it is that file (it may have been edited since).
+    """
+    import sys
+
+    module = sys.modules.get(path.stem)
+    if module is not None and (always or Path(getattr(module, "__file__", "") or "").resolve() != path.resolve()):
+        del sys.modules[path.stem]
+        for name in [name for name, entry in PROBES.items() if entry.build.__module__ == path.stem]:
+            del PROBES[name]
+
+
 def load_all_probes() -> dict[str, Probe]:
-    """Import every graded test file (probes are defined next to their tests)."""
+    """Import every graded test file (probes are defined next to their tests).
+
+    An instructor's own exercise's test file (in its course folder) is imported
+    as pytest imports it: by its name, from its folder put first on the path.
+    """
+    import sys
+
     from grader.curriculum import load
 
+    here = Path(__file__).parent
     for exercise in load().exercises:
-        if (Path(__file__).parent / Path(exercise.test_file).name).is_file():
-            importlib.import_module(f"tests.{Path(exercise.test_file).stem}")
+        path = exercise.test_path if exercise.home else here / Path(exercise.test_file).name
+        if not path.is_file():
+            continue
+        if path.parent == here:  # the kit's tests package (a course folder that is the kit's, a Gradescope bundle)
+            importlib.import_module(f"tests.{path.stem}")
+        else:
+            if str(path.parent) not in sys.path:
+                sys.path.insert(0, str(path.parent))
+            forget_other(path)
+            importlib.import_module(path.stem)
     return PROBES
 
 

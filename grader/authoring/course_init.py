@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from grader import course
+from grader.authoring import own_exercise
 from grader.curriculum import PACKAGE, ROOT, Curriculum, kit_manifest
 
 HIDDEN_README = """\
@@ -56,6 +57,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="your checkout of the kit, whose solutions/ and grader/hidden_tests/ are copied "
                            "(default: the running kit, when it is a checkout)")
     init.add_argument("--force", action="store_true", help="overwrite an existing course.toml")
+    where = {"default": None, "metavar": "DIR",
+             "help": "the course folder (default: $ATTENTION_KIT_COURSE, else the working folder's course.toml)"}
+    exercise = actions.add_parser("exercise", help="add an exercise of your own to the course folder",
+                                  description="Exercises of your own, in the course folder (never the kit).")
+    new = exercise.add_subparsers(dest="exercise_action", metavar="ACTION", required=True).add_parser(
+        "new", help="write a working example exercise (reference, tests, hidden tests, a mistake) and register it",
+        description="Write a working example exercise of your own into the course folder: its reference "
+                    "(solutions/NAME.py), public tests (tests/test_NAME.py), hidden tests, a catalogued mistake "
+                    "(mutants/NAME.toml); register it in course.toml; then check it (course check).")
+    new.add_argument("name", metavar="NAME", help="its name: its module NAME.py (lower case, digits, _)")
+    new.add_argument("--course", **where)
+    new.add_argument("--title", help="its title (default: from NAME)")
+    new.add_argument("--function", help="the example function's name (default: NAME)")
+    new.add_argument("--part", type=int, default=None, dest="exercise_part", metavar="N",  # not the selection's
+                     help="its part (default: the course's, else its last)")
+    new.add_argument("--points", type=float, default=10, help="its public tests' points (default: 10)")
+    new.add_argument("--hidden-points", type=float, default=2, help="its hidden tests' points (default: 2)")
+    check = actions.add_parser("check", help="prove every exercise: reference passes, stub fails, mistakes caught",
+                               description="Prove every exercise of the course (yours and the kit's): the reference "
+                                           "passes its public and hidden tests, the stub fails cleanly, every "
+                                           "catalogued mistake is caught; name what to fix otherwise (exit 1).")
+    check.add_argument("--course", **where)
+    check.add_argument("--exercise", action="append", default=[], metavar="NAME",
+                       help="only this exercise (repeatable)")
+    check.add_argument("--full", action="store_true",
+                       help="prove every exercise again, also those unchanged since the last check")
 
 
 def course_toml(curriculum: Curriculum) -> str:
@@ -73,8 +100,9 @@ def course_toml(curriculum: Curriculum) -> str:
         "[course]",
         f"title = {_quote(curriculum.title)}",
         f'part = "{curriculum.part}"  # {parts}: the part graded, listed and counted ("--part" overrides)',
-        "# The exercises of the course, in the kit's order. Delete a line to drop an exercise: its tests,",
-        "# hidden tests and points go with it. One another keeps depends on cannot be dropped alone.",
+        "# The exercises of the course, any mix of parts. Delete a line to drop an exercise: its tests,",
+        "# hidden tests and points go with it (its [points] lines below are then ignored). What a kept",
+        "# exercise needs and this list leaves out is given: served from the reference, neither graded nor counted.",
         "exercises = [",
     ]
     for exercise in curriculum.exercises:
@@ -182,8 +210,16 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
     except ValueError as error:
         echo(f"error: {error}")
         return 2
+    try:  # the instructor's own exercises stay: their tables in course.toml, their files in the copied folders
+        own = course.read(target.resolve()).own if (target / course.COURSE_FILE).exists() else ()
+    except course.CourseError:
+        own = ()
+    course.read.cache_clear()
+    text = course_toml(kit_manifest())
+    for entry in own:
+        text = own_exercise.registered(text, entry["name"], entry["title"], own_exercise.table_of(entry))
     private_folder(target / course.HIDDEN_FOLDER)
-    (target / course.COURSE_FILE).write_text(course_toml(kit_manifest()), encoding="utf-8")
+    (target / course.COURSE_FILE).write_text(text, encoding="utf-8")
     readme = target / course.HIDDEN_FOLDER / "README.md"
     if not readme.exists():
         readme.write_text(HIDDEN_README, encoding="utf-8")
@@ -198,8 +234,12 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
                                   (course.KIT_HIDDEN_FOLDER, hidden, "test_*.py"),
                                   (course.CATALOGUE_FOLDER, catalogue, "*.toml")):
         destination = target / name
-        if destination.exists():
+        if destination.exists() and not own:
             shutil.rmtree(destination)
+        elif destination.exists():  # the kit's files go, those of the instructor's own exercises stay
+            for path in destination.iterdir():
+                if path.is_file() and path.stem not in {entry["name"] for entry in own}:
+                    path.unlink()
         private_folder(destination)
         for path in sorted(origin.glob(pattern)):
             private_copy(path, destination / path.name)
@@ -212,5 +252,36 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit course``."""
-    return init(args.folder, args.kit, args.force, echo=lambda line: print(line, file=sys.stderr)
-                if line.startswith("error:") else print(line))
+    if args.course_action == "init":
+        return init(args.folder, args.kit, args.force, echo=lambda line: print(line, file=sys.stderr)
+                    if line.startswith("error:") else print(line))
+    folder = course.active_folder()  # activated from --course by the command line, as for every command
+    if folder is None:
+        print("error: --course DIR: no course folder given (nor $ATTENTION_KIT_COURSE, nor ./course.toml)",
+              file=sys.stderr)
+        return 2
+    from grader.authoring import course_check
+
+    if args.course_action == "check":
+        try:
+            return course_check.main_check(folder, tuple(args.exercise), args.full)
+        except ValueError as error:
+            print(f"error: --exercise: {error}", file=sys.stderr)
+            return 2
+    from grader.authoring import own_exercise
+
+    try:
+        new = own_exercise.plan(folder, args.name, title=args.title, function=args.function, part=args.exercise_part,
+                                points=args.points, hidden_points=args.hidden_points)
+        written = own_exercise.create(new)
+    except own_exercise.OwnExerciseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"Exercise {new.name} (part {new.part}), yours, in {folder}:")
+    for path in written:
+        print(f"  {'registered in' if path.name == course.COURSE_FILE else 'wrote'} {path.relative_to(folder)}")
+    status = course_check.main_check(folder, (new.name,))
+    print(f"Now make it yours: edit solutions/{new.name}.py, tests/test_{new.name}.py, "
+          f"hidden_tests/test_hidden_{new.name}.py, mutants/{new.name}.toml and its [[exercise]] in course.toml, "
+          f"then run `attention-kit course check --course {folder}` (docs/own-exercise.md).")
+    return status

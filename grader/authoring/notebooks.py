@@ -451,7 +451,8 @@ def _exercise_cells(builder: NotebookBuilder, exercise: Exercise, tests: list[Gr
     hidden = [t for t in tests if t.hidden]
     text = (
         "## Check your work\n\n"
-        f"Each cell below runs one test of the kit's graded suite (`{exercise.test_file}`) against the "
+        f"Each cell below runs one test of the {'course' if exercise.home else 'kit'}'s graded suite "
+        f"(`{exercise.test_file}`) against the "
         "functions you defined above, from the most basic property to the most subtle; fix the first "
         "failure first. A passing test prints `passed: <test>`.\n\n"
         "These cells are a practice aid only: they run in your kernel, and nothing they print counts. "

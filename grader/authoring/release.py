@@ -32,6 +32,7 @@ This module imports only the standard library.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -81,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
 
     if reference_dir() is None:  # the stubs are made from the reference: the instructor's own copy
         print(f"error: {course.no_reference(ROOT)}", file=sys.stderr)
+        return 2
+    if course.stale_own_data():  # an own exercise's stub, golden values and fingerprints ship: never stale ones
+        print(f"error: {course.stale_own_data()}", file=sys.stderr)
         return 2
     try:
         plan = plan_release()
@@ -180,11 +184,14 @@ def plan_release(root: Path | None = None) -> Plan:
     data_root = ROOT if root is None else Path(root)
     plan = Plan()
     selected = curriculum.selection()
+    kit_source, own = source, own_files(selected)  # an instructor's own exercise's files are its course folder's
+    source = lambda path: own.get(path) or kit_source(path)  # noqa: E731
     wanted = list(STUDENT_FILES) + [exercise.test_file for exercise in selected]
     missing = [path for path in wanted if not source(path).is_file()]
     if missing:
         raise ReleaseError(f"missing from the kit: {', '.join(missing)}")
     wanted += [path for path in OPTIONAL_FILES if source(path).is_file()]
+    wanted += [path for path in own if path not in wanted and source(path).is_file()]
     for path in wanted:
         plan.copies[path] = source(path)
 
@@ -235,6 +242,20 @@ def plan_release(root: Path | None = None) -> Plan:
     return plan
 
 
+def own_files(selected: tuple) -> dict[str, Path]:
+    """Release path -> course file, of the instructor's own exercises among ``selected``.
+
+    Their public tests, and their probes' reference outputs and mistakes'
+    fingerprints (beside the kit's, as ``tests/data/course_*``).
+    """
+    files = {exercise.test_file: exercise.test_path for exercise in selected if exercise.home}
+    if files:
+        data = Path(next(exercise.home for exercise in selected if exercise.home)) / course.DATA_FOLDER
+        files[f"tests/data/{course.RELEASED_PREFIX}{course.OWN_GOLDEN}"] = data / course.OWN_GOLDEN
+        files[f"tests/data/{course.RELEASED_PREFIX}{course.OWN_FINGERPRINTS}"] = data / course.OWN_FINGERPRINTS
+    return files
+
+
 def _reference_and_stubs(reference: Path, exercises: Path) -> tuple[dict[str, str], list[str]]:
     """The kit's reference modules (its exercises' and private helpers'), and every stub students may get.
 
@@ -243,9 +264,11 @@ def _reference_and_stubs(reference: Path, exercises: Path) -> tuple[dict[str, st
     the kit's ``exercises/`` folder.
     """
     from grader.authoring import sync
-    from grader.curriculum import kit_manifest
+    from grader.curriculum import kit_manifest, load
 
     kit = kit_manifest()
+    own = [e for e in load().exercises if e.home]  # an instructor's own exercises: their reference is a reference
+    kit = dataclasses.replace(kit, exercises=(*kit.exercises, *own))
     given = set(kit.given_modules)
     sources = {path.name: path.read_text(encoding="utf-8") for path in sorted(reference.glob("*.py"))
                if path.stem in {e.module_file.removesuffix(".py") for e in kit.exercises}

@@ -65,10 +65,25 @@ def manifest_for_course(text: str, curriculum: Any) -> str:
         if curriculum.dropped:  # the kit's numbers stay (those of the test files, and of `hint N`)
             chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\nnumber = {exercise.number}\n", 1)
         kept.append(chunk)
+    kept += [own_manifest_entry(exercise) for exercise in curriculum.exercises if exercise.home]
     result = manifest_with_part("".join(kept), curriculum.part)
+    if curriculum.given_exercises:  # needed by kept exercises, not assigned: the release's status agrees
+        given = json.dumps(list(curriculum.given_exercises))
+        result = result.replace("\n[course]\n", f"\n[course]\ngiven_exercises = {given}\n", 1)
     result = re.sub(r'(?m)^title\s*=.*$', lambda _: f"title = {json.dumps(curriculum.title)}", result, count=1)
     tomllib.loads(result)  # still valid TOML
     return result
+
+
+def own_manifest_entry(exercise: Any) -> str:
+    """The ``[[exercise]]`` table of an instructor's own exercise in a release's manifest (its files are there)."""
+    fields = {"number": exercise.number, "name": exercise.name, "title": exercise.title,
+              "test_file": exercise.test_file, "functions": list(exercise.functions),
+              "depends": list(exercise.depends), "part": exercise.part, "points": exercise.points,
+              "hidden_points": exercise.hidden_points, "hint_step": exercise.hint_step, "hints": list(exercise.hints)}
+    lines = [f"{key} = {_points(value) if isinstance(value, float) else json.dumps(value, ensure_ascii=False)}"
+             for key, value in fields.items()]
+    return "\n[[exercise]]\n" + "\n".join(lines) + "\n"
 
 
 def _points(value: float) -> str:

@@ -8,7 +8,8 @@ grade must therefore be in it:
 - every grade-deciding field of the batch's :class:`~grader.grading.records.Job`
   (those marked ``grade`` in ``grader.grading.records``: the budget, fairness,
   the isolation policy, the part, the suite's selection and points);
-- the content of the suite's test files, ``tests/`` (its helpers and data),
+- the content of the suite's test files, ``tests/`` (its helpers and data), the data of
+  a course's own exercises (their golden values and fingerprints),
   ``solutions/``, the manifest, the modules that turn outcomes into records,
   messages and scores, every file of ``grader/sandbox/`` (how student code
   is run and limited: a new file there is covered without a change here) and
@@ -25,6 +26,7 @@ import hashlib
 import tomllib
 from pathlib import Path
 
+from grader import course
 from grader.curriculum import PACKAGE, ROOT, reference_dir
 from grader.grading.records import Job, grade_deciding_fields
 from grader.sandbox.given import GIVEN_CODE
@@ -61,6 +63,8 @@ def fingerprinted_files(job: Job) -> list[Path]:
     files |= set((ROOT / "tests").glob("*.py")) | set((ROOT / "tests" / "data").glob("*"))
     files |= set((reference_dir() or ROOT / "solutions").glob("*.py"))  # the instructor's reference
     files |= {PACKAGE / "curriculum.toml", *(PACKAGE / "grading" / name for name in GRADING_MODULES)}
+    folder = course.active_folder()  # the golden values and fingerprints of the course's own exercises
+    files |= set((folder / course.DATA_FOLDER).glob("*.npz")) if folder is not None else set()
     # The whole sandbox: bytecode caches aside (they change with the interpreter, never the code).
     files |= {path for path in (PACKAGE / "sandbox").rglob("*")
               if "__pycache__" not in path.parts and path.suffix != ".pyc"}

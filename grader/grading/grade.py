@@ -565,6 +565,9 @@ def run(args: argparse.Namespace) -> int:
     if reference_dir() is None:  # the student-safe package: the reference is the instructor's own copy
         print(f"error: {course.no_reference(ROOT)}", file=sys.stderr)
         return 2
+    if course.stale_own_data():  # an own exercise's golden values and fingerprints are derived from its files
+        print(f"error: not graded: {course.stale_own_data()}", file=sys.stderr)
+        return 2
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2

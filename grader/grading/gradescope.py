@@ -49,7 +49,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from grader import scoring
-from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, reference_dir
+from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, load, reference_dir
 
 TEMPLATES = PACKAGE / "release_files" / "gradescope"
 
@@ -90,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
         from grader import course
 
         print(f"attention-kit gradescope: {course.no_reference(ROOT)}", file=sys.stderr)
+        return 2
+    from grader import course
+
+    if course.stale_own_data():  # an own exercise's golden values and fingerprints go in: never stale ones
+        print(f"attention-kit gradescope: {course.stale_own_data()}", file=sys.stderr)
         return 2
     names = build_bundle(zip_path)
     public, hidden = total_points()
@@ -150,6 +155,15 @@ def course_files() -> dict[str, Path]:
     extra = course.extra_hidden_tests()
     for path in sorted(extra.glob("test_*.py")) if extra else ():
         files[f"kit/{course.HIDDEN_FOLDER}/{path.name}"] = path
+    for name in (course.OWN_GOLDEN, course.OWN_FINGERPRINTS, course.OWN_INPUTS):  # the own exercises' data
+        if (active.folder / course.DATA_FOLDER / name).is_file():
+            files[f"kit/{course.DATA_FOLDER}/{name}"] = active.folder / course.DATA_FOLDER / name
+    own = [e for e in load().exercises if e.home]
+    for exercise in own:  # the own exercises' public tests
+        files[f"kit/{exercise.test_file}"] = exercise.test_path
+    if own:  # and their mistakes, which their data is derived from: the course's whole catalogue, as it is its own
+        for path in sorted((active.folder / course.CATALOGUE_FOLDER).glob("*.toml")):
+            files[f"kit/{course.CATALOGUE_FOLDER}/{path.name}"] = path
     kit_hidden = course.kit_hidden_tests(PACKAGE)
     if kit_hidden is not None and kit_hidden != PACKAGE / "hidden_tests":
         for path in sorted(kit_hidden.glob("test_*.py")):

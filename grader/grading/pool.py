@@ -99,6 +99,8 @@ class _Process:
         self.process = context.Process(target=_worker_main, args=(child, str(ROOT)), daemon=True)
         self.process.start()
         child.close()
+        # The process reads the course (and the part) from its environment once, at its start (grader.course).
+        self.environment = (os.environ.get("ATTENTION_KIT_COURSE"), os.environ.get("ATTENTION_KIT_PART"))
         self.job: Job | None = None
         self.progressed = False  # the job has finished a test
         self.progress_at = 0.0  # when the job started or last finished a test (time.monotonic)
@@ -195,6 +197,10 @@ def run_jobs(jobs: Iterable[Job], processes: int, stall: float) -> Iterator[tupl
     context = multiprocessing.get_context("spawn")
     # Idle processes of an earlier batch in this interpreter are reused: starting one costs
     # more CPU (interpreter, numpy, pytest, the test modules) than grading a student.
+    environment = (os.environ.get("ATTENTION_KIT_COURSE"), os.environ.get("ATTENTION_KIT_PART"))
+    for stale in [w for w in _IDLE if w.environment != environment]:  # another course's: its curriculum is not ours
+        _IDLE.remove(stale)
+        stale.stop(wait=1.0)
     workers = [w for w in _IDLE[:processes] if w.process.is_alive()]
     del _IDLE[:processes]
     attempts: dict[int, int] = {}  # id(job) -> stalls so far, for the job a process has

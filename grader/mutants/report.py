@@ -94,7 +94,8 @@ def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = Fal
         "-W", "ignore::RuntimeWarning",
         # Only the plugins the suite needs: auto-loaded plugins and the unraisable-exception
         # hook (a full garbage collection per session) cost more than the tests themselves.
-        "-p", "pytest_check.plugin", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
+        "-p", "pytest_check.plugin", "-p", "tests.plugin",  # the kit's conftest does not reach a course's own tests
+        "-p", "no:cacheprovider", "-p", "no:unraisableexception",
         "-p", "no:threadexception", "-p", "no:doctest", "-p", "no:junitxml", "-p", "no:pastebin",
         "-p", "no:logging", "-p", "no:setuponly", "-p", "no:setupplan", "-p", "no:stepwise",
         "-p", "no:faulthandler",
@@ -131,9 +132,9 @@ def run_mutant(mutant: Mutant, workdir: Path, *, first_failure_only: bool = Fals
         target = apply(mutant, Path(workdir) / mutant.id)
     except ValueError as error:
         return MutantResult(mutant, error=str(error))
-    test_file = ROOT / load_curriculum().exercise(mutant.exercise).test_file
+    test_file = load_curriculum().exercise(mutant.exercise).test_path
     if not test_file.is_file():
-        return MutantResult(mutant, error=f"{test_file.relative_to(ROOT)} does not exist yet")
+        return MutantResult(mutant, error=f"{load_curriculum().exercise(mutant.exercise).test_file} does not exist yet")
     run = run_tests(test_file, target, first_failure_only=first_failure_only)
     if run.exit_code not in (0, 1):  # 0: all passed, 1: some failed; anything else: pytest could not run
         last = run.output.strip().splitlines()[-3:]

@@ -138,6 +138,9 @@ def _quiet_pytest(arguments: list[str], plugin: Any) -> int:
 
 def run_test_file(path: str | Path, namespace: Mapping[str, Any]) -> dict[str, Outcome]:
     """Run one graded test file against the functions in ``namespace``; outcome per test name."""
+    from tests.probes import forget_other
+
+    forget_other(Path(path))  # a course's own test file, imported by its name: never another folder's
     recorder = _Recorder(NotebookImplementation(namespace))
     _quiet_pytest(_pytest_arguments([path]), recorder)
     if recorder.errors:
@@ -155,6 +158,9 @@ def collect_tests(path: str | Path) -> list[str]:
         def pytest_collection_finish(self, session: Any) -> None:
             self.names = [item.nodeid.split("::", 1)[-1] for item in session.items]
 
+    from tests.probes import forget_other
+
+    forget_other(Path(path))
     collector = Collector()
     _quiet_pytest(_pytest_arguments([path], ["--collect-only"]), collector)
     return collector.names
@@ -224,7 +230,7 @@ def check(exercise: str, test_name: str, namespace: Mapping[str, Any] | None = N
     AssertionError
         With the failure text of the graded suite (what, expected, observed, revisit) if the test fails.
     """
-    path = ROOT / load_curriculum().exercise(exercise).test_file
+    path = load_curriculum().exercise(exercise).test_path
     _report(exercise, test_name, path, _caller_namespace(namespace))
 
 

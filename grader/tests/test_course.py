@@ -106,8 +106,6 @@ def test_the_catalogue_is_the_course_folders_else_the_checkouts(tmp_path, monkey
 @pytest.mark.parametrize(("settings", "message"), [
     ('[course]\nexercises = ["softmax", "attentoin"]\n',
      "[course] exercises names 'attentoin', which is not an exercise of the kit"),
-    ('[course]\nexercises = ["attention", "masks"]\n',
-     "[course] exercises keeps 'attention' but leaves out 'softmax', which it depends on"),
     ("[points]\nsoftmax = 10.1\n", "[points] softmax must be a multiple of 0.0625"),
     ("[points]\nsoftmax = -1\n", "[points] softmax must be a number of at least 0"),
     ("[limits]\nsubmission_seconds = 0\n", "[limits] submission_seconds"),
@@ -115,7 +113,6 @@ def test_the_catalogue_is_the_course_folders_else_the_checkouts(tmp_path, monkey
     ("[limits]\nwall_seconds = 3\n", "unknown setting [limits] wall_seconds"),
     ('[hidden]\nvisibility = "sometimes"\n', "[hidden] visibility must be one of hidden, after_due_date"),
     ('[canvas]\nassignment_id = "12a"\n', "[canvas] assignment_id must be the number"),
-    ('[course]\nexercises = ["softmax"]\n[points]\nmasks = 5\n', "[points] masks is set, but [course] exercises"),
     ('[course]\npart = "9"\n', "[course] part must be one of 1, 2, 3, all"),
     ("[course\n", "not valid TOML"),
 ])
