@@ -19,7 +19,9 @@ from grader.suite import TestFile
 # The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
 _KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
 REFERENCE_ENTRY = "the kit's reference"
-KIT_REFERENCE = reference_dir() or ROOT / "solutions"  # what the kit's check grades (a seam for the tests)
+# What the kit's check grades: the course's reference (read when a batch plans its check: an earlier batch in this
+# process may have had another course), unless a test sets this seam.
+KIT_REFERENCE: Path | None = None
 
 
 def passed_store() -> Path:
@@ -66,7 +68,7 @@ def plan(suite: list[TestFile], job: Job, work: Path,
     from grader.grading import submissions as found
 
     (work / ".kit").mkdir(exist_ok=True)  # apart from the students' folders (a student may be called "reference")
-    reference = found.prepare(KIT_REFERENCE, work / ".kit", "reference")
+    reference = found.prepare(KIT_REFERENCE or reference_dir() or ROOT / "solutions", work / ".kit", "reference")
     import sys
 
     import numpy

@@ -134,7 +134,8 @@ def test_it_is_graded_with_its_feedback_and_its_mistake_diagnosed(own, tmp_path,
                                str(out), "--jobs", "1")
     assert status == 0, printed[-2000:] + err[-2000:]
     text = (out / "grades.csv").read_text(encoding="utf-8")
-    assert next(csv.reader(io.StringIO(text))) == ["student", "status", "score", "max_score", "softmax", NAME]
+    assert next(csv.reader(io.StringIO(text))) == ["student", "status", "score", "max_score", "softmax", NAME,
+                                                    "score_before", "adjustments", "days_late", "late_penalty"]
     rows = {row["student"]: row for row in csv.DictReader(io.StringIO(text))}
     assert float(rows["solved"]["score"]) == float(rows["solved"]["max_score"]) == 12 + 12  # 10 + 2 each
     assert float(rows["mistaken"][NAME]) < 12 and float(rows["mistaken"]["softmax"]) == 12
