@@ -220,6 +220,15 @@ def _dask_config() -> None:
                      "distributed.scheduler.allowed-failures": ALLOWED_FAILURES})
 
 
+def start_local(count: int) -> Any:
+    """A ``LocalCluster`` of ``count`` worker processes of one thread each, on the loopback, as the kit needs it."""
+    from distributed import LocalCluster
+
+    _dask_config()
+    return LocalCluster(n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=":0", silence_logs=40)  # logging.ERROR: a killed worker is ours to say
+
+
 def connect(address: str, template: Job, echo: Any = print) -> Engine:
     """Reach the cluster at ``address`` and check its workers against ``template``'s kit and course.
 
@@ -231,14 +240,13 @@ def connect(address: str, template: Job, echo: Any = print) -> Engine:
     scheduler, count = parse_address(address)
     try:
         _dask_config()
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise ClusterError("--cluster needs Dask: pip install -e \".[cluster]\"") from None
     cluster = None
     try:
         if count:
-            cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=40)  # logging.ERROR
+            cluster = start_local(count)
             scheduler = cluster.scheduler_address
         client = Client(scheduler, timeout=CONNECT_TIMEOUT)
     except Exception as error:  # noqa: BLE001 - whatever the network says, one line and nothing graded

@@ -92,7 +92,7 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 
 def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
-    """Copy every shard's students into ``out``; the rows of the whole class, in its order.
+    """Copy every shard's students into ``out`` and write its ``grades.csv``; the rows of the class, in its order.
 
     Raises
     ------
@@ -100,7 +100,7 @@ def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
         If the shards are of different kits, courses or classes, one is missing or repeated, a student has no
         results, or ``out`` is one of the shards.
     """
-    from grader.grading.report import atomic_write, read_results
+    from grader.grading.report import atomic_write, gradebook_csv, read_results
 
     manifests = [_manifest(folder) for folder in shards]
     first = manifests[0]
@@ -122,6 +122,11 @@ def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
     if missing:
         raise ShardError(f"--merge: shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: every "
                          "student is one row, so every shard is needed")
+    strays = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name not in first["class"]) \
+        if out.is_dir() else []
+    if strays:
+        raise ShardError(f"{out}: holds folders of students not in the shards' class ({', '.join(strays[:5])}): "
+                         "merge into a new folder")
     rows: dict[str, tuple[Path, dict[str, Any]]] = {}
     for folder, data in zip(shards, manifests, strict=True):
         for student in data["students"]:
@@ -133,4 +138,6 @@ def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
     for student, (folder, _) in rows.items():
         for name in ("feedback.md", "results.json"):  # results.json last: its presence marks the student done
             atomic_write(out / student / name, (folder / student / name).read_text(encoding="utf-8"))
-    return [rows[student][1] for student in first["class"] if student in rows]
+    merged = [rows[student][1] for student in first["class"] if student in rows]
+    atomic_write(out / "grades.csv", gradebook_csv(merged))  # the class's order, as one machine writes it
+    return merged
