@@ -212,12 +212,26 @@ def parse_address(address: str) -> tuple[str, int]:
     return address, 0
 
 
+# What the kit needs of Dask (docs/cluster.md gives them as a YAML file for the machines of a cluster of your own).
+DASK_SETTINGS = {
+    "distributed.worker.daemon": False,  # a worker starts the pool's grading processes
+    "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,  # a student's task is run again once, elsewhere
+    # Dask's own watchers, sized for tasks of milliseconds; ours take seconds. At their defaults (a stack sample
+    # every 10 ms, a health check every 20 ms, a system sample every 500 ms) they cost a LocalCluster of two
+    # workers about 0.12 core-s per second, more than grading (benchmarks/cluster_cost.py).
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 def _dask_config() -> None:
-    """What the kit needs of Dask in this process: workers that may start grading processes, one retry."""
+    """Set :data:`DASK_SETTINGS` in this process (and so in a ``local:N`` cluster's scheduler and workers)."""
     import dask
 
-    dask.config.set({"distributed.worker.daemon": False,  # a worker starts the pool's grading processes
-                     "distributed.scheduler.allowed-failures": ALLOWED_FAILURES})
+    dask.config.set(DASK_SETTINGS)
 
 
 def start_local(count: int) -> Any:
@@ -345,10 +359,10 @@ class Engine:
 
         try:
             result = future.result()
-        except KilledWorker as error:
-            return Result(error=f"grading this submission killed Dask workers {ALLOWED_FAILURES + 1} times "
-                                f"(KilledWorker, last {getattr(error, 'last_worker', None) or 'unknown'}); "
-                                "rerun to grade it again")
+        except KilledWorker as error:  # its workers died (killed, out of memory) while they had it, each time
+            last = getattr(error, "last_worker", None)
+            return Result(error=f"the Dask workers grading it died {ALLOWED_FAILURES + 1} times (KilledWorker, "
+                                f"last {getattr(last, 'address', last) or 'unknown'}); rerun to grade it again")
         except Exception as error:  # noqa: BLE001 - lost scheduler, cancelled task: one row, the batch goes on
             return Result(error=f"the Dask cluster did not grade this submission: {type(error).__name__}: "
                                 f"{str(error)[:300]}")
