@@ -35,7 +35,7 @@ BENCHMARKS = ROOT / "benchmarks"
 TABLE = re.compile(r"(<!-- benchmarks:begin -->\n)(.*?)(<!-- benchmarks:end -->)", re.S)
 FIGURE = re.compile(r"(<!-- benchmark:(?P<name>[\w-]+) -->)(.*?)(<!-- end benchmark -->)", re.S)
 # Documents under docs/ whose benchmark figures are generated too (the README includes some of them).
-DOCS_WITH_FIGURES = ("docs/jupyter.md",)
+DOCS_WITH_FIGURES = ("docs/jupyter.md", "docs/cluster.md")
 
 
 def measured(name: str) -> str:

@@ -5,12 +5,12 @@ the cluster (``tcp://host:8786``, or ``local:N`` for a ``LocalCluster`` of N
 worker processes on this machine) before anything is graded, and checks every
 worker: each prepares the kit once (``grader.grading.cluster_worker``, a
 worker plugin) and says the fingerprint of its kit and course
-(:func:`kit_fingerprint`); a worker whose fingerprint is not the batch's, or
+(``grader.grading.portable.kit_fingerprint``); a worker whose fingerprint is not the batch's, or
 that cannot isolate student code, is refused with one line. The
 :class:`Engine` it returns has the signature of ``pool.run_jobs``: jobs in,
 ``(Job, Result)`` records out, as each finishes.
 
-One task is one student: the job (its paths made portable, :func:`portable`)
+One task is one student: the job (its paths made portable, ``grader.grading.portable``)
 and the prepared submission's files cross to a worker as plain data; the
 worker grades it in its own pool of grading processes, under the same
 sandbox and limits as local grading, and sends back the plain
@@ -28,8 +28,6 @@ Dask is imported here only when a batch runs with ``--cluster`` (the extra ``[cl
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import itertools
 import os
 import uuid
@@ -37,6 +35,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from grader.grading.portable import convert_result, kit_fingerprint, local_text, portable, roots, submission_files
 from grader.grading.records import Job, Result
 
 LOCAL = "local:"
@@ -48,115 +47,10 @@ ALLOWED_FAILURES = 1
 # Tasks in flight per worker thread: enough to keep every worker busy, few enough that a class of 100,000 is not
 # all in the scheduler's memory at once.
 IN_FLIGHT = 4
-KIT, COURSE = "<kit>", "<course>"  # the roots a portable path starts with
 
 
 class ClusterError(Exception):
     """The cluster cannot grade this batch; the message is one line saying why."""
-
-
-# ---------------------------------------------------------------- portable records
-
-
-def roots() -> list[tuple[str, Path]]:
-    """The roots of this machine that paths are made portable against, longest first (a course inside the kit)."""
-    from grader import course
-    from grader.curriculum import ROOT
-
-    found = [(KIT, ROOT)]
-    folder = course.active_folder()
-    if folder is not None:
-        found.append((COURSE, folder))
-    return sorted(found, key=lambda pair: len(str(pair[1])), reverse=True)
-
-
-def portable_text(text: str, here: list[tuple[str, Path]]) -> str:
-    """``text`` with this machine's roots replaced by their names (``<kit>``, ``<course>``)."""
-    for name, root in here:
-        text = text.replace(str(root), name)
-    return text
-
-
-def local_text(text: str, here: list[tuple[str, Path]]) -> str:
-    """``text`` with the roots' names replaced by this machine's roots."""
-    for name, root in here:
-        text = text.replace(name, str(root))
-    return text
-
-
-def _map_strings(record: Any, convert: Any) -> Any:
-    """``record`` (a frozen dataclass) with every text field, and every text in a tuple field, converted."""
-    changes = {}
-    for field in dataclasses.fields(record):
-        value = getattr(record, field.name)
-        if isinstance(value, str):
-            changes[field.name] = convert(value)
-        elif isinstance(value, tuple) and all(isinstance(item, str) for item in value):
-            changes[field.name] = tuple(convert(item) for item in value)
-    return dataclasses.replace(record, **changes)
-
-
-def portable(job: Job, here: list[tuple[str, Path]] | None = None) -> Job:
-    """``job`` as it crosses to another machine: its test files named against the kit's and the course's roots."""
-    here = roots() if here is None else here
-
-    def convert(text: str) -> str:
-        return portable_text(text, here)
-
-    return dataclasses.replace(job, files=tuple(convert(f) for f in job.files),
-                               suite=tuple(_map_strings(f, convert) for f in job.suite))
-
-
-def localized(job: Job, here: list[tuple[str, Path]] | None = None, **changes: Any) -> Job:
-    """A portable ``job`` on this machine: its test files under this machine's roots (``changes`` applied)."""
-    here = roots() if here is None else here
-
-    def convert(text: str) -> str:
-        return local_text(text, here)
-
-    return dataclasses.replace(job, files=tuple(convert(f) for f in job.files),
-                               suite=tuple(_map_strings(f, convert) for f in job.suite), **changes)
-
-
-def convert_result(result: Result, convert: Any) -> Result:
-    """``result`` with ``convert`` applied to each record's test file and id (which test, so which points).
-
-    Messages are left as they are: the recorder already took the grader's paths out of them, and a student's
-    output that happens to hold a root's name must not be turned into a path of the batch's machine.
-    """
-    return dataclasses.replace(result, records=tuple(
-        dataclasses.replace(record, file=convert(record.file), nodeid=convert(record.nodeid))
-        for record in result.records))
-
-
-def submission_files(folder: str) -> tuple[tuple[str, bytes], ...]:
-    """The prepared submission's regular files, ``(relative path, content)``: what a worker grades."""
-    base = Path(folder)
-    files = []
-    for path in sorted(base.rglob("*")):
-        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts:
-            files.append((path.relative_to(base).as_posix(), path.read_bytes()))
-    return tuple(files)
-
-
-def kit_fingerprint(template: Job) -> str:
-    """The fingerprint of the kit and course a batch grades with, the same on every machine that holds them.
-
-    ``grader.grading.fingerprint.suite_fingerprint`` hashes the same things (the grade-deciding options, the
-    content of the tests, the reference, the sandbox, the grading modules), but names files as this machine's
-    paths; here they are named against the kit's and the course's roots, so that workers whose checkout lies
-    elsewhere still compare equal, and shards graded on different machines merge.
-    """
-    from grader.grading.fingerprint import fingerprinted_files, grade_deciding, kit_version
-    from grader.grading.report import RESULTS_FORMAT
-
-    here = roots()
-    digest = hashlib.sha256(f"{kit_version()}|{RESULTS_FORMAT}".encode())
-    digest.update(repr(sorted(grade_deciding(portable(template, here)).items())).encode())
-    for path in fingerprinted_files(template):
-        digest.update(portable_text(str(path), here).encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- the command

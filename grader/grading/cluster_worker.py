@@ -30,7 +30,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from grader.grading.cluster import convert_result, kit_fingerprint, localized, portable_text, roots
+from grader.grading.portable import convert_result, kit_fingerprint, localized, portable_text, roots
 from grader.grading.records import Job, Result
 
 PLUGIN = "attention-kit"

@@ -11,7 +11,7 @@ in slice ``1 + sha256(student id) mod N``, whatever the machine, the order of
 the folder or the other students (two entries that share an id share a slice,
 so both are refused as on one machine). Each shard writes ``OUT-I/shard.json``:
 its index, the whole class in order, its students, and the fingerprint of its
-kit and course (``grader.grading.cluster.kit_fingerprint``, the same on every
+kit and course (``grader.grading.portable.kit_fingerprint``, the same on every
 machine holding them). ``attention-kit export OUT --merge OUT-1 ... OUT-N``
 copies every shard's students into OUT and writes one gradebook, in the
 class's order: the same ``grades.csv`` as one machine grading the whole class.
@@ -62,7 +62,7 @@ def shard_entries(entries: list[tuple[str, Path]], shard: tuple[int, int] | None
     """The entries ``grade --shard I/N`` grades (all without ``shard``); writes ``out/shard.json`` first."""
     if shard is None:
         return entries
-    from grader.grading.cluster import kit_fingerprint
+    from grader.grading.portable import kit_fingerprint
 
     chosen = select(entries, *shard)
     write_manifest(out, *shard, [student for student, _ in entries], [student for student, _ in chosen],

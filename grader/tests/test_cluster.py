@@ -21,7 +21,7 @@ import pytest
 from grader.cli import main as cli
 from grader.curriculum import PART_ENV, ROOT
 from grader.grading import cluster as engine_module
-from grader.grading import cluster_worker
+from grader.grading import cluster_worker, portable
 from grader.grading.grade import grade_batch
 from grader.grading.samples import break_syntax
 from grader.mutants import apply, load_catalogue
@@ -273,13 +273,12 @@ def test_portable_jobs_and_results_map_between_machines_with_different_checkouts
     worker = [("<kit>", Path("/home/w/kit"))]
     job = Job(student="s", folder="/tmp/x", files=("/srv/kit/tests/test_01_softmax.py",),
               suite=(SuiteFile("/srv/kit/tests/test_01_softmax.py", "softmax"),))
-    there = engine_module.localized(engine_module.portable(job, batch), worker)
+    there = portable.localized(portable.portable(job, batch), worker)
     assert there.files == ("/home/w/kit/tests/test_01_softmax.py",)
     assert there.suite[0].path == "/home/w/kit/tests/test_01_softmax.py"
     result = Result(records=(TestRecord(nodeid="/home/w/kit/tests/t.py::a", file="/home/w/kit/tests/t.py",
                                         exercise="softmax", message="printed /home/w/kit"),))
-    back = engine_module.convert_result(
-        engine_module.convert_result(result, lambda t: engine_module.portable_text(t, worker)),
-        lambda t: engine_module.local_text(t, batch))
+    back = portable.convert_result(portable.convert_result(result, lambda t: portable.portable_text(t, worker)),
+                                   lambda t: portable.local_text(t, batch))
     assert back.records[0].file == "/srv/kit/tests/t.py" and back.records[0].nodeid == "/srv/kit/tests/t.py::a"
     assert back.records[0].message == "printed /home/w/kit"  # messages are the student's: never rewritten
