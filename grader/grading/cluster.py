@@ -19,15 +19,16 @@ files (atomically, as it does for local grading), so a task run twice or a
 worker killed half way can neither write a row twice nor half a row.
 
 Faults: a worker that dies has its task graded again on another worker, once
-(the scheduler's ``allowed-failures``, 1 on a ``local:N`` cluster; docs/cluster.md
-says how to set it on a scheduler of your own); a student whose grading kills
-workers again ends ``not graded: ...`` with the reason, and the batch goes on.
+(the scheduler's ``allowed-failures``, which the batch sets to
+:data:`ALLOWED_FAILURES`); a student whose workers die again ends
+``not graded: ...`` with the reason, and the batch goes on.
 
 Dask is imported here only when a batch runs with ``--cluster`` (the extra ``[cluster]``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import uuid
@@ -202,6 +203,8 @@ class Engine:
         plugin = cluster_worker.KitPlugin(self.fingerprint, portable(self.template),
                                           str(folder) if folder else None, os.environ.get(PART_ENV, ""))
         self.client.register_plugin(plugin, name=cluster_worker.PLUGIN)
+        with contextlib.suppress(Exception):  # a scheduler of your own: graded again once, as on local:N
+            self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES)
         verdicts = self.client.run(cluster_worker.verdict)
         refused = {worker: why for worker, why in verdicts.items() if why}
         for worker, why in refused.items():
@@ -254,8 +257,8 @@ class Engine:
         try:
             result = future.result()
         except KilledWorker as error:  # its workers died (killed, out of memory) while they had it, each time
-            last = getattr(error, "last_worker", None)
-            return Result(error=f"the Dask workers grading it died {ALLOWED_FAILURES + 1} times (KilledWorker, "
+            last, times = getattr(error, "last_worker", None), getattr(error, "allowed_failures", ALLOWED_FAILURES) + 1
+            return Result(error=f"the Dask workers grading it died {times} times (KilledWorker, "
                                 f"last {getattr(last, 'address', last) or 'unknown'}); rerun to grade it again")
         except Exception as error:  # noqa: BLE001 - lost scheduler, cancelled task: one row, the batch goes on
             return Result(error=f"the Dask cluster did not grade this submission: {type(error).__name__}: "
@@ -266,10 +269,13 @@ class Engine:
 
     def close(self) -> None:
         """Leave the cluster (and stop it, if it is this batch's ``local:N``)."""
-        import contextlib
-
         with contextlib.suppress(Exception):
             self.client.close()
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.close()
+
+
+def _allow_failures(dask_scheduler: Any, count: int) -> None:
+    """On the scheduler: a task may be part of ``count`` worker deaths before it fails (KilledWorker)."""
+    dask_scheduler.allowed_failures = count

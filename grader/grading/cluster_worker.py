@@ -124,8 +124,11 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
     plugin = worker.plugins.get(PLUGIN)
     why = "the kit's plugin is not set up" if plugin is None else plugin.refused
     if why is None and plugin.fingerprint != fingerprint:
-        why = "it holds another batch's kit"
+        why = "it holds another batch's kit (one `grade --cluster` at a time per cluster)"
     if why is not None:
+        if plugin is not None and plugin.refused is not None:  # joined after the batch's check: it leaves now
+            worker.loop.add_callback(worker.close, nanny=True, executor_wait=False,
+                                     reason=f"attention-kit: refused: {why}"[:200])
         return Result(error=f"Dask worker {worker.address} refused: {why}")
     here = roots()
     with _ONE_AT_A_TIME:
