@@ -119,7 +119,13 @@ DASK_SETTINGS = {
     "distributed.admin.system-monitor.interval": "5s",
     "distributed.admin.system-monitor.gil.enabled": False,
     "distributed.worker.memory.monitor-interval": "1s",
+    # A nanny sets these in its worker's environment (one BLAS thread, an eager malloc trim), which the grading
+    # processes would inherit: grading then costs about a third more CPU than on this machine. None here; and
+    # every worker takes this machine's values of ENVIRONMENT (grader.grading.cluster_worker.KitPlugin).
+    "distributed.nanny.pre-spawn-environ": {},
 }
+# What a worker's grading processes must share with local grading: how numpy's threads and malloc behave.
+ENVIRONMENT = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def _dask_config() -> None:
@@ -201,7 +207,8 @@ class Engine:
                                f"{CONNECT_TIMEOUT:g} s: start some with `dask worker {self.address}`") from None
         folder = course.active_folder()
         plugin = cluster_worker.KitPlugin(self.fingerprint, portable(self.template),
-                                          str(folder) if folder else None, os.environ.get(PART_ENV, ""))
+                                          str(folder) if folder else None, os.environ.get(PART_ENV, ""),
+                                          {name: os.environ.get(name) for name in ENVIRONMENT})
         self.client.register_plugin(plugin, name=cluster_worker.PLUGIN)
         with contextlib.suppress(Exception):  # a scheduler of your own: graded again once, as on local:N
             self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES)

@@ -42,8 +42,10 @@ _ONE_AT_A_TIME = threading.Lock()
 class KitPlugin(WorkerPlugin):
     """The batch's kit and course, prepared and checked once per worker."""
 
-    def __init__(self, fingerprint: str, template: Job, course: str | None, part: str) -> None:
+    def __init__(self, fingerprint: str, template: Job, course: str | None, part: str,
+                 environment: dict[str, str | None]) -> None:
         self.fingerprint, self.template, self.course, self.part = fingerprint, template, course, part
+        self.environment = environment  # the batch's values of grader.grading.cluster.ENVIRONMENT
         self.refused: str | None = "not set up"
         self.scratch = ""
 
@@ -73,6 +75,11 @@ class KitPlugin(WorkerPlugin):
             course.activate(folder)
         if self.part:
             os.environ[PART_ENV] = self.part
+        for name, value in self.environment.items():  # numpy's threads and malloc as in local grading
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         make_importable()
         if reference_dir() is None:
             return "no reference solutions here (grade from a checkout, or give the worker the course folder)"
