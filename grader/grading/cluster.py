@@ -234,6 +234,9 @@ class Engine:
         window = max(1, IN_FLIGHT * sum(self.client.nthreads().values()))
         futures: dict[Any, Job] = {}
         completed = as_completed()
+        # A worker's death counts against every task it held, the student beside the one that killed it too (and
+        # the kit's check): a KilledWorker is graded once more on its own, and only a second one ends the row.
+        again: set[int] = set()
 
         def submit(job: Job) -> None:
             future = self.client.submit(self.task, portable(job, here), submission_files(job.folder),
@@ -247,8 +250,13 @@ class Engine:
         try:
             for future in completed:
                 job = futures.pop(future)
+                killed = future.status == "error" and type(future.exception()).__name__ == "KilledWorker"
                 result = self._result(future, here)
                 future.release()
+                if killed and id(job) not in again:
+                    again.add(id(job))
+                    submit(job)
+                    continue
                 for following in itertools.islice(pending, 1):
                     submit(following)
                 yield job, result
@@ -265,7 +273,7 @@ class Engine:
             result = future.result()
         except KilledWorker as error:  # its workers died (killed, out of memory) while they had it, each time
             last, times = getattr(error, "last_worker", None), getattr(error, "allowed_failures", ALLOWED_FAILURES) + 1
-            return Result(error=f"the Dask workers grading it died {times} times (KilledWorker, "
+            return Result(error=f"the Dask workers grading it died {times} times, twice over (KilledWorker, "
                                 f"last {getattr(last, 'address', last) or 'unknown'}); rerun to grade it again")
         except Exception as error:  # noqa: BLE001 - lost scheduler, cancelled task: one row, the batch goes on
             return Result(error=f"the Dask cluster did not grade this submission: {type(error).__name__}: "

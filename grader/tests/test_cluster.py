@@ -164,14 +164,17 @@ def killing_task(job, files, fingerprint, stall):
 
 
 def test_a_student_that_kills_workers_again_is_not_graded_and_the_batch_goes_on(tmp_path, monkeypatch):
-    folder = make_class(tmp_path / "submissions", ["softmax"], extra=("crasher",))
+    folder = tmp_path / "submissions"  # two students: the test's cost is the workers' restarts
+    for name in ("correct", "crasher"):
+        copy_reference(folder / name)
     monkeypatch.setattr(cluster_worker, "grade_on_worker", killing_task)
     lines: list[str] = []
     status = grade_batch(folder, tmp_path / "out", exercises=["softmax"], echo=quiet(lines), hidden=None,
                          cluster="local:2")
     assert status == 1
     crasher = json.loads((tmp_path / "out" / "crasher" / "results.json").read_text())
-    assert crasher["extra_data"]["status"].startswith("not graded: the Dask workers grading it died 2 times")
+    status_line = crasher["extra_data"]["status"]
+    assert status_line.startswith("not graded: the Dask workers grading it died 2 times, twice over"), status_line
     assert all("score" not in test for test in crasher["tests"])  # no score, never a zero
     correct = json.loads((tmp_path / "out" / "correct" / "results.json").read_text())
     assert correct["extra_data"]["status"] == "ok" and correct["score"] == correct["extra_data"]["max_score"]
