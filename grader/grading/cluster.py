@@ -20,8 +20,9 @@ worker killed half way can neither write a row twice nor half a row.
 
 Faults: a worker that dies has its task graded again on another worker, once
 (the scheduler's ``allowed-failures``, which the batch sets to
-:data:`ALLOWED_FAILURES`); a student whose workers die again ends
-``not graded: ...`` with the reason, and the batch goes on.
+:data:`ALLOWED_FAILURES`); a student whose workers die again (KilledWorker) is
+graded once more on its own (a death counts against every task the worker held),
+and a second time ends ``not graded: ...`` with the reason; the batch goes on.
 
 Dask is imported here only when a batch runs with ``--cluster`` (the extra ``[cluster]``).
 """
