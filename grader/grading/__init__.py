@@ -16,6 +16,8 @@ scores and writes ``grades.csv``, ``results.json`` and ``feedback.md``;
 ``gradescope`` builds the Gradescope bundle and is its runner; ``export``
 writes the LMS gradebooks (a roster, Canvas's import CSV, the long CSV);
 ``samples`` makes the bundled sample class;
+past one machine, ``cluster`` grades the batch on a Dask cluster (``cluster_worker`` is what runs on each worker,
+``portable`` the jobs and results as they cross between machines) and ``shard`` grades a slice and merges slices;
 ``similarity`` compares the students' modules with each other and with the reference (copydetect, as text);
 ``nbgrader_cells`` and ``nbgrader_autograde`` are the steps nbgrader's autograde uses in the courses
 ``attention-kit notebooks`` builds (the second grades the answer cells in the sandbox instead of a kernel).

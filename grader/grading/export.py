@@ -5,6 +5,7 @@
     attention-kit export GRADES --roster roster.csv              # GRADES/canvas.csv and GRADES/grades-long.csv
     attention-kit export GRADES --roster roster.csv --per-exercise   # one Canvas column per exercise
     attention-kit export GRADES --published       # grades published: feedback.md shows the hidden tests too
+    attention-kit export GRADES --merge OUT-1 OUT-2   # the shards of `grade --shard I/N` into one gradebook
 
 ``GRADES`` is the ``--out`` folder of ``attention-kit grade``; everything is read
 from its per-student ``results.json`` files, so an export can be redone at any
@@ -59,6 +60,7 @@ from grader.grading.roster import (  # noqa: F401 - the command's API, kept wher
     unmatched_report,
 )
 from grader.grading.rows import StudentRow
+from grader.grading.shard import ShardError, merge
 
 
 def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, per_exercise: bool | None = None,
@@ -92,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "'Name (ID)', as Canvas's own export names it)")
     parser.add_argument("--canvas-assignment-name", dest="assignment_name", default=None, metavar="NAME",
                         help="the Canvas assignment's name (default: the course title)")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, metavar="SHARD",
+                        help="first merge the --out folders of `attention-kit grade --shard I/N` into GRADES (one "
+                             "grades.csv; shards of different kits, courses or classes are refused)")
     parser.add_argument("--published", action="store_true",
                         help="grades are published: rewrite every feedback.md with the failed hidden tests' names "
                              "and messages")
@@ -103,9 +108,11 @@ def run(args: argparse.Namespace) -> int:
         if args.roster is None and (args.assignment_id or args.assignment_name):
             raise ExportError("--canvas-assignment-id/--canvas-assignment-name go into canvas.csv, which needs "
                               "--roster CSV")
+        if args.merge:  # the shards' students copied into GRADES, and its grades.csv (grader.grading.shard)
+            merge(args.grades, args.merge)
         written = export(args.grades, read_graded(args.grades), args.roster, per_exercise=args.per_exercise or None,
                          assignment_id=args.assignment_id, assignment_name=args.assignment_name)
-    except ExportError as error:
+    except (ExportError, ShardError) as error:
         print(f"attention-kit export: {error}", file=sys.stderr)
         return 2
     if args.published:

@@ -2,7 +2,7 @@
 
 ::
 
-    attention-kit grade SUBMISSIONS --out OUT [--jobs N] [--force] [--no-fair] [--hidden DIR]
+    attention-kit grade SUBMISSIONS --out OUT [--jobs N] [--force] [--no-fair] [--hidden DIR] [--cluster ADDRESS]
     attention-kit grade                 # grades bundled sample submissions
 
 This module is the command (``add_arguments``, ``run``) and the batch
@@ -12,8 +12,7 @@ each, and the process each runs in:
 - ``submissions`` (this process): finds and statically checks each submission;
 - ``records``: the typed records that cross between the parts (a ``Job`` per
   student, a ``TestRecord`` per test, a ``Result``);
-- ``fingerprint`` (this process): what decides whether a finished student is
-  regraded;
+- ``fingerprint`` (this process): what decides whether a student is regraded;
 - ``kit_check`` (this process): the kit's own check, the reference graded
   beside the students, and its verdict;
 - ``pool`` (this process, and the grading processes it starts): long-lived
@@ -82,8 +81,10 @@ from typing import Any
 
 from grader import course
 from grader.curriculum import PART_ENV, ROOT, make_importable, parse_part, reference_dir
+from grader.grading.cluster import add_engine_arguments, connect_cluster
 from grader.grading.progress import progress_display
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, TestRecord, suite_files
+from grader.grading.shard import parse_shard, shard_entries
 from grader.grading.term_stage import check_inputs, load_inputs
 from grader.suite import graded_suite, hidden_folders
 
@@ -155,6 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--container", dest="isolation", action="store_const", const="container",
                         help="this machine is a throw-away container holding one submission (the Gradescope runner): "
                              "without namespaces, the container is the isolation")
+    add_engine_arguments(parser)  # --cluster ADDRESS, --shard I/N
 
 
 # ---------------------------------------------------------------- the batch
@@ -179,6 +181,8 @@ def grade_batch(
     only: list[str] | None = None,
     times: Path | None = None,
     adjustments: Path | None = None,
+    cluster: str | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> int:
     """Grade every submission in ``submissions`` into ``out``; returns the exit status.
 
@@ -232,12 +236,15 @@ def grade_batch(
     template = Job(student="", folder="", files=(), suite=suite_files(suite), fair=fair, policy=isolation,
                    budget=budget, call_budget=call_budget, memory=memory, course=course.settings(),
                    part=_graded_part(), scratch=str(scratch))
+    entries = shard_entries(entries, shard, out, template, echo)  # --shard I/N: this slice, and OUT/shard.json
     try:
+        if (engine := connect_cluster(cluster, template, echo)) is None:  # the pool's run_jobs without --cluster
+            return 2  # the cluster cannot be reached, or refused every worker: said in one line, nobody graded
         batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
         batch.only = set(only or ())
         with progress_display(len(entries)) as progress:
             batch.progress = progress
-            batch.grade(entries, work, processes=jobs or os.cpu_count() or 1, timeout=timeout)
+            batch.grade(entries, work, processes=jobs or os.cpu_count() or 1, timeout=timeout, engine=engine)
         batch.say_verdict(echo)
         rows = batch.rows([student for student, _ in entries])
         written, final = write_gradebooks(out, rows, roster, inputs, echo)
@@ -358,14 +365,15 @@ class _Batch:
         self.canary: Job | None = None
         self.kit_key = ""
 
-    def grade(self, entries: list[tuple[str, Path]], work: Path, processes: int, timeout: float) -> None:
-        """Grade ``entries`` (prepared into ``work``) in ``processes`` grading processes."""
+    def grade(self, entries: list[tuple[str, Path]], work: Path, processes: int, timeout: float,
+              engine: Any = None) -> None:
+        """Grade ``entries`` (prepared into ``work``) in ``processes`` grading processes (or on ``engine``)."""
         from grader.grading import kit_check
         from grader.grading.pool import run_jobs
 
         held: list[tuple[Job, Result]] = []
         jobs = list(self.feed(entries, work))  # every student prepared (and the kit's check first) before any runs
-        stream = run_jobs(jobs, processes, timeout)
+        stream = (engine or run_jobs)(jobs, processes, timeout)
         try:
             for job, result in stream:
                 if result.interrupted:
@@ -495,13 +503,6 @@ def _calls_status(stats: dict[str, int]) -> str:
     return f"{bad} of {total} calls timed out or crashed ({parts})"
 
 
-def _argument_problem(submissions: Path) -> str | None:
-    """Why SUBMISSIONS cannot be graded (missing, or a stray file), or None."""
-    from grader.grading.submissions import argument_problem
-
-    return argument_problem(submissions)
-
-
 def student_status(submission: Any, result: Result, records: tuple[TestRecord, ...]) -> str:
     """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems."""
     from grader.grading.report import import_failures
@@ -585,6 +586,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     samples = None
+    from grader.grading.submissions import argument_problem  # why SUBMISSIONS cannot be graded, or None
     try:
         submissions = args.submissions
         if submissions is None:
@@ -593,7 +595,7 @@ def run(args: argparse.Namespace) -> int:
             samples = Path(tempfile.mkdtemp(prefix="attention-kit-samples-"))
             make_samples(samples)
             print(f"No SUBMISSIONS given: grading the bundled sample submissions ({samples}).")
-        elif (problem := _argument_problem(submissions)) is not None:  # missing, or a stray file
+        elif (problem := argument_problem(submissions)) is not None:  # missing, or a stray file
             print(f"error: {problem}", file=sys.stderr)
             return 2
         if args.budget <= 0 or args.timeout <= 0 or args.call_budget <= 0 or args.memory < 64:
@@ -604,7 +606,8 @@ def run(args: argparse.Namespace) -> int:
                            hidden=hidden, timeout=args.timeout, budget=args.budget,
                            call_budget=args.call_budget, memory=args.memory, isolation=args.isolation,
                            exercises=args.exercises, roster=args.roster, only=args.only, times=args.times,
-                           adjustments=args.adjustments)
+                           adjustments=args.adjustments, cluster=args.cluster,
+                           shard=parse_shard(args.shard) if args.shard else None)
     except KeyboardInterrupt:
         print("\ninterrupted: finished students are saved; rerun the same command to continue "
               "(the gradebook was not changed)", file=sys.stderr)

@@ -1,0 +1,297 @@
+"""``attention-kit grade --cluster ADDRESS``: the batch's students graded on a Dask distributed cluster.
+
+Run by: the batch's process (``grader.grading.grade``). :func:`connect` reaches
+the cluster (``tcp://host:8786``, or ``local:N`` for a ``LocalCluster`` of N
+worker processes on this machine) before anything is graded, and checks every
+worker: each prepares the kit once (``grader.grading.cluster_worker``, a
+worker plugin) and says the fingerprint of its kit and course
+(``grader.grading.portable.kit_fingerprint``); a worker whose fingerprint is not the batch's, or
+that cannot isolate student code, is refused with one line. The
+:class:`Engine` it returns has the signature of ``pool.run_jobs``: jobs in,
+``(Job, Result)`` records out, as each finishes.
+
+One task is one student: the job (its paths made portable, ``grader.grading.portable``)
+and the prepared submission's files cross to a worker as plain data; the
+worker grades it in its own pool of grading processes, under the same
+sandbox and limits as local grading, and sends back the plain
+:class:`~grader.grading.records.Result`. Only the batch's process writes
+files (atomically, as it does for local grading), so a task run twice or a
+worker killed half way can neither write a row twice nor half a row.
+
+Faults: a worker that dies has its task graded again on another worker, once
+(the scheduler's ``allowed-failures``, which the batch sets to
+:data:`ALLOWED_FAILURES`); a student whose workers die again (KilledWorker) is
+graded once more on its own (a death counts against every task the worker held),
+and a second time ends ``not graded: ...`` with the reason; the batch goes on.
+
+Dask is imported here only when a batch runs with ``--cluster`` (the extra ``[cluster]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from grader.grading.portable import convert_result, kit_fingerprint, local_text, portable, roots, submission_files
+from grader.grading.records import Job, Result
+
+LOCAL = "local:"
+# Seconds to reach the scheduler, and then for a first worker to be there.
+CONNECT_TIMEOUT = 20.0
+# How many worker deaths a student's task may be part of before it is not graded: the first death grades it
+# again elsewhere, the second ends it (the scheduler's distributed.scheduler.allowed-failures).
+ALLOWED_FAILURES = 1
+# Tasks in flight per worker thread: enough to keep every worker busy, few enough that a class of 100,000 is not
+# all in the scheduler's memory at once.
+IN_FLIGHT = 4
+
+
+class ClusterError(Exception):
+    """The cluster cannot grade this batch; the message is one line saying why."""
+
+
+# ---------------------------------------------------------------- the command
+
+
+def add_engine_arguments(parser: Any) -> None:
+    """Declare ``grade``'s options for grading past one machine: ``--cluster`` and ``--shard``."""
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="grade on a Dask distributed cluster: its scheduler (tcp://host:8786), or local:N for "
+                             "N worker processes on this machine; the extra [cluster]; see docs/cluster.md")
+    parser.add_argument("--shard", default=None, metavar="I/N",
+                        help="grade only the I-th of N deterministic slices of the class (a Slurm array, a "
+                             "Kubernetes indexed job, a CI matrix); merge with `attention-kit export OUT --merge "
+                             "OUT-1 ... OUT-N`")
+
+
+def connect_cluster(address: str | None, template: Job, echo: Any) -> Any:
+    """The batch's engine: the pool's ``run_jobs`` without ``address``, else the connected cluster's.
+
+    None after saying in one line why the cluster cannot grade (nothing was graded then).
+    """
+    if address is None:
+        from grader.grading.pool import run_jobs
+
+        return run_jobs
+    try:
+        engine = connect(address, template, echo)
+    except ClusterError as error:
+        echo(f"error: not graded: {error}")
+        return None
+    echo(f"Cluster: {address}, {len(engine.client.nthreads())} Dask worker(s), kit {engine.fingerprint[:12]}")
+    return engine
+
+
+# ---------------------------------------------------------------- the engine
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``(scheduler address, 0)`` or ``("", N)`` for ``local:N``.
+
+    Raises
+    ------
+    ClusterError
+        If ``address`` is neither a scheduler's address nor ``local:N`` with N >= 1.
+    """
+    if address.startswith(LOCAL):
+        count = address.removeprefix(LOCAL)
+        if not count.isdigit() or int(count) < 1:
+            raise ClusterError(f"--cluster {address}: local:N needs a number of worker processes N >= 1")
+        return "", int(count)
+    if "://" not in address and ":" not in address:
+        raise ClusterError(f"--cluster {address}: give a scheduler's address (tcp://host:8786) or local:N")
+    return address, 0
+
+
+# What the kit needs of Dask (docs/cluster.md gives them as a YAML file for the machines of a cluster of your own).
+DASK_SETTINGS = {
+    "distributed.worker.daemon": False,  # a worker starts the pool's grading processes
+    "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,  # a student's task is run again once, elsewhere
+    # Dask's own watchers, sized for tasks of milliseconds; ours take seconds. At their defaults (a stack sample
+    # every 10 ms, a health check every 20 ms, a system sample every 500 ms) they cost a LocalCluster of two
+    # workers about 0.12 core-s per second, more than grading (benchmarks/cluster_cost.py).
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+    # A nanny sets these in its worker's environment (one BLAS thread, an eager malloc trim), which the grading
+    # processes would inherit: grading then costs about a third more CPU than on this machine. None here; and
+    # every worker takes this machine's values of ENVIRONMENT (grader.grading.cluster_worker.KitPlugin).
+    "distributed.nanny.pre-spawn-environ": {},
+}
+# What a worker's grading processes must share with local grading: how numpy's threads and malloc behave.
+ENVIRONMENT = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _dask_config() -> None:
+    """Set :data:`DASK_SETTINGS` in this process (and so in a ``local:N`` cluster's scheduler and workers)."""
+    import dask
+
+    dask.config.set(DASK_SETTINGS)
+
+
+def start_local(count: int) -> Any:
+    """A ``LocalCluster`` of ``count`` worker processes of one thread each, on the loopback, as the kit needs it."""
+    from distributed import LocalCluster
+
+    _dask_config()
+    return LocalCluster(n_workers=count, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=":0", silence_logs=40)  # logging.ERROR: a killed worker is ours to say
+
+
+def connect(address: str, template: Job, echo: Any = print) -> Engine:
+    """Reach the cluster at ``address`` and check its workers against ``template``'s kit and course.
+
+    Raises
+    ------
+    ClusterError
+        If Dask is not installed, the scheduler cannot be reached, no worker comes, or every worker is refused.
+    """
+    scheduler, count = parse_address(address)
+    try:
+        _dask_config()
+        from distributed import Client
+    except ImportError:
+        raise ClusterError("--cluster needs Dask: pip install -e \".[cluster]\"") from None
+    cluster = None
+    try:
+        if count:
+            cluster = start_local(count)
+            scheduler = cluster.scheduler_address
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+    except Exception as error:  # noqa: BLE001 - whatever the network says, one line and nothing graded
+        if cluster is not None:
+            cluster.close()
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {type(error).__name__}: "
+                           f"{str(error).splitlines()[0] if str(error) else ''}"[:400]) from None
+    engine = Engine(client, cluster, template, address)
+    try:
+        engine.check_workers(echo)
+    except ClusterError:
+        engine.close()
+        raise
+    except Exception as error:  # noqa: BLE001 - the scheduler went away, a worker broke: one line
+        engine.close()
+        raise ClusterError(f"the Dask cluster at {address} could not be prepared: {type(error).__name__}: "
+                           f"{str(error)[:300]}") from None
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+class Engine:
+    """A connected cluster whose workers hold this batch's kit: ``engine(jobs, processes, stall)`` grades jobs."""
+
+    def __init__(self, client: Any, cluster: Any, template: Job, address: str) -> None:
+        self.client, self.cluster, self.address = client, cluster, address
+        self.fingerprint = kit_fingerprint(template)
+        self.template = template
+        self.task: Any = None  # the task each student is (a seam for the tests); cluster_worker.grade_on_worker
+
+    def check_workers(self, echo: Any) -> None:
+        """Prepare the kit on every worker (a plugin, also for workers that join later); refuse the others."""
+        from grader import course
+        from grader.curriculum import PART_ENV
+        from grader.grading import cluster_worker
+
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+        except Exception:  # noqa: BLE001 - a TimeoutError, or the scheduler went away
+            raise ClusterError(f"no Dask worker joined the scheduler at {self.address} within "
+                               f"{CONNECT_TIMEOUT:g} s: start some with `dask worker {self.address}`") from None
+        folder = course.active_folder()
+        plugin = cluster_worker.KitPlugin(self.fingerprint, portable(self.template),
+                                          str(folder) if folder else None, os.environ.get(PART_ENV, ""),
+                                          {name: os.environ.get(name) for name in ENVIRONMENT})
+        self.client.register_plugin(plugin, name=cluster_worker.PLUGIN)
+        with contextlib.suppress(Exception):  # a scheduler of your own: graded again once, as on local:N
+            self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES)
+        verdicts = self.client.run(cluster_worker.verdict)
+        refused = {worker: why for worker, why in verdicts.items() if why}
+        for worker, why in refused.items():
+            echo(f"refused: Dask worker {worker}: {why}")
+        if refused:
+            self.client.retire_workers(workers=list(refused), close_workers=True)
+        if len(refused) == len(verdicts):
+            raise ClusterError(f"every worker of the Dask cluster at {self.address} was refused "
+                               "(see above); nothing was graded")
+        self.task = cluster_worker.grade_on_worker
+
+    def __call__(self, jobs: Iterable[Job], processes: int, stall: float) -> Iterator[tuple[Job, Result]]:
+        """Grade ``jobs`` on the cluster; yield ``(job, result)`` as each finishes (``processes`` is not used)."""
+        from distributed import as_completed
+
+        here = roots()
+        pending = iter(list(jobs))
+        run = uuid.uuid4().hex[:12]
+        counter = itertools.count()
+        window = max(1, IN_FLIGHT * sum(self.client.nthreads().values()))
+        futures: dict[Any, Job] = {}
+        completed = as_completed()
+        # A worker's death counts against every task it held, the student beside the one that killed it too (and
+        # the kit's check): a KilledWorker is graded once more on its own, and only a second one ends the row.
+        again: set[int] = set()
+
+        def submit(job: Job) -> None:
+            future = self.client.submit(self.task, portable(job, here), submission_files(job.folder),
+                                        self.fingerprint, stall, key=f"attention-kit-{run}-{next(counter)}",
+                                        pure=False, retries=0)
+            futures[future] = job
+            completed.add(future)
+
+        for job in itertools.islice(pending, window):
+            submit(job)
+        try:
+            for future in completed:
+                job = futures.pop(future)
+                killed = future.status == "error" and type(future.exception()).__name__ == "KilledWorker"
+                result = self._result(future, here)
+                future.release()
+                if killed and id(job) not in again:
+                    again.add(id(job))
+                    submit(job)
+                    continue
+                for following in itertools.islice(pending, 1):
+                    submit(following)
+                yield job, result
+        finally:  # one batch per connection: the stream's end is the engine's
+            for future in futures:
+                future.cancel()
+            self.close()
+
+    def _result(self, future: Any, here: list[tuple[str, Path]]) -> Result:
+        """The student's result, or why the cluster could not grade them (a "not graded" row, never a zero)."""
+        from distributed import KilledWorker
+
+        try:
+            result = future.result()
+        except KilledWorker as error:  # its workers died (killed, out of memory) while they had it, each time
+            last, times = getattr(error, "last_worker", None), getattr(error, "allowed_failures", ALLOWED_FAILURES) + 1
+            return Result(error=f"the Dask workers grading it died {times} times, twice over (KilledWorker, "
+                                f"last {getattr(last, 'address', last) or 'unknown'}); rerun to grade it again")
+        except Exception as error:  # noqa: BLE001 - lost scheduler, cancelled task: one row, the batch goes on
+            return Result(error=f"the Dask cluster did not grade this submission: {type(error).__name__}: "
+                                f"{str(error)[:300]}")
+        if not isinstance(result, Result):
+            return Result(error=f"the Dask worker sent back {type(result).__name__}, not a result")
+        return convert_result(result, lambda text: local_text(text, here))
+
+    def close(self) -> None:
+        """Leave the cluster (and stop it, if it is this batch's ``local:N``)."""
+        with contextlib.suppress(Exception):
+            self.client.close()
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()
+
+
+def _allow_failures(dask_scheduler: Any, count: int) -> None:
+    """On the scheduler: a task may be part of ``count`` worker deaths before it fails (KilledWorker)."""
+    dask_scheduler.allowed_failures = count

@@ -1,0 +1,154 @@
+"""The kit on a Dask worker: the plugin that prepares and checks it once, and the task that grades one student.
+
+Run by: a Dask worker process (``dask worker``, or a ``LocalCluster``'s), for
+the batch of ``grade --cluster`` (``grader.grading.cluster``). Imported only
+there: it imports Dask at the top.
+
+:class:`KitPlugin` runs once per worker (and again on a worker that joins or
+restarts): it activates the batch's course, checks that student code can be
+isolated here (``grader.sandbox.limits.choose``, bubblewrap as for local
+grading) and that the kit and course here have the batch's fingerprint;
+:func:`verdict` says why the worker is refused (None if it is not).
+:func:`grade_on_worker` is one task: it writes the student's files into a
+private folder of this worker and grades them in this worker's own pool of
+grading processes (``grader.grading.pool.run_jobs``): student code runs in the
+pool's sandboxed workers, never in the Dask worker's process. It returns the
+plain :class:`~grader.grading.records.Result` and writes nothing else: the
+batch's process writes every file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from distributed import WorkerPlugin, get_worker
+
+from grader.grading.portable import convert_result, kit_fingerprint, localized, portable_text, roots
+from grader.grading.records import Job, Result
+
+PLUGIN = "attention-kit"
+# One student at a time per worker process: the pool keeps its grading processes for the next job, per process.
+# Start workers with one thread each (`dask worker --nthreads 1 --nworkers N`); more threads only wait here.
+_ONE_AT_A_TIME = threading.Lock()
+
+
+class KitPlugin(WorkerPlugin):
+    """The batch's kit and course, prepared and checked once per worker."""
+
+    def __init__(self, fingerprint: str, template: Job, course: str | None, part: str,
+                 environment: dict[str, str | None]) -> None:
+        self.fingerprint, self.template, self.course, self.part = fingerprint, template, course, part
+        self.environment = environment  # the batch's values of grader.grading.cluster.ENVIRONMENT
+        self.refused: str | None = "not set up"
+        self.scratch = ""
+
+    def setup(self, worker: Any) -> None:
+        """Activate the course and the part, make this worker's scratch folder, check the kit (never raises)."""
+        try:
+            self.refused = self._check()
+        except Exception as error:  # noqa: BLE001 - a worker that cannot be checked is refused, with the reason
+            self.refused = f"its kit could not be checked: {type(error).__name__}: {str(error)[:200]}"
+        if self.refused is None:
+            # The workers' scratch folders (grader.grading.session.use_scratch): traversable, not listable.
+            self.scratch = tempfile.mkdtemp(prefix="attention-kit-run-")
+            os.chmod(self.scratch, 0o711)
+
+    def _check(self) -> str | None:
+        from grader import course
+        from grader.curriculum import PART_ENV, make_importable, reference_dir
+        from grader.sandbox.limits import IsolationUnavailable, choose
+
+        if multiprocessing.current_process().daemon:
+            return ("it is a daemonic process and cannot start grading processes: start the workers with "
+                    "DASK_DISTRIBUTED__WORKER__DAEMON=False")
+        if self.course is not None:
+            folder = Path(os.environ.get(course.COURSE_ENV) or self.course)
+            if not (folder / course.COURSE_FILE).is_file():
+                return f"no course folder {folder} here (set {course.COURSE_ENV} on the worker)"
+            course.activate(folder)
+        if self.part:
+            os.environ[PART_ENV] = self.part
+        for name, value in self.environment.items():  # numpy's threads and malloc as in local grading
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        make_importable()
+        if reference_dir() is None:
+            return "no reference solutions here (grade from a checkout, or give the worker the course folder)"
+        try:
+            choose(self.template.policy)
+        except IsolationUnavailable as error:
+            return f"student code cannot be isolated here: {str(error).splitlines()[0][:200]}"
+        here = kit_fingerprint(localized(self.template, course=course.settings()))
+        if here != self.fingerprint:
+            return (f"its kit or course is not the batch's (fingerprint {here[:12]}, the batch's "
+                    f"{self.fingerprint[:12]}): install the same kit and course on it")
+        return None
+
+    def teardown(self, worker: Any) -> None:
+        """Stop this worker's idle grading processes, remove its scratch folder."""
+        from grader.grading.pool import stop_idle
+
+        with _ONE_AT_A_TIME:
+            stop_idle()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def verdict(dask_worker: Any) -> str | None:
+    """Why this worker is refused (None if it grades), as its plugin found (run by ``client.run``)."""
+    plugin = dask_worker.plugins.get(PLUGIN)
+    return "the kit's plugin is not set up" if plugin is None else plugin.refused
+
+
+def _write_files(folder: Path, files: tuple[tuple[str, bytes], ...]) -> None:
+    """Write the submission's files under ``folder`` (relative names only: the batch made them)."""
+    for name, content in files:
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise ValueError(f"a submission file name that leaves its folder: {name!r}")
+        target = folder.joinpath(*relative.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+
+def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint: str, stall: float) -> Result:
+    """One task: grade one student's submission here, in this worker's own pool; the plain result, nothing written.
+
+    ``job`` is portable (``grader.grading.cluster.portable``), ``files`` the prepared submission's files.
+    """
+    from grader.grading.pool import run_jobs
+
+    worker = get_worker()
+    plugin = worker.plugins.get(PLUGIN)
+    why = "the kit's plugin is not set up" if plugin is None else plugin.refused
+    if why is None and plugin.fingerprint != fingerprint:
+        why = "it holds another batch's kit (one `grade --cluster` at a time per cluster)"
+    if why is not None:
+        if plugin is not None and plugin.refused is not None:  # joined after the batch's check: it leaves now
+            worker.loop.add_callback(worker.close, nanny=True, executor_wait=False,
+                                     reason=f"attention-kit: refused: {why}"[:200])
+        return Result(error=f"Dask worker {worker.address} refused: {why}")
+    here = roots()
+    with _ONE_AT_A_TIME:
+        private = Path(tempfile.mkdtemp(prefix="attention-kit-submission-"))
+        try:
+            folder = private / (Path(job.folder).name or "submission")
+            folder.mkdir()
+            _write_files(folder, files)
+            local = localized(job, here, folder=str(folder), scratch=plugin.scratch)
+            results = [result for _, result in run_jobs([local], 1, stall)]
+        finally:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(private)
+    if not results:  # cannot happen: the pool yields one result per job
+        return Result(error="the Dask worker's pool gave no result")
+    return convert_result(results[0], lambda text: portable_text(text, here))

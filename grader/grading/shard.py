@@ -1,0 +1,143 @@
+"""``grade --shard I/N`` and ``export OUT --merge SHARD...``: a class graded in slices, without an engine.
+
+Run by: the batch's process (``grader.grading.grade``: :func:`parse`,
+:func:`select`, :func:`write_manifest`) and ``attention-kit export``
+(:func:`merge`).
+
+A Slurm job array, a Kubernetes indexed job or a CI matrix runs
+``attention-kit grade SUBMISSIONS --shard I/N --out OUT-I`` once per index
+I = 1..N, each on its own machine. The slices are deterministic: a student is
+in slice ``1 + sha256(student id) mod N``, whatever the machine, the order of
+the folder or the other students (two entries that share an id share a slice,
+so both are refused as on one machine). Each shard writes ``OUT-I/shard.json``:
+its index, the whole class in order, its students, and the fingerprint of its
+kit and course (``grader.grading.portable.kit_fingerprint``, the same on every
+machine holding them). ``attention-kit export OUT --merge OUT-1 ... OUT-N``
+copies every shard's students into OUT and writes one gradebook, in the
+class's order: the same ``grades.csv`` as one machine grading the whole class.
+It refuses, with one line, shards of different kits, courses or classes, a
+missing or repeated shard, and a student without results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "shard.json"
+
+
+class ShardError(ValueError):
+    """A shard option or a set of shards that cannot be used; the message is one line."""
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` as ``(I, N)``, 1 <= I <= N.
+
+    Raises
+    ------
+    ShardError
+        If ``text`` is not two whole numbers ``I/N`` with 1 <= I <= N.
+    """
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+        raise ShardError(f"--shard {text}: give I/N, the I-th of N slices, with 1 <= I <= N (e.g. --shard 2/8)")
+    return int(index), int(count)
+
+
+def slice_of(student: str, count: int) -> int:
+    """The slice (1..count) a student is in: from their id alone."""
+    return 1 + int.from_bytes(hashlib.sha256(student.encode("utf-8", "surrogateescape")).digest()[:8]) % count
+
+
+def select(entries: list[tuple[str, Path]], index: int, count: int) -> list[tuple[str, Path]]:
+    """The entries of slice ``index`` of ``count``, in their order."""
+    return [(student, entry) for student, entry in entries if slice_of(student, count) == index]
+
+
+def shard_entries(entries: list[tuple[str, Path]], shard: tuple[int, int] | None, out: Path, template: Any,
+                  echo: Any) -> list[tuple[str, Path]]:
+    """The entries ``grade --shard I/N`` grades (all without ``shard``); writes ``out/shard.json`` first."""
+    if shard is None:
+        return entries
+    from grader.grading.portable import kit_fingerprint
+
+    chosen = select(entries, *shard)
+    write_manifest(out, *shard, [student for student, _ in entries], [student for student, _ in chosen],
+                   kit_fingerprint(template))
+    echo(f"Shard {shard[0]}/{shard[1]}: {len(chosen)} of the {len(entries)} submission(s)")
+    return chosen
+
+
+def write_manifest(out: Path, index: int, count: int, everyone: list[str], students: list[str],
+                   kit: str) -> None:
+    """Write ``out/shard.json``: which slice this is, of which class, graded with which kit and course."""
+    from grader.grading.report import atomic_write
+
+    atomic_write(out / MANIFEST, json.dumps({"shard": index, "of": count, "kit": kit, "class": everyone,
+                                            "students": students}, indent=1) + "\n")
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ShardError(f"--merge {folder}: no readable {MANIFEST} (give the --out folders of "
+                         "`attention-kit grade --shard I/N`)") from None
+    if not isinstance(data, dict) or not {"shard", "of", "kit", "class", "students"} <= set(data):
+        raise ShardError(f"--merge {folder}: {MANIFEST} is not a shard's manifest")
+    return data
+
+
+def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
+    """Copy every shard's students into ``out`` and write its ``grades.csv``; the rows of the class, in its order.
+
+    Raises
+    ------
+    ShardError
+        If the shards are of different kits, courses or classes, one is missing or repeated, a student has no
+        results, or ``out`` is one of the shards.
+    """
+    from grader.grading.report import atomic_write, gradebook_csv, read_results
+
+    manifests = [_manifest(folder) for folder in shards]
+    first = manifests[0]
+    for folder, data in zip(shards, manifests, strict=True):
+        if data["kit"] != first["kit"]:
+            raise ShardError(f"--merge {folder}: graded with another kit or course than {shards[0]} (fingerprint "
+                             f"{str(data['kit'])[:12]}, not {str(first['kit'])[:12]}): regrade it with the same ones")
+        if data["of"] != first["of"] or data["class"] != first["class"]:
+            raise ShardError(f"--merge {folder}: a slice of another class than {shards[0]} (other submissions, or "
+                             "another N): shard the same SUBMISSIONS with the same N")
+        if out.resolve() == folder.resolve():
+            raise ShardError(f"--merge {folder}: merge into a folder of its own, not into a shard")
+    indices = [data["shard"] for data in manifests]
+    repeated = sorted({i for i in indices if indices.count(i) > 1})
+    missing = [i for i in range(1, first["of"] + 1) if i not in indices]
+    count = first["of"]
+    if repeated:
+        raise ShardError(f"--merge: shard(s) {', '.join(map(str, repeated))} given twice")
+    if missing:
+        raise ShardError(f"--merge: shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: every "
+                         "student is one row, so every shard is needed")
+    strays = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name not in first["class"]) \
+        if out.is_dir() else []
+    if strays:
+        raise ShardError(f"{out}: holds folders of students not in the shards' class ({', '.join(strays[:5])}): "
+                         "merge into a new folder")
+    rows: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for folder, data in zip(shards, manifests, strict=True):
+        for student in data["students"]:
+            results = read_results(folder, student)
+            if results is None:
+                raise ShardError(f"--merge {folder}: {student!r} has no complete results: rerun that shard "
+                                 f"(--shard {data['shard']}/{data['of']})")
+            rows[student] = folder, results
+    for student, (folder, _) in rows.items():
+        for name in ("feedback.md", "results.json"):  # results.json last: its presence marks the student done
+            atomic_write(out / student / name, (folder / student / name).read_text(encoding="utf-8"))
+    merged = [rows[student][1] for student in first["class"] if student in rows]
+    atomic_write(out / "grades.csv", gradebook_csv(merged))  # the class's order, as one machine writes it
+    return merged

@@ -1,0 +1,287 @@
+"""Grading past one machine: `grade --cluster` (a Dask LocalCluster on the loopback) and `grade --shard I/N`.
+
+The same gradebook with and without the cluster, for every part; a worker killed half way changes nothing;
+a student whose grading kills workers again is "not graded" and the batch goes on; an unreachable cluster or a
+worker of another kit is refused in one line; shards merged equal the whole; resume works across engines.
+Batches are small (3-4 students, one or two exercises): the machine's cores are shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.cli import main as cli
+from grader.curriculum import PART_ENV, ROOT
+from grader.grading import cluster as engine_module
+from grader.grading import cluster_worker, portable
+from grader.grading.grade import grade_batch
+from grader.grading.samples import break_syntax
+from grader.mutants import apply, load_catalogue
+
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
+
+distributed = pytest.importorskip("distributed", reason="the extra [cluster] (CI installs it with .[dev])")
+
+# One exercise or two of each part, and the part's mutant; the cheapest that show the part's tests.
+PARTS = {"1": ["softmax", "masks"], "2": ["backward"], "3": ["negation"]}
+TIMES = {"execution_time", "timing", "duration"}  # wall times: the only fields allowed to differ
+
+
+def quiet(lines: list[str] | None = None):
+    return (lambda *args: lines.append(" ".join(map(str, args)))) if lines is not None else (lambda *args: None)
+
+
+def copy_reference(target: Path) -> Path:
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def make_class(folder: Path, exercises: list[str], extra: tuple[str, ...] = ()) -> Path:
+    """correct, a known mistake of one of ``exercises``, a syntax error (in the first exercise's module)."""
+    folder.mkdir(parents=True)
+    copy_reference(folder / "correct")
+    for mutant in load_catalogue():
+        if mutant.exercise in exercises:
+            try:
+                apply(mutant, folder / "mistake")
+                break
+            except ValueError:
+                shutil.rmtree(folder / "mistake", ignore_errors=True)
+    else:
+        raise AssertionError(f"no mutant of the catalogue applies to {exercises}")
+    break_syntax(copy_reference(folder / "syntax"), f"{exercises[0]}.py")
+    for name in extra:
+        copy_reference(folder / name)
+    return folder
+
+
+def without_times(value):
+    if isinstance(value, dict):
+        return {key: without_times(item) for key, item in value.items() if key not in TIMES}
+    if isinstance(value, list):
+        return [without_times(item) for item in value]
+    return value
+
+
+def gradebook(out: Path) -> dict[str, object]:
+    """Everything a grading run wrote that is not a time: grades.csv, each results.json and feedback.md."""
+    book: dict[str, object] = {"grades.csv": (out / "grades.csv").read_text(encoding="utf-8")}
+    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        book[f"{folder.name}/results.json"] = without_times(json.loads((folder / "results.json").read_text()))
+        book[f"{folder.name}/feedback.md"] = (folder / "feedback.md").read_text(encoding="utf-8")
+    return book
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """Two worker processes, shared by this module's batches (each batch checks them again)."""
+    cluster = engine_module.start_local(2)
+    client = distributed.Client(cluster)
+    yield cluster, client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def part_one(tmp_path_factory):
+    """Part I's class graded locally: the gradebook the cluster must reproduce."""
+    root = tmp_path_factory.mktemp("part1")
+    folder = make_class(root / "submissions", PARTS["1"], extra=("second",))
+    assert grade_batch(folder, root / "local", exercises=PARTS["1"], jobs=2, echo=quiet(), hidden=None) == 0
+    return folder, root / "local"
+
+
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_a_batch_of_every_part_gets_the_same_gradebook_on_the_cluster(part, dask_cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv(PART_ENV, part)
+    folder = make_class(tmp_path / "submissions", PARTS[part])
+    options = {"exercises": PARTS[part], "echo": quiet(), "hidden": None}
+    assert grade_batch(folder, tmp_path / "local", jobs=2, **options) == 0
+    assert grade_batch(folder, tmp_path / "cluster", cluster=dask_cluster[0].scheduler_address, **options) == 0
+    book = gradebook(tmp_path / "local")
+    assert gradebook(tmp_path / "cluster") == book
+    grades = book["grades.csv"]
+    assert "correct" in grades and "mistake" in grades and "syntax" in grades
+
+
+def test_local_n_starts_its_own_cluster_from_the_command_line(part_one, tmp_path, capsys):
+    folder, local = part_one
+    (tmp_path / "none").mkdir()  # no hidden tests, as the local batch
+    arguments = ["grade", str(folder), "--out", str(tmp_path / "out"), "--cluster", "local:2",
+                 "--hidden", str(tmp_path / "none")]
+    for name in PARTS["1"]:
+        arguments += ["--exercise", name]
+    assert cli(arguments) == 0
+    assert "Cluster: local:2, 2 Dask worker(s)" in capsys.readouterr().out
+    assert gradebook(tmp_path / "out") == gradebook(local)
+
+
+def _kill_a_busy_worker(client, killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first worker seen grading a student (its nanny starts a fresh one)."""
+    pids = client.run(os.getpid)
+    while not stop.is_set() and not killed:
+        for worker, keys in client.processing().items():
+            if any(str(key).startswith("attention-kit-") for key in keys):  # one thread: it is grading it
+                os.kill(pids[worker], signal.SIGKILL)
+                killed.append(pids[worker])
+                return
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_mid_batch_changes_nothing(part_one, dask_cluster, tmp_path):
+    folder, local = part_one
+    _, client = dask_cluster
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_a_busy_worker, args=(client, killed, stop), daemon=True)
+    killer.start()
+    try:
+        status = grade_batch(folder, tmp_path / "out", exercises=PARTS["1"], echo=quiet(), hidden=None,
+                             cluster=dask_cluster[0].scheduler_address)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no worker was seen grading: the test killed nothing"
+    assert status == 0
+    assert gradebook(tmp_path / "out") == gradebook(local)  # no row lost, none twice, none half written
+    assert not list((tmp_path / "out").rglob("*.tmp"))
+    client.wait_for_workers(2, timeout=60)  # the nanny's fresh worker, for the next tests
+
+
+def killing_task(job, files, fingerprint, stall):
+    """The cluster's task, except that grading ``crasher`` kills the worker's process every time."""
+    if job.student == "crasher":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return cluster_worker.grade_on_worker(job, files, fingerprint, stall)
+
+
+def test_a_student_that_kills_workers_again_is_not_graded_and_the_batch_goes_on(tmp_path, monkeypatch):
+    folder = tmp_path / "submissions"  # two students: the test's cost is the workers' restarts
+    for name in ("correct", "crasher"):
+        copy_reference(folder / name)
+    monkeypatch.setattr(cluster_worker, "grade_on_worker", killing_task)
+    lines: list[str] = []
+    status = grade_batch(folder, tmp_path / "out", exercises=["softmax"], echo=quiet(lines), hidden=None,
+                         cluster="local:2")
+    assert status == 1
+    crasher = json.loads((tmp_path / "out" / "crasher" / "results.json").read_text())
+    status_line = crasher["extra_data"]["status"]
+    assert status_line.startswith("not graded: the Dask workers grading it died 2 times, twice over"), status_line
+    assert all("score" not in test for test in crasher["tests"])  # no score, never a zero
+    correct = json.loads((tmp_path / "out" / "correct" / "results.json").read_text())
+    assert correct["extra_data"]["status"] == "ok" and correct["score"] == correct["extra_data"]["max_score"]
+
+
+def test_an_unreachable_cluster_stops_the_batch_before_anything_is_graded(part_one, tmp_path, monkeypatch):
+    monkeypatch.setattr(engine_module, "CONNECT_TIMEOUT", 2.0)
+    lines: list[str] = []
+    status = grade_batch(part_one[0], tmp_path / "out", exercises=["softmax"], echo=quiet(lines), hidden=None,
+                         cluster="tcp://127.0.0.1:9")
+    assert status == 2
+    said = [line for line in lines if "error" in line]
+    assert len(said) == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in said[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_worker_with_another_kit_is_refused_in_one_line(part_one, tmp_path, monkeypatch):
+    # The batch's kit differs from the workers' (as after `git pull` on one machine only): the workers, other
+    # processes, compute the real fingerprint.
+    monkeypatch.setattr(engine_module, "kit_fingerprint", lambda template: "0" * 64)
+    lines: list[str] = []
+    status = grade_batch(part_one[0], tmp_path / "out", exercises=["softmax"], echo=quiet(lines), hidden=None,
+                         cluster="local:1")
+    assert status == 2
+    refused = [line for line in lines if line.startswith("refused: Dask worker")]
+    assert len(refused) == 1 and "its kit or course is not the batch's" in refused[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_resume_works_across_local_and_cluster(part_one, dask_cluster, tmp_path):
+    folder, local = part_one
+    out = tmp_path / "out"
+    shutil.copytree(local, out)
+    for student in ("mistake", "second"):  # a batch stopped half way
+        shutil.rmtree(out / student)
+    lines: list[str] = []
+    options = {"exercises": PARTS["1"], "hidden": None}
+    assert grade_batch(folder, out, cluster=dask_cluster[0].scheduler_address, echo=quiet(lines), **options) == 0
+    assert any("2 graded" in line and "2 unchanged" in line for line in lines), lines
+    assert gradebook(out) == gradebook(local)
+    lines.clear()  # and back: the cluster's results are kept by local grading
+    assert grade_batch(folder, out, jobs=1, echo=quiet(lines), **options) == 0
+    assert any("0 graded" in line and "4 unchanged" in line for line in lines), lines
+
+
+def test_two_shards_merged_equal_the_whole(part_one, tmp_path, capsys):
+    folder, local = part_one
+    shards = []
+    for index in (1, 2):
+        shard = tmp_path / f"shard-{index}"
+        grade_batch(folder, shard, exercises=PARTS["1"], jobs=1, echo=quiet(), hidden=None, shard=(index, 2))
+        shards.append(shard)
+    counts = [len([p for p in shard.iterdir() if p.is_dir()]) for shard in shards]
+    assert sum(counts) == 4 and all(counts), counts  # every student in exactly one slice (this class: both used)
+    merged = tmp_path / "merged"
+    assert cli(["export", str(merged), "--merge", *map(str, shards)]) == 0
+    book = gradebook(merged)
+    assert book == gradebook(local)
+    # A slice of another kit or course: refused, in one line.
+    manifest = json.loads((shards[1] / "shard.json").read_text())
+    (shards[1] / "shard.json").write_text(json.dumps({**manifest, "kit": "f" * 64}))
+    capsys.readouterr()
+    assert cli(["export", str(tmp_path / "again"), "--merge", *map(str, shards)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "another kit or course" in error
+    # A missing slice: refused (every student is one row).
+    assert cli(["export", str(tmp_path / "half"), "--merge", str(shards[0])]) == 2
+    assert "2/2 missing" in capsys.readouterr().err
+
+
+def test_shards_are_deterministic_slices_of_the_class():
+    from grader.grading.shard import ShardError, parse_shard, slice_of
+
+    students = [f"student-{n}" for n in range(200)]
+    slices = [slice_of(student, 4) for student in students]
+    assert slices == [slice_of(student, 4) for student in students]  # the same on every machine and run
+    assert set(slices) == {1, 2, 3, 4} and max(map(slices.count, {1, 2, 3, 4})) < 80
+    assert parse_shard("2/8") == (2, 8)
+    for wrong in ("0/2", "3/2", "a/b", "2", "1/0"):
+        with pytest.raises(ShardError, match="--shard"):
+            parse_shard(wrong)
+
+
+def test_without_cluster_dask_is_not_imported(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from grader.cli import build_parser; build_parser(); import grader.grading.grade; "
+            "import grader.grading.export; print([m for m in sys.modules if m.split('.')[0] in "
+            "('dask', 'distributed')])")
+    shown = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "[]"
+
+
+def test_portable_jobs_and_results_map_between_machines_with_different_checkouts(tmp_path):
+    from grader.grading.records import Job, Result, SuiteFile, TestRecord
+
+    batch = [("<kit>", Path("/srv/kit"))]
+    worker = [("<kit>", Path("/home/w/kit"))]
+    job = Job(student="s", folder="/tmp/x", files=("/srv/kit/tests/test_01_softmax.py",),
+              suite=(SuiteFile("/srv/kit/tests/test_01_softmax.py", "softmax"),))
+    there = portable.localized(portable.portable(job, batch), worker)
+    assert there.files == ("/home/w/kit/tests/test_01_softmax.py",)
+    assert there.suite[0].path == "/home/w/kit/tests/test_01_softmax.py"
+    result = Result(records=(TestRecord(nodeid="/home/w/kit/tests/t.py::a", file="/home/w/kit/tests/t.py",
+                                        exercise="softmax", message="printed /home/w/kit"),))
+    back = portable.convert_result(portable.convert_result(result, lambda t: portable.portable_text(t, worker)),
+                                   lambda t: portable.local_text(t, batch))
+    assert back.records[0].file == "/srv/kit/tests/t.py" and back.records[0].nodeid == "/srv/kit/tests/t.py::a"
+    assert back.records[0].message == "printed /home/w/kit"  # messages are the student's: never rewritten
