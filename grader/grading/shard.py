@@ -100,7 +100,8 @@ def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
         If the shards are of different kits, courses or classes, one is missing or repeated, a student has no
         results, or ``out`` is one of the shards.
     """
-    from grader.grading.report import atomic_write, gradebook_csv, read_results
+    from grader.grading.formats.grades_csv import gradebook_csv
+    from grader.grading.report import atomic_write, read_results
 
     manifests = [_manifest(folder) for folder in shards]
     first = manifests[0]
