@@ -292,14 +292,15 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
     completed = _what_to_fix_first(item, findings)
     if completed is None:
         return report
-    findings[:] = completed
+    before, findings[:] = list(findings), completed
     lead = next((failure.diagnosis for failure in findings if failure.diagnosis), "")
     if lead:
-        report.longrepr = _render(findings, how, traceback, report.longreprtext)
+        report.longrepr = _render(findings, how, traceback, report.longreprtext, before)
     return report
 
 
-def _render(findings: list[failures.Failure], how: str | None, traceback: str, text: str) -> str:
+def _render(findings: list[failures.Failure], how: str | None, traceback: str, text: str,
+            before: list[failures.Failure] | None = None) -> str:
     """The report's text, with its lead, rendered from the completed ``findings``.
 
     ``how``: "report" (pytest-check's report, with pytest's ``traceback`` of the test's own code after the
@@ -312,6 +313,11 @@ def _render(findings: list[failures.Failure], how: str | None, traceback: str, t
         return f"{lead}\n\n{failures.stopped_report(checks)[0]}"
     if how == "report":
         return failures.report_text(findings, traceback=traceback)
+    # pytest's own text (under pytest-xdist, pytest-check's report is not always the records' rendering): each
+    # record's message, as pytest printed it, becomes the completed record's (its revisit line replaced).
+    for old, new in sorted(zip(before or [], findings, strict=False), key=lambda pair: -len(pair[0].message)):
+        if old.revisit != new.revisit and old.message.strip():
+            text = text.replace(old.message.strip(), new.message.strip())
     return f"{lead}\n\n{text}"
 
 
