@@ -80,6 +80,31 @@ def describe(result: ExerciseResult, impl: Path) -> list[str]:
     return lines
 
 
+def course_exercise(typed: str) -> str:
+    """The name of the exercise ``typed`` (a name or number) if this course assigns it.
+
+    Raises
+    ------
+    ValueError
+        One line: the kit has no such exercise (the names, closest first), or the course gives it as working
+        code, or the course does not hold it (a Part III release has no exercise 4 to watch).
+    """
+    curriculum = load_curriculum()
+    exercise = curriculum.lookup(typed)
+    assigned = curriculum.selection()
+    if exercise in assigned:
+        return exercise.name
+    numbers = ", ".join(str(item.number) for item in assigned)
+    given = curriculum.given_names()
+    if exercise.name in given:
+        raise ValueError(f"exercise {exercise.number}, {exercise.name} is given in this course: working code to "
+                         f"read, not yours to write (its tests: pytest -m {exercise.name}); watch one of "
+                         f"exercises {numbers}")
+    given_numbers = ", ".join(str(curriculum.exercise(name).number) for name in given)
+    raise ValueError(f"exercise {exercise.number}, {exercise.name} is not part of this course (it has exercises "
+                     f"{numbers}" + (f", and {given_numbers} given" if given else "") + ")")
+
+
 class Watcher:
     """The state of a watch session; :meth:`step` is one iteration of the loop.
 
@@ -101,7 +126,7 @@ class Watcher:
         self.runner = runner
         self.seen: Snapshot = snapshot(self.impl)
         self.current: str | None = None
-        self.chosen = load_curriculum().lookup(exercise).name if exercise else None  # ValueError if unknown
+        self.chosen = course_exercise(exercise) if exercise else None  # ValueError if unknown or not assigned
         self.finished: dict[str, bool] = {}  # exercise -> did all its tests pass at its last run
 
     def _regressions(self, result: SuiteResult, besides: str | None = None) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.curriculum import ROOT, load
+from grader.curriculum import PART_ENV, ROOT, load
 from grader.student import demo, hints, status, watch
 
 EXERCISES = ROOT / "exercises"
@@ -505,3 +505,17 @@ def test_watch_after_everything_passed_names_the_regression(tmp_path):
     lines = watcher.step(settle=0)
     assert lines[1] == "REGRESSION: exercise 4, masks passed before and fails now", lines
     assert watcher.current == "masks"
+
+
+def test_watch_names_an_exercise_the_course_gives_or_lacks(partial_dir, capsys, monkeypatch):
+    # A Part III student typing the README's `attention-kit watch 4` got a KeyError traceback.
+    monkeypatch.setenv(PART_ENV, "3")
+    parser = argparse.ArgumentParser()
+    watch.add_arguments(parser)
+    assert watch.run(parser.parse_args(["4", "--impl", str(partial_dir), "--once"])) == 2
+    error = capsys.readouterr().err
+    assert "exercise 4, masks is not part of this course (it has exercises 12, 13, 14, 15, and " in error
+    assert error.count("\n") == 1
+    assert watch.run(parser.parse_args(["softmax", "--impl", str(partial_dir), "--once"])) == 2
+    error = capsys.readouterr().err
+    assert "exercise 1, softmax is given in this course" in error and "exercises 12, 13, 14, 15" in error
