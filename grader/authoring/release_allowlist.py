@@ -134,9 +134,12 @@ def linked_files(markdown: Path, root: Path) -> list[str]:
     """Kit files that a Markdown document links to by a relative path (images, other docs)."""
     found = []
     for target in re.findall(r"\]\(([^)\s#]+)", markdown.read_text(encoding="utf-8")):
-        if "://" in target or target.startswith("/"):
+        if "://" in target:
             continue
-        for candidate in (root / target, markdown.parent / target):
+        # "/docs/x.png" is from the repository's root: the release folds docs/student-loop.md into its README.
+        rooted = target.startswith("/")
+        candidates = (root / target.lstrip("/"),) if rooted else (root / target, markdown.parent / target)
+        for candidate in candidates:
             if candidate.is_file() and candidate.resolve().is_relative_to(root.resolve()):
                 found.append(candidate.resolve().relative_to(root.resolve()).as_posix())
                 break

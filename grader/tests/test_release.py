@@ -320,3 +320,15 @@ def test_a_release_of_each_part_builds_with_only_its_own_test_files(part: str, m
         text = (ROOT / exercise.test_file).read_text(encoding="utf-8")
         assert not re.search(r"^\s*(from|import) tests\.test_", text, flags=re.MULTILINE), \
             f"{exercise.test_file} imports another graded test file"
+
+
+def test_every_link_of_the_student_readme_lands_in_the_release(released: Path) -> None:
+    # The loop's pictures are linked from the root (/docs/demo-heatmap.png) since the release folds
+    # docs/student-loop.md into its README; they were left out, so the README showed broken images.
+    for document in ("README.md", "docs/student-loop.md", "docs/reading.md"):
+        text = (released / document).read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s#]+)", text):
+            if "://" in target:
+                continue
+            base = released if target.startswith("/") else (released / document).parent
+            assert (base / target.lstrip("/")).is_file(), (document, target)
