@@ -127,6 +127,19 @@ def _earlier_modules(curriculum: object, exercises: tuple) -> list[str]:
             "you make to them costs no points and earns none.\n"]
 
 
+def _name_word(exercise: Any) -> str:
+    """A word that names some of ``exercise``'s tests, for the README's ``-k`` example ("" if none is found).
+
+    "stable" suits softmax only: ``pytest -m negation -k stable`` in a Part III release selected no test.
+    """
+    try:
+        names = re.findall(r"^def test_(\w+)", exercise.test_path.read_text(encoding="utf-8"), re.M)
+    except OSError:
+        return ""
+    words = [word for name in names for word in name.split("_")]
+    return next((word for word in ("stable", "rejects", "shape") if word in words), words[0] if words else "")
+
+
 def student_readme(curriculum: object, docs: dict[str, str]) -> str:
     """The student README: set-up, the loop, the exercises in order, one exercise at a time."""
     exercises = curriculum.selection()  # type: ignore[attr-defined]
@@ -161,16 +174,18 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         f"Total: {_points(total)} points.\n",
         *_earlier_modules(curriculum, exercises),
         "## Run one exercise\n",
-        "```bash\n"
-        f"pytest -m {first.name}                 # only the tests of exercise {first.number}\n"
-        f"pytest -m {first.number}                       # the same, by its number\n"
-        f"pytest {first.test_file}      # the same, by file\n"
-        f"pytest -m {first.name} -x              # stop at the first failure (the most basic one)\n"
-        f"pytest -m {first.name} -k stable       # only its tests whose name contains \"stable\"\n"
-        f"attention-kit test -m {first.name}     # the same from any folder, also where the kit is installed\n"
-        "attention-kit status                # where you are, and what to do next\n"
-        f"attention-kit hint {first.name}        # a hint, one level at a time (--level 2, 3, ...)\n"
-        "```\n",
+        "".join([
+        "```bash\n",
+        f"pytest -m {first.name}                 # only the tests of exercise {first.number}\n",
+        f"pytest -m {first.number}                       # the same, by its number\n",
+        f"pytest {first.test_file}      # the same, by file\n",
+        f"pytest -m {first.name} -x              # stop at the first failure (the most basic one)\n",
+        *([f"pytest -m {first.name} -k {word}       # only its tests whose name contains \"{word}\"\n"]
+          if (word := _name_word(first)) else []),
+        f"attention-kit test -m {first.name}     # the same from any folder, also where the kit is installed\n",
+        "attention-kit status                # where you are, and what to do next\n",
+        f"attention-kit hint {first.name}        # a hint, one level at a time (--level 2, 3, ...)\n",
+        "```\n"]),
         "Tests run in curriculum order and, within an exercise, from the basic property to the subtle "
         "one: read the first failure first.\n",
     ]

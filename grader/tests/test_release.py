@@ -320,6 +320,12 @@ def test_a_release_of_each_part_builds_with_only_its_own_test_files(part: str, m
         text = (ROOT / exercise.test_file).read_text(encoding="utf-8")
         assert not re.search(r"^\s*(from|import) tests\.test_", text, flags=re.MULTILINE), \
             f"{exercise.test_file} imports another graded test file"
+    # The README's `pytest -m NAME -k WORD` selects some of the first exercise's tests (a Part III release said
+    # `-k stable`, which no test of exercise 12 has).
+    readme = plan.texts["README.md"]
+    first = load().selection(part)[0]
+    word = re.search(rf"^pytest -m {first.name} -k (\w+) ", readme, flags=re.MULTILINE).group(1)
+    assert re.search(rf"^def test_\w*{word}", (ROOT / first.test_file).read_text(encoding="utf-8"), re.MULTILINE)
 
 
 def test_every_link_of_the_student_readme_lands_in_the_release(released: Path) -> None:
