@@ -59,6 +59,7 @@ class Example:
     excerpt: str = ""  # "first failure": pytest's first failure (from its FAILURES section) and its last line
     files: dict[str, str] = field(default_factory=dict)  # extra output files to copy back: produced -> kit path
     save: Plant | None = None  # a mistake saved (in a module of ``done``) while the command runs, then Ctrl-C
+    start: str = ""  # show the output from the first line starting so (what comes before varies from run to run)
 
 
 EXAMPLES = (
@@ -85,6 +86,12 @@ EXAMPLES = (
             done=("softmax", "projections", "attention", "masks", "positional", "multihead", "layer", "backward",
                   "training", "explain"),
             files={"attention-explain.png": "docs/demo-explain.png"}),
+    *(Example(f"demo-{name}", ("attention-kit", "demo", "--measure", name),
+              done=(*load().dependencies(name), name, *extra), start=start,
+              files={f"attention-{name}.png": f"docs/demo-{name}.png"})
+      for name, extra, start in (("negation", (), ""), ("distance", (), ""), ("retrieval", (), ""),
+                                 # its table holds CPU times and peak memory: the words' cuts are shown
+                                 ("tokenization", ("softmax", "attention"), "'vessel'"))),
 )
 
 
@@ -200,6 +207,12 @@ def tidy(text: str, example: Example, release: Path) -> str:
     text = text.replace(str(release), ".")
     text = re.sub(r" in \d+(\.\d+)?s( \(\d+:\d+:\d+\))?", "", text)
     text = re.sub(r"^--- \d\d:\d\d:\d\d ", "--- 10:00:00 ", text, flags=re.M)  # watch's clock: one fixed time
+    if example.start:
+        lines = text.strip("\n").splitlines()
+        first = next((i for i, line in enumerate(lines) if line.startswith(example.start)), None)
+        if first is None:
+            raise ExampleError(f"example {example.name}: no line starts with {example.start!r}:\n{text}")
+        text = "\n".join(["[... the lines before vary from run to run (times, memory) ...]", *lines[first:]])
     if example.excerpt == "first failure":
         lines = text.strip().splitlines()
         heads = [i for i, line in enumerate(lines) if re.fullmatch(r"_+ \S+ _+", line)]

@@ -127,6 +127,24 @@ def _earlier_modules(curriculum: object, exercises: tuple) -> list[str]:
             "you make to them costs no points and earns none.\n"]
 
 
+NEEDS = re.compile(r"<!-- needs(?P<any> any)?: (?P<names>[\w ]+) -->\n(?P<body>.*?)<!-- end needs -->\n?", re.S)
+
+
+def for_course(markdown: str, kept: set[str]) -> str:
+    """``markdown`` without the passages marked ``<!-- needs: NAMES -->`` whose exercises the course lacks.
+
+    ``<!-- needs any: NAMES -->`` keeps a passage when the course has one of them.
+
+    The student's loop describes every demo; a Part III release's README does not promise ``demo --explain``
+    (exercise 10 is not in it), nor a Part I release the measurements of Part III.
+    """
+    def keep(match: re.Match[str]) -> str:
+        names = set(match["names"].split())
+        return match["body"] if (names & kept if match["any"] else names <= kept) else ""
+
+    return re.sub(r"\n{3,}", "\n\n", NEEDS.sub(keep, markdown))
+
+
 def _name_word(exercise: Any) -> str:
     """A word that names some of ``exercise``'s tests, for the README's ``-k`` example ("" if none is found).
 
@@ -190,7 +208,8 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "one: read the first failure first.\n",
     ]
     if "docs/student-loop.md" in docs:
-        parts.append(_shift_headings(docs["docs/student-loop.md"]))
+        kept = set(curriculum.assigned_or_given())  # type: ignore[attr-defined]
+        parts.append(_shift_headings(for_course(docs["docs/student-loop.md"], kept)))
     if "docs/common-mistakes.md" in docs:
         parts.append("## Common mistakes\n")
         parts.append("[docs/common-mistakes.md](docs/common-mistakes.md) lists the mistakes students often "

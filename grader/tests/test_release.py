@@ -326,6 +326,13 @@ def test_a_release_of_each_part_builds_with_only_its_own_test_files(part: str, m
     first = load().selection(part)[0]
     word = re.search(rf"^pytest -m {first.name} -k (\w+) ", readme, flags=re.MULTILINE).group(1)
     assert re.search(rf"^def test_\w*{word}", (ROOT / first.test_file).read_text(encoding="utf-8"), re.MULTILINE)
+    # It names the demos of this course, every one of them, and no other (a Part III README described
+    # `demo --explain`, which needs exercise 10, and named none of Part III's measurements).
+    kept = set(load().assigned_or_given(part))
+    demos = {"--trained": {"training"}, "--explain": {"training", "explain"},
+             **{f"--measure {name}": {name} for name in ("negation", "distance", "retrieval", "tokenization")}}
+    for flag, needs in demos.items():
+        assert (f"attention-kit demo {flag}`" in readme) == (needs <= kept), (part, flag)
 
 
 def test_every_link_of_the_student_readme_lands_in_the_release(released: Path) -> None:
