@@ -459,12 +459,32 @@ GIVEN_LABEL = "given: working code to read, not yours to write"
 def given_rows(result: SuiteResult) -> list[Exercise]:
     """The exercises this course gives (``Curriculum.given_names``) that ``result`` does not hold, in order.
 
-    A release ships them as working code with their public tests; the status lists them as done and given,
-    without running their tests again.
+    A release ships them as working code with their public tests; the status lists them as given, without
+    running their tests again: done, or waiting on the student's exercises they call (:func:`waits_on`).
     """
     curriculum = load_curriculum()
     shown = {item.exercise.name for item in result.exercises}
     return [curriculum.exercise(name) for name in curriculum.given_names() if name not in shown]
+
+
+def waits_on(exercise: Exercise, result: SuiteResult) -> list[Exercise]:
+    """The student's exercises of ``result`` that the given ``exercise`` builds on and that do not pass yet.
+
+    In a mix whose given code calls assigned exercises (Parts I and III: backward calls your multihead), the
+    given tests fail until those pass: the status must not call it done meanwhile.
+    """
+    builds_on = set(load_curriculum().dependencies(exercise.name))
+    return [item.exercise for item in result.exercises if item.exercise.name in builds_on and item.state != DONE]
+
+
+def given_text(exercise: Exercise, result: SuiteResult) -> str:
+    """The status's label for a given exercise, with what of the student's its tests wait on (if anything)."""
+    pending = waits_on(exercise, result)
+    if not pending:
+        return GIVEN_LABEL
+    numbers = ", ".join(str(item.number) for item in pending)
+    plural = "s" if len(pending) > 1 else ""
+    return f"{GIVEN_LABEL}; its tests pass once your exercise{plural} {numbers} do{'' if plural else 'es'}"
 
 
 def render_plain(result: SuiteResult) -> str:
@@ -479,7 +499,8 @@ def render_plain(result: SuiteResult) -> str:
     for item in result.exercises:
         counts = f"{item.passed:>3}/{item.total:<3}"
         rows.append((item.exercise, f"{counts} {item.label}"))
-    rows += [(exercise, f"{'done':>7} {GIVEN_LABEL}") for exercise in given]
+    rows += [(exercise, f"{'' if waits_on(exercise, result) else 'done':>7} {given_text(exercise, result)}")
+             for exercise in given]
     for exercise, text in sorted(rows, key=lambda row: row[0].number):
         number = f"{exercise.number}."
         lines.append(f"  {number:>{digits + 1}} {exercise.name:<{width}}  {text}")
@@ -510,8 +531,9 @@ def render_rich(result: SuiteResult, console: Any) -> None:
     console.print()
     table = Table(show_header=False, box=None, padding=(0, 1))
     current = result.current
-    rows = [(exercise.number, (Text(STATE_MARK[DONE], style="cyan"), f"{exercise.number}.", exercise.name, "", "",
-                               Text(GIVEN_LABEL, style="cyan"))) for exercise in given_rows(result)]
+    rows = [(exercise.number, (Text(STATE_MARK[NOT_STARTED if waits_on(exercise, result) else DONE], style="cyan"),
+                               f"{exercise.number}.", exercise.name, "", "",
+                               Text(given_text(exercise, result), style="cyan"))) for exercise in given_rows(result)]
     for item in result.exercises:
         style = STATE_STYLE[item.state]
         name_style = "bold" if item is current else ""

@@ -86,3 +86,14 @@ def test_the_notebooks_are_those_of_the_course_and_given_ones_are_not_assigned(m
     assert cli.main(["notebooks", str(tmp_path / "nb"), "--course", str(mix)]) == 0, capsys.readouterr()
     built = sorted(path.name for path in (tmp_path / "nb" / "source").iterdir())
     assert built == ["01-softmax", "04-masks", "14-retrieval", "15-tokenization"]
+
+
+def test_status_says_a_given_exercise_waits_on_the_students_exercises_it_calls(mix, capsys):
+    # The given attention calls the student's softmax: on the stubs its tests fail, so it is not "done" yet.
+    assert cli.main(["status", "--course", str(mix), "--impl", "exercises"]) == 0
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if re.match(r"\s+3\. attention", line))
+    assert "done" not in row and row.endswith("its tests pass once your exercise 1 does"), row
+    assert cli.main(["status", "--course", str(mix), "--impl", "solutions"]) == 0
+    assert re.search(r"3\. attention\s+done given: working code to read, not yours to write$", capsys.readouterr().out,
+                     re.M)
