@@ -170,8 +170,10 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
     )
     parts = [
         f"# {curriculum.title}\n",  # type: ignore[attr-defined]
-        "You write self-attention in numpy, one small function at a time, from softmax to a full "
-        "Transformer layer. Every exercise has a graded test suite: a failing test says what was "
+        # Not "from softmax to a full Transformer layer": a Part III release assigns neither.
+        f"You write self-attention in numpy, one small function at a time, from exercise {first.number}, "
+        f"{first.name}, to exercise {exercises[-1].number}, {exercises[-1].name}. Every exercise has a graded "
+        "test suite: a failing test says what was "
         "expected, what your code did, which idea to revisit and where the reading explains it.\n",
         *(["[docs/reading.md](docs/reading.md) is the reading the exercises are built on. Each exercise "
            "names its section: the docstring at the top of its module says `Read first: the reading "

@@ -333,6 +333,9 @@ def test_a_release_of_each_part_builds_with_only_its_own_test_files(part: str, m
              **{f"--measure {name}": {name} for name in ("negation", "distance", "retrieval", "tokenization")}}
     for flag, needs in demos.items():
         assert (f"attention-kit demo {flag}`" in readme) == (needs <= kept), (part, flag)
+    opening = readme.split("\n\n")[1]  # said "from softmax to a full Transformer layer" in a Part III release
+    last = load().selection(part)[-1]
+    assert f"from exercise {first.number}, {first.name}, to exercise {last.number}, {last.name}." in opening
 
 
 def test_every_link_of_the_student_readme_lands_in_the_release(released: Path) -> None:
