@@ -519,3 +519,13 @@ def test_watch_names_an_exercise_the_course_gives_or_lacks(partial_dir, capsys, 
     assert watch.run(parser.parse_args(["softmax", "--impl", str(partial_dir), "--once"])) == 2
     error = capsys.readouterr().err
     assert "exercise 1, softmax is given in this course" in error and "exercises 12, 13, 14, 15" in error
+
+
+def test_the_trained_pictures_caption_carries_the_demos_weight():
+    # The caption said "it" puts 0.99 on "vessel" while the demo prints and draws 1.00.
+    text = (ROOT / "docs" / "student-loop.md").read_text(encoding="utf-8")
+    match = re.search(r'trained with positions "it" puts (\d\.\d\d) on "vessel"', text)
+    assert match, "the caption of docs/demo-trained.png moved: update this test"
+    trained = demo.compute_trained(SOLUTIONS)[0][2]
+    it, vessel = demo.TOKENS.index("it"), demo.TOKENS.index("vessel")
+    assert f"{trained.weights[it, vessel]:.2f}" == match.group(1)
