@@ -76,16 +76,19 @@ def check_mark_expression(config: pytest.Config, expression: str) -> str:
 
     curriculum = load_curriculum()
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    numbered = {exercise.number: exercise.name for exercise in curriculum.exercises}
+    numbers = (f"1 to {len(numbered)}" if list(numbered) == list(range(1, len(numbered) + 1))
+               else ", ".join(map(str, numbered)))
 
     def replace(match: re.Match[str]) -> str:
         word = match.group()
         if match["arguments"] or word in OPERATORS or word in known:
             return word
-        if word.isdigit() and 1 <= int(word) <= len(curriculum.names):
-            return curriculum.names[int(word) - 1]
+        if word.isdigit() and int(word) in numbered:  # the kit's numbers, as status lists them (a mix keeps them)
+            return numbered[int(word)]
         raise pytest.UsageError(
             f"-m {expression}: no exercise named {word!r}; the exercises are "
-            f"{', '.join(closest_first(word, curriculum.names))} (or their numbers, 1 to {len(curriculum.names)}; "
+            f"{', '.join(closest_first(word, curriculum.names))} (or their numbers, {numbers}; "
             "other markers: pytest --markers)")
 
     return TOKEN.sub(replace, expression)

@@ -346,3 +346,21 @@ def test_course_init_makes_its_private_folders_the_instructors_alone(tmp_path, c
         assert files, name
         for path in files:
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_pytest_m_takes_the_kits_numbers_in_a_course_that_drops_exercises(tmp_path):
+    # status lists "11. decoding"; `pytest -m 11` ran nothing (and `-m 12` in a Parts I+III release ran exercise
+    # 13): the numbers were positions in the course's list.
+    from tests import plugin
+
+    folder = make_course(tmp_path / "c", '[course]\nexercises = ["softmax", "attention", "masks", "decoding"]\n')
+    course.activate(folder)
+
+    class Config:
+        def getini(self, name: str) -> list[str]:
+            return [f"{exercise.name}: tests of it" for exercise in load().exercises]
+
+    assert [plugin.check_mark_expression(Config(), text) for text in ("11", "4", "1 or 3")] == [
+        "decoding", "masks", "softmax or attention"]
+    with pytest.raises(pytest.UsageError, match=r"no exercise named '2'; .* \(or their numbers, 1, 3, 4, 11;"):
+        plugin.check_mark_expression(Config(), "2")
