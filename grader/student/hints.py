@@ -70,6 +70,21 @@ def hint_text(name: str, level: int = 1) -> str:
     return "\n".join(lines)
 
 
+def not_in_course(typed: str) -> str:
+    """One line saying the exercise ``typed`` is not part of this course, or "" if it is (assigned or given).
+
+    A Part III release has no exercise 4: ``attention-kit hint masks`` there hinted at a module it does not hold.
+    """
+    curriculum = load_curriculum()
+    exercise = curriculum.lookup(typed)
+    if exercise.name in curriculum.assigned_or_given():
+        return ""
+    numbers = ", ".join(str(item.number) for item in curriculum.selection())
+    given = ", ".join(str(curriculum.exercise(name).number) for name in curriculum.given_names())
+    return (f"exercise {exercise.number}, {exercise.name} is not part of this course (it has exercises {numbers}"
+            + (f", and {given} given" if given else "") + ")")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``attention-kit hint``."""
     parser.add_argument("exercise", metavar="EXERCISE",
@@ -81,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the hint; 2 for an unknown exercise or a bad level."""
     try:
+        outside = not_in_course(args.exercise)
+        if outside:
+            raise ValueError(outside)
         print(hint_text(args.exercise, args.level))
     except ValueError as error:
         print(f"attention-kit hint: {error}", file=sys.stderr)

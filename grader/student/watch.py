@@ -26,6 +26,7 @@ from typing import TextIO
 
 from grader.curriculum import load as load_curriculum
 from grader.scoring import number
+from grader.student.hints import not_in_course
 from grader.student.status import (
     DONE,
     ExerciseResult,
@@ -100,9 +101,7 @@ def course_exercise(typed: str) -> str:
         raise ValueError(f"exercise {exercise.number}, {exercise.name} is given in this course: working code to "
                          f"read, not yours to write (its tests: pytest -m {exercise.name}); watch one of "
                          f"exercises {numbers}")
-    given_numbers = ", ".join(str(curriculum.exercise(name).number) for name in given)
-    raise ValueError(f"exercise {exercise.number}, {exercise.name} is not part of this course (it has exercises "
-                     f"{numbers}" + (f", and {given_numbers} given" if given else "") + ")")
+    raise ValueError(not_in_course(typed))
 
 
 class Watcher:

@@ -529,3 +529,15 @@ def test_the_trained_pictures_caption_carries_the_demos_weight():
     trained = demo.compute_trained(SOLUTIONS)[0][2]
     it, vessel = demo.TOKENS.index("it"), demo.TOKENS.index("vessel")
     assert f"{trained.weights[it, vessel]:.2f}" == match.group(1)
+
+
+def test_hint_names_an_exercise_the_course_lacks(capsys, monkeypatch):
+    # A Part III student's `attention-kit hint masks` hinted at exercise 4, which the release does not hold.
+    monkeypatch.setenv(PART_ENV, "3")
+    parser = argparse.ArgumentParser()
+    hints.add_arguments(parser)
+    assert hints.run(parser.parse_args(["masks"])) == 2
+    assert capsys.readouterr().err == ("attention-kit hint: exercise 4, masks is not part of this course (it has "
+                                       "exercises 12, 13, 14, 15, and 1, 2, 3, 5, 6, 8, 9 given)\n")
+    assert hints.run(parser.parse_args(["attention"])) == 0  # given: its hints help to read it
+    assert capsys.readouterr().out.startswith("Exercise 3, attention:")
