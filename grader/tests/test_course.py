@@ -364,3 +364,22 @@ def test_pytest_m_takes_the_kits_numbers_in_a_course_that_drops_exercises(tmp_pa
         "decoding", "masks", "softmax or attention"]
     with pytest.raises(pytest.UsageError, match=r"no exercise named '2'; .* \(or their numbers, 1, 3, 4, 11;"):
         plugin.check_mark_expression(Config(), "2")
+
+
+def test_pytest_m_names_an_exercise_the_part_does_not_hold(monkeypatch):
+    # `pytest -m masks` in a Part III release said only "no tests ran" (exit 5): it ships no tests of exercise 4.
+    from grader.curriculum import PART_ENV
+    from tests import plugin
+
+    monkeypatch.setenv(PART_ENV, "3")
+
+    class Config:
+        def getini(self, name: str) -> list[str]:
+            return [f"{exercise.name}: tests of it" for exercise in load().exercises] + ["slow: takes long"]
+
+    assert [plugin.check_mark_expression(Config(), text) for text in ("negation", "3", "not slow")] == [
+        "negation", "attention", "not slow"]  # assigned, given (its tests ship), another marker
+    for text in ("masks", "4 or negation"):
+        with pytest.raises(pytest.UsageError, match=r"exercise 4, masks is not part of this course \(it has exercises "
+                                                    r"12, 13, 14, 15, and 1, 2, 3, 5, 6, 8, 9 given\)"):
+            plugin.check_mark_expression(Config(), text)
