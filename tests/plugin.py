@@ -13,6 +13,7 @@ mistake that explains everything (``tests/diagnosis.py``).
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Generator
 from dataclasses import replace
@@ -125,6 +126,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 EXERCISE = pytest.StashKey[str]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Once per process, after collection: what exists now (modules, tests, the kit) is kept out of later GC passes.
+
+    Python's cyclic collector otherwise walks these ~60,000 long-lived objects again in every full collection
+    during the tests and at pytest's exit. ``gc.freeze`` makes the whole public suite about a tenth cheaper
+    (2.87 -> 2.52 CPU-s, medians of 6 alternated runs; ``benchmarks/suite_time.py --compare`` measures it). Only
+    once per process: a grading process that runs many students keeps what it froze for its whole life anyway.
+    """
+    if not _FROZEN:
+        _FROZEN.append(True)
+        gc.collect()
+        gc.freeze()
+
+
+_FROZEN: list[bool] = []
 
 
 @pytest.fixture(scope="session")
