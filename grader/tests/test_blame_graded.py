@@ -145,3 +145,9 @@ def test_a_graded_call_notes_what_it_reached_of_the_student_s_own_functions(tmp_
     # softmax is the kit's given code under fair grading: not the student's, not noted.
     assert kit._reached.calls == {("", "scaled_dot_product_attention"),
                                   ("scaled_dot_product_attention", "attention_scores")}, kit._reached
+    # Under --no-fair every module is the student's: softmax too.
+    with IsolatedImplementation(target, fair=False, limits=Limits(call_timeout=10.0)) as implementation:
+        kit = Kit(implementation, "attention")
+        kit.scaled_dot_product_attention(rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))
+    assert kit._reached.calls == {("", "scaled_dot_product_attention"), ("scaled_dot_product_attention", "softmax"),
+                                  ("scaled_dot_product_attention", "attention_scores")}, kit._reached
