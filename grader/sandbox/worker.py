@@ -196,6 +196,7 @@ class Worker:
         self.reached: dict[tuple[str, str], None] = {}
         self._running: list[str] = []
         self._instrumented: dict[str, tuple[types.ModuleType, int]] = {}
+        self._home: dict[str, str] = {}  # each API function's exercise (from init's functions)
 
     # -- packages
 
@@ -326,9 +327,10 @@ class Worker:
         is new or its namespace changed size. Student code that refuses it is simply not seen.
         """
         package = f"_student_{view}"
-        home = {function: exercise for exercise, functions in self.functions.items() for function in functions}
+        home = self._home
         try:
-            for exercise in self.functions:
+            # Under fair grading the view's own module is the only one of the student's in its package.
+            for exercise in (self.functions if view == protocol.VIEW_ALL else (view,)):
                 module = sys.modules.get(f"{package}.{exercise}")
                 namespace = getattr(module, "__dict__", None)
                 if not isinstance(namespace, dict) or not str(namespace.get("__file__")).startswith(self.modules):
@@ -391,6 +393,8 @@ class Worker:
             self.functions = header["functions"]
             self.dependencies = header["dependencies"]
             self.given = set(header["given"])
+            self._home = {function: exercise for exercise, functions in self.functions.items()
+                          for function in functions}
             self.channel.send({"status": "ok", "pid": os.getpid(), "uid": os.getuid()}, [])
         elif op == "import":
             self.handle_import(header)
