@@ -66,10 +66,13 @@ def test_a_graded_failure_leads_with_the_function_a_local_pytest_names(exercise,
     assert not differ, differ
     broken = "pooled_features" if exercise == "negation" else "attention_scores"
     blamed = [name for name, lead in graded.items() if lead.startswith(f"First fix {broken}()")]
+    feedback = (tmp_path / "out" / "student" / "feedback.md").read_text(encoding="utf-8")
     if planted is SCORES_NOT_CALLED:  # never reached: the mask tests fail for the caller's own mistake
         assert not blamed and any("mask" in name for name in graded), graded
+        assert "First fix" not in feedback and "is the first function this test reached (your" not in feedback
     else:
         assert len(blamed) >= 4, graded
+        assert f"First fix {broken}()" in feedback, feedback[:3000]
         assert not any(lead.startswith("First fix") and not lead.startswith(f"First fix {broken}()")
                        for lead in graded.values()), graded
 
