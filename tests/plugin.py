@@ -400,7 +400,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if diagnoses[exercise]:
         family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
         return _led(findings, diagnoses[exercise], family.revisit if family is not None else None)
-    return _led_by_first_step(findings, implementation, called, observation)
+    return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
 
 
 def _led(findings: list[failures.Failure], lead: str, revisit: str | None) -> list[failures.Failure]:
@@ -411,14 +411,14 @@ def _led(findings: list[failures.Failure], lead: str, revisit: str | None) -> li
 
 
 def _led_by_first_step(findings: list[failures.Failure], implementation: Any, called: list[str],
-                       observation: Any) -> list[failures.Failure]:
+                       observation: Any, reached: Any = None) -> list[failures.Failure]:
     """Nothing known explains the failure: lead with the step whose output first differs (``tests/steps.py``).
 
     Never over a message that already names a convention or a precision: the step would bury it.
     """
     from tests import steps
 
-    step = steps.first_step(implementation, called, observation)
+    step = steps.first_step(implementation, called, observation, reached)
     if step is None or any(steps.names_a_convention(failure.message) for failure in findings):
         return findings
     return _led(findings, step.text, step.revisit or None)

@@ -49,7 +49,7 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import cgroup, codec, frames, load, protocol, server
+from grader.sandbox import cgroup, codec, frames, load, protocol, reached, server
 from grader.sandbox import limits as confine
 from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
@@ -577,6 +577,7 @@ class IsolatedImplementation(Measuring, Spares):
             reply, reply_arrays = self._request(header, arrays, f"{name}()")
         finally:
             self._callbacks.grading_functions = []
+        reached.note(reply, view, students=self.path != self.reference)  # for the blame: names only, checked
         status = reply.get("status")
         if status == "ok":
             return self._call_result(name, reply, reply_arrays, args, kwargs)
