@@ -252,8 +252,7 @@ def _reading_link(item: pytest.Item) -> str:
     if not exercise:
         return ""
     called = getattr(getattr(item, "funcargs", {}).get("impl"), "_called", None) or [""]
-    section = load_curriculum().exercise(exercise).reading_of(called[-1])
-    return f"docs/reading.md#{section}" if section else ""
+    return load_curriculum().exercise(exercise).reading_link(called[-1])
 
 
 def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[failures.Failure]:
