@@ -111,7 +111,7 @@ class Exercise:
     def reading_link(self, function: str = "") -> str:
         """Where to read about ``function``'s idea ("" when none is named).
 
-        ``docs/reading.md#SECTION`` for the kit's sections; a course's own link (``reading`` of its
+        The kit's sections as links into docs/reading.md; a course's own link (``reading`` of its
         ``[[exercise]]``: a URL or a path) as it is.
         """
         section = self.reading_of(function)
