@@ -180,6 +180,33 @@ def test_a_student_that_kills_workers_again_is_not_graded_and_the_batch_goes_on(
     assert correct["extra_data"]["status"] == "ok" and correct["score"] == correct["extra_data"]["max_score"]
 
 
+def timed_task(job, files, fingerprint, stall):
+    """The cluster's task, noting when it graded whom in $ATTENTION_KIT_TEST_TIMES (a second's sleep first)."""
+    start = time.time()
+    time.sleep(1.0)
+    result = cluster_worker.grade_on_worker(job, files, fingerprint, stall)
+    folder = Path(os.environ["ATTENTION_KIT_TEST_TIMES"])
+    (folder / f"{job.student}.json").write_text(json.dumps([start, time.time()]), encoding="utf-8")
+    return result
+
+
+def test_jobs_caps_the_students_graded_at_once_on_the_cluster(tmp_path, monkeypatch):
+    folder = tmp_path / "submissions"
+    for name in ("ada", "bob", "cy"):
+        copy_reference(folder / name)
+    times = tmp_path / "times"
+    times.mkdir()
+    monkeypatch.setenv("ATTENTION_KIT_TEST_TIMES", str(times))  # the local:2 cluster's workers inherit it
+    monkeypatch.setattr(cluster_worker, "grade_on_worker", timed_task)
+    lines: list[str] = []
+    assert grade_batch(folder, tmp_path / "out", exercises=["softmax"], echo=quiet(lines), hidden=None,
+                       cluster="local:2", jobs=1) == 0
+    spans = sorted(json.loads(path.read_text()) for path in times.glob("*.json"))
+    assert len(spans) >= 3  # the three students (and the kit's check, unless remembered), on two workers
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
+    assert any("at most 1 student(s) at once" in line for line in lines), lines
+
+
 def test_an_unreachable_cluster_stops_the_batch_before_anything_is_graded(part_one, tmp_path, monkeypatch):
     monkeypatch.setattr(engine_module, "CONNECT_TIMEOUT", 2.0)
     lines: list[str] = []
