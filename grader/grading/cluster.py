@@ -215,10 +215,11 @@ class Engine:
         plugin = cluster_worker.KitPlugin(self.fingerprint, portable(self.template),
                                           str(folder) if folder else None, os.environ.get(PART_ENV, ""),
                                           {name: os.environ.get(name) for name in ENVIRONMENT})
-        self.client.register_plugin(plugin, name=cluster_worker.PLUGIN)
+        name = cluster_worker.plugin_name(self.fingerprint)  # one per kit, course and options
+        self.client.register_plugin(plugin, name=name)
         with contextlib.suppress(Exception):  # a scheduler of your own: graded again once, as on local:N
             self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES)
-        verdicts = self.client.run(cluster_worker.verdict)
+        verdicts = self.client.run(cluster_worker.verdict, name=name)
         refused = {worker: why for worker, why in verdicts.items() if why}
         for worker, why in refused.items():
             echo(f"refused: Dask worker {worker}: {why}")

@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -205,6 +207,26 @@ def test_jobs_caps_the_students_graded_at_once_on_the_cluster(tmp_path, monkeypa
     assert len(spans) >= 3  # the three students (and the kit's check, unless remembered), on two workers
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
     assert any("at most 1 student(s) at once" in line for line in lines), lines
+
+
+def test_two_batches_of_other_options_share_a_cluster_at_once(part_one, dask_cluster, tmp_path):
+    # Each batch has its own plugin: a second one with other options (here --no-fair) no longer replaces the
+    # first one's kit on the workers (whose students were then refused, not graded).
+    folder, local = part_one
+    address = dask_cluster[0].scheduler_address
+    (tmp_path / "none").mkdir()  # no hidden tests, as the local batch
+    common = ["--cluster", address, "--hidden", str(tmp_path / "none")]
+    for name in PARTS["1"]:
+        common += ["--exercise", name]
+    runs = [subprocess.Popen([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(tmp_path / name),
+                              *common, *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+            for name, options in (("fair", ()), ("unfair", ("--no-fair",)))]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert gradebook(tmp_path / "fair") == gradebook(local)
+    unfair = (tmp_path / "unfair" / "grades.csv").read_text(encoding="utf-8")
+    assert "not graded" not in unfair and "refused" not in unfair, unfair
 
 
 def test_an_unreachable_cluster_stops_the_batch_before_anything_is_graded(part_one, tmp_path, monkeypatch):
