@@ -1,0 +1,62 @@
+"""Round 3 of the hostile tests (issue 32): attacks written apart from the kit, each closed for its whole family.
+
+Each test here failed against the kit before the fix it names (the report of the round says how).
+"""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox import host_memory
+from grader.sandbox.proxy import IsolatedImplementation, Limits
+from grader.tests.test_trust import copy_reference
+
+
+@pytest.fixture
+def isolated():
+    opened: list[IsolatedImplementation] = []
+
+    def build(folder: Path, **options) -> IsolatedImplementation:
+        impl = IsolatedImplementation(folder, **options)
+        opened.append(impl)
+        return impl
+
+    yield build
+    for impl in opened:
+        impl.close()
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_a_tests_function_called_on_huge_arguments_stays_within_the_students_memory(isolated, tmp_path):
+    # explain's predict runs in the grading process (the test's code); 64 MiB of int8 token ids made it index a
+    # (9e6, 7, 5) float64 table there: 3 GB as root, outside the worker's limit. Now the student's limit bounds it.
+    folder = copy_reference(tmp_path / "student", explain=(
+        "def occlusion_importance(predict, tokens, target):\n"
+        "    return predict(np.zeros((4_000_000, len(tokens)), dtype=np.int8))\n"))
+    impl = isolated(folder, limits=Limits(memory_bytes=256 << 20, call_timeout=30.0))
+    table = np.random.default_rng(0).normal(size=(11, 64))
+
+    def predict(tokens):
+        return table[np.asarray(tokens)].sum(axis=1)  # (b, seq, 64) float64: 2 GB for the student's batch
+
+    before = _peak_rss_mib()
+    with pytest.raises(MemoryError, match="256 MiB"):
+        impl.function("explain", "occlusion_importance")(predict, np.arange(7), 0)
+    assert _peak_rss_mib() - before < 700, "the grading process computed the student's request unbounded"
+    assert not impl.internal
+    # The bound is the call's only: the grading process allocates freely again afterwards.
+    assert np.ones(60 << 20, dtype=np.uint8).sum() == 60 << 20
+
+
+def test_the_bound_is_put_back_after_the_call():
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with pytest.raises(MemoryError), host_memory.bounded(32 << 20):
+        np.ones(1 << 30, dtype=np.uint8)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
