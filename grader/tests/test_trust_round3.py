@@ -60,3 +60,40 @@ def test_the_bound_is_put_back_after_the_call():
     with pytest.raises(MemoryError), host_memory.bounded(32 << 20):
         np.ones(1 << 30, dtype=np.uint8)
     assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
+STEAL_GIVEN_SOFTMAX = '''
+def softmax(x, axis=-1):
+    import os, sys
+    for name, module in list(sys.modules.items()):  # loaded by another view of this worker
+        if name.startswith("_given_") and name.endswith(".softmax") and hasattr(module, "softmax"):
+            return module.softmax(x, axis=axis)
+    main = sys.modules.get("__main__")
+    folder = os.path.join(os.path.dirname(os.path.abspath(main.__file__)), "given")
+    for path in [os.path.join(folder, "softmax.py")]:  # a file of the sandbox
+        try:
+            source = open(path, encoding="utf-8").read()
+        except OSError:
+            continue
+        space = {"__name__": "stolen"}
+        exec(source, space)
+        return space["softmax"](x, axis=axis)
+    raise NotImplementedError("nothing to steal")
+'''
+
+
+def test_a_worker_never_grades_an_exercise_whose_given_code_it_holds(isolated, tmp_path):
+    # The given softmax (fair grading's for attention) sat readable in the sandbox and stayed in the worker's
+    # memory: a stub softmax that took it scored 11.4 of 12. Now it travels with attention's request only, and a
+    # worker that holds it is replaced before softmax is graded again.
+    folder = copy_reference(tmp_path / "student", softmax=STEAL_GIVEN_SOFTMAX)
+    impl = isolated(folder)
+    softmax = impl.function("softmax", "softmax")
+    with pytest.raises(NotImplementedError, match="nothing to steal"):
+        softmax(np.zeros((2, 3)))  # the file
+    q = np.random.default_rng(1).normal(size=(2, 3, 4))
+    output, weights = impl.function("attention", "scaled_dot_product_attention")(q, q, q)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0)  # attention still gets the given softmax
+    with pytest.raises(NotImplementedError, match="nothing to steal"):
+        softmax(np.zeros((2, 3)))  # the memory of the worker that graded attention
+    assert not impl.internal
