@@ -97,3 +97,14 @@ def test_a_worker_never_grades_an_exercise_whose_given_code_it_holds(isolated, t
     with pytest.raises(NotImplementedError, match="nothing to steal"):
         softmax(np.zeros((2, 3)))  # the memory of the worker that graded attention
     assert not impl.internal
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200d", "\u2060", "\ufeff", "\u202e"])
+def test_an_id_with_an_invisible_character_is_flagged_as_alike(invisible):
+    # "alice" + U+200B shows as "alice" in a file manager and a spreadsheet: it was neither matched nor flagged.
+    from grader.grading.roster import alike_ids, match_roster
+
+    twin = f"ali{invisible}ce"
+    assert len(alike_ids(["alice", twin, "bob"])) == 1
+    roster = match_roster([twin], {"alice": {"lms_id": "1"}})
+    assert not roster.rows and len(roster.flagged) == 1 and "alice" in roster.flagged[0]
