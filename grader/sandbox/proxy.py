@@ -381,7 +381,9 @@ class IsolatedImplementation(Measuring, Spares):
         time (not the reference's) is charged to the budget.
         """
         view = str(header.get("view", FAIR_VIEW_ALL))
-        if self._given.must_restart(view):  # it holds given code of this very exercise (given_views)
+        # A worker that holds given code of this very exercise (given_views), or too near its lifetime CPU limit
+        # for this call (budget.worker_spent), is replaced first: neither is the student's doing.
+        if self._given.must_restart(view) or self._budget.worker_spent(timeout):
             self._stop()
         self._ready()
         self._given.attach(header)

@@ -108,3 +108,16 @@ def test_an_id_with_an_invisible_character_is_flagged_as_alike(invisible):
     assert len(alike_ids(["alice", twin, "bob"])) == 1
     roster = match_roster([twin], {"alice": {"lms_id": "1"}})
     assert not roster.rows and len(roster.flagged) == 1 and "alice" in roster.flagged[0]
+
+
+def test_calls_within_their_budget_never_die_of_the_workers_lifetime_cpu_limit(isolated, tmp_path):
+    # Each call used 0.4 s of its 5 s (here 0.3 s of 1 s); the worker's own RLIMIT_CPU (10 s over its life) killed
+    # it in whichever call crossed it: a test lost at random (11.3 of 12 for a correct softmax), counted as a crash.
+    folder = copy_reference(tmp_path / "student", softmax=(
+        "_softmax = softmax\n\n\ndef softmax(x, axis=-1):\n    import time\n    started = time.process_time()\n"
+        "    while time.process_time() - started < 0.3:\n        pass\n    return _softmax(x, axis=axis)\n"))
+    impl = isolated(folder, limits=Limits(cpu_seconds=2, call_timeout=1.0))
+    softmax = impl.function("softmax", "softmax")
+    for _ in range(8):  # 2.4 s of CPU in all: past the worker's limit of 2 s, each call within its own 1 s
+        np.testing.assert_allclose(softmax(np.zeros((2, 4))), np.full((2, 4), 0.25))
+    assert impl.stats["crashed"] == 0 and not impl.internal
