@@ -65,8 +65,9 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
     "kill": {"uid": int},
     "wait": {"pid": int, "timeout": float},
 }
-# Optional fields (checked when present); none at present.
-OPTIONAL: dict[str, dict[str, type]] = {}
+# Optional fields (checked when present): the sources of the kit's given code that a view's first request
+# carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
+OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict}, "call": {"given": dict}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"

@@ -62,23 +62,6 @@ def load_modules() -> Any:
     return package
 
 
-_GIVEN: dict[str, types.CodeType | None] = {}  # the given modules, compiled once per process (see given_module)
-
-
-def _given_code(exercise: str) -> types.CodeType | None:
-    """The compiled given implementation of ``exercise`` (``given/EXERCISE.py`` beside this file), or None."""
-    if exercise not in _GIVEN:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "given", f"{exercise}.py")
-        try:
-            with open(path, "rb") as file:
-                source = file.read()
-        except OSError:
-            _GIVEN[exercise] = None
-        else:
-            _GIVEN[exercise] = compile(source, f"given/{exercise}.py", "exec", dont_inherit=True)
-    return _GIVEN[exercise]
-
-
 _BUILTINS = dict(vars(builtins))
 _ALWAYS = ("always", None, Warning, None, 0)  # the filter warnings.simplefilter("always") inserts
 
@@ -190,6 +173,8 @@ class Worker:
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
         self.given: set[str] = set()  # the dependencies served by the kit's given code (grader.sandbox.given)
+        # Their sources, as a view's first request brought them (grader.sandbox.given_views): never a file here.
+        self.given_sources: dict[str, str] = {}
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
         # The student's API functions the current call reached, as (caller, callee) names, and those running now
         # (innermost last); what was instrumented of each module (see instrument()).
@@ -229,14 +214,15 @@ class Worker:
         It offers every function the reference's module offers: its exercise's own (a function it lacks is served
         by the reference) and those of the exercises it builds on, as the reference's module imports them.
         """
-        code = _given_code(exercise)
-        if code is None:
+        source = self.given_sources.get(exercise)
+        if not isinstance(source, str):
             return None
+        code = compile(source, f"given/{exercise}.py", "exec", dont_inherit=True)
         module = types.ModuleType(f"{package}.{exercise}")
         module.__package__ = package
         module.__file__ = code.co_filename
         sys.modules[module.__name__] = module
-        exec(code, module.__dict__)  # noqa: S102 - the kit's own code, compiled from the file beside this one
+        exec(code, module.__dict__)  # noqa: S102 - the kit's own code, sent by the grading process
         for function in self.functions.get(exercise, []):
             if not callable(getattr(module, function, None)):
                 setattr(module, function, self.forwarder(exercise, function))
@@ -397,8 +383,10 @@ class Worker:
                           for function in functions}
             self.channel.send({"status": "ok", "pid": os.getpid(), "uid": os.getuid()}, [])
         elif op == "import":
+            self.given_sources.update(header.get("given") or {})
             self.handle_import(header)
         elif op == "call":
+            self.given_sources.update(header.get("given") or {})
             self.handle_call(header, arrays)
 
     def handle_import(self, header: dict) -> None:
