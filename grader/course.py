@@ -24,6 +24,7 @@ import functools
 import json
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,7 @@ OWN_FINGERPRINTS = "fingerprints.npz"
 OWN_INPUTS = "inputs.json"  # the digest of each own exercise's files when its data was written
 RELEASED_PREFIX = "course_"  # a release ships them beside the kit's: tests/data/course_golden.npz, ...
 OWN_KEYS = {"name": str, "title": str, "functions": list, "depends": list, "part": int, "points": (int, float),
-            "hidden_points": (int, float), "hint_step": str, "hints": list}
+            "hidden_points": (int, float), "hint_step": str, "hints": list, "reading": str}
 # Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
@@ -284,7 +285,8 @@ def own_exercise(entry: Any, where: str) -> dict[str, Any]:
     for key in ("title", "functions"):
         if key not in entry:
             raise CourseError(f"{where}: {key} is missing")
-    checked = {"depends": [], "part": 1, "points": 10, "hidden_points": 0, "hint_step": "", "hints": []} | entry
+    checked = ({"depends": [], "part": 1, "points": 10, "hidden_points": 0, "hint_step": "", "hints": [],
+                "reading": ""} | entry)
     for key, kind in OWN_KEYS.items():
         value = checked[key]
         if isinstance(value, bool) or not isinstance(value, kind):
@@ -293,6 +295,10 @@ def own_exercise(entry: Any, where: str) -> dict[str, Any]:
             raise CourseError(f"{where}: {key} must be a list of texts")
     if not checked["functions"] or not all(f.isidentifier() for f in checked["functions"]):
         raise CourseError(f"{where}: functions must name the module's public functions, not {checked['functions']!r}")
+    if checked["reading"] and (len(checked["reading"]) > 300 or not re.fullmatch(r"[^\s\x00-\x1f\x7f<>\"'`]+",
+                                                                           checked["reading"])):
+        raise CourseError(f"{where}: reading must be one link, a URL or a path (e.g. notes/week5.md#gates), without "
+                          f"spaces or quotes, not {checked['reading'][:80]!r}")
     if checked["part"] < 1:
         raise CourseError(f"{where}: part must be a positive whole number, not {checked['part']!r}")
     for key in ("points", "hidden_points"):

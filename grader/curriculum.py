@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,15 @@ class Exercise:
     def reading_of(self, function: str = "") -> str:
         """The anchor of the section of the reading that ``function``'s idea is in ("" when none is named)."""
         return dict(self.function_reading).get(function, self.reading[0] if self.reading else "")
+
+    def reading_link(self, function: str = "") -> str:
+        """Where to read about ``function``'s idea ("" when none is named).
+
+        The kit's sections as links into docs/reading.md; a course's own link (``reading`` of its
+        ``[[exercise]]``: a URL or a path) as it is.
+        """
+        section = self.reading_of(function)
+        return section if not section or re.search(r"[/#:.]", section) else f"docs/reading.md#{section}"
 
     @property
     def module_file(self) -> str:
@@ -374,7 +384,8 @@ def own_exercises(kit: Curriculum, course: course_folder.Course) -> tuple[Exerci
                  test_file=f"{course_folder.TESTS_FOLDER}/test_{entry['name']}.py",
                  functions=tuple(entry["functions"]), depends=tuple(entry["depends"]), points=entry["points"],
                  hidden_points=entry["hidden_points"], hints=tuple(entry["hints"]), part=entry["part"],
-                 hint_step=entry["hint_step"], home=str(course.folder))
+                 hint_step=entry["hint_step"], reading=(entry["reading"],) if entry["reading"] else (),
+                 home=str(course.folder))
         for index, entry in enumerate(course.own, start=1))
 
 

@@ -16,6 +16,7 @@ checks apply.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 import weakref
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tests.failures import Failure
+from tests.reach import tracing
 
 # Per implementation object, the outcome of checks that are the same for every test that needs them
 # (computed once per session, on the first test that asks).
@@ -81,7 +83,12 @@ def cpu_call(impl: Any, name: str, *args: Any, budget: float | None = None, **kw
     implementation = getattr(impl, "_implementation", None)
     measure = getattr(implementation, "measure_cpu", None)
     if callable(measure):  # code that runs in another process measures itself there
-        return measure(impl._exercise, name, *args, **kwargs)
+        # A call the test made, as one through the Kit is: noted for the blame, with what it reached there.
+        called, reached = getattr(impl, "_called", None), getattr(impl, "_reached", None)
+        if isinstance(called, list) and name not in called:
+            called.append(name)
+        with tracing(reached, None) if reached is not None else contextlib.nullcontext():
+            return measure(impl._exercise, name, *args, **kwargs)
     if hasattr(implementation, "measure") or implementation is None:  # elsewhere, and it cannot say (see Kit)
         return getattr(impl, name)(*args, **kwargs), None
     return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)

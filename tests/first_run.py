@@ -156,10 +156,9 @@ def not_started_lines(config: pytest.Config, names: list[str]) -> list[str]:
     for name in names:
         exercise = curriculum.exercise(name)
         count = outcomes.collected[name]
-        section = exercise.reading_of()
         rows.append((f"{exercise.number:>2}. {name}", _shown(folder / exercise.module_file, config),
                      f"{count} test{'s' if count != 1 else ''}", f"pytest -m {name}{impl}",
-                     f"docs/reading.md#{section}" if section else ""))
+                     exercise.reading_link()))
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     return [("NOT STARTED " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
              + "  " + row[4]).rstrip() for row in rows]

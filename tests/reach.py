@@ -8,9 +8,11 @@ wrapped (:func:`instrument`: each global name bound to one is rebound to a wrapp
 a microsecond each; a tracer of every frame made Python-heavy code two to three times slower), and
 :func:`tracing` notes which were called and, for each, the API function that called it.
 
-Not seen: code that runs in another process (the grader's isolated worker: the blame there falls back on the
-reference's call graph, ``tests/diagnosis.callees``), and calls that do not go through a module's global name
-(a reference kept elsewhere at import): the blame then knows less, and names nothing it did not see.
+Code that runs in another process (the grader's isolated worker) is instrumented there the same way; the
+worker sends the names of what a call reached with its reply, and the grading side, once it has checked them
+(``grader.sandbox.reached``), notes them here (:func:`note_elsewhere`). Not seen: calls that do not go through a
+module's global name (a reference kept elsewhere at import): the blame then knows less, and names nothing it
+did not see.
 """
 
 from __future__ import annotations
@@ -156,13 +158,14 @@ def recorded_function(implementation: Any, exercise: str, name: str) -> Callable
 
 @contextlib.contextmanager
 def tracing(reached: Reached, package: str | None) -> Iterator[None]:
-    """Note in ``reached`` the API functions of the student's (modules of ``package``) called meanwhile.
+    """Note in ``reached`` the API functions of the student's called meanwhile.
 
-    Only calls of functions the student's modules hold instrumented (:func:`recorded_function` serves them so).
-    Nothing is noted without a package (code that runs elsewhere) or off the main thread. Calls inside another
-    recording are noted in both.
+    Calls of functions the student's modules (of ``package``) hold instrumented (:func:`recorded_function` serves
+    them so), and what code that runs elsewhere (``package`` None: the isolated worker) says it reached
+    (:func:`note_elsewhere`). Nothing is noted off the main thread. Calls inside another recording are noted in
+    both.
     """
-    if package is None or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     _RECORDING.append(reached)
@@ -170,6 +173,22 @@ def tracing(reached: Reached, package: str | None) -> Iterator[None]:
         yield
     finally:
         _RECORDING.remove(reached)
+
+
+def note_elsewhere(calls: list[tuple[str, str]]) -> None:
+    """Note in the recordings under way the ``(caller, callee)`` calls of one call that ran in another process.
+
+    A caller ``""`` is that call itself: it was made from the API function running here, if any (else by the
+    test). The names must have been checked by the caller of this function (``grader.sandbox.reached``).
+    """
+    if not _RECORDING or threading.current_thread() is not threading.main_thread():
+        return
+    outer = _RUNNING[-1] if _RUNNING else ""
+    for caller, callee in calls:
+        edge = (caller or outer, callee)
+        for reached in _RECORDING:
+            reached.functions.add(callee)
+            reached.calls.add(edge)
 
 
 def package_of(implementation: Any) -> str | None:

@@ -195,19 +195,21 @@ def names_a_convention(message: str) -> bool:
 
 
 
-def first_step(implementation: Any, called: list[str], observation: Any) -> FirstStep | None:
+def first_step(implementation: Any, called: list[str], observation: Any, reached: Any = None) -> FirstStep | None:
     """The first step of the student's code that differs among the functions a failing test reached, or None.
 
     The function is the earliest (manifest order) of those the test called, and of what they call, whose
-    behaviour probes deviate while nothing it calls does. Never raises.
+    behaviour probes deviate while nothing it calls does. What they call: what the test's calls reached
+    (``reached``, ``tests/reach.py``; in grading, what the worker saw) when they were traced, else the names in
+    their code (``diagnosis.callees``). Never raises.
     """
     try:
-        return _first_step(implementation, called, observation)
+        return _first_step(implementation, called, observation, reached)
     except Exception:  # noqa: BLE001 - feedback must never break the run
         return None
 
 
-def _first_step(implementation: Any, called: list[str], observation: Any) -> FirstStep | None:
+def _first_step(implementation: Any, called: list[str], observation: Any, traced: Any = None) -> FirstStep | None:
     from grader.curriculum import load as load_curriculum
     from tests.diagnosis import callees
     from tests.probes import load_all_probes
@@ -215,11 +217,17 @@ def _first_step(implementation: Any, called: list[str], observation: Any) -> Fir
     curriculum = load_curriculum()
     order = {f: i for i, f in enumerate(f for e in curriculum.exercises for f in e.functions)}
     bad = set(observation.deviating_functions(behaviour_only=True))
+    if traced is not None and traced.calls:  # by call: what the test's calls went through, not names
+        def below(name: str) -> set[str]:
+            return traced.callees(name)
+    else:
+        def below(name: str) -> set[str]:
+            return callees(implementation, name)
     reached: set[str] = set()
     for name in dict.fromkeys(called):
         if name in order:
-            reached |= {name} | callees(implementation, name)
-    own = sorted((f for f in reached & bad if not callees(implementation, f) & bad), key=order.__getitem__)
+            reached |= {name} | below(name)
+    own = sorted((f for f in reached & bad if not below(f) & bad), key=order.__getitem__)
     if not own:
         return None
     function = own[0]

@@ -34,7 +34,13 @@ PARTIAL = "the last block holds whatever keys are left: range(0, n_k, block_size
 OFFSET = ("under the causal mask, key j of a block starting at `start` is at position start + j of the sequence: "
           "compare that with the query's position, not the index inside the block")
 OVERFLOW = ("scores near 1e4 overflow np.exp unless each query's running maximum is subtracted first; a finite "
-            "starting maximum (0, -5e4) makes every exp of a row whose scores all lie far below it underflow to 0")
+            "starting maximum (0, -5e4, -1e9: any finite number) makes every exp of a row whose scores all lie far "
+            "below it underflow to 0, so start it at -inf")
+FINITE_START = ("the running maximum starts at a finite number (-1e9, -1e30 ...) that lies above every score of a row "
+                "whose scores are all below it: every exp underflows to 0 and the row is lost (zeros, or NaN from "
+                "0 / 0); start it at -inf, the one start below every score")
+STEP_OVERFLOW = ("scores near 1e4 overflow np.exp (inf / inf is NaN): the step's softmax subtracts each row's maximum "
+                 "before exp, as softmax() of exercise 1 does (or call softmax)")
 
 # Sizes that all differ: batch, heads, positions, d_k, d_v.
 B, H, N, DK, DV = 2, 3, 10, 4, 5
@@ -180,10 +186,24 @@ def test_attend_step_is_one_row_of_attention(impl):
     expected_weights = np.exp(scores / 2.0) / np.exp(scores / 2.0).sum(axis=-1, keepdims=True)
     unscaled = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
     mistake = "the scores were not divided by sqrt(d_k)" if np.allclose(weights, unscaled) else None
+    right = True
     if expect_shape(weights, (B, H, 1, 6), what=f"weights_t of {what}", idea=STEP):
-        expect_close(weights, expected_weights, what=f"weights_t of {what}", idea=_idea(mistake, STEP))
+        right &= expect_close(weights, expected_weights, what=f"weights_t of {what}", idea=_idea(mistake, STEP))
     if expect_shape(context, (B, H, 1, DV), what=f"context_t of {what}", idea=STEP):
-        expect_close(context, expected_weights @ v, what=f"context_t of {what}", idea=_idea(mistake, STEP))
+        right &= expect_close(context, expected_weights @ v, what=f"context_t of {what}", idea=_idea(mistake, STEP))
+    if not right:
+        return  # (the step itself is wrong: what follows would only repeat it)
+    # Scores near 1e4 (a sharp query): exp of the raw scores overflows.
+    q_t = 5e3 * q_t
+    what = f"attend_step(q_t, cache) with q_t {q_t.shape} whose scores reach about 1e4"
+    result = call_expecting_no_warning(impl.attend_step, q_t, cache, what=f"{what} raises no RuntimeWarning",
+                                       idea=STEP_OVERFLOW)
+    if isinstance(result, tuple) and len(result) == 2 and np.shape(result[1]) == (B, H, 1, 6):
+        scores = np.einsum("...id,...jd->...ij", q_t, k) / 2.0
+        expected_weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        expected_weights /= expected_weights.sum(axis=-1, keepdims=True)
+        if expect_no_nan(result[1], what=f"weights_t of {what}", idea=STEP_OVERFLOW):
+            expect_close(result[1], expected_weights, what=f"weights_t of {what}", idea=STEP_OVERFLOW)
 
 
 # ----------------------------------------------------------------------------- causal decoding
@@ -286,9 +306,17 @@ def test_blockwise_with_scores_far_below_zero(impl):
     out = call_expecting_no_warning(impl.blockwise_attention, q, k, v, 3, idea=OVERFLOW,
                                     what="blockwise_attention with every score near -1e5 raises no RuntimeWarning")
     zeros = np.allclose(out, 0.0)
-    expect_close(out, _attention(q, k, v), idea=_idea(
-        "the output is all zeros: the running maximum started at a finite value above every score, not -inf"
-        if zeros else None, OVERFLOW), what="blockwise_attention, block_size=3, every score near -1e5")
+    if not expect_close(out, _attention(q, k, v), idea=_idea(
+            "the output is all zeros: the running maximum started at a finite value above every score, not -inf"
+            if zeros else None, OVERFLOW), what="blockwise_attention, block_size=3, every score near -1e5"):
+        return
+    # Near -1e200: below any finite start a student might pick (-1e9, -1e30 ...); only -inf lies below every score.
+    q[..., 0] = -2e200
+    what = "blockwise_attention, block_size=3, every score near -1e200"
+    out = call_expecting_no_warning(impl.blockwise_attention, q, k, v, 3, idea=FINITE_START,
+                                    what=f"{what}: no RuntimeWarning")
+    if expect_no_nan(out, what=what, idea=FINITE_START):
+        expect_close(out, _attention(q, k, v), idea=FINITE_START, what=what)
 
 
 def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):

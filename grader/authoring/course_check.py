@@ -133,26 +133,14 @@ def write_golden(folder: Path, exercises: list[Exercise]) -> Path:
 
 def write_fingerprints(folder: Path, exercises: list[Exercise], echo: Callable[[str], None]) -> Path:
     """The fingerprints of the own exercises' catalogued mistakes, in ``data/fingerprints.npz``."""
-    from grader.authoring.fingerprints import FORMAT, fingerprint, serialise
+    from grader.authoring.fingerprints import FORMAT, mistake_fingerprints, serialise
     from grader.mutants import load_catalogue
-    from tests.diagnosis import RAISED, fingerprint_key
 
     names = {exercise.name for exercise in exercises}
-    mistakes, arrays = [], {}
     with tempfile.TemporaryDirectory(prefix="attention-kit-course-") as workdir:
-        for mutant in (m for m in load_catalogue() if m.exercise in names):
-            try:
-                outputs = fingerprint(mutant, Path(workdir))
-            except ValueError as error:  # its `replace` text is not in the reference: check() says so
-                echo(f"  skipped {mutant.id}: {error}")
-                continue
-            probes: dict[str, int | None] = {}
-            for name, result in outputs.items():
-                probes[name] = None if result is RAISED else len(result)
-                for index, array in enumerate(result or ()):
-                    arrays[fingerprint_key(mutant.id, name, index)] = array
-            mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
-                             "hint": mutant.hint, "probes": probes})
+        # a mutant whose `replace` text is not in the reference: check() says so
+        mistakes, arrays = mistake_fingerprints((m for m in load_catalogue() if m.exercise in names), Path(workdir),
+                                                lambda mutant, error: echo(f"  skipped {mutant.id}: {error}"))
     meta = {"format": FORMAT, "mistakes": mistakes, "calls": {}, "pairs": [], "families": []}
     path = folder / course.DATA_FOLDER / course.OWN_FINGERPRINTS
     path.write_bytes(serialise(meta, arrays))

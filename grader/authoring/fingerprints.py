@@ -34,6 +34,7 @@ import json
 import random
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -103,24 +104,33 @@ def deviating_outputs(folder: Path, exercise: str) -> dict[str, tuple[np.ndarray
     return outputs
 
 
+def mistake_fingerprints(mutants: Iterable[Mutant], workdir: Path, skipped: Callable[[Mutant, ValueError], Any],
+                         ) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Each mutant's entry of the fingerprint file and its stored outputs (a mutant that cannot apply: ``skipped``)."""
+    mistakes: list[dict] = []
+    arrays: dict[str, np.ndarray] = {}
+    for mutant in mutants:
+        try:
+            outputs = fingerprint(mutant, workdir)
+        except ValueError as error:  # its `replace` text is not in the reference
+            skipped(mutant, error)
+            continue
+        probes: dict[str, int | None] = {}
+        for name, result in outputs.items():
+            probes[name] = None if result is RAISED else len(result)
+            for index, array in enumerate(result or ()):
+                arrays[fingerprint_key(mutant.id, name, index)] = array
+        mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
+                         "hint": mutant.hint, "probes": probes})
+    return mistakes, arrays
+
+
 def compute() -> tuple[dict, dict[str, np.ndarray]]:
     """The metadata and the arrays of the fingerprint file, from the current catalogue."""
-    mistakes = []
-    arrays: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory(prefix="attention-kit-fingerprints-") as workdir:
-        for mutant in load_catalogue():
-            try:
-                outputs = fingerprint(mutant, Path(workdir))
-            except ValueError as error:  # its `replace` text is gone; grader/tests reports it too
-                print(f"skipped: {error}", file=sys.stderr)
-                continue
-            probes: dict[str, int | None] = {}
-            for name, result in outputs.items():
-                probes[name] = None if result is RAISED else len(result)
-                for index, array in enumerate(result or ()):
-                    arrays[fingerprint_key(mutant.id, name, index)] = array
-            mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
-                             "hint": mutant.hint, "probes": probes})
+        # a mutant whose `replace` text is gone: grader/tests reports it too
+        mistakes, arrays = mistake_fingerprints(load_catalogue(), Path(workdir),
+                                                lambda _mutant, error: print(f"skipped: {error}", file=sys.stderr))
         pairs = pair_fingerprints(mistakes, arrays, Path(workdir))
         families = family_fingerprints(arrays, Path(workdir))
     calls = reference_calls(LocalImplementation(ROOT / "solutions"))  # who calls whom, for the blame

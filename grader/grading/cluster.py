@@ -69,10 +69,12 @@ def add_engine_arguments(parser: Any) -> None:
                              "OUT-1 ... OUT-N`")
 
 
-def connect_cluster(address: str | None, template: Job, echo: Any) -> Any:
+def connect_cluster(address: str | None, template: Job, echo: Any, jobs: int | None = None) -> Any:
     """The batch's engine: the pool's ``run_jobs`` without ``address``, else the connected cluster's.
 
-    None after saying in one line why the cluster cannot grade (nothing was graded then).
+    ``jobs`` (``--jobs``): on a cluster, at most that many students graded at once (the batch's share of a
+    shared cluster); None: as many as the workers have threads. None after saying in one line why the cluster
+    cannot grade (nothing was graded then).
     """
     if address is None:
         from grader.grading.pool import run_jobs
@@ -83,7 +85,9 @@ def connect_cluster(address: str | None, template: Job, echo: Any) -> Any:
     except ClusterError as error:
         echo(f"error: not graded: {error}")
         return None
-    echo(f"Cluster: {address}, {len(engine.client.nthreads())} Dask worker(s), kit {engine.fingerprint[:12]}")
+    engine.limit = jobs
+    echo(f"Cluster: {address}, {len(engine.client.nthreads())} Dask worker(s), kit {engine.fingerprint[:12]}"
+         + (f", at most {jobs} student(s) at once" if jobs else ""))
     return engine
 
 
@@ -194,6 +198,7 @@ class Engine:
         self.fingerprint = kit_fingerprint(template)
         self.template = template
         self.task: Any = None  # the task each student is (a seam for the tests); cluster_worker.grade_on_worker
+        self.limit: int | None = None  # --jobs: at most this many students in flight (None: the window's)
 
     def check_workers(self, echo: Any) -> None:
         """Prepare the kit on every worker (a plugin, also for workers that join later); refuse the others."""
@@ -210,10 +215,11 @@ class Engine:
         plugin = cluster_worker.KitPlugin(self.fingerprint, portable(self.template),
                                           str(folder) if folder else None, os.environ.get(PART_ENV, ""),
                                           {name: os.environ.get(name) for name in ENVIRONMENT})
-        self.client.register_plugin(plugin, name=cluster_worker.PLUGIN)
+        name = cluster_worker.plugin_name(self.fingerprint)  # one per kit, course and options
+        self.client.register_plugin(plugin, name=name)
         with contextlib.suppress(Exception):  # a scheduler of your own: graded again once, as on local:N
             self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES)
-        verdicts = self.client.run(cluster_worker.verdict)
+        verdicts = self.client.run(cluster_worker.verdict, name=name)
         refused = {worker: why for worker, why in verdicts.items() if why}
         for worker, why in refused.items():
             echo(f"refused: Dask worker {worker}: {why}")
@@ -225,7 +231,10 @@ class Engine:
         self.task = cluster_worker.grade_on_worker
 
     def __call__(self, jobs: Iterable[Job], processes: int, stall: float) -> Iterator[tuple[Job, Result]]:
-        """Grade ``jobs`` on the cluster; yield ``(job, result)`` as each finishes (``processes`` is not used)."""
+        """Grade ``jobs`` on the cluster; yield ``(job, result)`` as each finishes.
+
+        ``processes`` is the local pool's; here :attr:`limit` (``--jobs``) caps the students in flight.
+        """
         from distributed import as_completed
 
         here = roots()
@@ -233,6 +242,7 @@ class Engine:
         run = uuid.uuid4().hex[:12]
         counter = itertools.count()
         window = max(1, IN_FLIGHT * sum(self.client.nthreads().values()))
+        window = min(window, self.limit) if self.limit else window
         futures: dict[Any, Job] = {}
         completed = as_completed()
         # A worker's death counts against every task it held, the student beside the one that killed it too (and

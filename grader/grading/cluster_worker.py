@@ -34,6 +34,14 @@ from grader.grading.portable import convert_result, kit_fingerprint, localized, 
 from grader.grading.records import Job, Result
 
 PLUGIN = "attention-kit"
+# The course folder the worker's own environment names (for a checkout that lies elsewhere than the batch's),
+# read before any batch's plugin set the variable for its tasks.
+_WORKER_COURSE = os.environ.get("ATTENTION_KIT_COURSE")
+
+
+def plugin_name(fingerprint: str) -> str:
+    """The worker plugin of one kit, course and set of options: batches with others share the cluster."""
+    return f"{PLUGIN}-{fingerprint[:24]}"
 # One student at a time per worker process: the pool keeps its grading processes for the next job, per process.
 # Start workers with one thread each (`dask worker --nthreads 1 --nworkers N`); more threads only wait here.
 _ONE_AT_A_TIME = threading.Lock()
@@ -60,26 +68,42 @@ class KitPlugin(WorkerPlugin):
             self.scratch = tempfile.mkdtemp(prefix="attention-kit-run-")
             os.chmod(self.scratch, 0o711)
 
+    def activate(self) -> None:
+        """Make this process the batch's: its course, its part, numpy's threads and malloc as in local grading.
+
+        At setup and before each of its tasks: a batch of another course or part may have graded here since
+        (each has its own plugin); the pool's idle grading processes of another course are not reused.
+        """
+        from grader import course
+        from grader.curriculum import PART_ENV
+
+        if self.course is None:
+            os.environ.pop(course.COURSE_ENV, None)
+        else:
+            course.activate(Path(_WORKER_COURSE or self.course))
+        if self.part:
+            os.environ[PART_ENV] = self.part
+        else:
+            os.environ.pop(PART_ENV, None)
+        for name, value in self.environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
     def _check(self) -> str | None:
         from grader import course
-        from grader.curriculum import PART_ENV, make_importable, reference_dir
+        from grader.curriculum import make_importable, reference_dir
         from grader.sandbox.limits import IsolationUnavailable, choose
 
         if multiprocessing.current_process().daemon:
             return ("it is a daemonic process and cannot start grading processes: start the workers with "
                     "DASK_DISTRIBUTED__WORKER__DAEMON=False")
         if self.course is not None:
-            folder = Path(os.environ.get(course.COURSE_ENV) or self.course)
+            folder = Path(_WORKER_COURSE or self.course)
             if not (folder / course.COURSE_FILE).is_file():
                 return f"no course folder {folder} here (set {course.COURSE_ENV} on the worker)"
-            course.activate(folder)
-        if self.part:
-            os.environ[PART_ENV] = self.part
-        for name, value in self.environment.items():  # numpy's threads and malloc as in local grading
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        self.activate()
         make_importable()
         if reference_dir() is None:
             return "no reference solutions here (grade from a checkout, or give the worker the course folder)"
@@ -103,9 +127,9 @@ class KitPlugin(WorkerPlugin):
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def verdict(dask_worker: Any) -> str | None:
-    """Why this worker is refused (None if it grades), as its plugin found (run by ``client.run``)."""
-    plugin = dask_worker.plugins.get(PLUGIN)
+def verdict(dask_worker: Any, name: str) -> str | None:
+    """Why this worker is refused (None if it grades), as its plugin ``name`` found (run by ``client.run``)."""
+    plugin = dask_worker.plugins.get(name)
     return "the kit's plugin is not set up" if plugin is None else plugin.refused
 
 
@@ -128,10 +152,8 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
     from grader.grading.pool import run_jobs
 
     worker = get_worker()
-    plugin = worker.plugins.get(PLUGIN)
-    why = "the kit's plugin is not set up" if plugin is None else plugin.refused
-    if why is None and plugin.fingerprint != fingerprint:
-        why = "it holds another batch's kit (one `grade --cluster` at a time per cluster)"
+    plugin = worker.plugins.get(plugin_name(fingerprint))
+    why = "the batch's kit is not set up on it" if plugin is None else plugin.refused
     if why is not None:
         if plugin is not None and plugin.refused is not None:  # joined after the batch's check: it leaves now
             worker.loop.add_callback(worker.close, nanny=True, executor_wait=False,
@@ -139,6 +161,7 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
         return Result(error=f"Dask worker {worker.address} refused: {why}")
     here = roots()
     with _ONE_AT_A_TIME:
+        plugin.activate()  # this batch's course and part (another batch's task may have run here since)
         private = Path(tempfile.mkdtemp(prefix="attention-kit-submission-"))
         try:
             folder = private / (Path(job.folder).name or "submission")

@@ -238,7 +238,7 @@ def grade_batch(
                    part=_graded_part(), scratch=str(scratch))
     entries = shard_entries(entries, shard, out, template, echo)  # --shard I/N: this slice, and OUT/shard.json
     try:
-        if (engine := connect_cluster(cluster, template, echo)) is None:  # the pool's run_jobs without --cluster
+        if (engine := connect_cluster(cluster, template, echo, jobs)) is None:  # the pool's run_jobs without --cluster
             return 2  # the cluster cannot be reached, or refused every worker: said in one line, nobody graded
         batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
         batch.only = set(only or ())

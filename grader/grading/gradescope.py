@@ -62,6 +62,8 @@ SKIPPED = ("grader/tests", "grader/_kit")
 SKIPPED_NAMES = ("__pycache__", ".pytest_cache", ".ruff_cache")
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 STUDENT_ID = "submission"
+# What Gradescope writes beside the upload: the submission time and the students (for the course's [late]).
+METADATA = "submission_metadata.json"
 # Gradescope stops a run after its own timeout (set per assignment); stay below the default 10 minutes.
 GRADE_TIMEOUT = 540.0
 
@@ -293,6 +295,41 @@ def _without_scores_if_not_graded(results: dict) -> dict:
     return results
 
 
+def with_late_policy(results: dict, metadata_file: Path) -> dict:
+    """``results`` with the course's ``[late]`` applied, from Gradescope's own record of the submission.
+
+    Gradescope writes ``submission_metadata.json`` beside the upload (read before the student's code runs):
+    ``created_at`` is the submission time, ``users`` the students (a group: each of them). A student's
+    ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id``,
+    ``sid`` or ``name``; a group gets its longest extension. Without ``[late]``, or for results that carry no
+    score (not graded), nothing changes. Without a readable submission time the score is kept and the output
+    says why no late penalty could be applied (never a guess).
+    """
+    from grader import course
+    from grader.term import TermError, parse_time
+
+    policy, extensions = course.late_policy()
+    if policy is None or "score" not in results:
+        return results
+    from grader.grading.term_stage import TermInputs, finalize
+
+    try:
+        metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
+        submitted = parse_time(metadata["created_at"], f"{metadata_file.name} created_at")
+    except (OSError, ValueError, KeyError, TypeError, TermError) as error:
+        note = (f"\n\nNo late penalty applied: the submission time could not be read from {metadata_file.name} "
+                f"({type(error).__name__}: {str(error)[:200]}).")
+        return {**results, "output": results.get("output", "") + note}
+    keys: set[str] = set()
+    for user in metadata.get("users") or ():
+        if isinstance(user, dict):
+            email = str(user.get("email") or "")
+            keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid", "name"))}
+    days = max((extensions[key] for key in keys - {""} if key in extensions), default=0.0)
+    student = results["extra_data"]["student"]
+    return finalize(results, TermInputs(late=policy, extensions={student: days}, times={student: submitted}))
+
+
 def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dict:
     """Grade ``root/submission`` and write ``root/results/results.json``; returns the results.
 
@@ -331,6 +368,7 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             graded = out / STUDENT_ID / "results.json"
             if graded.is_file():
                 results = _without_scores_if_not_graded(json.loads(graded.read_text(encoding="utf-8")))
+                results = with_late_policy(results, root / METADATA)
             else:
                 lines = completed.stdout.strip().splitlines()
                 last = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")[:500]

@@ -80,8 +80,16 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
 
 
 def id_key(student: str) -> str:
-    """What two ids share when they differ only in case, whitespace or Unicode normal form (NFKC)."""
-    return "".join(unicodedata.normalize("NFKC", student).split()).casefold()
+    """What two ids share when they differ only in case, whitespace, invisible characters or Unicode form (NFKC).
+
+    Invisible characters are those of Unicode's categories Cf, Cc, Cs, Co and Cn (a zero-width
+    space, a joiner, a bidi mark): ``alice`` followed by U+200B shows as ``alice`` in a file manager.
+    """
+    folded = "".join(unicodedata.normalize("NFKC", student).split()).casefold()
+    return "".join(char for char in folded if unicodedata.category(char) not in _INVISIBLE)
+
+
+_INVISIBLE = frozenset({"Cf", "Cc", "Cs", "Co", "Cn"})
 
 
 def match_roster(students: list[str], roster: dict[str, dict[str, str]]) -> Roster:

@@ -106,6 +106,16 @@ class Budget:
         self._cpu = load.CpuClock(worker_pid, uid, group)
         self._load = load.LoadClock(worker_pid)
 
+    def worker_spent(self, timeout: float) -> bool:
+        """Whether a call of ``timeout`` CPU seconds could reach the worker's own lifetime limit (RLIMIT_CPU).
+
+        That limit is the worker's, not the call's: a call well within its budget, in a worker that earlier calls
+        had brought near it, was killed by SIGXCPU and counted as the student's crash. Such a worker is replaced
+        before the call instead.
+        """
+        used = self._cpu.own() if self._cpu is not None else 0.0
+        return used > 0.5 and used + timeout >= self.limits.cpu_seconds
+
     def detach(self) -> None:
         """The worker is gone: stop reading its counters."""
         for clock in (self._cpu, self._load):

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from grader.sandbox import codec, frames, protocol
+from grader.sandbox import codec, frames, host_memory, protocol
 from grader.sandbox.channel import Ended
 from grader.sandbox.errors import SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
@@ -223,7 +223,14 @@ class Callbacks:
             if type(index) is not int or not 0 <= index < len(self.grading_functions):
                 raise ValueError("this function belongs to an earlier call and cannot be called any more")
             args, kwargs = codec.decode(header["payload"], arrays)
-            result = self.grading_functions[index](*args, **kwargs)
+            try:
+                # The test's code, on sizes the student chose: within the student's memory limit (host_memory).
+                with host_memory.bounded(self.limits.memory_bytes):
+                    result = self.grading_functions[index](*args, **kwargs)
+            except MemoryError:
+                raise MemoryError(f"the test's function that your code called needed more than "
+                                  f"{self.limits.memory_bytes >> 20} MiB of memory (your code's limit, which covers "
+                                  "what it asks of the test's functions); call it with smaller sizes") from None
             answer_arrays: list = []
             payload = codec.result_payload(result, [list(args), kwargs], header["payload"], arrays, answer_arrays)
         except Exception as error:  # noqa: BLE001 - raised again in the student's code, as in-process

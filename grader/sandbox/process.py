@@ -28,7 +28,6 @@ from typing import Any
 
 from grader.sandbox import limits as confine
 from grader.sandbox import server
-from grader.sandbox.given import GIVEN_CODE
 from grader.sandbox.limits import Limits
 
 SANDBOX_CODE = Path(__file__).resolve().parent
@@ -90,8 +89,7 @@ def sandbox_files(plan: confine.Plan, fork_server: bool = False) -> dict[str, by
         compiled = _compiled(name, str(Path(filename).with_name(name)), main=False)
         if compiled is not None:
             files[f"__pycache__/{name.removesuffix('.py')}.{sys.implementation.cache_tag}.pyc"] = compiled
-    for path in sorted(GIVEN_CODE.glob("*.py")):  # the given implementations that fair grading runs (worker.py)
-        files[f"given/{path.name}"] = path.read_bytes()
+    # The given implementations are never files here: they travel with a view's request (given_views).
     return files
 
 

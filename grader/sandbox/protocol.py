@@ -17,7 +17,11 @@ Grading process -> worker (``REQUESTS``):
 
 Worker -> grading process, only while one of those requests is in flight:
 
-- a reply: ``status`` is one of ``REPLY_STATUSES``;
+- a reply: ``status`` is one of ``REPLY_STATUSES``; a call's reply may carry ``reached`` (``REACHED``): the
+  ``[caller, callee]`` pairs of the student's own API functions the call went through (``""`` for the call
+  itself), names only, at most ``MAX_REACHED`` of them, for the blame of a failure (``tests/reach.py``). It is
+  feedback, never a grade: the grading side keeps only well-formed pairs of the names of the request's view
+  (``grader.sandbox.reached``) and ignores the rest, whatever the worker sends;
 - ``callback`` (``CALLBACKS``): fair grading's one question, "run the
   reference's ``exercise.function`` on ``payload``". The grading side answers
   it only for the functions of the exercises that the request's view depends
@@ -61,9 +65,13 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
     "kill": {"uid": int},
     "wait": {"pid": int, "timeout": float},
 }
-# Optional fields (checked when present); none at present.
-OPTIONAL: dict[str, dict[str, type]] = {}
+# Optional fields (checked when present): the sources of the kit's given code that a view's first request
+# carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
+OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict}, "call": {"given": dict}}
 REPLY_STATUSES = ("ok", "error", "import_error")
+# A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
+REACHED = "reached"
+MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"
 

@@ -49,13 +49,14 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import cgroup, codec, frames, load, protocol, server
+from grader.sandbox import cgroup, codec, frames, load, protocol, reached, server
 from grader.sandbox import limits as confine
 from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
 from grader.sandbox.given import usable as usable_given
+from grader.sandbox.given_views import GivenViews
 from grader.sandbox.limits import Limits
 from grader.sandbox.measuring import Measuring
 from grader.sandbox.process import (
@@ -132,6 +133,8 @@ class IsolatedImplementation(Measuring, Spares):
         self._group: cgroup.WorkerGroup | None = None  # the current worker's control group, if this machine has one
         self._channel = Channel(self.limits, self._budget)
         self._callbacks = Callbacks(self.reference, fair, self.limits, self._start_reference)
+        self._given = GivenViews(usable_given(self.reference, self.curriculum) if fair else (),
+                                 {e.name: self.curriculum.dependencies(e.name) for e in self.curriculum.exercises})
         plan = self.plan
         try:
             self._worker = WorkerProcess(self.path, {exercise.module_file for exercise in self.curriculum.exercises},
@@ -302,6 +305,7 @@ class IsolatedImplementation(Measuring, Spares):
         except (OSError, server.ServerError) as error:
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
+        self._given.reset()
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
@@ -376,8 +380,13 @@ class IsolatedImplementation(Measuring, Spares):
         known status, or a callback that the request's view may make. Student
         time (not the reference's) is charged to the budget.
         """
-        self._ready()
         view = str(header.get("view", FAIR_VIEW_ALL))
+        # A worker that holds given code of this very exercise (given_views), or too near its lifetime CPU limit
+        # for this call (budget.worker_spent), is replaced first: neither is the student's doing.
+        if self._given.must_restart(view) or self._budget.worker_spent(timeout):
+            self._stop()
+        self._ready()
+        self._given.attach(header)
         reference = str(self.reference)
         deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
@@ -577,6 +586,7 @@ class IsolatedImplementation(Measuring, Spares):
             reply, reply_arrays = self._request(header, arrays, f"{name}()")
         finally:
             self._callbacks.grading_functions = []
+        reached.note(reply, view, students=self.path != self.reference)  # for the blame: names only, checked
         status = reply.get("status")
         if status == "ok":
             return self._call_result(name, reply, reply_arrays, args, kwargs)

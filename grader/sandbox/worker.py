@@ -21,8 +21,10 @@ the worker answers only the requests that ``protocol.REQUESTS`` lists.
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import sys
+import threading
 import traceback
 import types
 import warnings
@@ -58,23 +60,6 @@ def load_modules() -> Any:
         codec = importlib.import_module(f"{package}.codec")
         protocol = importlib.import_module(f"{package}.protocol")
     return package
-
-
-_GIVEN: dict[str, types.CodeType | None] = {}  # the given modules, compiled once per process (see given_module)
-
-
-def _given_code(exercise: str) -> types.CodeType | None:
-    """The compiled given implementation of ``exercise`` (``given/EXERCISE.py`` beside this file), or None."""
-    if exercise not in _GIVEN:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "given", f"{exercise}.py")
-        try:
-            with open(path, "rb") as file:
-                source = file.read()
-        except OSError:
-            _GIVEN[exercise] = None
-        else:
-            _GIVEN[exercise] = compile(source, f"given/{exercise}.py", "exec", dont_inherit=True)
-    return _GIVEN[exercise]
 
 
 _BUILTINS = dict(vars(builtins))
@@ -188,7 +173,15 @@ class Worker:
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
         self.given: set[str] = set()  # the dependencies served by the kit's given code (grader.sandbox.given)
+        # Their sources, as a view's first request brought them (grader.sandbox.given_views): never a file here.
+        self.given_sources: dict[str, str] = {}
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
+        # The student's API functions the current call reached, as (caller, callee) names, and those running now
+        # (innermost last); what was instrumented of each module (see instrument()).
+        self.reached: dict[tuple[str, str], None] = {}
+        self._running: list[str] = []
+        self._instrumented: dict[str, tuple[types.ModuleType, int]] = {}
+        self._home: dict[str, str] = {}  # each API function's exercise (from init's functions)
 
     # -- packages
 
@@ -221,14 +214,15 @@ class Worker:
         It offers every function the reference's module offers: its exercise's own (a function it lacks is served
         by the reference) and those of the exercises it builds on, as the reference's module imports them.
         """
-        code = _given_code(exercise)
-        if code is None:
+        source = self.given_sources.get(exercise)
+        if not isinstance(source, str):
             return None
+        code = compile(source, f"given/{exercise}.py", "exec", dont_inherit=True)
         module = types.ModuleType(f"{package}.{exercise}")
         module.__package__ = package
         module.__file__ = code.co_filename
         sys.modules[module.__name__] = module
-        exec(code, module.__dict__)  # noqa: S102 - the kit's own code, compiled from the file beside this one
+        exec(code, module.__dict__)  # noqa: S102 - the kit's own code, sent by the grading process
         for function in self.functions.get(exercise, []):
             if not callable(getattr(module, function, None)):
                 setattr(module, function, self.forwarder(exercise, function))
@@ -307,6 +301,62 @@ class Worker:
         where = f" ({os.path.basename(frames[-1].filename)} line {frames[-1].lineno})" if frames else ""
         return f"importing {module}.py raised {type(error).__name__}: {error}{where}"
 
+    # -- which of the student's own API functions a call reached (``protocol.REACHED``: names only)
+
+    def instrument(self, view: str) -> None:
+        """Make the student's API functions in the package of ``view`` note their calls in ``reached``.
+
+        What ``tests/reach.py`` does in a student's own run: in each module of the student's folder, a global name
+        bound to one of the student's API functions (defined in the module the manifest puts it in) is rebound to
+        a wrapper (``functools.wraps``) that notes the call and the API function that made it; the given code and
+        the reference's forwarders are not the student's and are left alone. A module is looked at again when it
+        is new or its namespace changed size. Student code that refuses it is simply not seen.
+        """
+        package = f"_student_{view}"
+        home = self._home
+        try:
+            # Under fair grading the view's own module is the only one of the student's in its package.
+            for exercise in (self.functions if view == protocol.VIEW_ALL else (view,)):
+                module = sys.modules.get(f"{package}.{exercise}")
+                namespace = getattr(module, "__dict__", None)
+                if not isinstance(namespace, dict) or not str(namespace.get("__file__")).startswith(self.modules):
+                    continue
+                seen = self._instrumented.get(f"{package}.{exercise}")
+                if seen is not None and seen[0] is module and seen[1] == len(namespace):
+                    continue
+                for name in home.keys() & namespace.keys():
+                    value = namespace[name]
+                    if (callable(value) and getattr(value, "__reach_recording__", None) is not True
+                            and getattr(value, "__module__", None) == f"{package}.{home[name]}"
+                            and getattr(value, "__name__", None) == name):
+                        namespace[name] = self._recording(value, name)
+                self._instrumented[f"{package}.{exercise}"] = (module, len(namespace))
+        except Exception:  # noqa: BLE001, S110 - a module of the student's that refuses it: its calls are not seen
+            pass
+
+    def _recording(self, function: Any, name: str) -> Any:
+        """``function`` (the student's API function ``name``), noting each call of it on the main thread."""
+        reached, running, main = self.reached, self._running, threading.main_thread().ident
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != main:
+                return function(*args, **kwargs)
+            if len(reached) < protocol.MAX_REACHED:
+                reached[(running[-1] if running else "", name)] = None
+            running.append(name)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                running.pop()
+
+        call.__reach_recording__ = True  # type: ignore[attr-defined]
+        return call
+
+    def reached_pairs(self) -> list:
+        """What the current call reached, as ``[caller, callee]`` pairs (no builtin the student may have replaced)."""
+        return [[caller, callee] for caller, callee in self.reached]
+
     # -- requests
 
     def handle(self, header: dict, arrays: list) -> None:
@@ -329,10 +379,14 @@ class Worker:
             self.functions = header["functions"]
             self.dependencies = header["dependencies"]
             self.given = set(header["given"])
+            self._home = {function: exercise for exercise, functions in self.functions.items()
+                          for function in functions}
             self.channel.send({"status": "ok", "pid": os.getpid(), "uid": os.getuid()}, [])
         elif op == "import":
+            self.given_sources.update(header.get("given") or {})
             self.handle_import(header)
         elif op == "call":
+            self.given_sources.update(header.get("given") or {})
             self.handle_call(header, arrays)
 
     def handle_import(self, header: dict) -> None:
@@ -351,10 +405,14 @@ class Worker:
         module, function = header["module"], header["function"]
         args, kwargs = codec.decode(header["payload"], arrays, functions=self.grading_function)
         try:
-            target = getattr(self.load(header["view"], module), function)
+            loaded = self.load(header["view"], module)
+            self.instrument(header["view"])
+            target = getattr(loaded, function)
         except BaseException as error:  # noqa: BLE001
             self.channel.send({"status": "import_error", "message": self.describe_import_error(module, error)}, [])
             return
+        self.reached.clear()
+        self._running.clear()
         _one_thread()
         try:
             with _RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
@@ -362,10 +420,11 @@ class Worker:
         except SystemExit as error:
             info = {"type": "SystemExit", "builtins": [], "traceback": [],
                     "message": f"your code called sys.exit({error.code!r}) while running {function}()"}
-            self.channel.send({"status": "error", "error": info}, [])
+            self.channel.send({"status": "error", "error": info, protocol.REACHED: self.reached_pairs()}, [])
             return
         except BaseException as error:  # noqa: BLE001 - every student failure goes back as text
-            self.channel.send({"status": "error", "error": codec.exception_info(error, keep=self.modules)}, [])
+            self.channel.send({"status": "error", "error": codec.exception_info(error, keep=self.modules),
+                               protocol.REACHED: self.reached_pairs()}, [])
             return
         reply_arrays: list = []
         try:
@@ -373,9 +432,10 @@ class Worker:
         except Exception as error:  # noqa: BLE001 - e.g. a result that is not plain data
             info = {"type": "TypeError", "builtins": ["TypeError"], "traceback": [],
                     "message": f"{function}() returned a value the grader cannot receive: {error}"}
-            self.channel.send({"status": "error", "error": info}, [])
+            self.channel.send({"status": "error", "error": info, protocol.REACHED: self.reached_pairs()}, [])
             return
-        reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught)}
+        reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught),
+                 protocol.REACHED: self.reached_pairs()}
         self.channel.send(reply, reply_arrays)
 
 def _one_thread() -> None:

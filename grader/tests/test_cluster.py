@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -178,6 +180,53 @@ def test_a_student_that_kills_workers_again_is_not_graded_and_the_batch_goes_on(
     assert all("score" not in test for test in crasher["tests"])  # no score, never a zero
     correct = json.loads((tmp_path / "out" / "correct" / "results.json").read_text())
     assert correct["extra_data"]["status"] == "ok" and correct["score"] == correct["extra_data"]["max_score"]
+
+
+def timed_task(job, files, fingerprint, stall):
+    """The cluster's task, noting when it graded whom in $ATTENTION_KIT_TEST_TIMES (a second's sleep first)."""
+    start = time.time()
+    time.sleep(1.0)
+    result = cluster_worker.grade_on_worker(job, files, fingerprint, stall)
+    folder = Path(os.environ["ATTENTION_KIT_TEST_TIMES"])
+    (folder / f"{job.student}.json").write_text(json.dumps([start, time.time()]), encoding="utf-8")
+    return result
+
+
+def test_jobs_caps_the_students_graded_at_once_on_the_cluster(tmp_path, monkeypatch):
+    folder = tmp_path / "submissions"
+    for name in ("ada", "bob", "cy"):
+        copy_reference(folder / name)
+    times = tmp_path / "times"
+    times.mkdir()
+    monkeypatch.setenv("ATTENTION_KIT_TEST_TIMES", str(times))  # the local:2 cluster's workers inherit it
+    monkeypatch.setattr(cluster_worker, "grade_on_worker", timed_task)
+    lines: list[str] = []
+    assert grade_batch(folder, tmp_path / "out", exercises=["softmax"], echo=quiet(lines), hidden=None,
+                       cluster="local:2", jobs=1) == 0
+    spans = sorted(json.loads(path.read_text()) for path in times.glob("*.json"))
+    assert len(spans) >= 3  # the three students (and the kit's check, unless remembered), on two workers
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), spans
+    assert any("at most 1 student(s) at once" in line for line in lines), lines
+
+
+def test_two_batches_of_other_options_share_a_cluster_at_once(part_one, dask_cluster, tmp_path):
+    # Each batch has its own plugin: a second one with other options (here --no-fair) no longer replaces the
+    # first one's kit on the workers (whose students were then refused, not graded).
+    folder, local = part_one
+    address = dask_cluster[0].scheduler_address
+    (tmp_path / "none").mkdir()  # no hidden tests, as the local batch
+    common = ["--cluster", address, "--hidden", str(tmp_path / "none")]
+    for name in PARTS["1"]:
+        common += ["--exercise", name]
+    runs = [subprocess.Popen([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(tmp_path / name),
+                              *common, *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+            for name, options in (("fair", ()), ("unfair", ("--no-fair",)))]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert gradebook(tmp_path / "fair") == gradebook(local)
+    unfair = (tmp_path / "unfair" / "grades.csv").read_text(encoding="utf-8")
+    assert "not graded" not in unfair and "refused" not in unfair, unfair
 
 
 def test_an_unreachable_cluster_stops_the_batch_before_anything_is_graded(part_one, tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
-from grader.sandbox.process import GIVEN_CODE
+from grader.sandbox.given import GIVEN_CODE
 from tests.kit import LocalImplementation
 
 PACKAGE = "_given_under_test"

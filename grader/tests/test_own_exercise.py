@@ -148,6 +148,11 @@ def test_it_is_graded_with_its_feedback_and_its_mistake_diagnosed(own, tmp_path,
 
 
 def test_it_is_released_with_its_stub_tests_and_diagnosis(own, tmp_path, capsys):
+    settings = own / "course.toml"  # the course's own text on it: every failure and the first run link to it
+    settings.write_text(settings.read_text(encoding="utf-8").replace(
+        f'name = "{NAME}"\n', f'name = "{NAME}"\nreading = "notes/centring.md#why-centre"\n', 1), encoding="utf-8")
+    course.read.cache_clear()
+    load.cache_clear()
     release = tmp_path / "release"
     status, out, err = kit(capsys, "release", str(release), "--course", str(own), "--no-git")
     assert status == 0, out + err
@@ -162,11 +167,16 @@ def test_it_is_released_with_its_stub_tests_and_diagnosis(own, tmp_path, capsys)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-m", NAME], cwd=release,
                          env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "not implemented yet" in run.stdout, run.stdout[-2000:]
+    first = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"], cwd=release,
+                           env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=120)
+    assert any(line.startswith("NOT STARTED") and NAME in line and line.endswith("notes/centring.md#why-centre")
+               for line in first.stdout.splitlines()), first.stdout[-2000:]
     mistaken = (own / "solutions" / f"{NAME}.py").read_text(encoding="utf-8").replace(*MISTAKE)
     (release / "exercises" / f"{NAME}.py").write_text(mistaken, encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-m", NAME], cwd=release,
                          env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=120)
     assert "I subtracted the mean of the whole array" in run.stdout, run.stdout[-2000:]
+    assert "read:     notes/centring.md#why-centre" in run.stdout, run.stdout[-2000:]
 
 
 def test_it_becomes_a_notebook_with_its_tests(own, tmp_path, capsys):
@@ -240,6 +250,7 @@ def test_an_own_exercise_may_build_on_the_kits_which_are_then_given(tmp_path):
     (OWN.replace('name = "mine"', 'name = "My-Ex"'), "[[exercise]] 1: name must be a module name"),
     (OWN.replace("part = 4", "part = 0"), "[[exercise]] mine: part must be a positive whole number"),
     (OWN + "colour = 3\n", "[[exercise]] mine: unknown setting colour"),
+    (OWN + 'reading = "my notes.md"\n', "[[exercise]] mine: reading must be one link"),
 ])
 def test_a_bad_own_exercise_stops_every_command_in_one_line(tmp_path, capsys, entry, message):
     folder = tmp_path / "c"

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from grader.grading.report import atomic_write
 from grader.grading.rows import StudentRow
 
 
@@ -31,6 +32,17 @@ class Context:
     assignment_id: str | None = None
     assignment_name: str | None = None
     echo: Callable[[str], Any] = print
+
+
+def write_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` atomically unless it already holds exactly that; whether it wrote."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write(path, text)
+    return True
 
 
 def typed(rows: list[StudentRow] | list[dict[str, Any]]) -> list[StudentRow]:

@@ -12,8 +12,8 @@ import html
 import re
 from pathlib import Path
 
-from grader.grading.formats import Context
-from grader.grading.report import atomic_write, feedback_markdown
+from grader.grading.formats import Context, write_changed
+from grader.grading.report import feedback_markdown
 from grader.grading.rows import StudentRow
 
 NAME = "feedback.html"
@@ -74,12 +74,6 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
         if not row.results.get("extra_data", {}).get("fingerprint"):
             continue  # a row the grader could not write: no folder of its own to write into
         path = out / row.student / "feedback.html"
-        text = page(row)
-        try:
-            same = path.read_text(encoding="utf-8") == text
-        except (OSError, UnicodeDecodeError):
-            same = False
-        if not same:
-            atomic_write(path, text)
+        if write_changed(path, page(row)):
             written.append(path)
     return written

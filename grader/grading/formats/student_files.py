@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.grading.formats import Context
-from grader.grading.report import atomic_write, feedback_markdown, results_text
+from grader.grading.formats import Context, write_changed
+from grader.grading.report import feedback_markdown, results_text
 from grader.grading.rows import StudentRow
 
 NAME = "student_files"
@@ -24,13 +24,5 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
             continue  # a row the grader could not write (kept in memory for the gradebook): nothing to rewrite
         folder = out / row.student
         texts = (("feedback.md", feedback_markdown(row)), ("results.json", results_text(row.results)))
-        for name, text in texts:
-            path = folder / name
-            try:
-                same = path.read_text(encoding="utf-8") == text
-            except (OSError, UnicodeDecodeError):
-                same = False
-            if not same:
-                atomic_write(path, text)
-                written.append(path)
+        written.extend(folder / name for name, text in texts if write_changed(folder / name, text))
     return written

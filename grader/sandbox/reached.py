@@ -1,0 +1,65 @@
+"""What a graded call reached of the student's own functions, as the worker says: checked, then noted for the blame.
+
+Run by the grading process, for ``grader.sandbox.proxy.IsolatedImplementation``'s calls. The worker notes which
+of the student's API functions a call went through, and which called which (``worker.Worker.instrument``), and
+sends the names with its reply (``protocol.REACHED``); they go to the same records a student's own run makes
+in-process (``tests/reach.py``), so that a graded failure leads with the function a local ``pytest`` names
+(issue 34.2).
+
+The worker runs the student's code, so what it sends is untrusted: only a list of at most
+``protocol.MAX_REACHED`` ``[caller, callee]`` pairs of strings counts, and of it only the pairs whose names
+are functions of the request's view (an exercise's own functions under fair grading, where the others are
+the kit's given code or the reference's; every function of the manifest under ``--no-fair``), the caller
+possibly ``""`` (the test's own call). Anything else is dropped, never raised: these names choose which
+function a failure's first line names, never a test's outcome or a grade.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grader.curriculum import load as load_curriculum
+from grader.sandbox import protocol
+from tests.reach import note_elsewhere
+
+
+def known_functions(view: str) -> frozenset[str]:
+    """The API functions a call of ``view`` may reach of the student's: its exercise's, or all (``VIEW_ALL``)."""
+    curriculum = load_curriculum()
+    if view == protocol.VIEW_ALL:
+        return frozenset(f for exercise in curriculum.exercises for f in exercise.functions)
+    try:
+        return frozenset(curriculum.exercise(view).functions)
+    except (KeyError, ValueError):
+        return frozenset()
+
+
+def accepted(raw: Any, view: str) -> list[tuple[str, str]]:
+    """The well-formed ``(caller, callee)`` pairs of ``raw`` (a reply's ``reached``) that name ``view``'s functions.
+
+    Never raises: a field that is not a list, or longer than ``protocol.MAX_REACHED``, counts as nothing; a pair
+    that is not two known names (the caller may be ``""``) is dropped.
+    """
+    if type(raw) is not list or len(raw) > protocol.MAX_REACHED:
+        return []
+    known = known_functions(view)
+    pairs: dict[tuple[str, str], None] = {}
+    for pair in raw:
+        if type(pair) is not list or len(pair) != 2:
+            continue
+        caller, callee = pair
+        if type(caller) is str and type(callee) is str and callee in known and (caller == "" or caller in known):
+            pairs[(caller, callee)] = None
+    return list(pairs)
+
+
+def note(reply: Any, view: str, students: bool) -> None:
+    """Note what a call's ``reply`` says it reached in the recordings under way (``tests.reach.note_elsewhere``).
+
+    ``students``: the worker runs a student's code (not the reference's, which answers a test's own call of
+    another exercise's function under fair grading: nothing of the student's is reached there).
+    """
+    if students and isinstance(reply, dict):
+        pairs = accepted(reply.get(protocol.REACHED), view)
+        if pairs:
+            note_elsewhere(pairs)
