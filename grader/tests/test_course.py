@@ -340,9 +340,15 @@ def test_course_init_makes_its_private_folders_the_instructors_alone(tmp_path, c
         os.umask(old)
     assert status == status_again == 0, out
     folder = tmp_path / "c"
-    for name in (course.REFERENCE_FOLDER, course.KIT_HIDDEN_FOLDER, course.HIDDEN_FOLDER):
+    for name in (course.REFERENCE_FOLDER, course.KIT_HIDDEN_FOLDER, course.HIDDEN_FOLDER, course.CATALOGUE_FOLDER,
+                 course.GIVEN_FOLDER):
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o700, name
         files = [path for path in (folder / name).rglob("*") if path.is_file()]
         assert files, name
         for path in files:
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    # The given implementations, which the wheel leaves out, as the checkout has them: code and its verification.
+    kit_given = ROOT / "grader" / "release_files" / "given"
+    copied = {path.name: path.read_bytes() for path in (folder / course.GIVEN_FOLDER).iterdir()}
+    assert copied == {path.name: path.read_bytes() for path in kit_given.iterdir() if path.is_file()}
+    assert {"softmax.py", "training.py", "verified.json"} <= set(copied)
