@@ -61,7 +61,7 @@ def test_course_init_writes_every_setting_of_the_kit(tmp_path, capsys):
     assert status == 0 and "keep this folder private" in out
     folder = tmp_path / "c"
     assert {p.name for p in folder.iterdir()} == {"course.toml", "hidden_tests", "solutions", "kit_hidden_tests",
-                                                  "mutants"}
+                                                  "mutants", "given"}
     assert (folder / "solutions" / "softmax.py").read_bytes() == (ROOT / "solutions" / "softmax.py").read_bytes()
     # The catalogue of known mistakes too: the package leaves it out, as it leaves out the reference it quotes.
     catalogue = sorted(p.name for p in (ROOT / "grader" / "mutants").glob("*.toml"))
