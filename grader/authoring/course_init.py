@@ -56,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "kit's hidden tests from your checkout.")
     init.add_argument("folder", type=Path, metavar="DIR", help="the course folder (made if missing)")
     init.add_argument("--kit", type=Path, default=None, metavar="PATH",
-                      help="your checkout of the kit, whose solutions/ and grader/hidden_tests/ are copied "
-                           "(default: the running kit, when it is a checkout)")
+                      help="your checkout of the kit, whose solutions/, hidden tests, mistakes and given code are "
+                           "copied (default: the running kit, when it is a checkout)")
     init.add_argument("--force", action="store_true", help="overwrite an existing course.toml")
     where = {"default": None, "metavar": "DIR",
              "help": "the course folder (default: $ATTENTION_KIT_COURSE, else the working folder's course.toml)"}
