@@ -126,3 +126,16 @@ def _selection(part: str) -> object:
     import dataclasses
 
     return dataclasses.replace(load(), part=part)
+
+
+def test_fair_grading_sends_the_course_folders_given_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An installed kit's course folder: the view's request carries its copy, not a file the package no longer has.
+    from grader.sandbox.given_views import GivenViews
+
+    (tmp_path / course.GIVEN_FOLDER).mkdir()
+    mine = GIVEN_DIR.joinpath("softmax.py").read_text(encoding="utf-8") + "\n# the course's copy\n"
+    (tmp_path / course.GIVEN_FOLDER / "softmax.py").write_text(mine, encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path))
+    header = {"view": "attention"}
+    GivenViews({"softmax"}, {"attention": ["softmax"]}).attach(header)
+    assert header["given"] == {"softmax": mine}
