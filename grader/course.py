@@ -6,7 +6,8 @@ limits, the hidden tests' visibility, the Canvas assignment), ``hidden_tests/``
 ``grader/hidden_tests``: ``EXERCISE = "name"``, optionally ``POINTS = n``) and,
 copied from the instructor's checkout by ``attention-kit course init``, the
 reference (``solutions/``), the kit's hidden tests (``kit_hidden_tests/``) and
-the catalogue of known mistakes (``mutants/``), none of which the package holds.
+the catalogue of known mistakes (``mutants/``) and the kit's given
+implementations (``given/``), none of which the package holds.
 
 The folder in force is the one of ``--course DIR`` (the command line sets
 :data:`COURSE_ENV` for this process and the processes it starts), else of
@@ -39,6 +40,8 @@ HIDDEN_FOLDER = "hidden_tests"  # the instructor's own extra hidden tests
 REFERENCE_FOLDER = "solutions"  # the reference, copied from the instructor's checkout
 KIT_HIDDEN_FOLDER = "kit_hidden_tests"  # the kit's hidden tests, copied from the instructor's checkout
 CATALOGUE_FOLDER = "mutants"  # the catalogue of known mistakes (*.toml), copied from the instructor's checkout
+GIVEN_FOLDER = "given"  # the kit's given implementations (*.py, verified.json), copied from the instructor's checkout
+KIT_GIVEN = ("release_files", "given")  # where a checkout keeps them, under the grader package
 # The instructor's own exercises ([[exercise]] of course.toml; grader/authoring/own_exercise.py writes them):
 TESTS_FOLDER = "tests"  # their public tests, tests/test_NAME.py
 STUBS_FOLDER = "exercises"  # their stubs, exercises/NAME.py (made from solutions/NAME.py by `course check`)
@@ -508,6 +511,32 @@ def catalogue(package: Path) -> Path | None:
         if candidate is not None and any(candidate.glob("*.toml")):
             return candidate
     return None
+
+
+def given_code(package: Path) -> Path | None:
+    """The kit's given implementations of the instructor's own copy: the course's ``given/``, else the checkout's.
+
+    ``package`` is the ``grader`` package; a checkout keeps them in ``grader/release_files/given/`` (with
+    ``verified.json``), which the wheel and the sdist leave out: they are working answers of the exercises they
+    implement. The one place every reader of the given code (fair grading, releases, notebooks, the grade's
+    fingerprint) finds it. None when neither has one: see :func:`no_given_code`.
+    """
+    folder = active_folder()
+    for candidate in ((folder / GIVEN_FOLDER) if folder else None, Path(package).joinpath(*KIT_GIVEN)):
+        if candidate is not None and any(candidate.glob("*.py")):
+            return candidate
+    return None
+
+
+def no_given_code(package: Path) -> str:
+    """The one line saying where the given implementations were looked for and how to get them."""
+    folder = active_folder()
+    looked = [str(folder / GIVEN_FOLDER)] if folder else []
+    looked.append(str(Path(package).joinpath(*KIT_GIVEN)))
+    return (f"no given implementations of the exercises this course builds on and does not assign (looked in "
+            f"{' and '.join(looked)}): this install is the student-safe package; build from your checkout of the "
+            "kit, or copy them into a course folder with `attention-kit course init DIR --kit CHECKOUT` and pass "
+            "--course DIR")
 
 
 def no_reference(kit_root: Path) -> str:

@@ -3,9 +3,11 @@
 It writes ``DIR/course.toml`` (every setting, commented, with the kit's values),
 ``DIR/hidden_tests/`` for the instructor's own extra hidden tests, and copies
 the reference (``DIR/solutions/``), the kit's hidden tests
-(``DIR/kit_hidden_tests/``) and the catalogue of known mistakes
-(``DIR/mutants/``) from the instructor's checkout (``--kit PATH``, or the
-running kit when it is one), so that the grader, installed from the
+(``DIR/kit_hidden_tests/``), the catalogue of known mistakes
+(``DIR/mutants/``) and the kit's given implementations (``DIR/given/``, working
+code of the exercises a release gives rather than assigns) from the
+instructor's checkout (``--kit PATH``, or the running kit when it is one),
+so that the grader, installed from the
 student-safe package, grades from the instructor's own copy. Those folders
 (and ``hidden_tests/``) are the instructor's alone: mode 0700, their files 0600
 (:func:`private_folder`, :func:`private_copy`).
@@ -54,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "kit's hidden tests from your checkout.")
     init.add_argument("folder", type=Path, metavar="DIR", help="the course folder (made if missing)")
     init.add_argument("--kit", type=Path, default=None, metavar="PATH",
-                      help="your checkout of the kit, whose solutions/ and grader/hidden_tests/ are copied "
-                           "(default: the running kit, when it is a checkout)")
+                      help="your checkout of the kit, whose solutions/, hidden tests, mistakes and given code are "
+                           "copied (default: the running kit, when it is a checkout)")
     init.add_argument("--force", action="store_true", help="overwrite an existing course.toml")
     where = {"default": None, "metavar": "DIR",
              "help": "the course folder (default: $ATTENTION_KIT_COURSE, else the working folder's course.toml)"}
@@ -181,8 +183,8 @@ def private_copy(source: Path, target: Path) -> None:
     os.chmod(target, PRIVATE_FILE)  # a file that was there keeps no other mode
 
 
-def reference_source(kit: Path | None) -> tuple[Path, Path, Path] | None:
-    """The ``solutions/``, hidden tests and catalogue folders to copy: of ``kit`` (a checkout), else of this kit.
+def reference_source(kit: Path | None) -> tuple[Path, Path, Path, Path] | None:
+    """The ``solutions/``, hidden tests, catalogue and given code folders to copy: of ``kit`` (a checkout), else ours.
 
     Raises
     ------
@@ -193,9 +195,9 @@ def reference_source(kit: Path | None) -> tuple[Path, Path, Path] | None:
         solutions, hidden = Path(kit) / "solutions", Path(kit) / "grader" / "hidden_tests"
         if not (solutions / "__init__.py").is_file():
             raise ValueError(f"--kit {kit}: no solutions/ there (give your checkout of the kit's repository)")
-        return solutions, hidden, Path(kit) / "grader" / "mutants"
+        return solutions, hidden, Path(kit) / "grader" / "mutants", Path(kit).joinpath("grader", *course.KIT_GIVEN)
     if (ROOT / "solutions" / "__init__.py").is_file():
-        return ROOT / "solutions", PACKAGE / "hidden_tests", PACKAGE / "mutants"
+        return ROOT / "solutions", PACKAGE / "hidden_tests", PACKAGE / "mutants", PACKAGE.joinpath(*course.KIT_GIVEN)
     return None
 
 
@@ -229,10 +231,11 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
         echo(f"No reference copied: this kit has none (it is the student-safe package). Grading needs it: "
              f"rerun with --kit CHECKOUT (your checkout of the kit) to copy it into {target}.")
         return 0
-    solutions, hidden, catalogue = source
-    for name, origin, pattern in ((course.REFERENCE_FOLDER, solutions, "*.py"),
-                                  (course.KIT_HIDDEN_FOLDER, hidden, "test_*.py"),
-                                  (course.CATALOGUE_FOLDER, catalogue, "*.toml")):
+    solutions, hidden, catalogue, given = source
+    for name, origin, patterns in ((course.REFERENCE_FOLDER, solutions, ("*.py",)),
+                                   (course.KIT_HIDDEN_FOLDER, hidden, ("test_*.py",)),
+                                   (course.CATALOGUE_FOLDER, catalogue, ("*.toml",)),
+                                   (course.GIVEN_FOLDER, given, ("*.py", "verified.json"))):
         destination = target / name
         if destination.exists() and not own:
             shutil.rmtree(destination)
@@ -241,11 +244,12 @@ def init(folder: Path, kit: Path | None = None, force: bool = False, echo=print)
                 if path.is_file() and path.stem not in {entry["name"] for entry in own}:
                     path.unlink()
         private_folder(destination)
-        for path in sorted(origin.glob(pattern)):
+        for path in sorted(path for pattern in patterns for path in origin.glob(pattern)):
             private_copy(path, destination / path.name)
     echo(f"Copied the reference ({solutions}) into {target / course.REFERENCE_FOLDER}/, the kit's hidden tests "
-         f"into {target / course.KIT_HIDDEN_FOLDER}/ and its catalogue of known mistakes into "
-         f"{target / course.CATALOGUE_FOLDER}/: keep this folder private.")
+         f"into {target / course.KIT_HIDDEN_FOLDER}/, its catalogue of known mistakes into "
+         f"{target / course.CATALOGUE_FOLDER}/ and its given implementations into {target / course.GIVEN_FOLDER}/: "
+         "keep this folder private.")
     echo(f"Use it: attention-kit grade SUBMISSIONS --course {target} (or run the commands in {target}).")
     return 0
 

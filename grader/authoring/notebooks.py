@@ -158,10 +158,13 @@ def working_code(name: str) -> Module:
     (``grader.sandbox.given``): a course that assigns ``name`` next term must not find its answer in this term's
     notebooks. An exercise with none (an instructor's own) is given as its reference.
     """
-    from grader.sandbox.given import GIVEN_CODE, usable
+    from grader.sandbox import given
 
-    if name in usable(reference_dir() or ROOT / "solutions", load_curriculum()):
-        return read_module(GIVEN_CODE / f"{name}.py")
+    where = given.folder()
+    if where is None and not load_curriculum().exercise(name).home:  # a kit's exercise: never its reference
+        raise RuntimeError(f"the notebooks give exercise {name}: {given.missing()}")
+    if name in given.usable(reference_dir() or ROOT / "solutions", load_curriculum()):
+        return read_module(where / f"{name}.py")
     return reference(name)
 
 

@@ -13,7 +13,7 @@ grade must therefore be in it:
   ``solutions/``, the manifest, the modules that turn outcomes into records,
   messages and scores, every file of ``grader/sandbox/`` (how student code
   is run and limited: a new file there is covered without a change here) and
-  the given implementations that fair grading runs (``grader/release_files/given``).
+  the given implementations that fair grading runs (``grader.sandbox.given.folder``).
 
 The submission's own content (its digest) is added per student by the batch.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 from grader import course
 from grader.curriculum import PACKAGE, ROOT, reference_dir
 from grader.grading.records import Job, grade_deciding_fields
-from grader.sandbox.given import GIVEN_CODE
+from grader.sandbox import given
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
 GRADING_MODULES = ("report.py", "recorder.py", "secrets.py", "kit_check.py")
@@ -68,7 +68,8 @@ def fingerprinted_files(job: Job) -> list[Path]:
     # The whole sandbox: bytecode caches aside (they change with the interpreter, never the code).
     files |= {path for path in (PACKAGE / "sandbox").rglob("*")
               if "__pycache__" not in path.parts and path.suffix != ".pyc"}
-    files |= set(GIVEN_CODE.glob("*.py"))  # what fair grading runs for the exercises a module builds on
+    given_code = given.folder()  # what fair grading runs for the exercises a module builds on (the course's copy)
+    files |= set(given_code.glob("*.py")) if given_code is not None else set()
     return sorted(path for path in files if path.is_file())
 
 

@@ -146,7 +146,8 @@ def course_files() -> dict[str, Path]:
 
     ``kit/course.toml`` makes ``kit/`` the course folder of the grading run
     (found in the working folder, ``grader/course.py``): its own hidden tests go
-    to ``kit/hidden_tests/``, its copy of the kit's hidden tests to ``kit/kit_hidden_tests/``.
+    to ``kit/hidden_tests/``, its copy of the kit's hidden tests to ``kit/kit_hidden_tests/``, its copy of the
+    given implementations to ``kit/given/``.
     """
     from grader import course
 
@@ -170,6 +171,10 @@ def course_files() -> dict[str, Path]:
     if kit_hidden is not None and kit_hidden != PACKAGE / "hidden_tests":
         for path in sorted(kit_hidden.glob("test_*.py")):
             files[f"kit/{course.KIT_HIDDEN_FOLDER}/{path.name}"] = path
+    given = course.given_code(PACKAGE)  # what fair grading runs for the exercises a view builds on (the course's)
+    if given is not None and given != PACKAGE.joinpath(*course.KIT_GIVEN):
+        for path in sorted([*given.glob("*.py"), *given.glob("verified.json")]):
+            files[f"kit/{course.GIVEN_FOLDER}/{path.name}"] = path
     return files
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from grader.sandbox.given import GIVEN_CODE
+from grader.sandbox import given
 
 
 class GivenViews:
@@ -58,7 +58,10 @@ class GivenViews:
         self.sent.add(view)
 
     def source(self, exercise: str) -> str:
-        """The given implementation of ``exercise`` (read once)."""
+        """The given implementation of ``exercise`` (read once, from the folder in force: ``given.folder``)."""
         if exercise not in self._sources:
-            self._sources[exercise] = (GIVEN_CODE / f"{exercise}.py").read_text(encoding="utf-8")
+            where = given.folder()
+            if where is None:  # usable() found one: only a folder removed while grading gets here
+                raise FileNotFoundError(f"no given implementation of {exercise}: its folder is gone")
+            self._sources[exercise] = (where / f"{exercise}.py").read_text(encoding="utf-8")
         return self._sources[exercise]

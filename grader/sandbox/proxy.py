@@ -15,7 +15,8 @@ only the arguments a call changed).
 Fair grading (the default): a test of exercise E runs the student's module E,
 while the modules E imports (the manifest's ``depends``) are working code, so a
 bug in the student's softmax does not cost points in attention. They are the
-kit's given implementations (``grader/release_files/given``, written apart from
+kit's given implementations (``grader.sandbox.given.folder``: a checkout's
+``grader/release_files/given``, or a course folder's ``given/``; written apart from
 the reference), run in the student's own worker (``worker.py``), charged as the
 student's code is. A module with no given implementation is answered by the
 reference, in a worker of its own (an ``IsolatedImplementation`` of the

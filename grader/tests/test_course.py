@@ -61,7 +61,7 @@ def test_course_init_writes_every_setting_of_the_kit(tmp_path, capsys):
     assert status == 0 and "keep this folder private" in out
     folder = tmp_path / "c"
     assert {p.name for p in folder.iterdir()} == {"course.toml", "hidden_tests", "solutions", "kit_hidden_tests",
-                                                  "mutants"}
+                                                  "mutants", "given"}
     assert (folder / "solutions" / "softmax.py").read_bytes() == (ROOT / "solutions" / "softmax.py").read_bytes()
     # The catalogue of known mistakes too: the package leaves it out, as it leaves out the reference it quotes.
     catalogue = sorted(p.name for p in (ROOT / "grader" / "mutants").glob("*.toml"))
@@ -340,12 +340,18 @@ def test_course_init_makes_its_private_folders_the_instructors_alone(tmp_path, c
         os.umask(old)
     assert status == status_again == 0, out
     folder = tmp_path / "c"
-    for name in (course.REFERENCE_FOLDER, course.KIT_HIDDEN_FOLDER, course.HIDDEN_FOLDER):
+    for name in (course.REFERENCE_FOLDER, course.KIT_HIDDEN_FOLDER, course.HIDDEN_FOLDER, course.CATALOGUE_FOLDER,
+                 course.GIVEN_FOLDER):
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o700, name
         files = [path for path in (folder / name).rglob("*") if path.is_file()]
         assert files, name
         for path in files:
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    # The given implementations, which the wheel leaves out, as the checkout has them: code and its verification.
+    kit_given = ROOT / "grader" / "release_files" / "given"
+    copied = {path.name: path.read_bytes() for path in (folder / course.GIVEN_FOLDER).iterdir()}
+    assert copied == {path.name: path.read_bytes() for path in kit_given.iterdir() if path.is_file()}
+    assert {"softmax.py", "training.py", "verified.json"} <= set(copied)
 
 
 def test_pytest_m_takes_the_kits_numbers_in_a_course_that_drops_exercises(tmp_path):

@@ -114,3 +114,18 @@ def test_a_rerun_with_another_budget_regrades(tmp_path, capsys):
     assert "slow: " in progress and "unchanged: kept" not in progress, progress
     tight = read_grades(out)["slow"]
     assert float(tight["score"]) < float(generous["score"])
+
+
+def test_the_given_code_in_force_is_fingerprinted(tmp_path, monkeypatch):
+    # What fair grading runs for the exercises a view builds on: the checkout's, or an installed kit's course copy.
+    from grader import course
+    from grader.sandbox import given
+
+    kit_given = set(given.KIT_GIVEN.glob("*.py"))
+    assert kit_given and kit_given <= set(fingerprint.fingerprinted_files(TEMPLATE))
+    (tmp_path / course.COURSE_FILE).write_text("[course]\n", encoding="utf-8")
+    (tmp_path / course.GIVEN_FOLDER).mkdir()
+    shutil.copyfile(given.KIT_GIVEN / "softmax.py", tmp_path / course.GIVEN_FOLDER / "softmax.py")
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path))
+    hashed = set(fingerprint.fingerprinted_files(TEMPLATE))
+    assert tmp_path / course.GIVEN_FOLDER / "softmax.py" in hashed and not kit_given & hashed

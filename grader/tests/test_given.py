@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from grader import course
 from grader.authoring.release_allowlist import ReleaseError
-from grader.authoring.release_given import GIVEN_DIR, GIVEN_MARK, given_files
+from grader.authoring.release_given import GIVEN_MARK, given_files
 from grader.curriculum import ROOT, load
+from grader.sandbox.given import KIT_GIVEN as GIVEN_DIR
 from grader.tests.reference_lines import find_leaks, folder_texts, reference_lines
 from grader.tests.test_release import _normalise, reference_bodies
 
@@ -72,18 +74,51 @@ def test_every_given_file_says_it_is_given_and_where_to_read() -> None:
 
 def test_a_selection_building_on_an_exercise_without_a_given_file_stops_the_build(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import grader.authoring.release_given as release_given
-
-    partial = tmp_path / "given"
+    part_3, part_2 = _selection("3"), _selection("2")
+    partial = tmp_path / course.GIVEN_FOLDER  # a course folder's copy, which is read before the checkout's
     partial.mkdir()
     for path in given_modules():
         if path.stem != "training":
             shutil.copyfile(path, partial / path.name)
-    monkeypatch.setattr(release_given, "GIVEN_DIR", partial)
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path))
     with pytest.raises(ReleaseError, match=r"build on exercise 9, training, which the course does not assign"):
-        given_files(_selection("3"))
-    texts, tests = given_files(_selection("2"))  # Part II builds on Part I only: it needs no training
+        given_files(part_3)
+    texts, tests = given_files(part_2)  # Part II builds on Part I only: it needs no training
     assert "exercises/softmax.py" in texts and "tests/test_01_softmax.py" in tests
+
+
+def test_where_no_given_code_is_found_a_build_stops_and_fair_grading_asks_the_reference(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An installed kit (the wheel holds no given code) with a course folder made without --kit, or none.
+    from grader.authoring import notebooks
+    from grader.sandbox import given
+
+    part_3 = _selection("3")
+    monkeypatch.setattr(given, "PACKAGE", tmp_path / "site-packages" / "grader")
+    (tmp_path / course.COURSE_FILE).write_text("[course]\n", encoding="utf-8")  # the kit's settings
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path))
+    assert given.folder() is None and given.usable(ROOT / "solutions", load()) == frozenset()
+    with pytest.raises(ReleaseError) as stopped:
+        given_files(part_3)
+    line = str(stopped.value)
+    assert "\n" not in line and "softmax" in line and "course init DIR --kit CHECKOUT" in line
+    assert f"looked in {tmp_path / course.GIVEN_FOLDER} and {tmp_path / 'site-packages'}" in line
+    with pytest.raises(RuntimeError, match=r"give exercise softmax: no given implementations .* --kit CHECKOUT"):
+        notebooks.working_code("softmax")  # never the reference's code instead
+    assert given_files(_selection("1")) == ({}, [])  # Part I builds on nothing: it needs none
+
+
+def test_the_course_folders_given_code_comes_before_the_checkouts(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.curriculum import PACKAGE
+    from grader.sandbox import given
+
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path))
+    assert given.folder() == GIVEN_DIR == PACKAGE / "release_files" / "given"  # the course has none: the checkout's
+    (tmp_path / course.GIVEN_FOLDER).mkdir()
+    assert given.folder() == GIVEN_DIR  # an empty folder is none
+    shutil.copyfile(GIVEN_DIR / "softmax.py", tmp_path / course.GIVEN_FOLDER / "softmax.py")
+    assert given.folder() == tmp_path / course.GIVEN_FOLDER
 
 
 def _selection(part: str) -> object:
@@ -91,3 +126,16 @@ def _selection(part: str) -> object:
     import dataclasses
 
     return dataclasses.replace(load(), part=part)
+
+
+def test_fair_grading_sends_the_course_folders_given_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An installed kit's course folder: the view's request carries its copy, not a file the package no longer has.
+    from grader.sandbox.given_views import GivenViews
+
+    (tmp_path / course.GIVEN_FOLDER).mkdir()
+    mine = GIVEN_DIR.joinpath("softmax.py").read_text(encoding="utf-8") + "\n# the course's copy\n"
+    (tmp_path / course.GIVEN_FOLDER / "softmax.py").write_text(mine, encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path))
+    header = {"view": "attention"}
+    GivenViews({"softmax"}, {"attention": ["softmax"]}).attach(header)
+    assert header["given"] == {"softmax": mine}

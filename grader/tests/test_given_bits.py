@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
-from grader.sandbox.given import GIVEN_CODE
+from grader.sandbox.given import KIT_GIVEN as GIVEN_CODE
 from tests.kit import LocalImplementation
 
 PACKAGE = "_given_under_test"
@@ -111,7 +111,7 @@ def test_the_record_of_the_verified_reference_is_current():
     from grader.curriculum import load
     from grader.sandbox import given
 
-    assert given.verified() == given.current(ROOT / "solutions", load()), (
+    assert given.verified(given.KIT_GIVEN) == given.current(ROOT / "solutions", load()), (
         "run grader/tests/test_given_bits.py, then python -m grader.sandbox.given --write")
 
 

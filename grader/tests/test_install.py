@@ -228,6 +228,39 @@ def test_no_package_holds_the_reference_or_the_hidden_tests(which: str, request:
         assert not any(snippet in text for text in texts.values()), f"{built.name} holds {name}'s {first.name}"
 
 
+def given_bodies() -> dict[str, str]:
+    """The body of every function of the kit's given implementations of two lines or more, by ``module.function``.
+
+    They are working answers (``grader/release_files/given``, bit for bit the reference's values), instructor-side
+    like the reference: only a release that gives an exercise rather than assigning it ships its given code.
+    """
+    bodies = {}
+    for path in sorted((ROOT / "grader" / "release_files" / "given").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef):
+                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+                if body and node.end_lineno - body[0].lineno >= 1:
+                    bodies[f"{path.stem}.{node.name}"] = "\n".join(lines[body[0].lineno - 1:node.end_lineno])
+    return bodies
+
+
+@pytest.mark.parametrize("which", ["sdist", "wheel", "student_wheel"])
+def test_no_package_holds_the_given_implementations(which: str, request: pytest.FixtureRequest) -> None:
+    # A Part I student who installs the kit must not find a working softmax, attention ... in it.
+    built: Path = request.getfixturevalue(which)
+    texts = wheel_texts(built)
+    shipped = [name for name in texts if "release_files/given/" in name or name.endswith("/given/verified.json")]
+    assert not shipped, f"{built.name} holds {shipped}"
+    bodies = given_bodies()
+    assert len(bodies) > 20 and {"softmax", "attention", "training"} <= {n.split(".")[0] for n in bodies}
+    released = set(load().given_names()) if which == "student_wheel" else set()  # what that release gives
+    leaked = sorted({function for function, body in bodies.items() if function.split(".")[0] not in released
+                     for text in texts.values() if body in text})
+    assert not leaked, f"{built.name} holds the given code of {leaked}"
+
+
 def test_the_sdist_holds_the_kit_and_nothing_of_the_instructors(sdist: Path) -> None:
     names = {name.split("/", 1)[1] for name in archive_texts(sdist) if "/" in name}
     assert {"pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "conftest.py", "grader/cli.py",
@@ -335,6 +368,8 @@ def test_installed_kit_builds_a_bundle_and_a_course(instructor: Environment) -> 
     assert {"setup.sh", "run_autograder", "README.md", "kit/pyproject.toml", "kit/LICENSE", "kit/course.toml",
             "kit/grader/grading/grade.py", "kit/solutions/softmax.py", "kit/tests/test_01_softmax.py",
             "kit/kit_hidden_tests/test_hidden_01_softmax.py"} <= names  # the reference: the course folder's
+    assert {"kit/given/softmax.py", "kit/given/verified.json"} <= names  # so is the given code fair grading runs
+    assert not any(name.startswith("kit/grader/release_files/given/") for name in names)
     assert not any("/_kit/" in name for name in names)
     pytest.importorskip("nbformat")
     course = instructor.kit("notebooks", "course")
