@@ -348,3 +348,19 @@ def test_every_link_of_the_student_readme_lands_in_the_release(released: Path) -
                 continue
             base = released if target.startswith("/") else (released / document).parent
             assert (base / target.lstrip("/")).is_file(), (document, target)
+
+
+def test_a_release_of_part_of_the_kit_says_its_loop_examples_are_the_whole_kits(monkeypatch) -> None:
+    # The status, hint and watch examples are runs of the whole kit (15 exercises, softmax first): a Part III
+    # student read them as their own course's.
+    from grader.authoring.release_contents import student_readme
+
+    loop = (ROOT / "docs" / "student-loop.md").read_text(encoding="utf-8")
+    load.cache_clear()
+    whole = student_readme(load(), {"docs/student-loop.md": loop})
+    monkeypatch.setenv(PART_ENV, "3")
+    load.cache_clear()
+    part_three = student_readme(load(), {"docs/student-loop.md": loop})
+    load.cache_clear()
+    note = "The examples below were made with the whole kit (its 15 exercises, from softmax to tokenization)"
+    assert note in part_three and note not in whole
