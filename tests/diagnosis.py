@@ -297,8 +297,8 @@ class Observation:
     outputs: dict[str, tuple[np.ndarray, ...] | None]
     deviates: dict[str, bool]
     unwritten: set[str]
-    # What each function's probes reached of the student's functions (``tests/reach.py``); empty where the code
-    # runs elsewhere (the isolated worker) or could not be traced.
+    # What each function's probes reached of the student's functions (``tests/reach.py``; in grading, what the
+    # isolated worker reported with each reply, ``grader/sandbox/reached.py``); empty where nothing was traced.
     reached: dict[str, Reached] = field(default_factory=dict)
     # deviating_functions' answers: asked at every failure of a session (blame), they depend only on the
     # observation, which is never changed once made.
@@ -429,7 +429,7 @@ def callees(implementation: Any, name: str, observation: Observation | None = No
 
     What its probes' calls reached (``observation.reached``) when they were traced; else the names in the
     student's own code when it is here (a local run, a notebook), else the reference's call graph stored
-    with the fingerprints (the isolated worker). Under fair grading (``implementation.fair``) the other
+    with the fingerprints (a worker that reported no calls). Under fair grading (``implementation.fair``) the other
     exercises' functions are the reference's, so only functions of the same exercise count.
     """
     curriculum = load_curriculum()
@@ -466,7 +466,7 @@ def blame(implementation: Any, called: list[str], observation: Observation,
     The dependency is a function that a function the test called went through and that fails its own probes
     (bad input aside: a missing check breaks no caller). With ``reached`` (what the test's calls reached, traced:
     ``tests/reach.py``), the one whose own output was wrong first: it reached no other function that fails its
-    probes (of several, the earliest in manifest order). Untraced (the isolated worker), the earliest in manifest
+    probes (of several, the earliest in manifest order). Untraced (no calls reported), the earliest in manifest
     order of the functions the caller relies on (:func:`callees`).
     """
     order = {f: i for i, f in enumerate(f for e in load_curriculum().exercises for f in e.functions)}
