@@ -214,9 +214,8 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         kept = set(curriculum.assigned_or_given())  # type: ignore[attr-defined]
         whole = kit_manifest().exercises
         if {exercise.name for exercise in whole} - kept:  # the examples are the whole kit's runs: say so
-            parts.append(f"*The examples below were made with the whole kit (its {len(whole)} exercises, from "
-                         f"{whole[0].name} to {whole[-1].name}); in this course `status` lists its own exercises, "
-                         "and every command works the same.*\n")
+            parts.append(f"*The examples below were made with the whole kit (all {len(whole)} of its exercises); "
+                         "in this course `status` lists its own exercises, and every command works the same.*\n")
         parts.append(_shift_headings(for_course(docs["docs/student-loop.md"], kept)))
     if "docs/common-mistakes.md" in docs:
         parts.append("## Common mistakes\n")
