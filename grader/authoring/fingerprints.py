@@ -104,6 +104,16 @@ def deviating_outputs(folder: Path, exercise: str) -> dict[str, tuple[np.ndarray
     return outputs
 
 
+def store_outputs(owner: str, outputs: dict, arrays: dict[str, np.ndarray]) -> dict[str, int | None]:
+    """Put a mutant's or family's probe outputs into ``arrays``; per probe, how many arrays it gave (None: raised)."""
+    probes: dict[str, int | None] = {}
+    for name, result in outputs.items():
+        probes[name] = None if result is RAISED else len(result)
+        for index, array in enumerate(result or ()):
+            arrays[fingerprint_key(owner, name, index)] = array
+    return probes
+
+
 def mistake_fingerprints(mutants: Iterable[Mutant], workdir: Path, skipped: Callable[[Mutant, ValueError], Any],
                          ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Each mutant's entry of the fingerprint file and its stored outputs (a mutant that cannot apply: ``skipped``)."""
@@ -115,13 +125,8 @@ def mistake_fingerprints(mutants: Iterable[Mutant], workdir: Path, skipped: Call
         except ValueError as error:  # its `replace` text is not in the reference
             skipped(mutant, error)
             continue
-        probes: dict[str, int | None] = {}
-        for name, result in outputs.items():
-            probes[name] = None if result is RAISED else len(result)
-            for index, array in enumerate(result or ()):
-                arrays[fingerprint_key(mutant.id, name, index)] = array
         mistakes.append({"id": mutant.id, "exercise": mutant.exercise, "description": mutant.description,
-                         "hint": mutant.hint, "probes": probes})
+                         "hint": mutant.hint, "probes": store_outputs(mutant.id, outputs, arrays)})
     return mistakes, arrays
 
 
@@ -149,13 +154,9 @@ def family_fingerprints(arrays: dict[str, np.ndarray], workdir: Path) -> list[di
         if not any(result is not RAISED for result in outputs.values()):
             print(f"family {family.id}: changes no probe output (or only raises); left out", file=sys.stderr)
             continue
-        probes: dict[str, int | None] = {}
-        for name, result in outputs.items():
-            probes[name] = None if result is RAISED else len(result)
-            for index, array in enumerate(result or ()):
-                arrays[fingerprint_key(family.id, name, index)] = array
         families.append({"id": family.id, "exercise": family.exercise, "family": family.family,
-                         "description": family.description, "revisit": family.revisit, "probes": probes})
+                         "description": family.description, "revisit": family.revisit,
+                         "probes": store_outputs(family.id, outputs, arrays)})
     return families
 
 

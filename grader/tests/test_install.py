@@ -33,6 +33,7 @@ import sys
 import sysconfig
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -165,18 +166,7 @@ def reference_bodies() -> dict[str, str]:
     are the modules students are given as they are (the manifest's ``given``).
     """
     given = set(load().given_modules) | {"__init__"}
-    bodies = {}
-    for path in sorted((ROOT / "solutions").glob("*.py")):
-        if path.stem in given:
-            continue
-        text = path.read_text(encoding="utf-8")
-        lines = text.splitlines()
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef):
-                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-                if body and node.end_lineno - body[0].lineno >= 1:
-                    bodies[f"{path.stem}.{node.name}"] = "\n".join(lines[body[0].lineno - 1:node.end_lineno])
-    return bodies
+    return function_bodies(path for path in sorted((ROOT / "solutions").glob("*.py")) if path.stem not in given)
 
 
 def wheel_texts(wheel: Path) -> dict[str, str]:
@@ -234,8 +224,14 @@ def given_bodies() -> dict[str, str]:
     They are working answers (``grader/release_files/given``, bit for bit the reference's values), instructor-side
     like the reference: only a release that gives an exercise rather than assigning it ships its given code.
     """
+    return function_bodies(sorted((ROOT / "grader" / "release_files" / "given").glob("*.py")))
+
+
+def function_bodies(paths: Iterable[Path]) -> dict[str, str]:
+    """The body (lines after the docstring) of every function of two lines or more in ``paths``, by
+    ``module.function``."""
     bodies = {}
-    for path in sorted((ROOT / "grader" / "release_files" / "given").glob("*.py")):
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
         for node in ast.walk(ast.parse(text)):
