@@ -399,6 +399,15 @@ def rows_near_minus_1e3_and_minus_1e5():
     return (q, k, rng.normal(size=(9, DV))), {"block_size": 4}
 
 
+@probe("blockwise_attention")
+def rows_near_minus_1e200():
+    # Every score near -1e200: below any finite start a student might pick (-1e9, -1e30 ...), only -inf lies lower.
+    rng = np.random.default_rng(248)
+    k = np.concatenate([np.ones((8, 1)), rng.normal(size=(8, DK - 1))], axis=-1)
+    q = np.concatenate([np.full((3, 1), -2e200), rng.normal(size=(3, DK - 1))], axis=-1)
+    return (q, k, rng.normal(size=(8, DV))), {"block_size": 3}
+
+
 def test_reference_values(impl):
     expect_probe(impl, "kv_cache_append/second_position_with_a_batch_axis", idea=CACHE,
                  what=f"kv_cache_append to a ({B}, 1, {DK}) cache")
@@ -411,6 +420,8 @@ def test_reference_values(impl):
                  what="blockwise_attention, scores near -1e5")
     expect_probe(impl, "blockwise_attention/rows_near_minus_1e3_and_minus_1e5", idea=OVERFLOW,
                  what="blockwise_attention, one query's scores near -1e3, another's near -1e5")
+    expect_probe(impl, "blockwise_attention/rows_near_minus_1e200", idea=FINITE_START,
+                 what="blockwise_attention, every score near -1e200")
 
 
 # ----------------------------------------------------------------------------- bad input
