@@ -299,7 +299,14 @@ def test_shards_are_deterministic_slices_of_the_class():
 
     students = [f"student-{n}" for n in range(200)]
     slices = [slice_of(student, 4) for student in students]
-    assert slices == [slice_of(student, 4) for student in students]  # the same on every machine and run
+    # The same in every process (each machine of a Slurm array computes its own): Python's str hash differs per
+    # process, so other processes with other hash seeds must agree with this one.
+    code = ("import json, sys; from grader.grading.shard import slice_of; "
+            "print(json.dumps([slice_of(s, 4) for s in json.loads(sys.argv[1])]))")
+    for seed in ("1", "2"):
+        elsewhere = subprocess.run([sys.executable, "-c", code, json.dumps(students)], cwd=ROOT, check=True,
+                                   capture_output=True, text=True, env=os.environ | {"PYTHONHASHSEED": seed})
+        assert json.loads(elsewhere.stdout) == slices, f"another process (PYTHONHASHSEED={seed}) slices otherwise"
     assert set(slices) == {1, 2, 3, 4} and max(map(slices.count, {1, 2, 3, 4})) < 80
     assert parse_shard("2/8") == (2, 8)
     for wrong in ("0/2", "3/2", "a/b", "2", "1/0"):
