@@ -305,10 +305,10 @@ def with_late_policy(results: dict, metadata_file: Path) -> dict:
 
     Gradescope writes ``submission_metadata.json`` beside the upload (read before the student's code runs):
     ``created_at`` is the submission time, ``users`` the students (a group: each of them). A student's
-    ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id``,
-    ``sid`` or ``name``; a group gets its longest extension. Without ``[late]``, or for results that carry no
-    score (not graded), nothing changes. Without a readable submission time the score is kept and the output
-    says why no late penalty could be applied (never a guess).
+    ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id`` or
+    ``sid`` (never the ``name``, which a student edits); a group gets its longest extension. Without ``[late]``,
+    or for results that carry no score (not graded), nothing changes. Without a readable submission time the
+    score is kept and the output says why no late penalty could be applied (never a guess).
     """
     from grader import course
     from grader.term import TermError, parse_time
@@ -329,7 +329,8 @@ def with_late_policy(results: dict, metadata_file: Path) -> dict:
     for user in metadata.get("users") or ():
         if isinstance(user, dict):
             email = str(user.get("email") or "")
-            keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid", "name"))}
+            # Never the name: a student edits their own (and shares it with others); it must not pick an extension.
+            keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid"))}
     days = max((extensions[key] for key in keys - {""} if key in extensions), default=0.0)
     student = results["extra_data"]["student"]
     return finalize(results, TermInputs(late=policy, extensions={student: days}, times={student: submitted}))
