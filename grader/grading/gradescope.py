@@ -358,6 +358,10 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
         else:
             from grader.grading.submissions import copy_upload
 
+            # Gradescope's record of the submission (its time, for [late]) as it is before the student's code runs.
+            metadata = work / METADATA
+            if (root / METADATA).is_file() and not (root / METADATA).is_symlink():
+                shutil.copyfile(root / METADATA, metadata)
             folder = work / "submissions" / STUDENT_ID
             # As root: never a link's target (a link to the kit's solutions, a hidden test, a root-only file);
             # the links stay links in the copy, and grading refuses them with a status line.
@@ -374,7 +378,7 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             graded = out / STUDENT_ID / "results.json"
             if graded.is_file():
                 results = _without_scores_if_not_graded(json.loads(graded.read_text(encoding="utf-8")))
-                results = with_late_policy(results, root / METADATA)
+                results = with_late_policy(results, metadata)
             else:
                 lines = completed.stdout.strip().splitlines()
                 last = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")[:500]

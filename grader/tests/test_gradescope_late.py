@@ -88,8 +88,11 @@ def test_past_max_days_the_score_is_zero(policy, tmp_path):
 
 def test_run_autograder_applies_it(policy, tmp_path):
     # `grade` itself is stood in for by a script writing the results.json it would write: this checks the wiring.
+    # It also rewrites Gradescope's metadata as the student's code might: the time read before grading counts.
     fake = tmp_path / "fake-python"
-    fake.write_text("#!/bin/sh\nwhile [ \"$1\" != --out ]; do shift; done\nmkdir -p \"$2/submission\"\n"
+    on_time = json.dumps({"created_at": "2026-10-01T12:00:00+02:00", "users": []})
+    fake.write_text(f"#!/bin/sh\necho '{on_time}' > {tmp_path / 'autograder' / gradescope.METADATA}\n"
+                    "while [ \"$1\" != --out ]; do shift; done\nmkdir -p \"$2/submission\"\n"
                     f"cat > \"$2/submission/results.json\" <<'END'\n{json.dumps(graded())}\nEND\n", encoding="utf-8")
     fake.chmod(0o755)
     root = tmp_path / "autograder"
