@@ -82,6 +82,12 @@ def gradebook(out: Path) -> dict[str, object]:
     return book
 
 
+def cluster_tasks(client) -> set[str]:
+    """The keys of the students' tasks the cluster's scheduler has run (the first call starts recording them)."""
+    return {str(record["key"]) for record in client.get_task_stream()
+            if str(record["key"]).startswith("attention-kit-")}
+
+
 @pytest.fixture(scope="module")
 def dask_cluster():
     """Two worker processes, shared by this module's batches (each batch checks them again)."""
@@ -107,7 +113,9 @@ def test_a_batch_of_every_part_gets_the_same_gradebook_on_the_cluster(part, dask
     folder = make_class(tmp_path / "submissions", PARTS[part])
     options = {"exercises": PARTS[part], "echo": quiet(), "hidden": None}
     assert grade_batch(folder, tmp_path / "local", jobs=2, **options) == 0
+    before = cluster_tasks(dask_cluster[1])
     assert grade_batch(folder, tmp_path / "cluster", cluster=dask_cluster[0].scheduler_address, **options) == 0
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 3  # the three students were graded there, not here
     book = gradebook(tmp_path / "local")
     assert gradebook(tmp_path / "cluster") == book
     grades = book["grades.csv"]
@@ -218,12 +226,15 @@ def test_two_batches_of_other_options_share_a_cluster_at_once(part_one, dask_clu
     common = ["--cluster", address, "--hidden", str(tmp_path / "none")]
     for name in PARTS["1"]:
         common += ["--exercise", name]
+    before = cluster_tasks(dask_cluster[1])
     runs = [subprocess.Popen([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(tmp_path / name),
                               *common, *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
             for name, options in (("fair", ()), ("unfair", ("--no-fair",)))]
     outputs = [run.communicate(timeout=600)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
+    assert all(f"Cluster: {address}" in output for output in outputs), outputs
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 8  # both batches' four students were graded there
     assert gradebook(tmp_path / "fair") == gradebook(local)
     unfair = (tmp_path / "unfair" / "grades.csv").read_text(encoding="utf-8")
     assert "not graded" not in unfair and "refused" not in unfair, unfair
@@ -261,7 +272,9 @@ def test_resume_works_across_local_and_cluster(part_one, dask_cluster, tmp_path)
         shutil.rmtree(out / student)
     lines: list[str] = []
     options = {"exercises": PARTS["1"], "hidden": None}
+    before = cluster_tasks(dask_cluster[1])
     assert grade_batch(folder, out, cluster=dask_cluster[0].scheduler_address, echo=quiet(lines), **options) == 0
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 2  # the two left were graded there, not here
     assert any("2 graded" in line and "2 unchanged" in line for line in lines), lines
     assert gradebook(out) == gradebook(local)
     lines.clear()  # and back: the cluster's results are kept by local grading
