@@ -354,3 +354,33 @@ def test_portable_jobs_and_results_map_between_machines_with_different_checkouts
                                    lambda t: portable.local_text(t, batch))
     assert back.records[0].file == "/srv/kit/tests/t.py" and back.records[0].nodeid == "/srv/kit/tests/t.py::a"
     assert back.records[0].message == "printed /home/w/kit"  # messages are the student's: never rewritten
+
+
+def test_a_task_maps_its_paths_to_its_own_batchs_course(tmp_path, monkeypatch):
+    # A worker shared by batches of two courses: the last task there left the other course active. The task's
+    # "<course>/..." test files must be put under its own batch's course folder, not the one active before it.
+    from grader import course
+    from grader.grading import pool
+    from grader.grading.records import Job, Result
+
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for folder in (mine, other):
+        folder.mkdir()
+        (folder / course.COURSE_FILE).write_text("[course]\n", encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(other))  # what the worker's previous task activated
+    monkeypatch.delenv(PART_ENV, raising=False)
+    template = Job(student="", folder="", files=(), suite=())
+    plugin = cluster_worker.KitPlugin("f" * 64, template, str(mine), "", {})
+    plugin.refused, plugin.scratch = None, str(tmp_path)
+
+    class Worker:
+        address = "tcp://worker"
+        plugins = {cluster_worker.plugin_name("f" * 64): plugin}
+
+    graded: list[Job] = []
+    monkeypatch.setattr(cluster_worker, "get_worker", Worker)
+    monkeypatch.setattr(pool, "run_jobs", lambda jobs, processes, stall: [(job, Result()) for job in jobs
+                                                                          if not graded.append(job)])
+    job = Job(student="s", folder="/batch/work/s", files=("<course>/tests/test_mine.py",), suite=())
+    cluster_worker.grade_on_worker(job, (("softmax.py", b"x = 1\n"),), "f" * 64, 60.0)
+    assert graded and graded[0].files == (str(mine.resolve() / "tests" / "test_mine.py"),), graded
