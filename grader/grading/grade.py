@@ -237,6 +237,7 @@ def grade_batch(
                    budget=budget, call_budget=call_budget, memory=memory, course=course.settings(),
                    part=_graded_part(), scratch=str(scratch))
     entries = shard_entries(entries, shard, out, template, echo)  # --shard I/N: this slice, and OUT/shard.json
+    engine = None
     try:
         if (engine := connect_cluster(cluster, template, echo, jobs)) is None:  # the pool's run_jobs without --cluster
             return 2  # the cluster cannot be reached, or refused every worker: said in one line, nobody graded
@@ -255,6 +256,8 @@ def grade_batch(
         if written == 2:
             return 2
     finally:
+        if callable(close := getattr(engine, "close", None)):  # a cluster's, even if its stream never started
+            close()
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
     echo("")

@@ -384,3 +384,30 @@ def test_a_task_maps_its_paths_to_its_own_batchs_course(tmp_path, monkeypatch):
     job = Job(student="s", folder="/batch/work/s", files=("<course>/tests/test_mine.py",), suite=())
     cluster_worker.grade_on_worker(job, (("softmax.py", b"x = 1\n"),), "f" * 64, 60.0)
     assert graded and graded[0].files == (str(mine.resolve() / "tests" / "test_mine.py"),), graded
+
+
+def test_the_engine_is_closed_when_the_batch_stops_before_grading(tmp_path, monkeypatch):
+    # Interrupted (or failing) while the submissions are prepared, the engine's stream never starts: its own
+    # `finally` never runs, and a local:N cluster's scheduler and workers outlived the batch.
+    from grader.grading import grade
+
+    closed: list[bool] = []
+
+    class Engine:
+        def __call__(self, jobs, processes, stall):
+            yield from ()
+
+        def close(self):
+            closed.append(True)
+
+    def stopped(self, entries, work):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(grade, "connect_cluster", lambda *args: Engine())
+    monkeypatch.setattr(grade._Batch, "feed", stopped)
+    copy_reference(tmp_path / "submissions" / "ada")
+    with pytest.raises(KeyboardInterrupt):
+        grade_batch(tmp_path / "submissions", tmp_path / "out", exercises=["softmax"], echo=quiet(), hidden=None,
+                    cluster="tcp://scheduler:8786")
+    assert closed, "the engine was left open"
