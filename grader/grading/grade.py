@@ -10,23 +10,20 @@ This module is the command (``add_arguments``, ``run``) and the batch
 each, and the process each runs in:
 
 - ``submissions`` (this process): finds and statically checks each submission;
-- ``records``: the typed records that cross between the parts (a ``Job`` per
-  student, a ``TestRecord`` per test, a ``Result``);
+- ``records``: the typed records that cross between the parts (a ``Job`` per student, a ``TestRecord`` per test,
+  a ``Result``);
 - ``fingerprint`` (this process): what decides whether a student is regraded;
-- ``kit_check`` (this process): the kit's own check, the reference graded
-  beside the students, and its verdict;
-- ``pool`` (this process, and the grading processes it starts): long-lived
-  grading processes, jobs in and results out;
-- ``session`` (a grading process): the graded pytest suite, collected once
-  per process and rerun for each student; ``recorder`` (its pytest plugin)
-  records each test and renders failures, ``secrets`` scrubs them,
+- ``kit_check`` (this process): the kit's own check, the reference graded beside the students, and its verdict;
+- ``pool`` (this process, and the grading processes it starts): long-lived grading processes, jobs in and results
+  out; ``cluster`` (this process; ``cluster_worker`` on each Dask worker) does the same on a Dask cluster
+  (``--cluster``), and ``shard`` picks a slice of the class (``--shard I/N``) and merges slices;
+- ``session`` (a grading process): the graded pytest suite, collected once per process and rerun for each
+  student; ``recorder`` (its pytest plugin) records each test and renders failures, ``secrets`` scrubs them,
   ``speedups`` holds its speed-ups of private pytest code (they change no grade);
-- ``implementation`` (a grading process): the one seam to
-  ``grader.sandbox.proxy.IsolatedImplementation``: the student's code runs in
-  an isolated worker, never in the process that checks the results;
-- ``report`` (this process): scores the outcomes and writes
-  ``OUT/<student>/results.json`` (Gradescope format) and
-  ``OUT/<student>/feedback.md`` as each student finishes;
+- ``implementation`` (a grading process): the one seam to ``grader.sandbox.proxy.IsolatedImplementation``: the
+  student's code runs in an isolated worker, never in the process that checks the results;
+- ``report`` (this process): scores the outcomes and writes ``OUT/<student>/results.json`` (Gradescope format)
+  and ``OUT/<student>/feedback.md`` as each student finishes;
 - ``outputs`` (this process, at the end): the term's rules
   (``term_stage``: manual points, late penalties) applied to every row, kept
   or graded, then every format of ``formats`` written from the typed rows
