@@ -115,7 +115,9 @@ def test_a_batch_of_every_part_gets_the_same_gradebook_on_the_cluster(part, dask
     assert grade_batch(folder, tmp_path / "local", jobs=2, **options) == 0
     before = cluster_tasks(dask_cluster[1])
     assert grade_batch(folder, tmp_path / "cluster", cluster=dask_cluster[0].scheduler_address, **options) == 0
-    assert len(cluster_tasks(dask_cluster[1]) - before) >= 3  # the three students were graded there, not here
+    # correct and mistake at least were graded there, not here (syntax runs nothing where its one exercise is
+    # broken)
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 2
     book = gradebook(tmp_path / "local")
     assert gradebook(tmp_path / "cluster") == book
     grades = book["grades.csv"]
