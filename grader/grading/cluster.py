@@ -21,8 +21,9 @@ worker killed half way can neither write a row twice nor half a row.
 Faults: a worker that dies has its task graded again on another worker, once
 (the scheduler's ``allowed-failures``, which the batch sets to
 :data:`ALLOWED_FAILURES`); a student whose workers die again (KilledWorker) is
-graded once more on its own (a death counts against every task the worker held),
-and a second time ends ``not graded: ...`` with the reason; the batch goes on.
+submitted once more as a new task (a death counts against every task the worker
+held; the new task is not isolated from the others), and a second time ends
+``not graded: ...`` with the reason; the batch goes on.
 
 Dask is imported here only when a batch runs with ``--cluster`` (the extra ``[cluster]``).
 """
@@ -246,7 +247,7 @@ class Engine:
         futures: dict[Any, Job] = {}
         completed = as_completed()
         # A worker's death counts against every task it held, the student beside the one that killed it too (and
-        # the kit's check): a KilledWorker is graded once more on its own, and only a second one ends the row.
+        # the kit's check): a KilledWorker is submitted once more as a new task, and only a second one ends the row.
         again: set[int] = set()
 
         def submit(job: Job) -> None:

@@ -159,9 +159,9 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
             worker.loop.add_callback(worker.close, nanny=True, executor_wait=False,
                                      reason=f"attention-kit: refused: {why}"[:200])
         return Result(error=f"Dask worker {worker.address} refused: {why}")
-    here = roots()
     with _ONE_AT_A_TIME:
         plugin.activate()  # this batch's course and part (another batch's task may have run here since)
+        here = roots()  # this machine's kit and, now, this batch's course: where its "<course>/..." paths lie
         private = Path(tempfile.mkdtemp(prefix="attention-kit-submission-"))
         try:
             folder = private / (Path(job.folder).name or "submission")

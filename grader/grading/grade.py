@@ -10,23 +10,20 @@ This module is the command (``add_arguments``, ``run``) and the batch
 each, and the process each runs in:
 
 - ``submissions`` (this process): finds and statically checks each submission;
-- ``records``: the typed records that cross between the parts (a ``Job`` per
-  student, a ``TestRecord`` per test, a ``Result``);
+- ``records``: the typed records that cross between the parts (a ``Job`` per student, a ``TestRecord`` per test,
+  a ``Result``);
 - ``fingerprint`` (this process): what decides whether a student is regraded;
-- ``kit_check`` (this process): the kit's own check, the reference graded
-  beside the students, and its verdict;
-- ``pool`` (this process, and the grading processes it starts): long-lived
-  grading processes, jobs in and results out;
-- ``session`` (a grading process): the graded pytest suite, collected once
-  per process and rerun for each student; ``recorder`` (its pytest plugin)
-  records each test and renders failures, ``secrets`` scrubs them,
+- ``kit_check`` (this process): the kit's own check, the reference graded beside the students, and its verdict;
+- ``pool`` (this process, and the grading processes it starts): long-lived grading processes, jobs in and results
+  out; ``cluster`` (this process; ``cluster_worker`` on each Dask worker) does the same on a Dask cluster
+  (``--cluster``), and ``shard`` picks a slice of the class (``--shard I/N``) and merges slices;
+- ``session`` (a grading process): the graded pytest suite, collected once per process and rerun for each
+  student; ``recorder`` (its pytest plugin) records each test and renders failures, ``secrets`` scrubs them,
   ``speedups`` holds its speed-ups of private pytest code (they change no grade);
-- ``implementation`` (a grading process): the one seam to
-  ``grader.sandbox.proxy.IsolatedImplementation``: the student's code runs in
-  an isolated worker, never in the process that checks the results;
-- ``report`` (this process): scores the outcomes and writes
-  ``OUT/<student>/results.json`` (Gradescope format) and
-  ``OUT/<student>/feedback.md`` as each student finishes;
+- ``implementation`` (a grading process): the one seam to ``grader.sandbox.proxy.IsolatedImplementation``: the
+  student's code runs in an isolated worker, never in the process that checks the results;
+- ``report`` (this process): scores the outcomes and writes ``OUT/<student>/results.json`` (Gradescope format)
+  and ``OUT/<student>/feedback.md`` as each student finishes;
 - ``outputs`` (this process, at the end): the term's rules
   (``term_stage``: manual points, late penalties) applied to every row, kept
   or graded, then every format of ``formats`` written from the typed rows
@@ -237,6 +234,7 @@ def grade_batch(
                    budget=budget, call_budget=call_budget, memory=memory, course=course.settings(),
                    part=_graded_part(), scratch=str(scratch))
     entries = shard_entries(entries, shard, out, template, echo)  # --shard I/N: this slice, and OUT/shard.json
+    engine = None
     try:
         if (engine := connect_cluster(cluster, template, echo, jobs)) is None:  # the pool's run_jobs without --cluster
             return 2  # the cluster cannot be reached, or refused every worker: said in one line, nobody graded
@@ -255,6 +253,8 @@ def grade_batch(
         if written == 2:
             return 2
     finally:
+        if callable(close := getattr(engine, "close", None)):  # a cluster's, even if its stream never started
+            close()
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
     echo("")

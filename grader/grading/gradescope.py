@@ -305,10 +305,10 @@ def with_late_policy(results: dict, metadata_file: Path) -> dict:
 
     Gradescope writes ``submission_metadata.json`` beside the upload (read before the student's code runs):
     ``created_at`` is the submission time, ``users`` the students (a group: each of them). A student's
-    ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id``,
-    ``sid`` or ``name``; a group gets its longest extension. Without ``[late]``, or for results that carry no
-    score (not graded), nothing changes. Without a readable submission time the score is kept and the output
-    says why no late penalty could be applied (never a guess).
+    ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id`` or
+    ``sid`` (never the ``name``, which a student edits); a group gets its longest extension. Without ``[late]``,
+    or for results that carry no score (not graded), nothing changes. Without a readable submission time the
+    score is kept and the output says why no late penalty could be applied (never a guess).
     """
     from grader import course
     from grader.term import TermError, parse_time
@@ -329,7 +329,8 @@ def with_late_policy(results: dict, metadata_file: Path) -> dict:
     for user in metadata.get("users") or ():
         if isinstance(user, dict):
             email = str(user.get("email") or "")
-            keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid", "name"))}
+            # Never the name: a student edits their own (and shares it with others); it must not pick an extension.
+            keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid"))}
     days = max((extensions[key] for key in keys - {""} if key in extensions), default=0.0)
     student = results["extra_data"]["student"]
     return finalize(results, TermInputs(late=policy, extensions={student: days}, times={student: submitted}))
@@ -357,6 +358,10 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
         else:
             from grader.grading.submissions import copy_upload
 
+            # Gradescope's record of the submission (its time, for [late]) as it is before the student's code runs.
+            metadata = work / METADATA
+            if (root / METADATA).is_file() and not (root / METADATA).is_symlink():
+                shutil.copyfile(root / METADATA, metadata)
             folder = work / "submissions" / STUDENT_ID
             # As root: never a link's target (a link to the kit's solutions, a hidden test, a root-only file);
             # the links stay links in the copy, and grading refuses them with a status line.
@@ -373,7 +378,7 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             graded = out / STUDENT_ID / "results.json"
             if graded.is_file():
                 results = _without_scores_if_not_graded(json.loads(graded.read_text(encoding="utf-8")))
-                results = with_late_policy(results, root / METADATA)
+                results = with_late_policy(results, metadata)
             else:
                 lines = completed.stdout.strip().splitlines()
                 last = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")[:500]

@@ -59,7 +59,10 @@ def _worker_main(connection: Any, root: str) -> None:
     recorder.on_test_done = lambda: connection.send(PROGRESS)
     with contextlib.suppress(KeyboardInterrupt):  # the parent handles Ctrl-C and stops us
         while True:
-            job = connection.recv()
+            try:
+                job = connection.recv()
+            except EOFError:  # the batch died (a killed Dask worker, grade --cluster): stop as if asked to
+                job = None
             if job is None:
                 close_spares()  # first: its scratch folder must not outlive us
                 return

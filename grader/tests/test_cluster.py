@@ -82,6 +82,12 @@ def gradebook(out: Path) -> dict[str, object]:
     return book
 
 
+def cluster_tasks(client) -> set[str]:
+    """The keys of the students' tasks the cluster's scheduler has run (the first call starts recording them)."""
+    return {str(record["key"]) for record in client.get_task_stream()
+            if str(record["key"]).startswith("attention-kit-")}
+
+
 @pytest.fixture(scope="module")
 def dask_cluster():
     """Two worker processes, shared by this module's batches (each batch checks them again)."""
@@ -107,7 +113,11 @@ def test_a_batch_of_every_part_gets_the_same_gradebook_on_the_cluster(part, dask
     folder = make_class(tmp_path / "submissions", PARTS[part])
     options = {"exercises": PARTS[part], "echo": quiet(), "hidden": None}
     assert grade_batch(folder, tmp_path / "local", jobs=2, **options) == 0
+    before = cluster_tasks(dask_cluster[1])
     assert grade_batch(folder, tmp_path / "cluster", cluster=dask_cluster[0].scheduler_address, **options) == 0
+    # correct and mistake at least were graded there, not here (syntax runs nothing where its one exercise is
+    # broken)
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 2
     book = gradebook(tmp_path / "local")
     assert gradebook(tmp_path / "cluster") == book
     grades = book["grades.csv"]
@@ -218,12 +228,15 @@ def test_two_batches_of_other_options_share_a_cluster_at_once(part_one, dask_clu
     common = ["--cluster", address, "--hidden", str(tmp_path / "none")]
     for name in PARTS["1"]:
         common += ["--exercise", name]
+    before = cluster_tasks(dask_cluster[1])
     runs = [subprocess.Popen([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(tmp_path / name),
                               *common, *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
             for name, options in (("fair", ()), ("unfair", ("--no-fair",)))]
     outputs = [run.communicate(timeout=600)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
+    assert all(f"Cluster: {address}" in output for output in outputs), outputs
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 8  # both batches' four students were graded there
     assert gradebook(tmp_path / "fair") == gradebook(local)
     unfair = (tmp_path / "unfair" / "grades.csv").read_text(encoding="utf-8")
     assert "not graded" not in unfair and "refused" not in unfair, unfair
@@ -261,7 +274,9 @@ def test_resume_works_across_local_and_cluster(part_one, dask_cluster, tmp_path)
         shutil.rmtree(out / student)
     lines: list[str] = []
     options = {"exercises": PARTS["1"], "hidden": None}
+    before = cluster_tasks(dask_cluster[1])
     assert grade_batch(folder, out, cluster=dask_cluster[0].scheduler_address, echo=quiet(lines), **options) == 0
+    assert len(cluster_tasks(dask_cluster[1]) - before) >= 2  # the two left were graded there, not here
     assert any("2 graded" in line and "2 unchanged" in line for line in lines), lines
     assert gradebook(out) == gradebook(local)
     lines.clear()  # and back: the cluster's results are kept by local grading
@@ -299,7 +314,14 @@ def test_shards_are_deterministic_slices_of_the_class():
 
     students = [f"student-{n}" for n in range(200)]
     slices = [slice_of(student, 4) for student in students]
-    assert slices == [slice_of(student, 4) for student in students]  # the same on every machine and run
+    # The same in every process (each machine of a Slurm array computes its own): Python's str hash differs per
+    # process, so other processes with other hash seeds must agree with this one.
+    code = ("import json, sys; from grader.grading.shard import slice_of; "
+            "print(json.dumps([slice_of(s, 4) for s in json.loads(sys.argv[1])]))")
+    for seed in ("1", "2"):
+        elsewhere = subprocess.run([sys.executable, "-c", code, json.dumps(students)], cwd=ROOT, check=True,
+                                   capture_output=True, text=True, env=os.environ | {"PYTHONHASHSEED": seed})
+        assert json.loads(elsewhere.stdout) == slices, f"another process (PYTHONHASHSEED={seed}) slices otherwise"
     assert set(slices) == {1, 2, 3, 4} and max(map(slices.count, {1, 2, 3, 4})) < 80
     assert parse_shard("2/8") == (2, 8)
     for wrong in ("0/2", "3/2", "a/b", "2", "1/0"):
@@ -334,3 +356,60 @@ def test_portable_jobs_and_results_map_between_machines_with_different_checkouts
                                    lambda t: portable.local_text(t, batch))
     assert back.records[0].file == "/srv/kit/tests/t.py" and back.records[0].nodeid == "/srv/kit/tests/t.py::a"
     assert back.records[0].message == "printed /home/w/kit"  # messages are the student's: never rewritten
+
+
+def test_a_task_maps_its_paths_to_its_own_batchs_course(tmp_path, monkeypatch):
+    # A worker shared by batches of two courses: the last task there left the other course active. The task's
+    # "<course>/..." test files must be put under its own batch's course folder, not the one active before it.
+    from grader import course
+    from grader.grading import pool
+    from grader.grading.records import Job, Result
+
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for folder in (mine, other):
+        folder.mkdir()
+        (folder / course.COURSE_FILE).write_text("[course]\n", encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(other))  # what the worker's previous task activated
+    monkeypatch.delenv(PART_ENV, raising=False)
+    template = Job(student="", folder="", files=(), suite=())
+    plugin = cluster_worker.KitPlugin("f" * 64, template, str(mine), "", {})
+    plugin.refused, plugin.scratch = None, str(tmp_path)
+
+    class Worker:
+        address = "tcp://worker"
+        plugins = {cluster_worker.plugin_name("f" * 64): plugin}
+
+    graded: list[Job] = []
+    monkeypatch.setattr(cluster_worker, "get_worker", Worker)
+    monkeypatch.setattr(pool, "run_jobs", lambda jobs, processes, stall: [(job, Result()) for job in jobs
+                                                                          if not graded.append(job)])
+    job = Job(student="s", folder="/batch/work/s", files=("<course>/tests/test_mine.py",), suite=())
+    cluster_worker.grade_on_worker(job, (("softmax.py", b"x = 1\n"),), "f" * 64, 60.0)
+    assert graded and graded[0].files == (str(mine.resolve() / "tests" / "test_mine.py"),), graded
+
+
+def test_the_engine_is_closed_when_the_batch_stops_before_grading(tmp_path, monkeypatch):
+    # Interrupted (or failing) while the submissions are prepared, the engine's stream never starts: its own
+    # `finally` never runs, and a local:N cluster's scheduler and workers outlived the batch.
+    from grader.grading import grade
+
+    closed: list[bool] = []
+
+    class Engine:
+        def __call__(self, jobs, processes, stall):
+            yield from ()
+
+        def close(self):
+            closed.append(True)
+
+    def stopped(self, entries, work):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(grade, "connect_cluster", lambda *args: Engine())
+    monkeypatch.setattr(grade._Batch, "feed", stopped)
+    copy_reference(tmp_path / "submissions" / "ada")
+    with pytest.raises(KeyboardInterrupt):
+        grade_batch(tmp_path / "submissions", tmp_path / "out", exercises=["softmax"], echo=quiet(), hidden=None,
+                    cluster="tcp://scheduler:8786")
+    assert closed, "the engine was left open"

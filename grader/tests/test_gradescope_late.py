@@ -57,6 +57,14 @@ def test_an_extension_is_found_by_email_or_id_and_a_group_gets_the_longest(polic
     assert results["score"] == pytest.approx(20.0)  # 2 days 12 hours late, 3 days' extension: on time
 
 
+def test_a_name_a_student_chose_picks_no_extension(policy, tmp_path):
+    # Gradescope's name is the student's to edit: named "ada" (or "4711"), cy would get ada's (bob's) extension.
+    path = metadata(tmp_path, "2026-10-03T11:00:00+02:00", {"email": "cy@uni.example", "id": 9, "name": "ada"},
+                    {"email": "dee@uni.example", "id": 10, "name": "4711"})
+    results = gradescope.with_late_policy(graded(), path)
+    assert results["extra_data"]["late"]["extension_days"] == 0.0 and results["score"] == pytest.approx(16.0)
+
+
 def test_without_a_readable_time_the_score_stays_and_the_output_says_why(policy, tmp_path):
     for path in (tmp_path / "absent.json", metadata(tmp_path, "yesterday"), metadata(tmp_path, "2026-10-03T11:00")):
         results = gradescope.with_late_policy(graded(), path)
@@ -80,8 +88,11 @@ def test_past_max_days_the_score_is_zero(policy, tmp_path):
 
 def test_run_autograder_applies_it(policy, tmp_path):
     # `grade` itself is stood in for by a script writing the results.json it would write: this checks the wiring.
+    # It also rewrites Gradescope's metadata as the student's code might: the time read before grading counts.
     fake = tmp_path / "fake-python"
-    fake.write_text("#!/bin/sh\nwhile [ \"$1\" != --out ]; do shift; done\nmkdir -p \"$2/submission\"\n"
+    on_time = json.dumps({"created_at": "2026-10-01T12:00:00+02:00", "users": []})
+    fake.write_text(f"#!/bin/sh\necho '{on_time}' > {tmp_path / 'autograder' / gradescope.METADATA}\n"
+                    "while [ \"$1\" != --out ]; do shift; done\nmkdir -p \"$2/submission\"\n"
                     f"cat > \"$2/submission/results.json\" <<'END'\n{json.dumps(graded())}\nEND\n", encoding="utf-8")
     fake.chmod(0o755)
     root = tmp_path / "autograder"

@@ -98,3 +98,28 @@ def test_a_stall_is_the_machines_when_the_process_waited_for_a_cpu_or_the_load_w
     assert pool._machine_busy(waited=0.0, stalled=10.0)
     assert pool.run_queue_seconds(os.getpid()) >= 0.0
     assert pool.run_queue_seconds(-1) is None
+
+
+def test_a_grading_process_whose_batch_died_ends_quietly_and_closes_its_spares(monkeypatch):
+    # A Dask worker killed half way (grade --cluster) leaves its pool's grading processes with a closed pipe: each
+    # printed an EOFError traceback and skipped close_spares(), whose scratch folder must not outlive it.
+    import multiprocessing
+    import signal
+    import sys
+
+    from grader.curriculum import ROOT
+    from grader.grading import implementation, recorder
+
+    closed: list[bool] = []
+    monkeypatch.setattr(implementation, "close_spares", lambda: closed.append(True))
+    monkeypatch.setattr(recorder, "on_test_done", recorder.on_test_done)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    parent, child = multiprocessing.Pipe()
+    parent.close()  # the batch (the Dask worker) is gone
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        pool._worker_main(child, str(ROOT))
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert closed == [True]
