@@ -178,7 +178,7 @@ class Recorder:
         else:
             text = rendered if report.failed else f"skipped: {rendered}"
         if not hidden_test:
-            record["output"] = (record["output"] + report.capstdout).strip()
+            record["output"] = (record["output"] + self.secrets.scrub(report.capstdout)).strip()
         record["message"] = (record["message"] + "\n" + self.secrets.scrub(text)).strip()
 
     def results(self) -> tuple[TestRecord, ...]:

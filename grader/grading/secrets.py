@@ -1,4 +1,4 @@
-"""Keeping the grader's secrets out of what students read: the source lines of ``solutions/`` and the hidden tests.
+"""Keeping the grader's secrets out of what students read: the lines of the reference, given code and hidden tests.
 
 Run by: each grading process, on every failure text its recorder keeps
 (``grader.grading.recorder``), before the text leaves the process.
@@ -14,14 +14,14 @@ from grader.curriculum import ROOT, reference_dir
 
 
 class Secrets:
-    """The source lines of ``solutions/`` and of the hidden tests, so that none reaches a student.
+    """The source lines of ``solutions/``, of the kit's given code and of the hidden tests: none reaches a student.
 
     ``scrub`` replaces any line of a failure text that shows one of them
     (a traceback's source line, an assertion's expression). Lines that are
     also in the public files (the visible tests, the stubs) are no secret.
     """
 
-    _made: dict[tuple[str, ...], Secrets] = {}
+    _made: dict[tuple[str, ...], Secrets] = {}  # per hidden files, given folder and reference
 
     def __init__(self, hidden_files: tuple[str, ...]) -> None:
         def lines(paths: Any) -> set[str]:
@@ -33,7 +33,13 @@ class Secrets:
 
         import numpy
 
-        secret = lines([*(reference_dir() or ROOT / "solutions").glob("*.py"), *hidden_files])
+        from grader.sandbox import given
+
+        # The kit's given implementations are working answers too: under fair grading they run in the student's
+        # own worker (grader.sandbox.given_views), so student code can read them there and print or raise them.
+        where = given.folder()
+        secret = lines([*(reference_dir() or ROOT / "solutions").glob("*.py"), *hidden_files,
+                        *(where.glob("*.py") if where is not None else ())])
         public = lines([*(ROOT / "tests").rglob("*.py"), *(ROOT / "exercises").glob("*.py")])
         # numpy's own source (a traceback through numpy shows its lines) is public: never scrubbed.
         numpy_dir = Path(numpy.__file__).parent
@@ -44,9 +50,12 @@ class Secrets:
     @classmethod
     def of(cls, hidden_files: tuple[str, ...]) -> Secrets:
         """The secrets of a suite with these hidden files (made once per process)."""
-        if hidden_files not in cls._made:
-            cls._made[hidden_files] = cls(hidden_files)
-        return cls._made[hidden_files]
+        from grader.sandbox import given
+
+        key = (*hidden_files, str(given.folder()), str(reference_dir()))  # a course's own given code and reference
+        if key not in cls._made:
+            cls._made[key] = cls(hidden_files)
+        return cls._made[key]
 
     def scrub(self, text: str) -> str:
         """``text`` with every line that shows a secret replaced by a placeholder."""

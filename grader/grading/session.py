@@ -168,8 +168,8 @@ def grade_in_process(job: Job) -> Result:
         seen["isolated"] = bool(getattr(getattr(implementation, "plan", None), "isolated", False))
         if implementation is not None:
             with contextlib.suppress(Exception):
-                seen["output"] = (recorder.public_output if recorder.public_output is not None
-                                  else str(implementation.output or ""))
+                seen["output"] = recorder.secrets.scrub(recorder.public_output if recorder.public_output is not None
+                                                        else str(implementation.output or ""))
             seen["refused"] = tuple(getattr(implementation, "refused", []))
             seen["refused_shown"] = recorder.public_refused  # None: no hidden test ran, all may be shown
             seen["refusals"] = int(getattr(implementation, "refusals", 0))

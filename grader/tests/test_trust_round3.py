@@ -121,3 +121,51 @@ def test_calls_within_their_budget_never_die_of_the_workers_lifetime_cpu_limit(i
     for _ in range(8):  # 2.4 s of CPU in all: past the worker's limit of 2 s, each call within its own 1 s
         np.testing.assert_allclose(softmax(np.zeros((2, 4))), np.full((2, 4), 0.25))
     assert impl.stats["crashed"] == 0 and not impl.internal
+
+
+# Digs the given softmax's source (fair grading's, for attention) out of the worker's frames and shows it twice:
+# printed, and as the message of the exception its attention raises.
+SHOW_GIVEN_SOURCE = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    import sys
+    text, frame = "NOTHING-FOUND", sys._getframe()
+    while frame is not None:  # up to the worker's own frames, and its record of the given sources
+        for value in list(frame.f_locals.values()):
+            sources = getattr(value, "given_sources", None)
+            if isinstance(sources, dict) and "softmax" in sources:
+                text = sources["softmax"]
+        frame = frame.f_back
+    print(text)
+    raise ValueError(text)
+'''
+
+
+def test_the_given_code_a_worker_runs_never_reaches_the_students_feedback(tmp_path):
+    # The given implementations are working answers; under fair grading they run in the student's own worker, so
+    # the student's attention could read the given softmax there and show it, printed or raised: its lines came
+    # back in feedback. Now they are secret lines like the reference's.
+    import json
+
+    from grader.grading.grade import grade_batch
+    from grader.sandbox import given
+
+    where = given.folder()
+    assert where is not None, "the checkout's given code is needed here (grader/release_files/given)"
+    source = (where / "softmax.py").read_text(encoding="utf-8")
+    kit = Path(__file__).parents[2]
+    public = "\n".join(p.read_text(encoding="utf-8") for p in [*(kit / "exercises").glob("*.py"),
+                                                                *(kit / "tests").rglob("*.py")])
+    own = [line.strip() for line in source.splitlines()
+           if len(line.strip()) >= 24 and not line.strip().startswith(("#", '"""')) and line.strip() not in public]
+    assert own, "no line of the given softmax is its own"
+    copy_reference(tmp_path / "subs" / "ada", attention=SHOW_GIVEN_SOURCE)
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax", "attention"],
+                echo=lambda _: None)
+    written = "\n".join(path.read_text(encoding="utf-8") for path in (tmp_path / "out" / "ada").iterdir()
+                        if path.is_file())
+    results = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))
+    assert "NOTHING-FOUND" not in written, "the attack found no given source: it tests nothing"
+    assert "hidden code" in written
+    leaked = [line for line in own if line in written]
+    assert not leaked, f"lines of the given softmax reached the student: {leaked[:3]}"
+    assert not results["extra_data"]["status"].startswith("not graded"), results["extra_data"]["status"]
