@@ -226,7 +226,8 @@ def plan_release(root: Path | None = None) -> Plan:
         manifest = plan.texts.pop("grader/curriculum.toml", None)
         manifest = manifest or plan.copies.pop("grader/curriculum.toml").read_text(encoding="utf-8")
         plan.copies.pop("grader/curriculum.toml", None)
-        plan.texts["grader/curriculum.toml"] = manifest_for_course(manifest, curriculum)
+        chosen = parse_part(part) if part else None  # --part wins over the course's [course] part, as everywhere
+        plan.texts["grader/curriculum.toml"] = manifest_for_course(manifest, curriculum, chosen)
     plan.texts["README.md"] = student_readme(curriculum, {path: source(path).read_text(encoding="utf-8")
                                                           for path in docs})
     plan.texts["pyproject.toml"] = student_pyproject(source("pyproject.toml").read_text(encoding="utf-8"),

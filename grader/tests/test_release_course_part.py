@@ -1,0 +1,36 @@
+"""A release built with a course folder and ``--part`` carries the part into the student's manifest.
+
+Found following docs/courses.md on the final code: `attention-kit course init my-course`, then in
+my-course `attention-kit release --part 3 ../student` wrote a README of 80 points but a manifest of
+part "all", so the student's `status` counted all 15 exercises (4, 7, 10 and 11 "no tests", the given
+ones as "done" with points) out of 280 points.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+from grader import cli, course
+from grader.curriculum import PART_ENV, ROOT, load
+
+
+def test_release_part_with_a_course_folder_is_the_students_part(tmp_path, monkeypatch, capsys):
+    for variable in (course.COURSE_ENV, PART_ENV):  # main sets both for its children: none left behind
+        monkeypatch.setenv(variable, "")
+        monkeypatch.delenv(variable)
+    monkeypatch.chdir(ROOT)
+    folder = tmp_path / "my-course"
+    folder.mkdir()
+    (folder / "course.toml").write_text('[course]\ntitle = "Week 9"\npart = "all"\n', encoding="utf-8")
+    out = tmp_path / "student"
+    assert cli.main(["release", "--part", "3", "--course", str(folder), "--no-git", str(out)]) == 0
+    capsys.readouterr()
+    manifest_path = out / "grader" / "curriculum.toml"
+    manifest = tomllib.loads(manifest_path.read_text(encoding="utf-8"))
+    assert manifest["course"]["part"] == "3"
+    assert manifest["course"]["title"] == "Week 9"  # the course's view stays
+    monkeypatch.delenv(PART_ENV)
+    monkeypatch.delenv(course.COURSE_ENV, raising=False)
+    released = load(manifest_path)
+    assert released.selected_names() == ("negation", "distance", "retrieval", "tokenization")
+    assert "training" in released.given_names()
