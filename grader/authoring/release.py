@@ -62,7 +62,7 @@ from grader.authoring.release_contents import (
     student_pyproject,
     student_readme,
 )
-from grader.authoring.release_given import given_files
+from grader.authoring.release_given import NoGivenCode, given_files
 from grader.curriculum import PART_ENV, ROOT, parse_part
 
 
@@ -98,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
             committed = make_repository(args.out_dir)
             if not committed:
                 plan.notes.append("git is not installed, so the folder is not a repository yet (see the next steps)")
+    except NoGivenCode as error:  # the install lacks instructor material, as with no reference above
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except ReleaseError as error:
         print(f"attention-kit release: {error}", file=sys.stderr)
         return 1

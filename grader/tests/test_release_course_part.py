@@ -34,3 +34,22 @@ def test_release_part_with_a_course_folder_is_the_students_part(tmp_path, monkey
     released = load(manifest_path)
     assert released.selected_names() == ("negation", "distance", "retrieval", "tokenization")
     assert "training" in released.given_names()
+
+
+def test_a_release_without_given_code_stops_in_the_documented_line(tmp_path, monkeypatch, capsys):
+    # docs/release.md shows `error: the course builds on softmax, ...` (exit 2, as a missing reference); an
+    # installed kit with a course folder lacking given/ printed `attention-kit release: the course ...`, exit 1.
+    from grader.sandbox import given
+
+    for variable in (course.COURSE_ENV, PART_ENV):
+        monkeypatch.setenv(variable, "")
+        monkeypatch.delenv(variable)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(given, "folder", lambda: None)
+    status = cli.main(["release", "--part", "3", "--no-git", str(tmp_path / "student")])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.startswith("error: the course builds on softmax, projections, attention, positional, multihead, "
+                          "backward, training, which it does not assign: no given implementations"), err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "student").exists()
