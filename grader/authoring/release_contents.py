@@ -187,7 +187,8 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "source .venv/bin/activate          # Windows: .venv\\Scripts\\activate\n"
         "python -m pip install -e .         # numpy, pytest, pytest-check and the `attention-kit` command\n"
         "python -m pip install -e \".[cli,plot]\"   # optional: colour, progress bars and heatmaps\n"
-        "pytest                             # at first each test of yours fails: \"not implemented yet\"\n"
+        "pytest                             # at first: a NOT STARTED line for each exercise of yours, with its "
+        "command\n"
         "```\n",
         "## The exercises, in order\n",
         "Work through them in this order: later exercises use the earlier ones. Fill in the function "

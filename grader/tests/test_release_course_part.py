@@ -53,3 +53,18 @@ def test_a_release_without_given_code_stops_in_the_documented_line(tmp_path, mon
                           "backward, training, which it does not assign: no given implementations"), err
     assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "student").exists()
+
+
+def test_the_release_readme_says_what_the_first_pytest_prints(monkeypatch):
+    # The set-up block promised `"not implemented yet"` for each test; the first run prints none of that
+    # (tests/first_run.py): one NOT STARTED line per exercise (grader/tests/test_first_run.py).
+    from grader.authoring.release import plan_release
+
+    for variable in (course.COURSE_ENV, PART_ENV):
+        monkeypatch.setenv(variable, "")
+        monkeypatch.delenv(variable)
+    monkeypatch.chdir(ROOT)
+    readme = plan_release().texts["README.md"]
+    setup = readme.split("## Set up", 1)[1].split("```", 2)[1]
+    first = next(line for line in setup.splitlines() if line.startswith("pytest "))
+    assert "NOT STARTED" in first and "not implemented yet" not in first, first
