@@ -18,10 +18,16 @@ on), and nothing else happened (no check failed, no error, no pass). A run of a
 single exercise (``pytest -m softmax``, the command the line gives) shows its
 failures in full, as does a run that stopped early (``-x``) or one that is not
 a student's own (the grader and the notebooks supply the implementation).
+
+Likewise an exercise whose every test failed only because another exercise's
+module does not import (a syntax error in ``multihead.py`` fails every test of
+the exercises that import it) is one ``BLOCKED`` line naming that module: the
+broken exercise's own failures say it in full.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -52,11 +58,19 @@ class Outcomes:
     waiting: dict[str, dict[str, set[str]]] = field(default_factory=dict)
     """Of each given exercise (working code a release ships), the node ids of its tests that failed only on a
     stub of an exercise the student writes, by that exercise: they pass once it is done."""
+    blocked: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    """Of each exercise, the node ids of its tests that failed only because another exercise's module does
+    not import, by the one sentence saying why (``syntax error in multihead.py line 50: ...``)."""
 
     def not_started(self) -> list[str]:
         """The exercises of the run whose every test failed on a stub of its own, in the run's order."""
         return [name for name, count in self.collected.items()
                 if name not in self.started and len(self.stubbed.get(name, ())) == count]
+
+    def only_blocked(self) -> list[str]:
+        """The exercises of the run whose every test failed on one other module that does not import."""
+        return [name for name, count in self.collected.items() if name not in self.started
+                and len(self.blocked.get(name, {})) == 1 and sum(map(len, self.blocked[name].values())) == count]
 
     def only_waiting(self) -> list[str]:
         """The given exercises of the run whose every failing test waits on a stub of the student's."""
@@ -109,6 +123,9 @@ def pytest_runtest_makereport(
     name = _exercise_of(item)
     if outcomes is None or not name or report.skipped or (report.passed and call.when != "call"):
         return report
+    if report.failed and call.when == "call" and (why := blocked_by(item, load_curriculum().exercise(name))):
+        outcomes.blocked.setdefault(name, {}).setdefault(why, set()).add(item.nodeid)
+        return report
     if name in outcomes.given:  # working code the release ships: it fails only on the student's stubs
         if report.failed:
             waits_for = failed_on_a_stub(item) if call.when == "call" else ""
@@ -122,6 +139,18 @@ def pytest_runtest_makereport(
     else:
         outcomes.started.add(name)
     return report
+
+
+IMPORT_FAILED = re.compile(r"(?:syntax error in|importing) (?P<module>\w+\.py)\b")  # tests/kit.py's sentences
+
+
+def blocked_by(item: pytest.Item, exercise: Exercise) -> str:
+    """The one sentence saying which other exercise's module did not import, if the test failed on that only."""
+    found = failures.recorded(item)
+    if len(found) != 1 or found[0].kind != failures.UNAVAILABLE:
+        return ""
+    match = IMPORT_FAILED.match(found[0].what)
+    return found[0].what if match and match["module"] != exercise.module_file else ""
 
 
 def failed_on_a_stub(item: pytest.Item) -> str:
@@ -181,16 +210,33 @@ def waiting_lines(config: pytest.Config, names: list[str]) -> list[str]:
     return lines
 
 
-def _folded(config: pytest.Config) -> tuple[list[str], list[str]]:
-    """The exercises to show as one line each: not started, and given ones waiting on them.
+def blocked_lines(config: pytest.Config, names: list[str]) -> list[str]:
+    """One line for each exercise of ``names`` whose tests all fail on another module that does not import."""
+    from tests.plugin import resolve_impl_path
 
-    Both empty when the run is a single exercise's, or not a student's.
+    curriculum = load_curriculum()
+    outcomes = config.stash[OUTCOMES]
+    folder = resolve_impl_path(config)
+    lines = []
+    for name in names:
+        exercise = curriculum.exercise(name)
+        (why, ids), = outcomes.blocked[name].items()
+        module = _shown(folder / IMPORT_FAILED.match(why)["module"], config)
+        lines.append(f"BLOCKED     {exercise.number:>2}. {name}  {_shown(folder / exercise.module_file, config)}  "
+                     f"{len(ids)} test{'s' if len(ids) != 1 else ''} fail until {module} imports: {why}")
+    return lines
+
+
+def _folded(config: pytest.Config) -> tuple[list[str], list[str], list[str]]:
+    """The exercises to show as one line each: not started, given ones waiting on them, blocked ones.
+
+    All empty when the run is a single exercise's, or not a student's.
     """
     outcomes = config.stash.get(OUTCOMES, None)
     if (outcomes is None or len(outcomes.collected) < 2 or config.option.no_summary
             or not _students_own_run(config)):
-        return [], []
-    return outcomes.not_started(), outcomes.only_waiting()
+        return [], [], []
+    return outcomes.not_started(), outcomes.only_waiting(), outcomes.only_blocked()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # around the terminal's own summary (FAILURES, short summary)
@@ -202,18 +248,21 @@ def pytest_terminal_summary(
     The tests are taken out of the reporter's list of failures while it writes its sections, and put
     back before it counts them for the last line, so the counts are the real ones.
     """
-    names, waiting = _folded(config)
-    if not names and not waiting:
+    names, waiting, blocked = _folded(config)
+    if not names and not waiting and not blocked:
         return (yield)
     outcomes = config.stash[OUTCOMES]
     hidden = set().union(*(outcomes.stubbed[name] for name in names),
-                         *(ids for name in waiting for ids in outcomes.waiting[name].values()))
+                         *(ids for name in waiting for ids in outcomes.waiting[name].values()),
+                         *(ids for name in blocked for ids in outcomes.blocked[name].values()))
     failed = terminalreporter.stats.get("failed", [])
     terminalreporter.stats["failed"] = [report for report in failed if report.nodeid not in hidden]
     try:
         result = yield
     finally:
         terminalreporter.stats["failed"] = failed
+    for line in blocked_lines(config, blocked):
+        terminalreporter.write_line(line, red=True)
     for line in waiting_lines(config, waiting):
         terminalreporter.write_line(line, cyan=True)
     for line in not_started_lines(config, names) if names else []:

@@ -62,7 +62,7 @@ from grader.authoring.release_contents import (
     student_pyproject,
     student_readme,
 )
-from grader.authoring.release_given import given_files
+from grader.authoring.release_given import NoGivenCode, given_files
 from grader.curriculum import PART_ENV, ROOT, parse_part
 
 
@@ -98,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
             committed = make_repository(args.out_dir)
             if not committed:
                 plan.notes.append("git is not installed, so the folder is not a repository yet (see the next steps)")
+    except NoGivenCode as error:  # the install lacks instructor material, as with no reference above
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except ReleaseError as error:
         print(f"attention-kit release: {error}", file=sys.stderr)
         return 1
@@ -226,7 +229,8 @@ def plan_release(root: Path | None = None) -> Plan:
         manifest = plan.texts.pop("grader/curriculum.toml", None)
         manifest = manifest or plan.copies.pop("grader/curriculum.toml").read_text(encoding="utf-8")
         plan.copies.pop("grader/curriculum.toml", None)
-        plan.texts["grader/curriculum.toml"] = manifest_for_course(manifest, curriculum)
+        chosen = parse_part(part) if part else None  # --part wins over the course's [course] part, as everywhere
+        plan.texts["grader/curriculum.toml"] = manifest_for_course(manifest, curriculum, chosen)
     plan.texts["README.md"] = student_readme(curriculum, {path: source(path).read_text(encoding="utf-8")
                                                           for path in docs})
     plan.texts["pyproject.toml"] = student_pyproject(source("pyproject.toml").read_text(encoding="utf-8"),

@@ -44,11 +44,12 @@ def manifest_with_part(text: str, part: str) -> str:
     return result
 
 
-def manifest_for_course(text: str, curriculum: Any) -> str:
+def manifest_for_course(text: str, curriculum: Any, part: str | None = None) -> str:
     """The manifest's text as the active course folder sees it (``grader/course.py``), for a release.
 
     The exercises the course drops leave, the others carry the course's points
-    and hidden points, ``[course]`` its title and part; comments and the rest stay.
+    and hidden points, ``[course]`` its title and part (``part``, the command's ``--part``, when given:
+    else the course's); comments and the rest stay.
     A student's copy then has no course folder to find: its manifest is the course.
     """
     chunks = re.split(r"(?m)^(?=\[\[exercise\]\]\s*$)", text)
@@ -66,7 +67,7 @@ def manifest_for_course(text: str, curriculum: Any) -> str:
             chunk = chunk.replace("[[exercise]]\n", f"[[exercise]]\nnumber = {exercise.number}\n", 1)
         kept.append(chunk)
     kept += [own_manifest_entry(exercise) for exercise in curriculum.exercises if exercise.home]
-    result = manifest_with_part("".join(kept), curriculum.part)
+    result = manifest_with_part("".join(kept), part or curriculum.part)
     if curriculum.given_exercises:  # needed by kept exercises, not assigned: the release's status agrees
         given = json.dumps(list(curriculum.given_exercises))
         result = result.replace("\n[course]\n", f"\n[course]\ngiven_exercises = {given}\n", 1)
@@ -186,7 +187,8 @@ def student_readme(curriculum: object, docs: dict[str, str]) -> str:
         "source .venv/bin/activate          # Windows: .venv\\Scripts\\activate\n"
         "python -m pip install -e .         # numpy, pytest, pytest-check and the `attention-kit` command\n"
         "python -m pip install -e \".[cli,plot]\"   # optional: colour, progress bars and heatmaps\n"
-        "pytest                             # at first each test of yours fails: \"not implemented yet\"\n"
+        "pytest                             # at first: a NOT STARTED line for each exercise of yours, with its "
+        "command\n"
         "```\n",
         "## The exercises, in order\n",
         "Work through them in this order: later exercises use the earlier ones. Fill in the function "

@@ -29,18 +29,26 @@ from grader.sandbox import given
 GIVEN_MARK = "GIVEN. This course does not assign it; you need not write it."
 
 
+class NoGivenCode(ReleaseError):
+    """No given implementations at all in this install: a set-up error, reported as a missing reference is.
+
+    The student-safe package without a course folder's ``given/``: ``error: ...``, exit status 2.
+    """
+
+
 def given_files(curriculum: Any) -> tuple[dict[str, str], list[str]]:
     """The release's texts of the given exercises' modules, and their test files (paths in the kit).
 
     Raises
     ------
     ReleaseError
-        If an exercise the selection builds on has no given implementation, or one lacks the given mark.
+        If an exercise the selection builds on has no given implementation, or one lacks the given mark
+        (:class:`NoGivenCode` when there are none at all).
     """
     texts, tests = {}, []
     folder = given.folder()
     if folder is None and curriculum.given_names():
-        raise ReleaseError(f"the course builds on {', '.join(curriculum.given_names())}, which it does not assign: "
+        raise NoGivenCode(f"the course builds on {', '.join(curriculum.given_names())}, which it does not assign: "
                            + given.missing())
     for name in curriculum.given_names():
         exercise = curriculum.exercise(name)

@@ -187,7 +187,7 @@ def score_tests(
                 "tags": [exercise.name],
                 "visibility": "visible",
                 "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0,
-                               "not_graded": not_graded},
+                               "not_graded": not_graded, **_hidden_share(suite, exercise)},
             })
             continue
         reason = problems.get(exercise.name) or (None if mine else "its tests did not run")
@@ -202,7 +202,8 @@ def score_tests(
                 "output": f"{exercise.module_file} could not be graded: {(details or {}).get(exercise.name, reason)}",
                 "tags": [exercise.name],
                 "visibility": "visible",
-                "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0},
+                "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0,
+                               **_hidden_share(suite, exercise)},
             })
             continue
         for index, record in enumerate(mine, start=1):
@@ -244,6 +245,12 @@ def score_tests(
     return entries
 
 
+def _hidden_share(suite: list[TestFile], exercise: Any) -> dict[str, float]:
+    """Of a whole exercise's one entry (it did not run), the points its hidden tests are worth: kept hidden."""
+    hidden = max_points(suite, [exercise.name])[exercise.name] - exercise.points
+    return {"hidden_points": hidden} if hidden > 0 else {}
+
+
 def exercise_totals(tests: list[dict[str, Any]]) -> tuple[dict[str, float | None], dict[str, float]]:
     """Per-exercise score and maximum from scored test entries, in curriculum order.
 
@@ -268,10 +275,13 @@ def visible_score_line(tests: list[dict[str, Any]]) -> str:
     """
     shown = [t for t in tests if t.get("visibility", "visible") == "visible"]
     later = [t for t in tests if t.get("visibility", "visible") != "visible"]
+    # An exercise that did not run is one visible entry worth its public and hidden points: the hidden part
+    # stays with the hidden tests, so the public maximum is the course's whatever ran.
+    held = sum((t.get("extra_data") or {}).get("hidden_points", 0.0) for t in shown)
     line = (f"Score: {number(sum(t.get('score', 0.0) for t in shown))} / "
-            f"{number(sum(t['max_score'] for t in shown))}")
-    if later:
-        worth = sum(t["max_score"] for t in later)
+            f"{number(sum(t['max_score'] for t in shown) - held)}")
+    if later or held:
+        worth = sum(t["max_score"] for t in later) + held
         total = sum(t["max_score"] for t in tests)
         line += (f" (public tests)\nHidden tests: worth {number(worth)} more points (total {number(total)}); "
                  "their results appear when grades are published.")

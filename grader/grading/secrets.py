@@ -7,10 +7,14 @@ Run by: each grading process, on every failure text its recorder keeps
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import Any
 
 from grader.curriculum import ROOT, reference_dir
+
+# A frame of a student traceback (grader/sandbox/codec.py ``exception_info``): where, then the line's text.
+LOCATED = re.compile(r"(?P<where>\s*[\w.-]+\.py line \d+, in [\w<>.]+): ")
 
 
 class Secrets:
@@ -58,11 +62,21 @@ class Secrets:
         return cls._made[key]
 
     def scrub(self, text: str) -> str:
-        """``text`` with every line that shows a secret replaced by a placeholder."""
+        """``text`` with every line that shows a secret replaced by a placeholder.
+
+        A traceback line of the student's code (``softmax.py line 78, in softmax: CODE``) keeps its place: a
+        student may write a line the reference holds too, and must still learn where their code failed.
+        """
         if not self.lines:
             return text
-        return "\n".join("    [a line of the grader's hidden code]" if self.shows_secret(line) else line
-                         for line in text.splitlines())
+        return "\n".join(self._scrubbed(line) if self.shows_secret(line) else line for line in text.splitlines())
+
+    def _scrubbed(self, line: str) -> str:
+        """The placeholder for ``line``, which shows a secret: its file and line number kept if it has them."""
+        located = LOCATED.match(line)
+        if located and not self.shows_secret(located["where"]):
+            return f"{located['where']} (the text of this line is not shown; see your file)"
+        return "    [a line of the grader's hidden code]"
 
     def shows_secret(self, line: str) -> bool:
         """Whether ``line`` shows a secret line (is one, or holds a long one).

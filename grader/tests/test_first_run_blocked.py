@@ -1,0 +1,38 @@
+"""An exercise whose every test fails because another exercise's module does not import is one line.
+
+Found on the final code: in a fresh whole-kit release, a syntax error typed into multihead.py (exercise 6)
+made the first `pytest` 688 lines, 170 of them "syntax error in multihead.py line 50": every test of
+exercises 7, 8, 9, 12 and 13, which import multihead, repeated the one message that exercise 6's own
+failures already give in full.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from grader.curriculum import ROOT
+from grader.tests.test_first_run import run_pytest
+from grader.tests.test_student_loop import make_partial
+
+
+def test_exercises_blocked_by_a_module_that_does_not_import_are_one_line_each(tmp_path: Path):
+    folder = make_partial(tmp_path / "work", done=("softmax", "projections", "attention"))
+    stub = (folder / "multihead.py").read_text(encoding="utf-8")
+    assert "def split_heads(" in stub
+    (folder / "multihead.py").write_text(stub.replace("def split_heads(", "def split_heads((", 1), encoding="utf-8")
+    done = run_pytest("-m", "attention or multihead or layer", f"--impl={folder}")
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:]
+    failed = set(re.findall(r"^FAILED (tests/test_\d+_\w+)\.py::", out, flags=re.MULTILINE))
+    assert failed == {"tests/test_06_multihead"}, out  # exercise 6's own failures, in full
+    assert out.count("syntax error in multihead.py line") <= 24 + 1, out  # its tests, and the one line below
+    shown = str(folder.relative_to(ROOT)) if folder.is_relative_to(ROOT) else str(folder)
+    line = re.findall(rf"^BLOCKED +7\. layer +{re.escape(shown)}/layer\.py +(\d+) tests +fail until "
+                      rf"{re.escape(shown)}/multihead\.py imports: syntax error in multihead\.py line \d+", out,
+                      flags=re.MULTILINE)
+    assert len(line) == 1, out
+    summary = re.search(r"=+ (\d+) failed, (\d+) passed", out.splitlines()[-1])
+    assert summary is not None, out.splitlines()[-1]
+    multihead = out.count("\nFAILED tests/test_06_multihead.py::")
+    assert int(summary[1]) == multihead + int(line[0]) and int(summary[2]) == 23, out
