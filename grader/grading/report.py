@@ -82,9 +82,10 @@ def is_graded(results: StudentRow | Mapping[str, Any]) -> bool:
 
 def write_student(out: Path, row: StudentRow | Mapping[str, Any]) -> None:
     """Write a student's feedback.md, then results.json (its presence marks the student done)."""
-    from grader.grading.formats import Context, write_all
-
-    write_all(out, typed([row]), Context(), only=(feedback_md.NAME, results_file.NAME))
+    (row,) = typed([row])
+    folder = out / row.student
+    atomic_write(folder / feedback_md.NAME, feedback_markdown(row))
+    atomic_write(folder / results_file.NAME, results_text(row.to_json()))
 
 
 def read_results(out: Path, student: str) -> dict[str, Any] | None:
@@ -167,7 +168,7 @@ def unwritable_row(submission: Any, suite: list[Any], error: BaseException) -> S
     reason = f"not graded: the grader could not write this student's results ({type(error).__name__}: {error})"
     tests = score_tests([], suite, {}, reason.removeprefix("not graded: "), None)
     return scored_row(student=submission.student, status=reason[:500], tests=tests, seconds=0.0, output="",
-                      fingerprint="", source=str(submission.source.name), isolation="not run")
+                      fingerprint="", source=str(submission.source.name), isolation="not run", stored=False)
 
 
 def stored_row(out: Path, student: str) -> StudentRow | None:

@@ -106,11 +106,12 @@ class TestEntry:
         data = _mapping(entry, where)
         extra = _mapping(data.get("extra_data"), f"{where}.extra_data")
         score = data.get("score")
-        return cls(name=_text(data, "name", where), number=_text(data, "number", where),
+        # Gradescope's optional keys (number, output, tags, visibility) have its defaults.
+        return cls(name=_text(data, "name", where), number=_text(data, "number", where, ""),
                    max_score=_number(data, "max_score", where), status=_text(data, "status", where),
-                   output=_text(data, "output", where), exercise=_text(extra, "exercise", f"{where}.extra_data"),
+                   output=_text(data, "output", where, ""), exercise=_text(extra, "exercise", f"{where}.extra_data"),
                    score=None if score is None else _number(data, "score", where),
-                   tags=tuple(_texts(data, "tags", where)), visibility=_text(data, "visibility", where),
+                   tags=tuple(_texts(data, "tags", where)), visibility=_text(data, "visibility", where, "visible"),
                    nodeid=None if extra.get("nodeid") is None else _text(extra, "nodeid", f"{where}.extra_data"),
                    duration=_number(extra, "duration", f"{where}.extra_data", 0.0),
                    not_graded=None if extra.get("not_graded") is None
@@ -145,7 +146,7 @@ class StudentRow:
     computed_output: str = ""
     """That text before the term's note."""
     fingerprint: str = ""
-    """What the row was graded from (``grader.grading.fingerprint``); "" for a row no file was written of."""
+    """What the row was graded from (``grader.grading.fingerprint``): a rerun keeps the row while it is unchanged."""
     source: str = ""
     """The submission's entry in SUBMISSIONS."""
     kit_version: str = ""
@@ -154,16 +155,13 @@ class StudentRow:
     timing: dict[str, float] = field(default_factory=dict)
     term_applied: bool = False
     """Whether the term's stage made this row (results.json then keeps ``computed``, ``adjustments``, ``late``)."""
+    stored: bool = True
+    """False for a row the grader could not write (kept in memory for the gradebook: no folder, no file of its own)."""
 
     @property
     def graded(self) -> bool:
         """Whether every test has a score (the grader did not fail on any)."""
         return not self.status.startswith(NOT_GRADED)
-
-    @property
-    def written(self) -> bool:
-        """Whether the row has files of its own (a row the grader could not write is in the gradebook only)."""
-        return bool(self.fingerprint)
 
     @property
     def hidden_maxima(self) -> dict[str, float]:

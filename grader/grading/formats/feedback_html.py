@@ -71,7 +71,7 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
     """Write each student's feedback.html (beside their feedback.md), when its text changed."""
     written = []
     for row in rows:
-        if not row.written:
+        if not row.stored:
             continue  # a row the grader could not write: no folder of its own to write into
         path = out / row.student / "feedback.html"
         if write_changed(path, page(row)):

@@ -105,7 +105,7 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
     """Write each row's feedback.md (``context.published``: with the hidden tests), when its text changed."""
     written = []
     for row in rows:
-        if row.written:  # a row the grader could not write (kept in memory for the gradebook) has no folder
+        if row.stored:  # a row the grader could not write (kept in memory for the gradebook) has no folder
             path = out / row.student / NAME
             if write_changed(path, feedback_markdown(row, published=context.published)):
                 written.append(path)

@@ -40,7 +40,7 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
     """Write each row's results.json, when its text changed."""
     written = []
     for row in rows:
-        if row.written:  # a row the grader could not write (kept in memory for the gradebook) has no folder
+        if row.stored:  # a row the grader could not write (kept in memory for the gradebook) has no folder
             path = out / row.student / NAME
             if write_changed(path, results_text(row.to_json())):
                 written.append(path)
