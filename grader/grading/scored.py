@@ -136,12 +136,12 @@ def entries(tests: Iterable[TestEntry | Mapping[str, Any]]) -> list[TestEntry]:
     return [t if isinstance(t, TestEntry) else TestEntry.from_json(t) for t in tests]
 
 
-def exercise_totals(tests: Iterable[TestEntry]) -> tuple[dict[str, float | None], dict[str, float]]:
+def exercise_totals(tests: Iterable[TestEntry | Mapping[str, Any]]) -> tuple[dict[str, float | None], dict[str, float]]:
     """Per-exercise score and maximum from scored test entries, in curriculum order.
 
     An exercise with a test that was not graded has no score (None).
     """
-    tests = list(tests)
+    tests = entries(tests)
     scores: dict[str, float | None] = {}
     maxima: dict[str, float] = {}
     for name in load_curriculum().names:
@@ -153,12 +153,13 @@ def exercise_totals(tests: Iterable[TestEntry]) -> tuple[dict[str, float | None]
     return scores, maxima
 
 
-def visible_score_line(tests: Sequence[TestEntry]) -> str:
+def visible_score_line(tests: Iterable[TestEntry | Mapping[str, Any]]) -> str:
     """The score as a student may see it before grades are published: the hidden tests' points stay out.
 
     Gradescope shows the ``output`` text at once; hidden tests (visibility
     ``after_published``) are only announced by their total worth.
     """
+    tests = entries(tests)
     shown = [t for t in tests if t.visible]
     later = [t for t in tests if not t.visible]
     line = (f"Score: {number(sum(t.score or 0.0 for t in shown))} / "
