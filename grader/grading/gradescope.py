@@ -291,15 +291,6 @@ def failure_results(message: str, seconds: float = 0.0, *, students_fault: bool 
     return results
 
 
-def _without_scores_if_not_graded(results: dict) -> dict:
-    """A not-graded results.json (the grader failed on some tests) carries no score that could pass for a grade."""
-    from grader.grading.formats import gradescope_results
-    from grader.grading.rows import StudentRow
-
-    row = StudentRow.from_json(results)
-    return results if row.graded else gradescope_results.results(row)
-
-
 def with_late_policy(results: StudentRow | dict, metadata_file: Path) -> StudentRow | dict:
     """``results`` (a typed row, or its results.json: the same comes back) with the course's ``[late]`` applied.
 
