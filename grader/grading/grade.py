@@ -24,9 +24,9 @@ each, and the process each runs in:
 - ``implementation`` (a grading process): the one seam to
   ``grader.sandbox.proxy.IsolatedImplementation``: the student's code runs in
   an isolated worker, never in the process that checks the results;
-- ``report`` (this process): scores the outcomes and writes
-  ``OUT/<student>/results.json`` (Gradescope format) and
-  ``OUT/<student>/feedback.md`` as each student finishes;
+- ``scored`` and ``report`` (this process): score the worker's result into
+  a typed row (``rows``) and write ``OUT/<student>/results.json`` (Gradescope
+  format) and ``OUT/<student>/feedback.md`` as each student finishes;
 - ``outputs`` (this process, at the end): the term's rules
   (``term_stage``: manual points, late penalties) applied to every row, kept
   or graded, then every format of ``formats`` written from the typed rows
