@@ -100,9 +100,9 @@ def misconceptions(rows: Iterable[StudentRow]) -> list[tuple[str, str, list[str]
     who: dict[tuple[str, str], set[str]] = defaultdict(set)
     for row in rows:
         for test in row.tests:
-            if test.get("status") == "failed":
-                for description in diagnoses(str(test.get("output", ""))):
-                    who[(test["extra_data"]["exercise"], description)].add(row.student)
+            if not test.passed:
+                for description in diagnoses(test.output):
+                    who[(test.exercise, description)].add(row.student)
     return sorted(((exercise, description, sorted(students)) for (exercise, description), students in who.items()),
                   key=lambda item: (-len(item[2]), item[0], item[1]))
 
@@ -163,8 +163,8 @@ def _misconception_section(rows: list[StudentRow]) -> list[str]:
 
 
 def _failed_tests_section(graded: list[StudentRow]) -> list[str]:
-    failed = Counter(test["name"] for row in graded for test in row.tests
-                     if test.get("status") == "failed" and "score" in test and test["extra_data"].get("nodeid"))
+    failed = Counter(test.name for row in graded for test in row.tests
+                     if not test.passed and test.graded and test.nodeid)
     lines = ["<h2>Most failed tests</h2>"]
     if not failed:
         return lines + ["<p>No test failed.</p>"]

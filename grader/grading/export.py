@@ -59,25 +59,36 @@ from grader.grading.roster import (  # noqa: F401 - the command's API, kept wher
     show_id,
     unmatched_report,
 )
-from grader.grading.rows import StudentRow
+from grader.grading.rows import StudentRow, typed
 from grader.grading.shard import ShardError, merge
 
 
-def export(out: Path, rows: list[dict[str, Any]], roster_path: Path | None, *, per_exercise: bool | None = None,
+def export(out: Path, rows: list[StudentRow] | list[dict[str, Any]], roster_path: Path | None, *,
+           per_exercise: bool | None = None,
            assignment_id: str | None = None, assignment_name: str | None = None, echo: Any = print) -> list[Path]:
     """Write the LMS exports of a graded class into ``out`` (the formats grades-long.csv and canvas.csv)."""
     context = Context(roster=roster_path, per_exercise=per_exercise, assignment_id=assignment_id,
                       assignment_name=assignment_name, echo=echo)
-    return write_all(out, [StudentRow.from_results(r) for r in rows], context, only=("grades-long.csv", "canvas.csv"))
+    return write_all(out, typed(rows), context, only=("grades-long.csv", "canvas.csv"))
 
 
-def read_graded(out: Path) -> list[dict[str, Any]]:
-    """Every complete results.json under ``out`` (one folder per student)."""
-    from grader.grading.report import read_results
+def read_graded(out: Path) -> list[StudentRow]:
+    """The typed row of every complete results.json under ``out`` (one folder per student).
+
+    Raises
+    ------
+    ExportError
+        If ``out`` holds no graded student, or a results.json of this format is broken (naming file and field).
+    """
+    from grader.grading.report import read_row
+    from grader.grading.rows import ResultsFileError
 
     if not out.is_dir():
         raise ExportError(f"{out}: no such folder (give the --out folder of `attention-kit grade`)")
-    rows = [r for r in (read_results(out, p.name) for p in sorted(out.iterdir()) if p.is_dir()) if r is not None]
+    try:
+        rows = [r for r in (read_row(out, p.name) for p in sorted(out.iterdir()) if p.is_dir()) if r is not None]
+    except ResultsFileError as error:
+        raise ExportError(f"{error} (regrade that student: `attention-kit grade ... --only ID`)") from None
     if not rows:
         raise ExportError(f"{out}: no graded students in it (no <student>/results.json)")
     return rows
@@ -122,17 +133,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def publish_feedback(out: Path, rows: list[dict[str, Any]]) -> list[Path]:
+def publish_feedback(out: Path, rows: list[StudentRow]) -> list[Path]:
     """Rewrite each student's ``feedback.md`` as after publication: failed hidden tests by name and message.
 
     Everything comes from the student's ``results.json`` (the hidden tests' messages are already there,
-    as Gradescope's ``after_published`` entries); nothing is graded again.
+    as Gradescope's ``after_published`` entries); nothing is graded again. Returns the files that changed.
     """
-    from grader.grading.report import atomic_write, feedback_markdown
+    from grader.grading.formats import feedback_md
 
-    written = []
-    for results in rows:
-        path = out / results["extra_data"]["student"] / "feedback.md"
-        atomic_write(path, feedback_markdown(results, published=True))
-        written.append(path)
-    return written
+    return write_all(out, typed(rows), Context(published=True), only=(feedback_md.NAME,))

@@ -32,7 +32,7 @@ from grader.grading.records import Job, grade_deciding_fields
 from grader.sandbox import given
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
-GRADING_MODULES = ("report.py", "recorder.py", "secrets.py", "kit_check.py")
+GRADING_MODULES = ("scored.py", "rows.py", "report.py", "recorder.py", "secrets.py", "kit_check.py")
 
 
 def kit_version() -> str:
@@ -82,7 +82,7 @@ def _name(path: Path) -> str:
 
 def suite_fingerprint(job: Job) -> str:
     """A hash of everything besides the submission that decides a grade, for the batch's ``job`` template."""
-    from grader.grading.report import RESULTS_FORMAT
+    from grader.grading.rows import RESULTS_FORMAT
 
     digest = hashlib.sha256(f"{kit_version()}|{RESULTS_FORMAT}".encode())
     digest.update(repr(sorted(grade_deciding(job).items())).encode())

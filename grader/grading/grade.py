@@ -22,8 +22,8 @@ each, and the process each runs in:
   ``speedups`` holds its speed-ups of private pytest code (they change no grade);
 - ``implementation`` (a grading process): the one seam to ``grader.sandbox.proxy.IsolatedImplementation``: the
   student's code runs in an isolated worker, never in the process that checks the results;
-- ``report`` (this process): scores the outcomes and writes ``OUT/<student>/results.json`` (Gradescope format)
-  and ``OUT/<student>/feedback.md`` as each student finishes;
+- ``scored`` and ``report`` (this process): score the worker's result into a typed row (``rows``) and write
+  ``OUT/<student>/results.json`` (Gradescope format) and ``OUT/<student>/feedback.md`` as each student finishes;
 - ``outputs`` (this process, at the end): the term's rules
   (``term_stage``: manual points, late penalties) applied to every row, kept
   or graded, then every format of ``formats`` written from the typed rows
@@ -80,7 +80,7 @@ from grader import course
 from grader.curriculum import PART_ENV, ROOT, make_importable, parse_part, reference_dir
 from grader.grading.cluster import add_engine_arguments, connect_cluster
 from grader.grading.progress import progress_display
-from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, TestRecord, suite_files
+from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, suite_files
 from grader.grading.shard import parse_shard, shard_entries
 from grader.grading.term_stage import check_inputs, load_inputs
 from grader.suite import graded_suite, hidden_folders
@@ -189,7 +189,7 @@ def grade_batch(
     kit's own check, scored and written); write the gradebooks; sum up.
     """
     from grader.grading.outputs import write_gradebooks
-    from grader.grading.report import is_graded, summary
+    from grader.grading.report import summary
     from grader.grading.run_log import append as append_log
     from grader.grading.run_log import header, row_line
     from grader.sandbox.limits import IsolationUnavailable, choose, course_limits
@@ -244,12 +244,10 @@ def grade_batch(
             batch.progress = progress
             batch.grade(entries, work, processes=jobs or os.cpu_count() or 1, timeout=timeout, engine=engine)
         batch.say_verdict(echo)
-        rows = batch.rows([student for student, _ in entries])
-        written, final = write_gradebooks(out, rows, roster, inputs, echo)
-        rows = [row.results for row in final]  # the term applied: what the summary counts
+        written, rows = write_gradebooks(out, batch.rows([s for s, _ in entries]), roster, inputs, echo)
         kept = {student for student in batch.done if student not in batch.prepared}
-        append_log(out, [*log, *(row_line(row, row.student in kept) for row in final),
-                         f"   {len(final)} row(s), {time.monotonic() - start:.1f} s"])
+        append_log(out, [*log, *(row_line(row, row.student in kept) for row in rows),
+                         f"   {len(rows)} row(s), {time.monotonic() - start:.1f} s"])
         if written == 2:
             return 2
     finally:
@@ -262,7 +260,7 @@ def grade_batch(
     echo(f"Limits: {limits.describe()}")
     echo(f"\nGradebook: {out / 'grades.csv'}; class report: {out / 'report.html'}; log: {out / 'grading.log'}; "
          f"per student: {out}/<student>/results.json, feedback.md")
-    return 0 if all(is_graded(row) for row in rows) and written == 0 else 1
+    return 0 if all(row.graded for row in rows) and written == 0 else 1
 
 
 def _say_isolation(plan: Any, limits: Any, echo: Any) -> None:
@@ -358,7 +356,7 @@ class _Batch:
         # Every student done so far; the rows themselves are on disk (the batch's memory does not grow with the
         # class), but for a row that could not be written, kept here.
         self.done: set[str] = set()
-        self.unwritten: dict[str, dict] = {}
+        self.unwritten: dict[str, Any] = {}  # student -> StudentRow
         self.prepared: dict[str, tuple[Any, str]] = {}  # the students to grade: (submission, fingerprint)
         # The kit's verdict: why nothing can be graded, the tests that cannot be; the check's job while it runs.
         self.kit_failure, self.broken = kit_failure, {}
@@ -407,19 +405,17 @@ class _Batch:
         from grader.grading import kit_check
         from grader.grading import submissions as found
         from grader.grading.fingerprint import student_fingerprint
-        from grader.grading.report import is_graded, read_results
+        from grader.grading.report import stored_row
 
         refused = found.duplicates(entries)  # entries that share an id: each refused, none chosen
         for student, entry in entries:
             submission = found.prepare(entry, work, student, refused.get(student))  # never raises
             fingerprint = student_fingerprint(self.fingerprint, submission.digest)
-            previous = None if self.force or student in self.only else read_results(self.out, student)
-            if (previous is not None and previous["extra_data"].get("fingerprint") == fingerprint
-                    and is_graded(previous)):
+            previous = None if self.force or student in self.only else stored_row(self.out, student)
+            if previous is not None and previous.fingerprint == fingerprint and previous.graded:
                 self.reused += 1
                 self.done.add(student)
-                self.advance(student, {**previous, "extra_data": {
-                    **previous["extra_data"], "status": "unchanged: kept from the last run"}})
+                self.advance(student, dataclasses.replace(previous, status="unchanged: kept from the last run"))
                 continue
             self.prepared[student] = (submission, fingerprint)
             job = dataclasses.replace(self.template, student=student, folder=str(submission.folder),
@@ -443,7 +439,7 @@ class _Batch:
         self.advance(job.student, self.finish(job, Result(isolation="not run", isolated=self.isolated)))
         self.graded += 1
 
-    def finish(self, job: Job, result: Result) -> dict:
+    def finish(self, job: Job, result: Result) -> Any:
         """Score ``job``'s student and write their files (the kit's verdict applied); returns their row."""
         submission, fingerprint = self.prepared[job.student]
         if job.kit_failure:
@@ -452,21 +448,21 @@ class _Batch:
             result = dataclasses.replace(result, records=tuple(
                 dataclasses.replace(record, internal=self.broken[record.nodeid])
                 if record.nodeid in self.broken and not record.internal else record for record in result.records))
-        try:
-            results = _finish_student(self.out, submission, fingerprint, self.suite, result)
-        except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
-            results = _unwritable_row(submission, self.suite, error)
-            self.unwritten[job.student] = results
-        self.done.add(job.student)
-        return results
+        from grader.grading.report import finish_student, unwritable_row
 
-    def advance(self, student: str, results: dict[str, Any]) -> None:
-        """Show that ``student`` is done, with their score and status."""
+        try:
+            row = finish_student(self.out, submission, fingerprint, self.suite, result)
+        except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
+            row = self.unwritten[job.student] = unwritable_row(submission, self.suite, error)
+        self.done.add(job.student)
+        return row
+
+    def advance(self, student: str, row: Any) -> None:
+        """Show that ``student`` is done, with their score and status (``row``: their StudentRow)."""
         from grader.grading.report import escape_text, number
 
-        extra = results["extra_data"]
-        self.progress.advance(escape_text(f"{student}: {number(results['score'])}/"
-                                          f"{number(extra['max_score'])} ({extra['status']})")[:400])
+        self.progress.advance(escape_text(f"{student}: {number(row.score)}/{number(row.max_score)} "
+                                          f"({row.status})")[:400])
 
     def say_verdict(self, echo: Any) -> None:
         """Say why nothing, or which tests, could not be graded (the kit's failure), if so."""
@@ -477,83 +473,17 @@ class _Batch:
         elif self.broken:
             echo(escape_text(f"not graded ({len(self.broken)} test(s)): {next(iter(self.broken.values()))}")[:600])
 
-    def rows(self, students: list[str]) -> list[dict]:
-        """Stage 5: every student's row, in the order of the entries, from their results on disk."""
-        from grader.grading.report import read_results
+    def rows(self, students: list[str]) -> list[Any]:
+        """Stage 5: every student's typed row, in the order of the entries, from their results on disk."""
+        from grader.grading.report import stored_row, unwritable_row
 
         rows = []
         for student in students:
-            row = self.unwritten.get(student) or read_results(self.out, student)
+            row = self.unwritten.get(student) or stored_row(self.out, student)
             if row is None:  # cannot happen (every student got a row above); still never a lost row
-                row = _unwritable_row(self.prepared[student][0], self.suite, RuntimeError("no results"))
+                row = unwritable_row(self.prepared[student][0], self.suite, RuntimeError("no results"))
             rows.append(row)
         return rows
-
-
-def _calls_status(stats: dict[str, int]) -> str:
-    """What the row says about calls that timed out, crashed or were not run ("" if none)."""
-    total = stats.get("requests", 0) + stats.get("skipped", 0)
-    bad = stats.get("timed_out", 0) + stats.get("crashed", 0) + stats.get("skipped", 0)
-    if not bad:
-        return ""
-    parts = ", ".join(f"{stats.get(key, 0)} {label}" for key, label in
-                      (("timed_out", "timed out"), ("crashed", "crashed"), ("skipped", "not run")) if stats.get(key))
-    if bad >= total:
-        return f"every call timed out or crashed ({parts})"
-    return f"{bad} of {total} calls timed out or crashed ({parts})"
-
-
-def student_status(submission: Any, result: Result, records: tuple[TestRecord, ...]) -> str:
-    """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems."""
-    from grader.grading.report import import_failures
-
-    internal = result.error or next((r.internal for r in records if r.internal), None)
-    parts = [f"not graded: {internal}"] if internal else []
-    if submission.status != "ok":
-        parts.append(submission.status)
-    parts += import_failures(records)
-    if result.stats:
-        parts.append(_calls_status(result.stats))
-    if result.refusals:
-        parts.append(f"{result.refusals} request(s) to the reference refused (not the exercise's dependencies)")
-    if result.isolated is False:
-        parts.append("graded without isolation")
-    return "; ".join(part for part in parts if part) or "ok"
-
-
-def _finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any], result: Result) -> dict:
-    """Score one student and write their files; whatever fails, a row comes back (written or not).
-
-    The edge between the typed records and the on-disk ``results.json`` (plain JSON, its format unchanged).
-    """
-    from grader.grading.fingerprint import kit_version
-    from grader.grading.report import escape_text, results_json, score_tests, write_student
-
-    records = result.records
-    tests = score_tests(records, suite, submission.problems, result.error, submission.details)
-    extra = {"fingerprint": fingerprint, "source": submission.source.name,
-             "isolation": result.isolation, "isolated": result.isolated,
-             "kit_version": kit_version(), "refused": list(result.refused), "calls": dict(result.stats),
-             "timing": dict(result.timing)}
-    results = results_json(student=submission.student, status=student_status(submission, result, records),
-                           tests=tests, execution_time=result.seconds, output=result.output, extra=extra)
-    shown = result.refused[:result.refused_shown]  # the hidden tests' refusals (student-chosen names) stay unseen
-    if shown:
-        results["output"] += ("\n\nRefused requests to the reference (they cannot earn points):\n  "
-                              + "\n  ".join(escape_text(reason) for reason in shown))
-    write_student(out, results)
-    return results
-
-
-def _unwritable_row(submission: Any, suite: list[Any], error: BaseException) -> dict:
-    """A row for a student whose results could not be scored or written (kept in memory for the gradebook)."""
-    from grader.grading.report import results_json, score_tests
-
-    reason = f"not graded: the grader could not write this student's results ({type(error).__name__}: {error})"
-    tests = score_tests([], suite, {}, reason.removeprefix("not graded: "), None)
-    return results_json(student=submission.student, status=reason[:500], tests=tests, execution_time=0.0,
-                        output="", extra={"fingerprint": "", "source": str(submission.source.name),
-                                          "isolation": "not run"})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ This module imports only the standard library at the top.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -47,9 +48,13 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from grader import scoring
 from grader.curriculum import PACKAGE, PART_ENV, ROOT, kit_path, load, reference_dir
+
+if TYPE_CHECKING:
+    from grader.grading.rows import StudentRow
 
 TEMPLATES = PACKAGE / "release_files" / "gradescope"
 
@@ -286,23 +291,10 @@ def failure_results(message: str, seconds: float = 0.0, *, students_fault: bool 
     return results
 
 
-def _without_scores_if_not_graded(results: dict) -> dict:
-    """A not-graded results.json (the grader failed on some tests) carries no score that could pass for a grade."""
-    from grader.grading.report import is_graded
+def with_late_policy(results: StudentRow | dict, metadata_file: Path) -> StudentRow | dict:
+    """``results`` (a typed row, or its results.json: the same comes back) with the course's ``[late]`` applied.
 
-    if is_graded(results):
-        return results
-    results.pop("score", None)
-    for test in results.get("tests", []):
-        test.pop("score", None)
-    results["output"] = ("NOT GRADED (no score): the autograder failed on some tests; please tell your "
-                         "instructor.\n" + str(results.get("output", "")))
-    return results
-
-
-def with_late_policy(results: dict, metadata_file: Path) -> dict:
-    """``results`` with the course's ``[late]`` applied, from Gradescope's own record of the submission.
-
+    The submission's time comes from Gradescope's own record of it.
     Gradescope writes ``submission_metadata.json`` beside the upload (read before the student's code runs):
     ``created_at`` is the submission time, ``users`` the students (a group: each of them). A student's
     ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id`` or
@@ -311,20 +303,24 @@ def with_late_policy(results: dict, metadata_file: Path) -> dict:
     score is kept and the output says why no late penalty could be applied (never a guess).
     """
     from grader import course
+    from grader.grading.rows import StudentRow
     from grader.term import TermError, parse_time
 
     policy, extensions = course.late_policy()
-    if policy is None or "score" not in results:
+    typed = isinstance(results, StudentRow)
+    if policy is None or not (results.graded if typed else "score" in results):
         return results
     from grader.grading.term_stage import TermInputs, finalize
 
+    row = results if typed else StudentRow.from_json(results)
     try:
         metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
         submitted = parse_time(metadata["created_at"], f"{metadata_file.name} created_at")
     except (OSError, ValueError, KeyError, TypeError, TermError) as error:
         note = (f"\n\nNo late penalty applied: the submission time could not be read from {metadata_file.name} "
                 f"({type(error).__name__}: {str(error)[:200]}).")
-        return {**results, "output": results.get("output", "") + note}
+        row = dataclasses.replace(row, output=row.output + note)
+        return row if typed else row.to_json()
     keys: set[str] = set()
     for user in metadata.get("users") or ():
         if isinstance(user, dict):
@@ -332,8 +328,8 @@ def with_late_policy(results: dict, metadata_file: Path) -> dict:
             # Never the name: a student edits their own (and shares it with others); it must not pick an extension.
             keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid"))}
     days = max((extensions[key] for key in keys - {""} if key in extensions), default=0.0)
-    student = results["extra_data"]["student"]
-    return finalize(results, TermInputs(late=policy, extensions={student: days}, times={student: submitted}))
+    row = finalize(row, TermInputs(late=policy, extensions={row.student: days}, times={row.student: submitted}))
+    return row if typed else row.to_json()
 
 
 def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dict:
@@ -344,8 +340,12 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
     wrong, a results.json is written, so Gradescope always shows the student
     something.
     """
+    from grader.grading.formats import Context, gradescope_results, write_all
+    from grader.grading.rows import StudentRow
+
     start = time.monotonic()
     root = Path(root)
+    row = None
     results_file = root / "results" / "results.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)
     # Beside the upload (same file system: a hard link in it is copied as a hard link, which grading refuses).
@@ -377,8 +377,7 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             print(completed.stderr, file=sys.stderr)
             graded = out / STUDENT_ID / "results.json"
             if graded.is_file():
-                results = _without_scores_if_not_graded(json.loads(graded.read_text(encoding="utf-8")))
-                results = with_late_policy(results, metadata)
+                row = with_late_policy(StudentRow.read(graded), metadata)
             else:
                 lines = completed.stdout.strip().splitlines()
                 last = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")[:500]
@@ -395,12 +394,13 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
                                   time.monotonic() - start, students_fault=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results["execution_time"] = round(time.monotonic() - start, 1)
-    results.setdefault("visibility", "visible")
-    results.setdefault("stdout_visibility", "hidden")
-    temporary = results_file.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    os.replace(temporary, results_file)
+    seconds = round(time.monotonic() - start, 1)
+    if row is not None:  # the format of the registry (``grader.grading.formats.gradescope_results``)
+        row = dataclasses.replace(row, seconds=seconds)
+        write_all(results_file.parent, [row], Context(), only=(gradescope_results.NAME,))
+        return gradescope_results.results(row)
+    results["execution_time"] = seconds
+    gradescope_results.write_results(results_file, results)
     return results
 
 

@@ -40,6 +40,7 @@ import io
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from traitlets import List, Unicode
 from grader import course
 from grader.curriculum import PACKAGE, ROOT, make_importable, reference_dir, select_part
 from grader.grading.notebook_reader import SINGLE_ASSIGNMENT
+from grader.grading.rows import ResultsFileError, StudentRow, TestEntry
 
 # How nbgrader_config.py names the step (nbconvert imports preprocessors given as strings).
 IMPORT_NAME = f"{__name__}.GradeInSandbox"
@@ -145,7 +147,7 @@ def hidden_folders(cells: list[TestCell]) -> list[Path]:
     return folders
 
 
-def grade_notebook(notebook: Any, exercises: list[str], hidden: list[Path], fair: bool) -> dict[str, Any]:
+def grade_notebook(notebook: Any, exercises: list[str], hidden: list[Path], fair: bool) -> StudentRow:
     """``attention-kit grade``'s results (``results.json``) for one notebook, graded in the sandbox.
 
     Raises
@@ -154,7 +156,7 @@ def grade_notebook(notebook: Any, exercises: list[str], hidden: list[Path], fair
         If the batch refused (no isolation, no reference) or did not grade every test.
     """
     from grader.grading.grade import STUDENT_TIMEOUT, grade_batch, limit_defaults
-    from grader.grading.report import is_graded, read_results
+    from grader.grading.report import read_row
 
     make_importable()  # the grading processes import `tests` from the kit
     if reference_dir() is None:
@@ -171,16 +173,21 @@ def grade_notebook(notebook: Any, exercises: list[str], hidden: list[Path], fair
                                  hidden=hidden or None, timeout=STUDENT_TIMEOUT, budget=budget,
                                  call_budget=call_budget, memory=memory, isolation="require",
                                  exercises=exercises, echo=said.append)
-        results = read_results(out, STUDENT)
+        try:
+            results = read_row(out, STUDENT)
+        except ResultsFileError as error:  # the grader's own file is broken: not graded, said as such
+            raise NotGraded(str(error)) from None
     if status == 2 or results is None:
         raise NotGraded("; ".join(line for line in said if line.startswith("error")) or "; ".join(said[-3:]))
-    if not is_graded(results):
-        raise NotGraded(results["extra_data"]["status"])
+    if not results.graded:
+        raise NotGraded(results.status)
     return results
 
 
-def outcomes(cells: list[TestCell], results: dict[str, Any]) -> dict[str, tuple[bool, str]]:
-    """grade_id -> (passed, the message a failed cell shows), from ``grade``'s results for these cells.
+def outcomes(cells: list[TestCell], results: StudentRow | Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
+    """grade_id -> (passed, the message a failed cell shows), from ``grade``'s row for these cells.
+
+    ``results``: the typed row, or a mapping whose ``tests`` are results.json's test entries.
 
     Raises
     ------
@@ -188,36 +195,37 @@ def outcomes(cells: list[TestCell], results: dict[str, Any]) -> dict[str, tuple[
         If the cells and the kit's tests differ (a test added, renamed or repointed since the course
         was built): nbgrader's scores would then differ from ``grade``'s.
     """
-    by_test: dict[tuple[str, str, bool], dict[str, Any]] = {}
-    whole: dict[str, dict[str, Any]] = {}  # exercise -> its one entry when it could not be run (0 points)
-    for test in results["tests"]:
-        exercise, nodeid = test["extra_data"]["exercise"], test["extra_data"].get("nodeid")
-        if nodeid is None:
-            whole[exercise] = test
+    from grader.grading.scored import entries
+
+    by_test: dict[tuple[str, str, bool], TestEntry] = {}
+    whole: dict[str, TestEntry] = {}  # exercise -> its one entry when it could not be run (0 points)
+    for test in results.tests if isinstance(results, StudentRow) else entries(results["tests"]):
+        if test.nodeid is None:
+            whole[test.exercise] = test
         else:
-            by_test[(exercise, nodeid.split("::", 1)[-1], "hidden" in test.get("tags", ()))] = test
+            by_test[(test.exercise, test.nodeid.split("::", 1)[-1], test.hidden)] = test
     rebuild = "build the course again (attention-kit notebooks) and run nbgrader generate_assignment"
     found: dict[str, tuple[bool, str]] = {}
     for cell in cells:
         if cell.exercise in whole:
-            found[cell.grade_id] = (False, whole[cell.exercise]["output"])
+            found[cell.grade_id] = (False, whole[cell.exercise].output)
             continue
         test = by_test.pop(cell.key, None)
         if test is None:
             raise NotGraded(f"cell {cell.grade_id} runs {cell.test} of {cell.exercise}, which the kit's graded "
                             f"suite does not hold: {rebuild}")
-        if not math.isclose(test["max_score"], cell.points, abs_tol=1e-9):
+        if not math.isclose(test.max_score, cell.points, abs_tol=1e-9):
             raise NotGraded(f"cell {cell.grade_id} is worth {cell.points:g} points and the kit gives its test "
-                            f"{test['max_score']:g}: {rebuild}")
-        passed = test["status"] == "passed"
-        message = "" if passed else test["output"] or "failed"
-        if message and cell.hidden and test.get("visibility") == "hidden":
+                            f"{test.max_score:g}: {rebuild}")
+        passed = test.passed
+        message = "" if passed else test.output or "failed"
+        if message and cell.hidden and test.visibility == "hidden":
             message = HIDDEN_MESSAGE
         found[cell.grade_id] = (passed, message)
     for exercise, cell_points in _points_by_exercise(cells).items():
-        if exercise in whole and not math.isclose(whole[exercise]["max_score"], cell_points, abs_tol=1e-9):
+        if exercise in whole and not math.isclose(whole[exercise].max_score, cell_points, abs_tol=1e-9):
             raise NotGraded(f"the test cells of {exercise} are worth {cell_points:g} points and the kit gives it "
-                            f"{whole[exercise]['max_score']:g}: {rebuild}")
+                            f"{whole[exercise].max_score:g}: {rebuild}")
     if by_test:
         exercise, test, _ = next(iter(by_test))
         raise NotGraded(f"the kit's graded suite has {len(by_test)} test(s) without a cell (e.g. {test} of "

@@ -16,7 +16,7 @@ from grader.grading.rows import StudentRow
 from grader.grading.term_stage import TermInputs, finalize
 
 
-def write_outputs(out: Path, rows: list[dict[str, Any]], inputs: TermInputs,
+def write_outputs(out: Path, rows: list[StudentRow], inputs: TermInputs,
                   context: formats.Context) -> list[StudentRow]:
     """Apply the term to ``rows`` and write every format into ``out``; returns the final typed rows.
 
@@ -25,13 +25,13 @@ def write_outputs(out: Path, rows: list[dict[str, Any]], inputs: TermInputs,
     grader.grading.export.ExportError
         A roster that cannot be used (the formats before Canvas's are written).
     """
-    final = [StudentRow.from_results(finalize(results, inputs)) for results in rows]
+    final = [finalize(row, inputs) for row in rows]
     formats.write_all(out, final, context)
     return final
 
 
-def write_gradebooks(out: Path, rows: list[dict], roster: Path | None, inputs: Any,
-                     echo: Any) -> tuple[int, list[Any]]:
+def write_gradebooks(out: Path, rows: list[StudentRow], roster: Path | None, inputs: Any,
+                     echo: Any) -> tuple[int, list[StudentRow]]:
     """Stage 6: the term applied, then every format (``grader.grading.formats``); 0, 2 (a roster error) or 1."""
     from grader.grading.export import ExportError
 
@@ -43,4 +43,4 @@ def write_gradebooks(out: Path, rows: list[dict], roster: Path | None, inputs: A
     except Exception as error:  # noqa: BLE001 - the gradebook is written; an export must not hide the summary
         echo(f"error: the exports failed ({type(error).__name__}: {error})")
         code = 1
-    return code, [StudentRow.from_results(row) for row in rows]
+    return code, rows

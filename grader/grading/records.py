@@ -4,12 +4,12 @@ Made by: the batch (``grader.grading.grade``) makes a :class:`Job` per
 student; a grading process (``grader.grading.pool``, running
 ``grader.grading.session``) receives it over a pipe, its recorder
 (``grader.grading.recorder``) makes a :class:`TestRecord` per test, and the
-process sends back a :class:`Result`; the batch scores it
-(``grader.grading.report.score_tests``). They cross a process boundary
-(``multiprocessing`` pickles them), so they hold plain data only, and they
-are frozen: a part that wants another value makes a new record
-(``dataclasses.replace``). Nothing here is written to disk as such: the
-on-disk ``results.json`` is built by ``grader.grading.report``.
+process sends back a :class:`Result`; the batch scores it into a typed row
+(``grader.grading.scored``: a :class:`grader.grading.rows.StudentRow` of
+``TestEntry`` records, which every output file is written from). They cross
+a process boundary (``multiprocessing`` pickles them), so they hold plain
+data only, and they are frozen: a part that wants another value makes a new
+record (``dataclasses.replace``). Nothing here is written to disk as such.
 
 Which fields of a :class:`Job` decide a grade is said next to each field
 (``metadata={"grade": True}``); ``grader.grading.fingerprint`` hashes exactly

@@ -91,8 +91,8 @@ def _manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
-    """Copy every shard's students into ``out`` and write its ``grades.csv``; the rows of the class, in its order.
+def merge(out: Path, shards: list[Path]) -> list[Any]:
+    """Copy every shard's students into ``out`` and write its ``grades.csv``; the typed rows of the class, in order.
 
     Raises
     ------
@@ -101,7 +101,8 @@ def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
         results, or ``out`` is one of the shards.
     """
     from grader.grading.formats.grades_csv import gradebook_csv
-    from grader.grading.report import atomic_write, read_results
+    from grader.grading.report import atomic_write, read_row
+    from grader.grading.rows import ResultsFileError
 
     manifests = [_manifest(folder) for folder in shards]
     first = manifests[0]
@@ -128,10 +129,14 @@ def merge(out: Path, shards: list[Path]) -> list[dict[str, Any]]:
     if strays:
         raise ShardError(f"{out}: holds folders of students not in the shards' class ({', '.join(strays[:5])}): "
                          "merge into a new folder")
-    rows: dict[str, tuple[Path, dict[str, Any]]] = {}
+    rows: dict[str, tuple[Path, Any]] = {}  # student -> (their shard, their StudentRow)
     for folder, data in zip(shards, manifests, strict=True):
         for student in data["students"]:
-            results = read_results(folder, student)
+            try:
+                results = read_row(folder, student)
+            except ResultsFileError as error:
+                raise ShardError(f"--merge {folder}: {error}: rerun that shard "
+                                 f"(--shard {data['shard']}/{data['of']})") from None
             if results is None:
                 raise ShardError(f"--merge {folder}: {student!r} has no complete results: rerun that shard "
                                  f"(--shard {data['shard']}/{data['of']})")

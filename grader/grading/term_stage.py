@@ -21,9 +21,9 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from grader import course, scoring, term
+from grader.grading.rows import StudentRow
 from grader.term import Adjustment, Lateness, LatePolicy
 
 TIMES_FILE = "times.csv"
@@ -77,39 +77,26 @@ def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercis
                                    if stored_adjustments.is_file() else {}))
 
 
-def computed(results: dict[str, Any]) -> dict[str, Any]:
-    """What the tests gave ``results``' student, before any manual point or late penalty."""
-    extra = results["extra_data"]
-    if isinstance(extra.get("computed"), dict):
-        return extra["computed"]
-    return {"score": results.get("score", 0.0), "exercises": dict(extra.get("exercises", {})),
-            "output": results.get("output", "")}
+def finalize(row: StudentRow, inputs: TermInputs) -> StudentRow:
+    """``row`` with the term applied (a new row): the one place every output's score comes from.
 
-
-def finalize(results: dict[str, Any], inputs: TermInputs) -> dict[str, Any]:
-    """``results`` with the term applied (a new dict): the one place every output's score comes from.
-
-    ``score`` and ``extra_data.exercises`` become the final points (:func:`grader.scoring.final_score`: manual
-    points added, then the late penalty); ``extra_data.computed`` keeps the tests' own, and
-    ``extra_data.adjustments`` and ``extra_data.late`` say why they differ.
+    ``score`` and ``exercises`` become the final points (:func:`grader.scoring.final_score`: manual points
+    added, then the late penalty); ``computed`` and ``computed_exercises`` keep the tests' own, and
+    ``adjustments`` and ``late`` say why they differ. Applied again to a finalized row, it starts from the
+    tests' own score, so a rerun with other inputs loses or doubles nothing.
     """
-    extra = results["extra_data"]
-    before = computed(results)
-    student = extra["student"]
-    adjustments = inputs.adjustments.get(student, ())
-    late = inputs.lateness(student)
+    adjustments = inputs.adjustments.get(row.student, ())
+    late = inputs.lateness(row.student)
     fraction = late.fraction if late is not None else 0.0
     exercises = {}
-    for name, value in before["exercises"].items():
+    for name, value in row.computed_exercises.items():
         mine = [a.points for a in adjustments if a.exercise == name]
         exercises[name] = None if value is None else scoring.final_score(value, mine, fraction)
-    score = scoring.final_score(before["score"], [a.points for a in adjustments], fraction)
-    output = before.get("output", results.get("output", "")).split(MARKER)[0]
-    note = describe(adjustments, late, before["score"], score)
-    return {**results, "score": score, "output": output + (MARKER + note if note else ""),
-            "extra_data": {**extra, "exercises": exercises, "computed": before,
-                           "adjustments": [dataclasses.asdict(a) for a in adjustments],
-                           "late": dataclasses.asdict(late) if late is not None else None}}
+    score = scoring.final_score(row.computed, [a.points for a in adjustments], fraction)
+    output = row.computed_output.split(MARKER)[0]
+    note = describe(adjustments, late, row.computed, score)
+    return dataclasses.replace(row, score=score, output=output + (MARKER + note if note else ""),
+                               exercises=exercises, adjustments=tuple(adjustments), late=late, term_applied=True)
 
 
 def describe(adjustments: tuple[Adjustment, ...], late: Lateness | None, before: float, after: float) -> str:

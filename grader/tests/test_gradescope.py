@@ -203,9 +203,10 @@ def test_the_bundle_states_its_total_and_results_agree(bundle: Path, tmp_path: P
 
 def test_the_visible_score_leaves_hidden_tests_out() -> None:
     from grader.grading.report import visible_score_line
+    from grader.grading.rows import TestEntry
 
-    tests = [{"score": 1.0, "max_score": 2.0, "visibility": "visible"},
-             {"score": 0.0, "max_score": 3.0, "visibility": "after_published"}]
+    tests = [TestEntry("softmax: a", "1.1", 2.0, "passed", "", "softmax", score=1.0, visibility="visible"),
+             TestEntry("softmax: b", "1.2", 3.0, "failed", "x", "softmax", score=0.0, visibility="after_published")]
     line = visible_score_line(tests)
     assert line.startswith("Score: 1 / 2 (public tests)") and "worth 3 more points (total 5)" in line
     assert visible_score_line(tests[:1]) == "Score: 1 / 2"

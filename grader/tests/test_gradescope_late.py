@@ -18,8 +18,10 @@ DEADLINE = datetime.fromisoformat("2026-10-01T23:59:00+02:00")
 def graded(score: float = 20.0) -> dict:
     """A graded results.json as `grade` writes it for the one Gradescope submission (two exercises of 10)."""
     return {"score": score, "output": "Your code passed every test.",
-            "tests": [{"name": "softmax", "score": 10.0, "max_score": 10.0, "status": "passed"},
-                      {"name": "attention", "score": score - 10.0, "max_score": 10.0, "status": "passed"}],
+            "tests": [{"name": "softmax", "score": 10.0, "max_score": 10.0, "status": "passed",
+                       "extra_data": {"exercise": "softmax"}},
+                      {"name": "attention", "score": score - 10.0, "max_score": 10.0, "status": "passed",
+                       "extra_data": {"exercise": "attention"}}],
             "extra_data": {"student": gradescope.STUDENT_ID, "status": "graded", "max_score": 20.0,
                            "exercises": {"softmax": 10.0, "attention": score - 10.0},
                            "max_exercises": {"softmax": 10.0, "attention": 10.0}}}

@@ -124,7 +124,9 @@ def test_the_course_folders_limits_apply_and_a_grader_failure_is_not_a_score(tmp
         seen.update(options, notebooks=sorted(p.name for p in submissions.iterdir()))
         (out / step.STUDENT).mkdir(parents=True)
         (out / step.STUDENT / "feedback.md").write_text("", encoding="utf-8")
-        results = {"tests": [], "extra_data": {"format": report.RESULTS_FORMAT, "status": "not graded: it broke"}}
+        results = {"score": 0.0, "tests": [], "extra_data": {
+            "student": step.STUDENT, "status": "not graded: it broke", "exercises": {}, "max_exercises": {},
+            "max_score": 0.0, "format": report.RESULTS_FORMAT}}
         (out / step.STUDENT / "results.json").write_text(json.dumps(results), encoding="utf-8")
         return 1
 

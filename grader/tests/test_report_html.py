@@ -7,7 +7,6 @@ names another Chromium-compatible binary.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -41,7 +40,7 @@ def row(student: str, fraction: float, *, status: str = "ok", output: str = "") 
                               "exercises": {"softmax": exercise.points * fraction if graded else None},
                               "max_exercises": {"softmax": exercise.points}, "max_score": exercise.points,
                               "format": RESULTS_FORMAT}}
-    return StudentRow.from_results(results)
+    return StudentRow.from_json(results)
 
 
 def diagnosis(description: str) -> str:
@@ -136,9 +135,7 @@ def test_a_new_format_is_one_module_and_the_feedback_page_escapes_everything(hos
     hostile = hostile_class[2]  # the attribute-breaking id, a diagnosis naming a script
     for row in hostile_class:
         (tmp_path / "out" / row.student).mkdir(parents=True, exist_ok=True)
-    rows = [dataclasses.replace(row, results={**row.results, "extra_data": {**row.results["extra_data"],
-                                                                              "fingerprint": "x"}})
-            for row in hostile_class if "/" not in row.student]
+    rows = [row for row in hostile_class if "/" not in row.student]
     written = formats.write_all(tmp_path / "out", rows, formats.Context(echo=lambda _: None), only=("feedback.html",))
     assert len(written) == len(rows)
     page = (tmp_path / "out" / hostile.student / "feedback.html").read_text()

@@ -519,7 +519,7 @@ def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypat
     from grader.grading.report import score_tests
 
     tests = score_tests(result.records, suite, {}, result.error)
-    assert tests and not any("score" in t for t in tests)
+    assert tests and not any(t.graded for t in tests)
 
 
 # ---------------------------------------------------------------- safe text
@@ -569,7 +569,7 @@ def test_a_missing_data_file_of_the_tests_is_the_graders_failure(tmp_path, monke
     assert "FileNotFoundError" in (records["test_with_data"].internal or "")
     assert not records["test_student_timeout"].internal  # a timeout is the student's
     tests = score_tests(list(records.values()), suite, {}, None)
-    assert sum("score" not in t for t in tests) == 1
+    assert sum(not t.graded for t in tests) == 1
 
 
 def test_a_reused_pytest_session_grades_exactly_as_a_fresh_one(tmp_path, monkeypatch):

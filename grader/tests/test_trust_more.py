@@ -264,10 +264,16 @@ def test_f4_an_autograder_failure_has_no_score_and_says_not_graded(tmp_path):
     assert written["output"].startswith("NOT GRADED")
     assert "score" not in gradescope.failure_results("x", students_fault=False)
     # A results.json the grader marked not graded keeps no score either (its partial sum is no grade).
-    partial = {"score": 12.0, "tests": [{"score": 1.0, "max_score": 2.0}], "output": "",
-               "extra_data": {"status": "not graded: the reference failed"}}
-    cleaned = gradescope._without_scores_if_not_graded(partial)
+    from grader.grading.formats import gradescope_results
+    from grader.grading.rows import StudentRow, TestEntry
+
+    partial = StudentRow(student="s", status="not graded: the reference failed", score=12.0, computed=12.0,
+                         max_score=24.0, exercises={"softmax": None}, computed_exercises={"softmax": None},
+                         maxima={"softmax": 24.0}, tests=(TestEntry("softmax: t", "1.1", 2.0, "passed", "",
+                                                                    "softmax", score=1.0),))
+    cleaned = gradescope_results.results(partial)
     assert "score" not in cleaned and "score" not in cleaned["tests"][0]
+    assert cleaned["output"].startswith("NOT GRADED")
 
 
 # ---------------------------------------------------------------- F6-F9, F13: a broken kit is never a student's points

@@ -32,4 +32,4 @@ def test_an_exercise_that_did_not_run_keeps_its_hidden_points_hidden(not_graded)
     assert line.startswith(f"Score: {report.number(public - masks.points)} / {report.number(public)} (public tests)")
     assert f"worth {report.number(hidden)} more points (total {report.number(public + hidden)})" in line
     # Gradescope's own sums are unchanged: the entry is still worth the exercise's public and hidden points.
-    assert sum(t["max_score"] for t in tests) == public + hidden
+    assert sum(t.max_score for t in tests) == public + hidden

@@ -3,9 +3,14 @@
 Called by: the batch (``grader.grading.grade``, after the term's stage) and
 ``attention-kit export``. Each module of this package that defines ``NAME``,
 ``ORDER`` and ``write(out, rows, context) -> list[Path]`` is a format: it
-reads the typed rows (:class:`grader.grading.rows.StudentRow`) and writes its
-files into ``out``. Adding a format is adding its module (and its test);
-nothing else names it.
+reads the typed rows (:class:`grader.grading.rows.StudentRow`, whose tests are
+:class:`grader.grading.rows.TestEntry` records) and writes its files into
+``out``: each student's feedback.md and results.json, grades.csv, Canvas, the
+class report, ... A module that sets ``BATCH = False`` is written only when
+named (``write_all(only=...)``): Gradescope's own results.json, which its
+runner writes for its one submission. Adding a format is adding its module
+(and its test); nothing else names it (``grader/tests/test_formats.py`` adds
+one that way).
 """
 
 from __future__ import annotations
@@ -18,36 +23,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from grader.grading.report import atomic_write
-from grader.grading.rows import StudentRow
+from grader.grading.files import atomic_write, write_changed  # noqa: F401 - the formats' helpers
+from grader.grading.rows import StudentRow, typed  # noqa: F401 - typed: the formats' helper
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a format may need besides the rows: the roster and the Canvas options, where to say things."""
+    """What a format may need besides the rows: the roster, the Canvas options, publication, where to say things."""
 
     roster: Path | None = None
     per_exercise: bool | None = None
     """One Canvas column per exercise (None: when the course names existing assignments per exercise)."""
     assignment_id: str | None = None
     assignment_name: str | None = None
+    published: bool = False
+    """Grades are published: feedback shows the failed hidden tests by name and message."""
     echo: Callable[[str], Any] = print
-
-
-def write_changed(path: Path, text: str) -> bool:
-    """Write ``text`` to ``path`` atomically unless it already holds exactly that; whether it wrote."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return False
-    except (OSError, UnicodeDecodeError):
-        pass
-    atomic_write(path, text)
-    return True
-
-
-def typed(rows: list[StudentRow] | list[dict[str, Any]]) -> list[StudentRow]:
-    """``rows`` as typed rows (a results.json dict is read by :meth:`StudentRow.from_results`)."""
-    return [row if isinstance(row, StudentRow) else StudentRow.from_results(row) for row in rows]
 
 
 def formats() -> list[ModuleType]:
@@ -67,6 +58,6 @@ def write_all(out: Path, rows: list[StudentRow], context: Context, only: tuple[s
     """
     written: list[Path] = []
     for module in formats():
-        if only is None or module.NAME in only:
+        if (module.NAME in only) if only is not None else getattr(module, "BATCH", True):
             written += module.write(out, rows, context)
     return written

@@ -20,8 +20,8 @@ from typing import Any
 
 from grader import course
 from grader.curriculum import load as load_curriculum
+from grader.grading.files import atomic_write
 from grader.grading.formats import Context, typed
-from grader.grading.report import atomic_write
 from grader.grading.roster import (
     ExportError,
     Roster,

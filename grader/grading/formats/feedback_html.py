@@ -1,8 +1,8 @@
 """``OUT/<student>/feedback.html``: each student's feedback as a page, beside feedback.md (the same text).
 
-Made from feedback.md's own text (:func:`grader.grading.report.feedback_markdown`), which the kit writes in a
-small subset of Markdown (headings, paragraphs, list items, fenced text blocks): every line is escaped for
-HTML, so nothing a student's code printed or named becomes markup, and the page's Content Security Policy
+Made from feedback.md's own text (:func:`grader.grading.formats.feedback_md.feedback_markdown`), which the
+kit writes in a small subset of Markdown (headings, paragraphs, list items, fenced text blocks): every line is
+escaped for HTML, so nothing a student's code printed or named becomes markup, and the page's Content Security Policy
 allows no script and nothing from elsewhere. For an LMS that shows HTML, or a student without a Markdown viewer.
 """
 
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from grader.grading.formats import Context, write_changed
-from grader.grading.report import feedback_markdown
+from grader.grading.formats.feedback_md import feedback_markdown
 from grader.grading.rows import StudentRow
 
 NAME = "feedback.html"
@@ -71,7 +71,7 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
     """Write each student's feedback.html (beside their feedback.md), when its text changed."""
     written = []
     for row in rows:
-        if not row.results.get("extra_data", {}).get("fingerprint"):
+        if not row.stored:
             continue  # a row the grader could not write: no folder of its own to write into
         path = out / row.student / "feedback.html"
         if write_changed(path, page(row)):

@@ -10,8 +10,8 @@ from typing import Any
 from grader import scoring
 from grader.curriculum import load as load_curriculum
 from grader.grading.escaping import csv_cell
+from grader.grading.files import atomic_write
 from grader.grading.formats import Context, typed
-from grader.grading.report import atomic_write
 from grader.grading.rows import StudentRow
 
 NAME = "grades.csv"

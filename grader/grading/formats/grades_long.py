@@ -7,8 +7,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from grader.grading.files import atomic_write
 from grader.grading.formats import Context, typed
-from grader.grading.report import atomic_write
 from grader.grading.roster import Roster, cell, match_roster, number_cell, read_roster
 from grader.grading.rows import StudentRow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.grading.class_report import report_html
+from grader.grading.files import atomic_write
 from grader.grading.formats import Context
-from grader.grading.report import atomic_write
 from grader.grading.rows import StudentRow
 
 NAME = "report.html"

@@ -1,0 +1,112 @@
+"""``OUT/<student>/feedback.md``: what a student reads: per exercise, what passed, what failed and why.
+
+Written from the typed row (:class:`grader.grading.rows.StudentRow`) by every batch (as each student finishes,
+then again after the term's stage, when its text changed) and by ``attention-kit export --published``, which
+shows the failed hidden tests by name and message (never a line of their source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from grader.curriculum import load as load_curriculum
+from grader.grading.escaping import escape_text, md_text
+from grader.grading.files import write_changed
+from grader.grading.formats import Context
+from grader.grading.rows import StudentRow, typed
+from grader.grading.scored import number
+
+NAME = "feedback.md"
+ORDER = 0
+# Per exercise, feedback.md shows this many failures in full and lists the rest by name.
+MAX_FAILURES_SHOWN = 4
+
+
+def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = False) -> str:
+    """A student's feedback, from their typed row: per exercise, what passed, what failed, why.
+
+    A results.json dict is read as a row (:meth:`grader.grading.rows.StudentRow.from_json`).
+
+    Before grades are published (``published`` False, as ``attention-kit grade`` writes it) a failed
+    hidden test is only counted; once they are (``attention-kit export GRADES --published``) it is
+    shown like a public one, by its name and message (never a line of its source: see grade.py).
+    """
+    curriculum = load_curriculum()
+    (row,) = typed([row])
+    if row.graded:
+        score_line = f"Score: **{number(row.score)} / {number(row.max_score)}**"
+    else:  # the grader could not run every test: no score yet, only what the tests that ran earned
+        score_line = (f"Score: **not graded yet** (the grader could not run every test; the tests it ran earned "
+                      f"{number(row.computed)} of their points). Your instructor reruns the grading.")
+    lines = [
+        f"# Feedback: {md_text(curriculum.title)}",
+        "",
+        score_line,
+    ]
+    lines += term_lines(row)
+    if row.status != "ok":
+        lines += ["", f"Note: {md_text(row.status)}"]
+    if not row.isolated:
+        lines += ["", f"Note: this submission was graded WITHOUT isolation ({md_text(row.isolation)})."]
+    for exercise in curriculum.exercises:
+        tests = [t for t in row.tests if t.exercise == exercise.name]
+        if not tests:
+            continue
+        # Hidden tests count, but their names and messages wait until grades are published.
+        visible = [t for t in tests if published or t.visible]
+        passed = sum(t.passed for t in tests)
+        points = row.exercises.get(exercise.name, 0)
+        worth = number(row.maxima.get(exercise.name, 0))
+        lines += [
+            "",
+            f"## {exercise.number}. {md_text(exercise.title)} ({md_text(exercise.module_file)})",
+            "",
+            (f"{number(points)} / {worth} points" if points is not None else f"Not graded yet (worth {worth} points)")
+            + f"; {passed} of {len(tests)} tests passed.",
+        ]
+        failed = [t for t in visible if not t.passed]
+        # The first failures are the ones to read: they test the most basic properties.
+        for test in failed[:MAX_FAILURES_SHOWN]:
+            text = escape_text(test.output or "failed", keep="\n\t").replace("```", "` ` `")
+            hidden = " (hidden test)" if not test.visible else ""
+            lines += ["", f"### {escape_text(test.name)}{hidden}", "", "```text", text, "```"]
+        if len(failed) > MAX_FAILURES_SHOWN:
+            lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
+            lines += [f"- {escape_text(test.name)}" for test in failed[MAX_FAILURES_SHOWN:]]
+        hidden_failed = 0 if published else sum(not t.passed for t in tests if not t.visible)
+        if hidden_failed:
+            lines += ["", f"{hidden_failed} further test(s) of this exercise failed (hidden tests: their names "
+                      "and messages appear when grades are published)."]
+        if failed or hidden_failed:
+            if exercise.hints:
+                lines += ["", f"Hint: {exercise.hints[0]}"]
+    return "\n".join(lines) + "\n"
+
+
+def term_lines(row: StudentRow) -> list[str]:
+    """feedback.md's lines on manual points (each with its reason) and the late penalty ([] when neither)."""
+    from grader.grading.term_stage import late_line
+
+    late = row.late if row.late is not None and row.late.days_late else None
+    if not row.adjustments and late is None:
+        return []
+    lines = ["", f"Score from the tests: {number(row.computed)}; after the changes below: {number(row.score)}", ""]
+    for item in row.adjustments:
+        where = f" ({md_text(item.exercise)})" if item.exercise else ""
+        lines.append(f"- {'+' if item.points >= 0 else ''}{number(item.points)} points{where}: {md_text(item.reason)}")
+    if late is not None:
+        lines.append(f"- {md_text(late_line(late))}")
+    return lines
+
+
+def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
+    """Write each row's feedback.md (``context.published``: with the hidden tests), when its text changed."""
+    written = []
+    for row in rows:
+        if row.stored:  # a row the grader could not write (kept in memory for the gradebook) has no folder
+            path = out / row.student / NAME
+            if write_changed(path, feedback_markdown(row, published=context.published)):
+                written.append(path)
+    return written

@@ -1,0 +1,170 @@
+"""Records to the end: a student's result is a typed row from the worker's Result to every file written.
+
+The worker's :class:`Result` is scored into a :class:`StudentRow` of :class:`TestEntry` records; every output
+(results.json, feedback.md, Gradescope's results.json, the gradebooks, Canvas, the class report, ...) is one
+module of ``grader.grading.formats``, found there and nowhere else: a format added to that folder is written
+by every batch with nothing else changed (the toy format below). results.json is one of them, read back by
+``StudentRow.from_json``, which names the file and the field of a broken one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from grader.curriculum import load
+from grader.grading import formats, outputs
+from grader.grading.export import ExportError, read_graded
+from grader.grading.formats import results_json
+from grader.grading.records import Result, TestRecord
+from grader.grading.report import finish_student, read_row
+from grader.grading.rows import ResultsFileError, StudentRow, TestEntry
+from grader.grading.term_stage import TermInputs
+from grader.suite import TestFile as SuiteFile
+from grader.term import Adjustment, LatePolicy
+
+# Every output the kit writes, each a format of the registry.
+EXPECTED = {"results.json", "feedback.md", "feedback.html", "grades.csv", "grades-long.csv", "canvas.csv",
+            "report.html", "gradescope"}
+
+
+@dataclasses.dataclass
+class _Submission:
+    """What the batch knows of a prepared submission (``grader.grading.submissions``), the fields scoring reads."""
+
+    student: str
+    source: Path
+    problems: dict
+    details: dict
+    status: str = "ok"
+
+
+def _suite(tmp_path: Path) -> list[SuiteFile]:
+    """Two exercises' (made-up) test files: softmax public and hidden with its own points, masks public."""
+    return [SuiteFile(str(tmp_path / "test_softmax.py"), "softmax", None),
+            SuiteFile(str(tmp_path / "test_hidden_softmax.py"), "softmax", 3, hidden=True),
+            SuiteFile(str(tmp_path / "test_masks.py"), "masks", None)]
+
+
+def _result(suite: list[SuiteFile], *, fail: tuple[str, ...] = (), internal: tuple[str, ...] = ()) -> Result:
+    """A worker's Result with three tests per file; the named tests failed, or the grader failed on them."""
+    records = []
+    for test_file in suite:
+        for name in ("a", "b", "c"):
+            nodeid = f"{Path(test_file.path).name}::test_{name}"
+            records.append(TestRecord(
+                nodeid=nodeid, file=test_file.path, exercise=test_file.exercise,
+                outcome="failed" if nodeid in fail else "passed", message="expected 1, observed 2" * (nodeid in fail),
+                duration=0.012345, internal="the worker died" if nodeid in internal else None))
+    return Result(records=tuple(records), seconds=2.6, isolation="namespaces", output="hello\n",
+                  refused=("os.system",), refused_shown=1, stats={"requests": 4}, timing={"calls": 0.5})
+
+
+def _row(tmp_path: Path, student: str = "ada", **kinds) -> StudentRow:
+    suite = _suite(tmp_path)
+    submission = _Submission(student, tmp_path / student, {}, {})
+    return finish_student(tmp_path / "out", submission, "f" * 64, suite, _result(suite, **kinds))
+
+
+def test_the_worker_result_becomes_a_typed_row_of_typed_entries(tmp_path: Path) -> None:
+    row = _row(tmp_path, fail=("test_softmax.py::test_b",))
+    assert isinstance(row, StudentRow) and all(isinstance(t, TestEntry) for t in row.tests)
+    assert not hasattr(row, "results")  # no results.json dict rides along
+    failed = [t for t in row.tests if not t.passed]
+    assert [(t.exercise, t.name, t.score, t.nodeid) for t in failed] == [
+        ("softmax", "softmax: test_b", 0.0, "test_softmax.py::test_b")]
+    assert "expected 1, observed 2" in failed[0].output
+    hidden = [t for t in row.tests if t.hidden]
+    assert len(hidden) == 3 and all(t.visibility != "visible" for t in hidden)
+    assert row.hidden_maxima["softmax"] == 3 and row.hidden_maxima["masks"] == 0
+    points = load().exercise("softmax").points
+    assert row.maxima["softmax"] == points + 3 and row.exercises["softmax"] < row.maxima["softmax"]
+    assert row.seconds == 3 and "Refused requests to the reference" in row.output and row.graded
+
+
+def test_results_json_reads_back_to_the_same_row_and_the_same_bytes(tmp_path: Path) -> None:
+    """A resumed batch and `export` read results.json back: the row it was written from, the file unchanged."""
+    row = _row(tmp_path, internal=("test_masks.py::test_c",))
+    assert not row.graded and any(t.score is None and t.not_graded for t in row.tests)
+    late = LatePolicy(datetime.fromisoformat("2026-10-01T23:59:00+02:00"), 0.25, 3)
+    inputs = TermInputs(late=late, times={"ada": datetime.fromisoformat("2026-10-02T10:00:00+02:00")},
+                        adjustments={"ada": (Adjustment("softmax", 1.5, "rubric: clear names"),)})
+    (final,) = outputs.write_outputs(tmp_path / "out", [row], inputs, formats.Context(echo=lambda _: None))
+    assert final.term_applied and final.late.days_late == 1 and final.computed == row.computed
+    path = tmp_path / "out" / "ada" / "results.json"
+    text = path.read_text(encoding="utf-8")
+    again = read_row(tmp_path / "out", "ada")
+    assert again == final
+    assert results_json.results_text(again.to_json()) == text
+    data = json.loads(text)
+    assert "score" not in next(t for t in data["tests"] if t["extra_data"].get("not_graded"))
+    assert data["extra_data"]["adjustments"] == [{"exercise": "softmax", "points": 1.5,
+                                                  "reason": "rubric: clear names"}]
+
+
+@pytest.mark.parametrize("break_it, field", [
+    (lambda d: d["tests"][1].update(max_score="2"), "tests[1].max_score: expected a number"),
+    (lambda d: d["extra_data"].pop("student"), "extra_data.student: missing"),
+    (lambda d: d["extra_data"]["exercises"].update(softmax="ten"), "extra_data.exercises.softmax"),
+    (lambda d: d["tests"][0]["extra_data"].pop("exercise"), "tests[0].extra_data.exercise: missing"),
+    (lambda d: d.update(tests={}), "tests: expected a list"),
+])
+def test_a_broken_results_json_is_refused_naming_the_file_and_the_field(tmp_path: Path, break_it, field) -> None:
+    _row(tmp_path)
+    path = tmp_path / "out" / "ada" / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    break_it(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ResultsFileError, match="ada/results.json") as raised:
+        StudentRow.read(path)
+    assert field in str(raised.value)
+    with pytest.raises(ExportError) as exported:  # `attention-kit export` says the same, as one line
+        read_graded(tmp_path / "out")
+    assert str(path) in str(exported.value) and field in str(exported.value)
+
+
+def test_every_output_is_one_format_of_the_registry() -> None:
+    names = [module.NAME for module in formats.formats()]
+    assert EXPECTED <= set(names) and len(names) == len(set(names))
+    batch = {m.NAME for m in formats.formats() if getattr(m, "BATCH", True)}
+    assert "gradescope" not in batch and {"results.json", "feedback.md", "grades.csv"} <= batch
+
+
+TOY = '''"""A toy format: one line per student."""
+from grader.grading.files import atomic_write
+
+NAME = "toy.txt"
+ORDER = 99
+
+
+def write(out, rows, context):
+    lines = [f"{row.student} {row.score:g}/{row.max_score:g} {sum(t.passed for t in row.tests)} passed"
+             for row in rows]
+    atomic_write(out / NAME, "\\n".join(lines) + "\\n")
+    return [out / NAME]
+'''
+
+
+def test_a_new_format_is_its_module_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module dropped into the formats' folder is written by the batch's last stage: no list names it."""
+    folder = tmp_path / "more_formats"
+    folder.mkdir()
+    (folder / "toy.py").write_text(TOY, encoding="utf-8")
+    monkeypatch.setattr(formats, "__path__", [*formats.__path__, str(folder)])
+    monkeypatch.delitem(sys.modules, "grader.grading.formats.toy", raising=False)
+    importlib.invalidate_caches()
+    try:
+        rows = [_row(tmp_path, "ada"), _row(tmp_path, "bob", fail=("test_masks.py::test_a",))]
+        written = outputs.write_outputs(tmp_path / "out", rows, TermInputs(), formats.Context(echo=lambda _: None))
+        toy = (tmp_path / "out" / "toy.txt").read_text(encoding="utf-8").splitlines()
+    finally:
+        sys.modules.pop("grader.grading.formats.toy", None)
+    assert [line.split()[0] for line in toy] == ["ada", "bob"] and toy[0].endswith(" 9 passed")
+    assert toy[1].endswith(" 8 passed") and len(written) == 2
+    assert (tmp_path / "out" / "grades.csv").is_file()  # beside the kit's own
