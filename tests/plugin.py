@@ -79,8 +79,12 @@ def check_mark_expression(config: pytest.Config, expression: str) -> str:
     curriculum = load_curriculum()
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
     numbered = {exercise.number: exercise.name for exercise in curriculum.exercises}
-    numbers = (f"1 to {len(numbered)}" if list(numbered) == list(range(1, len(numbered) + 1))
-               else ", ".join(map(str, numbered)))
+    # A typo is answered with the course's own exercises (assigned or given), not the whole kit's.
+    held = set(curriculum.assigned_or_given()) or set(numbered.values())
+    course_names = [name for name in curriculum.names if name in held]
+    course_numbers = [number for number, name in numbered.items() if name in held]
+    numbers = (f"1 to {len(course_numbers)}" if course_numbers == list(range(1, len(course_numbers) + 1))
+               else ", ".join(map(str, course_numbers)))
 
     def replace(match: re.Match[str]) -> str:
         word = match.group()
@@ -95,7 +99,7 @@ def check_mark_expression(config: pytest.Config, expression: str) -> str:
             return word
         raise pytest.UsageError(
             f"-m {expression}: no exercise named {word!r}; the exercises are "
-            f"{', '.join(closest_first(word, curriculum.names))} (or their numbers, {numbers}; "
+            f"{', '.join(closest_first(word, course_names))} (or their numbers, {numbers}; "
             "other markers: pytest --markers)")
 
     return TOKEN.sub(replace, expression)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -389,3 +390,10 @@ def test_pytest_m_names_an_exercise_the_part_does_not_hold(monkeypatch):
         with pytest.raises(pytest.UsageError, match=r"exercise 4, masks is not part of this course \(it has exercises "
                                                     r"12, 13, 14, 15, and 1, 2, 3, 5, 6, 8, 9 given\)"):
             plugin.check_mark_expression(Config(), text)
+    # A typo lists the course's exercises only, with their kit numbers: not masks, layer, explain or decoding.
+    with pytest.raises(pytest.UsageError) as typo:
+        plugin.check_mark_expression(Config(), "negaton")
+    message = str(typo.value)
+    assert message.startswith("-m negaton: no exercise named 'negaton'; the exercises are negation, ")
+    assert not {"masks", "layer", "explain", "decoding"} & set(re.findall(r"[a-z]+", message)), message
+    assert "(or their numbers, 1, 2, 3, 5, 6, 8, 9, 12, 13, 14, 15;" in message
