@@ -48,6 +48,9 @@ def hint_text(name: str, level: int = 1) -> str:
         raise ValueError(f"--level must be 1 or more, got {level}")
     count = len(exercise.hints)
     heading = f"Exercise {exercise.number}, {exercise.name}: {exercise.title}"
+    if exercise.name in curriculum.given_names():  # a Part III student reads softmax's hints to read its code
+        heading += (f"\n(given in this course: {exercise.module_file} is working code you may read; "
+                    "these hints are for writing it yourself)")
     if count == 0:
         return f"{heading}\nThis exercise has no hints. Read the docstrings in {exercise.module_file}."
     if level > count:

@@ -540,4 +540,8 @@ def test_hint_names_an_exercise_the_course_lacks(capsys, monkeypatch):
     assert capsys.readouterr().err == ("attention-kit hint: exercise 4, masks is not part of this course (it has "
                                        "exercises 12, 13, 14, 15, and 1, 2, 3, 5, 6, 8, 9 given)\n")
     assert hints.run(parser.parse_args(["attention"])) == 0  # given: its hints help to read it
-    assert capsys.readouterr().out.startswith("Exercise 3, attention:")
+    shown = capsys.readouterr().out
+    assert shown.startswith("Exercise 3, attention:")
+    assert "given in this course: attention.py is working code" in shown.splitlines()[1], shown
+    assert hints.run(parser.parse_args(["negation"])) == 0  # assigned: no such line
+    assert "given in this course" not in capsys.readouterr().out
