@@ -144,3 +144,24 @@ def test_hidden_tests_of_two_exercises_with_one_name_score_apart(tmp_path, capsy
     assert same["softmax: test_same_name"]["score"] == 0
     assert same["masks: test_same_name"]["extra_data"]["nodeid"] != same["softmax: test_same_name"]["extra_data"][
         "nodeid"]
+
+
+def test_a_release_of_a_course_with_its_own_exercise_never_asks_to_edit_the_kit(tmp_path, capsys):
+    # The release compared the kit's exercises/ with the stubs the course implies (its own exercise's among them)
+    # and told the instructor to run `python -m grader.authoring.sync`, which would write them into the kit.
+    import re
+
+    from grader import cli
+
+    folder = tmp_path / "course"
+    assert cli.main(["course", "init", str(folder)]) == 0
+    settings = folder / "course.toml"
+    settings.write_text(re.sub(r"(?ms)^exercises = \[.*?^\]", 'exercises = ["softmax"]',
+                               settings.read_text(encoding="utf-8"), count=1), encoding="utf-8")
+    assert cli.main(["course", "exercise", "new", "centre", "--course", str(folder), "--part", "1"]) == 0
+    capsys.readouterr()
+    assert cli.main(["release", str(tmp_path / "release"), "--course", str(folder), "--no-git"]) == 0
+    printed = capsys.readouterr()
+    assert (tmp_path / "release" / "exercises" / "centre.py").is_file()
+    assert "grader.authoring.sync" not in printed.out + printed.err, printed.out + printed.err
+    assert "in the kit is out of date" not in printed.out + printed.err
