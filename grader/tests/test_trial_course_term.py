@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -149,8 +150,6 @@ def test_hidden_tests_of_two_exercises_with_one_name_score_apart(tmp_path, capsy
 def test_a_release_of_a_course_with_its_own_exercise_never_asks_to_edit_the_kit(tmp_path, capsys):
     # The release compared the kit's exercises/ with the stubs the course implies (its own exercise's among them)
     # and told the instructor to run `python -m grader.authoring.sync`, which would write them into the kit.
-    import re
-
     from grader import cli
 
     folder = tmp_path / "course"
@@ -165,3 +164,35 @@ def test_a_release_of_a_course_with_its_own_exercise_never_asks_to_edit_the_kit(
     assert (tmp_path / "release" / "exercises" / "centre.py").is_file()
     assert "grader.authoring.sync" not in printed.out + printed.err, printed.out + printed.err
     assert "in the kit is out of date" not in printed.out + printed.err
+
+
+def test_the_progress_line_shows_the_final_score_graded_or_kept(tmp_path, capsys):
+    # A row graded in this run was shown with its tests' score, a kept one with its final score: a late
+    # student read 60/60 in the run that graded them and 30/60 in the next.
+    from grader import cli
+    from grader.curriculum import ROOT
+
+    folder = tmp_path / "course"
+    assert cli.main(["course", "init", str(folder)]) == 0
+    settings = folder / "course.toml"
+    settings.write_text(re.sub(r"(?ms)^exercises = \[.*?^\]", 'exercises = ["softmax"]',
+                               settings.read_text(encoding="utf-8"), count=1) + "\n" + LATE, encoding="utf-8")
+    student = tmp_path / "subs" / "bob"
+    student.mkdir(parents=True)
+    for module in ("softmax", "_checks"):
+        (student / f"{module}.py").write_text((ROOT / "solutions" / f"{module}.py").read_text(encoding="utf-8"),
+                                              encoding="utf-8")
+    times = tmp_path / "times.csv"
+    times.write_text("id,submitted_at\nbob,2026-10-03T01:30:00+02:00\n", encoding="utf-8")  # two started days
+    empty = tmp_path / "no-hidden"
+    empty.mkdir()
+    base = ["grade", str(student.parent), "--out", str(tmp_path / "out"), "--course", str(folder), "--jobs", "1",
+            "--exercise", "softmax", "--hidden", str(empty)]
+    capsys.readouterr()
+    lines = []
+    for extra in (["--times", str(times)], []):
+        assert cli.main([*base, *extra]) == 0
+        lines += [line for line in capsys.readouterr().out.splitlines() if line.startswith("[1/1] bob: ")]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("[1/1] bob: 5/10 (ok)"), lines  # half of the tests' 10 points lost
+    assert lines[1].startswith("[1/1] bob: 5/10 (unchanged"), lines
