@@ -196,3 +196,30 @@ def test_the_progress_line_shows_the_final_score_graded_or_kept(tmp_path, capsys
     assert len(lines) == 2, lines
     assert lines[0].startswith("[1/1] bob: 5/10 (ok)"), lines  # half of the tests' 10 points lost
     assert lines[1].startswith("[1/1] bob: 5/10 (unchanged"), lines
+
+
+def test_export_sends_the_total_to_the_assignment_named_by_its_options_in_a_course_with_exercise_ids(tmp_path,
+                                                                                                     monkeypatch):
+    # docs/grading.md: `export --roster R --canvas-assignment-id ID` fills an existing assignment with the total.
+    # A course with [canvas.exercise_ids] (per-exercise columns by default) refused it, asking to drop a
+    # --per-exercise that was never given.
+    from grader.grading import export
+
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / course.COURSE_FILE).write_text("[canvas.exercise_ids]\nsoftmax = 900011\n", encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))
+    roster = tmp_path / "roster.csv"
+    roster.write_text(f"folder,lms_id,name,email\n{gradescope.STUDENT_ID},20401,Ada L,ada@example.edu\n",
+                      encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    rows = [graded_results(15.0)]
+    export.export(out, rows, roster, echo=lambda *_: None)  # the course's default: a column per exercise
+    assert "(900011)" in (out / "canvas.csv").read_text(encoding="utf-8").splitlines()[0]
+    export.export(out, rows, roster, assignment_id="900001", assignment_name="Homework 3", echo=lambda *_: None)
+    lines = (out / "canvas.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0].endswith(",Homework 3 (900001)") and "900011" not in lines[0], lines[0]
+    assert lines[2].endswith(",15"), lines
+    with pytest.raises(export.ExportError, match="without --per-exercise"):  # both asked for: still refused
+        export.export(out, rows, roster, per_exercise=True, assignment_id="900001", echo=lambda *_: None)
