@@ -12,6 +12,7 @@ import json
 import os
 import re
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -223,3 +224,36 @@ def test_export_sends_the_total_to_the_assignment_named_by_its_options_in_a_cour
     assert lines[2].endswith(",15"), lines
     with pytest.raises(export.ExportError, match="without --per-exercise"):  # both asked for: still refused
         export.export(out, rows, roster, per_exercise=True, assignment_id="900001", echo=lambda *_: None)
+
+
+def test_the_sample_class_of_a_course_shows_its_points_on_the_exercises_it_grades(tmp_path, monkeypatch):
+    # A course of softmax and masks got samples with an attention mistake and a syntax error in multihead.py,
+    # neither graded there: both scored full marks, "ok", demonstrating nothing the README promises.
+    import ast
+    import zipfile
+
+    from grader import cli
+    from grader.grading import samples
+
+    folder = tmp_path / "course"
+    assert cli.main(["course", "init", str(folder)]) == 0
+    settings = folder / "course.toml"
+    settings.write_text(re.sub(r"(?ms)^exercises = \[.*?^\]", 'exercises = ["softmax", "masks"]',
+                               settings.read_text(encoding="utf-8"), count=1), encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))
+    load.cache_clear()
+    monkeypatch.setattr(samples, "REFERENCE", folder / "solutions")
+    made = samples.make_samples(tmp_path / "samples")
+    graded = {"softmax.py", "masks.py"}
+    mistakes = [path for path in made if path.name.startswith("mistake-")]
+    assert mistakes and all(path.name.split("-")[1] in ("softmax", "masks") for path in mistakes), made
+    broken = set()
+    for module in (tmp_path / "samples" / "syntax-error").glob("*.py"):
+        try:
+            ast.parse(module.read_text(encoding="utf-8"))
+        except SyntaxError:
+            broken.add(module.name)
+    assert len(broken) == 1 and broken <= graded, broken
+    with zipfile.ZipFile(tmp_path / "samples" / "missing-module.zip") as archive:
+        present = {Path(name).name for name in archive.namelist()}
+    assert graded - present, "the missing-module sample leaves out a module the course grades"
