@@ -1,9 +1,11 @@
 """An instructor's term in a course folder, end to end: what the trial of issue 36 found wrong.
 
 Each test runs the real entry path (no setting stood in for): the Gradescope runner reads the bundled
-course's ``[late]``, hidden tests of different exercises that share a test name score apart, the term's
-input files kept in the output folder are not readable by other users, and a release of a course with an
-exercise of its own never asks the instructor to edit the kit.
+course's ``[late]``; hidden tests of different exercises that share a test name score apart; the term's
+input files kept in the output folder are not readable by other users; a release of a course with an
+exercise of its own never asks the instructor to edit the kit; the progress line shows the final score;
+``export --canvas-assignment-id`` fills that assignment in a course with ``[canvas.exercise_ids]``; the
+sample class of a course demonstrates its points on the exercises it grades.
 """
 
 from __future__ import annotations
