@@ -82,7 +82,7 @@ from grader.grading.cluster import add_engine_arguments, connect_cluster
 from grader.grading.progress import progress_display
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, suite_files
 from grader.grading.shard import parse_shard, shard_entries
-from grader.grading.term_stage import check_inputs, load_inputs
+from grader.grading.term_stage import check_inputs, finalize, load_inputs
 from grader.suite import graded_suite, hidden_folders
 
 DEFAULT_OUT = "attention-kit-grades"
@@ -239,7 +239,7 @@ def grade_batch(
         if (engine := connect_cluster(cluster, template, echo, jobs)) is None:  # the pool's run_jobs without --cluster
             return 2  # the cluster cannot be reached, or refused every worker: said in one line, nobody graded
         batch = _Batch(out, suite, template, force=force, kit_failure=kit_failure, isolated=plan.isolated)
-        batch.only = set(only or ())
+        batch.only, batch.inputs = set(only or ()), inputs
         with progress_display(len(entries)) as progress:
             batch.progress = progress
             batch.grade(entries, work, processes=jobs or os.cpu_count() or 1, timeout=timeout, engine=engine)
@@ -352,6 +352,7 @@ class _Batch:
         self.fingerprint = suite_fingerprint(template)
         self.progress: Any = None
         self.only: set[str] = set()  # --only: regraded whatever their fingerprints say
+        self.inputs: Any = None  # the term's inputs: a row's progress line shows its final score, as every file
         self.graded = self.reused = 0
         # Every student done so far; the rows themselves are on disk (the batch's memory does not grow with the
         # class), but for a row that could not be written, kept here.
@@ -461,6 +462,8 @@ class _Batch:
         """Show that ``student`` is done, with their score and status (``row``: their StudentRow)."""
         from grader.grading.report import escape_text, number
 
+        if self.inputs is not None:  # graded now or kept: the score of this run's gradebook, never the tests' own
+            row = finalize(row, self.inputs)
         self.progress.advance(escape_text(f"{student}: {number(row.score)}/{number(row.max_score)} "
                                           f"({row.status})")[:400])
 

@@ -351,6 +351,11 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
     # Beside the upload (same file system: a hard link in it is copied as a hard link, which grading refuses).
     work = Path(tempfile.mkdtemp(prefix=".attention-kit-gradescope-", dir=root))
     try:
+        from grader import course
+
+        # The bundle's kit/course.toml is the course of this runner too, not only of the `grade` it starts:
+        # its [late] and [extensions] apply to the row below (nothing else names the course here).
+        course.activate(course.find(cwd=Path(kit)))
         submission = root / "submission"
         if submission.is_symlink() or not submission.is_dir() or not any(submission.iterdir()):
             results = failure_results("The submission is empty: upload your seven modules (softmax.py ...) or "

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from grader import course
 from grader.curriculum import ROOT
 from grader.grading.implementation import implementation_for, keep_spare
 from grader.grading.records import Job, TestRecord
@@ -45,6 +46,7 @@ class Recorder:
         self.implementation: Any = None
         self.started: Any = None
         self.order: list[tuple[str, str, str]] = []
+        self.ids: dict[tuple[str, str], str] = {}  # (pytest's node id, the file's location) -> the test's id
         self.records: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
         self.internal_before: dict[str, int] = {}
@@ -75,7 +77,7 @@ class Recorder:
         self.job = next_job
         self.implementation = self.started = None
         self.records, self.internal_before, self.environment, self.exceptions = {}, {}, {}, {}
-        self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in items]
+        self._number(items)
         self.collected_at = time.monotonic()
         self.finished_at = 0.0
         self.public_output = self.public_refused = None
@@ -90,8 +92,20 @@ class Recorder:
         """How many internal failures (the grader's) the implementation has reported so far."""
         return len(getattr(self.implementation, "internal", None) or [])
 
+    def _number(self, items: list[pytest.Item]) -> None:
+        """Note the tests' order and ids (:func:`test_id`), which are hidden, and how a report names each."""
+        ids = [test_id(item) for item in items]
+        self.ids = {(item.nodeid, item.location[0]): id_ for item, id_ in zip(items, ids, strict=True)}
+        self.order = [(id_, str(item.path), item.stash.get(EXERCISE, "")) for item, id_ in zip(items, ids, strict=True)]
+        self.hidden_nodes = {id_ for item, id_ in zip(items, ids, strict=True) if str(item.path) in self.hidden}
+
+    def _id(self, nodeid: str, location: Any) -> str:
+        """The id of the test pytest reports as ``nodeid`` at ``location`` (see :func:`test_id`)."""
+        return self.ids.get((nodeid, location[0] if location else ""), nodeid)
+
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         """Note how many internal failures there were before the test."""
+        nodeid = self._id(nodeid, location)
         self.internal_before[nodeid] = self.internal_count()
         if nodeid in self.hidden_nodes and self.public_output is None:  # hidden tests run last: from here on,
             self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown
@@ -105,14 +119,15 @@ class Recorder:
         # Reads the call only (never the report), so it runs before the report is made and returns None,
         # letting pytest make it: a plain hook, cheaper for pluggy than a wrapper around it.
         value = call.excinfo.value if call.excinfo is not None else None
+        nodeid = self._id(item.nodeid, item.location)
         if value is not None and call.when in ("setup", "call"):
-            self.exceptions.setdefault(item.nodeid, type(value).__name__)  # the kit's check tells them apart
+            self.exceptions.setdefault(nodeid, type(value).__name__)  # the kit's check tells them apart
         # An import or file error raised by the test itself (a missing data file, a broken install), never by
         # the student's code (their exceptions are rebuilt and marked): the grader's failure, not a zero.
         if (call.when == "call" and isinstance(value, (ImportError, OSError))
                 and not isinstance(value, TimeoutError)  # the proxy's: a student's call ran out of time
                 and not getattr(value, "attention_kit_student", False)):
-            self.environment[item.nodeid] = f"the test failed on the grader's side ({type(value).__name__}: " \
+            self.environment[nodeid] = f"the test failed on the grader's side ({type(value).__name__}: " \
                                             f"{str(value)[:200]})"
 
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -136,8 +151,7 @@ class Recorder:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Note the tests' order and which are hidden."""
         self.collected_at = time.monotonic()
-        self.order = [(item.nodeid, str(item.path), item.stash.get(EXERCISE, "")) for item in session.items]
-        self.hidden_nodes = {item.nodeid for item in session.items if str(item.path) in self.hidden}
+        self._number(session.items)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Keep a collection error (the suite's failure, not the student's)."""
@@ -146,19 +160,20 @@ class Recorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Add one phase's report to the test's record."""
-        record = self.records.setdefault(report.nodeid, {"outcome": "passed", "message": "", "output": "",
+        nodeid = self._id(report.nodeid, report.location)
+        record = self.records.setdefault(nodeid, {"outcome": "passed", "message": "", "output": "",
                                                          "duration": 0.0})
         record["duration"] += report.duration
         if report.when == "teardown" and on_test_done is not None:
             with contextlib.suppress(Exception):  # telling is a courtesy: never a test's failure
                 on_test_done()
-        if report.nodeid in self.exceptions:
-            record["exception"] = self.exceptions[report.nodeid]
+        if nodeid in self.exceptions:
+            record["exception"] = self.exceptions[nodeid]
         internal = getattr(self.implementation, "internal", None) or []
-        if len(internal) > self.internal_before.get(report.nodeid, 0) and not record.get("internal"):
+        if len(internal) > self.internal_before.get(nodeid, 0) and not record.get("internal"):
             record["internal"] = str(internal[-1])  # the grader failed during this test: no score for it
-        if report.nodeid in self.environment and not record.get("internal"):
-            record["internal"] = self.environment[report.nodeid]
+        if nodeid in self.environment and not record.get("internal"):
+            record["internal"] = self.environment[nodeid]
         if not (report.failed or (report.when == "call" and report.skipped)):
             return
         rendered = report.longreprtext  # rendered once (each read of it renders the report again)
@@ -169,7 +184,7 @@ class Recorder:
         if record["outcome"] == "passed":
             record["phase"] = report.when
         record["outcome"] = "failed"
-        hidden_test = report.nodeid in self.hidden_nodes
+        hidden_test = nodeid in self.hidden_nodes
         found = failures_of(report)  # what the suite's checks found, as data (tests/failures.py)
         if found:
             text = graded_text(found, hidden=hidden_test)  # hidden: the checks' messages, no line of the test
@@ -190,6 +205,25 @@ class Recorder:
             record["message"] = _clean_failure(record["message"], self.job.folder)
             records.append(TestRecord(nodeid=nodeid, file=path, exercise=exercise, **record))
         return tuple(records)
+
+
+def test_id(item: pytest.Item) -> str:
+    """The test's node id, naming its file where pytest names none.
+
+    pytest leaves the file out of the node id of a test file outside its root folder (the kit), given by
+    its path: a course folder's tests and hidden tests, a ``--hidden DIR``. Two such tests of one name
+    (softmax's and your exercise's ``test_integer_scores``) were then one record, which gave both the
+    outcome of one. Such a file is named by its path in the course folder, else by its folder and name.
+    """
+    nodeid = item.nodeid
+    if not nodeid.startswith("::"):
+        return nodeid
+    path = Path(item.path)
+    home = course.active_folder()
+    label = f"{path.parent.name}/{path.name}"
+    if home is not None and path.is_relative_to(home):
+        label = path.relative_to(home).as_posix()
+    return label + nodeid
 
 
 def _hidden_failure(report: Any, rendered: str | None = None) -> str:

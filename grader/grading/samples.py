@@ -25,14 +25,20 @@ REFERENCE = reference_dir() or ROOT / "solutions"  # the instructor's own copy: 
 
 
 def mutants_in_turn() -> list[Mutant]:
-    """The catalogue reordered so consecutive mutants come from different exercises (none without a catalogue)."""
+    """The catalogue of the graded exercises, reordered so consecutive mutants come from different exercises.
+
+    None without a catalogue. Only the exercises the course grades: a mistake in one it gives (served from the
+    reference) or leaves out would score full marks and show nothing.
+    """
     try:
         catalogue = load_catalogue()
     except CatalogueError:  # a course folder made before the catalogue was copied: samples without mistakes
         catalogue = []
+    graded = set(load().selected_names())
     by_exercise: dict[str, list[Mutant]] = {}
     for mutant in catalogue:
-        by_exercise.setdefault(mutant.exercise, []).append(mutant)
+        if mutant.exercise in graded:
+            by_exercise.setdefault(mutant.exercise, []).append(mutant)
     longest = max((len(m) for m in by_exercise.values()), default=0)
     return [mutants[i] for i in range(longest) for mutants in by_exercise.values() if i < len(mutants)]
 
@@ -86,12 +92,16 @@ def make_samples(folder: Path, mutants: int = 4) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     made = [_copy_reference(folder / "correct")]
     made += plant_mutants(folder, mutants)
+    # The syntax error and the missing module are in exercises the course grades (any mix, any number of them).
+    graded = load().selection()
+    names = [exercise.name for exercise in graded]
     broken = _copy_reference(folder / "syntax-error")
-    break_syntax(broken)
+    break_syntax(broken, "multihead.py" if "multihead" in names else graded[0].module_file)
     made.append(broken)
     # A zip whose modules sit one folder down, as many students hand in their work.
     staging = _copy_reference(folder / ".missing-module")
-    left_out = load().exercises[-3].module_file  # positional.py: an exercise nothing else imports
+    every = load().exercises
+    left_out = (every[-3] if len(every) >= 3 and every[-3].name in names else graded[-1]).module_file
     (staging / left_out).unlink()
     made.append(zip_folder(staging, folder / "missing-module.zip", prefix="exercises"))
     shutil.rmtree(staging)

@@ -17,12 +17,12 @@ The score rule itself is :func:`grader.scoring.final_score`.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from grader import course, scoring, term
+from grader.grading.files import atomic_write
 from grader.grading.rows import StudentRow
 from grader.term import Adjustment, Lateness, LatePolicy
 
@@ -68,7 +68,8 @@ def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercis
         if given is not None and Path(given).resolve() != kept.resolve():
             check_inputs(given if kept.name == TIMES_FILE else None,
                          given if kept.name == ADJUSTMENTS_FILE else None, exercises)
-            shutil.copyfile(given, kept)
+            # Written as every file of the gradebook (files.FILE_MODE): the ids, times and reasons are the class's.
+            atomic_write(kept, Path(given).read_text(encoding="utf-8-sig"))
     late, extensions = course.late_policy()
     stored_times, stored_adjustments = out / TIMES_FILE, out / ADJUSTMENTS_FILE
     return TermInputs(late=late, extensions=extensions,

@@ -125,7 +125,11 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
         return []
     roster_rows = read_roster(context.roster)
     roster = match_roster([row.student for row in rows], roster_rows)
-    per_exercise = context.per_exercise if context.per_exercise is not None else bool(course.canvas_exercise_ids())
+    # Per exercise when asked (--per-exercise), else when the course has [canvas.exercise_ids], unless the options
+    # name the one assignment of the total (--canvas-assignment-id/-name: docs/grading.md's import steps).
+    named = context.assignment_id is not None or context.assignment_name is not None
+    per_exercise = (context.per_exercise if context.per_exercise is not None
+                    else bool(course.canvas_exercise_ids()) and not named)
     atomic_write(out / "canvas.csv", canvas_csv(rows, roster, roster_rows, per_exercise=per_exercise,
                                                 assignment_id=context.assignment_id,
                                                 assignment_name=context.assignment_name))
