@@ -124,6 +124,20 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
     if missing:
         raise ShardError(f"--merge: shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing: every "
                          "student is one row, so every shard is needed")
+    # Every student of the class in exactly the slice their id puts them in (a manifest is a file: it may be
+    # edited, or come from another --shard run of the same N): else a student would have no row, or two.
+    seen: dict[str, int] = {}
+    for data in manifests:
+        for student in data["students"]:
+            if student in seen or student not in first["class"] or slice_of(student, count) != data["shard"]:
+                raise ShardError(f"--merge: shard {data['shard']}/{count} lists {student!r}, which is not in that "
+                                 "slice of the class: rerun that shard")
+            seen[student] = data["shard"]
+    absent = [student for student in first["class"] if student not in seen]
+    if absent:
+        names = ", ".join(map(repr, absent[:5]))
+        raise ShardError(f"--merge: {len(absent)} student(s) of the class in no shard ({names}): rerun shard "
+                         f"{slice_of(absent[0], count)}/{count}")
     strays = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name not in first["class"]) \
         if out.is_dir() else []
     if strays:

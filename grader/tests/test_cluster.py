@@ -307,6 +307,12 @@ def test_two_shards_merged_equal_the_whole(part_one, tmp_path, capsys):
     # A missing slice: refused (every student is one row).
     assert cli(["export", str(tmp_path / "half"), "--merge", str(shards[0])]) == 2
     assert "2/2 missing" in capsys.readouterr().err
+    # A manifest that leaves a student of the class out (edited, or another run's): refused, naming them.
+    (shards[1] / "shard.json").write_text(json.dumps({**manifest, "students": manifest["students"][1:]}))
+    assert cli(["export", str(tmp_path / "short"), "--merge", *map(str, shards)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "in no shard" in error and repr(manifest["students"][0]) in error, error
+    assert not (tmp_path / "short" / "grades.csv").exists()
 
 
 def test_shards_are_deterministic_slices_of_the_class():
