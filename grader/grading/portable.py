@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,8 @@ def roots() -> list[tuple[str, Path]]:
 
 def portable_text(text: str, here: list[tuple[str, Path]]) -> str:
     """``text`` with this machine's roots replaced by their names (``<kit>``, ``<course>``)."""
-    for name, root in here:
-        text = text.replace(str(root), name)
+    for name, root in here:  # a whole path component only: the kit at /srv/kit leaves /srv/kit-hidden alone
+        text = re.sub(re.escape(str(root)) + r"(?![\w.-])", name, text)
     return text
 
 

@@ -419,3 +419,15 @@ def test_the_engine_is_closed_when_the_batch_stops_before_grading(tmp_path, monk
         grade_batch(tmp_path / "submissions", tmp_path / "out", exercises=["softmax"], echo=quiet(), hidden=None,
                     cluster="tcp://scheduler:8786")
     assert closed, "the engine was left open"
+
+
+def test_a_root_is_replaced_as_a_whole_path_component_only():
+    # The kit at /srv/kit also turned /srv/kit-hidden/test_x.py into <kit>-hidden/test_x.py on its way between
+    # machines, which the other side then read as a path under its own kit.
+    from grader.grading.portable import local_text, portable_text
+
+    here = [("<kit>", Path("/srv/kit"))]
+    text = "/srv/kit/tests/t.py, /srv/kit-hidden/test_x.py, '/srv/kit': /srv/kit\n(/srv/kit) /srv/kitchen"
+    assert portable_text(text, here) == ("<kit>/tests/t.py, /srv/kit-hidden/test_x.py, '<kit>': <kit>\n(<kit>) "
+                                         "/srv/kitchen")
+    assert local_text(portable_text(text, here), here) == text
