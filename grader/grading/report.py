@@ -137,6 +137,13 @@ def max_points(suite: Iterable[TestFile], graded: Iterable[str]) -> dict[str, fl
     return totals
 
 
+def hidden_points(suite: Iterable[TestFile], exercise: str) -> float:
+    """The points of ``exercise``'s hidden test files that are announced apart until published (0 if shown at once)."""
+    if hidden_visibility() == "visible":
+        return 0.0
+    return scoring.total(f.points for f in suite if f.hidden and f.exercise == exercise and f.points is not None)
+
+
 def score_tests(
     records: Sequence[TestRecord],
     suite: list[TestFile],
@@ -187,7 +194,7 @@ def score_tests(
                 "tags": [exercise.name],
                 "visibility": "visible",
                 "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0,
-                               "not_graded": not_graded},
+                               "not_graded": not_graded, "hidden_max": hidden_points(suite, exercise.name)},
             })
             continue
         reason = problems.get(exercise.name) or (None if mine else "its tests did not run")
@@ -202,7 +209,8 @@ def score_tests(
                 "output": f"{exercise.module_file} could not be graded: {(details or {}).get(exercise.name, reason)}",
                 "tags": [exercise.name],
                 "visibility": "visible",
-                "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0},
+                "extra_data": {"exercise": exercise.name, "nodeid": None, "duration": 0.0,
+                               "hidden_max": hidden_points(suite, exercise.name)},
             })
             continue
         for index, record in enumerate(mine, start=1):
@@ -268,10 +276,13 @@ def visible_score_line(tests: list[dict[str, Any]]) -> str:
     """
     shown = [t for t in tests if t.get("visibility", "visible") == "visible"]
     later = [t for t in tests if t.get("visibility", "visible") != "visible"]
+    # An exercise that could not be graded is one visible row worth its public and hidden points: its hidden part
+    # is announced with the hidden tests, so the public maximum is the same for every student.
+    moved = sum(t.get("extra_data", {}).get("hidden_max", 0.0) for t in shown)
     line = (f"Score: {number(sum(t.get('score', 0.0) for t in shown))} / "
-            f"{number(sum(t['max_score'] for t in shown))}")
-    if later:
-        worth = sum(t["max_score"] for t in later)
+            f"{number(sum(t['max_score'] for t in shown) - moved)}")
+    if later or moved:
+        worth = sum(t["max_score"] for t in later) + moved
         total = sum(t["max_score"] for t in tests)
         line += (f" (public tests)\nHidden tests: worth {number(worth)} more points (total {number(total)}); "
                  "their results appear when grades are published.")
