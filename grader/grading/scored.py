@@ -134,7 +134,9 @@ def score_tests(
 
 
 def _hidden_share(suite: list[TestFile], exercise: Any) -> float:
-    """Of a whole exercise's one entry (it did not run), the points its hidden tests are worth: kept hidden."""
+    """Of a whole exercise's one entry (it did not run), its hidden tests' points (0 if they are shown at once)."""
+    if hidden_visibility() == "visible":
+        return 0.0
     return max(0.0, max_points(suite, [exercise.name])[exercise.name] - exercise.points)
 
 

@@ -343,12 +343,19 @@ def _module_names() -> list[str]:
 
 
 def _count_modules(folder: Path) -> int:
-    """How many of the modules ``folder`` holds, counting names that differ only in case (reported later)."""
+    """How many of the modules ``folder`` holds, counting names that differ only in case (reported later).
+
+    Only files that would be graded count: a symbolic or hard link (:func:`refusal`) is never read, so a folder
+    of links (a cloned repository keeps its symbolic links) never outvotes the student's own modules.
+    """
+    wanted = {name.lower() for name in _module_names()}
     try:
-        present = {path.name.lower() for path in folder.iterdir() if path.is_file()}
+        with os.scandir(folder) as entries:  # only a module's name is looked at closer (lstat): a folder may be huge
+            present = {entry.name.lower() for entry in entries if entry.name.lower() in wanted
+                       and entry.is_file(follow_symlinks=False) and refusal(Path(entry.path)) is None}
     except OSError:
         return 0
-    return sum(name.lower() in present for name in _module_names())
+    return len(present)
 
 
 MAX_FOLDERS = 2_000

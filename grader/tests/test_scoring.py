@@ -253,3 +253,23 @@ def test_hidden_points_the_rule_cannot_split_are_refused_naming_the_file(tmp_pat
         hidden_test_files(tmp_path)
     path.write_text("EXERCISE = 'softmax'\nPOINTS = 2.5\n\n\ndef test_a(impl):\n    pass\n", encoding="utf-8")
     assert [f.points for f in hidden_test_files(tmp_path)] == [2.5]
+
+
+@pytest.mark.parametrize("why", ["missing", "not graded"])
+def test_an_exercise_that_could_not_be_graded_keeps_its_hidden_points_out_of_the_public_maximum(suite, why) -> None:
+    # One visible row stands for the whole exercise (public and hidden points): Gradescope's text said
+    # "Score: 20 / 285 (public tests) ... worth 51 more" for a student missing decoding.py, 280 and 56 for the rest.
+    files, names = suite
+    curriculum = load()
+    lost = curriculum.exercises[-1]
+    records = [TestRecord(nodeid=f"{f.path}::{name}", file=f.path, exercise=f.exercise, outcome="passed")
+               for f in files for name in names[f.path] if why == "missing" or f.exercise != lost.name]
+    problems = {lost.name: f"missing module {lost.name}"} if why == "missing" else {}
+    tests = report.score_tests(records, files, problems, "the grader crashed" if why == "not graded" else None)
+    public = sum(e.points for e in curriculum.exercises)
+    hidden = sum(e.hidden_points for e in curriculum.exercises)
+    assert lost.hidden_points > 0
+    line = report.visible_score_line(tests)
+    expected = f"Score: {scoring.number(public - lost.points)} / {scoring.number(public)} (public tests)"
+    assert line.startswith(expected), line
+    assert f"worth {scoring.number(hidden)} more points (total {scoring.number(public + hidden)})" in line

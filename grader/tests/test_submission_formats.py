@@ -103,3 +103,28 @@ def test_entries_that_share_an_id_are_all_refused_and_none_chosen(tmp_path: Path
     for student, entry in listed:
         submission = submissions.prepare(entry, tmp_path / "work", student, refused.get(student))
         assert submission.status == (expected if student in refused else "ok"), (student, submission.status)
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_a_folder_of_links_never_outvotes_the_students_own_modules(tmp_path: Path, reference: Path, link: str) -> None:
+    # A cloned repository (GitHub Classroom) keeps its symbolic links: a folder whose modules all link elsewhere
+    # (the reference, a classmate's clone) held more modules than the student's own exercises/, so it was chosen,
+    # its links refused, and the student's real work graded as "missing module ..." (0 points for every exercise).
+    entry = tmp_path / "self-attention-alice"
+    own = entry / "exercises"
+    shutil.copytree(ROOT / "exercises", own, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(reference / "softmax.py", own / "softmax.py")  # the student's own work
+    (own / "decoding.py").unlink()  # one module short of a full set
+    mirror = entry / "vendor" / "exercises"
+    mirror.mkdir(parents=True)
+    for exercise in load().exercises:
+        target = reference / exercise.module_file
+        if link == "symbolic":
+            (mirror / exercise.module_file).symlink_to(target)
+        else:
+            (mirror / exercise.module_file).hardlink_to(target)
+    assert submissions.find_module_folder(entry) == own
+    prepared = submissions.prepare(entry, tmp_path / "work")
+    assert prepared.folder is not None
+    assert (prepared.folder / "softmax.py").read_bytes() == (reference / "softmax.py").read_bytes()
+    assert set(prepared.problems) == {"decoding"}, prepared.problems
