@@ -33,3 +33,19 @@ def test_an_exercise_that_did_not_run_keeps_its_hidden_points_hidden(not_graded)
     assert f"worth {report.number(hidden)} more points (total {report.number(public + hidden)})" in line
     # Gradescope's own sums are unchanged: the entry is still worth the exercise's public and hidden points.
     assert sum(t.max_score for t in tests) == public + hidden
+
+
+def test_with_hidden_tests_shown_at_once_the_whole_exercise_stays_public(monkeypatch) -> None:
+    # A course whose [hidden] visibility is "visible" shows hidden tests at once: nothing is announced apart.
+    from grader.grading import scored
+
+    monkeypatch.setattr(scored, "hidden_visibility", lambda: "visible")
+    curriculum = load()
+    files, _ = graded_suite(HIDDEN_DIR, curriculum.names)
+    records = [TestRecord(nodeid=f"{f.path}::{name}", file=f.path, exercise=f.exercise, outcome="passed")
+               for f in files if f.exercise != "masks" for name in collect_tests(f.path)]
+    tests = report.score_tests(records, files, {"masks": "syntax error in masks.py line 53"})
+    total = sum(e.points + e.hidden_points for e in curriculum.exercises)
+    masks = curriculum.exercise("masks")
+    line = report.visible_score_line(tests)
+    assert line == f"Score: {report.number(total - masks.points - masks.hidden_points)} / {report.number(total)}"
