@@ -46,7 +46,8 @@ class TestEntry:
     __test__ = False  # not a pytest test class, whatever its name
 
     name: str
-    """``<exercise>: <test>`` (or ``<exercise>: not graded`` for an exercise that could not run)."""
+    """``<exercise>: <test>``; for an exercise that did not run, ``<exercise>: did not run`` (the student's code
+    kept it from running: 0) or ``<exercise>: not graded`` (the grader failed: no score)."""
     number: str
     """Gradescope's number: ``<exercise number>.<index>`` (``<exercise number>`` for a whole exercise)."""
     max_score: float

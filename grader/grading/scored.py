@@ -99,19 +99,19 @@ def score_tests(
         if exercise.name not in exercises_with_tests:
             continue
         mine = [r for r in records if r.exercise == exercise.name and r.file in files]
-        whole = {"name": f"{exercise.name}: not graded", "number": f"{exercise.number}", "status": "failed",
-                 "exercise": exercise.name, "tags": (exercise.name,)}
-        if exercise.name not in problems and not mine and not_graded:
-            entries.append(TestEntry(**whole, max_score=max_points(suite, [exercise.name])[exercise.name],
-                                     output=f"{NOT_GRADED}: {not_graded}{_REGRADE}", not_graded=not_graded,
-                                     hidden_points=_hidden_share(suite, exercise)))
+        whole = {"number": f"{exercise.number}", "status": "failed", "exercise": exercise.name,
+                 "tags": (exercise.name,), "max_score": max_points(suite, [exercise.name])[exercise.name],
+                 "hidden_points": _hidden_share(suite, exercise)}
+        if exercise.name not in problems and not mine and not_graded:  # the grader's failure: no score
+            entries.append(TestEntry(name=f"{exercise.name}: not graded", **whole, not_graded=not_graded,
+                                     output=f"{NOT_GRADED}: {not_graded}{_REGRADE}"))
             continue
         reason = problems.get(exercise.name) or (None if mine else "its tests did not run")
         if reason is not None:
-            entries.append(TestEntry(**whole, score=0.0, max_score=max_points(suite, [exercise.name])[exercise.name],
+            # The student's code kept it from running (a syntax error, a missing module): 0, not "not graded".
+            entries.append(TestEntry(name=f"{exercise.name}: did not run", **whole, score=0.0,
                                      output=f"{exercise.module_file} could not be graded: "
-                                            f"{(details or {}).get(exercise.name, reason)}",
-                                     hidden_points=_hidden_share(suite, exercise)))
+                                            f"{(details or {}).get(exercise.name, reason)}"))
             continue
         for index, record in enumerate(mine, start=1):
             test_file = files[record.file]

@@ -33,6 +33,9 @@ def test_an_exercise_that_did_not_run_keeps_its_hidden_points_hidden(not_graded)
     assert f"worth {report.number(hidden)} more points (total {report.number(public + hidden)})" in line
     # Gradescope's own sums are unchanged: the entry is still worth the exercise's public and hidden points.
     assert sum(t.max_score for t in tests) == public + hidden
+    # "not graded" is the grader's failure only (no score); the student's code that kept masks from running is 0.
+    whole = next(t for t in tests if t.exercise == "masks")
+    assert (whole.name, whole.score) == (("masks: not graded", None) if not_graded else ("masks: did not run", 0.0))
 
 
 def test_with_hidden_tests_shown_at_once_the_whole_exercise_stays_public(monkeypatch) -> None:
