@@ -42,6 +42,7 @@ from typing import Any
 
 from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
+from grader.sandbox import given
 
 # Modules whose only use in an exercise would be to build or load code at run time.
 RUNTIME_MODULES = frozenset({
@@ -502,7 +503,7 @@ def kit_texts(module_file: str, imported: set[str], test_file: str = "") -> tupl
     -------
     tuple of str
         The stubs (``exercises/``) of ``module_file`` and of ``imported``; the reference's (``solutions/``)
-        files of the same names, then the test file.
+        files of the same names, the kit's given implementations of them, then the test file.
     """
     stubs, solutions = ROOT / "exercises", reference_dir() or ROOT / "solutions"
     names = [module_file, *sorted(imported - {module_file, "__init__.py"})]
@@ -511,6 +512,11 @@ def kit_texts(module_file: str, imported: set[str], test_file: str = "") -> tupl
         return "\n\n".join(text for name in names if (text := read_source(folder / name)[0]))
 
     stub, reference = joined(stubs), joined(solutions)
+    # The kit's given implementations are working code of the same exercises (a student's worker runs them under
+    # fair grading, releases hand some out): a module copied from them is as close to the kit as the reference.
+    given_code = given.folder()
+    if given_code is not None:
+        reference += "\n\n" + joined(given_code)
     if test_file:
         reference += "\n\n" + (read_source(ROOT / test_file)[0] or "")
     return stub, reference

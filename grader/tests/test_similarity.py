@@ -537,3 +537,24 @@ def test_the_docs_example_is_what_the_command_prints(batch: Path, tmp_path: Path
     printed = re.sub(r" \(\d+(\.\d+)? s\)$", "", printed, flags=re.M)  # its timing: not a figure of the docs
     assert "\n".join(line.rstrip() for line in printed.strip().splitlines()) == block[2].strip(), \
         "docs/grading.md's similarity example is stale: paste what this command prints (without its timing)"
+
+
+def test_a_module_copied_from_the_given_code_is_close_to_the_kit(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # The kit's given attention is working code, written apart from the reference, that a student's worker runs
+    # under fair grading (and a submission could carry out in its messages): a copy of it was listed nowhere; now
+    # it is as close to the kit as a copy of the reference.
+    from grader.sandbox import given
+
+    where = given.folder()
+    assert where is not None, "the checkout's given code is needed here (grader/release_files/given)"
+    subs = tmp_path / "subs"
+    for student, text in (("copier", (where / "attention.py").read_text(encoding="utf-8")),
+                          ("starter", (ROOT / "exercises" / "attention.py").read_text(encoding="utf-8"))):
+        (subs / student).mkdir(parents=True)
+        (subs / student / "attention.py").write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    status = cli.main(["similarity", str(subs), "--out", str(out), "--exercise", "attention", "--part", "all"])
+    assert status == 0, capsys.readouterr().out
+    closest = [row for row in rows(out / "similarity.csv") if row["table"] == "reference"]
+    assert [row["student"] for row in closest] == ["copier"] and float(closest[0]["score"]) >= 0.9, closest
