@@ -96,6 +96,10 @@ PRETOKENIZED = ("yours splits the text into words first (GPT-2's and tiktoken's 
 BYTE_RANK = ("yours joins any two neighbours whose bytes together are a token, lowest rank first (tiktoken's merges by "
              "byte rank): a convention, not a misconception; this kit's contract applies merge i, the pair of ids "
              "merges[i], everywhere in the learned order, so a token comes only from its own pair")
+TO_SIZE = ("yours merges until it has n_merges, pairs seen once included, and gives a tie to the pair seen first "
+           "(minbpe's and tiktoken's training to a fixed vocabulary size, the max over the counts in order of "
+           "appearance): a convention, not a misconception; this kit's contract stops when no pair occurs twice "
+           "and gives a tie to the smallest pair (the smaller left id, then the smaller right id)")
 # GPT-2's and tiktoken's (cl100k) pre-tokenization patterns, with \w-classes for regex's \p{L} and \p{N}.
 _SPLITS = (r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+",
            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\w]?[^\W\d_]+|\d{1,3}| ?[^\s\w]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -105,15 +109,20 @@ def _merge_right_to_left(seq: list[int], pair: tuple[int, int], new: int) -> lis
     return _own_merge(seq[::-1], (pair[1], pair[0]), new)[::-1]
 
 
-def _trained(chunks: list[list[int]], n_merges: int, merge=_own_merge) -> list[list[int]]:
-    """The test's own training on several sequences at once (pairs never cross from one to the next)."""
+def _trained(chunks: list[list[int]], n_merges: int, merge=_own_merge, to_size: bool = False) -> list[list[int]]:
+    """The test's own training on several sequences at once (pairs never cross from one to the next).
+
+    ``to_size``: minbpe's and tiktoken's way, merging until ``n_merges`` while any pair is left (seen once
+    included), a tie to the pair seen first (a Counter keeps the order of appearance).
+    """
     merges: list[list[int]] = []
     while len(merges) < n_merges:
         counts = Counter(pair for chunk in chunks for pair in pairwise(chunk))
         top = max(counts.values(), default=0)
-        if top < 2:
+        if top < (1 if to_size else 2):
             break
-        pair = min(p for p, c in counts.items() if c == top)
+        tied = [p for p, c in counts.items() if c == top]
+        pair = tied[0] if to_size else min(tied)
         chunks = [merge(chunk, pair, 256 + len(merges)) for chunk in chunks]
         merges.append(list(pair))
     return merges
@@ -155,6 +164,9 @@ def training_idea(merges: object, text: str, n_merges: int, idea: str) -> str:
     right = own_train(text, n_merges).tolist()
     conventions = [(RIGHT_TO_LEFT, lambda: _trained([list(text.encode("utf-8"))], n_merges, _merge_right_to_left))]
     conventions += [(PRETOKENIZED, lambda words=words: _trained(words, n_merges)) for words in _words(text)]
+    conventions += [(TO_SIZE, lambda: _trained([list(text.encode("utf-8"))], n_merges, to_size=True))]
+    conventions += [(f"{PRETOKENIZED}; {TO_SIZE}", lambda words=words: _trained(words, n_merges, to_size=True))
+                    for words in _words(text)]
     for message, train in conventions:
         if observed != right and observed == train():
             return f"{idea}; {message}"
@@ -398,7 +410,8 @@ def test_train_bpe_stops_when_no_pair_repeats(impl):
     for text, expected in (("abcdefg", []), ("abab", [[97, 98]]), ("", [])):
         merges = impl.train_bpe(text, 4)
         if expect_array(merges, what=f"train_bpe({text!r}, 4)", idea=STOP):
-            expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), expected, idea=STOP,
+            expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), expected,
+                         idea=training_idea(merges, text, 4, STOP),
                          what=f"train_bpe({text!r}, 4): shape (k, 2) with fewer than 4 rows")
 
 

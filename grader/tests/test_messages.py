@@ -231,3 +231,20 @@ def test_gpt2_pre_tokenization_is_told_the_convention_not_the_ties(tmp_path):
          "        words = [_merge(word, best, N_BYTES + step) for word in words]"))
     first = first_block(failures_of(target, "tokenization"))
     assert "pre-tokenization, a regex split before merging" in first.split("revisit:")[-1], first
+
+
+# minbpe's BasicTokenizer.train (and tiktoken's educational bpe_train): max over the counts, so a tie goes to the pair
+# seen first, and merging goes on to the vocabulary size asked for, pairs seen once included.
+KIT_CHOICE = ("        best = min(counts, key=lambda pair: (-counts[pair], pair))  # most frequent; a tie: the "
+              "smallest pair\n        if counts[best] < 2:\n            break  # a pair seen once: merging it saves "
+              "one token of this corpus and teaches nothing\n")
+MINBPE_TRAIN = ((KIT_CHOICE, "        best = max(counts, key=counts.get)\n"),)
+
+
+def test_minbpe_s_training_to_a_fixed_size_is_told_the_convention_not_the_counting(tmp_path):
+    target = plant(tmp_path, "tokenization.py", *MINBPE_TRAIN)
+    first = first_block(failures_of(target, "tokenization"))
+    revisit = first.split("revisit:")[-1]
+    assert "minbpe's and tiktoken's training to a fixed vocabulary size" in revisit, first
+    assert "this kit's contract stops when no pair occurs twice" in revisit, first
+    assert "Diagnosis (the step whose output first differs)" not in first, first
