@@ -248,3 +248,18 @@ def test_minbpe_s_training_to_a_fixed_size_is_told_the_convention_not_the_counti
     assert "minbpe's and tiktoken's training to a fixed vocabulary size" in revisit, first
     assert "this kit's contract stops when no pair occurs twice" in revisit, first
     assert "Diagnosis (the step whose output first differs)" not in first, first
+
+
+def test_the_original_alibi_slopes_for_three_heads_are_told_the_convention(tmp_path):
+    # llm-foundry / Hugging Face / FasterTransformer (and the paper's get_slopes): for a head count that is not a
+    # power of two, the slopes of the next power of two, interleaved.
+    target = plant(tmp_path, "positional.py", (
+        "    slopes = 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)  # (n_heads,)",
+        "    power = 2 ** int(np.ceil(np.log2(n_heads)))\n"
+        "    slopes = 2.0 ** (-8.0 * np.arange(1, power + 1) / power)\n"
+        "    if power != n_heads:\n"
+        "        slopes = np.concatenate([slopes[1::2], slopes[::2]])[:n_heads]"))
+    first = first_block(failures_of(target, "positional"))
+    revisit = first.split("revisit:")[-1]
+    assert "the slopes of the original ALiBi code" in revisit and "llm-foundry" in revisit, first
+    assert "this kit's contract is slope_h = 2**(-8 (h+1) / n_heads) for every head count" in revisit, first
