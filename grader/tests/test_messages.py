@@ -263,3 +263,15 @@ def test_the_original_alibi_slopes_for_three_heads_are_told_the_convention(tmp_p
     revisit = first.split("revisit:")[-1]
     assert "the slopes of the original ALiBi code" in revisit and "llm-foundry" in revisit, first
     assert "this kit's contract is slope_h = 2**(-8 (h+1) / n_heads) for every head count" in revisit, first
+
+
+def test_pytorch_s_nan_for_a_row_with_no_allowed_key_is_named(tmp_path):
+    # torch.softmax (nanoGPT's masked_fill(-inf) then softmax, nn.MultiheadAttention): NaN for an all -inf row, no
+    # warning. The kit's contract (zeros) is said, and PyTorch's convention named.
+    target = plant(tmp_path, "softmax.py", ("    largest = np.where(np.isfinite(largest), largest, 0)\n", ""),
+                   ("    return np.divide(\n        exponentials, totals, out=np.zeros_like(exponentials), "
+                    "where=totals > 0\n    )",
+                    "    with np.errstate(all=\"ignore\"):\n        return exponentials / totals"))
+    text = failures_of(target, "softmax", "test_all_masked_row_gives_zeros")
+    revisit = text.split("revisit:")[-1]
+    assert "PyTorch's softmax convention" in revisit and "this kit's contract is a row of zeros" in revisit, text
