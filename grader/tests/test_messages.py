@@ -275,3 +275,13 @@ def test_pytorch_s_nan_for_a_row_with_no_allowed_key_is_named(tmp_path):
     text = failures_of(target, "softmax", "test_all_masked_row_gives_zeros")
     revisit = text.split("revisit:")[-1]
     assert "PyTorch's softmax convention" in revisit and "this kit's contract is a row of zeros" in revisit, text
+
+
+def test_pytorch_s_key_padding_mask_is_told_the_convention(tmp_path):
+    # fairseq's lengths_to_padding_mask, PyTorch's key_padding_mask: True on the padding (the keys to ignore).
+    target = plant(tmp_path, "masks.py",
+                   ("(np.arange(max_len) < lengths[:, None])", "(np.arange(max_len) >= lengths[:, None])"))
+    first = first_block(failures_of(target, "masks"))
+    revisit = first.split("revisit:")[-1]
+    assert "PyTorch's key_padding_mask" in revisit, first
+    assert "this kit's contract is True for a key that may be attended to" in revisit, first
