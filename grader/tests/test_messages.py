@@ -285,3 +285,19 @@ def test_pytorch_s_key_padding_mask_is_told_the_convention(tmp_path):
     revisit = first.split("revisit:")[-1]
     assert "PyTorch's key_padding_mask" in revisit, first
     assert "this kit's contract is True for a key that may be attended to" in revisit, first
+
+
+def test_hugging_face_s_byte_level_ties_are_told_the_convention_not_the_counting(tmp_path):
+    # tokenizers' BpeTrainer with the ByteLevel alphabet: a tie goes to the smallest pair of its own ids, which follow
+    # GPT-2's byte-to-unicode characters (the space and the bytes 127-160 sort after the letters).
+    target = plant(tmp_path, "tokenization.py", (
+        "        best = min(counts, key=lambda pair: (-counts[pair], pair))",
+        "        printable = [33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255 for b in range(256)]\n"
+        "        order = [b if printable[b] else 256 + printable[:b].count(False) for b in range(256)]\n"
+        "        rank = lambda t: order[t] if t < 256 else 1024 + t  # noqa: E731\n"
+        "        best = min(counts, key=lambda pair: (-counts[pair], rank(pair[0]), rank(pair[1])))"))
+    first = first_block(failures_of(target, "tokenization"))
+    revisit = first.split("revisit:")[-1]
+    assert "Hugging Face tokenizers' ByteLevel BPE trainer" in revisit, first
+    assert "this kit's contract gives a tie to the smallest pair of byte ids" in revisit, first
+    assert "Diagnosis (the step whose output first differs)" not in first, first
