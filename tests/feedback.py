@@ -289,6 +289,25 @@ def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:
     )
 
 
+TORCH_NAN = ("NaN on exactly the rows with no allowed key is PyTorch's softmax convention (torch.softmax after "
+             "masked_fill(-inf), as nanoGPT does, and nn.MultiheadAttention give NaN there); this kit's contract is a "
+             "row of zeros, as F.scaled_dot_product_attention gives, so that a query that may see nothing "
+             "contributes nothing")
+
+
+def nan_idea(value: Any, blocked: np.ndarray, idea: str) -> str:
+    """``idea``, naming PyTorch's NaN convention when ``value`` is NaN on exactly the ``blocked`` entries.
+
+    ``blocked`` (bool, ``value``'s shape) marks the entries of the rows that have no allowed key.
+    """
+    array = np.asarray(value) if isinstance(value, np.ndarray) else None
+    if array is None or array.shape != blocked.shape or array.dtype.kind != "f" or not blocked.any():
+        return idea
+    if np.all(np.isnan(array[blocked])) and np.all(np.isfinite(array[~blocked])):
+        return f"{idea}; {TORCH_NAN}"
+    return idea
+
+
 def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str) -> bool:
     """Check that ``call()`` raises ValueError whose message names ``argument``."""
     try:

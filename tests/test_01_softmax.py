@@ -16,6 +16,7 @@ from tests.feedback import (
     expect_no_nan,
     expect_raises_value_error,
     expect_shape,
+    nan_idea,
 )
 from tests.probes import expect_probe, probe
 
@@ -162,7 +163,9 @@ def test_all_masked_row_gives_zeros(impl):
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, 2.0]])
     out = call_expecting_no_warning(impl.softmax, x, idea=MASKED,
                                     what="softmax of a row that is entirely -inf raises no RuntimeWarning")
-    if expect_no_nan(out, what="softmax of a row that is entirely -inf", idea=MASKED):
+    blocked = np.zeros(x.shape, dtype=bool)
+    blocked[0] = True  # (the row with no allowed entry)
+    if expect_no_nan(out, what="softmax of a row that is entirely -inf", idea=nan_idea(out, blocked, MASKED)):
         expect_close(out[0], np.zeros(3), what="an all -inf row becomes all zeros (not NaN, not uniform)",
                      idea=MASKED, atol=0.0, rtol=0.0)
         expect_close(out[1].sum(), 1.0, what="the other row still sums to 1", idea=MASKED)

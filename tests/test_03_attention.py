@@ -17,6 +17,7 @@ from tests.feedback import (
     expect_no_nan,
     expect_raises_value_error,
     fail_now,
+    nan_idea,
 )
 from tests.kinds import remembered
 from tests.probes import expect_probe, probe
@@ -79,6 +80,14 @@ def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.nda
         if np.shape(observed) == expected.shape and np.allclose(observed, expected):
             return mistake
     return None
+
+
+def _row_of(value: object, row: int) -> np.ndarray:
+    """Bool, ``value``'s shape: True on row ``row`` (axis -2), the entries of a query whose keys are all blocked."""
+    blocked = np.zeros(np.shape(value), dtype=bool)
+    if blocked.ndim >= 2 and blocked.shape[-2] > row:
+        blocked[..., row, :] = True
+    return blocked
 
 
 def _idea(mistake: str | None, idea: str) -> str:
@@ -349,7 +358,8 @@ def test_fully_blocked_query_gives_zeros(impl):
         context, weights = call_expecting_no_warning(
             impl.scaled_dot_product_attention, q, k, v, mask=m, idea=FULLY_MASKED,
             what=f"attention with a fully blocked query ({label} mask) warns nothing")
-        finite = [expect_no_nan(value, idea=FULLY_MASKED, what=f"{name}, fully blocked query ({label} mask)")
+        finite = [expect_no_nan(value, idea=nan_idea(value, _row_of(value, 2), FULLY_MASKED),
+                                what=f"{name}, fully blocked query ({label} mask)")
                   for name, value in (("weights", weights), ("context", context))]
         if not all(finite):
             continue

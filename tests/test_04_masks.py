@@ -249,7 +249,9 @@ def test_padding_mask_allows_exactly_the_real_tokens(impl):
         return
     idea = PADDING
     if np.array_equal(out, ~expected):
-        idea = f"{POLARITY}; yours is True on the padding"
+        idea = (f"{POLARITY}; yours is True on the padding, as PyTorch's key_padding_mask and fairseq's padding "
+                "masks are (True marks a key to ignore): a convention, not a misconception; this kit's contract is "
+                "True for a key that may be attended to, the real tokens j < lengths[b]")
     elif np.array_equal(out, _padding_pattern([length + 1 for length in lengths], max_len)):
         idea = f"{PADDING}; yours also allows key lengths[b] (j <= lengths[b]), one padding token too many"
     expect_equal(out, expected, what="padding_mask([3, 5, 1], max_len=5): True for the real keys j < lengths[b]",

@@ -153,19 +153,51 @@ def _relative_error(out: np.ndarray, right: np.ndarray) -> float:
     return float(np.max(np.abs(out - right)) / max(float(np.max(np.abs(right))), 1e-300))
 
 
-def _alibi(n: int, n_heads: int) -> np.ndarray:
-    """ALiBi written out entry by entry."""
+def _alibi(n: int, n_heads: int, slopes: list[float] | None = None) -> np.ndarray:
+    """ALiBi written out entry by entry (with the kit's slopes, or ``slopes``)."""
     bias = np.zeros((n_heads, n, n))
     for h in range(n_heads):
-        slope = 2.0 ** (-8.0 * (h + 1) / n_heads)
+        slope = 2.0 ** (-8.0 * (h + 1) / n_heads) if slopes is None else slopes[h]
         for i in range(n):
             for j in range(n):
                 bias[h, i, j] = -slope * abs(i - j)
     return bias
 
 
+def _original_slopes(n_heads: int) -> list[float]:
+    """The slopes of the original ALiBi code (and of Hugging Face, llm-foundry, FasterTransformer).
+
+    For a power of two they are the kit's; for another head count, those of the power of two below it,
+    then every other slope of twice that power (written out from the paper's get_slopes, not copied).
+    """
+    if n_heads & (n_heads - 1) == 0:
+        return [2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)]
+    below = 2 ** (n_heads.bit_length() - 1)
+    return _original_slopes(below) + _original_slopes(2 * below)[0::2][:n_heads - below]
+
+
+def _row_constant(difference: np.ndarray) -> tuple[bool, bool]:
+    """Whether ``difference`` is a constant per row on the causal part (i >= j), and whether that constant is 0."""
+    n = difference.shape[-1]
+    lower = np.tril(np.ones((n, n), dtype=bool))
+    per_row = np.where(lower, difference, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spread = np.nanmax(per_row, axis=-1, keepdims=True) - np.nanmin(per_row, axis=-1, keepdims=True)
+        return bool(np.all(spread < 1e-9)), bool(np.allclose(difference[:, lower], 0.0, atol=1e-9))
+
+
+SLOPES = ("a convention, not a misconception: for a head count that is not a power of two yours takes the slopes of "
+          "the original ALiBi code (those of the power of two below it, then every other slope of twice that power; "
+          "Hugging Face's, llm-foundry's and FasterTransformer's too); this kit's contract is slope_h = "
+          "2**(-8 (h+1) / n_heads) for every head count")
+
+
 def _alibi_idea(out: np.ndarray, idea: str) -> str:
-    """``idea``, or the convention message for a bias equal to the kit's up to a constant per row.
+    """``idea``, or the convention message for a bias equal to the kit's up to a constant per row, or slopes.
+
+    A bias with the original ALiBi code's slopes (for a head count that is not a power of two) is told that
+    convention too.
 
     The original ALiBi code adds ``slope * j`` (the key's position): below the diagonal it differs from
     ``-slope * |i - j|`` by ``slope * i``, a constant per row, which softmax ignores under a causal mask.
@@ -173,17 +205,20 @@ def _alibi_idea(out: np.ndarray, idea: str) -> str:
     if not isinstance(out, np.ndarray) or out.ndim != 3 or out.shape[-1] != out.shape[-2] or out.dtype.kind != "f":
         return idea
     n_heads, n, _ = out.shape
-    difference = out - _alibi(n, n_heads)
-    lower = np.tril(np.ones((n, n), dtype=bool))
-    per_row = np.where(lower, difference, np.nan)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        constant = np.nanmax(per_row, axis=-1, keepdims=True) - np.nanmin(per_row, axis=-1, keepdims=True)
-    if not np.all(constant < 1e-9) or np.allclose(difference[:, lower], 0.0):
+    reference, slopes = _alibi(n, n_heads), ""
+    if n_heads & (n_heads - 1) and not all(_row_constant(out - reference)):
+        original = _alibi(n, n_heads, _original_slopes(n_heads))
+        if _row_constant(out - original)[0]:
+            reference, slopes = original, f"; {SLOPES}"
+    constant, equal = _row_constant(out - reference)
+    if constant and equal and slopes:
+        if np.allclose(out, reference, rtol=1e-6, atol=1e-12):
+            return f"{idea}{slopes}"
+    if not constant or equal:
         return idea  # not a constant per row, or equal on the causal part (i - j instead of |i - j|)
     return (f"{ALIBI}; a convention, not a misconception: yours equals the kit's bias up to a constant per row on "
             "the causal part (the original ALiBi code adds slope * j), which softmax ignores under a causal mask; "
-            "this kit's bias is -slope * |i - j| for every pair (i, j), so that it also works without a mask")
+            f"this kit's bias is -slope * |i - j| for every pair (i, j), so that it also works without a mask{slopes}")
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

@@ -8,7 +8,14 @@ import numpy as np
 
 from tests import kinds
 from tests.crash import raising_through
-from tests.feedback import call_expecting_no_warning, expect, expect_close, expect_no_nan, expect_shape
+from tests.feedback import (
+    call_expecting_no_warning,
+    expect,
+    expect_close,
+    expect_no_nan,
+    expect_shape,
+    nan_idea,
+)
 from tests.probes import expect_probe, probe
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.
@@ -382,8 +389,11 @@ def test_fully_masked_query_gives_zero_weights(impl):
         impl.multi_head_attention, x, params, N_HEADS, mask=mask, kv=kv,
         what="multi-head attention with a query that may see no key raises no RuntimeWarning",
         idea="a query with every key blocked gets all-zero weights (softmax of an all -inf row)")
+    blocked = np.zeros(np.shape(output), dtype=bool)
+    if blocked.ndim == 3 and blocked.shape[1] > 2:
+        blocked[:, 2] = True  # (query 2's output row)
     if expect_no_nan(output, what="the output when query 2 may see no key",
-                     idea="a fully blocked row must give zeros, not NaN"):
+                     idea=nan_idea(output, blocked, "a fully blocked row must give zeros, not NaN")):
         expect_close(weights[:, :, 2], np.zeros((BATCH, N_HEADS, N_K)), atol=0.0, rtol=0.0,
                      what="the weights of query 2, whose keys are all blocked", idea="all-zero weights, not NaN")
         expect_close(output[:, 2], np.broadcast_to(params["b_o"], (BATCH, D_MODEL)),

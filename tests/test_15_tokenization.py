@@ -96,6 +96,33 @@ PRETOKENIZED = ("yours splits the text into words first (GPT-2's and tiktoken's 
 BYTE_RANK = ("yours joins any two neighbours whose bytes together are a token, lowest rank first (tiktoken's merges by "
              "byte rank): a convention, not a misconception; this kit's contract applies merge i, the pair of ids "
              "merges[i], everywhere in the learned order, so a token comes only from its own pair")
+TO_SIZE = ("yours merges until it has n_merges, pairs seen once included, and gives a tie to the pair seen first "
+           "(minbpe's and tiktoken's training to a fixed vocabulary size, the max over the counts in order of "
+           "appearance): a convention, not a misconception; this kit's contract stops when no pair occurs twice "
+           "and gives a tie to the smallest pair (the smaller left id, then the smaller right id)")
+BYTE_LEVEL_TIES = ("yours gives a tie to the smallest pair in the order of GPT-2's byte-level characters (Hugging "
+                   "Face tokenizers' ByteLevel BPE trainer: its ids follow the sorted byte-to-unicode alphabet, so the "
+                   "space, the control bytes and the bytes 127-160 come after the letters): a convention, not a "
+                   "misconception; this kit's contract gives a tie to the smallest pair of byte ids (the smaller left "
+                   "id, then the smaller right id)")
+
+
+def _printable(byte: int) -> bool:
+    """The bytes GPT-2's byte-to-unicode table maps to themselves."""
+    return 33 <= byte <= 126 or 161 <= byte <= 172 or 174 <= byte <= 255
+
+
+def _byte_level_rank(token: int) -> int:
+    """Where a token sorts in Hugging Face's byte-level vocabulary.
+
+    A byte sorts by its GPT-2 byte-to-unicode character (a printable byte stands for itself, each of the 68 others
+    for 256, 257, ... in byte order); a merged token after every byte.
+    """
+    if token >= 256:
+        return 1024 + token
+    return token if _printable(token) else 256 + sum(1 for b in range(token) if not _printable(b))
+
+
 # GPT-2's and tiktoken's (cl100k) pre-tokenization patterns, with \w-classes for regex's \p{L} and \p{N}.
 _SPLITS = (r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+",
            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\w]?[^\W\d_]+|\d{1,3}| ?[^\s\w]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -105,15 +132,25 @@ def _merge_right_to_left(seq: list[int], pair: tuple[int, int], new: int) -> lis
     return _own_merge(seq[::-1], (pair[1], pair[0]), new)[::-1]
 
 
-def _trained(chunks: list[list[int]], n_merges: int, merge=_own_merge) -> list[list[int]]:
-    """The test's own training on several sequences at once (pairs never cross from one to the next)."""
+def _trained(chunks: list[list[int]], n_merges: int, merge=_own_merge, *, first_seen: bool = False, stop: bool = True,
+             byte_level: bool = False) -> list[list[int]]:
+    """The test's own training on several sequences at once (pairs never cross from one to the next).
+
+    ``first_seen``: a tie to the pair seen first (a Counter keeps the order of appearance); ``stop=False``: merge
+    until ``n_merges`` while any pair is left, seen once included (both minbpe's and tiktoken's way);
+    ``byte_level``: Hugging Face's trainer, a tie to the smallest pair in the order of the byte-level characters.
+    """
     merges: list[list[int]] = []
     while len(merges) < n_merges:
         counts = Counter(pair for chunk in chunks for pair in pairwise(chunk))
         top = max(counts.values(), default=0)
-        if top < 2:
+        if top < (2 if stop else 1):
             break
-        pair = min(p for p, c in counts.items() if c == top)
+        tied = [p for p, c in counts.items() if c == top]
+        if byte_level:
+            pair = min(tied, key=lambda p: (_byte_level_rank(p[0]), _byte_level_rank(p[1])))
+        else:
+            pair = tied[0] if first_seen else min(tied)
         chunks = [merge(chunk, pair, 256 + len(merges)) for chunk in chunks]
         merges.append(list(pair))
     return merges
@@ -155,8 +192,19 @@ def training_idea(merges: object, text: str, n_merges: int, idea: str) -> str:
     right = own_train(text, n_merges).tolist()
     conventions = [(RIGHT_TO_LEFT, lambda: _trained([list(text.encode("utf-8"))], n_merges, _merge_right_to_left))]
     conventions += [(PRETOKENIZED, lambda words=words: _trained(words, n_merges)) for words in _words(text)]
+    conventions += [(BYTE_LEVEL_TIES, lambda: _trained([list(text.encode("utf-8"))], n_merges, byte_level=True))]
+    conventions += [(f"{PRETOKENIZED}; {BYTE_LEVEL_TIES}", lambda words=words: _trained(words, n_merges,
+                                                                                        byte_level=True))
+                    for words in _words(text)]
     for message, train in conventions:
         if observed != right and observed == train():
+            return f"{idea}; {message}"
+    # minbpe's and tiktoken's training, told only when both of its differences show (the tie alone, or the missing
+    # stop alone, is a catalogued mistake whose own message stands).
+    for chunks, message in [([list(text.encode("utf-8"))], TO_SIZE)] + [
+            (words, f"{PRETOKENIZED}; {TO_SIZE}") for words in _words(text)]:
+        if observed != right and observed == _trained(chunks, n_merges, first_seen=True, stop=False) and (
+                observed not in (_trained(chunks, n_merges, first_seen=True), _trained(chunks, n_merges, stop=False))):
             return f"{idea}; {message}"
     return idea
 
@@ -398,7 +446,8 @@ def test_train_bpe_stops_when_no_pair_repeats(impl):
     for text, expected in (("abcdefg", []), ("abab", [[97, 98]]), ("", [])):
         merges = impl.train_bpe(text, 4)
         if expect_array(merges, what=f"train_bpe({text!r}, 4)", idea=STOP):
-            expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), expected, idea=STOP,
+            expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), expected,
+                         idea=training_idea(merges, text, 4, STOP),
                          what=f"train_bpe({text!r}, 4): shape (k, 2) with fewer than 4 rows")
 
 

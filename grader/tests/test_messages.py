@@ -231,3 +231,73 @@ def test_gpt2_pre_tokenization_is_told_the_convention_not_the_ties(tmp_path):
          "        words = [_merge(word, best, N_BYTES + step) for word in words]"))
     first = first_block(failures_of(target, "tokenization"))
     assert "pre-tokenization, a regex split before merging" in first.split("revisit:")[-1], first
+
+
+# minbpe's BasicTokenizer.train (and tiktoken's educational bpe_train): max over the counts, so a tie goes to the pair
+# seen first, and merging goes on to the vocabulary size asked for, pairs seen once included.
+KIT_CHOICE = ("        best = min(counts, key=lambda pair: (-counts[pair], pair))  # most frequent; a tie: the "
+              "smallest pair\n        if counts[best] < 2:\n            break  # a pair seen once: merging it saves "
+              "one token of this corpus and teaches nothing\n")
+MINBPE_TRAIN = ((KIT_CHOICE, "        best = max(counts, key=counts.get)\n"),)
+
+
+def test_minbpe_s_training_to_a_fixed_size_is_told_the_convention_not_the_counting(tmp_path):
+    target = plant(tmp_path, "tokenization.py", *MINBPE_TRAIN)
+    first = first_block(failures_of(target, "tokenization"))
+    revisit = first.split("revisit:")[-1]
+    assert "minbpe's and tiktoken's training to a fixed vocabulary size" in revisit, first
+    assert "this kit's contract stops when no pair occurs twice" in revisit, first
+    assert "Diagnosis (the step whose output first differs)" not in first, first
+
+
+def test_the_original_alibi_slopes_for_three_heads_are_told_the_convention(tmp_path):
+    # llm-foundry / Hugging Face / FasterTransformer (and the paper's get_slopes): for a head count that is not a
+    # power of two, the slopes of the next power of two, interleaved.
+    target = plant(tmp_path, "positional.py", (
+        "    slopes = 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)  # (n_heads,)",
+        "    power = 2 ** int(np.ceil(np.log2(n_heads)))\n"
+        "    slopes = 2.0 ** (-8.0 * np.arange(1, power + 1) / power)\n"
+        "    if power != n_heads:\n"
+        "        slopes = np.concatenate([slopes[1::2], slopes[::2]])[:n_heads]"))
+    first = first_block(failures_of(target, "positional"))
+    revisit = first.split("revisit:")[-1]
+    assert "the slopes of the original ALiBi code" in revisit and "llm-foundry" in revisit, first
+    assert "this kit's contract is slope_h = 2**(-8 (h+1) / n_heads) for every head count" in revisit, first
+
+
+def test_pytorch_s_nan_for_a_row_with_no_allowed_key_is_named(tmp_path):
+    # torch.softmax (nanoGPT's masked_fill(-inf) then softmax, nn.MultiheadAttention): NaN for an all -inf row, no
+    # warning. The kit's contract (zeros) is said, and PyTorch's convention named.
+    target = plant(tmp_path, "softmax.py", ("    largest = np.where(np.isfinite(largest), largest, 0)\n", ""),
+                   ("    return np.divide(\n        exponentials, totals, out=np.zeros_like(exponentials), "
+                    "where=totals > 0\n    )",
+                    "    with np.errstate(all=\"ignore\"):\n        return exponentials / totals"))
+    text = failures_of(target, "softmax", "test_all_masked_row_gives_zeros")
+    revisit = text.split("revisit:")[-1]
+    assert "PyTorch's softmax convention" in revisit and "this kit's contract is a row of zeros" in revisit, text
+
+
+def test_pytorch_s_key_padding_mask_is_told_the_convention(tmp_path):
+    # fairseq's lengths_to_padding_mask, PyTorch's key_padding_mask: True on the padding (the keys to ignore).
+    target = plant(tmp_path, "masks.py",
+                   ("(np.arange(max_len) < lengths[:, None])", "(np.arange(max_len) >= lengths[:, None])"))
+    first = first_block(failures_of(target, "masks"))
+    revisit = first.split("revisit:")[-1]
+    assert "PyTorch's key_padding_mask" in revisit, first
+    assert "this kit's contract is True for a key that may be attended to" in revisit, first
+
+
+def test_hugging_face_s_byte_level_ties_are_told_the_convention_not_the_counting(tmp_path):
+    # tokenizers' BpeTrainer with the ByteLevel alphabet: a tie goes to the smallest pair of its own ids, which follow
+    # GPT-2's byte-to-unicode characters (the space and the bytes 127-160 sort after the letters).
+    target = plant(tmp_path, "tokenization.py", (
+        "        best = min(counts, key=lambda pair: (-counts[pair], pair))",
+        "        printable = [33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255 for b in range(256)]\n"
+        "        order = [b if printable[b] else 256 + printable[:b].count(False) for b in range(256)]\n"
+        "        rank = lambda t: order[t] if t < 256 else 1024 + t  # noqa: E731\n"
+        "        best = min(counts, key=lambda pair: (-counts[pair], rank(pair[0]), rank(pair[1])))"))
+    first = first_block(failures_of(target, "tokenization"))
+    revisit = first.split("revisit:")[-1]
+    assert "Hugging Face tokenizers' ByteLevel BPE trainer" in revisit, first
+    assert "this kit's contract gives a tie to the smallest pair of byte ids" in revisit, first
+    assert "Diagnosis (the step whose output first differs)" not in first, first
