@@ -21,6 +21,7 @@ import pytest
 from grader import course
 from grader.curriculum import load
 from grader.grading import gradescope, term_stage
+from grader.tests.test_gradescope_late import graded as graded_results
 
 LATE = ('[late]\ndeadline = "2026-10-01T23:59:00+02:00"\nper_day = 0.25\nmax_days = 3\n'
         '[extensions]\nada = 1\n')
@@ -36,18 +37,6 @@ def no_course(monkeypatch):
     yield
     load.cache_clear()
     course.read.cache_clear()
-
-
-def graded_results(score: float = 20.0) -> dict:
-    """The results.json `grade` writes for the one Gradescope submission (two exercises of 10 points)."""
-    return {"score": score, "output": "Your code passed every test.",
-            "tests": [{"name": "softmax", "score": 10.0, "max_score": 10.0, "status": "passed",
-                       "extra_data": {"exercise": "softmax"}},
-                      {"name": "attention", "score": score - 10.0, "max_score": 10.0, "status": "passed",
-                       "extra_data": {"exercise": "attention"}}],
-            "extra_data": {"student": gradescope.STUDENT_ID, "status": "graded", "max_score": 20.0,
-                           "exercises": {"softmax": 10.0, "attention": score - 10.0},
-                           "max_exercises": {"softmax": 10.0, "attention": 10.0}}}
 
 
 def test_the_gradescope_runner_applies_the_bundled_courses_late_policy(tmp_path, monkeypatch):
