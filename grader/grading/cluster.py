@@ -238,6 +238,8 @@ class Engine:
         """
         from distributed import as_completed
 
+        from grader.grading import cluster_worker
+
         here = roots()
         pending = iter(list(jobs))
         run = uuid.uuid4().hex[:12]
@@ -265,7 +267,10 @@ class Engine:
                 killed = future.status == "error" and type(future.exception()).__name__ == "KilledWorker"
                 result = self._result(future, here)
                 future.release()
-                if killed and id(job) not in again:
+                # A worker that joined after the batch's check and was refused (another kit) leaves the cluster:
+                # the student it had is the batch's to grade elsewhere, not a row "not graded".
+                refused = (result.error or "").startswith("Dask worker ") and cluster_worker.REFUSED in result.error
+                if (killed or refused) and id(job) not in again:
                     again.add(id(job))
                     submit(job)
                     continue

@@ -34,6 +34,8 @@ from grader.grading.portable import convert_result, kit_fingerprint, localized, 
 from grader.grading.records import Job, Result
 
 PLUGIN = "attention-kit"
+# How a task's result says that its worker refused it (the batch then sends the student to another worker, once).
+REFUSED = "refused: "
 # The course folder the worker's own environment names (for a checkout that lies elsewhere than the batch's),
 # read before any batch's plugin set the variable for its tasks.
 _WORKER_COURSE = os.environ.get("ATTENTION_KIT_COURSE")
@@ -158,7 +160,7 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
         if plugin is not None and plugin.refused is not None:  # joined after the batch's check: it leaves now
             worker.loop.add_callback(worker.close, nanny=True, executor_wait=False,
                                      reason=f"attention-kit: refused: {why}"[:200])
-        return Result(error=f"Dask worker {worker.address} refused: {why}")
+        return Result(error=f"Dask worker {worker.address} {REFUSED}{why}")
     with _ONE_AT_A_TIME:
         plugin.activate()  # this batch's course and part (another batch's task may have run here since)
         here = roots()  # this machine's kit and, now, this batch's course: where its "<course>/..." paths lie

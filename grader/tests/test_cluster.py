@@ -25,6 +25,7 @@ from grader.curriculum import PART_ENV, ROOT
 from grader.grading import cluster as engine_module
 from grader.grading import cluster_worker, portable
 from grader.grading.grade import grade_batch
+from grader.grading.records import Result
 from grader.grading.samples import break_syntax
 from grader.mutants import apply, load_catalogue
 
@@ -190,6 +191,35 @@ def test_a_student_that_kills_workers_again_is_not_graded_and_the_batch_goes_on(
     assert all("score" not in test for test in crasher["tests"])  # no score, never a zero
     correct = json.loads((tmp_path / "out" / "correct" / "results.json").read_text())
     assert correct["extra_data"]["status"] == "ok" and correct["score"] == correct["extra_data"]["max_score"]
+
+
+def refusing_task(job, files, fingerprint, stall):
+    """The cluster's task, except that the first worker to get a student refuses it (as one that joined late with
+    another kit does), once per student ($ATTENTION_KIT_TEST_TIMES holds the marks)."""
+    mark = Path(os.environ["ATTENTION_KIT_TEST_TIMES"]) / job.student
+    if not mark.exists():
+        mark.write_text("refused once", encoding="utf-8")
+        return Result(error=f"Dask worker tcp://127.0.0.1:1 {cluster_worker.REFUSED}its kit or course is not the "
+                            "batch's (fingerprint 0123456789ab, the batch's ba9876543210)")
+    return cluster_worker.grade_on_worker(job, files, fingerprint, stall)
+
+
+def test_a_student_a_late_refused_worker_had_is_graded_elsewhere(tmp_path, monkeypatch):
+    # A worker that joins after the batch's check with another kit refuses its first task and leaves: that
+    # student's row said "not graded: Dask worker ... refused", a fault of the cluster costing a row.
+    folder = tmp_path / "submissions"
+    for name in ("ada", "bob"):
+        copy_reference(folder / name)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("ATTENTION_KIT_TEST_TIMES", str(marks))  # the local:2 cluster's workers inherit it
+    monkeypatch.setattr(cluster_worker, "grade_on_worker", refusing_task)
+    assert grade_batch(folder, tmp_path / "out", exercises=["softmax"], echo=quiet(), hidden=None,
+                       cluster="local:2") == 0
+    for name in ("ada", "bob"):
+        graded = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert graded["extra_data"]["status"] == "ok" and graded["score"] == graded["extra_data"]["max_score"]
+        assert (marks / name).exists()  # each was refused once
 
 
 def timed_task(job, files, fingerprint, stall):
