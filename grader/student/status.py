@@ -323,7 +323,10 @@ class _Recorder:
         from tests.failures import failures_of
 
         name = report.nodeid.split("::", 1)[-1]
-        test = self.tests.setdefault(report.nodeid, TestResult(name, self._exercise(report.location[0]), True))
+        # Keyed by file too: outside the kit's tree (a course folder's own exercises) pytest's ids lack the file,
+        # and two exercises' tests of one name were one result, the second's outcome told as the first's.
+        key = f"{report.location[0]}::{report.nodeid}"
+        test = self.tests.setdefault(key, TestResult(name, self._exercise(report.location[0]), True))
         if report.failed or report.skipped:  # a skip in a graded test is a failure to the student
             test.passed = False
             if not test.message:

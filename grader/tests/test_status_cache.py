@@ -98,3 +98,17 @@ def test_an_unwritable_cache_is_no_error(folder, monkeypatch, tmp_path):
     blocker.write_text("", encoding="utf-8")
     monkeypatch.setenv("ATTENTION_KIT_CACHE", str(blocker / "cache"))
     assert status.run_suite(folder, ("softmax",), cached=True)["softmax"].state == status.DONE
+
+
+def test_two_files_tests_of_one_name_stay_two_results(tmp_path):
+    # Outside the kit's tree (a course folder's own exercises) pytest's node ids lack the file ("::test_x"): two
+    # exercises' tests of one name were one result, the second one's failure told as the first one's.
+    from types import SimpleNamespace
+
+    recorder = status._Recorder(tmp_path)
+    for path, outcome in (("own/test_a.py", "passed"), ("own/test_b.py", "failed")):
+        recorder.pytest_runtest_logreport(SimpleNamespace(
+            nodeid="::test_x", location=(path, 3, "test_x"), failed=outcome == "failed", skipped=False,
+            outcome=outcome, longreprtext="AssertionError: b's own", longrepr=None, when="call", sections=[]))
+    assert sorted((test.name, test.passed) for test in recorder.tests.values()) == [("test_x", False),
+                                                                                  ("test_x", True)]
