@@ -323,9 +323,7 @@ class _Recorder:
         from tests.failures import failures_of
 
         name = report.nodeid.split("::", 1)[-1]
-        # Keyed by file too: outside the kit's tree (a course folder's own exercises) pytest's ids lack the file,
-        # and two exercises' tests of one name were one result, the second's outcome told as the first's.
-        key = f"{report.location[0]}::{report.nodeid}"
+        key = f"{report.location[0]}::{report.nodeid}"  # with its file: a course folder's ids lack it ("::test_x")
         test = self.tests.setdefault(key, TestResult(name, self._exercise(report.location[0]), True))
         if report.failed or report.skipped:  # a skip in a graded test is a failure to the student
             test.passed = False
