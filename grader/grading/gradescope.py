@@ -297,9 +297,10 @@ def with_late_policy(results: StudentRow | dict, metadata_file: Path) -> Student
     The submission's time comes from Gradescope's own record of it.
     Gradescope writes ``submission_metadata.json`` beside the upload (read before the student's code runs):
     ``created_at`` is the submission time, ``users`` the students (a group: each of them). A student's
-    ``[extensions]`` entry is found by any of their Gradescope ``email``, its part before the ``@``, ``id`` or
-    ``sid`` (never the ``name``, which a student edits); a group gets its longest extension. Without ``[late]``,
-    or for results that carry no score (not graded), nothing changes. Without a readable submission time the
+    ``[extensions]`` entry is found by any of their Gradescope ``email`` (whole), ``id`` or ``sid`` (never the
+    ``name``, which a student edits, nor an email's part before the ``@``, which students at two domains share);
+    a group gets its longest extension. Without ``[late]``, or for results that carry no score (not graded),
+    nothing changes. Without a readable submission time the
     score is kept and the output says why no late penalty could be applied (never a guess).
     """
     from grader import course
@@ -326,7 +327,8 @@ def with_late_policy(results: StudentRow | dict, metadata_file: Path) -> Student
         if isinstance(user, dict):
             email = str(user.get("email") or "")
             # Never the name: a student edits their own (and shares it with others); it must not pick an extension.
-            keys |= {email, email.split("@")[0], *(str(user.get(k) or "") for k in ("id", "sid"))}
+            # Nor an email's local part: ada@gmail.example is not ada@uni.example, whose extension "ada" may be.
+            keys |= {email, *(str(user.get(k) or "") for k in ("id", "sid"))}
     days = max((extensions[key] for key in keys - {""} if key in extensions), default=0.0)
     row = finalize(row, TermInputs(late=policy, extensions={row.student: days}, times={row.student: submitted}))
     return row if typed else row.to_json()

@@ -37,7 +37,8 @@ def metadata(folder: Path, created_at: str, *users: dict) -> Path:
 @pytest.fixture
 def policy(monkeypatch):
     """A course with [late] per_day 0.1, max_days 3, and extensions for ada (2 days) and bob (3 days)."""
-    monkeypatch.setattr(course, "late_policy", lambda: (LatePolicy(DEADLINE, 0.1, 3), {"ada": 2.0, "4711": 3.0}))
+    monkeypatch.setattr(course, "late_policy", lambda: (LatePolicy(DEADLINE, 0.1, 3),
+                                                         {"ada@uni.example": 2.0, "4711": 3.0}))
 
 
 def test_a_late_submission_loses_a_tenth_per_started_day(policy, tmp_path):
@@ -63,6 +64,14 @@ def test_a_name_a_student_chose_picks_no_extension(policy, tmp_path):
     # Gradescope's name is the student's to edit: named "ada" (or "4711"), cy would get ada's (bob's) extension.
     path = metadata(tmp_path, "2026-10-03T11:00:00+02:00", {"email": "cy@uni.example", "id": 9, "name": "ada"},
                     {"email": "dee@uni.example", "id": 10, "name": "4711"})
+    results = gradescope.with_late_policy(graded(), path)
+    assert results["extra_data"]["late"]["extension_days"] == 0.0 and results["score"] == pytest.approx(16.0)
+
+
+def test_an_email_at_another_domain_picks_no_extension(monkeypatch, tmp_path):
+    # "ada" (a folder id) has 2 days; ada@mail.example is some other student, who shares only the part before the @.
+    monkeypatch.setattr(course, "late_policy", lambda: (LatePolicy(DEADLINE, 0.1, 3), {"ada": 2.0}))
+    path = metadata(tmp_path, "2026-10-03T11:00:00+02:00", {"email": "ada@mail.example", "id": 9})
     results = gradescope.with_late_policy(graded(), path)
     assert results["extra_data"]["late"]["extension_days"] == 0.0 and results["score"] == pytest.approx(16.0)
 
