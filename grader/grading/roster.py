@@ -121,7 +121,33 @@ def alike_ids(students: list[str]) -> list[str]:
         alike.setdefault(id_key(student), []).append(student)
     return [f"submissions {', '.join(show_id(s) for s in group)} differ only in case, spaces or Unicode form: "
             "each is graded on its own; check that they are different students"
-            for group in alike.values() if len(group) > 1]
+            for group in alike.values() if len(group) > 1] + [
+        f"submission {show_id(student)} mixes {' and '.join(sorted(scripts))} letters, as a look-alike of another "
+        "id does (a Cyrillic а in a Latin name): it is graded on its own; check whose it is"
+        for student in students if len(scripts := mixed_scripts(student)) > 1]
+
+
+# Scripts that Unicode's restriction levels (UTS #39, "highly restrictive") allow together in one identifier.
+_TOGETHER = (frozenset({"Latin", "Cjk", "Hiragana", "Katakana"}), frozenset({"Latin", "Cjk", "Bopomofo"}),
+             frozenset({"Latin", "Cjk", "Hangul"}))
+
+
+def mixed_scripts(student: str) -> frozenset[str]:
+    """The scripts of an id's letters when they do not belong together (empty: one script, or a usual mix).
+
+    One letter of another script (Cyrillic ``а`` for Latin ``a``) makes an id that looks like another but is not
+    equal to it under :func:`id_key`; that is how such a look-alike shows. The script is the first word of the
+    letter's Unicode name (after NFKC, so full-width Latin is Latin). A name wholly in another script (all
+    Cyrillic) is one script and is not flagged: that needs Unicode's confusable tables.
+    """
+    scripts = set()
+    for char in unicodedata.normalize("NFKC", student):
+        if char.isalpha():
+            name = unicodedata.name(char, "")
+            scripts.add(name.split(" ", 1)[0].capitalize() if name else "Unknown")
+    if len(scripts) < 2 or any(scripts <= allowed for allowed in _TOGETHER):
+        return frozenset()
+    return frozenset(scripts)
 
 
 def show_id(student: str) -> str:

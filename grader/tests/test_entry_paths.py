@@ -295,10 +295,12 @@ def test_roster_matching_is_exact_and_near_ids_are_flagged() -> None:
 
 def test_without_a_roster_ids_alike_are_still_flagged_on_the_terminal(tmp_path: Path) -> None:
     printed: list[str] = []
-    rows = [write_row(student, 1.0) for student in ("dave", "Dave", "d\u0430ve", "erin")]  # Cyrillic a: not alike
+    rows = [write_row(student, 1.0) for student in ("dave", "Dave", "d\u0430ve", "erin", "\u5c71\u7530taro")]
     export.export(tmp_path, rows, None, echo=printed.append)
     assert printed == ["flagged: submissions dave, Dave differ only in case, spaces or Unicode form: each is graded "
-                       "on its own; check that they are different students"]
+                       "on its own; check that they are different students",
+                       "flagged: submission d\u0430ve mixes Cyrillic and Latin letters, as a look-alike of another id "
+                       "does (a Cyrillic \u0430 in a Latin name): it is graded on its own; check whose it is"]
 
 
 def test_the_does_not_import_status_reads_public_tests_only() -> None:
