@@ -42,3 +42,53 @@ def test_the_plugin_puts_numpys_blas_on_one_thread_and_leaves_the_environment_as
     # A user's own setting is theirs.
     assert _probe("import tests.plugin", OPENBLAS_NUM_THREADS="2") == {
         "threads": 2, "environment": {"OPENBLAS_NUM_THREADS": "2"}}
+
+
+def test_a_call_through_the_kit_reads_the_signature_and_imports_once(monkeypatch):
+    """Each kit call labels its arguments by the function's signature: read once per function, not per call.
+
+    The function the kit calls is the student's under the suite's own wrappers (the budget, the reach recorder),
+    which ``inspect.signature`` looks through; and a module imported already is not imported again under a budget.
+    """
+    import inspect
+
+    import numpy as np
+
+    from tests import kit as kit_module
+
+    implementation = kit_module.LocalImplementation(ROOT / "solutions", call_seconds=kit_module.CALL_BUDGET)
+    kit = kit_module.Kit(implementation, "softmax")
+    x = np.arange(12.0).reshape(3, 4)
+    kit.softmax(x)  # imports softmax.py, under its budget
+    asked, budgets = [], []
+    real_signature, real_budget = inspect.signature, kit_module.call_budget
+    monkeypatch.setattr(inspect, "signature", lambda f, *a, **k: asked.append(f) or real_signature(f, *a, **k))
+    monkeypatch.setattr(kit_module, "call_budget", lambda what, s: budgets.append(what) or real_budget(what, s))
+    for _ in range(3):
+        kit.softmax(x, axis=0)
+    assert asked == []
+    assert budgets == ["softmax()"] * 3  # each call under its budget; no import
+    assert kit_module._labelled_arguments(implementation.function("softmax", "softmax"), (x,), {"axis": 0}) == {
+        "x": x, "axis": 0}
+
+
+def test_a_wrapper_of_the_students_own_is_still_asked_for_its_signature():
+    """Only the suite's wrappers are looked through: a student's decorator may change the signature."""
+    import functools
+    import inspect
+
+    from tests import kit as kit_module
+    from tests.reach import kit_wrapper
+
+    def softmax(x, axis=-1):
+        return x
+
+    @functools.wraps(softmax)
+    def decorated(*args, **kwargs):
+        return softmax(*args, **kwargs)
+
+    decorated.__signature__ = inspect.Signature([inspect.Parameter("logits", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    ours = kit_wrapper(functools.wraps(decorated)(lambda *a, **k: decorated(*a, **k)))
+    assert kit_module._labelled_arguments(ours, (1,), {}) == {"logits": 1}
+    assert kit_module._labelled_arguments(kit_wrapper(functools.wraps(softmax)(lambda *a: 0)), (1, 2), {}) == {
+        "x": 1, "axis": 2}
