@@ -36,7 +36,7 @@ from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from tests.crash import is_raising_through, where_it_crashed
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
-from tests.reach import Reached, package_of, recorded_function, tracing
+from tests.reach import KIT_WRAPPERS, Reached, kit_wrapper, package_of, recorded_function, tracing
 
 
 class ImplementationError(Exception):
@@ -215,6 +215,8 @@ class LocalImplementation:
             rename = f" (found {other}: rename it to {name}.py)" if other else ""
             self._failures[name] = f"missing module {name}: {name}.py not found in {self.path}{rename}"
             raise ImplementationError(self._failures[name])
+        if (imported := sys.modules.get(f"{self.package}.{name}")) is not None:
+            return imported  # what import_module returns, without arming a budget for a lookup
         try:
             with call_budget(f"importing {name}.py", self.call_seconds):
                 return importlib.import_module(f"{self.package}.{name}")
@@ -269,7 +271,7 @@ def _budgeted(function: Callable[..., Any], name: str, seconds: float, timeouts:
                 timeouts[name] = so_far + 1
             raise
 
-    return call
+    return kit_wrapper(call)
 
 
 class PlainFunction:
@@ -329,10 +331,12 @@ def _plain_names(signature: inspect.Signature) -> tuple[tuple[str, ...], int] | 
 def _signature(function: Callable[..., Any]) -> tuple[inspect.Signature, tuple[tuple[str, ...], int] | None]:
     """``inspect.signature(function)`` and its :func:`_plain_names`.
 
-    Remembered for a plain function while its code, defaults and ``__signature__`` stay the same objects,
-    and only if its attributes hold nothing but perhaps ``__signature__`` (a proxy of the isolated
-    worker); a wrapper (``__wrapped__``) or any other callable is asked every time.
+    Remembered for a plain function while its code, defaults and ``__signature__`` stay the same objects, and only
+    if its attributes hold nothing but perhaps ``__signature__`` (a proxy of the isolated worker); found under the
+    suite's own wrappers (``KIT_WRAPPERS``); any other wrapper (``__wrapped__``) or callable is asked every time.
     """
+    while function in KIT_WRAPPERS and "__signature__" not in function.__dict__:
+        function = function.__wrapped__
     if type(function) is not types.FunctionType or not function.__dict__.keys() <= {"__signature__"}:
         signature = inspect.signature(function)
         return signature, _plain_names(signature)
@@ -581,8 +585,7 @@ class Kit:
         if changed:
             check.fail(record(Failure(
                 f"{name}() changed its input {', '.join(changed)} in place.",
-                "the arguments are left exactly as they were",
-                "different values (or keys) after the call",
+                "the arguments are left exactly as they were", "different values (or keys) after the call",
                 "no mutation of inputs: build new arrays (x = x - m, "
                 "not x -= m) and new dicts, so the caller's data stays intact",
                 kind=CHECK_FAILED,

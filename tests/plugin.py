@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from grader.curriculum import load as load_curriculum
-from tests import failures
+from tests import failures, one_thread  # noqa: F401 - one_thread: before numpy is imported (tests.kit)
 from tests.kit import CALL_BUDGET, Implementation, ImplementationError, Kit, LocalImplementation
 from tests.selection import could_select
 

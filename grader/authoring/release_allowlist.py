@@ -46,6 +46,7 @@ STUDENT_FILES = (
     "tests/first_run.py",
     "tests/kinds.py",
     "tests/kit.py",
+    "tests/one_thread.py",
     "tests/own_models.py",
     "tests/plugin.py",
     "tests/probes.py",
