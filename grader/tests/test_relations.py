@@ -1,0 +1,81 @@
+"""A family read off the outputs (tests/relations.py): named for a directly called function that no catalogue
+entry explains, only when exactly one relation to the right outputs holds on every input where it differs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.tests.test_families import plant
+from tests.diagnosis import diagnose, diagnose_family, observe_everything
+from tests.kit import LocalImplementation
+from tests.relations import relation
+
+RIGHT = np.array([[-2.0, 0.5, 3.0, 1.25], [4.0, -1.5, 0.75, 2.0]])
+
+
+def one(mine, want=RIGHT, **kwargs):
+    return relation("f", ["f/p"], {"f/p": (np.asarray(mine),)}, {"f/p": (np.asarray(want),)}, **kwargs)
+
+
+@pytest.mark.parametrize("mine, family", [
+    (-RIGHT, "sign flip"),
+    (np.abs(RIGHT), "sign dropped"),
+    (RIGHT[:, ::-1], "reversed order"),
+    (RIGHT[:, :3], "off by one"),
+    (RIGHT[:, [1, 0, 3, 2]], "another order"),
+    (2.5 * RIGHT, "a scale"),
+    (RIGHT * np.array([[2.0], [0.5]]) * np.array([1.0, 3.0, 0.25, 1.0]), "a normalisation"),
+    (RIGHT + 0.3, "an offset"),
+])
+def test_each_family_is_told_by_its_relation(mine, family):
+    found = one(mine)
+    assert found is not None and found.family == family, found
+
+
+def test_ids_off_by_one_where_they_differ():
+    found = one(np.array([97, 257, 99, 258]), np.array([97, 256, 99, 257]))
+    assert found is not None and found.family == "off by one" and "the 2 others agree" in found.words, found
+
+
+@pytest.mark.parametrize("mine, want", [
+    (np.array(0.6), np.array(0.4)),  # one number: a multiple, an offset ... of any other
+    (np.array([1.0, -1.0]), np.array([-1.0, 1.0])),  # reversed and sign flipped alike: the values cannot tell
+    (np.array([3.0, 1.0, 7.0]), np.array([1.0, 2.0, 4.0])),  # no relation
+])
+def test_nothing_is_named_when_the_values_cannot_tell(mine, want):
+    assert one(mine, want) is None
+
+
+def test_a_relation_must_hold_on_every_probe():
+    outputs = {"f/a": (-RIGHT,), "f/b": (RIGHT[:, ::-1],)}
+    assert relation("f", ["f/a", "f/b"], outputs, {"f/a": (RIGHT,), "f/b": (RIGHT,)}) is None
+
+
+# Planted as a student would write them, in no catalogue: the first message names the family.
+MISTAKES = {
+    "top_k-unstable": ("retrieval.py", 'order = np.argsort(-similarity, axis=1, kind="stable")',
+                       "order = np.argsort(-similarity, axis=1)", "retrieval", "top_k", "ties broken otherwise"),
+    "top_k-one-more": ("retrieval.py", "return order[:, :k].astype(np.int64)",
+                       "return order[:, : k + 1].astype(np.int64)", "retrieval", "top_k", "off by one"),
+    "penalty-from-the-first-key": ("distance.py", "distance = n_keys - np.arange(n_keys)",
+                                   "distance = 1 + np.arange(n_keys)", "distance", "distance_penalty",
+                                   "reversed order"),
+    "margin-sign-dropped": ("distance.py", "return best - others.max(axis=-1)",
+                            "return abs(best - others.max(axis=-1))", "distance", "score_margin", "sign dropped"),
+    "cosine-squared-lengths": ("retrieval.py", "lengths[name] = np.linalg.norm(array, axis=1, keepdims=True)",
+                               "lengths[name] = (array ** 2).sum(axis=1, keepdims=True)", "retrieval",
+                               "cosine_similarity", "a normalisation"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_a_directly_called_function_is_told_its_family(name, tmp_path):
+    from tests.steps import first_step
+
+    file, replace, with_, exercise, function, family = MISTAKES[name]
+    implementation = LocalImplementation(plant(tmp_path, file, replace, with_))
+    assert diagnose(implementation, exercise) == [] and diagnose_family(implementation, exercise) is None
+    step = first_step(implementation, [function], observe_everything(implementation))
+    assert step is not None and step.text.startswith(f"Diagnosis (a family of mistakes: {family}): "), step
+    assert f"your {function}() in {file}" in step.text
