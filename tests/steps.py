@@ -260,9 +260,19 @@ def _related(function: str, probes: list[str], observation: Any, registry: Any, 
 
     found = relations.relation(function, probes, observation.outputs, {p: _as_tuple(golden(p)) for p in probes},
                                lambda p: registry[p].arguments())
-    if found is None:
+    if found is not None:
+        return FirstStep(function, probes[0], relations.describe(function, module_file, found))
+    # No relation: the inputs that tell, when some of the function's fixed inputs agree and others do not (each
+    # probe is built to isolate a case: ties, a repeated chunk, a steep penalty ...).
+    every = sorted(p for p, entry in registry.items() if entry.function == function and entry.rejects is None
+                   and p in observation.outputs)
+    agree = [p for p in every if p not in probes]
+    if not agree or not probes:
         return None
-    return FirstStep(function, probes[0], relations.describe(function, module_file, found))
+    differ = [(relations.case(p), _first_difference(function, observation.outputs.get(p), golden(p))[0])
+              for p in probes]
+    return FirstStep(function, probes[0], relations.describe_cases(function, module_file,
+                                                                   [relations.case(p) for p in agree], differ))
 
 
 def _as_tuple(value: Any) -> tuple:

@@ -79,3 +79,16 @@ def test_a_directly_called_function_is_told_its_family(name, tmp_path):
     step = first_step(implementation, [function], observe_everything(implementation))
     assert step is not None and step.text.startswith(f"Diagnosis (a family of mistakes: {family}): "), step
     assert f"your {function}() in {file}" in step.text
+
+
+def test_a_function_right_on_some_inputs_is_told_the_inputs_that_tell(tmp_path):
+    from tests.steps import first_step
+
+    # recall counting a question once per copy of its evidence: right unless a chunk is retrieved twice
+    implementation = LocalImplementation(plant(tmp_path, "retrieval.py", "return float(np.mean(hit))",
+                                               "return float(np.mean((retrieved == relevant[:, None]).sum(axis=1)))"))
+    assert diagnose(implementation, "retrieval") == []
+    step = first_step(implementation, ["recall_at_k"], observe_everything(implementation))
+    assert step is not None and step.text.startswith("Diagnosis (the inputs that tell): your recall_at_k() in "
+                                                     "retrieval.py gives the contract's outputs on three hits of five, "
+                                                     "and other outputs only on a chunk retrieved twice ("), step
