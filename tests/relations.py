@@ -32,6 +32,8 @@ class Found:
 
     family: str
     words: str
+    general: str = ""
+    """The words without one input's numbers, for when the inputs give different ones ('' : ``words``)."""
 
 
 MEANINGS: dict[str, Callable[[tuple, dict, np.ndarray], np.ndarray]] = {}
@@ -75,7 +77,8 @@ def _sign(mine: np.ndarray, want: np.ndarray) -> Found | None:
 def _absolute(mine: np.ndarray, want: np.ndarray) -> Found | None:
     if np.any(want < 0) and _close(mine, np.abs(want)):
         return Found("sign dropped", f"it is the absolute value of the right one: the {int(np.sum(want < 0))} "
-                                     "negative entries came out positive")
+                                     "negative entries came out positive",
+                     "it is the absolute value of the right one: the negative entries came out positive")
     return None
 
 
@@ -105,7 +108,8 @@ def _one_off(mine: np.ndarray, want: np.ndarray) -> Found | None:
         return None
     more = "one entry more" if extra > 0 else "one entry fewer"
     return Found("off by one", f"it has {more}{_axis_words(want, axis)} than the right one ({mine.shape[axis]} "
-                               f"instead of {want.shape[axis]}), and its first {common} agree")
+                               f"instead of {want.shape[axis]}), and its first {common} agree",
+                 f"it has {more}{_axis_words(want, axis)} than the right one, and the entries they share agree")
 
 
 def _reordered(mine: np.ndarray, want: np.ndarray) -> Found | None:
@@ -124,7 +128,8 @@ def _scale(mine: np.ndarray, want: np.ndarray) -> Found | None:
     ratio = mine[nonzero] / want[nonzero]
     factor = float(np.median(ratio))
     if abs(factor - 1) > 1e-6 and factor != 0 and abs(factor + 1) > 1e-6 and _close(mine, factor * want):
-        return Found("a scale", f"it is {factor:.6g} times the right one, every entry")
+        return Found("a scale", f"it is {factor:.6g} times the right one, every entry",
+                     "it is the right one times a constant factor, every entry (the factor depends on the input)")
     return None
 
 
@@ -155,7 +160,8 @@ def _offset(mine: np.ndarray, want: np.ndarray) -> Found | None:
     difference = mine.astype(float) - want.astype(float)
     shift = float(np.median(difference))
     if abs(shift) > ATOL and np.allclose(difference, shift, rtol=0, atol=max(ATOL, 1e-6 * abs(shift))):
-        return Found("an offset", f"it is the right one plus {shift:.6g}, every entry")
+        return Found("an offset", f"it is the right one plus {shift:.6g}, every entry",
+                     "it is the right one plus a constant, every entry (the constant depends on the input)")
     return None
 
 
@@ -170,7 +176,9 @@ def _offset_where_different(mine: np.ndarray, want: np.ndarray) -> Found | None:
     shift = int(moved[0])
     return Found("off by one" if abs(shift) == 1 else "an offset",
                  f"each entry that differs is the right one {'+' if shift > 0 else '-'} {abs(shift)} (the "
-                 f"{difference.size - moved.size} others agree)")
+                 f"{difference.size - moved.size} others agree)",
+                 f"each entry that differs is the right one {'+' if shift > 0 else '-'} {abs(shift)}, the others "
+                 "agree")
 
 
 RELATIONS: tuple[Callable[[np.ndarray, np.ndarray], Found | None], ...] = (
@@ -179,7 +187,7 @@ RELATIONS: tuple[Callable[[np.ndarray, np.ndarray], Found | None], ...] = (
 """Each family's test on one differing array (the student's, the right one); a new family is one more entry."""
 
 
-def _holding(mine: np.ndarray, want: np.ndarray) -> set[tuple[str, str]]:
+def _holding(mine: np.ndarray, want: np.ndarray) -> set[tuple[str, str, str]]:
     """The families whose relation holds between one differing array and the right one."""
     found = set()
     for relation in RELATIONS:
@@ -188,7 +196,7 @@ def _holding(mine: np.ndarray, want: np.ndarray) -> set[tuple[str, str]]:
         except (TypeError, ValueError, FloatingPointError):
             hit = None
         if hit is not None:
-            found.add((hit.family, hit.words))
+            found.add((hit.family, hit.words, hit.general or hit.words))
     return found
 
 
@@ -213,20 +221,20 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
         return tie
     if sum(_differing(a, b) if a.shape == b.shape else 2 for a, b in pairs) < 2:
         return None  # one number that differs: any relation holds for it
-    families: set[tuple[str, str]] | None = None
+    seen: list[set[tuple[str, str, str]]] = []
     for mine, want in pairs:
         if mine.dtype.kind not in "biuf" or want.dtype.kind not in "biuf":
             return None
-        holding = _holding(mine, want)
-        families = holding if families is None else {f for f in families if f[0] in {h[0] for h in holding}}
-        if not families:
-            return None
-    names = {family for family, _ in families or ()}
+        seen.append(_holding(mine, want))
+    names = set.intersection(*({family for family, _, _ in holding} for holding in seen))
     if len(names) != 1:
-        return None  # two families fit the same values (a symmetric array ...): the values cannot tell
+        return None  # none, or two families fit the same values (a symmetric array ...): the values cannot tell
     (name,) = names
-    words = sorted(words for family, words in families if family == name)
-    return Found(name, words[0] if len(words) == 1 else words[0].split(":")[0])
+    words = {(words, general) for holding in seen for family, words, general in holding if family == name}
+    if len(words) == 1:
+        return Found(name, words.pop()[0])
+    generals = {general for _, general in words}
+    return Found(name, generals.pop()) if len(generals) == 1 else None
 
 
 def _ties(function: str, probes: list[str], outputs: dict[str, Any], expected: dict[str, Any],

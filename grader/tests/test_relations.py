@@ -92,3 +92,10 @@ def test_a_function_right_on_some_inputs_is_told_the_inputs_that_tell(tmp_path):
     assert step is not None and step.text.startswith("Diagnosis (the inputs that tell): your recall_at_k() in "
                                                      "retrieval.py gives the contract's outputs on three hits of five, "
                                                      "and other outputs only on a chunk retrieved twice ("), step
+
+
+def test_inputs_that_give_different_numbers_are_told_the_relation_without_them():
+    outputs = {"f/a": (RIGHT[:, :3],), "f/b": (RIGHT[:1, :2],)}
+    found = relation("f", ["f/a", "f/b"], outputs, {"f/a": (RIGHT,), "f/b": (RIGHT[:1, :3],)})
+    assert found is not None and found.family == "off by one" and "instead of" not in found.words, found
+    assert one(RIGHT[:, :3]).words.endswith("(3 instead of 4), and its first 3 agree")
