@@ -148,10 +148,21 @@ def _scale_per_row_and_column(mine: np.ndarray, want: np.ndarray) -> Found | Non
     columns_vary = not np.allclose(column, column[0, 0], rtol=0, atol=1e-9)
     if not (rows_vary or columns_vary):
         return None  # one constant factor: _scale's family
+    if _distributions(mine) and _distributions(want):
+        # Rows of weights: log(mine) - log(want) = r_i + c_j, so mine = softmax(right scores + c_j), a term per key.
+        return Found("a term per key", "its weights are the softmax of the right scores plus a term that depends "
+                                       "on the key (the column) alone, the same for every query: what is added to "
+                                       "each key's score before the softmax (a penalty, a mask, a bias) differs, "
+                                       "not the comparison of query and key") if columns_vary else None
     which = ("a factor of its row and one of its column" if rows_vary and columns_vary
              else "a factor of its row" if rows_vary else "a factor of its column")
-    return Found("a normalisation", f"each entry is the right one times {which}: a length or a normalisation "
-                                    "that is off, not the comparison itself")
+    return Found("a normalisation", f"each entry is the right one times {which}: a length, a norm or a scale per "
+                                    "row or column that is off, not the comparison itself")
+
+
+def _distributions(array: np.ndarray) -> bool:
+    """Rows of weights: non-negative, each summing to 1."""
+    return bool(np.all(array >= 0) and np.allclose(array.sum(axis=-1), 1.0, rtol=0, atol=1e-9))
 
 
 def _offset(mine: np.ndarray, want: np.ndarray) -> Found | None:

@@ -99,3 +99,15 @@ def test_inputs_that_give_different_numbers_are_told_the_relation_without_them()
     found = relation("f", ["f/a", "f/b"], outputs, {"f/a": (RIGHT,), "f/b": (RIGHT[:1, :3],)})
     assert found is not None and found.family == "off by one" and "instead of" not in found.words, found
     assert one(RIGHT[:, :3]).words.endswith("(3 instead of 4), and its first 3 agree")
+
+
+def test_weights_that_differ_by_a_factor_per_key_are_told_a_term_per_key_not_a_normalisation():
+    rng = np.random.default_rng(5)
+    scores, penalty = rng.normal(size=(3, 5)), -0.4 * np.arange(5, 0, -1)
+
+    def softmax(z):
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    found = one(softmax(scores + penalty[::-1]), softmax(scores + penalty))
+    assert found is not None and found.family == "a term per key" and "normalisation" not in found.words, found
