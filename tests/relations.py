@@ -218,13 +218,16 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
     ``outputs`` and ``expected`` map each probe to a tuple of arrays (the student's and the golden ones);
     ``arguments(probe)`` gives a probe's arguments, for a function that declared its :func:`meaning`.
     """
-    pairs = []
+    pairs, items, count = [], set(), 0
     for probe in probes:
         mine, want = outputs.get(probe), expected.get(probe)
         if not isinstance(mine, tuple) or not isinstance(want, tuple) or len(mine) != len(want):
             return None
-        pairs += [(np.asarray(a), np.asarray(b)) for a, b in zip(mine, want, strict=True)
-                  if not (a.shape == b.shape and _close(np.asarray(a), np.asarray(b)))]
+        count = max(count, len(want))
+        for item, (a, b) in enumerate(zip(mine, want, strict=True)):
+            if not (a.shape == b.shape and _close(np.asarray(a), np.asarray(b))):
+                pairs.append((np.asarray(a), np.asarray(b)))
+                items.add(item)
     if not pairs:
         return None
     tie = _ties(function, probes, outputs, expected, arguments)
@@ -242,10 +245,15 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
         return None  # none, or two families fit the same values (a symmetric array ...): the values cannot tell
     (name,) = names
     words = {(words, general) for holding in seen for family, words, general in holding if family == name}
-    if len(words) == 1:
-        return Found(name, words.pop()[0])
     generals = {general for _, general in words}
-    return Found(name, generals.pop()) if len(generals) == 1 else None
+    if len(words) != 1 and len(generals) != 1:
+        return None
+    said = words.pop()[0] if len(words) == 1 else generals.pop()
+    if len(items) < count:  # a result of several arrays, some of them right: say which one the relation is about
+        which = ", ".join(str(item) for item in sorted(items))
+        said = f"item {which} of its result (the others are right): {said.removeprefix('it ')}".replace(
+            ": is ", " is ").replace(": has ", " has ").replace(": holds ", " holds ")
+    return Found(name, said)
 
 
 def _ties(function: str, probes: list[str], outputs: dict[str, Any], expected: dict[str, Any],

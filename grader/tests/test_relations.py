@@ -111,3 +111,8 @@ def test_weights_that_differ_by_a_factor_per_key_are_told_a_term_per_key_not_a_n
 
     found = one(softmax(scores + penalty[::-1]), softmax(scores + penalty))
     assert found is not None and found.family == "a term per key" and "normalisation" not in found.words, found
+
+
+def test_a_result_of_several_arrays_says_which_one_the_relation_is_about():
+    found = relation("f", ["f/p"], {"f/p": (RIGHT, 3.0 * RIGHT)}, {"f/p": (RIGHT, RIGHT)})
+    assert found is not None and found.words.startswith("item 1 of its result (the others are right) is 3 times"), found
