@@ -240,9 +240,11 @@ def _first_step(implementation: Any, called: list[str], observation: Any, traced
         return None
     # Among several probes, the one whose difference comes earliest (the step, then the entry of a sequence).
     probe, words, idea, _ = min(findings, key=lambda finding: finding[3])
-    if function in called and not idea:
-        return None  # the function the test called, with no step inside it to name: the test's message says it all
     exercise = curriculum.exercise_of_function(function)
+    if function in called and not idea:
+        # The function the test called, with no step inside it to name: a relation of its outputs to the right
+        # ones names the family (tests/relations.py), else the test's message says it all.
+        return _related(function, probes, observation, registry, exercise.module_file)
     alone = "" if function in called else f" (your {', '.join(sorted(set(called) & set(order)))} relies on it)"
     text = (f"Diagnosis (the step whose output first differs): your {function}() in {exercise.module_file} is the "
             f"first function this test reached{alone} that gives other outputs than the contract on its own fixed "
@@ -250,3 +252,28 @@ def _first_step(implementation: Any, called: list[str], observation: Any, traced
     if idea:
         text += f"\nRevisit: {idea}"
     return FirstStep(function, probe, text, idea)
+
+
+def _related(function: str, probes: list[str], observation: Any, registry: Any, module_file: str) -> FirstStep | None:
+    """The family one relation of ``function``'s outputs to the right ones shows on all ``probes``, or None."""
+    from tests import relations
+
+    found = relations.relation(function, probes, observation.outputs, {p: _as_tuple(golden(p)) for p in probes},
+                               lambda p: registry[p].arguments())
+    if found is not None:
+        return FirstStep(function, probes[0], relations.describe(function, module_file, found))
+    # No relation: the inputs that tell, when some of the function's fixed inputs agree and others do not (each
+    # probe is built to isolate a case: ties, a repeated chunk, a steep penalty ...).
+    every = sorted(p for p, entry in registry.items() if entry.function == function and entry.rejects is None
+                   and p in observation.outputs)
+    agree = [p for p in every if p not in probes]
+    if not agree or not probes:
+        return None
+    differ = [(relations.case(p), _first_difference(function, observation.outputs.get(p), golden(p))[0])
+              for p in probes]
+    return FirstStep(function, probes[0], relations.describe_cases(function, module_file,
+                                                                   [relations.case(p) for p in agree], differ))
+
+
+def _as_tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)

@@ -25,6 +25,7 @@ from tests.feedback import (
     expect_shape,
 )
 from tests.probes import expect_probe, probe
+from tests.relations import meaning
 from tests.steps import Stage, pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,6 +187,11 @@ def long_rows_of_ties():
 def a_chunk_retrieved_twice():
     return (np.array([[2, 2, 0], [1, 3, 1], [4, 0, 1]]), np.array([2, 1, 3])), {}
 
+
+# What top_k's indices mean: the scores they pick, in order. Indices that pick the right scores in the right order
+# but are not the right indices differ only in how ties were broken (tests/relations.py).
+meaning("top_k", lambda args, kwargs, indices: np.take_along_axis(np.asarray(args[0], dtype=float),
+                                                                  np.asarray(indices, dtype=np.int64), axis=1))
 
 # The steps of evaluate, for the diagnosis of a mistake no catalogue entry explains (tests/steps.py): the first
 # output that differs, in the order evaluate computes them, names the step to revisit.

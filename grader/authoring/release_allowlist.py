@@ -51,6 +51,7 @@ STUDENT_FILES = (
     "tests/plugin.py",
     "tests/probes.py",
     "tests/reach.py",
+    "tests/relations.py",
     "tests/selection.py",
     "tests/steps.py",
 )
