@@ -32,7 +32,8 @@ from grader.grading.records import Job, grade_deciding_fields
 from grader.sandbox import given
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
-GRADING_MODULES = ("scored.py", "rows.py", "report.py", "recorder.py", "secrets.py", "kit_check.py")
+GRADING_MODULES = ("scored.py", "rows.py", "report.py", "recorder.py", "secrets.py", "kit_check.py",
+                   "reference_use.py")
 
 
 def kit_version() -> str:

@@ -13,11 +13,14 @@ import os
 from pathlib import Path
 
 from grader.curriculum import ROOT, reference_dir
+from grader.grading import reference_use
 from grader.grading.records import Job, Result
 from grader.suite import TestFile
 
 # The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
 _KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
+# What the reference sent in each test of the check of a key (``grader.grading.reference_use``), per process.
+_USES: dict[str, reference_use.Table] = {}
 REFERENCE_ENTRY = "the kit's reference"
 # What the kit's check grades: the course's reference (read when a batch plans its check: an earlier batch in this
 # process may have had another course), unless a test sets this seam.
@@ -76,14 +79,19 @@ def plan(suite: list[TestFile], job: Job, work: Path,
     key = f"{fingerprint}|{reference.digest}|{job.fair}|{job.policy}|{sys.version.split()[0]}|{numpy.__version__}"
     if key in _KIT_CHECKS:
         return _KIT_CHECKS[key], None, key
-    if _passed_before(key):
-        _KIT_CHECKS[key] = (None, {})
+    if _passed_before(key) and (kept := reference_use.load(passed_store().parent, key)) is not None:
+        _KIT_CHECKS[key], _USES[key] = (None, {}), kept  # (a check kept without the reference's use: run again)
         return _KIT_CHECKS[key], None, key
     if reference.status != "ok":
         return (f"the kit's reference (solutions/) is broken: {reference.status}", {}), None, key
     canary = dataclasses.replace(job, student=REFERENCE_ENTRY, folder=str(reference.folder),
                                  files=tuple(f.path for f in suite), kit_check=True)
     return None, canary, key
+
+
+def used(key: str) -> reference_use.Table | None:
+    """What the reference sent in each test, as the check of ``key`` measured it (None: not known yet)."""
+    return _USES.get(key)
 
 
 def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None, dict[str, str]]:
@@ -103,7 +111,9 @@ def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None
                 why = next((line.strip() for line in lines if "rror" in line), lines[-1].strip() if lines else "")
                 broken[record.nodeid] = f"the kit's own reference fails {record.nodeid} ({why[:200]})"
         outcome = (None, broken)
+        _USES[key] = reference_use.table(result.records)  # the channel's limits follow it (``reference_use``)
         if not broken:
+            reference_use.save(passed_store().parent, key, _USES[key])  # first: a key kept has its use kept
             _remember_passed(key)
     _KIT_CHECKS[key] = outcome
     return outcome
