@@ -118,12 +118,12 @@ def test_the_batch_derives_each_tests_limit_from_the_references_recorded_use(tmp
     for out in ("first", "second"):  # a kit never checked, then the same kit again (a new batch process)
         kit_check._KIT_CHECKS.clear()
         kit_check._USES.clear()
+        planned = len(list((tmp_path / "cache").rglob("*.json")))
         assert grade.grade_batch(tmp_path / "subs", tmp_path / out, jobs=1, exercises=["softmax"],
                                  echo=lambda line: None) == 0
         grades = read_grades(tmp_path / out)
         assert grades["honest"]["score"] == grades["honest"]["max_score"], grades["honest"]
-        key = next(iter(kit_check._KIT_CHECKS))
-        recorded = {nodeid: sent for nodeid, sent, _ in reference_use.load(tmp_path / "cache" / "attention-kit", key)}
+        recorded = {nodeid: sent for nodeid, sent, _ in next(iter(kit_check._USES.values()))}
         tests = json.loads((tmp_path / out / "flood" / "results.json").read_text(encoding="utf-8"))["tests"]
         flooded = [test for test in tests if "to the grader in this test" in test["output"]]
         assert flooded and all(test["status"] == "failed" for test in flooded), out
@@ -131,3 +131,35 @@ def test_the_batch_derives_each_tests_limit_from_the_references_recorded_use(tmp
             said = f"the reference sends {channel_use.size(recorded[test['extra_data']['nodeid']])}; the limit is 100x"
             assert said in test["output"], (out, test["output"][:500])
         assert float(grades["flood"]["score"]) > 0  # the tests it did not flood keep their points
+        assert planned == (0 if out == "first" else len(list((tmp_path / "cache").rglob("*.json"))))
+
+
+def test_a_kit_checked_for_one_selection_grades_the_reference_only_on_the_files_it_has_not_seen(tmp_path, monkeypatch):
+    """Issue 33.1: the kit's check of a test file holds for any selection of the same kit (its own key)."""
+    import shutil
+
+    from grader.curriculum import ROOT
+    from grader.grading import grade, kit_check
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    planned: list = []
+    original = kit_check.plan
+
+    def spy(*args, **kwargs):
+        known, canary, key = original(*args, **kwargs)
+        planned.append(canary)
+        return known, canary, key
+
+    monkeypatch.setattr(kit_check, "plan", spy)
+    shutil.copytree(ROOT / "solutions", tmp_path / "subs" / "ada", ignore=shutil.ignore_patterns("__pycache__"))
+    for out, exercises in (("one", ["softmax"]), ("two", ["softmax", "masks"]), ("again", ["masks", "softmax"])):
+        kit_check._KIT_CHECKS.clear()  # a new batch process
+        assert grade.grade_batch(tmp_path / "subs", tmp_path / out, jobs=1, exercises=exercises,
+                                 echo=lambda line: None) == 0
+    first, second, third = planned
+    assert first is not None and any("01_softmax" in path for path in first.files)
+    assert second is not None and second.files and all("04_masks" in path for path in second.files), second.files
+    assert third is None  # every file known: no check at all
+    # The allowances of the softmax tests come from the first batch's check, the masks tests' from the second's.
+    recorded = {nodeid for nodeid, _, _ in kit_check._USES[next(iter(kit_check._KIT_CHECKS))]}
+    assert any("01_softmax" in nodeid for nodeid in recorded) and any("04_masks" in nodeid for nodeid in recorded)
