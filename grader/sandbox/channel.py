@@ -22,8 +22,8 @@ from grader.sandbox import channel_use, frames
 from grader.sandbox.budget import Budget
 from grader.sandbox.limits import Limits
 
-# The largest JSON header the grading side parses from a worker (honest ones are a few kilobytes).
-MAX_REPLY_HEADER = 4 << 20
+# The largest JSON header the grading side parses from a worker (a field of ``Limits``, as every limit).
+MAX_REPLY_HEADER = Limits.reply_header_bytes
 # The protocol pipes' capacity (the kernel's default is 64 KiB): a large frame (a training batch and its
 # gradients, up to a few MiB) then crosses in a few writes and reads instead of one wake-up per 64 KiB on both
 # sides. Kept small enough that a machine grading many submissions at once stays well within the kernel's
@@ -222,7 +222,7 @@ class Channel:
         # of a worker's bytes.
         if check_prefix:
             self._check_frame_prefix()
-        if len(self.buffer) > frames.PREFIX.size + MAX_REPLY_HEADER + max(self._allowance(), 0):
+        if len(self.buffer) > frames.PREFIX.size + self.limits.reply_header_bytes + max(self._allowance(), 0):
             raise TooLarge(len(self.buffer))
 
     def send(self, data: bytes, deadline: float) -> None:
@@ -246,7 +246,7 @@ class Channel:
         if len(self.buffer) < frames.PREFIX.size:
             return
         _, head_len, body_len = frames.PREFIX.unpack_from(self.buffer)
-        if head_len > MAX_REPLY_HEADER or head_len + body_len > self._allowance():
+        if head_len > self.limits.reply_header_bytes or head_len + body_len > self._allowance():
             raise TooLarge(head_len + body_len)
 
     def next_frame(self, deadline: float) -> bytes:

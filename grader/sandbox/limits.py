@@ -119,6 +119,7 @@ class Limits:
     test_bytes: int = 16 << 20
     test_messages: int = 5000
     reply_bytes: int = 64 << 20
+    reply_header_bytes: int = 4 << 20  # the JSON header of one frame (honest ones are a few kilobytes)
     student_reply_bytes: int = 512 << 20
     unknown_bytes: int = 8 << 30
     # After this many timeouts of one function, or of all calls together, later calls fail at once:
