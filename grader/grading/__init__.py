@@ -7,6 +7,7 @@ graded and hidden suites on each one through the sandbox (``grader.sandbox``).
 The batch's parts, one module per job and process: ``records`` (the typed
 records between them: a job, a test record, a result), ``fingerprint`` (what
 decides a regrade), ``kit_check`` (the reference graded beside the students),
+``reference_use`` (what the reference sends in each test: the channel's limits of the students' tests),
 ``pool`` (the long-lived grading processes), and, inside a grading process,
 ``session`` (the reused pytest session), ``recorder`` (its recording plugin
 and failure rendering), ``secrets`` (no hidden line reaches a student),

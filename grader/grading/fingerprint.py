@@ -32,7 +32,8 @@ from grader.grading.records import Job, grade_deciding_fields
 from grader.sandbox import given
 
 # The grading modules whose code shapes a record, a message or a score (besides the sandbox, hashed whole).
-GRADING_MODULES = ("scored.py", "rows.py", "report.py", "recorder.py", "secrets.py", "kit_check.py")
+GRADING_MODULES = ("scored.py", "rows.py", "report.py", "recorder.py", "secrets.py", "kit_check.py",
+                   "reference_use.py")
 
 
 def kit_version() -> str:
@@ -90,6 +91,37 @@ def suite_fingerprint(job: Job) -> str:
         digest.update(_name(path).encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def file_keys(job: Job) -> dict[str, str]:
+    """A key per test file of ``job``'s suite: what decides the reference's verdict on that file's tests.
+
+    The suite's fingerprint without the other hidden test files and the selection (which files, their points;
+    the public test files are in every key, as hidden tests import them): the kit's check of one file holds for
+    any suite that has the same file with the same kit (helpers, data, reference, grading and sandbox code, given
+    code, options), so a batch of another part or selection, or after a hidden test was edited, grades the
+    reference on the files it has not seen only.
+    """
+    from grader.grading.rows import RESULTS_FORMAT
+
+    digest = hashlib.sha256(f"{kit_version()}|{RESULTS_FORMAT}".encode())
+    # Which files are graded and for how many points (the suite, the part) decide no verdict of a test: the
+    # sandbox and the tests never read the selection.
+    digest.update(repr(sorted((name, value) for name, value in grade_deciding(job).items()
+                              if name not in ("suite", "part"))).encode())
+    suite = {entry.path: entry for entry in job.suite}
+    helpers = set((ROOT / "tests").glob("*.py"))  # every public test file is in every key: hidden tests import them
+    for path in fingerprinted_files(job):
+        if str(path) not in suite or path in helpers:
+            digest.update(_name(path).encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    keys = {}
+    for name, entry in suite.items():
+        own = digest.copy()
+        own.update(f"{_name(Path(name))}|{entry.exercise}|{entry.hidden}".encode())
+        own.update(hashlib.sha256(Path(name).read_bytes()).digest() if Path(name).is_file() else b"missing")
+        keys[name] = own.hexdigest()
+    return keys
 
 
 def student_fingerprint(suite_fingerprint: str, submission_digest: str) -> str:

@@ -431,7 +431,8 @@ class _Batch:
             if self.kit_failure is not None or not job.files:
                 self.not_run(job)
                 continue
-            yield job
+            # The reference's use, if the kit was checked before: each test stopped at its allowance as it runs.
+            yield dataclasses.replace(job, reference_use=kit_check.used(self.kit_key))
 
     def not_run(self, job: Job) -> None:
         """A student nothing can be graded of (no gradable module, or the kit is broken): no code runs."""
@@ -442,9 +443,13 @@ class _Batch:
 
     def finish(self, job: Job, result: Result) -> Any:
         """Score ``job``'s student and write their files (the kit's verdict applied); returns their row."""
+        from grader.grading import kit_check, reference_use
+
         submission, fingerprint = self.prepared[job.student]
         if job.kit_failure:
             result = dataclasses.replace(result, error=job.kit_failure)
+        elif job.reference_use is None and (used := kit_check.used(self.kit_key)) is not None:
+            result = reference_use.judged(result, used)  # graded beside the kit's check: judged by its figures now
         if self.broken:
             result = dataclasses.replace(result, records=tuple(
                 dataclasses.replace(record, internal=self.broken[record.nodeid])

@@ -13,11 +13,17 @@ import os
 from pathlib import Path
 
 from grader.curriculum import ROOT, reference_dir
+from grader.grading import reference_use
+from grader.grading.fingerprint import file_keys
 from grader.grading.records import Job, Result
 from grader.suite import TestFile
 
 # The kit's own check (the reference graded by the suite), per process: (suite, reference, options) -> outcome.
 _KIT_CHECKS: dict[str, tuple[str | None, dict[str, str]]] = {}
+# What the reference sent in each test of the check of a key (``grader.grading.reference_use``), per process;
+# while a check runs, what its files checked before measured and the keys of the others.
+_USES: dict[str, reference_use.Table] = {}
+_PENDING: dict[str, tuple[reference_use.Table, dict[str, str]]] = {}
 REFERENCE_ENTRY = "the kit's reference"
 # What the kit's check grades: the course's reference (read when a batch plans its check: an earlier batch in this
 # process may have had another course), unless a test sets this seam.
@@ -25,35 +31,17 @@ KIT_REFERENCE: Path | None = None
 
 
 def passed_store() -> Path:
-    """Where the keys of the kit's checks that passed whole are kept, across batches: the instructor's cache.
+    """The instructor's cache folder of the kit's checks: each test file's that passed whole, across batches.
 
-    A key is the suite's fingerprint (every test file, the kit's test helpers and data, the reference, the
-    manifest, the grading and sandbox code, the given code, every grade-deciding option) with the reference's
-    digest: the same key is the same check, so a batch of an unchanged kit need not grade the reference again.
-    Only a check that passed whole is kept (a failure may be the machine's, and is checked again).
+    A file's key (``fingerprint.file_keys``: the test file, the kit's test helpers and data, the reference, the
+    manifest, the grading and sandbox code, the given code, every grade-deciding option but the selection) with
+    the reference's digest, Python's and numpy's versions: the same key is the same check, so a batch of an
+    unchanged kit, or of another part or selection of it, grades the reference on the files not checked yet only.
+    Only a file that passed whole is kept, with what the reference sent in each test (``reference_use``): a
+    failure may be the machine's, and is checked again.
     """
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attention-kit" / "kit-checks-passed"
-
-
-def _passed_before(key: str) -> bool:
-    try:
-        return key in passed_store().read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _remember_passed(key: str) -> None:
-    store = passed_store()
-    try:
-        store.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor = os.open(store, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(descriptor, (key + "\n").encode())  # one short append: whole, beside concurrent batches
-        finally:
-            os.close(descriptor)
-    except OSError:
-        pass  # a cache only: the next batch checks the kit again
+    return Path(base) / "attention-kit"
 
 
 def plan(suite: list[TestFile], job: Job, work: Path,
@@ -73,17 +61,30 @@ def plan(suite: list[TestFile], job: Job, work: Path,
 
     import numpy
 
-    key = f"{fingerprint}|{reference.digest}|{job.fair}|{job.policy}|{sys.version.split()[0]}|{numpy.__version__}"
+    environment = f"{reference.digest}|{job.fair}|{job.policy}|{sys.version.split()[0]}|{numpy.__version__}"
+    key = f"{fingerprint}|{environment}"
     if key in _KIT_CHECKS:
-        return _KIT_CHECKS[key], None, key
-    if _passed_before(key):
-        _KIT_CHECKS[key] = (None, {})
         return _KIT_CHECKS[key], None, key
     if reference.status != "ok":
         return (f"the kit's reference (solutions/) is broken: {reference.status}", {}), None, key
-    canary = dataclasses.replace(job, student=REFERENCE_ENTRY, folder=str(reference.folder),
-                                 files=tuple(f.path for f in suite), kit_check=True)
+    # Each test file's check is kept apart (``reference_use``): one whose key was checked before, by a batch of
+    # this suite or of another selection of the same kit, passed whole and is not graded again.
+    keys = {path: f"{file_key}|{environment}" for path, file_key in file_keys(job).items()}
+    known = {path: reference_use.load(passed_store(), file_key) for path, file_key in keys.items()}
+    unknown = tuple(f.path for f in suite if known.get(f.path) is None)
+    passed = tuple(row for path in keys if path not in unknown for row in known[path] or ())
+    if not unknown:
+        _KIT_CHECKS[key], _USES[key] = (None, {}), passed
+        return _KIT_CHECKS[key], None, key
+    _PENDING[key] = (passed, {path: keys[path] for path in unknown})
+    canary = dataclasses.replace(job, student=REFERENCE_ENTRY, folder=str(reference.folder), files=unknown,
+                                 kit_check=True)
     return None, canary, key
+
+
+def used(key: str) -> reference_use.Table | None:
+    """What the reference sent in each test, as the check of ``key`` measured it (None: not known yet)."""
+    return _USES.get(key)
 
 
 def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None, dict[str, str]]:
@@ -103,7 +104,13 @@ def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None
                 why = next((line.strip() for line in lines if "rror" in line), lines[-1].strip() if lines else "")
                 broken[record.nodeid] = f"the kit's own reference fails {record.nodeid} ({why[:200]})"
         outcome = (None, broken)
-        if not broken:
-            _remember_passed(key)
+        passed, pending = _PENDING.pop(key, ((), {}))
+        # The channel's limits follow the reference's use (``reference_use``): what the files checked before
+        # measured, and this check.
+        _USES[key] = passed + reference_use.table(result.records)
+        for path, file_key in pending.items():  # each file whose every test passed: not graded again
+            records = tuple(record for record in result.records if record.file == path)
+            if records and not any(record.nodeid in broken for record in records):
+                reference_use.save(passed_store(), file_key, reference_use.table(records))
     _KIT_CHECKS[key] = outcome
     return outcome

@@ -21,9 +21,11 @@ import pytest
 
 from grader import course
 from grader.curriculum import ROOT
+from grader.grading import reference_use
 from grader.grading.implementation import implementation_for, keep_spare
 from grader.grading.records import Job, TestRecord
 from grader.grading.secrets import Secrets
+from grader.sandbox import channel_use
 from tests.failures import failures_of, graded_text
 from tests.plugin import EXERCISE
 
@@ -50,6 +52,9 @@ class Recorder:
         self.records: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
         self.internal_before: dict[str, int] = {}
+        self.use_before: dict[str, tuple[int, int]] = {}  # per test: what the worker had sent when it started
+        self.allowed: Any = None  # the channel's allowances of this job's tests (``reference_use.allowances``)
+        self.current = ""  # the test that runs
         self.hidden_nodes: set[str] = set()
         self.environment: dict[str, str] = {}
         self.exceptions: dict[str, str] = {}  # per test: the type of the exception that ended it
@@ -66,6 +71,7 @@ class Recorder:
             with contextlib.suppress(Exception):
                 started.close()
         self.implementation = self.implementation_of(path)
+        self.allow()  # made during the first test's set-up: that test's allowance
         return self.implementation
 
     def implementation_of(self, path: Path) -> Any:
@@ -77,6 +83,7 @@ class Recorder:
         self.job = next_job
         self.implementation = self.started = None
         self.records, self.internal_before, self.environment, self.exceptions = {}, {}, {}, {}
+        self.use_before, self.allowed, self.current = {}, None, ""
         self._number(items)
         self.collected_at = time.monotonic()
         self.finished_at = 0.0
@@ -91,6 +98,22 @@ class Recorder:
     def internal_count(self) -> int:
         """How many internal failures (the grader's) the implementation has reported so far."""
         return len(getattr(self.implementation, "internal", None) or [])
+
+    def allow(self) -> None:
+        """Tell the student's worker what the current test may send over the channel (``reference_use``)."""
+        implementation = self.implementation
+        if implementation is None or not hasattr(implementation, "allow"):
+            return
+        if self.allowed is None:
+            self.allowed = reference_use.allowances(self.job, implementation.limits)
+        tests, submission, total = self.allowed
+        implementation.allow(tests.get(self.current) or channel_use.for_test(implementation.limits, None),
+                             submission, total)
+
+    def channel_use(self) -> tuple[int, int]:
+        """Bytes and messages the student's worker has sent the grader so far (0 before it starts)."""
+        implementation = self.implementation
+        return (int(getattr(implementation, "received", 0) or 0), int(getattr(implementation, "messages", 0) or 0))
 
     def _number(self, items: list[pytest.Item]) -> None:
         """Note the tests' order and ids (:func:`test_id`), which are hidden, and how a report names each."""
@@ -107,6 +130,9 @@ class Recorder:
         """Note how many internal failures there were before the test."""
         nodeid = self._id(nodeid, location)
         self.internal_before[nodeid] = self.internal_count()
+        self.use_before[nodeid] = self.channel_use()
+        self.current = nodeid
+        self.allow()
         if nodeid in self.hidden_nodes and self.public_output is None:  # hidden tests run last: from here on,
             self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown
             with contextlib.suppress(Exception):
@@ -164,9 +190,13 @@ class Recorder:
         record = self.records.setdefault(nodeid, {"outcome": "passed", "message": "", "output": "",
                                                          "duration": 0.0})
         record["duration"] += report.duration
-        if report.when == "teardown" and on_test_done is not None:
-            with contextlib.suppress(Exception):  # telling is a courtesy: never a test's failure
-                on_test_done()
+        if report.when == "teardown":
+            # What the test sent over the channel: the kit's check keeps the reference's, the batch judges others'.
+            (sent, calls), (sent_before, calls_before) = self.channel_use(), self.use_before.get(nodeid, (0, 0))
+            record["sent"], record["calls"] = max(0, sent - sent_before), max(0, calls - calls_before)
+            if on_test_done is not None:
+                with contextlib.suppress(Exception):  # telling is a courtesy: never a test's failure
+                    on_test_done()
         if nodeid in self.exceptions:
             record["exception"] = self.exceptions[nodeid]
         internal = getattr(self.implementation, "internal", None) or []

@@ -90,6 +90,10 @@ class Job:
     """This batch's folder for the workers' scratch folders, removed by the batch ("" for the default)."""
     kit_check: bool = field(default=False, metadata=_does_not_decide("marks the kit's own check, never a student"))
     """Whether this is the kit's own check (the reference graded by the suite), not a student."""
+    reference_use: tuple[tuple[str, int, int], ...] | None = field(
+        default=None, metadata=_does_not_decide("measured on the reference, which the fingerprint hashes"))
+    """What the reference sent in each test, ``(test id, bytes, messages)`` (the kit's check measured it), from
+    which the channel's limits are derived (``grader.sandbox.channel_use``); None while not known yet."""
     kit_failure: str | None = field(default=None, metadata=_does_not_decide("a verdict of this run about the kit, "
                                                                             "never kept as a grade"))
     """Why nothing of this student can be graded (the kit is broken), or None; such a job runs no code."""
@@ -131,6 +135,10 @@ class TestRecord:
     """The type name of the exception that ended the test (``AssertionError``, ...), or None."""
     internal: str | None = None
     """Why the grader (not the student's code) failed during this test, or None; such a test gets no score."""
+    sent: int = 0
+    """Bytes the student's worker sent the grader during this test (replies, requests to the reference)."""
+    calls: int = 0
+    """Messages it sent during this test: a reply per call, a request per callback (``grader.sandbox.channel_use``)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ process:
 - in the grading process: ``proxy`` (``IsolatedImplementation``, the facade
   that serves the student's functions to the graded suite) and what it
   composes: ``process`` (the worker's process), ``channel`` (frames over its
-  pipes), ``budget`` (the submission's CPU time, per exercise), ``callbacks``
+  pipes; ``channel_use``: what a test may send over them, a multiple of the
+  reference's own use), ``budget`` (the submission's CPU time, per exercise), ``callbacks``
   (fair grading's reference, answered by a worker of the reference's own),
   ``spares`` (a worker started before its student comes), ``server`` (the
   fork server's client), ``load`` (a worker's CPU time and waits, read from

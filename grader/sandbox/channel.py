@@ -18,12 +18,12 @@ import os
 import select
 from typing import Any
 
-from grader.sandbox import frames
+from grader.sandbox import channel_use, frames
 from grader.sandbox.budget import Budget
 from grader.sandbox.limits import Limits
 
-# The largest JSON header the grading side parses from a worker (honest ones are a few kilobytes).
-MAX_REPLY_HEADER = 4 << 20
+# The largest JSON header the grading side parses from a worker (a field of ``Limits``, as every limit).
+MAX_REPLY_HEADER = Limits.reply_header_bytes
 # The protocol pipes' capacity (the kernel's default is 64 KiB): a large frame (a training batch and its
 # gradients, up to a few MiB) then crosses in a few writes and reads instead of one wake-up per 64 KiB on both
 # sides. Kept small enough that a machine grading many submissions at once stays well within the kernel's
@@ -71,7 +71,8 @@ class Channel:
     Parameters
     ----------
     limits : grader.sandbox.limits.Limits
-        ``reply_bytes`` (per frame) and ``student_reply_bytes`` (per submission), ``output_bytes``.
+        ``reply_bytes`` (per frame), ``output_bytes``; until :meth:`allow` says otherwise, ``student_reply_bytes``
+        per submission and nothing per test (the batch tells each test's allowance: ``grader.sandbox.channel_use``).
     budget : grader.sandbox.budget.Budget
         Says how long a wait may last, and whether a call may run on at its deadline.
     """
@@ -81,6 +82,11 @@ class Channel:
         self.budget = budget
         self.output = Output(limits.output_bytes)
         self.received = 0  # bytes the worker sent so far (all of the submission's workers)
+        self.frames = 0  # frames it sent so far: a reply per call, a request per callback (``channel_use``)
+        # What the submission, and the current test since ``test_start``, may still send (``allow``).
+        self.submission_bytes, self.reference_total = limits.student_reply_bytes, None
+        self.test = channel_use.Allowance(channel_use.UNLIMITED, channel_use.UNLIMITED)
+        self.test_start = channel_use.Use()
         self.fds: dict[str, int] = {}
         self.buffer = bytearray()
         self._pollers: dict[bool, Any] = {}
@@ -164,8 +170,38 @@ class Channel:
             if replies_ready or writable:
                 return replies_ready, writable
 
+    # ------------------------------------------------------------------ what may be sent (``channel_use``)
+
+    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None) -> None:
+        """From now on (a test starts), the test may send ``test``, the submission ``submission_bytes`` in all."""
+        self.test, self.test_start = test, channel_use.Use(self.received, self.frames)
+        self.submission_bytes, self.reference_total = submission_bytes, reference_total
+
+    def test_use(self) -> channel_use.Use:
+        """What the worker has sent since the current test started."""
+        return channel_use.Use(self.received - self.test_start.sent, self.frames - self.test_start.messages)
+
     def _allowance(self) -> int:
-        return min(self.limits.reply_bytes, self.limits.student_reply_bytes - self.received)
+        return min(self.limits.reply_bytes, self.submission_bytes - self.received,
+                   self.test.sent - (self.received - self.test_start.sent))
+
+    def spent(self) -> str | None:
+        """Why no more may be sent (the test's or the submission's allowance used up), or None: it may."""
+        if self.received >= self.submission_bytes:
+            return channel_use.over_submission(self.limits, self.received, self.submission_bytes,
+                                               self.reference_total)
+        return channel_use.over_test(self.limits, self.test_use(), self.test)
+
+    def refusal(self, size: int) -> str:
+        """Why a frame of ``size`` bytes (announced or read) was refused: one frame's limit, the test's, or all."""
+        if size > self.limits.reply_bytes:
+            return (f"sent a reply of {channel_use.size(size)}, more than the grader accepts "
+                    f"({channel_use.size(self.limits.reply_bytes)} per reply); return smaller values")
+        used = self.test_use()
+        if self.submission_bytes - self.received < self.test.sent - used.sent:
+            return channel_use.over_submission(self.limits, self.received + size, self.submission_bytes,
+                                               self.reference_total)
+        return channel_use.over_test(self.limits, channel_use.Use(used.sent + size, used.messages), self.test) or ""
 
     def _read_replies(self, check_prefix: bool = True) -> None:
         # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few
@@ -186,7 +222,7 @@ class Channel:
         # of a worker's bytes.
         if check_prefix:
             self._check_frame_prefix()
-        if len(self.buffer) > frames.PREFIX.size + MAX_REPLY_HEADER + max(self._allowance(), 0):
+        if len(self.buffer) > frames.PREFIX.size + self.limits.reply_header_bytes + max(self._allowance(), 0):
             raise TooLarge(len(self.buffer))
 
     def send(self, data: bytes, deadline: float) -> None:
@@ -210,7 +246,7 @@ class Channel:
         if len(self.buffer) < frames.PREFIX.size:
             return
         _, head_len, body_len = frames.PREFIX.unpack_from(self.buffer)
-        if head_len > MAX_REPLY_HEADER or head_len + body_len > self._allowance():
+        if head_len > self.limits.reply_header_bytes or head_len + body_len > self._allowance():
             raise TooLarge(head_len + body_len)
 
     def next_frame(self, deadline: float) -> bytes:
@@ -232,6 +268,7 @@ class Channel:
                         frame = bytes(view[:size])
                     del self.buffer[:size]
                 self.received += size
+                self.frames += 1
                 return frame
             readable, _ = self.wait(deadline, write=False)
             if readable:

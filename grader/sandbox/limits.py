@@ -107,11 +107,21 @@ class Limits:
     open_files: int = 256
     output_bytes: int = 65536
     # The time budget of each exercise of a submission (CPU seconds of its student code, what that asks of the
-    # reference included; past it that exercise's remaining tests fail at once), and the bytes the worker may send
-    # (one reply, and all replies together).
+    # reference included; past it that exercise's remaining tests fail at once).
     student_seconds: float = 60.0
+    # The channel (``grader.sandbox.channel_use``): what a test may send is ``channel_factor`` times what the
+    # reference sends in that test, at least ``test_bytes`` bytes and ``test_messages`` messages (a reply per call,
+    # a request per callback); what a submission may send, ``channel_factor`` times the reference's total, at least
+    # ``student_reply_bytes``. ``reply_bytes`` bounds one frame (what the grading process holds at once), and
+    # ``unknown_bytes`` a submission while the reference's use is not known yet (its kit's first check runs beside
+    # it; the batch judges its tests when the check ends).
+    channel_factor: float = 100.0
+    test_bytes: int = 16 << 20
+    test_messages: int = 5000
     reply_bytes: int = 64 << 20
+    reply_header_bytes: int = 4 << 20  # the JSON header of one frame (honest ones are a few kilobytes)
     student_reply_bytes: int = 512 << 20
+    unknown_bytes: int = 8 << 30
     # After this many timeouts of one function, or of all calls together, later calls fail at once:
     # a loop that never ends costs a student's run a bounded time, not one call_timeout per test.
     function_timeouts: int = 2
@@ -119,16 +129,16 @@ class Limits:
     # After this many ended workers (crashes, exits, oversized replies), later calls fail at once: each one
     # costs a fresh worker's start-up, which is not the student's time.
     total_crashes: int = 12
-    # Fair grading's callbacks: at most this many in one call. The reference answers them in a worker of its own
-    # with these same limits (memory, and the CPU time the student's call has left, charged to the student).
-    callbacks_per_call: int = 5000
 
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""
         return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per exercise, "
                 f"{self.memory_bytes >> 20} MiB memory, {self.cpu_seconds} CPU s per worker, "
-                f"{self.processes} processes, {self.open_files} open files, replies up to {self.reply_bytes >> 20} MiB "
-                f"({self.student_reply_bytes >> 20} MiB per submission)")
+                f"{self.processes} processes, {self.open_files} open files, "
+                f"replies up to {self.reply_bytes >> 20} MiB; "
+                f"the channel {self.channel_factor:g}x the reference's use, per test (at least "
+                f"{self.test_bytes >> 20} MiB, {self.test_messages} messages) and per submission (at least "
+                f"{self.student_reply_bytes >> 20} MiB)")
 
 
 def course_limits(budget: float, call_budget: float, memory_mib: int, cpu_seconds: float | None = None) -> Limits:

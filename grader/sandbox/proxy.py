@@ -50,7 +50,7 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import cgroup, codec, frames, load, protocol, reached, server
+from grader.sandbox import cgroup, channel_use, codec, frames, load, protocol, reached, server
 from grader.sandbox import limits as confine
 from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
@@ -174,6 +174,15 @@ class IsolatedImplementation(Measuring, Spares):
     def received(self) -> int:
         """Bytes the worker sent so far."""
         return self._channel.received
+
+    @property
+    def messages(self) -> int:
+        """Frames the worker sent so far: a reply per call, a request per callback to the reference."""
+        return self._channel.frames
+
+    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None) -> None:
+        """What the test that starts now may send, and the submission in all (``channel_use``; the recorder's)."""
+        self._channel.allow(test, submission_bytes, reference_total)
 
     @property
     def refused(self) -> list[str]:
@@ -391,15 +400,12 @@ class IsolatedImplementation(Measuring, Spares):
         reference = str(self.reference)
         deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
-        count = 0
         try:
             channel.send(frames.pack(header, arrays), deadline)
             while True:
                 frame = channel.next_frame(deadline)
-                count += 1
-                if count > self.limits.callbacks_per_call + 1:
-                    raise Ended(f"your code asked the reference more than {self.limits.callbacks_per_call} times "
-                                "in one call")
+                if channel.test.messages < channel_use.UNLIMITED and (over := channel.spent()) is not None:
+                    raise Ended(over)  # the test's allowance of messages (``channel_use``)
                 started = time.monotonic()
                 # The view is part of the key: an answer is replayed only where it was allowed. Only a frame that
                 # starts as the worker writes a callback is looked up (a reply, often the largest frame, is not
@@ -462,10 +468,9 @@ class IsolatedImplementation(Measuring, Spares):
             self.stats["skipped"] += 1
             raise WorkerCrashed(f"{what} was not run: your code ended the worker process {self.stats['crashed']} "
                                 "times already; fix that first")
-        if self.received >= self.limits.student_reply_bytes:
+        if (spent := self._channel.spent()) is not None:  # the test's or the submission's channel allowance
             self.stats["skipped"] += 1
-            raise WorkerCrashed(f"{what} was not run: your code has sent its whole reply budget "
-                                f"({self.limits.student_reply_bytes} bytes); return smaller values")
+            raise WorkerCrashed(f"{what} was not run: {spent}")
         limit = self._budget.call_timeout(view)
         timeout = limit if timeout is None else min(timeout, limit)
         self.stats["requests"] += counted
@@ -484,13 +489,9 @@ class IsolatedImplementation(Measuring, Spares):
             self.stats["requests"] += not counted
             self._stop()
             self.restarts += 1
-            if error.args[0] > self.limits.reply_bytes:
-                raise WorkerCrashed(f"{what} sent a reply of {error.args[0]} bytes, more than the grader accepts "
-                                    f"({self.limits.reply_bytes} bytes per reply); return smaller values") from None
-            raise WorkerCrashed(f"{what} was stopped: your code has sent the grader {self.received} bytes in all "
-                                f"(replies and requests to the reference; at most {self.limits.student_reply_bytes} "
-                                "per submission): far more calls than the exercises need (a loop that calls a "
-                                "function once per entry of an array, as a numerical gradient does?)") from None
+            said = self._channel.refusal(error.args[0])  # one frame's limit, the test's or the submission's
+            raise WorkerCrashed(f"{what} {said}" if said.startswith("sent") else f"{what} was stopped: {said}") \
+                from None
         except Ended as error:
             self.stats["crashed"] += 1
             self.stats["requests"] += not counted
@@ -517,14 +518,14 @@ class IsolatedImplementation(Measuring, Spares):
         A call the load stopped was not charged; past the retries, MachineBusy: this test is not graded.
         """
         for attempt in range(MACHINE_RETRIES + 1):
-            received = self._channel.received
+            received, sent_frames = self._channel.received, self._channel.frames
             try:
                 return self._exchange(header, arrays, timeout)
             except Timeout:
                 if not self._budget.machine_busy:
                     raise
                 # Nothing of an attempt the machine stopped is the student's: neither its time nor its bytes.
-                self._channel.received = received
+                self._channel.received, self._channel.frames = received, sent_frames
                 self.stats["machine_busy"] = self.stats.get("machine_busy", 0) + 1
                 self._stop()
                 self.restarts += 1

@@ -1016,7 +1016,7 @@ def test_a_submission_past_its_total_of_bytes_is_told_so_not_that_one_reply_was_
         for _ in range(20):  # 400 kB each
             softmax(np.zeros(2))
     message = str(raised.value)
-    assert "in all" in message and "2000000 per submission" in message, message
+    assert "in all" in message and "the limit is 2.0 MB per submission" in message, message
     assert "more than the grader accepts" not in message, message
 
 

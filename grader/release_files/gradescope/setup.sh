@@ -35,6 +35,18 @@ fi
 cd "$KIT"
 "$VENV/bin/python" -m pytest tests grader/hidden_tests --impl solutions -q -p no:cacheprovider
 
+# The kit's own check (the reference graded by the grader, as a submission's run would first do), kept in the
+# image's cache: each submission then finds its kit checked, grades the student alone, and stops each test at its
+# channel limit (a multiple of what the reference sends in that test, measured here). A check that fails is not
+# kept: the submissions' runs check again.
+PART="@@PART@@"
+if [ -n "$PART" ]; then export ATTENTION_KIT_PART="$PART"; fi
+CHECK="$(mktemp -d)"
+mkdir -p "$CHECK/submission"
+cp solutions/*.py "$CHECK/submission/"
+"$VENV/bin/python" -m grader.grading.gradescope --autograde "$CHECK" >/dev/null || true
+rm -rf "$CHECK"
+
 # Without namespaces (--container) the worker runs student code as an unprivileged user with no mount
 # namespace: the kit (reference solutions, tests, hidden tests) must be out of its reach. Root grades.
 chmod 700 "$KIT"
