@@ -78,7 +78,7 @@ def uniform_rows(weights: Any, rows: np.ndarray) -> str:
 def mask_form(value: Any) -> str:
     """The convention of a causal mask built as floats (PyTorch's, Hugging Face's, nanoGPT's), else ""."""
     array = _floats(value)
-    if array is None or array.ndim != 2 or array.shape[0] != array.shape[1]:
+    if array is None or array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] < 2:
         return ""
     lower = np.tril(np.ones(array.shape, dtype=bool))
     contract = ("this kit's contract is a boolean mask, True where query i may attend to key j (j <= i), which "
