@@ -161,13 +161,18 @@ def timing_signal(observed: Any, n_positions: int, d_model: int) -> str:
     increment = np.log(1.0e4) / max(half - 1, 1)
     scaled = position * np.exp(np.arange(half) * -increment)[None, :]
     signal = np.concatenate([np.sin(scaled), np.cos(scaled), np.zeros((n_positions, d_model % 2))], axis=1)
+    interleaved = (f"{CONVENTION}; this kit's contract is Vaswani et al.'s table, interleaved: PE[p, 2i] = "
+                   "sin(p / 10000**(2i/d_model)), PE[p, 2i+1] = cos(the same angle), the last column a sine for an "
+                   "odd d_model")
     if np.allclose(array, signal, rtol=1e-4, atol=1e-5):
         return ("yours is tensor2tensor's get_timing_signal_1d: every sine in the first half, every cosine in the "
                 "second, at timescales 1e4**(i / (d_model/2 - 1)), and a zero column for an odd d_model: "
-                f"{CONVENTION}; this kit's contract is Vaswani et al.'s table, interleaved: PE[p, 2i] = "
-                "sin(p / 10000**(2i/d_model)), PE[p, 2i+1] = cos(the same angle), the last column a sine for an "
-                "odd d_model")
-    return ""
+                f"{interleaved}")
+    with np.errstate(all="ignore"):  # the same layout at other frequencies (GPT-NeoX, fairseq)
+        layout = (np.allclose(array[:, :half] ** 2 + array[:, half:2 * half] ** 2, 1.0, rtol=1e-4, atol=1e-5)
+                  and np.allclose(array[0, :half], 0.0, atol=1e-6))
+    return (f"yours puts every sine in the first half and every cosine in the second (the tensor2tensor and "
+            f"fairseq layout): {interleaved}") if layout else ""
 
 
 def rotate_half(observed: Any, x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> str:
