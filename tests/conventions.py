@@ -32,6 +32,10 @@ ROTATE_HALF = ("pairing feature i with feature i + d/2 is rotate_half, the conve
                f"Face's Llama (its weights are permuted to match): {CONVENTION}; this kit's contract rotates "
                "neighbours (x[..., 2i], x[..., 2i+1]), as RoFormer, GPT-J and Meta's Llama do")
 
+GELU_ERF = ("the exact erf form 0.5 x (1 + erf(x / sqrt(2))) is the default of torch's nn.GELU() and F.gelu "
+            f"(approximate='none'), as nanoGPT's MLP and BERT use it: {CONVENTION}; this kit's contract is the tanh "
+            "approximation (GPT-2's gelu_new, F.gelu(approximate='tanh'))")
+
 # Catalogued mistakes whose outputs are exactly a library's convention: the diagnosis says so after the hint.
 CATALOGUED = {
     "softmax-masked-row-nan": NAN_ROWS,
@@ -138,16 +142,15 @@ def layer_norm_form(observed: Any, x: np.ndarray, gamma: np.ndarray, beta: np.nd
         return ""
     centred = x - x.mean(axis=-1, keepdims=True)
     std = x.std(axis=-1, keepdims=True, ddof=1)
-    forms = [(gamma * centred / (std + eps) + beta, "the unbiased standard deviation (ddof=1, torch's x.std()) "
-              "with eps added to the standard deviation"),
-             (gamma * centred / np.sqrt(std**2 + eps) + beta, "the unbiased variance (ddof=1, torch's x.var())"),
-             (gamma * centred / (x.std(axis=-1, keepdims=True) + eps) + beta,
-              "eps added to the standard deviation, not to the variance")]
+    contract = (f"{CONVENTION}; this kit's contract is PyTorch's nn.LayerNorm: (x - mean) / sqrt(var + eps) with "
+                "the biased variance (ddof=0)")
+    forms = [(gamma * centred / (std + eps) + beta, "the unbiased standard deviation (ddof=1, torch's x.std()) with "
+              "eps added to it, as the annotated transformer's LayerNorm (a_2 * (x - mean) / (std + eps) + b_2) does"),
+             (gamma * centred / np.sqrt(std**2 + eps) + beta, "the unbiased variance, the default of torch's x.var() "
+              "(unbiased=True)")]
     for form, name in forms:
         if np.allclose(array, form, rtol=1e-5, atol=1e-6):
-            return (f"yours normalises with {name}, as the annotated transformer's LayerNorm "
-                    f"(a_2 * (x - mean) / (std + eps) + b_2) does: {CONVENTION}; this kit's contract is PyTorch's "
-                    "nn.LayerNorm: (x - mean) / sqrt(var + eps) with the biased variance (ddof=0)")
+            return f"yours normalises with {name}: {contract}"
     return ""
 
 
@@ -173,6 +176,19 @@ def timing_signal(observed: Any, n_positions: int, d_model: int) -> str:
                   and np.allclose(array[0, :half], 0.0, atol=1e-6))
     return (f"yours puts every sine in the first half and every cosine in the second (the tensor2tensor and "
             f"fairseq layout): {interleaved}") if layout else ""
+
+
+def gelu_erf(observed: Any, x: np.ndarray, params: dict, rtol: float = 1e-5) -> str:
+    """GELU_ERF when ``observed`` is the feed-forward of ``x`` with the erf form of gelu, else ""."""
+    array = _floats(observed)
+    if array is None or array.shape != x.shape:
+        return ""
+    from math import erf
+
+    hidden = np.asarray(x, dtype=np.float64) @ params["w_1"] + params["b_1"]
+    hidden = 0.5 * hidden * (1.0 + np.vectorize(erf)(hidden / np.sqrt(2.0)))
+    expected = hidden @ params["w_2"] + params["b_2"]
+    return GELU_ERF if np.allclose(array, expected, rtol=rtol, atol=rtol * float(np.max(np.abs(expected)))) else ""
 
 
 def rotate_half(observed: Any, x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> str:

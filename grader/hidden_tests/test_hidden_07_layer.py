@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from tests.conventions import layer_norm_form, with_convention
+from tests.conventions import gelu_erf, layer_norm_form, with_convention
 from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
 
 EXERCISE = "layer"
@@ -138,7 +138,9 @@ def test_feed_forward_float32_gelu_d_ff_one(impl):
     if expect_shape(out, x.shape, what="feed_forward with d_ff = 1 on a (2, 3, 5, 4) float32 array", idea=FFN):
         expect_dtype(out, np.float32, what="feed_forward of float32 x and parameters", idea=DTYPE)
         expect_close(out, _ffn(x, params, "gelu"), what="feed_forward with gelu and a hidden width of 1 (float32)",
-                     idea=FFN + "; gelu is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", rtol=1e-4, atol=1e-5)
+                     idea=with_convention(FFN + "; gelu is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+                                          gelu_erf(out, x, {k: v.astype(np.float64) for k, v in params.items()},
+                                                   rtol=1e-4)), rtol=1e-4, atol=1e-5)
 
 
 def test_feed_forward_of_a_transposed_view(impl):

@@ -168,3 +168,19 @@ def rotary_embedding(x, positions=None, base=10000.0):
     assert "tensor2tensor" in text and CONVENTION in text, text
     text = block(target, hidden, "test_rotary_fractional_and_negative_positions")
     assert "a question of precision" in text, text
+
+
+def test_torchs_default_erf_gelu_is_named_in_public_and_hidden_tests(tmp_path):
+    target = override(tmp_path, "layer.py", """
+def _gelu_tanh(x):
+    # nanoGPT's MLP: nn.GELU(), torch's default, the exact erf form
+    from math import erf
+    return (0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))).astype(x.dtype)
+
+
+_ACTIVATIONS = {"relu": lambda x: np.maximum(x, 0), "gelu": _gelu_tanh}
+""")
+    text = block(target, "tests/test_07_layer.py", "test_feed_forward_gelu_uses_the_tanh_approximation")
+    assert "nn.GELU()" in text and CONVENTION in text, text
+    hidden = block(target, "grader/hidden_tests/test_hidden_07_layer.py", "test_feed_forward_float32_gelu_d_ff_one")
+    assert "nn.GELU()" in hidden and CONVENTION in hidden, hidden
