@@ -17,9 +17,9 @@ import numpy as np
 
 CONVENTION = "a convention, not a misconception"
 
-NAN_ROWS = (f"NaN on exactly the slices with no allowed entry is the convention of torch.softmax (after "
-            "masked_fill(-inf), as nanoGPT does, and nn.MultiheadAttention), scipy.special.softmax, jax.nn.softmax "
-            f"and numpy-ml's Softmax: {CONVENTION}; this kit's contract is a row of zeros, without a "
+NAN_ROWS = ("NaN on exactly the slices with no allowed entry is PyTorch's softmax convention (torch.softmax after "
+            "masked_fill(-inf), as nanoGPT does, and nn.MultiheadAttention), and that of scipy.special.softmax, "
+            f"jax.nn.softmax and numpy-ml's Softmax: {CONVENTION}; this kit's contract is a row of zeros, without a "
             "RuntimeWarning, as F.scaled_dot_product_attention gives, so that a query that may see nothing "
             "contributes nothing")
 
