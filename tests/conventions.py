@@ -167,7 +167,7 @@ def timing_signal(observed: Any, n_positions: int, d_model: int) -> str:
     interleaved = (f"{CONVENTION}; this kit's contract is Vaswani et al.'s table, interleaved: PE[p, 2i] = "
                    "sin(p / 10000**(2i/d_model)), PE[p, 2i+1] = cos(the same angle), the last column a sine for an "
                    "odd d_model")
-    if np.allclose(array, signal, rtol=1e-4, atol=1e-5):
+    if n_positions > 2 and np.allclose(array, signal, rtol=1e-4, atol=1e-5):  # (positions 0, 1 show no timescale)
         return ("yours is tensor2tensor's get_timing_signal_1d: every sine in the first half, every cosine in the "
                 "second, at timescales 1e4**(i / (d_model/2 - 1)), and a zero column for an odd d_model: "
                 f"{interleaved}")

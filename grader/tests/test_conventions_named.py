@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
+
 from grader.curriculum import ROOT
 from grader.mutants.report import run_tests
 
@@ -184,3 +186,17 @@ _ACTIVATIONS = {"relu": lambda x: np.maximum(x, 0), "gelu": _gelu_tanh}
     assert "nn.GELU()" in text and CONVENTION in text, text
     hidden = block(target, "grader/hidden_tests/test_hidden_07_layer.py", "test_feed_forward_float32_gelu_d_ff_one")
     assert "nn.GELU()" in hidden and CONVENTION in hidden, hidden
+
+
+def test_a_table_is_called_tensor2tensors_only_when_its_timescales_are():
+    from tests.conventions import timing_signal
+
+    position = np.arange(5.0)[:, None]
+    kit = position / 10000 ** (np.arange(0, 6, 2) / 6)  # the kit's frequencies, in the sines-then-cosines layout
+    t2t = position * np.exp(np.arange(3) * -np.log(1.0e4) / 2)
+    assert "get_timing_signal_1d" in timing_signal(np.hstack([np.sin(t2t), np.cos(t2t)]), 5, 6)
+    blocks = timing_signal(np.hstack([np.sin(kit), np.cos(kit)]), 5, 6)
+    assert "layout" in blocks and "get_timing_signal_1d" not in blocks, blocks
+    one = timing_signal(np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]), 1, 6)  # position 0 shows no timescale
+    assert "layout" in one and "get_timing_signal_1d" not in one, one
+    assert timing_signal(np.hstack([np.sin(kit), np.cos(kit)])[:, [0, 3, 1, 4, 2, 5]], 5, 6) == ""  # the kit's
