@@ -139,7 +139,8 @@ def test_causal_mask_is_a_square_boolean_array(impl):
                          idea=CAUSAL)
             form = "" if out.dtype == np.bool_ else mask_form(impl.causal_mask(5))  # (one entry tells no form)
             expect_dtype(out, np.bool_, what=f"causal_mask({n})",
-                         idea=form or "a boolean mask holds True/False, not 0/1 floats: build it with dtype=bool")
+                         idea=f"{form}: build it with dtype=bool" if form else
+                         "a boolean mask holds True/False, not 0/1 floats: build it with dtype=bool")
 
 
 def test_causal_mask_allows_the_diagonal(impl):

@@ -21,7 +21,8 @@ def test_causal_mask_of_one_position(impl):
     mask = impl.causal_mask(1)
     if expect_shape(mask, (1, 1), what="causal_mask(1)", idea=CAUSAL):
         form = "" if mask.dtype == np.bool_ else mask_form(impl.causal_mask(5))  # (one entry tells no form)
-        expect_dtype(mask, np.bool_, what="causal_mask(1)", idea=form or CAUSAL)
+        expect_dtype(mask, np.bool_, what="causal_mask(1)",
+                     idea=f"{form}: build it with dtype=bool" if form else CAUSAL)
         expect_equal(mask, np.array([[True]]), what="causal_mask(1): a lone token sees itself",
                      idea=CAUSAL + "; the diagonal is allowed, otherwise the first row has no key at all")
 
