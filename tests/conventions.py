@@ -36,6 +36,10 @@ GELU_ERF = ("the exact erf form 0.5 x (1 + erf(x / sqrt(2))) is the default of t
             f"(approximate='none'), as nanoGPT's MLP and BERT use it: {CONVENTION}; this kit's contract is the tanh "
             "approximation (GPT-2's gelu_new, F.gelu(approximate='tanh'))")
 
+VALUE_SCALE = ("Hugging Face's GPT-2 _attn divides by value.size(-1) ** 0.5, which is sqrt(d_k) only when d_v = d_k, "
+               f"as in GPT-2: {CONVENTION}; this kit's contract is sqrt(d_k), the size of a query and a key, "
+               "whatever d_v is")
+
 # Catalogued mistakes whose outputs are exactly a library's convention: the diagnosis says so after the hint.
 CATALOGUED = {
     "softmax-masked-row-nan": NAN_ROWS,
@@ -189,6 +193,20 @@ def gelu_erf(observed: Any, x: np.ndarray, params: dict, rtol: float = 1e-5) -> 
     hidden = 0.5 * hidden * (1.0 + np.vectorize(erf)(hidden / np.sqrt(2.0)))
     expected = hidden @ params["w_2"] + params["b_2"]
     return GELU_ERF if np.allclose(array, expected, rtol=rtol, atol=rtol * float(np.max(np.abs(expected)))) else ""
+
+
+def value_scaled(weights: Any, q: np.ndarray, k: np.ndarray, d_v: int) -> str:
+    """VALUE_SCALE when ``weights`` are softmax(q k^T / sqrt(d_v)) (no mask) and d_v differs from d_k, else ""."""
+    array = _floats(weights)
+    d_k = q.shape[-1]
+    if array is None or d_v == d_k:
+        return ""
+    scores = np.asarray(q, dtype=np.float64) @ np.swapaxes(np.asarray(k, dtype=np.float64), -1, -2) / np.sqrt(d_v)
+    if array.shape != scores.shape:
+        return ""
+    expected = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    expected /= expected.sum(axis=-1, keepdims=True)
+    return VALUE_SCALE if np.allclose(array, expected, rtol=1e-4, atol=1e-7) else ""
 
 
 def rotate_half(observed: Any, x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> str:

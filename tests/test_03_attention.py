@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from tests.conventions import FINITE_FILL
+from tests.conventions import FINITE_FILL, VALUE_SCALE
 from tests.effort import expect_changed
 from tests.feedback import (
     call_expecting_no_warning,
@@ -72,8 +72,8 @@ def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.nda
         "the scores are divided by sqrt(n_q), the number of queries, not sqrt(d_k)": raw / np.sqrt(n_q),
     }
     if v is not None:
-        candidates["the scores are divided by sqrt(d_v), the size of a value, not sqrt(d_k)"] = raw / np.sqrt(
-            v.shape[-1])
+        candidates[f"the scores are divided by sqrt(d_v), the size of a value, not sqrt(d_k); {VALUE_SCALE}"] = (
+            raw / np.sqrt(v.shape[-1]))
     if n_k == d_k:
         candidates["k is not transposed: q @ k instead of q @ k^T"] = q @ k / np.sqrt(d_k)
     for mistake, scores in candidates.items():

@@ -200,3 +200,18 @@ def test_a_table_is_called_tensor2tensors_only_when_its_timescales_are():
     one = timing_signal(np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]), 1, 6)  # position 0 shows no timescale
     assert "layout" in one and "get_timing_signal_1d" not in one, one
     assert timing_signal(np.hstack([np.sin(kit), np.cos(kit)])[:, [0, 3, 1, 4, 2, 5]], 5, 6) == ""  # the kit's
+
+
+def test_gpt2s_scale_by_the_value_size_is_named_in_the_hidden_test(tmp_path):
+    target = override(tmp_path, "attention.py", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    # Hugging Face's GPT2Attention._attn: attn_weights / value.size(-1) ** 0.5
+    scores = q @ np.swapaxes(k, -1, -2) / v.shape[-1] ** 0.5
+    if mask is not None:
+        mask = np.asarray(mask)
+        scores = np.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+    weights = softmax(scores)
+    return weights @ v, weights
+""")
+    text = block(target, "grader/hidden_tests/test_hidden_03_attention.py", "test_single_query_long_keys_float32")
+    assert "value.size(-1) ** 0.5" in text and CONVENTION in text, text
