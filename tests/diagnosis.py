@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from grader.curriculum import load as load_curriculum
+from tests import conventions
 from tests.probes import as_arrays, golden, golden_kind, load_all_probes, result_kind
 from tests.reach import Reached, package_of, recorded_function, tracing
 
@@ -850,7 +851,7 @@ def _describe(exercise: str, mistakes: list[KnownMistake]) -> str:
     if len(groups) == 1 and len(groups[0]) == 1 and not _one_number(groups[0]):
         (mistake,) = mistakes
         return (f"Diagnosis: your {module} gives exactly the outputs of a known mistake:\n"
-                f"  \"{mistake.description}\"\nHint: {mistake.hint}")
+                f"  \"{mistake.description}\"\nHint: {mistake.hint}{_convention(mistake, '')}")
     if len(groups) == 1:
         (group,) = groups
         return "\n".join([f"Diagnosis: your {module} {_group_lead(group)}:", *_items(group, "  ")])
@@ -869,8 +870,15 @@ def _items(group: list[KnownMistake], indent: str) -> list[str]:
     """Each mistake of ``group`` as two lines: its description, then its hint."""
     lines = []
     for mistake in group:
-        lines += [f"{indent}- \"{mistake.description}\"", f"{indent}  Hint: {mistake.hint}"]
+        lines += [f"{indent}- \"{mistake.description}\"", f"{indent}  Hint: {mistake.hint}"
+                                                              f"{_convention(mistake, indent + '  ')}"]
     return lines
+
+
+def _convention(mistake: KnownMistake, indent: str) -> str:
+    """A line naming the library whose convention gives exactly this mistake's outputs ('' for none)."""
+    convention = conventions.catalogued(mistake.id)
+    return f"\n{indent}Or right code with another convention: {convention}." if convention else ""
 
 
 def _group_lead(group: list[KnownMistake]) -> str:

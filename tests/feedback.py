@@ -11,12 +11,14 @@ only repeat the same failure (e.g. comparing values after a shape mismatch).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import numpy as np
 import pytest
 from pytest_check import check
 
+from tests import conventions
 from tests.crash import raising_through, where_it_crashed
 from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, record
 
@@ -289,23 +291,15 @@ def expect_no_nan(value: Any, *, what: str, idea: str) -> bool:
     )
 
 
-TORCH_NAN = ("NaN on exactly the rows with no allowed key is PyTorch's softmax convention (torch.softmax after "
-             "masked_fill(-inf), as nanoGPT does, and nn.MultiheadAttention give NaN there); this kit's contract is a "
-             "row of zeros, as F.scaled_dot_product_attention gives, so that a query that may see nothing "
-             "contributes nothing")
+TORCH_NAN = conventions.NAN_ROWS
 
 
 def nan_idea(value: Any, blocked: np.ndarray, idea: str) -> str:
-    """``idea``, naming PyTorch's NaN convention when ``value`` is NaN on exactly the ``blocked`` entries.
+    """``idea``, naming the NaN convention (PyTorch's, scipy's) when ``value`` is NaN on exactly ``blocked``.
 
     ``blocked`` (bool, ``value``'s shape) marks the entries of the rows that have no allowed key.
     """
-    array = np.asarray(value) if isinstance(value, np.ndarray) else None
-    if array is None or array.shape != blocked.shape or array.dtype.kind != "f" or not blocked.any():
-        return idea
-    if np.all(np.isnan(array[blocked])) and np.all(np.isfinite(array[~blocked])):
-        return f"{idea}; {TORCH_NAN}"
-    return idea
+    return conventions.with_convention(idea, conventions.nan_rows(value, blocked))
 
 
 def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str) -> bool:
@@ -346,11 +340,13 @@ def call_or_explain(function: Any, *args: Any, what: str, idea: str, **kwargs: A
     pytest.fail(record(failure).message, pytrace=False)  # outside `except`, so no chained traceback
 
 
-def call_expecting_no_warning(function: Any, *args: Any, what: str, idea: str, **kwargs: Any) -> Any:
+def call_expecting_no_warning(function: Any, *args: Any, what: str, idea: str,
+                              explain: Callable[[Any], str] | None = None, **kwargs: Any) -> Any:
     """Call ``function`` and record a failure if it raised a RuntimeWarning; return its result.
 
     Masked rows are where numpy warns (``-inf - -inf``, ``0 / 0``): a correct
-    implementation handles them without a warning.
+    implementation handles them without a warning. ``explain(result)`` names a convention the result
+    shows (NaN rows are PyTorch's and scipy's), added to ``idea``.
     """
     import warnings
 
@@ -358,5 +354,7 @@ def call_expecting_no_warning(function: Any, *args: Any, what: str, idea: str, *
         warnings.simplefilter("always")
         result = function(*args, **kwargs)
     runtime = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    if runtime and explain is not None:
+        idea = conventions.with_convention(idea, explain(result))
     expect(not runtime, what=what, expected="no warning", observed="; ".join(runtime), idea=idea)
     return result

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from tests import kinds
+from tests.conventions import nan_rows
 from tests.feedback import (
     call_expecting_no_warning,
     expect,
@@ -161,10 +162,10 @@ def test_negative_infinity_gets_zero_weight(impl):
 
 def test_all_masked_row_gives_zeros(impl):
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, 2.0]])
-    out = call_expecting_no_warning(impl.softmax, x, idea=MASKED,
-                                    what="softmax of a row that is entirely -inf raises no RuntimeWarning")
     blocked = np.zeros(x.shape, dtype=bool)
     blocked[0] = True  # (the row with no allowed entry)
+    out = call_expecting_no_warning(impl.softmax, x, idea=MASKED, explain=lambda out: nan_rows(out, blocked),
+                                    what="softmax of a row that is entirely -inf raises no RuntimeWarning")
     if expect_no_nan(out, what="softmax of a row that is entirely -inf", idea=nan_idea(out, blocked, MASKED)):
         expect_close(out[0], np.zeros(3), what="an all -inf row becomes all zeros (not NaN, not uniform)",
                      idea=MASKED, atol=0.0, rtol=0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests import kinds
+from tests.conventions import init_scale, with_convention
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -99,7 +100,8 @@ def test_init_weight_mean_and_std(impl):
         guess = [name for name, value in candidates.items() if abs(std / value - 1) < 0.05]
         expect(abs(std / target - 1) < 0.05, what=f"standard deviation of init_weight(rng, {d_in}, {d_out})",
                expected=f"about 1/sqrt(d_in) = {target:.4g} (within 5%)",
-               observed=f"{std:.4g}" + (f", which is {guess[0]}" if guess else ""), idea=INIT)
+               observed=f"{std:.4g}" + (f", which is {guess[0]}" if guess else ""),
+               idea=with_convention(INIT, init_scale(w, d_in, d_out)))
         expect(abs(mean) < 5 * target / np.sqrt(w.size), what=f"mean of init_weight(rng, {d_in}, {d_out})",
                expected=f"about 0 (within {5 * target / np.sqrt(w.size):.2g})", observed=f"{mean:.4g}",
                idea="the weights are centred: a normal distribution with mean 0")

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from tests.conventions import FINITE_FILL, VALUE_SCALE
 from tests.effort import expect_changed
 from tests.feedback import (
     call_expecting_no_warning,
@@ -71,8 +72,8 @@ def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.nda
         "the scores are divided by sqrt(n_q), the number of queries, not sqrt(d_k)": raw / np.sqrt(n_q),
     }
     if v is not None:
-        candidates["the scores are divided by sqrt(d_v), the size of a value, not sqrt(d_k)"] = raw / np.sqrt(
-            v.shape[-1])
+        candidates[f"the scores are divided by sqrt(d_v), the size of a value, not sqrt(d_k); {VALUE_SCALE}"] = (
+            raw / np.sqrt(v.shape[-1]))
     if n_k == d_k:
         candidates["k is not transposed: q @ k instead of q @ k^T"] = q @ k / np.sqrt(d_k)
     for mistake, scores in candidates.items():
@@ -366,8 +367,7 @@ def test_fully_blocked_query_gives_zeros(impl):
         uniform = np.allclose(weights[2], 1 / NK)
         expect_close(weights[2], np.zeros(NK), atol=0.0, rtol=0.0,
                      what=f"weights of a query whose keys are all blocked ({label} mask)",
-                     idea=_idea("the row is uniform: blocked scores were set to a large finite number, "
-                                "not -inf" if uniform else None, FULLY_MASKED))
+                     idea=_idea(f"the row is uniform: {FINITE_FILL}" if uniform else None, FULLY_MASKED))
         expect_close(context[2], np.zeros(DV), atol=0.0, rtol=0.0, idea=FULLY_MASKED,
                      what=f"context of a query whose keys are all blocked ({label} mask)")
         expect_close(weights[[0, 1, 3, 4]].sum(axis=-1), np.ones(4), idea=MASK,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.conventions import finite_additive, mask_form, with_convention
 from tests.feedback import (
     expect,
     expect_array,
@@ -136,8 +137,10 @@ def test_causal_mask_is_a_square_boolean_array(impl):
         if expect_array(out, what=f"causal_mask({n})", idea=CAUSAL):
             expect_shape(out, (n, n), what=f"causal_mask({n}) has one row per query and one column per key",
                          idea=CAUSAL)
+            form = "" if out.dtype == np.bool_ else mask_form(impl.causal_mask(5))  # (one entry tells no form)
             expect_dtype(out, np.bool_, what=f"causal_mask({n})",
-                         idea="a boolean mask holds True/False, not 0/1 floats: build it with dtype=bool")
+                         idea=f"{form}: build it with dtype=bool" if form else
+                         "a boolean mask holds True/False, not 0/1 floats: build it with dtype=bool")
 
 
 def test_causal_mask_allows_the_diagonal(impl):
@@ -344,8 +347,9 @@ def test_to_additive_gives_zero_and_minus_infinity(impl):
         idea = f"{ADDITIVE}; {POLARITY}"
     elif np.all(allowed == 0.0) and np.all(np.isfinite(blocked)) and np.all(blocked < 0):
         observed = f"0.0 where allowed, and the finite value {float(blocked.min()):.4g} where blocked"
-        idea = (f"{ADDITIVE}; a large negative number is not -inf: a row with every key blocked then gets "
-                "uniform weights instead of none, and it overflows in float16")
+        idea = with_convention(f"{ADDITIVE}; a large negative number is not -inf: a row with every key blocked then "
+                               "gets uniform weights instead of none, and it overflows in float16",
+                               finite_additive(out, mask))
     else:
         observed = np.array2string(np.asarray(out)).replace("\n", "")
         idea = ADDITIVE

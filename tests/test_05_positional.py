@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from tests.conventions import ROTATE_HALF
 from tests.feedback import (
     expect,
     expect_array,
@@ -129,8 +130,7 @@ def _rotate_half(x: np.ndarray, positions, base: float = 10000.0) -> np.ndarray:
 def _diagnose_rotary(out: np.ndarray, x: np.ndarray, positions, base: float = 10000.0) -> str:
     """Name the known rotary mistake that ``out`` matches, if any."""
     mistakes = {
-        "yours pairs feature i with feature i + d/2 (the rotate-half layout); here the pairs are the neighbours "
-        "(2i, 2i+1)": _rotate_half(x, positions, base),
+        ROTATE_HALF: _rotate_half(x, positions, base),
         "yours rotates the other way: the first output is a cos t - b sin t": _rotary(x, positions, base, sign=-1.0),
         "yours uses base**(-i/d); the exponent is -2i/d": _rotary(x, positions, base, two=1),
         "yours ignores the positions you were given": _rotary(x, np.arange(x.shape[-2]), base),

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from tests import kinds
+from tests.conventions import uniform_rows, with_convention
 from tests.crash import raising_through
 from tests.feedback import (
     call_expecting_no_warning,
@@ -394,8 +395,11 @@ def test_fully_masked_query_gives_zero_weights(impl):
         blocked[:, 2] = True  # (query 2's output row)
     if expect_no_nan(output, what="the output when query 2 may see no key",
                      idea=nan_idea(output, blocked, "a fully blocked row must give zeros, not NaN")):
+        rows = np.zeros((BATCH, N_HEADS, N_Q), dtype=bool)
+        rows[:, :, 2] = True
         expect_close(weights[:, :, 2], np.zeros((BATCH, N_HEADS, N_K)), atol=0.0, rtol=0.0,
-                     what="the weights of query 2, whose keys are all blocked", idea="all-zero weights, not NaN")
+                     what="the weights of query 2, whose keys are all blocked",
+                     idea=with_convention("all-zero weights, not NaN", uniform_rows(weights, rows)))
         expect_close(output[:, 2], np.broadcast_to(params["b_o"], (BATCH, D_MODEL)),
                      what="the output row of query 2: a zero context, projected, is just b_o", idea=OUTPUT)
 

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from tests.conventions import nan_rows, uniform_rows, value_scaled, with_convention
 from tests.feedback import call_expecting_no_warning, expect_close, expect_dtype, expect_no_nan, expect_shape
 
 EXERCISE = "attention"
@@ -82,8 +83,8 @@ def test_single_query_long_keys_float32(impl):
     expected_context, expected_weights = _attention(q, k, v)
     if expect_shape(weights, (2, 1, 513), what="weights of one query over 513 keys", idea=ATTEND):
         expect_dtype(weights, np.float32, what="weights from float32 q, k, v", idea=DTYPE)
-        expect_close(weights, expected_weights, what="weights of one query over 513 float32 keys", idea=ATTEND,
-                     rtol=1e-4, atol=1e-7)
+        expect_close(weights, expected_weights, what="weights of one query over 513 float32 keys",
+                     idea=with_convention(ATTEND, value_scaled(weights, q, k, v.shape[-1])), rtol=1e-4, atol=1e-7)
     if expect_shape(context, (2, 1, 3), what="context of one query over 513 keys", idea=ATTEND):
         expect_dtype(context, np.float32, what="context from float32 q, k, v", idea=DTYPE)
         expect_close(context, expected_context, what="context of one query over 513 float32 keys", idea=ATTEND,
@@ -130,10 +131,13 @@ def test_float32_additive_mask_with_blocked_rows(impl):
         what="attention with a fully blocked query row raises no RuntimeWarning",
         idea="a row whose keys are all blocked has nothing to normalise: its weights are all 0, not NaN")
     expected_context, expected_weights = _attention(q, k, v, allowed)
-    if expect_no_nan(weights, what="weights with a float32 additive mask and a fully blocked row", idea=MASK):
+    rows = np.broadcast_to(~allowed.any(axis=-1), expected_weights.shape[:-1])  # the queries with no allowed key
+    blocked = np.broadcast_to(rows[..., None], expected_weights.shape)
+    if expect_no_nan(weights, what="weights with a float32 additive mask and a fully blocked row",
+                     idea=with_convention(MASK, nan_rows(weights, blocked))):
         expect_dtype(weights, np.float32, what="weights from float32 q, k, v and a float32 mask", idea=DTYPE)
         expect_close(weights, expected_weights, what="weights with a float32 additive mask (2, 1, 4, 5)",
-                     idea=MASK, rtol=1e-5, atol=1e-7)
+                     idea=with_convention(MASK, uniform_rows(weights, rows)), rtol=1e-5, atol=1e-7)
     if expect_no_nan(context, what="context with a fully blocked row", idea=MASK):
         expect_close(context[0, :, 1], np.zeros((3, 3)), what="a fully blocked query's context rows are zero",
                      idea="no allowed key: all-zero weights, so an all-zero context row", atol=0.0, rtol=0.0)

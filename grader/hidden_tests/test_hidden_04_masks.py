@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.conventions import finite_additive, mask_form, with_convention
 from tests.feedback import expect, expect_dtype, expect_equal, expect_raises_value_error, expect_shape
 
 EXERCISE = "masks"
@@ -19,7 +20,9 @@ ADDITIVE = "an additive mask is 0.0 where True and -inf where False, in the requ
 def test_causal_mask_of_one_position(impl):
     mask = impl.causal_mask(1)
     if expect_shape(mask, (1, 1), what="causal_mask(1)", idea=CAUSAL):
-        expect_dtype(mask, np.bool_, what="causal_mask(1)", idea=CAUSAL)
+        form = "" if mask.dtype == np.bool_ else mask_form(impl.causal_mask(5))  # (one entry tells no form)
+        expect_dtype(mask, np.bool_, what="causal_mask(1)",
+                     idea=f"{form}: build it with dtype=bool" if form else CAUSAL)
         expect_equal(mask, np.array([[True]]), what="causal_mask(1): a lone token sees itself",
                      idea=CAUSAL + "; the diagonal is allowed, otherwise the first row has no key at all")
 
@@ -83,7 +86,8 @@ def test_to_additive_float32_and_float16(impl):
                    what=f"to_additive(mask, dtype={dtype.__name__}) values",
                    expected="0.0 where the mask is True, -inf where it is False",
                    observed=f"values {np.unique(values).tolist()[:6]}",
-                   idea=ADDITIVE + "; -1e9 is not -inf (and overflows in float16)")
+                   idea=with_convention(ADDITIVE + "; -1e9 is not -inf (and overflows in float16)",
+                                        finite_additive(additive, mask)))
 
 
 def test_rejects_bad_masks_and_lengths(impl):

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from tests.conventions import uniform_rows, with_convention
 from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
 
 EXERCISE = "multihead"
@@ -172,9 +173,12 @@ def test_fully_masked_query_outputs_the_output_bias(impl):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         output, weights = impl.multi_head_attention(x, params, 3, mask)
+    rows = np.zeros((3, 3, 4), dtype=bool)
+    rows[1, :, 2] = True  # (query 2 of sequence 1, in every head)
     if expect_no_nan(output, what="output with one fully masked query row", idea=MASK):
         expect_close(output[1, 2], params["b_o"], what="a query with no allowed key outputs exactly b_o",
-                     idea="its weights are all 0, so its merged context is 0 and only the output bias remains")
+                     idea=with_convention("its weights are all 0, so its merged context is 0 and only the output "
+                                          "bias remains", uniform_rows(weights, rows)))
     expect(isinstance(weights, np.ndarray) and np.shape(weights) == (3, 3, 4, 4)
            and bool(np.all(np.asarray(weights)[1, :, 2] == 0)),
            what="weights of a fully masked query in every head", expected="all zeros in every head",

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from tests.conventions import gelu_erf, layer_norm_form, with_convention
 from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
 
 EXERCISE = "layer"
@@ -95,8 +96,10 @@ def test_layer_norm_float32_four_axes(impl):
     out = impl.layer_norm(x, gamma, beta, eps=0.1)
     if expect_shape(out, x.shape, what="layer_norm of a (2, 3, 4, 5) float32 array", idea=NORM):
         expect_dtype(out, np.float32, what="layer_norm of float32 x, gamma and beta", idea=DTYPE)
+        convention = layer_norm_form(np.asarray(out, dtype=np.float64), x.astype(np.float64),
+                                     gamma.astype(np.float64), beta.astype(np.float64), 0.1)
         expect_close(out, _norm(x, gamma, beta, eps=0.1), what="layer_norm (float32, eps = 0.1, random gamma, beta)",
-                     idea=NORM, rtol=1e-5, atol=1e-5)
+                     idea=with_convention(NORM, convention), rtol=1e-5, atol=1e-5)
 
 
 def test_layer_norm_of_one_feature_and_constant_rows(impl):
@@ -135,7 +138,9 @@ def test_feed_forward_float32_gelu_d_ff_one(impl):
     if expect_shape(out, x.shape, what="feed_forward with d_ff = 1 on a (2, 3, 5, 4) float32 array", idea=FFN):
         expect_dtype(out, np.float32, what="feed_forward of float32 x and parameters", idea=DTYPE)
         expect_close(out, _ffn(x, params, "gelu"), what="feed_forward with gelu and a hidden width of 1 (float32)",
-                     idea=FFN + "; gelu is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", rtol=1e-4, atol=1e-5)
+                     idea=with_convention(FFN + "; gelu is 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+                                          gelu_erf(out, x, {k: v.astype(np.float64) for k, v in params.items()},
+                                                   rtol=1e-4)), rtol=1e-4, atol=1e-5)
 
 
 def test_feed_forward_of_a_transposed_view(impl):

@@ -1,0 +1,217 @@
+"""Correct code from elsewhere is told its convention, never a mistake (issue 34, point 4).
+
+Each test plants the logic of a public library or tutorial (scipy's softmax, PyTorch's init and masks,
+Hugging Face's finfo.min, nanoGPT's tril buffer, the annotated transformer's LayerNorm, tensor2tensor's
+timing signal, llama's float32 rotary angles) in a copy of the reference, as an adapter of that code would
+be, and checks that the first message of the test it fails names the convention and the kit's contract.
+The adapters themselves (around the real code, with torch) are kept out of the kit.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+
+from grader.curriculum import ROOT
+from grader.mutants.report import run_tests
+
+CONVENTION = "a convention, not a misconception"
+
+
+def override(tmp_path, file: str, code: str):
+    """A copy of solutions/ whose ``file`` ends with ``code`` (redefinitions of its public functions)."""
+    target = tmp_path / "adapter"
+    shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / file
+    path.write_text(path.read_text(encoding="utf-8") + "\n\n" + code, encoding="utf-8")
+    return target
+
+
+def block(target, test_file: str, test: str) -> str:
+    """The failure text of the test named ``test`` when ``test_file`` (under the root) runs on ``target``."""
+    run = run_tests(ROOT / test_file, target, tb="short")
+    assert run.exit_code == 1, run.output[-2000:]
+    text = run.output.split("= FAILURES =", 1)[1]
+    found = [part for part in text.split("\n____") if test in part.split("\n", 1)[0]]
+    assert found, text[:3000]
+    return found[0]
+
+
+SCIPY_SOFTMAX = '''
+def softmax(x, axis=-1):
+    # scipy.special.softmax, numpy-ml's Softmax._fwd, jax.nn.softmax: NaN for an all -inf slice
+    x = np.asarray(x)
+    x_max = np.amax(x, axis=axis, keepdims=True)
+    exp_x_shifted = np.exp(x - x_max)
+    return exp_x_shifted / np.sum(exp_x_shifted, axis=axis, keepdims=True)
+'''
+
+
+def test_scipy_softmax_is_told_the_nan_convention_not_only_a_mistake(tmp_path):
+    target = override(tmp_path, "softmax.py", SCIPY_SOFTMAX)
+    text = block(target, "tests/test_01_softmax.py", "test_all_masked_row_gives_zeros")
+    assert "scipy.special.softmax" in text and CONVENTION in text, text
+    assert "Or right code with another convention" in text, text  # the diagnosis says it too
+    hidden = block(target, "grader/hidden_tests/test_hidden_01_softmax.py", "test_float32_masked_slices_in_a_batch")
+    assert "scipy.special.softmax" in hidden and CONVENTION in hidden, hidden
+
+
+def test_a_float32_softmax_of_minus_1e300_is_told_the_precision(tmp_path):
+    target = override(tmp_path, "softmax.py", SCIPY_SOFTMAX.replace("x = np.asarray(x)",
+                                                                    "x = np.asarray(x, dtype=np.float32)"))
+    text = block(target, "grader/hidden_tests/test_hidden_01_softmax.py", "test_length_one_slices")
+    assert "a question of precision" in text and "beyond the range" in text, text
+    assert "subtract the maximum" not in text, text
+
+
+def test_causal_masks_built_as_floats_are_told_whose_convention(tmp_path):
+    forms = {
+        "generate_square_subsequent_mask": "np.triu(np.full((n, n), -np.inf), k=1)",
+        "_make_causal_mask": "np.triu(np.full((n, n), np.finfo(np.float32).min, dtype=np.float32), k=1)",
+        "torch.tril(torch.ones(n, n))": "np.tril(np.ones((n, n), dtype=np.float32))",
+    }
+    for index, (name, body) in enumerate(forms.items()):
+        target = override(tmp_path / str(index), "masks.py", f"def causal_mask(n):\n    return {body}\n")
+        text = block(target, "tests/test_04_masks.py", "test_causal_mask_is_a_square_boolean_array")
+        assert name in text and CONVENTION in text and "not 0/1 floats" not in text, text
+        hidden = block(target, "grader/hidden_tests/test_hidden_04_masks.py", "test_causal_mask_of_one_position")
+        assert name in hidden and CONVENTION in hidden, hidden
+
+
+def test_hugging_faces_finfo_min_additive_mask_is_named(tmp_path):
+    target = override(tmp_path, "masks.py", """
+def to_additive(mask, dtype=np.float64):
+    # transformers' get_extended_attention_mask: (1.0 - mask) * torch.finfo(dtype).min
+    return ((1.0 - np.asarray(mask).astype(dtype)) * np.finfo(dtype).min).astype(dtype)
+""")
+    text = block(target, "tests/test_04_masks.py", "test_to_additive_gives_zero_and_minus_infinity")
+    assert "Hugging Face" in text and CONVENTION in text, text
+    hidden = block(target, "grader/hidden_tests/test_hidden_04_masks.py", "test_to_additive_float32_and_float16")
+    assert "Hugging Face" in hidden and CONVENTION in hidden, hidden
+
+
+def test_a_large_finite_fill_is_named_in_multi_head_attention(tmp_path):
+    # Inside multihead.py, as GPT-2's GPT2Attention._attn is inside its attention module (exercise 3 stays right).
+    target = override(tmp_path, "multihead.py", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    # d2l's masked_softmax / GPT-2's _attn: blocked scores set to a large finite number, not -inf
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        mask = np.asarray(mask)
+        scores = np.where(mask, scores, -1e6) if mask.dtype == bool else scores + np.maximum(mask, -1e6)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights @ v, weights
+""")
+    text = block(target, "tests/test_06_multihead.py", "test_fully_masked_query_gives_zero_weights")
+    assert "large finite number" in text and CONVENTION in text, text
+    hidden = block(target, "grader/hidden_tests/test_hidden_06_multihead.py",
+                   "test_fully_masked_query_outputs_the_output_bias")
+    assert "large finite number" in hidden and CONVENTION in hidden, hidden
+
+
+def test_init_scales_of_pytorch_and_gpt2_are_named(tmp_path):
+    forms = {
+        "nn.Linear default": "rng.uniform(-1 / math.sqrt(d_in), 1 / math.sqrt(d_in), size=(d_out, d_in)).T.copy()",
+        "GPT-2": "rng.normal(0.0, 0.02, size=(d_in, d_out))",
+    }
+    for index, (name, body) in enumerate(forms.items()):
+        target = override(tmp_path / str(index), "projections.py", f"def init_weight(rng, d_in, d_out):\n"
+                                                                     f"    return {body}\n")
+        text = block(target, "tests/test_02_projections.py", "test_init_weight_mean_and_std")
+        assert name in text and CONVENTION in text, text
+        hidden = block(target, "grader/hidden_tests/test_hidden_02_projections.py", "test_init_weight_of_size_one")
+        assert name in hidden and CONVENTION in hidden, hidden
+
+
+def test_the_annotated_transformers_layer_norm_is_named(tmp_path):
+    target = override(tmp_path, "layer.py", """
+def layer_norm(x, gamma, beta, eps=1e-5):
+    # the annotated transformer: a_2 * (x - mean) / (std + eps) + b_2 with torch's unbiased x.std()
+    x = np.asarray(x)
+    mean = x.mean(-1, keepdims=True)
+    std = x.std(-1, keepdims=True, ddof=1)
+    return gamma * (x - mean) / (std + eps) + beta
+""")
+    text = block(target, "tests/test_07_layer.py", "test_layer_norm_statistics_with_a_large_eps")
+    assert "annotated transformer" in text and CONVENTION in text, text
+    hidden = block(target, "grader/hidden_tests/test_hidden_07_layer.py", "test_layer_norm_float32_four_axes")
+    assert "annotated transformer" in hidden and CONVENTION in hidden, hidden
+
+
+def test_tensor2tensor_timing_signal_and_float32_rotary_angles_in_the_hidden_tests(tmp_path):
+    target = override(tmp_path, "positional.py", """
+def sinusoidal_encoding(n_positions, d_model):
+    # tensor2tensor's get_timing_signal_1d: sines, then cosines; a zero column for an odd width
+    num_timescales = d_model // 2
+    increment = np.log(1.0e4) / max(num_timescales - 1, 1)
+    inv_timescales = np.exp(np.arange(num_timescales) * -increment)
+    scaled_time = np.arange(n_positions)[:, None] * inv_timescales[None, :]
+    signal = np.concatenate([np.sin(scaled_time), np.cos(scaled_time)], axis=1)
+    return np.pad(signal, [[0, 0], [0, d_model % 2]])
+
+
+def rotary_embedding(x, positions=None, base=10000.0):
+    # llama's precompute_freqs_cis: the angles in float32, the result in x's dtype
+    x = np.asarray(x)
+    n, d = x.shape[-2:]
+    positions = np.arange(n) if positions is None else np.asarray(positions)
+    angles = (positions[:, None] * base ** (-np.arange(0, d, 2) / d)).astype(np.float32)
+    cos, sin = np.cos(angles), np.sin(angles)
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = a * sin + b * cos
+    return out
+""")
+    hidden = "grader/hidden_tests/test_hidden_05_positional.py"
+    text = block(target, hidden, "test_sinusoidal_single_position_and_column")
+    assert "tensor2tensor" in text and CONVENTION in text, text
+    text = block(target, hidden, "test_rotary_fractional_and_negative_positions")
+    assert "a question of precision" in text, text
+
+
+def test_torchs_default_erf_gelu_is_named_in_public_and_hidden_tests(tmp_path):
+    target = override(tmp_path, "layer.py", """
+def _gelu_tanh(x):
+    # nanoGPT's MLP: nn.GELU(), torch's default, the exact erf form
+    from math import erf
+    return (0.5 * x * (1.0 + np.vectorize(erf)(x / np.sqrt(2.0)))).astype(x.dtype)
+
+
+_ACTIVATIONS = {"relu": lambda x: np.maximum(x, 0), "gelu": _gelu_tanh}
+""")
+    text = block(target, "tests/test_07_layer.py", "test_feed_forward_gelu_uses_the_tanh_approximation")
+    assert "nn.GELU()" in text and CONVENTION in text, text
+    hidden = block(target, "grader/hidden_tests/test_hidden_07_layer.py", "test_feed_forward_float32_gelu_d_ff_one")
+    assert "nn.GELU()" in hidden and CONVENTION in hidden, hidden
+
+
+def test_a_table_is_called_tensor2tensors_only_when_its_timescales_are():
+    from tests.conventions import timing_signal
+
+    position = np.arange(5.0)[:, None]
+    kit = position / 10000 ** (np.arange(0, 6, 2) / 6)  # the kit's frequencies, in the sines-then-cosines layout
+    t2t = position * np.exp(np.arange(3) * -np.log(1.0e4) / 2)
+    assert "get_timing_signal_1d" in timing_signal(np.hstack([np.sin(t2t), np.cos(t2t)]), 5, 6)
+    blocks = timing_signal(np.hstack([np.sin(kit), np.cos(kit)]), 5, 6)
+    assert "layout" in blocks and "get_timing_signal_1d" not in blocks, blocks
+    one = timing_signal(np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]), 1, 6)  # position 0 shows no timescale
+    assert "layout" in one and "get_timing_signal_1d" not in one, one
+    assert timing_signal(np.hstack([np.sin(kit), np.cos(kit)])[:, [0, 3, 1, 4, 2, 5]], 5, 6) == ""  # the kit's
+
+
+def test_gpt2s_scale_by_the_value_size_is_named_in_the_hidden_test(tmp_path):
+    target = override(tmp_path, "attention.py", """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    # Hugging Face's GPT2Attention._attn: attn_weights / value.size(-1) ** 0.5
+    scores = q @ np.swapaxes(k, -1, -2) / v.shape[-1] ** 0.5
+    if mask is not None:
+        mask = np.asarray(mask)
+        scores = np.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+    weights = softmax(scores)
+    return weights @ v, weights
+""")
+    text = block(target, "grader/hidden_tests/test_hidden_03_attention.py", "test_single_query_long_keys_float32")
+    assert "value.size(-1) ** 0.5" in text and CONVENTION in text, text
