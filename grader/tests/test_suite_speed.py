@@ -92,3 +92,18 @@ def test_a_wrapper_of_the_students_own_is_still_asked_for_its_signature():
     assert kit_module._labelled_arguments(ours, (1,), {}) == {"logits": 1}
     assert kit_module._labelled_arguments(kit_wrapper(functools.wraps(softmax)(lambda *a: 0)), (1, 2), {}) == {
         "x": 1, "axis": 2}
+
+
+def test_a_measured_call_runs_torch_on_one_thread(monkeypatch):
+    """torch's own threads spin beside the work: a correct torch backward was told a numerical estimate under load."""
+    import sys
+    import types
+
+    from tests import effort
+
+    threads = [2]
+    fake = types.SimpleNamespace(get_num_threads=lambda: threads[0],
+                                 set_num_threads=lambda n: threads.__setitem__(0, n))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    result, seconds = effort._limited(lambda: threads[0], None)
+    assert result == 1 and threads == [1] and seconds >= 0
