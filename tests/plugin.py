@@ -340,7 +340,8 @@ def _render(findings: list[failures.Failure], how: str | None, traceback: str, t
     lead = next((failure.diagnosis for failure in findings if failure.diagnosis), "")
     if how == "stopped":
         checks = [failure for failure in findings if not failure.ended_the_test]
-        return f"{lead}\n\n{failures.stopped_report(checks)[0]}"
+        stopped = failures.stopped_report(checks)[0]  # leads with the checks' diagnosis already: never twice
+        return stopped if stopped.startswith(lead) else f"{lead}\n\n{stopped}"
     if how == "report":
         return failures.report_text(findings, traceback=traceback)
     # pytest's own text (under pytest-xdist, pytest-check's report is not always the records' rendering): each

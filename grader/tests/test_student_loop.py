@@ -496,6 +496,22 @@ def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path, ci):
     assert "FAILED tests/test_01_softmax.py::test_rows_sum_to_one - each row" in done.stdout
 
 
+def test_pytest_x_leads_with_the_diagnosis_once(tmp_path):
+    # pytest -x's report was rendered with the diagnosis in front of a text that already led with it: twice.
+    folder = make_partial(tmp_path / "x", done=tuple(load().names))
+    source = (folder / "layer.py").read_text(encoding="utf-8")
+    biased = "variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)"
+    assert biased in source
+    (folder / "layer.py").write_text(source.replace(biased, "variance = ((x - mean) ** 2).sum(axis=-1, "
+                                                    "keepdims=True) / (x.shape[-1] - 1)"), encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "CI"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_07_layer.py", "-x", f"--impl={folder}",
+                           "-p", "no:cacheprovider", "-p", "no:randomly"], cwd=ROOT, capture_output=True, text=True,
+                          env=environment)
+    assert done.returncode == 1 and "unbiased variance" in done.stdout, done.stdout
+    assert done.stdout.count("Diagnosis:") == 1, done.stdout
+
+
 def test_watch_after_everything_passed_names_the_regression(tmp_path):
     folder = make_partial(tmp_path / "all", done=tuple(load().names))
     watcher = watch.Watcher(folder)
