@@ -108,6 +108,23 @@ def part_one(tmp_path_factory):
     return folder, root / "local"
 
 
+async def heartbeat(dask_worker) -> None:
+    await dask_worker.heartbeat()
+
+
+def test_local_n_is_a_quiet_cluster_heartbeats_every_few_seconds_and_no_memory_monitor(dask_cluster):
+    """local:N's Dask processes wake up less than Dask's defaults would: they cost core-seconds beside grading."""
+    cluster, client = dask_cluster
+    # What the scheduler (in this process) answers a worker's heartbeat with: the pace the workers keep.
+    assert distributed.scheduler.heartbeat_interval(len(cluster.workers)) >= engine_module.LOCAL_HEARTBEAT
+    client.run(heartbeat)  # a heartbeat answered: the worker took its pace from the answer
+    paces = client.run(lambda dask_worker: dask_worker.periodic_callbacks["heartbeat"].callback_time)
+    assert paces and all(pace >= engine_module.LOCAL_HEARTBEAT * 1000 for pace in paces.values()), paces
+    watched = client.run(lambda dask_worker: "memory_monitor" in dask_worker.periodic_callbacks)
+    assert not any(watched.values()), watched
+    assert not any("memory_monitor" in nanny.periodic_callbacks for nanny in cluster.workers.values())
+
+
 @pytest.mark.parametrize("part", sorted(PARTS))
 def test_a_batch_of_every_part_gets_the_same_gradebook_on_the_cluster(part, dask_cluster, tmp_path, monkeypatch):
     monkeypatch.setenv(PART_ENV, part)

@@ -123,3 +123,26 @@ def test_a_grading_process_whose_batch_died_ends_quietly_and_closes_its_spares(m
     finally:
         signal.signal(signal.SIGINT, handler)
     assert closed == [True]
+
+
+def test_a_grading_process_tells_its_progress_at_most_every_quarter_second_and_each_jobs_first_test_at_once(
+        monkeypatch):
+    # A message per test (about 200 a student) woke the batch's process, or a Dask worker's, as often: the stall
+    # detector needs seconds, so the tests finished within PROGRESS_EVERY of the last message told say nothing.
+    sent: list[object] = []
+
+    class Connection:
+        send = staticmethod(sent.append)
+
+    clock = [1000.0]
+    monkeypatch.setattr(pool.time, "monotonic", lambda: clock[0])
+    done = pool._progress(Connection())
+    for _ in range(20):  # 20 tests in 0.2 s: the first is told
+        done()
+        clock[0] += 0.01
+    assert sent == [pool.PROGRESS]
+    clock[0] += pool.PROGRESS_EVERY
+    done()  # a quarter of a second later: told
+    assert sent == [pool.PROGRESS] * 2
+    pool._progress(Connection())()  # the next job's first test: told at once, however soon
+    assert sent == [pool.PROGRESS] * 3
