@@ -216,7 +216,7 @@ def rotate_half(observed: Any, x: np.ndarray, positions: np.ndarray, base: float
         return ""
     d = x.shape[-1]
     angles = np.asarray(positions, dtype=np.float64)[:, None] * base ** (-np.arange(0, d, 2) / d)
-    cos, sin = np.cos(angles), np.sin(angles)
+    turn_cos, turn_sin = np.cos(angles), np.sin(angles)
     a, b = x[..., : d // 2], x[..., d // 2:]
-    rotated = np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+    rotated = np.concatenate([a * turn_cos - b * turn_sin, a * turn_sin + b * turn_cos], axis=-1)
     return ROTATE_HALF if np.allclose(array, rotated, rtol=1e-4, atol=1e-5) else ""
