@@ -60,8 +60,13 @@ def close_spares() -> None:
 
 
 def use_scratch(folder: str) -> None:
-    """Make the workers of this process keep their scratch folders in ``folder`` (the batch removes it)."""
+    """Make the workers of this process keep their scratch folders in ``folder`` (the batch removes it).
+
+    The batch's grading processes also share fair grading's answers there (``grader.sandbox.answer_store``).
+    """
+    from grader.sandbox import answer_store
     from grader.sandbox.proxy import SCRATCH_ENV
 
     os.environ[SCRATCH_ENV] = folder
+    answer_store.use(folder)
 
