@@ -60,13 +60,8 @@ def close_spares() -> None:
 
 
 def use_scratch(folder: str) -> None:
-    """Make the workers of this process keep their scratch folders in ``folder`` (the batch removes it).
-
-    The batch's grading processes also share fair grading's answers there (``grader.sandbox.answer_store``).
-    """
-    from grader.sandbox import answer_store
+    """Make the workers of this process keep their scratch folders in ``folder`` (the batch removes it)."""
     from grader.sandbox.proxy import SCRATCH_ENV
 
     os.environ[SCRATCH_ENV] = folder
-    answer_store.use(folder)
 

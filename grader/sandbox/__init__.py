@@ -15,8 +15,6 @@ process:
   composes: ``process`` (the worker's process), ``channel`` (frames over its
   pipes), ``budget`` (the submission's CPU time, per exercise), ``callbacks``
   (fair grading's reference, answered by a worker of the reference's own),
-  ``answer_store`` (its answers, shared by the batch's grading processes),
-  ``given`` and ``given_views`` (which given code a worker may hold),
   ``spares`` (a worker started before its student comes), ``server`` (the
   fork server's client), ``load`` (a worker's CPU time and waits, read from
   outside it), ``cgroup`` (a worker's control group: its memory bounded,

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from grader.sandbox import answer_store, codec, frames, host_memory, protocol
+from grader.sandbox import codec, frames, host_memory, protocol
 from grader.sandbox.channel import Ended
 from grader.sandbox.errors import SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
@@ -55,30 +55,15 @@ def answer_key(reference: str, view: str, frame: bytes) -> bytes | None:
 
 
 def remembered_answer(key: bytes | None) -> tuple[bytes, float] | None:
-    """The answer given before to the callback of ``key``, and its CPU seconds (None: ask the reference).
-
-    Given before by this process, or by another grading process of the batch (``answer_store``).
-    """
-    if key is None:
-        return None
-    found = _ANSWERS.get(key)
-    if found is None:
-        found = answer_store.load(key)
-        if found is not None:
-            _keep(key, *found)
-    return found
+    """The answer given before to the callback of ``key``, and its CPU seconds (None: ask the reference)."""
+    return _ANSWERS.get(key) if key is not None else None
 
 
 def remember_answer(key: bytes | None, answer: bytes, cpu: float) -> None:
     """Remember an allowed callback's answer and its CPU seconds (within ``_ANSWERS_MAX_BYTES`` in all)."""
-    if key is None or len(key) + len(answer) > _ANSWERS_MAX_BYTES // 16:
-        return
-    _keep(key, answer, cpu)
-    answer_store.save(key, answer, cpu)  # for the batch's other grading processes
-
-
-def _keep(key: bytes, answer: bytes, cpu: float) -> None:
     global _answers_bytes
+    if key is None:
+        return
     size = len(key) + len(answer)
     if size > _ANSWERS_MAX_BYTES // 16:  # a large answer is rarely asked again: never let it fill the cache
         return

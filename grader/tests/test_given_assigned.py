@@ -124,26 +124,3 @@ def test_the_worker_gets_given_code_of_the_unassigned_dependencies_only(tmp_path
         assert not impl.internal
     finally:
         impl.close()
-
-
-def test_an_answer_is_shared_with_the_batchs_other_grading_processes_with_its_cpu(tmp_path, monkeypatch):
-    # Each grading process asked the reference every question once for itself; now one process's answer serves
-    # the batch's others, whose students are charged its CPU seconds all the same.
-    from grader.sandbox import answer_store, callbacks
-
-    monkeypatch.setattr(callbacks, "_ANSWERS", {})
-    monkeypatch.setattr(answer_store, "_folder", None)
-    key, answer = b"k" * 20, b"the reference's answer"
-    answer_store.use(tmp_path)
-    callbacks.remember_answer(key, answer, 0.25)
-    callbacks._ANSWERS.clear()  # another grading process: nothing in its memory
-    assert callbacks.remembered_answer(key) == (answer, 0.25)
-    assert callbacks.remembered_answer(b"x" * 20) is None
-    stored = tmp_path / answer_store.FOLDER_NAME / key.hex()
-    assert stored.stat().st_mode & 0o077 == 0, "the answers are the grader's alone"
-    stored.write_bytes(stored.read_bytes()[:-3])  # not written whole: never used
-    callbacks._ANSWERS.clear()
-    assert callbacks.remembered_answer(key) is None
-    answer_store.use(None)  # a process that grades no batch keeps its answers to itself
-    callbacks.remember_answer(b"y" * 20, answer, 0.5)
-    assert not (tmp_path / answer_store.FOLDER_NAME / (b"y" * 20).hex()).exists()
