@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import tests.plugin
-from grader.curriculum import ROOT
+from grader.curriculum import PART_ENV, ROOT
 from grader.grading.implementation import use_scratch
 from grader.grading.recorder import Recorder
 from grader.grading.records import Job, Result
@@ -152,6 +152,8 @@ def grade_in_process(job: Job) -> Result:
 
     if job.scratch:  # this batch's folder: removed by the batch even if this process is killed
         use_scratch(job.scratch)
+    if job.part:  # the batch's selection decides which given code a worker may hold (grader.sandbox.given.servable)
+        os.environ[PART_ENV] = job.part
 
     seen: dict[str, Any] = {}  # what the implementation says of itself (isolation, output, calls)
     reused = Session.of(job)

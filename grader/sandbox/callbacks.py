@@ -2,8 +2,10 @@
 
 Run by the grading process, while a request of its worker is in flight. Under
 fair grading the worker runs the kit's given implementations of the exercises
-that the student's module imports, and asks the reference to run the functions
-of those the kit has none of (an instructor's own exercises) (``protocol.reference_functions``
+that the student's module imports and the graded selection does not assign
+(``grader.sandbox.given.servable``), and asks the reference to run the functions
+of the others (assigned ones, whose working code a worker must never hold, and
+an instructor's own exercises) (``protocol.reference_functions``
 says which: anything else is refused, and the refusal recorded). The grading
 process computes nothing for it: the request is passed on, as plain data, to
 a worker of the reference's own (a :class:`ReferenceWorker`, confined and

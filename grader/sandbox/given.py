@@ -73,6 +73,20 @@ def usable(reference: Path, curriculum: Curriculum) -> frozenset[str]:
     return frozenset(name for name in same if set(curriculum.dependencies(name)) <= same)
 
 
+def servable(reference: Path, curriculum: Curriculum) -> frozenset[str]:
+    """The exercises whose given code may run in a student's worker: :func:`usable`, and not assigned.
+
+    A worker's code can read whatever its process holds (frames, ``sys.modules``, code objects: bytecode is as
+    good as source) and encode it into what it prints or raises, past any scrubbing of feedback; a student who
+    can resubmit would then hand in the given code as their own answer. So a worker holds the given code only of
+    exercises the graded selection (``--part``, else the course's part: ``Curriculum.selection``) does not
+    assign, which a release hands out as given code anyway (``grader.authoring.release_given``). An assigned
+    dependency is answered from outside the worker, by the reference's own (``grader.sandbox.callbacks``):
+    grading the whole kit gives a student's worker no given code at all.
+    """
+    return usable(reference, curriculum) - frozenset(curriculum.selected_names())
+
+
 def current(reference: Path, curriculum: Curriculum, where: Path = KIT_GIVEN) -> dict[str, str]:
     """What ``verified.json`` should record for ``reference``: its helpers' and given exercises' module digests."""
     found = {path.name: digest(path) for path in sorted(reference.glob("_*.py")) if not path.name.startswith("__")}

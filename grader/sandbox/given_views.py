@@ -1,7 +1,9 @@
 """Which of the kit's given implementations a student's worker holds, and which request carries them.
 
 Run by the grading process (``grader.sandbox.proxy``). Under fair grading a view (the exercise under test) runs
-the kit's given code of the exercises it builds on, in the student's own worker. That code is a working
+the kit's given code of the exercises it builds on that the graded selection does not assign
+(``grader.sandbox.given.servable``: an assigned one is answered by the reference's worker), in the student's own
+worker. That code is a working
 implementation of those exercises: a worker that holds the given ``softmax`` (as a dependency of ``attention``)
 must never grade ``softmax`` itself. Before, every given module sat readable in the sandbox
 (``/.attention-kit-sandbox/given/``) and stayed in the worker's memory across views: a stub ``softmax`` that
@@ -26,7 +28,7 @@ class GivenViews:
     Parameters
     ----------
     usable : iterable of str
-        The exercises whose given code may answer for the reference (``grader.sandbox.given.usable``).
+        The exercises whose given code may run in the student's worker (``grader.sandbox.given.servable``).
     dependencies : mapping
         Exercise -> the exercises it builds on (the transitive closure, as the worker's init message has it).
     """

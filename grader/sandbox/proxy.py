@@ -14,11 +14,13 @@ only the arguments a call changed).
 
 Fair grading (the default): a test of exercise E runs the student's module E,
 while the modules E imports (the manifest's ``depends``) are working code, so a
-bug in the student's softmax does not cost points in attention. They are the
-kit's given implementations (``grader.sandbox.given.folder``: a checkout's
+bug in the student's softmax does not cost points in attention. Those the
+graded selection does not assign (a Part III course's softmax) are the kit's
+given implementations (``grader.sandbox.given.servable``: a checkout's
 ``grader/release_files/given``, or a course folder's ``given/``; written apart from
 the reference), run in the student's own worker (``worker.py``), charged as the
-student's code is. A module with no given implementation is answered by the
+student's code is. An assigned one (the worker could read its working code and
+print it), or one with no given implementation, is answered by the
 reference, in a worker of its own (an ``IsolatedImplementation`` of the
 reference folder, ``fair=False``), with the student's memory limit and the CPU
 time the student's call has left, which it is charged: the grading process
@@ -56,7 +58,7 @@ from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
-from grader.sandbox.given import usable as usable_given
+from grader.sandbox.given import servable as servable_given
 from grader.sandbox.given_views import GivenViews
 from grader.sandbox.limits import Limits
 from grader.sandbox.measuring import Measuring
@@ -134,7 +136,8 @@ class IsolatedImplementation(Measuring, Spares):
         self._group: cgroup.WorkerGroup | None = None  # the current worker's control group, if this machine has one
         self._channel = Channel(self.limits, self._budget)
         self._callbacks = Callbacks(self.reference, fair, self.limits, self._start_reference)
-        self._given = GivenViews(usable_given(self.reference, self.curriculum) if fair else (),
+        # Given code runs in the worker only for exercises the graded selection does not assign (given.servable).
+        self._given = GivenViews(servable_given(self.reference, self.curriculum) if fair else (),
                                  {e.name: self.curriculum.dependencies(e.name) for e in self.curriculum.exercises})
         plan = self.plan
         try:
@@ -320,7 +323,7 @@ class IsolatedImplementation(Measuring, Spares):
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
         self._callbacks.init_data = {"functions": functions, "dependencies": dependencies}
-        given = sorted(usable_given(self.reference, self.curriculum)) if self.fair else []
+        given = sorted(self._given.usable)
         self._handshake_pending = True
         try:
             self._channel.send(frames.pack({"op": "init", "functions": functions, "dependencies": dependencies,

@@ -136,9 +136,13 @@ def test_f1_one_long_callback_is_stopped_at_the_call_s_budget_with_a_line_that_n
     assert not impl.internal
 
 
-def test_a_dependency_runs_given_code_in_the_students_own_worker_charged_as_its_own(isolated, tmp_path):
+def test_a_dependency_runs_given_code_in_the_students_own_worker_charged_as_its_own(isolated, tmp_path, monkeypatch):
     # Fair grading serves projections (a dependency of multihead) from the kit's given implementation, in the
-    # student's worker: no callback, nothing asked of the reference, its time and memory the student's own.
+    # student's worker: no callback, nothing asked of the reference, its time and memory the student's own. Only
+    # where the graded selection does not assign projections (Part II's: test_given_assigned.py for the others).
+    from grader.curriculum import PART_ENV
+
+    monkeypatch.setenv(PART_ENV, "2")
     folder = copy_reference(tmp_path / "student", multihead=(
         "import sys as _sys\n\n"
         "def split_heads(x, n_heads):\n"

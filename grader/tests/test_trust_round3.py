@@ -94,8 +94,10 @@ def test_a_worker_never_grades_an_exercise_whose_given_code_it_holds(isolated, t
     q = np.random.default_rng(1).normal(size=(2, 3, 4))
     output, weights = impl.function("attention", "scaled_dot_product_attention")(q, q, q)
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0)  # attention still gets the given softmax
-    with pytest.raises(NotImplementedError, match="nothing to steal"):
-        softmax(np.zeros((2, 3)))  # the memory of the worker that graded attention
+    # The memory of the worker that graded attention: under a selection that assigns softmax it never held the
+    # given softmax (given.servable), and the stand-in it has (which asks the reference) refuses a softmax view.
+    with pytest.raises((NotImplementedError, PermissionError), match="nothing to steal|refused"):
+        softmax(np.zeros((2, 3)))
     assert not impl.internal
 
 
@@ -140,14 +142,18 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 '''
 
 
-def test_the_given_code_a_worker_runs_never_reaches_the_students_feedback(tmp_path):
+def test_the_given_code_a_worker_runs_never_reaches_the_students_feedback(tmp_path, monkeypatch):
     # The given implementations are working answers; under fair grading they run in the student's own worker, so
     # the student's attention could read the given softmax there and show it, printed or raised: its lines came
-    # back in feedback. Now they are secret lines like the reference's.
+    # back in feedback. Now they are secret lines like the reference's. Only a course that does not assign softmax
+    # (Part III) runs it in the worker any more (test_given_assigned.py): its retrieval shows it here.
     import json
 
+    from grader.curriculum import PART_ENV
     from grader.grading.grade import grade_batch
     from grader.sandbox import given
+
+    monkeypatch.setenv(PART_ENV, "3")
 
     where = given.folder()
     assert where is not None, "the checkout's given code is needed here (grader/release_files/given)"
@@ -158,9 +164,10 @@ def test_the_given_code_a_worker_runs_never_reaches_the_students_feedback(tmp_pa
     own = [line.strip() for line in source.splitlines()
            if len(line.strip()) >= 24 and not line.strip().startswith(("#", '"""')) and line.strip() not in public]
     assert own, "no line of the given softmax is its own"
-    copy_reference(tmp_path / "subs" / "ada", attention=SHOW_GIVEN_SOURCE)
-    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax", "attention"],
-                echo=lambda _: None)
+    attack = SHOW_GIVEN_SOURCE.replace("scaled_dot_product_attention(q, k, v, mask=None)",
+                                       "cosine_similarity(queries, chunks)")
+    copy_reference(tmp_path / "subs" / "ada", retrieval=attack)
+    grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["retrieval"], echo=lambda _: None)
     written = "\n".join(path.read_text(encoding="utf-8") for path in (tmp_path / "out" / "ada").iterdir()
                         if path.is_file())
     results = json.loads((tmp_path / "out" / "ada" / "results.json").read_text(encoding="utf-8"))
