@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import course, scoring
+from grader.authoring.notebook_order import assignment_name, release_order
 from grader.curriculum import PACKAGE, PART_ENV, ROOT, Exercise, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.notebook_reader import CHECKS_MODULE, GIVEN_ROLE, KIT_METADATA, SINGLE_ASSIGNMENT
@@ -534,11 +535,6 @@ def _grading_settings() -> str:
     return "".join(lines)
 
 
-def assignment_name(exercise: Exercise) -> str:
-    """``01-softmax``: the exercise's number and name."""
-    return f"{exercise.number:02d}-{exercise.name}"
-
-
 def build_course(out: Path, layout: str = "per-exercise", hidden: Path | None = HIDDEN_DIR) -> list[Path]:
     """Write the nbgrader course into ``out``; returns the notebooks written.
 
@@ -604,6 +600,9 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {path}")
     first = written[0].parent.name
+    order = release_order() if args.layout == "per-exercise" else []
+    if order:
+        print("\nRelease order (the working code of an earlier exercise is its answer):\n  " + "\n  ".join(order))
     print(f"\nNext, in {args.out}:\n  nbgrader generate_assignment {first}   # the student version, in release/\n"
           f"  nbgrader autograde {first}             # after collecting into submitted/<student>/{first}/")
     return 0
