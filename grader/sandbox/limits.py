@@ -126,8 +126,9 @@ class Limits:
     # a loop that never ends costs a student's run a bounded time, not one call_timeout per test.
     function_timeouts: int = 2
     total_timeouts: int = 6
-    # After this many ended workers (crashes, exits, oversized replies), later calls fail at once: each one
-    # costs a fresh worker's start-up, which is not the student's time.
+    # After this many ended workers (crashes, exits, oversized replies) while one exercise is graded, that
+    # exercise's later calls fail at once: each one costs a fresh worker's start-up, which is not the student's
+    # time. Counted per exercise, as timeouts are: a flood in attention costs no test of layer.
     total_crashes: int = 12
 
     def describe(self) -> str:

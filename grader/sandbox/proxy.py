@@ -129,6 +129,7 @@ class IsolatedImplementation(Measuring, Spares):
         self.stats = {"requests": 0, "timed_out": 0, "crashed": 0, "skipped": 0}
         self.startup_seconds: list[float] = []
         self._timeouts: dict[tuple[str, str], int] = {}  # timeouts so far, per view (exercise) and called function
+        self._crashes: dict[str, int] = {}  # ended workers so far, per view: one exercise's crashes cost no other's
         self._failures: dict[tuple[str, str], str] = {}
         self._callables: dict[tuple[str, str], set[str]] = {}
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -467,10 +468,10 @@ class IsolatedImplementation(Measuring, Spares):
         if exhausted is not None:
             self.stats["skipped"] += 1
             raise exhausted
-        if self.stats["crashed"] >= self.limits.total_crashes:
+        if (crashes := self._crashes.get(view, 0)) >= self.limits.total_crashes:
             self.stats["skipped"] += 1
-            raise WorkerCrashed(f"{what} was not run: your code ended the worker process {self.stats['crashed']} "
-                                "times already; fix that first")
+            raise WorkerCrashed(f"{what} was not run: your code ended the worker process {crashes} times already "
+                                f"while {view} was graded; fix that first")
         if (spent := self._channel.spent()) is not None:  # the test's or the submission's channel allowance
             self.stats["skipped"] += 1
             raise WorkerCrashed(f"{what} was not run: {spent}")
@@ -489,6 +490,7 @@ class IsolatedImplementation(Measuring, Spares):
             raise self._budget.expired(what, timeout) from None
         except TooLarge as error:
             self.stats["crashed"] += 1
+            self._crashes[view] = self._crashes.get(view, 0) + 1
             self.stats["requests"] += not counted
             self._stop()
             self.restarts += 1
@@ -497,6 +499,7 @@ class IsolatedImplementation(Measuring, Spares):
                 from None
         except Ended as error:
             self.stats["crashed"] += 1
+            self._crashes[view] = self._crashes.get(view, 0) + 1
             self.stats["requests"] += not counted
             detail = str(error)
             process = self._worker.process
@@ -504,6 +507,7 @@ class IsolatedImplementation(Measuring, Spares):
             self.restarts += 1
             if isinstance(process, server.ForkedWorker) and process.server_lost:
                 self.stats["crashed"] -= 1  # not the student's doing: the sandbox of every worker went
+                self._crashes[view] -= 1
                 raise self._internal(f"the fork server (the sandbox of the workers) ended while running {what}") \
                     from None
             if detail:

@@ -176,3 +176,20 @@ def test_the_given_code_a_worker_runs_never_reaches_the_students_feedback(tmp_pa
     leaked = [line for line in own if line in written]
     assert not leaked, f"lines of the given softmax reached the student: {leaked[:3]}"
     assert not results["extra_data"]["status"].startswith("not graded"), results["extra_data"]["status"]
+
+
+def test_workers_ended_by_one_exercise_cost_no_call_of_another(isolated, tmp_path):
+    # A flood in attention ended 12 workers; every later call of the submission, layer's and tokenization's too,
+    # then failed at once ("importing layer.py was not run: importing layer.py ended the worker process 12 times").
+    from grader.sandbox.errors import WorkerCrashed
+
+    folder = copy_reference(tmp_path / "student", softmax="def softmax(x, axis=-1):\n    import os\n    os._exit(3)\n")
+    impl = isolated(folder, limits=Limits(total_crashes=2))
+    softmax = impl.function("softmax", "softmax")
+    for _ in range(2):
+        with pytest.raises(WorkerCrashed, match="ended the worker process"):
+            softmax(np.zeros((2, 3)))
+    with pytest.raises(WorkerCrashed, match="2 times already while softmax was graded"):
+        softmax(np.zeros((2, 3)))
+    mask = impl.function("masks", "causal_mask")(4)  # another exercise: runs
+    np.testing.assert_array_equal(np.asarray(mask, dtype=bool), np.tril(np.ones((4, 4), dtype=bool)))
