@@ -431,6 +431,8 @@ def _led_by_first_step(findings: list[failures.Failure], implementation: Any, ca
     """
     from tests import steps
 
+    if findings and all("ValueError" in failure.expected for failure in findings):
+        return findings  # a bad input's missing check: no step's output explains it (cs231n's eps=0 was told one)
     step = steps.first_step(implementation, called, observation, reached)
     if step is None or any(steps.names_a_convention(failure.message) for failure in findings):
         return findings

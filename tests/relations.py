@@ -277,19 +277,3 @@ def describe(function: str, module_file: str, found: Found) -> str:
     """The diagnosis line of a relation found for ``function``."""
     return (f"Diagnosis (a family of mistakes: {found.family}): on every fixed input where your {function}() in "
             f"{module_file} goes wrong, {found.words}.")
-
-
-def case(probe: str) -> str:
-    """A probe's name in words: ``length_accuracy/every_score_tied`` -> ``every score tied``."""
-    return probe.split("/", 1)[-1].replace("_", " ")
-
-
-def describe_cases(function: str, module_file: str, agree: list[str], differ: list[tuple[str, str]]) -> str:
-    """The diagnosis line of a function right on some of its fixed inputs (``agree``) and wrong on others.
-
-    ``differ``: each other input's words and what differs on it (``its result differs first: ...``).
-    """
-    shown = "; ".join(f"{name} ({words.removeprefix('its result differs first: ')})" for name, words in differ)
-    those = "that input" if len(differ) == 1 else "those inputs"
-    return (f"Diagnosis (the inputs that tell): your {function}() in {module_file} gives the contract's outputs on "
-            f"{', '.join(agree)}, and other outputs only on {shown}: revisit what sets {those} apart.")

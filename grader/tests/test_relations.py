@@ -81,17 +81,27 @@ def test_a_directly_called_function_is_told_its_family(name, tmp_path):
     assert f"your {function}() in {file}" in step.text
 
 
-def test_a_function_right_on_some_inputs_is_told_the_inputs_that_tell(tmp_path):
+def test_a_function_right_on_some_inputs_and_in_no_relation_gets_no_step_lead(tmp_path):
     from tests.steps import first_step
 
-    # recall counting a question once per copy of its evidence: right unless a chunk is retrieved twice
+    # Naming "the inputs that tell" misled adapters of correct code elsewhere (the annotated transformer's
+    # attention failing on float masks was told a bool-mask probe): without a relation, the test's message leads.
     implementation = LocalImplementation(plant(tmp_path, "retrieval.py", "return float(np.mean(hit))",
                                                "return float(np.mean((retrieved == relevant[:, None]).sum(axis=1)))"))
     assert diagnose(implementation, "retrieval") == []
-    step = first_step(implementation, ["recall_at_k"], observe_everything(implementation))
-    assert step is not None and step.text.startswith("Diagnosis (the inputs that tell): your recall_at_k() in "
-                                                     "retrieval.py gives the contract's outputs on three hits of five, "
-                                                     "and other outputs only on a chunk retrieved twice ("), step
+    assert first_step(implementation, ["recall_at_k"], observe_everything(implementation)) is None
+
+
+def test_a_missing_bad_input_check_is_led_by_no_step(monkeypatch):
+    from tests import failures, plugin, steps
+
+    told = steps.FirstStep("numerical_gradient", "numerical_gradient/cubic_float32", "Diagnosis: a step", "")
+    monkeypatch.setattr(steps, "first_step", lambda *args, **kwargs: told)
+    finding = failures.Failure("numerical_gradient(f, x, eps=0.0)", "ValueError naming 'eps'",
+                               "ZeroDivisionError: float division by zero", "eps must be positive")
+    assert plugin._led_by_first_step([finding], None, ["numerical_gradient"], None) == [finding]
+    value = failures.Failure("numerical_gradient(f, x)", "the central differences", "other values", "revisit")
+    assert plugin._led_by_first_step([value], None, ["numerical_gradient"], None)[0].diagnosis == "Diagnosis: a step"
 
 
 def test_inputs_that_give_different_numbers_are_told_the_relation_without_them():
