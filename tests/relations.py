@@ -270,7 +270,9 @@ def _ties(function: str, probes: list[str], outputs: dict[str, Any], expected: d
         except Exception:  # noqa: BLE001 - an output the view cannot read: no tie
             return None
     return Found("ties broken otherwise", "it picks the same scores in the same order as the right one; only "
-                                          "which of several equal scores comes first differs")
+                                          "which of several equal scores comes first differs (torch.topk and "
+                                          "numpy's default argsort break ties their own way, a convention; this "
+                                          "kit's contract puts the lower index first: a stable sort)")
 
 
 def describe(function: str, module_file: str, found: Found) -> str:

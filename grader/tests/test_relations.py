@@ -126,3 +126,14 @@ def test_weights_that_differ_by_a_factor_per_key_are_told_a_term_per_key_not_a_n
 def test_a_result_of_several_arrays_says_which_one_the_relation_is_about():
     found = relation("f", ["f/p"], {"f/p": (RIGHT, 3.0 * RIGHT)}, {"f/p": (RIGHT, RIGHT)})
     assert found is not None and found.words.startswith("item 1 of its result (the others are right) is 3 times"), found
+
+
+def test_ties_broken_otherwise_names_the_libraries_convention(tmp_path):
+    from tests.steps import first_step
+
+    # torch.topk (a correct adapter) was told "a family of mistakes" without a word of its tie convention.
+    file, replace, with_, exercise, function, _ = MISTAKES["top_k-unstable"]
+    implementation = LocalImplementation(plant(tmp_path, file, replace, with_))
+    step = first_step(implementation, [function], observe_everything(implementation))
+    assert step is not None and "torch.topk" in step.text and "a convention" in step.text
+    assert "lower index first" in step.text
