@@ -140,17 +140,9 @@ def test_a_kit_checked_for_one_selection_grades_the_reference_only_on_the_files_
 
     from grader.curriculum import ROOT
     from grader.grading import grade, kit_check
+    from grader.tests.test_trust_more import planned_kit_checks
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    planned: list = []
-    original = kit_check.plan
-
-    def spy(*args, **kwargs):
-        known, canary, key = original(*args, **kwargs)
-        planned.append(canary)
-        return known, canary, key
-
-    monkeypatch.setattr(kit_check, "plan", spy)
+    planned = planned_kit_checks(tmp_path, monkeypatch)
     shutil.copytree(ROOT / "solutions", tmp_path / "subs" / "ada", ignore=shutil.ignore_patterns("__pycache__"))
     for out, exercises in (("one", ["softmax"]), ("two", ["softmax", "masks"]), ("again", ["masks", "softmax"])):
         kit_check._KIT_CHECKS.clear()  # a new batch process

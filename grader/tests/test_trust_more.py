@@ -301,10 +301,9 @@ def test_f6_a_broken_reference_leaves_its_tests_not_graded_never_points(tmp_path
     assert any(line.startswith("not graded") for line in lines)
 
 
-def test_a_kit_check_that_passed_is_not_run_again_for_the_same_kit(tmp_path, monkeypatch):
-    # The kit's check grades the reference like one more student: a batch of an unchanged kit (same fingerprint,
-    # reference, options, Python and numpy) skips it; a failed check is never remembered.
-    from grader.grading import grade, kit_check
+def planned_kit_checks(tmp_path, monkeypatch) -> list:
+    """The kit checks each batch plans (their canary: the tests still to run), in a cache of the test's own."""
+    from grader.grading import kit_check
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     planned: list = []
@@ -316,6 +315,15 @@ def test_a_kit_check_that_passed_is_not_run_again_for_the_same_kit(tmp_path, mon
         return known, canary, key
 
     monkeypatch.setattr(kit_check, "plan", spy)
+    return planned
+
+
+def test_a_kit_check_that_passed_is_not_run_again_for_the_same_kit(tmp_path, monkeypatch):
+    # The kit's check grades the reference like one more student: a batch of an unchanged kit (same fingerprint,
+    # reference, options, Python and numpy) skips it; a failed check is never remembered.
+    from grader.grading import grade, kit_check
+
+    planned = planned_kit_checks(tmp_path, monkeypatch)
     copy_reference(tmp_path / "subs" / "ada")
     for out in ("first", "second"):
         kit_check._KIT_CHECKS.clear()  # a new batch process
