@@ -2,9 +2,10 @@
 
     python benchmarks/grade_cost.py [--n 10] [--parts 1,2,3,all] [--busy PER_CORE] [--jobs CORES] [--record]
 
-For each part, N copies of the reference are graded twice, side by side in
-the same conditions: by ``python -m grader grade --force`` (sandboxed workers,
-fair grading, the kit's own check, the gradebook), and by plain pytest, one
+For each part, N copies of the reference are graded side by side in the same
+conditions: by ``python -m grader grade --force`` (sandboxed workers, fair
+grading, the kit's own check, the gradebook; once with a kit checked before,
+as a term goes, and once as a kit's very first batch), and by plain pytest, one
 in-process ``python -m pytest`` per copy over the same public and hidden test
 files (``--impl COPY``: no sandbox, no batch). Core-seconds come from the
 kernel's accounting: user + system time of every process each run waited for
@@ -12,7 +13,7 @@ kernel's accounting: user + system time of every process each run waited for
 descendants saw in ``/proc`` (sandboxed workers may end without being waited
 for). The ratio is grade's core-seconds over pytest's, per submission; the
 batch's fixed cost is grade's core-seconds for one copy less one copy's share
-of ten. ``--busy K`` runs both under ``nice -n 10`` beside K busy processes
+of the batch. ``--busy K`` runs both under ``nice -n 10`` beside K busy processes
 per core (each stops by itself).
 """
 
@@ -74,10 +75,22 @@ def cost(part: str, n: int, jobs: int, nice: int, scratch: Path) -> dict[str, fl
     prefix = ["nice", "-n", str(nice)] if nice else []
     grade = [*prefix, sys.executable, "-m", "grader", "grade", str(folder), "--out", str(scratch / f"out{part}"),
              "--jobs", str(jobs), "--force", "--part", part]
-    cache = scratch / f"cache{part}"  # a kit never checked before: the batch grades the reference too
-    grade_cpu, grade_wall, code = measured(grade, sample=True, cache=cache)
+    one = scratch / f"one{part}"
+    _copy_reference(one / "copy00")
+    single = [*prefix, sys.executable, "-m", "grader", "grade", str(one), "--out", str(scratch / f"outone{part}"),
+              "--jobs", "1", "--force", "--part", part]
+    # A kit never checked before: its first batch grades the reference too (the kit's check, which also records
+    # the reference's answers to the check's callbacks, grader.sandbox.sealed), here one copy's.
+    first_cpu, _, _ = measured(single, sample=True, cache=scratch / f"cache{part}")
+    # The batch, once the kit was checked (the same kit graded again, as a term goes), and its fixed cost.
+    grade_cpu, grade_wall, code = measured(grade, sample=True, cache=scratch / f"cache{part}")
     if code != 0:
         raise SystemExit(f"grade exited {code} on part {part}")
+    single_cpu, _, _ = measured(single, sample=True, cache=scratch / f"cache{part}")
+    # The same batch as a kit's very first: the check runs beside the students.
+    new_cpu, _, code = measured(grade, sample=True, cache=scratch / f"new{part}")
+    if code != 0:
+        raise SystemExit(f"grade exited {code} on part {part} (a new kit)")
     pytest_cpu = pytest_wall = 0.0
     for copy in sorted(folder.iterdir()):
         command = [*prefix, sys.executable, "-m", "pytest", *files, "--impl", str(copy), "-q", "-p",
@@ -86,17 +99,10 @@ def cost(part: str, n: int, jobs: int, nice: int, scratch: Path) -> dict[str, fl
         if code != 0:
             raise SystemExit(f"plain pytest exited {code} on part {part}")
         pytest_cpu, pytest_wall = pytest_cpu + cpu, pytest_wall + wall
-    one = scratch / f"one{part}"
-    _copy_reference(one / "copy00")
-    single = [*prefix, sys.executable, "-m", "grader", "grade", str(one), "--out", str(scratch / f"outone{part}"),
-              "--jobs", "1", "--force", "--part", part]
-    # The batch's fixed cost, once the kit was checked (the same kit graded again, as a term goes), and for a kit
-    # never checked before (its check grades the reference like one more student).
-    single_cpu, _, _ = measured(single, sample=True, cache=cache)
-    first_cpu, _, _ = measured(single, sample=True, cache=scratch / f"fresh{part}")
     return {"grade_core_s_each": round(grade_cpu / n, 3), "pytest_core_s_each": round(pytest_cpu / n, 3),
             "ratio": round(grade_cpu / pytest_cpu, 3), "grade_wall_s": round(grade_wall, 1),
             "pytest_wall_s": round(pytest_wall, 1), "fixed_core_s": round(single_cpu - grade_cpu / n, 2),
+            "ratio_new_kit": round(new_cpu / pytest_cpu, 3),
             "fixed_core_s_new_kit": round(first_cpu - grade_cpu / n, 2)}
 
 
@@ -117,9 +123,9 @@ def main() -> int:
                 found = cost(part, args.n, args.jobs, 10 if args.busy else 0, Path(scratch))
                 figures[f"part_{part}"] = found
                 print(f"part {part}: grade {found['grade_core_s_each']} core-s each, plain pytest "
-                      f"{found['pytest_core_s_each']}: {found['ratio']}x; batch's fixed cost "
-                      f"{found['fixed_core_s']} core-s ({found['fixed_core_s_new_kit']} for a kit never checked "
-                      "before)", flush=True)
+                      f"{found['pytest_core_s_each']}: {found['ratio']}x ({found['ratio_new_kit']}x for a kit's "
+                      f"first batch, which checks it); batch's fixed cost {found['fixed_core_s']} core-s "
+                      f"({found['fixed_core_s_new_kit']} for a kit never checked before)", flush=True)
             figures["load_average"] = round(os.getloadavg()[0], 1)
     finally:
         for process in load_processes:
@@ -128,8 +134,8 @@ def main() -> int:
     if args.record:
         from _record import record
 
-        ratios = ", ".join(f"part {key[5:]} {value['ratio']}x" for key, value in figures.items()
-                           if key.startswith("part_") and isinstance(value, dict))
+        ratios = ", ".join(f"part {key[5:]} {value['ratio']}x ({value['ratio_new_kit']}x as a kit's first batch)"
+                           for key, value in figures.items() if key.startswith("part_") and isinstance(value, dict))
         busy = (f" under nice -n 10 beside {args.busy} busy processes per core" if args.busy
                 else " with no load of its own (the load average says what else ran)")
         parts = [value for key, value in figures.items() if key.startswith("part_") and isinstance(value, dict)]

@@ -44,6 +44,17 @@ def passed_store() -> Path:
     return Path(base) / "attention-kit"
 
 
+def answers_file() -> Path | None:
+    """Where the kit's check keeps the reference's answers to its callbacks, sealed (``grader.sandbox.sealed``)."""
+    from grader.sandbox import sealed
+
+    reference = KIT_REFERENCE or reference_dir() or ROOT / "solutions"
+    try:
+        return sealed.file_for(passed_store(), reference)
+    except OSError:
+        return None
+
+
 def plan(suite: list[TestFile], job: Job, work: Path,
          fingerprint: str) -> tuple[tuple[str | None, dict[str, str]] | None, Job | None, str]:
     """The kit's own check (the reference graded by the suite): ``(outcome if known, the job to run, its key)``.

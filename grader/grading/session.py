@@ -22,10 +22,12 @@ import pytest
 
 import tests.plugin
 from grader.curriculum import PART_ENV, ROOT
+from grader.grading import kit_check
 from grader.grading.implementation import use_scratch
 from grader.grading.recorder import Recorder
 from grader.grading.records import Job, Result
 from grader.grading.speedups import patch_pytest
+from grader.sandbox.sealed import SEALED
 
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "logging", "faulthandler",
                   "pastebin", "junitxml", "doctest", "nose", "stepwise", "legacypath",
@@ -155,6 +157,11 @@ def grade_in_process(job: Job) -> Result:
     if job.part:  # the batch's selection decides which given code a worker may hold (grader.sandbox.given.servable)
         os.environ[PART_ENV] = job.part
 
+    # Fair grading's answers known in advance (grader.sandbox.sealed): those the kit's check recorded, for this
+    # reference; the check's own job records them.
+    answers = kit_check.answers_file() if job.fair else None
+    SEALED.use(answers)
+    SEALED.recording(job.kit_check and answers is not None)
     seen: dict[str, Any] = {}  # what the implementation says of itself (isolation, output, calls)
     reused = Session.of(job)
     recorder = reused.recorder if reused is not None else Recorder(job)
@@ -178,6 +185,9 @@ def grade_in_process(job: Job) -> Result:
             seen["stats"] = dict(getattr(implementation, "stats", {}))
             with contextlib.suppress(Exception):
                 implementation.close()
+        if job.kit_check and answers is not None:
+            with contextlib.suppress(OSError):  # without them students are answered as before
+                SEALED.save(answers)
     records = recorder.results()
     # Where this student's time went (benchmarks/grade_throughput.py sums it up): the worker's start-up (it
     # overlaps collection), pytest's configuration and collection, the calls to the worker, the checks (the

@@ -13,7 +13,9 @@ Grading process -> worker (``REQUESTS``):
   from the reference;
 - ``import``: import the student's ``module`` in the package of ``view``;
 - ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
-  (a call's peak memory is read from outside the worker, never reported by it).
+  (a call's peak memory is read from outside the worker, never reported by it);
+- ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
+  CPU seconds], their bytes back to back in one uint8 array. No reply: the next request follows.
 
 Worker -> grading process, only while one of those requests is in flight:
 
@@ -21,7 +23,8 @@ Worker -> grading process, only while one of those requests is in flight:
   ``[caller, callee]`` pairs of the student's own API functions the call went through (``""`` for the call
   itself), names only, at most ``MAX_REACHED`` of them, for the blame of a failure (``tests/reach.py``). It is
   feedback, never a grade: the grading side keeps only well-formed pairs of the names of the request's view
-  (``grader.sandbox.reached``) and ignores the rest, whatever the worker sends;
+  (``grader.sandbox.reached``) and ignores the rest, whatever the worker sends; and ``answered`` (``ANSWERED``):
+  the reference's CPU seconds of the sealed answers the call opened, charged to it;
 - ``callback`` (``CALLBACKS``): fair grading's one question, "run the
   reference's ``exercise.function`` on ``payload``". The grading side answers
   it only for the functions of the exercises that the request's view depends
@@ -48,6 +51,7 @@ REQUESTS: dict[str, dict[str, type]] = {
     "init": {"functions": dict, "dependencies": dict, "given": list},
     "import": {"view": str, "module": str},
     "call": {"view": str, "module": str, "function": str, "payload": object},
+    "answers": {"view": str, "entries": list},
 }
 CALLBACKS: dict[str, dict[str, type]] = {
     "callback": {"exercise": str, "function": str, "payload": object},
@@ -71,6 +75,7 @@ OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict}, "call": {"giv
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"
+ANSWERED = "answered"
 MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"

@@ -45,6 +45,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import inspect
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,8 @@ from grader.sandbox.process import (
     describe_exit,
     shared_fork_server,
 )
+from grader.sandbox.reports import Reports
+from grader.sandbox.sealed import SEALED
 from grader.sandbox.spares import Spares
 from tests.kit import ImplementationError
 
@@ -90,7 +93,7 @@ def _close_server() -> None:
 atexit.register(_close_server)
 
 
-class IsolatedImplementation(Measuring, Spares):
+class IsolatedImplementation(Measuring, Reports, Spares):
     """A submission folder whose functions run in an isolated worker process.
 
     Parameters
@@ -148,55 +151,10 @@ class IsolatedImplementation(Measuring, Spares):
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._adopted = False
         self._handshake_pending = False
+        self._sealed_view: str | None = None  # the view whose sealed answers the worker holds (grader.sandbox.sealed)
         self.out_of_memory = False  # the last worker that ended had reached its control group's memory limit
         self.group_missed = 0  # workers whose control group could not be made or joined (see ``isolation``)
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
-
-    # ------------------------------------------------------------------ what the grader reports
-
-    @property
-    def spent(self) -> float:
-        """CPU (and sleep) seconds charged to the submission so far (its answers from the reference included)."""
-        return self._budget.spent
-
-    @property
-    def reference_spent(self) -> float:
-        """CPU seconds of the reference's answers to this submission's callbacks (charged to it, in ``spent``)."""
-        return self._budget.reference_spent
-
-    @property
-    def forgiven(self) -> float:
-        """Wall seconds of calls not charged to this submission (waits for a CPU, calls run again; ``budget``)."""
-        return self._budget.forgiven
-
-    @property
-    def call_seconds(self) -> float:
-        """Wall seconds of all exchanges with the worker (start-up waits excluded)."""
-        return self._budget.call_seconds
-
-    @property
-    def received(self) -> int:
-        """Bytes the worker sent so far."""
-        return self._channel.received
-
-    @property
-    def messages(self) -> int:
-        """Frames the worker sent so far: a reply per call, a request per callback to the reference."""
-        return self._channel.frames
-
-    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None) -> None:
-        """What the test that starts now may send, and the submission in all (``channel_use``; the recorder's)."""
-        self._channel.allow(test, submission_bytes, reference_total)
-
-    @property
-    def refused(self) -> list[str]:
-        """The distinct callbacks the channel refused (at most 20; see ``refusals``)."""
-        return self._callbacks.refused
-
-    @property
-    def refusals(self) -> int:
-        """How many callbacks the channel refused."""
-        return self._callbacks.refusals
 
     # ------------------------------------------------------------------ public API
 
@@ -320,6 +278,7 @@ class IsolatedImplementation(Measuring, Spares):
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
         self._given.reset()
+        self._sealed_view = None
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
@@ -405,6 +364,11 @@ class IsolatedImplementation(Measuring, Spares):
         deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
         try:
+            sealed = SEALED.request(view, self.limits.memory_bytes // 8) if view != self._sealed_view and \
+                header.get("op") == "call" and self.fair and self.path != self.reference else None
+            if sealed is not None:  # the view's answers known in advance, once per worker and view
+                channel.send(frames.pack(*sealed), deadline)
+                self._sealed_view = view
             channel.send(frames.pack(header, arrays), deadline)
             while True:
                 frame = channel.next_frame(deadline)
@@ -432,6 +396,9 @@ class IsolatedImplementation(Measuring, Spares):
                         except protocol.ProtocolError as error:
                             raise Ended(f"the worker sent a message the protocol does not allow ({error})") \
                                 from None
+                        opened = reply.get(protocol.ANSWERED)  # the sealed answers' CPU: the call's, as if asked
+                        if type(opened) is float and 0.0 < opened < math.inf:
+                            budget.count_callback(time.monotonic(), deadline, opened)
                         return reply, reply_arrays
                     try:
                         answer, keep, cpu = self._callbacks.answer(reply, reply_arrays, view, budget.call_left())
@@ -440,8 +407,10 @@ class IsolatedImplementation(Measuring, Spares):
                         raise self._internal(str(error)) from None
                     if keep:
                         remember_answer(key, answer, cpu)
+                        SEALED.record(view, frame, answer, cpu)  # only while the kit's check runs
                 else:
                     answer, cpu = remembered
+                    SEALED.record(view, frame, answer, cpu)
                 deadline = budget.count_callback(started, deadline, cpu)
                 # Sending is the student's time: a worker that reads its answer slowly spends its own budget.
                 channel.send(answer, deadline)

@@ -116,7 +116,11 @@ class Channel:
     def send(self, header: dict, arrays: list) -> None:
         """Write one frame (blocking)."""
         restore_builtins()
-        data = memoryview(frames.pack(header, arrays))
+        self.send_frame(frames.pack(header, arrays))
+
+    def send_frame(self, frame: bytes) -> None:
+        """Write one frame packed before (blocking)."""
+        data = memoryview(frame)
         while data:
             written = os.write(self.write_fd, data)
             data = data[written:]
@@ -182,6 +186,11 @@ class Worker:
         self._running: list[str] = []
         self._instrumented: dict[str, tuple[types.ModuleType, int]] = {}
         self._home: dict[str, str] = {}  # each API function's exercise (from init's functions)
+        # The sealed answers of one view (grader.sandbox.sealed): index -> (offset, size, CPU seconds) in their
+        # bytes; the view of the call running now, and the reference's CPU seconds of the answers it opened.
+        self.sealed: dict[bytes, tuple[int, int, float]] = {}
+        self.sealed_view, self.sealed_body = "", b""
+        self.view, self.opened_cpu = "", 0.0
 
     # -- packages
 
@@ -244,20 +253,46 @@ class Worker:
         return module
 
     def forwarder(self, exercise: str, function: str) -> Any:
-        """A function that sends its call to the grading process and returns the reference's answer."""
+        """A function that sends its call to the grading process and returns the reference's answer.
+
+        Where the question is one whose sealed answer this worker holds, the answer is opened here instead.
+        """
         channel = self.channel
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             arrays: list = []
             payload = codec.encode([list(args), kwargs], arrays)
-            channel.send({"op": "callback", "exercise": exercise, "function": function, "payload": payload}, arrays)
-            header, reply_arrays = channel.receive()
+            message = {"op": "callback", "exercise": exercise, "function": function, "payload": payload}
+            if self.sealed and self.view == self.sealed_view:
+                opened, frame = self.open_sealed(message, arrays)
+                if opened is None:
+                    channel.send_frame(frame)
+            else:
+                opened = None
+                channel.send(message, arrays)
+            header, reply_arrays = opened or channel.receive()
             if header.get("status") != "ok":
                 raise codec.rebuild_exception(header.get("error", {}))
             return codec.receive_result(header["payload"], reply_arrays, args, kwargs)
 
         forward.__name__ = forward.__qualname__ = function
         return forward
+
+    def open_sealed(self, message: dict, arrays: list) -> tuple[tuple[dict, list] | None, bytes]:
+        """The answer to a callback from the sealed answers (None: not among them, so ask), and its frame."""
+        restore_builtins()
+        frame = frames.pack(message, arrays)
+        index, key = frames.seal_keys(frame)
+        found = self.sealed.get(index)
+        if found is None:
+            return None, frame
+        offset, size, cpu = found
+        with memoryview(self.sealed_body) as body:
+            parsed = frames.unpack(frames.seal(key, body[offset : offset + size]))
+        if parsed is None:
+            return None, frame
+        self.opened_cpu += cpu
+        return parsed[0], frame
 
     def grading_function(self, index: int) -> Any:
         """A stand-in for function ``index`` of the current call's arguments, run by the grading process."""
@@ -357,6 +392,13 @@ class Worker:
         """What the current call reached, as ``[caller, callee]`` pairs (no builtin the student may have replaced)."""
         return [[caller, callee] for caller, callee in self.reached]
 
+    def call_notes(self) -> dict:
+        """What a call's reply says of it besides its result: what it reached, the sealed answers' CPU seconds."""
+        notes: dict = {protocol.REACHED: self.reached_pairs()}
+        if self.opened_cpu:
+            notes[protocol.ANSWERED] = self.opened_cpu
+        return notes
+
     # -- requests
 
     def handle(self, header: dict, arrays: list) -> None:
@@ -388,6 +430,12 @@ class Worker:
         elif op == "call":
             self.given_sources.update(header.get("given") or {})
             self.handle_call(header, arrays)
+        elif op == "answers":  # no reply: the call it comes before follows
+            self.sealed, self.sealed_view, offset = {}, header["view"], 0
+            for index, size, cpu in header["entries"]:
+                self.sealed[bytes.fromhex(index)] = (offset, size, cpu)
+                offset += size
+            self.sealed_body = arrays[0].tobytes() if arrays else b""
 
     def handle_import(self, header: dict) -> None:
         """Import a module and report its public callables, or why it failed."""
@@ -413,6 +461,7 @@ class Worker:
             return
         self.reached.clear()
         self._running.clear()
+        self.view, self.opened_cpu = header["view"], 0.0
         _one_thread()
         try:
             with _RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
@@ -420,11 +469,11 @@ class Worker:
         except SystemExit as error:
             info = {"type": "SystemExit", "builtins": [], "traceback": [],
                     "message": f"your code called sys.exit({error.code!r}) while running {function}()"}
-            self.channel.send({"status": "error", "error": info, protocol.REACHED: self.reached_pairs()}, [])
+            self.channel.send({"status": "error", "error": info, **self.call_notes()}, [])
             return
         except BaseException as error:  # noqa: BLE001 - every student failure goes back as text
             self.channel.send({"status": "error", "error": codec.exception_info(error, keep=self.modules),
-                               protocol.REACHED: self.reached_pairs()}, [])
+                               **self.call_notes()}, [])
             return
         reply_arrays: list = []
         try:
@@ -432,10 +481,9 @@ class Worker:
         except Exception as error:  # noqa: BLE001 - e.g. a result that is not plain data
             info = {"type": "TypeError", "builtins": ["TypeError"], "traceback": [],
                     "message": f"{function}() returned a value the grader cannot receive: {error}"}
-            self.channel.send({"status": "error", "error": info, protocol.REACHED: self.reached_pairs()}, [])
+            self.channel.send({"status": "error", "error": info, **self.call_notes()}, [])
             return
-        reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught),
-                 protocol.REACHED: self.reached_pairs()}
+        reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught), **self.call_notes()}
         self.channel.send(reply, reply_arrays)
 
 def _one_thread() -> None:

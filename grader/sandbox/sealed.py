@@ -1,0 +1,161 @@
+"""Fair grading's answers known in advance: what the kit's own check asked of the reference, sealed for workers.
+
+Run by the grading process. Under fair grading a student's worker asks the reference for every assigned
+exercise its module builds on (``grader.sandbox.callbacks``): some 3,200 round trips for a student of every part,
+more than half the cost of grading them. Most of those questions are the ones the kit's own check asks, since a
+correct module asks what the reference's module asks. So while the check grades the reference
+(``grader.grading.kit_check``; :func:`recording`), each answer its callbacks get is recorded here, sealed under its
+question (``frames.seal_keys``: an index and a key, both digests of the callback's whole frame), and kept in the
+instructor's cache, in a file named by the reference's content (:func:`file_for`). A student's worker receives the
+sealed answers of the view it runs (:meth:`Sealed.request`, before the view's first call) and opens one where its
+code asks the very same question, with no round trip.
+
+What a worker can learn from them: only the answers to questions its code can write, which it could ask anyway
+(an index says nothing of its question, and the key is the question's). It never sees an answer to a question it
+cannot write, such as the trained weights of a training loop it did not get right. The reference's CPU seconds
+for each answer travel with it and are charged to the call that opens it, as a remembered answer's are: the worker
+reports them with its reply (``protocol.ANSWERED``); one that under-reports spares its own budget only CPU time the
+reference did not spend for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import sys
+from pathlib import Path
+
+from grader.sandbox import frames
+
+# view -> index -> (sealed answer, the reference's CPU seconds for it).
+Table = dict[str, dict[bytes, tuple[bytes, float]]]
+MAX_TABLE_BYTES = 192 << 20  # a check that asks more keeps the first answers only
+MAX_VIEW_BYTES = 64 << 20  # what one view's answers may add to the student's worker's memory
+
+
+def reference_digest(reference: Path) -> str:
+    """The digest of a reference's modules (with Python's and numpy's versions and the frame format)."""
+    import numpy
+
+    digest = hashlib.sha256(f"{frames.MAGIC!r}|{sys.version.split()[0]}|{numpy.__version__}".encode())
+    for path in sorted(reference.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(f"\0{path.relative_to(reference).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def file_for(store: Path, reference: Path) -> Path:
+    """Where the sealed answers of ``reference`` are kept in the cache folder ``store``."""
+    return store / "answers" / f"{reference_digest(reference)[:40]}.frame"
+
+
+class Sealed:
+    """A grading process's sealed answers: those of the reference in force, and the check being recorded."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.table: Table = {}
+        self._stamp: tuple[int, int] | None = None
+        self.recorded: Table | None = None  # while the kit's check runs: what its callbacks were answered
+        self._recorded_bytes = 0
+
+    def use(self, path: Path | None) -> None:
+        """Answer from the file ``path`` (read again when it changed); None: no sealed answers."""
+        try:
+            found = path.stat() if path is not None else None
+        except OSError:
+            found = None
+        stamp = (found.st_mtime_ns, found.st_size) if found is not None else None
+        if path == self.path and stamp == self._stamp:
+            return
+        self.path, self._stamp, self.table = path, stamp, {}
+        if path is not None and stamp is not None:
+            self.table = read(path)
+
+    def request(self, view: str, most: int) -> tuple[dict, list] | None:
+        """The message that gives a worker ``view``'s sealed answers, if any and at most ``most`` bytes of them.
+
+        None while the check is recorded: its callbacks must reach this process to be recorded.
+        """
+        answers = self.table.get(view)
+        if not answers or self.recorded is not None or sum(len(blob) for blob, _ in answers.values()) > most:
+            return None
+        entries = [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
+        body = b"".join(blob for blob, _ in answers.values())
+        import numpy as np
+
+        return {"op": "answers", "view": view, "entries": entries}, [np.frombuffer(body, np.uint8)]
+
+    def recording(self, on: bool) -> None:
+        """Record every callback answered from now on (``on``: the kit's check is graded), or nothing."""
+        self.recorded, self._recorded_bytes = ({} if on else None), 0
+
+    def record(self, view: str, frame: bytes | bytearray | memoryview, answer: bytes, cpu: float) -> None:
+        """Keep one answer of the check's, sealed under its question."""
+        if self.recorded is None or self._recorded_bytes + len(answer) > MAX_TABLE_BYTES:
+            return
+        index, key = frames.seal_keys(frame)
+        answers = self.recorded.setdefault(view, {})
+        if index not in answers:
+            answers[index] = (frames.seal(key, answer), float(cpu))
+            self._recorded_bytes += len(answer)
+
+    def save(self, path: Path) -> None:
+        """Stop recording; merge what was recorded into the file ``path`` (written whole, then renamed)."""
+        recorded, self.recorded = self.recorded, None
+        if not recorded:
+            return
+        merged = recorded  # this check's answers first (the older ones of a view past its size are dropped)
+        for view, answers in (read(path) if path.is_file() else {}).items():
+            kept = merged.setdefault(view, {})
+            kept.update((index, answer) for index, answer in answers.items() if index not in kept)
+        merged = {view: _within(answers, MAX_VIEW_BYTES) for view, answers in merged.items()}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_bytes(_pack(merged))
+        os.replace(temporary, path)
+
+
+def _within(answers: dict[bytes, tuple[bytes, float]], limit: int) -> dict[bytes, tuple[bytes, float]]:
+    kept, size = {}, 0
+    for index, (blob, cpu) in answers.items():
+        if size + len(blob) <= limit:
+            kept[index], size = (blob, cpu), size + len(blob)
+    return kept
+
+
+def _pack(table: Table) -> bytes:
+    import numpy as np
+
+    entries = {view: [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
+               for view, answers in table.items()}
+    body = b"".join(blob for answers in table.values() for blob, _ in answers.values())
+    return frames.pack({"sealed": entries}, [np.frombuffer(body, np.uint8)])
+
+
+def read(path: Path) -> Table:
+    """The sealed answers of a file :meth:`Sealed.save` wrote (an empty table if it is unreadable or malformed)."""
+    try:
+        parsed = frames.unpack(path.read_bytes())
+        if parsed is None:
+            return {}
+        (header, arrays), _ = parsed
+        body = arrays[0].tobytes() if len(arrays) == 1 else b""
+        table: Table = {}
+        offset = 0
+        for view, entries in header["sealed"].items():
+            answers = table.setdefault(str(view), {})
+            for index, size, cpu in entries:
+                if not (isinstance(size, int) and 0 <= size and isinstance(cpu, (int, float))
+                        and math.isfinite(cpu)):
+                    return {}
+                answers[bytes.fromhex(index)] = (body[offset : offset + size], max(0.0, cpu))
+                offset += size
+        return table if offset == len(body) else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+SEALED = Sealed()  # this grading process's

@@ -1,0 +1,124 @@
+"""Fair grading's answers known in advance, sealed: the same grades, fewer round trips, nothing a worker could not ask.
+
+The kit's check records the reference's answers to its callbacks (``grader.sandbox.sealed``); a student's worker
+then opens, without asking, the answer to a question the check asked, and only with that question (issue 33: the
+round trips were more than half of what grading a student of every part cost).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from grader.curriculum import ROOT
+from grader.sandbox import frames
+from grader.sandbox.sealed import Sealed, read
+from grader.tests.test_trust import copy_reference
+
+
+def _callback(values: np.ndarray) -> bytes:
+    return frames.pack({"op": "callback", "exercise": "softmax", "function": "softmax", "payload": {"$a": 0}},
+                       [values])
+
+
+def test_a_sealed_answer_opens_only_with_its_own_question() -> None:
+    question = _callback(np.arange(6.0).reshape(2, 3))
+    answer = frames.pack({"status": "ok", "payload": {"$a": 0}}, [np.full((2, 3), 0.25)])
+    index, key = frames.seal_keys(question)
+    sealed = frames.seal(key, answer)
+    assert frames.seal(key, sealed) == answer
+    assert b'"status"' not in sealed and np.full((2, 3), 0.25).tobytes() not in sealed
+    other_index, other_key = frames.seal_keys(_callback(np.arange(6.0).reshape(2, 3) + 1e-12))
+    assert other_index != index and frames.seal(other_key, sealed) != answer
+    # Neither digest is the other, nor the question's plain SHA-256 (which anyone could compute from an index).
+    assert len({index, key[:frames.SEAL_INDEX], __import__("hashlib").sha256(question).digest()[:20]}) == 3
+
+
+def test_only_the_kits_check_records_and_a_worker_gets_one_views_answers(tmp_path: Path) -> None:
+    table = Sealed()
+    question, answer = _callback(np.ones(3)), frames.pack({"status": "ok", "payload": 1.5}, [])
+    table.record("attention", question, answer, 0.25)  # a student's callback: never recorded
+    table.recording(True)
+    table.record("attention", question, answer, 0.25)
+    assert table.request("attention", 1 << 20) is None  # while recording every callback must reach the grader
+    path = tmp_path / "answers" / "kit.frame"
+    table.save(path)
+    assert table.recorded is None
+    table.use(path)
+    header, arrays = table.request("attention", 1 << 20)
+    assert header["op"] == "answers" and header["view"] == "attention" and len(header["entries"]) == 1
+    index, size, cpu = header["entries"][0]
+    assert (size, cpu) == (len(answer), 0.25) and arrays[0].nbytes == size
+    assert bytes.fromhex(index) == frames.seal_keys(question)[0]
+    assert table.request("multihead", 1 << 20) is None and table.request("attention", size - 1) is None
+    path.write_bytes(path.read_bytes()[:-3])  # a damaged file: no answers, and grading goes on as before
+    assert read(path) == {}
+
+
+GRADE_TWICE = r'''
+import json, os, shutil, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+os.chdir(sys.argv[1])
+from grader.curriculum import load
+from grader.grading import kit_check, session
+from grader.grading.records import Job, suite_files
+from grader.sandbox import proxy
+from grader.suite import graded_suite
+
+names = list(load().selected_names("1"))
+suite, _ = graded_suite(None, names)
+options = {"files": tuple(f.path for f in suite), "suite": suite_files(suite), "part": "1"}
+crossed = []
+answer_key = proxy.answer_key
+def counted(reference, view, frame):
+    key = answer_key(reference, view, frame)
+    crossed[-1] += key is not None
+    return key
+proxy.answer_key = counted
+
+def graded(student, folder, **extra):
+    crossed.append(0)
+    result = session.grade_in_process(Job(student=student, folder=folder, **options, **extra))
+    assert result.error is None, result.error
+    return {"crossed": crossed[-1], "tests": [[r.nodeid, r.outcome, r.message] for r in result.records]}
+
+out = {"check": graded(kit_check.REFERENCE_ENTRY, sys.argv[2], kit_check=True)}
+out["answers"] = kit_check.answers_file().stat().st_size
+for name in ("correct", "mistaken"):
+    out[name] = graded(name, sys.argv[3 if name == "correct" else 4])
+kit_check.answers_file().unlink()  # the same students, every question asked: what they got before
+proxy._ANSWERS.clear()
+for name in ("correct", "mistaken"):
+    out[name + "-asked"] = graded(name, sys.argv[3 if name == "correct" else 4])
+print(json.dumps(out))
+'''
+
+
+def test_students_opening_sealed_answers_get_the_grades_they_get_by_asking(tmp_path: Path) -> None:
+    reference, correct = copy_reference(tmp_path / "reference"), copy_reference(tmp_path / "correct")
+    mistaken = copy_reference(tmp_path / "mistaken")
+    module = mistaken / "multihead.py"
+    text = module.read_text(encoding="utf-8")
+    assert "return np.swapaxes(x, -3, -2)" in text
+    module.write_text(text.replace("return np.swapaxes(x, -3, -2)", "return np.swapaxes(x, -3, -2)[..., ::-1]"),
+                      encoding="utf-8")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", GRADE_TWICE, str(ROOT), str(reference), str(correct), str(mistaken)],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["check"]["crossed"] > 50 and out["answers"] > 0, out["check"]["crossed"]
+    # The correct student asks only what the check asked: every answer opened in its worker, none asked.
+    assert out["correct"]["crossed"] == 0 and out["correct-asked"]["crossed"] > 50
+    assert all(outcome == "passed" for _, outcome, _ in out["correct"]["tests"])
+    # The mistaken one asks other questions too (its heads are wrong): those still cross, and are answered.
+    assert 0 < out["mistaken"]["crossed"] < out["mistaken-asked"]["crossed"]
+    for name in ("correct", "mistaken"):
+        assert out[name]["tests"] == out[name + "-asked"]["tests"], name
+    assert any(outcome == "failed" for _, outcome, _ in out["mistaken"]["tests"])
