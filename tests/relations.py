@@ -171,8 +171,31 @@ def _offset(mine: np.ndarray, want: np.ndarray) -> Found | None:
     difference = mine.astype(float) - want.astype(float)
     shift = float(np.median(difference))
     if abs(shift) > ATOL and np.allclose(difference, shift, rtol=0, atol=max(ATOL, 1e-6 * abs(shift))):
-        return Found("an offset", f"it is the right one plus {shift:.6g}, every entry",
+        return Found("an offset", f"it is the right one {'plus' if shift > 0 else 'minus'} {abs(shift):.6g}, "
+                                  "every entry",
                      "it is the right one plus a constant, every entry (the constant depends on the input)")
+    return None
+
+
+def _clipped_at_zero(mine: np.ndarray, want: np.ndarray) -> Found | None:
+    if not (_numeric(mine) and _numeric(want)) or not np.any(want < -ATOL) or not np.any(want > ATOL):
+        return None
+    if _close(mine, np.maximum(want, 0.0)):
+        return Found("clipped at zero", "it is the right one with every negative entry set to 0 (clipped, or "
+                                        "passed through a ReLU): the right values may be negative")
+    return None
+
+
+def _reciprocal(mine: np.ndarray, want: np.ndarray) -> Found | None:
+    if want.size < 2 or not (_numeric(mine) and _numeric(want)) or np.any(np.abs(want) <= ATOL):
+        return None
+    product = mine.astype(float) * want.astype(float)
+    constant = float(np.median(product))
+    if abs(constant) > ATOL and not _close(want, constant / want) and _close(mine, constant / want):
+        return Found("a reciprocal", f"it is {constant:.6g} divided by the right one, entry by entry: a division "
+                                     "where a product belongs (or a product where a division does)",
+                     "it is a constant divided by the right one, entry by entry: a division where a product "
+                     "belongs (or a product where a division does)")
     return None
 
 
@@ -194,14 +217,17 @@ def _offset_where_different(mine: np.ndarray, want: np.ndarray) -> Found | None:
 
 RELATIONS: tuple[Callable[[np.ndarray, np.ndarray], Found | None], ...] = (
     _sign, _absolute, _reversed, _one_off, _reordered, _scale, _scale_per_row_and_column, _offset,
-    _offset_where_different)
+    _offset_where_different, _clipped_at_zero, _reciprocal)
 """Each family's test on one differing array (the student's, the right one); a new family is one more entry."""
+# The families that a function returning one number shows across its inputs (one number per input, taken
+# together): an order, a length or a row means nothing there.
+ACROSS_INPUTS = (_sign, _absolute, _scale, _offset, _clipped_at_zero, _reciprocal)
 
 
-def _holding(mine: np.ndarray, want: np.ndarray) -> set[tuple[str, str, str]]:
+def _holding(mine: np.ndarray, want: np.ndarray, relations: tuple = RELATIONS) -> set[tuple[str, str, str]]:
     """The families whose relation holds between one differing array and the right one."""
     found = set()
-    for relation in RELATIONS:
+    for relation in relations:
         try:
             hit = relation(mine, want) if mine.shape == want.shape or relation is _one_off else None
         except (TypeError, ValueError, FloatingPointError):
@@ -236,6 +262,15 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
     if sum(_differing(a, b) if a.shape == b.shape else 2 for a, b in pairs) < 2:
         return None  # one number that differs: any relation holds for it
     seen: list[set[tuple[str, str, str]]] = []
+    if len(pairs) > 2 and all(a.size == 1 and b.size == 1 for a, b in pairs):
+        # One number per input (three inputs at least): the relation must hold across them, one constant for all.
+        try:
+            mine, want = (np.array([float(pair[side].item()) for pair in pairs]) for side in (0, 1))
+        except (TypeError, ValueError):
+            return None
+        seen.append({(family, words.replace(", every entry", "").replace(", entry by entry", ""), general)
+                     for family, words, general in _holding(mine, want, ACROSS_INPUTS)})
+        pairs = []
     for mine, want in pairs:
         if mine.dtype.kind not in "biuf" or want.dtype.kind not in "biuf":
             return None

@@ -27,6 +27,8 @@ def one(mine, want=RIGHT, **kwargs):
     (2.5 * RIGHT, "a scale"),
     (RIGHT * np.array([[2.0], [0.5]]) * np.array([1.0, 3.0, 0.25, 1.0]), "a normalisation"),
     (RIGHT + 0.3, "an offset"),
+    (np.maximum(RIGHT, 0.0), "clipped at zero"),
+    (0.5 / RIGHT, "a reciprocal"),
 ])
 def test_each_family_is_told_by_its_relation(mine, family):
     found = one(mine)
@@ -47,6 +49,21 @@ def test_nothing_is_named_when_the_values_cannot_tell(mine, want):
     assert one(mine, want) is None
 
 
+def _scalars(mine, want):
+    probes = [f"f/{index}" for index in range(len(want))]
+    return relation("f", probes, {p: (np.array(v),) for p, v in zip(probes, mine, strict=True)},
+                    {p: (np.array(v),) for p, v in zip(probes, want, strict=True)})
+
+
+def test_a_function_of_one_number_is_told_a_relation_that_holds_across_three_inputs_at_least():
+    found = _scalars([17.05, 7.2, 2.35], [19.05, 9.2, 4.35])
+    assert found is not None and found.family == "an offset" and "minus 2" in found.words, found
+    assert "every entry" not in found.words
+    assert _scalars([17.05, 7.2], [19.05, 9.2]) is None  # two numbers: too few to rule out a coincidence
+    assert _scalars([3.0, 3.0, 3.0], [1.0, 1.0, 1.0]) is None  # an offset of 2 and a factor of 3 alike
+    assert _scalars([17.05, 7.2, 2.0], [19.05, 9.2, 4.35]) is None  # not one constant for all inputs
+
+
 def test_a_relation_must_hold_on_every_probe():
     outputs = {"f/a": (-RIGHT,), "f/b": (RIGHT[:, ::-1],)}
     assert relation("f", ["f/a", "f/b"], outputs, {"f/a": (RIGHT,), "f/b": (RIGHT,)}) is None
@@ -63,6 +80,12 @@ MISTAKES = {
                                    "reversed order"),
     "margin-sign-dropped": ("distance.py", "return best - others.max(axis=-1)",
                             "return abs(best - others.max(axis=-1))", "distance", "score_margin", "sign dropped"),
+    "penalty-divided": ("distance.py", "return -slope * distance.astype(np.float64)",
+                        "return -slope / distance.astype(np.float64)", "distance", "distance_penalty",
+                        "a reciprocal"),
+    "cosine-clipped": ("retrieval.py", "return unit_queries @ unit_chunks.T",
+                       "return np.clip(unit_queries @ unit_chunks.T, 0.0, 1.0)", "retrieval", "cosine_similarity",
+                       "clipped at zero"),
     "cosine-squared-lengths": ("retrieval.py", "lengths[name] = np.linalg.norm(array, axis=1, keepdims=True)",
                                "lengths[name] = (array ** 2).sum(axis=1, keepdims=True)", "retrieval",
                                "cosine_similarity", "a normalisation"),
