@@ -79,12 +79,14 @@ def servable(reference: Path, curriculum: Curriculum) -> frozenset[str]:
     A worker's code can read whatever its process holds (frames, ``sys.modules``, code objects: bytecode is as
     good as source) and encode it into what it prints or raises, past any scrubbing of feedback; a student who
     can resubmit would then hand in the given code as their own answer. So a worker holds the given code only of
-    exercises the graded selection (``--part``, else the course's part: ``Curriculum.selection``) does not
-    assign, which a release hands out as given code anyway (``grader.authoring.release_given``). An assigned
-    dependency is answered from outside the worker, by the reference's own (``grader.sandbox.callbacks``):
-    grading the whole kit gives a student's worker no given code at all.
+    exercises that neither the graded selection (``--part``: ``Curriculum.selection``) nor the course (its
+    ``[course] part``, the kit's own: every part) assigns, which a release hands out as given code anyway
+    (``grader.authoring.release_given``): ``grade --part 3`` in a course of every part still assigns Part I. An
+    assigned dependency is answered from outside the worker, by the reference's own
+    (``grader.sandbox.callbacks``, with the answers the kit's check recorded: ``grader.sandbox.sealed``).
     """
-    return usable(reference, curriculum) - frozenset(curriculum.selected_names())
+    assigned = {*curriculum.selected_names(), *curriculum.selected_names(curriculum.part)}
+    return usable(reference, curriculum) - frozenset(assigned)
 
 
 def current(reference: Path, curriculum: Curriculum, where: Path = KIT_GIVEN) -> dict[str, str]:

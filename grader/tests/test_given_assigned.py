@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader import course
 from grader.curriculum import PART_ENV, ROOT, load
 from grader.sandbox import given
 from grader.sandbox.proxy import IsolatedImplementation
-from grader.tests.test_trust import copy_reference
+from grader.tests.test_trust import copy_reference, course_of_part
 
 # Looks for the given code in its own worker everywhere it could be (the worker's record of the sources, the
 # given modules, every function the garbage collector knows whose code came from given/), then shows it
@@ -93,13 +94,24 @@ def test_an_assigned_exercises_given_code_never_reaches_feedback_encoded(tmp_pat
 def test_a_part_iii_course_still_runs_the_given_softmax_in_the_worker(tmp_path, monkeypatch):
     # Part III gives softmax and attention (its release hands them out): the cheap path stays, the given code runs
     # in the student's worker, charged as the student's code, and its raw lines are still scrubbed.
-    monkeypatch.setenv(PART_ENV, "3")
+    course_of_part(tmp_path / "course", monkeypatch, "3")
     assert "softmax" not in load().selected_names() and "retrieval" in load().selected_names()
     attack = ENCODE_GIVEN.format(function="cosine_similarity(queries, chunks)")
     written, results = _graded(tmp_path, ["retrieval"], retrieval=attack)
     assert "ATTACK-RAN" in written, "the attack's output is not in the feedback: this tests nothing"
     assert "ATTACK-RAN 0 0" not in written, "a Part III worker no longer runs the given softmax"
     assert not results["extra_data"]["status"].startswith("not graded"), results["extra_data"]["status"]
+
+
+@pytest.mark.parametrize("part", ["3", "2"])
+def test_a_batch_of_one_part_in_a_course_of_every_part_gives_the_worker_no_given_code(monkeypatch, part):
+    # The course assigns softmax (every part): `grade --part 3` grades Part III only, but a student who read the
+    # given softmax in its worker could still hand it in as the course's exercise 1.
+    monkeypatch.delenv(course.COURSE_ENV, raising=False)
+    monkeypatch.setenv(PART_ENV, part)
+    assert load().part == "all" and "softmax" not in load().selected_names()
+    servable = given.servable(ROOT / "solutions", load())
+    assert given.usable(ROOT / "solutions", load()) >= {"softmax", "attention"} and not servable
 
 
 @pytest.mark.parametrize(("part", "in_worker", "outside"), [
@@ -109,7 +121,7 @@ def test_a_part_iii_course_still_runs_the_given_softmax_in_the_worker(tmp_path, 
 ])
 def test_the_worker_gets_given_code_of_the_unassigned_dependencies_only(tmp_path, monkeypatch, part, in_worker,
                                                                           outside):
-    monkeypatch.setenv(PART_ENV, part)
+    course_of_part(tmp_path / "course", monkeypatch, part)
     reference = ROOT / "solutions"
     servable = given.servable(reference, load())
     assert in_worker <= servable and not outside & servable

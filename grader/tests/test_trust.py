@@ -63,6 +63,17 @@ def copy_reference(target: Path, **appended: str) -> Path:
     return target
 
 
+def course_of_part(folder: Path, monkeypatch: pytest.MonkeyPatch, part: str) -> None:
+    """Make a course whose ``[course] part`` is ``part`` the course in force, and its graded selection."""
+    from grader import course
+    from grader.curriculum import PART_ENV
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / course.COURSE_FILE).write_text(f'[course]\ntitle = "a course"\npart = "{part}"\n', encoding="utf-8")
+    monkeypatch.setenv(course.COURSE_ENV, str(folder))
+    monkeypatch.setenv(PART_ENV, part)
+
+
 def notebook(cells: list) -> str:
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 

@@ -15,7 +15,7 @@ import pytest
 
 from grader.sandbox import proxy
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
-from grader.tests.test_trust import copy_reference
+from grader.tests.test_trust import copy_reference, course_of_part
 
 # The worker's own channel, reached from student code (the worker is __main__ inside the sandbox, its codec and
 # frames modules beside it).
@@ -139,10 +139,8 @@ def test_f1_one_long_callback_is_stopped_at_the_call_s_budget_with_a_line_that_n
 def test_a_dependency_runs_given_code_in_the_students_own_worker_charged_as_its_own(isolated, tmp_path, monkeypatch):
     # Fair grading serves projections (a dependency of multihead) from the kit's given implementation, in the
     # student's worker: no callback, nothing asked of the reference, its time and memory the student's own. Only
-    # where the graded selection does not assign projections (Part II's: test_given_assigned.py for the others).
-    from grader.curriculum import PART_ENV
-
-    monkeypatch.setenv(PART_ENV, "2")
+    # where the course does not assign projections (Part II's: test_given_assigned.py for the others).
+    course_of_part(tmp_path / "course", monkeypatch, "2")
     folder = copy_reference(tmp_path / "student", multihead=(
         "import sys as _sys\n\n"
         "def split_heads(x, n_heads):\n"

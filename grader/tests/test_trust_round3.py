@@ -13,7 +13,7 @@ import pytest
 
 from grader.sandbox import host_memory
 from grader.sandbox.proxy import IsolatedImplementation, Limits
-from grader.tests.test_trust import copy_reference
+from grader.tests.test_trust import copy_reference, course_of_part
 
 
 @pytest.fixture
@@ -149,11 +149,10 @@ def test_the_given_code_a_worker_runs_never_reaches_the_students_feedback(tmp_pa
     # (Part III) runs it in the worker any more (test_given_assigned.py): its retrieval shows it here.
     import json
 
-    from grader.curriculum import PART_ENV
     from grader.grading.grade import grade_batch
     from grader.sandbox import given
 
-    monkeypatch.setenv(PART_ENV, "3")
+    course_of_part(tmp_path / "course", monkeypatch, "3")
 
     where = given.folder()
     assert where is not None, "the checkout's given code is needed here (grader/release_files/given)"
