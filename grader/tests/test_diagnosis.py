@@ -60,6 +60,24 @@ def test_the_quick_fingerprint_check_fails_on_changed_values(tmp_path):
     assert not fingerprints.is_current(nudged)
 
 
+def test_the_probes_digest_ignores_the_last_bits_of_a_float_not_a_change():
+    """Another machine's BLAS kernels change the last bits of the probes' inputs: no change of the probes."""
+    import hashlib
+
+    def digest(value):
+        found = hashlib.sha256()
+        fingerprints._value_digest(found, value)
+        return found.hexdigest()
+
+    values = np.random.default_rng(5).normal(size=(4, 6)) * 10.0 ** np.arange(-3, 3)
+    values[0, 0], values[1, 1], values[2, 2] = np.nan, np.inf, 0.0
+    ulps = np.nextafter(np.nextafter(values, np.inf), np.inf)  # two last bits up
+    assert digest((values, 0.1)) == digest((ulps, float(np.nextafter(0.1, 1.0))))
+    assert digest(values) != digest(values * (1 + 1e-5)) and digest(0.1) != digest(0.1001)
+    assert digest(values) != digest(values.astype(np.float32)) and digest(values) != digest(values.T)
+    assert digest(np.array([np.inf])) != digest(np.array([-np.inf])) != digest(np.array([np.nan]))
+
+
 def test_the_quick_fingerprint_check_fails_on_a_changed_input(tmp_path, monkeypatch):
     from dataclasses import replace
 
