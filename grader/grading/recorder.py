@@ -217,7 +217,10 @@ class Recorder:
         hidden_test = nodeid in self.hidden_nodes
         found = failures_of(report)  # what the suite's checks found, as data (tests/failures.py)
         if found:
-            text = graded_text(found, hidden=hidden_test)  # hidden: the checks' messages, no line of the test
+            text = graded_text(found, hidden=hidden_test)
+            if not record.get("revisit"):
+                first = next((failure.revisit for failure in found if failure.revisit), "")
+                record["revisit"] = self.secrets.scrub(first)  # hidden: the checks' messages, no line of the test
         elif hidden_test:
             text = _hidden_failure(report, rendered)  # name and message only: no line of the hidden test
         else:
@@ -233,6 +236,8 @@ class Recorder:
             record = self.records.get(nodeid, {"outcome": "failed", "message": "did not run", "output": "",
                                                "duration": 0.0})
             record["message"] = _clean_failure(record["message"], self.job.folder)
+            if record.get("revisit"):
+                record["revisit"] = _clean_failure(record["revisit"], self.job.folder)
             records.append(TestRecord(nodeid=nodeid, file=path, exercise=exercise, **record))
         return tuple(records)
 

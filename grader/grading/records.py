@@ -135,6 +135,9 @@ class TestRecord:
     """The type name of the exception that ended the test (``AssertionError``, ...), or None."""
     internal: str | None = None
     """Why the grader (not the student's code) failed during this test, or None; such a test gets no score."""
+    revisit: str = ""
+    """The idea its first failure says to revisit (scrubbed), or "": what a hidden test's failure may tell
+    before its name and message are shown."""
     sent: int = 0
     """Bytes the student's worker sent the grader during this test (replies, requests to the reference)."""
     calls: int = 0

@@ -67,6 +67,9 @@ class TestEntry:
     duration: float = 0.0
     not_graded: str | None = None
     """Why the grader failed on it (it then has no score), or None."""
+    revisit: str = ""
+    """Of a failed test, the idea its failure says to revisit ("" if none): what feedback.md tells of a failed
+    hidden test before grades are published, in place of its name and message."""
     hidden_points: float = 0.0
     """Of a whole exercise's one entry (it did not run), the points its hidden tests are worth: they stay hidden
     in the score a student sees before grades are published."""
@@ -103,6 +106,8 @@ class TestEntry:
             extra["not_graded"] = self.not_graded
         if self.hidden_points:
             extra["hidden_points"] = self.hidden_points
+        if self.revisit:
+            extra["revisit"] = self.revisit
         entry["extra_data"] = extra
         return entry
 
@@ -122,7 +127,8 @@ class TestEntry:
                    duration=_number(extra, "duration", f"{where}.extra_data", 0.0),
                    not_graded=None if extra.get("not_graded") is None
                    else _text(extra, "not_graded", f"{where}.extra_data"),
-                   hidden_points=_number(extra, "hidden_points", f"{where}.extra_data", 0.0))
+                   hidden_points=_number(extra, "hidden_points", f"{where}.extra_data", 0.0),
+                   revisit=_text(extra, "revisit", f"{where}.extra_data", ""))
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,8 @@ def score_tests(
             if not passed and record.output:
                 output += "\n\nOutput printed during the test:\n" + shorten(record.output, 500)
             entries.append(TestEntry(**common, score=share if passed else 0.0, status="passed" if passed else "failed",
-                                     output=output, duration=round(record.duration, 4)))
+                                     output=output, duration=round(record.duration, 4),
+                                     revisit="" if passed else record.revisit))
     return entries
 
 

@@ -26,6 +26,8 @@ from tests.test_13_distance import (
 )
 
 EXERCISE = "distance"
+NO_QUERY = ("recall at distance t counts the queries whose answer is t steps away; where no query is, there is "
+            "nothing to count: NaN, not a recall of 0 (a mean over no queries)")
 
 
 def test_a_single_key_is_one_step_away(impl):
@@ -69,7 +71,7 @@ def test_a_distance_nobody_asks_for_has_no_recall(impl):
         expect(bool(np.isnan(recall[2])) and not np.isnan(np.delete(recall, 2)).any(),
                what="recall at the distance no query asks for (3), and at the others",
                expected="NaN at distance 3 only (no query to count, not a recall of 0)", observed=str(recall),
-               idea=CURVE)
+               idea=NO_QUERY)
         weights = impl.recall_weights(part["queries"], part["keys"], 0.4)
         expect_close(recall, _curve_from(weights, part),
                      what="recall_curve of a task that never asks for distance 3", idea=CURVE)

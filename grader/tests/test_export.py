@@ -154,6 +154,35 @@ def test_published_feedback_names_the_failed_hidden_tests(tmp_path: Path) -> Non
     assert after.split("## 2.")[0].count("### ") == 1  # only the failed test, in its exercise's section
 
 
+def test_a_failed_hidden_test_tells_its_idea_not_the_exercises_hint(tmp_path: Path) -> None:
+    """Only hidden tests failed: feedback.md gives their ideas to revisit, not the hint on another step.
+
+    The exercise's hint is about one step (``hint_step``); blind mistakes elsewhere (a decoder's replacement
+    character, a default itemsize) were sent to that step. A visible failure keeps the hint beside its message.
+    """
+    softmax = load().exercise("softmax")
+    idea = "a row of scores that are all minus infinity: zeros (nothing to attend to), never NaN"
+    results = fake_results("erin", 1.0)
+    hidden = next(t for t in results["tests"] if "hidden" in t["tags"] and t["extra_data"]["exercise"] == "softmax")
+    hidden.update(status="failed", score=0.0, output="FAILURE: a row of -inf\n  observed: nan")
+    hidden["extra_data"]["revisit"] = idea
+    out = tmp_path / "grades"
+    write_student(out, results)
+    text = (out / "erin" / "feedback.md").read_text(encoding="utf-8")
+    section = text.split("## 1.")[1].split("\n## 2.")[0]
+    assert "1 further test(s) of this exercise failed" in section
+    assert "minus infinity: zeros \\(nothing to attend to\\), never NaN" in section, section
+    assert softmax.hints[0][:40] not in text and "Hint:" not in section
+    assert "observed: nan" not in text  # the hidden message itself still waits for publication
+
+    visible = next(t for t in results["tests"] if "hidden" not in t["tags"]
+                   and t["extra_data"]["exercise"] == "softmax")
+    visible.update(status="failed", score=0.0, output="FAILURE: rows sum to one\n  observed: 2.0")
+    write_student(out, results)
+    text = (out / "erin" / "feedback.md").read_text(encoding="utf-8")
+    assert f"Hint: {softmax.hints[0]}" in text
+
+
 def test_texts_of_a_course_and_of_students_are_escaped_in_csv_headers_and_markdown(
         graded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A formula in ``[canvas] assignment_name`` is a header, not a formula; a link in an id is text in feedback."""

@@ -75,13 +75,20 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
         if len(failed) > MAX_FAILURES_SHOWN:
             lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
             lines += [f"- {escape_text(test.name)}" for test in failed[MAX_FAILURES_SHOWN:]]
-        hidden_failed = 0 if published else sum(not t.passed for t in tests if not t.visible)
-        if hidden_failed:
-            lines += ["", f"{hidden_failed} further test(s) of this exercise failed (hidden tests: their names "
+        unshown = [] if published else [t for t in tests if not t.visible and not t.passed]
+        if unshown:
+            lines += ["", f"{len(unshown)} further test(s) of this exercise failed (hidden tests: their names "
                       "and messages appear when grades are published)."]
-        if failed or hidden_failed:
-            if exercise.hints:
-                lines += ["", f"Hint: {exercise.hints[0]}"]
+        if failed and exercise.hints:
+            lines += ["", f"Hint: {exercise.hints[0]}"]
+        elif unshown:
+            # Only hidden tests failed: the exercise's hint is about one step, which may not be the one they
+            # found wrong (a wrong lead is worse than none); each failure's own idea to revisit says which.
+            ideas = list(dict.fromkeys(t.revisit.strip() for t in unshown if t.revisit.strip()))
+            lines += ["", "What the failed hidden test(s) ask you to revisit:", ""]
+            lines += [f"- {md_text(idea)}" for idea in ideas] or [
+                "- (no idea recorded: reread the docstrings' promises that the public tests do not try, such as "
+                "edge cases and large inputs)"]
     return "\n".join(lines) + "\n"
 
 
