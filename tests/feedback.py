@@ -202,9 +202,11 @@ def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = n
     """The idea to revisit for values right to a lower precision than the contract's, else "".
 
     Either the result is in a lower precision (float32, float16) and agrees with the expected values to
-    that precision, or its dtype is the contract's but its values agree only to about float32's
-    (computed in float32, then converted): a question of precision, not of the formula, so no idea of
-    the formula (nor any mistake) is named. Values that differ by more are left to the check's own idea.
+    that precision, or its dtype is the contract's but its values agree only to about float32's and are
+    float32 numbers (computed in float32, then converted): a question of precision, not of the formula, so
+    no idea of the formula (nor any mistake) is named. Float64 values that agree only to float32's
+    precision but are not float32 numbers get both readings, precision or a tiny term of the formula,
+    neither claimed. Values that differ by more are left to the check's own idea.
 
     Parameters
     ----------
@@ -237,6 +239,18 @@ def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = n
         if not (scale > 0 and np.allclose(observed64, expected64, rtol=rtol, atol=rtol * scale)):
             return ""
         error = float(np.max(np.abs(observed64 - expected64))) / scale
+        finite = observed64[np.isfinite(observed64)]
+        # Values computed in float32 and then converted are float32 numbers, every one of them. Float64 values
+        # that are not were computed (at least at the end) in float64: float32 somewhere inside, or a term of
+        # the formula too small to show on these inputs (a scale that Adam's update almost cancels); both stay
+        # named, neither is claimed.
+        stored = low or bool(np.array_equal(finite.astype(precision).astype(np.float64), finite))
+    if not stored:
+        return (f"your values differ from the expected ones only at {precision}'s precision (errors up to "
+                f"{error:.1g} times the largest value): either part of your computation runs in {precision} "
+                f"(this kit's contract is {contract}: compute in {contract} throughout; torch's default dtype is "
+                f"float32, use torch.float64), or a term of the formula differs that is tiny on these inputs (a "
+                "small scale or offset, or one that a later step almost cancels)")
     held = f"yours is {observed.dtype}" if low else f"yours is {observed.dtype} but was computed in lower precision"
     return (f"a question of precision, not of the formula: your values agree with the expected ones only to "
             f"{precision}'s precision (errors up to {error:.1g} times the largest value; {held}); this kit's "
