@@ -369,6 +369,17 @@ def test_answer_with_attention_weights(impl):
         expect_close(weights, own_weights(question, facts, sharpness), rtol=1e-9, atol=1e-12,
                      what=f"the weights with sharpness={sharpness} (scores 2, 1 or 0 shared words times sharpness)",
                      idea=HEAD)
+    # One vocabulary: a fact's value may be a word that other facts are about (a capital that is itself an
+    # entity). The key holds the fact's entity and attribute only: what a fact says is no word it matches on.
+    question = np.array([[0, 4], [2, 5]])
+    facts = np.array([[[0, 4, 9], [1, 5, 0], [3, 6, 4], [1, 6, 8]],
+                      [[2, 5, 7], [0, 4, 2], [1, 6, 5], [3, 4, 2]]])
+    _, weights = impl.answer_with_attention(question, facts, 10, sharpness=1.5)
+    expect_close(weights, own_weights(question, facts, 1.5), rtol=1e-9, atol=1e-12,
+                 what="the weights when some facts' values are the question's own entity or attribute (fact 1 of "
+                      "question 0 says 0, fact 2 says 4)",
+                 idea=HEAD + "; the key is onehot(entity) + onehot(attribute): the value word is what the fact "
+                             "says, never what it is matched on")
 
 
 def test_answer_with_attention_sums_the_weight_of_each_value(impl):
