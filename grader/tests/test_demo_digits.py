@@ -16,6 +16,10 @@ import pytest
 from grader.curriculum import ROOT
 from grader.student import demo_distance, demo_negation, demo_retrieval, demo_tokenization
 
+# One xdist worker runs this file: the demos run once (a module fixture) is then built once,
+# not once per worker.
+pytestmark = pytest.mark.xdist_group("test_demo_digits")
+
 READING = (ROOT / "docs" / "reading.md").read_text(encoding="utf-8")
 SOLUTIONS = ROOT / "solutions"
 

@@ -34,6 +34,10 @@ from grader.grading.grade import grade_batch
 from grader.sandbox.limits import SIMULATE_NO_BWRAP, UNPRIVILEGED_GID, fresh_uid
 from grader.tests.test_gradescope import bundle, check_results  # noqa: F401 - the bundle is a fixture here too
 
+# One xdist worker runs this file: the batches of every entry path (module fixtures) are graded once, not once per
+# worker.
+pytestmark = pytest.mark.xdist_group("test_entry_paths")
+
 SOLUTIONS = ROOT / "solutions"
 STUBS = ROOT / "exercises"
 EXERCISES = ["softmax", "attention"]

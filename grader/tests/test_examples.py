@@ -9,6 +9,10 @@ import pytest
 from grader.authoring import examples
 from grader.curriculum import ROOT
 
+# One xdist worker runs this file: every documented command rerun once (a module fixture) is then built once,
+# not once per worker.
+pytestmark = pytest.mark.xdist_group("test_examples")
+
 
 @pytest.fixture(scope="module")
 def bodies() -> dict[str, str]:

@@ -17,6 +17,10 @@ from grader.curriculum import ROOT
 from grader.mutants.report import SuiteRun, run_tests
 from grader.tests.cheats import CHEATS, HONEST, Cheat, assert_no_more_than_its_control, passed, plant, run_files
 
+# One xdist worker runs this file: the reference graded once for the controls (a module fixture) is then built once,
+# not once per worker.
+pytestmark = pytest.mark.xdist_group("test_gaming")
+
 # Not cheats but mistakes of one idea: they must fail the test of that idea (they did the rest of the exercise,
 # so their control is the reference, not a stub).
 MISTAKES = {"train-adam-state-dropped": "test_train_is_init_model_then_adam_steps_with_their_state",

@@ -18,6 +18,10 @@ from grader.grading.grade import grade_batch
 from grader.grading.samples import break_syntax, zip_folder
 from grader.mutants import apply, load_catalogue
 
+# One xdist worker runs this file: the sample batch graded once (a module fixture) is then built once,
+# not once per worker.
+pytestmark = pytest.mark.xdist_group("test_grade")
+
 REFERENCE = ROOT / "solutions"
 # A few exercises keep these tests fast; "multihead" and "masks" hold the planted static problems.
 EXERCISES = ["softmax", "masks", "multihead"]

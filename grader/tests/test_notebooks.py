@@ -38,6 +38,10 @@ from grader.grading import notebook_reader
 from grader.hidden_tests import catalogue
 from grader.student import notebook
 
+# One xdist worker runs this file: the nbgrader round trip and the built courses (module fixtures, a minute and
+# more) are then built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("test_notebooks")
+
 HIDDEN = ROOT / "grader" / "hidden_tests"
 BUG = " / math.sqrt(d_k)"  # removing it: the scores are not scaled (a known mistake)
 

@@ -30,6 +30,10 @@ from grader.sandbox import frames, protocol
 from grader.sandbox import limits as confine
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 
+# One xdist worker runs this file: the hostile batch graded once (a module fixture) is then built once,
+# not once per worker.
+pytestmark = pytest.mark.xdist_group("test_trust")
+
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ["softmax", "attention"]  # attention depends on softmax: fair grading's channel is in use
 FAST = Limits(call_timeout=2.0)
