@@ -180,7 +180,7 @@ def test_a_failed_hidden_test_tells_its_idea_not_the_exercises_hint(tmp_path: Pa
     visible.update(status="failed", score=0.0, output="FAILURE: rows sum to one\n  observed: 2.0")
     write_student(out, results)
     text = (out / "erin" / "feedback.md").read_text(encoding="utf-8")
-    assert f"Hint: {softmax.hints[0]}" in text
+    assert f"Hint (on {softmax.hint_step}): {softmax.hints[0]}" in text  # which step the hint is about
 
 
 def test_texts_of_a_course_and_of_students_are_escaped_in_csv_headers_and_markdown(

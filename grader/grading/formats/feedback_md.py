@@ -80,7 +80,9 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
             lines += ["", f"{len(unshown)} further test(s) of this exercise failed (hidden tests: their names "
                       "and messages appear when grades are published)."]
         if failed and exercise.hints:
-            lines += ["", f"Hint: {exercise.hints[0]}"]
+            # The hint is about one step, which may not be the one that failed: it says which.
+            step = f" (on {md_text(exercise.hint_step)})" if exercise.hint_step else ""
+            lines += ["", f"Hint{step}: {exercise.hints[0]}"]
         elif unshown:
             # Only hidden tests failed: the exercise's hint is about one step, which may not be the one they
             # found wrong (a wrong lead is worse than none); each failure's own idea to revisit says which.
