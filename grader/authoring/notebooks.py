@@ -231,12 +231,16 @@ class GradedTest:
     points: float
     hidden: bool
     folder: str | None = None  # a hidden test folder other than the kit's own
+    number: int = 0  # a hidden test's place among its exercise's hidden tests (1, 2, ...)
 
     @property
     def grade_id(self) -> str:
-        """The nbgrader cell id: ``<exercise>-<test>`` (``hidden-`` for hidden tests)."""
-        kind = "hidden-" if self.hidden else ""
-        return re.sub(r"[^A-Za-z0-9_-]", "_", f"{self.exercise}-{kind}{self.name}")
+        """The nbgrader cell id: ``<exercise>-<test>``; a hidden test's ``<exercise>-hidden-<number>``.
+
+        A hidden test's name is no part of its id: the id is in every released notebook's metadata.
+        """
+        name = f"hidden-{self.number}" if self.hidden else self.name
+        return re.sub(r"[^A-Za-z0-9_-]", "_", f"{self.exercise}-{name}")
 
 
 def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
@@ -267,11 +271,11 @@ def graded_tests(hidden: Path | None) -> dict[str, list[GradedTest]]:
     tests: dict[str, list[GradedTest]] = {name: [] for name in curriculum.names}
     shares = {pool: iter(scoring.shares(pools[pool], size)) for pool, size in sizes.items()}
     for test_file in suite:
-        tests[test_file.exercise] += [
-            GradedTest(test_file.exercise, name, next(shares[test_file.pool]), test_file.hidden,
-                       custom if test_file.hidden else None)
-            for name in names[test_file.path]
-        ]
+        mine = tests[test_file.exercise]
+        for name in names[test_file.path]:
+            number = sum(test.hidden for test in mine) + 1 if test_file.hidden else 0
+            mine.append(GradedTest(test_file.exercise, name, next(shares[test_file.pool]), test_file.hidden,
+                                   custom if test_file.hidden else None, number))
     return tests
 
 

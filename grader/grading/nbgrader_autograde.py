@@ -39,6 +39,7 @@ import contextlib
 import io
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -240,11 +241,16 @@ def _points_by_exercise(cells: list[TestCell]) -> dict[str, float]:
     return points
 
 
-def cell_outputs(cell: TestCell, passed: bool, message: str) -> list[Any]:
-    """The outputs of a graded test cell: a line on stdout when it passed, the kit's failure message otherwise."""
+def cell_outputs(cell: TestCell, passed: bool, message: str, named: bool = True) -> list[Any]:
+    """The outputs of a graded test cell: a line on stdout when it passed, the kit's failure message otherwise.
+
+    ``named``: False for a hidden test of a course that shows no hidden test's name (``[hidden] visibility =
+    "hidden"``): its outputs say "a hidden test of <exercise>".
+    """
+    label = cell.test if named else f"a hidden test of {cell.exercise}"
     if passed:
-        return [nbformat.v4.new_output("stream", name="stdout", text=f"passed: {cell.test}\n")]
-    text = f"{cell.exercise}: {cell.test} failed\n\n{message}"
+        return [nbformat.v4.new_output("stream", name="stdout", text=f"passed: {label}\n")]
+    text = f"{cell.exercise}: {cell.test} failed\n\n{message}" if named else f"{label} failed\n\n{message}"
     return [nbformat.v4.new_output("error", ename=FAILED, evalue=text, traceback=[f"{FAILED}: {text}"])]
 
 
@@ -272,16 +278,55 @@ class GradeInSandbox(NbGraderPreprocessor):
         fair = ids["assignment"] not in self.no_fair
         self.log.info("Grading %s of %s in the kit's sandbox (exercises: %s)", ids["notebook"], ids["student"],
                       ", ".join(exercises))
+        refuse_links(self.config, ids)
         results = grade_notebook(nb, exercises, hidden_folders(cells), fair)
         found = outcomes(cells, results)
+        named = course.hidden_visibility() != "hidden"
         for cell in nb.cells:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
             if cell.cell_type == "code" and grade_id in found:
                 test = next(c for c in cells if c.grade_id == grade_id)
-                cell.outputs = cell_outputs(test, *found[grade_id])
+                cell.outputs = cell_outputs(test, *found[grade_id], named=named or not test.hidden)
         return nb, resources
+
+
+def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
+    """Refuse a submission folder that holds a symbolic link: nbgrader copied what it points at.
+
+    nbgrader reads ``submitted/<student>/<assignment>`` and copies it to ``autograded/`` as the instructor,
+    following links: a notebook that links to the source notebook was graded as the reference, a link to a
+    hidden test file was copied into the student's feedback. A link is never followed (as ``grade`` refuses
+    one): the copies nbgrader made of links are removed from ``autograded/`` and the submission is not graded.
+
+    Raises
+    ------
+    NotGraded
+        If the submitted folder holds a symbolic link (a file or a folder), naming them.
+    """
+    from nbgrader.coursedir import CourseDirectory
+
+    folders = CourseDirectory(config=config)
+    submitted = Path(folders.format_path(folders.submitted_directory, ids["student"], ids["assignment"]))
+    autograded = Path(folders.format_path(folders.autograded_directory, ids["student"], ids["assignment"]))
+    links = []
+    for root, directories, files in os.walk(submitted):  # os.walk never descends into a linked folder
+        for name in [*directories, *files]:
+            if (Path(root) / name).is_symlink():
+                links.append((Path(root) / name).relative_to(submitted))
+    if not links:
+        return
+    for link in links:  # what nbgrader copied through them leaves the instructor's autograded folder
+        copy = autograded / link
+        with contextlib.suppress(OSError):
+            if copy.is_dir() and not copy.is_symlink():
+                shutil.rmtree(copy)
+            else:
+                copy.unlink()
+    names = ", ".join(str(link) for link in links[:5]) + (" ..." if len(links) > 5 else "")
+    raise NotGraded(f"refused: the submission holds symbolic links ({names}), which are never followed; "
+                    "ask the student to submit the files themselves")
 
 
 def autograde_preprocessors() -> list[Any]:

@@ -159,9 +159,24 @@ def test_test_cells_are_the_graded_tests_with_the_graders_points(course):
         assert len(hidden) == (len(extra.tests) if extra else 0)
         if extra:
             assert sum(nbgrader_meta(c)["points"] for c in hidden) == extra.points
-            for cell, name in zip(hidden, extra.tests, strict=True):
+            for number, (cell, name) in enumerate(zip(hidden, extra.tests, strict=True), start=1):
                 inside = cell.source.split(BEGIN_HIDDEN, 1)[1].split(END_HIDDEN, 1)[0]
                 assert f'check_hidden("{exercise.name}", "{name}")' in inside
+                # The id is in every released notebook's metadata: it names no hidden test.
+                assert nbgrader_meta(cell)["grade_id"] == f"{exercise.name}-hidden-{number}"
+
+
+def test_a_course_that_hides_its_hidden_tests_names_none_in_a_cells_output():
+    from grader.grading.nbgrader_autograde import TestCell, cell_outputs
+
+    cell = TestCell("softmax-hidden-2", "softmax", "test_integer_scores", True, None, 0.5)
+    for passed in (True, False):
+        shown = cell_outputs(cell, passed, "" if passed else "a hidden test failed", named=False)
+        text = "".join(str(o.get("text", "")) + str(o.get("evalue", "")) + "".join(o.get("traceback", []))
+                       for o in shown)
+        assert "test_integer_scores" not in text and "a hidden test of softmax" in text, text
+    named = cell_outputs(cell, False, "expected 1.0", named=True)
+    assert "test_integer_scores" in named[0]["evalue"]
 
 
 def test_dependencies_are_given_read_only(course):
@@ -312,6 +327,7 @@ def _grade_points(out: Path, student: str, exercise: str) -> float:
 ASSIGNMENT = "03-attention"
 ROUND_TRIP_HIDDEN = HIDDEN / "test_hidden_03_attention.py"
 VICTIM = "zoe"  # graded after every attacker (nbgrader autogrades the students in name order)
+LINKER = "lena"  # a submission of symbolic links, autograded on its own after the others
 
 
 def _attacks(course: Path) -> dict[str, str]:
@@ -339,7 +355,7 @@ def round_trip(tmp_path_factory) -> dict:
     alice: the reference without the scaling (a known bug); zoe: the reference; stub: the released notebook
     untouched (the attackers' control); eve, mallory, oscar: the untouched notebook plus one attack each.
     """
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook, MissingEntry
 
     tmp = tmp_path_factory.mktemp("round-trip")
     course = tmp / "course"
@@ -371,9 +387,24 @@ def round_trip(tmp_path_factory) -> dict:
         for student in answers:
             submission = gradebook.find_submission(ASSIGNMENT, student)
             scores[student] = (submission.score, submission.max_score)
+    # A submission folder copied with its links kept (cp -r, a git clone): the notebook links to the source
+    # notebook (the reference), a second link to the hidden test file. Graded after the others, on its own.
+    linked = course / "submitted" / LINKER / ASSIGNMENT
+    linked.mkdir(parents=True)
+    (linked / "attention.ipynb").symlink_to(course / "source" / ASSIGNMENT / "attention.ipynb")
+    (linked / "notes.py").symlink_to(ROUND_TRIP_HIDDEN)
+    linker = _run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student", LINKER, "--force"],
+                  course, check=False)
+    _run([sys.executable, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", LINKER, "--force"],
+         course, check=False)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        try:
+            linker_score = gradebook.find_submission(ASSIGNMENT, LINKER).score
+        except MissingEntry:
+            linker_score = None
     # The same notebooks graded by `attention-kit grade`, and alice's code as modules and as one notebook.
     submissions = tmp / "submissions"
-    shutil.copytree(course / "submitted", submissions)
+    shutil.copytree(course / "submitted", submissions, ignore=shutil.ignore_patterns(LINKER))
     modules = shutil.copytree(ROOT / "solutions", submissions / "alice-modules",
                               ignore=shutil.ignore_patterns("__pycache__"))
     text = (modules / "attention.py").read_text(encoding="utf-8")
@@ -382,7 +413,7 @@ def round_trip(tmp_path_factory) -> dict:
     out = tmp / "grades"
     _run([sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out)], ROOT, check=False)
     return {"course": course, "autograde": autograde, "scores": scores, "grades": out, "victim": victim,
-            "students": list(answers)}
+            "students": list(answers), "linker": linker, "linker_score": linker_score}
 
 
 def _autograded(round_trip: dict, student: str) -> nbformat.NotebookNode:
@@ -456,3 +487,23 @@ def test_an_answer_cell_cannot_write_another_students_notebook(round_trip):
     assert victim.read_bytes() == round_trip["victim"]
     assert round_trip["scores"][VICTIM][0] == round_trip["scores"][VICTIM][1]  # graded after the attack, in full
     assert round_trip["scores"]["oscar"] == round_trip["scores"]["stub"]
+
+
+@pytest.mark.slow
+def test_a_submission_of_links_is_refused_and_nothing_they_point_at_is_copied(round_trip):
+    """A notebook linking to the source notebook (the reference) and a link to a hidden test file: refused.
+
+    nbgrader copies the submitted folder as the instructor, following links; the kit refuses the
+    submission (not graded, never a score of the reference) and removes the copies nbgrader made.
+    """
+    course, linker = round_trip["course"], round_trip["linker"]
+    output = linker.stdout + linker.stderr
+    assert "symbolic links" in output and "attention.ipynb" in output, output[-3000:]
+    maximum = round_trip["scores"][VICTIM][1]
+    assert round_trip["linker_score"] in (None, 0.0) and round_trip["linker_score"] != maximum
+    hidden = ROUND_TRIP_HIDDEN.read_bytes()
+    for folder in ("autograded", "feedback"):
+        for path in (course / folder / LINKER).rglob("*") if (course / folder / LINKER).exists() else []:
+            assert not path.is_file() or hidden not in path.read_bytes(), path
+            assert path.name != "notes.py", path
+

@@ -31,7 +31,9 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
 
     Before grades are published (``published`` False, as ``attention-kit grade`` writes it) a failed
     hidden test is only counted; once they are (``attention-kit export GRADES --published``) it is
-    shown like a public one, by its name and message (never a line of its source: see grade.py).
+    shown like a public one, by its name and message (never a line of its source: see grade.py), unless
+    the course's ``[hidden] visibility`` is ``hidden``: then it is only counted, and its idea to revisit
+    given, before and after.
     """
     curriculum = load_curriculum()
     (row,) = typed([row])
@@ -55,7 +57,8 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
         if not tests:
             continue
         # Hidden tests count, but their names and messages wait until grades are published.
-        visible = [t for t in tests if published or t.visible]
+        # A course whose hidden tests' visibility is "hidden" never shows them, published or not.
+        visible = [t for t in tests if t.visible or (published and t.visibility != "hidden")]
         passed = sum(t.passed for t in tests)
         points = row.exercises.get(exercise.name, 0)
         worth = number(row.maxima.get(exercise.name, 0))
@@ -75,10 +78,12 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
         if len(failed) > MAX_FAILURES_SHOWN:
             lines += ["", f"Also failed ({len(failed) - MAX_FAILURES_SHOWN} more; fix the ones above first):", ""]
             lines += [f"- {escape_text(test.name)}" for test in failed[MAX_FAILURES_SHOWN:]]
-        unshown = [] if published else [t for t in tests if not t.visible and not t.passed]
+        unshown = [t for t in tests if not t.passed and t not in visible]
         if unshown:
-            lines += ["", f"{len(unshown)} further test(s) of this exercise failed (hidden tests: their names "
-                      "and messages appear when grades are published)."]
+            shown_later = ("their names and messages appear when grades are published"
+                           if any(t.visibility != "hidden" for t in unshown)
+                           else "this course shows neither their names nor their messages")
+            lines += ["", f"{len(unshown)} further test(s) of this exercise failed (hidden tests: {shown_later})."]
         if failed and exercise.hints:
             # The hint is about one step, which may not be the one that failed: it says which.
             step = f" (on {md_text(exercise.hint_step)})" if exercise.hint_step else ""
