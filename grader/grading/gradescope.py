@@ -15,7 +15,10 @@ https://gradescope-autograders.readthedocs.io/en/latest/specs/):
 
 For a trial run, unzip the bundle into ``ROOT/source``, put a submission in
 ``ROOT/submission`` and run ``AUTOGRADER_ROOT=ROOT ./source/run_autograder``
-(``AUTOGRADER_PYTHON`` picks the interpreter if ``setup.sh`` was not run).
+(``AUTOGRADER_PYTHON`` picks the interpreter if ``setup.sh`` was not run). A
+trial run isolates student code with bubblewrap, as ``grade`` does (and
+refuses without it): only Gradescope's own container (``/autograder``) is
+trusted as the isolation (:func:`isolation_options`).
 
 A submission is whatever the student uploaded: the seven modules, a folder
 holding them (e.g. their repository with ``exercises/``) or a zip of either,
@@ -334,6 +337,25 @@ def with_late_policy(results: StudentRow | dict, metadata_file: Path) -> Student
     return row if typed else row.to_json()
 
 
+GRADESCOPE_ROOT = Path("/autograder")
+# A trial run's ROOT that is a throw-away container of its own, as Gradescope's is (the tests' seam too).
+CONTAINER_ENV = "ATTENTION_KIT_GRADESCOPE_CONTAINER"
+
+
+def isolation_options(root: Path) -> list[str]:
+    """``grade``'s isolation options for a run in ``root``: ``--container`` only in Gradescope's container.
+
+    On Gradescope (``/autograder``) each submission runs alone in a throw-away container, which is the isolation
+    where bubblewrap cannot start; the worker still runs as an unprivileged user there, and the kit is the
+    container's only copy of the reference (root's alone). A trial run elsewhere (``AUTOGRADER_ROOT``) is on a
+    machine whose other files the worker's user may read (a checkout's solutions/): there grading needs
+    bubblewrap, as ``grade`` does, and refuses without it, unless :data:`CONTAINER_ENV` says that this machine
+    is such a container too.
+    """
+    inside = Path(root).resolve() == GRADESCOPE_ROOT or os.environ.get(CONTAINER_ENV) == "1"
+    return ["--container"] if inside else []
+
+
 def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dict:
     """Grade ``root/submission`` and write ``root/results/results.json``; returns the results.
 
@@ -374,10 +396,8 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             # the links stay links in the copy, and grading refuses them with a status line.
             copy_upload(submission, folder, skipped=(*SKIPPED_NAMES, ".git"))
             out = work / "out"
-            # --container: each Gradescope submission runs alone in a throw-away container, which is the isolation
-            # where bubblewrap cannot start; the worker still runs as an unprivileged user there.
             command = [python, "-m", "grader", "grade", str(folder.parent), "--out", str(out), "--jobs", "1",
-                       "--force", "--container"]
+                       "--force", *isolation_options(root)]
             completed = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=GRADE_TIMEOUT)
             # Gradescope keeps run_autograder's stdout for instructors only.
             print(completed.stdout)

@@ -31,6 +31,7 @@ import pytest
 from grader.curriculum import ROOT
 from grader.grading import export, links, submissions
 from grader.grading.grade import grade_batch
+from grader.grading.gradescope import CONTAINER_ENV
 from grader.sandbox.limits import SIMULATE_NO_BWRAP, UNPRIVILEGED_GID, fresh_uid
 from grader.tests.test_gradescope import bundle, check_results  # noqa: F401 - the bundle is a fixture here too
 
@@ -593,7 +594,7 @@ def link_uploads(tmp_path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("kind", ["folder", "modules"])
 def test_gradescope_uploads_that_are_links_score_like_a_stub(bundle: Path, control_score: float,  # noqa: F811
                                                               tmp_path: Path, kind: str, mode: str) -> None:
-    env = {SIMULATE_NO_BWRAP: "1"} if mode == "container" else {}
+    env = {SIMULATE_NO_BWRAP: "1", CONTAINER_ENV: "1"} if mode == "container" else {}
     root = Path(tempfile.mkdtemp(prefix="attention-kit-links-"))
     try:
         results, targets = autograde(bundle, link_uploads(tmp_path)[kind], root / "autograder", **env)
@@ -630,10 +631,39 @@ def softmax(x, axis=-1):
 """
 
 
+def test_a_trial_run_without_bubblewrap_refuses_instead_of_trusting_a_container(bundle: Path,  # noqa: F811
+                                                                               tmp_path: Path) -> None:
+    """Outside Gradescope's container, student code could read this machine's other copies of the reference.
+
+    A trial run (``AUTOGRADER_ROOT`` elsewhere) used ``--container`` too: without bubblewrap, a submission that
+    read a world-readable checkout's solutions/ scored what the reference scores. It now needs bubblewrap, as
+    ``grade`` does, and refuses without it: no score, and a line saying why.
+    """
+    from grader.grading.gradescope import isolation_options
+
+    assert isolation_options(Path("/autograder")) == ["--container"]
+    assert isolation_options(tmp_path) == []
+    root = Path(tempfile.mkdtemp(prefix="attention-kit-trial-"))
+    try:
+        shutil.copytree(bundle.parent / "template", root / "autograder")
+        shutil.copytree(copy_modules(SOLUTIONS, tmp_path / "whole"), root / "autograder" / "submission")
+        environment = dict(os.environ, AUTOGRADER_ROOT=str(root / "autograder"), AUTOGRADER_PYTHON=sys.executable,
+                           **{SIMULATE_NO_BWRAP: "1"})
+        environment.pop("PYTHONPATH", None)
+        environment.pop(CONTAINER_ENV, None)
+        done = subprocess.run([str(root / "autograder" / "source" / "run_autograder")], cwd=root / "autograder",
+                              env=environment, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        results = json.loads((root / "autograder" / "results" / "results.json").read_text(encoding="utf-8"))
+        assert "score" not in results and "bubblewrap" in results["output"], results["output"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.mark.parametrize("mode", ["bwrap", "container"])
 def test_gradescope_worker_cannot_read_the_kit_or_root_only_files(bundle: Path, control_score: float,  # noqa: F811
                                                                   tmp_path: Path, mode: str) -> None:
-    env = {SIMULATE_NO_BWRAP: "1"} if mode == "container" else {}
+    env = {SIMULATE_NO_BWRAP: "1", CONTAINER_ENV: "1"} if mode == "container" else {}
 
     def upload(targets: dict[str, Path]) -> Path:
         folder = copy_modules(STUBS, tmp_path / "reader")
