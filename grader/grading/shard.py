@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,13 @@ def shard_entries(entries: list[tuple[str, Path]], shard: tuple[int, int] | None
 def write_manifest(out: Path, index: int, count: int, everyone: list[str], students: list[str],
                    kit: str) -> None:
     """Write ``out/shard.json``: which slice this is, of which class, graded with which kit and course."""
+    from grader.curriculum import PART_ENV
     from grader.grading.report import atomic_write
 
+    # The part graded (--part, or the course's): the merged gradebook has that part's columns, wherever merged.
     atomic_write(out / MANIFEST, json.dumps({"shard": index, "of": count, "kit": kit, "class": everyone,
-                                            "students": students}, indent=1) + "\n")
+                                            "students": students, "part": os.environ.get(PART_ENV, "")},
+                                           indent=1) + "\n")
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -100,6 +104,7 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
         If the shards are of different kits, courses or classes, one is missing or repeated, a student has no
         results, or ``out`` is one of the shards.
     """
+    from grader.curriculum import PART_ENV, select_part
     from grader.grading.formats.grades_csv import gradebook_csv
     from grader.grading.report import atomic_write, read_row
     from grader.grading.rows import ResultsFileError
@@ -159,5 +164,18 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
         for name in ("feedback.md", "results.json"):  # results.json last: its presence marks the student done
             atomic_write(out / student / name, (folder / student / name).read_text(encoding="utf-8"))
     merged = [rows[student][1] for student in first["class"] if student in rows]
-    atomic_write(out / "grades.csv", gradebook_csv(merged))  # the class's order, as one machine writes it
+    parts = {str(data.get("part") or "") for data in manifests}
+    if len(parts) > 1:
+        raise ShardError(f"--merge: the shards graded different parts ({', '.join(sorted(parts))}): regrade them "
+                         "with the same --part")
+    # The columns of the part the shards graded, not of this process's selection (given back after).
+    before = os.environ.get(PART_ENV)
+    try:
+        select_part(parts.pop() or None)
+        atomic_write(out / "grades.csv", gradebook_csv(merged))  # the class's order, as one machine writes it
+    finally:
+        if before is None:
+            os.environ.pop(PART_ENV, None)
+        else:
+            os.environ[PART_ENV] = before
     return merged

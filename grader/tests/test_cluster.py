@@ -362,6 +362,28 @@ def test_two_shards_merged_equal_the_whole(part_one, tmp_path, capsys):
     assert not (tmp_path / "short" / "grades.csv").exists()
 
 
+def test_merged_shards_have_the_columns_of_the_part_they_graded(part_one, tmp_path, monkeypatch):
+    """Shards of `grade --part 1` merged by a process with no part selected: part 1's columns, as one machine."""
+    import csv
+
+    from grader.curriculum import load
+
+    folder, _ = part_one
+    monkeypatch.setenv(PART_ENV, "1")
+    shards = []
+    for index in (1, 2):
+        shards.append(tmp_path / f"shard-{index}")
+        grade_batch(folder, shards[-1], exercises=PARTS["1"], jobs=1, echo=quiet(), hidden=None, shard=(index, 2))
+    whole = tmp_path / "whole"
+    grade_batch(folder, whole, exercises=PARTS["1"], jobs=1, echo=quiet(), hidden=None)
+    monkeypatch.delenv(PART_ENV)
+    assert cli(["export", str(tmp_path / "merged"), "--merge", *map(str, shards)]) == 0
+    header = next(csv.reader((tmp_path / "merged" / "grades.csv").open(encoding="utf-8")))
+    assert header == next(csv.reader((whole / "grades.csv").open(encoding="utf-8")))
+    assert [name for name in header if name in load().names] == [e.name for e in load().exercises if e.part == 1]
+    assert PART_ENV not in os.environ  # the merge gave the selection back
+
+
 def test_shards_are_deterministic_slices_of_the_class():
     from grader.grading.shard import ShardError, parse_shard, slice_of
 
