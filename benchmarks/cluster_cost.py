@@ -1,6 +1,6 @@
 """What the Dask engine costs: core-seconds per submission of `grade --cluster local:2` against local grading.
 
-    python benchmarks/cluster_cost.py [--n 12] [--part 1] [--workers 2] [--repeat 2] [--record]
+    python benchmarks/cluster_cost.py [--n 12] [--small W] [--part 1] [--workers 2] [--repeat 2] [--record]
 
 The same class (N copies of the reference) is graded by ``python -m grader
 grade --force --jobs W`` (the local pool) and by ``... --cluster local:W`` (a
@@ -10,9 +10,13 @@ seconds come from the kernel's accounting of every process of the command
 (``/proc/PID/stat``, sampled), told apart by process: the batch's own (with
 ``--cluster local:W`` also the scheduler, the nannies and the client, which run
 in it), the Dask workers, the grading processes, and the sandboxes under them.
-Each engine is also run on one copy, so that its fixed cost (starting the
-pool, or the cluster) is told apart from its cost per submission:
-``per_submission = (cost(N) - cost(1)) / (N - 1)``. The engine's overhead is
+Each engine is also run on W copies (``--small``, default the number of workers W), so that its
+fixed cost (starting the pool's W grading processes, or the cluster's W workers and their pools) is
+told apart from its cost per submission:
+``per_submission = (cost(N) - cost(W)) / (N - W)``. W copies, not one: a worker starts its
+grading process (an interpreter, numpy, pytest and the suite collected) when its first student
+comes, so with one copy only one of the W is started, and the others' start-up, which is no cost
+of a submission, fell into the per-submission figure. The engine's overhead is
 the ratio of the cluster's cost per submission over the local one (the target
 is at most 1.1x), and of the totals for the N copies. On a shared machine the
 other load moves single runs by a third, and moves runs close in time alike:
@@ -121,13 +125,18 @@ def main() -> int:
     parser.add_argument("--part", default="1", help="the part graded (default 1)")
     parser.add_argument("--workers", type=int, default=2, help="grading processes / Dask workers (default 2)")
     parser.add_argument("--repeat", type=int, default=2, help="rounds: runs of each engine and size (default 2)")
+    parser.add_argument("--small", type=int, default=None,
+                        help="copies of the small batch that tells the fixed cost apart (default: --workers)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
+    small = args.small or args.workers
+    if not 1 <= small < args.n:
+        parser.error(f"--small {small}: give 1 <= small < --n ({args.n})")
     engines = {"local": ["--jobs", str(args.workers)], "cluster": ["--cluster", f"local:{args.workers}"]}
     runs: dict[str, list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="cluster-cost-") as scratch:
         classes = {}
-        for size in (1, args.n):
+        for size in (small, args.n):
             classes[size] = Path(scratch) / f"class{size}"
             for index in range(size):
                 _copy_reference(classes[size] / f"copy{index:02d}")
@@ -142,28 +151,30 @@ def main() -> int:
     rounds = range(args.repeat)
 
     def each(name: str, index: int, role: str = "total") -> float:
-        return (runs[f"{name}-{args.n}"][index][role] - runs[f"{name}-1"][index][role]) / (args.n - 1)
+        return (runs[f"{name}-{args.n}"][index][role] - runs[f"{name}-{small}"][index][role]) / (args.n - small)
 
     per_submission = {name: spread([each(name, index) for index in rounds]) for name in engines}
     ratio_each = spread([each("cluster", index) / each("local", index) for index in rounds])
     ratio_total = spread([runs[f"cluster-{args.n}"][index]["total"] / runs[f"local-{args.n}"][index]["total"]
                           for index in rounds])
-    fixed = {name: spread([runs[f"{name}-1"][index]["total"] - each(name, index) for index in rounds])
+    fixed = {name: spread([runs[f"{name}-{small}"][index]["total"] - small * each(name, index) for index in rounds])
              for name in engines}
     # Where the core-seconds go: each role's cost per submission and in one submission's batch (medians).
     by_process = {name: {role: {"per_submission": round(statistics.median(each(name, index, role) for index in rounds),
                                                         3),
-                                "one_submission": round(statistics.median(run[role] for run in runs[f"{name}-1"]), 2)}
+                                "small_batch": round(statistics.median(run[role] for run in runs[f"{name}-{small}"]),
+                                                     2)}
                          for role in ROLES} for name in engines}
     loads = spread([run["load"] for values in runs.values() for run in values])
     figures: dict[str, object] = {
-        "n": args.n, "part": args.part, "workers": args.workers, "repeat": args.repeat,
+        "n": args.n, "small": small, "part": args.part, "workers": args.workers, "repeat": args.repeat,
         "runs": {key: [round(run["total"], 2) for run in values] for key, values in runs.items()},
         "per_submission": per_submission, "ratio_per_submission": ratio_each, "ratio_total": ratio_total,
         "fixed": fixed, "by_process": by_process, "load_average": loads}
     extra = {role: round(by_process["cluster"][role]["per_submission"] - by_process["local"][role]["per_submission"], 3)
              for role in ROLES}
-    summary = (f"part {args.part}, {args.n} copies of the reference, {args.workers} workers, {args.repeat} rounds: "
+    summary = (f"part {args.part}, {args.n} copies of the reference (fixed cost from {small}), {args.workers} workers, "
+               f"{args.repeat} rounds: "
                f"local:{args.workers} over the local pool {ratio_each['median']}x per submission "
                f"({ratio_each['min']}-{ratio_each['max']}x over the rounds; {per_submission['cluster']['median']} vs "
                f"{per_submission['local']['median']} core-s) and {ratio_total['median']}x in total "
