@@ -183,6 +183,25 @@ def test_a_failed_hidden_test_tells_its_idea_not_the_exercises_hint(tmp_path: Pa
     assert f"Hint (on {softmax.hint_step}): {softmax.hints[0]}" in text  # which step the hint is about
 
 
+def test_a_course_that_hides_its_hidden_tests_never_names_them_in_feedback(tmp_path: Path) -> None:
+    """``[hidden] visibility = "hidden"``: a failed hidden test is counted, never named, published or not."""
+    results = fake_results("finn", 1.0)
+    hidden = next(t for t in results["tests"] if "hidden" in t["tags"] and t["extra_data"]["exercise"] == "softmax")
+    hidden.update(status="failed", score=0.0, name="softmax: test_hidden_rows_of_minus_inf", visibility="hidden",
+                  output="FAILURE: a row of -inf\n  observed: nan")
+    out = tmp_path / "grades"
+    write_student(out, results)
+    before = (out / "finn" / "feedback.md").read_text(encoding="utf-8")
+    assert "1 further test(s) of this exercise failed" in before
+    assert "shows neither their names nor their messages" in before and "when grades are published" not in before
+    done = subprocess.run([sys.executable, "-m", "grader", "export", str(out), "--published"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    after = (out / "finn" / "feedback.md").read_text(encoding="utf-8")
+    assert "test_hidden_rows_of_minus_inf" not in after and "observed: nan" not in after
+    assert "1 further test(s) of this exercise failed" in after
+
+
 def test_texts_of_a_course_and_of_students_are_escaped_in_csv_headers_and_markdown(
         graded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A formula in ``[canvas] assignment_name`` is a header, not a formula; a link in an id is text in feedback."""
