@@ -28,6 +28,7 @@ import grader
 from grader.curriculum import ROOT, load
 from grader.grading import report
 from grader.grading.formats.grades_csv import gradebook_csv
+from grader.tests.waiting import HANG_SECONDS
 
 GRADER_FILES = re.compile(r"\b(proxy|worker|server|grade|plugin|kit|feedback|report|load|limits)\.py\b")
 SOLUTIONS = ROOT / "solutions"
@@ -214,7 +215,7 @@ def test_a_failed_check_in_a_notebook_shows_no_line_of_the_kit() -> None:
             "check('softmax', 'test_rows_sum_to_one')\n")
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "IPython", "--colors=NoColor", "--no-banner", "-c", code],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     shown = done.stdout + done.stderr
     assert "CheckFailed: softmax: test_rows_sum_to_one failed" in shown, shown
     assert "notebook.py" not in shown and "Traceback" not in shown, shown

@@ -28,6 +28,7 @@ from grader.grading.grade import grade_batch
 from grader.grading.records import Result
 from grader.grading.samples import break_syntax
 from grader.mutants import apply, load_catalogue
+from grader.tests.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
@@ -183,7 +184,7 @@ def test_a_worker_killed_mid_batch_changes_nothing(part_one, dask_cluster, tmp_p
     assert status == 0
     assert gradebook(tmp_path / "out") == gradebook(local)  # no row lost, none twice, none half written
     assert not list((tmp_path / "out").rglob("*.tmp"))
-    client.wait_for_workers(2, timeout=60)  # the nanny's fresh worker, for the next tests
+    client.wait_for_workers(2, timeout=HANG_SECONDS)  # the nanny's fresh worker, for the next tests
 
 
 def killing_task(job, files, fingerprint, stall):
@@ -280,7 +281,7 @@ def test_two_batches_of_other_options_share_a_cluster_at_once(part_one, dask_clu
                               *common, *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
             for name, options in (("fair", ()), ("unfair", ("--no-fair",)))]
-    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    outputs = [run.communicate(timeout=HANG_SECONDS)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     assert all(f"Cluster: {address}" in output for output in outputs), outputs
     assert len(cluster_tasks(dask_cluster[1]) - before) >= 8  # both batches' four students were graded there

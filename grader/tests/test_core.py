@@ -9,6 +9,7 @@ from pathlib import Path
 
 from grader.authoring import golden, sync
 from grader.curriculum import ROOT, load
+from grader.tests.waiting import HANG_SECONDS
 
 
 def test_exercises_are_the_reference_with_bodies_removed():
@@ -36,7 +37,7 @@ def _run_suite(tmp_path: Path, impl: str) -> list[tuple[str, str, str]]:
     subprocess.run(
         [sys.executable, "-m", "pytest", "tests", f"--impl={impl}", "-q", "-p", "no:cacheprovider",
          f"--junitxml={report}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
     )
     assert report.is_file(), "pytest wrote no report: it could not start"
     results = []

@@ -15,6 +15,7 @@ from grader.curriculum import load as load_curriculum
 from grader.mutants import apply, docs, load_catalogue
 from grader.mutants.report import run_tests
 from grader.tests.test_families import plant
+from grader.tests.waiting import HANG_SECONDS
 from tests.diagnosis import (
     KnownMistake,
     describe,
@@ -209,7 +210,7 @@ def test_command_line_prints_the_diagnosis_first(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/test_01_softmax.py", f"--impl={target}", "-q",
          "-p", "no:cacheprovider"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
     )
     assert result.returncode == 1, result.stdout[-2000:]
     text = first_failure(result.stdout)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.curriculum import ROOT
+from grader.tests.waiting import HANG_SECONDS
 
 README = ROOT / "README.md"
 DOCUMENTS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -137,7 +138,7 @@ def test_the_instructors_first_command_grades_the_samples(tmp_path: Path):
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, "-m", "grader", "grade", "--exercise", "softmax", "--jobs", "1"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     if done.returncode == 2 and "isolation" in done.stdout + done.stderr:
         pytest.fail(f"no isolation on this machine (bubblewrap): the grader refuses, as it should\n{done.stderr}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

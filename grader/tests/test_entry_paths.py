@@ -34,6 +34,7 @@ from grader.grading.grade import grade_batch
 from grader.grading.gradescope import CONTAINER_ENV
 from grader.sandbox.limits import SIMULATE_NO_BWRAP, UNPRIVILEGED_GID, fresh_uid
 from grader.tests.test_gradescope import bundle, check_results  # noqa: F401 - the bundle is a fixture here too
+from grader.tests.waiting import HANG_SECONDS
 
 # One xdist worker runs this file: the batches of every entry path (module fixtures) are graded once, not once per
 # worker.
@@ -265,7 +266,7 @@ def test_a_stray_file_as_submissions_is_refused_with_one_line(tmp_path: Path, na
     stray.write_text("not a submission\n")
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(stray), "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().count("\n") == 0 and "not a folder and not a submission file" in done.stderr
     assert not out.exists()
@@ -472,7 +473,7 @@ def test_public_tests_run_before_every_hidden_test(tmp_path: Path) -> None:
     (hidden / "test_secret_softmax.py").write_text(HIDDEN_TEST, encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_01_softmax.py", "tests/test_03_attention.py",
                            str(hidden), "--impl", "solutions", "--collect-only", "-q", "-p", "no:cacheprovider"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     first_hidden = next(i for i, line in enumerate(ids) if "test_secret_softmax" in line)
     assert first_hidden == len(ids) - 1 and any("test_03_attention" in line for line in ids), ids[-3:]
@@ -540,7 +541,7 @@ def autograde(bundle_zip: Path, upload: Path, root: Path, **env: str) -> tuple[d
     environment = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable, **env)
     environment.pop("PYTHONPATH", None)
     done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=environment,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     if env.get(SIMULATE_NO_BWRAP) and "cannot be read by an unprivileged user" in results["output"]:
@@ -652,7 +653,7 @@ def test_a_trial_run_without_bubblewrap_refuses_instead_of_trusting_a_container(
         environment.pop("PYTHONPATH", None)
         environment.pop(CONTAINER_ENV, None)
         done = subprocess.run([str(root / "autograder" / "source" / "run_autograder")], cwd=root / "autograder",
-                              env=environment, capture_output=True, text=True, timeout=600)
+                              env=environment, capture_output=True, text=True, timeout=HANG_SECONDS)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         results = json.loads((root / "autograder" / "results" / "results.json").read_text(encoding="utf-8"))
         assert "score" not in results and "bubblewrap" in results["output"], results["output"]
@@ -697,7 +698,7 @@ def test_gradescope_kit_and_root_only_files_are_unreadable_to_a_worker_user(bund
         cat = shutil.which("cat") or "/bin/cat"
         for name, target in targets.items():
             seen = subprocess.run([cat, str(target)], user=fresh_uid(), group=UNPRIVILEGED_GID,
-                                  capture_output=True, timeout=30)
+                                  capture_output=True, timeout=HANG_SECONDS)
             assert seen.returncode != 0 and SECRET.encode() not in seen.stdout, name
             assert b"Permission denied" in seen.stderr, (name, seen.stderr)
         assert root.stat().st_mode & 0o005  # the folders above are open to others: the kit's mode is what counts

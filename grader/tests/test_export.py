@@ -13,6 +13,7 @@ import pytest
 from grader.curriculum import ROOT, load
 from grader.grading import export
 from grader.grading.report import write_student
+from grader.tests.waiting import HANG_SECONDS
 
 
 def fake_results(student: str, fraction: float) -> dict:
@@ -51,7 +52,7 @@ def test_canvas_export_with_a_roster(graded: Path, tmp_path: Path) -> None:
                           "alice,501,Alice A,alice@example.edu,S1\nBob,502,=HYPERLINK(1),bob@example.edu,S1\n"
                           "carol,503,Carol C,carol@example.edu,S2\n")
     done = subprocess.run([sys.executable, "-m", "grader", "export", str(graded), "--roster", str(roster)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     rows = list(csv.reader(io.StringIO((graded / "canvas.csv").read_text(encoding="utf-8"))))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", load().title]
@@ -108,7 +109,7 @@ def test_the_canvas_column_names_an_existing_assignment_by_its_id(graded: Path, 
     roster = write_roster(tmp_path / "r.csv", "folder,lms_id,name,email\nalice,1,A,a@x\nbob,2,B,b@x\n")
     done = subprocess.run([sys.executable, "-m", "grader", "export", str(graded), "--roster", str(roster),
                            "--canvas-assignment-id", "123456", "--canvas-assignment-name", "Self-attention"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     rows = list(csv.reader(io.StringIO((graded / "canvas.csv").read_text(encoding="utf-8"))))
     assert rows[0][5:] == ["Self-attention (123456)"]
@@ -129,7 +130,7 @@ def test_a_canvas_assignment_that_cannot_be_right_is_refused(graded: Path, tmp_p
                                                                message: str) -> None:
     roster = write_roster(tmp_path / "r.csv", "folder,lms_id,name,email\nalice,1,A,a@x\n")
     done = subprocess.run([sys.executable, "-m", "grader", "export", str(graded), "--roster", str(roster),
-                           *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60)
+                           *arguments], cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert not (graded / "canvas.csv").exists()
 
@@ -146,7 +147,7 @@ def test_published_feedback_names_the_failed_hidden_tests(tmp_path: Path) -> Non
     assert "1 further test(s) of this exercise failed" in before
     assert "test_hidden_rows_of_minus_inf" not in before and "observed: nan" not in before
     done = subprocess.run([sys.executable, "-m", "grader", "export", str(out), "--published"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     after = (out / "dana" / "feedback.md").read_text(encoding="utf-8")
     assert "### softmax: test_hidden_rows_of_minus_inf (hidden test)" in after
@@ -195,7 +196,7 @@ def test_a_course_that_hides_its_hidden_tests_never_names_them_in_feedback(tmp_p
     assert "1 further test(s) of this exercise failed" in before
     assert "shows neither their names nor their messages" in before and "when grades are published" not in before
     done = subprocess.run([sys.executable, "-m", "grader", "export", str(out), "--published"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     after = (out / "finn" / "feedback.md").read_text(encoding="utf-8")
     assert "test_hidden_rows_of_minus_inf" not in after and "observed: nan" not in after

@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from grader.curriculum import ROOT, load
+from grader.tests.waiting import HANG_SECONDS
 
 # One xdist worker runs this file: the class graded once (a module fixture) is then built once,
 # not once per worker.
@@ -57,7 +58,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, dict[str, tup
         out = folder / ("fair" if fair else "unfair")
         command = [sys.executable, "-m", "grader", "grade", str(student.parent), "--out", str(out), "--jobs", "1"]
         completed = subprocess.run(command + ([] if fair else ["--no-fair"]), cwd=ROOT, capture_output=True,
-                                   text=True, timeout=600)
+                                   text=True, timeout=HANG_SECONDS)
         assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
         results = json.loads((out / "softmax_bug" / "results.json").read_text(encoding="utf-8"))
         outcome[fair] = points_by_exercise(results)
@@ -100,7 +101,7 @@ def test_a_later_part_graded_alone_gives_the_reference_full_marks(part: str, tmp
     out = tmp_path / "out"
     command = [sys.executable, "-m", "grader", "grade", str(student.parent), "--out", str(out), "--jobs", "1",
                "--part", part]
-    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results = json.loads((out / student.name / "results.json").read_text(encoding="utf-8"))
     points = points_by_exercise(results)

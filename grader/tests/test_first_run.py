@@ -12,6 +12,7 @@ import pytest
 
 from grader.curriculum import ROOT, load
 from grader.tests.test_student_loop import SOLUTIONS, make_partial
+from grader.tests.waiting import HANG_SECONDS
 
 SCREEN = 40  # lines, pytest's header and summary included
 
@@ -22,7 +23,7 @@ def run_pytest(*arguments: str) -> subprocess.CompletedProcess[str]:
                    if not key.startswith("PYTEST_") and key not in ("CI", "BUILD_NUMBER")}
     environment["COLUMNS"] = "80"
     return subprocess.run([sys.executable, "-m", "pytest", *arguments, "-p", "no:cacheprovider"], cwd=ROOT,
-                          capture_output=True, text=True, env=environment, timeout=600)
+                          capture_output=True, text=True, env=environment, timeout=HANG_SECONDS)
 
 
 def not_started_line(number: int, name: str, folder: str) -> re.Pattern[str]:

@@ -23,6 +23,7 @@ from grader.curriculum import ROOT, load
 from grader.sandbox.given import KIT_GIVEN as GIVEN_DIR
 from grader.tests.reference_lines import find_leaks, folder_texts, reference_lines
 from grader.tests.test_release import _normalise, reference_bodies
+from grader.tests.waiting import HANG_SECONDS
 
 
 def given_modules() -> list[Path]:
@@ -46,7 +47,7 @@ def test_the_given_implementations_pass_their_public_tests(tmp_path: Path) -> No
     files = [load().exercise(path.stem).test_file for path in given_modules()]
     done = subprocess.run([sys.executable, "-m", "pytest", *files, f"--impl={folder}", "-q", "-p", "no:randomly",
                            "-p", "no:cacheprovider", "-o", "addopts="], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
 

@@ -19,6 +19,7 @@ import pytest
 
 from grader.curriculum import ROOT, load
 from grader.grading import gradescope
+from grader.tests.waiting import HANG_SECONDS
 
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 TOP_LEVEL = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -55,7 +56,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("gradescope")
     zip_path = folder / "autograder.zip"
     built = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(zip_path)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=HANG_SECONDS)
     assert built.returncode == 0, built.stderr
     source = folder / "template" / "source"
     with zipfile.ZipFile(zip_path) as archive:
@@ -92,7 +93,7 @@ def run_autograder(bundle: Path, tmp_path: Path, submission: Path) -> dict:
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
     env.pop("PYTHONPATH", None)
     completed = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env,
-                               capture_output=True, text=True, timeout=600)
+                               capture_output=True, text=True, timeout=HANG_SECONDS)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     results_file = root / "results" / "results.json"
     assert results_file.is_file(), completed.stdout[-3000:] + completed.stderr[-3000:]
@@ -147,7 +148,7 @@ def test_refuses_to_overwrite_a_bundle(tmp_path: Path) -> None:
     target = tmp_path / "autograder.zip"
     target.write_bytes(b"keep me")
     completed = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(target)], cwd=ROOT,
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True, timeout=HANG_SECONDS)
     assert completed.returncode == 1 and target.read_bytes() == b"keep me"
 
 
@@ -158,7 +159,7 @@ def test_setup_installs_the_kit(bundle: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["AUTOGRADER_ROOT"] = str(root)
     completed = subprocess.run(["bash", str(root / "source" / "setup.sh")], cwd=root, env=env,
-                               capture_output=True, text=True, timeout=900)
+                               capture_output=True, text=True, timeout=HANG_SECONDS)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert (root / "venv" / "bin" / "python").is_file()
     assert (root / "source" / "kit").stat().st_mode & 0o077 == 0  # out of reach of the worker's user
@@ -167,7 +168,7 @@ def test_setup_installs_the_kit(bundle: Path, tmp_path: Path) -> None:
     shutil.copytree(submission, root / "submission")
     env.pop("AUTOGRADER_PYTHON", None)
     graded = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=HANG_SECONDS)
     assert graded.returncode == 0, graded.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     check_results(results)
@@ -196,7 +197,7 @@ def test_the_bundle_states_its_total_and_results_agree(bundle: Path, tmp_path: P
         readme = archive.read("README.md").decode()
     assert f"total points on Gradescope to **{public + hidden:g}**" in readme
     built = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(tmp_path / "again.zip")], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=HANG_SECONDS)
     assert f"Total points to set on Gradescope: {public + hidden:g} ({public:g} public tests + {hidden:g} hidden" \
         in built.stdout
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from grader.curriculum import ROOT, load
 from grader.hidden_tests import HIDDEN_DIR, catalogue
+from grader.tests.waiting import HANG_SECONDS
 
 
 def run_hidden(tmp_path: Path, *options: str) -> ET.Element:
     report = tmp_path / "hidden.xml"
     subprocess.run([sys.executable, "-m", "pytest", "grader/hidden_tests", "-q", "-p", "no:cacheprovider",
-                    f"--junitxml={report}", *options], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                    f"--junitxml={report}", *options], cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     return ET.parse(report).getroot()
 
 

@@ -40,13 +40,14 @@ import pytest
 
 from grader.curriculum import ROOT, load
 from grader.tests.reference_lines import archive_texts, find_leaks, reference_lines
+from grader.tests.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.install, pytest.mark.xdist_group("install")]
 
 
 def _pip(*arguments: str, cwd: Path | None = None) -> None:
     done = subprocess.run([sys.executable, "-m", "pip", *arguments], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env=_clean_env())
+                          timeout=HANG_SECONDS, env=_clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
@@ -61,7 +62,8 @@ class Environment:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True,
+                       timeout=HANG_SECONDS)
         self.python = folder / "venv" / "bin" / "python"
         site = Path(subprocess.run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                    capture_output=True, text=True, check=True).stdout.strip())
@@ -96,8 +98,8 @@ def _warnings(output: str) -> list[str]:
 def build_wheel(source: Path, out: Path) -> Path:
     """``pip wheel`` of the project at ``source`` (a folder or an sdist) into ``out``, warning-free; the wheel."""
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                           "-v", "-w", str(out), str(source)], capture_output=True, text=True, timeout=600,
-                          env=_clean_env())
+                           "-v", "-w", str(out), str(source)], capture_output=True, text=True,
+                          timeout=HANG_SECONDS, env=_clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     warnings = _warnings(done.stdout + done.stderr)
     assert not warnings, "\n".join(warnings)
@@ -108,8 +110,8 @@ def build_wheel(source: Path, out: Path) -> Path:
 def build_sdist(source: Path, out: Path) -> Path:
     """The sdist of the project at ``source`` into ``out`` (setuptools' PEP 517 hook, as ``python -m build``)."""
     hook = f"from setuptools import build_meta; print(build_meta.build_sdist({str(out)!r}))"
-    done = subprocess.run([sys.executable, "-c", hook], cwd=source, capture_output=True, text=True, timeout=600,
-                          env=_clean_env())
+    done = subprocess.run([sys.executable, "-c", hook], cwd=source, capture_output=True, text=True,
+                          timeout=HANG_SECONDS, env=_clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     warnings = _warnings(done.stdout + done.stderr)
     assert not warnings, "\n".join(warnings)

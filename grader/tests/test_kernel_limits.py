@@ -19,6 +19,7 @@ import pytest
 from grader.sandbox import cgroup, load
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
 from grader.tests.test_isolation import make_submission
+from grader.tests.waiting import HANG_SECONDS
 
 SMALL = Limits(memory_bytes=200 << 20, call_timeout=10.0)
 
@@ -142,7 +143,7 @@ def test_a_group_counts_the_cpu_time_of_every_process_in_it():
     folders = list(group.folders)
     try:
         assert group.add(child.pid)
-        child.communicate(b"x", timeout=120)
+        child.communicate(b"x", timeout=HANG_SECONDS)
         assert group.cpu_seconds() >= 0.3
     finally:
         child.kill()

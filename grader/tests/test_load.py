@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
+from grader.tests.waiting import HANG_SECONDS
 
 HOG_SECONDS = 600  # a hog ends by itself after this long, whatever happens to the test
 HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
@@ -40,7 +41,7 @@ def _grade(submissions: Path, out: Path, niceness: int) -> tuple[int, list[dict[
     command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out), "--exercise", "masks",
                "--jobs", "2", "--force"]
     done = subprocess.run(["nice", "-n", str(niceness), *command] if niceness else command, cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800)  # a backstop only
+                          capture_output=True, text=True, timeout=HANG_SECONDS)  # a backstop only
     with open(out / "grades.csv", newline="", encoding="utf-8") as table:
         rows = sorted(csv.DictReader(table), key=lambda row: row["student"])
     return done.returncode, rows, done.stdout[-3000:] + done.stderr[-2000:]
@@ -76,13 +77,13 @@ def test_a_courses_limits_are_options_printed_on_the_limits_line(tmp_path):
     shutil.copytree(ROOT / "solutions", tmp_path / "class" / "ada", ignore=shutil.ignore_patterns("__pycache__"))
     command = [sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
                "--exercise", "softmax", "--jobs", "1", "--call-budget", "2.5", "--memory", "512", "--budget", "30"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     limits_lines = [line for line in done.stdout.splitlines() if line.startswith("Limits: ")]
     assert limits_lines and all(line.startswith("Limits: 2.5 CPU s per call, 30 CPU s per exercise, 512 MiB memory")
                                 for line in limits_lines), limits_lines
     refused = subprocess.run([*command[:-6], "--memory", "10"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=600)
+                             timeout=HANG_SECONDS)
     assert refused.returncode == 2 and "--memory at least 64" in refused.stderr
 
 

@@ -22,6 +22,7 @@ import pytest
 from grader.authoring import new_exercise
 from grader.authoring.new_exercise import NewExerciseError, manifest_entry, plan
 from grader.curriculum import ROOT, load
+from grader.tests.waiting import HANG_SECONDS
 
 NAME = "throwaway"
 # The kit's tree, as a maintainer has it (no .git, no caches).
@@ -98,7 +99,7 @@ def run(root: Path, *arguments: str) -> subprocess.CompletedProcess:
     """``python ARGUMENTS`` in the copy, which imports its own ``grader`` (the working directory comes first)."""
     environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ATTENTION_KIT_PART")}
     return subprocess.run([sys.executable, *arguments], cwd=root, env=environment, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=HANG_SECONDS)
 
 
 def outcomes(root: Path, *arguments: str) -> list[tuple[str, str, str]]:

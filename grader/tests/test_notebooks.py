@@ -37,6 +37,7 @@ from grader.curriculum import ROOT, load
 from grader.grading import notebook_reader
 from grader.hidden_tests import catalogue
 from grader.student import notebook
+from grader.tests.waiting import HANG_SECONDS
 
 # One xdist worker runs this file: the nbgrader round trip and the built courses (module fixtures, a minute and
 # more) are then built once, not once per worker.
@@ -313,7 +314,7 @@ def _run(command: list[str], cwd: Path, check: bool = True) -> subprocess.Comple
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                         "PATH": path}
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     if check:
         assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result

@@ -19,6 +19,7 @@ import pytest
 
 from grader import cli, course
 from grader.curriculum import ROOT, kit_manifest, load
+from grader.tests.waiting import HANG_SECONDS
 
 NAME = "centre"
 MISTAKE = ("np.mean(x, axis=axis, keepdims=True)", "np.mean(x)")  # the template's catalogued mistake, by hand
@@ -165,16 +166,16 @@ def test_it_is_released_with_its_stub_tests_and_diagnosis(own, tmp_path, capsys)
     assert MISTAKE[0] in reference
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", course.COURSE_ENV)}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-m", NAME], cwd=release,
-                         env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=120)
+                         env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert run.returncode == 1 and "not implemented yet" in run.stdout, run.stdout[-2000:]
     first = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"], cwd=release,
-                           env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=120)
+                           env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert any(line.startswith("NOT STARTED") and NAME in line and line.endswith("notes/centring.md#why-centre")
                for line in first.stdout.splitlines()), first.stdout[-2000:]
     mistaken = (own / "solutions" / f"{NAME}.py").read_text(encoding="utf-8").replace(*MISTAKE)
     (release / "exercises" / f"{NAME}.py").write_text(mistaken, encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-m", NAME], cwd=release,
-                         env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=120)
+                         env=env | {"PYTHONPATH": str(release)}, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert "I subtracted the mean of the whole array" in run.stdout, run.stdout[-2000:]
     assert "read:     notes/centring.md#why-centre" in run.stdout, run.stdout[-2000:]
 
@@ -206,7 +207,7 @@ def test_its_gradescope_bundle_grades_it(own, tmp_path, capsys):
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", course.COURSE_ENV)}
     completed = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, capture_output=True, text=True,
                                env=env | {"AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable},
-                               timeout=600)
+                               timeout=HANG_SECONDS)
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     tests = [test for test in results["tests"] if NAME in test.get("name", "")]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader.curriculum import ROOT, load, parse_part
+from grader.tests.waiting import HANG_SECONDS
 
 FAKE_SOLUTION = '''"""Exercise 8: doubled softmax (a stand-in for a Part II exercise in the kit's own tests).
 
@@ -111,7 +112,7 @@ def kit_command(root: Path, *arguments: str, **env: str) -> subprocess.Completed
     environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ATTENTION_KIT_PART")}
     environment.update(env)
     return subprocess.run([sys.executable, *arguments], cwd=root, env=environment, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_SECONDS)
 
 
 @pytest.fixture(scope="module")

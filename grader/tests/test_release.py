@@ -16,6 +16,7 @@ import pytest
 from grader.authoring import release, release_allowlist
 from grader.curriculum import PART_ENV, ROOT, load
 from grader.tests.reference_lines import find_leaks, folder_texts, reference_lines
+from grader.tests.waiting import HANG_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A release built by the command line, as an instructor would."""
     out = tmp_path_factory.mktemp("release") / "student-repo"
     result = subprocess.run([sys.executable, "-m", "grader", "release", str(out)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=HANG_SECONDS)
     assert result.returncode == 0, result.stderr
     (out.parent / "stdout.txt").write_text(result.stdout, encoding="utf-8")
     return out
@@ -238,7 +239,7 @@ def test_classroom_step_scores_by_the_one_rule(tmp_path: Path) -> None:
     output = tmp_path / "github_output"
     env = dict(os.environ, GITHUB_OUTPUT=str(output))
     done = subprocess.run([sys.executable, "-m", "grader.student.classroom", "masks", "--impl", str(impl)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     result = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
     exercise = load().exercise("masks")
@@ -269,7 +270,7 @@ def test_a_looping_classroom_exercise_costs_only_its_own_points_and_returns(tmp_
     output = tmp_path / "github_output"
     done = subprocess.run([sys.executable, "-m", "grader.student.classroom", "masks", "--impl", str(impl)], cwd=ROOT,
                           env=dict(os.environ, GITHUB_OUTPUT=str(output)), capture_output=True, text=True,
-                          timeout=600)  # a backstop far above the budgets: it returns by itself
+                          timeout=HANG_SECONDS)  # a backstop far above the budgets: it returns by itself
     assert done.returncode == 0, done.stderr
     result = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
     failed = [t for t in result["tests"] if t["status"] == "fail"]
@@ -293,14 +294,14 @@ def test_classroom_and_grade_give_the_same_public_points(tmp_path: Path) -> None
     masks.write_text(masks.read_text(encoding="utf-8").replace("np.tril(", "np.triu(", 1), encoding="utf-8")
     graded = subprocess.run([sys.executable, "-m", "grader", "grade", str(student.parent), "--out", str(tmp_path / "g"),
                              "--exercise", "masks", "--jobs", "1"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300)
+                            timeout=HANG_SECONDS)
     assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
     results = json.loads((tmp_path / "g" / "bo" / "results.json").read_text())
     public = sum(t["score"] for t in results["tests"] if "hidden" not in t["tags"])
     output = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader.student.classroom", "masks", "--impl", str(student)],
                           cwd=ROOT, env=dict(os.environ, GITHUB_OUTPUT=str(output)), capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stderr
     runner = json.loads(base64.b64decode(output.read_text().strip().removeprefix("result=")))
     assert 0 < public < load().exercise("masks").points

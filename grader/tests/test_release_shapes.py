@@ -39,6 +39,7 @@ from grader.curriculum import PART_ENV, ROOT, load
 from grader.student import demo, demo_distance, demo_explain, demo_negation, demo_retrieval, demo_tokenization
 from grader.tests.reference_lines import find_leaks, folder_texts, reference_lines
 from grader.tests.test_install import Environment, _pip
+from grader.tests.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.slow
 # The finished Part III release is built once and shared: its tests run in one xdist worker (--dist loadgroup);
@@ -93,7 +94,7 @@ def build_release(shape: str, tmp: Path) -> Path:
     out = tmp / "student-repo"
     done = subprocess.run([sys.executable, "-m", "grader", "release", str(out), "--no-git"], cwd=ROOT,
                           env=_env(environment) | {"PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=HANG_SECONDS)
     if course_toml is not None and "which it depends on" in done.stderr:
         pytest.xfail("[course] exercises cannot yet leave out what its exercises build on (issue 36, the ownex "
                      f"branch): {done.stderr.strip()}")

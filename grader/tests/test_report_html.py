@@ -20,6 +20,7 @@ from grader.grading import formats
 from grader.grading.class_report import diagnoses, misconceptions, report_html
 from grader.grading.report import RESULTS_FORMAT
 from grader.grading.rows import StudentRow
+from grader.tests.waiting import HANG_SECONDS
 
 HOSTILE = '<script>alert("id")</script>'
 ATTRIBUTE = '"><img src=x onerror=alert(1)>'
@@ -102,9 +103,10 @@ def open_in_browser(page: Path, tmp_path: Path) -> tuple[Path, list[str], str]:
              f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", "--window-size=1200,1800"]
     shot = tmp_path / f"{page.stem}.png"
     done = subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_SECONDS)
     console = [line for line in done.stderr.splitlines() if re.search(r":CONSOLE[:(]", line)]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=HANG_SECONDS).stdout
     return shot, console, dom
 
 

@@ -19,6 +19,7 @@ from grader.curriculum import ROOT
 from grader.sandbox import frames
 from grader.sandbox.sealed import Sealed, read
 from grader.tests.test_trust import copy_reference
+from grader.tests.waiting import HANG_SECONDS
 
 
 def _callback(values: np.ndarray) -> bytes:
@@ -110,7 +111,7 @@ def test_students_opening_sealed_answers_get_the_grades_they_get_by_asking(tmp_p
                       encoding="utf-8")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", GRADE_TWICE, str(ROOT), str(reference), str(correct), str(mistaken)],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+                          capture_output=True, text=True, env=env, timeout=HANG_SECONDS, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["check"]["crossed"] > 50 and out["answers"] > 0, out["check"]["crossed"]

@@ -495,9 +495,9 @@ def test_decoding_constant_data_is_bounded(tmp_path: Path) -> None:
     bomb = base64.b64encode(zlib.compress(b"x = 1\n" * (2 * MAX_DECODED))).decode("ascii")
     calls = "".join("exec(zlib.decompress(base64.b64decode(B)))\n" for _ in range(300))
     write_module(tmp_path / "s", f"import base64, zlib\nB = {bomb!r}\n{calls}")
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: the wall time is the machine's load
     source = graded_source(tmp_path / "s", "masks.py")
-    assert time.monotonic() - start < 5 and len(source.text) < 2 * MAX_DECODED, len(source.text)
+    assert time.process_time() - start < 5 and len(source.text) < 2 * MAX_DECODED, len(source.text)
     assert any(line.endswith(": exec") for line in source.built), source.built[:3]
 
 

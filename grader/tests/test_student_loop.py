@@ -15,6 +15,7 @@ import pytest
 
 from grader.curriculum import PART_ENV, ROOT, load
 from grader.student import demo, hints, status, watch
+from grader.tests.waiting import HANG_SECONDS
 
 EXERCISES = ROOT / "exercises"
 SOLUTIONS = ROOT / "solutions"
@@ -453,7 +454,7 @@ def test_no_traceback_on_a_closed_pipe_or_ctrl_c():
     reader = subprocess.Popen([sys.executable, "-m", "grader", "status"], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
     reader.stdout.close()  # like `| head` that has stopped reading
-    error = reader.communicate(timeout=60)[1].decode()
+    error = reader.communicate(timeout=HANG_SECONDS)[1].decode()
     assert reader.returncode == 141 and "Traceback" not in error, error
 
     watcher = subprocess.Popen([sys.executable, "-m", "grader", "watch", "--interval", "0.2"], cwd=ROOT,
@@ -463,7 +464,7 @@ def test_no_traceback_on_a_closed_pipe_or_ctrl_c():
             break
     time.sleep(0.3)
     watcher.send_signal(signal.SIGINT)
-    out, error = watcher.communicate(timeout=30)
+    out, error = watcher.communicate(timeout=HANG_SECONDS)
     assert "Traceback" not in error and "Stopped watching." in out, error
 
 

@@ -29,6 +29,7 @@ from grader.grading.report import csv_cell, escape_text
 from grader.sandbox import frames, protocol
 from grader.sandbox import limits as confine
 from grader.sandbox.proxy import IsolatedImplementation, Limits, WorkerCrashed
+from grader.tests.waiting import HANG_SECONDS
 
 # One xdist worker runs this file: the hostile batch graded once (a module fixture) is then built once,
 # not once per worker.
@@ -379,7 +380,7 @@ def test_a_huge_reply_is_refused_before_it_is_read(isolated, tmp_path):
 def grade_command(folder: Path, out: Path, *options: str, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", "1",
                "--exercise", "softmax", *options]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
                           env={**os.environ, **(env or {})})
 
 
@@ -432,7 +433,7 @@ def test_every_process_of_an_unconfined_worker_is_killed_by_its_uid():
     assert owned
     confine.kill_user(uid)
     for process in started:
-        process.wait(timeout=5)
+        process.wait(timeout=HANG_SECONDS)
     time.sleep(0.2)
     assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and confine._owner(pid) == uid
                 and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
@@ -449,11 +450,9 @@ def test_an_unconfined_workers_processes_cannot_stop_the_kill_of_their_uid():
                                 group=confine.UNPRIVILEGED_GID, extra_groups=[], start_new_session=True)]
     try:
         time.sleep(0.3)
-        begun = time.monotonic()
-        confine.kill_user(uid)
+        confine.kill_user(uid)  # returns only once they are gone: the killer has no timeout to fall back on
         for process in started:
-            process.wait(timeout=5)
-        assert time.monotonic() - begun < 10  # not the killer's timeout
+            process.wait(timeout=HANG_SECONDS)
         time.sleep(0.2)
         assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and confine._owner(pid) == uid
                     and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
@@ -475,7 +474,7 @@ def test_as_an_ordinary_user_the_grader_refuses_or_isolates(tmp_path):
         os.chmod(path, 0o777)
     command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "grader", "grade",
                str(folder), "--out", str(out), "--jobs", "1", "--exercise", "softmax"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS,
                           env={**os.environ, confine.SIMULATE_NO_BWRAP: "1", "HOME": str(tmp_path)})
     assert done.returncode == 2 and "apt-get install bubblewrap" in done.stdout, done.stdout + done.stderr
 
@@ -498,7 +497,7 @@ def test_a_broken_configuration_is_not_graded_never_a_zero(tmp_path):
     command = [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", "1",
                "--exercise", "softmax", "--hidden", str(tmp_path / "nothing")]
     (tmp_path / "nothing").mkdir()
-    done = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=600,
+    done = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=HANG_SECONDS,
                           env={**os.environ, "PYTHONPATH": str(kit)})
     assert done.returncode == 1, done.stdout + done.stderr
     row = read_grades(out)["ada"]
@@ -507,7 +506,7 @@ def test_a_broken_configuration_is_not_graded_never_a_zero(tmp_path):
     assert "rerun" in done.stdout
     # Fixed, a rerun grades the student (without --force).
     shutil.copyfile(ROOT / "pyproject.toml", kit / "pyproject.toml")
-    done = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=600,
+    done = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=HANG_SECONDS,
                           env={**os.environ, "PYTHONPATH": str(kit)})
     assert done.returncode == 0, done.stdout + done.stderr
     row = read_grades(out)["ada"]

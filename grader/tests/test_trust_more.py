@@ -110,10 +110,9 @@ def test_f1_the_reference_s_cpu_is_charged_to_the_call_that_asked_for_it(isolate
         "        init_weight(np.random.default_rng(seed), 300, 300)\n"))
     impl = isolated(folder, limits=Limits(call_timeout=1.0))
     proxy._ANSWERS.clear()
-    started = time.monotonic()
     with pytest.raises(TimeoutError):
         impl.function("multihead", "split_heads")(np.zeros((2, 3, 4)), 2)
-    assert time.monotonic() - started < 30
+    assert impl.spent < 5  # stopped at its 1 CPU-s, the reference's share included (wall time is the machine's)
     assert impl.reference_spent > 0.3
     assert not impl.internal
 
@@ -502,10 +501,9 @@ def test_f1_a_tests_own_function_run_for_the_student_is_charged_to_the_call(isol
             total += float(np.sum(tokens))
         return np.full((len(tokens), 2), 0.5) + 0 * total
 
-    started = time.monotonic()
     with pytest.raises(TimeoutError):
         impl.function("explain", "occlusion_importance")(predict, np.array([1, 2, 3]), 0)
-    assert time.monotonic() - started < 30
+    assert impl.spent < 5  # stopped at its 1 CPU-s, the grading side's share included (wall time is the machine's)
     assert impl.reference_spent > 0.3  # the grading side's CPU for the student's requests, charged
     assert not impl.internal
 
