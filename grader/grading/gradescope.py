@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
           f"({number(public)} public tests + {number(hidden)} hidden tests; see README.md in the bundle).")
     print("Upload it as the assignment's autograder (Configure Autograder > Zip file upload). "
           "It holds the reference solutions and hidden tests: keep it away from students.")
+    if hidden and course.hidden_visibility() == "hidden":
+        print(HIDDEN_TOTAL_WARNING, file=sys.stderr)
     return 0
 
 
@@ -202,15 +204,25 @@ def total_points(hidden: Path | None = None, exercises: list[str] | None = None)
     return sum(public.values()), sum(everything.values()) - sum(public.values())
 
 
-# What students see of the hidden tests, per Gradescope visibility (the course's [hidden] visibility).
+# What students see of the hidden tests, per Gradescope visibility (the course's [hidden] visibility). Gradescope's
+# specification (gradescope-autograders.readthedocs.io, "Controlling Test Case Visibility"): while a test is hidden
+# `after_due_date` or `after_published`, students do not see their total score; tests hidden with `hidden` do not
+# hide it, being meant for tests worth no points.
 VISIBILITY_TEXT = {
     "after_published": "Hidden tests have visibility `after_published`: students see their names, scores and "
-                       "messages once grades are published. ",
+                       "messages once grades are published, and until then not their total score either. ",
     "after_due_date": "Hidden tests have visibility `after_due_date`: students see their names, scores and "
-                      "messages after the due date. ",
-    "hidden": "Hidden tests have visibility `hidden`: students never see them, only the total. ",
+                      "messages after the due date, and until then not their total score either. ",
+    "hidden": "Hidden tests have visibility `hidden`: students never see them, but Gradescope shows them their "
+              "total score at once, hidden points included (it hides the total only for `after_due_date` and "
+              "`after_published`). ",
     "visible": "Hidden tests have visibility `visible`: students see them at once. ",
 }
+# Said when the bundle is built with visibility `hidden`: the one setting under which the total gives them away.
+HIDDEN_TOTAL_WARNING = ("note: the course's [hidden] visibility is `hidden`: Gradescope shows each student the total "
+                        "score at once, and the total includes the hidden tests' points, so a student can work out "
+                        "their hidden score before the deadline. Set visibility = \"after_published\" (or "
+                        "\"after_due_date\") in course.toml's [hidden] to keep the total back until then.")
 
 
 def bundle_readme(public: float, hidden: float) -> str:

@@ -17,6 +17,7 @@ from grader.curriculum import MANIFEST, ROOT, kit_manifest, load
 from grader.grading.formats.grades_csv import TERM_COLUMNS
 from grader.grading.samples import break_syntax
 from grader.suite import graded_suite, hidden_folders
+from grader.tests.waiting import HANG_SECONDS
 
 EXTRA_HIDDEN = '''"""The instructor's own hidden tests of attention."""
 
@@ -307,6 +308,8 @@ def test_a_gradescope_bundle_of_the_course_carries_it(tmp_path):
         readme = archive.read("README.md").decode()
         assert archive.read("kit/course.toml").decode() == (folder / "course.toml").read_text()
     assert "**41**" in readme and "visibility `hidden`: students never see them" in readme
+    # Gradescope shows the total at once under `hidden` (its specification), and the total holds the hidden points.
+    assert "total score at once, hidden points included" in readme
     # Gradescope's run: the bundle's kit/ is the course folder (its course.toml is in the working folder).
     import os
     import subprocess
@@ -321,7 +324,7 @@ def test_a_gradescope_bundle_of_the_course_carries_it(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", course.COURSE_ENV)}
     env |= {"AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
     done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 41, results.get("output")
@@ -397,3 +400,17 @@ def test_pytest_m_names_an_exercise_the_part_does_not_hold(monkeypatch):
     assert message.startswith("-m negaton: no exercise named 'negaton'; the exercises are negation, ")
     assert not {"masks", "layer", "explain", "decoding"} & set(re.findall(r"[a-z]+", message)), message
     assert "(or their numbers, 1, 2, 3, 5, 6, 8, 9, 12, 13, 14, 15;" in message
+
+
+def test_building_a_bundle_whose_hidden_tests_are_hidden_warns_that_the_total_shows_them(tmp_path, capsys):
+    from grader.grading import gradescope
+
+    for visibility, warned in (("hidden", True), ("after_published", False)):
+        folder = make_course(tmp_path / visibility, '[course]\nexercises = ["softmax"]\n'
+                                                    f'[hidden]\nvisibility = "{visibility}"\n')
+        course.activate(folder)
+        assert gradescope.main([str(tmp_path / f"{visibility}.zip")]) == 0
+        error = capsys.readouterr().err
+        assert ("the total includes the hidden tests' points" in error) is warned, (visibility, error)
+        if warned:
+            assert 'visibility = "after_published"' in error  # what to write instead
