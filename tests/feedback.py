@@ -271,7 +271,37 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
     if same:
         return bool(same)  # (the message, printing both values, is made only for a failure)
     return expect(same, what=what, expected=_show(expected), observed=_show(observed) + _first_difference(
-        observed, expected), idea=idea)
+        observed, expected) + _kind_difference(observed, expected), idea=idea)
+
+
+def _kind_of(value: Any, numbers_alike: bool = False) -> str:
+    """What ``value`` is, as a student would name it: ``str``, ``bytes``, ``integer``, ``list of bytes`` ...
+
+    ``numbers_alike``: integers and floats are both ``number`` (their values tell them apart, not their kind).
+    """
+    if isinstance(value, (list, tuple)):
+        inner = sorted({_kind_of(item, numbers_alike) for item in value})
+        return type(value).__name__ + (f" of {' and '.join(inner)}" if inner and len(inner) <= 2 else "")
+    if isinstance(value, np.ndarray):
+        return "numpy array"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return "number" if numbers_alike else "integer" if isinstance(value, (int, np.integer)) else "float"
+    return type(value).__name__
+
+
+def _kind_difference(observed: Any, expected: Any) -> str:
+    """A line saying that the two are different kinds of thing (str pieces for bytes, a tuple for a list ...).
+
+    Printed, they may look alike (``'ab'`` and ``b'ab'``). Nothing for arrays (the dtype and the first
+    difference say it) nor for numbers (their values do).
+    """
+    if isinstance(observed, np.ndarray) or isinstance(expected, np.ndarray):
+        return ""
+    if _kind_of(observed, numbers_alike=True) == _kind_of(expected, numbers_alike=True):
+        return ""
+    return f"\n            (a {_kind_of(observed)}, where the API returns a {_kind_of(expected)})"
 
 
 def _first_difference(observed: Any, expected: Any) -> str:

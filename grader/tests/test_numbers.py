@@ -92,3 +92,22 @@ def test_an_exact_comparison_of_numbers_printed_rounded_shows_the_first_that_dif
     (message,) = messages
     detail = "1 of 2 entries differ; the first, at index (1,), is 0.046415889 instead of 0.046415888 (off by 1e-09"
     assert detail in message, message
+
+
+@pytest.mark.parametrize(("observed", "expected", "said"), [
+    (["hig", "h"], [b"hig", b"h"], "(a list of str, where the API returns a list of bytes)"),  # printed alike
+    ((1, 2), [1, 2, 3], "(a tuple of integer, where the API returns a list of integer)"),
+    ("ab", b"ab", "(a str, where the API returns a bytes)"),
+])
+def test_two_kinds_of_thing_that_print_alike_are_named(messages, observed, expected, said):
+    assert not feedback.expect_equal(observed, expected, what="pieces", idea="bytes")
+    assert said in messages[-1], messages
+
+
+@pytest.mark.parametrize(("observed", "expected"), [
+    ([1.0, 2.5], [1, 2]),  # numbers: the values say it, not a kind
+    ([b"a"], [b"a", b"b"]),  # the same kind: the values differ
+])
+def test_the_kind_is_not_named_when_it_is_not_the_difference(messages, observed, expected):
+    assert not feedback.expect_equal(observed, expected, what="pieces", idea="bytes")
+    assert "where the API returns" not in messages[-1], messages
