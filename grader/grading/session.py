@@ -71,12 +71,12 @@ class Session:
         from _pytest.config import _prepareconfig
         from _pytest.main import Session as PytestSession
 
-        from grader.quiet import _no_plugin_autoload
+        from grader.quiet import only_given_options
 
         self.recorder = Recorder(job)
         self.sink = io.StringIO()
         files = [f.path for f in job.suite]
-        with _no_plugin_autoload(), contextlib.redirect_stdout(self.sink), contextlib.redirect_stderr(self.sink):
+        with only_given_options(), contextlib.redirect_stdout(self.sink), contextlib.redirect_stderr(self.sink):
             config = _prepareconfig(_pytest_arguments(files, job.folder), plugins=[self.recorder])
             config._do_configure()
             session = PytestSession.from_config(config)

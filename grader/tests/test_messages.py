@@ -7,6 +7,7 @@ blamed on the function that crashed; a hint describes the mistake, not the rule.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from grader.curriculum import ROOT
@@ -304,3 +305,18 @@ def test_hugging_face_s_byte_level_ties_are_told_the_convention_not_the_counting
     assert "Hugging Face tokenizers' ByteLevel BPE trainer" in revisit, first
     assert "this kit's contract gives a tie to the smallest pair of byte ids" in revisit, first
     assert "Diagnosis (the step whose output first differs)" not in first, first
+
+
+def test_the_in_process_runs_take_no_option_from_the_environment(tmp_path, monkeypatch):
+    # A shell's PYTEST_ADDOPTS=-x (or a plugin named in PYTEST_PLUGINS) would stop a mutant's run, a status
+    # table or a grading session at its first failure: those runs take only the arguments they are given.
+    target = plant(tmp_path, "softmax.py", ("totals = np.sum(exponentials, axis=axis, keepdims=True)",
+                                            "totals = np.sum(exponentials, axis=-2, keepdims=True)"))
+    test_file = ROOT / load_curriculum().exercise("softmax").test_file
+    plain = run_tests(test_file, target)
+    assert len(plain.failed) >= 3, plain.output[-2000:]
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-x --maxfail=1")
+    monkeypatch.setenv("PYTEST_PLUGINS", "no_such_plugin_module")
+    again = run_tests(test_file, target)
+    assert again.failed == plain.failed, again.output[-2000:]
+    assert os.environ["PYTEST_ADDOPTS"] == "-x --maxfail=1"  # the caller's environment is left as it was
