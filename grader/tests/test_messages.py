@@ -320,3 +320,8 @@ def test_the_in_process_runs_take_no_option_from_the_environment(tmp_path, monke
     again = run_tests(test_file, target)
     assert again.failed == plain.failed, again.output[-2000:]
     assert os.environ["PYTEST_ADDOPTS"] == "-x --maxfail=1"  # the caller's environment is left as it was
+
+
+def test_the_commands_a_test_starts_get_none_of_this_runs_options():
+    # grader/tests/conftest.py: CI's PYTEST_ADDOPTS=--durations=25 (or a developer's -x) stays with this run.
+    assert "PYTEST_ADDOPTS" not in os.environ
