@@ -33,6 +33,10 @@ from pathlib import Path
 
 from grader.curriculum import ROOT, load
 
+# How long a command whose output an example shows may run before it is called hung: a backstop only (its output
+# never depends on time; on a busy machine at a low priority a command of a few CPU-s takes minutes).
+HANG_SECONDS = 3600
+
 # The Markdown files whose example blocks are generated: the README and every guide in docs/.
 DOCUMENTS = ("README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")))
 BLOCK = re.compile(r"(?P<open><!-- example:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- end example -->)", re.S)
@@ -148,58 +152,60 @@ def run(release: Path, example: Example) -> str:
         printed = _run_and_save(argv, release, example)
     else:
         done = subprocess.run(argv, cwd=release, env=_environment(release), capture_output=True, text=True,
-                              timeout=300)
+                              timeout=HANG_SECONDS)
         printed = done.stdout + done.stderr
     if "Traceback (most recent call last)" in printed:
         raise ExampleError(f"example {example.name}: `{' '.join(example.command)}` crashed:\n{printed}")
     return printed
 
 
-def _run_and_save(argv: list[str], release: Path, example: Example, quiet: float = 2.0) -> str:
-    """Start a watching command, save ``example.save`` once it watches, and stop it with Ctrl-C when it is done."""
-    import queue
+def _run_and_save(argv: list[str], release: Path, example: Example) -> str:
+    """Start a watching command, save ``example.save`` once it watches, and stop it with Ctrl-C when it is done.
+
+    No wall-clock rule decides what is shown (the examples are produced on busy machines too): ``watch``
+    prints each round in one flushed write once the round is done, its ``changed:`` line included, so the
+    round after the save is complete when that line has come. Ctrl-C then stops it, and the ``^C`` a terminal
+    echoes goes where it would, before ``watch``'s last line. Waits are backstops against a hang only.
+    """
     import signal
     import threading
-    import time
 
     assert example.save is not None
     process = subprocess.Popen(argv, cwd=release, env=_environment(release), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
+    assert process.stdout is not None
+    backstop = threading.Timer(HANG_SECONDS, process.kill)  # a hang ends the output (EOF) and the process
+    backstop.start()
     printed: list[str] = []
     saved = False
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=quiet)
-        except queue.Empty:
-            if saved and any(text.startswith("changed:") for text in printed):
-                break  # it answered the save and has been quiet since
-            continue
-        if line is None:
-            break
-        printed.append(line)
-        if line.startswith("Watching ") and not saved:
-            module = release / "exercises" / load().exercise(example.save.exercise).module_file
-            text = module.read_text(encoding="utf-8")
-            if text.count(example.save.replace) != 1:
-                raise ExampleError(f"example {example.name}: {example.save.replace!r} is not once in {module.name}")
-            module.write_text(text.replace(example.save.replace, example.save.with_), encoding="utf-8")
-            saved = True
-    process.send_signal(signal.SIGINT)
-    printed.append("^C\n")  # what the terminal echoes for Ctrl-C
-    process.wait(timeout=60)
-    while (line := lines.get(timeout=10)) is not None:
-        printed.append(line)
-    return "".join(printed)
+    try:
+        for line in process.stdout:
+            printed.append(line)
+            if line.startswith("Watching ") and not saved:
+                module = release / "exercises" / load().exercise(example.save.exercise).module_file
+                text = module.read_text(encoding="utf-8")
+                if text.count(example.save.replace) != 1:
+                    raise ExampleError(f"example {example.name}: {example.save.replace!r} is not once in "
+                                       f"{module.name}")
+                module.write_text(text.replace(example.save.replace, example.save.with_), encoding="utf-8")
+                saved = True
+            elif saved and line.startswith("changed:"):
+                break
+        process.send_signal(signal.SIGINT)
+        rest = process.stdout.read()  # to its end: what is buffered already, then the last lines
+        process.wait()
+    finally:
+        backstop.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+    text = "".join(printed) + rest
+    if not saved or "changed:" not in text:
+        raise ExampleError(f"example {example.name}: `{' '.join(example.command)}` never showed the saved "
+                           f"change:\n{text}")
+    head, stop, tail = text.rpartition("\nStopped watching.")
+    return head + "^C\n" + stop + tail if stop else text + "^C\n"
 
 
 def tidy(text: str, example: Example, release: Path) -> str:
