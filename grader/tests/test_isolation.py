@@ -23,7 +23,7 @@ from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import codec, frames, limits, load
 from grader.sandbox.proxy import IsolatedImplementation, Limits, SandboxError, WorkerCrashed
-from grader.tests.waiting import HANG_SECONDS
+from grader.tests.waiting import HANG_SECONDS, SETTLE_SECONDS
 from tests.kit import ImplementationError, LocalImplementation
 
 SOLUTIONS = ROOT / "solutions"
@@ -528,7 +528,7 @@ def test_the_load_clock_reads_this_machines_cpu_waits():
         clock.close()
     chain = subprocess.Popen(["sh", "-c", "sleep 30; true"])  # sh, then its child sleep
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + SETTLE_SECONDS  # polled: ends once it holds
 
         def started() -> bool:  # sh has forked its child, and the child has become sleep (not sh's copy yet)
             end = load.innermost_child(chain.pid)
@@ -589,7 +589,7 @@ def test_fork_bomb_is_contained(isolated):
             + (_processes_of(uid) if uid is not None else [])
 
     left = left_behind()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS  # polled: ends once it holds
     while left and time.monotonic() < deadline:
         time.sleep(0.1)
         left = left_behind()

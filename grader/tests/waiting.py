@@ -11,3 +11,6 @@ CPU): a command that costs 30 CPU-s takes five minutes there.
 from __future__ import annotations
 
 HANG_SECONDS = 3600.0
+# How long a test polls for a state the machine reaches by itself (a killed process reaped, a child started): the
+# poll ends as soon as the state holds, so only a failure waits this long.
+SETTLE_SECONDS = 600.0
