@@ -134,7 +134,7 @@ def plant(release: Path, example: Example) -> None:
 def _environment(release: Path) -> dict[str, str]:
     keep = {key: value for key, value in os.environ.items()
             if key not in ("PYTHONPATH", "FORCE_COLOR", "PY_COLORS") and not key.startswith("PYTEST_")}
-    return keep | {"NO_COLOR": "1", "COLUMNS": "100", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+    return keep | {"NO_COLOR": "1", "COLUMNS": str(WIDTH), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
                    "PYTHONPATH": str(release),
                    "ATTENTION_KIT_CACHE": str(release.parent / "cache")}  # status's kept results: in the scratch
 
@@ -162,10 +162,10 @@ def run(release: Path, example: Example) -> str:
 def _run_and_save(argv: list[str], release: Path, example: Example) -> str:
     """Start a watching command, save ``example.save`` once it watches, and stop it with Ctrl-C when it is done.
 
-    No wall-clock rule decides what is shown (the examples are produced on busy machines too): ``watch``
-    prints each round in one flushed write once the round is done, its ``changed:`` line included, so the
-    round after the save is complete when that line has come. Ctrl-C then stops it, and the ``^C`` a terminal
-    echoes goes where it would, before ``watch``'s last line. Waits are backstops against a hang only.
+    No wall-clock rule decides what is shown (the examples are produced on busy machines too): the round after
+    the save has begun when its ``changed:`` line comes, and it is over when ``watch`` sleeps again between its
+    polls (:func:`_until_asleep`). Ctrl-C then stops it, and the ``^C`` a terminal echoes goes where it would,
+    before ``watch``'s last line. Waits are backstops against a hang only.
     """
     import signal
     import threading
@@ -191,6 +191,7 @@ def _run_and_save(argv: list[str], release: Path, example: Example) -> str:
                 saved = True
             elif saved and line.startswith("changed:"):
                 break
+        _until_asleep(process.pid)  # the round printed whole: watch is back in its sleep between polls
         process.send_signal(signal.SIGINT)
         rest = process.stdout.read()  # to its end: what is buffered already, then the last lines
         process.wait()
@@ -208,10 +209,55 @@ def _run_and_save(argv: list[str], release: Path, example: Example) -> str:
     return head + "^C\n" + stop + tail if stop else text + "^C\n"
 
 
+TIMING = re.compile(r" in \d+(\.\d+)?s( \(\d+:\d+:\d+\))?")
+SEPARATOR = re.compile(r"(?P<fill>=+) (?P<title>.+?) =+(?P<end>\n?)")
+WIDTH = 100  # the terminal's columns in _environment (COLUMNS): pytest's separator lines are this wide
+
+
+def _untimed(line: str) -> str:
+    """``line`` without pytest's timing ("in 0.81s", "in 75.3s (0:01:15)"); its summary line laid out again.
+
+    pytest centres the summary between ``=`` for the terminal's width, timing included: the padding would still
+    tell how long the run took (a busy machine's longer time, a shorter line of ``=``). Laid out again as
+    pytest lays out a title (``TerminalWriter.sep``), the line is the same whatever the time.
+    """
+    untimed = TIMING.sub("", line)
+    separator = SEPARATOR.fullmatch(untimed)
+    if untimed == line or separator is None:
+        return untimed
+    title = separator["title"]
+    fill = "=" * max((WIDTH - len(title) - 2) // 2, 1)
+    laid_out = f"{fill} {title} {fill}"
+    return laid_out + ("=" if len(laid_out) + 1 <= WIDTH else "") + separator["end"]
+
+
+def _until_asleep(pid: int) -> None:
+    """Return once process ``pid`` sleeps in ``time.sleep`` (its kernel wait channel, ``/proc/PID/wchan``).
+
+    The round's lines reach the pipe as ``print`` writes them, so their first line says nothing of the last;
+    the sleep that follows the round does. Where the kernel does not show the wait channel, 2 s of waiting
+    stand in for it.
+    """
+    import time
+
+    channel = Path(f"/proc/{pid}/wchan")
+    for _ in range(int(HANG_SECONDS / 0.02)):
+        try:
+            where = channel.read_text(encoding="ascii").strip()
+        except OSError:  # ended, or no /proc: nothing to wait for
+            return
+        if where in ("", "0"):  # not shown by this kernel
+            time.sleep(2.0)
+            return
+        if "nanosleep" in where:
+            return
+        time.sleep(0.02)
+
+
 def tidy(text: str, example: Example, release: Path) -> str:
     """The output as it goes into the docs: no timings, no scratch paths, no trailing spaces."""
     text = text.replace(str(release), ".")
-    text = re.sub(r" in \d+(\.\d+)?s( \(\d+:\d+:\d+\))?", "", text)
+    text = "".join(_untimed(line) for line in text.splitlines(keepends=True))
     text = re.sub(r"^--- \d\d:\d\d:\d\d ", "--- 10:00:00 ", text, flags=re.M)  # watch's clock: one fixed time
     if example.start:
         lines = text.strip("\n").splitlines()

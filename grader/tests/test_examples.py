@@ -117,3 +117,21 @@ def test_the_explain_demos_numbers_in_the_prose_are_its_example_s():
     # The prose rounds the example's 3 decimals to 2.
     assert float(said[2]) == pytest.approx(row(built, "the")[0], abs=0.0051)
     assert float(said[3]) == pytest.approx(row(built, "vessel")[0], abs=0.0051)
+
+
+@pytest.mark.parametrize("timing", ["in 0.81s", "in 12.34s", "in 75.32s (0:01:15)", "in 3601.00s (1:00:01)"])
+def test_a_summary_line_reads_the_same_whatever_the_run_took(timing):
+    # pytest centres its summary, timing included: a busy machine's longer time made a shorter line of "=".
+    from _pytest._io.terminalwriter import TerminalWriter
+
+    def pytest_line(title: str) -> str:
+        import io
+
+        out = io.StringIO()
+        writer = TerminalWriter(out)
+        writer.fullwidth = examples.WIDTH
+        writer.sep("=", title)
+        return out.getvalue()
+
+    assert examples._untimed(pytest_line(f"12 failed, 3 passed {timing}")) == pytest_line("12 failed, 3 passed")
+    assert examples._untimed("=== FAILURES ===\n") == "=== FAILURES ===\n"  # no timing: left as it is
