@@ -35,7 +35,7 @@ from grader.curriculum import ROOT, load
 
 # How long a command whose output an example shows may run before it is called hung: a backstop only (its output
 # never depends on time; on a busy machine at a low priority a command of a few CPU-s takes minutes).
-HANG_SECONDS = 3600
+HANG_SECONDS = 1200
 
 # The Markdown files whose example blocks are generated: the README and every guide in docs/.
 DOCUMENTS = ("README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")))
@@ -189,8 +189,8 @@ def _run_and_save(argv: list[str], release: Path, example: Example) -> str:
                                        f"{module.name}")
                 module.write_text(text.replace(example.save.replace, example.save.with_), encoding="utf-8")
                 saved = True
-            elif saved and line.startswith("changed:"):
-                break
+            elif saved and line.startswith("changed:") and module.name in line:
+                break  # the round of the saved module (not of a file the first round left in the folder)
         _until_asleep(process.pid)  # the round printed whole: watch is back in its sleep between polls
         process.send_signal(signal.SIGINT)
         rest = process.stdout.read()  # to its end: what is buffered already, then the last lines
