@@ -171,8 +171,11 @@ def _run_and_save(argv: list[str], release: Path, example: Example) -> str:
     import threading
 
     assert example.save is not None
+    # Ctrl-C must reach it as a terminal's would: a process started in the background (a CI job, pytest-xdist's
+    # workers) may ignore SIGINT, and a child inherits that; Python then never raises KeyboardInterrupt.
     process = subprocess.Popen(argv, cwd=release, env=_environment(release), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                               stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout is not None
     backstop = threading.Timer(HANG_SECONDS, process.kill)  # a hang ends the output (EOF) and the process
     backstop.start()
