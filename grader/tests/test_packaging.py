@@ -41,3 +41,31 @@ def test_license_metadata_is_an_spdx_expression_with_its_file() -> None:
 def test_kit_paths_name_the_package_and_the_data_tree() -> None:
     assert kit_path("grader/cli.py") == PACKAGE / "cli.py"
     assert kit_path("tests/kit.py") == ROOT / "tests" / "kit.py" and kit_path("tests/kit.py").is_file()
+
+
+def test_an_xdist_group_runs_on_one_worker(tmp_path) -> None:
+    """The README's test command groups tests (``--dist loadgroup``) so that a group's module fixtures are built once.
+
+    Some pytest and pytest-xdist releases together drop the group silently (pytest-dev/pytest-xdist#1386): every
+    worker then builds the fixture again, and the suite is minutes slower with nothing failing. Two files of one
+    group, each with a module fixture, run on two workers: one worker must take both.
+    """
+    import subprocess
+    import sys
+
+    from grader.tests.waiting import HANG_SECONDS
+
+    body = ('import os, pytest\npytestmark = pytest.mark.xdist_group("one")\n\n'
+            '@pytest.fixture(scope="module")\ndef built():\n'
+            '    with open("built.log", "a") as log:\n        log.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")\n\n')
+    body += "".join(f"def test_{n}(built):\n    pass\n\n" for n in range(6))
+    for name in ("test_a.py", "test_b.py"):
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                           "-q", "-p", "xdist"], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = (tmp_path / "built.log").read_text().split()
+    assert len(workers) == 2 and len(set(workers)) == 1, (
+        f"the group's two module fixtures were built on workers {workers}, not twice on one: this pytest and "
+        "pytest-xdist do not keep a group together (see the pin of pytest in pyproject.toml's dev extra)")
