@@ -37,6 +37,8 @@ CRITICAL = ("the critical distance: the answer at distance t scores margin - slo
             f"({READ})")
 CURVE = ("recall at distance t: among the queries whose answer is t steps away, the fraction whose largest weight "
          "(over the keys) falls on the answer's key")
+UNASKED = ("a distance no query asks for has no recall: 0 answered of 0 asked is NaN, not 0 (which "
+           "would say that every query at that distance was missed)")
 USE = ("an available context is not a used context: with ALiBi's penalty recall falls past the critical distance "
        f"although the answer is in the context; without it, recall does not depend on distance ({READ})")
 INPUTS = ("the head's inputs: embedding rows of the symbols (keys) and of the query, plus, when positions, rows "
@@ -408,6 +410,16 @@ def test_recall_curve_returns_the_distances_and_one_recall_each(impl):
                 expect_close(np.asarray(recall, dtype=float), _curve_from(weights, task), atol=1e-12,
                              what="the recall of recall_curve against the share, at each distance, of the queries "
                                   "whose largest weight of your recall_weights is on the answer", idea=CURVE)
+    # Distances 3 and 7 asked by no query: their recall is unknown (0 of 0), not 0, which would say every query
+    # there was missed.
+    kept = ~np.isin(task["distance"], (3, 7))
+    sparse = {**task, **{field: task[field][kept] for field in ("keys", "queries", "answer", "distance")}}
+    out = call_or_explain(impl.recall_curve, sparse, 0.5, idea=CURVE,
+                          what="recall_curve of a task of 10 pairs where no query asks for distance 3 or 7")
+    if isinstance(out, tuple) and len(out) == 2 and expect_shape(out[1], (10,), idea=CURVE,
+                                                                  what="the recall of recall_curve"):
+        expect_equal(np.isnan(np.asarray(out[1], dtype=float)), np.isin(np.arange(1, 11), (3, 7)), idea=UNASKED,
+                     what="which recalls of recall_curve are NaN, on a task where no query asks for distance 3 or 7")
 
 
 def test_recall_curve_counts_your_own_weights(impl):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.feedback import expect, expect_array, expect_equal, expect_raises_value_error, expect_shape
+from tests.feedback import call_or_explain, expect, expect_array, expect_equal, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
 from tests.steps import Stage, pipeline
 
@@ -43,6 +43,10 @@ LENGTHS = ("a vocabulary of V tokens is the 256 bytes and the first V - 256 merg
            "encode with those merges")
 COST = ("attention over n tokens of width d: the scores Q K^T and the weights times V are n*n*d multiply-adds "
         "each, 4 n^2 d operations in all, and the (n, n) scores take n^2 * itemsize bytes")
+INVALID = ("bytes that are not valid UTF-8 (ids a model made up) decode to the replacement character '\\ufffd', "
+           "one per broken sequence (errors='replace'): never an error, never dropped")
+EXACT = ("the counts are Python ints, exact at any size; numpy's int64 wraps past 9.2e18 without a word, and a "
+         "long context at a wide model goes past it")
 CHECKS = "bad input raises ValueError, and the message names the offending argument"
 
 
@@ -313,6 +317,12 @@ def text_with_accents():
     return ("café naïve cafés", own_train("café café naïve naïve", 8)), {}
 
 
+@probe("bpe_encode")
+def text_beyond_latin_1():
+    # '∑' is past U+00FF: its code point, its Latin-1 encoding and its three UTF-8 bytes all differ.
+    return ("∑ é∑ a∑", own_train("∑∑ é∑ é∑", 4)), {}
+
+
 @probe("sequence_lengths")
 def two_texts_three_sizes():
     text = drawn_corpus(1502, "xyz", 150, ("zx",))
@@ -572,6 +582,10 @@ def test_decode_joins_bytes_before_reading_utf8(impl):
         ids = own_encode(text, merges)
         expect_equal(impl.bpe_decode(ids, merges), text, idea=DECODE,
                      what=f"decode of the test's own ids of {text!r}: {ids}")
+    # Ids a model made up need not be valid UTF-8: each broken sequence reads as one replacement character.
+    for ids, text in (([0xC3], "\ufffd"), ([97, 0xFF, 98], "a\ufffdb"), ([97, 0xE2, 0x88], "a\ufffd")):
+        expect_equal(impl.bpe_decode(np.array(ids), merges), text, idea=INVALID,
+                     what=f"decode of the bytes {bytes(ids)!r}, which are not valid UTF-8")
 
 
 def test_decode_inverts_encode(impl):
@@ -636,6 +650,15 @@ def test_attention_cost_grows_with_the_square_of_the_length(impl):
     expect(large[0] == 4 * small[0] and large[1] == 4 * small[1], idea=COST,
            what="attention_cost(600, 16) against attention_cost(300, 16)", expected="4 times both",
            observed=f"{large} against {small}")
+    # A million tokens of width 10 million: 4e19 operations, past numpy's int64 (9.2e18); Python's ints are exact.
+    n, d = 10**6, 10**7
+    big = call_or_explain(impl.attention_cost, n, d, idea=EXACT, what=f"attention_cost({n}, {d})")
+    if expect(isinstance(big, tuple) and len(big) == 2 and all(type(count) is int for count in big), idea=EXACT,
+              what=f"attention_cost({n}, {d})", expected="a tuple of two Python ints",
+              observed=f"{type(big).__name__} of {', '.join(type(count).__name__ for count in big)}"
+              if isinstance(big, tuple) else type(big).__name__):
+        expect(big == (4 * n * n * d, n * n * 8), idea=EXACT, what=f"attention_cost({n}, {d}): (operations, bytes)",
+               expected=str((4 * n * n * d, n * n * 8)), observed=str(big))
 
 
 def test_bad_input_is_rejected(impl):
