@@ -131,9 +131,13 @@ class Submission:
         return "; ".join(parts) or "ok"
 
 
-# What of an upload is copied at most: deeper than any folder grading looks into, more than any submission.
+# What of an upload is copied at most: deeper than any folder grading looks into, more than any submission; and
+# how many entries are looked at in all (a folder of millions of files is listed no further).
 UPLOAD_DEPTH = 8
 UPLOAD_ENTRIES = 5 * MAX_FILES
+UPLOAD_LOOKED = 50 * UPLOAD_ENTRIES
+# What grading reads of an upload, copied before anything else: the modules, then other sources, notebooks, zips.
+GRADED_SUFFIXES = (".py", ".ipynb", ".zip")
 
 
 def copy_upload(source: Path, target: Path, skipped: tuple[str, ...] = ()) -> int:
@@ -142,33 +146,45 @@ def copy_upload(source: Path, target: Path, skipped: tuple[str, ...] = ()) -> in
     Symbolic links are copied as links (never their targets), so that reading the copy refuses them with the
     status it gives any link; a hard-linked file is linked again (the copy refuses it too), or left out where
     it cannot be. FIFOs, devices and sockets are left out; so are the folders named in ``skipped``, what lies
-    deeper than ``UPLOAD_DEPTH``, entries past the ``UPLOAD_ENTRIES``-th and files above ``MAX_ARCHIVE_BYTES``.
-    Returns the number of entries copied.
+    deeper than ``UPLOAD_DEPTH`` and files above ``MAX_ARCHIVE_BYTES``.
+
+    At most ``UPLOAD_ENTRIES`` entries are copied, what grading reads first: the files named like the
+    exercises' modules, wherever they lie, then other ``.py``, notebooks and zips, then the rest (so an upload
+    of the modules beside 60,000 stray files is graded as the modules alone). Returns the number copied.
     """
-    copied = 0
-    pending = [(Path(source), Path(target), 0)]
-    while pending and copied < UPLOAD_ENTRIES:
+    modules = {exercise.module_file for exercise in load_curriculum().exercises}
+    found: list[tuple[int, int, str, Path, Path, os.stat_result]] = []
+    pending, looked = [(Path(source), Path(target), 0)], 0
+    while pending and looked < UPLOAD_LOOKED:
         here, there, depth = pending.pop(0)
-        there.mkdir(parents=True, exist_ok=True)
         with os.scandir(here) as entries:
-            children = sorted(entries, key=lambda entry: entry.name)
-        for entry in children[:UPLOAD_ENTRIES - copied]:
-            if entry.name in skipped:
-                continue
-            status = entry.stat(follow_symlinks=False)
-            origin, copy = Path(entry.path), there / entry.name
-            copied += 1
-            if stat.S_ISLNK(status.st_mode):
-                os.symlink(os.readlink(origin), copy)
-            elif stat.S_ISDIR(status.st_mode) and depth < UPLOAD_DEPTH:
-                pending.append((origin, copy, depth + 1))
-            elif stat.S_ISREG(status.st_mode) and status.st_size <= MAX_ARCHIVE_BYTES:
-                if status.st_nlink > 1:
-                    with contextlib.suppress(OSError):  # across file systems: left out, never read
-                        os.link(origin, copy, follow_symlinks=False)
-                else:
-                    _copy_file(origin, copy)
-    return copied
+            for entry in entries:
+                looked += 1
+                if looked > UPLOAD_LOOKED:
+                    break
+                if entry.name in skipped:
+                    continue
+                status = entry.stat(follow_symlinks=False)
+                origin, copy = Path(entry.path), there / entry.name
+                if stat.S_ISDIR(status.st_mode):
+                    if depth < UPLOAD_DEPTH:
+                        pending.append((origin, copy, depth + 1))
+                    continue
+                rank = 0 if entry.name in modules else 1 if entry.name.endswith(GRADED_SUFFIXES) else 2
+                found.append((rank, depth, str(copy), origin, copy, status))
+    found.sort(key=lambda item: item[:3])
+    for _, _, _, origin, copy, status in found[:UPLOAD_ENTRIES]:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if stat.S_ISLNK(status.st_mode):
+            os.symlink(os.readlink(origin), copy)
+        elif stat.S_ISREG(status.st_mode) and status.st_size <= MAX_ARCHIVE_BYTES:
+            if status.st_nlink > 1:
+                with contextlib.suppress(OSError):  # across file systems: left out, never read
+                    os.link(origin, copy, follow_symlinks=False)
+            else:
+                _copy_file(origin, copy)
+    Path(target).mkdir(parents=True, exist_ok=True)
+    return min(len(found), UPLOAD_ENTRIES)
 
 
 def _copy_file(source: Path, target: Path, limit: int | None = None) -> None:

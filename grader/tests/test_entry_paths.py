@@ -241,6 +241,27 @@ def test_new_attack_an_upload_nested_deeper_than_grading_looks_is_copied_bounded
     assert not list((tmp_path / "copy").rglob("d20")) and copied < 100
 
 
+def test_new_attack_stray_files_before_the_modules_do_not_push_them_out_of_the_copy(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    # An upload of the modules beside 60,000 stray files, scaled down: at most 40 entries copied, 300 strays whose
+    # names sort first (``_h0.txt``, ``_a0.py``), some beside the modules, some in a folder that is listed first.
+    monkeypatch.setattr(submissions, "UPLOAD_ENTRIES", 40)
+    upload = tmp_path / "upload"
+    copy_modules(SOLUTIONS, upload / "exercises")
+    for folder in (upload, upload / "exercises", upload / "_aaa"):
+        folder.mkdir(exist_ok=True)
+        for index in range(50):
+            (folder / f"_h{index}.txt").write_text("stray\n")
+            (folder / f"_a{index}.py").write_text("x = 1\n")
+    copied = submissions.copy_upload(upload, tmp_path / "copy")
+    assert copied == 40
+    modules = sorted(path.name for path in (tmp_path / "copy" / "exercises").glob("*.py") if not path.name[0] == "_")
+    assert modules == sorted(path.name for path in SOLUTIONS.glob("*.py") if not path.name[0] == "_")
+    assert not list((tmp_path / "copy").rglob("*.txt"))  # the other sources came next, the strays last
+    submission = submissions.prepare(tmp_path / "copy", tmp_path / "work")
+    assert not submission.problems, submission.status
+
+
 # ------------------------------------------------------------------------------------------- statuses
 
 
