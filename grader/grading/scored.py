@@ -125,9 +125,12 @@ def score_tests(
                                          not_graded=record.internal))
                 continue
             passed = record.outcome == "passed"
-            output = "" if passed else shorten(record.message or "failed")
+            # The message quotes the student's exceptions and prints: control and bidi characters escaped here,
+            # once, for every file that shows it (results.json, which Gradescope decodes and shows, feedback).
+            output = "" if passed else escape_text(shorten(record.message or "failed"), keep="\n\t")
             if not passed and record.output:
-                output += "\n\nOutput printed during the test:\n" + shorten(record.output, 500)
+                printed = escape_text(shorten(record.output, 500), keep="\n\t")
+                output += "\n\nOutput printed during the test:\n" + printed
             entries.append(TestEntry(**common, score=share if passed else 0.0, status="passed" if passed else "failed",
                                      output=output, duration=round(record.duration, 4),
                                      revisit="" if passed else record.revisit))

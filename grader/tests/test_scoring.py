@@ -273,3 +273,20 @@ def test_an_exercise_that_could_not_be_graded_keeps_its_hidden_points_out_of_the
     expected = f"Score: {scoring.number(public - lost.points)} / {scoring.number(public)} (public tests)"
     assert line.startswith(expected), line
     assert f"worth {scoring.number(hidden)} more points (total {scoring.number(public + hidden)})" in line
+
+
+def test_a_failure_quoting_terminal_and_bidi_characters_reaches_results_json_escaped(suite) -> None:
+    # A student's exception message and prints: ESC, BEL, a C1 CSI and a right-to-left override, which Gradescope
+    # would show decoded from results.json (its JSON escapes are undone by any reader).
+    files, names = suite
+    hostile = "\x1b[2J\x1b[32m PASSED \x1b]0;pwned\x07 \u202egnirts \x9bx"
+    records = [TestRecord(nodeid=f"{f.path}::{name}", file=f.path, exercise=f.exercise, outcome="failed",
+                          message=f"ValueError: {hostile}\nsecond line\tand a tab", output=f"printed {hostile}")
+               for f in files[:1] for name in names[files[0].path][:1]]
+    results = report.results_json(student="ada", status="graded", tests=report.score_tests(records, files, {}),
+                                  execution_time=1.0, output="", extra={})
+    output = next(test["output"] for test in results["tests"] if "second" in test["output"])
+    for character in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert character not in output, repr(character)
+    assert "\\x1b[2J" in output and "\\u202egnirts" in output and "\\x9bx" in output
+    assert "\nsecond line\tand a tab" in output and "Output printed during the test:\nprinted \\x1b" in output
