@@ -12,7 +12,10 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+from pytest_check import check
 
+from tests.effort import cpu_call, cpu_seconds_per_call, message, once
+from tests.failures import Failure, record
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -260,7 +263,77 @@ def test_model_forward_values(impl):
 
 # ---------------------------------------------------------------- model_gradients
 
+# The chain rule, not a numerical estimate: on a model of its own (seeded, unlike any probe or golden value),
+# model_gradients must cost a few forward passes of CPU time, not the two per parameter that nudging each
+# parameter costs (thousands here), and its gradients must match the test's central differences there too.
+EFFORT, EFFORT_FLOOR = 50, 0.05  # at most 50 forward passes of CPU time, plus 50 ms for any overheads
+ANALYTIC = ("write model_gradients by the chain rule: cross_entropy's gradient, the read-out, "
+            "multi_head_attention_backward and the embedding rows; numerical_gradient is for checking it, "
+            "not for computing it")
+
+
+def _gate(impl) -> list[Failure]:
+    """Why model_gradients is not a backward pass (empty when it is one)."""
+    rng = np.random.default_rng(9112)
+    vocab, d, heads, n, seq = 23, 16, 4, 32, 9
+    params = _params(9113, vocab=vocab, d=d)
+    tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
+    target = rng.integers(0, vocab, size=n)
+    forward_seconds = cpu_seconds_per_call(lambda: _forward(params, tokens, query, heads, weights=False),
+                                           minimum=1e-3)
+    bound = EFFORT * forward_seconds + EFFORT_FLOOR
+    result, seconds = cpu_call(impl, "model_gradients", params, tokens, query, target, heads, budget=bound)
+    if seconds is not None and seconds > bound:  # once more: a busy machine may have slowed it
+        result, seconds = min((result, seconds), cpu_call(impl, "model_gradients", params, tokens, query, target,
+                                                           heads, budget=bound), key=lambda r: r[1])
+    size = sum(np.size(value) for value in (*params["attention"].values(), params["embedding"], params["w_out"],
+                                            params["b_out"]))
+    if seconds is not None and seconds > bound:
+        stopped = seconds == float("inf")
+        return [message(f"model_gradients: its CPU time on {n} sentences of {seq} tokens ({size} parameters)",
+                        f"at most {bound * 1e3:.0f} ms ({EFFORT} forward passes of {forward_seconds * 1e3:.2f} ms, "
+                        f"plus {EFFORT_FLOOR * 1e3:.0f} ms)",
+                        f"more than {bound * 1e3:.0f} ms (stopped there)" if stopped else
+                        f"{seconds * 1e3:.0f} ms, about {seconds / forward_seconds:.0f} forward passes",
+                        f"a backward pass costs a few forward passes, nudging the parameters two per parameter "
+                        f"({2 * size} here): your gradients look like a numerical estimate. " + ANALYTIC)]
+    # A fast wrong answer at this size only (zeros, say, where a slow estimate would cost too much) is no chain rule.
+    grads = result[1] if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict) else None
+    for path in (("w_out",), ("attention", "w_q"), ("embedding",)):
+        at = params[path[0]] if len(path) == 1 else params[path[0]][path[1]]
+        got = grads.get(path[0]) if grads is not None else None
+        if len(path) == 2:
+            got = got.get(path[1]) if isinstance(got, dict) else None
+        label = "".join(f"[{key!r}]" for key in path)
+        what = f"model_gradients on the larger model ({size} parameters): grads{label} at 3 seeded entries"
+        if not isinstance(got, np.ndarray) or got.shape != np.shape(at):
+            return [message(what, f"an array of shape {np.shape(at)}", f"{type(got).__name__} of shape "
+                            f"{np.shape(got)}", GRADS)]
+
+        def loss(value, path=path):
+            changed = {key: (dict(value_) if isinstance(value_, dict) else value_) for key, value_ in params.items()}
+            (changed[path[0]] if len(path) == 2 else changed)[path[-1]] = value
+            return _loss(_forward(changed, tokens, query, heads, weights=False)[0], target)
+
+        where, expected = _central(loss, at, sample=3, seed=9114)
+        observed = np.asarray(got, dtype=np.float64)[where]
+        if not np.allclose(observed, expected, rtol=1e-5, atol=1e-7):
+            return [message(what + ", against central differences", f"{np.round(expected, 8)}",
+                            f"{np.round(observed, 8)}", GRADS)]
+    return []
+
+
+def require_analytic(impl) -> bool:
+    """Fail the test (with the reason) unless model_gradients is computed by the chain rule; True when it is."""
+    failures = once(impl, "model_gradients", "analytic", lambda: _gate(impl))
+    for failure in failures:
+        check.fail(record(failure).message)
+    return not failures
+
+
 def test_model_gradients_loss(impl):
+    if not require_analytic(impl):
+        return
     tokens, query, target = _batch(20)
     params = _params(21)
     result = call_or_explain(impl.model_gradients, params, tokens, query, target, H_SMALL,
@@ -272,6 +345,8 @@ def test_model_gradients_loss(impl):
 
 
 def test_model_gradients_match_central_differences(impl):
+    if not require_analytic(impl):
+        return
     tokens, query, target = _batch(22)
     params = _params(23)
     for positions in (True, False):
