@@ -103,6 +103,31 @@ RICHARDSON = ("return (4 * numerical_gradient(f, x, eps=1e-3) - numerical_gradie
               "  # error O(eps^4): exact-looking")
 UNDONE = "raise NotImplementedError('numeric gradients left out (the control)')"
 
+# Exercise 9: model_gradients by central differences of the submission's own forward pass and loss (each
+# parameter nudged), no backward pass.
+_NUMERIC_MODEL_GRADIENTS = '''
+from .backward import numerical_gradient as _numerical_gradient
+
+
+def model_gradients(params, tokens, query_position, target, n_heads, positions=True):
+    def loss_at(changed):
+        return float(cross_entropy(model_forward(changed, tokens, query_position, n_heads, positions)[0], target)[0])
+
+    def numeric(path, value):
+        def loss(v):
+            changed = {{k: (dict(w) if isinstance(w, dict) else w) for k, w in params.items()}}
+            (changed[path[0]] if len(path) == 2 else changed)[path[-1]] = v
+            return loss_at(changed)
+        {numeric}
+
+    grads = {{key: numeric((key,), value) for key, value in params.items() if key != "attention"}}
+    grads["attention"] = {{key: numeric(("attention", key), value) for key, value in params["attention"].items()}}
+    return loss_at(params), grads
+'''
+NUMERIC_MODEL = "return _numerical_gradient(loss, np.asarray(value, dtype=float))"
+# Its control: the nudging left undone, the rest of the function kept (train's own loop still runs on it).
+NUMERIC_MODEL_UNDONE = "return np.zeros_like(np.asarray(value, dtype=float))  # the numeric gradients left out"
+
 # Exercise 9: a train() that trains nothing on the task it is given.
 _STORED_TRAIN = '''
 import functools as _functools
@@ -190,6 +215,9 @@ CHEATS = {
         Cheat("backward-richardson", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=RICHARDSON)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
+        Cheat("training-central-differences", "training",
+              {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL)},
+              {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL_UNDONE)}, _files("09", "training")),
         Cheat("train-stored-weights", "training",
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=STORED)},
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=UNDONE)},
