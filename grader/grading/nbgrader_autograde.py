@@ -53,6 +53,7 @@ from traitlets import List, Unicode
 
 from grader import course
 from grader.curriculum import PACKAGE, ROOT, make_importable, reference_dir, select_part
+from grader.grading.links import refusal
 from grader.grading.notebook_reader import SINGLE_ASSIGNMENT
 from grader.grading.rows import ResultsFileError, StudentRow, TestEntry
 
@@ -293,28 +294,32 @@ class GradeInSandbox(NbGraderPreprocessor):
 
 
 def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
-    """Refuse a submission folder that holds a symbolic link: nbgrader copied what it points at.
+    """Refuse a submission folder that holds a symbolic or hard link: nbgrader copied what it points at.
 
     nbgrader reads ``submitted/<student>/<assignment>`` and copies it to ``autograded/`` as the instructor,
     following links: a notebook that links to the source notebook was graded as the reference, a link to a
-    hidden test file was copied into the student's feedback. A link is never followed (as ``grade`` refuses
-    one): the copies nbgrader made of links are removed from ``autograded/`` and the submission is not graded.
+    hidden test file was copied into the student's feedback; a hard link to the source notebook is that file
+    under the student's name. A link is never followed nor read (``grader.grading.links.refusal``, the rule
+    ``grade`` applies): the copies nbgrader made of links are removed from ``autograded/`` and the submission is
+    not graded.
 
     Raises
     ------
     NotGraded
-        If the submitted folder holds a symbolic link (a file or a folder), naming them.
+        If the submitted folder holds a symbolic link (a file or a folder) or a hard link, naming them.
     """
     from nbgrader.coursedir import CourseDirectory
 
     folders = CourseDirectory(config=config)
     submitted = Path(folders.format_path(folders.submitted_directory, ids["student"], ids["assignment"]))
     autograded = Path(folders.format_path(folders.autograded_directory, ids["student"], ids["assignment"]))
-    links = []
+    links, kinds = [], set()
     for root, directories, files in os.walk(submitted):  # os.walk never descends into a linked folder
         for name in [*directories, *files]:
-            if (Path(root) / name).is_symlink():
+            why = refusal(Path(root) / name)  # grade's one rule: a symbolic link, or a hard link (the same file)
+            if why is not None:
                 links.append((Path(root) / name).relative_to(submitted))
+                kinds.add("hard" if "hard" in why else "symbolic")
     if not links:
         return
     for link in links:  # what nbgrader copied through them leaves the instructor's autograded folder
@@ -325,8 +330,8 @@ def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
             else:
                 copy.unlink()
     names = ", ".join(str(link) for link in links[:5]) + (" ..." if len(links) > 5 else "")
-    raise NotGraded(f"refused: the submission holds symbolic links ({names}), which are never followed; "
-                    "ask the student to submit the files themselves")
+    raise NotGraded(f"refused: the submission holds {' and '.join(sorted(kinds))} links ({names}), which are never "
+                    "followed nor read; ask the student to submit the files themselves")
 
 
 def autograde_preprocessors() -> list[Any]:

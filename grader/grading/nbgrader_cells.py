@@ -1,4 +1,4 @@
-"""nbgrader's ``OverwriteCells``, without a false "checksum has changed" warning for hidden tests.
+"""nbgrader's ``OverwriteCells`` without a false "checksum has changed" warning, and its feedback without hidden tests.
 
 ``nbgrader generate_assignment`` saves each locked cell, and its checksum,
 with the hidden tests still in it, then removes them from the students'
@@ -57,3 +57,22 @@ def sanitize_preprocessors() -> list[Any]:
 
     defaults = Autograde.class_traits()["sanitize_preprocessors"].default()
     return [IMPORT_NAME if step is _NbgraderOverwriteCells else step for step in defaults]
+
+
+def feedback_preprocessors() -> list[Any]:
+    """The generate_feedback steps: nbgrader's own, with its ``ClearHiddenTests`` before the page is made.
+
+    The autograded notebook keeps the hidden tests' source (the instructor's copy); the feedback a student gets
+    shows each hidden test cell as it was released (its comment line) with its outcome, never the test's name
+    nor the course folder's path that the source names; and the page it makes runs no script a student wrote.
+    """
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+    from nbgrader.converters.generate_feedback import GenerateFeedback
+    from traitlets import Bool
+
+    defaults = GenerateFeedback.class_traits()["preprocessors"].default()
+    # nbgrader's feedback template renders Markdown cells without nbconvert's sanitize_html: nbconvert's own
+    # SanitizeHTML escapes a student's <script> or <img onerror> in them (and in raw cells and HTML outputs).
+    # It is off unless enabled, like any nbconvert preprocessor that is not nbgrader's.
+    sanitize = type("SanitizeFeedback", (SanitizeHTML,), {"enabled": Bool(True).tag(config=True)})
+    return [ClearHiddenTests, sanitize, *defaults]

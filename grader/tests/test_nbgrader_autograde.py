@@ -136,3 +136,57 @@ def test_the_course_folders_limits_apply_and_a_grader_failure_is_not_a_score(tmp
     assert (seen["budget"], seen["call_budget"], seen["memory"]) == (30, 2, 512)
     assert seen["isolation"] == "require" and seen["fair"] is False and seen["exercises"] == ["softmax"]
     assert seen["notebooks"] == [f"{step.STUDENT}.ipynb"]
+
+
+def test_a_course_config_that_cannot_load_the_kit_stops_nbgrader(monkeypatch) -> None:
+    """nbgrader logs an exception in its config file and goes on with its defaults (a kernel, as the instructor):
+    the course's config stops it instead (SystemExit passes through traitlets' config loading)."""
+    import sys
+
+    from grader.authoring import notebooks
+
+    text = notebooks.CONFIG_TEMPLATE.format(course_id="c", grading="")
+
+    class Config(dict):
+        def __getattr__(self, name):
+            return self.setdefault(name, Config())
+
+        def __setattr__(self, name, value):
+            self[name] = value
+
+    config = Config()
+    namespace = {"get_config": lambda: config, "__file__": "/course/nbgrader_config.py"}
+    exec(compile(text, "nbgrader_config.py", "exec"), dict(namespace))  # the kit loads: every step is the kit's
+    assert config["Autograde"]["autograde_preprocessors"] and config["GenerateFeedback"]["preprocessors"]
+    monkeypatch.setitem(sys.modules, "grader.grading.nbgrader_autograde", None)  # an environment without it
+    with pytest.raises(SystemExit, match="could not load the kit .*would run students' notebooks in a kernel"):
+        exec(compile(text, "nbgrader_config.py", "exec"), dict(namespace))
+
+
+def test_the_feedback_shows_no_hidden_test_and_runs_no_script_of_the_student() -> None:
+    import re
+
+    import nbformat
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    from grader.grading.nbgrader_cells import feedback_preprocessors
+
+    hidden = nbformat.v4.new_code_cell(
+        '# Hidden test of softmax: it runs when your notebook is graded.\n### BEGIN HIDDEN TESTS\n'
+        'from grader.student.notebook import check_hidden\n\n'
+        'check_hidden("softmax", "test_secret_name", folder="/home/teacher/private")\n### END HIDDEN TESTS')
+    hidden.metadata["nbgrader"] = {"grade": True, "locked": True, "grade_id": "h", "points": 1, "solution": False}
+    markdown = nbformat.v4.new_markdown_cell('<script>document.title="XSS"</script>\n<img src=x onerror="alert(1)">')
+    notebook = nbformat.v4.new_notebook(cells=[markdown, hidden])
+    config = Config()
+    config.HTMLExporter.sanitize_html = True
+    exporter = HTMLExporter(config=config)
+    for preprocessor in feedback_preprocessors():
+        if preprocessor.__name__ in ("ClearHiddenTests", "SanitizeFeedback"):  # GetGrades needs nbgrader's gradebook
+            exporter.register_preprocessor(preprocessor(config=config), enabled=True)
+    page, _ = exporter.from_notebook_node(notebook)
+    assert "test_secret_name" not in page and "/home/teacher/private" not in page and "check_hidden" not in page
+    assert "Hidden test of softmax" in page
+    assert "<script>document.title" not in page and not re.search(r"<img[^>]*onerror", page)
+    assert "&lt;script&gt;document.title" in page  # shown as text
