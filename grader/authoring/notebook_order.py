@@ -1,17 +1,13 @@
 """The names of a per-exercise nbgrader course's assignments, and the order to release them in (instructors).
 
-Used by ``grader.authoring.notebooks`` (``attention-kit notebooks``). Imports only the kit's base modules.
+Used by ``grader.authoring.notebooks`` (``attention-kit notebooks``). The names come from
+``grader.grading.notebook_reader``, which reads submissions of the course by them.
 """
 
 from __future__ import annotations
 
-from grader.curriculum import Exercise
 from grader.curriculum import load as load_curriculum
-
-
-def assignment_name(exercise: Exercise) -> str:
-    """``01-softmax``: the exercise's number and name."""
-    return f"{exercise.number:02d}-{exercise.name}"
+from grader.grading.notebook_reader import assignment_name  # the course's names: one place, beside their reader
 
 
 def release_order() -> list[str]:

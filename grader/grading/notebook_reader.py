@@ -193,6 +193,25 @@ def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
     return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
 
 
+def assignment_name(exercise: Any) -> str:
+    """``01-softmax``: the folder of an exercise's assignment in a per-exercise course (its number and name)."""
+    return f"{exercise.number:02d}-{exercise.name}"
+
+
+def course_notebooks(notebooks: Iterable[Path]) -> list[Path]:
+    """Of ``notebooks``, those a course of ``attention-kit notebooks`` asks for, in the manifest's order.
+
+    ``<NN-name>/<name>.ipynb`` (per exercise) and ``self-attention/self-attention.ipynb`` (one assignment): the
+    notebooks nbgrader's own autograde grades. Other notebooks and modules beside them are not graded.
+    """
+    from grader.curriculum import load as load_curriculum
+
+    wanted = [(assignment_name(e), f"{e.name}.ipynb") for e in load_curriculum().exercises]
+    wanted.append((SINGLE_ASSIGNMENT, f"{SINGLE_ASSIGNMENT}.ipynb"))
+    found = {(path.parent.name, path.name): path for path in sorted(notebooks, reverse=True)}  # the first wins
+    return [found[key] for key in wanted if key in found]
+
+
 def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
     """The ``.ipynb`` files in ``folder`` and up to ``depth`` levels below (checkpoints skipped), sorted."""
     found: list[Path] = []

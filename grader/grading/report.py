@@ -127,12 +127,17 @@ def _calls_status(stats: dict[str, int]) -> str:
     return f"{bad} of {total} calls timed out or crashed ({parts})"
 
 
-def student_status(submission: Any, result: Result, records: tuple[TestRecord, ...]) -> str:
-    """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems."""
+def student_status(submission: Any, result: Result, records: tuple[TestRecord, ...],
+                   graded: set[str] | None = None) -> str:
+    """The row's status: ``not graded: ...`` first (the grader's failure), then the submission's own problems.
+
+    ``graded``: the exercises the suite grades (``grade --exercise``); another's missing module is not a problem.
+    """
     internal = result.error or next((r.internal for r in records if r.internal), None)
     parts = [f"not graded: {internal}"] if internal else []
-    if submission.status != "ok":
-        parts.append(submission.status)
+    own = submission.status_of(graded)
+    if own != "ok":
+        parts.append(own)
     parts += import_failures(records)
     if result.stats:
         parts.append(_calls_status(result.stats))
@@ -151,7 +156,8 @@ def finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any
     from grader.grading.fingerprint import kit_version
 
     records = result.records
-    row = scored_row(student=submission.student, status=student_status(submission, result, records),
+    graded = {test_file.exercise for test_file in suite}
+    row = scored_row(student=submission.student, status=student_status(submission, result, records, graded),
                      tests=score_tests(records, suite, submission.problems, result.error, submission.details),
                      seconds=result.seconds, output=result.output,
                      # the hidden tests' refusals (names the student's code chose) stay unseen

@@ -122,10 +122,15 @@ class Submission:
     @property
     def status(self) -> str:
         """``"ok"`` or the static problems, e.g. ``"missing module positional"``; then the links refused."""
+        return self.status_of(None)
+
+    def status_of(self, graded: set[str] | None) -> str:
+        """:attr:`status` told of the exercises in ``graded`` only (None: all); ``grade --exercise`` grades some."""
         if self.error:
             parts = [self.error]
         else:
-            parts = [self.problems[name] for name in load_curriculum().names if name in self.problems]
+            parts = [self.problems[name] for name in load_curriculum().names
+                     if name in self.problems and (graded is None or name in graded)]
         if self.refused:
             parts.append(refused_line(self.refused))
         return "; ".join(parts) or "ok"
@@ -208,18 +213,16 @@ Loader = Callable[[Path, Path], Path]
 
 
 def _load_folder(entry: Path, workdir: Path) -> Path:
-    if find_module_folder(entry) is None:
-        from grader.grading.notebook_reader import find_notebooks, notebooks_to_folder
+    from grader.grading.notebook_reader import course_notebooks, find_notebooks
 
-        notebooks = find_notebooks(entry)  # a folder of notebooks (nbgrader's per-exercise layout)
-        if notebooks:
-            if sum(path.lstat().st_size for path in notebooks) > MAX_TOTAL_BYTES:
-                raise SubmissionError(f"{entry.name}: its notebooks hold more than {MAX_TOTAL_BYTES} bytes")
-            problems: list[str] = []
-            folder = notebooks_to_folder(notebooks, workdir / "notebooks", problems)
-            if problems and not any(folder.glob("*.py")):
-                raise NotebookError(problems[0])
-            return folder
+    notebooks = find_notebooks(entry)
+    # A submission of the kit's nbgrader course (``submitted/<student>/``): its assignments' notebooks, as
+    # nbgrader's autograde grades them; a module or another notebook beside them is not graded there either.
+    if course_notebooks(notebooks):
+        return _notebooks_folder(entry, course_notebooks(notebooks), workdir)
+    if find_module_folder(entry) is None:
+        if notebooks:  # a folder of notebooks of the student's own
+            return _notebooks_folder(entry, notebooks, workdir)
         # A folder holding a zip of the modules (what Gradescope keeps of an upload, or a student's folder):
         # open it with the same rules as a zip entry. The zip with the most modules wins; then its name.
         best: tuple[int, str] | None = None
@@ -251,6 +254,19 @@ def _zips_in(folder: Path, depth: int = 2) -> list[Path]:
             elif child.is_dir() and level < depth:
                 pending.append((child, level + 1))
     return found[:10]  # a submission with more zips than this is not a submission of modules
+
+
+def _notebooks_folder(entry: Path, notebooks: list[Path], workdir: Path) -> Path:
+    """The modules of ``notebooks`` (the first defining an exercise wins), written into a folder of ``workdir``."""
+    from grader.grading.notebook_reader import notebooks_to_folder
+
+    if sum(path.lstat().st_size for path in notebooks) > MAX_TOTAL_BYTES:
+        raise SubmissionError(f"{entry.name}: its notebooks hold more than {MAX_TOTAL_BYTES} bytes")
+    problems: list[str] = []
+    folder = notebooks_to_folder(notebooks, workdir / "notebooks", problems)
+    if problems and not any(folder.glob("*.py")):
+        raise NotebookError(problems[0])
+    return folder
 
 
 def _load_notebook(entry: Path, workdir: Path) -> Path:

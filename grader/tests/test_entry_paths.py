@@ -265,6 +265,22 @@ def test_new_attack_stray_files_before_the_modules_do_not_push_them_out_of_the_c
 # ------------------------------------------------------------------------------------------- statuses
 
 
+def test_grading_some_exercises_says_nothing_of_the_others_missing_modules(tmp_path: Path) -> None:
+    from grader.grading.records import Result
+    from grader.grading.report import student_status
+
+    entry = tmp_path / "ada"
+    entry.mkdir()
+    shutil.copy(SOLUTIONS / "softmax.py", entry / "softmax.py")
+    (entry / "masks.py").write_text("def causal_mask(:\n", encoding="utf-8")
+    submission = submissions.prepare(entry, tmp_path / "work")
+    assert "missing module attention" in submission.status  # the whole course: every other module is missing
+    result = Result(records=(), seconds=1.0)
+    assert student_status(submission, result, (), {"softmax"}) == "ok"  # grade --exercise softmax
+    assert student_status(submission, result, (), {"softmax", "masks"}) == "syntax error in masks.py line 1"
+    assert "missing module attention" not in student_status(submission, result, (), {"softmax", "masks"})
+
+
 def test_a_capitalised_module_says_rename_it(tmp_path: Path) -> None:
     entry = copy_modules(SOLUTIONS, tmp_path / "carol")
     (entry / "softmax.py").rename(entry / "Softmax.py")

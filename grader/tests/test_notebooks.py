@@ -291,6 +291,29 @@ def test_extract_modules_from_solution_cells(course):
     assert set(notebook_reader.extract_modules(nb)) == {"multihead", "_checks"}
 
 
+def test_a_course_submission_is_graded_by_its_assignments_notebooks_only(course, tmp_path):
+    """What nbgrader's autograde grades: the assignment's notebook; not a module or another notebook beside it."""
+    from grader.grading import submissions
+
+    exercise = load().exercise("softmax")
+    answered = read(course, exercise)  # the source notebook: the reference in its answer cell
+    want = notebook_reader.extract_modules(answered)["softmax"]
+    entry = tmp_path / "submitted" / "alice"
+    assignment = entry / f"{exercise.number:02d}-{exercise.name}"
+    assignment.mkdir(parents=True)
+    _write(answered, assignment / "softmax.ipynb")
+    stub = nbformat.read(course / "source" / f"{exercise.number:02d}-{exercise.name}" / "softmax.ipynb", 4)
+    for cell in stub.cells:
+        if nbgrader_meta(cell).get("solution"):
+            cell.source = "def softmax(x, axis=-1):\n    return x\n"
+    _write(stub, assignment / "aaa.ipynb")  # sorts first
+    (assignment / "softmax.py").write_text("def softmax(x, axis=-1):\n    return x * 0\n", encoding="utf-8")
+    (entry / "exercises").mkdir()
+    (entry / "exercises" / "softmax.py").write_text("def softmax(x, axis=-1):\n    return 1\n", encoding="utf-8")
+    submission = submissions.prepare(entry, tmp_path / "work")
+    assert (submission.folder / "softmax.py").read_text(encoding="utf-8") == want
+
+
 def test_a_filled_single_notebook_grades_like_the_reference(single, tmp_path):
     """Every module extracted from the source notebook (the reference) passes the whole graded suite."""
     from grader.student.status import run_suite
