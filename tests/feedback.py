@@ -153,13 +153,15 @@ def expect_close(
     rtol: float = 1e-7,
     atol: float = 1e-9,
     dtype: Any = None,
+    tiny_term: str = "",
 ) -> bool:
     """Check values against expected ones, describing the worst mismatch.
 
     The tolerance is ``rtol``/``atol``, widened to a float32 (or float16) precision only when the
     contract's dtype is that one: ``dtype`` when given (the dtype the call's inputs promise), else the
     expected values' own dtype. The returned array's dtype never widens it (that is the dtype check's
-    business, and a way to buy a loose check).
+    business, and a way to buy a loose check). ``tiny_term``: where values that agree only to float32's
+    precision have a likelier cause here than precision (Adam hides a gradient's scale), it is said too.
     """
     expected = np.asarray(expected)
     if not isinstance(observed, np.ndarray) and not np.isscalar(observed):
@@ -186,7 +188,8 @@ def expect_close(
         return True
     bad = np.argwhere(~close)
     first = tuple(int(i) for i in bad[0]) if observed.ndim else ()
-    idea = precision_note(observed, expected, contract) or idea
+    note = precision_note(observed, expected, contract)
+    idea = (f"{note}; here, likelier: {tiny_term}" if tiny_term else note) if note else idea
     detail = (
         f"{len(bad)} of {close.size} entries differ; the first, at index {first}, is "
         f"{differing_numbers(observed[first], expected[first], observed.dtype, expected.dtype)}"

@@ -111,3 +111,15 @@ def test_two_kinds_of_thing_that_print_alike_are_named(messages, observed, expec
 def test_the_kind_is_not_named_when_it_is_not_the_difference(messages, observed, expected):
     assert not feedback.expect_equal(observed, expected, what="pieces", idea="bytes")
     assert "where the API returns" not in messages[-1], messages
+
+
+def test_values_right_to_float32_after_adam_name_the_gradients_scale_too(messages):
+    # A gradient off by a constant factor, hidden by Adam: float64 weights that agree only to about 1e-7.
+    right = np.sin(np.arange(1.0, 13.0))
+    computed = right * (1.0 + 3e-7 * np.cos(np.arange(12.0)))
+    expect_close(computed, right, what="the weight", idea="TRAIN", tiny_term="a gradient off by a constant factor")
+    expect_close(computed, right, what="the weight", idea="TRAIN")
+    with_term, without = messages
+    revisit = with_term.split("revisit:", 1)[1]
+    assert "float32's precision" in revisit and revisit.endswith("here, likelier: a gradient off by a constant factor")
+    assert "likelier" not in without  # said only where a check names it
