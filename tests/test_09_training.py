@@ -305,7 +305,8 @@ def _gate(impl) -> list[Failure]:
         if len(path) == 2:
             got = got.get(path[1]) if isinstance(got, dict) else None
         label = "".join(f"[{key!r}]" for key in path)
-        what = f"model_gradients on the larger model ({size} parameters): grads{label} at 3 entries drawn from your result"
+        what = (f"model_gradients on the larger model ({size} parameters): grads{label} at 3 entries drawn from "
+                "your result")
         if not isinstance(got, np.ndarray) or got.shape != np.shape(at):
             return [message(what, f"an array of shape {np.shape(at)}", f"{type(got).__name__} of shape "
                             f"{np.shape(got)}", GRADS)]

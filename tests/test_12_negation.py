@@ -405,7 +405,8 @@ def _timed_values(result, params, tokens, query, target, size: int) -> list[Fail
     grads = result[1] if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict) else None
     for key in ("w_out", "w_hidden", "embedding"):
         got = grads.get(key) if grads is not None else None
-        what = f"pooled_gradients on the larger input ({size} parameters): grads[{key!r}] at 3 entries drawn from your result"
+        what = (f"pooled_gradients on the larger input ({size} parameters): grads[{key!r}] at 3 entries drawn "
+                "from your result")
         if not isinstance(got, np.ndarray) or got.shape != np.shape(params[key]):
             return [message(what, f"an array of shape {np.shape(params[key])}",
                             f"{type(got).__name__} of shape {np.shape(got)}", GRADS)]

@@ -639,6 +639,16 @@ def test_sequence_lengths_are_those_of_your_encode(impl):
                       "merges[:V - 256])), your own encode")
     expect_equal(np.asarray(lengths)[0].tolist(), [len(text.encode("utf-8")) for text in texts], idea=LENGTHS,
                  what="sequence_lengths at V = 256 (no merge): the number of bytes")
+    # Merges bc, ab, (ab)c: in order "abc" stays [a, bc] (no (a, b) is left for 258), where the longest piece
+    # of the vocabulary at each place would give [abc]; the lengths are your encode's, not a vocabulary's.
+    merges = np.array([[98, 99], [97, 98], [257, 99]])
+    texts, sizes = ["abc", "abcabc"], [256, 257, 258, 259]
+    lengths = impl.sequence_lengths(texts, merges, sizes)
+    if expect_shape(lengths, (4, 2), what="sequence_lengths of 2 texts for 4 vocabulary sizes", idea=LENGTHS):
+        yours = [[len(np.asarray(impl.bpe_encode(text, merges[:size - 256]))) for text in texts] for size in sizes]
+        expect_equal(np.asarray(lengths).tolist(), yours, idea=LENGTHS,
+                     what="sequence_lengths(['abc', 'abcabc'], merges bc, ab, (ab)c, [256, 257, 258, 259]) against "
+                          "len(bpe_encode(text, merges[:V - 256])), your own encode")
 
 
 def test_attention_cost_grows_with_the_square_of_the_length(impl):
