@@ -195,8 +195,13 @@ def expect_close(
         f"{differing_numbers(observed[first], expected[first], observed.dtype, expected.dtype)}"
     )
     if observed.size <= 40:
-        return expect(False, what=what, expected=_show(expected),
-                      observed=_show(observed) + f"\n            ({detail})", idea=idea)
+        shown = _show(expected), _show(observed)
+        for precision in (8, 12, 17):  # printed alike to 4 decimals: as many as it takes to tell them apart
+            if shown[0] != shown[1]:
+                break
+            with np.printoptions(precision=precision):
+                shown = _show(expected), _show(observed)
+        return expect(False, what=what, expected=shown[0], observed=shown[1] + f"\n            ({detail})", idea=idea)
     return expect(False, what=what, expected=f"the reference values (to a relative {rtol:g})",
                   observed=detail, idea=idea)
 

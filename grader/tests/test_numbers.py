@@ -123,3 +123,12 @@ def test_values_right_to_float32_after_adam_name_the_gradients_scale_too(message
     revisit = with_term.split("revisit:", 1)[1]
     assert "float32's precision" in revisit and revisit.endswith("here, likelier: a gradient off by a constant factor")
     assert "likelier" not in without  # said only where a check names it
+
+
+def test_arrays_that_print_alike_are_printed_with_the_digits_that_tell_them_apart(messages):
+    # A softmax whose rows sum to 0.999999 (an epsilon in the denominator): to 4 decimals both read [1. 1. 1.].
+    expect_close(np.full(3, 1.0) / (1.0 + 1e-6), np.ones(3), what="row sums", idea="each row sums to 1")
+    (message,) = messages
+    expected = message.split("expected:", 1)[1].split("\n", 1)[0].strip()
+    observed = message.split("observed:", 1)[1].split("\n", 1)[0].strip()
+    assert expected != observed and "0.999999" in observed, message
