@@ -54,8 +54,15 @@ def slice_of(student: str, count: int) -> int:
 
 
 def select(entries: list[tuple[str, Path]], index: int, count: int) -> list[tuple[str, Path]]:
-    """The entries of slice ``index`` of ``count``, in their order."""
-    return [(student, entry) for student, entry in entries if slice_of(student, count) == index]
+    """The entries of slice ``index`` of ``count``, in their order.
+
+    An entry's slice comes from the id its name gives (``alice`` for ``alice/`` and ``alice.zip``), not from
+    the row it is listed under (``alice-folder``, ``alice.zip`` when both are handed in): entries that share an
+    id share a slice, where both are refused, as on one machine.
+    """
+    from grader.grading.submissions import student_id
+
+    return [(student, entry) for student, entry in entries if slice_of(student_id(entry), count) == index]
 
 
 def shard_entries(entries: list[tuple[str, Path]], shard: tuple[int, int] | None, out: Path, template: Any,
@@ -64,24 +71,32 @@ def shard_entries(entries: list[tuple[str, Path]], shard: tuple[int, int] | None
     if shard is None:
         return entries
     from grader.grading.portable import kit_fingerprint
+    from grader.grading.submissions import student_id
 
     chosen = select(entries, *shard)
     write_manifest(out, *shard, [student for student, _ in entries], [student for student, _ in chosen],
-                   kit_fingerprint(template))
+                   kit_fingerprint(template), {student: student_id(entry) for student, entry in entries})
     echo(f"Shard {shard[0]}/{shard[1]}: {len(chosen)} of the {len(entries)} submission(s)")
     return chosen
 
 
 def write_manifest(out: Path, index: int, count: int, everyone: list[str], students: list[str],
-                   kit: str) -> None:
-    """Write ``out/shard.json``: which slice this is, of which class, graded with which kit and course."""
+                   kit: str, ids: dict[str, str] | None = None) -> None:
+    """Write ``out/shard.json``: which slice this is, of which class, graded with which kit and course.
+
+    ``ids``: each listed student's id as the entry's name gives it, which decides the slice (:func:`select`).
+    """
+    from grader import course
     from grader.curriculum import PART_ENV
+    from grader.curriculum import load as load_curriculum
     from grader.grading.report import atomic_write
 
-    # The part graded (--part, or the course's): the merged gradebook has that part's columns, wherever merged.
+    # The part graded (--part, or the course's): the merged gradebook has that part's columns, wherever merged;
+    # and the course's exercises (its own beside the kit's): export merges with the same course, or refuses.
     atomic_write(out / MANIFEST, json.dumps({"shard": index, "of": count, "kit": kit, "class": everyone,
-                                            "students": students, "part": os.environ.get(PART_ENV, "")},
-                                           indent=1) + "\n")
+                                            "students": students, "part": os.environ.get(PART_ENV, ""),
+                                            "ids": ids or {}, "course": course.active_folder() is not None,
+                                            "exercises": list(load_curriculum().names)}, indent=1) + "\n")
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -93,6 +108,21 @@ def _manifest(folder: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not {"shard", "of", "kit", "class", "students"} <= set(data):
         raise ShardError(f"--merge {folder}: {MANIFEST} is not a shard's manifest")
     return data
+
+
+def _same_course(manifests: list[dict]) -> None:
+    """Refuse to merge shards graded with a course folder but merged without it (other columns, Canvas ids lost)."""
+    from grader import course
+    from grader.curriculum import load as load_curriculum
+
+    if any(data.get("course") for data in manifests) and course.active_folder() is None:
+        raise ShardError("--merge: the shards were graded with a course folder: give export the same one "
+                         "(--course DIR)")
+    exercises = manifests[0].get("exercises")
+    if isinstance(exercises, list) and exercises != list(load_curriculum().names):
+        raise ShardError(f"--merge: the shards were graded with the exercises {', '.join(map(str, exercises))}, "
+                         f"this course has {', '.join(load_curriculum().names)}: give export the course folder "
+                         "they were graded with (--course DIR)")
 
 
 def merge(out: Path, shards: list[Path]) -> list[Any]:
@@ -120,6 +150,7 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
                              "another N): shard the same SUBMISSIONS with the same N")
         if out.resolve() == folder.resolve():
             raise ShardError(f"--merge {folder}: merge into a folder of its own, not into a shard")
+    _same_course(manifests)
     indices = [data["shard"] for data in manifests]
     repeated = sorted({i for i in indices if indices.count(i) > 1})
     missing = [i for i in range(1, first["of"] + 1) if i not in indices]
@@ -132,9 +163,14 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
     # Every student of the class in exactly the slice their id puts them in (a manifest is a file: it may be
     # edited, or come from another --shard run of the same N): else a student would have no row, or two.
     seen: dict[str, int] = {}
+    ids = first.get("ids") if isinstance(first.get("ids"), dict) else {}
+
+    def slice_of_listed(student: str) -> int:
+        return slice_of(str(ids.get(student, student)), count)
+
     for data in manifests:
         for student in data["students"]:
-            if student in seen or student not in first["class"] or slice_of(student, count) != data["shard"]:
+            if student in seen or student not in first["class"] or slice_of_listed(student) != data["shard"]:
                 raise ShardError(f"--merge: shard {data['shard']}/{count} lists {student!r}, which is not in that "
                                  "slice of the class: rerun that shard")
             seen[student] = data["shard"]
@@ -142,7 +178,7 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
     if absent:
         names = ", ".join(map(repr, absent[:5]))
         raise ShardError(f"--merge: {len(absent)} student(s) of the class in no shard ({names}): rerun shard "
-                         f"{slice_of(absent[0], count)}/{count}")
+                         f"{slice_of_listed(absent[0])}/{count}")
     strays = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name not in first["class"]) \
         if out.is_dir() else []
     if strays:

@@ -405,6 +405,36 @@ def test_shards_are_deterministic_slices_of_the_class():
             parse_shard(wrong)
 
 
+def test_entries_that_share_an_id_share_a_slice(tmp_path):
+    # alice/ beside alice.zip: listed as two rows (alice-folder, alice.zip), both refused on one machine; in
+    # slices of their own each would be graded alone (a hostile tester's, issue 37).
+    from grader.grading.shard import select
+
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice.zip").write_bytes(b"PK")
+    entries = [("alice-folder", tmp_path / "alice"), ("alice.zip", tmp_path / "alice.zip")]
+    for count in range(2, 9):
+        chosen = [[student for student, _ in select(entries, index, count)] for index in range(1, count + 1)]
+        assert sorted(map(len, chosen)) == [0] * (count - 1) + [2], (count, chosen)
+
+
+def test_shards_graded_with_a_course_are_merged_with_it_or_refused(tmp_path, monkeypatch):
+    # Merged without the course, the gradebook had the kit's columns and lost the course's own exercise and its
+    # Canvas ids, with no word (a hostile tester's, issue 37).
+    from grader import course
+    from grader.curriculum import load
+    from grader.grading.shard import ShardError, _same_course
+
+    names = list(load().names)
+    monkeypatch.delenv(course.COURSE_ENV, raising=False)
+    _same_course([{"course": False, "exercises": names}])  # no course either way: merged
+    with pytest.raises(ShardError, match=r"graded with a course folder: give export the same one \(--course DIR\)"):
+        _same_course([{"course": True, "exercises": names}, {"course": True, "exercises": names}])
+    with pytest.raises(ShardError, match="graded with the exercises softmax, centre"):
+        _same_course([{"course": False, "exercises": ["softmax", "centre"]}])
+    _same_course([{"shard": 1}])  # a manifest of an older kit: nothing to compare
+
+
 def test_without_cluster_dask_is_not_imported(tmp_path):
     import subprocess
     import sys
