@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -149,6 +150,10 @@ def lateness(policy: LatePolicy, submitted_at: datetime, extension_days: float =
     return Lateness(submitted_at.isoformat(), deadline.isoformat(), extension_days, days, round(fraction, 6))
 
 
+_POINTS = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+MAX_POINTS = 10_000.0
+
+
 def _read_csv(path: Path, columns: tuple[str, ...], option: str) -> list[tuple[int, dict[str, str]]]:
     """The rows of a CSV with ``columns`` (header names case-insensitive), numbered as a spreadsheet shows them."""
     try:
@@ -171,11 +176,23 @@ def _read_csv(path: Path, columns: tuple[str, ...], option: str) -> list[tuple[i
     return rows
 
 
-def read_times(path: Path) -> dict[str, datetime]:
-    """``--times CSV``: student id -> when they submitted (a row with an empty time is left out)."""
+def _known(student: str, students: set[str] | None, where: str) -> None:
+    """Refuse an id that is no submission of the batch (a typo would otherwise go unnoticed, its row unused)."""
+    if students is not None and student not in students:
+        close = sorted(s for s in students if s.lower() == student.lower())
+        raise TermError(f"{where} id: {student!r} is not a submission of this batch"
+                        + (f" (did you mean {close[0]!r}?)" if close else " (ids are the entries' names)"))
+
+
+def read_times(path: Path, students: set[str] | None = None) -> dict[str, datetime]:
+    """``--times CSV``: student id -> when they submitted (a row with an empty time is left out).
+
+    ``students``: the batch's ids, when known; a row of another id is refused.
+    """
     times: dict[str, datetime] = {}
     for number, row in _read_csv(path, TIMES_COLUMNS, "--times"):
         where = f"--times {path} row {number} column submitted_at"
+        _known(row["id"], students, f"--times {path} row {number} column")
         if row["id"] in times:
             raise TermError(f"--times {path} row {number} column id: {row['id']!r} appears twice")
         if row["submitted_at"]:
@@ -183,24 +200,28 @@ def read_times(path: Path) -> dict[str, datetime]:
     return times
 
 
-def read_adjustments(path: Path, exercises: tuple[str, ...]) -> dict[str, tuple[Adjustment, ...]]:
+def read_adjustments(path: Path, exercises: tuple[str, ...],
+                     students: set[str] | None = None) -> dict[str, tuple[Adjustment, ...]]:
     """``--adjustments CSV``: student id -> their manual points, in the file's order.
 
-    ``exercises``: the names an ``exercise`` cell may hold (empty: the whole submission).
+    ``exercises``: the names an ``exercise`` cell may hold (empty: the whole submission). ``students``: the
+    batch's ids, when known; a row of another id is refused.
     """
     found: dict[str, list[Adjustment]] = {}
     for number, row in _read_csv(path, ADJUSTMENT_COLUMNS, "--adjustments"):
         where = f"--adjustments {path} row {number} column"
+        _known(row["id"], students, where)
         exercise = row["exercise"]
         if exercise and exercise not in exercises:
             raise TermError(f"{where} exercise: {exercise!r} is not an exercise of the course "
                             f"({', '.join(exercises)}; empty for the whole submission)")
-        try:
-            points = float(row["points"])
-        except ValueError:
-            raise TermError(f"{where} points: {row['points']!r} is not a number") from None
-        if not math.isfinite(points):
-            raise TermError(f"{where} points: {row['points']!r} is not a finite number")
+        # Written as a person writes points: digits, one sign, one decimal point (not 1e308, 1_5, nan or 0x10),
+        # and no more than any course's total could need.
+        if not _POINTS.fullmatch(row["points"]):
+            raise TermError(f"{where} points: {row['points']!r} is not a number of points (e.g. 2, -1.5)")
+        points = float(row["points"])
+        if abs(points) > MAX_POINTS:
+            raise TermError(f"{where} points: {row['points']!r} is more than {MAX_POINTS:g} points either way")
         if not row["reason"]:
             raise TermError(f"{where} reason: empty; the student reads why their points changed")
         found.setdefault(row["id"], []).append(Adjustment(exercise, points, row["reason"]))

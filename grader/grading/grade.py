@@ -215,7 +215,7 @@ def grade_batch(
         echo(f"error: --only {unknown[0]}: no such submission in {submissions}")
         return 2
     try:  # the term's inputs (late policy, times, manual points): read before anyone is graded
-        inputs = load_inputs(out, times, adjustments, _course_names())
+        inputs = load_inputs(out, times, adjustments, _course_names(), {student for student, _ in entries})
     except ValueError as error:
         echo(f"error: {error}")
         return 2

@@ -47,16 +47,23 @@ class TermInputs:
         return term.lateness(self.late, self.times[student], self.extensions.get(student, 0.0))
 
 
-def check_inputs(times: Path | None, adjustments: Path | None, exercises: tuple[str, ...]) -> None:
-    """Read the files given (raises :class:`grader.term.TermError` naming file, row and column)."""
+def check_inputs(times: Path | None, adjustments: Path | None, exercises: tuple[str, ...],
+                 students: set[str] | None = None) -> None:
+    """Read the files given (raises :class:`grader.term.TermError` naming file, row and column).
+
+    ``students``: the batch's ids, when known: a row for any other id is refused.
+    """
     if times is not None:
-        term.read_times(times)
+        term.read_times(times, students)
     if adjustments is not None:
-        term.read_adjustments(adjustments, exercises)
+        term.read_adjustments(adjustments, exercises, students)
 
 
-def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercises: tuple[str, ...]) -> TermInputs:
+def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercises: tuple[str, ...],
+                students: set[str] | None = None) -> TermInputs:
     """The term's inputs of a batch into ``out``: the files given (kept in ``out``), else the ones kept there.
+
+    A file given is checked against ``students`` (the batch's ids) before it replaces the copy kept.
 
     Raises
     ------
@@ -67,7 +74,7 @@ def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercis
     for given, kept in ((times, out / TIMES_FILE), (adjustments, out / ADJUSTMENTS_FILE)):
         if given is not None and Path(given).resolve() != kept.resolve():
             check_inputs(given if kept.name == TIMES_FILE else None,
-                         given if kept.name == ADJUSTMENTS_FILE else None, exercises)
+                         given if kept.name == ADJUSTMENTS_FILE else None, exercises, students)
             # Written as every file of the gradebook (files.FILE_MODE): the ids, times and reasons are the class's.
             atomic_write(kept, Path(given).read_text(encoding="utf-8-sig"))
     late, extensions = course.late_policy()

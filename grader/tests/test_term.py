@@ -156,6 +156,27 @@ def test_canvas_per_exercise_columns_fill_existing_assignments(term_batch, tmp_p
     assert float(rows[3][5]) == results(out, "bob")["extra_data"]["exercises"][EXERCISE]  # the final points
 
 
+def test_a_whole_submission_adjustment_is_never_dropped_from_per_exercise_canvas(term_batch, tmp_path):
+    # Per-exercise Canvas columns have no place for it: Canvas's sum would silently lack the -10 that grades.csv
+    # has (a hostile tester's, issue 37). Refused in one line; grades.csv is written all the same.
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,lms_id,name,email\nalice,1,Alice,a@x\nbob,2,Bob,b@x\n", encoding="utf-8")
+    whole = tmp_path / "whole.csv"
+    whole.write_text("id,exercise,points,reason\nbob,,-10,late form\n", encoding="utf-8")
+    said: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(term_batch["folder"]))
+        out = tmp_path / "out"
+        shutil.copytree(term_batch["out"], out)
+        (out / "canvas.csv").unlink(missing_ok=True)
+        code = grade_batch(term_batch["subs"], out, **(QUIET | {"echo": said.append}), roster=roster,
+                           adjustments=whole)
+    assert code == 2 and not (out / "canvas.csv").exists()
+    assert any("manual points of a whole submission (bob) have no column among per-exercise Canvas" in line
+               for line in said), said
+    assert float(read_grades(out)["bob"]["score"]) == results(out, "bob")["score"]  # the gradebook is written
+
+
 def test_the_score_rule():
     assert scoring.final_score(10, [2.5], 0.25) == 9.375
     assert scoring.final_score(1, [-3], 0.0) == 0.0  # never below 0
@@ -187,12 +208,33 @@ def test_a_bad_times_file_names_its_row_and_column(tmp_path, text, message):
     ("id,exercise,points,reason\nbob,softmax,lots,x\n", "row 2 column points: 'lots' is not a number"),
     ("id,exercise,points,reason\nbob,softmax,1,\n", "row 2 column reason: empty"),
     ("id,exercise,points,reason\nbob,nope,1,x\n", "row 2 column exercise: 'nope' is not an exercise"),
+    # Points as a person writes them, bounded: a float() that takes 1e308 made every later export fail
+    # (OverflowError), and one that takes 1_5 read 15 (a hostile tester's, issue 37).
+    ("id,exercise,points,reason\nbob,softmax,1e308,x\n", "row 2 column points: '1e308' is not a number of points"),
+    ("id,exercise,points,reason\nbob,softmax,1_5,x\n", "row 2 column points: '1_5' is not a number of points"),
+    ("id,exercise,points,reason\nbob,softmax,nan,x\n", "row 2 column points: 'nan' is not a number of points"),
+    ("id,exercise,points,reason\nbob,,20000,x\n", "row 2 column points: '20000' is more than 10000 points"),
+    ("id,exercise,points,reason\nbob,softmax,1,x\nbobb,,2,x\n", "row 3 column id: 'bobb' is not a submission"),
+    ("id,exercise,points,reason\nBob,,2,x\n", "'Bob' is not a submission of this batch \\(did you mean 'bob'"),
 ])
 def test_a_bad_adjustments_file_names_its_row_and_column(tmp_path, text, message):
     path = tmp_path / "a.csv"
     path.write_text(text)
     with pytest.raises(term.TermError, match=message):
-        term.read_adjustments(path, tuple(load().names))
+        term.read_adjustments(path, tuple(load().names), {"bob", "carol"})
+
+
+def test_points_written_as_people_write_them_are_read() -> None:
+    for text, points in (("2", 2.0), ("-1.5", -1.5), ("+3", 3.0), (".5", 0.5), ("4.", 4.0), ("-10000", -10000.0)):
+        assert term._POINTS.fullmatch(text) and float(text) == points
+
+
+def test_a_times_row_of_another_student_is_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id,submitted_at\nbob,2026-10-01T10:00:00Z\nzed,2026-10-01T10:00:00Z\n")
+    with pytest.raises(term.TermError, match="row 3 column id: 'zed' is not a submission of this batch"):
+        term.read_times(path, {"bob"})
+    assert set(term.read_times(path)) == {"bob", "zed"}  # without the batch's ids (reading a kept copy)
 
 
 @pytest.mark.parametrize(("toml", "message"), [

@@ -20,6 +20,7 @@ from typing import Any
 
 from grader import course
 from grader.curriculum import load as load_curriculum
+from grader.grading.escaping import escape_text
 from grader.grading.files import atomic_write
 from grader.grading.formats import Context, typed
 from grader.grading.roster import (
@@ -92,6 +93,14 @@ def canvas_csv(rows: list[StudentRow] | list[dict[str, Any]], roster: Roster,
         if assignment_id is not None or assignment_name is not None:  # the options; the course may name both
             raise ExportError("--canvas-assignment-id and --canvas-assignment-name name one Canvas assignment "
                               "(the total): use them without --per-exercise")
+        # One score rule: a manual point of the whole submission counts in the total, which no exercise's
+        # column holds; Canvas's sum of the columns would silently lack it.
+        whole = [row.student for row in rows if any(not adjustment.exercise for adjustment in row.adjustments)]
+        if whole:
+            raise ExportError(f"manual points of a whole submission ({', '.join(map(escape_text, whole[:3]))}"
+                              f"{' ...' if len(whole) > 3 else ''}) have no column among per-exercise Canvas "
+                              "assignments: give each its exercise in --adjustments, or export the total to one "
+                              "Canvas assignment (--canvas-assignment-name)")
         ids = course.canvas_exercise_ids()  # [canvas.exercise_ids]: existing assignments
         titles = [f"{curriculum.exercise(n).number}. {curriculum.exercise(n).title}"
                   + (f" ({ids[n]})" if n in ids else "") for n in names]
