@@ -222,7 +222,8 @@ def grade_batch(
     log = header(limits=limits.describe(), isolation=plan.summary,
                  options={"jobs": jobs, "force": force or None, "only": ", ".join(only or ()) or None,
                           "exercises": ", ".join(exercises or ()) or None, "fair": None if fair else "no",
-                          "times": times, "adjustments": adjustments, "roster": roster})
+                          "times": times, "adjustments": adjustments, "roster": roster, "cluster": cluster,
+                          "shard": f"{shard[0]}/{shard[1]}" if shard else None})
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
     # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading
     # processes (a killed one cannot remove its own). Traversable, not listable: a worker without a mount
