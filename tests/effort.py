@@ -32,6 +32,10 @@ from tests.reach import tracing
 
 # Per implementation object, the outcome of checks that are the same for every test that needs them
 # (computed once per session, on the first test that asks).
+# A gate's allowance: this many forward passes of the test's own code (a step's, for a training loop), plus
+# EFFORT_FLOOR seconds for any overheads (a call through the grader's worker).
+EFFORT, EFFORT_FLOOR = 50, 0.05
+
 _ONCE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
@@ -48,6 +52,51 @@ def seed_of(*results: Any) -> int:
         digest.update(repr(array.shape).encode())
         digest.update(array.tobytes())
     return int.from_bytes(digest.digest()[:8], "little")
+
+
+def within_budget(call: Callable[[], tuple[Any, float | None]], budget: float) -> tuple[Any, float | None]:
+    """``call()`` (a :func:`cpu_call`), once more if it ran past ``budget``: a busy machine may have slowed it.
+
+    Returns the cheaper of the two. ``call`` makes its own inputs each time (a fresh generator, say).
+    """
+    result, seconds = call()
+    if seconds is not None and seconds > budget:
+        result, seconds = min((result, seconds), call(), key=lambda outcome: outcome[1])
+    return result, seconds
+
+
+def too_costly(what: str, seconds: float, bound: float, forward_seconds: float, entries: int, analytic: str,
+               steps: int = 1) -> Failure:
+    """A gate's failure for a call that cost more than ``bound`` (its forward passes' worth, per step of ``steps``).
+
+    ``entries``: how many inputs a numerical estimate nudges (two forward passes each); ``analytic``: what to
+    write instead.
+    """
+    each = " a step" if steps > 1 else ""
+    allowed = round((bound - EFFORT_FLOOR) / forward_seconds / steps) if forward_seconds > 0 else 0
+    return message(f"{what}: its CPU time",
+                   f"at most {bound * 1e3:.0f} ms ({allowed} forward passes of {forward_seconds * 1e3:.2f} ms{each}, "
+                   f"plus {EFFORT_FLOOR * 1e3:.0f} ms)",
+                   f"more than {bound * 1e3:.0f} ms (stopped there)" if seconds == float("inf") else
+                   f"{seconds * 1e3:.0f} ms, about {seconds / forward_seconds / steps:.0f} forward passes{each}",
+                   f"a backward pass costs a few forward passes, nudging each of the {entries} entries two: your "
+                   f"gradients look like a numerical estimate. " + analytic)
+
+
+def require(impl: Any, name: str, gate: Callable[[], list[Failure]]) -> bool:
+    """Fail the running test with ``gate()``'s failures (computed once per session for ``name``); True if none.
+
+    For the gates that ask whether a function does the exercise's idea at all (a backward pass, not a
+    numerical estimate): every test of the function asks, the first computes.
+    """
+    from pytest_check import check
+
+    from tests.failures import record
+
+    failures = once(impl, name, "analytic", gate)
+    for failure in failures:
+        check.fail(record(failure).message)
+    return not failures
 
 
 def message(what: str, expected: str, observed: str, idea: str) -> Failure:
