@@ -55,43 +55,9 @@ BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 INDENT = "    "
 
-CONFIG_TEMPLATE = '''"""nbgrader configuration of the course built by `attention-kit notebooks`."""
-
-import os
-
-c = get_config()  # noqa: F821 (nbgrader provides get_config)
-
-# The course is this folder, wherever it is moved: run nbgrader commands from here.
-c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
-c.CourseDirectory.course_id = "{course_id}"
-# nbgrader logs an error in this file and goes on with its defaults, which run each student's notebook in a
-# kernel as you: if the kit cannot be loaded here (another environment, an older kit), nbgrader stops instead.
-try:
-    # autograde never runs a student's notebook in a kernel (that kernel would run as you, beside the test
-    # cells): the kit's GradeInSandbox step replaces nbgrader's Execute. It grades the answer cells in the kit's
-    # sandbox, as `attention-kit grade` grades a notebook (same isolation, refused without it; the course
-    # folder's limits), and writes each test cell's outcome as its output, from which nbgrader takes its points.
-    from grader.grading.nbgrader_autograde import autograde_preprocessors
-
-    # autograde would warn that the checksum of every hidden-test cell changed (nbgrader saves it before
-    # removing the hidden tests: jupyter/nbgrader#1961); the kit's OverwriteCells gives untouched cells their
-    # hidden tests back first, so a warning means a student changed a test cell.
-    # The feedback students get back (generate_feedback): a hidden test cell shows its comment line, not the
-    # test it runs nor this folder's path (nbgrader's own ClearHiddenTests, as for the release); a student's
-    # Markdown or output cannot run script in the browser that opens it (nbconvert's SanitizeHTML).
-    from grader.grading.nbgrader_cells import feedback_preprocessors, sanitize_preprocessors
-
-    c.Autograde.autograde_preprocessors = autograde_preprocessors()
-    c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
-    c.GenerateFeedback.preprocessors = feedback_preprocessors()
-except Exception as error:  # noqa: BLE001 - any failure here must stop nbgrader, not fall back
-    raise SystemExit(f"attention-kit: this course's nbgrader_config.py could not load the kit ({{error}}): nbgrader "
-                     "would run students' notebooks in a kernel as you. Run nbgrader where the kit is installed "
-                     "(pip install 'attention-kit[notebooks]').") from None
-{grading}# A test cell a student deleted comes back, so that its test is scored as `attention-kit grade` scores it.
-c.OverwriteCells.add_missing_cells = True
-c.HTMLExporter.sanitize_html = True
-'''
+# The course's nbgrader_config.py, formatted with course_id and grading (str.format: braces doubled).
+CONFIG_TEMPLATE = (Path(__file__).resolve().parent / "templates" / "nbgrader_config.py.tmpl").read_text(
+    encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
