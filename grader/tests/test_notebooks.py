@@ -374,7 +374,8 @@ def _attacks(course: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory) -> dict:
-    """One course, six students, every nbgrader command once (about a minute), then `attention-kit grade`.
+    """One course, six students, every nbgrader command once (about 45 s; `attention-kit grade` of the same
+    notebooks is :func:`graded_by_kit`'s, a test later, so that no test's setup holds both).
 
     alice: the reference without the scaling (a known bug); zoe: the reference; stub: the released notebook
     untouched (the attackers' control); eve, mallory, oscar: the untouched notebook plus one attack each.
@@ -426,7 +427,17 @@ def round_trip(tmp_path_factory) -> dict:
             linker_score = gradebook.find_submission(ASSIGNMENT, LINKER).score
         except MissingEntry:
             linker_score = None
-    # The same notebooks graded by `attention-kit grade`, and alice's code as modules and as one notebook.
+    return {"course": course, "autograde": autograde, "scores": scores, "victim": victim,
+            "students": list(answers), "linker": linker, "linker_score": linker_score, "tmp": tmp}
+
+
+@pytest.fixture(scope="module")
+def graded_by_kit(round_trip) -> Path:
+    """The round trip's notebooks graded by `attention-kit grade`, and alice's code as modules and as one notebook.
+
+    A fixture of its own (about 20 s): the round trip's nbgrader commands and this grading are two jobs.
+    """
+    course, tmp = round_trip["course"], round_trip["tmp"]
     submissions = tmp / "submissions"
     shutil.copytree(course / "submitted", submissions, ignore=shutil.ignore_patterns(LINKER))
     modules = shutil.copytree(ROOT / "solutions", submissions / "alice-modules",
@@ -436,16 +447,23 @@ def round_trip(tmp_path_factory) -> dict:
     shutil.copy(course / "submitted" / "alice" / ASSIGNMENT / "attention.ipynb", submissions / "alice-notebook.ipynb")
     out = tmp / "grades"
     _run([sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out)], ROOT, check=False)
-    return {"course": course, "autograde": autograde, "scores": scores, "grades": out, "victim": victim,
-            "students": list(answers), "linker": linker, "linker_score": linker_score}
+    return out
 
 
 def _autograded(round_trip: dict, student: str) -> nbformat.NotebookNode:
     return nbformat.read(round_trip["course"] / "autograded" / student / ASSIGNMENT / "attention.ipynb", 4)
 
 
-@pytest.mark.slow  # the round trip: about a minute; CI runs it, `-m "not slow"` skips it
-def test_nbgrader_autograde_agrees_with_attention_kit_grade(round_trip):
+@pytest.mark.slow
+def test_an_answer_cell_that_replaces_check_scores_what_the_untouched_notebook_scores(round_trip):
+    assert round_trip["scores"]["eve"] == round_trip["scores"]["stub"]
+    # No test cell passed: the kernel's check never graded anything.
+    cells = [c for c in _autograded(round_trip, "eve").cells if nbgrader_meta(c).get("grade")]
+    assert cells and all(any(o.output_type == "error" for o in c.outputs) for c in cells)
+
+
+@pytest.mark.slow  # the round trip and its grading: about a minute; CI runs it, `-m "not slow"` skips it
+def test_nbgrader_autograde_agrees_with_attention_kit_grade(round_trip, graded_by_kit):
     autograde = round_trip["autograde"]
     assert autograde.returncode == 0, autograde.stderr[-3000:]
     # The hidden cells come back without nbgrader's false "checksum has changed" (grader/grading/nbgrader_cells.py).
@@ -460,19 +478,11 @@ def test_nbgrader_autograde_agrees_with_attention_kit_grade(round_trip):
     rows = list(csv.DictReader(io.StringIO((round_trip["course"] / "grades.csv").read_text(encoding="utf-8"))))
     assert {row["student_id"]: float(row["score"]) for row in rows} == {s: scores[s][0] for s in scores}
     assert all(row["max_score"] == repr(float(maximum)) for row in rows)  # "24.0", not "23.99999999999999"
-    out = round_trip["grades"]
+    out = graded_by_kit
     for student in round_trip["students"]:  # every notebook: nbgrader's gradebook is grade's score, exactly
         assert _grade_points(out, student, "attention") == scores[student][0], student
     for student in ("alice-modules", "alice-notebook"):  # the same code as modules, and as one notebook
         assert _grade_points(out, student, "attention") == alice, student
-
-
-@pytest.mark.slow
-def test_an_answer_cell_that_replaces_check_scores_what_the_untouched_notebook_scores(round_trip):
-    assert round_trip["scores"]["eve"] == round_trip["scores"]["stub"]
-    # No test cell passed: the kernel's check never graded anything.
-    cells = [c for c in _autograded(round_trip, "eve").cells if nbgrader_meta(c).get("grade")]
-    assert cells and all(any(o.output_type == "error" for o in c.outputs) for c in cells)
 
 
 def _secret_lines(release: nbformat.NotebookNode) -> set[str]:
