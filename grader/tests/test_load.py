@@ -22,6 +22,10 @@ import pytest
 from grader.curriculum import ROOT
 from grader.tests.waiting import HANG_SECONDS
 
+# One xdist worker runs this file: the class graded idle (a module fixture) is then graded once, not once per
+# worker.
+pytestmark = pytest.mark.xdist_group("test_load")
+
 HOG_SECONDS = 600  # a hog ends by itself after this long, whatever happens to the test
 HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
@@ -47,14 +51,27 @@ def _grade(submissions: Path, out: Path, niceness: int) -> tuple[int, list[dict[
     return done.returncode, rows, done.stdout[-3000:] + done.stderr[-2000:]
 
 
-def test_a_busy_machine_and_a_low_priority_give_the_same_gradebook(tmp_path):
-    submissions = _class(tmp_path / "class")
-    idle_code, idle, said = _grade(submissions, tmp_path / "idle", 0)
+@pytest.fixture(scope="module")
+def idle(tmp_path_factory) -> tuple[Path, int, list[dict[str, str]], str]:
+    """The class graded on the machine as it is (no hog, no nice): the gradebook to compare with (a fixture of
+    its own, so that the busy grading's test does not also hold this one)."""
+    folder = tmp_path_factory.mktemp("load")
+    submissions = _class(folder / "class")
+    return (submissions, *_grade(submissions, folder / "idle", 0))
+
+
+def test_the_class_graded_idle_is_what_it_seems(idle):
+    _, idle_code, rows, said = idle
     assert idle_code == 0, said
-    assert [row["student"] for row in idle] == ["honest", "looping", "wrong"]
-    scores = {row["student"]: float(row["score"]) for row in idle}
-    assert scores["honest"] == float(idle[0]["max_score"]) > scores["wrong"] > 0  # the class is what it seems
-    assert 0 < scores["looping"] < scores["honest"] and "timed out" in idle[1]["status"]
+    assert [row["student"] for row in rows] == ["honest", "looping", "wrong"]
+    scores = {row["student"]: float(row["score"]) for row in rows}
+    assert scores["honest"] == float(rows[0]["max_score"]) > scores["wrong"] > 0  # the class is what it seems
+    assert 0 < scores["looping"] < scores["honest"] and "timed out" in rows[1]["status"]
+
+
+def test_a_busy_machine_and_a_low_priority_give_the_same_gradebook(idle, tmp_path):
+    submissions, idle_code, idle, said = idle
+    assert idle_code == 0, said
     hogs = [subprocess.Popen([sys.executable, "-c", HOG.format(seconds=HOG_SECONDS)], start_new_session=True)
             for _ in range(os.cpu_count() or 1)]
     try:
