@@ -1,6 +1,7 @@
 """What grading costs against the tests it runs: ``attention-kit grade`` against plain pytest, per part.
 
-    python benchmarks/grade_cost.py [--n 10] [--parts 1,2,3,all] [--busy PER_CORE] [--jobs CORES] [--record]
+    python benchmarks/grade_cost.py [--n 10] [--parts 1,2,3,all] [--busy PER_CORE] [--jobs CORES]
+                                     [--rounds R] [--record]
 
 For each part, N copies of the reference are graded side by side in the same
 conditions: by ``python -m grader grade --force`` (sandboxed workers, fair
@@ -14,13 +15,17 @@ descendants saw in ``/proc`` (sandboxed workers may end without being waited
 for). The ratio is grade's core-seconds over pytest's, per submission; the
 batch's fixed cost is grade's core-seconds for one copy less one copy's share
 of the batch. ``--busy K`` runs both under ``nice -n 10`` beside K busy processes
-per core (each stops by itself).
+per core (each stops by itself). ``--rounds R`` repeats the batch and the
+plain pytest runs R times, alternately, and gives the rounds' medians: on a
+shared or loaded machine one pair of runs moves by a tenth or more (part all
+under load: 1.233x one day, 1.412x the next, from one pair each).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,8 +69,13 @@ def measured(command: list[str], sample: bool, cache: Path | None = None) -> tup
     return cpu, wall, process.returncode
 
 
-def cost(part: str, n: int, jobs: int, nice: int, scratch: Path) -> dict[str, float]:
-    """Grade and plain pytest on ``n`` copies of the reference, for ``part``: their figures."""
+def cost(part: str, n: int, jobs: int, nice: int, scratch: Path, rounds: int = 1) -> dict[str, object]:
+    """Grade and plain pytest on ``n`` copies of the reference, for ``part``: their figures.
+
+    With ``rounds`` above 1, the batch and the plain pytest runs are repeated, one after the other in each
+    round, and the figures are the median of the rounds' (each round's ratio compares runs close in time,
+    which the machine's other load moves alike); the rounds' ratios are kept as their spread.
+    """
     names = list(load().selected_names(part))
     suite, _ = graded_suite(hidden_folders(), names)
     files = [f.path for f in suite]
@@ -82,28 +92,35 @@ def cost(part: str, n: int, jobs: int, nice: int, scratch: Path) -> dict[str, fl
     # A kit never checked before: its first batch grades the reference too (the kit's check, which also records
     # the reference's answers to the check's callbacks, grader.sandbox.sealed), here one copy's.
     first_cpu, _, _ = measured(single, sample=True, cache=scratch / f"cache{part}")
-    # The batch, once the kit was checked (the same kit graded again, as a term goes), and its fixed cost.
-    grade_cpu, grade_wall, code = measured(grade, sample=True, cache=scratch / f"cache{part}")
-    if code != 0:
-        raise SystemExit(f"grade exited {code} on part {part}")
-    single_cpu, _, _ = measured(single, sample=True, cache=scratch / f"cache{part}")
     # The same batch as a kit's very first: the check runs beside the students.
     new_cpu, _, code = measured(grade, sample=True, cache=scratch / f"new{part}")
     if code != 0:
         raise SystemExit(f"grade exited {code} on part {part} (a new kit)")
-    pytest_cpu = pytest_wall = 0.0
-    for copy in sorted(folder.iterdir()):
-        command = [*prefix, sys.executable, "-m", "pytest", *files, "--impl", str(copy), "-q", "-p",
-                   "no:cacheprovider", "-p", "no:xdist"]
-        cpu, wall, code = measured(command, sample=False)
+    found: list[dict[str, float]] = []
+    for _ in range(rounds):
+        # The batch, once the kit was checked (the same kit graded again, as a term goes), and its fixed cost.
+        grade_cpu, grade_wall, code = measured(grade, sample=True, cache=scratch / f"cache{part}")
         if code != 0:
-            raise SystemExit(f"plain pytest exited {code} on part {part}")
-        pytest_cpu, pytest_wall = pytest_cpu + cpu, pytest_wall + wall
-    return {"grade_core_s_each": round(grade_cpu / n, 3), "pytest_core_s_each": round(pytest_cpu / n, 3),
-            "ratio": round(grade_cpu / pytest_cpu, 3), "grade_wall_s": round(grade_wall, 1),
-            "pytest_wall_s": round(pytest_wall, 1), "fixed_core_s": round(single_cpu - grade_cpu / n, 2),
-            "ratio_new_kit": round(new_cpu / pytest_cpu, 3),
-            "fixed_core_s_new_kit": round(first_cpu - grade_cpu / n, 2)}
+            raise SystemExit(f"grade exited {code} on part {part}")
+        single_cpu, _, _ = measured(single, sample=True, cache=scratch / f"cache{part}")
+        pytest_cpu = pytest_wall = 0.0
+        for copy in sorted(folder.iterdir()):
+            command = [*prefix, sys.executable, "-m", "pytest", *files, "--impl", str(copy), "-q", "-p",
+                       "no:cacheprovider", "-p", "no:xdist"]
+            cpu, wall, code = measured(command, sample=False)
+            if code != 0:
+                raise SystemExit(f"plain pytest exited {code} on part {part}")
+            pytest_cpu, pytest_wall = pytest_cpu + cpu, pytest_wall + wall
+        found.append({"grade_core_s_each": grade_cpu / n, "pytest_core_s_each": pytest_cpu / n,
+                      "ratio": grade_cpu / pytest_cpu, "grade_wall_s": grade_wall, "pytest_wall_s": pytest_wall,
+                      "fixed_core_s": single_cpu - grade_cpu / n,
+                      "ratio_new_kit": new_cpu / pytest_cpu, "fixed_core_s_new_kit": first_cpu - grade_cpu / n})
+    digits = {"grade_wall_s": 1, "pytest_wall_s": 1, "fixed_core_s": 2, "fixed_core_s_new_kit": 2}
+    figures: dict[str, object] = {key: round(statistics.median(r[key] for r in found), digits.get(key, 3))
+                                  for key in found[0]}
+    if rounds > 1:
+        figures["ratio_rounds"] = [round(r["ratio"], 3) for r in found]
+    return figures
 
 
 def main() -> int:
@@ -112,20 +129,23 @@ def main() -> int:
     parser.add_argument("--parts", default=",".join([*load().parts, "all"]), help="parts, comma-separated")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grading processes (default: cores)")
     parser.add_argument("--busy", type=int, default=0, help="busy processes per core, and nice -n 10 (default 0)")
+    parser.add_argument("--rounds", type=int, default=1, help="grade and pytest runs repeated, alternately; "
+                        "the figures are the rounds' medians (default 1)")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
     args = parser.parse_args()
     load_processes = [subprocess.Popen([sys.executable, "-c", BUSY.format(seconds=3600)], start_new_session=True)
                       for _ in range(args.busy * (os.cpu_count() or 1))]
-    figures: dict[str, object] = {"n": args.n, "jobs": args.jobs, "busy_per_core": args.busy}
+    figures: dict[str, object] = {"n": args.n, "jobs": args.jobs, "busy_per_core": args.busy, "rounds": args.rounds}
     try:
         with tempfile.TemporaryDirectory(prefix="grade-cost-") as scratch:
             for part in args.parts.split(","):
-                found = cost(part, args.n, args.jobs, 10 if args.busy else 0, Path(scratch))
+                found = cost(part, args.n, args.jobs, 10 if args.busy else 0, Path(scratch), args.rounds)
                 figures[f"part_{part}"] = found
                 print(f"part {part}: grade {found['grade_core_s_each']} core-s each, plain pytest "
                       f"{found['pytest_core_s_each']}: {found['ratio']}x ({found['ratio_new_kit']}x for a kit's "
                       f"first batch, which checks it); batch's fixed cost {found['fixed_core_s']} core-s "
-                      f"({found['fixed_core_s_new_kit']} for a kit never checked before)", flush=True)
+                      f"({found['fixed_core_s_new_kit']} for a kit never checked before)"
+                      + (f"; rounds {found['ratio_rounds']}" if "ratio_rounds" in found else ""), flush=True)
             figures["load_average"] = round(os.getloadavg()[0], 1)
     finally:
         for process in load_processes:
@@ -142,7 +162,8 @@ def main() -> int:
         fixed = (f"; the batch's fixed cost at most {max(part['fixed_core_s'] for part in parts)} core-s once the "
                  f"kit was checked (at most {max(part['fixed_core_s_new_kit'] for part in parts)} for a kit "
                  "never checked before, which grades the reference once)")
-        record(__file__, f"{args.n} copies of the reference per part{busy}: grade over plain pytest {ratios}"
+        rounds = f", median of {args.rounds} rounds" if args.rounds > 1 else ""
+        record(__file__, f"{args.n} copies of the reference per part{busy}{rounds}: grade over plain pytest {ratios}"
                f"{fixed}", figures, variant="busy" if args.busy else "")
     return 0
 
