@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from pytest_check import check
 
-from tests.effort import cpu_call, cpu_seconds_per_call, expect_varies, message, once, seed_of
+from tests.effort import cpu_call, cpu_seconds_per_call, expect_varies, message, once, seed_of, within_budget
 from tests.failures import Failure, record
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.kit import PlainFunction
@@ -122,7 +122,9 @@ def _sampled(rng: np.random.Generator, shape: tuple[int, ...], count: int) -> tu
 
 # Sizes of the two calls: small for exactness (complex steps are cheap there), large for the cost, where
 # nudging every input entry costs tens of thousands of forward passes (seconds to minutes) and the chain rule a
-# few milliseconds. {name: (small, large)} of (leading, n_q, n_k, d) per case.
+# few milliseconds. {name: (small, large)} of (leading, n_q, n_k, d) per case. (softmax and layer norm act on
+# each slice of their last axis alone: one pass can nudge an entry of every slice at once, and that estimate
+# costs n passes of a slice of n, as the slices' explicit Jacobians do, an honest way: no size tells the two apart.)
 _GATE_SIZES = {"softmax_backward": ((2, 5, 7), (8, 64, 64)),
                "linear_backward": ((2, 5, 7, 4), (16, 64, 64, 48)),
                "attention_backward": ((2, 5, 7, 4), (8, 32, 48, 32)),
@@ -190,15 +192,20 @@ def _gate(impl, name: str) -> list[Failure]:
     rng = np.random.default_rng(8_000 + sum(map(ord, name)))
     failures = []
     for large in (False, True):
-        args, forward, outputs = _gate_case(name, rng, large)
+        case = _gate_case(name, rng, large)
+        args, forward, outputs = case
         size = sum(np.size(at) for *_, at, _ in outputs)
         bound = None
         if large:
             forward_seconds = cpu_seconds_per_call(forward, minimum=1e-3)
             bound = EFFORT * forward_seconds + EFFORT_FLOOR
-        result, seconds = cpu_call(impl, name, *args, budget=bound)
-        if large and seconds is not None and seconds > bound:  # once more: a busy machine may have slowed it
-            result, seconds = min((result, seconds), cpu_call(impl, name, *args, budget=bound), key=lambda r: r[1])
+            # Over the bound, once more (a busy machine may have slowed it), on inputs drawn afresh: the same
+            # inputs again would let a function that remembers its answers return the first one at no cost.
+            (args, forward, outputs), result, seconds = within_budget(
+                lambda attempt, case=case: case if attempt == 0 else _gate_case(name, rng, True),
+                lambda drawn, bound=bound: cpu_call(impl, name, *drawn[0], budget=bound), bound)
+        else:
+            result, seconds = cpu_call(impl, name, *args, budget=bound)
         where_said = f"({size} input entries in all)"
         if large and seconds is not None and seconds > bound:
             stopped = " (stopped there)" if seconds == float("inf") else ""

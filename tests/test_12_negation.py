@@ -383,15 +383,19 @@ ANALYTIC = ("write pooled_gradients by the chain rule, reusing cross_entropy and
 
 
 def _gate(impl) -> list[Failure]:
-    rng = np.random.default_rng(8112)
     vocab, d, hidden, n, seq = 40, 16, 32, 64, 15
-    params = _pooled_params(8113, vocab, d, hidden)
-    tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
-    target = rng.integers(0, vocab, size=n)
+
+    def draw(attempt: int) -> tuple:
+        rng = np.random.default_rng(8112 + 10 * attempt)
+        params = _pooled_params(8113 + 10 * attempt, vocab, d, hidden)
+        tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
+        return params, tokens, query, rng.integers(0, vocab, size=n)
+
+    params, tokens, query, target = draw(0)
     forward_seconds = cpu_seconds_per_call(lambda: _pooled(params, tokens, query), minimum=1e-3)
     bound = EFFORT * forward_seconds + EFFORT_FLOOR
-    result, seconds = within_budget(
-        lambda: cpu_call(impl, "pooled_gradients", params, tokens, query, target, budget=bound), bound)
+    (params, tokens, query, target), result, seconds = within_budget(
+        draw, lambda inputs: cpu_call(impl, "pooled_gradients", *inputs, budget=bound), bound)
     size = sum(np.size(value) for value in params.values())
     if seconds is None or seconds <= bound:
         return _timed_values(result, params, tokens, query, target, size)
