@@ -183,6 +183,13 @@ def long_rows_of_ties():
     return (scores, 12), {}
 
 
+@probe("top_k")
+def long_rows_without_ties():
+    # No ties, long rows: the k best in order, best first. np.argpartition alone finds the k best but leaves them
+    # unordered at this length (at 6 or 29 chunks numpy happens to sort them).
+    return (np.random.default_rng(1408).normal(size=(2, 400)), 200), {}
+
+
 @probe("recall_at_k")
 def a_chunk_retrieved_twice():
     return (np.array([[2, 2, 0], [1, 3, 1], [4, 0, 1]]), np.array([2, 1, 3])), {}
@@ -277,8 +284,8 @@ def test_top_k_shape_and_dtype(impl):
         out = call_or_explain(impl.top_k, similarity, k, what=f"top_k of a (4, 9) similarity with k = {k}", idea=TOPK)
         if expect_shape(out, (4, k), what=f"top_k(similarity (4, 9), k={k})",
                         idea=TOPK + "; one row per query, k columns"):
-            expect(np.issubdtype(np.asarray(out).dtype, np.integer), what="the dtype of top_k's result",
-                   expected="integers (chunk indices)", observed=str(np.asarray(out).dtype), idea=TOPK)
+            expect_dtype(out, np.int64, what="the dtype of top_k's result (chunk indices)",
+                         idea=TOPK + "; indices are int64 (what argsort gives on a 64-bit machine; .astype(np.int64))")
 
 
 def test_top_k_best_first(impl):
@@ -286,6 +293,8 @@ def test_top_k_best_first(impl):
     for k in (1, 4, 11):
         expect_equal(np.asarray(impl.top_k(similarity, k)), own_top_k(similarity, k),
                      what=f"top_k of a (6, 11) similarity with k = {k}", idea=TOPK)
+    expect_probe(impl, "top_k/long_rows_without_ties", what="top_k(k=200) of 2 rows of 400 scores, no two equal",
+                 idea=TOPK + "; the k best in order, best first (np.argpartition finds them but does not sort them)")
 
 
 def test_top_k_keeps_ties_in_index_order(impl):
@@ -369,6 +378,12 @@ def test_answer_with_attention_weights(impl):
         expect_close(weights, own_weights(question, facts, sharpness), rtol=1e-9, atol=1e-12,
                      what=f"the weights with sharpness={sharpness} (scores 2, 1 or 0 shared words times sharpness)",
                      idea=HEAD)
+    # Sharpness 0 is allowed (only a negative one is refused): every score 0, the weights uniform.
+    result = call_or_explain(impl.answer_with_attention, question, facts, n_words, sharpness=0.0, idea=HEAD,
+                             what=f"answer_with_attention with sharpness=0.0 ({facts.shape[1]} facts per question)")
+    if isinstance(result, tuple) and len(result) == 2:
+        expect_close(result[1], np.full(facts.shape[:2], 1 / facts.shape[1]), rtol=1e-12, idea=HEAD,
+                     what="the weights with sharpness=0.0: every score 0, so every fact the same weight")
     # One vocabulary: a fact's value may be a word that other facts are about (a capital that is itself an
     # entity). The key holds the fact's entity and attribute only: what a fact says is no word it matches on.
     question = np.array([[0, 4], [2, 5]])
@@ -392,6 +407,16 @@ def test_answer_with_attention_sums_the_weight_of_each_value(impl):
         expect_equal(np.asarray(answer), np.array([expected]),
                      what=f"the answer with sharpness={sharpness}: the asked fact says 9, four facts sharing one word "
                           "say 7", idea=ANSWER)
+    # Exact ties: each question's two facts share one word with it (the entity, or the attribute), so the two
+    # values get the very same weight; the answer is then the lower id, whichever fact comes first.
+    question = np.array([[0, 1], [0, 1], [2, 3]])
+    facts = np.array([[[0, 2, 5], [3, 1, 4]], [[0, 2, 4], [3, 1, 5]], [[2, 0, 9], [1, 3, 6]]])
+    for sharpness in (0.6, 10.0):
+        answer, _ = impl.answer_with_attention(question, facts, 10, sharpness=sharpness)
+        expect_equal(np.asarray(answer), np.array([4, 4, 6]),
+                     what=f"the answers with sharpness={sharpness} when both facts of a question share one word with "
+                          "it (values 5 and 4, 4 and 5, 9 and 6: equal weights)",
+                     idea=ANSWER + "; on equal weights the lower id (np.argmax gives the first of equal maxima)")
     question, facts, n_words = _head_case(1442, n_q=40, n_facts=9)
     answer, _ = impl.answer_with_attention(question, facts, n_words, sharpness=0.8)
     good = acceptable(answer, own_context(question, facts, n_words, 0.8))

@@ -14,12 +14,21 @@ import functools
 import importlib.util
 import re
 from collections import Counter
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
-from tests.feedback import call_or_explain, expect, expect_array, expect_equal, expect_raises_value_error, expect_shape
+from tests.feedback import (
+    call_or_explain,
+    expect,
+    expect_array,
+    expect_dtype,
+    expect_equal,
+    expect_raises_value_error,
+    expect_shape,
+)
 from tests.probes import expect_probe, probe
 from tests.steps import Stage, pipeline
 
@@ -213,18 +222,36 @@ def training_idea(merges: object, text: str, n_merges: int, idea: str) -> str:
     return idea
 
 
-def encoding_idea(ids: object, text: str, merges: np.ndarray, idea: str) -> str:
-    """``idea``, or the convention whose encoding gives ``ids`` for ``text`` (the kit's does not)."""
-    try:
-        observed = np.asarray(ids).reshape(-1).tolist()
-    except (TypeError, ValueError):
-        return idea
+def _encoding_conventions(text: str, merges: np.ndarray) -> list[tuple[str, Callable[[], list[int]]]]:
+    """The conventions of encoding this kit names, each with its encoding of ``text`` (in one fixed order)."""
     conventions = [(RIGHT_TO_LEFT, lambda: _encoded([list(text.encode("utf-8"))], merges, _merge_right_to_left)),
                    (BYTE_RANK, lambda: _by_byte_rank(text, merges))]
-    conventions += [(PRETOKENIZED, lambda words=words: _encoded(words, merges)) for words in _words(text)]
-    if observed == own_encode(text, merges):
+    return conventions + [(PRETOKENIZED, lambda words=words: _encoded(words, merges)) for words in _words(text)]
+
+
+def encoding_idea(ids: object, text: str, merges: np.ndarray, idea: str,
+                  others: tuple[tuple[object, str, np.ndarray], ...] = ()) -> str:
+    """``idea``, or the convention whose encoding gives ``ids`` for ``text`` (the kit's does not).
+
+    ``others``: the test's other encodings, ``(ids, text, merges)``; the convention must give those too. On one
+    text a convention may coincide with a mistake (on 'abc', tiktoken's merges by byte rank give the longest
+    piece of the vocabulary, as a greedy longest match does): it is named only when it explains every encoding.
+    """
+    def listed(value: object) -> list | None:
+        try:
+            return np.asarray(value).reshape(-1).tolist()
+        except (TypeError, ValueError):
+            return None
+
+    observed = listed(ids)
+    if observed is None or observed == own_encode(text, merges):
         return idea
-    return next((f"{idea}; {message}" for message, encode in conventions if observed == encode()), idea)
+    seen = [(listed(other), other_text, other_merges) for other, other_text, other_merges in others]
+    for index, (message, encode) in enumerate(_encoding_conventions(text, merges)):
+        if observed == encode() and all(got == _encoding_conventions(other_text, other_merges)[index][1]()
+                                        for got, other_text, other_merges in seen):
+            return f"{idea}; {message}"
+    return idea
 
 
 def drawn_corpus(seed: int, alphabet: str, length: int, planted: tuple[str, ...]) -> str:
@@ -513,6 +540,9 @@ def test_encode_without_merges_gives_the_bytes(impl):
         if expect_array(ids, what=f"bpe_encode({text!r}, no merges)", idea=BYTES):
             expect_equal(np.asarray(ids).tolist(), list(text.encode("utf-8")), idea=BYTES,
                          what=f"bpe_encode({text!r}, no merges): its UTF-8 bytes")
+            # The empty text too: np.array([]) alone is float64, ids are int64 whatever their number.
+            expect_dtype(ids, np.int64, what=f"the dtype of bpe_encode({text!r}, no merges)",
+                         idea=BYTES + "; ids are int64 even when there are none: np.array(ids, dtype=np.int64)")
 
 
 def test_encode_applies_the_merges_in_their_learned_order(impl):
@@ -520,11 +550,19 @@ def test_encode_applies_the_merges_in_their_learned_order(impl):
     # (a, b) is left, so 258 never applies; a greedy longest match would give [abc]. Then merges ab = 256 and
     # bc = 257 on "abcbcbc": ab first gives [ab, c, bc, bc]; merging the pair most frequent in the text (bc)
     # first would give [a, bc, bc, bc]. Worked by hand.
+    # The last case (cd = 256, bc = 257, a(bc) = 258 on "abcd") tells a greedy longest match ([abc, d]) from
+    # tiktoken's merges by byte rank ([a, b, cd], as the learned order): a convention is named only when it
+    # gives every encoding of the test.
     merges = np.array([[98, 99], [97, 98], [257, 99]])
-    for text, expected in (("abc", [97, 256]), ("abcbc", [97, 256, 256]), ("bcab", [256, 257])):
-        ids = impl.bpe_encode(text, merges)
-        expect_equal(np.asarray(ids).tolist(), expected, idea=encoding_idea(ids, text, merges, ORDER),
-                     what=f"bpe_encode({text!r}, merges bc=256, ab=257, (ab)c=258)")
+    label = "merges bc=256, ab=257, (ab)c=258"
+    cases = [(text, merges, label, expected) for text, expected in (("abc", [97, 256]), ("abcbc", [97, 256, 256]),
+                                                                     ("bcab", [256, 257]))]
+    cases.append(("abcd", np.array([[99, 100], [98, 99], [97, 257]]), "merges cd=256, bc=257, a(bc)=258",
+                  [97, 98, 256]))
+    encoded = [(impl.bpe_encode(text, case_merges), text, case_merges) for text, case_merges, _, _ in cases]
+    for (text, case_merges, case_label, expected), (ids, _, _) in zip(cases, encoded, strict=True):
+        expect_equal(np.asarray(ids).tolist(), expected, what=f"bpe_encode({text!r}, {case_label})",
+                     idea=encoding_idea(ids, text, case_merges, ORDER, others=tuple(encoded)))
     merges = np.array([[97, 98], [98, 99]])  # ab first, then bc
     expect_equal(np.asarray(impl.bpe_encode("abcbcbc", merges)).tolist(), [256, 99, 257, 257], idea=ORDER,
                  what="bpe_encode('abcbcbc', merges ab=256 then bc=257): ab first, though bc is the more frequent in "

@@ -215,3 +215,43 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 """)
     text = block(target, "grader/hidden_tests/test_hidden_03_attention.py", "test_single_query_long_keys_float32")
     assert "value.size(-1) ** 0.5" in text and CONVENTION in text, text
+
+
+TIKTOKEN_ENCODE = '''
+def bpe_encode(text, merges):
+    # tiktoken's encoder (and GPT-2's): join the adjacent pair whose joined bytes have the lowest rank, until none
+    # is a token; the rank of a piece is its id.
+    rank = {}
+    for token, piece in enumerate(_vocabulary(np.asarray(merges).reshape(-1, 2))):
+        rank.setdefault(piece, token)
+    parts = [bytes([b]) for b in text.encode("utf-8")]
+    while True:
+        ranked = [(rank[a + b], j) for j, (a, b) in enumerate(zip(parts, parts[1:])) if a + b in rank]
+        if not ranked:
+            return np.array([rank[piece] for piece in parts], dtype=np.int64)
+        _, j = min(ranked)
+        parts[j:j + 2] = [parts[j] + parts[j + 1]]
+'''
+
+GREEDY_ENCODE = '''
+def bpe_encode(text, merges):
+    # A mistake: at each place the longest piece of the vocabulary that matches the text.
+    pieces = {piece: token for token, piece in enumerate(_vocabulary(np.asarray(merges).reshape(-1, 2)))}
+    data, ids, at = text.encode("utf-8"), [], 0
+    while at < len(data):
+        size = max(size for size in range(1, len(data) - at + 1) if data[at:at + size] in pieces)
+        ids.append(pieces[data[at:at + size]])
+        at += size
+    return np.array(ids, dtype=np.int64)
+'''
+
+
+def test_tiktokens_byte_rank_is_named_and_a_greedy_longest_match_is_not_called_it(tmp_path):
+    """On 'abc' both give the longest piece: the test's other texts tell them apart before a convention is named."""
+    first = "test_encode_applies_the_merges_in_their_learned_order"
+    text = block(override(tmp_path / "tiktoken", "tokenization.py", TIKTOKEN_ENCODE), "tests/test_15_tokenization.py",
+                 first)
+    assert "tiktoken" in text and CONVENTION in text, text
+    greedy = block(override(tmp_path / "greedy", "tokenization.py", GREEDY_ENCODE), "tests/test_15_tokenization.py",
+                   first)
+    assert "tiktoken" not in greedy and CONVENTION not in greedy, greedy
