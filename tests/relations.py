@@ -83,9 +83,11 @@ def _absolute(mine: np.ndarray, want: np.ndarray) -> Found | None:
 
 
 def _reversed(mine: np.ndarray, want: np.ndarray) -> Found | None:
+    # Along an axis of two entries a reversal is also a rotation by one (the new entry put first, not last) and a
+    # swap: it tells no family from another, so only an axis of three or more is read.
     for axis in range(want.ndim):
         flipped = np.flip(want, axis)
-        if want.shape[axis] > 1 and not _close(flipped, want) and _close(mine, flipped):
+        if want.shape[axis] > 2 and not _close(flipped, want) and _close(mine, flipped):
             return Found("reversed order", f"it holds the right entries in reverse order{_axis_words(want, axis)} "
                                            "(the first where the last should be)")
     return None
