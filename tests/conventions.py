@@ -40,8 +40,14 @@ VALUE_SCALE = ("Hugging Face's GPT-2 _attn divides by value.size(-1) ** 0.5, whi
                f"as in GPT-2: {CONVENTION}; this kit's contract is sqrt(d_k), the size of a query and a key, "
                "whatever d_v is")
 
+SHIFTED_PENALTY = ("a distance penalty counted from another origin (the last key at distance 0, or the original "
+                   "ALiBi code's slope * j) differs from the kit's by one constant for every key, which softmax "
+                   f"ignores: {CONVENTION}; this kit's contract is -slope * (n_keys - j), -slope for the last key, "
+                   "so that the penalty is row n_keys of exercise 5's alibi_bias")
+
 # Catalogued mistakes whose outputs are exactly a library's convention: the diagnosis says so after the hint.
 CATALOGUED = {
+    "distance-last-key-at-zero": SHIFTED_PENALTY,
     "softmax-masked-row-nan": NAN_ROWS,
     "softmax-unguarded-division": NAN_ROWS,
     "attention-inline-softmax": NAN_ROWS,

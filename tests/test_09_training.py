@@ -406,9 +406,9 @@ def _expect_tree(observed, expected, *, what, idea, rtol=1e-9):
                   observed=type(observed).__name__, idea=idea):
         return
     got = dict(_flat(observed))
-    for label, want in _flat(expected):
-        if expect(label in got, what=f"{what}{label}", expected="present", observed="missing", idea=idea):
-            expect_close(got[label], want, rtol=rtol, atol=1e-12, what=f"{what}{label}", idea=idea)
+    for label, want in _flat(expected):  # what names the dict, label the entry: "params...: ['attention']['w_q']"
+        if expect(label in got, what=f"{what}: {label}", expected="present", observed="missing", idea=idea):
+            expect_close(got[label], want, rtol=rtol, atol=1e-12, what=f"{what}: {label}", idea=idea)
 
 
 def test_adam_first_step(impl):

@@ -479,7 +479,7 @@ def test_pooled_gradients_match_central_differences(impl):
     if expect_shape(emb, params["embedding"].shape, what="grads['embedding']", idea=GRADS):
         expect_gradient(np.asarray(emb)[used], loss_rows, params["embedding"][used],
                         what=f"grads['embedding'], the rows of the tokens that occur (repeated tokens; the asked "
-                             f"words {list(asked)} also in the mean)", idea=GRADS)
+                             f"words {asked.tolist()} also in the mean)", idea=GRADS)
         unused = np.setdiff1d(np.arange(VOCAB), used)
         expect_close(np.asarray(emb)[unused], np.zeros((len(unused), D_SMALL)), atol=0,
                      what="grads['embedding'], rows of words that do not occur",
