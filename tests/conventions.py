@@ -45,8 +45,25 @@ SHIFTED_PENALTY = ("a distance penalty counted from another origin (the last key
                    f"ignores: {CONVENTION}; this kit's contract is -slope * (n_keys - j), -slope for the last key, "
                    "so that the penalty is row n_keys of exercise 5's alibi_bias")
 
+PADDING_POLARITY = ("True on the padding is PyTorch's key_padding_mask and fairseq's padding masks (True marks a key "
+                    f"to ignore): {CONVENTION}; this kit's contract is True for a key that may be attended to, the "
+                    "real tokens j < lengths[b]")
+
+FORWARD_DIFFERENCE = ("a forward difference (f(x + eps) - f(x)) / eps is scipy.optimize.approx_fprime's (and "
+                      f"check_grad's) default, accurate to eps: {CONVENTION}; this kit's contract is the central "
+                      "difference (f(x + eps) - f(x - eps)) / (2 eps), accurate to eps^2")
+
+# Functions whose inputs a library's own version changes in place, by design: said after the kit's rule.
+IN_PLACE = {
+    "kv_cache_append": ("Hugging Face's DynamicCache.update grows the cache it is given in place, by design: "
+                        f"{CONVENTION}; this kit's contract returns a new dict and leaves the caller's cache intact "
+                        "(a step may be rolled back, a prefix shared between two continuations)"),
+}
+
 # Catalogued mistakes whose outputs are exactly a library's convention: the diagnosis says so after the hint.
 CATALOGUED = {
+    "masks-padding-inverted": PADDING_POLARITY,
+    "backward-numerical-one-sided": FORWARD_DIFFERENCE,
     "distance-last-key-at-zero": SHIFTED_PENALTY,
     "softmax-masked-row-nan": NAN_ROWS,
     "softmax-unguarded-division": NAN_ROWS,

@@ -34,6 +34,7 @@ from pytest_check import check
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
+from tests.conventions import IN_PLACE
 from tests.crash import is_raising_through, where_it_crashed
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
 from tests.reach import KIT_WRAPPERS, Reached, kit_wrapper, package_of, recorded_function, tracing
@@ -587,7 +588,8 @@ class Kit:
                 f"{name}() changed its input {', '.join(changed)} in place.",
                 "the arguments are left exactly as they were", "different values (or keys) after the call",
                 "no mutation of inputs: build new arrays (x = x - m, "
-                "not x -= m) and new dicts, so the caller's data stays intact",
+                "not x -= m) and new dicts, so the caller's data stays intact"
+                + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
                 kind=CHECK_FAILED,
             )).message)
         return result

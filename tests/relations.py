@@ -307,9 +307,10 @@ def _ties(function: str, probes: list[str], outputs: dict[str, Any], expected: d
         except Exception:  # noqa: BLE001 - an output the view cannot read: no tie
             return None
     return Found("ties broken otherwise", "it picks the same scores in the same order as the right one; only "
-                                          "which of several equal scores comes first differs (torch.topk and "
-                                          "numpy's default argsort break ties their own way, a convention; this "
-                                          "kit's contract puts the lower index first: a stable sort)")
+                                          "which of several equal scores comes first differs (torch.topk, "
+                                          "numpy's default argsort and a reversed ascending sort, argsort()[::-1], "
+                                          "break ties their own way, a convention; this kit's contract puts the "
+                                          "lower index first: a stable sort of the negated scores)")
 
 
 def describe(function: str, module_file: str, found: Found) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.conventions import finite_additive, mask_form, with_convention
+from tests.conventions import PADDING_POLARITY, finite_additive, mask_form, with_convention
 from tests.feedback import (
     expect,
     expect_array,
@@ -239,7 +239,9 @@ def test_padding_mask_shape_and_dtype(impl):
         elif observed == (4, 6):
             hint += "; yours has no query axis, so it would meet (batch, n_q, n_k) scores on the wrong axes"
         expect_shape(out, (4, 1, 6), what="padding_mask(lengths of 4 sequences, max_len=6)", idea=hint)
-        expect_dtype(out, np.bool_, what="padding_mask", idea="a boolean mask holds True/False, not 0/1")
+        expect_dtype(out, np.bool_, what="padding_mask", idea="a boolean mask holds True/False, not 0/1 (Hugging "
+                     "Face's attention_mask is int 1/0 for the same meaning: a convention, not a misconception; this "
+                     "kit's masks are bool, .astype(bool))")
 
 
 def test_padding_mask_allows_exactly_the_real_tokens(impl):
@@ -252,9 +254,7 @@ def test_padding_mask_allows_exactly_the_real_tokens(impl):
         return
     idea = PADDING
     if np.array_equal(out, ~expected):
-        idea = (f"{POLARITY}; yours is True on the padding, as PyTorch's key_padding_mask and fairseq's padding "
-                "masks are (True marks a key to ignore): a convention, not a misconception; this kit's contract is "
-                "True for a key that may be attended to, the real tokens j < lengths[b]")
+        idea = f"{POLARITY}; yours is True on the padding: {PADDING_POLARITY}"
     elif np.array_equal(out, _padding_pattern([length + 1 for length in lengths], max_len)):
         idea = f"{PADDING}; yours also allows key lengths[b] (j <= lengths[b]), one padding token too many"
     expect_equal(out, expected, what="padding_mask([3, 5, 1], max_len=5): True for the real keys j < lengths[b]",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.conventions import CONVENTION
 from tests.effort import (
     EFFORT,
     EFFORT_FLOOR,
@@ -43,7 +44,7 @@ from tests.own_models import (  # noqa: F401  (hidden tests and benchmarks impor
     _show_losses,
     expect_gradient,
 )
-from tests.probes import expect_probe, probe
+from tests.probes import expect_probe, golden, probe
 
 ROOT = Path(__file__).resolve().parent.parent
 READ = "docs/reading.md#training"
@@ -241,6 +242,16 @@ def test_init_model_reference_values(impl):
                   expected="a dict with embedding, attention, w_out, b_out",
                   observed=str(sorted(params)) if isinstance(params, dict) else type(params).__name__, idea=MODEL):
         return
+    # GPT-2's init (minGPT's and nanoGPT's _init_weights), normal with std 0.02 for every weight, drawn in the same
+    # order: the embedding 0.02 / 0.3 times the kit's, w_out 0.02 sqrt(d_model) times it.
+    _, embedding, w_out = golden("init_model/seeded")
+    mine = [np.asarray(params.get(key)) for key in ("embedding", "w_out")]
+    if all(m.shape == e.shape and m.dtype.kind == "f" for m, e in zip(mine, (embedding, w_out), strict=True)) \
+            and np.allclose(mine[0], embedding * (0.02 / 0.3), rtol=1e-9, atol=0) \
+            and np.allclose(mine[1], w_out * 0.02 * np.sqrt(D_SMALL), rtol=1e-9, atol=0):
+        idea = (f"{idea}; yours draws every weight with std 0.02, GPT-2's init (minGPT's and nanoGPT's _init_weights, "
+                f"normal_(std=0.02)): {CONVENTION}; this kit's contract is 0.3 for the embedding and init_weight's "
+                "1/sqrt(d_in) for w_out")
     expect_probe(impl, "init_model/seeded", what=f"init_model(default_rng(915), {VOCAB}, {D_SMALL}, {H_SMALL})",
                  idea=idea, rtol=1e-12, atol=0.0)
 

@@ -341,8 +341,10 @@ def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
                   observed="none: the tracing was stopped during the call"):
         return
     room = " and 6 MiB of the process's own" if own else ""
-    expect(peak <= allowed, what=what, idea="it materialises all the scores: keep one block of scores at a time, "
-           "never the (n_q, n_k) scores, not even one row per query at a time for all keys; " + ONLINE,
+    expect(peak <= allowed, what=what, idea="more memory than one block at a time takes: keep one block of scores "
+           "and, per query, one running summary (the maximum so far, the sum of exponentials, the weighted sum of "
+           "values), updated block by block; never the (n_q, n_k) scores, nor one row per query for all keys, nor a "
+           "summary per block kept until the end; " + ONLINE,
            expected=f"at most {allowed / 2**20:.2f} MiB (8 arrays of n_q x block_size float64, a copy of the inputs"
                     f"{room}); the (n_q, n_k) scores of full attention alone take {full / 2**20:.0f} MiB",
            observed=f"{peak / 2**20:.2f} MiB")

@@ -262,7 +262,9 @@ def test_cosine_similarity_ignores_length(impl):
 
 def test_cosine_similarity_rejects_a_zero_vector(impl):
     expect_probe(impl, "cosine_similarity/a_zero_chunk", what="cosine_similarity with a chunk that is all zeros",
-                 idea=CHECKS + ": a zero vector has no direction, so its cosine is undefined")
+                 idea=CHECKS + ": a zero vector has no direction, so its cosine is undefined (sentence-transformers' "
+                                "cos_sim and torch's F.normalize clamp its norm to eps and give 0: a convention, not a "
+                                "misconception; this kit's contract raises ValueError naming the argument)")
     expect_raises_value_error(lambda: impl.cosine_similarity(np.zeros((1, 3)), np.ones((2, 3))), argument="queries",
                               what="cosine_similarity with a query that is all zeros", idea=CHECKS)
 
@@ -297,19 +299,33 @@ def test_top_k_best_first(impl):
                  idea=TOPK + "; the k best in order, best first (np.argpartition finds them but does not sort them)")
 
 
+def _reversed_ascending(scores: np.ndarray, k: int, out: np.ndarray) -> str:
+    """The convention of an ascending sort reversed (argsort()[::-1]), when ``out`` is that; else ""."""
+    for kind in ("stable", None):  # numpy's default sort too, as rank_bm25's get_top_n calls it
+        reversed_order = np.argsort(scores, axis=1, kind=kind)[:, ::-1][:, :k]
+        if out.shape == reversed_order.shape and np.array_equal(out, reversed_order):
+            return ("; yours is an ascending sort reversed (argsort()[::-1], as rank_bm25's get_top_n), which puts "
+                    "equal scores in the reverse of the sort's order, a higher index first: a convention, not a "
+                    "misconception; this kit's contract is the lower index first, np.argsort(-scores, kind='stable')")
+    return ""
+
+
 def test_top_k_keeps_ties_in_index_order(impl):
     similarity = np.array([[0.5, 0.9, 0.5, 0.9, 0.1], [0.3, 0.3, 0.3, 0.3, 0.3]])
-    expect_equal(np.asarray(impl.top_k(similarity, 3)), np.array([[1, 3, 0], [0, 1, 2]]),
+    out = np.asarray(impl.top_k(similarity, 3))
+    expect_equal(out, np.array([[1, 3, 0], [0, 1, 2]]),
                  what="top_k(k=3) of [[0.5, 0.9, 0.5, 0.9, 0.1], [0.3, 0.3, 0.3, 0.3, 0.3]]",
-                 idea=TOPK + "; the lower index first among equal scores")
+                 idea=TOPK + (_reversed_ascending(similarity, 3, out) or "; the lower index first among equal scores"))
     # Many ties in long rows: numpy's default sort (quicksort, not stable) reorders equal scores at this size, so
     # only a sort that keeps ties in index order (kind="stable", or any other rule that orders them by index) passes.
     crowded = np.random.default_rng(1423).integers(0, 3, size=(4, 29)) / 4  # 3 distinct scores in 29 chunks
     for k in (10, 29):
-        expect_equal(np.asarray(impl.top_k(crowded, k)), own_top_k(crowded, k),
+        out = np.asarray(impl.top_k(crowded, k))
+        expect_equal(out, own_top_k(crowded, k), idea=TOPK + (_reversed_ascending(crowded, k, out) or (
+                         "; numpy's default argsort is not stable: among equal scores it may put a higher index "
+                         "first, so ask for kind='stable'")),
                      what=f"top_k(k={k}) of 4 rows of 29 scores that take only the values 0, 0.25 and 0.5 (ties "
-                          "everywhere)", idea=TOPK + "; numpy's default argsort is not stable: among equal scores "
-                                                     "it may put a higher index first, so ask for kind='stable'")
+                          "everywhere)")
 
 
 def test_top_k_rejects_a_bad_k(impl):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
+import pytest
 
 from grader.curriculum import ROOT
 from grader.mutants.report import run_tests
@@ -255,3 +256,95 @@ def test_tiktokens_byte_rank_is_named_and_a_greedy_longest_match_is_not_called_i
     greedy = block(override(tmp_path / "greedy", "tokenization.py", GREEDY_ENCODE), "tests/test_15_tokenization.py",
                    first)
     assert "tiktoken" not in greedy and CONVENTION not in greedy, greedy
+
+
+# Adapters of a blind round (issue 34, point 4): the first message of each names its library's convention, in
+# the public suite or, for the padding mask, the hidden one (the diagnosis carries it there).
+ADAPTERS = {
+    "torch's LinearBackward": (
+        "backward.py", "tests/test_08_backward.py", "test_linear_backward_shapes",
+        "PyTorch's nn.Linear", """
+def linear_backward(grad_out, x, weight):
+    grad_out = as_float_array("grad_out", grad_out)
+    x = as_float_array("x", x)
+    weight = as_float_array("weight", weight)
+    if weight.ndim != 2:
+        raise ValueError(f"weight must have shape (d_in, d_out), got {weight.shape}")
+    d_in, d_out = weight.shape
+    require_ndim("x", x, 1, "(..., d_in)")
+    if x.shape[-1] != d_in or grad_out.shape != (*x.shape[:-1], d_out):
+        raise ValueError(f"grad_out of shape {grad_out.shape} does not fit x of shape {x.shape} "
+                         f"and weight of shape {weight.shape}: expected {(*x.shape[:-1], d_out)}")
+    grad_output = grad_out.reshape(-1, d_out)
+    inp = x.reshape(-1, d_in)
+    grad_input = grad_out @ weight.T
+    grad_weight = grad_output.T @ inp          # torch: grad_output.t().mm(input) -> (out_features, in_features)
+    grad_bias = grad_output.sum(0)
+    return grad_input, grad_weight, grad_bias
+"""),
+    "scipy's approx_fprime": (
+        "backward.py", "tests/test_08_backward.py", "test_numerical_gradient_is_the_central_difference",
+        "approx_fprime", """
+def numerical_gradient(f, x, eps=1e-6):
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    if not callable(f):
+        raise ValueError(f"f must be a function of an array, got {type(f).__name__}")
+    xk = np.array(x, dtype=np.float64)
+    f0 = f(xk.copy())
+    grad = np.zeros(xk.shape, dtype=np.float64)
+    ei = np.zeros(xk.shape, dtype=np.float64)
+    for index in np.ndindex(xk.shape):
+        ei[index] = 1.0
+        d = eps * ei
+        grad[index] = (f(xk + d) - f0) / d[index]
+        ei[index] = 0.0
+    return grad
+"""),
+    "nanoGPT's _init_weights": (
+        "training.py", "tests/test_09_training.py", "test_init_model_reference_values",
+        "nanoGPT", """
+def init_model(rng, vocab_size, d_model, n_heads):
+    vocab_size = require_positive_int("vocab_size", vocab_size)
+    d_model = require_positive_int("d_model", d_model)
+    embedding = rng.normal(0.0, 0.02, size=(vocab_size, d_model))   # torch.nn.init.normal_(w, mean=0.0, std=0.02)
+    attention = init_multi_head(rng, d_model, n_heads)
+    return {
+        "embedding": embedding,
+        "attention": attention,
+        "w_out": rng.normal(0.0, 0.02, size=(d_model, vocab_size)),
+        "b_out": np.zeros(vocab_size),
+    }
+"""),
+    "rank_bm25's get_top_n": (
+        "retrieval.py", "tests/test_14_retrieval.py", "test_top_k_keeps_ties_in_index_order",
+        "rank_bm25", """
+def top_k(similarity, k):
+    similarity = as_float_array("similarity", similarity)
+    if similarity.ndim != 2:
+        raise ValueError(f"similarity must have shape (n_queries, n_chunks), got {similarity.shape}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= similarity.shape[1]:
+        raise ValueError(f"k must be an integer from 1 to n_chunks = {similarity.shape[1]}, got {k!r}")
+    return np.stack([np.argsort(scores)[::-1][:k] for scores in similarity]).astype(np.int64)
+"""),
+    "PyTorch's key_padding_mask": (
+        "masks.py", "grader/hidden_tests/test_hidden_04_masks.py", "test_padding_mask_single_sequence",
+        "key_padding_mask", """
+def padding_mask(lengths, max_len):
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError(f"lengths must be a 1-D array of integers (batch,), got shape {lengths.shape}")
+    if not isinstance(max_len, (int, np.integer)) or isinstance(max_len, bool) or max_len <= 0:
+        raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+    if np.any(lengths < 0) or np.any(lengths > max_len):
+        raise ValueError(f"lengths must lie in [0, max_len={max_len}], got {lengths.tolist()}")
+    return (np.arange(max_len)[None, :] >= lengths[:, None])[:, None, :]
+"""),
+}
+
+
+@pytest.mark.parametrize("library", sorted(ADAPTERS))
+def test_an_adapter_is_told_its_libraries_convention(library: str, tmp_path):
+    module, test_file, test, word = ADAPTERS[library][:4]
+    text = block(override(tmp_path, module, ADAPTERS[library][4]), test_file, test)
+    assert word in text and CONVENTION in text, text
