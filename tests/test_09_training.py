@@ -412,14 +412,38 @@ def _flat(tree, prefix=""):
             yield f"{prefix}[{key!r}]", tree[key]
 
 
-def _expect_tree(observed, expected, *, what, idea, rtol=1e-9):
+def _expect_tree(observed, expected, *, what, idea, rtol=1e-9, tiny_term=""):
     if not expect(isinstance(observed, dict), what=what, expected="a dict shaped like params",
                   observed=type(observed).__name__, idea=idea):
         return
     got = dict(_flat(observed))
     for label, want in _flat(expected):  # what names the dict, label the entry: "params...: ['attention']['w_q']"
         if expect(label in got, what=f"{what}: {label}", expected="present", observed="missing", idea=idea):
-            expect_close(got[label], want, rtol=rtol, atol=1e-12, what=f"{what}: {label}", idea=idea)
+            expect_close(got[label], want, rtol=rtol, atol=1e-12, what=f"{what}: {label}", idea=idea,
+                         tiny_term=tiny_term)
+
+
+# Adam's "efficient" form (Kingma & Ba, end of section 2; TF1's AdamOptimizer and Keras's Adam): the bias corrections
+# folded into the step size, lr_t = lr sqrt(1 - b2^t) / (1 - b1^t), so eps is added to sqrt(v), not to sqrt(v_hat).
+EFFICIENT_ADAM = ("yours is Adam's 'efficient' form (Kingma & Ba, section 2; TF1's AdamOptimizer, Keras's Adam): "
+                  "lr_t = lr sqrt(1 - b2^t) / (1 - b1^t) and eps added to sqrt(v), not to sqrt(v_hat): a convention, "
+                  "not a misconception, that differs only through eps; this kit's contract (PyTorch's Adam) is "
+                  "lr m_hat / (sqrt(v_hat) + eps)")
+
+
+def _efficient_first_step(params: dict, grads: dict, lr: float, beta1: float, beta2: float, eps: float) -> dict:
+    step = lr * np.sqrt(1 - beta2) / (1 - beta1)
+    return {key: _efficient_first_step(value, grads[key], lr, beta1, beta2, eps) if isinstance(value, dict)
+            else value - step * (1 - beta1) * grads[key] / (np.sqrt((1 - beta2) * grads[key] ** 2) + eps)
+            for key, value in params.items()}
+
+
+def _is_tree_like(observed, expected) -> bool:
+    """Whether the dict ``observed`` holds ``expected``'s arrays, every one to a relative 1e-12."""
+    got = dict(_flat(observed)) if isinstance(observed, dict) else {}
+    return all(label in got and np.shape(got[label]) == np.shape(want)
+               and np.allclose(np.asarray(got[label], dtype=float), want, rtol=1e-12, atol=1e-15)
+               for label, want in _flat(expected))
 
 
 def test_adam_first_step(impl):
@@ -429,9 +453,12 @@ def test_adam_first_step(impl):
     if expect(isinstance(result, tuple) and len(result) == 2, what="adam_step's result",
               expected="a tuple (new_params, new_state)", observed=type(result).__name__, idea=ADAM):
         want, _ = _adam(params, grads, None, 0.05, 0.9, 0.999, 1e-8)
+        efficient = _is_tree_like(result[0], _efficient_first_step(params, grads, 0.05, 0.9, 0.999, 1e-8))
+        idea = (ADAM + ": on the first step m_hat = g and v_hat = g^2, so every parameter moves by about lr against "
+                "the sign of its gradient")
         _expect_tree(result[0], want, what="new_params after the first step",
-                     idea=ADAM + ": on the first step m_hat = g and v_hat = g^2, so every parameter moves by "
-                                 "about lr against the sign of its gradient")
+                     idea=f"{idea}; {EFFICIENT_ADAM}" if efficient else idea,
+                     tiny_term=EFFICIENT_ADAM if efficient else "")
 
 
 def test_adam_several_steps(impl):

@@ -7,7 +7,18 @@ from __future__ import annotations
 import numpy as np
 
 from tests.feedback import expect, expect_array, expect_equal, expect_shape
-from tests.test_15_tokenization import COST, DECODE, LENGTHS, ORDER, STOP, TRAIN, drawn_corpus, own_encode, own_train
+from tests.test_15_tokenization import (
+    COST,
+    DECODE,
+    LENGTHS,
+    ORDER,
+    STOP,
+    TRAIN,
+    drawn_corpus,
+    own_encode,
+    own_train,
+    training_idea,
+)
 
 EXERCISE = "tokenization"
 
@@ -18,7 +29,7 @@ def test_long_training_on_three_letters_merges_merged_tokens(impl):
     expected = own_train(text, 60)
     merges = impl.train_bpe(text, 60)
     if expect_shape(merges, expected.shape, what="train_bpe of 1200+ letters over 'abc', 60 merges", idea=TRAIN):
-        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=TRAIN,
+        expect_equal(np.asarray(merges).tolist(), expected.tolist(), idea=training_idea(merges, text, 60, TRAIN),
                      what="train_bpe of 1200+ letters over 'abc', 60 merges")
 
 

@@ -348,3 +348,32 @@ def test_an_adapter_is_told_its_libraries_convention(library: str, tmp_path):
     module, test_file, test, word = ADAPTERS[library][:4]
     text = block(override(tmp_path, module, ADAPTERS[library][4]), test_file, test)
     assert word in text and CONVENTION in text, text
+
+
+EFFICIENT_ADAM = '''
+def adam_step(params, grads, state, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
+    # Kingma & Ba's "efficient" form (TF1's AdamOptimizer): the bias corrections folded into the step size.
+    t = 1 if state is None else int(state["step"]) + 1
+    m, v = ({}, {}) if state is None else (state["m"], state["v"])
+    lr_t = lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+
+    def walk(p, g, m, v):
+        new_p, new_m, new_v = {}, {}, {}
+        for key, value in p.items():
+            if isinstance(value, dict):
+                new_p[key], new_m[key], new_v[key] = walk(value, g[key], m.get(key, {}), v.get(key, {}))
+                continue
+            new_m[key] = beta1 * m.get(key, 0.0) + (1 - beta1) * g[key]
+            new_v[key] = beta2 * v.get(key, 0.0) + (1 - beta2) * g[key] ** 2
+            new_p[key] = value - lr_t * new_m[key] / (np.sqrt(new_v[key]) + eps)
+        return new_p, new_m, new_v
+
+    new_params, new_m, new_v = walk(params, grads, m, v)
+    return new_params, {"step": t, "m": new_m, "v": new_v}
+'''
+
+
+def test_adams_efficient_form_is_named_on_the_first_step(tmp_path):
+    text = block(override(tmp_path, "training.py", EFFICIENT_ADAM), "tests/test_09_training.py",
+                 "test_adam_first_step")
+    assert "efficient" in text and "Kingma" in text and CONVENTION in text, text
