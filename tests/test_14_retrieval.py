@@ -358,6 +358,15 @@ def test_recall_at_k_counts_the_hits(impl):
                  what="recall_at_k of 50 random rows of 5 chunks out of 12", idea=RECALL)
     expect_probe(impl, "recall_at_k/three_hits_of_five", what="recall_at_k on the fixed input "
                  "recall_at_k/three_hits_of_five", idea=RECALL, rtol=1e-12)
+    # One question of three hit: 1/3, to every digit (a figure rounded for a report is no longer the measure).
+    got = impl.recall_at_k(np.array([[0, 1], [2, 3], [4, 5]]), np.array([1, 0, 0]))
+    rounded = isinstance(got, (float, np.floating)) and any(float(got) == round(1 / 3, n) for n in range(2, 9))
+    expect_close(got, 1 / 3, rtol=1e-12, what="recall_at_k of [[0, 1], [2, 3], [4, 5]] for the evidence [1, 0, 0] "
+                 "(one question of three)", idea=RECALL + ("; yours is rounded, as BEIR rounds the figures it reports "
+                                                           "(and trec_eval prints 4 decimals): a convention of a "
+                                                           "report, not of the measure; this kit's recall is the "
+                                                           "exact fraction"
+                                                           if rounded else ""))
     # A chunk listed twice in a row is still one hit for that question: recall counts questions, never retrievals.
     retrieved = np.array([[2, 2, 5], [1, 3, 1], [4, 0, 4], [6, 6, 6], [0, 5, 3]])
     relevant = np.array([2, 1, 3, 6, 4])
