@@ -238,7 +238,9 @@ def _gate(impl, name: str) -> list[Failure]:
                     f"{what}, against its {'central differences' if limit > EXACT else 'exact derivatives'} at "
                     f"{len(exact)} entries", f"a relative error of at most {limit:g}"
                     + (" (exact to rounding)" if limit == EXACT else ""), f"a relative error of {error:.2g}",
-                    ("your gradient matches a numerical estimate but not the exact derivative: " + ANALYTIC)
+                    ("your gradient is close to the exact derivative, not equal to it: either a numerical estimate "
+                     "(" + ANALYTIC + "), or a small term of the formula left out or changed (an eps, a scale): "
+                     "compare each term with the forward pass")
                     if estimate else "the gradient is wrong here: " + RULE))
     return failures
 

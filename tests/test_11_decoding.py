@@ -31,8 +31,9 @@ ONLINE = ("online softmax: per query keep a running maximum m (from -inf), a run
           "sum of values; when a block raises m, multiply l and the weighted sum by exp(m_old - m_new) before adding "
           "the block's own terms; at the end divide by l")
 PARTIAL = "the last block holds whatever keys are left: range(0, n_k, block_size), with the end clipped at n_k"
-OFFSET = ("under the causal mask, key j of a block starting at `start` is at position start + j of the sequence: "
-          "compare that with the query's position, not the index inside the block")
+OFFSET = ("under the causal mask query i sees the keys at positions 0..i, itself included (key <= query); key j of "
+          "a block starting at `start` is at position start + j of the sequence: compare that with the query's "
+          "position, not the index inside the block")
 OVERFLOW = ("scores near 1e4 overflow np.exp unless each query's running maximum is subtracted first; a finite "
             "starting maximum (0, -5e4, -1e9: any finite number) makes every exp of a row whose scores all lie far "
             "below it underflow to 0, so start it at -inf")
