@@ -576,8 +576,10 @@ def test_training_resolves_the_pronoun(impl):
     if not expect_model_for(params, train_set, 16, what=f"the shapes of the trained parameters {label}"):
         return
     outcome = _outcome(params, test, True)
+    frozen = frozen_batches(impl) if outcome["accuracy"] < 0.9 else None  # (asked only for a failure)
     expect(outcome["accuracy"] >= 0.9, what=f"held-out accuracy after training (256 new sentences) {label}",
-           expected="at least 0.90", observed=f"{outcome['accuracy']:.3f}", idea=TRAIN + "; " + VARIANT)
+           expected="at least 0.90", observed=f"{outcome['accuracy']:.3f}",
+           idea=FROZEN.format(found=frozen) if frozen else TRAIN + "; " + VARIANT)
     expect(outcome["weight"] > 0.5,
            what=f"the pronoun's mean attention weight on its antecedent after training {label}",
            expected="above 0.5 (about 0.1 before)", observed=f"{outcome['weight']:.3f}",
@@ -654,7 +656,49 @@ def _check_followed(impl, positions: bool) -> None:
 
 def test_train_is_init_model_then_adam_steps_with_their_state(impl):
     _check_followed(impl, positions=True)
+    frozen = frozen_batches(impl)
+    expect(frozen is None, what=f"train on 30 different sentences, {FOLLOW['steps']} steps",
+           expected="a batch drawn anew from rng at every step", observed=str(frozen), idea=FROZEN.format(found=frozen))
 
 
 def test_train_without_positions_trains_a_model_without_them(impl):
     _check_followed(impl, positions=False)
+
+
+# Sentences that all differ: a batch drawn anew from rng at every step (rng.integers, rng.choice: any way the API
+# allows) gives other losses than one batch reused at every step, which trains on a few sentences only.
+def _frozen_losses(impl, seed: int, task: dict, rows: np.ndarray) -> list[float]:
+    """The losses of FOLLOW's Adam steps from init_model(default_rng(seed)), the same ``rows`` at every step."""
+    params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
+    state, losses = None, []
+    for _ in range(FOLLOW["steps"]):
+        loss, grads = impl.model_gradients(params, task["tokens"][rows], task["query_position"][rows],
+                                           task["target"][rows], FOLLOW["n_heads"], True)
+        params, state = _adam(params, grads, state, FOLLOW["lr"], 0.9, 0.999, 1e-8)
+        losses.append(float(loss))
+    return losses
+
+
+def frozen_batches(impl) -> str | None:
+    """How train reuses one batch at every step (trained on 30 different sentences), or None when it does not.
+
+    Checked against a batch drawn anew at every step only through what a frozen one gives: rng.integers,
+    rng.choice or any other way the API allows to draw from rng at each step is never matched.
+    """
+    seed, size, n = 940, FOLLOW["batch_size"], 30
+    task = tasks().antecedent_task(np.random.default_rng(941), n)
+    try:
+        result = impl.train(np.random.default_rng(seed), task, **FOLLOW)
+        losses = np.asarray(result[1], dtype=float).ravel()
+        after_init = np.random.default_rng(seed)
+        impl.init_model(after_init, len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])  # init's draws
+        frozen = {"the first rows of the task at every step": np.arange(size) % n,
+                  "one batch drawn once (rng.integers) and reused at every step": after_init.integers(0, n, size=size)}
+        return next((f"{label} (its losses {losses.round(6).tolist()})" for label, rows in frozen.items()
+                     if np.allclose(losses, _frozen_losses(impl, seed, task, rows), rtol=1e-6, atol=1e-9)), None)
+    except Exception:  # noqa: BLE001 - a train or a model that fails here fails its own tests, with their messages
+        return None
+
+
+FROZEN = ("train: draw each step's batch from rng inside the loop (rng.integers(0, n, size=batch_size)): yours "
+          "uses {found}, so it trains on a few sentences only")
