@@ -55,6 +55,9 @@ def resolve_impl_path(config: pytest.Config) -> Path:
 @pytest.hookimpl(trylast=True)  # after every plugin has registered its markers
 def pytest_configure(config: pytest.Config) -> None:
     resolve_impl_path(config)  # a mistyped --impl stops the run with one clear line, not 140 errors
+    from tests import effort  # (here: one_thread must come before numpy, which tests.effort imports)
+
+    effort.CONFIG = config  # the gates salt their seeds with the submission's own bytes (tests/effort.py)
     for exercise in load_curriculum().exercises:
         config.addinivalue_line("markers", f"{exercise.name}: tests of exercise {exercise.number}, {exercise.title}")
     config.option.markexpr = check_mark_expression(config, config.option.markexpr)

@@ -30,6 +30,7 @@ from tests.effort import (
     once,
     require,
     seed_of,
+    submission_salt,
     too_costly,
     within_budget,
 )
@@ -105,7 +106,7 @@ def _pooled(params, tokens, query_position):
     return np.einsum("nh,hv->nv", hidden, params["w_out"]) + params["b_out"]
 
 
-def _pooled_params(seed: int, vocab: int = VOCAB, d: int = D_SMALL, hidden: int = HIDDEN) -> dict:
+def _pooled_params(seed: int | list[int], vocab: int = VOCAB, d: int = D_SMALL, hidden: int = HIDDEN) -> dict:
     rng = np.random.default_rng(seed)
     return {"embedding": rng.normal(size=(vocab, d)),
             "w_hidden": rng.normal(scale=1 / np.sqrt(d), size=(2 * d, hidden)),
@@ -389,9 +390,11 @@ ANALYTIC = ("write pooled_gradients by the chain rule, reusing cross_entropy and
 def _gate(impl) -> list[Failure]:
     vocab, d, hidden, n, seq = 40, 16, 32, 64, 15
 
+    salt = submission_salt("negation")  # inputs no file can hold the answers to (tests/effort.py)
+
     def draw(attempt: int) -> tuple:
-        rng = np.random.default_rng(8112 + 10 * attempt)
-        params = _pooled_params(8113 + 10 * attempt, vocab, d, hidden)
+        rng = np.random.default_rng([8112 + 10 * attempt, salt])
+        params = _pooled_params([8113 + 10 * attempt, salt], vocab, d, hidden)
         tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
         return params, tokens, query, rng.integers(0, vocab, size=n)
 

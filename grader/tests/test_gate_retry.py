@@ -83,3 +83,31 @@ def test_a_gate_fails_code_that_answers_its_retry_from_memory(module: str, exerc
     assert failures, f"{name}: a call charged {SLOW} s for new inputs and nothing for repeated ones passed the gate"
     assert "CPU time" in failures[0].what, failures[0]
     assert len(impl._implementation.seen) >= 2  # it did try again, on other inputs
+
+
+@pytest.mark.parametrize(("module", "exercise", "name"), [
+    ("tests.test_08_backward", "backward", "softmax_backward"),
+    ("tests.test_09_training", "training", "model_gradients"),
+    ("tests.test_12_negation", "negation", "pooled_gradients"),
+    ("tests.test_13_distance", "distance", "train_match_head"),
+])
+def test_a_gates_inputs_follow_the_submissions_own_bytes(module: str, exercise: str, name: str, tmp_path,
+                                                         monkeypatch):
+    """Answers stored for a gate's inputs, computed beforehand, change the file, and so the inputs (issue 32)."""
+    import importlib
+    from types import SimpleNamespace
+
+    from tests import effort
+
+    gate = importlib.import_module(module)._gate
+    seen = {}
+    for label, text in (("one", "# one\n"), ("same", "# one\n"), ("other", "# other\n")):
+        folder = tmp_path / label
+        folder.mkdir()
+        (folder / f"{exercise}.py").write_text(text, encoding="utf-8")
+        monkeypatch.setattr(effort, "CONFIG", SimpleNamespace(option=SimpleNamespace(impl=str(folder))))
+        impl = Impl(exercise)
+        gate(impl, name) if exercise == "backward" else gate(impl)
+        seen[label] = sorted(impl._implementation.seen)
+    assert seen["one"] == seen["same"], "the same bytes must give the same inputs (the same feedback)"
+    assert not set(seen["one"]) & set(seen["other"]), "other bytes must give other inputs"
