@@ -18,7 +18,7 @@ from tests.test_13_distance import (
     USE,
     WEIGHTS,
     _accuracy,
-    _curve_from,
+    _curve,
     _match_inputs,
     _match_task,
     _task,
@@ -65,16 +65,13 @@ def test_a_distance_nobody_asks_for_has_no_recall(impl):
     task = _task(1362, 8, 10, 2.0)
     asked = task["distance"] != 3
     part = {key: (value[asked] if isinstance(value, np.ndarray) else value) for key, value in task.items()}
-    out = impl.recall_curve(part, 0.4)
-    recall = np.asarray(out[1], dtype=float)
-    if expect_shape(recall, (8,), what="recall_curve of a task that never asks for distance 3", idea=CURVE):
+    # Counted from your recall_weights, on the task and on a noisy twin (a curve written from a formula fails there).
+    recall = _curve(impl, part, 0.4, what="recall_curve of a task that never asks for distance 3", idea=CURVE)
+    if recall is not None:
         expect(bool(np.isnan(recall[2])) and not np.isnan(np.delete(recall, 2)).any(),
                what="recall at the distance no query asks for (3), and at the others",
                expected="NaN at distance 3 only (no query to count, not a recall of 0)", observed=str(recall),
                idea=NO_QUERY)
-        weights = impl.recall_weights(part["queries"], part["keys"], 0.4)
-        expect_close(recall, _curve_from(weights, part),
-                     what="recall_curve of a task that never asks for distance 3", idea=CURVE)
 
 
 def test_a_longer_context_changes_nothing_for_the_same_distances(impl):
@@ -89,13 +86,12 @@ def test_a_longer_context_changes_nothing_for_the_same_distances(impl):
         extra.append(np.sqrt(margin * np.sqrt(48)) * basis[:, 12:].T)
     long = {**long, "keys": np.concatenate([np.stack(extra), long["keys"]], axis=1), "answer": long["answer"] + 36,
             "n_pairs": 48}
-    recall_short = np.asarray(impl.recall_curve(short, slope)[1], dtype=float)
-    recall_long = np.asarray(impl.recall_curve(long, slope)[1], dtype=float)
-    if expect_shape(recall_long, (48,), what="recall_curve of the context lengthened to 48 keys", idea=USE):
+    # Each counted from your recall_weights, on the context and on a noisy twin (as the public tests count them).
+    recall_short = _curve(impl, short, slope, what="recall_curve of a context of 12 keys", idea=USE)
+    recall_long = _curve(impl, long, slope, what="recall_curve of the context lengthened to 48 keys", idea=USE)
+    if recall_short is not None and recall_long is not None:
         expect_close(recall_long[:12], recall_short, what="recall at distances 1 to 12, in a context of 12 keys "
                      "and in the same context with 36 far keys added in front", idea=USE)
-        expect_close(recall_long, _curve_from(impl.recall_weights(long["queries"], long["keys"], slope), long),
-                     what="recall_curve of the lengthened context against your recall_weights", idea=CURVE)
 
 
 def test_inputs_of_a_context_of_one_symbol(impl):
