@@ -195,8 +195,12 @@ def test_the_course_feeds_canvas_the_budget_and_the_fingerprint(tmp_path, monkey
 
 
 def test_the_student_package_says_where_it_looked_for_the_reference(tmp_path, capsys, monkeypatch):
-    from grader import curriculum
+    from grader import cli, curriculum  # noqa: F401
+    from grader.authoring import course_init  # noqa: F401 - bound to the real ROOT before it is patched below
     from grader.grading import grade
+
+    # Every module the command imports binds ROOT when first imported: imported now, they keep the real one after
+    # this test (a first import under the patch kept the fake ROOT for the rest of the worker's tests).
 
     monkeypatch.setattr(curriculum, "ROOT", tmp_path / "site-packages" / "grader" / "_kit")
     folder = make_course(tmp_path / "c", "")
