@@ -619,10 +619,14 @@ def _one_sentence_task(seed: int) -> dict:
             for key, value in sentence.items()}
 
 
-def _followed(impl, seed: int, task: dict, positions: bool, keep_state: bool) -> list[float]:
-    """The losses of FOLLOW's Adam steps from init_model(default_rng(seed)), the state kept or dropped."""
+def _followed(impl, seed: int, task: dict, positions: bool, keep_state: bool,
+              rows: np.ndarray | None = None) -> list[float]:
+    """The losses of FOLLOW's Adam steps from init_model(default_rng(seed)), the state kept or dropped.
+
+    Every step trains on the same ``rows`` of the task (default: its first batch_size rows).
+    """
     params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
-    rows = np.arange(FOLLOW["batch_size"]) % len(task["tokens"])
+    rows = np.arange(FOLLOW["batch_size"]) % len(task["tokens"]) if rows is None else rows
     state, losses = None, []
     for _ in range(FOLLOW["steps"]):
         loss, grads = impl.model_gradients(params, task["tokens"][rows], task["query_position"][rows],
@@ -670,18 +674,6 @@ def test_train_without_positions_trains_a_model_without_them(impl):
 
 # Sentences that all differ: a batch drawn anew from rng at every step (rng.integers, rng.choice: any way the API
 # allows) gives other losses than one batch reused at every step, which trains on a few sentences only.
-def _frozen_losses(impl, seed: int, task: dict, rows: np.ndarray) -> list[float]:
-    """The losses of FOLLOW's Adam steps from init_model(default_rng(seed)), the same ``rows`` at every step."""
-    params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
-    state, losses = None, []
-    for _ in range(FOLLOW["steps"]):
-        loss, grads = impl.model_gradients(params, task["tokens"][rows], task["query_position"][rows],
-                                           task["target"][rows], FOLLOW["n_heads"], True)
-        params, state = _adam(params, grads, state, FOLLOW["lr"], 0.9, 0.999, 1e-8)
-        losses.append(float(loss))
-    return losses
-
-
 def frozen_batches(impl) -> str | None:
     """How train reuses one batch at every step (trained on 30 different sentences), or None when it does not.
 
@@ -698,7 +690,7 @@ def frozen_batches(impl) -> str | None:
         frozen = {"the first rows of the task at every step": np.arange(size) % n,
                   "one batch drawn once (rng.integers) and reused at every step": after_init.integers(0, n, size=size)}
         return next((f"{label} (its losses {losses.round(6).tolist()})" for label, rows in frozen.items()
-                     if np.allclose(losses, _frozen_losses(impl, seed, task, rows), rtol=1e-6, atol=1e-9)), None)
+                     if np.allclose(losses, _followed(impl, seed, task, True, True, rows), rtol=1e-6, atol=1e-9)), None)
     except Exception:  # noqa: BLE001 - a train or a model that fails here fails its own tests, with their messages
         return None
 

@@ -246,10 +246,10 @@ def encoding_idea(ids: object, text: str, merges: np.ndarray, idea: str,
     observed = listed(ids)
     if observed is None or observed == own_encode(text, merges):
         return idea
-    seen = [(listed(other), other_text, other_merges) for other, other_text, other_merges in others]
+    seen = [(listed(other), _encoding_conventions(other_text, other_merges))
+            for other, other_text, other_merges in others]
     for index, (message, encode) in enumerate(_encoding_conventions(text, merges)):
-        if observed == encode() and all(got == _encoding_conventions(other_text, other_merges)[index][1]()
-                                        for got, other_text, other_merges in seen):
+        if observed == encode() and all(got == conventions[index][1]() for got, conventions in seen):
             return f"{idea}; {message}"
     return idea
 
