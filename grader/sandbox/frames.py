@@ -108,22 +108,33 @@ def check_dtype(dtype: Any) -> str:
         _CHECKED_DTYPES[id(dtype)] = (dtype, dtype.str)
     return dtype.str
 
-def pack(header: dict, arrays: list) -> bytes:
-    """One frame: the JSON header, which describes the arrays, then their raw bytes (one buffer, one write)."""
+def _parts(header: dict, arrays: list) -> list:
+    """A frame's parts, in order: prefix, JSON header, then each array's bytes as a buffer (no copy if contiguous).
+
+    A C-contiguous array is its own buffer; an F-contiguous one goes in F order (as np.save does), as the
+    buffer of its transpose; any other array is copied out (``tobytes``).
+    """
     described, blobs = [], []
     body_len = 0
     for array in arrays:
         name = check_dtype(array.dtype)
         flags = array.flags
-        if flags.f_contiguous and not flags.c_contiguous:  # as np.save does
-            order, blob = "F", array.tobytes("F")
+        if flags.c_contiguous:
+            order, blob = "C", array
+        elif flags.f_contiguous:
+            order, blob = "F", array.T
         else:
             order, blob = "C", array.tobytes()
-        described.append([name, list(array.shape), order, len(blob)])
+        described.append([name, list(array.shape), order, array.nbytes])
         blobs.append(blob)
-        body_len += len(blob)
+        body_len += array.nbytes
     head = dumps({"h": header, "a": described}).encode()
-    return b"".join([PREFIX.pack(MAGIC, len(head), body_len), head, *blobs])
+    return [PREFIX.pack(MAGIC, len(head), body_len), head, *blobs]
+
+
+def pack(header: dict, arrays: list) -> bytes:
+    """One frame: the JSON header, which describes the arrays, then their raw bytes (one buffer, one write)."""
+    return b"".join(_parts(header, arrays))
 
 
 class Received(list):
@@ -236,15 +247,30 @@ SEAL_INDEX = 20
 
 def seal_keys(frame: bytes | bytearray | memoryview) -> tuple[bytes, bytes]:
     """A callback frame's (index, key): both digests of the whole frame (SHA-256, then a personalised BLAKE2b)."""
-    digest = hashlib.sha256(frame).digest()
-    return (hashlib.blake2b(digest, digest_size=SEAL_INDEX, person=b"ak-seal-index").digest(),
-            hashlib.blake2b(digest, digest_size=32, person=b"ak-seal-key").digest())
+    return _keys(hashlib.sha256(frame))
 
 
-def seal(key: bytes, data: bytes | bytearray | memoryview) -> bytes:
-    """``data`` XORed with ``key``'s SHAKE-128 keystream: sealing and opening are the same step."""
-    if not len(data):
-        return b""
-    stream = np.frombuffer(hashlib.shake_128(key).digest(len(data)), np.uint8).copy()
-    np.bitwise_xor(stream, np.frombuffer(data, np.uint8), out=stream)
-    return stream.tobytes()
+def question_keys(header: dict, arrays: list) -> tuple[bytes, bytes]:
+    """``seal_keys(pack(header, arrays))``, without packing: the frame's parts are hashed where they lie."""
+    digest = hashlib.sha256()
+    for part in _parts(header, arrays):
+        digest.update(part)
+    return _keys(digest)
+
+
+def _keys(digest: Any) -> tuple[bytes, bytes]:
+    whole = digest.digest()
+    return (hashlib.blake2b(whole, digest_size=SEAL_INDEX, person=b"ak-seal-index").digest(),
+            hashlib.blake2b(whole, digest_size=32, person=b"ak-seal-key").digest())
+
+
+def seal(key: bytes, data: bytes | bytearray | memoryview) -> bytearray:
+    """``data`` XORed with ``key``'s SHAKE-128 keystream: sealing and opening are the same step.
+
+    A new bytearray, written once (an opened answer is unpacked from it as its own buffer, ``unpack(owned=True)``).
+    """
+    result = bytearray(len(data))
+    if result:
+        np.bitwise_xor(np.frombuffer(hashlib.shake_128(key).digest(len(data)), np.uint8),
+                       np.frombuffer(data, np.uint8), out=np.frombuffer(result, np.uint8))
+    return result

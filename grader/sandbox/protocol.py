@@ -15,7 +15,9 @@ Grading process -> worker (``REQUESTS``):
 - ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
   (a call's peak memory is read from outside the worker, never reported by it);
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
-  CPU seconds], their bytes back to back in one uint8 array. No reply: the next request follows.
+  CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
+  was given before. No reply: the next request follows;
+- ``forget_answers``: drop the sealed answers of ``views`` (the worker's memory). No reply.
 
 Worker -> grading process, only while one of those requests is in flight:
 
@@ -52,6 +54,7 @@ REQUESTS: dict[str, dict[str, type]] = {
     "import": {"view": str, "module": str},
     "call": {"view": str, "module": str, "function": str, "payload": object},
     "answers": {"view": str, "entries": list},
+    "forget_answers": {"views": list},
 }
 CALLBACKS: dict[str, dict[str, type]] = {
     "callback": {"exercise": str, "function": str, "payload": object},

@@ -151,7 +151,8 @@ class IsolatedImplementation(Measuring, Reports, Spares):
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._adopted = False
         self._handshake_pending = False
-        self._sealed_view: str | None = None  # the view whose sealed answers the worker holds (grader.sandbox.sealed)
+        # The views whose sealed answers the worker holds (grader.sandbox.sealed), and their frames' bytes.
+        self._sealed_views: dict[str, int] = {}
         self.out_of_memory = False  # the last worker that ended had reached its control group's memory limit
         self.group_missed = 0  # workers whose control group could not be made or joined (see ``isolation``)
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
@@ -278,7 +279,7 @@ class IsolatedImplementation(Measuring, Reports, Spares):
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
         self._given.reset()
-        self._sealed_view = None
+        self._sealed_views = {}
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
@@ -364,11 +365,9 @@ class IsolatedImplementation(Measuring, Reports, Spares):
         deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
         try:
-            sealed = SEALED.request(view, self.limits.memory_bytes // 8) if view != self._sealed_view and \
-                header.get("op") == "call" and self.fair and self.path != self.reference else None
-            if sealed is not None:  # the view's answers known in advance, once per worker and view
-                channel.send(frames.pack(*sealed), deadline)
-                self._sealed_view = view
+            if view not in self._sealed_views and header.get("op") == "call" and self.fair and \
+                    self.path != self.reference:
+                self._send_sealed(view, deadline)
             channel.send(frames.pack(header, arrays), deadline)
             while True:
                 frame = channel.next_frame(deadline)
@@ -416,6 +415,24 @@ class IsolatedImplementation(Measuring, Reports, Spares):
                 channel.send(answer, deadline)
         finally:
             budget.finish_call()
+
+    def _send_sealed(self, view: str, deadline: float) -> None:
+        """Give the worker ``view``'s sealed answers, once per worker and view, before the view's first call.
+
+        The worker keeps those of every view it was given (a class's hidden tests come back to each view), within
+        a quarter of its memory: past that, it is told to forget the others first.
+        """
+        held = self.limits.memory_bytes // 4
+        frame = SEALED.request(view, held // 2)
+        self._sealed_views[view] = 0  # asked once per worker, even when there are none
+        if frame is None:
+            return
+        if sum(self._sealed_views.values()) + len(frame) > held:
+            forget = [known for known, size in self._sealed_views.items() if size]
+            self._channel.send(frames.pack({"op": "forget_answers", "views": forget}, []), deadline)
+            self._sealed_views = dict.fromkeys(self._sealed_views, 0)
+        self._channel.send(frame, deadline)
+        self._sealed_views[view] = len(frame)
 
     def _request(self, header: dict, arrays: list, what: str, counted: bool = True,
                  timeout: float | None = None) -> tuple[dict, list]:

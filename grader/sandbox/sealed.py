@@ -56,7 +56,8 @@ class Sealed:
 
     def __init__(self) -> None:
         self.path: Path | None = None
-        self.table: Table = {}
+        self.table: Table = {}  # the answers of the views not asked for yet (see request)
+        self._frames: dict[str, bytes] = {}  # view -> the frame of its answers, packed (b"": none)
         self._stamp: tuple[int, int] | None = None
         self.recorded: Table | None = None  # while the kit's check runs: what its callbacks were answered
         self._recorded_bytes = 0
@@ -70,23 +71,32 @@ class Sealed:
         stamp = (found.st_mtime_ns, found.st_size) if found is not None else None
         if path == self.path and stamp == self._stamp:
             return
-        self.path, self._stamp, self.table = path, stamp, {}
+        self.path, self._stamp, self.table, self._frames = path, stamp, {}, {}
         if path is not None and stamp is not None:
             self.table = read(path)
 
-    def request(self, view: str, most: int) -> tuple[dict, list] | None:
-        """The message that gives a worker ``view``'s sealed answers, if any and at most ``most`` bytes of them.
+    def request(self, view: str, most: int) -> bytes | None:
+        """The frame that gives a worker ``view``'s sealed answers, if any and at most ``most`` bytes long.
 
-        None while the check is recorded: its callbacks must reach this process to be recorded.
+        None while the check is recorded: its callbacks must reach this process to be recorded. The frame is
+        the same for every worker, so it is packed once per view (and the view's table let go): a class sends it
+        to each student's worker, and packing it again each time cost three copies of tens of MB per student.
         """
-        answers = self.table.get(view)
-        if not answers or self.recorded is not None or sum(len(blob) for blob, _ in answers.values()) > most:
+        if self.recorded is not None:
             return None
-        entries = [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
-        body = b"".join(blob for blob, _ in answers.values())
-        import numpy as np
+        frame = self._frames.get(view)
+        if frame is None:
+            answers = self.table.pop(view, None)
+            frame = b""
+            if answers:
+                import numpy as np
 
-        return {"op": "answers", "view": view, "entries": entries}, [np.frombuffer(body, np.uint8)]
+                entries = [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
+                body = b"".join(blob for blob, _ in answers.values())
+                frame = frames.pack({"op": "answers", "view": view, "entries": entries},
+                                    [np.frombuffer(body, np.uint8)])
+            self._frames[view] = frame
+        return frame if frame and len(frame) <= most else None
 
     def recording(self, on: bool) -> None:
         """Record every callback answered from now on (``on``: the kit's check is graded), or nothing."""

@@ -186,10 +186,10 @@ class Worker:
         self._running: list[str] = []
         self._instrumented: dict[str, tuple[types.ModuleType, int]] = {}
         self._home: dict[str, str] = {}  # each API function's exercise (from init's functions)
-        # The sealed answers of one view (grader.sandbox.sealed): index -> (offset, size, CPU seconds) in their
-        # bytes; the view of the call running now, and the reference's CPU seconds of the answers it opened.
-        self.sealed: dict[bytes, tuple[int, int, float]] = {}
-        self.sealed_view, self.sealed_body = "", b""
+        # The sealed answers of each view it was given (grader.sandbox.sealed): view -> (index -> (offset, size,
+        # CPU seconds) in their bytes, those bytes); the view of the call running now, and the reference's CPU
+        # seconds of the answers it opened.
+        self.sealed: dict[str, tuple[dict[bytes, tuple[int, int, float]], Any]] = {}
         self.view, self.opened_cpu = "", 0.0
 
     # -- packages
@@ -263,8 +263,9 @@ class Worker:
             arrays: list = []
             payload = codec.encode([list(args), kwargs], arrays)
             message = {"op": "callback", "exercise": exercise, "function": function, "payload": payload}
-            if self.sealed and self.view == self.sealed_view:
-                opened, frame = self.open_sealed(message, arrays)
+            table = self.sealed.get(self.view)
+            if table is not None:
+                opened, frame = self.open_sealed(table, message, arrays)
                 if opened is None:
                     channel.send_frame(frame)
             else:
@@ -278,21 +279,22 @@ class Worker:
         forward.__name__ = forward.__qualname__ = function
         return forward
 
-    def open_sealed(self, message: dict, arrays: list) -> tuple[tuple[dict, list] | None, bytes]:
-        """The answer to a callback from the sealed answers (None: not among them, so ask), and its frame."""
+    def open_sealed(self, table: tuple[dict[bytes, tuple[int, int, float]], Any], message: dict,
+                    arrays: list) -> tuple[tuple[dict, list] | None, bytes]:
+        """The answer to a callback from a view's sealed answers (None: not among them, so ask), and its frame."""
         restore_builtins()
-        frame = frames.pack(message, arrays)
-        index, key = frames.seal_keys(frame)
-        found = self.sealed.get(index)
+        index, key = frames.question_keys(message, arrays)  # the digests of the frame, never packed if found
+        entries, sealed_body = table
+        found = entries.get(index)
         if found is None:
-            return None, frame
+            return None, frames.pack(message, arrays)
         offset, size, cpu = found
-        with memoryview(self.sealed_body) as body:
-            parsed = frames.unpack(frames.seal(key, body[offset : offset + size]))
+        with memoryview(sealed_body) as body:
+            parsed = frames.unpack(frames.seal(key, body[offset : offset + size]), owned=True)
         if parsed is None:
-            return None, frame
+            return None, frames.pack(message, arrays)
         self.opened_cpu += cpu
-        return parsed[0], frame
+        return parsed[0], b""
 
     def grading_function(self, index: int) -> Any:
         """A stand-in for function ``index`` of the current call's arguments, run by the grading process."""
@@ -431,11 +433,15 @@ class Worker:
             self.given_sources.update(header.get("given") or {})
             self.handle_call(header, arrays)
         elif op == "answers":  # no reply: the call it comes before follows
-            self.sealed, self.sealed_view, offset = {}, header["view"], 0
+            entries, offset = {}, 0
             for index, size, cpu in header["entries"]:
-                self.sealed[bytes.fromhex(index)] = (offset, size, cpu)
+                entries[bytes.fromhex(index)] = (offset, size, cpu)
                 offset += size
-            self.sealed_body = arrays[0].tobytes() if arrays else b""
+            # The received array is this frame's own buffer (frames.unpack, owned): kept as it is, not copied.
+            self.sealed[header["view"]] = (entries, arrays[0] if arrays else b"")
+        elif op == "forget_answers":  # no reply either
+            for view in header["views"]:
+                self.sealed.pop(view, None)
 
     def handle_import(self, header: dict) -> None:
         """Import a module and report its public callables, or why it failed."""

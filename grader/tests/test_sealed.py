@@ -51,12 +51,14 @@ def test_only_the_kits_check_records_and_a_worker_gets_one_views_answers(tmp_pat
     table.save(path)
     assert table.recorded is None
     table.use(path)
-    header, arrays = table.request("attention", 1 << 20)
+    frame = table.request("attention", 1 << 20)
+    assert frame is not None and table.request("attention", 1 << 20) is frame  # packed once, sent to every worker
+    (header, arrays), _ = frames.unpack(frame)
     assert header["op"] == "answers" and header["view"] == "attention" and len(header["entries"]) == 1
     index, size, cpu = header["entries"][0]
     assert (size, cpu) == (len(answer), 0.25) and arrays[0].nbytes == size
     assert bytes.fromhex(index) == frames.seal_keys(question)[0]
-    assert table.request("multihead", 1 << 20) is None and table.request("attention", size - 1) is None
+    assert table.request("multihead", 1 << 20) is None and table.request("attention", len(frame) - 1) is None
     path.write_bytes(path.read_bytes()[:-3])  # a damaged file: no answers, and grading goes on as before
     assert read(path) == {}
 
