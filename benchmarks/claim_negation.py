@@ -4,7 +4,7 @@ For each seed: a fresh task variant drawn as the graded test draws it
 (``variant_tasks``: 192 pairs and 192 controls to train on, 64 held-out pairs
 and 32 controls, sentences of 15 tokens, ids shuffled). The graded claim is the
 bag model the test trains itself over the implementation's ``pooled_gradients``
-(``train_bag_here``: 150 Adam steps from a first model of its own): it holds
+(``train_bag_here``: 75 Adam steps from a first model of its own): it holds
 when that model is at chance on the pairs (exactly 0.5, no pair with both
 right) while it gets at least 0.9 of the controls. The reading's whole claim,
 not graded (the attention model is exercise 9's ``train`` at work), comes from

@@ -642,11 +642,15 @@ def test_negation_attention_reads_the_right_cells(impl):
 # gradient at every step. Each answer is checked as it comes (a loss and a gradient for every parameter), and at a
 # few steps drawn here, against this file's forward pass: the loss, and the gradient along a random direction
 # (central differences). So no model or loss curve made another way is scored: only your gradients train it.
-# 150 steps: the claim holds on 100 of benchmarks/claim_negation.py's 100 seeds (in a check with 80 steps, 99).
-BAG = {"d_model": 16, "d_hidden": 32, "steps": 150, "batch_size": 32, "lr": 2e-2}
+# BAG: the model's sizes and train_pooled's batch (its defaults). HERE: the loop of this test, 75 steps on batches of
+# 64: the claim holds on 300 of 300 seeds of benchmarks/claim_negation.py's tasks, each control at 1.0 (150 steps of
+# 32 did as well; 60 of 64 at lr 4e-2 left one seed at 0.94; 75 of 32 failed 3). Every step is one call of your
+# code, which costs a round trip to its sandbox when graded: half as many steps, half as many.
+BAG = {"d_model": 16, "d_hidden": 32, "batch_size": 32}
+HERE = {"steps": 75, "batch_size": 64, "lr": 3e-2}
 SPOT_CHECKS, DIRECTION_STEP = 6, 1e-6
-TRAINED_HERE = (f"the bag model the test trains with your pooled_gradients: {BAG['steps']} Adam steps (lr "
-                f"{BAG['lr']}) on batches of {BAG['batch_size']} of train_task, from a first model drawn here")
+TRAINED_HERE = (f"the bag model the test trains with your pooled_gradients: {HERE['steps']} Adam steps (lr "
+                f"{HERE['lr']}) on batches of {HERE['batch_size']} of train_task, from a first model drawn here")
 
 
 def _first_bag_model(seed: int, vocab: int) -> dict:
@@ -711,16 +715,16 @@ def train_bag_here(impl, task_seed: int, seed: int, **variant) -> tuple[dict | N
         tokens, query, target = (np.asarray(train_set[key]) for key in ("tokens", "query_position", "target"))
         params = _first_bag_model(seed, len(train_set["vocab"]))
         rng = np.random.default_rng(seed + 1)
-        spots = {0, BAG["steps"] - 1, *rng.choice(np.arange(1, BAG["steps"] - 1), SPOT_CHECKS - 2, replace=False)}
+        spots = {0, HERE["steps"] - 1, *rng.choice(np.arange(1, HERE["steps"] - 1), SPOT_CHECKS - 2, replace=False)}
         state = None
-        for step in range(BAG["steps"]):
-            rows = rng.integers(0, len(tokens), size=BAG["batch_size"])
+        for step in range(HERE["steps"]):
+            rows = rng.integers(0, len(tokens), size=HERE["batch_size"])
             batch = tokens[rows], query[rows], target[rows]
             grads, failure = _answer(impl.pooled_gradients(params, *batch), params, batch,
                                      f"step {step + 1} of " + TRAINED_HERE, rng if step in spots else None)
             if failure is not None:
                 return None, test_set, failure
-            params, state = _adam(params, grads, state, BAG["lr"], 0.9, 0.999, 1e-8)
+            params, state = _adam(params, grads, state, HERE["lr"], 0.9, 0.999, 1e-8)
         return params, test_set, None
 
     return once(impl, "pooled_gradients", f"bag trained here {task_seed} {seed} {variant}", run)
