@@ -135,6 +135,17 @@ def expect_dtype(value: Any, dtype: Any, *, what: str, idea: str) -> bool:
             and observed.itemsize < np.dtype(dtype).itemsize:
         idea = (f"{idea} (a lower precision, not a wrong formula: this kit's contract is {np.dtype(dtype)}, numpy's "
                 f"default; yours is {observed}, torch's default: compute in {np.dtype(dtype)} throughout)")
+    elif isinstance(observed, np.dtype) and observed.kind == np.dtype(dtype).kind == "f" \
+            and observed.itemsize > np.dtype(dtype).itemsize and "promot" not in idea:
+        wider = ("an array of numpy's default dtype (np.eye, np.zeros, np.ones, np.asarray(x, float))"
+                 if observed == np.float64 else f"a {observed} array")
+        idea = (f"{idea} (yours was promoted to {observed} on the way: {wider} met the {np.dtype(dtype)} values; "
+                "make such arrays with the input's dtype)")
+    elif isinstance(observed, np.dtype) and np.dtype(dtype) == np.bool_ and observed.kind in "iuf" \
+            and value.size and bool(np.isin(value, (0, 1)).all()) and "Hugging Face" not in idea:
+        idea = (f"{idea} (yours holds 1s and 0s as {observed}, as Hugging Face's attention_mask does: a convention, "
+                "not a misconception; this kit's masks are booleans, True where attention is allowed: .astype(bool), "
+                "or build them from comparisons, which give booleans)")
     return expect(
         observed == np.dtype(dtype),
         what=what,
@@ -188,7 +199,7 @@ def expect_close(
         return True
     bad = np.argwhere(~close)
     first = tuple(int(i) for i in bad[0]) if observed.ndim else ()
-    note = precision_note(observed, expected, contract)
+    note = precision_note(observed, expected, contract) or rounded_note(observed, expected)
     idea = (f"{note}; here, likelier: {tiny_term}" if tiny_term else note) if note else idea
     detail = (
         f"{len(bad)} of {close.size} entries differ; the first, at index {first}, is "
@@ -237,24 +248,27 @@ def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = n
     if precision.itemsize >= contract.itemsize:
         return ""
     eps = float(np.finfo(precision).eps)
-    # A lower dtype says where the error comes from: its own rounding, a few dozen eps. Without it only an
-    # error of float32's size points at precision (a formula that is slightly off, an eps of 1e-6 for
-    # 1e-5, differs by more).
-    rtol = 50 * eps if low else 8 * eps
     with np.errstate(all="ignore"):
         observed64, expected64 = observed.astype(np.float64), expected.astype(np.float64)
+        finite = observed64[np.isfinite(observed64)]
+        # Values computed in float32 and then converted are float32 numbers, every one of them. Float64 values
+        # that are not were computed (at least at the end) in float64: float32 somewhere inside, or a term of
+        # the formula too small to show on these inputs (a scale that Adam's update almost cancels); both stay
+        # named, neither is claimed. Numbers with few binary digits (0.5, 0.25, 3) are float32 numbers whatever
+        # computed them: at least one value must need more digits than float16 holds.
+        stored = low or bool(np.array_equal(finite.astype(precision).astype(np.float64), finite)
+                             and not np.array_equal(finite.astype(np.float16).astype(np.float64), finite))
+        # Float32 arithmetic, seen in the dtype or in the values themselves, says where the error comes from: its
+        # own rounding, which a sum of many terms carries to a few dozen eps. Without that sign only an error of
+        # float32's size points at precision (a formula that is slightly off, an eps of 1e-6 for 1e-5, differs
+        # by more).
+        rtol = 50 * eps if stored else 8 * eps
         scale = float(np.max(np.abs(expected64))) if np.all(np.isfinite(expected64)) else 0.0
         if not (scale > 0 and np.allclose(observed64, expected64, rtol=rtol, atol=rtol * scale)):
             return ""
         error = float(np.max(np.abs(observed64 - expected64))) / scale
         if error < eps / 1000:  # far below a lower precision's rounding: whatever it is, it is not that precision
             return ""
-        finite = observed64[np.isfinite(observed64)]
-        # Values computed in float32 and then converted are float32 numbers, every one of them. Float64 values
-        # that are not were computed (at least at the end) in float64: float32 somewhere inside, or a term of
-        # the formula too small to show on these inputs (a scale that Adam's update almost cancels); both stay
-        # named, neither is claimed.
-        stored = low or bool(np.array_equal(finite.astype(precision).astype(np.float64), finite))
     if not stored:
         return (f"your values differ from the expected ones only at {precision}'s precision (errors up to "
                 f"{error:.1g} times the largest value): either part of your computation runs in {precision} "
@@ -266,6 +280,29 @@ def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = n
             f"{precision}'s precision (errors up to {error:.1g} times the largest value; {held}); this kit's "
             f"contract is {contract}: compute in {contract} throughout (numpy's default; torch's default dtype is "
             "float32, use torch.float64)")
+
+
+def rounded_note(observed: np.ndarray, expected: np.ndarray) -> str:
+    """The idea to revisit for values that are the expected ones rounded to a number of decimals, else "".
+
+    Evaluation libraries round their figures for display (BEIR's ``round(recall, 5)``, a report's 4 decimals);
+    this kit's contract is the unrounded value. Said only where rounding explains every value: each one equals
+    the expected one rounded to the same number of decimals, at least three (a fraction of 100 questions has two
+    decimals whatever its mistake), and some value needs more binary digits than float16 holds (0.5 or 0.75 are
+    what many a wrong formula gives: the expected values rounded, by chance).
+    """
+    if observed.shape != expected.shape or observed.dtype.kind != "f" or expected.dtype.kind != "f" \
+            or not observed.size or not np.all(np.isfinite(expected)) or np.array_equal(observed, expected):
+        return ""
+    with np.errstate(all="ignore"):
+        if np.array_equal(observed.astype(np.float16).astype(observed.dtype), observed):
+            return ""
+        for decimals in range(3, 11):
+            if np.array_equal(observed, np.round(expected, decimals)):
+                return (f"your values are the expected ones rounded to {decimals} decimals, every one of them: a "
+                        "convention, not a misconception (BEIR and pytrec_eval round their figures for display); "
+                        "this kit's contract is the unrounded value")
+    return ""
 
 
 def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:

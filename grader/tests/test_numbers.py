@@ -132,3 +132,71 @@ def test_arrays_that_print_alike_are_printed_with_the_digits_that_tell_them_apar
     expected = message.split("expected:", 1)[1].split("\n", 1)[0].strip()
     observed = message.split("observed:", 1)[1].split("\n", 1)[0].strip()
     assert expected != observed and "0.999999" in observed, message
+
+
+def test_float64_values_computed_in_float32_with_a_long_sum_are_told_the_precision(messages):
+    # Triton's fused attention in a port: float32 accumulators, the output cast back to float64. A long float32
+    # pipeline errs by a few dozen eps (here 20), more than float64 values alone are let off (8), and every value
+    # is a float32 number.
+    eps = float(np.finfo(np.float32).eps)
+    right = np.sin(np.arange(1.0, 41.0)).reshape(10, 4)
+    computed = (right * (1 + 20 * eps * np.cos(np.arange(40.0)).reshape(10, 4))).astype(np.float32).astype(float)
+    scale = np.abs(right).max()
+    assert not np.allclose(computed, right, rtol=8 * eps, atol=8 * eps * scale)
+    expect_close(computed, right, what="blockwise attention", idea="online softmax")
+    (message,) = messages
+    assert "a question of precision" in message.split("revisit:", 1)[1], message
+    messages.clear()
+    # The same error in values that are not float32 numbers (computed in float64 to the end) stays unclaimed.
+    expect_close(right * (1 + 20 * eps * np.cos(np.arange(40.0)).reshape(10, 4)), right, what="blockwise attention",
+                 idea="online softmax")
+    (message,) = messages
+    assert message.endswith("revisit:  online softmax"), message
+
+
+def test_values_with_few_binary_digits_are_not_told_the_precision(messages):
+    # 0.5 and 0.25 are float32 numbers whatever computed them: a wrong formula that lands on them is no float32 sign.
+    expect_close(np.array([0.5, 0.25, 0.75]), np.array([0.5, 0.25, 0.75]) * (1 + 4e-6), what="three numbers",
+                 idea="the formula's idea")
+    (message,) = messages
+    assert message.endswith("revisit:  the formula's idea"), message
+
+
+def test_values_rounded_for_display_are_told_so(messages):
+    expect_close(np.array(0.20556), np.array(0.2055555555), what="recall", idea="the formula's idea")
+    expect_close(np.array([0.211, 0.333, 0.5]), np.array([0.2106, 0.33333, 0.5]), what="three figures",
+                 idea="the formula's idea")
+    first, second = messages
+    assert "rounded to 5 decimals" in first and "unrounded" in first, first
+    assert "rounded to 3 decimals" in second, second
+
+
+def test_a_value_near_its_rounding_is_not_called_rounded(messages):
+    # Two decimals can match a wrong value by chance (21 of 100 questions for 20.55 of them), and so can values
+    # with few binary digits: neither is called rounded.
+    expect_close(np.array([0.21, 0.33, 0.47]), np.array([0.2055, 0.3333, 0.4701]), what="recall",
+                 idea="the formula's idea")
+    expect_close(np.array([0.5, 0.25]), np.array([0.50002, 0.24999]), what="recall", idea="the formula's idea")
+    expect_close(np.array(0.2057), np.array(0.2055555), what="recall", idea="the formula's idea")
+    assert all(message.endswith("revisit:  the formula's idea") for message in messages), messages
+
+
+def test_a_mask_of_ones_and_zeros_is_told_the_convention(messages):
+    from tests.feedback import expect_dtype
+
+    mask = np.array([[1, 1, 0], [1, 0, 0]])
+    expect_dtype(mask, np.bool_, what="padding_mask", idea="True where key j < lengths[b]")
+    expect_dtype(mask * 2, np.bool_, what="padding_mask", idea="True where key j < lengths[b]")  # not 1/0: no
+    first, second = messages
+    assert "attention_mask" in first and "a convention, not a misconception" in first, first
+    assert second.endswith("revisit:  True where key j < lengths[b]"), second
+
+
+def test_a_float32_input_given_back_as_float64_is_told_the_promotion(messages):
+    from tests.feedback import expect_dtype
+
+    expect_dtype(np.eye(3), np.float32, what="attention_rollout of float32 weights", idea="dtype in = dtype out")
+    expect_dtype(np.eye(3, dtype=np.float32), np.float64, what="a float64 result", idea="dtype in = dtype out")
+    first, second = messages
+    assert "promoted to float64" in first and "np.eye" in first, first
+    assert "promoted" not in second and "lower precision" in second, second
