@@ -420,17 +420,18 @@ class IsolatedImplementation(Measuring, Reports, Spares):
         """Give the worker ``view``'s sealed answers, once per worker and view, before the view's first call.
 
         The worker keeps those of every view it was given (a class's hidden tests come back to each view), within
-        a quarter of its memory: past that, it is told to forget the others first.
+        an eighth of its memory (what one view's could take before): past that, it is told to forget the others
+        first.
         """
-        held = self.limits.memory_bytes // 4
-        frame = SEALED.request(view, held // 2)
+        held = self.limits.memory_bytes // 8
+        frame = SEALED.request(view, held)
         self._sealed_views[view] = 0  # asked once per worker, even when there are none
         if frame is None:
             return
         if sum(self._sealed_views.values()) + len(frame) > held:
             forget = [known for known, size in self._sealed_views.items() if size]
             self._channel.send(frames.pack({"op": "forget_answers", "views": forget}, []), deadline)
-            self._sealed_views = dict.fromkeys(self._sealed_views, 0)
+            self._sealed_views = {known: 0 for known, size in self._sealed_views.items() if not size}  # sent again
         self._channel.send(frame, deadline)
         self._sealed_views[view] = len(frame)
 

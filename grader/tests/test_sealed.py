@@ -63,6 +63,38 @@ def test_only_the_kits_check_records_and_a_worker_gets_one_views_answers(tmp_pat
     assert read(path) == {}
 
 
+def test_a_question_is_hashed_as_its_packed_frame_would_be() -> None:
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(size=(3, 4)), np.asfortranarray(rng.normal(size=(4, 5))), rng.normal(size=(6, 6))[::2, 1:],
+              np.arange(4, dtype=np.int32), np.zeros((0, 2)), np.array(True)]
+    header = {"op": "callback", "exercise": "attention", "function": "scaled_dot_product_attention",
+              "payload": [[{"$a": 0}, {"$a": 1}], {}]}
+    assert frames.question_keys(header, arrays) == frames.seal_keys(frames.pack(header, arrays))
+    assert frames.question_keys(header, arrays[:-1]) != frames.seal_keys(frames.pack(header, arrays))
+
+
+def test_each_views_answers_go_to_a_worker_once_and_within_an_eighth_of_its_memory(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from grader.sandbox import proxy
+
+    sizes = {"attention": 40, "training": 50, "negation": 30, "retrieval": 0}
+    monkeypatch.setattr(proxy.SEALED, "request",
+                        lambda view, most: (b"x" * sizes[view] if 0 < sizes[view] <= most else None))
+    sent: list[bytes] = []
+    fake = SimpleNamespace(limits=SimpleNamespace(memory_bytes=8 * 100), _sealed_views={},
+                           _channel=SimpleNamespace(send=lambda data, deadline: sent.append(data)))
+    for view in ("attention", "training", "retrieval"):
+        proxy.IsolatedImplementation._send_sealed(fake, view, 0.0)
+    assert [len(frame) for frame in sent] == [40, 50] and fake._sealed_views == {"attention": 40, "training": 50,
+                                                                                    "retrieval": 0}
+    proxy.IsolatedImplementation._send_sealed(fake, "negation", 0.0)  # 120 > 100: the worker forgets the others
+    forget, frame = sent[2:]
+    (header, _), _ = frames.unpack(forget)
+    assert header == {"op": "forget_answers", "views": ["attention", "training"]} and len(frame) == 30
+    assert fake._sealed_views == {"retrieval": 0, "negation": 30}  # the others are sent again when they come back
+
+
 GRADE_TWICE = r'''
 import json, os, shutil, sys
 from pathlib import Path
