@@ -136,11 +136,11 @@ def expect_dtype(value: Any, dtype: Any, *, what: str, idea: str) -> bool:
         idea = (f"{idea} (a lower precision, not a wrong formula: this kit's contract is {np.dtype(dtype)}, numpy's "
                 f"default; yours is {observed}, torch's default: compute in {np.dtype(dtype)} throughout)")
     elif isinstance(observed, np.dtype) and observed.kind == np.dtype(dtype).kind == "f" \
-            and observed.itemsize > np.dtype(dtype).itemsize and "promot" not in idea:
-        wider = ("an array of numpy's default dtype (np.eye, np.zeros, np.ones, np.asarray(x, float))"
-                 if observed == np.float64 else f"a {observed} array")
-        idea = (f"{idea} (yours was promoted to {observed} on the way: {wider} met the {np.dtype(dtype)} values; "
-                "make such arrays with the input's dtype)")
+            and observed.itemsize > np.dtype(dtype).itemsize and "promoted by" not in idea:
+        made = (" (np.eye, np.zeros, np.ones, np.asarray(x, float), np.float64(...) and np.sqrt of an int are "
+                "float64)" if observed == np.float64 else "")
+        idea = (f"{idea} (yours is {observed}: it was built from, or promoted by, {observed} arrays or numbers "
+                f"made on the way{made}; make them with the dtype the result must have, {np.dtype(dtype)})")
     elif isinstance(observed, np.dtype) and np.dtype(dtype) == np.bool_ and observed.kind in "iuf" \
             and value.size and bool(np.isin(value, (0, 1)).all()) and "Hugging Face" not in idea:
         idea = (f"{idea} (yours holds 1s and 0s as {observed}, as Hugging Face's attention_mask does: a convention, "

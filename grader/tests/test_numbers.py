@@ -197,6 +197,9 @@ def test_a_float32_input_given_back_as_float64_is_told_the_promotion(messages):
 
     expect_dtype(np.eye(3), np.float32, what="attention_rollout of float32 weights", idea="dtype in = dtype out")
     expect_dtype(np.eye(3, dtype=np.float32), np.float64, what="a float64 result", idea="dtype in = dtype out")
-    first, second = messages
-    assert "promoted to float64" in first and "np.eye" in first, first
+    # A dtype argument ignored (to_additive's) gets the same words, true of it too: the result was built in float64.
+    expect_dtype(np.zeros(3), np.float32, what="to_additive(mask, dtype=np.float32)", idea="honour the dtype argument")
+    first, second, third = messages
+    assert "promoted by, float64" in first and "np.eye" in first and "float32)" in first, first
     assert "promoted" not in second and "lower precision" in second, second
+    assert "built from, or promoted by" in third and "met the" not in third, third
