@@ -153,6 +153,18 @@ def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, p
 STORED = ("return _real_train(_np.random.default_rng(20261), _antecedent_task(_np.random.default_rng(7), 512), "
           "steps=70, lr=3e-2)[0]")
 
+# An honest training loop, but a loss curve made up rather than the model's: the curve is the cheated work.
+_MADE_UP_CURVE = '''
+_honest_train = train
+
+
+def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
+    params, _ = _honest_train(rng, task, d_model, n_heads, steps, batch_size, lr, positions)
+    return params, {curve}
+'''
+
+MADE_UP = "[float(2.9 * np.exp(-step / 12) + 0.05) for step in range(steps)]"
+
 # Adam's state never passed on: every step is a first step (sign descent with step lr).
 _STATELESS_TRAIN = '''
 def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
@@ -222,6 +234,9 @@ CHEATS = {
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=STORED)},
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=UNDONE)},
               _files("09", "training")),
+        Cheat("train-made-up-loss-curve", "training",
+              {"training": _MADE_UP_CURVE.format(curve=MADE_UP)},
+              {"training": _MADE_UP_CURVE.format(curve="[]")}, _files("09", "training")),
         Cheat("train-adam-state-dropped", "training",
               {"training": _STATELESS_TRAIN.format(positions="positions", state="None")},
               {"training": _STATELESS_TRAIN.format(positions="positions", state="None").replace(
