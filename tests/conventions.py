@@ -53,6 +53,26 @@ FORWARD_DIFFERENCE = ("a forward difference (f(x + eps) - f(x)) / eps is scipy.o
                       f"check_grad's) default, accurate to eps: {CONVENTION}; this kit's contract is the central "
                       "difference (f(x + eps) - f(x - eps)) / (2 eps), accurate to eps^2")
 
+CLIPPED_LOG = ("probabilities clipped to [eps, 1 - eps] before the log (Keras' categorical_crossentropy on "
+               "probabilities clips at backend.epsilon() = 1e-7; scikit-learn's log_loss clips too) cap each "
+               f"example's loss at -log(eps): {CONVENTION}; this kit's contract is the exact log-softmax of the "
+               "logits, shifted - log(sum(exp(shifted))), unbounded, as F.cross_entropy and Keras' "
+               "from_logits=True give")
+
+TOTAL_VARIATION = ("importance as the total variation distance between the two output distributions, "
+                   "0.5 * sum over classes of |p(sentence) - p(occluded)| (the change of output that Jain and "
+                   "Wallace's 'Attention is not Explanation' measures), is never negative and counts every class: "
+                   f"{CONVENTION}; this kit's contract is the signed fall of the predicted class's probability, "
+                   "p(c | sentence) - p(c | occluded), negative where hiding the token makes c likelier")
+
+EPS_DENOMINATOR = ("an eps added to the denominator, cov / (std_a * std_b + eps) (torchmetrics' spearman_corrcoef "
+                   "and pearson_corrcoef add 1e-6), pulls every correlation slightly toward 0: "
+                   f"{CONVENTION}; this kit's contract is the exact correlation of the ranks, so that the same order "
+                   "gives exactly 1")
+
+EPS_ZERO = ("an eps in the denominator (torchmetrics' spearman_corrcoef adds 1e-6) turns 0 / 0 into 0: "
+            f"{CONVENTION}; this kit's contract is nan, since a constant has no order to correlate")
+
 # Functions whose inputs a library's own version changes in place, by design: said after the kit's rule.
 IN_PLACE = {
     "kv_cache_append": ("Hugging Face's DynamicCache.update grows the cache it is given in place, by design: "
@@ -243,3 +263,53 @@ def rotate_half(observed: Any, x: np.ndarray, positions: np.ndarray, base: float
     a, b = x[..., : d // 2], x[..., d // 2:]
     rotated = np.concatenate([a * turn_cos - b * turn_sin, a * turn_sin + b * turn_cos], axis=-1)
     return ROTATE_HALF if np.allclose(array, rotated, rtol=1e-4, atol=1e-5) else ""
+
+
+def clipped_log(observed: Any, logits: np.ndarray, targets: np.ndarray) -> str:
+    """CLIPPED_LOG when the loss ``observed`` is the cross-entropy of probabilities clipped at a usual eps, else ""."""
+    try:
+        value = float(observed)
+    except (TypeError, ValueError):
+        return ""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    rows = np.arange(len(targets))
+    exact = -log_p[rows, targets].mean()
+    for eps in (1e-7, 1e-8, 1e-10, 1e-12, 1e-15, np.finfo(np.float64).eps, np.finfo(np.float32).eps):
+        clipped = -np.log(np.clip(np.exp(log_p), eps, 1 - eps))[rows, targets].mean()
+        if not np.isclose(clipped, exact, rtol=1e-6) and np.isclose(value, clipped, rtol=1e-6, atol=0.0):
+            return CLIPPED_LOG
+    return ""
+
+
+def total_variation(observed: Any, before: np.ndarray, after: np.ndarray) -> str:
+    """TOTAL_VARIATION when ``observed[j]`` is 0.5 |before - after[j]| summed over classes, else "".
+
+    ``before`` is the (n_classes,) output for the sentence, ``after`` the (n_tokens, n_classes) outputs with each
+    token occluded in turn.
+    """
+    array = _floats(observed)
+    if array is None or array.shape != after.shape[:1]:
+        return ""
+    distance = 0.5 * np.abs(after - before[None, :]).sum(axis=-1)
+    signed = before.argmax()
+    if np.allclose(distance, before[signed] - after[:, signed], rtol=1e-6, atol=1e-12):
+        return ""  # on these inputs the two agree: nothing to tell apart
+    return TOTAL_VARIATION if np.allclose(array, distance, rtol=1e-6, atol=1e-12) else ""
+
+
+def eps_denominator(observed: Any, ranks_a: np.ndarray, ranks_b: np.ndarray) -> str:
+    """EPS_DENOMINATOR when ``observed`` is the correlation of the ranks with a usual eps below, else ""."""
+    try:
+        value = float(observed)
+    except (TypeError, ValueError):
+        return ""
+    da, db = ranks_a - ranks_a.mean(), ranks_b - ranks_b.mean()
+    for ddof in (0, 1):
+        n = len(da) - ddof
+        cov, spread = (da * db).sum() / n, np.sqrt((da * da).sum() / n) * np.sqrt((db * db).sum() / n)
+        for eps in (1e-6, 1e-8, 1e-7, 1e-5, 1e-12):
+            if np.isclose(value, cov / (spread + eps), rtol=1e-9, atol=0.0) and not np.isclose(
+                    value, cov / spread, rtol=1e-12, atol=0.0):
+                return EPS_DENOMINATOR
+    return ""

@@ -240,8 +240,13 @@ def load_all_probes() -> dict[str, Probe]:
     return PROBES
 
 
-def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e-7, atol: float = 1e-9) -> bool:
-    """Run probe ``name`` through ``impl`` and compare with its golden output."""
+def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e-7, atol: float = 1e-9,
+                 convention: Callable[..., str] | None = None) -> bool:
+    """Run probe ``name`` through ``impl`` and compare with its golden output.
+
+    ``convention(result, *args)``: the convention of another library that a single result follows, or ""
+    (``tests/conventions.py``); named before ``idea``, even where the difference is as small as float32's.
+    """
     from tests.feedback import expect, expect_close, expect_raises_value_error
 
     entry = PROBES[name]
@@ -252,7 +257,9 @@ def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e
     result = getattr(impl, entry.function)(*args, **kwargs)
     expected = golden(name)
     if not isinstance(expected, tuple):
-        return expect_close(result, expected, what=what, idea=idea, rtol=rtol, atol=atol)
+        named = convention(result, *args) if convention is not None else ""
+        return expect_close(result, expected, what=what, idea=f"{named}; {idea}" if named else idea, rtol=rtol,
+                            atol=atol, tiny_term=named)
     if isinstance(result, dict):  # stored as its array values in key order (see as_arrays)
         keys = sorted(key for key, value in result.items() if not isinstance(value, dict))
         if not expect(len(keys) == len(expected), what=what, expected=f"a dict of {len(expected)} arrays",

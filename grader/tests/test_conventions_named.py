@@ -260,7 +260,53 @@ def test_tiktokens_byte_rank_is_named_and_a_greedy_longest_match_is_not_called_i
 
 # Adapters of a blind round (issue 34, point 4): the first message of each names its library's convention, in
 # the public suite or, for the padding mask, the hidden one (the diagnosis carries it there).
+KERAS_CROSS_ENTROPY = '''
+_exact_cross_entropy = cross_entropy
+
+
+def cross_entropy(logits, targets):
+    loss, grad = _exact_cross_entropy(logits, targets)  # its checks and its gradient
+    logits = np.asarray(logits, dtype=float)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+    p = np.clip(p, 1e-7, 1 - 1e-7)  # keras.backend.epsilon(): categorical_crossentropy(from_logits=False)
+    return float(-np.mean(np.log(p[np.arange(len(targets)), np.asarray(targets)]))), grad
+'''
+
+TOTAL_VARIATION_OCCLUSION = '''
+def occlusion_importance(predict, tokens, replacement):
+    tokens = np.asarray(tokens)
+    seq = len(tokens)
+    batch = np.repeat(tokens[None], seq, axis=0)
+    batch[np.arange(seq), np.arange(seq)] = replacement
+    probabilities = np.asarray(predict(np.concatenate([tokens[None], batch])), dtype=np.float64)
+    return 0.5 * np.abs(probabilities[1:] - probabilities[0]).sum(axis=-1)  # total variation distance
+'''
+
+TORCHMETRICS_SPEARMAN = '''
+def rank_correlation(a, b):
+    rank_a, rank_b = _average_ranks(as_float_array("a", a)), _average_ranks(as_float_array("b", b))
+    da, db = rank_a - rank_a.mean(), rank_b - rank_b.mean()
+    eps = 1e-6  # torchmetrics.functional.spearman_corrcoef
+    return float(np.clip((da * db).mean() / (np.sqrt((da * da).mean()) * np.sqrt((db * db).mean()) + eps), -1, 1))
+'''
+
 ADAPTERS = {
+    "Keras' clipped cross-entropy": (
+        "training.py", "tests/test_09_training.py", "test_cross_entropy_is_stable_for_large_logits", "Keras",
+        KERAS_CROSS_ENTROPY),
+    "Jain and Wallace's total variation distance": (
+        "explain.py", "tests/test_10_explain.py", "test_occlusion_measures_the_original_class", "total variation",
+        TOTAL_VARIATION_OCCLUSION),
+    "Jain and Wallace's total variation distance, hidden": (
+        "explain.py", "grader/hidden_tests/test_hidden_10_explain.py",
+        "test_occlusion_with_many_classes_and_a_long_sentence", "total variation", TOTAL_VARIATION_OCCLUSION),
+    "torchmetrics' spearman_corrcoef": (
+        "explain.py", "tests/test_10_explain.py", "test_rank_correlation_of_orders_without_ties", "torchmetrics",
+        TORCHMETRICS_SPEARMAN),
+    "torchmetrics' spearman_corrcoef, hidden": (
+        "explain.py", "grader/hidden_tests/test_hidden_10_explain.py",
+        "test_rank_correlation_of_two_values_ints_and_heavy_ties", "torchmetrics", TORCHMETRICS_SPEARMAN),
     "torch's LinearBackward": (
         "backward.py", "tests/test_08_backward.py", "test_linear_backward_shapes",
         "PyTorch's nn.Linear", """
@@ -369,3 +415,34 @@ def test_adams_efficient_form_is_named_on_the_first_step(tmp_path):
     text = block(override(tmp_path, "training.py", EFFICIENT_ADAM), "tests/test_09_training.py",
                  "test_adam_first_step")
     assert "efficient" in text and "Kingma" in text and CONVENTION in text, text
+
+
+def test_the_clip_divergence_and_eps_recognisers_name_only_what_they_explain():
+    from tests.conventions import clipped_log, eps_denominator, total_variation
+
+    logits = np.array([[1000.0, 999.0, 990.0], [-1000.0, -1002.0, -1001.0], [5000.0, 0.0, -5000.0]])
+    targets = np.array([1, 0, 2])
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+    rows = np.arange(3)
+    exact = float(-np.mean((shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)))[rows, targets]))
+    keras = float(-np.mean(np.log(np.clip(p, 1e-7, 1 - 1e-7))[rows, targets]))
+    assert "Keras" in clipped_log(keras, logits, targets)
+    for other in (exact, float("inf"), float("nan"), keras * 1.01, "a string"):  # right, overflowed, off, no number
+        assert clipped_log(other, logits, targets) == "", other
+
+    before = np.array([0.2, 0.7, 0.1])
+    after = np.array([[0.1, 0.75, 0.15], [0.5, 0.3, 0.2], [0.2, 0.7, 0.1]])  # c rises in the first row
+    distance = 0.5 * np.abs(after - before).sum(axis=-1)
+    assert "total variation" in total_variation(distance, before, after)
+    signed = before[1] - after[:, 1]
+    for other in (signed, np.abs(signed), -signed, distance[:2]):  # the contract, its absolute value, a sign flip
+        assert total_variation(other, before, after) == "", other
+
+    ranks_a, ranks_b = np.array([0.0, 2.0, 1.0, 3.0, 4.0]), np.array([1.0, 0.0, 2.0, 4.0, 3.0])
+    da, db = ranks_a - ranks_a.mean(), ranks_b - ranks_b.mean()
+    rho = float((da * db).sum() / np.sqrt((da * da).sum() * (db * db).sum()))
+    torchmetrics = float((da * db).mean() / (np.sqrt((da * da).mean()) * np.sqrt((db * db).mean()) + 1e-6))
+    assert "torchmetrics" in eps_denominator(torchmetrics, ranks_a, ranks_b)
+    for other in (rho, rho * (1 - 1e-3), float(np.float32(rho)), float("nan")):  # right, off, float32, undefined
+        assert eps_denominator(other, ranks_a, ranks_b) == "", other
