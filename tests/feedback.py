@@ -282,6 +282,31 @@ def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = n
             "float32, use torch.float64)")
 
 
+def float32_formula_note(observed: Any, in_float32: list[np.ndarray], large: str) -> str:
+    """The idea to revisit for values that a float32 evaluation of the right formula gives, else "".
+
+    Where inputs are large, float32 loses more than the outputs show (logits near 1e4: a float32 sum such as
+    max + log(sum(exp(...))) keeps steps of 1e-3 there, which moves a gradient of size 1 by 1e-4), so the error
+    is float32's relative to the inputs, not to the values. ``in_float32``: the right formula evaluated in float32
+    in the usual ways (torch's log_softmax, a softmax divided by its sum, ...); ``large`` says what is large.
+    """
+    try:
+        values = np.asarray(observed, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    eps = float(np.finfo(np.float32).eps)
+    for candidate in in_float32:
+        candidate = np.asarray(candidate, dtype=np.float64)
+        scale = float(np.max(np.abs(candidate))) if candidate.size else 0.0
+        if values.shape == candidate.shape and scale > 0 and np.all(np.isfinite(values)) and np.allclose(
+                values, candidate, rtol=8 * eps, atol=8 * eps * scale):
+            return ("a question of precision, not of the formula: your values are what the right formula gives "
+                    f"computed in float32, where {large} keep few decimals (near 1e4, steps of 1e-3); this kit's "
+                    "contract is float64: compute in float64 throughout (numpy's default; torch's default dtype is "
+                    "float32, use torch.float64)")
+    return ""
+
+
 def rounded_note(observed: np.ndarray, expected: np.ndarray) -> str:
     """The idea to revisit for values that are the expected ones rounded to a number of decimals, else "".
 

@@ -113,6 +113,10 @@ TO_SIZE = ("yours merges until it has n_merges, pairs seen once included, and gi
            "(minbpe's and tiktoken's training to a fixed vocabulary size, the max over the counts in order of "
            "appearance): a convention, not a misconception; this kit's contract stops when no pair occurs twice "
            "and gives a tie to the smallest pair (the smaller left id, then the smaller right id)")
+FIRST_SEEN = ("yours gives a tie to the pair seen first in the text (the max over the counts in order of appearance: "
+              "minbpe's and tiktoken's training break ties so, a convention, not a misconception, when the code is "
+              "theirs); this kit's contract gives a tie to the smallest pair (the smaller left id, then the smaller "
+              "right id)")
 BYTE_LEVEL_TIES = ("yours gives a tie to the smallest pair in the order of GPT-2's byte-level characters (Hugging "
                    "Face tokenizers' ByteLevel BPE trainer: its ids follow the sorted byte-to-unicode alphabet, so the "
                    "space, the control bytes and the bytes 127-160 come after the letters): a convention, not a "
@@ -218,6 +222,12 @@ def training_idea(merges: object, text: str, n_merges: int, idea: str) -> str:
             (words, f"{PRETOKENIZED}; {TO_SIZE}") for words in _words(text)]:
         if observed != right and observed == _trained(chunks, n_merges, first_seen=True, stop=False) and (
                 observed not in (_trained(chunks, n_merges, first_seen=True), _trained(chunks, n_merges, stop=False))):
+            return f"{idea}; {message}"
+    # The tie alone, where no stop shows (every pair left occurs twice): minbpe's rule, and a catalogued mistake,
+    # look the same here; both are named as the one rule they share.
+    for chunks, message in [([list(text.encode("utf-8"))], FIRST_SEEN)] + [
+            (words, f"{PRETOKENIZED}; {FIRST_SEEN}") for words in _words(text)]:
+        if observed != right and observed == _trained(chunks, n_merges, first_seen=True):
             return f"{idea}; {message}"
     return idea
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.feedback import expect, expect_close, expect_no_nan
+from tests.feedback import expect, expect_close, expect_no_nan, float32_formula_note
 from tests.test_08_backward import expect_gradient
 from tests.test_09_training import (
     _adam,
@@ -43,7 +43,21 @@ def test_cross_entropy_of_very_negative_logits(impl):
     if expect_no_nan(np.array([loss, *np.ravel(grad)], dtype=float), what="cross_entropy of logits near -1e4 and 300",
                      idea=CE):
         expect_gradient(grad, lambda z: _loss(z, targets), logits, rtol=1e-6, atol=1e-9,
-                        what="grad_logits for logits near -1e4 and +-300", idea=CE)
+                        what="grad_logits for logits near -1e4 and +-300",
+                        idea=float32_formula_note(grad, _float32_gradients(logits, targets), "logits and their "
+                                                  "maximum plus log-sum-exp") or CE)
+
+
+def _float32_gradients(logits: np.ndarray, targets: np.ndarray) -> list[np.ndarray]:
+    """Cross-entropy's gradient as float32 code computes it: torch's log_softmax, and a softmax over its sum."""
+    x = logits.astype(np.float32)
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    onehot = np.eye(x.shape[-1], dtype=np.float32)[targets]
+    n = np.float32(len(targets))
+    return [(np.exp(x - (m + np.log(e.sum(axis=-1, keepdims=True)))) - onehot) / n,
+            (np.exp(x - m - np.log(e.sum(axis=-1, keepdims=True))) - onehot) / n,
+            (e / e.sum(axis=-1, keepdims=True) - onehot) / n]
 
 
 def test_adam_step_with_deeper_nesting_and_defaults(impl):

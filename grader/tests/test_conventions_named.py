@@ -446,3 +446,30 @@ def test_the_clip_divergence_and_eps_recognisers_name_only_what_they_explain():
     assert "torchmetrics" in eps_denominator(torchmetrics, ranks_a, ranks_b)
     for other in (rho, rho * (1 - 1e-3), float(np.float32(rho)), float("nan")):  # right, off, float32, undefined
         assert eps_denominator(other, ranks_a, ranks_b) == "", other
+
+
+TORCH_FLOAT32_CROSS_ENTROPY = '''
+_checked_cross_entropy = cross_entropy
+
+
+def cross_entropy(logits, targets):
+    _checked_cross_entropy(logits, targets)  # its checks
+    x = np.asarray(logits).astype(np.float32)  # torch.from_numpy(logits).float()
+    m = x.max(axis=-1, keepdims=True)
+    log_probs = x - (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))  # F.log_softmax
+    rows, n = np.arange(len(x)), len(x)
+    grad = np.exp(log_probs)
+    grad[rows, targets] -= np.float32(1.0)
+    return float(-log_probs[rows, targets].mean()), grad / np.float32({n})
+'''
+
+
+def test_float32_cross_entropy_near_1e4_is_told_the_precision_and_a_float32_mistake_is_not(tmp_path):
+    text = block(override(tmp_path / "right", "training.py", TORCH_FLOAT32_CROSS_ENTROPY.format(n="n")),
+                 "grader/hidden_tests/test_hidden_09_training.py", "test_cross_entropy_of_very_negative_logits")
+    revisit = text.split("revisit:")[-1]
+    assert "what the right formula gives computed in float32" in revisit and "float64" in revisit, text
+    # The same float32 code with the gradient not divided by n: a mistake, never called a question of precision.
+    text = block(override(tmp_path / "mistake", "training.py", TORCH_FLOAT32_CROSS_ENTROPY.format(n="1")),
+                 "grader/hidden_tests/test_hidden_09_training.py", "test_cross_entropy_of_very_negative_logits")
+    assert "question of precision" not in text, text

@@ -254,6 +254,18 @@ def test_minbpe_s_training_to_a_fixed_size_is_told_the_convention_not_the_counti
     assert "Diagnosis (the step whose output first differs)" not in first, first
 
 
+def test_minbpe_s_tie_rule_is_named_where_no_stop_shows(tmp_path):
+    # The hidden test's long text: every pair left occurs twice, so only minbpe's tie rule shows (as the catalogued
+    # mistake of a tie to the pair seen first does); the one rule they share is named, with the kit's contract.
+    target = plant(tmp_path, "tokenization.py", *MINBPE_TRAIN)
+    run = run_tests(ROOT / "grader/hidden_tests/test_hidden_15_tokenization.py", target, tb="short")
+    text = run.output.split("= FAILURES =", 1)[1]
+    block = next(part for part in text.split("\n____") if "test_long_training_on_three_letters" in part.split("\n")[0])
+    revisit = block.split("revisit:")[-1]
+    assert "yours gives a tie to the pair seen first" in revisit and "minbpe's" in revisit, block
+    assert "this kit's contract gives a tie to the smallest pair" in revisit, block
+
+
 def test_the_original_alibi_slopes_for_three_heads_are_told_the_convention(tmp_path):
     # llm-foundry / Hugging Face / FasterTransformer (and the paper's get_slopes): for a head count that is not a
     # power of two, the slopes of the next power of two, interleaved.
