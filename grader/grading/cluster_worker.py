@@ -20,6 +20,7 @@ batch's process writes every file.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import multiprocessing
 import os
 import shutil
@@ -34,6 +35,9 @@ from grader.grading.portable import convert_result, kit_fingerprint, localized, 
 from grader.grading.records import Job, Result
 
 PLUGIN = "attention-kit"
+# What a worker says of the batch's sealed answers file when its own has another name (another reference, Python
+# or numpy than the batch's: answers of no use there).
+OTHER = "other"
 # How a task's result says that its worker refused it (the batch then sends the student to another worker, once).
 REFUSED = "refused: "
 # The course folder the worker's own environment names (for a checkout that lies elsewhere than the batch's),
@@ -58,6 +62,7 @@ class KitPlugin(WorkerPlugin):
         self.environment = environment  # the batch's values of grader.grading.cluster.ENVIRONMENT
         self.refused: str | None = "not set up"
         self.scratch = ""
+        self.answers: Path | None = None  # where this worker's grading processes read the sealed answers
 
     def setup(self, worker: Any) -> None:
         """Activate the course and the part, make this worker's scratch folder, check the kit (never raises)."""
@@ -66,6 +71,9 @@ class KitPlugin(WorkerPlugin):
         except Exception as error:  # noqa: BLE001 - a worker that cannot be checked is refused, with the reason
             self.refused = f"its kit could not be checked: {type(error).__name__}: {str(error)[:200]}"
         if self.refused is None:
+            from grader.grading.kit_check import answers_file
+
+            self.answers = answers_file()  # (this worker's cache and reference, the course active)
             # The workers' scratch folders (grader.grading.session.use_scratch): traversable, not listable.
             self.scratch = tempfile.mkdtemp(prefix="attention-kit-run-")
             os.chmod(self.scratch, 0o711)
@@ -127,6 +135,63 @@ class KitPlugin(WorkerPlugin):
             stop_idle()
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class AnswersPlugin(WorkerPlugin):
+    """The batch's sealed answers (``grader.sandbox.sealed``), merged into a worker's own on every worker.
+
+    The kit's check records them on the machine that ran it, in its cache; a worker of another machine without
+    them answers every callback through its grading process: the same grades, at a second of wall time and about
+    0.4 CPU-s more a student. Written where that worker's grading processes read them, merged with what it has.
+    """
+
+    def __init__(self, fingerprint: str, name: str, digest: str, data: bytes) -> None:
+        self.fingerprint, self.name, self.digest, self.data = fingerprint, name, digest, data
+
+    def setup(self, worker: Any) -> None:
+        """Merge the answers into this worker's file of the same name (never raises: they only save time)."""
+        with contextlib.suppress(Exception):
+            path = _answers_path(worker, self.fingerprint)
+            if path is not None and path.name == self.name and _digest(path) != self.digest:
+                from grader.sandbox import sealed
+
+                sealed.merge_into(path, sealed.parse(self.data))
+        self.data = b""  # kept by the scheduler for workers that join later, not by each worker
+
+
+def answers_plugin_name(fingerprint: str) -> str:
+    """The answers plugin of one kit and course (registered again, it replaces the one before)."""
+    return f"{PLUGIN}-answers-{fingerprint[:24]}"
+
+
+def _answers_path(worker: Any, fingerprint: str) -> Path | None:
+    plugin = worker.plugins.get(plugin_name(fingerprint))
+    return None if plugin is None or plugin.refused is not None else plugin.answers
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def answers_state(name: str, fingerprint: str, dask_worker: Any = None) -> str:
+    """The sha256 of this worker's sealed answers ("" without them; :data:`OTHER` under another name).
+
+    Run by ``client.run`` (in the worker's event loop, beside a task: it reads, never changes, the environment).
+    """
+    path = _answers_path(dask_worker, fingerprint)
+    return OTHER if path is None or path.name != name else _digest(path)
+
+
+def read_answers(name: str, fingerprint: str, dask_worker: Any = None) -> bytes:
+    """The content of this worker's sealed answers file ``name`` (b"" without it), for the batch (``client.run``)."""
+    path = _answers_path(dask_worker, fingerprint)
+    try:
+        return path.read_bytes() if path is not None and path.name == name else b""
+    except OSError:
+        return b""
 
 
 def verdict(dask_worker: Any, name: str) -> str | None:

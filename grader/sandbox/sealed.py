@@ -115,17 +115,25 @@ class Sealed:
     def save(self, path: Path) -> None:
         """Stop recording; merge what was recorded into the file ``path`` (written whole, then renamed)."""
         recorded, self.recorded = self.recorded, None
-        if not recorded:
-            return
-        merged = recorded  # this check's answers first (the older ones of a view past its size are dropped)
-        for view, answers in (read(path) if path.is_file() else {}).items():
-            kept = merged.setdefault(view, {})
-            kept.update((index, answer) for index, answer in answers.items() if index not in kept)
-        merged = {view: _within(answers, MAX_VIEW_BYTES) for view, answers in merged.items()}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_bytes(_pack(merged))
-        os.replace(temporary, path)
+        if recorded:
+            merge_into(path, recorded)
+
+
+def merge_into(path: Path, first: Table) -> None:
+    """Write ``first``'s answers and those of the file ``path`` not among them to ``path`` (whole, then renamed).
+
+    ``first`` wins (the newer check's, or those shipped from the machine that ran it); the older answers of a view
+    past its size are dropped.
+    """
+    merged = {view: dict(answers) for view, answers in first.items()}
+    for view, answers in (read(path) if path.is_file() else {}).items():
+        kept = merged.setdefault(view, {})
+        kept.update((index, answer) for index, answer in answers.items() if index not in kept)
+    merged = {view: _within(answers, MAX_VIEW_BYTES) for view, answers in merged.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_bytes(_pack(merged))
+    os.replace(temporary, path)
 
 
 def _within(answers: dict[bytes, tuple[bytes, float]], limit: int) -> dict[bytes, tuple[bytes, float]]:
@@ -148,7 +156,15 @@ def _pack(table: Table) -> bytes:
 def read(path: Path) -> Table:
     """The sealed answers of a file :meth:`Sealed.save` wrote (an empty table if it is unreadable or malformed)."""
     try:
-        parsed = frames.unpack(path.read_bytes())
+        return parse(path.read_bytes())
+    except OSError:
+        return {}
+
+
+def parse(data: bytes) -> Table:
+    """The sealed answers of a file's content (an empty table if it is malformed)."""
+    try:
+        parsed = frames.unpack(data)
         if parsed is None:
             return {}
         (header, arrays), _ = parsed
@@ -164,7 +180,7 @@ def read(path: Path) -> Table:
                 answers[bytes.fromhex(index)] = (body[offset : offset + size], max(0.0, cpu))
                 offset += size
         return table if offset == len(body) else {}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 

@@ -531,3 +531,35 @@ def test_a_root_is_replaced_as_a_whole_path_component_only():
     assert portable_text(text, here) == ("<kit>/tests/t.py, /srv/kit-hidden/test_x.py, '<kit>': <kit>\n(<kit>) "
                                          "/srv/kitchen")
     assert local_text(portable_text(text, here), here) == text
+
+
+def test_workers_of_other_machines_get_the_checks_sealed_answers(tmp_path, monkeypatch):
+    # Two workers with caches of their own, as on two machines, and the batch's a third: the kit's check runs on
+    # one worker and records fair grading's answers there; the batch takes them and gives them to the other.
+    import dask
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    from grader.sandbox import sealed
+
+    caches = {name: tmp_path / f"cache-{name}" for name in ("batch", "a", "b")}
+    engine_module._dask_config()
+    workers = {name: {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0,
+                                                "env": {"XDG_CACHE_HOME": str(caches[name])}}} for name in ("a", "b")}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 3}):  # a scheduler of your own: Dask's default
+        cluster = SpecCluster(workers=workers, silence_logs=40, scheduler={
+            "cls": Scheduler, "options": {"dashboard_address": ":0", "host": "127.0.0.1"}})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(caches["batch"]))
+    try:
+        folder = make_class(tmp_path / "submissions", ["attention"])  # attention asks softmax of the reference
+        assert grade_batch(folder, tmp_path / "out", exercises=["softmax", "attention"], echo=quiet(), hidden=None,
+                           cluster=cluster.scheduler_address) == 0
+        # The batch set its own scheduler's allowance of worker deaths (a student is graded again once).
+        assert cluster.scheduler.allowed_failures == engine_module.ALLOWED_FAILURES
+    finally:
+        cluster.close()
+    files = {name: sorted((cache / "attention-kit" / "answers").glob("*.frame")) for name, cache in caches.items()}
+    assert all(len(found) == 1 for found in files.values()), files
+    assert len({found[0].name for found in files.values()}) == 1, files
+    tables = {name: sealed.read(found[0]) for name, found in files.items()}
+    assert tables["batch"] and any(tables["batch"].values()), "the check recorded no answers"
+    assert tables["a"] == tables["b"] == tables["batch"]
