@@ -412,18 +412,30 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
-        return _led(findings, lead, diagnosis.revisit_dependency(dependency))
+        return _led(findings, lead, diagnosis.revisit_dependency(dependency), keep_named=True)
     if diagnoses[exercise]:
         family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
         return _led(findings, diagnoses[exercise], family.revisit if family is not None else None)
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
 
 
-def _led(findings: list[failures.Failure], lead: str, revisit: str | None) -> list[failures.Failure]:
-    """``findings`` with ``lead`` as their diagnosis and, when given, ``revisit`` as every revisit line they have."""
-    return [replace(failure, diagnosis=lead,
-                    revisit=revisit if revisit is not None and failure.revisit else failure.revisit)
-            for failure in findings]
+def _led(findings: list[failures.Failure], lead: str, revisit: str | None,
+         keep_named: bool = False) -> list[failures.Failure]:
+    """``findings`` with ``lead`` as their diagnosis and, when given, ``revisit`` as every revisit line they have.
+
+    ``keep_named``: a revisit line that names a convention or a question of precision stays, after ``revisit``
+    (the dependency to fix first may be wrong only in that way, as its own tests say).
+    """
+    from tests import steps
+
+    def line(failure: failures.Failure) -> str:
+        if revisit is None or not failure.revisit:
+            return failure.revisit
+        if keep_named and steps.names_a_convention(failure.revisit):
+            return f"{revisit}; here: {failure.revisit}"
+        return revisit
+
+    return [replace(failure, diagnosis=lead, revisit=line(failure)) for failure in findings]
 
 
 def _led_by_first_step(findings: list[failures.Failure], implementation: Any, called: list[str],

@@ -345,7 +345,9 @@ def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
     expect(peak <= allowed, what=what, idea="more memory than one block at a time takes: keep one block of scores "
            "and, per query, one running summary (the maximum so far, the sum of exponentials, the weighted sum of "
            "values), updated block by block; never the (n_q, n_k) scores, nor one row per query for all keys, nor a "
-           "summary per block kept until the end; " + ONLINE,
+           "summary per block kept until the end (Rabe and Staats' chunked attention: each block's maximum, sum and "
+           "weighted values, combined once at the end: right values, with memory that grows with the number of "
+           "blocks); " + ONLINE,
            expected=f"at most {allowed / 2**20:.2f} MiB (8 arrays of n_q x block_size float64, a copy of the inputs"
                     f"{room}); the (n_q, n_k) scores of full attention alone take {full / 2**20:.0f} MiB",
            observed=f"{peak / 2**20:.2f} MiB")

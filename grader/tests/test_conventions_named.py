@@ -473,3 +473,23 @@ def test_float32_cross_entropy_near_1e4_is_told_the_precision_and_a_float32_mist
     text = block(override(tmp_path / "mistake", "training.py", TORCH_FLOAT32_CROSS_ENTROPY.format(n="1")),
                  "grader/hidden_tests/test_hidden_09_training.py", "test_cross_entropy_of_very_negative_logits")
     assert "question of precision" not in text, text
+
+
+FLOAT32_ATTEND_STEP = '''
+_float64_attend_step = attend_step
+
+
+def attend_step(q_t, cache, *args, **kwargs):  # computed in float32, torch's default dtype
+    cache = {key: np.asarray(value, dtype=np.float32) for key, value in cache.items()}
+    return _float64_attend_step(np.asarray(q_t, dtype=np.float32), cache, *args, **kwargs)
+'''
+
+
+def test_a_blame_on_a_float32_dependency_keeps_the_precision_it_shows(tmp_path):
+    # causal_decode is right, but goes through an attend_step in float32: the first message sends the student to
+    # attend_step, and says that what differs is a question of precision (not a formula to rewrite).
+    text = block(override(tmp_path, "decoding.py", FLOAT32_ATTEND_STEP),
+                 "grader/hidden_tests/test_hidden_11_decoding.py", "test_causal_decode_of_one_position")
+    assert "First fix attend_step()" in text, text
+    revisit = text.split("revisit:")[-1]
+    assert "fix attend_step() first" in revisit and "a question of precision" in revisit, text
