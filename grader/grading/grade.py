@@ -323,7 +323,8 @@ def _find_submissions(submissions: Path, out: Path, echo: Any) -> list[tuple[str
     if submissions.is_dir() and entries and entries[0][1] != submissions:
         for skipped in sorted(submissions.iterdir()):
             if not found.is_submission(skipped):
-                why = "its name starts with a dot" if skipped.name.startswith(".") else "tools make such folders"
+                why = ("it is hidden and holds no .py, .ipynb or .zip file" if skipped.name.startswith(".")
+                       else "tools make such folders")
                 echo(f"note: {escape_text(skipped.name)!s} was skipped, not graded ({why}); rename it to grade it")
     if not entries:
         echo(f"error: no submissions in {submissions} (expected folders or .zip files)")

@@ -205,7 +205,11 @@ def scored_row(*, student: str, status: str, tests: Iterable[TestEntry | Mapping
     isolation = bookkeeping.get("isolation")
     if isolation and isolation != "not run":
         summary += f"\nIsolation: {escape_text(isolation)}"
-    text = summary + (f"\n\nOutput of your code:\n{shorten(output, 2000)}" if output.strip() else "")
+    # What the student's code printed: control and bidi characters escaped, and every line indented, so that no
+    # printed "Status:" or "Score:" line can pass for the grader's own above it (Gradescope shows this text).
+    printed = escape_text(shorten(output, 2000), keep="\n\t")
+    text = summary + ("\n\nOutput of your code (indented):\n" + "\n".join(f"    {line}" for line in printed.split("\n"))
+                      if output.strip() else "")
     if refused_shown:
         text += ("\n\nRefused requests to the reference (they cannot earn points):\n  "
                  + "\n  ".join(escape_text(reason) for reason in refused_shown))

@@ -511,7 +511,8 @@ def similarity_report(submissions: Path, out: Path, exercises: list[str] | None 
     if submissions.is_dir() and listed and listed[0][1] != submissions:
         for skipped in sorted(submissions.iterdir()):
             if not found.is_submission(skipped):  # what `grade` skips too, and says so
-                why = "its name starts with a dot" if skipped.name.startswith(".") else "tools make such folders"
+                why = ("it is hidden and holds no .py, .ipynb or .zip file" if skipped.name.startswith(".")
+                       else "tools make such folders")
                 echo(f"note: {escape_text(skipped.name)!s} was skipped ({why}); rename it to compare it")
     if not listed:
         echo(f"error: no submissions in {submissions} (expected folders, .zip files or notebooks)")

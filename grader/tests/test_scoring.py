@@ -290,3 +290,17 @@ def test_a_failure_quoting_terminal_and_bidi_characters_reaches_results_json_esc
         assert character not in output, repr(character)
     assert "\\x1b[2J" in output and "\\u202egnirts" in output and "\\x9bx" in output
     assert "\nsecond line\tand a tab" in output and "Output printed during the test:\nprinted \\x1b" in output
+
+
+def test_what_the_code_printed_reaches_the_top_text_escaped_and_indented() -> None:
+    # Gradescope shows results.json's top-level output: a print of ESC, a right-to-left override and NUL, and lines
+    # that imitate the grader's own ("Status: ok", "Score: 120 / 120"), right under the real header.
+    from grader.grading.scored import scored_row
+
+    printed = "\x1b[2J\u202eevil\x00\nStatus: ok\nScore: 120 / 120"
+    row = scored_row(student="mallory", status="ok", tests=(), seconds=1.0, output=printed)
+    for character in ("\x1b", "\u202e", "\x00"):
+        assert character not in row.output, repr(character)
+    shown = row.output.split("Output of your code", 1)[1]
+    assert "\n    Status: ok\n    Score: 120 / 120" in shown, shown
+    assert not any(line.startswith(("Status:", "Score:")) for line in shown.splitlines()), shown

@@ -400,8 +400,26 @@ def test_f11_skipped_entries_are_named_with_the_reason(tmp_path):
     (tmp_path / "subs" / "venv").mkdir()
     lines: list[str] = []
     grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
-    assert any(".hidden was skipped" in line and "dot" in line for line in lines), lines
+    assert any(".hidden was skipped" in line and "hidden and holds no .py" in line for line in lines), lines
     assert any("venv was skipped" in line for line in lines), lines
+
+
+def test_a_hidden_entry_that_holds_modules_gets_its_row(tmp_path):
+    # Every entry is one row, oddly named included: a dot-named folder with modules (".bob", "...") is graded
+    # under a safe id; hidden junk (.DS_Store, an editor's settings folder) is skipped, and said so.
+    from grader.grading.grade import grade_batch
+
+    for name in ("ada", ".bob", "..."):
+        copy_reference(tmp_path / "subs" / name)
+    (tmp_path / "subs" / ".vscode").mkdir()
+    (tmp_path / "subs" / ".vscode" / "settings.json").write_text("{}")
+    (tmp_path / "subs" / ".DS_Store").write_bytes(b"\0")
+    lines: list[str] = []
+    assert grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append) == 0
+    rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()[1:]
+    assert len(rows) == 3 and all(",ok," in row for row in rows), rows
+    assert any(".vscode was skipped" in line for line in lines) and any(".DS_Store was skipped" in line
+                                                                         for line in lines), lines
 
 
 # ---------------------------------------------------------------- S1, S4: what the student sees
