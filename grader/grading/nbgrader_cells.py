@@ -59,6 +59,34 @@ def sanitize_preprocessors() -> list[Any]:
     return [IMPORT_NAME if step is _NbgraderOverwriteCells else step for step in defaults]
 
 
+def feedback_exporter() -> type:
+    """The HTMLExporter of generate_feedback: Markdown links and images keep safe protocols only.
+
+    SanitizeHTML cleans a Markdown cell's source as HTML, but link syntax (``[hint](javascript:...)``, a reference
+    definition, an entity-encoded scheme) becomes HTML after it, when the page is rendered, by a mistune renderer
+    that nbconvert makes with harmful protocols allowed. This exporter renders Markdown as nbconvert's does, with
+    mistune's own protocol check on: such a link points nowhere (``#harmful-link``).
+    """
+    from jinja2 import pass_context
+    from nbconvert.exporters import HTMLExporter
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class FeedbackExporter(HTMLExporter):
+        """HTMLExporter with mistune's protocol check on for Markdown cells."""
+
+        @pass_context
+        def markdown2html(self, context: Any, source: str) -> str:
+            cell = context.get("cell", {})
+            renderer = IPythonRenderer(
+                escape=False, allow_harmful_protocols=False, attachments=cell.get("attachments", {}),
+                embed_images=self.embed_images, path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+                **self.lexer_options)
+            return MarkdownWithMath(renderer=renderer).render(source)
+
+    return FeedbackExporter
+
+
 def feedback_preprocessors() -> list[Any]:
     """The generate_feedback steps: nbgrader's own, with its ``ClearHiddenTests`` before the page is made.
 

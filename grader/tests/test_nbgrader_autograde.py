@@ -158,6 +158,7 @@ def test_a_course_config_that_cannot_load_the_kit_stops_nbgrader(monkeypatch) ->
     namespace = {"get_config": lambda: config, "__file__": "/course/nbgrader_config.py"}
     exec(compile(text, "nbgrader_config.py", "exec"), dict(namespace))  # the kit loads: every step is the kit's
     assert config["Autograde"]["autograde_preprocessors"] and config["GenerateFeedback"]["preprocessors"]
+    assert config["GenerateFeedback"]["exporter_class"].__name__ == "FeedbackExporter"  # links checked too
     monkeypatch.setitem(sys.modules, "grader.grading.nbgrader_autograde", None)  # an environment without it
     with pytest.raises(SystemExit, match="could not load the kit .*would run students' notebooks in a kernel"):
         exec(compile(text, "nbgrader_config.py", "exec"), dict(namespace))
@@ -167,10 +168,9 @@ def test_the_feedback_shows_no_hidden_test_and_runs_no_script_of_the_student() -
     import re
 
     import nbformat
-    from nbconvert import HTMLExporter
     from traitlets.config import Config
 
-    from grader.grading.nbgrader_cells import feedback_preprocessors
+    from grader.grading.nbgrader_cells import feedback_exporter, feedback_preprocessors
 
     hidden = nbformat.v4.new_code_cell(
         '# Hidden test of softmax: it runs when your notebook is graded.\n### BEGIN HIDDEN TESTS\n'
@@ -178,10 +178,16 @@ def test_the_feedback_shows_no_hidden_test_and_runs_no_script_of_the_student() -
         'check_hidden("softmax", "test_secret_name", folder="/home/teacher/private")\n### END HIDDEN TESTS')
     hidden.metadata["nbgrader"] = {"grade": True, "locked": True, "grade_id": "h", "points": 1, "solution": False}
     markdown = nbformat.v4.new_markdown_cell('<script>document.title="XSS"</script>\n<img src=x onerror="alert(1)">')
-    notebook = nbformat.v4.new_notebook(cells=[markdown, hidden])
+    # Link syntax becomes HTML after SanitizeHTML has run: inline, reference, mixed case, entity-encoded, other
+    # schemes, an image (a hostile tester's, on generate_feedback's page).
+    links = nbformat.v4.new_markdown_cell(
+        "[hint](javascript:alert(1)) [ref][1] [case](JaVaScRiPt:alert(2)) [entity](&#106;avascript:alert(3)) "
+        "[vb](vbscript:msgbox(1)) [page](data:text/html,<script>alert(4)</script>) ![pic](javascript:alert(5)) "
+        "[fine](https://example.org/reading)\n\n[1]: javascript:alert('ref')")
+    notebook = nbformat.v4.new_notebook(cells=[markdown, links, hidden])
     config = Config()
     config.HTMLExporter.sanitize_html = True
-    exporter = HTMLExporter(config=config)
+    exporter = feedback_exporter()(config=config)
     for preprocessor in feedback_preprocessors():
         if preprocessor.__name__ in ("ClearHiddenTests", "SanitizeFeedback"):  # GetGrades needs nbgrader's gradebook
             exporter.register_preprocessor(preprocessor(config=config), enabled=True)
@@ -190,3 +196,6 @@ def test_the_feedback_shows_no_hidden_test_and_runs_no_script_of_the_student() -
     assert "Hidden test of softmax" in page
     assert "<script>document.title" not in page and not re.search(r"<img[^>]*onerror", page)
     assert "&lt;script&gt;document.title" in page  # shown as text
+    targets = re.findall(r'(?:href|src)="([^"]*)"', page)
+    assert not [t for t in targets if re.match(r"\s*(javascript|vbscript|data:text)", t, re.IGNORECASE)], targets
+    assert "https://example.org/reading" in targets and "#harmful-link" in targets
