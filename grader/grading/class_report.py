@@ -163,7 +163,7 @@ def _misconception_section(rows: list[StudentRow]) -> list[str]:
 
 
 def _failed_tests_section(graded: list[StudentRow]) -> list[str]:
-    failed = Counter(test.name for row in graded for test in row.tests
+    failed = Counter(test.shown_name for row in graded for test in row.tests
                      if not test.passed and test.graded and test.nodeid)
     lines = ["<h2>Most failed tests</h2>"]
     if not failed:

@@ -221,7 +221,7 @@ def summary(rows: Iterable[StudentRow | Mapping[str, Any]], *, graded: int, reus
     if problems:
         lines += ["", "Submissions with problems:"]
         lines += [f"  {count:3d} x {escape_text(status)[:300]}" for status, count in problems.most_common(top)]
-    failed = Counter(t.name for r in rows for t in r.tests if not t.passed and t.nodeid and t.graded)
+    failed = Counter(t.shown_name for r in rows for t in r.tests if not t.passed and t.nodeid and t.graded)
     if failed:
         lines += ["", "Most failed tests:"]
         lines += [f"  {count:3d} x {escape_text(name)}" for name, count in failed.most_common(top)]

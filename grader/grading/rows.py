@@ -90,6 +90,11 @@ class TestEntry:
         return "hidden" in self.tags
 
     @property
+    def shown_name(self) -> str:
+        """Its name in a class's summary: a hidden test that shares a public one's name is told apart."""
+        return f"{self.name} (hidden)" if self.hidden else self.name
+
+    @property
     def visible(self) -> bool:
         """Whether students see it before grades are published."""
         return self.visibility == "visible"

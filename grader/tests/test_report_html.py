@@ -147,3 +147,22 @@ def test_a_new_format_is_one_module_and_the_feedback_page_escapes_everything(hos
     assert not console and "<script" not in dom and "Diagnosis: your softmax.py" in dom
     converted = feedback_html.markdown_to_html("- a\n- b\n\n```text\n<x>\n```")
     assert converted == "<ul>\n<li>a</li>\n<li>b</li>\n</ul>\n<pre>\n&lt;x&gt;\n</pre>"
+
+
+def test_a_hidden_test_that_shares_a_public_ones_name_is_told_apart_in_the_summaries():
+    # One student failed the hidden test_rollout_keeps_float32 only: "2 x" counted a public test beside it.
+    from grader.grading import class_report, report
+    from grader.grading.rows import StudentRow, TestEntry
+
+    def entry(number: str, status: str, hidden: bool) -> TestEntry:
+        return TestEntry("explain: test_rollout_keeps_float32", number, 1.0, status, "", "explain",
+                         score=1.0 if status == "passed" else 0.0, nodeid=f"file{number}::test_rollout_keeps_float32",
+                         tags=("explain", "hidden") if hidden else ("explain",))
+
+    row = StudentRow(student="ada", status="ok", score=1.0, computed=1.0, max_score=2.0, exercises={"explain": 1.0},
+                     computed_exercises={"explain": 1.0}, maxima={"explain": 2.0},
+                     tests=(entry("10.1", "passed", False), entry("10.2", "failed", True)))
+    text = report.summary([row], graded=1, reused=0, seconds=1.0)
+    assert "1 x explain: test_rollout_keeps_float32 (hidden)" in text, text
+    page = "\n".join(class_report._failed_tests_section([row]))
+    assert "test_rollout_keeps_float32 (hidden)" in page, page
