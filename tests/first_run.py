@@ -27,6 +27,7 @@ broken exercise's own failures say it in full.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Generator
@@ -38,6 +39,9 @@ import pytest
 from grader.curriculum import Exercise
 from grader.curriculum import load as load_curriculum
 from tests import failures
+
+# The command that runs this suite when it is not plain pytest (set by `attention-kit test`): what a line suggests.
+TEST_COMMAND_ENV = "ATTENTION_KIT_TEST_COMMAND"
 
 # The sentence of a stub (``grader/authoring/sync.py``), and of a bare NotImplementedError (``tests/kit.py``).
 STUB = ": not implemented yet"
@@ -181,12 +185,15 @@ def not_started_lines(config: pytest.Config, names: list[str]) -> list[str]:
     folder = resolve_impl_path(config)
     given = config.getoption("--impl")
     impl = "" if given == "exercises" else f" --impl={given}"  # the command tests the same folder as this run
+    # Run by `attention-kit test` (an installed kit: plain pytest there knows no --impl): its own command.
+    command = os.environ.get(TEST_COMMAND_ENV, "")
     rows = []
     for name in names:
         exercise = curriculum.exercise(name)
         count = outcomes.collected[name]
         rows.append((f"{exercise.number:>2}. {name}", _shown(folder / exercise.module_file, config),
-                     f"{count} test{'s' if count != 1 else ''}", f"pytest -m {name}{impl}",
+                     f"{count} test{'s' if count != 1 else ''}",
+                     f"{command} -m {name}" if command else f"pytest -m {name}{impl}",
                      exercise.reading_link()))
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     return [("NOT STARTED " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))

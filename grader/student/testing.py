@@ -57,9 +57,16 @@ def pytest_arguments(impl: str, hidden: bool, extra: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run pytest on the graded suite; returns pytest's exit status."""
+    import os
+    import shlex
+
     import pytest
 
     make_importable()
+    # The command the suite's lines suggest for one exercise (tests/first_run.py): this one, not plain pytest, which
+    # knows neither the kit's options nor where an installed kit keeps its tests.
+    os.environ["ATTENTION_KIT_TEST_COMMAND"] = "attention-kit test" + (
+        f" --impl {shlex.quote(args.impl)}" if args.impl != "exercises" else "") + (" --hidden" if args.hidden else "")
     try:
         arguments = pytest_arguments(args.impl, args.hidden, list(getattr(args, "extra_arguments", [])))
     except (FileNotFoundError, ValueError) as error:

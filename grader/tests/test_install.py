@@ -392,6 +392,9 @@ def test_student_release_installed_runs_status_and_the_suite(student: Environmen
     report = student.work / "junit.xml"
     suite = student.kit("test", "-q", "-p", "no:cacheprovider", f"--junitxml={report}")
     assert suite.returncode == 1, suite.stdout[-2000:] + suite.stderr[-2000:]
+    # Its lines suggest a command that works where the kit is installed (plain pytest knows no --impl there).
+    assert "attention-kit test -m softmax" in suite.stdout and "pytest -m softmax --impl" not in suite.stdout, (
+        suite.stdout[-3000:])
     cases = list(ET.parse(report).getroot().iter("testcase"))
     assert len(cases) > 50
     for case in cases:  # every graded test fails on the stubs, and says why
