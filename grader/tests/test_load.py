@@ -27,7 +27,10 @@ from grader.tests.waiting import HANG_SECONDS
 pytestmark = pytest.mark.xdist_group("test_load")
 
 HOG_SECONDS = 600  # a hog ends by itself after this long, whatever happens to the test
-HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+# A hog also dies with the test's process (Linux's parent-death signal): a run stopped half way leaves none behind.
+HOG = ("import ctypes, signal, time\n"
+       "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+       "end = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n")
 
 
 def _class(folder: Path) -> Path:
