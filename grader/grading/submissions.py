@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grader.curriculum import load as load_curriculum
+from grader.grading.entry_kinds import JUNK, is_submission  # noqa: F401 (grade and similarity use them from here)
 from grader.grading.escaping import escape_text
 from grader.grading.links import (
     collect_refusals,
@@ -66,8 +67,6 @@ MAX_TOTAL_BYTES = 20_000_000
 MAX_FILES = 2_000
 MAX_ARCHIVE_BYTES = 200_000_000
 # Folders that archivers and editors add and that never hold a submission.
-JUNK = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", ".venv", "venv", "node_modules", ".tox", ".nox",
-        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hg", ".svn"}
 # The files the grader itself writes at the top of its output folder: no student id may take these names.
 OUTPUT_FILES = ("grades.csv",)
 RESERVED_SUFFIXES = (".csv", ".tmp", ".json", ".md")
@@ -452,44 +451,6 @@ def folder_digest(folder: Path) -> str:
     for path in sorted(folder.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
-
-
-def is_submission(entry: Path) -> bool:
-    """Whether a SUBMISSIONS entry is one (a row of the gradebook): anything but junk folders and hidden junk.
-
-    A hidden entry (its name starts with a dot: ``.DS_Store``, ``.vscode``, a cache) is a submission only when it
-    holds what one holds: a ``.py``, ``.ipynb`` or ``.zip`` file, or a folder with such a file at most three levels
-    down (a student's ``...`` or ``.alice`` gets its row, under a safe id, like any oddly named entry).
-    """
-    if entry.name in JUNK:
-        return False
-    if not entry.name.startswith("."):
-        return True
-    try:
-        if entry.is_symlink() or not entry.is_dir():
-            return entry.suffix.lower() in SUBMITTED_SUFFIXES
-        return any(_holds_submitted(entry, depth=3))
-    except OSError:
-        return False
-
-
-SUBMITTED_SUFFIXES = (".py", ".ipynb", ".zip")
-
-
-def _holds_submitted(folder: Path, depth: int):
-    """Yield True for each submitted file in ``folder`` (links not followed), ``depth`` levels down at most."""
-    try:
-        children = sorted(folder.iterdir())[:1000]
-    except OSError:
-        return
-    for child in children:
-        if child.name in JUNK or child.is_symlink():
-            continue
-        if child.is_file() and child.suffix.lower() in SUBMITTED_SUFFIXES:
-            yield True
-            return
-        if depth > 1 and child.is_dir():
-            yield from _holds_submitted(child, depth - 1)
 
 
 def _kind(mode: int) -> str:
