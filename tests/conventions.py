@@ -265,11 +265,18 @@ def rotate_half(observed: Any, x: np.ndarray, positions: np.ndarray, base: float
     return ROTATE_HALF if np.allclose(array, rotated, rtol=1e-4, atol=1e-5) else ""
 
 
+def _number(observed: Any) -> float | None:
+    """``observed`` as one float, or None when it is not one number."""
+    try:
+        return float(observed)
+    except (TypeError, ValueError):
+        return None
+
+
 def clipped_log(observed: Any, logits: np.ndarray, targets: np.ndarray) -> str:
     """CLIPPED_LOG when the loss ``observed`` is the cross-entropy of probabilities clipped at a usual eps, else ""."""
-    try:
-        value = float(observed)
-    except (TypeError, ValueError):
+    value = _number(observed)
+    if value is None:
         return ""
     shifted = logits - logits.max(axis=-1, keepdims=True)
     log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
@@ -300,9 +307,8 @@ def total_variation(observed: Any, before: np.ndarray, after: np.ndarray) -> str
 
 def eps_denominator(observed: Any, ranks_a: np.ndarray, ranks_b: np.ndarray) -> str:
     """EPS_DENOMINATOR when ``observed`` is the correlation of the ranks with a usual eps below, else ""."""
-    try:
-        value = float(observed)
-    except (TypeError, ValueError):
+    value = _number(observed)
+    if value is None:
         return ""
     da, db = ranks_a - ranks_a.mean(), ranks_b - ranks_b.mean()
     for ddof in (0, 1):
