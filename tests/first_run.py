@@ -224,14 +224,15 @@ def blocked_lines(config: pytest.Config, names: list[str]) -> list[str]:
     curriculum = load_curriculum()
     outcomes = config.stash[OUTCOMES]
     folder = resolve_impl_path(config)
-    lines = []
+    rows = []
     for name in names:
         exercise = curriculum.exercise(name)
         (why, ids), = outcomes.blocked[name].items()
         module = _shown(folder / IMPORT_FAILED.match(why)["module"], config)
-        lines.append(f"BLOCKED     {exercise.number:>2}. {name}  {_shown(folder / exercise.module_file, config)}  "
-                     f"{len(ids)} test{'s' if len(ids) != 1 else ''} fail until {module} imports: {why}")
-    return lines
+        rows.append((f"{exercise.number:>2}. {name}", _shown(folder / exercise.module_file, config),
+                     f"{len(ids)} test{'s' if len(ids) != 1 else ''} fail until {module} imports: {why}"))
+    widths = [max((len(row[column]) for row in rows), default=0) for column in range(2)]  # in columns, as above
+    return [f"BLOCKED     {row[0].ljust(widths[0])}  {row[1].ljust(widths[1])}  {row[2]}" for row in rows]
 
 
 def _folded(config: pytest.Config) -> tuple[list[str], list[str], list[str]]:

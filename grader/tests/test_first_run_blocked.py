@@ -36,3 +36,15 @@ def test_exercises_blocked_by_a_module_that_does_not_import_are_one_line_each(tm
     assert summary is not None, out.splitlines()[-1]
     multihead = out.count("\nFAILED tests/test_06_multihead.py::")
     assert int(summary[1]) == multihead + int(line[0]) and int(summary[2]) == 23, out
+
+
+def test_blocked_lines_stand_in_columns(tmp_path: Path):
+    # Exercises 7 and 8 both wait on multihead.py: their lines align as the NOT STARTED lines do.
+    folder = make_partial(tmp_path / "work", done=("softmax", "projections", "attention"))
+    stub = (folder / "multihead.py").read_text(encoding="utf-8")
+    (folder / "multihead.py").write_text(stub.replace("def split_heads(", "def split_heads((", 1), encoding="utf-8")
+    out = run_pytest("-m", "layer or backward", f"--impl={folder}").stdout
+    blocked = [row for row in out.splitlines() if row.startswith("BLOCKED ")]
+    assert len(blocked) == 2, out
+    assert len({row.index("layer.py") if "layer.py" in row else row.index("backward.py") for row in blocked}) == 1
+    assert len({row.index(" tests fail until ") for row in blocked}) == 1, blocked
