@@ -234,9 +234,11 @@ class Engine:
         self.template = template
         self.task: Any = None  # the task each student is (a seam for the tests); cluster_worker.grade_on_worker
         self.limit: int | None = None  # --jobs: at most this many students in flight (None: the window's)
+        self.echo: Any = lambda *args: None  # the batch's terminal (check_workers is given it)
 
     def check_workers(self, echo: Any) -> None:
         """Prepare the kit on every worker (a plugin, also for workers that join later); refuse the others."""
+        self.echo = echo
         from grader import course
         from grader.curriculum import PART_ENV
         from grader.grading import cluster_worker
@@ -297,8 +299,10 @@ class Engine:
                     state not in (cluster_worker.OTHER, digest) for state in states.values()):
                 self.client.register_plugin(cluster_worker.AnswersPlugin(self.fingerprint, path.name, digest, data),
                                             name=cluster_worker.answers_plugin_name(self.fingerprint))
-        except Exception:  # noqa: BLE001, S110 - answers known in advance only save time
-            pass
+        except Exception as error:  # noqa: BLE001 - answers known in advance only save time: said, never fatal
+            self.echo(f"note: fair grading's answers known in advance were not shared with the workers "
+                      f"({type(error).__name__}: {str(error)[:160]}): they grade the same, asking the reference "
+                      "through their grading processes")
 
     def __call__(self, jobs: Iterable[Job], processes: int, stall: float) -> Iterator[tuple[Job, Result]]:
         """Grade ``jobs`` on the cluster; yield ``(job, result)`` as each finishes.

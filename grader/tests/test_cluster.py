@@ -567,3 +567,17 @@ def test_workers_of_other_machines_get_the_checks_sealed_answers(tmp_path, monke
     tables = {name: sealed.read(found[0]) for name, found in files.items()}
     assert tables["batch"] and any(tables["batch"].values()), "the check recorded no answers"
     assert tables["a"] == tables["b"] == tables["batch"]
+
+
+def test_answers_that_cannot_be_shared_are_said_and_cost_nothing_else(tmp_path, monkeypatch):
+    # A scheduler that fails while the answers are shared: one line on the batch's terminal, and no exception.
+    class Gone:
+        def run(self, *args, **kwargs):
+            raise OSError("the scheduler went away")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    engine = engine_module.Engine.__new__(engine_module.Engine)
+    lines: list[str] = []
+    engine.client, engine.cluster, engine.fingerprint, engine.echo = Gone(), None, "0" * 64, lines.append
+    engine.share_answers("tcp://127.0.0.1:1")
+    assert len(lines) == 1 and "were not shared with the workers (OSError: the scheduler went away)" in lines[0]
