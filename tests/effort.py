@@ -132,6 +132,9 @@ def message(what: str, expected: str, observed: str, idea: str) -> Failure:
     return Failure(what, expected, observed, idea)
 
 
+RETRY_CPU = 0.05  # CPU seconds between a budget's signals once it has run out (see _limited)
+
+
 class _OverBudget(BaseException):
     """Raised in a call that ran past its CPU budget (a BaseException: the kit's handlers let it through)."""
 
@@ -154,7 +157,9 @@ def _limited(call: Callable[[], Any], budget: float | None) -> tuple[Any, float]
             raise _OverBudget
 
         previous = signal.signal(signal.SIGPROF, stop)
-        signal.setitimer(timer, max(budget, 1e-3))
+        # Fired again every RETRY_CPU seconds until disarmed: a signal that lands while Python runs a finalizer is
+        # swallowed there ("Exception ignored in"), and a one-shot timer would then never stop the call.
+        signal.setitimer(timer, max(budget, 1e-3), RETRY_CPU)
     started = time.process_time()
     try:
         result = call()
