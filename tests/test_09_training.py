@@ -594,7 +594,6 @@ def test_training_resolves_the_pronoun(impl):
            idea="with positional encodings the query at the pronoun can pick out the key at the antecedent's position")
 
 
-@functools.lru_cache(maxsize=4)  # asked by a public and a hidden test of the same submission
 def _curve_unlike_its_model(impl) -> str | None:
     """How train's losses differ from the losses of the model it trains, or None when they are that model's.
 
