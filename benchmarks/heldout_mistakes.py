@@ -12,9 +12,10 @@ modules, no isolation). The first failure is what the student reads first. Print
   diagnosis about the calling exercise counts as wrong;
 * first message with a revisit line, and with a link to its section of the reading (``docs/reading.md#``);
 * family diagnoses: the first failure's ``Diagnosis (a family of mistakes: <kind>)`` (tests/diagnosis.py,
-  explain_family). Counted apart from the catalogue's verdicts and listed with the mistake's note, for a
-  reviewer to judge (the held-out files name catalogued ideas only); such a first failure is never "wrong"
-  by the catalogue's rule, since it names no catalogued mistake.
+  explain_family; tests/relations.py), ``Diagnosis (the output that differs)`` or ``Diagnosis (the step whose
+  output first differs)`` (tests/steps.py). Counted apart from the catalogue's verdicts and listed with the
+  mistake's note, for a reviewer to judge (the held-out files name catalogued ideas only); such a first
+  failure is never "wrong" by the catalogue's rule, since it names no catalogued mistake.
 
 The figures are printed for every mistake and for each part of the kit (the part of the ``run``
 exercise, from grader/curriculum.toml).
@@ -41,7 +42,8 @@ if str(ROOT) not in sys.path:
 from benchmarks.heldout import HeldOut, load, plant  # noqa: E402
 
 BLAME = re.compile(r"^First fix (\w+)\(\)")
-FAMILY = re.compile(r"^(?:First fix .*\n)?Diagnosis \(a family of mistakes: ([^)]+)\)", re.MULTILINE)
+FAMILY = re.compile(r"^(?:First fix .*\n)?Diagnosis \((?:a family of mistakes: ([^)]+)|(the output that differs)"
+                    r"|(the step whose output first differs))\)", re.MULTILINE)
 READING = "docs/reading.md#"
 
 
@@ -105,7 +107,7 @@ def judge(mistake: HeldOut, text: str) -> tuple[str, tuple[str, ...]]:
 def _with_family(outcome: Outcome) -> Outcome:
     """``outcome`` with the family its first message names, and whether that message links the reading."""
     found = FAMILY.search(outcome.first.split("\n\n", 1)[0] if outcome.first else "")
-    outcome.family = found.group(1) if found else ""
+    outcome.family = next((group for group in found.groups() if group), "") if found else ""
     outcome.reading = READING in outcome.first
     return outcome
 
@@ -191,12 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print every first failure")
     parser.add_argument("--status", action="store_true", help="judge the first failure attention-kit status shows")
     parser.add_argument("--record", action="store_true", help="write the figures to benchmarks/results/")
+    parser.add_argument("--folder", default="", help="read the mistakes from this folder's *.toml (a new blind set)")
     args = parser.parse_args(argv)
     from grader.curriculum import load as load_curriculum
 
     curriculum = load_curriculum()
-    part_of = {m.id: curriculum.exercise(m.run).part for m in load()}
-    mistakes = [m for m in load() if args.only in m.id and args.part in (0, part_of[m.id])]
+    every = load(Path(args.folder)) if args.folder else load()
+    part_of = {m.id: curriculum.exercise(m.run).part for m in every}
+    mistakes = [m for m in every if args.only in m.id and args.part in (0, part_of[m.id])]
     worker = _status_worker if args.status else _pytest_worker
     if args.jobs > 1:
         context = multiprocessing.get_context("spawn")
@@ -215,8 +219,15 @@ def main(argv: list[str] | None = None) -> int:
             print_figures(by_part[str(part)], f"Part {part}")
         print()
     families = [o for o in outcomes if o.caught and o.family]
+    unseen = [o for o in outcomes if o.caught and not by_id[o.id].idea and not by_id[o.id].blame]
     print(f"family diagnoses: {len(families)} ({sum(not by_id[o.id].idea for o in families)} of mistakes whose idea "
-          f"is not catalogued)")
+          f"is not catalogued; {sum(bool(o.family) for o in unseen)} of the {len(unseen)} caught ones that are "
+          "neither catalogued nor a blame)")
+    from tests.steps import names_a_convention
+
+    told = [o for o in unseen if not o.family and names_a_convention(o.first)]
+    print(f"  and {len(told)} more of those {len(unseen)} whose first message names a convention or a question of "
+          f"precision instead (a family is not shown over it): {', '.join(o.id for o in told)}")
     for o in families:
         print(f"  family {o.family!r} for {o.id} [{o.verdict}]: {by_id[o.id].note}")
     for o in outcomes:

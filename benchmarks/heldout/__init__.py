@@ -52,10 +52,10 @@ class HeldOut:
     edits: tuple[Edit, ...] = field(default=())
 
 
-def load() -> list[HeldOut]:
-    """Every held-out mistake, file by file (sorted), in file order."""
+def load(folder: Path = HERE) -> list[HeldOut]:
+    """Every held-out mistake of ``folder`` (this one by default), file by file (sorted), in file order."""
     found = []
-    for path in sorted(HERE.glob("*.toml")):
+    for path in sorted(Path(folder).glob("*.toml")):
         for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", []):
             edits = tuple(Edit(file=e["file"], function=e.get("function", ""), code=e.get("code", ""),
                                replace=e.get("replace", ""), with_=e.get("with", ""), count=int(e.get("count", 1)))
