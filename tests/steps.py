@@ -57,6 +57,13 @@ class Pipeline:
 
 
 PIPELINES: dict[str, Pipeline] = {}
+NAMES: dict[str, tuple[str, ...]] = {}
+"""The names of a function's result arrays (``as_arrays`` order), declared with :func:`names` or a pipeline."""
+
+
+def names(function: str, *outputs: str) -> None:
+    """Declare the names of ``function``'s result arrays, in ``as_arrays`` order (dict keys sorted)."""
+    NAMES[function] = tuple(outputs)
 
 
 def pipeline(function: str, outputs: tuple[str, ...], *stages: Stage,
@@ -66,6 +73,8 @@ def pipeline(function: str, outputs: tuple[str, ...], *stages: Stage,
     if unknown:
         raise ValueError(f"pipeline {function}: stages name outputs {unknown} that are not among {outputs}")
     PIPELINES[function] = Pipeline(tuple(outputs), tuple(stages), derive)
+    if derive is None:
+        NAMES.setdefault(function, tuple(outputs))
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,8 @@ def _first_difference(function: str, observed: Any, expected: Any) -> tuple[str,
 
 # A test that recognised a convention (ALiBi's slope * j, GPT-2's pre-tokenization, float32 ...) says more than
 # any step: its own message stands, alone.
-CONVENTION_WORDS = ("a convention, not a misconception", "a question of precision")
+CONVENTION_WORDS = ("a convention, not a misconception", "a question of precision",
+                    "a lower precision, not a wrong formula")
 
 
 def names_a_convention(message: str) -> bool:
@@ -236,16 +246,24 @@ def _first_step(implementation: Any, called: list[str], observation: Any, traced
                     and observation.deviates.get(p, False))
     findings = [(p, *_first_difference(function, observation.outputs.get(p), golden(p))) for p in probes]
     findings = [finding for finding in findings if finding[1]]
-    if not findings:
-        return None
+    exercise = curriculum.exercise_of_function(function)
+    alone = "" if function in called else f" (your {', '.join(sorted(set(called) & set(order)))} relies on it)"
+    if not findings:  # the values agree (another dtype ...): only a relation of its outputs can say how
+        if function in called:
+            return _related(function, probes, observation, registry, exercise.module_file)
+        found = _relation(function, probes, observation, registry)
+        if found is None:
+            return None
+        return FirstStep(function, probes[0], f"Diagnosis (the step whose output first differs): your {function}() "
+                         f"in {exercise.module_file} is the first function this test reached{alone} that gives other "
+                         f"outputs than the contract on its own fixed inputs while what it calls agrees: on every "
+                         f"fixed input where it goes wrong, {found.words}.")
     # Among several probes, the one whose difference comes earliest (the step, then the entry of a sequence).
     probe, words, idea, _ = min(findings, key=lambda finding: finding[3])
-    exercise = curriculum.exercise_of_function(function)
     if function in called and not idea:
         # The function the test called, with no step inside it to name: a relation of its outputs to the right
         # ones names the family (tests/relations.py), else the test's message says it all.
         return _related(function, probes, observation, registry, exercise.module_file)
-    alone = "" if function in called else f" (your {', '.join(sorted(set(called) & set(order)))} relies on it)"
     text = (f"Diagnosis (the step whose output first differs): your {function}() in {exercise.module_file} is the "
             f"first function this test reached{alone} that gives other outputs than the contract on its own fixed "
             f"inputs while what it calls agrees. On {probe}, {words}.")
@@ -258,14 +276,75 @@ def _related(function: str, probes: list[str], observation: Any, registry: Any, 
     """The family one relation of ``function``'s outputs to the right ones shows on all ``probes``, or None."""
     from tests import relations
 
-    found = relations.relation(function, probes, observation.outputs, {p: _as_tuple(golden(p)) for p in probes},
-                               lambda p: registry[p].arguments())
+    names = parameters(function, module_file)
+    own = [p for p, entry in registry.items() if entry.function == function and entry.rejects is None]
+    found = relations.argument_not_used(probes, own, observation.outputs, lambda p: _as_tuple(golden(p)),
+                                        lambda p: registry[p].arguments(), names)
+    if found is None:
+        found = _relation(function, probes, observation, registry)
+    if found is None:
+        found = relations.other_draws(function, probes, observation.outputs, lambda p: _as_tuple(golden(p)),
+                                      lambda p: registry[p].arguments(), NAMES.get(function, ()))
+    if found is None:
+        passing = [p for p in own if p in observation.outputs and not observation.deviates.get(p, False)]
+        found = relations.fixed_axes(probes, passing, observation.outputs, {p: _as_tuple(golden(p)) for p in probes},
+                                     lambda p: registry[p].arguments(), names)
     if found is not None:
         return FirstStep(function, probes[0], relations.describe(function, module_file, found))
-    # No relation: nothing. Naming the inputs on which it differs was tried and misled: the annotated
-    # transformer's attention, failing on float masks, was told "other outputs only on bool mask with a blocked
-    # query"; a float32 numerical gradient failing its eps check was told a probe's float32 rounding.
-    return None
+    return _outputs_that_differ(function, probes, observation, module_file)
+
+
+def _outputs_that_differ(function: str, probes: list[str], observation: Any, module_file: str) -> FirstStep | None:
+    """Which of ``function``'s named result arrays differ, when the others are right on every deviating probe."""
+    outputs = NAMES.get(function, ())
+    differing: set[int] = set()
+    for probe in probes:
+        mine, want = observation.outputs.get(probe), _as_tuple(golden(probe))
+        if not isinstance(mine, tuple) or len(mine) != len(want) or len(want) != len(outputs):
+            return None
+        differing |= {i for i, (a, b) in enumerate(zip(mine, want, strict=True))
+                      if not (a.shape == b.shape and a.dtype == b.dtype and _same(a, b))}
+    if not differing or 2 * len(differing) > len(outputs):
+        # Nothing (a dtype ...), or most outputs differ: the few that agree may do so by chance (a bias whose
+        # gradient is always 0 stays right in a training loop that is wrong throughout), no output to point at.
+        return None
+    wrong = _listed([outputs[i] for i in sorted(differing)])
+    right = _listed([name for i, name in enumerate(outputs) if i not in differing])
+    one, rest = len(differing) == 1, len(outputs) - len(differing) == 1
+    return FirstStep(function, probes[0], f"Diagnosis (the output that differs): on every fixed input where your "
+                     f"{function}() in {module_file} goes wrong, its {right} {'is' if rest else 'are'} right and its "
+                     f"{wrong} {'differs' if one else 'differ'}: the mistake lies in how {wrong} "
+                     f"{'is' if one else 'are'} computed.")
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _relation(function: str, probes: list[str], observation: Any, registry: Any) -> Any:
+    """The one relation (``tests/relations.py``) of ``function``'s outputs to the right ones on ``probes``, or None."""
+    from tests import relations
+
+    return relations.relation(function, probes, observation.outputs, {p: _as_tuple(golden(p)) for p in probes},
+                              lambda p: registry[p].arguments())
+
+
+def parameters(function: str, module_file: str) -> tuple[str, ...]:
+    """The parameter names of ``function`` (its stub in ``exercises/``, parsed, not imported), or () where unknown.
+
+    Names only: a default there may be the student's own (``exercises/`` is where students write), not the contract's.
+    """
+    import ast
+    from pathlib import Path
+
+    try:
+        tree = ast.parse((Path(__file__).resolve().parent.parent / "exercises" / module_file).read_text("utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return tuple(a.arg for a in node.args.posonlyargs + node.args.args)
+    return ()
 
 
 def _as_tuple(value: Any) -> tuple:

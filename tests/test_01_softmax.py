@@ -45,6 +45,18 @@ def first_axis():
 
 
 @probe("softmax")
+def integer_scores():
+    # Integer input, a float result: a result made like x (np.zeros_like(x)) would be integers.
+    return (np.random.default_rng(106).integers(-3, 4, size=(3, 5)),), {}
+
+
+@probe("softmax")
+def first_axis_input_over_the_last():
+    # first_axis's input with the default axis: a softmax that ignores its axis gives this for axis=0.
+    return (np.random.default_rng(103).normal(size=(3, 4, 5)),), {}
+
+
+@probe("softmax")
 def float32_scores():
     rng = np.random.default_rng(104)
     return (rng.normal(scale=2.0, size=(3, 5)).astype(np.float32),), {}
@@ -222,6 +234,11 @@ def _softmax_by_hand(x: np.ndarray, axis: int) -> np.ndarray:
 @probe("softmax")
 def second_to_last_axis_of_four():
     return (kinds.normal("softmax/second_to_last", (2, 3, 4, 5), scale=2.0),), {"axis": -2}
+
+
+@probe("softmax")
+def second_to_last_input_over_the_last():
+    return (kinds.normal("softmax/second_to_last", (2, 3, 4, 5), scale=2.0),), {}
 
 
 def test_every_other_axis_form_and_more_leading_axes(impl):

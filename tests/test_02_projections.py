@@ -16,6 +16,7 @@ from tests.feedback import (
     expect_shape,
 )
 from tests.probes import expect_probe, probe
+from tests.steps import names
 
 INIT = "init_weight draws N(0, std) entries with std = 1/sqrt(d_in), so that x @ W keeps the scale of x"
 DRAWS = ("randomness comes only from the `rng` argument: one call rng.normal(0, 1/sqrt(d_in), "
@@ -31,6 +32,10 @@ def _row_by_row(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     out = np.stack([np.sum(row[:, None] * weight, axis=0) for row in rows])
     return out.reshape(x.shape[:-1] + (weight.shape[1],))
 
+
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+names("qkv_projections", "q", "k", "v")
 
 @probe("init_weight")
 def seeded_five_by_three():

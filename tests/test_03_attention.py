@@ -22,6 +22,7 @@ from tests.feedback import (
 )
 from tests.kinds import remembered
 from tests.probes import expect_probe, probe
+from tests.steps import names
 
 SCORES = ("scores[..., i, j] = q[..., i, :] . k[..., j, :] / sqrt(d_k): q @ k^T, transposing only the last "
           "two axes of k")
@@ -261,6 +262,10 @@ def test_attention_entropy_does_not_collapse(impl):
 
 # ------------------------------------------------ the reading's example (docs/reading.md#worked-example)
 
+
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+names("scaled_dot_product_attention", "context", "weights")
 
 @probe("scaled_dot_product_attention")
 def reading_example():

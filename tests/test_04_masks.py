@@ -128,6 +128,12 @@ def random_mask_float32():
     return (mask,), {"dtype": np.float32}
 
 
+@probe("to_additive")
+def random_mask_default_dtype():
+    # For the diagnosis: the default dtype (float64), where a result of another dtype shows alone.
+    return (np.random.default_rng(404).random((3, 5)) < 0.5,), {}
+
+
 # --- causal_mask ---------------------------------------------------------------------------------
 
 

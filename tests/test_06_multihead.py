@@ -18,6 +18,7 @@ from tests.feedback import (
     nan_idea,
 )
 from tests.probes import expect_probe, probe
+from tests.steps import names
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.
 BATCH, N_HEADS, D_HEAD, N_Q, N_K = 2, 3, 4, 5, 7
@@ -86,6 +87,11 @@ def _check_head_weights(weights: np.ndarray, x: np.ndarray, kv: np.ndarray, para
         if not expect_close(got, expected, what=f"{what}: weights of head {h}", idea=idea):
             return
 
+
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+names("multi_head_attention", "output", "weights")
+names("init_multi_head", "b_k", "b_o", "b_q", "b_v", "w_k", "w_o", "w_q", "w_v")
 
 @probe("multi_head_attention")
 def batch_with_biases():
@@ -473,6 +479,12 @@ def heads_with_two_batch_axes():
 def heads_without_batch_axes():
     # For the diagnosis and the blame (a wrong merge_heads fails its own probes first).
     return (_tokens(612, N_HEADS, N_Q, D_HEAD),), {}
+
+
+@probe("merge_heads")
+def heads_with_one_batch_axis():
+    # The common case (batch, heads, n, d_head): a merge written for exactly four axes is right here only.
+    return (_tokens(613, BATCH, N_HEADS, N_Q, D_HEAD),), {}
 
 
 def test_split_and_merge_with_more_leading_axes(impl):

@@ -11,6 +11,8 @@ from tests.conventions import GELU_ERF, layer_norm_form, with_convention
 from tests.effort import expect_varies
 from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
+from tests.relations import draws_left_open
+from tests.steps import names
 
 # Every size differs, so a swapped axis changes a shape or a value instead of hiding.
 BATCH, N, N_HEADS, D_MODEL, D_FF = 2, 5, 3, 12, 9
@@ -121,6 +123,17 @@ def post_ln_padding():
     return (_tokens(709, BATCH, N, D_MODEL), _layer_params(710), N_HEADS), {"mask": mask}
 
 
+@probe("init_transformer_layer")
+def seeded():
+    return (np.random.default_rng(29), D_MODEL, N_HEADS, D_FF), {}
+
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+names("init_transformer_layer", *(f"['attention'][{key!r}]" for key in ("b_k", "b_o", "b_q", "b_v", "w_k", "w_o",
+                                                                          "w_q", "w_v")),
+      "['b_1']", "['b_2']", "['ln1_beta']", "['ln1_gamma']", "['ln2_beta']", "['ln2_gamma']", "['w_1']", "['w_2']")
+
+
 @probe("layer_norm")
 def quiet_tokens_large_eps():
     rng = np.random.default_rng(711)
@@ -138,6 +151,15 @@ def relu_random_biases():
     return (_tokens(714, BATCH, N, D_MODEL), _ffn_params(715)), {"activation": "relu"}
 
 
+@probe("feed_forward")
+def relu_of_gelus_input():
+    # gelu_random_biases' input with relu: a feed_forward that ignores its activation gives this for gelu.
+    return (_tokens(712, BATCH, N, D_MODEL) * 2.0, _ffn_params(713)), {"activation": "relu"}
+
+
+draws_left_open("dropout")  # the API leaves open how the mask is drawn from rng
+
+
 @probe("dropout")
 def seeded_training():
     # For the diagnosis only: the API leaves open how the mask is drawn from rng, so no graded test
@@ -153,6 +175,14 @@ def seeded_evaluation():
     np.random.seed(719)
     x = np.random.default_rng(720).uniform(0.5, 2.0, size=(3, 8))
     return (x, 0.25, np.random.default_rng(721)), {"training": False}
+
+
+@probe("dropout")
+def seeded_training_float32():
+    # As seeded_training, in float32 (the result keeps it): a float64 factor shows as a dtype alone.
+    np.random.seed(722)
+    x = np.random.default_rng(723).uniform(0.5, 2.0, size=(4, 6)).astype(np.float32)
+    return (x, 0.5, np.random.default_rng(724)), {}
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -543,6 +573,23 @@ def quiet_tokens_default_eps():
     rng = np.random.default_rng(722)
     x = rng.normal(loc=0.5, scale=0.003, size=(BATCH, N, D_MODEL))
     return (x, rng.uniform(0.5, 2.0, size=D_MODEL), rng.normal(size=D_MODEL)), {}
+
+
+# quiet_tokens_default_eps' input with the eps of other libraries (T5 1e-6, BERT 1e-12, Keras 1e-3): a default
+# eps that is one of them gives one of these.
+@probe("layer_norm")
+def quiet_tokens_eps_1e_6():
+    return quiet_tokens_default_eps()[0], {"eps": 1e-6}
+
+
+@probe("layer_norm")
+def quiet_tokens_eps_1e_12():
+    return quiet_tokens_default_eps()[0], {"eps": 1e-12}
+
+
+@probe("layer_norm")
+def quiet_tokens_eps_1e_3():
+    return quiet_tokens_default_eps()[0], {"eps": 1e-3}
 
 
 def test_dropout_draws_independently_for_every_row_and_batch(impl):

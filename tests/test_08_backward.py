@@ -35,6 +35,7 @@ from tests.own_models import (  # noqa: F401  (hidden tests import them from her
     expect_gradient,
 )
 from tests.probes import probe
+from tests.steps import names
 
 # Every size differs, so a swapped axis changes a shape instead of hiding.
 BATCH, N_HEADS, N_Q, N_K, D_K, D_V = 2, 3, 5, 7, 4, 6
@@ -269,6 +270,14 @@ def _cubic(seed: int, shape: tuple[int, ...]) -> PlainFunction:
     return PlainFunction("cubic", a=rng.normal(size=shape), b=rng.normal(size=shape), c=rng.normal(size=shape),
                          d=rng.normal(size=shape))
 
+
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+ATTENTION_KEYS = ("b_k", "b_o", "b_q", "b_v", "w_k", "w_o", "w_q", "w_v")
+names("linear_backward", "grad_x", "grad_weight", "grad_bias")
+names("attention_backward", "grad_q", "grad_k", "grad_v")
+names("layer_norm_backward", "grad_x", "grad_gamma", "grad_beta")
+names("multi_head_attention_backward", "grad_x", *(f"grads[{key!r}]" for key in ATTENTION_KEYS))
 
 @probe("numerical_gradient")
 def cubic_coarse_step():

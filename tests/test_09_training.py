@@ -46,6 +46,7 @@ from tests.own_models import (  # noqa: F401  (hidden tests and benchmarks impor
     expect_gradient,
 )
 from tests.probes import expect_probe, golden, probe
+from tests.steps import names
 
 ROOT = Path(__file__).resolve().parent.parent
 READ = "docs/reading.md#training"
@@ -102,6 +103,16 @@ def _batch(seed: int):
 
 
 # ---------------------------------------------------------------- probes (reference values, for the diagnosis)
+
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+MODEL_KEYS = (*(f"['attention'][{key!r}]" for key in ("b_k", "b_o", "b_q", "b_v", "w_k", "w_o", "w_q", "w_v")),
+              "['b_out']", "['embedding']", "['w_out']")
+names("cross_entropy", "loss", "grad_logits")
+names("model_forward", "logits", "weights")
+names("init_model", *(f"params{key}" for key in MODEL_KEYS))
+names("model_gradients", "loss", *(f"grads{key}" for key in MODEL_KEYS))
+names("train", *(f"params{key}" for key in MODEL_KEYS), "losses")
 
 @probe("cross_entropy")
 def mixed_logits():
@@ -164,6 +175,20 @@ def seeded():
 def three_small_steps():
     task = tasks().antecedent_task(np.random.default_rng(916), 40)
     return (np.random.default_rng(917), task), {"d_model": D_SMALL, "n_heads": H_SMALL, "steps": 3, "batch_size": 8}
+
+
+# three_small_steps with one argument changed: a train that does not pass lr or positions on gives
+# three_small_steps' result for these.
+@probe("train")
+def three_small_steps_larger_lr():
+    args, kwargs = three_small_steps()
+    return args, {**kwargs, "lr": 0.05}
+
+
+@probe("train")
+def three_small_steps_without_positions():
+    args, kwargs = three_small_steps()
+    return args, {**kwargs, "positions": False}
 
 
 # ---------------------------------------------------------------- cross_entropy

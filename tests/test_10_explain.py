@@ -474,9 +474,21 @@ def batched_signed():
     return (rng.normal(size=(B, SEQ, D)), rng.normal(size=(B, SEQ, D))), {}
 
 
+@probe("gradient_x_input")
+def float32_one_sequence():
+    # For the diagnosis: float32 in, float32 out (a product accumulated in float64 shows as a dtype alone).
+    rng = np.random.default_rng(154)
+    return (rng.normal(size=(SEQ, D)).astype(np.float32), rng.normal(size=(SEQ, D)).astype(np.float32)), {}
+
+
 @probe("attention_rollout")
 def four_layers():
     return (_layers(153, 4, seq=7),), {}
+
+
+@probe("attention_rollout")
+def float32_three_layers():
+    return (_layers(155, 3, seq=5).astype(np.float32),), {}
 
 
 @probe("rank_correlation")

@@ -17,6 +17,7 @@ from tests.feedback import (
 )
 from tests.kinds import remembered
 from tests.probes import expect_probe, probe
+from tests.steps import names
 
 READING = "docs/reading.md#generation"
 CACHE = ("the cache grows along the position axis, the second-to-last one (axis=-2), whatever batch and head "
@@ -360,15 +361,33 @@ def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
 # ----------------------------------------------------------------------------- reference values
 
 
+
+# The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
+names("kv_cache_append", "k", "v")
+
 @probe("kv_cache_append")
 def second_position_with_a_batch_axis():
     _, k, v = _qkv(240, batch=(B,))
     return ({"k": k[:, :1], "v": v[:, :1]}, k[:, 1:2], v[:, 1:2]), {}
 
 
+@probe("kv_cache_append")
+def fifth_position():
+    # Four cached positions: an entry put at the wrong end shows as an order of five.
+    _, k, v = _qkv(244, batch=(2, 3))
+    return ({"k": k[..., :4, :], "v": v[..., :4, :]}, k[..., 4:5, :], v[..., 4:5, :]), {}
+
+
 @probe("attend_step")
 def query_over_seven_cached():
     q, k, v = _qkv(241, n_k=7)
+    return (q[..., :1, :], {"k": k, "v": v}), {}
+
+
+@probe("attend_step")
+def float32_query_over_five_cached():
+    # For the diagnosis: float32 in, float32 out (a float64 constant shows as a dtype alone).
+    q, k, v = _qkv(243, batch=(3,), n_k=5, dtype=np.float32)
     return (q[..., :1, :], {"k": k, "v": v}), {}
 
 

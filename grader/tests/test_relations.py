@@ -9,6 +9,7 @@ import pytest
 from grader.tests.test_families import plant
 from tests.diagnosis import diagnose, diagnose_family, observe_everything
 from tests.kit import LocalImplementation
+from tests.probes import load_all_probes
 from tests.relations import relation
 
 RIGHT = np.array([[-2.0, 0.5, 3.0, 1.25], [4.0, -1.5, 0.75, 2.0]])
@@ -29,6 +30,8 @@ def one(mine, want=RIGHT, **kwargs):
     (RIGHT + 0.3, "an offset"),
     (np.maximum(RIGHT, 0.0), "clipped at zero"),
     (0.5 / RIGHT, "a reciprocal"),
+    (np.trunc(RIGHT).astype(np.int64), "an integer result"),
+    (np.roll(RIGHT, 1, axis=1), "another order"),
 ])
 def test_each_family_is_told_by_its_relation(mine, family):
     found = one(mine)
@@ -89,6 +92,23 @@ MISTAKES = {
     "cosine-squared-lengths": ("retrieval.py", "lengths[name] = np.linalg.norm(array, axis=1, keepdims=True)",
                                "lengths[name] = (array ** 2).sum(axis=1, keepdims=True)", "retrieval",
                                "cosine_similarity", "a normalisation"),
+    # Read off the outputs and the probes' arguments, not a relation of two arrays:
+    "norm-in-float32": ("layer.py", "    return (x - mean) / np.sqrt(variance + eps) * gamma + beta",
+                        "    return ((x - mean) / np.sqrt(variance + eps) * gamma + beta).astype(np.float32)",
+                        "layer", "layer_norm", "another dtype"),
+    "norm-default-eps-of-bert": ("layer.py", "beta: np.ndarray, eps: float = 1e-5",
+                                 "beta: np.ndarray, eps: float = 1e-12", "layer", "layer_norm", "another default"),
+    "softmax-last-axis-always": ("softmax.py", "    largest = np.max(x, axis=axis, keepdims=True)",
+                                 "    axis = -1\n    largest = np.max(x, axis=axis, keepdims=True)", "softmax",
+                                 "softmax", "an argument not used"),
+    "linear-three-axes-only": ("projections.py", "    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
+                               '    out = np.einsum("bnd,de->bne", x, weight) if x.ndim > 2 else x @ weight',
+                               "projections", "linear", "a fixed number of axes"),
+    "heads-drawn-output-first": ("multihead.py",
+                                 'params = {name: init_weight(rng, d_model, d_model) for name in ("w_q", "w_k", "w_v", '
+                                 '"w_o")}',
+                                 'params = {name: init_weight(rng, d_model, d_model) for name in ("w_v", "w_k", "w_q", '
+                                 '"w_o")}', "multihead", "init_multi_head", "other draws"),
 }
 
 
@@ -160,3 +180,99 @@ def test_ties_broken_otherwise_names_the_libraries_convention(tmp_path):
     step = first_step(implementation, [function], observe_everything(implementation))
     assert step is not None and "torch.topk" in step.text and "a convention" in step.text
     assert "lower index first" in step.text
+
+
+def test_the_output_that_differs_is_named_when_the_others_are_right(tmp_path):
+    from tests.steps import first_step
+
+    right = "    grad_v = np.swapaxes(weights, -1, -2) @ grad_context  # (..., n_k, d_v)"
+    wrong = "    grad_v = 0.5 * np.swapaxes(weights, -1, -2) @ grad_context + 0.1"
+    implementation = LocalImplementation(plant(tmp_path, "backward.py", right, wrong))
+    assert diagnose(implementation, "backward") == []
+    step = first_step(implementation, ["attention_backward"], observe_everything(implementation))
+    assert step is not None and step.text.startswith("Diagnosis (the output that differs)"), step
+    assert "its grad_q and grad_k are right and its grad_v differs" in step.text
+
+
+def test_dtype_alone_is_another_dtype_and_values_that_also_differ_are_not():
+    want = RIGHT.astype(np.float32)
+    found = one(RIGHT, want)
+    assert found is not None and found.family == "another dtype" and "float64 where the contract gives float32" in (
+        found.words), found
+    assert one(np.array([[1, 0], [0, 1]]), np.array([[True, False], [False, True]])).family == "another dtype"
+    found = one(2.0 * RIGHT, want)
+    assert found is None or found.family != "another dtype"
+
+
+def _arguments(table):
+    return lambda probe: table[probe]
+
+
+def test_a_fixed_number_of_axes_needs_raises_or_shapes_and_an_input_that_passes():
+    from tests.relations import fixed_axes
+
+    args = {"f/2d": ((np.zeros((3, 4)),), {}), "f/3d": ((np.zeros((2, 3, 4)),), {}),
+            "f/4d": ((np.zeros((2, 2, 3, 4)),), {})}
+    want = {"f/4d": (np.zeros((2, 2, 3, 4)),)}
+    found = fixed_axes(["f/4d"], ["f/2d", "f/3d"], {"f/4d": None}, want, _arguments(args), ("x",))
+    assert found is not None and "whose x has 4 axes" in found.words and "2 or 3 it is right" in found.words
+    # right shapes with wrong values are not a matter of axes; nothing right, nothing to compare with
+    assert fixed_axes(["f/4d"], ["f/2d"], {"f/4d": (np.ones((2, 2, 3, 4)),)}, want, _arguments(args)) is None
+    assert fixed_axes(["f/4d"], [], {"f/4d": None}, want, _arguments(args)) is None
+    # a number of axes right among wrong ones on both sides (written for exactly 3)
+    found = fixed_axes(["f/2d", "f/4d"], ["f/3d"], {"f/2d": None, "f/4d": None}, {"f/2d": (np.zeros((3, 4)),), **want},
+                       _arguments(args), ("x",))
+    assert found is not None and "x has 2 or 4 axes" in found.words
+
+
+def test_an_argument_not_used_needs_one_argument_on_every_deviating_probe():
+    from tests.relations import argument_not_used
+
+    x = np.arange(6.0).reshape(2, 3)
+    args = {"f/a0": ((x,), {"axis": 0}), "f/last": ((x,), {}), "f/other": ((x + 1,), {"axis": 0})}
+    golden = {"f/a0": (np.full((2, 3), 0.5),), "f/last": (np.full((2, 3), 1 / 3),), "f/other": (np.ones((2, 3)),)}
+    found = argument_not_used(["f/a0"], list(args), {"f/a0": golden["f/last"]}, golden.__getitem__, _arguments(args),
+                              ("x", "axis"))
+    assert found is not None and found.family == "an argument not used" and "for axis=0" in found.words, found
+    # its output is no other probe's right one: nothing
+    assert argument_not_used(["f/a0"], list(args), {"f/a0": (np.zeros((2, 3)),)}, golden.__getitem__,
+                             _arguments(args)) is None
+    # another probe's right one, but that probe differs in two arguments: nothing
+    args["f/last"] = ((x + 2,), {})
+    assert argument_not_used(["f/a0"], list(args), {"f/a0": golden["f/last"]}, golden.__getitem__,
+                             _arguments(args)) is None
+
+
+def test_other_draws_only_where_the_contract_fixes_them():
+    from tests import relations
+
+    rng = np.random.default_rng(3)
+    right, mine = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    args = {"f/p": ((np.random.default_rng(0), 6, 4), {})}
+    found = relations.other_draws("f", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}.__getitem__, _arguments(args))
+    assert found is not None and found.family == "other draws", found
+    assert relations.other_draws("f", ["f/p"], {"f/p": (3 * mine,)}, {"f/p": (right,)}.__getitem__,
+                                 _arguments(args)) is None  # another spread
+    no_rng = {"f/p": ((6, 4), {})}
+    assert relations.other_draws("f", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}.__getitem__,
+                                 _arguments(no_rng)) is None
+    load_all_probes()  # the test files declare what they declare next to their probes
+    assert "dropout" in relations.DRAWS_OPEN  # declared by its probes: the API leaves its mask's draws open
+    assert relations.other_draws("dropout", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}.__getitem__,
+                                 _arguments(args)) is None
+
+
+def test_an_entry_put_at_the_wrong_end_is_a_rotation():
+    right = np.arange(24.0).reshape(2, 4, 3) ** 1.5
+    found = one(np.roll(right, 1, axis=1), right)
+    assert found is not None and "rotated by one along axis -2" in found.words and "last entry comes first" in (
+        found.words), found
+    # along an axis of two, a rotation is a reversal too: only with another input that tells them apart
+    pair = np.arange(12.0).reshape(2, 2, 3) ** 1.5
+    assert one(np.roll(pair, 1, axis=1), pair) is None
+    outputs = {"f/two": (np.roll(pair, 1, axis=1),), "f/four": (np.roll(right, 1, axis=1),)}
+    found = relation("f", ["f/two", "f/four"], outputs, {"f/two": (pair,), "f/four": (right,)})
+    assert found is not None and found.family == "another order", found
+    outputs = {"f/two": (np.flip(pair, axis=1),), "f/four": (np.flip(right, axis=1),)}
+    found = relation("f", ["f/two", "f/four"], outputs, {"f/two": (pair,), "f/four": (right,)})
+    assert found is not None and found.family == "reversed order", found
