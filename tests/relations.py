@@ -139,6 +139,29 @@ def _rotated(mine: np.ndarray, want: np.ndarray) -> Found | None:
     return None
 
 
+def _rearranged(mine: np.ndarray, want: np.ndarray) -> Found | None:
+    """Exactly the right numbers, in another arrangement that no simpler order family names.
+
+    Only for float arrays of many different values (with few distinct values, a mask or ids, the same numbers
+    elsewhere would say little): a transpose, a reshape in another order, strided where contiguous belongs.
+    """
+    if mine.dtype.kind != "f" or want.dtype.kind != "f" or mine.size != want.size or want.size < 4:
+        return None
+    if np.unique(want).size < max(4, want.size // 2) or _close(mine.reshape(want.shape) if mine.size else mine, want):
+        return None
+    if not _close(np.sort(mine, axis=None), np.sort(want, axis=None)):
+        return None
+    if mine.shape == want.shape and any(relation(mine, want) is not None for relation in (_reversed, _rotated,
+                                                                                          _reordered)):
+        return None  # a simpler order: its own family says it
+    shape = "" if mine.shape == want.shape else f" (and shape {mine.shape} instead of {want.shape})"
+    return Found("another layout", f"it holds exactly the right numbers, arranged differently{shape}: a transpose, "
+                                   "a reshape or a split in another order (strided where contiguous blocks belong), "
+                                   "not another computation",
+                 "it holds exactly the right numbers, arranged differently: a transpose, a reshape or a split in "
+                 "another order (strided where contiguous blocks belong), not another computation")
+
+
 def _truncated(mine: np.ndarray, want: np.ndarray) -> Found | None:
     """Integers where the right values are fractions: each the right one cut to an integer."""
     if mine.dtype.kind not in "iu" or want.dtype.kind != "f" or not np.all(np.isfinite(want)):
@@ -277,7 +300,7 @@ def _offset_where_different(mine: np.ndarray, want: np.ndarray) -> Found | None:
 
 RELATIONS: tuple[Callable[[np.ndarray, np.ndarray], Found | None], ...] = (
     _sign, _absolute, _reversed, _rotated, _one_off, _reordered, _scale, _scale_per_row_and_column, _offset,
-    _offset_where_different, _clipped_at_zero, _reciprocal, _truncated)
+    _offset_where_different, _clipped_at_zero, _reciprocal, _truncated, _rearranged)
 """Each family's test on one differing array (the student's, the right one); a new family is one more entry."""
 # The families that a function returning one number shows across its inputs (one number per input, taken
 # together): an order, a length or a row means nothing there.
@@ -291,7 +314,7 @@ def _holding(mine: np.ndarray, want: np.ndarray, relations: tuple = RELATIONS) -
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):  # infinities and NaN are compared, not told
                 warnings.simplefilter("ignore", RuntimeWarning)
-                hit = relation(mine, want) if mine.shape == want.shape or relation is _one_off else None
+                hit = relation(mine, want) if mine.shape == want.shape or relation in (_one_off, _rearranged) else None
         except (TypeError, ValueError, FloatingPointError):
             hit = None
         if hit is not None:
@@ -574,8 +597,8 @@ def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], ex
     if not spreads:
         return None
     index, mine_std, want_std = spreads[0]
-    which = names[index] if index < len(names) else "its result" if len(expected(deviating[0])) == 1 else (
-        f"item {index} of its result")
+    count = len(expected(deviating[0]))
+    which = names[index] if len(names) == count else "its result" if count == 1 else f"item {index} of its result"
     return Found("other draws", f"every array it returns has the right shape and about the right spread (std "
                  f"{mine_std:.3g} against {want_std:.3g} for {which}), but other numbers: it draws other random "
                  "numbers than the contract, or the same ones in another order (the contract fixes the calls of "

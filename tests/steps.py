@@ -312,9 +312,9 @@ def _outputs_that_differ(function: str, probes: list[str], observation: Any, mod
     right = _listed([name for i, name in enumerate(outputs) if i not in differing])
     one, rest = len(differing) == 1, len(outputs) - len(differing) == 1
     return FirstStep(function, probes[0], f"Diagnosis (the output that differs): on every fixed input where your "
-                     f"{function}() in {module_file} goes wrong, its {right} {'is' if rest else 'are'} right and its "
-                     f"{wrong} {'differs' if one else 'differ'}: the mistake lies in how {wrong} "
-                     f"{'is' if one else 'are'} computed.")
+                     f"{function}() in {module_file} goes wrong, of the arrays it returns {right} "
+                     f"{'is' if rest else 'are'} right and {wrong} {'differs' if one else 'differ'}: the mistake lies "
+                     f"in how {wrong} {'is' if one else 'are'} computed.")
 
 
 def _listed(words: list[str]) -> str:

@@ -462,6 +462,13 @@ def one_sequence_square_keys():
     return (q, k), {}
 
 
+@probe("attention_scores")
+def batch_and_heads():
+    # Two batch axes (batch, heads), as multi-head attention calls it: a transpose written for 2-D or 3-D shows.
+    q, k, _ = _qkv(62)
+    return (q, k), {}
+
+
 @probe("scaled_dot_product_attention")
 def float32_no_mask():
     return tuple(a.astype(np.float32) for a in _qkv(62)), {}

@@ -7,7 +7,7 @@ import functools
 import numpy as np
 
 from tests import kinds
-from tests.conventions import GELU_ERF, layer_norm_form, with_convention
+from tests.conventions import CONVENTION, GELU_ERF, layer_norm_form, with_convention
 from tests.effort import expect_varies
 from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
@@ -129,9 +129,9 @@ def seeded():
 
 
 # The names of the result arrays, for a diagnosis that points at the ones that differ (tests/steps.py).
-names("init_transformer_layer", *(f"['attention'][{key!r}]" for key in ("b_k", "b_o", "b_q", "b_v", "w_k", "w_o",
-                                                                          "w_q", "w_v")),
-      "['b_1']", "['b_2']", "['ln1_beta']", "['ln1_gamma']", "['ln2_beta']", "['ln2_gamma']", "['w_1']", "['w_2']")
+# (a dict result gives its arrays, not its nested dicts: the attention's weights are init_multi_head's probes')
+names("init_transformer_layer", *(f"params[{key!r}]" for key in ("b_1", "b_2", "ln1_beta", "ln1_gamma", "ln2_beta",
+                                                                 "ln2_gamma", "w_1", "w_2")))
 
 
 @probe("layer_norm")
@@ -244,6 +244,27 @@ def test_layer_norm_uses_the_biased_variance(impl):
                      what="with gamma=1, beta=0, eps=0: the variance (divide by d) of every output token",
                      idea="the biased variance divides by d, not d - 1 (np.var's default ddof=0, "
                           f"not ddof=1); with d - 1 the outputs' variance is {(D_MODEL - 1) / D_MODEL:.4f}")
+
+
+def test_layer_norm_of_tokens_far_from_zero(impl):
+    # Features near 1e6 with a spread of about 1: E[x^2] - E[x]^2 subtracts two numbers near 1e12, and float64
+    # keeps only about 1e-4 of their difference; the centred form mean((x - mean)^2) keeps it to ~1e-10.
+    x = 1e6 + _tokens(12, BATCH, N, D_MODEL)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    expected = centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + 1e-5)
+    out = impl.layer_norm(x, np.ones(D_MODEL), np.zeros(D_MODEL))
+    mu = np.mean(x, axis=-1, keepdims=True)  # flax's fast variance: mean(x^2) - mean^2, clipped at 0
+    fast = (x - mu) / np.sqrt(np.maximum(np.mean(x * x, axis=-1, keepdims=True) - mu * mu, 0.0) + 1e-5)
+    told = isinstance(out, np.ndarray) and out.shape == x.shape and bool(np.allclose(out, fast, rtol=1e-9, atol=0))
+    expect_close(out, expected, rtol=1e-6, atol=1e-7,
+                 what="layer_norm of tokens whose features are near 1e6, spread about 1 (gamma=1, beta=0)",
+                 idea=with_convention(
+                     "take the variance of the centred values, mean((x - mean)**2) (np.var does), not mean(x**2) - "
+                     "mean**2: far from zero those two large numbers cancel and the variance loses its digits (it "
+                     "can even come out negative)",
+                     "yours is mean(x**2) - mean**2, as flax's LayerNorm computes it by default (use_fast_variance="
+                     f"True, speed over precision): {CONVENTION}; this kit's contract is the variance of the "
+                     "centred values" if told else ""))
 
 
 def test_layer_norm_puts_eps_inside_the_square_root(impl):

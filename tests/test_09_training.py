@@ -110,7 +110,7 @@ MODEL_KEYS = (*(f"['attention'][{key!r}]" for key in ("b_k", "b_o", "b_q", "b_v"
               "['b_out']", "['embedding']", "['w_out']")
 names("cross_entropy", "loss", "grad_logits")
 names("model_forward", "logits", "weights")
-names("init_model", *(f"params{key}" for key in MODEL_KEYS))
+names("init_model", "params['b_out']", "params['embedding']", "params['w_out']")  # a dict: not its nested dict
 names("model_gradients", "loss", *(f"grads{key}" for key in MODEL_KEYS))
 names("train", *(f"params{key}" for key in MODEL_KEYS), "losses")
 

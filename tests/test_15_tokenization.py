@@ -387,6 +387,12 @@ def a_small_head():
     return (37, 5), {"itemsize": 4}
 
 
+@probe("attention_cost")
+def a_small_head_default_itemsize():
+    # a_small_head with the default itemsize (8, float64): a default of 4 (float32's) gives a_small_head's bytes.
+    return (37, 5), {}
+
+
 @probe("train_bpe", rejects="n_merges")
 def a_negative_number_of_merges():
     return ("abab", -1), {}
@@ -681,6 +687,8 @@ def test_sequence_lengths_are_those_of_your_encode(impl):
     lengths = impl.sequence_lengths(texts, merges, sizes)
     if not expect_shape(lengths, (4, 4), what="sequence_lengths of 4 texts for 4 vocabulary sizes", idea=LENGTHS):
         return
+    expect_dtype(lengths, np.int64, what="sequence_lengths of 4 texts for 4 vocabulary sizes",
+                 idea=f"{LENGTHS}; lengths are counts, int64 (np.zeros's default is float64: give dtype=np.int64)")
     yours = [[len(np.asarray(impl.bpe_encode(text, merges[:size - 256]))) for text in texts] for size in sizes]
     expect_equal(np.asarray(lengths).tolist(), yours, idea=LENGTHS,
                  what="sequence_lengths(texts, merges, [256, 261, 265, 274]) against len(bpe_encode(text, "

@@ -191,7 +191,7 @@ def test_the_output_that_differs_is_named_when_the_others_are_right(tmp_path):
     assert diagnose(implementation, "backward") == []
     step = first_step(implementation, ["attention_backward"], observe_everything(implementation))
     assert step is not None and step.text.startswith("Diagnosis (the output that differs)"), step
-    assert "its grad_q and grad_k are right and its grad_v differs" in step.text
+    assert "of the arrays it returns grad_q and grad_k are right and grad_v differs" in step.text
 
 
 def test_dtype_alone_is_another_dtype_and_values_that_also_differ_are_not():
@@ -276,3 +276,25 @@ def test_an_entry_put_at_the_wrong_end_is_a_rotation():
     outputs = {"f/two": (np.flip(pair, axis=1),), "f/four": (np.flip(right, axis=1),)}
     found = relation("f", ["f/two", "f/four"], outputs, {"f/two": (pair,), "f/four": (right,)})
     assert found is not None and found.family == "reversed order", found
+
+
+def test_a_step_never_contradicts_the_line_a_crash_names(monkeypatch):
+    import inspect
+    from pathlib import Path
+
+    from tests import failures, plugin, steps
+
+    root = Path(__file__).resolve().parents[2]
+    implementation = LocalImplementation(root / "solutions")
+    code = inspect.unwrap(implementation.function("attention", "attention_scores")).__code__
+    line = max(number for _, _, number in code.co_lines() if number is not None)
+    crash = failures.Failure("multi_head_attention(x, params, 3) crashed", "a result",
+                             f"ValueError: matmul mismatch\n            at attention.py line {line}: return ...",
+                             "revisit", kind=failures.CRASHED)
+    told = steps.FirstStep("scaled_dot_product_attention", "p", "Diagnosis (the step whose output first differs): x")
+    monkeypatch.setattr(steps, "first_step", lambda *args, **kwargs: told)
+    assert plugin._led_by_first_step([crash], implementation, ["multi_head_attention"], None) == [crash]
+    # the same step, when the crash lies in the function it names, leads
+    told = steps.FirstStep("attention_scores", "p", "Diagnosis (the step whose output first differs): y")
+    led = plugin._led_by_first_step([crash], implementation, ["multi_head_attention"], None)
+    assert led[0].diagnosis.endswith(": y"), led

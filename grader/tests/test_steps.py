@@ -76,3 +76,17 @@ def test_every_pipeline_names_outputs_its_probes_return():
             stored = stored if isinstance(stored, tuple) else (stored,)
             parts = plan.derive(stored) if plan.derive is not None else stored
             assert len(parts) == len(plan.outputs), (function, name)
+
+
+def test_every_declared_name_list_matches_what_its_probes_return():
+    from tests.probes import golden
+    from tests.steps import NAMES
+
+    registry = load_all_probes()
+    assert {"linear_backward", "init_model", "init_transformer_layer"} <= set(NAMES)
+    for function, names in NAMES.items():
+        probes = [p for p, entry in registry.items() if entry.function == function and entry.rejects is None]
+        assert probes, function
+        for name in probes:
+            stored = golden(name)
+            assert len(stored if isinstance(stored, tuple) else (stored,)) == len(names), (function, name)
