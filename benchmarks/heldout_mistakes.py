@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         record(__file__, f"{total['caught']} of {total['mistakes']} caught, {total['right']} of "
                f"{total['known_or_blame']} diagnosed right, {total['wrong']} wrong, {total['revisit']} first "
                f"messages with a revisit line, {total['reading']} with a reading link, "
-               f"{total['family']} family diagnoses"
+               f"{total['family']} family diagnoses ({sum(bool(o.family) for o in unseen)} of the {len(unseen)} "
+               "mistakes neither catalogued nor a blame)"
                + (" (as status shows them)" if args.status else ""),
                {**total, "status": args.status, "by_part": by_part})
     return 0
