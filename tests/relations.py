@@ -18,7 +18,7 @@ Four families are read off the probes themselves, not off two arrays: the right 
 ("another dtype"); the result of another probe that differs in one argument only ("an argument not used",
 "another default": :func:`argument_not_used`; the probes come in such pairs where a mistake is common);
 raises or other shapes on exactly the inputs with more, or fewer, axes ("a fixed number of axes":
-:func:`fixed_axes`); random arrays of the right shape and spread but other numbers, where the contract fixes
+:func:`fixed_axes`) or with an odd size ("an odd size": :func:`odd_sizes`); random arrays of the right shape and spread but other numbers, where the contract fixes
 the draws ("other draws": :func:`other_draws`; :func:`draws_left_open` declares where it does not).
 """
 
@@ -451,13 +451,8 @@ def fixed_axes(deviating: list[str], passing: list[str], outputs: dict[str, Any]
     every deviating probe raised or returned an array of another shape (right shapes with wrong values are not
     a matter of axes), at least one probe passes, and one array argument's number of axes separates the two.
     """
-    if not deviating or not passing:
+    if not deviating or not passing or not _raised_or_reshaped(deviating, outputs, expected):
         return None
-    for probe in deviating:
-        mine, want = outputs.get(probe), expected.get(probe)
-        if isinstance(mine, tuple) and isinstance(want, tuple) and len(mine) == len(want) and all(
-                np.shape(a) == np.shape(b) for a, b in zip(mine, want, strict=True)):
-            return None
     ndims = {}
     for probe in deviating + passing:
         args, _ = arguments(probe)
@@ -480,6 +475,40 @@ def fixed_axes(deviating: list[str], passing: list[str], outputs: dict[str, Any]
                      "index from the end (x.shape[-1], axis=-1, np.swapaxes(k, -1, -2), ...) instead of unpacking a "
                      "fixed shape")
     return None
+
+
+def odd_sizes(deviating: list[str], passing: list[str], outputs: dict[str, Any], expected: dict[str, Any],
+              arguments: Callable[[str], tuple[tuple, dict]], names: tuple[str, ...] = ()) -> Found | None:
+    """The family "an odd size", or None.
+
+    The call raises or gives another shape on exactly the inputs where one integer argument is odd (it is even
+    on every input where the function is right). As :func:`fixed_axes`: every deviating probe raised or
+    returned another shape, and one probe at least passes.
+    """
+    if not deviating or not passing or not _raised_or_reshaped(deviating, outputs, expected):
+        return None
+    calls = {p: _named(*arguments(p), names) for p in deviating + passing}
+    for key in calls[deviating[0]]:
+        values = {p: calls[p].get(key) for p in calls}
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values.values()):
+            continue
+        if all(values[p] % 2 for p in deviating) and not any(values[p] % 2 for p in passing):
+            odd = sorted({int(values[p]) for p in deviating})
+            return Found("an odd size", f"it raises or returns another shape, and those are exactly the inputs whose "
+                         f"{key} is odd ({', '.join(map(str, odd))}; where it is even it is right): an odd size leaves "
+                         "one entry without a partner; count the halves as ceil(n / 2) and n // 2 (x[..., 0::2] has "
+                         "one column more than x[..., 1::2] when n is odd)")
+    return None
+
+
+def _raised_or_reshaped(deviating: list[str], outputs: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Every deviating probe raised or returned an array of another shape (not right shapes with wrong values)."""
+    for probe in deviating:
+        mine, want = outputs.get(probe), expected.get(probe)
+        if isinstance(mine, tuple) and isinstance(want, tuple) and len(mine) == len(want) and all(
+                np.shape(a) == np.shape(b) for a, b in zip(mine, want, strict=True)):
+            return False
+    return True
 
 
 def _same_argument(a: Any, b: Any) -> bool:

@@ -237,6 +237,12 @@ def seven_by_ten():
     return (7, 10), {}
 
 
+@probe("sinusoidal_encoding")
+def six_by_seven():
+    # An odd width: the last sine column has no cosine partner (PE[:, 0::2] has one column more than PE[:, 1::2]).
+    return (6, 7), {}
+
+
 @probe("rotary_embedding")
 def batch_of_two():
     return (np.random.default_rng(501).normal(size=(2, 5, 6)),), {}

@@ -298,3 +298,16 @@ def test_a_step_never_contradicts_the_line_a_crash_names(monkeypatch):
     told = steps.FirstStep("attention_scores", "p", "Diagnosis (the step whose output first differs): y")
     led = plugin._led_by_first_step([crash], implementation, ["multi_head_attention"], None)
     assert led[0].diagnosis.endswith(": y"), led
+
+
+def test_an_odd_size_needs_odd_exactly_where_it_fails():
+    from tests.relations import odd_sizes
+
+    args = {"f/6": ((5, 6), {}), "f/7": ((5, 7), {}), "f/8": ((4, 8), {})}
+    want = {"f/7": (np.zeros((5, 7)),)}
+    found = odd_sizes(["f/7"], ["f/6", "f/8"], {"f/7": None}, want, _arguments(args), ("n", "d_model"))
+    assert found is not None and found.family == "an odd size" and "d_model is odd (7" in found.words, found
+    # wrong values of the right shape are no matter of parity; an odd size that also passes proves nothing
+    assert odd_sizes(["f/7"], ["f/6"], {"f/7": (np.ones((5, 7)),)}, want, _arguments(args)) is None
+    args["f/9"] = ((4, 9), {})
+    assert odd_sizes(["f/7"], ["f/6", "f/9"], {"f/7": None}, want, _arguments(args), ("n", "d_model")) is None
