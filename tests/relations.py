@@ -14,12 +14,13 @@ a scalar is a multiple of any other scalar). A function may declare what its out
 :func:`meaning` (``top_k``: the scores its indices pick), next to its probes; a result whose meaning equals
 the right one's while its values differ is the family "ties broken otherwise".
 
-Four families are read off the probes themselves, not off two arrays: the right values in another dtype
+More families are read off the probes themselves, not off two arrays: the right values in another dtype
 ("another dtype"); the result of another probe that differs in one argument only ("an argument not used",
 "another default": :func:`argument_not_used`; the probes come in such pairs where a mistake is common);
 raises or other shapes on exactly the inputs with more, or fewer, axes ("a fixed number of axes":
-:func:`fixed_axes`) or with an odd size ("an odd size": :func:`odd_sizes`); random arrays of the right shape and spread but other numbers, where the contract fixes
-the draws ("other draws": :func:`other_draws`; :func:`draws_left_open` declares where it does not).
+:func:`fixed_axes`) or with an odd size ("an odd size": :func:`odd_sizes`); random arrays of the right
+shape and spread but other numbers, where the contract fixes the draws ("other draws": :func:`other_draws`;
+:func:`draws_left_open` declares where it does not).
 """
 
 from __future__ import annotations
