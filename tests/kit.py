@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import functools
 import hashlib
 import importlib
@@ -401,7 +402,30 @@ def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     """Copies of every array among the arguments, and every dict's keys and values, to notice changes."""
     arrays, dicts = _contents(arguments)
     return {"arrays": {label: array.copy() for label, array in arrays.items()},
-            "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()}}
+            "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()},
+            "items": {label: (d, dict(d)) for label, d in dicts.items()}}
+
+
+def _restore(arguments: dict[str, Any], before: dict[str, Any]) -> None:
+    """Undo what a call changed in place: every dict's keys and values, then every array's values.
+
+    The test's data outlives the call (a cached corpus, a probe's arrays, a grading process's next student): a
+    change that was reported must not reach another test, or another student's grade.
+    """
+    for d, items in before["items"].values():
+        for key in [key for key in d if key not in items]:
+            del d[key]
+        for key, item in items.items():
+            if d.get(key, _MISSING) is not item:
+                d[key] = item
+    arrays, _ = _contents(arguments)
+    for label, old in before["arrays"].items():
+        now = arrays.get(label)
+        if now is not None and now.shape == old.shape and now.flags.writeable and not _same(old, now):
+            np.copyto(now, old, casting="unsafe")
+
+
+_MISSING = object()
 
 
 _BYTES_DECIDE = frozenset("biufc")  # dtype kinds whose equal bytes mean equal values
@@ -584,6 +608,8 @@ class Kit:
             pytest.fail(record(failure).message, pytrace=False)
         changed = _changed_in_place(arguments, before)
         if changed:
+            result = copy.deepcopy(result)  # the result may be the very argument the call changed (x -= m; return x)
+            _restore(arguments, before)
             check.fail(record(Failure(
                 f"{name}() changed its input {', '.join(changed)} in place.",
                 "the arguments are left exactly as they were", "different values (or keys) after the call",

@@ -228,6 +228,52 @@ def test_kit_reports_mutation_as_in_process(isolated):
     assert failures and "softmax() changed its input x in place" in failures[0]
 
 
+def test_a_change_in_place_is_reported_then_undone_so_no_later_test_or_student_sees_it(isolated, monkeypatch):
+    # A grading process keeps the tests' data for its next students (a cached corpus's merges): a submission that
+    # zeroed it in place lowered a correct classmate's grade. The Kit reports the change, then undoes it.
+    import tests.kit as kit_module
+    from tests.kit import Kit
+
+    impl = isolated({
+        "softmax": "def softmax(x, axis=-1):\n    x -= x.max(axis=axis, keepdims=True)\n    return x + 0.0\n",
+        "layer": "def feed_forward(x, params, activation='relu'):\n"
+                 "    params['w_1'] *= 2.0\n    del params['b_2']\n    params['extra'] = 1\n    return x\n",
+    })
+    failures = []
+    monkeypatch.setattr(kit_module, "check", type("Recorder", (), {"fail": lambda self, m: failures.append(m)})())
+    shared = np.array([[1.0, 2.0, 4.0]])
+    out = Kit(impl, "softmax").softmax(shared)
+    np.testing.assert_array_equal(out, [[-3.0, -2.0, 0.0]])  # the student's result, as returned
+    np.testing.assert_array_equal(shared, [[1.0, 2.0, 4.0]])  # the test's data, as it was
+    params = {"w_1": np.ones((3, 2)), "b_1": np.zeros(2), "w_2": np.ones((2, 3)), "b_2": np.zeros(3)}
+    b_2 = params["b_2"]
+    Kit(impl, "layer").feed_forward(shared, params)
+    assert sorted(params) == ["b_1", "b_2", "w_1", "w_2"] and params["b_2"] is b_2
+    np.testing.assert_array_equal(params["w_1"], np.ones((3, 2)))
+    assert len(failures) == 2 and "changed its input" in failures[0] and "keys added: 'extra'" in failures[1]
+
+
+def test_a_result_that_is_the_changed_argument_survives_the_undo(monkeypatch):
+    # In a student's own run the result may be the very array the call changed (x -= m; return x).
+    import tests.kit as kit_module
+    from tests.kit import Kit
+
+    class Local:
+        def function(self, exercise, name):
+            def softmax(x, axis=-1):
+                x -= x.max(axis=axis, keepdims=True)
+                return x
+            return softmax
+
+    monkeypatch.setattr(kit_module, "check", type("Recorder", (), {"fail": lambda self, m: None})())
+    monkeypatch.setattr(kit_module, "recorded_function", lambda implementation, exercise, name:
+                        implementation.function(exercise, name))
+    x = np.array([[1.0, 2.0, 4.0]])
+    out = Kit(Local(), "softmax").softmax(x)
+    np.testing.assert_array_equal(out, [[-3.0, -2.0, 0.0]])
+    np.testing.assert_array_equal(x, [[1.0, 2.0, 4.0]])
+
+
 def test_results_are_plain_ndarrays(isolated):
     impl = isolated({"softmax": (
         "import numpy as _np\n"
