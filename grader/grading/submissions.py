@@ -67,9 +67,11 @@ MAX_TOTAL_BYTES = 20_000_000
 MAX_FILES = 2_000
 MAX_ARCHIVE_BYTES = 200_000_000
 # Folders that archivers and editors add and that never hold a submission.
-# The files the grader itself writes at the top of its output folder: no student id may take these names.
-OUTPUT_FILES = ("grades.csv",)
-RESERVED_SUFFIXES = (".csv", ".tmp", ".json", ".md")
+# The files the grader itself writes at the top of its output folder: no student id may take these names, nor
+# end like one of them (grades.csv, grades-long.csv, canvas.csv, report.html, grading.log, unmatched.txt, ...): a
+# folder called report.html had made the exports fail for the whole class.
+OUTPUT_FILES = ("grades.csv", "report.html", "grading.log", "unmatched.txt")
+RESERVED_SUFFIXES = (".csv", ".tmp", ".json", ".md", ".html", ".htm", ".log", ".txt")
 
 
 class SubmissionError(Exception):
@@ -357,9 +359,11 @@ def reserved(student: str) -> bool:
 
 def safe_student_id(student: str, taken: set[str]) -> str:
     """A usable id for ``student`` that is in ``taken`` or ``reserved``: the name with a suffix (shortened if long)."""
-    if not reserved(student) and student not in taken:
+    shown = escape_text(student)  # an id shown escaped must not show as another's (a newline, a literal "\x0a")
+    if not reserved(student) and student not in taken and (shown == student or shown not in {
+            escape_text(other) for other in taken}):
         return student
-    stem = student.lstrip(".")
+    stem = shown.lstrip(".")
     if len(os.fsencode(stem)) > 150:
         stem = os.fsdecode(os.fsencode(stem)[:150]).rstrip("\udcff") + "-" + hashlib.sha256(
             os.fsencode(student)).hexdigest()[:8]

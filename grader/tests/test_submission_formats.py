@@ -128,3 +128,30 @@ def test_a_folder_of_links_never_outvotes_the_students_own_modules(tmp_path: Pat
     assert prepared.folder is not None
     assert (prepared.folder / "softmax.py").read_bytes() == (reference / "softmax.py").read_bytes()
     assert set(prepared.problems) == {"decoding"}, prepared.problems
+
+
+@pytest.mark.parametrize("name", ["grades.csv", "grades-long.csv", "canvas.csv", "report.html", "grading.log",
+                                  "unmatched.txt", "REPORT.HTML", "results.json", "feedback.md", "x.tmp"])
+def test_no_student_takes_the_name_of_a_file_the_grader_writes(name: str) -> None:
+    # A Classroom clone folder called report.html (or grading.log, unmatched.txt) made the exports fail for the class.
+    from grader.grading import run_log
+
+    assert run_log.LOG_FILE == "grading.log"
+    assert submissions.reserved(name)
+    renamed = submissions.safe_student_id(name, set())
+    assert renamed != name and not submissions.reserved(renamed)
+
+
+def test_two_entries_never_show_as_the_same_id(tmp_path: Path) -> None:
+    # A folder "bob<newline>line" shows escaped as bob\x0aline, the very name of another folder: two rows that read
+    # alike in grades.csv, the terminal and unmatched.txt. The one that needs escaping is renamed, and says so.
+    from grader.grading.escaping import escape_text
+
+    for name in ("bob\nline", "bob\\x0aline", "ada"):
+        (tmp_path / name).mkdir()
+        shutil.copy(ROOT / "solutions" / "softmax.py", tmp_path / name / "softmax.py")
+    found = dict(submissions.discover(tmp_path))
+    shown = [escape_text(student) for student in found]
+    assert len(set(shown)) == len(shown) == 3, shown
+    assert found["bob\\x0aline"] == tmp_path / "bob\\x0aline" and found["ada"] == tmp_path / "ada"
+    assert any(student.endswith("-renamed") and found[student] == tmp_path / "bob\nline" for student in found)
