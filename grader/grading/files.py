@@ -12,6 +12,8 @@ from pathlib import Path
 # The mode of the files the grader writes, before the umask: the instructor's user and group may read
 # (and write) them, other users not. A umask of 022 gives rw-r-----, 002 rw-rw----, 077 rw-------.
 FILE_MODE = 0o660
+# The folders it makes for them (a student's results): listing one shows a student's name, so the same people.
+DIR_MODE = 0o770
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -21,7 +23,9 @@ def atomic_write(path: Path, text: str) -> None:
     student's ``results.json`` and ``feedback.md`` alike: readable by the instructor's
     user and group, never by other users (the workers' users among them).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=DIR_MODE, exist_ok=True)
     while True:  # mkstemp's own loop, with the mode of a shared file instead of its 0600
         temporary = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
         try:

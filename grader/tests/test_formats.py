@@ -171,3 +171,19 @@ def test_a_new_format_is_its_module_and_nothing_else(tmp_path: Path, monkeypatch
     assert [line.split()[0] for line in toy] == ["ada", "bob"] and toy[0].endswith(" 9 passed")
     assert toy[1].endswith(" 8 passed") and len(written) == 2
     assert (tmp_path / "out" / "grades.csv").is_file()  # beside the kit's own
+
+
+def test_a_students_folder_is_made_for_the_instructors_user_and_group_only(tmp_path: Path) -> None:
+    # Its name is the student's: other users of the machine may not list the class (the files were 640 already).
+    import os
+    import stat
+
+    from grader.grading.files import atomic_write
+
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "out" / "alice" / "results.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out" / "alice").stat().st_mode) == 0o750
+    assert stat.S_IMODE((tmp_path / "out" / "alice" / "results.json").stat().st_mode) == 0o640
