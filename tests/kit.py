@@ -403,7 +403,38 @@ def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     arrays, dicts = _contents(arguments)
     return {"arrays": {label: array.copy() for label, array in arrays.items()},
             "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()},
-            "items": {label: (d, dict(d)) for label, d in dicts.items()}}
+            "items": {label: (d, dict(d)) for label, d in dicts.items()},
+            "lists": {label: (items, list(items)) for label, items in _lists(arguments).items()}}
+
+
+def _lists(arguments: dict[str, Any]) -> dict[str, list]:
+    """Every list among the arguments (through dicts, lists and tuples), labelled as :func:`_contents` does."""
+    found: dict[str, list] = {}
+
+    def walk(value: Any, label: str) -> None:
+        if isinstance(value, list):
+            found[label] = value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{label}[{key!r}]")
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                walk(item, f"{label}[{index}]")
+
+    for name, value in arguments.items():
+        walk(value, name)
+    return found
+
+
+def _same_items(now: list, then: list) -> bool:
+    """A list holds what it held: the same objects, or equal plain values (a reply decodes them anew)."""
+    def alike(a: Any, b: Any) -> bool:
+        if a is b:
+            return True
+        if isinstance(a, (str, bytes, int, float, bool)) and type(a) is type(b):
+            return a == b
+        return False
+    return len(now) == len(then) and all(alike(a, b) for a, b in zip(now, then, strict=True))
 
 
 def _restore(arguments: dict[str, Any], before: dict[str, Any]) -> None:
@@ -412,6 +443,9 @@ def _restore(arguments: dict[str, Any], before: dict[str, Any]) -> None:
     The test's data outlives the call (a cached corpus, a probe's arrays, a grading process's next student): a
     change that was reported must not reach another test, or another student's grade.
     """
+    for items, then in before["lists"].values():
+        if not _same_items(items, then):
+            items[:] = then
     for d, items in before["items"].values():
         for key in [key for key in d if key not in items]:
             del d[key]
@@ -459,6 +493,8 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list
         for kind, names in (("keys added", added), ("keys removed", removed), ("keys rebound", rebound)):
             if names:
                 changed.append(f"{label} ({kind}: {', '.join(map(repr, names))})")
+    changed += [f"{label} (items changed)" for label, (items, then) in before["lists"].items()
+                if not _same_items(items, then) and label not in changed]
     return changed
 
 

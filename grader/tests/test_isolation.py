@@ -273,6 +273,18 @@ def test_a_result_that_is_the_changed_argument_survives_the_undo(monkeypatch):
     np.testing.assert_array_equal(out, [[-3.0, -2.0, 0.0]])
     np.testing.assert_array_equal(x, [[1.0, 2.0, 4.0]])
 
+    class Popping:  # a list the call shortens (a task's vocabulary, a list of texts) is given back whole
+        def function(self, exercise, name):
+            def softmax(x, axis=-1):
+                x["vocab"].pop()
+                x["vocab"][0] = "changed"
+                return 0.0
+            return softmax
+
+    task = {"vocab": ["the", "vessel", "it"]}
+    Kit(Popping(), "softmax").softmax(task)
+    assert task == {"vocab": ["the", "vessel", "it"]}
+
 
 def test_results_are_plain_ndarrays(isolated):
     impl = isolated({"softmax": (
