@@ -630,6 +630,8 @@ class Kit:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
         except Exception as error:
             if is_raising_through():
+                if _changed_in_place(arguments, before):
+                    _restore(arguments, before)
                 raise  # a test that expects an exception (bad input) looks at it
             failure = Failure(
                 f"{name}({_describe_arguments(arguments)}) crashed",
@@ -641,6 +643,8 @@ class Kit:
                 + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""),
                 kind=TIMED_OUT if isinstance(error, TimeoutError) else CRASHED)
         if failure is not None:
+            if _changed_in_place(arguments, before):  # a call that changed its arguments, then raised
+                _restore(arguments, before)
             pytest.fail(record(failure).message, pytrace=False)
         changed = _changed_in_place(arguments, before)
         if changed:
