@@ -18,9 +18,9 @@ More families are read off the probes themselves, not off two arrays: the right 
 ("another dtype"); the result of another probe that differs in one argument only ("an argument not used",
 "another default": :func:`argument_not_used`; the probes come in such pairs where a mistake is common);
 raises or other shapes on exactly the inputs with more, or fewer, axes ("a fixed number of axes":
-:func:`fixed_axes`) or with an odd size ("an odd size": :func:`odd_sizes`); random arrays of the right
-shape and spread but other numbers, where the contract fixes the draws ("other draws": :func:`other_draws`;
-:func:`draws_left_open` declares where it does not).
+:func:`fixed_axes`), an odd size (:func:`odd_sizes`) or an optional argument given (:func:`argument_given`);
+random arrays of the right shape and spread but other numbers, where the contract fixes the draws ("other
+draws": :func:`other_draws`; :func:`draws_left_open` declares where it does not).
 """
 
 from __future__ import annotations
@@ -465,7 +465,7 @@ def fixed_axes(deviating: list[str], passing: list[str], outputs: dict[str, Any]
         good = {ndims[p][index] for p in passing}
         # More (or fewer) axes than every right input, or a single number of axes right among wrong ones on both
         # sides of it (written for exactly four).
-        band = len(good) == 1 and min(bad) < min(good) < max(bad)
+        band = len(good) == 1 and not good & bad and min(bad) < min(good) < max(bad)
         if not (max(good) < min(bad) or max(bad) < min(good) or band):
             continue
         name = names[index] if index < len(names) else f"argument {index + 1}"
@@ -499,6 +499,27 @@ def odd_sizes(deviating: list[str], passing: list[str], outputs: dict[str, Any],
                          f"{key} is odd ({', '.join(map(str, odd))}; where it is even it is right): an odd size leaves "
                          "one entry without a partner; count the halves as ceil(n / 2) and n // 2 (x[..., 0::2] has "
                          "one column more than x[..., 1::2] when n is odd)")
+    return None
+
+
+def argument_given(deviating: list[str], passing: list[str], outputs: dict[str, Any], expected: dict[str, Any],
+                   arguments: Callable[[str], tuple[tuple, dict]], names: tuple[str, ...] = ()) -> Found | None:
+    """The family "an optional argument given", or None.
+
+    The call raises or gives another shape on exactly the inputs that pass one optional argument (not None),
+    and is right on every input that leaves it out or passes None. As :func:`fixed_axes`, only for raises and
+    shapes, with one probe at least that passes.
+    """
+    if not deviating or not passing or not _raised_or_reshaped(deviating, outputs, expected):
+        return None
+    calls = {p: _named(*arguments(p), names) for p in deviating + passing}
+    for key in calls[deviating[0]]:
+        if all(calls[p].get(key) is not None for p in deviating) and all(
+                calls[p].get(key) is None for p in passing):
+            return Found("an optional argument given", f"it raises or returns another shape, and those are exactly "
+                         f"the inputs that pass {key} (where {key} is None or left out it is right): the code for a "
+                         f"given {key} is what fails (with an array, `if {key}:` asks for one truth value of many: "
+                         f"test `{key} is not None`)")
     return None
 
 

@@ -289,8 +289,10 @@ def _related(function: str, probes: list[str], observation: Any, registry: Any, 
         passing = [p for p in own if p in observation.outputs and not observation.deviates.get(p, False)]
         expected = {p: _as_tuple(golden(p)) for p in probes}
         found = relations.fixed_axes(probes, passing, observation.outputs, expected,
-                                     lambda p: registry[p].arguments(), names) or relations.odd_sizes(
-            probes, passing, observation.outputs, expected, lambda p: registry[p].arguments(), names)
+                                     lambda p: registry[p].arguments(), names)
+        for family in (relations.odd_sizes, relations.argument_given):
+            found = found or family(probes, passing, observation.outputs, expected, lambda p: registry[p].arguments(),
+                                    names)
     if found is not None:
         return FirstStep(function, probes[0], relations.describe(function, module_file, found))
     return _outputs_that_differ(function, probes, observation, module_file)

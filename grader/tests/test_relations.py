@@ -223,6 +223,12 @@ def test_a_fixed_number_of_axes_needs_raises_or_shapes_and_an_input_that_passes(
     found = fixed_axes(["f/2d", "f/4d"], ["f/3d"], {"f/2d": None, "f/4d": None}, {"f/2d": (np.zeros((3, 4)),), **want},
                        _arguments(args), ("x",))
     assert found is not None and "x has 2 or 4 axes" in found.words
+    # never when a number of axes is among both the wrong inputs and the right ones
+    args["f/3d-wrong"] = ((np.zeros((2, 3, 4)),), {})
+    deviating = {"f/2d": None, "f/4d": None, "f/3d-wrong": None}
+    assert fixed_axes(list(deviating), ["f/3d"], deviating, {**want, "f/2d": (np.zeros((3, 4)),),
+                                                             "f/3d-wrong": (np.zeros((2, 3, 4)),)},
+                      _arguments(args), ("x",)) is None
 
 
 def test_an_argument_not_used_needs_one_argument_on_every_deviating_probe():
@@ -311,3 +317,17 @@ def test_an_odd_size_needs_odd_exactly_where_it_fails():
     assert odd_sizes(["f/7"], ["f/6"], {"f/7": (np.ones((5, 7)),)}, want, _arguments(args)) is None
     args["f/9"] = ((4, 9), {})
     assert odd_sizes(["f/7"], ["f/6", "f/9"], {"f/7": None}, want, _arguments(args), ("n", "d_model")) is None
+
+
+def test_an_optional_argument_given_needs_it_given_exactly_where_it_fails():
+    from tests.relations import argument_given
+
+    x, w, b = np.zeros((2, 3)), np.zeros((3, 4)), np.zeros(4)
+    args = {"f/bias": ((x, w, b), {}), "f/none": ((x, w), {}), "f/explicit-none": ((x, w), {"bias": None})}
+    want = {"f/bias": (np.zeros((2, 4)),)}
+    found = argument_given(["f/bias"], ["f/none", "f/explicit-none"], {"f/bias": None}, want, _arguments(args),
+                           ("x", "weight", "bias"))
+    assert found is not None and "pass bias" in found.words and "bias is not None" in found.words, found
+    args["f/bias-too"] = ((x, w, b), {})
+    assert argument_given(["f/bias"], ["f/bias-too"], {"f/bias": None}, want, _arguments(args),
+                          ("x", "weight", "bias")) is None  # given where it is right too: not the argument
