@@ -613,8 +613,8 @@ def argument_not_used(deviating: list[str], probes: list[str], outputs: dict[str
     said = f"for {key}={given}" if given and given != array else f"for this {key}" if given else f"without {key}"
     like = (f"for {key}={other}" if other and other != array else f"for another {key}" if other
             else f"without {key} (its default)")
-    return Found("an argument not used", f"{said} it gives what the contract gives {like}: its {key} argument is "
-                 "not used (or not passed on to the call that needs it)")
+    return Found("an argument not used", f"{said} it gives what the contract gives {like}: there its {key} "
+                 "argument is not used (or not passed on to the call that needs it)")
 
 
 def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], expected: Callable[[str], tuple],
