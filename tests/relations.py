@@ -163,6 +163,25 @@ def _rearranged(mine: np.ndarray, want: np.ndarray) -> Found | None:
                  "another order (strided where contiguous blocks belong), not another computation")
 
 
+def _unsummed(mine: np.ndarray, want: np.ndarray) -> Found | None:
+    """The gradient of a broadcast input, not summed back: extra leading (or stretched) axes that sum to it."""
+    extra = mine.ndim - want.ndim
+    if extra < 0 or mine.shape == want.shape or not (_numeric(mine) and _numeric(want)):
+        return None
+    tail = mine.shape[extra:]
+    if len(tail) != want.ndim or any(m != w and w != 1 for m, w in zip(tail, want.shape, strict=True)):
+        return None
+    stretched = tuple(extra + axis for axis, (m, w) in enumerate(zip(tail, want.shape, strict=True)) if m != w)
+    summed = mine.sum(axis=tuple(range(extra)) + stretched, keepdims=True).reshape(want.shape)
+    if not _close(summed, want):
+        return None
+    return Found("not summed over the broadcast axes", f"it has shape {mine.shape} where the input's is "
+                 f"{want.shape}, and summed over the axes the broadcast added it is the right one: the gradient of an "
+                 "input that was broadcast (fewer batch axes, a size-1 axis) is summed back to that input's shape",
+                 "it keeps the axes a broadcast added, and summed over them it is the right one: the gradient of an "
+                 "input that was broadcast (fewer batch axes, a size-1 axis) is summed back to that input's shape")
+
+
 def _truncated(mine: np.ndarray, want: np.ndarray) -> Found | None:
     """Integers where the right values are fractions: each the right one cut to an integer."""
     if mine.dtype.kind not in "iu" or want.dtype.kind != "f" or not np.all(np.isfinite(want)):
@@ -301,8 +320,9 @@ def _offset_where_different(mine: np.ndarray, want: np.ndarray) -> Found | None:
 
 RELATIONS: tuple[Callable[[np.ndarray, np.ndarray], Found | None], ...] = (
     _sign, _absolute, _reversed, _rotated, _one_off, _reordered, _scale, _scale_per_row_and_column, _offset,
-    _offset_where_different, _clipped_at_zero, _reciprocal, _truncated, _rearranged)
+    _offset_where_different, _clipped_at_zero, _reciprocal, _truncated, _rearranged, _unsummed)
 """Each family's test on one differing array (the student's, the right one); a new family is one more entry."""
+ANY_SHAPE = (_one_off, _rearranged, _unsummed)  # the families whose arrays may differ in shape
 # The families that a function returning one number shows across its inputs (one number per input, taken
 # together): an order, a length or a row means nothing there.
 ACROSS_INPUTS = (_sign, _absolute, _scale, _offset, _clipped_at_zero, _reciprocal)
@@ -313,9 +333,9 @@ def _holding(mine: np.ndarray, want: np.ndarray, relations: tuple = RELATIONS) -
     found = set()
     for relation in relations:
         try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):  # infinities and NaN are compared, not told
+            with warnings.catch_warnings(), np.errstate(all="ignore"):  # infinities and NaN: compared, not told
                 warnings.simplefilter("ignore", RuntimeWarning)
-                hit = relation(mine, want) if mine.shape == want.shape or relation in (_one_off, _rearranged) else None
+                hit = relation(mine, want) if mine.shape == want.shape or relation in ANY_SHAPE else None
         except (TypeError, ValueError, FloatingPointError):
             hit = None
         if hit is not None:
@@ -324,11 +344,13 @@ def _holding(mine: np.ndarray, want: np.ndarray, relations: tuple = RELATIONS) -
 
 
 def relation(function: str, probes: list[str], outputs: dict[str, Any], expected: dict[str, Any],
-             arguments: Callable[[str], tuple[tuple, dict]] | None = None) -> Found | None:
+             arguments: Callable[[str], tuple[tuple, dict]] | None = None,
+             labels: tuple[str, ...] = ()) -> Found | None:
     """The one family that relates ``function``'s outputs to the right ones on all of ``probes``, or None.
 
     ``outputs`` and ``expected`` map each probe to a tuple of arrays (the student's and the golden ones);
-    ``arguments(probe)`` gives a probe's arguments, for a function that declared its :func:`meaning`.
+    ``arguments(probe)`` gives a probe's arguments, for a function that declared its :func:`meaning`;
+    ``labels`` the names of the result's arrays (``steps.names``), for the words.
     """
     pairs, items, count = [], set(), 0
     retyped: dict[int, set[tuple[str, str]]] = {}  # item -> (its dtype, the contract's) where only the dtype differs
@@ -375,9 +397,14 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
         return None
     said = words.pop()[0] if len(words) == 1 else generals.pop()
     if len(items) < count:  # a result of several arrays, some of them right: say which one the relation is about
-        which = ", ".join(str(item) for item in sorted(items))
-        said = f"item {which} of its result (the others are right): {said.removeprefix('it ')}".replace(
-            ": is ", " is ").replace(": has ", " has ").replace(": holds ", " holds ")
+        which = (f"its {' and '.join(labels[item] for item in sorted(items))}" if len(labels) == count
+                 else f"item {', '.join(str(item) for item in sorted(items))} of its result")
+        rest = said.removeprefix("it ")
+        verb = rest.split(" ", 1)[0]
+        if len(items) > 1 and verb in ("is", "has", "holds", "keeps"):  # two arrays or more: the plural
+            rest = {"is": "are", "has": "have", "holds": "hold", "keeps": "keep"}[verb] + rest[len(verb):]
+        said = f"{which} (the others are right) {rest}" if verb in ("is", "has", "holds", "keeps") else (
+            f"{which} (the others are right): {rest}")
     return Found(name, said)
 
 

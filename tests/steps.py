@@ -330,7 +330,7 @@ def _relation(function: str, probes: list[str], observation: Any, registry: Any)
     from tests import relations
 
     return relations.relation(function, probes, observation.outputs, {p: _as_tuple(golden(p)) for p in probes},
-                              lambda p: registry[p].arguments())
+                              lambda p: registry[p].arguments(), NAMES.get(function, ()))
 
 
 def parameters(function: str, module_file: str) -> tuple[str, ...]:

@@ -333,6 +333,13 @@ def batched_heads():
 
 
 @probe("attention_backward")
+def keys_shared_over_the_batch():
+    # k and v without the batch axis (broadcast over it): their gradients are summed back over that axis.
+    q, k, v = _normal(838, BATCH, N_HEADS, N_Q, D_K), _normal(839, N_HEADS, N_K, D_K), _normal(840, N_HEADS, N_K, D_V)
+    return (_normal(841, BATCH, N_HEADS, N_Q, D_V), q, k, v, _attention(q, k, v)[1]), {}
+
+
+@probe("attention_backward")
 def masked():
     q, k, v = _normal(816, BATCH, N_Q, D_K), _normal(817, BATCH, N_K, D_K), _normal(818, BATCH, N_K, D_V)
     return (_normal(819, BATCH, N_Q, D_V), q, k, v, _attention(q, k, v, _blocking_mask())[1]), {}

@@ -32,6 +32,7 @@ def one(mine, want=RIGHT, **kwargs):
     (0.5 / RIGHT, "a reciprocal"),
     (np.trunc(RIGHT).astype(np.int64), "an integer result"),
     (np.roll(RIGHT, 1, axis=1), "another order"),
+    (np.stack([RIGHT / 4 + 0.1, RIGHT / 4 - 0.1, RIGHT / 4, RIGHT / 4]), "not summed over the broadcast axes"),
 ])
 def test_each_family_is_told_by_its_relation(mine, family):
     found = one(mine)
