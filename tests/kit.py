@@ -373,14 +373,15 @@ def _labelled_arguments(function: Callable[..., Any], args: tuple, kwargs: dict)
         return {f"argument {i + 1}": a for i, a in enumerate(args)} | kwargs
 
 
-def _contents(arguments: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
-    """``(arrays, dicts)``: every array and every dict among the arguments, labelled, in one walk.
+def _contents(arguments: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict], dict[str, list]]:
+    """``(arrays, dicts, lists)``: every array, dict and list among the arguments, labelled, in one walk.
 
-    Through dicts, lists and tuples; a dict argument is itself among the dicts. Labels read like
-    ``params['w_q']`` or ``x[0]``; where two coincide the later one wins.
+    Through dicts, lists and tuples; a dict (or list) argument is itself among the dicts (lists). Labels read
+    like ``params['w_q']`` or ``x[0]``; where two coincide the later one wins.
     """
     arrays: dict[str, np.ndarray] = {}
     dicts: dict[str, dict] = {}
+    lists: dict[str, list] = {}
 
     def walk(value: Any, label: str) -> None:
         if isinstance(value, np.ndarray):
@@ -390,40 +391,23 @@ def _contents(arguments: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[st
             for key, item in value.items():
                 walk(item, f"{label}[{key!r}]")
         elif isinstance(value, (list, tuple)):
+            if isinstance(value, list):
+                lists[label] = value
             for index, item in enumerate(value):
                 walk(item, f"{label}[{index}]")
 
     for name, value in arguments.items():
         walk(value, name)
-    return arrays, dicts
+    return arrays, dicts, lists
 
 
 def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     """Copies of every array among the arguments, and every dict's keys and values, to notice changes."""
-    arrays, dicts = _contents(arguments)
+    arrays, dicts, lists = _contents(arguments)
     return {"arrays": {label: array.copy() for label, array in arrays.items()},
             "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()},
             "items": {label: (d, dict(d)) for label, d in dicts.items()},
-            "lists": {label: (items, list(items)) for label, items in _lists(arguments).items()}}
-
-
-def _lists(arguments: dict[str, Any]) -> dict[str, list]:
-    """Every list among the arguments (through dicts, lists and tuples), labelled as :func:`_contents` does."""
-    found: dict[str, list] = {}
-
-    def walk(value: Any, label: str) -> None:
-        if isinstance(value, list):
-            found[label] = value
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, f"{label}[{key!r}]")
-        elif isinstance(value, (list, tuple)):
-            for index, item in enumerate(value):
-                walk(item, f"{label}[{index}]")
-
-    for name, value in arguments.items():
-        walk(value, name)
-    return found
+            "lists": {label: (items, list(items)) for label, items in lists.items()}}
 
 
 def _same_items(now: list, then: list) -> bool:
@@ -452,7 +436,7 @@ def _restore(arguments: dict[str, Any], before: dict[str, Any]) -> None:
         for key, item in items.items():
             if d.get(key, _MISSING) is not item:
                 d[key] = item
-    arrays, _ = _contents(arguments)
+    arrays, _, _ = _contents(arguments)
     for label, old in before["arrays"].items():
         now = arrays.get(label)
         if now is not None and now.shape == old.shape and now.flags.writeable and not _same(old, now):
@@ -474,7 +458,7 @@ def _same(old: np.ndarray, new: np.ndarray) -> bool:
 
 def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
     """The labels of arrays that differ from their copies, and of dicts whose keys were added, removed or rebound."""
-    after, dicts = _contents(arguments)
+    after, dicts, _ = _contents(arguments)
     changed = [
         label
         for label, old in before["arrays"].items()
