@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import sys
 import time
 import weakref
 from collections.abc import Callable
@@ -158,7 +159,15 @@ def _limited(call: Callable[[], Any], budget: float | None) -> tuple[Any, float]
 
         previous = signal.signal(signal.SIGPROF, stop)
         # Fired again every RETRY_CPU seconds until disarmed: a signal that lands while Python runs a finalizer is
-        # swallowed there ("Exception ignored in"), and a one-shot timer would then never stop the call.
+        # swallowed there, and a one-shot timer would then never stop the call. That swallowed stop is the timer's
+        # own, fired again: it is not printed ("Exception ignored in ...", a warning under pytest).
+        hook = sys.unraisablehook
+
+        def quiet(unraisable: Any) -> None:
+            if not isinstance(unraisable.exc_value, _OverBudget):
+                hook(unraisable)
+
+        sys.unraisablehook = quiet
         signal.setitimer(timer, max(budget, 1e-3), RETRY_CPU)
     started = time.process_time()
     try:
@@ -169,6 +178,7 @@ def _limited(call: Callable[[], Any], budget: float | None) -> tuple[Any, float]
         if armed:
             signal.setitimer(timer, 0)
             signal.signal(signal.SIGPROF, previous)
+            sys.unraisablehook = hook
     return result, time.process_time() - started
 
 
