@@ -405,8 +405,7 @@ def _snapshot(arguments: dict[str, Any]) -> dict[str, Any]:
     """Copies of every array among the arguments, and every dict's keys and values, to notice changes."""
     arrays, dicts, lists = _contents(arguments)
     return {"arrays": {label: array.copy() for label, array in arrays.items()},
-            "dicts": {label: (id(d), {key: id(item) for key, item in d.items()}) for label, d in dicts.items()},
-            "items": {label: (d, dict(d)) for label, d in dicts.items()},
+            "dicts": {label: (d, dict(d)) for label, d in dicts.items()},
             "lists": {label: (items, list(items)) for label, items in lists.items()}}
 
 
@@ -430,7 +429,7 @@ def _restore(arguments: dict[str, Any], before: dict[str, Any]) -> None:
     for items, then in before["lists"].values():
         if not _same_items(items, then):
             items[:] = then
-    for d, items in before["items"].values():
+    for d, items in before["dicts"].values():
         for key in [key for key in d if key not in items]:
             del d[key]
         for key, item in items.items():
@@ -456,6 +455,14 @@ def _same(old: np.ndarray, new: np.ndarray) -> bool:
     return bool(np.array_equal(old, new, equal_nan=True))
 
 
+def _undone(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
+    """What a call changed in its arguments (:func:`_changed_in_place`), after undoing it (:func:`_restore`)."""
+    changed = _changed_in_place(arguments, before)
+    if changed:
+        _restore(arguments, before)
+    return changed
+
+
 def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list[str]:
     """The labels of arrays that differ from their copies, and of dicts whose keys were added, removed or rebound."""
     after, dicts, _ = _contents(arguments)
@@ -466,13 +473,13 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list
         or old.shape != after[label].shape
         or not _same(old, after[label])
     ]
-    for label, (_, keys) in before["dicts"].items():
+    for label, (_, items) in before["dicts"].items():
         now = dicts.get(label)
         if now is None:
             continue
-        added = [key for key in now if key not in keys]
-        removed = [key for key in keys if key not in now]
-        rebound = [key for key in keys if key in now and id(now[key]) != keys[key]
+        added = [key for key in now if key not in items]
+        removed = [key for key in items if key not in now]
+        rebound = [key for key in items if key in now and now[key] is not items[key]
                    and f"{label}[{key!r}]" not in changed]
         for kind, names in (("keys added", added), ("keys removed", removed), ("keys rebound", rebound)):
             if names:
@@ -482,6 +489,21 @@ def _changed_in_place(arguments: dict[str, Any], before: dict[str, Any]) -> list
     return changed
 
 
+def contract_function(name: str) -> ast.FunctionDef | None:
+    """The API function ``name`` as the kit's stub (``exercises/``, else ``solutions/``) writes it, parsed, or None.
+
+    Its parameter names and docstring are the contract's (a default there may be a student's own edit).
+    """
+    try:
+        module = load_curriculum().exercise_of_function(name).module_file
+        root = Path(__file__).resolve().parent.parent
+        source = next((root / folder / module).read_text(encoding="utf-8") for folder in ("exercises", "solutions")
+                      if (root / folder / module).is_file())
+        return next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    except (StopIteration, ValueError, OSError, SyntaxError):
+        return None
+
+
 @functools.cache
 def _documented_parameters(name: str) -> dict[str, str]:
     """``{argument: first sentence of its description}`` from the Parameters section of ``name``'s docstring.
@@ -489,15 +511,10 @@ def _documented_parameters(name: str) -> dict[str, str]:
     Read from the kit's stubs (``exercises/``, the same API as the reference), so it works whatever the
     implementation (a proxy of the isolated worker has no docstring of its own).
     """
-    try:
-        module = load_curriculum().exercise_of_function(name).module_file
-        root = Path(__file__).resolve().parent.parent
-        source = next((root / folder / module).read_text(encoding="utf-8") for folder in ("exercises", "solutions")
-                      if (root / folder / module).is_file())
-        node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
-        doc = ast.get_docstring(node) or ""
-    except (StopIteration, ValueError, OSError, SyntaxError):
+    node = contract_function(name)
+    if node is None:
         return {}
+    doc = ast.get_docstring(node) or ""
     section = doc.split("Parameters\n----------\n", 1)[-1] if "Parameters\n----------\n" in doc else ""
     section = section.split("\n\n", 1)[0] if "\n\nReturns" in section or "\n\nRaises" in section else section
     found: dict[str, list[str]] = {}
@@ -614,8 +631,7 @@ class Kit:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
         except Exception as error:
             if is_raising_through():
-                if _changed_in_place(arguments, before):
-                    _restore(arguments, before)
+                _undone(arguments, before)
                 raise  # a test that expects an exception (bad input) looks at it
             failure = Failure(
                 f"{name}({_describe_arguments(arguments)}) crashed",
@@ -627,8 +643,7 @@ class Kit:
                 + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""),
                 kind=TIMED_OUT if isinstance(error, TimeoutError) else CRASHED)
         if failure is not None:
-            if _changed_in_place(arguments, before):  # a call that changed its arguments, then raised
-                _restore(arguments, before)
+            _undone(arguments, before)  # a call that changed its arguments, then raised
             pytest.fail(record(failure).message, pytrace=False)
         changed = _changed_in_place(arguments, before)
         if changed:

@@ -593,7 +593,7 @@ def _shown(value: Any) -> str:
 
 
 def argument_not_used(deviating: list[str], probes: list[str], outputs: dict[str, Any],
-                      expected: Callable[[str], tuple], arguments: Callable[[str], tuple[tuple, dict]],
+                      expected: dict[str, Any], arguments: Callable[[str], tuple[tuple, dict]],
                       names: tuple[str, ...] = ()) -> Found | None:
     """The family "an argument not used" (or "another default"), or None.
 
@@ -616,7 +616,7 @@ def argument_not_used(deviating: list[str], probes: list[str], outputs: dict[str
             differ = [k for k in keys if not _same_argument(calls[p].get(k, _DEFAULT), calls[q].get(k, _DEFAULT))]
             if len(differ) != 1:
                 continue
-            right, other = expected(p), expected(q)
+            right, other = expected[p], expected[q]
             if len(mine) == len(other) and all(np.shape(a) == np.shape(b) and _close(np.asarray(a), np.asarray(b))
                                                for a, b in zip(mine, other, strict=True)) and not all(
                     np.shape(a) == np.shape(b) and _close(np.asarray(a), np.asarray(b))
@@ -644,7 +644,7 @@ def argument_not_used(deviating: list[str], probes: list[str], outputs: dict[str
                  "argument is not used (or not passed on to the call that needs it)")
 
 
-def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], expected: Callable[[str], tuple],
+def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], expected: dict[str, Any],
                 arguments: Callable[[str], tuple[tuple, dict]], names: tuple[str, ...] = ()) -> Found | None:
     """The family "other draws", or None: random arrays of the right shapes and spread, but other numbers.
 
@@ -659,7 +659,7 @@ def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], ex
         args, kwargs = arguments(probe)
         if not any(isinstance(a, np.random.Generator) for a in (*args, *kwargs.values())):
             return None
-        mine, want = outputs.get(probe), expected(probe)
+        mine, want = outputs.get(probe), expected[probe]
         if not isinstance(mine, tuple) or len(mine) != len(want):
             return None
         for index, (a, b) in enumerate(zip(mine, want, strict=True)):
@@ -675,7 +675,7 @@ def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], ex
     if not spreads:
         return None
     index, mine_std, want_std = spreads[0]
-    count = len(expected(deviating[0]))
+    count = len(expected[deviating[0]])
     which = names[index] if len(names) == count else "its result" if count == 1 else f"item {index} of its result"
     return Found("other draws", f"every array it returns has the right shape and about the right spread (std "
                  f"{mine_std:.3g} against {want_std:.3g} for {which}), but other numbers: it draws other random "

@@ -254,45 +254,51 @@ def _first_step(implementation: Any, called: list[str], observation: Any, traced
         found = _relation(function, probes, observation, registry)
         if found is None:
             return None
-        return FirstStep(function, probes[0], f"Diagnosis (the step whose output first differs): your {function}() "
-                         f"in {exercise.module_file} is the first function this test reached{alone} that gives other "
-                         f"outputs than the contract on its own fixed inputs while what it calls agrees: on every "
-                         f"fixed input where it goes wrong, {found.words}.")
+        return FirstStep(function, probes[0], _first_function(function, exercise.module_file, alone)
+                         + f": on every fixed input where it goes wrong, {found.words}.")
     # Among several probes, the one whose difference comes earliest (the step, then the entry of a sequence).
     probe, words, idea, _ = min(findings, key=lambda finding: finding[3])
     if function in called and not idea:
         # The function the test called, with no step inside it to name: a relation of its outputs to the right
         # ones names the family (tests/relations.py), else the test's message says it all.
         return _related(function, probes, observation, registry, exercise.module_file)
-    text = (f"Diagnosis (the step whose output first differs): your {function}() in {exercise.module_file} is the "
-            f"first function this test reached{alone} that gives other outputs than the contract on its own fixed "
-            f"inputs while what it calls agrees. On {probe}, {words}.")
+    text = _first_function(function, exercise.module_file, alone) + f". On {probe}, {words}."
     if idea:
         text += f"\nRevisit: {idea}"
     return FirstStep(function, probe, text, idea)
 
 
+def _first_function(function: str, module_file: str, alone: str) -> str:
+    return (f"Diagnosis (the step whose output first differs): your {function}() in {module_file} is the first "
+            f"function this test reached{alone} that gives other outputs than the contract on its own fixed inputs "
+            "while what it calls agrees")
+
+
 def _related(function: str, probes: list[str], observation: Any, registry: Any, module_file: str) -> FirstStep | None:
-    """The family one relation of ``function``'s outputs to the right ones shows on all ``probes``, or None."""
+    """The family ``function``'s outputs show on all ``probes`` (``tests/relations.py``), or which output differs.
+
+    First what the probes themselves tell (another probe's right result), then a relation of two arrays, random
+    draws, and last the inputs on which the call raises or gives another shape (their number of axes, an odd size,
+    an optional argument). The inputs are named for raises and shapes only: named for wrong values they misled (the
+    annotated transformer's attention, failing on float masks, was told "other outputs only on bool mask with a
+    blocked query"; a float32 numerical gradient failing its eps check was told a probe's float32 rounding).
+    """
     from tests import relations
 
-    names = parameters(function, module_file)
+    names = parameters(function)
     own = [p for p, entry in registry.items() if entry.function == function and entry.rejects is None]
-    found = relations.argument_not_used(probes, own, observation.outputs, lambda p: _as_tuple(golden(p)),
-                                        lambda p: registry[p].arguments(), names)
-    if found is None:
-        found = _relation(function, probes, observation, registry)
-    if found is None:
-        found = relations.other_draws(function, probes, observation.outputs, lambda p: _as_tuple(golden(p)),
-                                      lambda p: registry[p].arguments(), NAMES.get(function, ()))
-    if found is None:
-        passing = [p for p in own if p in observation.outputs and not observation.deviates.get(p, False)]
-        expected = {p: _as_tuple(golden(p)) for p in probes}
-        found = relations.fixed_axes(probes, passing, observation.outputs, expected,
-                                     lambda p: registry[p].arguments(), names)
-        for family in (relations.odd_sizes, relations.argument_given):
-            found = found or family(probes, passing, observation.outputs, expected, lambda p: registry[p].arguments(),
-                                    names)
+    passing = [p for p in own if p in observation.outputs and not observation.deviates.get(p, False)]
+    expected = {p: _as_tuple(golden(p)) for p in own}
+
+    def arguments(probe: str) -> tuple[tuple, dict]:
+        return registry[probe].arguments()
+
+    found = (relations.argument_not_used(probes, own, observation.outputs, expected, arguments, names)
+             or relations.relation(function, probes, observation.outputs, expected, arguments, NAMES.get(function, ()))
+             or relations.other_draws(function, probes, observation.outputs, expected, arguments,
+                                      NAMES.get(function, ())))
+    for family in (relations.fixed_axes, relations.odd_sizes, relations.argument_given):
+        found = found or family(probes, passing, observation.outputs, expected, arguments, names)
     if found is not None:
         return FirstStep(function, probes[0], relations.describe(function, module_file, found))
     return _outputs_that_differ(function, probes, observation, module_file)
@@ -333,22 +339,12 @@ def _relation(function: str, probes: list[str], observation: Any, registry: Any)
                               lambda p: registry[p].arguments(), NAMES.get(function, ()))
 
 
-def parameters(function: str, module_file: str) -> tuple[str, ...]:
-    """The parameter names of ``function`` (its stub in ``exercises/``, parsed, not imported), or () where unknown.
+def parameters(function: str) -> tuple[str, ...]:
+    """The parameter names of ``function`` in the contract (``tests.kit.contract_function``), or () where unknown."""
+    from tests.kit import contract_function
 
-    Names only: a default there may be the student's own (``exercises/`` is where students write), not the contract's.
-    """
-    import ast
-    from pathlib import Path
-
-    try:
-        tree = ast.parse((Path(__file__).resolve().parent.parent / "exercises" / module_file).read_text("utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return ()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == function:
-            return tuple(a.arg for a in node.args.posonlyargs + node.args.args)
-    return ()
+    node = contract_function(function)
+    return () if node is None else tuple(a.arg for a in node.args.posonlyargs + node.args.args)
 
 
 def _as_tuple(value: Any) -> tuple:

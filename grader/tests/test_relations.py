@@ -238,15 +238,15 @@ def test_an_argument_not_used_needs_one_argument_on_every_deviating_probe():
     x = np.arange(6.0).reshape(2, 3)
     args = {"f/a0": ((x,), {"axis": 0}), "f/last": ((x,), {}), "f/other": ((x + 1,), {"axis": 0})}
     golden = {"f/a0": (np.full((2, 3), 0.5),), "f/last": (np.full((2, 3), 1 / 3),), "f/other": (np.ones((2, 3)),)}
-    found = argument_not_used(["f/a0"], list(args), {"f/a0": golden["f/last"]}, golden.__getitem__, _arguments(args),
+    found = argument_not_used(["f/a0"], list(args), {"f/a0": golden["f/last"]}, golden, _arguments(args),
                               ("x", "axis"))
     assert found is not None and found.family == "an argument not used" and "for axis=0" in found.words, found
     # its output is no other probe's right one: nothing
-    assert argument_not_used(["f/a0"], list(args), {"f/a0": (np.zeros((2, 3)),)}, golden.__getitem__,
+    assert argument_not_used(["f/a0"], list(args), {"f/a0": (np.zeros((2, 3)),)}, golden,
                              _arguments(args)) is None
     # another probe's right one, but that probe differs in two arguments: nothing
     args["f/last"] = ((x + 2,), {})
-    assert argument_not_used(["f/a0"], list(args), {"f/a0": golden["f/last"]}, golden.__getitem__,
+    assert argument_not_used(["f/a0"], list(args), {"f/a0": golden["f/last"]}, golden,
                              _arguments(args)) is None
 
 
@@ -256,16 +256,16 @@ def test_other_draws_only_where_the_contract_fixes_them():
     rng = np.random.default_rng(3)
     right, mine = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
     args = {"f/p": ((np.random.default_rng(0), 6, 4), {})}
-    found = relations.other_draws("f", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}.__getitem__, _arguments(args))
+    found = relations.other_draws("f", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}, _arguments(args))
     assert found is not None and found.family == "other draws", found
-    assert relations.other_draws("f", ["f/p"], {"f/p": (3 * mine,)}, {"f/p": (right,)}.__getitem__,
+    assert relations.other_draws("f", ["f/p"], {"f/p": (3 * mine,)}, {"f/p": (right,)},
                                  _arguments(args)) is None  # another spread
     no_rng = {"f/p": ((6, 4), {})}
-    assert relations.other_draws("f", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}.__getitem__,
+    assert relations.other_draws("f", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)},
                                  _arguments(no_rng)) is None
     load_all_probes()  # the test files declare what they declare next to their probes
     assert "dropout" in relations.DRAWS_OPEN  # declared by its probes: the API leaves its mask's draws open
-    assert relations.other_draws("dropout", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)}.__getitem__,
+    assert relations.other_draws("dropout", ["f/p"], {"f/p": (mine,)}, {"f/p": (right,)},
                                  _arguments(args)) is None
 
 
