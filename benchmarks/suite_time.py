@@ -8,7 +8,9 @@ time is what to compare.
 
 The runs are a student's: bytecode caching on (pytest keeps its rewritten
 test modules between runs, as on any machine where ``PYTHONDONTWRITEBYTECODE``
-is not set), after one warm-up run that is not counted.
+is not set), and the tests' own values of seeded inputs read back from the
+last run (``tests/kept_values.py``, in the student's cache folder), after one
+warm-up run that is not counted.
 
 ``--part P`` times the test files of some parts of the manifest (``1``, ``1,2``). ``--compare
 DIR`` times another checkout of the kit (e.g. ``git worktree add /tmp/old

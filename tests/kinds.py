@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tests import kept_values
+
 # Leading batch axes: none, one, two and three, with sizes that differ from each other and from the
 # sizes the exercises use for n, d_k, d_v, d_model and heads.
 LEADING = ((), (3,), (2, 3), (2, 1, 3))
@@ -80,7 +82,7 @@ def frozen(value: object) -> object:
     if kind is types.FunctionType:
         return _frozen_function(value)
     if kind is types.ModuleType:
-        return kind, value.__name__, id(value)
+        return kind, value.__name__, value  # itself: by identity here, by name on disk (tests.kept_values)
     raise _Unfrozen(kind)
 
 
@@ -108,7 +110,7 @@ def _frozen_function_once(function: types.FunctionType) -> object:
         if name in function.__globals__:
             value = function.__globals__[name]
             # A module-level function of the tests is itself (its own module-level names do not change).
-            names.append((name, (id(value), value) if type(value) in (types.FunctionType, type) else frozen(value)))
+            names.append((name, value if type(value) in (types.FunctionType, type) else frozen(value)))
     return (types.FunctionType, code.co_filename, code.co_firstlineno, code.co_qualname, code, cells,
             frozen(function.__defaults__), frozen(function.__kwdefaults__), tuple(names))
 
@@ -143,6 +145,8 @@ _REMEMBERED_MAX = 2048  # results per function; only the tests' own, seeded comp
 def remembered(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function``, computed once per process for each exact input (see :func:`frozen`), results copied.
 
+    In a student's own runs the values are also kept on disk for the next run (``tests.kept_values``).
+
     For the tests' own, student-independent work (seeded inputs, reference computations, central
     differences of the tests' own forward passes) that a grading process would otherwise redo for every
     student. Never for anything computed from the student's results. A call with an input that has no
@@ -158,11 +162,16 @@ def remembered(function: Callable[..., Any]) -> Callable[..., Any]:
             return function(*args, **kwargs)
         if key in results:
             return copy.deepcopy(results[key])  # new arrays and containers, shared ones still shared
-        result = function(*args, **kwargs)
+        result = kept_values.recall(function, key)  # kept from a student's earlier run (tests/kept_values.py)
+        computed = result is kept_values.MISSING
+        if computed:
+            result = function(*args, **kwargs)
         if _copyable(result):
             if len(results) >= _REMEMBERED_MAX:
                 results.clear()
             results[key] = copy.deepcopy(result)
+            if computed:
+                kept_values.keep(function, key, results[key])
         return result
 
     return once

@@ -170,9 +170,25 @@ def implementation(request: pytest.FixtureRequest) -> Implementation:
     if factory is not None:
         return factory(path)
     try:
-        return LocalImplementation(path, call_seconds=CALL_BUDGET)  # a call stopped past its budget, as graded
+        local = LocalImplementation(path, call_seconds=CALL_BUDGET)  # a call stopped past its budget, as graded
     except ImplementationError as error:
         raise pytest.UsageError(str(error)) from None
+    # The student's own run: the tests' own values are read back from the last run (never while grading).
+    try:
+        from grader.student.results_cache import cache_folder
+    except ImportError:  # a release without the student commands: every run computes them
+        return local
+    from tests import kept_values
+
+    kept_values.use(cache_folder())
+    return local
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Keep the tests' own values this run computed, for the next (``tests.kept_values``; a local run only)."""
+    from tests import kept_values
+
+    kept_values.save()
 
 
 @pytest.fixture

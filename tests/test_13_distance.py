@@ -34,6 +34,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.kinds import remembered
 from tests.own_models import _adam
 from tests.probes import PROBES, expect_probe, golden, probe
 from tests.steps import Stage, pipeline
@@ -715,6 +716,7 @@ def test_length_accuracy_counts_the_top_scores(impl):
                  what="length_accuracy on 7 contexts of 12 with slope 0.8", idea=ACCURACY)
 
 
+@remembered  # the test's own computation on seeded inputs: once per process, kept between a student's runs
 def _trained_here(embedding, task: dict, positions: bool, slope: float, seed: int, steps: int = 100,
                   batch_size: int = 64, lr: float = 0.1) -> np.ndarray:
     """The weight train_match_head must return, trained here: this file's inputs, scores, gradient and Adam."""

@@ -24,6 +24,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.kinds import remembered
 from tests.probes import expect_probe, probe
 from tests.relations import meaning
 from tests.steps import Stage, pipeline
@@ -113,6 +114,7 @@ def acceptable(answer, context, atol: float = 1e-9) -> np.ndarray:
     return context[np.arange(len(context)), answer] >= context.max(axis=1) - atol
 
 
+@remembered  # the test's own computation on seeded inputs: once per process, kept between a student's runs
 def own_pipeline(data: dict, k: int) -> dict:
     retrieved = own_top_k(own_cosine(data["question_vectors"], data["chunk_vectors"]), k)
     hit = (retrieved == data["evidence"][:, None]).any(axis=1)

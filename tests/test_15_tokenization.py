@@ -29,6 +29,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
+from tests.kinds import remembered
 from tests.probes import expect_probe, probe
 from tests.steps import Stage, pipeline
 
@@ -71,6 +72,7 @@ def _own_merge(seq: list[int], pair: tuple[int, int], new: int) -> list[int]:
     return out
 
 
+@remembered  # the test's own computation on seeded inputs: once per process, kept between a student's runs
 def own_train(text: str, n_merges: int) -> np.ndarray:
     seq, merges = list(text.encode("utf-8")), []
     while len(merges) < n_merges:

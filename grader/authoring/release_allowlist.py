@@ -45,6 +45,7 @@ STUDENT_FILES = (
     "tests/failures.py",
     "tests/feedback.py",
     "tests/first_run.py",
+    "tests/kept_values.py",
     "tests/kinds.py",
     "tests/kit.py",
     "tests/one_thread.py",
