@@ -105,6 +105,28 @@ UNDONE = "raise NotImplementedError('numeric gradients left out (the control)')"
 
 # Exercise 9: model_gradients by central differences of the submission's own forward pass and loss (each
 # parameter nudged), no backward pass.
+# Exercise 8: linear_backward by colouring. The forward pass is linear, so nudging input column a of every row at
+# once (and row a of the weight) gives column a of both gradients exactly: one pass per input column, not two per
+# entry, and exact, so neither the exactness check nor a cost bound of tens of passes at a small width tells it.
+_COLOURED_LINEAR = '''
+def linear_backward(grad_out, x, weight):
+    import numpy as _np
+
+    grad_out, x, weight = (_np.asarray(a, dtype=float) for a in (grad_out, x, weight))
+    if x.shape[-1] != weight.shape[0] or grad_out.shape != x.shape[:-1] + weight.shape[1:]:
+        raise ValueError(f"shapes {{x.shape}}, {{weight.shape}} and {{grad_out.shape}} do not fit")
+    grad_x, grad_weight, base = _np.zeros_like(x), _np.zeros_like(weight), x @ weight
+    for a in range(x.shape[-1]):
+        {coloured}
+    return grad_x, grad_weight, grad_out.reshape(-1, grad_out.shape[-1]).sum(axis=0)
+'''
+COLOURED = ("nudged, row = x.copy(), weight.copy()\n"
+            "        nudged[..., a] += 1.0\n"
+            "        row[a] += 1.0\n"
+            "        grad_x[..., a] = _np.sum(grad_out * (nudged @ weight - base), axis=-1)\n"
+            "        grad_weight[a] = _np.sum((grad_out * (x @ row - base)).reshape(-1, weight.shape[1]), axis=0)")
+COLOURED_UNDONE = "raise NotImplementedError('the coloured differences left out (the control)')"
+
 _NUMERIC_MODEL_GRADIENTS = '''
 from .backward import numerical_gradient as _numerical_gradient
 
@@ -204,6 +226,9 @@ class Cheat:
     code: dict[str, str]  # module -> code appended to solutions/<module>.py
     control: dict[str, str]
     test_files: tuple[str, ...] = field(default=())  # the graded files (public and hidden) to run
+    # The tests of the function the shortcut stands in for, by a word of their names (all the files' tests if
+    # empty): a later function that calls it (the control's raises) earns its own tests by its own idea.
+    about: str = ""
 
 
 def plant(target: Path, appended: dict[str, str]) -> Path:
@@ -227,6 +252,10 @@ CHEATS = {
         Cheat("backward-richardson", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=RICHARDSON)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
+        Cheat("backward-linear-coloured", "backward",
+              {"backward": _COLOURED_LINEAR.format(coloured=COLOURED)},
+              {"backward": _COLOURED_LINEAR.format(coloured=COLOURED_UNDONE)}, _files("08", "backward"),
+              about="linear_backward"),
         Cheat("training-central-differences", "training",
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL)},
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL_UNDONE)}, _files("09", "training")),
@@ -383,6 +412,8 @@ def assert_no_more_than_its_control(cheat: Cheat, folder: Path, files: tuple[str
     control = run_files(plant(folder / "control", cheat.control), files)
     for file in files:
         gained = sorted(set(control[file].failed) - set(cheating[file].failed))
-        assert passed(cheating[file]) <= passed(control[file]), (
+        if cheat.about:
+            gained = [node for node in gained if cheat.about in node.rpartition("::")[2]]
+        assert not gained if cheat.about else passed(cheating[file]) <= passed(control[file]), (
             f"{cheat.name} passes {passed(cheating[file])} tests of {file}, its control {passed(control[file])}; "
             f"passed by the cheat only: {gained}")
