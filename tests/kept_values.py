@@ -5,7 +5,9 @@ grading process, which remembers them in memory for the whole class (``tests.plu
 the implementation under test is the student's folder run locally). A student runs the suite again and again;
 the tests' own work on seeded inputs (central differences of their own forward passes, their own attention and
 blockwise simulations, their own training runs and byte-pair merges) gives the same values every time, so it is
-computed once and read back in later runs: the suite then costs what the code under test costs.
+computed once and read back in later runs: the suite then costs what the code under test costs. A run that
+collects test files outside the manifest (an instructor's hidden tests) keeps and reads nothing: their expected
+values are never written to a cache.
 
 A value is kept under a digest of the function (its module and name) and of its exact input key (``frozen``),
 in a file named by a digest of every file of ``tests/`` and the versions of Python and numpy: any change to the
@@ -100,11 +102,18 @@ class Store:
 
 
 _STORE: list[Store] = []  # the store of this process, once turned on
+_REFUSED: list[bool] = []  # a run with test files outside the manifest (an instructor's hidden tests): none kept
+
+
+def refuse() -> None:
+    """Keep nothing and read nothing in this process (test files of the instructor's are collected)."""
+    _REFUSED.append(True)
+    _STORE.clear()
 
 
 def use(folder: Path) -> None:
     """Keep the tests' values in ``folder`` from now on (the student's cache folder)."""
-    if not _STORE:
+    if not _STORE and not _REFUSED:
         with contextlib.suppress(OSError):
             _STORE.append(Store(folder / f"tests-values-{_tests_digest()}.bin"))
 

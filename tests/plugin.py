@@ -139,6 +139,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order = {name: index for index, name in enumerate(curriculum.names)}
     public = {item.path for item in items if curriculum.exercise_of_test_file(item.path) is not None}
     items.sort(key=lambda item: (item.path not in public, order.get(item.stash.get(EXERCISE, ""), len(order))))
+    if any(item.path not in public for item in items):
+        from tests import kept_values
+
+        kept_values.refuse()  # hidden tests' values (an instructor's run) are never written to a cache
 
 
 EXERCISE = pytest.StashKey[str]()

@@ -19,6 +19,7 @@ from tests.kinds import remembered
 def store(tmp_path, monkeypatch):
     """A fresh store in ``tmp_path`` (this process's own is put back afterwards)."""
     monkeypatch.setattr(kept_values, "_STORE", [])
+    monkeypatch.setattr(kept_values, "_REFUSED", [])  # (this run collects files outside the manifest: refused)
     kept_values.use(tmp_path)
     return tmp_path
 
@@ -69,9 +70,8 @@ def test_a_remembered_function_is_not_computed_again_in_the_next_run(store):
     assert calls == [4, 5]
 
 
-def test_a_damaged_or_hostile_file_is_never_trusted(tmp_path, monkeypatch):
-    monkeypatch.setattr(kept_values, "_STORE", [])
-    kept_values.use(tmp_path)
+def test_a_damaged_or_hostile_file_is_never_trusted(store):
+    tmp_path = store
     [path] = [kept_values._STORE[0].path]
     kept_values.keep(test_a_damaged_or_hostile_file_is_never_trusted, (1,), np.arange(4))
     kept_values.save()
@@ -135,3 +135,12 @@ def test_grading_never_reads_nor_writes_them(tmp_path):
     header, alice = row[0].split(","), row[1].split(",")
     assert alice[header.index("score")] == alice[header.index("max_score")], row
     assert kept.read_bytes() == poisoned and len(list(cache.iterdir())) == 1
+
+
+def test_a_run_with_hidden_tests_keeps_nothing(tmp_path):
+    """An instructor's run of the hidden tests writes none of their values to a cache folder."""
+    done = _run(["tests/test_11_decoding.py", "grader/hidden_tests/test_hidden_11_decoding.py"], tmp_path, "0")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert not list(tmp_path.glob("tests-values-*"))
+    assert _run(["tests/test_11_decoding.py"], tmp_path, "0").returncode == 0
+    assert list(tmp_path.glob("tests-values-*"))  # the public file alone: kept
