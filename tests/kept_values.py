@@ -154,7 +154,14 @@ def _tests_digest() -> str:
 
 
 def _name(function: Any, key: object) -> str:
+    """The digest of a module-level function of the tests (its name and code) and an input key (``frozen``'s).
+
+    A function defined inside another has no name of its own (two of them may share one): it is never kept.
+    """
+    if "<locals>" in function.__qualname__:
+        raise _Unkept(function.__qualname__)
     digest = hashlib.blake2b(f"{function.__module__}.{function.__qualname__}".encode(), digest_size=20)
+    _digest(function.__code__, digest)
     _digest(key, digest)
     return digest.hexdigest()
 

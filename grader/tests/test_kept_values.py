@@ -52,22 +52,37 @@ def test_every_kind_of_value_comes_back_exactly(store):
     assert back["nested"][:2] == [None, "naïve ∑"] and type(back["nested"][2][3]) is np.int64
 
 
+CALLS: list[int] = []
+
+
+def _own(x, n):
+    CALLS.append(n)
+    return {"twice": x * 2, "n": n}
+
+
 def test_a_remembered_function_is_not_computed_again_in_the_next_run(store):
-    calls = []
-
-    @remembered
-    def own(x, n):
-        calls.append(n)
-        return {"twice": x * 2, "n": n}
-
-    first = own(np.arange(3.0), 4)
+    CALLS.clear()
+    first = remembered(_own)(np.arange(3.0), 4)
     _next_run(store)
     # A new process has an empty memory: only the disk can answer.
-    again = remembered(own.__wrapped__)(np.arange(3.0), 4)
-    assert calls == [4]
+    again = remembered(_own)(np.arange(3.0), 4)
+    assert CALLS == [4]
     assert np.array_equal(again["twice"], first["twice"]) and again["n"] == 4
-    remembered(own.__wrapped__)(np.arange(3.0), 5)  # another input: computed
-    assert calls == [4, 5]
+    remembered(_own)(np.arange(3.0), 5)  # another input: computed
+    assert CALLS == [4, 5]
+
+
+def test_a_function_defined_inside_another_is_never_kept(store):
+    """Two such functions may share a name and differ (their closures): neither is kept."""
+    def made(offset):
+        def inner(x):
+            return x + offset
+        return remembered(inner)
+
+    assert made(1)(np.zeros(2))[0] == 1.0
+    _next_run(store)
+    assert made(2)(np.zeros(2))[0] == 2.0
+    assert not kept_values._STORE[0].index
 
 
 def test_a_damaged_or_hostile_file_is_never_trusted(store):
