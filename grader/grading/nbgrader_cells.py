@@ -30,11 +30,24 @@ IMPORT_NAME = f"{__name__}.OverwriteCells"
 
 
 class OverwriteCells(_NbgraderOverwriteCells):
-    """nbgrader's ``OverwriteCells`` that first restores the hidden tests of untouched cells."""
+    """nbgrader's ``OverwriteCells`` that first gives every released cell its released metadata back.
+
+    A student's notebook can hold nbgrader metadata that names no cell of the release: a cell copied and pasted
+    (Jupyter copies its metadata; nbgrader's ``DeduplicateIds`` then empties the earlier copy's), an id made up,
+    an entry left half-filled. nbgrader leaves such metadata half-empty and stops on it (``KeyError:
+    'grade_id'``, or "an old version of the metadata format"), so the whole notebook got no grade and ``nbgrader
+    export`` wrote 0. Such a cell is a plain cell here, as ``attention-kit grade`` reads it. A released cell whose
+    kind a student changed (``grade: false`` on a test cell, ``solution: true``, other points) gets the release's
+    back before nbgrader compares checksums, which nbgrader's own step does not restore and then cannot match.
+    """
 
     def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
-        """Put the saved source back into a locked cell that differs from it only by its hidden tests."""
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        """Give the cell its released metadata; put the saved source back where only the hidden tests differ."""
+        meta = cell.metadata.get("nbgrader")
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if meta is not None and not (isinstance(grade_id, str) and self._released_metadata(cell, grade_id)):
+            del cell.metadata["nbgrader"]  # names no cell of the release: a plain cell
+            return cell, resources
         if grade_id is not None and utils.is_locked(cell):
             try:
                 saved = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
@@ -43,6 +56,29 @@ class OverwriteCells(_NbgraderOverwriteCells):
             if saved is not None and saved.source != cell.source and self._released(saved.source) == cell.source:
                 cell.source = saved.source
         return super().preprocess_cell(cell, resources, cell_index)
+
+    def _released_metadata(self, cell: Any, grade_id: str) -> bool:
+        """Write the release's nbgrader metadata of ``grade_id`` into ``cell`` (False: the release has none)."""
+        from nbgrader.nbgraderformat import SCHEMA_VERSION
+
+        notebook, assignment, book = self.notebook_id, self.assignment_id, self.gradebook
+        try:
+            released = book.find_source_cell(grade_id, notebook, assignment)
+        except MissingEntry:
+            return False
+        meta = {"grade_id": grade_id, "locked": bool(released.locked), "schema_version": SCHEMA_VERSION}
+        for kind, find in (("grade", book.find_grade_cell), ("solution", book.find_solution_cell),
+                           ("task", book.find_task_cell)):
+            try:
+                found = find(grade_id, notebook, assignment)
+            except MissingEntry:
+                meta[kind] = False
+                continue
+            meta[kind] = True
+            if kind in ("grade", "task"):
+                meta["points"] = float(found.max_score)
+        cell.metadata["nbgrader"] = meta
+        return True
 
     def _released(self, source: str) -> str:
         """``source`` as generate_assignment released it: nbgrader's own removal of the hidden tests."""

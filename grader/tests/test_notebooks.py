@@ -372,6 +372,33 @@ def _attacks(course: Path) -> dict[str, str]:
     }
 
 
+def _copied(notebook: nbformat.NotebookNode, kind: str) -> None:
+    """A cell of ``kind`` copied and pasted below itself, as Jupyter does it: its nbgrader metadata (its id) too."""
+    index = next(i for i, c in enumerate(notebook.cells) if nbgrader_meta(c).get(kind))
+    notebook.cells.insert(index + 1, nbformat.from_dict(json.loads(json.dumps(notebook.cells[index]))))
+    notebook.cells[index + 1]["id"] = "pasted-copy"
+
+
+def _kinds_changed(notebook: nbformat.NotebookNode) -> None:
+    """A test cell made no test (grade false), an answer cell, and worth 50 points, by editing its metadata."""
+    nbgrader_meta(next(c for c in notebook.cells if nbgrader_meta(c).get("grade"))).update(
+        grade=False, solution=True, points=50)
+
+
+def _bonus_cell(notebook: nbformat.NotebookNode) -> None:
+    """A grade cell of the student's own: an id the release does not have, 50 points, an output saying it passed."""
+    cell = nbformat.v4.new_code_cell("print('passed')", outputs=[nbformat.v4.new_output("stream", text="passed\n")])
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "locked": True, "points": 50,
+                                 "schema_version": 3, "solution": False, "task": False}
+    notebook.cells.append(cell)
+
+
+# Notebooks that nbgrader itself stopped on (no grade, 0 in export) while `grade` graded them: the answer cell or a
+# test cell copied and pasted (the copy's id is the original's), a test cell's kind changed, a grade cell made up.
+_EDITS = {"dupe": lambda notebook: _copied(notebook, "solution"),
+          "duptest": lambda notebook: _copied(notebook, "grade"), "kinds": _kinds_changed, "bonus": _bonus_cell}
+
+
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory) -> dict:
     """One course, six students, every nbgrader command once (about 45 s; `attention-kit grade` of the same
@@ -394,11 +421,13 @@ def round_trip(tmp_path_factory) -> dict:
     answers = {"alice": reference.replace(BUG, ""), VICTIM: reference, "stub": None}
     for student, attack in _attacks(course).items():
         answers[student] = f"{{untouched}}\n\n{attack}"
+    answers |= {student: (reference if student != "kinds" else None) for student in _EDITS}
     for student, answer in answers.items():
         notebook = nbformat.read(release_path, 4)
         cell = next(c for c in notebook.cells if nbgrader_meta(c).get("solution"))
         if answer is not None:
             cell.source = answer.replace("{untouched}", cell.source)
+        _EDITS.get(student, lambda notebook: None)(notebook)
         path = course / "submitted" / student / ASSIGNMENT / "attention.ipynb"
         path.parent.mkdir(parents=True)
         _write(notebook, path)
@@ -494,6 +523,15 @@ def _secret_lines(release: nbformat.NotebookNode) -> set[str]:
     for path in (ROUND_TRIP_HIDDEN, ROOT / "solutions" / "attention.py"):
         secret |= {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
     return {line for line in secret - public if len(line) >= 25}
+
+
+@pytest.mark.slow
+def test_copied_cells_and_changed_metadata_are_graded_as_the_release_reads_them(round_trip):
+    """nbgrader's own steps stopped on these notebooks (no grade; 0 in export): the kit's OverwriteCells."""
+    scores = round_trip["scores"]
+    for student in ("dupe", "duptest", "bonus"):  # the reference's answer: full marks, and no more
+        assert scores[student] == scores[VICTIM], student
+    assert scores["kinds"] == scores["stub"]  # a test cell's kind changed on the untouched notebook: still a test
 
 
 @pytest.mark.slow
