@@ -9,11 +9,12 @@ computed once and read back in later runs: the suite then costs what the code un
 collects test files outside the manifest (an instructor's hidden tests) keeps and reads nothing: their expected
 values are never written to a cache.
 
-A value is kept under a digest of the function (its module and name) and of its exact input key (``frozen``),
-in a file named by a digest of every file of ``tests/`` and the versions of Python and numpy: any change to the
-tests makes a new file. Values are plain data (arrays, numbers, strings and the containers of them), written
-with numpy's ``.npz`` format without pickles, and read back with ``allow_pickle=False``: a file changed by hand
-can only change its author's own feedback, never run code. A file that cannot be read or written is not used.
+A value is kept under a digest of the function (its module, name and code; a function defined inside another is
+never kept) and of its exact input key (``frozen``), in a file named by a digest of every file of ``tests/`` and
+the versions of Python and numpy: any change to the tests makes a new file. Values are plain data (arrays,
+numbers, strings and the containers of them), written as a JSON index and the arrays' raw bytes, never pickles
+(an array of Python objects is refused when read): a file changed by hand can only change its author's own
+feedback, never run code. A file that cannot be read or written is not used.
 """
 
 from __future__ import annotations
