@@ -13,7 +13,9 @@ Grading process -> worker (``REQUESTS``):
   from the reference;
 - ``import``: import the student's ``module`` in the package of ``view``;
 - ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
-  (a call's peak memory is read from outside the worker, never reported by it);
+  (a call's peak memory is read from outside the worker, never reported by it); with ``answer_here``, sent only
+  for the kit's own check (whose folder is the reference), the worker answers the call's callbacks itself, with
+  the same modules, and sends them sealed (``answered_here``) before its reply;
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
@@ -61,6 +63,9 @@ CALLBACKS: dict[str, dict[str, type]] = {
     # A function that the test passed as an argument (a model's predict, say), by its index among the
     # functions of the call in progress; only those can be reached.
     "grading_function": {"index": int, "payload": object},
+    # The kit's own check only (a call sent with ``answer_here``): the callbacks the call answered in the worker,
+    # sealed, as ``answers`` carries them the other way; accepted only while that check is recorded.
+    "answered_here": {"entries": list},
 }
 # Grading process -> fork server (``forkserver.serve``), on the server's own socket; no student code runs there:
 # ``fork`` a worker for the submission folder ``modules`` (its name in the server's folder of submissions),
@@ -74,7 +79,7 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
 }
 # Optional fields (checked when present): the sources of the kit's given code that a view's first request
 # carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
-OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict}, "call": {"given": dict}}
+OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict}, "call": {"given": dict, "answer_here": bool}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"

@@ -368,6 +368,8 @@ class IsolatedImplementation(Measuring, Reports, Spares):
             if view not in self._sealed_views and header.get("op") == "call" and self.fair and \
                     self.path != self.reference:
                 self._send_sealed(view, deadline)
+            if header.get("op") == "call" and SEALED.recorded is not None:  # the kit's check: answered there
+                header = {**header, "answer_here": True}
             channel.send(frames.pack(header, arrays), deadline)
             while True:
                 frame = channel.next_frame(deadline)
@@ -381,6 +383,10 @@ class IsolatedImplementation(Measuring, Reports, Spares):
                 remembered = remembered_answer(key)
                 if remembered is None:
                     reply, reply_arrays = channel.parse(frame)
+                    if reply.get("op") == "answered_here":  # only the kit's check, and only while recorded
+                        if not (header.get("answer_here") and SEALED.keep_answered(view, reply, reply_arrays)):
+                            raise Ended("the worker sent a message the protocol does not allow (answered_here)")
+                        continue
                     if reply.get("op") == "grading_function":  # a test's own function: never remembered
                         # It runs here (it is the test's code), on the student's arguments: its CPU time is charged
                         # to the call that asked for it, as the reference's is.

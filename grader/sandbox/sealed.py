@@ -6,7 +6,10 @@ more than half the cost of grading them. Most of those questions are the ones th
 correct module asks what the reference's module asks. So while the check grades the reference
 (``grader.grading.kit_check``; :func:`recording`), each answer its callbacks get is recorded here, sealed under its
 question (``frames.seal_keys``: an index and a key, both digests of the callback's whole frame), and kept in the
-instructor's cache, in a file named by the reference's content (:func:`file_for`). A student's worker receives the
+instructor's cache, in a file named by the reference's content (:func:`file_for`). The check's worker, whose folder
+is the reference, answers its callbacks itself, with the same modules, and sends them sealed with each reply
+(``protocol``'s ``answered_here``; :meth:`Sealed.keep_answered`): no round trip, the same bytes as the reference's
+worker would send; a student's worker that sends any is ended. A student's worker receives the
 sealed answers of the view it runs (:meth:`Sealed.request`, before the view's first call) and opens one where its
 code asks the very same question, with no round trip.
 
@@ -111,6 +114,28 @@ class Sealed:
         if index not in answers:
             answers[index] = (frames.seal(key, answer), float(cpu))
             self._recorded_bytes += len(answer)
+
+    def keep_answered(self, view: str, message: dict, arrays: list) -> bool:
+        """Keep the sealed answers the check's worker sent (``answered_here``); False: not recording, or malformed."""
+        entries, body = message.get("entries"), arrays[0] if len(arrays) == 1 else None
+        if self.recorded is None or not isinstance(entries, list) or body is None:
+            return False
+        data, offset, answers = memoryview(body).cast("B"), 0, self.recorded.setdefault(view, {})
+        for entry in entries:
+            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                    and type(entry[1]) is int and 0 <= entry[1] <= len(data) - offset
+                    and type(entry[2]) is float and math.isfinite(entry[2])):
+                return False
+            index, size, cpu = entry
+            try:
+                key = bytes.fromhex(index)
+            except ValueError:
+                return False
+            if len(key) == frames.SEAL_INDEX and key not in answers and self._recorded_bytes + size <= MAX_TABLE_BYTES:
+                answers[key] = (bytes(data[offset : offset + size]), max(0.0, cpu))
+                self._recorded_bytes += size
+            offset += size
+        return offset == len(data)
 
     def save(self, path: Path) -> None:
         """Stop recording; merge what was recorded into the file ``path`` (written whole, then renamed)."""

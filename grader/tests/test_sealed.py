@@ -148,7 +148,8 @@ def test_students_opening_sealed_answers_get_the_grades_they_get_by_asking(tmp_p
                           capture_output=True, text=True, env=env, timeout=HANG_SECONDS, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["check"]["crossed"] > 50 and out["answers"] > 0, out["check"]["crossed"]
+    # The check answers its callbacks in its own worker (its folder is the reference): none crosses, all recorded.
+    assert out["check"]["crossed"] == 0 and out["answers"] > 0, out["check"]["crossed"]
     # The correct student asks only what the check asked: every answer opened in its worker, none asked.
     assert out["correct"]["crossed"] == 0 and out["correct-asked"]["crossed"] > 50
     assert all(outcome == "passed" for _, outcome, _ in out["correct"]["tests"])

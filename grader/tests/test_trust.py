@@ -305,6 +305,18 @@ def test_messages_outside_the_protocol_end_the_worker(isolated, tmp_path):
         protocol.check({"op": "eval", "code": "1"}, protocol.REQUESTS)
 
 
+def test_a_students_worker_cannot_send_answers_of_its_own(isolated, tmp_path):
+    """What the kit's check does (callbacks answered in its worker, sent sealed) ends a student's worker."""
+    folder = copy_reference(tmp_path / "student", attention=FORWARDER + (
+        "def attention_scores(q, k):\n"
+        "    worker = next(o for o in gc.get_objects() if isinstance(o, __main__.Worker))\n"
+        "    worker.answer_here = True\n"
+        "    return _reference('softmax', 'softmax')(q)\n"))
+    impl = isolated(folder)
+    with pytest.raises(WorkerCrashed, match="protocol does not allow"):
+        impl.function("attention", "attention_scores")(np.ones((2, 3)), np.ones((2, 3)))
+
+
 def test_the_worker_handles_only_the_requests_the_protocol_lists():
     import ast
 
