@@ -233,14 +233,12 @@ class Worker:
             payload = codec.encode([list(args), kwargs], arrays)
             message = {"op": "callback", "exercise": exercise, "function": function, "payload": payload}
             table = self.sealed.get(self.view)
-            if self.answer_here:
-                opened = self.answer(message, arrays)
-            elif table is not None:
+            opened = self.answer(message, arrays) if self.answer_here else None
+            if opened is None and table is not None:
                 opened, frame = self.open_sealed(table, message, arrays)
                 if opened is None:
                     channel.send_frame(frame)
-            else:
-                opened = None
+            elif opened is None:
                 channel.send(message, arrays)
             header, reply_arrays = opened or channel.receive()
             if header.get("status") != "ok":
@@ -250,17 +248,25 @@ class Worker:
         forward.__name__ = forward.__qualname__ = function
         return forward
 
-    def answer(self, message: dict, arrays: list) -> tuple[dict, list]:
-        """A callback answered here (the kit's check): as the reference's worker would answer it, kept sealed."""
+    def answer(self, message: dict, arrays: list) -> tuple[dict, list] | None:
+        """A callback answered here (the kit's check) as the reference's worker would, kept sealed; None: ask.
+
+        None where this folder lacks a module it needs (a selection's check holds the selected exercises' only).
+        """
+        exercise = message["exercise"]
+        if not all(os.path.isfile(f"{self.modules}{m}.py") for m in [exercise, *self.dependencies.get(exercise, [])]):
+            return None
         index, key = frames.question_keys(message, arrays)
         arrays = frames.unpack(frames.pack(message, arrays))[0][1]  # received as the reference's worker gets them
         args, kwargs = codec.decode(message["payload"], arrays, functions=self.grading_function)
         clock = time.process_time()
         try:  # the reference's own module, whole (``VIEW_ALL``: its own dependencies, no callback)
-            result = getattr(self.load(protocol.VIEW_ALL, message["exercise"]), message["function"])(*args, **kwargs)
+            result = getattr(self.load(protocol.VIEW_ALL, exercise), message["function"])(*args, **kwargs)
             answer_arrays: list = []
             payload = codec.result_payload(result, [list(args), kwargs], message["payload"], arrays, answer_arrays)
             answer = frames.pack({"status": "ok", "payload": payload}, answer_arrays)
+        except ImportError:  # a module this folder lacks after all (imported on the way): the grading process's
+            return None
         except BaseException as error:  # noqa: BLE001 - the reference's error, as type and message only
             info = codec.exception_info(error)
             info["traceback"] = []
