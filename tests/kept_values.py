@@ -82,12 +82,10 @@ class Store:
             return
         parts = _Parts()
         index: dict[str, Any] = {}
-        for name in self.index:
-            value = self.recall(name)
+        for name, value in [*((name, self.recall(name)) for name in self.index), *self.new.items()]:
             if value is not MISSING:
-                index[name] = _encode(value, parts)
-        for name, value in self.new.items():
-            index[name] = _encode(value, parts)
+                with contextlib.suppress(_Unkept):  # what cannot be written back exactly is computed every run
+                    index[name] = _encode(value, parts)  # (its bytes so far: unread)
         head = json.dumps(index).encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".kept-")
@@ -119,23 +117,25 @@ def use(folder: Path) -> None:
             _STORE.append(Store(folder / f"tests-values-{_tests_digest()}.bin"))
 
 
-def recall(function: Any, key: object) -> Any:
-    """The value kept for ``function`` at ``key`` (``frozen``'s), or MISSING."""
+def name_of(function: Any, key: object) -> str | None:
+    """The name ``function``'s value at ``key`` (``frozen``'s) is kept under; None: nothing is kept here."""
     if not _STORE:
-        return MISSING
+        return None
     try:
-        return _STORE[0].recall(_name(function, key))
+        return _name(function, key)
     except _Unkept:
-        return MISSING
+        return None
 
 
-def keep(function: Any, key: object, value: Any) -> None:
-    """Keep ``value``, computed by ``function`` at ``key``, for the next runs."""
-    if _STORE:
-        with contextlib.suppress(_Unkept):
-            name = _name(function, key)
-            _encode(value, _Parts())  # only what can be written back exactly
-            _STORE[0].keep(name, value)
+def recall(name: str | None) -> Any:
+    """The value kept under ``name`` (:func:`name_of`), or MISSING."""
+    return _STORE[0].recall(name) if name is not None and _STORE else MISSING
+
+
+def keep(name: str | None, value: Any) -> None:
+    """Keep ``value`` under ``name`` for the next runs (written at the end of the run, if it is plain data)."""
+    if name is not None and _STORE:
+        _STORE[0].keep(name, value)
 
 
 def save() -> None:

@@ -36,9 +36,9 @@ def test_every_kind_of_value_comes_back_exactly(store):
     value = {"weights": np.float32([[1.5, -0.0], [np.inf, np.nan]]), "order": f_order, "flags": np.array([True, False]),
              "scalar": np.float64(0.1), "zero_d": np.array(7, dtype=np.int16), "numbers": (-0.0, 1e-310, 2**70, True),
              "nested": [None, "naïve ∑", {3: np.int64(-4)}], "empty": np.zeros((0, 5))}
-    kept_values.keep(test_every_kind_of_value_comes_back_exactly, ("key",), value)
+    kept_values.keep(kept_values.name_of(test_every_kind_of_value_comes_back_exactly, ("key",)), value)
     _next_run(store)
-    back = kept_values.recall(test_every_kind_of_value_comes_back_exactly, ("key",))
+    back = kept_values.recall(kept_values.name_of(test_every_kind_of_value_comes_back_exactly, ("key",)))
     assert back is not kept_values.MISSING
     assert list(back) == list(value)
     for name in ("weights", "order", "flags", "zero_d", "empty"):
@@ -88,14 +88,15 @@ def test_a_function_defined_inside_another_is_never_kept(store):
 def test_a_damaged_or_hostile_file_is_never_trusted(store):
     tmp_path = store
     [path] = [kept_values._STORE[0].path]
-    kept_values.keep(test_a_damaged_or_hostile_file_is_never_trusted, (1,), np.arange(4))
+    kept_values.keep(kept_values.name_of(test_a_damaged_or_hostile_file_is_never_trusted, (1,)), np.arange(4))
     kept_values.save()
     good = path.read_bytes()
     for damaged in (b"", b"\xff" * 40, good[:20], good.replace(b'"<i8"', b'"|O8"')):
         path.write_bytes(damaged)
         kept_values._STORE.clear()
         kept_values.use(tmp_path)
-        assert kept_values.recall(test_a_damaged_or_hostile_file_is_never_trusted, (1,)) is kept_values.MISSING
+        assert kept_values.recall(kept_values.name_of(test_a_damaged_or_hostile_file_is_never_trusted, (1,))) \
+            is kept_values.MISSING
 
 
 def test_the_file_is_named_by_the_tests_so_a_changed_test_starts_afresh(tmp_path, monkeypatch):
