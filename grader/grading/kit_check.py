@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 from grader.curriculum import ROOT, reference_dir
 from grader.grading import reference_use
@@ -67,7 +69,9 @@ def plan(suite: list[TestFile], job: Job, work: Path,
     from grader.grading import submissions as found
 
     (work / ".kit").mkdir(exist_ok=True)  # apart from the students' folders (a student may be called "reference")
-    reference = found.prepare(KIT_REFERENCE or reference_dir() or ROOT / "solutions", work / ".kit", "reference")
+    source = KIT_REFERENCE or reference_dir() or ROOT / "solutions"
+    reference = found.prepare(source, work / ".kit", "reference")
+    _with_dependencies(source, reference)
     import sys
 
     import numpy
@@ -91,6 +95,27 @@ def plan(suite: list[TestFile], job: Job, work: Path,
     canary = dataclasses.replace(job, student=REFERENCE_ENTRY, folder=str(reference.folder), files=unknown,
                                  kit_check=True)
     return None, canary, key
+
+
+def _with_dependencies(source: Path, reference: Any) -> None:
+    """Put beside the selected modules of the check the reference's modules they build on (a selection's check).
+
+    The check's worker answers its own fair-grading callbacks where its folder holds the modules they need
+    (``grader.sandbox.worker``): with them, a check of Part III alone asks nothing of the grading process either.
+    Only the selection's tests run, so nothing more is graded; the check's key (the folder's digest) says so.
+    """
+    from grader.curriculum import load as load_curriculum
+    from grader.grading import submissions as found
+
+    if reference.folder is None or reference.status != "ok":
+        return
+    curriculum = load_curriculum()
+    missing = [module for module in (curriculum.exercise(name).module_file for name in curriculum.given_names())
+               if (source / module).is_file() and not (reference.folder / module).exists()]
+    for module in missing:
+        shutil.copyfile(source / module, reference.folder / module)
+    if missing:
+        reference.digest = found.folder_digest(reference.folder)
 
 
 def used(key: str) -> reference_use.Table | None:

@@ -158,3 +158,54 @@ def test_students_opening_sealed_answers_get_the_grades_they_get_by_asking(tmp_p
     for name in ("correct", "mistaken"):
         assert out[name]["tests"] == out[name + "-asked"]["tests"], name
     assert any(outcome == "failed" for _, outcome, _ in out["mistaken"]["tests"])
+
+
+CHECK_OF_A_PART = r'''
+import json, os, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+os.chdir(sys.argv[1])
+os.environ["ATTENTION_KIT_PART"] = "2"
+from grader.curriculum import load
+from grader.grading import kit_check, session
+from grader.grading.records import Job, suite_files
+from grader.sandbox import proxy
+from grader.suite import graded_suite
+
+suite, _ = graded_suite(None, list(load().selected_names()))
+job = Job(student="a student", folder=sys.argv[2], files=tuple(f.path for f in suite), suite=suite_files(suite),
+          part="2")
+known, check, _ = kit_check.plan(suite, job, Path(sys.argv[2]), "a fingerprint")
+assert known is None and check is not None, known
+crossed = []
+answer_key = proxy.answer_key
+def counted(reference, view, frame):
+    key = answer_key(reference, view, frame)
+    crossed.append(key is not None)
+    return key
+proxy.answer_key = counted
+result = session.grade_in_process(check)
+assert result.error is None, result.error
+print(json.dumps({"crossed": sum(crossed), "modules": sorted(p.name for p in Path(check.folder).glob("*.py")),
+                  "files": sorted(Path(path).name for path in check.files),
+                  "outcomes": sorted({r.outcome for r in result.records})}))
+'''
+
+
+def test_the_check_of_one_part_answers_the_callbacks_to_earlier_parts_itself(tmp_path: Path) -> None:
+    """A selection's check holds the reference's modules its exercises build on, and grades only the selection.
+
+    Without them, each of its callbacks to Part I crossed to the grading process and to a worker of the reference
+    (a kit's first batch of Part III alone cost about 1.5 core-seconds more).
+    """
+    (tmp_path / "work").mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", CHECK_OF_A_PART, str(ROOT), str(tmp_path / "work")],
+                          capture_output=True, text=True, env=env, timeout=HANG_SECONDS, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["outcomes"] == ["passed"], out["outcomes"]
+    assert out["crossed"] == 0, f"{out['crossed']} callbacks of the check crossed to the grading process"
+    assert {"softmax.py", "attention.py", "backward.py", "training.py"} <= set(out["modules"]), out["modules"]
+    assert all(name.startswith(("test_08", "test_09", "test_10", "test_11", "test_hidden_08", "test_hidden_09",
+                                "test_hidden_10", "test_hidden_11")) for name in out["files"]), out["files"]
