@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from pytest_check import check
 
+from tests.effort import message, once
+from tests.failures import record
 from tests.feedback import (
     call_expecting_no_warning,
     call_or_explain,
@@ -211,7 +214,46 @@ def test_attend_step_is_one_row_of_attention(impl):
 # ----------------------------------------------------------------------------- causal decoding
 
 
+def _cache_gate(impl) -> list:
+    """Why ``causal_decode`` does not decode through the cache (empty when its calls say it does).
+
+    The API: it runs ``kv_cache_append`` and ``attend_step`` position by position. Full attention under the causal
+    mask gives the same values with neither (the values cannot tell), so the calls are looked at: what the call
+    reached (``tests/reach.py``). Where the calls cannot be seen (nothing noted, not even the call itself), or the
+    values are wrong, or it crashes, the test's own checks say what they can.
+    """
+    reached = getattr(impl, "_reached", None)
+    if reached is None:
+        return []
+    q, k, v = _qkv(239, batch=(B,), n_q=5, n_k=5)
+    before = reached.copy()
+    try:
+        out = np.asarray(impl.causal_decode(q, k, v), dtype=np.float64)
+    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+        return []
+    went = reached.since(before)
+    expected = _attention(q, k, v, causal=True)
+    if "causal_decode" not in went.functions or out.shape != expected.shape or not np.allclose(out, expected):
+        return []
+    missing = [name for name in ("kv_cache_append", "attend_step") if name not in went.callees("causal_decode")]
+    if not missing:
+        return []
+    return [message("the functions causal_decode called, decoding 5 positions",
+                    "kv_cache_append and attend_step, once a position each (the cache grows as the tokens come)",
+                    f"no call of {' nor of '.join(missing)}: right values, but not by decoding through the cache "
+                    "(e.g. full attention under the causal mask, or each step given the whole prefix)", DECODE)]
+
+
+def require_the_cache(impl) -> bool:
+    """Fail the test (with the reason) unless ``causal_decode`` decodes through the cache; True when it does."""
+    failures = once(impl, "causal_decode", "cache", lambda: _cache_gate(impl))
+    for failure in failures:
+        check.fail(record(failure).message)  # recorded as data, as every failure (tests/failures.py)
+    return not failures
+
+
 def test_causal_decode_equals_causal_attention(impl):
+    require_the_cache(impl)
     q, k, v = _qkv(220)
     what = f"causal_decode(q, k, v) with q, k {q.shape} and v {v.shape}"
     out = call_or_explain(impl.causal_decode, q, k, v, what=what, idea=DECODE)
@@ -223,6 +265,7 @@ def test_causal_decode_equals_causal_attention(impl):
 
 
 def test_causal_decode_of_one_sequence_in_float32(impl):
+    require_the_cache(impl)
     q, k, v = _qkv(221, batch=(), n_q=7, n_k=7, dtype=np.float32)
     out = impl.causal_decode(q, k, v)
     if expect_dtype(out, np.float32, what="causal_decode of float32 q, k, v", idea="dtype in = dtype out"):
@@ -232,8 +275,47 @@ def test_causal_decode_of_one_sequence_in_float32(impl):
 
 # ----------------------------------------------------------------------------- blockwise attention
 
+BLOCKS = ("the blocks must do the work: per query a running maximum, a running sum of exponentials and a running "
+          "weighted sum of values, updated block by block (" + ONLINE + ")")
+
+
+def _block_gate(impl) -> list:
+    """Why ``blockwise_attention`` does not compute block by block (empty when its result says it does).
+
+    Adding block by block rounds differently for each block size: an online softmax's result moves in its last
+    digits with ``block_size`` (most of its entries, for any two sizes here). One that ignores ``block_size`` (a
+    whole row of scores per query, softmaxed at once: right values, and memory the memory test cannot tell from a
+    copy of the inputs) gives the same bits for every size. Wrong values or a crash: the test's own checks say so.
+    """
+    q, k, v = _qkv(238, batch=(B,), n_q=7, n_k=48)
+    sizes = (1, 5, 16)
+    try:
+        outs = [np.asarray(impl.blockwise_attention(q, k, v, size), dtype=np.float64) for size in sizes]
+    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+        return []
+    expected = _attention(q, k, v)
+    if any(out.shape != expected.shape or not np.allclose(out, expected, rtol=1e-7, atol=1e-9) for out in outs):
+        return []
+    if not all(np.array_equal(outs[0], out) for out in outs[1:]):
+        return []
+    return [message(f"blockwise_attention of {q.shape[-2]} queries over {k.shape[-2]} keys with block_size "
+                    f"{', '.join(map(str, sizes))}",
+                    "results that differ in their last digits from one block size to the next (adding block by "
+                    "block rounds differently for each size)",
+                    "bit for bit the same result for every block size: the blocks play no part (e.g. a whole row "
+                    "of scores per query, softmaxed at once, and block_size unused)", BLOCKS)]
+
+
+def require_blocks(impl) -> bool:
+    """Fail the test (with the reason) unless ``blockwise_attention`` computes block by block; True when it does."""
+    failures = once(impl, "blockwise_attention", "blocks", lambda: _block_gate(impl))
+    for failure in failures:
+        check.fail(record(failure).message)  # recorded as data, as every failure (tests/failures.py)
+    return not failures
+
 
 def test_blockwise_the_readings_worked_case(impl):
+    require_blocks(impl)
     # One query, d_k = 1: the scores are the keys, [1, 3 | 2, 5] in two blocks; values [10, 20 | 30, 40].
     q, k, v = np.array([[1.0]]), np.array([[1.0], [3.0], [2.0], [5.0]]), np.array([[10.0], [20.0], [30.0], [40.0]])
     what = f"blockwise_attention of the reading's worked case ({READING}), block_size=2"
@@ -244,6 +326,7 @@ def test_blockwise_the_readings_worked_case(impl):
 
 
 def test_blockwise_equals_attention_for_every_block_size(impl):
+    require_blocks(impl)
     q, k, v = _qkv(230, n_q=6, n_k=11)
     for block_size in (4, 1, 3, 11, 16):  # 11 keys: 3 and 4 leave a shorter last block
         what = f"blockwise_attention(q, k, v, block_size={block_size}) with q {q.shape}, k {k.shape}"
@@ -255,6 +338,7 @@ def test_blockwise_equals_attention_for_every_block_size(impl):
 
 
 def test_blockwise_causal_equals_causal_attention(impl):
+    require_blocks(impl)
     q, k, v = _qkv(231)
     for block_size in (3, 5, 1, 10):
         out = impl.blockwise_attention(q, k, v, block_size, causal=True)
@@ -264,6 +348,7 @@ def test_blockwise_causal_equals_causal_attention(impl):
 
 
 def test_blockwise_with_values_as_wide_as_keys(impl):
+    require_blocks(impl)
     # Every other blockwise test has d_v = 5 != d_k = 4: here d_v == d_k, so code that sizes its buffers
     # with d_k runs, and its values are checked.
     rng = np.random.default_rng(235)
@@ -277,6 +362,7 @@ def test_blockwise_with_values_as_wide_as_keys(impl):
 
 
 def test_blockwise_keeps_float32(impl):
+    require_blocks(impl)
     q, k, v = _qkv(232, dtype=np.float32)
     out = impl.blockwise_attention(q, k, v, 4, causal=True)
     if expect_dtype(out, np.float32, what="blockwise_attention of float32 q, k, v", idea="dtype in = dtype out"):
@@ -285,6 +371,7 @@ def test_blockwise_keeps_float32(impl):
 
 
 def test_blockwise_with_huge_scores(impl):
+    require_blocks(impl)
     # Scores of about 1e4: np.exp overflows without the running maximum.
     q, k, v = _qkv(233, n_q=7, n_k=13, scale=5e3)
     for causal in (False,):
@@ -300,6 +387,7 @@ def test_blockwise_with_huge_scores(impl):
 
 
 def test_blockwise_with_scores_far_below_zero(impl):
+    require_blocks(impl)
     # Every score of a row near -1e5, with differences of order 1: the softmax is still well defined.
     rng = np.random.default_rng(235)
     k = np.concatenate([np.ones((B, 8, 1)), rng.normal(size=(B, 8, DK - 1))], axis=-1)
@@ -322,6 +410,7 @@ def test_blockwise_with_scores_far_below_zero(impl):
 
 
 def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
+    require_blocks(impl)
     # Graded, the peak is read from outside the student's process (the worker's memory control group: malloc,
     # mmap, shared memory and child processes all count); in a student's own run, with tracemalloc, which sees
     # the call's allocations only, so a smaller size tells the two apart as clearly (and costs a quarter).
@@ -433,6 +522,8 @@ def rows_near_minus_1e200():
 
 
 def test_reference_values(impl):
+    require_the_cache(impl)
+    require_blocks(impl)
     expect_probe(impl, "kv_cache_append/second_position_with_a_batch_axis", idea=CACHE,
                  what=f"kv_cache_append to a ({B}, 1, {DK}) cache")
     expect_probe(impl, "attend_step/query_over_seven_cached", idea=STEP, what="attend_step over 7 cached positions")

@@ -217,6 +217,51 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 '''
 
 
+# Exercise 11: blockwise_attention one query at a time over every key (a whole row of scores, softmaxed at once,
+# block_size unused): right values, and memory the memory test cannot tell from a copy of the inputs. And
+# causal_decode without the cache: full attention under the causal mask, or each step given the whole prefix.
+_ROWS_BLOCKWISE = '''
+def blockwise_attention(q, k, v, block_size, causal=False):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    block_size = require_positive_int("block_size", block_size)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        require_ndim(name, x, 2, "(..., n, d)")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape}: q and k must share d_k, k and v n_k")
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if causal and n_q != n_k:
+        raise ValueError("causal=True needs as many queries as keys")
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    dtype = np.result_type(q, k, v)
+{rows}'''
+ROWS = """    out = np.zeros(batch + (n_q, v.shape[-1]), dtype=dtype)
+    for i in range(n_q):  # one query at a time over every key: a whole row of scores, softmaxed at once
+        s = (q[..., i:i + 1, :] @ np.swapaxes(k, -1, -2)) * dtype.type(1 / math.sqrt(q.shape[-1]))
+        if causal:
+            s[..., i + 1:] = -np.inf
+        m = s.max(axis=-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        e = np.exp(s - m)
+        total = e.sum(axis=-1, keepdims=True)
+        out[..., i:i + 1, :] = np.where(total > 0, e @ v / np.where(total > 0, total, 1), 0)
+    return out"""
+ROWS_UNDONE = "    raise NotImplementedError('blockwise_attention left out (the control)')\n"
+_DECODE_WITHOUT_CACHE = '''
+from .attention import scaled_dot_product_attention as _attention
+from .masks import causal_mask as _causal_mask
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    n = q.shape[-2]
+    {decode}
+'''
+FULL_CAUSAL = "return _attention(q, k, v, _causal_mask(n))[0]"
+WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[..., :t + 1, :], "
+                "'v': v[..., :t + 1, :]})[0] for t in range(n)], axis=-2)")
+DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
+
+
 @dataclass(frozen=True)
 class Cheat:
     """A cheating submission and its control, as code appended to copies of the reference."""
@@ -278,6 +323,14 @@ CHEATS = {
               {"training": _STATELESS_TRAIN.format(positions="True", state="None").replace(
                   "    losses = []\n", "    raise NotImplementedError('train left out (the control)')\n")},
               _files("09", "training")),
+        Cheat("blockwise-row-at-a-time", "decoding", {"decoding": _ROWS_BLOCKWISE.replace("{rows}", ROWS)},
+              {"decoding": _ROWS_BLOCKWISE.replace("{rows}", ROWS_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-full-causal-attention", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FULL_CAUSAL)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-whole-prefix-each-step", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("attention-wrong-scale-float16", "attention",
               {"attention": _WRONG_SCALE_ATTENTION.format(cast=".astype(np.float16)")},
               {"attention": _WRONG_SCALE_ATTENTION.format(cast="")}, _files("03", "attention")),
@@ -326,6 +379,170 @@ def adam_step(params, grads, state, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
 HONEST = {
     "train-draws-with-choice": {"training": _HONEST_TRAIN},
     "adam-efficient-form": {"training": _HONEST_ADAM},
+}
+
+
+# Honest variants of exercise 11 that the new gates must let through: blockwise in two passes (the maximum over the
+# blocks first, then the sums: a blockwise algorithm of its own, memory n_q * block_size), an online softmax one
+# batch entry at a time on copies of the inputs, and a causal_decode whose steps go through a helper of its own.
+_TWO_PASS_BLOCKWISE = '''
+def blockwise_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    block_size: int,
+    causal: bool = False,
+) -> np.ndarray:
+    """Scaled dot-product attention over blocks of keys, with an online softmax.
+
+    Parameters
+    ----------
+    q : numpy.ndarray
+        Queries, shape ``(..., n_q, d_k)``.
+    k : numpy.ndarray
+        Keys, shape ``(..., n_k, d_k)``.
+    v : numpy.ndarray
+        Values, shape ``(..., n_k, d_v)``.
+    block_size : int
+        Keys per block, positive; the last block holds what is left.
+    causal : bool, optional
+        Apply ``causal_mask(n)`` (query ``i`` sees keys ``0..i``); needs
+        ``n_q == n_k``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The context, shape ``(..., n_q, d_v)``, equal to that of
+        ``scaled_dot_product_attention`` (zeros for a query with no key).
+        No ``(n_q, n_k)`` array is ever built: the extra memory is about
+        ``n_q * block_size`` numbers.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not fit, ``block_size`` is not a positive integer
+        or ``causal`` is asked for with ``n_q != n_k``.
+    """
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    block_size = require_positive_int("block_size", block_size)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        require_ndim(name, x, 2, "(..., n, d)")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape}: q and k must share d_k, k and v n_k")
+    n_q, n_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
+    if causal and n_q != n_k:
+        raise ValueError(f"causal=True needs as many queries as keys (causal_mask(n)), got q {q.shape}, k {k.shape}")
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    dtype = np.result_type(q, k, v)
+    scale = 1 / math.sqrt(d_k)
+    running_max = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)  # m: the largest score seen so far, per query
+    running_sum = np.zeros(batch + (n_q, 1), dtype=dtype)  # l: sum of exp(score - m) so far
+    accumulated = np.zeros(batch + (n_q, v.shape[-1]), dtype=dtype)  # sum of exp(score - m) * value so far
+    queries = np.arange(n_q)[:, None]  # (n_q, 1), for the causal mask
+    for start in range(0, n_k, block_size):  # the last block may be shorter
+        stop = min(start + block_size, n_k)
+        scores = (q @ np.swapaxes(k[..., start:stop, :], -1, -2)) * dtype.type(scale)  # (..., n_q, block)
+        if causal:
+            keys = np.arange(start, stop)[None, :]  # the block's keys' positions in the whole sequence
+            scores = np.where(keys <= queries, scores, -np.inf)
+        new_max = np.maximum(running_max, scores.max(axis=-1, keepdims=True))
+        # A query that has seen no allowed key yet has new_max = -inf: shift by 0 (-inf - -inf is NaN).
+        shift = np.where(np.isfinite(new_max), new_max, 0).astype(dtype)
+        exponentials = np.exp(scores - shift)  # (..., n_q, block)
+        rescale = np.exp(running_max - shift)  # exp(m_old - m_new): what the sums so far are worth now
+        running_sum = running_sum * rescale + exponentials.sum(axis=-1, keepdims=True)
+        accumulated = accumulated * rescale + exponentials @ v[..., start:stop, :]
+        running_max = new_max
+    return np.divide(accumulated, running_sum, out=np.zeros_like(accumulated), where=running_sum > 0)
+
+
+
+
+def blockwise_attention(q, k, v, block_size, causal=False):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    block_size = require_positive_int("block_size", block_size)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        require_ndim(name, x, 2, "(..., n, d)")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape}: q and k must share d_k, k and v n_k")
+    n_q, n_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
+    if causal and n_q != n_k:
+        raise ValueError("causal needs n_q == n_k")
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    dtype = np.result_type(q, k, v)
+    scale = dtype.type(1 / math.sqrt(d_k))
+    queries = np.arange(n_q)[:, None]
+
+    def block_scores(start, stop):
+        s = (q @ np.swapaxes(k[..., start:stop, :], -1, -2)) * scale
+        if causal:
+            s = np.where(np.arange(start, stop)[None, :] <= queries, s, -np.inf)
+        return s
+
+    top = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)
+    for start in range(0, n_k, block_size):
+        top = np.maximum(top, block_scores(start, min(start + block_size, n_k)).max(axis=-1, keepdims=True))
+    shift = np.where(np.isfinite(top), top, 0).astype(dtype)
+    total = np.zeros(batch + (n_q, 1), dtype=dtype)
+    acc = np.zeros(batch + (n_q, v.shape[-1]), dtype=dtype)
+    for start in range(0, n_k, block_size):
+        stop = min(start + block_size, n_k)
+        e = np.exp(block_scores(start, stop) - shift)
+        total = total + e.sum(axis=-1, keepdims=True)
+        acc = acc + e @ v[..., start:stop, :]
+    return np.divide(acc, total, out=np.zeros_like(acc), where=total > 0)
+'''
+_ONLINE_PER_BATCH_ENTRY = '''
+def blockwise_attention(q, k, v, block_size, causal=False):
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size <= 0:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    q, k, v = (np.array(x) for x in (q, k, v))
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q {q.shape}, k {k.shape}, v {v.shape} do not fit")
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if causal and n_q != n_k:
+        raise ValueError(f"causal=True needs n_q == n_k, got {n_q} and {n_k}")
+    dtype = np.result_type(q, k, v, np.float32)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (q, k, v))
+    out = np.empty(batch + (n_q, v.shape[-1]), dtype=dtype)
+    for index in np.ndindex(*batch):
+        m = np.full((n_q, 1), -np.inf, dtype=dtype)
+        l = np.zeros((n_q, 1), dtype=dtype)
+        acc = np.zeros((n_q, v.shape[-1]), dtype=dtype)
+        for start in range(0, n_k, block_size):
+            kb, vb = k[index][start:start + block_size], v[index][start:start + block_size]
+            s = (q[index] @ kb.T).astype(dtype) / dtype.type(np.sqrt(q.shape[-1]))
+            if causal:
+                s = np.where(np.arange(start, start + len(kb))[None, :] <= np.arange(n_q)[:, None], s, -np.inf)
+            m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+            shift = np.where(np.isneginf(m_new), 0, m_new)
+            alpha = np.exp(np.where(np.isneginf(m), -np.inf, m - shift))
+            p = np.exp(s - shift)
+            l = l * alpha + p.sum(axis=1, keepdims=True)
+            acc = acc * alpha + p @ vb
+            m = m_new
+        out[index] = np.where(l > 0, acc / np.where(l > 0, l, 1), 0)
+    return out
+'''
+_DECODE_THROUGH_A_HELPER = '''
+def _one_position(cache, q, k, v, t):
+    cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+    return cache, attend_step(q[..., t:t + 1, :], cache)[0]
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache, row = _one_position(cache, q, k, v, t)
+        rows.append(row)
+    return np.concatenate(rows, axis=-2)
+'''
+HONEST_DECODING = {
+    "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
+    "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
+    "decode-through-a-helper": {"decoding": _DECODE_THROUGH_A_HELPER},
 }
 
 

@@ -15,7 +15,16 @@ import pytest
 
 from grader.curriculum import ROOT
 from grader.mutants.report import SuiteRun, run_tests
-from grader.tests.cheats import CHEATS, HONEST, Cheat, assert_no_more_than_its_control, passed, plant, run_files
+from grader.tests.cheats import (
+    CHEATS,
+    HONEST,
+    HONEST_DECODING,
+    Cheat,
+    assert_no_more_than_its_control,
+    passed,
+    plant,
+    run_files,
+)
 
 # One xdist worker runs this file: the reference graded once for the controls (a module fixture) is then built once,
 # not once per worker.
@@ -96,3 +105,38 @@ def test_every_test_of_a_backward_function_first_checks_it_is_analytic(file: str
         if called and not gated:
             ungated.append(f"{node.name} (calls {', '.join(sorted(called))})")
     assert not ungated, f"{file}: tests of a backward function that do not start with require_analytic: {ungated}"
+
+
+DECODING_FILES = ("tests/test_11_decoding.py", "grader/hidden_tests/test_hidden_11_decoding.py")
+
+
+@pytest.mark.parametrize("name", sorted(HONEST_DECODING))
+def test_honest_variants_pass_every_decoding_test(name: str, tmp_path):
+    """Other ways the API allows (two passes over the blocks, one batch entry at a time, a helper per step)."""
+    runs = run_files(plant(tmp_path / name, HONEST_DECODING[name]), DECODING_FILES)
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
+
+
+@pytest.mark.parametrize("file", DECODING_FILES)
+def test_every_test_of_blockwise_or_causal_decode_first_checks_how_it_computes(file: str) -> None:
+    """A new test of exercise 11 without its gate would give right values computed without the idea points."""
+    import ast
+
+    gates = {"blockwise_attention": "require_blocks", "causal_decode": "require_the_cache"}
+    ungated = []
+    for node in ast.parse((ROOT / file).read_text(encoding="utf-8")).body:
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")) or "reject" in node.name:
+            continue
+        called = {sub.attr for sub in ast.walk(node) if isinstance(sub, ast.Attribute)
+                  and isinstance(sub.value, ast.Name) and sub.value.id == "impl"}
+        named = {sub.value.split("/")[0] for sub in ast.walk(node) if isinstance(sub, ast.Constant)
+                 and isinstance(sub.value, str)}  # impl.measure("blockwise_attention", ...), probes "name/case"
+        opening = set()
+        for statement in node.body:
+            if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+                break
+            opening.add(getattr(statement.value.func, "id", ""))
+        missing = [gate for function, gate in gates.items() if function in called | named and gate not in opening]
+        if missing:
+            ungated.append(f"{node.name} (without {', '.join(missing)})")
+    assert not ungated, f"{file}: tests that do not start with their gate: {ungated}"
