@@ -35,8 +35,12 @@ CHECKS_MODULE = "_checks"
 SKIPPED_FOLDERS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 
 _MAGIC = re.compile(r"^\s*(%|!(?!=))")
-# Far above any real notebook of the course; a notebook is read whole, so the limit comes first.
-MAX_NOTEBOOK_BYTES = 20_000_000
+# A notebook is read whole, so the limits come first. Its outputs are never graded (nbgrader clears them too), but a
+# student may keep large ones (a plot, a long print): a file far above any notebook's code, and a bound on the
+# JSON's values (what parsing it costs in memory: big outputs are a few long strings, not millions of values).
+MAX_NOTEBOOK_BYTES = 64_000_000
+MAX_NOTEBOOKS_BYTES = 128_000_000  # all of one submission's notebooks
+MAX_JSON_VALUES = 4_000_000
 
 
 def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -51,9 +55,13 @@ def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any
         if not stat.S_ISREG(status.st_mode):
             raise ValueError(f"{name} is not a regular file")
         if status.st_size > MAX_NOTEBOOK_BYTES:
-            raise ValueError(f"{name} is too large ({status.st_size} bytes; limit {MAX_NOTEBOOK_BYTES})")
+            raise ValueError(f"{name} is too large ({status.st_size} bytes; limit {MAX_NOTEBOOK_BYTES}): "
+                             "clear its outputs")
+        raw = path.read_bytes()
+        if sum(raw.count(mark) for mark in (b",", b"[", b"{")) > MAX_JSON_VALUES:
+            raise ValueError(f"{name} holds more than {MAX_JSON_VALUES} JSON values (clear its outputs)")
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
+            data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"{name} is not a notebook (JSON): {error}") from None
         except RecursionError:
@@ -232,13 +240,25 @@ def find_notebooks(folder: Path, depth: int = 3) -> list[Path]:
     return sorted(found)
 
 
+def _assignment_exercise(notebook: Path) -> str | None:
+    """The exercise whose assignment ``notebook`` is (``03-attention/attention.ipynb``), or None (any other)."""
+    for exercise in load_curriculum().exercises:
+        if notebook.parent.name == assignment_name(exercise) and notebook.name == f"{exercise.name}.ipynb":
+            return exercise.name
+    return None
+
+
 def notebooks_to_folder(notebooks: Iterable[Path], target: Path, problems: list[str] | None = None) -> Path:
     """Write the modules of ``notebooks`` as ``.py`` files into ``target``; returns ``target``.
 
     An exercise defined in several notebooks is taken from the first (in the
-    order given). A notebook that cannot be read is skipped: its exercises
-    show up as missing modules in the grade, and ``problems`` (if given)
-    receives one line saying why.
+    order given). The notebook of an exercise's assignment in a per-exercise
+    course (``03-attention/attention.ipynb``) gives that exercise only, as
+    nbgrader grades it by that notebook's test cells: code of another
+    exercise pasted into it (a later notebook's given cell) is not graded. A
+    notebook that cannot be read is skipped: its exercises show up as
+    missing modules in the grade, and ``problems`` (if given) receives one
+    line saying why.
     """
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
@@ -250,7 +270,10 @@ def notebooks_to_folder(notebooks: Iterable[Path], target: Path, problems: list[
             if problems is not None:
                 problems.append(f"{Path(notebook).name}: {error}")
             continue
+        own = _assignment_exercise(Path(notebook))
         for name, source in modules.items():
+            if own is not None and name not in (own, CHECKS_MODULE):
+                continue
             if name not in written:
                 (target / f"{name}.py").write_text(source, encoding="utf-8")
                 written.add(name)

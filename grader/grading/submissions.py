@@ -260,10 +260,10 @@ def _zips_in(folder: Path, depth: int = 2) -> list[Path]:
 
 def _notebooks_folder(entry: Path, notebooks: list[Path], workdir: Path) -> Path:
     """The modules of ``notebooks`` (the first defining an exercise wins), written into a folder of ``workdir``."""
-    from grader.grading.notebook_reader import notebooks_to_folder
+    from grader.grading.notebook_reader import MAX_NOTEBOOKS_BYTES, notebooks_to_folder
 
-    if sum(path.lstat().st_size for path in notebooks) > MAX_TOTAL_BYTES:
-        raise SubmissionError(f"{entry.name}: its notebooks hold more than {MAX_TOTAL_BYTES} bytes")
+    if sum(path.lstat().st_size for path in notebooks) > MAX_NOTEBOOKS_BYTES:
+        raise SubmissionError(f"{entry.name}: its notebooks hold more than {MAX_NOTEBOOKS_BYTES} bytes")
     problems: list[str] = []
     folder = notebooks_to_folder(notebooks, workdir / "notebooks", problems)
     if problems and not any(folder.glob("*.py")):
@@ -273,9 +273,9 @@ def _notebooks_folder(entry: Path, notebooks: list[Path], workdir: Path) -> Path
 
 def _load_notebook(entry: Path, workdir: Path) -> Path:
     """The modules defined in a notebook's solution cells (``grader.student.notebook.extract_modules``)."""
-    from grader.grading.notebook_reader import extract_modules
+    from grader.grading.notebook_reader import MAX_NOTEBOOK_BYTES, extract_modules
 
-    if entry.lstat().st_size > MAX_TOTAL_BYTES:
+    if entry.lstat().st_size > MAX_NOTEBOOK_BYTES:
         raise NotebookError(f"{entry.name} is too large ({entry.lstat().st_size} bytes)")
     try:
         modules = extract_modules(entry)

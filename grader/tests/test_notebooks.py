@@ -314,6 +314,53 @@ def test_a_course_submission_is_graded_by_its_assignments_notebooks_only(course,
     assert (submission.folder / "softmax.py").read_text(encoding="utf-8") == want
 
 
+def test_an_assignments_notebook_gives_its_own_exercise_only(course, tmp_path):
+    """Earlier exercises pasted into an assignment's answer cell (its given cell) are not graded, as in nbgrader.
+
+    nbgrader grades an exercise by its own notebook's test cells: a student who submits only 06-multihead, with
+    the given cell's softmax, projections and attention pasted into its answer cell, gets nothing for those.
+    """
+    from grader.grading import submissions
+
+    multihead = load().exercise("multihead")
+    answered = read(course, multihead)
+    given = [cell.source for cell in answered.cells if cell.metadata.get("attention_kit", {}).get("role") == "given"]
+    solution = next(cell for cell in answered.cells if nbgrader_meta(cell).get("solution"))
+    solution.source = "\n\n".join(given) + "\n\n" + solution.source
+    assert {"softmax", "attention", "multihead"} <= set(notebook_reader.extract_modules(answered))
+    entry = tmp_path / "submitted" / "ivan"
+    assignment = entry / f"{multihead.number:02d}-{multihead.name}"
+    assignment.mkdir(parents=True)
+    _write(answered, assignment / "multihead.ipynb")
+    submission = submissions.prepare(entry, tmp_path / "work")
+    graded = {path.stem for path in submission.folder.glob("*.py")}
+    assert "multihead" in graded and not graded & {"softmax", "projections", "attention"}, graded
+    # A notebook of the student's own (not an assignment's) still gives every exercise it defines.
+    loose = notebook_reader.notebooks_to_folder([_write(answered, tmp_path / "mine.ipynb")], tmp_path / "loose")
+    assert {"softmax", "attention", "multihead"} <= {path.stem for path in loose.glob("*.py")}
+
+
+def test_a_notebook_with_large_outputs_is_graded_by_its_code(course, tmp_path):
+    """Outputs are not graded (nbgrader clears them): 30 MB of them do not cost the student's row."""
+    from grader.grading import submissions
+
+    exercise = load().exercise("softmax")
+    answered = read(course, exercise)
+    solution = next(cell for cell in answered.cells if nbgrader_meta(cell).get("solution"))
+    solution.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 30_000_000)]
+    entry = tmp_path / "submitted" / "erin"
+    assignment = entry / f"{exercise.number:02d}-{exercise.name}"
+    assignment.mkdir(parents=True)
+    _write(answered, assignment / "softmax.ipynb")
+    submission = submissions.prepare(entry, tmp_path / "work")
+    assert submission.error is None and (submission.folder / "softmax.py").is_file(), submission.error
+    # Millions of tiny JSON values (what parsing would cost in memory) are refused with a line saying so.
+    bloated = tmp_path / "bloated.ipynb"
+    bloated.write_text('{"cells": [], "padding": [' + "[]," * 2_000_000 + "[]]}", encoding="utf-8")
+    with pytest.raises(ValueError, match="JSON values"):
+        notebook_reader.extract_modules(bloated)
+
+
 def test_a_filled_single_notebook_grades_like_the_reference(single, tmp_path):
     """Every module extracted from the source notebook (the reference) passes the whole graded suite."""
     from grader.student.status import run_suite
