@@ -22,7 +22,7 @@ from typing import Any
 
 from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
-from grader.grading.links import refused, skipped_link
+from grader.grading.links import note, refused, skipped_link
 
 # Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
 KIT_METADATA = "attention_kit"
@@ -104,11 +104,23 @@ def strip_magics(code: str) -> str:
 
 
 def _defined_functions(code: str) -> list[str]:
-    """Top-level function names in ``code`` (found by regex when it does not parse)."""
+    """Top-level names ``code`` defines: its functions, and names bound to one (``attention_scores = _scores``).
+
+    Found by regex when it does not parse. A name that is no function of the manifest is passed over by the caller.
+    """
     tree = _parse(code)
     if tree is None:
         return re.findall(r"^def\s+(\w+)", code, flags=re.MULTILINE)
-    return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Name, ast.Attribute,
+                                                                                          ast.Lambda)):
+            # A function bound to the name (not a value computed by a call: a cell that tries the functions out).
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [target.id for target in targets if isinstance(target, ast.Name)]
+    return names
 
 
 def _used_names(code: str) -> set[str]:
@@ -269,6 +281,7 @@ def notebooks_to_folder(notebooks: Iterable[Path], target: Path, problems: list[
         except (ValueError, OSError, RecursionError, MemoryError) as error:
             if problems is not None:
                 problems.append(f"{Path(notebook).name}: {error}")
+            note(Path(notebook), f"not graded ({error})")  # on the student's row: why its exercises are missing
             continue
         own = _assignment_exercise(Path(notebook))
         for name, source in modules.items():

@@ -361,6 +361,30 @@ def test_a_notebook_with_large_outputs_is_graded_by_its_code(course, tmp_path):
         notebook_reader.extract_modules(bloated)
 
 
+def test_a_function_bound_to_its_name_is_graded_and_an_unreadable_notebook_says_why(tmp_path):
+    """``attention_scores = _scores`` defines the function as a ``def`` does; a tried-out call does not."""
+    from grader.grading import submissions
+
+    answer = ("import numpy as np\n\n\ndef _scores(q, k):\n    return q @ np.swapaxes(k, -1, -2)\n\n\n"
+              "attention_scores = _scores\n")
+    trial = "scaled_dot_product_attention = scaled_dot_product_attention(1, 2, 3)\n"  # a value, not the function
+    cells = [{"cell_type": "code", "metadata": {"nbgrader": {"solution": True}}, "source": answer},
+             {"cell_type": "code", "metadata": {}, "source": trial}]
+    modules = notebook_reader.extract_modules({"cells": cells})
+    assert set(modules) == {"attention"} and "attention_scores = _scores" in modules["attention"]
+    assert trial not in modules["attention"]
+    entry = tmp_path / "frank"
+    (entry / "03-attention").mkdir(parents=True)
+    (entry / "03-attention" / "attention.ipynb").write_bytes(b'{"cells": [], "x": "\xe9"}')
+    (entry / "01-softmax").mkdir()
+    _write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def softmax(x, axis=-1):\n    return x\n",
+                                                                       metadata={"nbgrader": {"solution": True}})]),
+           entry / "01-softmax" / "softmax.ipynb")
+    submission = submissions.prepare(entry, tmp_path / "work")
+    assert any("attention.ipynb is not graded" in line and "utf-8" in line for line in submission.refused), \
+        submission.refused
+
+
 def test_a_filled_single_notebook_grades_like_the_reference(single, tmp_path):
     """Every module extracted from the source notebook (the reference) passes the whole graded suite."""
     from grader.student.status import run_suite
