@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.feedback import call_expecting_no_warning, expect_close, expect_dtype, expect_no_nan, expect_shape
-from tests.test_11_decoding import require_blocks, require_the_cache
+from tests.test_11_decoding import require_the_cache
 
 EXERCISE = "decoding"
 
@@ -54,7 +54,6 @@ def test_causal_decode_of_one_position_and_of_a_long_sequence(impl):
 
 
 def test_blockwise_of_one_query_one_key_and_a_huge_block(impl):
-    require_blocks(impl)
     q, k, v = _qkv(403, (2,), 1, 1, 3, 4)
     for block_size in (1, 1000):
         expect_close(impl.blockwise_attention(q, k, v, block_size), v, idea=ONLINE,
@@ -62,7 +61,6 @@ def test_blockwise_of_one_query_one_key_and_a_huge_block(impl):
 
 
 def test_blockwise_float32_scores_beyond_exp_range(impl):
-    require_blocks(impl)
     # float32 exp overflows above about 88; these scores reach about 1e3.
     q, k, v = _qkv(404, (2, 3), 9, 14, 6, 2, scale=4e2, dtype=np.float32)
     out = call_expecting_no_warning(impl.blockwise_attention, q, k, v, 4, idea=ONLINE,
@@ -74,7 +72,6 @@ def test_blockwise_float32_scores_beyond_exp_range(impl):
 
 
 def test_blockwise_causal_long_sequence_with_odd_blocks(impl):
-    require_blocks(impl)
     q, k, v = _qkv(405, (2,), 50, 50, 3, 4, scale=30.0)
     for block_size in (7, 49):
         expect_close(impl.blockwise_attention(q, k, v, block_size, causal=True), _attention(q, k, v, causal=True),
@@ -82,7 +79,6 @@ def test_blockwise_causal_long_sequence_with_odd_blocks(impl):
 
 
 def test_blockwise_of_views(impl):
-    require_blocks(impl)
     rng = np.random.default_rng(406)
     q = rng.normal(size=(3, 12, 4))[:, ::2, :]  # (3, 6, 4) strided
     k = np.swapaxes(rng.normal(size=(3, 4, 8)), -1, -2)  # (3, 8, 4)

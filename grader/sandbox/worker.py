@@ -146,8 +146,7 @@ class Worker:
         # Their sources, as a view's first request brought them (grader.sandbox.given_views): never a file here.
         self.given_sources: dict[str, str] = {}
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
-        # The student's API functions the current call reached, as (caller, callee) names, and those running now
-        # (innermost last); what was instrumented of each module (see instrument()).
+        # The API functions the current call reached ((caller, callee)), those running (innermost last): instrument()
         self.reached: dict[tuple[str, str], None] = {}
         self._running: list[str] = []
         self._instrumented: dict[str, tuple[types.ModuleType, int]] = {}
@@ -157,6 +156,7 @@ class Worker:
         # seconds of the answers it opened.
         self.sealed: dict[str, tuple[dict[bytes, tuple[int, int, float]], Any]] = {}
         self.view, self.opened_cpu = "", 0.0
+        self.asking = threading.RLock()  # one callback on the channel at a time: threads of the student's take turns
         # The kit's own check (the grading side says so per call, ``protocol``): the folder is the reference, so
         # its callbacks are answered here, by the same modules, and sent back sealed, with no round trip.
         self.answer_here, self.answered = False, []
@@ -232,15 +232,16 @@ class Worker:
             arrays: list = []
             payload = codec.encode([list(args), kwargs], arrays)
             message = {"op": "callback", "exercise": exercise, "function": function, "payload": payload}
-            table = self.sealed.get(self.view)
-            opened = self.answer(message, arrays) if self.answer_here else None
-            if opened is None and table is not None:
-                opened, frame = self.open_sealed(table, message, arrays)
-                if opened is None:
-                    channel.send_frame(frame)
-            elif opened is None:
-                channel.send(message, arrays)
-            header, reply_arrays = opened or channel.receive()
+            with self.asking:  # a question and its reply (threads asking at once crossed their replies)
+                table = self.sealed.get(self.view)
+                opened = self.answer(message, arrays) if self.answer_here else None
+                if opened is None and table is not None:
+                    opened, frame = self.open_sealed(table, message, arrays)
+                    if opened is None:
+                        channel.send_frame(frame)
+                elif opened is None:
+                    channel.send(message, arrays)
+                header, reply_arrays = opened or channel.receive()
             if header.get("status") != "ok":
                 raise codec.rebuild_exception(header.get("error", {}))
             return codec.receive_result(header["payload"], reply_arrays, args, kwargs)

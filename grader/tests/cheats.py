@@ -217,35 +217,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 '''
 
 
-# Exercise 11: blockwise_attention one query at a time over every key (a whole row of scores, softmaxed at once,
-# block_size unused): right values, and memory the memory test cannot tell from a copy of the inputs. And
-# causal_decode without the cache: full attention under the causal mask, or each step given the whole prefix.
-_ROWS_BLOCKWISE = '''
-def blockwise_attention(q, k, v, block_size, causal=False):
-    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
-    block_size = require_positive_int("block_size", block_size)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        require_ndim(name, x, 2, "(..., n, d)")
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape}: q and k must share d_k, k and v n_k")
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    if causal and n_q != n_k:
-        raise ValueError("causal=True needs as many queries as keys")
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    dtype = np.result_type(q, k, v)
-{rows}'''
-ROWS = """    out = np.zeros(batch + (n_q, v.shape[-1]), dtype=dtype)
-    for i in range(n_q):  # one query at a time over every key: a whole row of scores, softmaxed at once
-        s = (q[..., i:i + 1, :] @ np.swapaxes(k, -1, -2)) * dtype.type(1 / math.sqrt(q.shape[-1]))
-        if causal:
-            s[..., i + 1:] = -np.inf
-        m = s.max(axis=-1, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0)
-        e = np.exp(s - m)
-        total = e.sum(axis=-1, keepdims=True)
-        out[..., i:i + 1, :] = np.where(total > 0, e @ v / np.where(total > 0, total, 1), 0)
-    return out"""
-ROWS_UNDONE = "    raise NotImplementedError('blockwise_attention left out (the control)')\n"
+# Exercise 11: causal_decode without the cache: full attention under the causal mask, or each step given the whole
+# prefix (right values, without kv_cache_append).
 _DECODE_WITHOUT_CACHE = '''
 from .attention import scaled_dot_product_attention as _attention
 from .masks import causal_mask as _causal_mask
@@ -323,8 +296,6 @@ CHEATS = {
               {"training": _STATELESS_TRAIN.format(positions="True", state="None").replace(
                   "    losses = []\n", "    raise NotImplementedError('train left out (the control)')\n")},
               _files("09", "training")),
-        Cheat("blockwise-row-at-a-time", "decoding", {"decoding": _ROWS_BLOCKWISE.replace("{rows}", ROWS)},
-              {"decoding": _ROWS_BLOCKWISE.replace("{rows}", ROWS_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-full-causal-attention", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FULL_CAUSAL)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
@@ -382,7 +353,7 @@ HONEST = {
 }
 
 
-# Honest variants of exercise 11 that the new gates must let through: blockwise in two passes (the maximum over the
+# Honest variants of exercise 11 that its checks must let through: blockwise in two passes (the maximum over the
 # blocks first, then the sums: a blockwise algorithm of its own, memory n_q * block_size), an online softmax one
 # batch entry at a time on copies of the inputs, and a causal_decode whose steps go through a helper of its own.
 _TWO_PASS_BLOCKWISE = '''
@@ -539,10 +510,70 @@ def causal_decode(q, k, v):
         rows.append(row)
     return np.concatenate(rows, axis=-2)
 '''
+# An online softmax updated key by key inside each block (its result is bit for bit the same for every block size:
+# a check of "the blocks changed the rounding" failed it), and causal_decode variants whose calls the tracing cannot
+# see: a partial, a decorator without functools.wraps, threads (their callbacks once crossed on the channel).
+_KEY_BY_KEY_IN_BLOCKS = '''
+def blockwise_attention(q, k, v, block_size, causal=False):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    block_size = require_positive_int("block_size", block_size)
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q {q.shape}, k {k.shape}, v {v.shape}: q and k share d_k, k and v n_k")
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if causal and n_q != n_k:
+        raise ValueError(f"causal=True needs n_q == n_k, got q {q.shape} and k {k.shape}")
+    dt = np.result_type(q, k, v)
+    shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]) + (n_q,)
+    m, l, o = np.full(shape, -np.inf, dt), np.zeros(shape, dt), np.zeros(shape + (v.shape[-1],), dt)
+    qs = q / dt.type(math.sqrt(q.shape[-1]))
+    for start in range(0, n_k, block_size):
+        stop = min(start + block_size, n_k)
+        block = np.einsum("...id,...jd->...ij", qs, k[..., start:stop, :])
+        for j in range(stop - start):
+            s = block[..., j] if not causal else np.where(np.arange(n_q) >= start + j, block[..., j], -np.inf)
+            m_new = np.maximum(m, s)
+            shift = np.where(np.isneginf(m_new), 0, m_new)
+            p, a = np.exp(s - shift), np.exp(m - shift)
+            l, o, m = a * l + p, a[..., None] * o + p[..., None] * v[..., start + j, None, :], m_new
+    return np.divide(o, l[..., None], out=np.zeros_like(o), where=l[..., None] > 0)
+'''
+_DECODE_UNSEEN_CALLS = '''
+import functools as _functools
+from concurrent.futures import ThreadPoolExecutor as _Pool
+
+
+def _plain(function):
+    def wrapper(*args, **kwargs):
+        with np.errstate(over="raise"):
+            return function(*args, **kwargs)
+    return wrapper
+
+
+kv_cache_append = _plain(kv_cache_append)
+_append = _functools.partial(kv_cache_append)
+
+
+def _decode_one(q, k, v):
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = _append(cache, k[t:t + 1], v[t:t + 1])
+        rows.append(attend_step(q[t:t + 1], cache)[0])
+    return np.concatenate(rows, axis=0)
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    flat = [x.reshape((-1,) + x.shape[-2:]) for x in (q, k, v)]
+    with _Pool(max_workers=3) as pool:
+        rows = list(pool.map(_decode_one, *flat))
+    return np.stack(rows).reshape(q.shape[:-2] + (q.shape[-2], v.shape[-1]))
+'''
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
+    "blockwise-key-by-key-in-blocks": {"decoding": _KEY_BY_KEY_IN_BLOCKS},
     "decode-through-a-helper": {"decoding": _DECODE_THROUGH_A_HELPER},
+    "decode-calls-the-tracing-cannot-see": {"decoding": _DECODE_UNSEEN_CALLS},
 }
 
 
