@@ -112,17 +112,19 @@ def too_costly(what: str, seconds: float, bound: float, forward_seconds: float, 
                    f"gradients look like a numerical estimate. " + analytic)
 
 
-def require(impl: Any, name: str, gate: Callable[[], list[Failure]]) -> bool:
+def require(impl: Any, name: str, gate: Callable[[], list[Failure]], key: str = "analytic") -> bool:
     """Fail the running test with ``gate()``'s failures (computed once per session for ``name``); True if none.
 
     For the gates that ask whether a function does the exercise's idea at all (a backward pass, not a
-    numerical estimate): every test of the function asks, the first computes.
+    numerical estimate; a formula, not a table of the tests' sizes; independent draws): every test of the
+    function asks, the first computes. A gate reports nothing where the test's own checks will (a crash, wrong
+    values), so that a student's first message stays the most useful one.
     """
     from pytest_check import check
 
     from tests.failures import record
 
-    failures = once(impl, name, "analytic", gate)
+    failures = once(impl, name, key, gate)
     for failure in failures:
         check.fail(record(failure).message)
     return not failures

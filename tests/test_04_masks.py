@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 
 from tests.conventions import PADDING_POLARITY, finite_additive, mask_form, with_convention
+from tests.crash import raising_through
+from tests.effort import message, require, submission_salt
 from tests.feedback import (
     expect,
     expect_array,
@@ -37,6 +39,43 @@ def _lower_triangle(n: int) -> np.ndarray:
         for j in range(i + 1):
             pattern[i, j] = True
     return pattern
+
+
+TABLE = ("compute the mask from n (np.tril(np.ones((n, n), dtype=bool)), or key <= query over np.arange(n)): a table "
+         "of the sizes the tests use is right at those sizes only")
+
+
+def _causal_gate(impl) -> list:
+    """Why ``causal_mask`` is not computed from ``n`` (empty when it is, or when the tests' own checks will say more).
+
+    A size of its own, drawn from the bytes of the student's masks.py (the same every run of the same code, and no
+    table written into the file can know it), against causal_mask(6), a size the tests use.
+    """
+    n = int(np.random.default_rng([4_004, submission_salt("masks")]).integers(20, 90))
+    try:
+        with raising_through():  # a crash at the tests' own sizes is their finding
+            small = np.asarray(impl.causal_mask(6))
+    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+        return []
+    if small.shape != (6, 6) or not np.array_equal(small.astype(bool), _lower_triangle(6)):
+        return []  # wrong at the tests' sizes too: their checks say how
+    try:
+        with raising_through():
+            large = np.asarray(impl.causal_mask(n))
+    except Exception as error:  # noqa: BLE001 - right at the tests' sizes, and no answer at this one
+        seen = f"{type(error).__name__}: {str(error)[:200]}"
+    else:
+        if large.shape == (n, n) and np.array_equal(large.astype(bool), _lower_triangle(n)):
+            return []
+        seen = f"shape {large.shape}" if large.shape != (n, n) else "another pattern"
+    return [message(f"causal_mask({n}), a size of this check's own (drawn from your file's bytes)",
+                    f"the ({n}, {n}) lower triangle, diagonal included, as causal_mask(6) gives it",
+                    f"{seen}: right at the sizes the tests use, not at this one", TABLE)]
+
+
+def require_causal_formula(impl) -> bool:
+    """Fail the test unless ``causal_mask`` is computed from ``n`` (:func:`_causal_gate`)."""
+    return require(impl, "causal_mask", lambda: _causal_gate(impl), key="formula")
 
 
 def _padding_pattern(lengths: list[int], max_len: int) -> np.ndarray:
@@ -138,6 +177,7 @@ def random_mask_default_dtype():
 
 
 def test_causal_mask_is_a_square_boolean_array(impl):
+    require_causal_formula(impl)
     for n in (1, 4, 7):
         out = impl.causal_mask(n)
         if expect_array(out, what=f"causal_mask({n})", idea=CAUSAL):
@@ -150,6 +190,7 @@ def test_causal_mask_is_a_square_boolean_array(impl):
 
 
 def test_causal_mask_allows_the_diagonal(impl):
+    require_causal_formula(impl)
     out = impl.causal_mask(5)
     if expect_shape(out, (5, 5), what="causal_mask(5)", idea=CAUSAL):
         expect(bool(out[0].any()), what="the first query of causal_mask(5) may attend to some key",
@@ -168,6 +209,7 @@ def _is_additive_float_mask(out: np.ndarray) -> bool:
 
 
 def test_causal_mask_blocks_the_future(impl):
+    require_causal_formula(impl)
     out = impl.causal_mask(6)
     if not expect_shape(out, (6, 6), what="causal_mask(6)", idea=CAUSAL):
         return
@@ -198,6 +240,7 @@ def test_causal_mask_blocks_the_future(impl):
 
 
 def test_causal_mask_row_i_allows_i_plus_one_keys(impl):
+    require_causal_formula(impl)
     out = impl.causal_mask(7)
     if expect_shape(out, (7, 7), what="causal_mask(7)", idea=CAUSAL):
         expect_equal(out.astype(bool).sum(axis=-1), np.arange(1, 8),
@@ -206,6 +249,7 @@ def test_causal_mask_row_i_allows_i_plus_one_keys(impl):
 
 
 def test_causal_mask_equals_the_lower_triangle(impl):
+    require_causal_formula(impl)
     for n in (1, 3, 8):
         expect_equal(impl.causal_mask(n), _lower_triangle(n),
                      what=f"causal_mask({n}) against the lower triangle written out by hand", idea=CAUSAL)
@@ -213,6 +257,7 @@ def test_causal_mask_equals_the_lower_triangle(impl):
 
 def test_causal_mask_makes_attention_ignore_the_future(impl):
     # Prefix invariance: with a causal mask, changing tokens 4 and 5 cannot change outputs 0..3.
+    require_causal_formula(impl)
     rng = np.random.default_rng(41)
     n, d_k, d_v, prefix = 6, 4, 3, 4
     q, k, v = rng.normal(size=(n, d_k)), rng.normal(size=(n, d_k)), rng.normal(size=(n, d_v))
@@ -413,6 +458,7 @@ def test_rejects_bad_input(impl):
 
 
 def test_reference_values(impl):
+    require_causal_formula(impl)
     expect_probe(impl, "causal_mask/seven_positions", what="causal_mask on the fixed input causal_mask/seven_positions",
                  idea=CAUSAL)
     expect_probe(impl, "padding_mask/ragged_batch", what="padding_mask on the fixed input padding_mask/ragged_batch",

@@ -7,6 +7,9 @@ import warnings
 import numpy as np
 
 from tests.conventions import ROTATE_HALF
+from tests.crash import raising_through
+from tests.effort import message as failure_message
+from tests.effort import require, submission_salt
 from tests.feedback import (
     expect,
     expect_array,
@@ -176,6 +179,73 @@ def _original_slopes(n_heads: int) -> list[float]:
     return _original_slopes(below) + _original_slopes(2 * below)[0::2][:n_heads - below]
 
 
+TABLES = ("compute it from its sizes (the formula over np.arange), not from a table of the sizes the tests use: such "
+          "a table is right at those sizes only")
+
+
+def _own_sizes(salt: int) -> np.random.Generator:
+    """Sizes of a check's own, drawn from the bytes of the student's positional.py: no table in the file knows them."""
+    return np.random.default_rng([5_005, salt, submission_salt("positional")])
+
+
+def _sizes_gate(impl, name: str, small: tuple[int, int], large: tuple[int, int], right) -> list:
+    """Why ``name`` is not computed from its sizes: right at ``small`` (a size the tests use), wrong at ``large``.
+
+    ``right(out, sizes)``: whether ``out`` is a right answer (a convention the tests accept counts). Empty where
+    the tests' own checks will say more (a crash, wrong at their sizes).
+    """
+    function = getattr(impl, name)
+    try:
+        with raising_through():  # a crash at the tests' own sizes is their finding
+            if not right(np.asarray(function(*small)), small):
+                return []  # wrong at the tests' sizes too: their checks say how
+    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+        return []
+    try:
+        with raising_through():
+            out = np.asarray(function(*large))
+    except Exception as error:  # noqa: BLE001 - right at the tests' sizes, and no answer at these
+        seen = f"{type(error).__name__}: {str(error)[:200]}"
+    else:
+        if right(out, large):
+            return []
+        seen = f"an array of shape {out.shape} that is not it"
+    return [failure_message(f"{name}{large}, sizes of this check's own (drawn from your file's bytes)",
+                            f"what the formula gives at these sizes, as {name}{small} does at the tests' own",
+                            f"{seen}: right at the sizes the tests use, not at these", TABLES)]
+
+
+def _alibi_right(out: np.ndarray, sizes: tuple[int, int]) -> bool:
+    n, heads = sizes
+    distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    return out.shape == (heads, n, n) and any(
+        np.allclose(out, -np.asarray(slopes)[:, None, None] * distance)
+        for slopes in (2.0 ** (-8.0 * np.arange(1, heads + 1) / heads), _original_slopes(heads)))
+
+
+def _sinusoidal_right(out: np.ndarray, sizes: tuple[int, int]) -> bool:
+    n, d = sizes
+    j, p = np.arange(d), np.arange(n)[:, None]
+    angle = p / 10000.0 ** (2 * (j // 2) / d)
+    return out.shape == (n, d) and np.allclose(out, np.where(j % 2 == 0, np.sin(angle), np.cos(angle)), atol=1e-6)
+
+
+def require_alibi_formula(impl) -> bool:
+    """Fail the test unless ``alibi_bias`` is computed from its sizes (:func:`_sizes_gate`)."""
+    rng = _own_sizes(1)
+    large = (int(rng.integers(20, 60)), int(rng.integers(17, 48)))
+    return require(impl, "alibi_bias", lambda: _sizes_gate(impl, "alibi_bias", (6, 4), large, _alibi_right),
+                   key="formula")
+
+
+def require_sinusoidal_formula(impl) -> bool:
+    """Fail the test unless ``sinusoidal_encoding`` is computed from its sizes (:func:`_sizes_gate`)."""
+    rng = _own_sizes(2)
+    large = (int(rng.integers(20, 90)), 2 * int(rng.integers(9, 32)))
+    return require(impl, "sinusoidal_encoding",
+                   lambda: _sizes_gate(impl, "sinusoidal_encoding", (6, 8), large, _sinusoidal_right), key="formula")
+
+
 def _row_constant(difference: np.ndarray) -> tuple[bool, bool]:
     """Whether ``difference`` is a constant per row on the causal part (i >= j), and whether that constant is 0."""
     n = difference.shape[-1]
@@ -273,6 +343,7 @@ def five_by_three():
 
 
 def test_sinusoidal_shape_and_dtype(impl):
+    require_sinusoidal_formula(impl)
     for n_positions, d_model in ((7, 10), (3, 6)):  # an odd d_model is the business of its own test below
         out = impl.sinusoidal_encoding(n_positions, d_model)
         what = f"sinusoidal_encoding({n_positions}, {d_model})"
@@ -283,6 +354,7 @@ def test_sinusoidal_shape_and_dtype(impl):
 
 
 def test_sinusoidal_first_row_alternates_zero_and_one(impl):
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(4, 10)
     if not expect_shape(out, (4, 10), what="sinusoidal_encoding(4, 10)", idea=SINUSOID):
         return
@@ -296,6 +368,7 @@ def test_sinusoidal_first_row_alternates_zero_and_one(impl):
 
 
 def test_sinusoidal_values_lie_in_minus_one_to_one(impl):
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(50, 16)
     if expect_shape(out, (50, 16), what="sinusoidal_encoding(50, 16)", idea=SINUSOID):
         expect(bool(np.all(np.isfinite(out)) and np.all(np.abs(out) <= 1.0)),
@@ -305,6 +378,7 @@ def test_sinusoidal_values_lie_in_minus_one_to_one(impl):
 
 
 def test_sinusoidal_first_pair_is_sin_and_cos_of_the_position(impl):
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(6, 8)
     if not expect_shape(out, (6, 8), what="sinusoidal_encoding(6, 8)", idea=SINUSOID):
         return
@@ -317,6 +391,7 @@ def test_sinusoidal_first_pair_is_sin_and_cos_of_the_position(impl):
 
 def test_sinusoidal_pairs_share_a_frequency(impl):
     # sin^2 + cos^2 = 1 holds for each pair only if both columns use the same angle.
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(5, 8)
     if expect_shape(out, (5, 8), what="sinusoidal_encoding(5, 8)", idea=SINUSOID):
         expect_close(out[:, 0::2] ** 2 + out[:, 1::2] ** 2, np.ones((5, 4)),
@@ -326,6 +401,7 @@ def test_sinusoidal_pairs_share_a_frequency(impl):
 
 def test_sinusoidal_frequencies_decrease_by_pair(impl):
     # At position 1 the angle of pair i is its frequency 10000**(-2i/d); each is below pi, so arctan2 recovers it.
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(3, 12)
     if not expect_shape(out, (3, 12), what="sinusoidal_encoding(3, 12)", idea=SINUSOID):
         return
@@ -337,12 +413,14 @@ def test_sinusoidal_frequencies_decrease_by_pair(impl):
 
 
 def test_sinusoidal_closed_form(impl):
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(9, 12)
     expect_close(out, _sinusoidal(9, 12), what="sinusoidal_encoding(9, 12) against the formula, entry by entry",
                  idea=_diagnose_sinusoidal(out, 9, 12))
 
 
 def test_sinusoidal_odd_d_model(impl):
+    require_sinusoidal_formula(impl)
     out = impl.sinusoidal_encoding(5, 7)
     if expect_shape(out, (5, 7), what="sinusoidal_encoding(5, 7) with an odd d_model", idea=SINUSOID):
         p = np.arange(5.0)
@@ -354,6 +432,7 @@ def test_sinusoidal_odd_d_model(impl):
 
 
 def test_sinusoidal_encoding_makes_order_visible(impl):
+    require_sinusoidal_formula(impl)
     rng = np.random.default_rng(51)
     n, d_model, d_head = 6, 8, 5
     x = rng.normal(size=(n, d_model))
@@ -481,6 +560,7 @@ def test_rotary_batch_axes(impl):
 
 
 def test_alibi_shape_and_dtype(impl):
+    require_alibi_formula(impl)
     out = impl.alibi_bias(5, 3)
     if expect_array(out, what="alibi_bias(5, 3)", idea=ALIBI):
         expect_shape(out, (3, 5, 5), what="alibi_bias(n=5, n_heads=3): one (n, n) bias per head",
@@ -489,6 +569,7 @@ def test_alibi_shape_and_dtype(impl):
 
 
 def test_alibi_zero_diagonal(impl):
+    require_alibi_formula(impl)
     out = impl.alibi_bias(6, 4)
     if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
         expect_close(np.diagonal(out, axis1=-2, axis2=-1), np.zeros((4, 6)),
@@ -497,6 +578,7 @@ def test_alibi_zero_diagonal(impl):
 
 
 def test_alibi_is_a_penalty(impl):
+    require_alibi_formula(impl)
     out = impl.alibi_bias(6, 4)
     if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
         off_diagonal = ~np.eye(6, dtype=bool)
@@ -507,6 +589,7 @@ def test_alibi_is_a_penalty(impl):
 
 
 def test_alibi_is_symmetric(impl):
+    require_alibi_formula(impl)
     out = impl.alibi_bias(6, 4)
     if expect_shape(out, (4, 6, 6), what="alibi_bias(6, 4)", idea=ALIBI):
         expect_close(out, np.swapaxes(out, -1, -2), what="alibi_bias(6, 4) equals its transpose in each head",
@@ -515,6 +598,7 @@ def test_alibi_is_symmetric(impl):
 
 
 def test_alibi_depends_only_on_distance(impl):
+    require_alibi_formula(impl)
     out = impl.alibi_bias(7, 2)
     if expect_shape(out, (2, 7, 7), what="alibi_bias(7, 2)", idea=ALIBI):
         i, j = np.indices((7, 7))
@@ -524,6 +608,7 @@ def test_alibi_depends_only_on_distance(impl):
 
 
 def test_alibi_slopes_are_geometric(impl):
+    require_alibi_formula(impl)
     for n, n_heads in ((5, 4), (3, 8)):
         out = impl.alibi_bias(n, n_heads)
         if not expect_shape(out, (n_heads, n, n), what=f"alibi_bias({n}, {n_heads})", idea=ALIBI):
@@ -539,6 +624,7 @@ def test_alibi_slopes_are_geometric(impl):
 
 
 def test_alibi_closed_form(impl):
+    require_alibi_formula(impl)
     out = impl.alibi_bias(5, 3)
     expect_close(out, _alibi(5, 3), what="alibi_bias(5, 3) against the formula, entry by entry",
                  idea=_alibi_idea(out, ALIBI))
@@ -567,6 +653,8 @@ def test_rejects_bad_input(impl):
 
 
 def test_reference_values(impl):
+    require_alibi_formula(impl)
+    require_sinusoidal_formula(impl)
     expect_probe(impl, "sinusoidal_encoding/seven_by_ten",
                  what="sinusoidal_encoding on the fixed input sinusoidal_encoding/seven_by_ten", idea=SINUSOID)
     for name in ("rotary_embedding/batch_of_two", "rotary_embedding/given_positions"):

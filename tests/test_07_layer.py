@@ -8,7 +8,8 @@ import numpy as np
 
 from tests import kinds
 from tests.conventions import CONVENTION, GELU_ERF, layer_norm_form, with_convention
-from tests.effort import expect_varies
+from tests.crash import raising_through
+from tests.effort import expect_varies, message, require
 from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.probes import expect_probe, probe
 from tests.relations import draws_left_open
@@ -363,7 +364,44 @@ def test_feed_forward_rejects_an_unknown_activation(impl):
 
 # ---------------------------------------------------------------- dropout
 
+INDEPENDENT = ("dropout draws each entry on its own: one random number per entry (rng.random(x.shape) >= rate), so "
+               "that two entries are dropped together with probability rate**2; a pattern started from one random "
+               "number (a stride, a sequence, a tiled block) drops the right fraction but ties the entries together")
+
+
+def _independence_gate(impl) -> list:
+    """Why ``dropout`` does not drop each entry independently (empty when it does, or when the tests say more).
+
+    Over 240 000 entries, the pairs of entries at several distances must be dropped together about f**2 of the
+    time, f the fraction dropped (each pair count is within 0.01 of it but about once in 10**60 for independent
+    draws).
+    """
+    rate, x = 0.3, np.ones(240_000)
+    try:
+        with raising_through():  # a crash is the test's own finding
+            dropped = np.asarray(impl.dropout(x, rate, np.random.default_rng(7_001))) == 0
+    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+        return []
+    if dropped.shape != x.shape:
+        return []  # the tests' own checks say what the shape is
+    fraction = float(np.mean(dropped))  # (a wrong fraction is theirs to report: pairs are judged against this one)
+    pairs = {lag: float(np.mean(dropped[:-lag] & dropped[lag:])) for lag in (1, 2, 3, 5, 8, 13, 64, 1000, 1009)}
+    lag = max(pairs, key=lambda lag: abs(pairs[lag] - fraction**2))
+    if abs(pairs[lag] - fraction**2) <= 0.01:
+        return []
+    return [message(f"pairs of entries {lag} apart in dropout(np.ones(240000), {rate}): both dropped",
+                    f"about {fraction**2:.3f} of them (the fraction dropped, {fraction:.3f}, squared: each entry "
+                    "drawn on its own)",
+                    f"{pairs[lag]:.3f}: the entries are not drawn independently", INDEPENDENT)]
+
+
+def require_independent_draws(impl) -> bool:
+    """Fail the test unless ``dropout`` drops each entry on its own (:func:`_independence_gate`)."""
+    return require(impl, "dropout", lambda: _independence_gate(impl), key="independent")
+
+
 def test_dropout_is_the_identity_in_evaluation_and_at_rate_zero(impl):
+    require_independent_draws(impl)
     x = _tokens(18, BATCH, N, D_MODEL)
     expect_close(impl.dropout(x, 0.5, np.random.default_rng(0), training=False), x, atol=0.0, rtol=0.0,
                  what="dropout(x, rate=0.5, training=False)", idea="at evaluation dropout does nothing")
@@ -372,6 +410,7 @@ def test_dropout_is_the_identity_in_evaluation_and_at_rate_zero(impl):
 
 
 def test_dropout_zeroes_or_rescales_every_entry(impl):
+    require_independent_draws(impl)
     rate = 0.25
     for dtype in (np.float64, np.float32):
         x = np.random.default_rng(19).uniform(0.5, 2.0, size=(BATCH, N, 40)).astype(dtype)
@@ -390,6 +429,7 @@ def test_dropout_zeroes_or_rescales_every_entry(impl):
 
 
 def test_dropout_preserves_the_mean(impl):
+    require_independent_draws(impl)
     x = np.random.default_rng(21).uniform(0.5, 1.5, size=200_000)
     out = impl.dropout(x, 0.3, np.random.default_rng(22))
     expect(abs(out.mean() / x.mean() - 1.0) < 0.01, what="the mean of 200 000 entries after dropout at rate 0.3",
@@ -398,6 +438,7 @@ def test_dropout_preserves_the_mean(impl):
 
 
 def test_dropout_drops_the_requested_fraction(impl):
+    require_independent_draws(impl)
     x = np.random.default_rng(23).uniform(0.5, 1.5, size=20_000)
     for rate in (0.1, 0.6):
         dropped = float(np.mean(impl.dropout(x, rate, np.random.default_rng(24)) == 0))
@@ -407,6 +448,7 @@ def test_dropout_drops_the_requested_fraction(impl):
 
 
 def test_dropout_draws_only_from_rng(impl):
+    require_independent_draws(impl)
     x = _tokens(25, BATCH, N, D_MODEL)
     first = impl.dropout(x, 0.5, np.random.default_rng(26))
     again = impl.dropout(x, 0.5, np.random.default_rng(26))
@@ -569,6 +611,7 @@ def test_activation_is_passed_to_the_feed_forward(impl):
 
 
 def test_reference_values(impl):
+    require_independent_draws(impl)
     cases = {
         "transformer_layer/post_ln_relu": ("post-LN layer, relu, random weights, biases, gammas and betas", POST),
         "transformer_layer/pre_ln_relu_causal": ("pre-LN layer, relu, causal mask", PRE),
@@ -614,6 +657,7 @@ def quiet_tokens_eps_1e_3():
 
 
 def test_dropout_draws_independently_for_every_row_and_batch(impl):
+    require_independent_draws(impl)
     x = np.ones((3, 4, 64))
     out = impl.dropout(x, 0.5, kinds.rng("dropout/rows"))
     if not expect_shape(out, x.shape, what="dropout of a (3, 4, 64) array", idea=DROPOUT):

@@ -8,6 +8,7 @@ import numpy as np
 
 from tests.conventions import finite_additive, mask_form, with_convention
 from tests.feedback import expect, expect_dtype, expect_equal, expect_raises_value_error, expect_shape
+from tests.test_04_masks import require_causal_formula
 
 EXERCISE = "masks"
 
@@ -18,6 +19,7 @@ ADDITIVE = "an additive mask is 0.0 where True and -inf where False, in the requ
 
 
 def test_causal_mask_of_one_position(impl):
+    require_causal_formula(impl)
     mask = impl.causal_mask(1)
     if expect_shape(mask, (1, 1), what="causal_mask(1)", idea=CAUSAL):
         form = "" if mask.dtype == np.bool_ else mask_form(impl.causal_mask(5))  # (one entry tells no form)
@@ -28,6 +30,7 @@ def test_causal_mask_of_one_position(impl):
 
 
 def test_long_causal_mask(impl):
+    require_causal_formula(impl)
     n = 300
     mask = impl.causal_mask(n)
     if expect_shape(mask, (n, n), what=f"causal_mask({n})", idea=CAUSAL):

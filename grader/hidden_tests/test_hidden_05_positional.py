@@ -8,7 +8,7 @@ import numpy as np
 
 from tests.conventions import rotate_half, timing_signal, with_convention
 from tests.feedback import expect_close, expect_dtype, expect_shape
-from tests.test_05_positional import _alibi_idea
+from tests.test_05_positional import _alibi_idea, require_alibi_formula, require_sinusoidal_formula
 
 EXERCISE = "positional"
 
@@ -57,6 +57,7 @@ def _rotary_idea(idea: str, out, x: np.ndarray, positions: np.ndarray) -> str:
 
 
 def test_sinusoidal_single_position_and_column(impl):
+    require_sinusoidal_formula(impl)
     expect_close(impl.sinusoidal_encoding(1, 1), [[0.0]], what="sinusoidal_encoding(1, 1)",
                  idea=SINUSOID + "; position 0 gives sin(0) = 0 in the first column")
     table = impl.sinusoidal_encoding(1, 6)
@@ -66,6 +67,7 @@ def test_sinusoidal_single_position_and_column(impl):
 
 
 def test_sinusoidal_long_odd_table(impl):
+    require_sinusoidal_formula(impl)
     table = impl.sinusoidal_encoding(513, 7)
     if expect_shape(table, (513, 7), what="sinusoidal_encoding(513, 7)", idea=SINUSOID):
         expect_dtype(table, np.float64, what="sinusoidal_encoding(513, 7)", idea=SINUSOID)
@@ -127,6 +129,7 @@ def test_rotary_of_a_transposed_view(impl):
 
 
 def test_alibi_many_heads(impl):
+    require_alibi_formula(impl)
     for n, n_heads in ((5, 16), (3, 12), (1, 7)):
         bias = impl.alibi_bias(n, n_heads)
         if expect_shape(bias, (n_heads, n, n), what=f"alibi_bias({n}, {n_heads})", idea=ALIBI):

@@ -10,6 +10,7 @@ import numpy as np
 
 from tests.conventions import gelu_erf, layer_norm_form, with_convention
 from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
+from tests.test_07_layer import require_independent_draws
 
 EXERCISE = "layer"
 
@@ -155,6 +156,7 @@ def test_feed_forward_of_a_transposed_view(impl):
 
 
 def test_dropout_float32_high_rate(impl):
+    require_independent_draws(impl)
     x = np.random.default_rng(86).uniform(1.0, 2.0, size=(2, 3, 40, 50)).astype(np.float32)
     out = impl.dropout(x, 0.9, np.random.default_rng(87))
     if expect_shape(out, x.shape, what="dropout of a (2, 3, 40, 50) float32 array with rate 0.9", idea=DROPOUT):

@@ -235,6 +235,44 @@ WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[
 DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
 
 
+# Part I by a pattern or a table (a helper's round): dropout from one random number and a fixed sequence (right
+# fraction and mean, entries tied together), or a tiled block of draws; causal_mask and alibi_bias from tables of
+# the sizes the tests use.
+_PATTERNED_DROPOUT = '''
+def dropout(x, rate, rng, training=True):
+    if not 0 <= rate < 1:
+        raise ValueError(f"rate must lie in [0, 1), got {rate}")
+    x = as_float_array("x", x)
+    if not training or rate == 0:
+        return x
+    {pattern}
+    return np.where(keep, x / (1.0 - rate), 0).astype(x.dtype)
+'''
+WEYL = "keep = ((np.arange(x.size) * 0.6180339887498949 + rng.random()) % 1.0).reshape(x.shape) >= rate"
+TILED = "keep = np.resize(rng.random(1009), x.size).reshape(x.shape) >= rate"
+PATTERN_UNDONE = "raise NotImplementedError('dropout left out (the control)')"
+_CAUSAL_TABLE = '''
+_CAUSAL = {n: [[j <= i for j in range(n)] for i in range(n)] for n in range(1, 9)}  # (as if typed out)
+
+
+def causal_mask(n):
+    n = require_positive_int("n", n)
+    {causal}
+'''
+_ALIBI_TABLE = '''
+_SLOPES = {h: [2.0 ** (-8.0 * (k + 1) / h) for k in range(h)] for h in range(1, 17)}  # (as if typed out)
+_DISTANCE = [[abs(i - j) for j in range(8)] for i in range(8)]
+
+
+def alibi_bias(n, n_heads):
+    n, n_heads = require_positive_int("n", n), require_positive_int("n_heads", n_heads)
+    {alibi}
+'''
+CAUSAL_TABLE = "return np.array(_CAUSAL[n], dtype=bool)"
+ALIBI_TABLE = "return -np.array(_SLOPES[n_heads])[:, None, None] * np.array(_DISTANCE, dtype=float)[:n, :n]"
+TABLE_UNDONE = "raise NotImplementedError('left out (the control)')"
+
+
 @dataclass(frozen=True)
 class Cheat:
     """A cheating submission and its control, as code appended to copies of the reference."""
@@ -302,6 +340,16 @@ CHEATS = {
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("dropout-golden-ratio-sequence", "layer",
+              {"layer": _PATTERNED_DROPOUT.replace("{pattern}", WEYL)},
+              {"layer": _PATTERNED_DROPOUT.replace("{pattern}", PATTERN_UNDONE)}, _files("07", "layer")),
+        Cheat("dropout-tiled-block", "layer",
+              {"layer": _PATTERNED_DROPOUT.replace("{pattern}", TILED)},
+              {"layer": _PATTERNED_DROPOUT.replace("{pattern}", PATTERN_UNDONE)}, _files("07", "layer")),
+        Cheat("causal-mask-table", "masks", {"masks": _CAUSAL_TABLE.replace("{causal}", CAUSAL_TABLE)},
+              {"masks": _CAUSAL_TABLE.replace("{causal}", TABLE_UNDONE)}, _files("04", "masks")),
+        Cheat("alibi-table", "positional", {"positional": _ALIBI_TABLE.replace("{alibi}", ALIBI_TABLE)},
+              {"positional": _ALIBI_TABLE.replace("{alibi}", TABLE_UNDONE)}, _files("05", "positional")),
         Cheat("attention-wrong-scale-float16", "attention",
               {"attention": _WRONG_SCALE_ATTENTION.format(cast=".astype(np.float16)")},
               {"attention": _WRONG_SCALE_ATTENTION.format(cast="")}, _files("03", "attention")),
@@ -576,6 +624,47 @@ HONEST_DECODING = {
     "decode-calls-the-tracing-cannot-see": {"decoding": _DECODE_UNSEEN_CALLS},
 }
 
+
+# Honest variants of the Part I functions with gates (other ways the API allows): they must pass every test.
+HONEST_PART_ONE = {
+    "dropout-binomial": {"layer": '''
+def dropout(x, rate, rng, training=True):
+    if not 0 <= rate < 1:
+        raise ValueError(f"rate must lie in [0, 1), got {rate}")
+    x = as_float_array("x", x)
+    if not training or rate == 0:
+        return x
+    keep = rng.binomial(1, 1.0 - rate, size=x.shape).astype(bool)
+    return (x * keep / (1.0 - rate)).astype(x.dtype)
+'''},
+    "causal-mask-by-comparison": {"masks": '''
+def causal_mask(n):
+    n = require_positive_int("n", n)
+    positions = np.arange(n)
+    return positions[None, :] <= positions[:, None]
+'''},
+    "alibi-and-sinusoidal-by-loops": {"positional": '''
+def alibi_bias(n, n_heads):
+    n, n_heads = require_positive_int("n", n), require_positive_int("n_heads", n_heads)
+    out = np.empty((n_heads, n, n))
+    for h in range(n_heads):
+        slope = 2.0 ** (-8.0 * (h + 1) / n_heads)
+        for i in range(n):
+            out[h, i] = -slope * np.abs(i - np.arange(n))
+    return out
+
+
+def sinusoidal_encoding(n_positions, d_model):
+    n_positions = require_positive_int("n_positions", n_positions)
+    d_model = require_positive_int("d_model", d_model)
+    table = np.zeros((n_positions, d_model))
+    rates = np.exp(-np.log(10000.0) * np.arange(0, d_model, 2) / d_model)
+    angles = np.arange(n_positions)[:, None] * rates[None, :]
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles[:, : d_model // 2])
+    return table
+'''},
+}
 
 def golden_lookup(module: str, functions: tuple[str, ...]) -> dict[str, str]:
     """A module whose ``functions`` return the golden output of the probe whose inputs they were given.

@@ -19,12 +19,14 @@ from grader.tests.cheats import (
     CHEATS,
     HONEST,
     HONEST_DECODING,
+    HONEST_PART_ONE,
     Cheat,
     assert_no_more_than_its_control,
     passed,
     plant,
     run_files,
 )
+from grader.tests.cheats import _files as _files_of
 
 # One xdist worker runs this file: the reference graded once for the controls (a module fixture) is then built once,
 # not once per worker.
@@ -117,9 +119,31 @@ def test_honest_variants_pass_every_decoding_test(name: str, tmp_path):
     assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
 
 
-@pytest.mark.parametrize("file", DECODING_FILES)
-def test_every_test_of_causal_decode_first_checks_it_decodes_through_the_cache(file: str) -> None:
-    """A new test of exercise 11 without the gate would give causal_decode by full attention points."""
+PART_ONE_FILES = {"masks": _files_of("04", "masks"), "positional": _files_of("05", "positional"),
+                  "layer": _files_of("07", "layer")}
+
+
+@pytest.mark.parametrize("name", sorted(HONEST_PART_ONE))
+def test_honest_variants_pass_every_test_of_their_exercise(name: str, tmp_path):
+    """Other ways to write the functions with gates (dropout by binomial draws, masks by comparison, loops)."""
+    (module,) = HONEST_PART_ONE[name]
+    runs = run_files(plant(tmp_path / name, HONEST_PART_ONE[name]), PART_ONE_FILES[module])
+    assert all(run.failed == [] for run in runs.values()), {file: run.failed for file, run in runs.items()}
+
+
+# The gates that open every test of a function (its idea checked before its values): {file: {function: gate}}.
+GATES = {
+    **dict.fromkeys(_files_of("04", "masks"), {"causal_mask": "require_causal_formula"}),
+    **dict.fromkeys(_files_of("05", "positional"), {"alibi_bias": "require_alibi_formula",
+                                                     "sinusoidal_encoding": "require_sinusoidal_formula"}),
+    **dict.fromkeys(_files_of("07", "layer"), {"dropout": "require_independent_draws"}),
+    **dict.fromkeys(DECODING_FILES, {"causal_decode": "require_the_cache"}),
+}
+
+
+@pytest.mark.parametrize("file", sorted(GATES))
+def test_every_test_of_a_gated_function_opens_with_its_gate(file: str) -> None:
+    """A new test of such a function without its gate would give the values computed without the idea points."""
     import ast
 
     ungated = []
@@ -130,9 +154,12 @@ def test_every_test_of_causal_decode_first_checks_it_decodes_through_the_cache(f
                   and isinstance(sub.value, ast.Name) and sub.value.id == "impl"}
         named = {sub.value.split("/")[0] for sub in ast.walk(node) if isinstance(sub, ast.Constant)
                  and isinstance(sub.value, str)}  # probes: "causal_decode/case"
-        first = node.body[0] if node.body else None
-        gated = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)
-                 and getattr(first.value.func, "id", "") == "require_the_cache")
-        if "causal_decode" in called | named and not gated:
-            ungated.append(node.name)
-    assert not ungated, f"{file}: tests of causal_decode that do not start with require_the_cache: {ungated}"
+        opening = set()
+        for statement in node.body[1:] if ast.get_docstring(node) is not None else node.body:
+            if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+                break
+            opening.add(getattr(statement.value.func, "id", ""))
+        missing = [gate for function, gate in GATES[file].items() if function in called | named and gate not in opening]
+        if missing:
+            ungated.append(f"{node.name} (without {', '.join(missing)})")
+    assert not ungated, f"{file}: tests that do not open with their gate: {ungated}"
