@@ -6,6 +6,8 @@ import numpy as np
 
 from tests import kinds
 from tests.conventions import init_scale, with_convention
+from tests.crash import raising_through
+from tests.effort import message, require
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -85,7 +87,31 @@ def values_wider_than_keys():
             rng.normal(size=(6, 3))), {}
 
 
+def _generator_gate(impl) -> list:
+    """Why ``init_weight`` does not draw from ``rng`` (empty when it does, or when the tests' own checks say more).
+
+    Generators of different seeds must give different weights: a fixed pattern scaled to 1/sqrt(d_in) (quantiles of
+    the normal law, a formula) has the right shape, mean and spread, and draws nothing.
+    """
+    try:
+        with raising_through():  # a crash is the test's own finding
+            first, other = (np.asarray(impl.init_weight(np.random.default_rng(seed), 5, 3)) for seed in (2_001, 2_002))
+    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+        return []
+    if first.shape != (5, 3) or not np.array_equal(first, other):
+        return []
+    return [message("init_weight(rng, 5, 3) with generators of seeds 2001 and 2002",
+                    "two different matrices: the weights are drawn from rng",
+                    "the same matrix: the weights do not depend on rng (a pattern, not a draw)", DRAWS)]
+
+
+def require_draws(impl) -> bool:
+    """Fail the test unless ``init_weight`` draws from its generator (:func:`_generator_gate`)."""
+    return require(impl, "init_weight", lambda: _generator_gate(impl), key="draws")
+
+
 def test_init_weight_shape_and_dtype(impl):
+    require_draws(impl)
     w = impl.init_weight(np.random.default_rng(20), 7, 3)
     if expect_array(w, what="init_weight(rng, d_in=7, d_out=3)", idea=INIT):
         expect_shape(w, (7, 3), what="init_weight(rng, d_in=7, d_out=3)",
@@ -95,6 +121,7 @@ def test_init_weight_shape_and_dtype(impl):
 
 def test_init_weight_mean_and_std(impl):
     # d_in != d_out and a large draw, so 1/sqrt(d_in), 1/sqrt(d_out), 1/d_in and 1 are told apart.
+    require_draws(impl)
     for d_in, d_out in ((400, 100), (25, 900)):
         w = impl.init_weight(np.random.default_rng(21), d_in, d_out)
         if not expect_shape(w, (d_in, d_out), what=f"init_weight(rng, {d_in}, {d_out})", idea=INIT):
@@ -113,6 +140,7 @@ def test_init_weight_mean_and_std(impl):
 
 
 def test_init_weight_uses_the_generator(impl):
+    require_draws(impl)
     d_in, d_out = 6, 4
     w = impl.init_weight(np.random.default_rng(22), d_in, d_out)
     expected = np.random.default_rng(22).normal(0.0, 1 / np.sqrt(d_in), size=(d_in, d_out))
@@ -125,6 +153,7 @@ def test_init_weight_uses_the_generator(impl):
 
 def test_init_weight_reproduces_the_reading_example(impl):
     # The reading (docs/reading.md#worked-example) draws the tokens first, then W_Q, W_K, W_V from the same generator.
+    require_draws(impl)
     rng, numpy_rng = np.random.default_rng(42), np.random.default_rng(42)
     rng.normal(size=(8, 16))
     numpy_rng.normal(size=(8, 16))
@@ -232,6 +261,7 @@ def test_qkv_projections_order_and_weights(impl):
 
 
 def test_reference_values(impl):
+    require_draws(impl)
     expect_probe(impl, "init_weight/seeded_five_by_three", what="init_weight(default_rng(210), 5, 3)",
                  idea=DRAWS, rtol=1e-12, atol=0.0)
     expect_probe(impl, "linear/batch_with_bias", what="linear(x, weight, bias), x (2, 3, 5), weight (5, 4)",

@@ -8,6 +8,7 @@ import numpy as np
 
 from tests.conventions import init_scale, with_convention
 from tests.feedback import expect_close, expect_dtype, expect_equal, expect_raises_value_error, expect_shape
+from tests.test_02_projections import require_draws
 
 EXERCISE = "projections"
 
@@ -17,6 +18,7 @@ DTYPE = "dtype in = dtype out: float32 inputs and weights give a float32 result"
 
 
 def test_init_weight_of_size_one(impl):
+    require_draws(impl)
     w = impl.init_weight(np.random.default_rng(21), 1, 1)
     if expect_shape(w, (1, 1), what="init_weight(rng, 1, 1)", idea=INIT):
         expect_dtype(w, np.float64, what="init_weight(rng, 1, 1)", idea=INIT)
@@ -29,6 +31,7 @@ def test_init_weight_of_size_one(impl):
 
 
 def test_init_weight_tall_and_narrow(impl):
+    require_draws(impl)
     w = impl.init_weight(np.random.default_rng(22), 300, 2)
     if expect_shape(w, (300, 2), what="init_weight(rng, 300, 2)",
                     idea="the shape is (d_in, d_out): rows for inputs, columns for outputs"):

@@ -235,9 +235,16 @@ WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[
 DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
 
 
-# Part I by a pattern or a table (a helper's round): dropout from one random number and a fixed sequence (right
-# fraction and mean, entries tied together), or a tiled block of draws; causal_mask and alibi_bias from tables of
-# the sizes the tests use.
+# Part I by a pattern or a table (a helper's round): init_weight as a fixed spread of values, dropout from one random
+# number and a fixed sequence (right fraction and mean, entries tied together) or a tiled block of draws;
+# causal_mask and alibi_bias from tables of the sizes the tests use.
+_FIXED_INIT = '''
+def init_weight(rng, d_in, d_out):
+    d_in, d_out = require_positive_int("d_in", d_in), require_positive_int("d_out", d_out)
+    {init}
+'''
+FIXED_INIT = ("z = np.linspace(-1.0, 1.0, d_in * d_out); z = (z - z.mean()) / z.std() / math.sqrt(d_in); "
+              "return np.random.default_rng(0).permutation(z).reshape(d_in, d_out)")
 _PATTERNED_DROPOUT = '''
 def dropout(x, rate, rng, training=True):
     if not 0 <= rate < 1:
@@ -340,6 +347,8 @@ CHEATS = {
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("init-weight-without-rng", "projections", {"projections": _FIXED_INIT.replace("{init}", FIXED_INIT)},
+              {"projections": _FIXED_INIT.replace("{init}", TABLE_UNDONE)}, _files("02", "projections")),
         Cheat("dropout-golden-ratio-sequence", "layer",
               {"layer": _PATTERNED_DROPOUT.replace("{pattern}", WEYL)},
               {"layer": _PATTERNED_DROPOUT.replace("{pattern}", PATTERN_UNDONE)}, _files("07", "layer")),

@@ -133,6 +133,7 @@ def test_honest_variants_pass_every_test_of_their_exercise(name: str, tmp_path):
 
 # The gates that open every test of a function (its idea checked before its values): {file: {function: gate}}.
 GATES = {
+    **dict.fromkeys(_files_of("02", "projections"), {"init_weight": "require_draws"}),
     **dict.fromkeys(_files_of("04", "masks"), {"causal_mask": "require_causal_formula"}),
     **dict.fromkeys(_files_of("05", "positional"), {"alibi_bias": "require_alibi_formula",
                                                      "sinusoidal_encoding": "require_sinusoidal_formula"}),
