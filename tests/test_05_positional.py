@@ -219,7 +219,7 @@ def _alibi_right(out: np.ndarray, sizes: tuple[int, int]) -> bool:
     n, heads = sizes
     distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
     return out.shape == (heads, n, n) and any(
-        np.allclose(out, -np.asarray(slopes)[:, None, None] * distance)
+        np.allclose(out, -np.asarray(slopes)[:, None, None] * distance, rtol=1e-4, atol=1e-6)  # (float32 too)
         for slopes in (2.0 ** (-8.0 * np.arange(1, heads + 1) / heads), _original_slopes(heads)))
 
 
@@ -227,7 +227,9 @@ def _sinusoidal_right(out: np.ndarray, sizes: tuple[int, int]) -> bool:
     n, d = sizes
     j, p = np.arange(d), np.arange(n)[:, None]
     angle = p / 10000.0 ** (2 * (j // 2) / d)
-    return out.shape == (n, d) and np.allclose(out, np.where(j % 2 == 0, np.sin(angle), np.cos(angle)), atol=1e-6)
+    # To float32's precision (angles up to 90 rad): a table is off by whole values, and precision is the closed-form
+    # test's finding, not this check's.
+    return out.shape == (n, d) and np.allclose(out, np.where(j % 2 == 0, np.sin(angle), np.cos(angle)), atol=1e-4)
 
 
 def require_alibi_formula(impl) -> bool:
