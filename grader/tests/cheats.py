@@ -414,86 +414,12 @@ HONEST = {
 # blocks first, then the sums: a blockwise algorithm of its own, memory n_q * block_size), an online softmax one
 # batch entry at a time on copies of the inputs, and a causal_decode whose steps go through a helper of its own.
 _TWO_PASS_BLOCKWISE = '''
-def blockwise_attention(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    block_size: int,
-    causal: bool = False,
-) -> np.ndarray:
-    """Scaled dot-product attention over blocks of keys, with an online softmax.
-
-    Parameters
-    ----------
-    q : numpy.ndarray
-        Queries, shape ``(..., n_q, d_k)``.
-    k : numpy.ndarray
-        Keys, shape ``(..., n_k, d_k)``.
-    v : numpy.ndarray
-        Values, shape ``(..., n_k, d_v)``.
-    block_size : int
-        Keys per block, positive; the last block holds what is left.
-    causal : bool, optional
-        Apply ``causal_mask(n)`` (query ``i`` sees keys ``0..i``); needs
-        ``n_q == n_k``.
-
-    Returns
-    -------
-    numpy.ndarray
-        The context, shape ``(..., n_q, d_v)``, equal to that of
-        ``scaled_dot_product_attention`` (zeros for a query with no key).
-        No ``(n_q, n_k)`` array is ever built: the extra memory is about
-        ``n_q * block_size`` numbers.
-
-    Raises
-    ------
-    ValueError
-        If the shapes do not fit, ``block_size`` is not a positive integer
-        or ``causal`` is asked for with ``n_q != n_k``.
-    """
-    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
-    block_size = require_positive_int("block_size", block_size)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        require_ndim(name, x, 2, "(..., n, d)")
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape}: q and k must share d_k, k and v n_k")
-    n_q, n_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
-    if causal and n_q != n_k:
-        raise ValueError(f"causal=True needs as many queries as keys (causal_mask(n)), got q {q.shape}, k {k.shape}")
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    dtype = np.result_type(q, k, v)
-    scale = 1 / math.sqrt(d_k)
-    running_max = np.full(batch + (n_q, 1), -np.inf, dtype=dtype)  # m: the largest score seen so far, per query
-    running_sum = np.zeros(batch + (n_q, 1), dtype=dtype)  # l: sum of exp(score - m) so far
-    accumulated = np.zeros(batch + (n_q, v.shape[-1]), dtype=dtype)  # sum of exp(score - m) * value so far
-    queries = np.arange(n_q)[:, None]  # (n_q, 1), for the causal mask
-    for start in range(0, n_k, block_size):  # the last block may be shorter
-        stop = min(start + block_size, n_k)
-        scores = (q @ np.swapaxes(k[..., start:stop, :], -1, -2)) * dtype.type(scale)  # (..., n_q, block)
-        if causal:
-            keys = np.arange(start, stop)[None, :]  # the block's keys' positions in the whole sequence
-            scores = np.where(keys <= queries, scores, -np.inf)
-        new_max = np.maximum(running_max, scores.max(axis=-1, keepdims=True))
-        # A query that has seen no allowed key yet has new_max = -inf: shift by 0 (-inf - -inf is NaN).
-        shift = np.where(np.isfinite(new_max), new_max, 0).astype(dtype)
-        exponentials = np.exp(scores - shift)  # (..., n_q, block)
-        rescale = np.exp(running_max - shift)  # exp(m_old - m_new): what the sums so far are worth now
-        running_sum = running_sum * rescale + exponentials.sum(axis=-1, keepdims=True)
-        accumulated = accumulated * rescale + exponentials @ v[..., start:stop, :]
-        running_max = new_max
-    return np.divide(accumulated, running_sum, out=np.zeros_like(accumulated), where=running_sum > 0)
-
-
-
-
 def blockwise_attention(q, k, v, block_size, causal=False):
-    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    q, k, v = (as_float_array(name, x) for name, x in (("q", q), ("k", k), ("v", v)))
     block_size = require_positive_int("block_size", block_size)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        require_ndim(name, x, 2, "(..., n, d)")
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"q {q.shape}, k {k.shape} and v {v.shape}: q and k must share d_k, k and v n_k")
-    n_q, n_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
+    if min(x.ndim for x in (q, k, v)) < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q {q.shape}, k {k.shape}, v {v.shape}: (..., n, d) each, q and k share d_k, k and v n_k")
+    (n_q, d_k), n_k = q.shape[-2:], k.shape[-2]
     if causal and n_q != n_k:
         raise ValueError("causal needs n_q == n_k")
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -636,16 +562,8 @@ HONEST_DECODING = {
 
 # Honest variants of the Part I functions with gates (other ways the API allows): they must pass every test.
 HONEST_PART_ONE = {
-    "dropout-binomial": {"layer": '''
-def dropout(x, rate, rng, training=True):
-    if not 0 <= rate < 1:
-        raise ValueError(f"rate must lie in [0, 1), got {rate}")
-    x = as_float_array("x", x)
-    if not training or rate == 0:
-        return x
-    keep = rng.binomial(1, 1.0 - rate, size=x.shape).astype(bool)
-    return (x * keep / (1.0 - rate)).astype(x.dtype)
-'''},
+    "dropout-binomial": {"layer": _PATTERNED_DROPOUT.replace(
+        "{pattern}", "keep = rng.binomial(1, 1.0 - rate, size=x.shape).astype(bool)")},
     "causal-mask-by-comparison": {"masks": '''
 def causal_mask(n):
     n = require_positive_int("n", n)
