@@ -373,8 +373,8 @@ def _independence_gate(impl) -> list:
     """Why ``dropout`` does not drop each entry independently (empty when it does, or when the tests say more).
 
     Over 240 000 entries, the pairs of entries at several distances must be dropped together about f**2 of the
-    time, f the fraction dropped (each pair count is within 0.01 of it but about once in 10**60 for independent
-    draws).
+    time, f the fraction dropped: within 0.01, some twelve standard deviations of independent draws (never off by
+    that much in practice, for any honest way of drawing).
     """
     rate, x = 0.3, np.ones(240_000)
     try:

@@ -6,11 +6,9 @@ import ast
 from pathlib import Path
 
 import numpy as np
-from pytest_check import check
 
 from tests.crash import raising_through
-from tests.effort import message, once
-from tests.failures import record
+from tests.effort import message, require
 from tests.feedback import (
     call_expecting_no_warning,
     call_or_explain,
@@ -289,11 +287,8 @@ def _cache_gate(impl) -> list:
 
 
 def require_the_cache(impl) -> bool:
-    """Fail the test (with the reason) unless ``causal_decode`` decodes through the cache; True when it does."""
-    failures = once(impl, "causal_decode", "cache", lambda: _cache_gate(impl))
-    for failure in failures:
-        check.fail(record(failure).message)  # recorded as data, as every failure (tests/failures.py)
-    return not failures
+    """Fail the test unless ``causal_decode`` decodes through the cache (:func:`_cache_gate`); True when it does."""
+    return require(impl, "causal_decode", lambda: _cache_gate(impl), key="cache")
 
 
 def test_causal_decode_equals_causal_attention(impl):
@@ -318,6 +313,7 @@ def test_causal_decode_of_one_sequence_in_float32(impl):
 
 
 # ----------------------------------------------------------------------------- blockwise attention
+
 
 def test_blockwise_the_readings_worked_case(impl):
     # One query, d_k = 1: the scores are the keys, [1, 3 | 2, 5] in two blocks; values [10, 20 | 30, 40].
