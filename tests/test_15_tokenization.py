@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.crash import raising_through
+from tests.effort import message as failure_message
+from tests.effort import require
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -449,6 +452,48 @@ pipeline("attention_cost", ("flops", "bytes"),
 
 # --- train_bpe ---------------------------------------------------------------------------------------------------
 
+# merges bc=256, ab=257, (ab)c=258 on "abcbc": in order [a, bc, bc]; the longest piece of the vocabulary at each
+# place gives [abc, bc]; the bytes alone [a, b, c, b, c]. Worked by hand.
+_GATE_TEXT, _GATE_MERGES, _GATE_LABEL = "abcbc", ((98, 99), (97, 98), (257, 99)), "merges bc=256, ab=257, (ab)c=258"
+
+
+def _order_gate(impl, name: str) -> list:
+    """Why ``bpe_encode`` or ``token_pieces`` does not apply the merges in order (empty unless its answer says so).
+
+    Only an answer that is exactly the longest-match one, or the text's bytes with no merge applied, is named here
+    (both pass tests whose inputs do not tell them apart); any other wrong answer is the tests' own to explain.
+    """
+    merges = np.array(_GATE_MERGES)
+    ids = own_encode(_GATE_TEXT, merges)
+    vocab = own_vocab(merges)
+    pieces = {"bpe_encode": lambda cut: cut, "token_pieces": lambda cut: [vocab[i] for i in cut]}[name]
+    right, longest, plain = pieces(ids), pieces([258, 256]), pieces(list(_GATE_TEXT.encode()))
+    try:
+        with raising_through():  # a crash is the test's own finding
+            out = getattr(impl, name)(_GATE_TEXT, merges)
+        seen = [bytes(piece) for piece in out] if name == "token_pieces" else np.asarray(out).tolist()
+    except Exception:  # noqa: BLE001 - what the function raises (or returns) is the test's own check to report
+        return []
+    if seen == longest:
+        why = "the longest piece of the vocabulary at each place"
+    elif seen == plain:
+        why = "the text's bytes: no merge applied"
+    else:
+        return []
+    return [failure_message(f"{name}({_GATE_TEXT!r}, {_GATE_LABEL})",
+                            f"{right}: the merges applied in their learned order", f"{seen}: {why}", ORDER)]
+
+
+def require_ordered_merges(impl) -> bool:
+    """Fail the test unless ``bpe_encode`` applies the merges in their learned order (:func:`_order_gate`)."""
+    return require(impl, "bpe_encode", lambda: _order_gate(impl, "bpe_encode"), key="order")
+
+
+def require_ordered_pieces(impl) -> bool:
+    """Fail the test unless ``token_pieces`` cuts the text as the merges in order do (:func:`_order_gate`)."""
+    return require(impl, "token_pieces", lambda: _order_gate(impl, "token_pieces"), key="order")
+
+
 def test_train_bpe_returns_integer_pairs(impl):
     text = drawn_corpus(1510, "abcde ", 300, ("be", "ca"))
     merges = impl.train_bpe(text, 12)
@@ -552,6 +597,7 @@ def test_fewer_merges_are_a_prefix_of_more(impl):
 # --- encode --------------------------------------------------------------------------------------------------------
 
 def test_encode_without_merges_gives_the_bytes(impl):
+    require_ordered_merges(impl)
     none = np.zeros((0, 2), dtype=np.int64)
     for text in ("vessel", "12.5 mg/L", "é∑", ""):
         ids = impl.bpe_encode(text, none)
@@ -571,6 +617,7 @@ def test_encode_applies_the_merges_in_their_learned_order(impl):
     # The last case (cd = 256, bc = 257, a(bc) = 258 on "abcd") tells a greedy longest match ([abc, d]) from
     # tiktoken's merges by byte rank ([a, b, cd], as the learned order): a convention is named only when it
     # gives every encoding of the test.
+    require_ordered_merges(impl)
     merges = np.array([[98, 99], [97, 98], [257, 99]])
     label = "merges bc=256, ab=257, (ab)c=258"
     cases = [(text, merges, label, expected) for text, expected in (("abc", [97, 256]), ("abcbc", [97, 256, 256]),
@@ -588,6 +635,7 @@ def test_encode_applies_the_merges_in_their_learned_order(impl):
 
 
 def test_encode_handles_overlapping_runs(impl):
+    require_ordered_merges(impl)
     merges = np.array([[97, 97]])
     for text, expected in (("aaa", [256, 97]), ("aaaa", [256, 256]), ("baaaaab", [98, 256, 256, 97, 98])):
         ids = impl.bpe_encode(text, merges)
@@ -596,6 +644,7 @@ def test_encode_handles_overlapping_runs(impl):
 
 
 def test_encode_matches_the_tests_own_encoder(impl):
+    require_ordered_merges(impl)
     corpus = drawn_corpus(1517, "abcd ", 300, ("cab", "dd", "bad"))
     merges = own_train(corpus, 24)
     for seed in (1518, 1519):
@@ -609,6 +658,7 @@ def test_encode_matches_the_tests_own_encoder(impl):
 
 
 def test_more_merges_never_lengthen_a_sequence(impl):
+    require_ordered_merges(impl)
     corpus = drawn_corpus(1520, "klmn ", 260, ("mk", "nnl"))
     merges = own_train(corpus, 20)
     text = drawn_corpus(1521, "klmn ", 80, ("mk",))
@@ -645,6 +695,7 @@ def test_decode_joins_bytes_before_reading_utf8(impl):
 
 
 def test_decode_inverts_encode(impl):
+    require_ordered_merges(impl)
     merges = own_train(drawn_corpus(1522, "aéb ∑", 200, ("é∑", "bb")), 16)
     texts = ("aéb∑", "", "Ωmega 12.5 mg/L", drawn_corpus(1523, "aéb ∑🚢", 40, ()))
     encoded = [np.asarray(impl.bpe_encode(text, merges)) for text in texts]
@@ -659,6 +710,7 @@ def test_decode_inverts_encode(impl):
 # --- token_pieces, the identifier, sequence_lengths ---------------------------------------------------------------
 
 def test_token_pieces_join_to_the_text(impl):
+    require_ordered_pieces(impl)
     merges = own_train(drawn_corpus(1524, "ghij ", 200, ("hig",)), 12)
     for text in ("high jig", "héj"):
         pieces = impl.token_pieces(text, merges)
@@ -668,6 +720,7 @@ def test_token_pieces_join_to_the_text(impl):
 
 
 def test_an_identifier_splits_into_more_pieces_than_a_common_word(impl):
+    require_ordered_pieces(impl)
     text, merges = corpus_merges(1525, 120)
     words = {word: impl.token_pieces(word, merges) for word in ("vessel", "sensor", "XK-9931-B", "12.5 mg/L")}
     vocab = own_vocab(merges)
@@ -682,6 +735,7 @@ def test_an_identifier_splits_into_more_pieces_than_a_common_word(impl):
 
 
 def test_sequence_lengths_are_those_of_your_encode(impl):
+    require_ordered_merges(impl)
     corpus = drawn_corpus(1526, "wxyz ", 220, ("zxw", "yy"))
     merges = own_train(corpus, 18)
     texts = [corpus[:70], drawn_corpus(1527, "wxyz ", 50, ("zxw",)), "", "é"]
@@ -744,6 +798,7 @@ def test_bad_input_is_rejected(impl):
 
 
 def test_reference_values(impl):
+    require_ordered_merges(impl)
     for name, what, idea in (("train_bpe/a_drawn_corpus", "train_bpe on a fixed corpus", TRAIN),
                              ("train_bpe/a_run_of_one_letter", "train_bpe('aaaaaaab aaaaab', 5)", OVERLAP),
                              ("train_bpe/pairs_that_tie", "train_bpe of pairs that tie", TIES),

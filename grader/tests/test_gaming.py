@@ -139,6 +139,8 @@ GATES = {
                                                      "sinusoidal_encoding": "require_sinusoidal_formula"}),
     **dict.fromkeys(_files_of("07", "layer"), {"dropout": "require_independent_draws"}),
     **dict.fromkeys(DECODING_FILES, {"causal_decode": "require_the_cache"}),
+    **dict.fromkeys(_files_of("15", "tokenization"), {"bpe_encode": "require_ordered_merges",
+                                                       "token_pieces": "require_ordered_pieces"}),
 }
 
 
