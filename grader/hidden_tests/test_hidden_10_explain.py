@@ -8,6 +8,7 @@ import numpy as np
 
 from tests.conventions import eps_denominator, total_variation
 from tests.feedback import expect, expect_close, expect_dtype, expect_shape
+from tests.test_10_explain import _rollout_by_hand
 
 EXERCISE = "explain"
 
@@ -106,7 +107,10 @@ def test_rollout_of_one_token_and_of_a_deep_stack(impl):
 def test_rollout_keeps_float32(impl):
     weights = _softmax(np.random.default_rng(304).normal(size=(3, 5, 5))).astype(np.float32)
     out = impl.attention_rollout(weights)
-    expect_dtype(out, np.float32, what="attention_rollout of float32 weights", idea="dtype in = dtype out")
+    if expect_dtype(out, np.float32, what="attention_rollout of float32 weights", idea="dtype in = dtype out"):
+        # The values too: an identity (or any other array) of the right dtype is not the rollout.
+        expect_close(out, _rollout_by_hand(weights.astype(np.float64)), rtol=1e-4, atol=1e-6, idea=ROLLOUT,
+                     what="attention_rollout of three float32 layers (5, 5) against the rollout in float64")
 
 
 def test_rank_correlation_of_two_values_ints_and_heavy_ties(impl):
