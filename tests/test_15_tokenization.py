@@ -453,8 +453,21 @@ pipeline("attention_cost", ("flops", "bytes"),
 # --- train_bpe ---------------------------------------------------------------------------------------------------
 
 # merges bc=256, ab=257, (ab)c=258 on "abcbc": in order [a, bc, bc]; the longest piece of the vocabulary at each
-# place gives [abc, bc]; the bytes alone [a, b, c, b, c]. Worked by hand.
+# place gives [abc, bc], and so do tiktoken's merges by byte rank; the bytes alone [a, b, c, b, c]. Then cd=256,
+# bc=257, a(bc)=258 on "abcd" tells those two apart: the longest piece gives [abc, d], the merges by byte rank
+# [a, b, cd], as the learned order does. Worked by hand.
 _GATE_TEXT, _GATE_MERGES, _GATE_LABEL = "abcbc", ((98, 99), (97, 98), (257, 99)), "merges bc=256, ab=257, (ab)c=258"
+_APART_TEXT, _APART_MERGES = "abcd", ((99, 100), (98, 99), (97, 257))
+
+
+def _cut(impl, name: str, text: str, merges: np.ndarray) -> list | None:
+    """``bpe_encode``'s ids or ``token_pieces``' pieces of ``text``, as a list; None if it raises."""
+    try:
+        with raising_through():  # a crash is the test's own finding
+            out = getattr(impl, name)(text, merges)
+        return [bytes(piece) for piece in out] if name == "token_pieces" else np.asarray(out).tolist()
+    except Exception:  # noqa: BLE001 - what the function raises (or returns) is the test's own check to report
+        return None
 
 
 def _order_gate(impl, name: str) -> list:
@@ -462,26 +475,30 @@ def _order_gate(impl, name: str) -> list:
 
     Only an answer that is exactly the longest-match one, or the text's bytes with no merge applied, is named here
     (both pass tests whose inputs do not tell them apart); any other wrong answer is the tests' own to explain.
+    On the gate's text tiktoken's merges by byte rank give the longest-match answer too: a second text tells the
+    two apart, and the one it shows is named (neither, if it shows neither).
     """
+    def pieces(cut: list[int], merges: tuple) -> list:
+        vocab = own_vocab(np.array(merges))
+        return [vocab[i] for i in cut] if name == "token_pieces" else cut
+
     merges = np.array(_GATE_MERGES)
-    ids = own_encode(_GATE_TEXT, merges)
-    vocab = own_vocab(merges)
-    pieces = {"bpe_encode": lambda cut: cut, "token_pieces": lambda cut: [vocab[i] for i in cut]}[name]
-    right, longest, plain = pieces(ids), pieces([258, 256]), pieces(list(_GATE_TEXT.encode()))
-    try:
-        with raising_through():  # a crash is the test's own finding
-            out = getattr(impl, name)(_GATE_TEXT, merges)
-        seen = [bytes(piece) for piece in out] if name == "token_pieces" else np.asarray(out).tolist()
-    except Exception:  # noqa: BLE001 - what the function raises (or returns) is the test's own check to report
-        return []
+    right, longest = pieces(own_encode(_GATE_TEXT, merges), _GATE_MERGES), pieces([258, 256], _GATE_MERGES)
+    seen, idea = _cut(impl, name, _GATE_TEXT, merges), ORDER
     if seen == longest:
-        why = "the longest piece of the vocabulary at each place"
-    elif seen == plain:
+        apart = _cut(impl, name, _APART_TEXT, np.array(_APART_MERGES))
+        if apart == pieces([258, 100], _APART_MERGES):
+            why = "the longest piece of the vocabulary at each place"
+        elif apart == pieces(own_encode(_APART_TEXT, np.array(_APART_MERGES)), _APART_MERGES):
+            why, idea = "the cut of tiktoken's merges by byte rank", f"{ORDER}; {BYTE_RANK}"
+        else:
+            why = "a cut that the merges applied in order do not make"
+    elif seen == pieces(list(_GATE_TEXT.encode()), _GATE_MERGES):
         why = "the text's bytes: no merge applied"
     else:
         return []
     return [failure_message(f"{name}({_GATE_TEXT!r}, {_GATE_LABEL})",
-                            f"{right}: the merges applied in their learned order", f"{seen}: {why}", ORDER)]
+                            f"{right}: the merges applied in their learned order", f"{seen}: {why}", idea)]
 
 
 def require_ordered_merges(impl) -> bool:
