@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.curriculum import load as load_curriculum
+from tests import by_code
 
 
 @functools.cache
@@ -45,19 +46,21 @@ class Reached:
 
     functions: set[str] = field(default_factory=set)
     calls: set[tuple[str, str]] = field(default_factory=set)
+    untraced: int = 0  # calls traced by code (:func:`every_call`) that began beside threads out of reach
 
     def merge(self, other: Reached) -> None:
         """Add what ``other`` reached."""
         self.functions |= other.functions
         self.calls |= other.calls
+        self.untraced += other.untraced
 
     def copy(self) -> Reached:
         """An independent copy."""
-        return Reached(set(self.functions), set(self.calls))
+        return Reached(set(self.functions), set(self.calls), self.untraced)
 
     def since(self, before: Reached) -> Reached:
         """What was reached that ``before`` (an earlier copy) had not."""
-        return Reached(self.functions - before.functions, self.calls - before.calls)
+        return Reached(self.functions - before.functions, self.calls - before.calls, self.untraced - before.untraced)
 
     def callees(self, name: str) -> set[str]:
         """The API functions reached from ``name``, directly or not (``name`` itself excluded)."""
@@ -185,6 +188,54 @@ def tracing(reached: Reached, package: str | None) -> Iterator[None]:
         yield
     finally:
         _RECORDING.remove(reached)
+
+
+# The gates' calls under way whose every call is wanted (:func:`every_call`): the grading side asks the isolated
+# worker to trace a call by code while this is not empty (``grader.sandbox.reached.asked``).
+_EVERY_CALL: list[str] = []
+
+
+def every_call_wanted() -> bool:
+    """Whether a gate wants every call of the student's code seen now (:func:`every_call`)."""
+    return bool(_EVERY_CALL)
+
+
+@contextlib.contextmanager
+def every_call(root: str, package: str | None) -> Iterator[None]:
+    """While the block runs (a gate's one small call of the student's ``root``), see every API call it makes.
+
+    The wrappers of :func:`instrument` see calls made by name on the main thread; a call through an alias, a
+    partial, a closure or a thread is seen here by the function's code (``tests/by_code.py``: a profiler,
+    two to three times slower, so only for this). ``package``: the student's modules are imported in this
+    process; None: the isolated worker is asked to do the same for the calls sent meanwhile. Calls are noted in
+    the recordings under way (:func:`tracing`); a call begun beside threads out of the profiler's reach is
+    counted in their ``untraced``, and a gate concludes nothing from it.
+    """
+    context: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if package is not None:
+        namespaces = {exercise: vars(module) for exercise in {_home(name) for name in api_names()}
+                      if (module := sys.modules.get(f"{package}.{exercise}")) is not None}
+        context = by_code.every_call(namespaces, {name: _home(name) for name in api_names()}, root, _note_traced,
+                                   note_untraced)
+    _EVERY_CALL.append(root)
+    try:
+        with context:
+            yield
+    finally:
+        _EVERY_CALL.pop()
+
+
+def _note_traced(caller: str, callee: str) -> None:
+    """Note a call that the profiler of :func:`every_call` saw (on any thread)."""
+    for reached in list(_RECORDING):
+        reached.functions.add(callee)
+        reached.calls.add((caller, callee))
+
+
+def note_untraced() -> None:
+    """Count, in the recordings under way, a call traced by code that began beside threads out of reach."""
+    for reached in list(_RECORDING):
+        reached.untraced += 1
 
 
 def note_elsewhere(calls: list[tuple[str, str]]) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import numpy as np
 
 from tests.crash import raising_through
@@ -22,6 +19,7 @@ from tests.feedback import (
 )
 from tests.kinds import remembered
 from tests.probes import expect_probe, probe
+from tests.reach import every_call, package_of
 from tests.steps import names
 
 READING = "docs/reading.md#generation"
@@ -219,45 +217,15 @@ def test_attend_step_is_one_row_of_attention(impl):
 # ----------------------------------------------------------------------------- causal decoding
 
 
-def _named_in_modules(impl, names: tuple[str, ...]) -> set[str] | None:
-    """Which of ``names`` the student's modules name anywhere but in their own definition (None: not known).
-
-    A call the tracing cannot see (a function kept under another name, in a dict, a partial, a closure, a
-    decorator's wrapper, called from a thread or from a helper module) names it somewhere: read as text, never run.
-    A function defined again further down its module is passed over (the first definition never runs).
-    """
-    folder = getattr(getattr(impl, "_implementation", None), "path", None)
-    if folder is None:
-        return None
-    found: set[str] = set()
-    try:
-        for path in sorted(Path(folder).glob("*.py")):
-            body = ast.parse(path.read_text(encoding="utf-8", errors="replace")).body
-            defined = [top.name if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else None for top in body]
-            for index, top in enumerate(body):
-                own = defined[index]
-                if own is not None and own in defined[index + 1:]:
-                    continue  # a definition written again further down: never run
-                for node in ast.walk(top):
-                    word = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                            else node.name if isinstance(node, ast.alias) else None)  # (from .decoding import it)
-                    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                        word = node.value
-                    if word in names and word != own:
-                        found.add(word)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return found
-
-
 def _cache_gate(impl) -> list:
     """Why ``causal_decode`` does not decode through the cache (empty unless its calls and its code both say so).
 
     The API: it runs ``kv_cache_append`` and ``attend_step`` position by position. Full attention under the causal
-    mask gives the same values with neither, so the calls are looked at (``tests/reach.py``). The check fails only
-    on certain evidence: the call was seen, its values are right, a function is missing from what it reached, and
-    no module of the student's names that function outside its own definition (so no call of it went unseen).
-    Otherwise (a crash, wrong values, calls that cannot be seen) the test's own checks say what they can.
+    mask gives the same values with neither, so the calls are looked at: every call this one makes of the
+    student's functions, by their code, through any name, partial, closure or thread (``tests/reach.py``'s
+    ``every_call``). The check fails only on certain evidence: the call was seen, its values are right, a function
+    is missing from what it reached, and no thread was running beyond the tracer's reach. Otherwise (a crash,
+    wrong values) the test's own checks say what they can.
     """
     reached = getattr(impl, "_reached", None)
     if reached is None:
@@ -265,7 +233,8 @@ def _cache_gate(impl) -> list:
     q, k, v = _qkv(239, batch=(B,), n_q=5, n_k=5)
     before = reached.copy()
     try:
-        with raising_through():  # a crash here is not this check's finding: the test's own call reports it
+        # A crash here is not this check's finding: the test's own call reports it.
+        with raising_through(), every_call("causal_decode", package_of(getattr(impl, "_implementation", None))):
             out = np.asarray(impl.causal_decode(q, k, v), dtype=np.float64)
     except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
         return []
@@ -273,17 +242,14 @@ def _cache_gate(impl) -> list:
     expected = _attention(q, k, v, causal=True)
     if "causal_decode" not in went.functions or out.shape != expected.shape or not np.allclose(out, expected):
         return []
-    unseen = tuple(name for name in ("kv_cache_append", "attend_step") if name not in went.callees("causal_decode"))
-    named = _named_in_modules(impl, unseen) if unseen else set()
-    missing = [name for name in unseen if named is not None and name not in named]
-    if not missing:
+    missing = [name for name in ("kv_cache_append", "attend_step") if name not in went.callees("causal_decode")]
+    if not missing or went.untraced:
         return []
     return [message("the functions causal_decode called, decoding 5 positions",
                     "kv_cache_append and attend_step, position by position (the API: the cache grows as the tokens "
                     "come, and each new query attends over it)",
-                    f"no call of {' nor of '.join(missing)} (no module of yours names "
-                    f"{'them' if len(missing) > 1 else 'it'} outside {'their' if len(missing) > 1 else 'its'} own "
-                    "definition): right values, computed another way", DECODE)]
+                    f"no call of {' nor of '.join(missing)}, under any name or in any thread: right values, "
+                    "computed another way", DECODE)]
 
 
 def require_the_cache(impl) -> bool:

@@ -39,6 +39,7 @@ STUDENT_FILES = (
     "grader/term.py",  # course.py reads [late] and [extensions] with it (standard library only)
     "LICENSE",
     "tests/__init__.py",
+    "tests/by_code.py",
     "tests/conventions.py",
     "tests/crash.py",
     "tests/effort.py",

@@ -8,8 +8,10 @@ process:
   student's modules) and ``forkserver`` (the fork server, root with two
   capabilities, never student code);
 - on both sides: ``frames`` (the wire format: a JSON header and raw numeric
-  bytes, never pickles), ``codec`` (values as plain data) and ``protocol``
-  (what may cross), the only modules the sandbox holds besides the worker;
+  bytes, never pickles), ``codec`` (values as plain data), ``protocol``
+  (what may cross) and ``calls`` (which of the student's API functions a call
+  ran, for the blame and the gates; also imported by ``tests/reach.py``), the
+  only modules the sandbox holds besides the worker;
 - in the grading process: ``proxy`` (``IsolatedImplementation``, the facade
   that serves the student's functions to the graded suite) and what it
   composes: ``process`` (the worker's process), ``channel`` (frames over its

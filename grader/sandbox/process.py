@@ -45,6 +45,14 @@ def scratch_parent() -> str | None:
 
 
 _COMPILED: dict[tuple[str, str], bytes | None] = {}
+# A sandbox module that a student's own run imports too lives with the suite (the student's release holds no
+# grader/sandbox): the worker's copy is made from it.
+_WITH_THE_SUITE = {"by_code.py"}
+
+
+def source_of(name: str) -> Path:
+    """The kit's file that the sandbox's ``name`` (``worker.py`` or one of ``limits.SANDBOX_MODULES``) is a copy of."""
+    return SANDBOX_CODE.parent.parent / "tests" / name if name in _WITH_THE_SUITE else SANDBOX_CODE / name
 
 
 def _compiled(name: str, filename: str, main: bool) -> bytes | None:
@@ -59,7 +67,7 @@ def _compiled(name: str, filename: str, main: bool) -> bytes | None:
     key = (name, filename)
     if key not in _COMPILED:
         try:
-            source = (SANDBOX_CODE / name).read_bytes()
+            source = source_of(name).read_bytes()
             code = compile(source, filename, "exec", dont_inherit=True, optimize=0)
             if main:  # the magic number, flags 0 (timestamp-based), source mtime and size, the marshalled code
                 header = bytes(12)
@@ -85,7 +93,7 @@ def sandbox_files(plan: confine.Plan, fork_server: bool = False) -> dict[str, by
     for name in confine.SANDBOX_MODULES:
         if name == "forkserver.py" and not fork_server:
             continue
-        files[name] = (SANDBOX_CODE / name).read_bytes()
+        files[name] = source_of(name).read_bytes()
         compiled = _compiled(name, str(Path(filename).with_name(name)), main=False)
         if compiled is not None:
             files[f"__pycache__/{name.removesuffix('.py')}.{sys.implementation.cache_tag}.pyc"] = compiled

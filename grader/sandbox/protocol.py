@@ -15,7 +15,8 @@ Grading process -> worker (``REQUESTS``):
 - ``call``: run the student's ``module.function`` (in ``view``) on ``payload``
   (a call's peak memory is read from outside the worker, never reported by it); with ``answer_here``, sent only
   for the kit's own check (whose folder is the reference), the worker answers the call's callbacks itself, with
-  the same modules, and sends them sealed (``answered_here``) before its reply;
+  the same modules, and sends them sealed (``answered_here``) before its reply; with ``every_call`` (a test's
+  gate, for one small call), the worker also notes the student's API calls by their code (``calls``);
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
@@ -28,7 +29,8 @@ Worker -> grading process, only while one of those requests is in flight:
   itself), names only, at most ``MAX_REACHED`` of them, for the blame of a failure (``tests/reach.py``). It is
   feedback, never a grade: the grading side keeps only well-formed pairs of the names of the request's view
   (``grader.sandbox.reached``) and ignores the rest, whatever the worker sends; and ``answered`` (``ANSWERED``):
-  the reference's CPU seconds of the sealed answers the call opened, charged to it;
+  the reference's CPU seconds of the sealed answers the call opened, charged to it; ``untraced`` (``UNTRACED``,
+  only ``True``): a call traced by code began beside threads out of the tracer's reach (a gate concludes nothing);
 - ``callback`` (``CALLBACKS``): fair grading's one question, "run the
   reference's ``exercise.function`` on ``payload``". The grading side answers
   it only for the functions of the exercises that the request's view depends
@@ -79,11 +81,13 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
 }
 # Optional fields (checked when present): the sources of the kit's given code that a view's first request
 # carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
-OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict}, "call": {"given": dict, "answer_here": bool}}
+OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict},
+                                        "call": {"given": dict, "answer_here": bool, "every_call": bool}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"
 ANSWERED = "answered"
+UNTRACED = "untraced"
 MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"

@@ -582,7 +582,7 @@ class IsolatedImplementation(Measuring, Reports, Spares):
         arrays: list = []
         functions: list[Callable[..., Any]] = []
         payload = codec.encode([list(args), kwargs], arrays, functions)
-        header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
+        header = reached.asked({"op": "call", "view": view, "module": module, "function": name, "payload": payload})
         self._callbacks.grading_functions = functions
         try:
             reply, reply_arrays = self._request(header, arrays, f"{name}()")

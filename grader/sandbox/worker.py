@@ -4,8 +4,9 @@ Run by the worker process, in the sandbox (and nothing here runs in the
 grading process but the isolation tests). This file is a script: it imports
 only the standard library, and, once the privileges are dropped, the
 sandbox-side modules that lie beside it (``frames``, ``codec``,
-``protocol``; ``forkserver`` for the fork server), never ``grader`` or
-``tests``, because the sandbox holds nothing else: a copy of the student's
+``protocol``, ``calls``, ``by_code``, a copy of ``tests/by_code.py``;
+``forkserver`` for the fork server), never ``grader`` or ``tests``,
+because the sandbox holds nothing else: a copy of the student's
 modules, the Python installation, this file and those modules (see
 :func:`load_modules`). The grading process (``grader.sandbox.proxy``) starts it
 as::
@@ -21,7 +22,6 @@ the worker answers only the requests that ``protocol.REQUESTS`` lists.
 from __future__ import annotations
 
 import builtins
-import functools
 import os
 import sys
 import threading
@@ -34,19 +34,21 @@ from typing import Any
 frames: Any = None
 codec: Any = None
 protocol: Any = None
+calls: Any = None
+by_code: Any = None
 SANDBOX_PACKAGE = "_attention_kit_sandbox"  # their package when this file runs as a script (see load_modules)
 
 
 def load_modules() -> Any:
-    """Import ``frames``, ``codec`` and ``protocol`` from beside this file; return their package's name.
+    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code`` from beside this file; return their package.
 
     Run as a script (in the sandbox), this file belongs to no package: a package of its own,
     ``_attention_kit_sandbox``, over the folder this file lies in, holds the copies the grading process placed
     there, and the standard import machinery loads them (from the ``__pycache__`` the grading process compiled
     for them, where there is one: ``grader.sandbox.process.sandbox_files``). Imported as
-    ``grader.sandbox.worker`` (the isolation tests), they are that package's own.
+    ``grader.sandbox.worker`` (the isolation tests), they are that package's own (``by_code``: ``tests.by_code``).
     """
-    global frames, codec, protocol
+    global frames, codec, protocol, calls, by_code
     package = __package__ or SANDBOX_PACKAGE
     if not __package__ and package not in sys.modules:
         namespace = types.ModuleType(package, "the worker's own modules, beside worker.py")
@@ -59,6 +61,8 @@ def load_modules() -> Any:
         frames = importlib.import_module(f"{package}.frames")
         codec = importlib.import_module(f"{package}.codec")
         protocol = importlib.import_module(f"{package}.protocol")
+        calls = importlib.import_module(f"{package}.calls")
+        by_code = importlib.import_module(f"{package}.by_code" if package == SANDBOX_PACKAGE else "tests.by_code")
     return package
 
 
@@ -146,11 +150,8 @@ class Worker:
         # Their sources, as a view's first request brought them (grader.sandbox.given_views): never a file here.
         self.given_sources: dict[str, str] = {}
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
-        # The API functions the current call reached ((caller, callee)), those running (innermost last): instrument()
-        self.reached: dict[tuple[str, str], None] = {}
-        self._running: list[str] = []
-        self._instrumented: dict[str, tuple[types.ModuleType, int]] = {}
-        self._home: dict[str, str] = {}  # each API function's exercise (from init's functions)
+        # The student's API functions the current call reached ((caller, callee) names: ``calls.Reach``).
+        self.reach = calls.Reach(self.modules, protocol.MAX_REACHED, by_code.every_call)
         # The sealed answers of each view it was given (grader.sandbox.sealed): view -> (index -> (offset, size,
         # CPU seconds) in their bytes, those bytes); the view of the call running now, and the reference's CPU
         # seconds of the answers it opened.
@@ -345,65 +346,15 @@ class Worker:
         where = f" ({os.path.basename(frames[-1].filename)} line {frames[-1].lineno})" if frames else ""
         return f"importing {module}.py raised {type(error).__name__}: {error}{where}"
 
-    # -- which of the student's own API functions a call reached (``protocol.REACHED``: names only)
-
-    def instrument(self, view: str) -> None:
-        """Make the student's API functions in the package of ``view`` note their calls in ``reached``.
-
-        What ``tests/reach.py`` does in a student's own run: in each module of the student's folder, a global name
-        bound to one of the student's API functions (defined in the module the manifest puts it in) is rebound to
-        a wrapper (``functools.wraps``) that notes the call and the API function that made it; the given code and
-        the reference's forwarders are not the student's and are left alone. A module is looked at again when it
-        is new or its namespace changed size. Student code that refuses it is simply not seen.
-        """
-        package = f"_student_{view}"
-        home = self._home
-        try:
-            # Under fair grading the view's own module is the only one of the student's in its package.
-            for exercise in (self.functions if view == protocol.VIEW_ALL else (view,)):
-                module = sys.modules.get(f"{package}.{exercise}")
-                namespace = getattr(module, "__dict__", None)
-                if not isinstance(namespace, dict) or not str(namespace.get("__file__")).startswith(self.modules):
-                    continue
-                seen = self._instrumented.get(f"{package}.{exercise}")
-                if seen is not None and seen[0] is module and seen[1] == len(namespace):
-                    continue
-                for name in home.keys() & namespace.keys():
-                    value = namespace[name]
-                    if (callable(value) and getattr(value, "__reach_recording__", None) is not True
-                            and getattr(value, "__module__", None) == f"{package}.{home[name]}"
-                            and getattr(value, "__name__", None) == name):
-                        namespace[name] = self._recording(value, name)
-                self._instrumented[f"{package}.{exercise}"] = (module, len(namespace))
-        except Exception:  # noqa: BLE001, S110 - a module of the student's that refuses it: its calls are not seen
-            pass
-
-    def _recording(self, function: Any, name: str) -> Any:
-        """``function`` (the student's API function ``name``), noting each call of it on the main thread."""
-        reached, running, main = self.reached, self._running, threading.main_thread().ident
-
-        @functools.wraps(function)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if threading.get_ident() != main:
-                return function(*args, **kwargs)
-            if len(reached) < protocol.MAX_REACHED:
-                reached[(running[-1] if running else "", name)] = None
-            running.append(name)
-            try:
-                return function(*args, **kwargs)
-            finally:
-                running.pop()
-
-        call.__reach_recording__ = True  # type: ignore[attr-defined]
-        return call
-
-    def reached_pairs(self) -> list:
-        """What the current call reached, as ``[caller, callee]`` pairs (no builtin the student may have replaced)."""
-        return [[caller, callee] for caller, callee in self.reached]
+    def exercises_of(self, view: str) -> Any:
+        """The exercises whose modules are the student's in ``view``: its own under fair grading, else every one."""
+        return self.functions if view == protocol.VIEW_ALL else (view,)
 
     def call_notes(self) -> dict:
         """What a call's reply says of it besides its result: what it reached, the sealed answers' CPU seconds."""
-        notes: dict = {protocol.REACHED: self.reached_pairs()}
+        notes: dict = {protocol.REACHED: self.reach.pairs()}
+        if self.reach.untraced:
+            notes[protocol.UNTRACED] = True
         if self.opened_cpu:
             notes[protocol.ANSWERED] = self.opened_cpu
         return notes
@@ -430,7 +381,7 @@ class Worker:
             self.functions = header["functions"]
             self.dependencies = header["dependencies"]
             self.given = set(header["given"])
-            self._home = {function: exercise for exercise, functions in self.functions.items()
+            self.reach.home = {function: exercise for exercise, functions in self.functions.items()
                           for function in functions}
             self.channel.send({"status": "ok", "pid": os.getpid(), "uid": os.getuid()}, [])
         elif op == "import":
@@ -467,18 +418,19 @@ class Worker:
         args, kwargs = codec.decode(header["payload"], arrays, functions=self.grading_function)
         try:
             loaded = self.load(header["view"], module)
-            self.instrument(header["view"])
+            self.reach.instrument(f"_student_{header['view']}", self.exercises_of(header["view"]))
             target = getattr(loaded, function)
         except BaseException as error:  # noqa: BLE001
             self.channel.send({"status": "import_error", "message": self.describe_import_error(module, error)}, [])
             return
-        self.reached.clear()
-        self._running.clear()
+        self.reach.start()
         self.view, self.opened_cpu = header["view"], 0.0
         self.answer_here, self.answered = header.get("answer_here") is True, []
         _one_thread()
         try:
-            with codec.RecordedWarnings() as caught:  # e.g. numpy's RuntimeWarnings
+            every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
+                                               self.exercises_of(self.view), function)
+            with codec.RecordedWarnings() as caught, every_call:
                 result = target(*args, **kwargs)
         except SystemExit as error:
             info = {"type": "SystemExit", "builtins": [], "traceback": [],

@@ -233,6 +233,10 @@ FULL_CAUSAL = "return _attention(q, k, v, _causal_mask(n))[0]"
 WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[..., :t + 1, :], "
                 "'v': v[..., :t + 1, :]})[0] for t in range(n)], axis=-2)")
 DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
+# Full attention beside the cache's names, never called: once enough for a check that read the modules as text
+# for calls its tracing could not see (and its message said so).
+NAMED_NOT_CALLED = ("_named = (kv_cache_append, attend_step)\n    if n < 0:  # never\n"
+                    "        kv_cache_append(None, k, v), attend_step(q, None)\n" + "    " + FULL_CAUSAL)
 
 
 # Part I by a pattern or a table (a helper's round): init_weight as a fixed spread of values, dropout from one random
@@ -363,6 +367,9 @@ CHEATS = {
               _files("09", "training")),
         Cheat("decode-full-causal-attention", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FULL_CAUSAL)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-names-the-cache-never-calls-it", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=NAMED_NOT_CALLED)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
@@ -573,12 +580,40 @@ def causal_decode(q, k, v):
         rows = list(pool.map(_decode_one, *flat))
     return np.stack(rows).reshape(q.shape[:-2] + (q.shape[-2], v.shape[-1]))
 '''
+# A causal_decode run by a pool of the module's, whose kv_cache_append is a function of another name bound to it.
+_DECODE_IN_A_MODULE_POOL = '''
+from concurrent.futures import ThreadPoolExecutor as _Pool
+
+_POOL = _Pool(max_workers=2)
+_first_append = kv_cache_append
+
+
+def _append_rows(cache, k_t, v_t):
+    return _first_append(cache, k_t, v_t)
+
+
+kv_cache_append = _append_rows
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+
+    def run():
+        cache, rows = None, []
+        for t in range(q.shape[-2]):
+            cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+            rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
+        return np.concatenate(rows, axis=-2)
+
+    return _POOL.submit(run).result()
+'''
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
     "blockwise-key-by-key-in-blocks": {"decoding": _KEY_BY_KEY_IN_BLOCKS},
     "decode-through-a-helper": {"decoding": _DECODE_THROUGH_A_HELPER},
     "decode-calls-the-tracing-cannot-see": {"decoding": _DECODE_UNSEEN_CALLS},
+    "decode-in-a-module-pool": {"decoding": _DECODE_IN_A_MODULE_POOL},
 }
 
 

@@ -87,7 +87,9 @@ def namespaces_or_skip(implementation: IsolatedImplementation) -> None:
 @pytest.mark.parametrize("name", ["worker.py", *limits.SANDBOX_MODULES])
 def test_the_sandbox_code_imports_only_stdlib_numpy_and_itself(name):
     # The sandbox holds worker.py and the modules beside it (limits.SANDBOX_MODULES), nothing else of the kit.
-    tree = ast.parse((ROOT / "grader" / "sandbox" / name).read_text(encoding="utf-8"))
+    from grader.sandbox import process
+
+    tree = ast.parse(process.source_of(name).read_text(encoding="utf-8"))
     imported, siblings = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -109,7 +111,7 @@ def test_the_sandbox_code_is_what_a_worker_and_a_fork_server_are_given():
     worker_files, server_files = process.sandbox_files(plan), process.sandbox_files(plan, fork_server=True)
     assert set(server_files) - set(worker_files) >= {"forkserver.py"}
     for name in ["worker.py", *limits.SANDBOX_MODULES]:
-        assert server_files[name] == (ROOT / "grader" / "sandbox" / name).read_bytes()
+        assert server_files[name] == process.source_of(name).read_bytes()
 
 
 def test_worker_sees_only_the_modules_and_a_scrubbed_environment(isolated, tmp_path):

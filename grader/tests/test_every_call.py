@@ -1,0 +1,142 @@
+"""A gate's call traced by code (``tests/by_code.py``): calls under any name or in any thread are seen, names are not.
+
+``causal_decode``'s gate asks whether it called ``kv_cache_append`` and ``attend_step`` at all. The wrappers on
+the API names see calls by name on the main thread only; the gate's one small call is also traced by the
+functions' code, in a student's own run and in the worker (``every_call`` in the call's header). A module that
+only names the functions (an unused alias, a branch never taken) once passed: the old check read the modules as
+text for calls its tracing could not see.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from grader.grading.grade import grade_batch
+from grader.sandbox import protocol
+from grader.tests.cheats import CHEATS, HONEST_DECODING, plant
+from grader.tests.test_grade import QUIET, read_grades
+from tests import by_code
+
+MODULE = '''
+import functools
+
+
+def g(x):
+    return x + 1
+
+
+def _h(x):
+    return x * 2
+
+
+h = _h  # an API function bound by assignment: its code is _h's
+
+
+def _plain(function):
+    def wrapper(*args):
+        return function(*args)
+    return wrapper
+
+
+k = _plain(lambda x: x)  # a decorator's wrapper without functools.wraps
+
+
+def f(x, how):
+    if how == "name":
+        return g(x)
+    if how == "partial":
+        return functools.partial(g, x)()
+    if how == "alias":
+        return h(x)
+    if how == "wrapper":
+        return k(x)
+    if how == "thread":
+        with POOL() as pool:
+            return pool.submit(functools.partial(g, x)).result()
+    if how == "dead":
+        unused = (g, h)
+        if x is None:
+            g(x)
+        return x + 1
+    raise ValueError(how)
+'''
+HOME = {"f": "m", "g": "m", "h": "m", "k": "m"}
+
+
+@pytest.fixture
+def module():
+    namespace = vars(types.ModuleType("student.m"))
+    namespace["POOL"] = lambda: ThreadPoolExecutor(max_workers=1)
+    exec(compile(MODULE, "m.py", "exec"), namespace)  # noqa: S102 - the test's own module
+    return namespace
+
+
+def traced(namespace: dict, how: str) -> tuple[set[tuple[str, str]], int]:
+    seen: set[tuple[str, str]] = set()
+    untraced: list[int] = []
+    before = sys.getprofile()
+    with by_code.every_call({"m": namespace}, HOME, "f", lambda caller, callee: seen.add((caller, callee)),
+                            lambda: untraced.append(1)):
+        namespace["f"](1, how)
+    assert sys.getprofile() is before and threading.getprofile() is None  # put back as it was
+    return seen, len(untraced)
+
+
+@pytest.mark.parametrize("how, callee", [("name", "g"), ("partial", "g"), ("alias", "h"), ("wrapper", "k"),
+                                         ("thread", "g")])
+def test_a_call_under_any_name_or_in_a_thread_is_seen(module, how, callee):
+    seen, untraced = traced(module, how)
+    assert ("", "f") in seen, seen
+    assert ("f", callee) in seen, seen
+    assert untraced == 0
+
+
+def test_names_that_are_never_called_are_not_calls(module):
+    seen, _ = traced(module, "dead")
+    assert seen == {("", "f")}, seen
+
+
+def test_a_thread_already_running_leaves_the_call_untraced(module):
+    stop = threading.Event()
+    runner = threading.Thread(target=stop.wait)
+    runner.start()
+    try:
+        _, untraced = traced(module, "name")
+    finally:
+        stop.set()
+        runner.join()
+    assert untraced == 1
+
+
+def test_one_wrapper_around_two_functions_names_neither(module):
+    module["g2"] = module["_plain"](module["g"])
+    module["h2"] = module["_plain"](module["_h"])
+    codes = by_code._codes({"m": module}, {"g2": "m", "h2": "m"})
+    wrapper = module["g2"].__code__
+    assert wrapper is module["h2"].__code__ and wrapper not in codes
+    assert codes[module["g"].__code__] == "g2" and codes[module["_h"].__code__] == "h2"
+
+
+def test_the_request_field_is_checked():
+    call = {"op": "call", "view": "decoding", "module": "decoding", "function": "causal_decode", "payload": []}
+    assert protocol.check({**call, "every_call": True}, protocol.REQUESTS) == "call"
+    with pytest.raises(protocol.ProtocolError, match="every_call"):
+        protocol.check({**call, "every_call": "yes"}, protocol.REQUESTS)
+
+
+def test_graded_the_names_earn_what_the_control_earns_and_honest_calls_full_marks(tmp_path):
+    cheat = CHEATS["decode-names-the-cache-never-calls-it"]
+    students = {"correct": {}, "names": cheat.code, "control": cheat.control,
+                **{name: code for name, code in HONEST_DECODING.items() if name.startswith("decode")}}
+    for name, code in students.items():
+        plant(tmp_path / "submissions" / name, code)
+    assert grade_batch(tmp_path / "submissions", tmp_path / "out", **(QUIET | {"exercises": ["decoding"]})) == 0
+    scores = {student: float(row["score"]) for student, row in read_grades(tmp_path / "out").items()}
+    assert scores["names"] == scores["control"] < scores["correct"], scores
+    honest = {name: scores[name] for name in students if name.startswith("decode")}
+    assert set(honest.values()) == {scores["correct"]}, (honest, scores["correct"])
