@@ -38,7 +38,7 @@ from grader.curriculum import misnamed
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_through, where_it_crashed
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
-from tests.reach import KIT_WRAPPERS, Reached, kit_wrapper, package_of, recorded_function, tracing
+from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
 
 
 class ImplementationError(Exception):
@@ -567,7 +567,9 @@ class Kit:
     (:func:`raising_through`). Every call also checks that the arguments come
     back unchanged: arrays, and dicts (no key added, removed or rebound). The
     functions a test called are kept in ``_called``, for the blame in
-    dependency order (``tests/plugin.py``).
+    dependency order (``tests/plugin.py``). A test may watch a function
+    (:meth:`watch`): each of its calls is then traced by code, and the
+    watcher told what the call reached.
     """
 
     def __init__(self, implementation: Implementation, exercise: str) -> None:
@@ -575,6 +577,7 @@ class Kit:
         self._exercise = exercise
         self._called: list[str] = []  # the functions this test called, for the blame in dependency order
         self._reached = Reached()  # the student's functions those calls went through (``tests/reach.py``)
+        self._watched: dict[str, Callable[..., Failure | None]] = {}  # see watch()
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -586,6 +589,15 @@ class Kit:
 
         call.__name__ = name
         return call
+
+    def watch(self, name: str, watcher: Callable[[tuple, dict, Any, Reached], Failure | None]) -> None:
+        """Trace every later call of ``name`` in this test by code (``tests/reach.py``'s ``every_call``).
+
+        After each call that returned, ``watcher(args, kwargs, result, reached)`` is told what it reached (calls
+        under any name or in any thread); a failure it returns fails the test, once. What the tests check is then
+        what they watched: no call of theirs can tell the watched ones apart (a gate's own call could be).
+        """
+        self._watched[name] = watcher
 
     @property
     def measures_elsewhere(self) -> bool:
@@ -624,8 +636,11 @@ class Kit:
             pytest.fail(record(failure).message, pytrace=False)
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
+        watcher = self._watched.get(name)
+        reached = self._reached.copy() if watcher else None
         try:
-            with tracing(self._reached, package_of(implementation)):
+            with tracing(self._reached, package_of(implementation)), \
+                    every_call(name, package_of(implementation)) if watcher else contextlib.nullcontext():
                 result = self._call(implementation, function, name, args, kwargs, measure)
         except NotImplementedError as error:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
@@ -657,6 +672,9 @@ class Kit:
                 + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
                 kind=CHECK_FAILED,
             )).message)
+        if reached is not None and (found := watcher(args, kwargs, result, self._reached.since(reached))):
+            self._watched.pop(name)  # told once
+            check.fail(record(found).message)
         return result
 
     def _call(self, implementation: Implementation, function: Callable[..., Any], name: str, args: tuple,

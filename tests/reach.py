@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 import threading
 import weakref
@@ -215,8 +216,10 @@ def every_call(root: str, package: str | None) -> Iterator[None]:
     if package is not None:
         namespaces = {exercise: vars(module) for exercise in {_home(name) for name in api_names()}
                       if (module := sys.modules.get(f"{package}.{exercise}")) is not None}
-        context = by_code.every_call(namespaces, {name: _home(name) for name in api_names()}, root, _note_traced,
-                                   note_untraced)
+        paths = list(getattr(sys.modules[package], "__path__", None) or [""])  # (tests.kit: the --impl folder)
+        folder = os.path.join(str(paths[0]), "") if paths[0] else os.sep + "\0"  # (no folder: nothing is theirs)
+        context = by_code.every_call(namespaces, {name: _home(name) for name in api_names()}, folder, root,
+                                     _note_traced, note_untraced)
     _EVERY_CALL.append(root)
     try:
         with context:

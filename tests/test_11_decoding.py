@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
-from tests.crash import raising_through
-from tests.effort import message, require
+from tests.effort import message
 from tests.feedback import (
     call_expecting_no_warning,
     call_or_explain,
@@ -19,7 +20,6 @@ from tests.feedback import (
 )
 from tests.kinds import remembered
 from tests.probes import expect_probe, probe
-from tests.reach import every_call, package_of
 from tests.steps import names
 
 READING = "docs/reading.md#generation"
@@ -217,44 +217,46 @@ def test_attend_step_is_one_row_of_attention(impl):
 # ----------------------------------------------------------------------------- causal decoding
 
 
-def _cache_gate(impl) -> list:
-    """Why ``causal_decode`` does not decode through the cache (empty unless its calls and its code both say so).
+def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> object:
+    """Why one call of ``causal_decode`` did not decode through the cache (None unless the calls it made say so).
 
     The API: it runs ``kv_cache_append`` and ``attend_step`` position by position. Full attention under the causal
-    mask gives the same values with neither, so the calls are looked at: every call this one makes of the
+    mask gives the same values with neither, so the calls are looked at: every call this one made of the
     student's functions, by their code, through any name, partial, closure or thread (``tests/reach.py``'s
-    ``every_call``). The check fails only on certain evidence: the call was seen, its values are right, a function
-    is missing from what it reached, and no thread was running beyond the tracer's reach. Otherwise (a crash,
+    ``every_call``). It fails only on certain evidence: the call was seen, its values are right, a function is
+    missing from what it reached, and no thread was running beyond the tracer's reach. Otherwise (a crash,
     wrong values) the test's own checks say what they can.
     """
-    reached = getattr(impl, "_reached", None)
-    if reached is None:
-        return []
-    q, k, v = _qkv(239, batch=(B,), n_q=5, n_k=5)
-    before = reached.copy()
     try:
-        # A crash here is not this check's finding: the test's own call reports it.
-        with raising_through(), every_call("causal_decode", package_of(getattr(impl, "_implementation", None))):
-            out = np.asarray(impl.causal_decode(q, k, v), dtype=np.float64)
-    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
-        return []
-    went = reached.since(before)
-    expected = _attention(q, k, v, causal=True)
-    if "causal_decode" not in went.functions or out.shape != expected.shape or not np.allclose(out, expected):
-        return []
-    missing = [name for name in ("kv_cache_append", "attend_step") if name not in went.callees("causal_decode")]
-    if not missing or went.untraced:
-        return []
-    return [message("the functions causal_decode called, decoding 5 positions",
-                    "kv_cache_append and attend_step, position by position (the API: the cache grows as the tokens "
-                    "come, and each new query attends over it)",
-                    f"no call of {' nor of '.join(missing)}, under any name or in any thread: right values, "
-                    "computed another way", DECODE)]
+        bound = inspect.signature(lambda q, k, v: None).bind(*args, **kwargs).arguments
+        q, k, v = (np.asarray(bound[name], dtype=np.float64) for name in ("q", "k", "v"))
+        out, expected = np.asarray(result, dtype=np.float64), _attention(q, k, v, causal=True)
+    except (TypeError, ValueError):
+        return None
+    if ("causal_decode" not in reached.functions or reached.untraced or out.shape != expected.shape
+            or not np.allclose(out, expected, rtol=1e-4, atol=1e-5)):
+        return None
+    missing = [name for name in ("kv_cache_append", "attend_step") if name not in reached.callees("causal_decode")]
+    if not missing:
+        return None
+    return message(f"the functions causal_decode called, decoding {q.shape[-2]} positions",
+                   "kv_cache_append and attend_step, position by position (the API: the cache grows as the tokens "
+                   "come, and each new query attends over it)",
+                   f"no call of {' nor of '.join(missing)}, under any name or in any thread: right values, computed "
+                   "another way", DECODE)
 
 
 def require_the_cache(impl) -> bool:
-    """Fail the test unless ``causal_decode`` decodes through the cache (:func:`_cache_gate`); True when it does."""
-    return require(impl, "causal_decode", lambda: _cache_gate(impl), key="cache")
+    """Check, at every call of ``causal_decode`` in this test, that it decodes through the cache.
+
+    Each call is traced (``tests.kit.Kit.watch``) and judged by :func:`_through_the_cache`: the calls the test
+    checks are the ones traced, so code cannot decode one way when it is watched and another when it is graded.
+    True (the verdict comes with the calls).
+    """
+    watch = getattr(impl, "watch", None)
+    if watch is not None:
+        watch("causal_decode", _through_the_cache)
+    return True
 
 
 def test_causal_decode_equals_causal_attention(impl):

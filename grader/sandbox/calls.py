@@ -103,4 +103,5 @@ class Reach:
         if not wanted:
             return contextlib.nullcontext()
         namespaces = self._students(package, exercises)
-        return self.profiler(namespaces, self.home, root, self.note, lambda: setattr(self, "untraced", True))
+        return self.profiler(namespaces, self.home, self.modules, root, self.note,
+                             lambda: setattr(self, "untraced", True))

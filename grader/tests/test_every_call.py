@@ -9,6 +9,7 @@ text for calls its tracing could not see.
 
 from __future__ import annotations
 
+import _thread
 import sys
 import threading
 import types
@@ -23,6 +24,7 @@ from grader.tests.test_grade import QUIET, read_grades
 from tests import by_code
 
 MODULE = '''
+import _thread
 import functools
 
 
@@ -46,6 +48,27 @@ def _plain(function):
 k = _plain(lambda x: x)  # a decorator's wrapper without functools.wraps
 
 
+class _Step:
+    def __call__(self, x):
+        return x - 1
+
+
+s = _Step()  # a callable object
+
+
+def _own_thread(x):
+    done, box = _thread.allocate_lock(), []
+    done.acquire()
+
+    def work():
+        box.append(g(x))
+        done.release()
+
+    _thread.start_new_thread(work, ())
+    done.acquire()
+    return box[0]
+
+
 def f(x, how):
     if how == "name":
         return g(x)
@@ -58,6 +81,10 @@ def f(x, how):
     if how == "thread":
         with POOL() as pool:
             return pool.submit(functools.partial(g, x)).result()
+    if how == "object":
+        return s(x)
+    if how == "_thread":
+        return _own_thread(x)
     if how == "dead":
         unused = (g, h)
         if x is None:
@@ -65,35 +92,38 @@ def f(x, how):
         return x + 1
     raise ValueError(how)
 '''
-HOME = {"f": "m", "g": "m", "h": "m", "k": "m"}
+HOME = {"f": "m", "g": "m", "h": "m", "k": "m", "s": "m"}
+FOLDER = "/student/"  # where the student's files lie: the code written there is theirs
 
 
 @pytest.fixture
 def module():
     namespace = vars(types.ModuleType("student.m"))
     namespace["POOL"] = lambda: ThreadPoolExecutor(max_workers=1)
-    exec(compile(MODULE, "m.py", "exec"), namespace)  # noqa: S102 - the test's own module
+    exec(compile(MODULE, FOLDER + "m.py", "exec"), namespace)  # noqa: S102 - the test's own module
     return namespace
 
 
 def traced(namespace: dict, how: str) -> tuple[set[tuple[str, str]], int]:
     seen: set[tuple[str, str]] = set()
     untraced: list[int] = []
-    before = sys.getprofile()
-    with by_code.every_call({"m": namespace}, HOME, "f", lambda caller, callee: seen.add((caller, callee)),
+    before, start = sys.getprofile(), _thread.start_new_thread
+    with by_code.every_call({"m": namespace}, HOME, FOLDER, "f", lambda caller, callee: seen.add((caller, callee)),
                             lambda: untraced.append(1)):
         namespace["f"](1, how)
-    assert sys.getprofile() is before and threading.getprofile() is None  # put back as it was
+    # Put back as it was.
+    assert sys.getprofile() is before and threading.getprofile() is None and _thread.start_new_thread is start
     return seen, len(untraced)
 
 
 @pytest.mark.parametrize("how, callee", [("name", "g"), ("partial", "g"), ("alias", "h"), ("wrapper", "k"),
-                                         ("thread", "g")])
+                                         ("thread", "g"), ("object", "s"), ("_thread", "g")])
 def test_a_call_under_any_name_or_in_a_thread_is_seen(module, how, callee):
+    running = threading.active_count() > 1  # (a test runner's own threads, if any)
     seen, untraced = traced(module, how)
     assert ("", "f") in seen, seen
     assert ("f", callee) in seen, seen
-    assert untraced == 0
+    assert untraced == running
 
 
 def test_names_that_are_never_called_are_not_calls(module):
@@ -113,13 +143,43 @@ def test_a_thread_already_running_leaves_the_call_untraced(module):
     assert untraced == 1
 
 
-def test_one_wrapper_around_two_functions_names_neither(module):
+def test_one_wrapper_around_two_functions_stands_for_both_and_what_it_wraps_for_its_own(module):
     module["g2"] = module["_plain"](module["g"])
     module["h2"] = module["_plain"](module["_h"])
-    codes = by_code._codes({"m": module}, {"g2": "m", "h2": "m"})
+    codes = by_code._codes({"m": module}, {"g2": "m", "h2": "m"}, FOLDER)
     wrapper = module["g2"].__code__
-    assert wrapper is module["h2"].__code__ and wrapper not in codes
-    assert codes[module["g"].__code__] == "g2" and codes[module["_h"].__code__] == "h2"
+    assert wrapper is module["h2"].__code__ and codes[wrapper] == {"g2", "h2"}
+    assert codes[module["g"].__code__] == {"g2"} and codes[module["_h"].__code__] == {"h2"}
+
+
+def test_a_function_is_named_by_its_own_binding_before_a_closure_that_holds_it(module):
+    # f's closure holds h's function (a decoder made by a factory): _h is still h, not f.
+    module["f"] = (lambda append: (lambda x, how: append(x)))(module["h"])
+    codes = by_code._codes({"m": module}, HOME, FOLDER)
+    assert codes[module["_h"].__code__] == {"h"}
+
+
+def test_code_written_outside_the_student_s_folder_is_not_theirs(module):
+    codes = by_code._codes({"m": module}, HOME, "/elsewhere/")
+    assert codes == {}
+
+
+def test_a_frame_made_up_by_student_code_is_not_a_call(module):
+    class Frame:  # what a student's code could hand the profiler it finds in sys.getprofile()
+        f_code, f_globals, f_back = module["g"].__code__, module, None
+
+    seen: set[tuple[str, str]] = set()
+    with by_code.every_call({"m": module}, HOME, FOLDER, "f", lambda caller, callee: seen.add((caller, callee)),
+                            lambda: None):
+        sys.getprofile()(Frame(), "call", None)
+    assert seen == set(), seen
+
+
+def test_a_module_that_replaces_threading_active_count_changes_nothing(module, monkeypatch):
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    running = by_code._ACTIVE() > 1
+    _, untraced = traced(module, "name")
+    assert untraced == running
 
 
 def test_the_request_field_is_checked():
