@@ -5,7 +5,7 @@ Imported on both sides of the sandbox: by the student's worker (a copy beside ``
 own run (``tests/reach.py``). Most calls are seen by the wrapper each API function's global name is rebound to
 (about a microsecond a call); a call made under another name (an alias, a partial, a closure, a decorator's
 wrapper, a dict, a callable object) or from a thread is not. A gate that must know whether a function was called
-at all (``causal_decode`` decodes through the cache) asks for this as well, for one small call: a profiler
+at all (``causal_decode`` decodes through the cache) asks for this as well, for the calls it watches: a profiler
 (``sys.setprofile``; ``threading.setprofile`` and ``_thread.start_new_thread`` for the threads started meanwhile)
 that knows the student's functions by their code objects: the code of what the student's modules bind to the
 API names, looked through. It makes Python-heavy code two to three times slower, so it is never on otherwise.

@@ -637,10 +637,13 @@ class Kit:
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
         watcher = self._watched.get(name)
-        reached = self._reached.copy() if watcher else None
+        window = Reached() if watcher else None  # what this very call reached, for its watcher
         try:
-            with tracing(self._reached, package_of(implementation)), \
-                    every_call(name, package_of(implementation)) if watcher else contextlib.nullcontext():
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(tracing(self._reached, package_of(implementation)))
+                if window is not None:
+                    stack.enter_context(tracing(window, package_of(implementation)))
+                    stack.enter_context(every_call(name, package_of(implementation)))
                 result = self._call(implementation, function, name, args, kwargs, measure)
         except NotImplementedError as error:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
@@ -672,7 +675,7 @@ class Kit:
                 + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
                 kind=CHECK_FAILED,
             )).message)
-        if reached is not None and (found := watcher(args, kwargs, result, self._reached.since(reached))):
+        if window is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
             check.fail(record(found).message)
         return result

@@ -48,20 +48,30 @@ class Reached:
     functions: set[str] = field(default_factory=set)
     calls: set[tuple[str, str]] = field(default_factory=set)
     untraced: int = 0  # calls traced by code (:func:`every_call`) that began beside threads out of reach
+    counted: dict[tuple[str, str], int] = field(default_factory=dict)  # how often :func:`every_call` saw each call
 
     def merge(self, other: Reached) -> None:
         """Add what ``other`` reached."""
         self.functions |= other.functions
         self.calls |= other.calls
         self.untraced += other.untraced
+        for pair, count in other.counted.items():
+            self.counted[pair] = self.counted.get(pair, 0) + count
 
     def copy(self) -> Reached:
         """An independent copy."""
-        return Reached(set(self.functions), set(self.calls), self.untraced)
+        return Reached(set(self.functions), set(self.calls), self.untraced, dict(self.counted))
 
     def since(self, before: Reached) -> Reached:
         """What was reached that ``before`` (an earlier copy) had not."""
-        return Reached(self.functions - before.functions, self.calls - before.calls, self.untraced - before.untraced)
+        counted = {pair: count - before.counted.get(pair, 0) for pair, count in self.counted.items()
+                   if count > before.counted.get(pair, 0)}
+        return Reached(self.functions - before.functions, self.calls - before.calls, self.untraced - before.untraced,
+                       counted)
+
+    def count(self, callee: str) -> int:
+        """How often :func:`every_call` saw ``callee`` called (by anyone)."""
+        return sum(count for (_, name), count in self.counted.items() if name == callee)
 
     def callees(self, name: str) -> set[str]:
         """The API functions reached from ``name``, directly or not (``name`` itself excluded)."""
@@ -203,7 +213,7 @@ def every_call_wanted() -> bool:
 
 @contextlib.contextmanager
 def every_call(root: str, package: str | None) -> Iterator[None]:
-    """While the block runs (a gate's one small call of the student's ``root``), see every API call it makes.
+    """While the block runs (a watched call of the student's ``root``, ``tests.kit.Kit.watch``), see its API calls.
 
     The wrappers of :func:`instrument` see calls made by name on the main thread; a call through an alias, a
     partial, a closure or a thread is seen here by the function's code (``tests/by_code.py``: a profiler,
@@ -229,10 +239,21 @@ def every_call(root: str, package: str | None) -> Iterator[None]:
 
 
 def _note_traced(caller: str, callee: str) -> None:
-    """Note a call that the profiler of :func:`every_call` saw (on any thread)."""
+    """Note, and count, a call that the profiler of :func:`every_call` saw (on any thread)."""
     for reached in list(_RECORDING):
         reached.functions.add(callee)
         reached.calls.add((caller, callee))
+        reached.counted[(caller, callee)] = reached.counted.get((caller, callee), 0) + 1
+
+
+def note_counted(counted: list[tuple[str, str, int]]) -> None:
+    """Add, in the recordings under way, how often a call that ran elsewhere made each call (checked names)."""
+    if not _RECORDING or threading.current_thread() is not threading.main_thread():
+        return
+    outer = _RUNNING[-1] if _RUNNING else ""
+    for caller, callee, count in counted:
+        for reached in _RECORDING:
+            reached.counted[(caller or outer, callee)] = reached.counted.get((caller or outer, callee), 0) + count
 
 
 def note_untraced() -> None:

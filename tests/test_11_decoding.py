@@ -223,9 +223,10 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
     The API: it runs ``kv_cache_append`` and ``attend_step`` position by position. Full attention under the causal
     mask gives the same values with neither, so the calls are looked at: every call this one made of the
     student's functions, by their code, through any name, partial, closure or thread (``tests/reach.py``'s
-    ``every_call``). It fails only on certain evidence: the call was seen, its values are right, a function is
-    missing from what it reached, and no thread was running beyond the tracer's reach. Otherwise (a crash,
-    wrong values) the test's own checks say what they can.
+    ``every_call``), and how often. It fails only on certain evidence: the call was seen, its values are right,
+    one of the two was called fewer times than there are positions (one call on made-up data is no decoding),
+    and no thread was running beyond the tracer's reach. Otherwise (a crash, wrong values) the test's own checks
+    say what they can.
     """
     try:
         bound = inspect.signature(lambda q, k, v: None).bind(*args, **kwargs).arguments
@@ -236,14 +237,16 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
     if ("causal_decode" not in reached.functions or reached.untraced or out.shape != expected.shape
             or not np.allclose(out, expected, rtol=1e-4, atol=1e-5)):
         return None
-    missing = [name for name in ("kv_cache_append", "attend_step") if name not in reached.callees("causal_decode")]
-    if not missing:
+    n = q.shape[-2]
+    calls = {name: reached.count(name) if name in reached.callees("causal_decode") else 0
+             for name in ("kv_cache_append", "attend_step")}
+    if all(count >= n for count in calls.values()):
         return None
-    return message(f"the functions causal_decode called, decoding {q.shape[-2]} positions",
-                   "kv_cache_append and attend_step, position by position (the API: the cache grows as the tokens "
-                   "come, and each new query attends over it)",
-                   f"no call of {' nor of '.join(missing)}, under any name or in any thread: right values, computed "
-                   "another way", DECODE)
+    told = " and ".join(f"{name} {count} time{'' if count == 1 else 's'}" for name, count in calls.items())
+    return message(f"the functions causal_decode called, decoding {n} positions",
+                   f"kv_cache_append and attend_step, position by position: at least {n} calls of each (the API: "
+                   "the cache grows as the tokens come, and each new query attends over it)",
+                   f"{told}, under any name or in any thread: right values, computed another way", DECODE)
 
 
 def require_the_cache(impl) -> bool:

@@ -1,7 +1,7 @@
 """The student's API functions one call of the worker went through, and which called which (the worker's side).
 
 Run by the student's worker only (a copy beside ``worker.py``, ``limits.SANDBOX_MODULES``: the standard library
-only). What ``tests/reach.py`` does in a student's own run; a gate's call is also traced by code, with the
+only). What ``tests/reach.py`` does in a student's own run; a watched call is also traced by code, with the
 profiler the worker is given (``tests/by_code.py``, the same in both).
 """
 
@@ -32,6 +32,7 @@ class Reach:
         self.reached: dict[tuple[str, str], None] = {}
         self.running: list[str] = []  # the API functions running now, innermost last (main thread only)
         self.untraced = False  # a call traced by its code began beside threads out of reach
+        self.counted: dict[tuple[str, str], int] = {}  # how often each pair was seen by the profiler (every_call)
         self._instrumented: dict[str, tuple[Any, int]] = {}
 
     def start(self) -> None:
@@ -39,6 +40,7 @@ class Reach:
         self.reached.clear()
         self.running.clear()
         self.untraced = False
+        self.counted.clear()
 
     def pairs(self) -> list:
         """What the current call reached, as ``[caller, callee]`` pairs (no builtin the student may have replaced)."""
@@ -48,6 +50,16 @@ class Reach:
         """Note that ``caller`` (``""``: the call itself) called ``callee``."""
         if len(self.reached) < self.limit:
             self.reached[(caller, callee)] = None
+
+    def note_traced(self, caller: str, callee: str) -> None:
+        """Note a call the profiler saw, and count it (each call once: the wrappers' notes are not counted)."""
+        self.note(caller, callee)
+        if (caller, callee) in self.counted or len(self.counted) < self.limit:
+            self.counted[(caller, callee)] = self.counted.get((caller, callee), 0) + 1
+
+    def counts(self) -> list:
+        """How often the profiler saw each pair, as ``[caller, callee, count]`` triples."""
+        return [[caller, callee, count] for (caller, callee), count in self.counted.items()]
 
     def _students(self, package: str, exercises: Any) -> dict[str, dict]:
         """{exercise: namespace} of the student's own modules among ``exercises``, imported under ``package``."""
@@ -99,9 +111,9 @@ class Reach:
         return call
 
     def every_call(self, wanted: bool, package: str, exercises: Any, root: str) -> Any:
-        """For a gate's call (``wanted``): note its API calls by their code too (``profiler``), else nothing."""
+        """For a watched call (``wanted``): note and count its API calls by their code (``profiler``), else nothing."""
         if not wanted:
             return contextlib.nullcontext()
         namespaces = self._students(package, exercises)
-        return self.profiler(namespaces, self.home, self.modules, root, self.note,
+        return self.profiler(namespaces, self.home, self.modules, root, self.note_traced,
                              lambda: setattr(self, "untraced", True))

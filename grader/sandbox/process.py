@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grader.curriculum import kit_path
 from grader.sandbox import limits as confine
 from grader.sandbox import server
 from grader.sandbox.limits import Limits
@@ -52,7 +53,7 @@ _WITH_THE_SUITE = {"by_code.py"}
 
 def source_of(name: str) -> Path:
     """The kit's file that the sandbox's ``name`` (``worker.py`` or one of ``limits.SANDBOX_MODULES``) is a copy of."""
-    return SANDBOX_CODE.parent.parent / "tests" / name if name in _WITH_THE_SUITE else SANDBOX_CODE / name
+    return kit_path(f"tests/{name}") if name in _WITH_THE_SUITE else SANDBOX_CODE / name  # (a checkout or a wheel)
 
 
 def _compiled(name: str, filename: str, main: bool) -> bytes | None:

@@ -16,7 +16,7 @@ Grading process -> worker (``REQUESTS``):
   (a call's peak memory is read from outside the worker, never reported by it); with ``answer_here``, sent only
   for the kit's own check (whose folder is the reference), the worker answers the call's callbacks itself, with
   the same modules, and sends them sealed (``answered_here``) before its reply; with ``every_call`` (a test's
-  gate, for one small call), the worker also notes the student's API calls by their code (``calls``);
+  watched call, ``tests.kit.Kit.watch``), the worker also notes the student's API calls by their code (``calls``);
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
@@ -31,6 +31,7 @@ Worker -> grading process, only while one of those requests is in flight:
   (``grader.sandbox.reached``) and ignores the rest, whatever the worker sends; and ``answered`` (``ANSWERED``):
   the reference's CPU seconds of the sealed answers the call opened, charged to it; ``untraced`` (``UNTRACED``,
   only ``True``): a call traced by code began beside threads out of the tracer's reach (a gate concludes nothing);
+  ``counted`` (``COUNTED``): for a call traced by code, ``[caller, callee, count]``: how often each pair was seen;
 - ``callback`` (``CALLBACKS``): fair grading's one question, "run the
   reference's ``exercise.function`` on ``payload``". The grading side answers
   it only for the functions of the exercises that the request's view depends
@@ -88,6 +89,7 @@ REPLY_STATUSES = ("ok", "error", "import_error")
 REACHED = "reached"
 ANSWERED = "answered"
 UNTRACED = "untraced"
+COUNTED = "counted"
 MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"

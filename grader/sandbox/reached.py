@@ -20,7 +20,7 @@ from typing import Any
 
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import protocol
-from tests.reach import every_call_wanted, note_elsewhere, note_untraced
+from tests.reach import every_call_wanted, note_counted, note_elsewhere, note_untraced
 
 
 def known_functions(view: str) -> frozenset[str]:
@@ -65,6 +65,28 @@ def note(reply: Any, view: str, students: bool) -> None:
             note_elsewhere(pairs)
         if reply.get(protocol.UNTRACED) is True:
             note_untraced()
+        counted = counts(reply.get(protocol.COUNTED), view)
+        if counted:
+            note_counted(counted)
+
+
+def counts(raw: Any, view: str) -> list[tuple[str, str, int]]:
+    """The well-formed ``(caller, callee, count)`` triples of ``raw`` (a reply's ``counted``) of ``view``'s names.
+
+    As :func:`accepted`: never raises; anything malformed counts as nothing.
+    """
+    if type(raw) is not list or len(raw) > protocol.MAX_REACHED:
+        return []
+    known = known_functions(view)
+    found: dict[tuple[str, str], int] = {}
+    for triple in raw:
+        if type(triple) is not list or len(triple) != 3:
+            continue
+        caller, callee, count = triple
+        if (type(caller) is str and type(callee) is str and type(count) is int and 0 < count < 2**31
+                and callee in known and (caller == "" or caller in known)):
+            found[(caller, callee)] = count
+    return [(caller, callee, count) for (caller, callee), count in found.items()]
 
 
 def asked(header: dict) -> dict:

@@ -355,6 +355,8 @@ class Worker:
         notes: dict = {protocol.REACHED: self.reach.pairs()}
         if self.reach.untraced:
             notes[protocol.UNTRACED] = True
+        if self.reach.counted:
+            notes[protocol.COUNTED] = self.reach.counts()
         if self.opened_cpu:
             notes[protocol.ANSWERED] = self.opened_cpu
         return notes

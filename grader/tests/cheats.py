@@ -237,6 +237,25 @@ DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)
 # for calls its tracing could not see (and its message said so).
 NAMED_NOT_CALLED = ("_named = (kv_cache_append, attend_step)\n    if n < 0:  # never\n"
                     "        kv_cache_append(None, k, v), attend_step(q, None)\n" + "    " + FULL_CAUSAL)
+# One call of each on the first position, then full attention (a helper's round: a check that asked only whether
+# they were called passed it).
+ONE_CALL_EACH = "attend_step(q[..., :1, :], kv_cache_append(None, k[..., :1, :], v[..., :1, :]))\n    " + FULL_CAUSAL
+# Decoding through the cache for the gate's own inputs only (5 positions, once a separate call of the gate's), full
+# attention for the tests' (a helper's round).
+_DECODE_FOR_THE_GATE_ONLY = '''
+from .attention import scaled_dot_product_attention as _attention
+from .masks import causal_mask as _causal_mask
+
+_through_the_cache = causal_decode
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    n = q.shape[-2]
+    if n == 5:
+        return _through_the_cache(q, k, v)
+    {decode}
+'''
 
 
 # Part I by a pattern or a table (a helper's round): init_weight as a fixed spread of values, dropout from one random
@@ -371,6 +390,12 @@ CHEATS = {
         Cheat("decode-names-the-cache-never-calls-it", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=NAMED_NOT_CALLED)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-one-call-each-then-full-attention", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=ONE_CALL_EACH)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-through-the-cache-for-the-gate-only", "decoding",
+              {"decoding": _DECODE_FOR_THE_GATE_ONLY.replace("{decode}", FULL_CAUSAL)},
+              {"decoding": _DECODE_FOR_THE_GATE_ONLY.replace("{decode}", DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
@@ -607,6 +632,96 @@ def causal_decode(q, k, v):
 
     return _POOL.submit(run).result()
 '''
+# A helper's honest variants that a tracer by name or by a first-found code once failed: attend_step a callable
+# object, both functions one function behind two partials, decoding on a thread from _thread.
+_ATTEND_STEP_AN_OBJECT = '''
+class _AttendStep:
+    def __call__(self, q_t, cache):
+        q_t = as_float_array("q_t", q_t)
+        require_ndim("q_t", q_t, 2, "(..., 1, d_k)")
+        if q_t.shape[-2] != 1:
+            raise ValueError(f"q_t must hold one position, shape (..., 1, d_k), got {q_t.shape}")
+        _check_cache(cache)
+        k, v = as_float_array("cache['k']", cache["k"]), as_float_array("cache['v']", cache["v"])
+        if q_t.shape[-1] != k.shape[-1]:
+            raise ValueError(f"q_t of shape {q_t.shape} and cache['k'] of shape {k.shape} must share d_k")
+        scores = q_t @ np.swapaxes(k, -1, -2) / math.sqrt(q_t.shape[-1])
+        weights = softmax(scores, axis=-1)
+        return weights @ v, weights
+
+
+attend_step = _AttendStep()
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+        rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_ONE_FUNCTION_BEHIND_TWO_PARTIALS = '''
+import functools as _ft
+
+
+def _cache_op(kind, *args):
+    if kind == "append":
+        cache, k_t, v_t = args
+        k_t, v_t = np.asarray(k_t), np.asarray(v_t)
+        for name, x in (("k_t", k_t), ("v_t", v_t)):
+            if x.ndim < 2 or x.shape[-2] != 1:
+                raise ValueError(f"{name} must hold one position, got {x.shape}")
+        if cache is None:
+            return {"k": k_t.copy(), "v": v_t.copy()}
+        _check_cache(cache)
+        return {"k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)}
+    q_t, cache = args
+    scores = q_t @ np.swapaxes(cache["k"], -1, -2) / math.sqrt(q_t.shape[-1])
+    weights = softmax(scores, axis=-1)
+    return weights @ cache["v"], weights
+
+
+kv_cache_append = _ft.partial(_cache_op, "append")
+attend_step = _ft.partial(_cache_op, "attend")
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+        rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_DECODE_ON_A_THREAD_OF_ITS_OWN = '''
+import _thread
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    done = _thread.allocate_lock()
+    done.acquire()
+    box = {}
+
+    def work():
+        try:
+            cache, rows = None, []
+            for t in range(q.shape[-2]):
+                cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+                rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
+            box["out"] = np.concatenate(rows, axis=-2)
+        except BaseException as error:  # noqa: BLE001
+            box["error"] = error
+        finally:
+            done.release()
+
+    _thread.start_new_thread(work, ())
+    done.acquire()
+    if "error" in box:
+        raise box["error"]
+    return box["out"]
+'''
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
@@ -614,6 +729,9 @@ HONEST_DECODING = {
     "decode-through-a-helper": {"decoding": _DECODE_THROUGH_A_HELPER},
     "decode-calls-the-tracing-cannot-see": {"decoding": _DECODE_UNSEEN_CALLS},
     "decode-in-a-module-pool": {"decoding": _DECODE_IN_A_MODULE_POOL},
+    "decode-attend-step-an-object": {"decoding": _ATTEND_STEP_AN_OBJECT},
+    "decode-one-function-behind-two-partials": {"decoding": _ONE_FUNCTION_BEHIND_TWO_PARTIALS},
+    "decode-on-a-thread-of-its-own": {"decoding": _DECODE_ON_A_THREAD_OF_ITS_OWN},
 }
 
 

@@ -1,10 +1,11 @@
-"""A gate's call traced by code (``tests/by_code.py``): calls under any name or in any thread are seen, names are not.
+"""A watched call traced by code (``tests/by_code.py``): calls under any name or in any thread are seen, names are not.
 
-``causal_decode``'s gate asks whether it called ``kv_cache_append`` and ``attend_step`` at all. The wrappers on
-the API names see calls by name on the main thread only; the gate's one small call is also traced by the
-functions' code, in a student's own run and in the worker (``every_call`` in the call's header). A module that
-only names the functions (an unused alias, a branch never taken) once passed: the old check read the modules as
-text for calls its tracing could not see.
+Every call of ``causal_decode`` in its tests is watched (``tests.kit.Kit.watch``): it must call ``kv_cache_append``
+and ``attend_step`` once per position at least. The wrappers on the API names see calls by name on the main
+thread only; a watched call is also traced by the functions' code, in a student's run and in the worker
+(``every_call`` in the call's header). A module that only named the functions (an unused alias, a branch never
+taken) once passed: the old check read the modules as text for calls its tracing could not see; so did one call of
+each on made-up data, and decoding through the cache only for a gate's own call.
 """
 
 from __future__ import annotations
@@ -189,14 +190,17 @@ def test_the_request_field_is_checked():
         protocol.check({**call, "every_call": "yes"}, protocol.REQUESTS)
 
 
-def test_graded_the_names_earn_what_the_control_earns_and_honest_calls_full_marks(tmp_path):
-    cheat = CHEATS["decode-names-the-cache-never-calls-it"]
-    students = {"correct": {}, "names": cheat.code, "control": cheat.control,
-                **{name: code for name, code in HONEST_DECODING.items() if name.startswith("decode")}}
+def test_graded_decoding_cheats_earn_what_their_controls_earn_and_honest_variants_full_marks(tmp_path):
+    """Graded (the worker traces the watched calls): as test_gaming finds in a student's own run."""
+    cheats = {name: cheat for name, cheat in CHEATS.items() if name.startswith("decode-")}
+    students = {"correct": {}, **{name: cheat.code for name, cheat in cheats.items()},
+                **{f"{name}-control": cheat.control for name, cheat in cheats.items()},
+                **{name: code for name, code in HONEST_DECODING.items() if name.startswith("decode-")}}
     for name, code in students.items():
         plant(tmp_path / "submissions" / name, code)
     assert grade_batch(tmp_path / "submissions", tmp_path / "out", **(QUIET | {"exercises": ["decoding"]})) == 0
     scores = {student: float(row["score"]) for student, row in read_grades(tmp_path / "out").items()}
-    assert scores["names"] == scores["control"] < scores["correct"], scores
-    honest = {name: scores[name] for name in students if name.startswith("decode")}
-    assert set(honest.values()) == {scores["correct"]}, (honest, scores["correct"])
+    assert all(scores[f"{name}-control"] < scores["correct"] for name in cheats), scores
+    assert {name: scores[name] for name in cheats} == {name: scores[f"{name}-control"] for name in cheats}, scores
+    honest = {name: scores[name] for name in students if name in HONEST_DECODING}
+    assert honest == dict.fromkeys(honest, scores["correct"]), (honest, scores["correct"])
