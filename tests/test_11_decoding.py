@@ -385,9 +385,9 @@ def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):
     q, k, v = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d)), rng.normal(size=(n_k, d))
     out, peak = impl.measure("blockwise_attention", q, k, v, block_size)
     # Room for 8 arrays of (n_q, block_size) at once and a copy of the inputs; graded, also 6 MiB of the
-    # process's own pages (the call runs in a fresh worker that imports the module during it: the reference's
-    # whole peak is 2 to 3.5 MiB). The (n_q, n_k) scores of full attention alone are 4x the whole allowance
-    # graded (2x in float32), 10x in a student's own run.
+    # process's own pages (the call runs in a fresh worker that imports the module during it, the libraries it
+    # imports before: the reference's whole peak is 2 to 3.5 MiB). The (n_q, n_k) scores of full attention alone
+    # are 4x the whole allowance graded (2x in float32), 10x in a student's own run.
     own = (6 << 20) if elsewhere else 0
     allowed = 8 * n_q * block_size * 8 + (n_q + 2 * n_k) * d * 8 + own
     full = n_q * n_k * 8

@@ -20,7 +20,9 @@ Grading process -> worker (``REQUESTS``):
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
-- ``forget_answers``: drop the sealed answers of ``views`` (the worker's memory). No reply.
+- ``forget_answers``: drop the sealed answers of ``views`` (the worker's memory). No reply;
+- ``preload``: import the installed ``modules`` (libraries a measured module imports, never a file of the
+  student's folder) before a measured call's baseline, so that a library's pages are not the call's; ``ok``.
 
 Worker -> grading process, only while one of those requests is in flight:
 
@@ -60,6 +62,7 @@ REQUESTS: dict[str, dict[str, type]] = {
     "call": {"view": str, "module": str, "function": str, "payload": object},
     "answers": {"view": str, "entries": list},
     "forget_answers": {"views": list},
+    "preload": {"modules": list},
 }
 CALLBACKS: dict[str, dict[str, type]] = {
     "callback": {"exercise": str, "function": str, "payload": object},

@@ -402,6 +402,21 @@ class Worker:
         elif op == "forget_answers":  # no reply either
             for view in header["views"]:
                 self.sealed.pop(view, None)
+        elif op == "preload":
+            self.preload(header["modules"])
+
+    def preload(self, names: list) -> None:
+        """Import the installed modules ``names`` (``preload``): never one of the student's folder; failures pass."""
+        import importlib.util
+
+        for name in names[:64]:
+            try:
+                spec = importlib.util.find_spec(name) if type(name) is str else None
+                if spec is not None and not str(spec.origin or "").startswith(self.modules):
+                    importlib.import_module(name)
+            except BaseException:  # noqa: BLE001, S112 - a library that does not import: the call says so itself
+                continue
+        self.channel.send({"status": "ok"}, [])
 
     def handle_import(self, header: dict) -> None:
         """Import a module and report its public callables, or why it failed."""

@@ -24,6 +24,7 @@ import pytest
 
 from grader.sandbox import cgroup
 from grader.sandbox.errors import SandboxError
+from grader.sandbox.measuring import installed_imports
 from grader.sandbox.proxy import IsolatedImplementation
 from grader.tests.test_isolation import make_submission
 from tests.kit import Kit
@@ -258,3 +259,23 @@ def test_without_a_memory_group_the_graded_memory_test_never_passes(tmp_path):
     assert "1 failed" in result.stdout, result.stdout[-2000:]
     assert "the memory of blockwise_attention() was not measured: its worker has no memory control group " \
            "(no cgroup (simulated))" in result.stdout
+
+
+def test_the_libraries_a_module_imports_are_not_its_call_s_memory(tmp_path):
+    # The measured call runs in a fresh worker that imports the student's module within it; asyncio's pages
+    # (about 1.5 MiB) took an unchanged blockwise_attention past the allowance, 7.81 MiB against 7.26 (a helper's
+    # honest variant). The libraries are imported before the baseline now.
+    _needs_a_group()
+    result = _graded(make_submission(tmp_path / "student", decoding=FULL + "\nimport asyncio  # noqa: E402, F401\n"))
+    assert "1 passed" in result.stdout, result.stdout[-2000:]
+
+
+def test_only_installed_libraries_are_imported_before_the_baseline(tmp_path):
+    # Never a module of the student's own (it could fill its pages before the baseline, for the call to reuse).
+    (tmp_path / "decoding.py").write_text(
+        "import asyncio, os.path\nfrom scipy.special import logsumexp\nfrom . import _cache\nimport _buffers\n"
+        "from _buffers import big\n\ndef f():\n    import json\n", encoding="utf-8")
+    (tmp_path / "_buffers.py").write_text("big = bytearray(1 << 26)\n", encoding="utf-8")
+    assert installed_imports(tmp_path / "decoding.py") == ["asyncio", "os.path", "scipy.special", "json"]
+    (tmp_path / "broken.py").write_text("import (\n", encoding="utf-8")
+    assert installed_imports(tmp_path / "broken.py") == []
