@@ -634,24 +634,7 @@ def causal_decode(q, k, v):
 '''
 # A helper's honest variants that a tracer by name or by a first-found code once failed: attend_step a callable
 # object, both functions one function behind two partials, decoding on a thread from _thread.
-_ATTEND_STEP_AN_OBJECT = '''
-class _AttendStep:
-    def __call__(self, q_t, cache):
-        q_t = as_float_array("q_t", q_t)
-        require_ndim("q_t", q_t, 2, "(..., 1, d_k)")
-        if q_t.shape[-2] != 1:
-            raise ValueError(f"q_t must hold one position, shape (..., 1, d_k), got {q_t.shape}")
-        _check_cache(cache)
-        k, v = as_float_array("cache['k']", cache["k"]), as_float_array("cache['v']", cache["v"])
-        if q_t.shape[-1] != k.shape[-1]:
-            raise ValueError(f"q_t of shape {q_t.shape} and cache['k'] of shape {k.shape} must share d_k")
-        scores = q_t @ np.swapaxes(k, -1, -2) / math.sqrt(q_t.shape[-1])
-        weights = softmax(scores, axis=-1)
-        return weights @ v, weights
-
-
-attend_step = _AttendStep()
-
+_POSITION_BY_POSITION = '''
 
 def causal_decode(q, k, v):
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
@@ -661,39 +644,30 @@ def causal_decode(q, k, v):
         rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
     return np.concatenate(rows, axis=-2)
 '''
+_ATTEND_STEP_AN_OBJECT = '''
+_attend_step = attend_step
+
+
+class _AttendStep:
+    def __call__(self, q_t, cache):
+        return _attend_step(q_t, cache)
+
+
+attend_step = _AttendStep()
+''' + _POSITION_BY_POSITION
 _ONE_FUNCTION_BEHIND_TWO_PARTIALS = '''
 import functools as _ft
 
+_operations = {"append": kv_cache_append, "attend": attend_step}
+
 
 def _cache_op(kind, *args):
-    if kind == "append":
-        cache, k_t, v_t = args
-        k_t, v_t = np.asarray(k_t), np.asarray(v_t)
-        for name, x in (("k_t", k_t), ("v_t", v_t)):
-            if x.ndim < 2 or x.shape[-2] != 1:
-                raise ValueError(f"{name} must hold one position, got {x.shape}")
-        if cache is None:
-            return {"k": k_t.copy(), "v": v_t.copy()}
-        _check_cache(cache)
-        return {"k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)}
-    q_t, cache = args
-    scores = q_t @ np.swapaxes(cache["k"], -1, -2) / math.sqrt(q_t.shape[-1])
-    weights = softmax(scores, axis=-1)
-    return weights @ cache["v"], weights
+    return _operations[kind](*args)
 
 
 kv_cache_append = _ft.partial(_cache_op, "append")
 attend_step = _ft.partial(_cache_op, "attend")
-
-
-def causal_decode(q, k, v):
-    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
-    cache, rows = None, []
-    for t in range(q.shape[-2]):
-        cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
-        rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
-    return np.concatenate(rows, axis=-2)
-'''
+''' + _POSITION_BY_POSITION
 _DECODE_ON_A_THREAD_OF_ITS_OWN = '''
 import _thread
 
