@@ -84,6 +84,22 @@ def _codes(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str)
     return {code: frozenset(names) for code, (_, names) in found.items()}
 
 
+def _give_back(before: Any) -> None:
+    """Put back the profiler that was set before a watched call.
+
+    A profiler set from Python (``sys.setprofile``) is a callable; cProfile's is its ``Profile`` object, which
+    ``sys.getprofile`` returns but ``sys.setprofile`` cannot take back (it is not callable: a student running
+    pytest under cProfile had a watched test fail with "'Profile' object is not callable"); it is enabled again.
+    """
+    if before is None or callable(before):
+        _SET(before)
+    else:
+        _SET(None)
+        enable = getattr(before, "enable", None)
+        if callable(enable):
+            enable()
+
+
 @contextlib.contextmanager
 def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str, root: str,
                note: Callable[[str, str], None], untraced: Callable[[], None]) -> Iterator[None]:
@@ -133,5 +149,5 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
         _thread.start_new_thread = _START
         if _START_NEW is not None:
             _thread.start_new = _START_NEW
-        _SET(before)
+        _give_back(before)
         _SET_THREADS(before_threads)

@@ -204,3 +204,21 @@ def test_graded_decoding_cheats_earn_what_their_controls_earn_and_honest_variant
     assert {name: scores[name] for name in cheats} == {name: scores[f"{name}-control"] for name in cheats}, scores
     honest = {name: scores[name] for name in students if name in HONEST_DECODING}
     assert honest == dict.fromkeys(honest, scores["correct"]), (honest, scores["correct"])
+
+
+def test_a_student_s_cprofile_run_keeps_its_profiler(module):
+    # python -m cProfile -m pytest: cProfile's hook is its Profile object, which sys.setprofile cannot take back.
+    import cProfile
+
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        with by_code.every_call({"m": module}, HOME, FOLDER, "f", lambda caller, callee: None, lambda: None):
+            module["f"](1, "name")
+        module["g"](1)  # a call after the watched one: "'Profile' object is not callable" before
+        again = sys.getprofile()
+    finally:
+        profile.disable()
+    assert again is profile
+    assert any(getattr(entry.code, "co_name", "") == "g" for entry in profile.getstats())
+
