@@ -201,13 +201,13 @@ def tracing(reached: Reached, package: str | None) -> Iterator[None]:
         _RECORDING.remove(reached)
 
 
-# The gates' calls under way whose every call is wanted (:func:`every_call`): the grading side asks the isolated
-# worker to trace a call by code while this is not empty (``grader.sandbox.reached.asked``).
+# The watched calls under way (:func:`every_call`): the grading side asks the isolated worker to trace a call by
+# code while this is not empty (``grader.sandbox.reached.asked``).
 _EVERY_CALL: list[str] = []
 
 
 def every_call_wanted() -> bool:
-    """Whether a gate wants every call of the student's code seen now (:func:`every_call`)."""
+    """Whether a watched call wants every call of the student's code seen now (:func:`every_call`)."""
     return bool(_EVERY_CALL)
 
 

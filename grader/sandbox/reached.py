@@ -34,23 +34,23 @@ def known_functions(view: str) -> frozenset[str]:
         return frozenset()
 
 
-def accepted(raw: Any, view: str) -> list[tuple[str, str]]:
-    """The well-formed ``(caller, callee)`` pairs of ``raw`` (a reply's ``reached``) that name ``view``'s functions.
+def _entries(raw: Any, view: str, size: int) -> list[list]:
+    """The entries of ``raw`` that are lists of ``size`` items, the first two of them ``view``'s names.
 
-    Never raises: a field that is not a list, or longer than ``protocol.MAX_REACHED``, counts as nothing; a pair
-    that is not two known names (the caller may be ``""``) is dropped.
+    Never raises: a field that is not a list, or longer than ``protocol.MAX_REACHED``, counts as nothing; an entry
+    whose caller and callee are not known names (the caller may be ``""``) is dropped.
     """
     if type(raw) is not list or len(raw) > protocol.MAX_REACHED:
         return []
     known = known_functions(view)
-    pairs: dict[tuple[str, str], None] = {}
-    for pair in raw:
-        if type(pair) is not list or len(pair) != 2:
-            continue
-        caller, callee = pair
-        if type(caller) is str and type(callee) is str and callee in known and (caller == "" or caller in known):
-            pairs[(caller, callee)] = None
-    return list(pairs)
+    return [entry for entry in raw if type(entry) is list and len(entry) == size
+            and type(entry[0]) is str and type(entry[1]) is str and entry[1] in known
+            and (entry[0] == "" or entry[0] in known)]
+
+
+def accepted(raw: Any, view: str) -> list[tuple[str, str]]:
+    """The well-formed ``(caller, callee)`` pairs of ``raw`` (a reply's ``reached``) that name ``view``'s functions."""
+    return list(dict.fromkeys((caller, callee) for caller, callee in _entries(raw, view, 2)))
 
 
 def note(reply: Any, view: str, students: bool) -> None:
@@ -71,24 +71,12 @@ def note(reply: Any, view: str, students: bool) -> None:
 
 
 def counts(raw: Any, view: str) -> list[tuple[str, str, int]]:
-    """The well-formed ``(caller, callee, count)`` triples of ``raw`` (a reply's ``counted``) of ``view``'s names.
-
-    As :func:`accepted`: never raises; anything malformed counts as nothing.
-    """
-    if type(raw) is not list or len(raw) > protocol.MAX_REACHED:
-        return []
-    known = known_functions(view)
-    found: dict[tuple[str, str], int] = {}
-    for triple in raw:
-        if type(triple) is not list or len(triple) != 3:
-            continue
-        caller, callee, count = triple
-        if (type(caller) is str and type(callee) is str and type(count) is int and 0 < count < 2**31
-                and callee in known and (caller == "" or caller in known)):
-            found[(caller, callee)] = count
+    """The well-formed ``(caller, callee, count)`` triples of ``raw`` (a reply's ``counted``) of ``view``'s names."""
+    found = {(caller, callee): count for caller, callee, count in _entries(raw, view, 3)
+             if type(count) is int and 0 < count < 2**31}
     return [(caller, callee, count) for (caller, callee), count in found.items()]
 
 
 def asked(header: dict) -> dict:
-    """A call's ``header``, asking the worker to trace it by code while a test's gate wants every call seen."""
+    """A call's ``header``, asking the worker to trace it by code while the test watches it (``Kit.watch``)."""
     return {**header, "every_call": True} if every_call_wanted() else header
