@@ -10,10 +10,19 @@ at all (``causal_decode`` decodes through the cache) asks for this as well, for 
 that knows the student's functions by their code objects: the code of what the student's modules bind to the
 API names, looked through. It makes Python-heavy code two to three times slower, so it is never on otherwise.
 
-Threads that were already running when the call began are out of its reach (Python 3.11 sets a profiler per
-thread): the call is then reported as not fully seen (``untraced``), and a gate draws no conclusion from it. The
-functions this module relies on are taken when it is imported, before any student code runs (a student's module
-that replaces ``threading.active_count`` changes nothing here), and the profiler takes only real frames.
+Threads: Python 3.11 sets a profiler per thread, and only a thread can set its own. Where the student's code
+runs (their own run, the worker), :func:`carry_threads` is called before any of it is imported: from then on,
+every thread started (``threading``, ``_thread``) carries a profiler that a watched call switches on, so a thread
+started at import, or a pool warmed before the call, is seen like any other. Without it (a path that never
+called it), threads already running when the call began are out of reach: the call is then reported as not
+fully seen (``untraced``), and a gate draws no conclusion from it.
+
+What a watched call's result is made of (:class:`Returns`): the arrays one API function returned during the call
+are kept, and the result's vectors (along its last axis) are looked up among them, so that code which calls the
+function on made-up data, then returns values computed another way, is told apart from code whose result is what
+the function gave. The functions this module relies on are taken when it is imported, before any student code
+runs (a student's module that replaces ``threading.active_count`` changes nothing here), and the profiler takes
+only real frames.
 """
 
 from __future__ import annotations
@@ -31,6 +40,59 @@ _INNER = ("__wrapped__", "func", "__func__")  # functools.wraps, functools.parti
 _SET, _GET, _SET_THREADS, _GET_THREADS = sys.setprofile, sys.getprofile, threading.setprofile, threading.getprofile
 _ACTIVE, _START, _FRAME = threading.active_count, _thread.start_new_thread, types.FrameType
 _START_NEW = getattr(_thread, "start_new", None)  # its older name, a function of its own
+_IDENT, _ENUMERATE = _thread.get_ident, threading.enumerate
+# The profiler of the watched call under way (None: none), which every carried thread's own profiler calls; the
+# threads started since :func:`carry_threads`; the threads that were running when it was called (None: never).
+_HOOK: list[Any] = [None]
+_CARRIED: set[int] = set()
+_BEFORE: frozenset[int] | None = None
+
+
+def _dispatch(frame: Any, event: str, arg: Any) -> None:
+    """A carried thread's profiler: the watched call's, while one runs; nothing otherwise."""
+    hook = _HOOK[0]
+    if hook is not None:
+        hook(frame, event, arg)
+
+
+def _first(frame: Any, event: str, arg: Any) -> None:
+    """A ``threading`` thread's first profiler event: note the thread as carried, then carry :func:`_dispatch`."""
+    _CARRIED.add(_IDENT())
+    _SET(_dispatch)
+    _dispatch(frame, event, arg)
+
+
+def _carrying(function: Callable[..., Any], args: tuple, kwargs: dict | None = None) -> int:
+    """``_thread.start_new_thread``, the new thread carrying :func:`_dispatch`."""
+    def carried(*args: Any, **kwargs: Any) -> Any:
+        _CARRIED.add(_IDENT())
+        _SET(_dispatch)
+        return function(*args, **kwargs)
+    return _START(carried, args, kwargs or {})
+
+
+def carry_threads() -> None:
+    """From now on, every thread started carries a profiler that a watched call switches on (once per process).
+
+    Called where the student's code runs, before any of it is imported (``tests.kit.Implementation``, the
+    worker): a thread the student's module starts at import is then within a watched call's reach. While no
+    call is watched, the carried threads' profiler returns at once (a Python call per event, in their threads
+    only).
+    """
+    global _BEFORE
+    if _BEFORE is not None:
+        return
+    _BEFORE = frozenset(_thread_idents())
+    _SET_THREADS(_first)
+    _thread.start_new_thread = _carrying  # (threading keeps its own reference: its threads get _first)
+    if _START_NEW is not None:
+        _thread.start_new = _carrying
+
+
+def _thread_idents() -> list[int]:
+    """The idents of the threads running now (``threading``'s list, taken at import)."""
+    return [ident for thread in _ENUMERATE() if (ident := thread.ident) is not None]
+
 
 
 def _inner(value: Any) -> list[Any]:
@@ -100,9 +162,72 @@ def _give_back(before: Any) -> None:
             enable()
 
 
+class Returns:
+    """The arrays one API function returned during a watched call, and which of the call's result they make up.
+
+    ``name``: the function (its returns are kept: a copy of the array, or of a tuple's or list's first item, since
+    code may reuse one buffer); at most ``most`` numbers in all, past which nothing more is concluded.
+    """
+
+    def __init__(self, name: str, most: int = 1 << 20) -> None:
+        self.name, self.most = name, most
+        self.kept: list[Any] = []
+        self.size, self.overflow = 0, False
+
+    def keep(self, name: str, value: Any) -> None:
+        """Keep ``value`` if ``name`` is the function whose returns are wanted and it is (or begins with) an array."""
+        if name != self.name or self.overflow:
+            return
+        if isinstance(value, (tuple, list)) and value:
+            value = value[0]
+        import numpy as np
+
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fiu" and value.ndim >= 1:
+            self.size += value.size
+            if self.size > self.most:
+                self.overflow, self.kept = True, []
+            else:
+                self.kept.append(np.array(value, dtype=np.float64))
+
+    def made_of(self, result: Any) -> tuple[int, int] | None:
+        """``(vectors, first)``: ``result``'s vectors along its last axis, the first that none of the kept ones is.
+
+        ``first`` is an index among the vectors (``-1``: each is one the function returned); None when nothing
+        can be said (a result that is not numbers, more than ``most`` of them). Vectors are compared to ``1e-9``
+        of their scale: a result copied or stacked from what the function returned matches, values computed
+        another way (to rounding, as full attention is) do too, but only if the function itself returned them.
+        """
+        try:
+            return self._made_of(result)
+        except Exception:  # noqa: BLE001 - a result that refuses a look (not numbers): nothing to say
+            return None
+
+    def _made_of(self, result: Any) -> tuple[int, int] | None:
+        import numpy as np
+
+        out = np.asarray(result, dtype=np.float64)
+        if self.overflow or out.ndim < 1 or out.size == 0 or out.size > self.most:
+            return None
+        d = out.shape[-1]
+        rows = out.reshape(-1, d)
+        kept = [array.reshape(-1, d) for array in self.kept if array.shape[-1] == d]
+        if not kept:
+            return len(rows), 0
+        pool = np.concatenate(kept)
+        exact = {pool[i].tobytes() for i in range(len(pool))}
+        for index, row in enumerate(rows):
+            if row.tobytes() in exact:
+                continue
+            tolerance = 1e-9 * max(1.0, float(np.max(np.abs(row))))
+            if not np.any(np.max(np.abs(pool - row), axis=1) <= tolerance):
+                return len(rows), index
+        return len(rows), -1
+
+
 @contextlib.contextmanager
 def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str, root: str,
-               note: Callable[[str, str], None], untraced: Callable[[], None]) -> Iterator[None]:
+               note: Callable[[str, str], None], untraced: Callable[[], None],
+               returns: Returns | None = None) -> Iterator[None]:
     """While the block runs (one call of the student's ``root``), ``note(caller, callee)`` each API call it makes.
 
     ``namespaces``: {exercise: the globals of the student's module}; ``home``: {API function: its exercise};
@@ -110,16 +235,27 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
     function's when its code is one of :func:`_codes`. The caller is the nearest such frame further up the stack;
     none (a thread's first call, a call of a partial from a pool) is ``root``'s own doing, and ``root`` itself
     called from outside is ``""``. ``untraced()`` is called, at the first API call seen, when other threads were
-    running at the start. A student's value that refuses a look counts for nothing.
+    running at the start and :func:`carry_threads` was never called. ``returns``: what ``returns.name`` returns
+    is kept there. A student's value that refuses a look counts for nothing.
     """
     try:
         codes = _codes(namespaces, home, folder)
     except Exception:  # noqa: BLE001 - a student's object that refuses a look: not seen
         codes = {}
-    threads_before = [_ACTIVE() > 1]
+    carried = _BEFORE is not None
+    threads_before = [not carried and _ACTIVE() > 1]
 
     def hook(frame: Any, event: str, arg: Any) -> None:
-        if event != "call" or type(frame) is not _FRAME or (names := codes.get(frame.f_code)) is None:
+        if event != "call" and (event != "return" or returns is None):
+            return
+        if type(frame) is not _FRAME or (names := codes.get(frame.f_code)) is None:
+            return
+        if event == "return":
+            try:
+                for name in names:
+                    returns.keep(name, arg)
+            except Exception:  # noqa: BLE001, S110 - a value that refuses a copy is not kept (a profiler that
+                pass  # raised would be unset, and the exception raised in the student's code)
             return
         if threads_before[0]:  # told now, inside the call: a student's run records only while its call runs
             threads_before[0] = False
@@ -137,17 +273,22 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
             return function(*args, **kwargs)
         return _START(traced, args, kwargs or {})
 
-    before, before_threads = _GET(), _GET_THREADS()
+    before, before_threads, before_hook = _GET(), _GET_THREADS(), _HOOK[0]
+    before_start, before_start_new = _thread.start_new_thread, getattr(_thread, "start_new", None)
+    _HOOK[0] = hook  # the carried threads' profilers call it
     _SET(hook)
-    _SET_THREADS(hook)
-    _thread.start_new_thread = start  # (threading keeps its own reference: its threads get _SET_THREADS's hook)
-    if _START_NEW is not None:
-        _thread.start_new = start
+    _SET_THREADS(_first if carried else hook)
+    if not carried:
+        _thread.start_new_thread = start  # (threading keeps its own reference: its threads get _SET_THREADS's hook)
+        if _START_NEW is not None:
+            _thread.start_new = start
     try:
         yield
     finally:
-        _thread.start_new_thread = _START
-        if _START_NEW is not None:
-            _thread.start_new = _START_NEW
+        _HOOK[0] = before_hook
+        if not carried:
+            _thread.start_new_thread = before_start
+            if _START_NEW is not None:
+                _thread.start_new = before_start_new
         _give_back(before)
         _SET_THREADS(before_threads)

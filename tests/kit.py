@@ -35,6 +35,7 @@ from pytest_check import check
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
+from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_through, where_it_crashed
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
@@ -194,6 +195,7 @@ class LocalImplementation:
         self._budgeted: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {}  # name -> (function, wrapped)
         if not self.path.is_dir():
             raise ImplementationError(f"--impl {path}: no such folder")
+        carry_threads()  # before any of the folder's code runs: a thread it starts is within a watched call's reach
         digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
         self.package = f"_attention_kit_impl_{digest}"
         if self.package not in sys.modules:
@@ -577,7 +579,7 @@ class Kit:
         self._exercise = exercise
         self._called: list[str] = []  # the functions this test called, for the blame in dependency order
         self._reached = Reached()  # the student's functions those calls went through (``tests/reach.py``)
-        self._watched: dict[str, Callable[..., Failure | None]] = {}  # see watch()
+        self._watched: dict[str, tuple[Callable[..., Failure | None], str]] = {}  # see watch()
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -590,14 +592,17 @@ class Kit:
         call.__name__ = name
         return call
 
-    def watch(self, name: str, watcher: Callable[[tuple, dict, Any, Reached], Failure | None]) -> None:
+    def watch(self, name: str, watcher: Callable[[tuple, dict, Any, Reached], Failure | None],
+              made_of: str = "") -> None:
         """Trace every later call of ``name`` in this test by code (``tests/reach.py``'s ``every_call``).
 
         After each call that returned, ``watcher(args, kwargs, result, reached)`` is told what it reached (calls
-        under any name or in any thread); a failure it returns fails the test, once. What the tests check is then
-        what they watched: no call of theirs can tell the watched ones apart (a gate's own call could be).
+        under any name or in any thread; with ``made_of``, an API function, which of the result's vectors that
+        function returned during the call: ``reached.made_of``); a failure it returns fails the test, once. What
+        the tests check is then what they watched: no call of theirs can tell the watched ones apart (a gate's own
+        call could be).
         """
-        self._watched[name] = watcher
+        self._watched[name] = (watcher, made_of)
 
     @property
     def measures_elsewhere(self) -> bool:
@@ -636,15 +641,18 @@ class Kit:
             pytest.fail(record(failure).message, pytrace=False)
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
-        watcher = self._watched.get(name)
+        watcher, made_of = self._watched.get(name, (None, ""))
         window = Reached() if watcher else None  # what this very call reached, for its watcher
+        returns = None
         try:
             with contextlib.ExitStack() as stack:
                 stack.enter_context(tracing(self._reached, package_of(implementation)))
                 if window is not None:
                     stack.enter_context(tracing(window, package_of(implementation)))
-                    stack.enter_context(every_call(name, package_of(implementation)))
+                    returns = stack.enter_context(every_call(name, package_of(implementation), made_of))
                 result = self._call(implementation, function, name, args, kwargs, measure)
+            if returns is not None and window is not None and (made := returns.made_of(result)) is not None:
+                window.made_of[made_of] = made
         except NotImplementedError as error:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
         except Exception as error:
@@ -675,7 +683,7 @@ class Kit:
                 + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
                 kind=CHECK_FAILED,
             )).message)
-        if window is not None and (found := watcher(args, kwargs, result, window)):
+        if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
             check.fail(record(found).message)
         return result

@@ -49,6 +49,9 @@ class Reached:
     calls: set[tuple[str, str]] = field(default_factory=set)
     untraced: int = 0  # calls traced by code (:func:`every_call`) that began beside threads out of reach
     counted: dict[tuple[str, str], int] = field(default_factory=dict)  # how often :func:`every_call` saw each call
+    # For a watched call: {function: (the result's vectors, the first not among those the function returned, -1:
+    # none)} (``tests/by_code.py``'s ``Returns``).
+    made_of: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def merge(self, other: Reached) -> None:
         """Add what ``other`` reached."""
@@ -57,17 +60,18 @@ class Reached:
         self.untraced += other.untraced
         for pair, count in other.counted.items():
             self.counted[pair] = self.counted.get(pair, 0) + count
+        self.made_of.update(other.made_of)
 
     def copy(self) -> Reached:
         """An independent copy."""
-        return Reached(set(self.functions), set(self.calls), self.untraced, dict(self.counted))
+        return Reached(set(self.functions), set(self.calls), self.untraced, dict(self.counted), dict(self.made_of))
 
     def since(self, before: Reached) -> Reached:
         """What was reached that ``before`` (an earlier copy) had not."""
         counted = {pair: count - before.counted.get(pair, 0) for pair, count in self.counted.items()
                    if count > before.counted.get(pair, 0)}
         return Reached(self.functions - before.functions, self.calls - before.calls, self.untraced - before.untraced,
-                       counted)
+                       counted, dict(self.made_of))
 
     def count(self, callee: str) -> int:
         """How often :func:`every_call` saw ``callee`` called (by anyone)."""
@@ -201,9 +205,10 @@ def tracing(reached: Reached, package: str | None) -> Iterator[None]:
         _RECORDING.remove(reached)
 
 
-# The watched calls under way (:func:`every_call`): the grading side asks the isolated worker to trace a call by
-# code while this is not empty (``grader.sandbox.reached.asked``).
-_EVERY_CALL: list[str] = []
+# The watched calls under way (:func:`every_call`), as (root, the function whose returns are kept or ""): the
+# grading side asks the isolated worker to trace a call by code while this is not empty
+# (``grader.sandbox.reached.asked``).
+_EVERY_CALL: list[tuple[str, str]] = []
 
 
 def every_call_wanted() -> bool:
@@ -211,8 +216,13 @@ def every_call_wanted() -> bool:
     return bool(_EVERY_CALL)
 
 
+def every_call_made_of() -> str:
+    """The function whose returns the watched call under way keeps (``""``: none)."""
+    return _EVERY_CALL[-1][1] if _EVERY_CALL else ""
+
+
 @contextlib.contextmanager
-def every_call(root: str, package: str | None) -> Iterator[None]:
+def every_call(root: str, package: str | None, made_of: str = "") -> Iterator[by_code.Returns | None]:
     """While the block runs (a watched call of the student's ``root``, ``tests.kit.Kit.watch``), see its API calls.
 
     The wrappers of :func:`instrument` see calls made by name on the main thread; a call through an alias, a
@@ -220,20 +230,23 @@ def every_call(root: str, package: str | None) -> Iterator[None]:
     two to three times slower, so only for this). ``package``: the student's modules are imported in this
     process; None: the isolated worker is asked to do the same for the calls sent meanwhile. Calls are noted in
     the recordings under way (:func:`tracing`); a call begun beside threads out of the profiler's reach is
-    counted in their ``untraced``, and a gate concludes nothing from it.
+    counted in their ``untraced``, and a gate concludes nothing from it. ``made_of``: an API function whose returns
+    are kept, to tell which of the call's result they make up; yields them (a ``by_code.Returns``) in this process,
+    None elsewhere (the worker says, :func:`note_made_of`).
     """
     context: contextlib.AbstractContextManager = contextlib.nullcontext()
+    returns = by_code.Returns(made_of) if made_of and package is not None else None
     if package is not None:
         namespaces = {exercise: vars(module) for exercise in {_home(name) for name in api_names()}
                       if (module := sys.modules.get(f"{package}.{exercise}")) is not None}
         paths = list(getattr(sys.modules[package], "__path__", None) or [""])  # (tests.kit: the --impl folder)
         folder = os.path.join(str(paths[0]), "") if paths[0] else os.sep + "\0"  # (no folder: nothing is theirs)
         context = by_code.every_call(namespaces, {name: _home(name) for name in api_names()}, folder, root,
-                                     _note_traced, note_untraced)
-    _EVERY_CALL.append(root)
+                                     _note_traced, note_untraced, returns)
+    _EVERY_CALL.append((root, made_of))
     try:
         with context:
-            yield
+            yield returns
     finally:
         _EVERY_CALL.pop()
 
@@ -254,6 +267,12 @@ def note_counted(counted: list[tuple[str, str, int]]) -> None:
     for caller, callee, count in counted:
         for reached in _RECORDING:
             reached.counted[(caller or outer, callee)] = reached.counted.get((caller or outer, callee), 0) + count
+
+
+def note_made_of(name: str, vectors: int, first: int) -> None:
+    """Note, in the recordings under way, what a watched call that ran elsewhere said its result was made of."""
+    for reached in list(_RECORDING):
+        reached.made_of[name] = (vectors, first)
 
 
 def note_untraced() -> None:

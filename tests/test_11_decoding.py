@@ -223,10 +223,11 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
     The API: it runs ``kv_cache_append`` and ``attend_step`` position by position. Full attention under the causal
     mask gives the same values with neither, so the calls are looked at: every call this one made of the
     student's functions, by their code, through any name, partial, closure or thread (``tests/reach.py``'s
-    ``every_call``), and how often. It fails only on certain evidence: the call was seen, its values are right,
-    one of the two was called fewer times than there are positions (one call on made-up data is no decoding),
-    and no thread was running beyond the tracer's reach. Otherwise (a crash, wrong values) the test's own checks
-    say what they can.
+    ``every_call``), how often, and what ``attend_step`` returned (``made_of``). It fails only on certain
+    evidence: the call was seen, its values are right, and either one of the two was called fewer times than
+    there are positions (one call on made-up data is no decoding), or a row of the result is none of the contexts
+    ``attend_step`` returned (calls on made-up data, then values computed another way); and no thread was running
+    beyond the tracer's reach. Otherwise (a crash, wrong values) the test's own checks say what they can.
     """
     try:
         bound = inspect.signature(lambda q, k, v: None).bind(*args, **kwargs).arguments
@@ -240,13 +241,22 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
     n = q.shape[-2]
     calls = {name: reached.count(name) if name in reached.callees("causal_decode") else 0
              for name in ("kv_cache_append", "attend_step")}
-    if all(count >= n for count in calls.values()):
+    if not all(count >= n for count in calls.values()):
+        told = " and ".join(f"{name} {count} time{'' if count == 1 else 's'}" for name, count in calls.items())
+        return message(f"the functions causal_decode called, decoding {n} positions",
+                       f"kv_cache_append and attend_step, position by position: at least {n} calls of each (the "
+                       "API: the cache grows as the tokens come, and each new query attends over it)",
+                       f"{told}, under any name or in any thread: right values, computed another way", DECODE)
+    vectors, first = reached.made_of.get("attend_step", (0, -1))
+    if first < 0 or vectors != out.size // out.shape[-1]:
         return None
-    told = " and ".join(f"{name} {count} time{'' if count == 1 else 's'}" for name, count in calls.items())
-    return message(f"the functions causal_decode called, decoding {n} positions",
-                   f"kv_cache_append and attend_step, position by position: at least {n} calls of each (the API: "
-                   "the cache grows as the tokens come, and each new query attends over it)",
-                   f"{told}, under any name or in any thread: right values, computed another way", DECODE)
+    entry, position = divmod(first, n)
+    return message(f"where causal_decode's result comes from, decoding {n} positions",
+                   "each row of the result is the context_t that attend_step returned for that position (the API: "
+                   "decoding is attend_step's answers, position by position)",
+                   f"row {position} (of batch entry {entry}, counting the leading axes flat) is no context_t that "
+                   f"attend_step returned during the call, though it was called {calls['attend_step']} times: right "
+                   "values, computed another way", DECODE)
 
 
 def require_the_cache(impl) -> bool:
@@ -258,7 +268,7 @@ def require_the_cache(impl) -> bool:
     """
     watch = getattr(impl, "watch", None)
     if watch is not None:
-        watch("causal_decode", _through_the_cache)
+        watch("causal_decode", _through_the_cache, made_of="attend_step")
     return True
 
 

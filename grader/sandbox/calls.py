@@ -21,13 +21,15 @@ class Reach:
     of the student's folder, a global name bound to one of the student's API functions (defined in the module the
     manifest puts it in) is rebound to a wrapper (``functools.wraps``) that notes the call and the API function
     that made it; the given code and the reference's forwarders are not the student's and are left alone. A gate's
-    call (``every_call``) is also traced by code (``profiler``: ``tests/by_code.every_call``). At most ``limit``
-    pairs are kept.
+    call (``every_call``) is also traced by code (``by_code``: the worker's copy of ``tests/by_code.py``), and
+    the returns of the function it names (``made_of``) kept, to say which of its result they make up. At most
+    ``limit`` pairs are kept.
     """
 
-    def __init__(self, modules: str, limit: int, profiler: Any) -> None:
+    def __init__(self, modules: str, limit: int, by_code: Any) -> None:
         self.modules, self.limit = modules, limit  # the student's folder (its modules' files lie in it)
-        self.profiler = profiler
+        self.by_code = by_code
+        self.returns: Any = None  # the watched call's by_code.Returns, when it names a function
         self.home: dict[str, str] = {}  # each API function's exercise (from the worker's init)
         self.reached: dict[tuple[str, str], None] = {}
         self.running: list[str] = []  # the API functions running now, innermost last (main thread only)
@@ -41,6 +43,7 @@ class Reach:
         self.running.clear()
         self.untraced = False
         self.counted.clear()
+        self.returns = None
 
     def pairs(self) -> list:
         """What the current call reached, as ``[caller, callee]`` pairs (no builtin the student may have replaced)."""
@@ -110,10 +113,19 @@ class Reach:
         call.__reach_recording__ = True  # type: ignore[attr-defined]
         return call
 
-    def every_call(self, wanted: bool, package: str, exercises: Any, root: str) -> Any:
-        """For a watched call (``wanted``): note and count its API calls by their code (``profiler``), else nothing."""
+    def every_call(self, wanted: bool, package: str, exercises: Any, root: str, made_of: str = "") -> Any:
+        """For a watched call (``wanted``): note and count its API calls by their code, else nothing.
+
+        ``made_of``: an API function whose returns are kept (:meth:`made_of` says what they make of the result).
+        """
         if not wanted:
             return contextlib.nullcontext()
         namespaces = self._students(package, exercises)
-        return self.profiler(namespaces, self.home, self.modules, root, self.note_traced,
-                             lambda: setattr(self, "untraced", True))
+        self.returns = self.by_code.Returns(made_of) if made_of else None
+        return self.by_code.every_call(namespaces, self.home, self.modules, root, self.note_traced,
+                                       lambda: setattr(self, "untraced", True), self.returns)
+
+    def made_of(self, result: Any) -> list | None:
+        """``[function, vectors, first]`` of a watched call's ``result`` (``by_code.Returns.made_of``), or None."""
+        found = self.returns.made_of(result) if self.returns is not None else None
+        return None if found is None else [self.returns.name, *found]

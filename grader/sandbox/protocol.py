@@ -16,7 +16,8 @@ Grading process -> worker (``REQUESTS``):
   (a call's peak memory is read from outside the worker, never reported by it); with ``answer_here``, sent only
   for the kit's own check (whose folder is the reference), the worker answers the call's callbacks itself, with
   the same modules, and sends them sealed (``answered_here``) before its reply; with ``every_call`` (a test's
-  watched call, ``tests.kit.Kit.watch``), the worker also notes the student's API calls by their code (``calls``);
+  watched call, ``tests.kit.Kit.watch``), the worker also notes the student's API calls by their code (``calls``),
+  and with ``made_of`` keeps what that function returns;
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
@@ -34,6 +35,9 @@ Worker -> grading process, only while one of those requests is in flight:
   the reference's CPU seconds of the sealed answers the call opened, charged to it; ``untraced`` (``UNTRACED``,
   only ``True``): a call traced by code began beside threads out of the tracer's reach (a gate concludes nothing);
   ``counted`` (``COUNTED``): for a call traced by code, ``[caller, callee, count]``: how often each pair was seen;
+  ``made_of`` (``MADE_OF``): for a call traced by code whose header named ``made_of`` (an API function whose
+  returns it keeps), ``[function, vectors, first]``: the result's vectors along its last axis, and the first of
+  them that is none of those the function returned (``-1``: none such);
 - ``callback`` (``CALLBACKS``): fair grading's one question, "run the
   reference's ``exercise.function`` on ``payload``". The grading side answers
   it only for the functions of the exercises that the request's view depends
@@ -86,13 +90,15 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
 # Optional fields (checked when present): the sources of the kit's given code that a view's first request
 # carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
 OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict},
-                                        "call": {"given": dict, "answer_here": bool, "every_call": bool}}
+                                        "call": {"given": dict, "answer_here": bool, "every_call": bool,
+                                                 "made_of": str}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"
 ANSWERED = "answered"
 UNTRACED = "untraced"
 COUNTED = "counted"
+MADE_OF = "made_of"
 MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"

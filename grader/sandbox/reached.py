@@ -20,7 +20,7 @@ from typing import Any
 
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import protocol
-from tests.reach import every_call_wanted, note_counted, note_elsewhere, note_untraced
+from tests.reach import every_call_made_of, every_call_wanted, note_counted, note_elsewhere, note_made_of, note_untraced
 
 
 def known_functions(view: str) -> frozenset[str]:
@@ -68,6 +68,18 @@ def note(reply: Any, view: str, students: bool) -> None:
         counted = counts(reply.get(protocol.COUNTED), view)
         if counted:
             note_counted(counted)
+        made = made_of(reply.get(protocol.MADE_OF), view)
+        if made is not None:
+            note_made_of(*made)
+
+
+def made_of(raw: Any, view: str) -> tuple[str, int, int] | None:
+    """A reply's well-formed ``made_of`` (``[function, vectors, first]``, the function one of ``view``'s), or None."""
+    if (type(raw) is not list or len(raw) != 3 or type(raw[0]) is not str or raw[0] not in known_functions(view)
+            or type(raw[1]) is not int or type(raw[2]) is not int or not 0 <= raw[1] < 2**40
+            or not -1 <= raw[2] < raw[1]):
+        return None
+    return raw[0], raw[1], raw[2]
 
 
 def counts(raw: Any, view: str) -> list[tuple[str, str, int]]:
@@ -79,4 +91,7 @@ def counts(raw: Any, view: str) -> list[tuple[str, str, int]]:
 
 def asked(header: dict) -> dict:
     """A call's ``header``, asking the worker to trace it by code while the test watches it (``Kit.watch``)."""
-    return {**header, "every_call": True} if every_call_wanted() else header
+    if not every_call_wanted():
+        return header
+    made = every_call_made_of()
+    return {**header, "every_call": True, **({"made_of": made} if made else {})}

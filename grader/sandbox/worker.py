@@ -151,7 +151,8 @@ class Worker:
         self.given_sources: dict[str, str] = {}
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
         # The student's API functions the current call reached ((caller, callee) names: ``calls.Reach``).
-        self.reach = calls.Reach(self.modules, protocol.MAX_REACHED, by_code.every_call)
+        self.reach = calls.Reach(self.modules, protocol.MAX_REACHED, by_code)
+        by_code.carry_threads()  # before any student code: the threads it starts are within a watched call's reach
         # The sealed answers of each view it was given (grader.sandbox.sealed): view -> (index -> (offset, size,
         # CPU seconds) in their bytes, those bytes); the view of the call running now, and the reference's CPU
         # seconds of the answers it opened.
@@ -446,7 +447,7 @@ class Worker:
         _one_thread()
         try:
             every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
-                                               self.exercises_of(self.view), function)
+                                               self.exercises_of(self.view), function, header.get("made_of") or "")
             with codec.RecordedWarnings() as caught, every_call:
                 result = target(*args, **kwargs)
         except SystemExit as error:
@@ -467,6 +468,9 @@ class Worker:
             self.send_reply({"status": "error", "error": info, **self.call_notes()}, [])
             return
         reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught), **self.call_notes()}
+        made_of = self.reach.made_of(result)
+        if made_of is not None:
+            reply[protocol.MADE_OF] = made_of
         self.send_reply(reply, reply_arrays)
 
 def _one_thread() -> None:

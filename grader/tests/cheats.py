@@ -240,6 +240,18 @@ NAMED_NOT_CALLED = ("_named = (kv_cache_append, attend_step)\n    if n < 0:  # n
 # One call of each on the first position, then full attention (a helper's round: a check that asked only whether
 # they were called passed it).
 ONE_CALL_EACH = "attend_step(q[..., :1, :], kv_cache_append(None, k[..., :1, :], v[..., :1, :]))\n    " + FULL_CAUSAL
+# As many calls of each as there are positions, on made-up data (position 0 again and again), then full attention:
+# counts alone passed it; the result's rows are none of attend_step's contexts.
+CALLS_ON_MADE_UP_DATA = ("for _ in range(n):\n        attend_step(q[..., :1, :], kv_cache_append(None, k[..., :1, :], "
+                         "v[..., :1, :]))\n    " + FULL_CAUSAL)
+# A thread started at import and left waiting, then full attention: a thread running when the call began was out
+# of the tracer's reach, and the call concluded nothing (a helper's round); threads now carry its profiler.
+_DECODE_BESIDE_A_THREAD_FROM_IMPORT = '''
+import threading as _threading
+
+_IDLE = _threading.Event()
+_threading.Thread(target=_IDLE.wait, daemon=True).start()
+''' + _DECODE_WITHOUT_CACHE
 # Decoding through the cache for the gate's own inputs only (5 positions, once a separate call of the gate's), full
 # attention for the tests' (a helper's round).
 _DECODE_FOR_THE_GATE_ONLY = '''
@@ -396,6 +408,13 @@ CHEATS = {
         Cheat("decode-through-the-cache-for-the-gate-only", "decoding",
               {"decoding": _DECODE_FOR_THE_GATE_ONLY.replace("{decode}", FULL_CAUSAL)},
               {"decoding": _DECODE_FOR_THE_GATE_ONLY.replace("{decode}", DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-calls-on-made-up-data-then-full-attention", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=CALLS_ON_MADE_UP_DATA)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-beside-a-thread-started-at-import", "decoding",
+              {"decoding": _DECODE_BESIDE_A_THREAD_FROM_IMPORT.format(decode=FULL_CAUSAL)},
+              {"decoding": _DECODE_BESIDE_A_THREAD_FROM_IMPORT.format(decode=DECODE_UNDONE)},
+              _files("11", "decoding")),
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
@@ -696,6 +715,24 @@ def causal_decode(q, k, v):
         raise box["error"]
     return box["out"]
 '''
+# A pool whose threads were started at import (warmed), and rows written into a buffer from the weights and the
+# cache (the context attend_step would return, computed again): both within the API.
+_DECODE_IN_A_POOL_WARMED_AT_IMPORT = _DECODE_IN_A_MODULE_POOL + '''
+_POOL.submit(int).result()
+_POOL.submit(int).result()
+'''
+_DECODE_INTO_A_BUFFER_FROM_THE_WEIGHTS = '''
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out = np.empty(q.shape[:-1] + (v.shape[-1],), dtype=np.result_type(q, v))
+    cache = None
+    for t in range(q.shape[-2]):
+        cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+        _, weights = attend_step(q[..., t:t + 1, :], cache)
+        out[..., t, :] = (weights @ cache["v"])[..., 0, :]
+    return out
+'''
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
@@ -706,6 +743,8 @@ HONEST_DECODING = {
     "decode-attend-step-an-object": {"decoding": _ATTEND_STEP_AN_OBJECT},
     "decode-one-function-behind-two-partials": {"decoding": _ONE_FUNCTION_BEHIND_TWO_PARTIALS},
     "decode-on-a-thread-of-its-own": {"decoding": _DECODE_ON_A_THREAD_OF_ITS_OWN},
+    "decode-in-a-pool-warmed-at-import": {"decoding": _DECODE_IN_A_POOL_WARMED_AT_IMPORT},
+    "decode-into-a-buffer-from-the-weights": {"decoding": _DECODE_INTO_A_BUFFER_FROM_THE_WEIGHTS},
 }
 
 

@@ -97,6 +97,15 @@ HOME = {"f": "m", "g": "m", "h": "m", "k": "m", "s": "m"}
 FOLDER = "/student/"  # where the student's files lie: the code written there is theirs
 
 
+@pytest.fixture(autouse=True)
+def uncarried(monkeypatch):
+    """Threads that do not carry the profiler (as where ``carry_threads`` was never called), unless a test says so.
+
+    (Another test of the same process may have called it: a local implementation does.)
+    """
+    monkeypatch.setattr(by_code, "_BEFORE", None)
+
+
 @pytest.fixture
 def module():
     namespace = vars(types.ModuleType("student.m"))
@@ -108,12 +117,13 @@ def module():
 def traced(namespace: dict, how: str) -> tuple[set[tuple[str, str]], int]:
     seen: set[tuple[str, str]] = set()
     untraced: list[int] = []
-    before, start = sys.getprofile(), _thread.start_new_thread
+    before, before_threads, start = sys.getprofile(), threading.getprofile(), _thread.start_new_thread
     with by_code.every_call({"m": namespace}, HOME, FOLDER, "f", lambda caller, callee: seen.add((caller, callee)),
                             lambda: untraced.append(1)):
         namespace["f"](1, how)
     # Put back as it was.
-    assert sys.getprofile() is before and threading.getprofile() is None and _thread.start_new_thread is start
+    assert sys.getprofile() is before and threading.getprofile() is before_threads
+    assert _thread.start_new_thread is start
     return seen, len(untraced)
 
 
@@ -222,3 +232,51 @@ def test_a_student_s_cprofile_run_keeps_its_profiler(module):
     assert again is profile
     assert any(getattr(entry.code, "co_name", "") == "g" for entry in profile.getstats())
 
+
+
+def test_a_thread_started_before_the_call_is_within_reach_once_threads_carry_the_profiler(module, monkeypatch):
+    # A thread the student's module started at import, waiting; it calls g when the watched call wakes it. Before,
+    # any thread running at the start left the call untraced: a gate concluded nothing (a cheat's way past).
+    monkeypatch.setattr(_thread, "start_new_thread", _thread.start_new_thread)  # (put back after the test)
+    monkeypatch.setattr(by_code, "_BEFORE", frozenset(by_code._thread_idents()))
+    before_threads = threading.getprofile()
+    threading.setprofile(by_code._first)  # what carry_threads does
+    _thread.start_new_thread = by_code._carrying
+    go, done = threading.Event(), threading.Event()
+
+    def waiting():
+        go.wait()
+        module["g"](1)
+        done.set()
+
+    runner = threading.Thread(target=waiting)
+    try:
+        runner.start()
+        namespace = dict(module, GO=go, DONE=done)
+        exec(compile("def f(x, how):\n    GO.set()\n    DONE.wait()\n    return x\n", FOLDER + "m.py", "exec"),  # noqa: S102
+             namespace)
+        seen, untraced = traced(namespace, "")
+    finally:
+        go.set()
+        runner.join()
+        threading.setprofile(before_threads)
+    assert untraced == 0
+    assert ("f", "g") in seen, seen
+
+
+def test_what_a_function_returned_is_told_from_values_computed_another_way():
+    import numpy as np
+
+    returns = by_code.Returns("step")
+    rows = [np.full((2, 1, 3), float(t)) for t in range(4)]
+    for row in rows:
+        returns.keep("step", (row, None))
+        returns.keep("other", np.zeros((2, 1, 3)))  # another function's returns count for nothing
+    made = np.concatenate(rows, axis=1)
+    assert returns.made_of(made) == (8, -1)
+    assert returns.made_of(made + 1e-13) == (8, -1)  # the same values to rounding
+    other = made.copy()
+    other[1, 2] = 7.0  # batch entry 1, position 2: none of the returned rows
+    assert returns.made_of(other) == (8, 6)
+    assert by_code.Returns("step").made_of(made) == (8, 0)  # nothing returned: the first vector is none of them
+    assert returns.made_of(object()) is None
