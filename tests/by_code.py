@@ -15,14 +15,13 @@ runs (their own run, the worker), :func:`carry_threads` is called before any of 
 every thread started (``threading``, ``_thread``) carries a profiler that a watched call switches on, so a thread
 started at import, or a pool warmed before the call, is seen like any other. Without it (a path that never
 called it), threads already running when the call began are out of reach: the call is then reported as not
-fully seen (``untraced``), and a gate draws no conclusion from it.
+fully seen (``untraced``). Where the student's code runs, that cannot happen but by its own doing (threads made
+outside Python's ``threading``, or the kit's records changed): the decoding gate no longer excuses it.
 
-What a watched call's result is made of (:class:`Returns`): the arrays one API function returned during the call
-are kept, and the result's vectors (along its last axis) are looked up among them, so that code which calls the
-function on made-up data, then returns values computed another way, is told apart from code whose result is what
-the function gave. The functions this module relies on are taken when it is imported, before any student code
-runs (a student's module that replaces ``threading.active_count`` changes nothing here), and the profiler takes
-only real frames.
+A watched call may also have a listener (``tests/decoded.py``'s ``Steps``) told of each API call, with its
+frame, and of each return, with its value: what the call's result is made of. The functions this module relies
+on are taken when it is imported, before any student code runs (a student's module that replaces
+``threading.active_count`` changes nothing here), and the profiler takes only real frames.
 """
 
 from __future__ import annotations
@@ -162,72 +161,10 @@ def _give_back(before: Any) -> None:
             enable()
 
 
-class Returns:
-    """The arrays one API function returned during a watched call, and which of the call's result they make up.
-
-    ``name``: the function (its returns are kept: a copy of the array, or of a tuple's or list's first item, since
-    code may reuse one buffer); at most ``most`` numbers in all, past which nothing more is concluded.
-    """
-
-    def __init__(self, name: str, most: int = 1 << 20) -> None:
-        self.name, self.most = name, most
-        self.kept: list[Any] = []
-        self.size, self.overflow = 0, False
-
-    def keep(self, name: str, value: Any) -> None:
-        """Keep ``value`` if ``name`` is the function whose returns are wanted and it is (or begins with) an array."""
-        if name != self.name or self.overflow:
-            return
-        if isinstance(value, (tuple, list)) and value:
-            value = value[0]
-        import numpy as np
-
-        if isinstance(value, np.ndarray) and value.dtype.kind in "fiu" and value.ndim >= 1:
-            self.size += value.size
-            if self.size > self.most:
-                self.overflow, self.kept = True, []
-            else:
-                self.kept.append(np.array(value, dtype=np.float64))
-
-    def made_of(self, result: Any) -> tuple[int, int] | None:
-        """``(vectors, first)``: ``result``'s vectors along its last axis, the first that none of the kept ones is.
-
-        ``first`` is an index among the vectors (``-1``: each is one the function returned); None when nothing
-        can be said (a result that is not numbers, more than ``most`` of them). Vectors are compared to ``1e-9``
-        of their scale: a result copied or stacked from what the function returned matches, values computed
-        another way (to rounding, as full attention is) do too, but only if the function itself returned them.
-        """
-        try:
-            return self._made_of(result)
-        except Exception:  # noqa: BLE001 - a result that refuses a look (not numbers): nothing to say
-            return None
-
-    def _made_of(self, result: Any) -> tuple[int, int] | None:
-        import numpy as np
-
-        out = np.asarray(result, dtype=np.float64)
-        if self.overflow or out.ndim < 1 or out.size == 0 or out.size > self.most:
-            return None
-        d = out.shape[-1]
-        rows = out.reshape(-1, d)
-        kept = [array.reshape(-1, d) for array in self.kept if array.shape[-1] == d]
-        if not kept:
-            return len(rows), 0
-        pool = np.concatenate(kept)
-        exact = {pool[i].tobytes() for i in range(len(pool))}
-        for index, row in enumerate(rows):
-            if row.tobytes() in exact:
-                continue
-            tolerance = 1e-9 * max(1.0, float(np.max(np.abs(row))))
-            if not np.any(np.max(np.abs(pool - row), axis=1) <= tolerance):
-                return len(rows), index
-        return len(rows), -1
-
-
 @contextlib.contextmanager
 def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str, root: str,
                note: Callable[[str, str], None], untraced: Callable[[], None],
-               returns: Returns | None = None) -> Iterator[None]:
+               listener: Any = None) -> Iterator[None]:
     """While the block runs (one call of the student's ``root``), ``note(caller, callee)`` each API call it makes.
 
     ``namespaces``: {exercise: the globals of the student's module}; ``home``: {API function: its exercise};
@@ -235,8 +172,10 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
     function's when its code is one of :func:`_codes`. The caller is the nearest such frame further up the stack;
     none (a thread's first call, a call of a partial from a pool) is ``root``'s own doing, and ``root`` itself
     called from outside is ``""``. ``untraced()`` is called, at the first API call seen, when other threads were
-    running at the start and :func:`carry_threads` was never called. ``returns``: what ``returns.name`` returns
-    is kept there. A student's value that refuses a look counts for nothing.
+    running at the start and :func:`carry_threads` was never called. ``listener``: told ``called(name, frame)``
+    and ``returned(name, frame, value)`` of each (its exceptions are swallowed: a profiler that raised would be
+    unset, and the exception raised in the student's code). A student's value that refuses a look counts for
+    nothing.
     """
     try:
         codes = _codes(namespaces, home, folder)
@@ -246,17 +185,15 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
     threads_before = [not carried and _ACTIVE() > 1]
 
     def hook(frame: Any, event: str, arg: Any) -> None:
-        if event != "call" and (event != "return" or returns is None):
+        if event != "call" and (event != "return" or listener is None):
             return
         if type(frame) is not _FRAME or (names := codes.get(frame.f_code)) is None:
             return
         if event == "return":
-            try:
-                for name in names:
-                    returns.keep(name, arg)
-            except Exception:  # noqa: BLE001, S110 - a value that refuses a copy is not kept (a profiler that
-                pass  # raised would be unset, and the exception raised in the student's code)
+            tell(listener.returned, names, frame, arg)
             return
+        if listener is not None:
+            tell(listener.called, names, frame)
         if threads_before[0]:  # told now, inside the call: a student's run records only while its call runs
             threads_before[0] = False
             untraced()
@@ -266,6 +203,13 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
         for name in names:
             for by in sorted(above) if above is not None else [root if name != root else ""]:
                 note(by, name)
+
+    def tell(method: Callable[..., None], names: frozenset[str], *args: Any) -> None:
+        try:
+            for name in names:
+                method(name, *args)
+        except Exception:  # noqa: BLE001, S110 - a value that refuses a look is not kept
+            pass
 
     def start(function: Callable[..., Any], args: tuple, kwargs: dict | None = None) -> int:
         def traced(*args: Any, **kwargs: Any) -> Any:

@@ -597,10 +597,10 @@ class Kit:
         """Trace every later call of ``name`` in this test by code (``tests/reach.py``'s ``every_call``).
 
         After each call that returned, ``watcher(args, kwargs, result, reached)`` is told what it reached (calls
-        under any name or in any thread; with ``made_of``, an API function, which of the result's vectors that
-        function returned during the call: ``reached.made_of``); a failure it returns fails the test, once. What
-        the tests check is then what they watched: no call of theirs can tell the watched ones apart (a gate's own
-        call could be).
+        under any name or in any thread; with ``made_of`` (``tests/decoded.py``'s ``MADE_BY``), which of the
+        result's vectors that function's steps over the student's caches gave: ``reached.made_of``); a failure it
+        returns fails the test, once. What the tests check is then what they watched: no call of theirs can tell
+        the watched ones apart (a gate's own call could be).
         """
         self._watched[name] = (watcher, made_of)
 
@@ -643,15 +643,16 @@ class Kit:
         before = _snapshot(arguments)
         watcher, made_of = self._watched.get(name, (None, ""))
         window = Reached() if watcher else None  # what this very call reached, for its watcher
-        returns = None
+        steps = None
         try:
             with contextlib.ExitStack() as stack:
                 stack.enter_context(tracing(self._reached, package_of(implementation)))
                 if window is not None:
                     stack.enter_context(tracing(window, package_of(implementation)))
-                    returns = stack.enter_context(every_call(name, package_of(implementation), made_of))
+                    steps = stack.enter_context(every_call(name, package_of(implementation), made_of,
+                                                           (args, kwargs)))
                 result = self._call(implementation, function, name, args, kwargs, measure)
-            if returns is not None and window is not None and (made := returns.made_of(result)) is not None:
+            if steps is not None and window is not None and (made := steps.made_of(result)) is not None:
                 window.made_of[made_of] = made
         except NotImplementedError as error:
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)

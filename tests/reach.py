@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.curriculum import load as load_curriculum
-from tests import by_code
+from tests import by_code, decoded
 
 
 @functools.cache
@@ -49,9 +49,10 @@ class Reached:
     calls: set[tuple[str, str]] = field(default_factory=set)
     untraced: int = 0  # calls traced by code (:func:`every_call`) that began beside threads out of reach
     counted: dict[tuple[str, str], int] = field(default_factory=dict)  # how often :func:`every_call` saw each call
-    # For a watched call: {function: (the result's vectors, the first not among those the function returned, -1:
-    # none)} (``tests/by_code.py``'s ``Returns``).
+    # For a watched call: {function: (the result's vectors, the first not among the contexts of that function's
+    # steps over the student's caches, -1: none)} (``tests/decoded.py``'s ``Steps``).
     made_of: dict[str, tuple[int, int]] = field(default_factory=dict)
+    watched: int = 0  # calls traced by code (:func:`every_call`), here or in the worker
 
     def merge(self, other: Reached) -> None:
         """Add what ``other`` reached."""
@@ -61,17 +62,19 @@ class Reached:
         for pair, count in other.counted.items():
             self.counted[pair] = self.counted.get(pair, 0) + count
         self.made_of.update(other.made_of)
+        self.watched += other.watched
 
     def copy(self) -> Reached:
         """An independent copy."""
-        return Reached(set(self.functions), set(self.calls), self.untraced, dict(self.counted), dict(self.made_of))
+        return Reached(set(self.functions), set(self.calls), self.untraced, dict(self.counted), dict(self.made_of),
+                       self.watched)
 
     def since(self, before: Reached) -> Reached:
         """What was reached that ``before`` (an earlier copy) had not."""
         counted = {pair: count - before.counted.get(pair, 0) for pair, count in self.counted.items()
                    if count > before.counted.get(pair, 0)}
         return Reached(self.functions - before.functions, self.calls - before.calls, self.untraced - before.untraced,
-                       counted, dict(self.made_of))
+                       counted, dict(self.made_of), self.watched - before.watched)
 
     def count(self, callee: str) -> int:
         """How often :func:`every_call` saw ``callee`` called (by anyone)."""
@@ -205,8 +208,8 @@ def tracing(reached: Reached, package: str | None) -> Iterator[None]:
         _RECORDING.remove(reached)
 
 
-# The watched calls under way (:func:`every_call`), as (root, the function whose returns are kept or ""): the
-# grading side asks the isolated worker to trace a call by code while this is not empty
+# The watched calls under way (:func:`every_call`), as (root, the function whose steps make up its result, or ""):
+# the grading side asks the isolated worker to trace a call by code while this is not empty
 # (``grader.sandbox.reached.asked``).
 _EVERY_CALL: list[tuple[str, str]] = []
 
@@ -217,38 +220,45 @@ def every_call_wanted() -> bool:
 
 
 def every_call_made_of() -> str:
-    """The function whose returns the watched call under way keeps (``""``: none)."""
+    """The function whose steps make up the result of the watched call under way (``""``: none)."""
     return _EVERY_CALL[-1][1] if _EVERY_CALL else ""
 
 
 @contextlib.contextmanager
-def every_call(root: str, package: str | None, made_of: str = "") -> Iterator[by_code.Returns | None]:
+def every_call(root: str, package: str | None, made_of: str = "",
+               inputs: tuple[tuple, dict] = ((), {})) -> Iterator[decoded.Steps | None]:
     """While the block runs (a watched call of the student's ``root``, ``tests.kit.Kit.watch``), see its API calls.
 
     The wrappers of :func:`instrument` see calls made by name on the main thread; a call through an alias, a
     partial, a closure or a thread is seen here by the function's code (``tests/by_code.py``: a profiler,
     two to three times slower, so only for this). ``package``: the student's modules are imported in this
     process; None: the isolated worker is asked to do the same for the calls sent meanwhile. Calls are noted in
-    the recordings under way (:func:`tracing`); a call begun beside threads out of the profiler's reach is
-    counted in their ``untraced``, and a gate concludes nothing from it. ``made_of``: an API function whose returns
-    are kept, to tell which of the call's result they make up; yields them (a ``by_code.Returns``) in this process,
-    None elsewhere (the worker says, :func:`note_made_of`).
+    the recordings under way (:func:`tracing`), and the call as watched. ``made_of`` (``decoded.MADE_BY``): the
+    call's steps are followed (``tests/decoded.py``, on ``inputs``, the call's ``(args, kwargs)``); yields them
+    (a ``decoded.Steps``) in this process, None elsewhere (the worker says, :func:`note_made_of`).
     """
     context: contextlib.AbstractContextManager = contextlib.nullcontext()
-    returns = by_code.Returns(made_of) if made_of and package is not None else None
+    steps = decoded.Steps(*inputs) if made_of == decoded.MADE_BY and package is not None else None
     if package is not None:
         namespaces = {exercise: vars(module) for exercise in {_home(name) for name in api_names()}
                       if (module := sys.modules.get(f"{package}.{exercise}")) is not None}
         paths = list(getattr(sys.modules[package], "__path__", None) or [""])  # (tests.kit: the --impl folder)
         folder = os.path.join(str(paths[0]), "") if paths[0] else os.sep + "\0"  # (no folder: nothing is theirs)
         context = by_code.every_call(namespaces, {name: _home(name) for name in api_names()}, folder, root,
-                                     _note_traced, note_untraced, returns)
+                                     _note_traced, note_untraced, steps)
+        note_watched()
     _EVERY_CALL.append((root, made_of))
     try:
         with context:
-            yield returns
+            yield steps
     finally:
         _EVERY_CALL.pop()
+
+
+def note_watched() -> None:
+    """Count, in the recordings under way, a call traced by code (here, or in the worker, which said so)."""
+    for reached in list(_RECORDING):
+        reached.watched += 1
 
 
 def _note_traced(caller: str, callee: str) -> None:

@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 
+from tests.decoded import MADE_BY
 from tests.effort import message
 from tests.feedback import (
     call_expecting_no_warning,
@@ -223,11 +224,13 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
     The API: it runs ``kv_cache_append`` and ``attend_step`` position by position. Full attention under the causal
     mask gives the same values with neither, so the calls are looked at: every call this one made of the
     student's functions, by their code, through any name, partial, closure or thread (``tests/reach.py``'s
-    ``every_call``), how often, and what ``attend_step`` returned (``made_of``). It fails only on certain
-    evidence: the call was seen, its values are right, and either one of the two was called fewer times than
-    there are positions (one call on made-up data is no decoding), or a row of the result is none of the contexts
-    ``attend_step`` returned (calls on made-up data, then values computed another way); and no thread was running
-    beyond the tracer's reach. Otherwise (a crash, wrong values) the test's own checks say what they can.
+    ``every_call``), how often, and what the result is made of (``tests/decoded.py``: each vector a context that
+    ``attend_step`` returned for a query of the inputs over a cache ``kv_cache_append`` returned, holding the
+    inputs' keys and values up to that query). It fails only on certain evidence: the call was traced, its values
+    are right, and either one of the two was called fewer times than there are positions (one call on made-up
+    data is no decoding), or a vector of the result is none of those contexts (calls on made-up data, or on caches
+    made by hand, then values computed another way). Otherwise (a crash, wrong values) the test's own checks say
+    what they can.
     """
     try:
         bound = inspect.signature(lambda q, k, v: None).bind(*args, **kwargs).arguments
@@ -235,8 +238,7 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
         out, expected = np.asarray(result, dtype=np.float64), _attention(q, k, v, causal=True)
     except (TypeError, ValueError):
         return None
-    if ("causal_decode" not in reached.functions or reached.untraced or out.shape != expected.shape
-            or not np.allclose(out, expected, rtol=1e-4, atol=1e-5)):
+    if not reached.watched or out.shape != expected.shape or not np.allclose(out, expected, rtol=1e-4, atol=1e-5):
         return None
     n = q.shape[-2]
     calls = {name: reached.count(name) if name in reached.callees("causal_decode") else 0
@@ -246,17 +248,19 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
         return message(f"the functions causal_decode called, decoding {n} positions",
                        f"kv_cache_append and attend_step, position by position: at least {n} calls of each (the "
                        "API: the cache grows as the tokens come, and each new query attends over it)",
-                       f"{told}, under any name or in any thread: right values, computed another way", DECODE)
+                       f"{told}, under any name or in any thread (calls in another process are not seen): right "
+                       "values, computed another way", DECODE)
     vectors, first = reached.made_of.get("attend_step", (0, -1))
     if first < 0 or vectors != out.size // out.shape[-1]:
         return None
     entry, position = divmod(first, n)
     return message(f"where causal_decode's result comes from, decoding {n} positions",
-                   "each row of the result is the context_t that attend_step returned for that position (the API: "
-                   "decoding is attend_step's answers, position by position)",
-                   f"row {position} (of batch entry {entry}, counting the leading axes flat) is no context_t that "
-                   f"attend_step returned during the call, though it was called {calls['attend_step']} times: right "
-                   "values, computed another way", DECODE)
+                   "each row of the result is the context_t that attend_step returned for query t over the cache "
+                   "kv_cache_append built of positions 0..t (the API: decoding is attend_step's answers, position "
+                   "by position)",
+                   f"row {position} (of batch entry {entry}, counting the leading axes flat) is none of them, though "
+                   f"attend_step was called {calls['attend_step']} times: its caches were not kv_cache_append's of "
+                   "the inputs, or the row was computed another way", DECODE)
 
 
 def require_the_cache(impl) -> bool:
@@ -268,7 +272,7 @@ def require_the_cache(impl) -> bool:
     """
     watch = getattr(impl, "watch", None)
     if watch is not None:
-        watch("causal_decode", _through_the_cache, made_of="attend_step")
+        watch("causal_decode", _through_the_cache, made_of=MADE_BY)
     return True
 
 

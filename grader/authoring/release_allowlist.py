@@ -40,6 +40,7 @@ STUDENT_FILES = (
     "LICENSE",
     "tests/__init__.py",
     "tests/by_code.py",
+    "tests/decoded.py",
     "tests/conventions.py",
     "tests/crash.py",
     "tests/effort.py",

@@ -22,14 +22,15 @@ class Reach:
     manifest puts it in) is rebound to a wrapper (``functools.wraps``) that notes the call and the API function
     that made it; the given code and the reference's forwarders are not the student's and are left alone. A gate's
     call (``every_call``) is also traced by code (``by_code``: the worker's copy of ``tests/by_code.py``), and
-    the returns of the function it names (``made_of``) kept, to say which of its result they make up. At most
-    ``limit`` pairs are kept.
+    with ``made_of`` its steps followed (``decoded``: its copy of ``tests/decoded.py``), to say what its result is
+    made of. At most ``limit`` pairs are kept.
     """
 
-    def __init__(self, modules: str, limit: int, by_code: Any) -> None:
+    def __init__(self, modules: str, limit: int, by_code: Any, decoded: Any) -> None:
         self.modules, self.limit = modules, limit  # the student's folder (its modules' files lie in it)
-        self.by_code = by_code
-        self.returns: Any = None  # the watched call's by_code.Returns, when it names a function
+        self.by_code, self.decoded = by_code, decoded
+        self.watching = False  # the current call is traced by code
+        self.steps: Any = None  # the watched call's decoded.Steps, when it asks for them
         self.home: dict[str, str] = {}  # each API function's exercise (from the worker's init)
         self.reached: dict[tuple[str, str], None] = {}
         self.running: list[str] = []  # the API functions running now, innermost last (main thread only)
@@ -43,7 +44,7 @@ class Reach:
         self.running.clear()
         self.untraced = False
         self.counted.clear()
-        self.returns = None
+        self.watching, self.steps = False, None
 
     def pairs(self) -> list:
         """What the current call reached, as ``[caller, callee]`` pairs (no builtin the student may have replaced)."""
@@ -113,19 +114,22 @@ class Reach:
         call.__reach_recording__ = True  # type: ignore[attr-defined]
         return call
 
-    def every_call(self, wanted: bool, package: str, exercises: Any, root: str, made_of: str = "") -> Any:
+    def every_call(self, wanted: bool, package: str, exercises: Any, root: str, made_of: str = "",
+                   inputs: tuple[tuple, dict] = ((), {})) -> Any:
         """For a watched call (``wanted``): note and count its API calls by their code, else nothing.
 
-        ``made_of``: an API function whose returns are kept (:meth:`made_of` says what they make of the result).
+        ``made_of`` (``decoded.MADE_BY``): its steps are followed on ``inputs`` (:meth:`made_of` says what they
+        make of the result).
         """
         if not wanted:
             return contextlib.nullcontext()
         namespaces = self._students(package, exercises)
-        self.returns = self.by_code.Returns(made_of) if made_of else None
+        self.watching = True
+        self.steps = self.decoded.Steps(*inputs) if made_of == self.decoded.MADE_BY else None
         return self.by_code.every_call(namespaces, self.home, self.modules, root, self.note_traced,
-                                       lambda: setattr(self, "untraced", True), self.returns)
+                                       lambda: setattr(self, "untraced", True), self.steps)
 
     def made_of(self, result: Any) -> list | None:
-        """``[function, vectors, first]`` of a watched call's ``result`` (``by_code.Returns.made_of``), or None."""
-        found = self.returns.made_of(result) if self.returns is not None else None
-        return None if found is None else [self.returns.name, *found]
+        """``[function, vectors, first]`` of a watched call's ``result`` (``decoded.Steps.made_of``), or None."""
+        found = self.steps.made_of(result) if self.steps is not None else None
+        return None if found is None else [self.steps.name, *found]

@@ -48,7 +48,7 @@ def scratch_parent() -> str | None:
 _COMPILED: dict[tuple[str, str], bytes | None] = {}
 # A sandbox module that a student's own run imports too lives with the suite (the student's release holds no
 # grader/sandbox): the worker's copy is made from it.
-_WITH_THE_SUITE = {"by_code.py"}
+_WITH_THE_SUITE = {"by_code.py", "decoded.py"}
 
 
 def source_of(name: str) -> Path:

@@ -20,7 +20,15 @@ from typing import Any
 
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import protocol
-from tests.reach import every_call_made_of, every_call_wanted, note_counted, note_elsewhere, note_made_of, note_untraced
+from tests.reach import (
+    every_call_made_of,
+    every_call_wanted,
+    note_counted,
+    note_elsewhere,
+    note_made_of,
+    note_untraced,
+    note_watched,
+)
 
 
 def known_functions(view: str) -> frozenset[str]:
@@ -65,6 +73,8 @@ def note(reply: Any, view: str, students: bool) -> None:
             note_elsewhere(pairs)
         if reply.get(protocol.UNTRACED) is True:
             note_untraced()
+        if type(reply.get(protocol.COUNTED)) is list:  # a watched call (its counts, possibly none)
+            note_watched()
         counted = counts(reply.get(protocol.COUNTED), view)
         if counted:
             note_counted(counted)

@@ -36,19 +36,23 @@ codec: Any = None
 protocol: Any = None
 calls: Any = None
 by_code: Any = None
+decoded: Any = None
 SANDBOX_PACKAGE = "_attention_kit_sandbox"  # their package when this file runs as a script (see load_modules)
 
 
 def load_modules() -> Any:
-    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code`` from beside this file; return their package.
+    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, ``decoded`` from beside this file.
+
+    Returns their package.
 
     Run as a script (in the sandbox), this file belongs to no package: a package of its own,
     ``_attention_kit_sandbox``, over the folder this file lies in, holds the copies the grading process placed
     there, and the standard import machinery loads them (from the ``__pycache__`` the grading process compiled
     for them, where there is one: ``grader.sandbox.process.sandbox_files``). Imported as
-    ``grader.sandbox.worker`` (the isolation tests), they are that package's own (``by_code``: ``tests.by_code``).
+    ``grader.sandbox.worker`` (the isolation tests), they are that package's own (``by_code`` and ``decoded``:
+    ``tests``').
     """
-    global frames, codec, protocol, calls, by_code
+    global frames, codec, protocol, calls, by_code, decoded
     package = __package__ or SANDBOX_PACKAGE
     if not __package__ and package not in sys.modules:
         namespace = types.ModuleType(package, "the worker's own modules, beside worker.py")
@@ -63,6 +67,7 @@ def load_modules() -> Any:
         protocol = importlib.import_module(f"{package}.protocol")
         calls = importlib.import_module(f"{package}.calls")
         by_code = importlib.import_module(f"{package}.by_code" if package == SANDBOX_PACKAGE else "tests.by_code")
+        decoded = importlib.import_module(f"{package}.decoded" if package == SANDBOX_PACKAGE else "tests.decoded")
     return package
 
 
@@ -151,7 +156,7 @@ class Worker:
         self.given_sources: dict[str, str] = {}
         self._loaded: dict[tuple[str, str], tuple[str, str, types.ModuleType]] = {}  # see load()
         # The student's API functions the current call reached ((caller, callee) names: ``calls.Reach``).
-        self.reach = calls.Reach(self.modules, protocol.MAX_REACHED, by_code)
+        self.reach = calls.Reach(self.modules, protocol.MAX_REACHED, by_code, decoded)
         by_code.carry_threads()  # before any student code: the threads it starts are within a watched call's reach
         # The sealed answers of each view it was given (grader.sandbox.sealed): view -> (index -> (offset, size,
         # CPU seconds) in their bytes, those bytes); the view of the call running now, and the reference's CPU
@@ -356,7 +361,7 @@ class Worker:
         notes: dict = {protocol.REACHED: self.reach.pairs()}
         if self.reach.untraced:
             notes[protocol.UNTRACED] = True
-        if self.reach.counted:
+        if self.reach.counted or self.reach.watching:  # (a watched call says so, even when it saw nothing)
             notes[protocol.COUNTED] = self.reach.counts()
         if self.opened_cpu:
             notes[protocol.ANSWERED] = self.opened_cpu
@@ -447,7 +452,8 @@ class Worker:
         _one_thread()
         try:
             every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
-                                               self.exercises_of(self.view), function, header.get("made_of") or "")
+                                               self.exercises_of(self.view), function, header.get("made_of") or "",
+                                               (args, kwargs))
             with codec.RecordedWarnings() as caught, every_call:
                 result = target(*args, **kwargs)
         except SystemExit as error:

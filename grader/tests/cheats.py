@@ -252,6 +252,28 @@ import threading as _threading
 _IDLE = _threading.Event()
 _threading.Thread(target=_IDLE.wait, daemon=True).start()
 ''' + _DECODE_WITHOUT_CACHE
+# A helper's round against the steps (2026-12-05): attend_step given caches of slices of the inputs, the appends
+# on made-up data; full attention's rows passed through one-position caches that hold them (attend_step gives
+# them back); full attention whose code claims a file outside the student's folder (the call was not seen).
+HAND_MADE_CACHES = ("for _ in range(n):\n        kv_cache_append(None, k[..., :1, :], v[..., :1, :])\n    "
+                    + WHOLE_PREFIX)
+ROWS_THROUGH_ONE_POSITION = ("out = " + FULL_CAUSAL[len("return "):] + "\n    rows = [attend_step(q[..., t:t + 1, :], "
+                             "kv_cache_append(None, np.zeros_like(k[..., :1, :]), out[..., t:t + 1, :]))[0] "
+                             "for t in range(n)]\n    return np.concatenate(rows, axis=-2)")
+_DECODE_UNSEEN_BY_ITS_FILE = '''
+from .attention import scaled_dot_product_attention as _attention
+from .masks import causal_mask as _causal_mask
+
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    n = q.shape[-2]
+    {decode}
+
+
+causal_decode.__code__ = causal_decode.__code__.replace(co_filename="/usr/lib/python3/elsewhere.py")
+causal_decode.__name__ = "_not_the_api"
+'''
 # Decoding through the cache for the gate's own inputs only (5 positions, once a separate call of the gate's), full
 # attention for the tests' (a helper's round).
 _DECODE_FOR_THE_GATE_ONLY = '''
@@ -415,6 +437,15 @@ CHEATS = {
               {"decoding": _DECODE_BESIDE_A_THREAD_FROM_IMPORT.format(decode=FULL_CAUSAL)},
               {"decoding": _DECODE_BESIDE_A_THREAD_FROM_IMPORT.format(decode=DECODE_UNDONE)},
               _files("11", "decoding")),
+        Cheat("decode-attend-step-over-hand-made-caches", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=HAND_MADE_CACHES)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-full-attention-rows-through-one-position-caches", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=ROWS_THROUGH_ONE_POSITION)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-code-claiming-another-file", "decoding",
+              {"decoding": _DECODE_UNSEEN_BY_ITS_FILE.format(decode=FULL_CAUSAL)},
+              {"decoding": _DECODE_UNSEEN_BY_ITS_FILE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
@@ -733,6 +764,21 @@ def causal_decode(q, k, v):
         out[..., t, :] = (weights @ cache["v"])[..., 0, :]
     return out
 '''
+# A helper's honest round (2026-12-05) that a check of the rows at float64's precision failed in float32: decoding
+# in float64 and casting back, and rows recomputed from attend_step's weights with einsum (one rounding apart).
+_DECODE_IN_FLOAT64 = '''
+
+def causal_decode(q, k, v):
+    dtype = np.result_type(np.asarray(q), np.asarray(k), np.asarray(v))
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+        rows.append(attend_step(q[..., t:t + 1, :], cache)[0])
+    return np.concatenate(rows, axis=-2).astype(dtype)
+'''
+_DECODE_WITH_EINSUM_FROM_THE_WEIGHTS = _DECODE_INTO_A_BUFFER_FROM_THE_WEIGHTS.replace(
+    '(weights @ cache["v"])[..., 0, :]', 'np.einsum("...j,...jd->...d", weights[..., 0, :], cache["v"])')
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
@@ -745,6 +791,8 @@ HONEST_DECODING = {
     "decode-on-a-thread-of-its-own": {"decoding": _DECODE_ON_A_THREAD_OF_ITS_OWN},
     "decode-in-a-pool-warmed-at-import": {"decoding": _DECODE_IN_A_POOL_WARMED_AT_IMPORT},
     "decode-into-a-buffer-from-the-weights": {"decoding": _DECODE_INTO_A_BUFFER_FROM_THE_WEIGHTS},
+    "decode-in-float64-cast-back": {"decoding": _DECODE_IN_FLOAT64},
+    "decode-with-einsum-from-the-weights": {"decoding": _DECODE_WITH_EINSUM_FROM_THE_WEIGHTS},
 }
 
 

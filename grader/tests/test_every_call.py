@@ -264,19 +264,70 @@ def test_a_thread_started_before_the_call_is_within_reach_once_threads_carry_the
     assert ("f", "g") in seen, seen
 
 
-def test_what_a_function_returned_is_told_from_values_computed_another_way():
+def _decode_steps(q, k, v, steps, make_cache=None, context_of=None):
+    """Tell ``steps`` a decoding of (q, k, v) as the profiler would: each append's return, each step's call, return."""
     import numpy as np
 
-    returns = by_code.Returns("step")
-    rows = [np.full((2, 1, 3), float(t)) for t in range(4)]
-    for row in rows:
-        returns.keep("step", (row, None))
-        returns.keep("other", np.zeros((2, 1, 3)))  # another function's returns count for nothing
-    made = np.concatenate(rows, axis=1)
-    assert returns.made_of(made) == (8, -1)
-    assert returns.made_of(made + 1e-13) == (8, -1)  # the same values to rounding
-    other = made.copy()
-    other[1, 2] = 7.0  # batch entry 1, position 2: none of the returned rows
-    assert returns.made_of(other) == (8, 6)
-    assert by_code.Returns("step").made_of(made) == (8, 0)  # nothing returned: the first vector is none of them
-    assert returns.made_of(object()) is None
+    class Frame:  # what decoded.Steps reads of a frame: its code's arguments and their values
+        def __init__(self, **local):
+            self.f_code = (lambda q_t, cache: None).__code__
+            self.f_locals = local
+
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        k_t, v_t = k[..., t:t + 1, :], v[..., t:t + 1, :]
+        cache = {"k": k_t, "v": v_t} if cache is None else {"k": np.concatenate([cache["k"], k_t], axis=-2),
+                                                           "v": np.concatenate([cache["v"], v_t], axis=-2)}
+        steps.returned("kv_cache_append", None, cache)
+        given = make_cache(t) if make_cache else cache
+        frame = Frame(q_t=q[..., t:t + 1, :], cache=given)
+        steps.called("attend_step", frame)
+        scores = q[..., t:t + 1, :] @ np.swapaxes(given["k"], -1, -2) / np.sqrt(q.shape[-1])
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        context = (weights / weights.sum(axis=-1, keepdims=True)) @ given["v"]
+        context = context_of(t, context) if context_of else context
+        steps.returned("attend_step", frame, (context.astype(q.dtype), weights))
+        rows.append(context.astype(q.dtype))
+    return np.concatenate(rows, axis=-2)
+
+
+def test_a_decoding_is_made_of_steps_over_the_student_s_own_caches_of_the_inputs():
+    import numpy as np
+
+    from tests import decoded
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=(2, 3, 6, 4)) for _ in range(3))
+    steps = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, steps)
+    assert steps.made_of(out) == (36, -1)
+    assert steps.made_of(out + 1e-12) == (36, -1)  # the same values to rounding
+    other = out.copy()
+    other[0, 1, 2] = 7.0  # batch entry 1 (flat), position 2: no step's context
+    assert steps.made_of(other) == (36, 8)
+    # Caches made by hand (slices of the inputs, equal in value): not kv_cache_append's.
+    steps = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, steps, make_cache=lambda t: {"k": k[..., :t + 1, :], "v": v[..., :t + 1, :]})
+    assert steps.made_of(out) == (36, 0)
+    # A step whose context is not attention over its cache (rows computed elsewhere, handed back).
+    steps = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, steps, context_of=lambda t, context: context + (t == 3))
+    assert steps.made_of(out)[1] == 3
+    assert decoded.Steps((q, k), {}).made_of(out) is None  # not the three inputs: nothing concluded
+    assert steps.made_of(object()) is None
+
+
+def test_float32_steps_are_compared_at_float32_s_precision():
+    import numpy as np
+
+    from tests import decoded
+
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.normal(size=(7, 3)).astype(np.float32) for _ in range(3))
+    steps = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, steps)
+    nudged = out.copy()
+    nudged[3] = np.nextafter(nudged[3], np.float32(np.inf))  # one rounding away (einsum's order, a float64 pass)
+    assert steps.made_of(nudged) == (7, -1)
+    nudged[3] += np.float32(1e-2)
+    assert steps.made_of(nudged) == (7, 3)

@@ -1,0 +1,169 @@
+"""What a watched ``causal_decode`` call's result was made of: steps over caches the student's own appends built.
+
+Imported on both sides of the sandbox, as ``tests/by_code.py`` is: by the student's worker (a copy beside
+``worker.py``, named in ``limits.SANDBOX_MODULES``; numpy and the standard library only) and by a student's own
+run (``tests/reach.py``). The profiler of a watched call (``by_code.every_call``) tells a :class:`Steps` each call
+and return of the student's API functions; it keeps:
+
+- the arrays of every cache ``kv_cache_append`` returned (known by identity: a cache made by hand, of slices of
+  the inputs, is not one);
+- each ``attend_step`` call whose cache is one of those and holds, with its query, the call's own inputs up to a
+  position (for each batch entry the step covers: a step may take one entry at a time), and the context it
+  returned if that is attention over that cache (a step that returns rows computed elsewhere is not one);
+
+and then says which of the result's vectors (along its last axis) are none of those contexts. Code that calls
+the two functions on made-up data, or feeds attend_step caches of its own making, and returns values computed
+another way (full attention under the causal mask), is so told apart from code that decodes through the cache.
+Values are compared to a tolerance of their dtype's precision (float32 steps round differently).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# The API function whose returns make up the result, and the one whose caches it must be given.
+MADE_BY, CACHES_FROM = "attend_step", "kv_cache_append"
+
+
+def _tolerance(*arrays: Any) -> float:
+    """A relative tolerance for values of these arrays' dtypes: a few hundred roundings of the coarsest."""
+    eps = max((float(np.finfo(a.dtype).eps) for a in arrays if a.dtype.kind == "f"), default=2.2e-16)
+    return max(1e-9, 256 * eps)
+
+
+def _values(frame: Any) -> list[Any]:
+    """The positional arguments of ``frame``'s call, in order, and what a ``*args`` holds."""
+    code, local = frame.f_code, frame.f_locals
+    names = list(code.co_varnames[:code.co_argcount])
+    found = [local.get(name) for name in names]
+    if code.co_flags & 0x04:  # CO_VARARGS
+        extra = local.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount])
+        if isinstance(extra, tuple):
+            found += list(extra)
+    return found
+
+
+class Steps:
+    """The steps of one watched ``causal_decode(q, k, v)`` call (``args``, ``kwargs``: the call's own inputs).
+
+    At most ``most`` numbers of contexts are kept; past that, or when the inputs are not three arrays, nothing
+    is concluded.
+    """
+
+    def __init__(self, args: tuple, kwargs: dict, most: int = 1 << 20) -> None:
+        self.name, self.most = MADE_BY, most
+        self.appended: dict[int, Any] = {}  # id -> each array of a cache kv_cache_append returned (kept alive)
+        self.pending: dict[int, Any] = {}  # id(frame) of an attend_step call -> its (q, k, v) blocks, or None
+        self.kept: list[tuple[np.ndarray, np.dtype]] = []  # the steps' contexts (flat) and their dtypes
+        self.size, self.unknown = 0, False
+        self._prefixes: dict[int, dict[bytes, list[int]]] = {}
+        try:
+            given = list(args[:3]) + [kwargs[name] for name in ("q", "k", "v")[len(args):]]
+            q, k, v = (np.asarray(x) for x in given)
+            if q.ndim < 2 or k.shape[:-1] != q.shape[:-1] or v.shape[:-1] != q.shape[:-1]:
+                raise ValueError("shapes")
+            self.q, self.k, self.v = (x.astype(np.float64).reshape((-1,) + x.shape[-2:]) for x in (q, k, v))
+        except Exception:  # noqa: BLE001 - not three arrays of fitting shapes: the values are wrong anyway
+            self.unknown = True
+
+    # -- what the profiler tells (any exception here is the profiler's to swallow)
+
+    def called(self, name: str, frame: Any) -> None:
+        """An API call began: for ``attend_step``, note whether its query and cache are the inputs' own."""
+        if name == self.name and not self.unknown:
+            self.pending[id(frame)] = self._step(_values(frame))
+
+    def returned(self, name: str, frame: Any, value: Any) -> None:
+        """An API call returned ``value``: keep a cache's arrays, or a step's context if it attends over its cache."""
+        if self.unknown:
+            return
+        if name == CACHES_FROM and isinstance(value, dict):
+            for key in ("k", "v"):
+                if isinstance(value.get(key), np.ndarray):
+                    self.appended[id(value[key])] = value[key]
+        elif name == self.name:
+            step = self.pending.pop(id(frame), None)
+            if step is not None:
+                self._keep(step, value[0] if isinstance(value, (tuple, list)) and value else value)
+
+    # -- the checks
+
+    def _step(self, values: list[Any]) -> Any:
+        """``(q, k, v)`` of one step (flat over batch entries), if its cache is the student's and holds the inputs."""
+        cache = next((x for x in values if isinstance(x, dict) and "k" in x and "v" in x), None)
+        query = next((x for x in values if isinstance(x, np.ndarray)), None)
+        if cache is None or query is None:
+            return None
+        keys, values_ = cache["k"], cache["v"]
+        if not all(isinstance(x, np.ndarray) and self.appended.get(id(x)) is x for x in (keys, values_)):
+            return None  # a cache kv_cache_append did not return
+        d_k, d_v, m = self.q.shape[-1], self.v.shape[-1], keys.shape[-2] if keys.ndim >= 2 else 0
+        if query.shape[-1:] != (d_k,) or keys.shape[-1:] != (d_k,) or values_.shape[-1:] != (d_v,) or not m:
+            return None
+        entries = query.size // d_k
+        if m > self.k.shape[1] or keys.size != entries * m * d_k or values_.size != entries * m * d_v:
+            return None
+        q = query.astype(np.float64).reshape(-1, 1, d_k)
+        k, v = keys.astype(np.float64).reshape(-1, m, d_k), values_.astype(np.float64).reshape(-1, m, d_v)
+        prefixes = self._prefixes.get(m)
+        if prefixes is None:
+            prefixes = self._prefixes[m] = {}
+            for entry in range(len(self.k)):
+                prefixes.setdefault(self.k[entry, :m].tobytes(), []).append(entry)
+        for i in range(len(q)):
+            if not any(np.array_equal(self.v[e, :m], v[i]) and np.array_equal(self.q[e, m - 1], q[i, 0])
+                       for e in prefixes.get(k[i].tobytes(), ())):
+                return None
+        return q, k, v
+
+    def _keep(self, step: Any, context: Any) -> None:
+        """Keep ``context`` if it is attention of the step's query over its cache."""
+        if not isinstance(context, np.ndarray) or context.dtype.kind != "f":
+            return
+        q, k, v = step
+        if context.size != len(q) * v.shape[-1]:
+            return
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        expected = (weights / weights.sum(axis=-1, keepdims=True)) @ v
+        got = context.astype(np.float64).reshape(expected.shape)
+        scale = max(1.0, float(np.max(np.abs(expected))))
+        if np.max(np.abs(got - expected)) > _tolerance(context) * scale:
+            return
+        self.size += got.size
+        if self.size > self.most:
+            self.unknown, self.kept = True, []
+        else:
+            self.kept.append((got.reshape(-1, v.shape[-1]), context.dtype))
+
+    def made_of(self, result: Any) -> tuple[int, int] | None:
+        """``(vectors, first)``: ``result``'s vectors along its last axis, the first that is none of the steps'.
+
+        ``first`` is an index among the vectors (``-1``: each is a context of a step over the student's cache);
+        None when nothing can be said (inputs or a result that are not arrays, too many numbers).
+        """
+        try:
+            return self._made_of(result)
+        except Exception:  # noqa: BLE001 - a result that refuses a look (not numbers): nothing to say
+            return None
+
+    def _made_of(self, result: Any) -> tuple[int, int] | None:
+        given = np.asarray(result)
+        if self.unknown or given.ndim < 1 or given.size == 0 or given.size > self.most or given.dtype.kind != "f":
+            return None
+        d = given.shape[-1]
+        rows = given.astype(np.float64).reshape(-1, d)
+        kept = [(array, dtype) for array, dtype in self.kept if array.shape[-1] == d]
+        if not kept:
+            return len(rows), 0
+        pool = np.concatenate([array for array, _ in kept])
+        tolerance = _tolerance(given, *(np.empty(0, dtype) for _, dtype in kept))
+        exact = {pool[i].tobytes() for i in range(len(pool))}
+        for index, row in enumerate(rows):
+            if row.tobytes() in exact:
+                continue
+            if not np.any(np.max(np.abs(pool - row), axis=1) <= tolerance * max(1.0, float(np.max(np.abs(row))))):
+                return len(rows), index
+        return len(rows), -1
