@@ -5,8 +5,8 @@ Imported on both sides of the sandbox, as ``tests/by_code.py`` is: by the studen
 run (``tests/reach.py``). The profiler of a watched call (``by_code.every_call``) tells a :class:`Steps` each call
 and return of the student's API functions; it keeps:
 
-- the arrays of every cache ``kv_cache_append`` returned (known by identity: a cache made by hand, of slices of
-  the inputs, is not one);
+- the arrays of every cache ``kv_cache_append`` returned (the same arrays, or copies of them: a cache made by
+  hand, of slices of the inputs, is not one);
 - each ``attend_step`` call whose cache is one of those and holds, with its query, the call's own inputs up to a
   position (for each batch entry the step covers: a step may take one entry at a time), and the context it
   returned if that is attention over that cache (a step that returns rows computed elsewhere is not one);
@@ -33,6 +33,11 @@ def _tolerance(*arrays: Any) -> float:
     return max(1e-9, 256 * eps)
 
 
+def _content(array: Any) -> bytes:
+    """An array's shape and values (as float64), as one key."""
+    return repr(array.shape).encode() + np.ascontiguousarray(array, dtype=np.float64).tobytes()
+
+
 def _values(frame: Any) -> list[Any]:
     """The positional arguments of ``frame``'s call, in order, and what a ``*args`` holds."""
     code, local = frame.f_code, frame.f_locals
@@ -55,6 +60,7 @@ class Steps:
     def __init__(self, args: tuple, kwargs: dict, most: int = 1 << 20) -> None:
         self.name, self.most = MADE_BY, most
         self.appended: dict[int, Any] = {}  # id -> each array of a cache kv_cache_append returned (kept alive)
+        self.contents: set[bytes] = set()  # their shapes and values (a copy of a cache is the cache)
         self.pending: dict[int, Any] = {}  # id(frame) of an attend_step call -> its (q, k, v) blocks, or None
         self.kept: list[tuple[np.ndarray, np.dtype]] = []  # the steps' contexts (flat) and their dtypes
         self.size, self.unknown = 0, False
@@ -83,6 +89,7 @@ class Steps:
             for key in ("k", "v"):
                 if isinstance(value.get(key), np.ndarray):
                     self.appended[id(value[key])] = value[key]
+                    self.contents.add(_content(value[key]))
         elif name == self.name:
             step = self.pending.pop(id(frame), None)
             if step is not None:
@@ -97,7 +104,8 @@ class Steps:
         if cache is None or query is None:
             return None
         keys, values_ = cache["k"], cache["v"]
-        if not all(isinstance(x, np.ndarray) and self.appended.get(id(x)) is x for x in (keys, values_)):
+        if not all(isinstance(x, np.ndarray) and (self.appended.get(id(x)) is x or _content(x) in self.contents)
+                   for x in (keys, values_)):
             return None  # a cache kv_cache_append did not return
         d_k, d_v, m = self.q.shape[-1], self.v.shape[-1], keys.shape[-2] if keys.ndim >= 2 else 0
         if query.shape[-1:] != (d_k,) or keys.shape[-1:] != (d_k,) or values_.shape[-1:] != (d_v,) or not m:

@@ -305,10 +305,26 @@ def test_a_decoding_is_made_of_steps_over_the_student_s_own_caches_of_the_inputs
     other = out.copy()
     other[0, 1, 2] = 7.0  # batch entry 1 (flat), position 2: no step's context
     assert steps.made_of(other) == (36, 8)
-    # Caches made by hand (slices of the inputs, equal in value): not kv_cache_append's.
+    # Caches made by hand (slices of the inputs), kv_cache_append called on made-up data (position 0 again and again).
     steps = decoded.Steps((q, k, v), {})
+    steps_returned = steps.returned
+    steps.returned = lambda name, frame, value: steps_returned(
+        name, frame, {"k": k[..., :1, :].copy(), "v": v[..., :1, :].copy()} if name == "kv_cache_append" else value)
     out = _decode_steps(q, k, v, steps, make_cache=lambda t: {"k": k[..., :t + 1, :], "v": v[..., :t + 1, :]})
-    assert steps.made_of(out) == (36, 0)
+    assert steps.made_of(out) == (36, 1)  # (position 0's cache is made-up data's too)
+    # Copies of the student's caches are their caches.
+    steps = decoded.Steps((q, k, v), {})
+    kept: dict = {}
+    steps_returned = steps.returned
+
+    def keeping(name, frame, value):
+        if name == "kv_cache_append":
+            kept["last"] = value
+        steps_returned(name, frame, value)
+
+    steps.returned = keeping
+    out = _decode_steps(q, k, v, steps, make_cache=lambda t: {key: kept["last"][key].copy() for key in "kv"})
+    assert steps.made_of(out) == (36, -1)
     # A step whose context is not attention over its cache (rows computed elsewhere, handed back).
     steps = decoded.Steps((q, k, v), {})
     out = _decode_steps(q, k, v, steps, context_of=lambda t, context: context + (t == 3))
