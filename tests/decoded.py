@@ -5,8 +5,9 @@ Imported on both sides of the sandbox, as ``tests/by_code.py`` is: by the studen
 run (``tests/reach.py``). The profiler of a watched call (``by_code.every_call``) tells a :class:`Steps` each call
 and return of the student's API functions; it keeps:
 
-- the arrays of every cache ``kv_cache_append`` returned (the same arrays, or copies of them: a cache made by
-  hand, of slices of the inputs, is not one);
+- the arrays of every cache ``kv_cache_append`` returned one position longer than the cache it was given (none,
+  or one it returned before): the cache grows as the tokens come (the same arrays, or copies of them: a cache made
+  by hand, of slices of the inputs, is not one, nor one appended a whole prefix at once);
 - each ``attend_step`` call whose cache is one of those and holds, with its query, the call's own inputs up to a
   position (for each batch entry the step covers: a step may take one entry at a time), and the context it
   returned if that is attention over that cache (a step that returns rows computed elsewhere is not one);
@@ -62,6 +63,7 @@ class Steps:
         self.appended: dict[int, Any] = {}  # id -> each array of a cache kv_cache_append returned (kept alive)
         self.contents: set[bytes] = set()  # their shapes and values (a copy of a cache is the cache)
         self.pending: dict[int, Any] = {}  # id(frame) of an attend_step call -> its (q, k, v) blocks, or None
+        self.growing: dict[int, int] = {}  # id(frame) of a kv_cache_append call -> the length it must return
         self.kept: list[tuple[np.ndarray, np.dtype]] = []  # the steps' contexts (flat) and their dtypes
         self.size, self.unknown = 0, False
         self._prefixes: dict[int, dict[bytes, list[int]]] = {}
@@ -77,19 +79,35 @@ class Steps:
     # -- what the profiler tells (any exception here is the profiler's to swallow)
 
     def called(self, name: str, frame: Any) -> None:
-        """An API call began: for ``attend_step``, note whether its query and cache are the inputs' own."""
-        if name == self.name and not self.unknown:
+        """An API call began: for ``attend_step``, whether its query and cache are the inputs' own.
+
+        For ``kv_cache_append`` given no cache or one of the student's, the length the cache it returns must have.
+        """
+        if self.unknown:
+            return
+        if name == self.name:
             self.pending[id(frame)] = self._step(_values(frame))
+        elif name == CACHES_FROM:
+            values = _values(frame)
+            cache = next((x for x in values if isinstance(x, dict)), None)
+            if cache is None and values and values[0] is None:
+                self.growing[id(frame)] = 1
+            elif cache is not None and self._appended(cache.get("k")) and self._appended(cache.get("v")):
+                self.growing[id(frame)] = cache["k"].shape[-2] + 1
 
     def returned(self, name: str, frame: Any, value: Any) -> None:
         """An API call returned ``value``: keep a cache's arrays, or a step's context if it attends over its cache."""
         if self.unknown:
             return
-        if name == CACHES_FROM and isinstance(value, dict):
+        if name == CACHES_FROM:
+            length = self.growing.pop(id(frame), None)
+            if length is None or not isinstance(value, dict):
+                return
             for key in ("k", "v"):
-                if isinstance(value.get(key), np.ndarray):
-                    self.appended[id(value[key])] = value[key]
-                    self.contents.add(_content(value[key]))
+                array = value.get(key)
+                if isinstance(array, np.ndarray) and array.ndim >= 2 and array.shape[-2] == length:
+                    self.appended[id(array)] = array
+                    self.contents.add(_content(array))
         elif name == self.name:
             step = self.pending.pop(id(frame), None)
             if step is not None:
@@ -104,8 +122,7 @@ class Steps:
         if cache is None or query is None:
             return None
         keys, values_ = cache["k"], cache["v"]
-        if not all(isinstance(x, np.ndarray) and (self.appended.get(id(x)) is x or _content(x) in self.contents)
-                   for x in (keys, values_)):
+        if not (self._appended(keys) and self._appended(values_)):
             return None  # a cache kv_cache_append did not return
         d_k, d_v, m = self.q.shape[-1], self.v.shape[-1], keys.shape[-2] if keys.ndim >= 2 else 0
         if query.shape[-1:] != (d_k,) or keys.shape[-1:] != (d_k,) or values_.shape[-1:] != (d_v,) or not m:
@@ -125,6 +142,11 @@ class Steps:
                        for e in prefixes.get(k[i].tobytes(), ())):
                 return None
         return q, k, v
+
+    def _appended(self, array: Any) -> bool:
+        """Whether ``array`` is (or holds the values of) an array of a cache the student's appends grew."""
+        return isinstance(array, np.ndarray) and (self.appended.get(id(array)) is array
+                                                  or _content(array) in self.contents)
 
     def _keep(self, step: Any, context: Any) -> None:
         """Keep ``context`` if it is attention of the step's query over its cache."""

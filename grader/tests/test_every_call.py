@@ -269,18 +269,19 @@ def _decode_steps(q, k, v, steps, make_cache=None, context_of=None):
     import numpy as np
 
     class Frame:  # what decoded.Steps reads of a frame: its code's arguments and their values
-        def __init__(self, **local):
-            self.f_code = (lambda q_t, cache: None).__code__
-            self.f_locals = local
+        def __init__(self, code, **local):
+            self.f_code, self.f_locals = code.__code__, local
 
     cache, rows = None, []
     for t in range(q.shape[-2]):
         k_t, v_t = k[..., t:t + 1, :], v[..., t:t + 1, :]
+        append = Frame(lambda cache, k_t, v_t: None, cache=cache, k_t=k_t, v_t=v_t)
+        steps.called("kv_cache_append", append)
         cache = {"k": k_t, "v": v_t} if cache is None else {"k": np.concatenate([cache["k"], k_t], axis=-2),
                                                            "v": np.concatenate([cache["v"], v_t], axis=-2)}
-        steps.returned("kv_cache_append", None, cache)
+        steps.returned("kv_cache_append", append, cache)
         given = make_cache(t) if make_cache else cache
-        frame = Frame(q_t=q[..., t:t + 1, :], cache=given)
+        frame = Frame(lambda q_t, cache: None, q_t=q[..., t:t + 1, :], cache=given)
         steps.called("attend_step", frame)
         scores = q[..., t:t + 1, :] @ np.swapaxes(given["k"], -1, -2) / np.sqrt(q.shape[-1])
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -312,6 +313,18 @@ def test_a_decoding_is_made_of_steps_over_the_student_s_own_caches_of_the_inputs
         name, frame, {"k": k[..., :1, :].copy(), "v": v[..., :1, :].copy()} if name == "kv_cache_append" else value)
     out = _decode_steps(q, k, v, steps, make_cache=lambda t: {"k": k[..., :t + 1, :], "v": v[..., :t + 1, :]})
     assert steps.made_of(out) == (36, 1)  # (position 0's cache is made-up data's too)
+    # Whole prefixes appended at once (each step's cache one append of positions 0..t to nothing): not grown.
+    steps = decoded.Steps((q, k, v), {})
+    steps_called = steps.called
+
+    def whole(name, frame):
+        if name == "kv_cache_append":
+            frame.f_locals["cache"] = None
+        steps_called(name, frame)
+
+    steps.called = whole
+    out = _decode_steps(q, k, v, steps)
+    assert steps.made_of(out) == (36, 1)
     # Copies of the student's caches are their caches.
     steps = decoded.Steps((q, k, v), {})
     kept: dict = {}
