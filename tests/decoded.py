@@ -88,11 +88,12 @@ class Steps:
         if name == self.name:
             self.pending[id(frame)] = self._step(_values(frame))
         elif name == CACHES_FROM:
-            values = _values(frame)
-            cache = next((x for x in values if isinstance(x, dict)), None)
-            if cache is None and values and values[0] is None:
+            # The cache it is given: the first argument that is none or a dict (a function of the student's may
+            # stand for both API functions, behind two partials, its first argument saying which).
+            cache = next((x for x in _values(frame) if x is None or isinstance(x, dict)), False)
+            if cache is None:
                 self.growing[id(frame)] = 1
-            elif cache is not None and self._appended(cache.get("k")) and self._appended(cache.get("v")):
+            elif cache is not False and self._appended(cache.get("k")) and self._appended(cache.get("v")):
                 self.growing[id(frame)] = cache["k"].shape[-2] + 1
 
     def returned(self, name: str, frame: Any, value: Any) -> None:
