@@ -274,6 +274,17 @@ def causal_decode(q, k, v):
 causal_decode.__code__ = causal_decode.__code__.replace(co_filename="/usr/lib/python3/elsewhere.py")
 causal_decode.__name__ = "_not_the_api"
 '''
+# A helper's second round: an appended array resized and overwritten in place with each prefix of the inputs
+# (the steps check knew it by identity), then full attention; full attention returned as complex numbers
+# (the check looked at float results only).
+OVERWRITTEN_CACHE = ("held = kv_cache_append(None, k[..., :1, :], v[..., :1, :])\n    K, V = held['k'], held['v']\n    "
+                     "for _ in range(n - 1):\n        kv_cache_append(None, k[..., :1, :], v[..., :1, :])\n    "
+                     "for t in range(n):\n        K.resize(q.shape[:-2] + (t + 1, k.shape[-1]), refcheck=False)\n"
+                     "        V.resize(q.shape[:-2] + (t + 1, v.shape[-1]), refcheck=False)\n"
+                     "        K[...], V[...] = k[..., :t + 1, :], v[..., :t + 1, :]\n"
+                     "        attend_step(q[..., t:t + 1, :], {'k': K, 'v': V})\n    " + FULL_CAUSAL)
+COMPLEX_RESULT = (CALLS_ON_MADE_UP_DATA[:-len(FULL_CAUSAL)] + "return " + FULL_CAUSAL[len("return "):]
+                  + ".astype(complex)")
 # Decoding through the cache for the gate's own inputs only (5 positions, once a separate call of the gate's), full
 # attention for the tests' (a helper's round).
 _DECODE_FOR_THE_GATE_ONLY = '''
@@ -446,6 +457,12 @@ CHEATS = {
         Cheat("decode-code-claiming-another-file", "decoding",
               {"decoding": _DECODE_UNSEEN_BY_ITS_FILE.format(decode=FULL_CAUSAL)},
               {"decoding": _DECODE_UNSEEN_BY_ITS_FILE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-through-an-appended-array-overwritten", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=OVERWRITTEN_CACHE)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-full-attention-as-complex-numbers", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=COMPLEX_RESULT)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-whole-prefix-each-step", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),

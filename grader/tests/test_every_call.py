@@ -360,3 +360,38 @@ def test_float32_steps_are_compared_at_float32_s_precision():
     assert steps.made_of(nudged) == (7, -1)
     nudged[3] += np.float32(1e-2)
     assert steps.made_of(nudged) == (7, 3)
+
+
+def test_an_array_overwritten_since_its_append_a_flood_of_copies_and_a_complex_result_are_seen_through():
+    # A helper's second round: an appended array resized and overwritten in place with slices of the inputs; one
+    # step over the first position's data tiled a million times (past the kept bound, the check concluded nothing);
+    # full attention returned as complex numbers (not floats: nothing concluded).
+    import numpy as np
+
+    from tests import decoded
+
+    class Frame:
+        def __init__(self, code, **local):
+            self.f_code, self.f_locals = code.__code__, local
+
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.normal(size=(2, 3, 4)) for _ in range(3))
+    steps = decoded.Steps((q, k, v), {})
+    append = Frame(lambda cache, k_t, v_t: None, cache=None, k_t=k[:, :1], v_t=v[:, :1])
+    steps.called("kv_cache_append", append)
+    cache = {"k": k[:, :1].copy(), "v": v[:, :1].copy()}
+    steps.returned("kv_cache_append", append, cache)
+    for key, value in (("k", k), ("v", v)):  # resized and overwritten since it was returned: two input positions
+        cache[key].resize((2, 2, 4), refcheck=False)
+        cache[key][...] = value[:, :2]
+    step = Frame(lambda q_t, cache: None, q_t=q[:, 1:2], cache=cache)
+    steps.called("attend_step", step)
+    assert steps.pending[id(step)] is None
+    flood = Frame(lambda q_t, cache: None, q_t=np.broadcast_to(q[:, :1], (64, 2, 1, 4)),
+                  cache={key: np.broadcast_to(value[:, :1], (64, 2, 1, 4)) for key, value in (("k", k), ("v", v))})
+    steps.called("attend_step", flood)
+    assert steps.pending[id(flood)] is None  # more entries than the inputs hold
+    honest = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, honest)
+    assert honest.made_of(out.astype(complex)) == (6, -1)
+    assert honest.made_of(out.astype(complex) + 1.0) == (6, 0)
