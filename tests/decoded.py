@@ -21,6 +21,7 @@ Values are compared to a tolerance of their dtype's precision (float32 steps rou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -35,21 +36,48 @@ def _tolerance(*arrays: Any) -> float:
     return max(1e-9, 256 * eps)
 
 
-def _content(array: Any) -> bytes:
-    """An array's shape and values (as float64), as one key."""
-    return repr(array.shape).encode() + np.ascontiguousarray(array, dtype=np.float64).tobytes()
+def _blocks(array: Any) -> list[bytes] | None:
+    """The (positions, d) block of each batch entry of an array ``(..., positions, d)``, as keys (values as float64).
+
+    A cache is known by its entries' blocks, whatever its batch axes: a step may take one entry's slice of a cache,
+    or the cache with its batch axes flattened.
+    """
+    if not isinstance(array, np.ndarray) or array.ndim < 2 or array.dtype.kind not in "fiu":
+        return None
+    m, d = array.shape[-2:]
+    flat = np.ascontiguousarray(array, dtype=np.float64).reshape(-1, m * d)
+    head = f"{m},{d}:".encode()
+    return [head + row.tobytes() for row in flat]
 
 
 def _values(frame: Any) -> list[Any]:
-    """The positional arguments of ``frame``'s call, in order, and what a ``*args`` holds."""
+    """The arguments of ``frame``'s call: positional ones in order, what ``*args`` holds, then keyword ones.
+
+    (A wrapper's ``**kwargs`` too: ``attend_step(q_t=..., cache=...)`` through a class-based decorator.)
+    """
     code, local = frame.f_code, frame.f_locals
-    names = list(code.co_varnames[:code.co_argcount])
-    found = [local.get(name) for name in names]
+    count = code.co_argcount + code.co_kwonlyargcount
+    found = [local.get(name) for name in code.co_varnames[:code.co_argcount]]
+    keywords = [local.get(name) for name in code.co_varnames[code.co_argcount:count]]
     if code.co_flags & 0x04:  # CO_VARARGS
-        extra = local.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount])
+        extra = local.get(code.co_varnames[count])
         if isinstance(extra, tuple):
             found += list(extra)
-    return found
+        count += 1
+    if code.co_flags & 0x08:  # CO_VARKEYWORDS
+        extra = local.get(code.co_varnames[count])
+        if isinstance(extra, dict):
+            keywords += list(extra.values())
+    return found + keywords
+
+
+def _cache(values: list[Any]) -> Any:
+    """The first argument that is none or a mapping (False if none is): the cache a call was given.
+
+    (One function of the student's may stand for both API functions, behind two partials, its first argument
+    saying which: the first mapping or none, not the first argument.)
+    """
+    return next((x for x in values if x is None or isinstance(x, Mapping)), False)
 
 
 class Steps:
@@ -88,13 +116,12 @@ class Steps:
         if name == self.name:
             self.pending[id(frame)] = self._step(_values(frame))
         elif name == CACHES_FROM:
-            # The cache it is given: the first argument that is none or a dict (a function of the student's may
-            # stand for both API functions, behind two partials, its first argument saying which).
-            cache = next((x for x in _values(frame) if x is None or isinstance(x, dict)), False)
-            if cache is None:
-                self.growing[id(frame)] = 1
-            elif cache is not False and self._appended(cache.get("k")) and self._appended(cache.get("v")):
-                self.growing[id(frame)] = cache["k"].shape[-2] + 1
+            cache = _cache(_values(frame))
+            keys = cache.get("k") if cache is not None and cache is not False else None
+            if cache is None or (isinstance(keys, np.ndarray) and keys.ndim >= 2 and keys.shape[-2] == 0):
+                self.growing[id(frame)] = 1  # (no cache yet: none, or one of no positions)
+            elif cache is not False and self._appended(keys) and self._appended(cache.get("v")):
+                self.growing[id(frame)] = keys.shape[-2] + 1
 
     def returned(self, name: str, frame: Any, value: Any) -> None:
         """An API call returned ``value``: keep a cache's arrays, or a step's context if it attends over its cache."""
@@ -102,12 +129,12 @@ class Steps:
             return
         if name == CACHES_FROM:
             length = self.growing.pop(id(frame), None)
-            if length is None or not isinstance(value, dict):
+            if length is None or not isinstance(value, Mapping):
                 return
             for key in ("k", "v"):
                 array = value.get(key)
                 if isinstance(array, np.ndarray) and array.ndim >= 2 and array.shape[-2] == length:
-                    self.contents.add(_content(array))
+                    self.contents.update(_blocks(array) or ())
         elif name == self.name:
             step = self.pending.pop(id(frame), None)
             if step is not None:
@@ -117,9 +144,9 @@ class Steps:
 
     def _step(self, values: list[Any]) -> Any:
         """``(q, k, v)`` of one step (flat over batch entries), if its cache is the student's and holds the inputs."""
-        cache = next((x for x in values if isinstance(x, dict) and "k" in x and "v" in x), None)
+        cache = _cache(values)
         query = next((x for x in values if isinstance(x, np.ndarray)), None)
-        if cache is None or query is None:
+        if not cache or query is None or "k" not in cache or "v" not in cache:
             return None
         keys, values_ = cache["k"], cache["v"]
         if not (self._appended(keys) and self._appended(values_)):
@@ -150,7 +177,8 @@ class Steps:
         Known by contents, never by identity alone: an array returned, then resized or overwritten in place with
         slices of the inputs, is a cache made by hand (a helper's round).
         """
-        return isinstance(array, np.ndarray) and _content(array) in self.contents
+        blocks = _blocks(array)
+        return bool(blocks) and all(block in self.contents for block in blocks)
 
     def _keep(self, step: Any, context: Any) -> None:
         """Keep ``context`` if it is attention of the step's query over its cache."""

@@ -796,6 +796,43 @@ def causal_decode(q, k, v):
 '''
 _DECODE_WITH_EINSUM_FROM_THE_WEIGHTS = _DECODE_INTO_A_BUFFER_FROM_THE_WEIGHTS.replace(
     '(weights @ cache["v"])[..., 0, :]', 'np.einsum("...j,...jd->...d", weights[..., 0, :], cache["v"])')
+# A helper's second honest round (2026-12-05) that the steps check failed: a class-based decorator called with
+# keywords (the step's arguments in **kwargs), one batched cache attended one entry's slice at a time, and a
+# cache of no positions to start from.
+_DECODE_THROUGH_A_CLASS_DECORATOR = '''
+class _Logged:
+    def __init__(self, fn):
+        self._fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+
+kv_cache_append = _Logged(kv_cache_append)
+attend_step = _Logged(attend_step)
+
+
+def causal_decode(q, k, v):
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = kv_cache_append(cache=cache, k_t=k[..., t:t + 1, :], v_t=v[..., t:t + 1, :])
+        rows.append(attend_step(q_t=q[..., t:t + 1, :], cache=cache)[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_DECODE_ONE_ENTRY_S_SLICE_AT_A_TIME = '''
+
+def causal_decode(q, k, v):
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    batch, n = q.shape[:-2], q.shape[-2]
+    out = np.empty(batch + (n, v.shape[-1]), dtype=np.result_type(q, k, v))
+    cache = {'k': k[..., :0, :], 'v': v[..., :0, :]}
+    for t in range(n):
+        cache = kv_cache_append(cache, k[..., t:t + 1, :], v[..., t:t + 1, :])
+        for idx in np.ndindex(*batch):
+            step = attend_step(q[idx + (slice(t, t + 1),)], {'k': cache['k'][idx], 'v': cache['v'][idx]})
+            out[idx + (slice(t, t + 1),)] = step[0]
+    return out
+'''
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
@@ -810,6 +847,8 @@ HONEST_DECODING = {
     "decode-into-a-buffer-from-the-weights": {"decoding": _DECODE_INTO_A_BUFFER_FROM_THE_WEIGHTS},
     "decode-in-float64-cast-back": {"decoding": _DECODE_IN_FLOAT64},
     "decode-with-einsum-from-the-weights": {"decoding": _DECODE_WITH_EINSUM_FROM_THE_WEIGHTS},
+    "decode-through-a-class-decorator-with-keywords": {"decoding": _DECODE_THROUGH_A_CLASS_DECORATOR},
+    "decode-one-entry-s-slice-at-a-time-from-empty": {"decoding": _DECODE_ONE_ENTRY_S_SLICE_AT_A_TIME},
 }
 
 

@@ -338,6 +338,14 @@ def test_a_decoding_is_made_of_steps_over_the_student_s_own_caches_of_the_inputs
     steps.returned = keeping
     out = _decode_steps(q, k, v, steps, make_cache=lambda t: {key: kept["last"][key].copy() for key in "kv"})
     assert steps.made_of(out) == (36, -1)
+    # A read-only view of the cache (a mapping, not a dict): the same cache.
+    import types as _types
+
+    steps = decoded.Steps((q, k, v), {})
+    steps_returned = steps.returned
+    steps.returned = keeping
+    out = _decode_steps(q, k, v, steps, make_cache=lambda t: _types.MappingProxyType(kept["last"]))
+    assert steps.made_of(out) == (36, -1)
     # A step whose context is not attention over its cache (rows computed elsewhere, handed back).
     steps = decoded.Steps((q, k, v), {})
     out = _decode_steps(q, k, v, steps, context_of=lambda t, context: context + (t == 3))
