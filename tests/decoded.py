@@ -36,18 +36,40 @@ def _tolerance(*arrays: Any) -> float:
     return max(1e-9, 256 * eps)
 
 
+def _plain(value: Any) -> np.ndarray | None:
+    """A plain float64 copy of an array of the student's, or None.
+
+    Never the student's object itself: an ndarray subclass can make its arithmetic, ``shape`` or ``reshape`` say
+    what it likes (a helper's round: a context whose subtraction gave zeros).
+    """
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
+        return None
+    return np.array(value, dtype=np.float64, subok=False, copy=True)
+
+
+def _read(cache: Any, key: str) -> Any:
+    """``cache[key]`` as the cache holds it, None if it has none.
+
+    A dict's own item: a subclass's ``__getitem__`` may answer the kit one thing and the student's function another.
+    """
+    try:
+        return dict.__getitem__(cache, key) if isinstance(cache, dict) else cache[key]
+    except Exception:  # noqa: BLE001 - no such item, or a mapping that refuses: no cache
+        return None
+
+
 def _blocks(array: Any) -> list[bytes] | None:
     """The (positions, d) block of each batch entry of an array ``(..., positions, d)``, as keys (values as float64).
 
     A cache is known by its entries' blocks, whatever its batch axes: a step may take one entry's slice of a cache,
     or the cache with its batch axes flattened.
     """
-    if not isinstance(array, np.ndarray) or array.ndim < 2 or array.dtype.kind not in "fiu":
+    plain = _plain(array)
+    if plain is None or plain.ndim < 2:
         return None
-    m, d = array.shape[-2:]
-    flat = np.ascontiguousarray(array, dtype=np.float64).reshape(-1, m * d)
+    m, d = plain.shape[-2:]
     head = f"{m},{d}:".encode()
-    return [head + row.tobytes() for row in flat]
+    return [head + row.tobytes() for row in np.ascontiguousarray(plain).reshape(-1, m * d)]
 
 
 def _values(frame: Any) -> list[Any]:
@@ -117,10 +139,10 @@ class Steps:
             self.pending[id(frame)] = self._step(_values(frame))
         elif name == CACHES_FROM:
             cache = _cache(_values(frame))
-            keys = cache.get("k") if cache is not None and cache is not False else None
-            if cache is None or (isinstance(keys, np.ndarray) and keys.ndim >= 2 and keys.shape[-2] == 0):
+            keys = _plain(_read(cache, "k")) if cache is not None and cache is not False else None
+            if cache is None or (keys is not None and keys.ndim >= 2 and keys.shape[-2] == 0):
                 self.growing[id(frame)] = 1  # (no cache yet: none, or one of no positions)
-            elif cache is not False and self._appended(keys) and self._appended(cache.get("v")):
+            elif keys is not None and self._appended(keys) and self._appended(_read(cache, "v")):
                 self.growing[id(frame)] = keys.shape[-2] + 1
 
     def returned(self, name: str, frame: Any, value: Any) -> None:
@@ -132,8 +154,8 @@ class Steps:
             if length is None or not isinstance(value, Mapping):
                 return
             for key in ("k", "v"):
-                array = value.get(key)
-                if isinstance(array, np.ndarray) and array.ndim >= 2 and array.shape[-2] == length:
+                array = _plain(_read(value, key))
+                if array is not None and array.ndim >= 2 and array.shape[-2] == length:
                     self.contents.update(_blocks(array) or ())
         elif name == self.name:
             step = self.pending.pop(id(frame), None)
@@ -145,10 +167,10 @@ class Steps:
     def _step(self, values: list[Any]) -> Any:
         """``(q, k, v)`` of one step (flat over batch entries), if its cache is the student's and holds the inputs."""
         cache = _cache(values)
-        query = next((x for x in values if isinstance(x, np.ndarray)), None)
-        if not cache or query is None or "k" not in cache or "v" not in cache:
+        query = _plain(next((x for x in values if isinstance(x, np.ndarray)), None))
+        keys, values_ = (_plain(_read(cache, key)) if cache else None for key in ("k", "v"))
+        if query is None or keys is None or values_ is None:
             return None
-        keys, values_ = cache["k"], cache["v"]
         if not (self._appended(keys) and self._appended(values_)):
             return None  # a cache kv_cache_append did not return
         d_k, d_v, m = self.q.shape[-1], self.v.shape[-1], keys.shape[-2] if keys.ndim >= 2 else 0
@@ -158,8 +180,7 @@ class Steps:
         if (m > self.k.shape[1] or entries > len(self.k) or keys.size != entries * m * d_k
                 or values_.size != entries * m * d_v):
             return None  # (more entries than the inputs hold: copies of them, to drown the check)
-        q = query.astype(np.float64).reshape(-1, 1, d_k)
-        k, v = keys.astype(np.float64).reshape(-1, m, d_k), values_.astype(np.float64).reshape(-1, m, d_v)
+        q, k, v = query.reshape(-1, 1, d_k), keys.reshape(-1, m, d_k), values_.reshape(-1, m, d_v)
         prefixes = self._prefixes.get(m)
         if prefixes is None:
             prefixes = self._prefixes[m] = {}
@@ -181,19 +202,20 @@ class Steps:
         return bool(blocks) and all(block in self.contents for block in blocks)
 
     def _keep(self, step: Any, context: Any) -> None:
-        """Keep ``context`` if it is attention of the step's query over its cache."""
-        if not isinstance(context, np.ndarray) or context.dtype.kind != "f":
+        """Keep ``context`` if it is attention of the step's query over its cache (every number finite)."""
+        got = _plain(context)
+        if got is None or context.dtype.kind != "f":
             return
         q, k, v = step
-        if context.size != len(q) * v.shape[-1]:
+        if got.size != len(q) * v.shape[-1]:
             return
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         expected = (weights / weights.sum(axis=-1, keepdims=True)) @ v
-        got = context.astype(np.float64).reshape(expected.shape)
+        got = got.reshape(expected.shape)
         scale = max(1.0, float(np.max(np.abs(expected))))
-        if np.max(np.abs(got - expected)) > _tolerance(context) * scale:
-            return
+        if not (np.all(np.isfinite(got)) and np.max(np.abs(got - expected)) <= _tolerance(context) * scale):
+            return  # (a NaN compares false: a context holding one once passed)
         if self.size + got.size <= self.most:  # (past it, nothing more is kept: a flood of steps excuses nothing)
             self.size += got.size
             self.kept.append((got.reshape(-1, v.shape[-1]), context.dtype))
@@ -222,7 +244,7 @@ class Steps:
         if not kept:
             return len(rows), 0
         pool = np.concatenate([array for array, _ in kept])
-        tolerance = _tolerance(given, *(np.empty(0, dtype) for _, dtype in kept))
+        tolerance = _tolerance(given)  # (the result's precision: a float16 step must not widen it for every row)
         exact = {pool[i].tobytes() for i in range(len(pool))}
         for index, row in enumerate(rows):
             if row.tobytes() in exact:

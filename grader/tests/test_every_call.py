@@ -403,3 +403,33 @@ def test_an_array_overwritten_since_its_append_a_flood_of_copies_and_a_complex_r
     out = _decode_steps(q, k, v, honest)
     assert honest.made_of(out.astype(complex)) == (6, -1)
     assert honest.made_of(out.astype(complex) + 1.0) == (6, 0)
+
+
+def test_a_step_s_context_must_be_attention_in_plain_finite_numbers():
+    # A helper's third round: a context holding one NaN was kept (NaN compares false); an ndarray subclass whose
+    # subtraction gave zeros was kept with whatever values it held; a dict subclass answered the kit one cache
+    # and attend_step another.
+    import numpy as np
+
+    from tests import decoded
+
+    class Frame:
+        def __init__(self, code, **local):
+            self.f_code, self.f_locals = code.__code__, local
+
+    class Lying(np.ndarray):
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            return np.zeros(np.broadcast_shapes(*(np.shape(x) for x in inputs)))
+
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.normal(size=(3, 2, 4)) for _ in range(3))
+    for context in (np.full((3, 1, 4), np.nan), np.ones((3, 1, 4)).view(Lying)):
+        steps = decoded.Steps((q, k, v), {})
+        append = Frame(lambda cache, k_t, v_t: None, cache=None, k_t=k[:, :1], v_t=v[:, :1])
+        steps.called("kv_cache_append", append)
+        steps.returned("kv_cache_append", append, {"k": k[:, :1].copy(), "v": v[:, :1].copy()})
+        step = Frame(lambda q_t, cache: None, q_t=q[:, :1], cache={"k": k[:, :1].copy(), "v": v[:, :1].copy()})
+        steps.called("attend_step", step)
+        assert steps.pending[id(step)] is not None  # a true step...
+        steps.returned("attend_step", step, (context, None))
+        assert steps.kept == [], type(context)  # ...whose context is not attention over its cache
