@@ -95,8 +95,15 @@ def _thread_idents() -> list[int]:
 
 
 def _inner(value: Any) -> list[Any]:
-    """What ``value`` calls on: ``__wrapped__``, a partial's ``func``, a method's ``__func__``, closed-over ones."""
+    """What ``value`` calls on: ``__wrapped__``, a partial's ``func``, a method's ``__func__``, closed-over ones.
+
+    And a ``functools.singledispatch`` function's registered implementations (its ``registry``: the wrapper is
+    the standard library's, and what it wraps is the default, which may never run).
+    """
     found = [inner for attribute in _INNER if (inner := getattr(value, attribute, None)) is not None]
+    registry = getattr(value, "registry", None)
+    if isinstance(registry, Mapping):
+        found += [inner for inner in list(registry.values())[:16] if callable(inner)]
     for cell in getattr(value, "__closure__", None) or ():
         try:
             if callable(cell.cell_contents):

@@ -240,6 +240,11 @@ def load_all_probes() -> dict[str, Probe]:
     return PROBES
 
 
+# The keys a function's dict result must hold, where its docstring names them: others beside them are the
+# student's own (a helper's honest round: a cache that also kept its length failed "a dict of 2 arrays").
+DOCUMENTED_KEYS = {"kv_cache_append": ("k", "v")}
+
+
 def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e-7, atol: float = 1e-9,
                  convention: Callable[..., str] | None = None) -> bool:
     """Run probe ``name`` through ``impl`` and compare with its golden output.
@@ -262,6 +267,9 @@ def expect_probe(impl: Any, name: str, *, what: str, idea: str, rtol: float = 1e
                             atol=atol, tiny_term=named)
     if isinstance(result, dict):  # stored as its array values in key order (see as_arrays)
         keys = sorted(key for key, value in result.items() if not isinstance(value, dict))
+        documented = DOCUMENTED_KEYS.get(entry.function, ())
+        if len(keys) > len(expected) == len(documented) and set(documented) <= set(keys):
+            keys = sorted(documented)  # (keys of the student's own beside them: a cache that keeps its length)
         if not expect(len(keys) == len(expected), what=what, expected=f"a dict of {len(expected)} arrays",
                       observed=f"a dict of {len(keys)}: {keys}", idea=idea):
             return False

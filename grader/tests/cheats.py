@@ -833,6 +833,56 @@ def causal_decode(q, k, v):
             out[idx + (slice(t, t + 1),)] = step[0]
     return out
 '''
+# A helper's third honest round: a cache that also keeps its length and scale (a probe asked for exactly two
+# keys), and kv_cache_append a functools.singledispatch function (its implementations lie in its registry).
+_CACHE_KEEPING_ITS_LENGTH = '''
+def kv_cache_append(cache, k_t, v_t):
+    k_t, v_t = as_float_array("k_t", k_t), as_float_array("v_t", v_t)
+    if k_t.ndim < 2 or k_t.shape[-2] != 1:
+        raise ValueError(f"k_t must be (..., 1, d_k), got {k_t.shape}")
+    if v_t.ndim < 2 or v_t.shape[-2] != 1:
+        raise ValueError(f"v_t must be (..., 1, d_v), got {v_t.shape}")
+    if cache is None:
+        return {"k": k_t.copy(), "v": v_t.copy(), "len": 1, "scale": 1.0 / math.sqrt(k_t.shape[-1])}
+    if not isinstance(cache, dict) or "k" not in cache or "v" not in cache:
+        raise ValueError("cache must be None or a dict with 'k' and 'v'")
+    k = np.concatenate([cache["k"], k_t], axis=-2)
+    v = np.concatenate([cache["v"], v_t], axis=-2)
+    return {"k": k, "v": v, "len": k.shape[-2], "scale": 1.0 / math.sqrt(k.shape[-1])}
+
+def attend_step(q_t, cache):
+    q_t = as_float_array("q_t", q_t)
+    n = cache.get("len", np.shape(cache["k"])[-2])
+    scale = cache.get("scale", 1.0 / math.sqrt(q_t.shape[-1]))
+    scores = (q_t @ np.swapaxes(cache["k"][..., :n, :], -1, -2)) * scale
+    weights = softmax(scores, axis=-1)
+    return weights @ cache["v"][..., :n, :], weights
+'''
+_APPEND_BY_SINGLEDISPATCH = '''
+import functools as _functools
+
+@_functools.singledispatch
+def kv_cache_append(cache, k_t, v_t):
+    raise ValueError(f"cache must be None or a dict with 'k' and 'v', got {type(cache).__name__}")
+
+def _positions(k_t, v_t):
+    k_t, v_t = as_float_array("k_t", k_t), as_float_array("v_t", v_t)
+    for name, x in (("k_t", k_t), ("v_t", v_t)):
+        if x.ndim < 2 or x.shape[-2] != 1:
+            raise ValueError(f"{name} must be one position (..., 1, d), got {x.shape}")
+    return k_t, v_t
+
+@kv_cache_append.register(type(None))
+def _start(cache, k_t, v_t):
+    k_t, v_t = _positions(k_t, v_t)
+    return {"k": k_t.copy(), "v": v_t.copy()}
+
+@kv_cache_append.register(dict)
+def _grow(cache, k_t, v_t):
+    k_t, v_t = _positions(k_t, v_t)
+    _check_cache(cache)
+    return {"k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)}
+''' + _POSITION_BY_POSITION
 HONEST_DECODING = {
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
@@ -849,6 +899,8 @@ HONEST_DECODING = {
     "decode-with-einsum-from-the-weights": {"decoding": _DECODE_WITH_EINSUM_FROM_THE_WEIGHTS},
     "decode-through-a-class-decorator-with-keywords": {"decoding": _DECODE_THROUGH_A_CLASS_DECORATOR},
     "decode-one-entry-s-slice-at-a-time-from-empty": {"decoding": _DECODE_ONE_ENTRY_S_SLICE_AT_A_TIME},
+    "decode-a-cache-keeping-its-length": {"decoding": _CACHE_KEEPING_ITS_LENGTH},
+    "decode-append-by-singledispatch": {"decoding": _APPEND_BY_SINGLEDISPATCH},
 }
 
 
