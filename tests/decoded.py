@@ -94,12 +94,19 @@ def _values(frame: Any) -> list[Any]:
 
 
 def _cache(values: list[Any]) -> Any:
-    """The first argument that is none or a mapping (False if none is): the cache a call was given.
+    """The cache a call was given (False: no cache argument).
 
-    (One function of the student's may stand for both API functions, behind two partials, its first argument
-    saying which: the first mapping or none, not the first argument.)
+    The first mapping holding ``k`` and ``v``, else the first mapping, else None if an argument is None. (One
+    function of the student's may stand for both API functions, behind two partials, its first argument saying
+    which; a keyword ``scale=None`` may come before ``cache=...``.)
     """
-    return next((x for x in values if x is None or isinstance(x, Mapping)), False)
+    mappings = [x for x in values if isinstance(x, Mapping)]
+    for mapping in mappings:
+        if _read(mapping, "k") is not None and _read(mapping, "v") is not None:
+            return mapping
+    if mappings:
+        return mappings[0]
+    return None if any(x is None for x in values) else False
 
 
 class Steps:
@@ -113,7 +120,9 @@ class Steps:
         self.name, self.most = MADE_BY, most
         self.contents: set[bytes] = set()  # the shapes and values of the caches' arrays (a copy of one is one)
         self.pending: dict[int, Any] = {}  # id(frame) of an attend_step call -> its (q, k, v) blocks, or None
-        self.growing: dict[int, int] = {}  # id(frame) of a kv_cache_append call -> the length it must return
+        # id(frame) of a kv_cache_append call -> the length it must return, and the cache's arrays it was given (its
+        # returned arrays must begin with them: an append keeps what it is given).
+        self.growing: dict[int, tuple[int, dict[str, np.ndarray]]] = {}
         self.kept: list[tuple[np.ndarray, np.dtype]] = []  # the steps' contexts (flat) and their dtypes
         self.size, self.unknown = 0, False
         self._prefixes: dict[int, dict[bytes, list[int]]] = {}
@@ -139,24 +148,32 @@ class Steps:
             self.pending[id(frame)] = self._step(_values(frame))
         elif name == CACHES_FROM:
             cache = _cache(_values(frame))
-            keys = _plain(_read(cache, "k")) if cache is not None and cache is not False else None
-            if cache is None or (keys is not None and keys.ndim >= 2 and keys.shape[-2] == 0):
-                self.growing[id(frame)] = 1  # (no cache yet: none, or one of no positions)
-            elif keys is not None and self._appended(keys) and self._appended(_read(cache, "v")):
-                self.growing[id(frame)] = keys.shape[-2] + 1
+            held = _read(cache, "k") if cache is not None and cache is not False else None
+            keys = _plain(held)
+            values_ = _plain(_read(cache, "v")) if keys is not None else None
+            if cache is None or (cache is not False and held is None) or (
+                    keys is not None and keys.ndim >= 2 and keys.shape[-2] == 0):
+                self.growing[id(frame)] = (1, {})  # (no cache yet: none, an empty mapping, or one of no positions)
+            elif keys is not None and self._appended(keys) and self._appended(values_):
+                self.growing[id(frame)] = (keys.shape[-2] + 1, {"k": keys, "v": values_})
 
     def returned(self, name: str, frame: Any, value: Any) -> None:
         """An API call returned ``value``: keep a cache's arrays, or a step's context if it attends over its cache."""
         if self.unknown:
             return
         if name == CACHES_FROM:
-            length = self.growing.pop(id(frame), None)
-            if length is None or not isinstance(value, Mapping):
+            growing = self.growing.pop(id(frame), None)
+            if growing is None or not isinstance(value, Mapping):
                 return
+            length, given = growing
             for key in ("k", "v"):
                 array = _plain(_read(value, key))
-                if array is not None and array.ndim >= 2 and array.shape[-2] == length:
-                    self.contents.update(_blocks(array) or ())
+                if array is None or array.ndim < 2 or array.shape[-2] != length:
+                    continue
+                if key in given and not (array.shape[:-2] == given[key].shape[:-2]
+                                         and np.array_equal(array[..., :-1, :], given[key])):
+                    continue  # (not the cache it was given, grown: a chain of made-up caches, then the inputs)
+                self.contents.update(_blocks(array) or ())
         elif name == self.name:
             step = self.pending.pop(id(frame), None)
             if step is not None:

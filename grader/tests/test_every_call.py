@@ -433,3 +433,56 @@ def test_a_step_s_context_must_be_attention_in_plain_finite_numbers():
         assert steps.pending[id(step)] is not None  # a true step...
         steps.returned("attend_step", step, (context, None))
         assert steps.kept == [], type(context)  # ...whose context is not attention over its cache
+
+
+def test_a_call_s_cache_is_its_mapping_of_k_and_v_and_an_empty_one_starts_a_cache():
+    # A helper's fourth honest round: attend_step(q_t, scale=None, cache=cache) through a class decorator (the
+    # None was taken for the cache), and decoding begun from {} or from {'k': None, 'v': None}.
+    import numpy as np
+
+    from tests import decoded
+
+    k, v = np.zeros((1, 2)), np.ones((1, 3))
+    cache = {"k": k, "v": v}
+    assert decoded._cache([np.ones((1, 2)), None, cache]) is cache
+    assert decoded._cache(["append", None, k, v]) is None
+    assert decoded._cache([np.ones(2)]) is False
+
+    class Frame:
+        def __init__(self, **local):
+            self.f_code, self.f_locals = (lambda cache, k_t, v_t: None).__code__, local
+
+    for empty in ({}, {"k": None, "v": None}):
+        steps = decoded.Steps((np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((2, 3))), {})
+        append = Frame(cache=empty, k_t=k, v_t=v)
+        steps.called("kv_cache_append", append)
+        assert steps.growing[id(append)][0] == 1
+
+
+def test_an_append_must_keep_the_cache_it_was_given():
+    # A helper's fourth round: a chain of all-zero caches grown by honest appends, each real cache the return of an
+    # append given a zero cache (the inputs' prefix, sliced): an append's return must begin with what it was given.
+    import numpy as np
+
+    from tests import decoded
+
+    class Frame:
+        def __init__(self, **local):
+            self.f_code, self.f_locals = (lambda cache, k_t, v_t: None).__code__, local
+
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.normal(size=(2, 3, 4)) for _ in range(3))
+    steps = decoded.Steps((q, k, v), {})
+    first = Frame(cache=None, k_t=np.zeros((2, 1, 4)), v_t=np.zeros((2, 1, 4)))
+    steps.called("kv_cache_append", first)
+    zeros = {"k": np.zeros((2, 1, 4)), "v": np.zeros((2, 1, 4))}
+    steps.returned("kv_cache_append", first, zeros)
+    grown = Frame(cache=zeros, k_t=k[:, 1:2], v_t=v[:, 1:2])
+    steps.called("kv_cache_append", grown)
+    steps.returned("kv_cache_append", grown, {"k": k[:, :2].copy(), "v": v[:, :2].copy()})  # not zeros, grown
+    assert not steps._appended(k[:, :2])
+    honest = Frame(cache=zeros, k_t=k[:, 1:2], v_t=v[:, 1:2])
+    steps.called("kv_cache_append", honest)
+    steps.returned("kv_cache_append", honest, {"k": np.concatenate([zeros["k"], k[:, 1:2]], axis=1),
+                                               "v": np.concatenate([zeros["v"], v[:, 1:2]], axis=1)})
+    assert steps._appended(np.concatenate([zeros["k"], k[:, 1:2]], axis=1))
