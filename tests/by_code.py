@@ -124,7 +124,31 @@ def _code_of(value: Any) -> Any:
     return code
 
 
+def _function_of(value: Any) -> Any:
+    """The function whose code :func:`_code_of` gives, to be called with what a frame of it holds.
+
+    ``value`` itself; a method's ``__func__`` (its frame holds ``self`` or ``cls``); a callable object's class's
+    ``__call__`` (its frame holds the object).
+    """
+    inner = getattr(value, "__func__", None)
+    if getattr(inner, "__code__", None) is not None:
+        return inner
+    if getattr(value, "__code__", None) is not None:
+        return value
+    for klass in type(value).__mro__:
+        call = vars(klass).get("__call__")
+        if call is not None:
+            return call if getattr(call, "__code__", None) is not None else None
+    return None
+
+
 def _codes(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str) -> dict[Any, frozenset[str]]:
+    """{code: the API functions it stands for} (:func:`_found`)."""
+    return _found(namespaces, home, folder)[0]
+
+
+def _found(namespaces: Mapping[str, dict], home: Mapping[str, str],
+           folder: str) -> tuple[dict[Any, frozenset[str]], dict[tuple[str, Any], Any]]:
     """{code: the API functions it stands for} in what the student's modules bind to their API names, looked through.
 
     From the value bound to an API function's name in its home module, through what it calls on (:func:`_inner`,
@@ -132,9 +156,12 @@ def _codes(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str)
     API function: a function bound by assignment (``f = _mine``), a callable object, a decorator's wrapper and
     what it wraps, a partial's function. A code is named by the nearest level it is found at (a closure that
     holds ``kv_cache_append`` does not make it another function's); found at the same level under several names
-    (one wrapper around two functions, one function behind two partials), it stands for each of them.
+    (one wrapper around two functions, one function behind two partials), it stands for each of them. Also
+    ``{(API function, code): the function object found running it}``: what a frame of that code called (a
+    wrapper's code is shared by the wrappers of two functions; each name has its own).
     """
     found: dict[Any, tuple[int, set[str]]] = {}
+    functions: dict[tuple[str, Any], Any] = {}
     for name, exercise in home.items():
         values = [namespaces.get(exercise, {}).get(name)]
         for depth in range(4):
@@ -147,9 +174,10 @@ def _codes(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: str)
                         found[code] = (depth, {name})
                     elif depth == level:
                         names.add(name)
+                    functions.setdefault((name, code), _function_of(value))
                 inner += _inner(value)
             values = inner[:16]
-    return {code: frozenset(names) for code, (_, names) in found.items()}
+    return {code: frozenset(names) for code, (_, names) in found.items()}, functions
 
 
 def _give_back(before: Any) -> None:
@@ -185,9 +213,11 @@ def every_call(namespaces: Mapping[str, dict], home: Mapping[str, str], folder: 
     nothing.
     """
     try:
-        codes = _codes(namespaces, home, folder)
+        codes, functions = _found(namespaces, home, folder)
     except Exception:  # noqa: BLE001 - a student's object that refuses a look: not seen
-        codes = {}
+        codes, functions = {}, {}
+    if listener is not None:
+        listener.functions = functions  # (what a frame of a code called, for a listener that calls it again)
     carried = _BEFORE is not None
     threads_before = [not carried and _ACTIVE() > 1]
 

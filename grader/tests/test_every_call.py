@@ -486,3 +486,39 @@ def test_an_append_must_keep_the_cache_it_was_given():
     steps.returned("kv_cache_append", honest, {"k": np.concatenate([zeros["k"], k[:, 1:2]], axis=1),
                                                "v": np.concatenate([zeros["v"], v[:, 1:2]], axis=1)})
     assert steps._appended(np.concatenate([zeros["k"], k[:, 1:2]], axis=1))
+
+
+def test_a_step_that_looks_up_its_rows_is_found_out_by_calling_it_again():
+    # A helper's fourth round: attend_step(q_t, cache, _row=...) returning a precomputed row of full attention (the
+    # step's context had the right values). After the call, a kept step is called again with another query.
+    import numpy as np
+
+    from tests import decoded
+
+    def honest(q_t, cache, _row=None):
+        return decoded._attention(q_t, cache["k"], cache["v"]), None
+
+    def lookup(q_t, cache, _row=None):
+        return (_row, None) if _row is not None else honest(q_t, cache)
+
+    class Frame:
+        def __init__(self, code, **local):
+            self.f_code, self.f_locals = code, local
+
+    rng = np.random.default_rng(10)
+    q, k, v = (rng.normal(size=(2, 3, 4)) for _ in range(3))
+    full = np.concatenate([decoded._attention(q[:, t:t + 1], k[:, :t + 1], v[:, :t + 1]) for t in range(3)], axis=1)
+    for function, expected in ((honest, (6, -1)), (lookup, (6, 0))):
+        steps = decoded.Steps((q, k, v), {})
+        steps.functions = {("attend_step", function.__code__): function}
+        cache = None
+        for t in range(3):
+            append = Frame((lambda cache, k_t, v_t: None).__code__, cache=cache, k_t=k[:, t:t + 1], v_t=v[:, t:t + 1])
+            steps.called("kv_cache_append", append)
+            cache = {"k": k[:, :t + 1].copy(), "v": v[:, :t + 1].copy()}
+            steps.returned("kv_cache_append", append, cache)
+            row = full[:, t:t + 1]
+            step = Frame(function.__code__, q_t=q[:, t:t + 1], cache=cache, _row=row)
+            steps.called("attend_step", step)
+            steps.returned("attend_step", step, function(q[:, t:t + 1], cache, _row=row))
+        assert steps.made_of(full) == expected, function.__name__
