@@ -26,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
-# The API function whose returns make up the result, and the one whose caches it must be given.
+# The API function whose returns make up the result, and the one whose caches it must be given; at most this many
+# of a call's steps are called again after it (the tests decode at most 41 positions).
 MADE_BY, CACHES_FROM = "attend_step", "kv_cache_append"
+REPLAYS = 256
 
 
 def _tolerance(*arrays: Any) -> float:
@@ -137,8 +139,8 @@ class Steps:
         # returned arrays must begin with them: an append keeps what it is given).
         self.growing: dict[int, tuple[int, dict[str, np.ndarray]]] = {}
         self.kept: list[tuple[np.ndarray, np.dtype]] = []  # the steps' contexts (flat) and their dtypes
-        # {(API function, code): the function a frame of it called} (by_code.every_call sets it), and the first and
-        # the last kept step as (function, positional, keywords, its (q, k, v)): called again after the call with
+        # {(API function, code): the function a frame of it called} (by_code.every_call sets it), and every kept
+        # step (up to REPLAYS) as (function, positional, keywords, its (q, k, v)): called again after the call with
         # another query, a step must answer attention for it (a lookup of precomputed rows answers the old one).
         self.functions: dict[tuple[str, Any], Any] = {}
         self.replays: list[tuple[Any, list[Any], dict[str, Any], Any]] = []
@@ -204,7 +206,8 @@ class Steps:
             kept = len(self.kept)
             self._keep(step, value[0] if isinstance(value, (tuple, list)) and value else value)
             if len(self.kept) > kept and function is not None:
-                self.replays[1:] = [(function, positional, keywords, step)]  # (the first, and the last so far)
+                if len(self.replays) < REPLAYS:  # (every step: a lookup in some steps only is found too)
+                    self.replays.append((function, positional, keywords, step))
 
     # -- the checks
 
@@ -274,7 +277,7 @@ class Steps:
             return None
 
     def _replay(self) -> bool:
-        """Whether the first and the last kept step, called again with another query, answer attention for it.
+        """Whether every kept step, called again with another query, answers attention for it.
 
         Called after the watched call, with the same arguments but the query (``q * 0.5 + 0.25``): an
         ``attend_step`` that returns rows looked up (by an extra argument, or from its cache) answers the old row.

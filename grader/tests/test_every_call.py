@@ -508,7 +508,8 @@ def test_a_step_that_looks_up_its_rows_is_found_out_by_calling_it_again():
     rng = np.random.default_rng(10)
     q, k, v = (rng.normal(size=(2, 3, 4)) for _ in range(3))
     full = np.concatenate([decoded._attention(q[:, t:t + 1], k[:, :t + 1], v[:, :t + 1]) for t in range(3)], axis=1)
-    for function, expected in ((honest, (6, -1)), (lookup, (6, 0))):
+    for function, expected, looked_up in ((honest, (6, -1), range(3)), (lookup, (6, 0), range(3)),
+                                          (lookup, (6, 0), (1,))):  # (a lookup in a middle step only, too)
         steps = decoded.Steps((q, k, v), {})
         steps.functions = {("attend_step", function.__code__): function}
         cache = None
@@ -517,7 +518,7 @@ def test_a_step_that_looks_up_its_rows_is_found_out_by_calling_it_again():
             steps.called("kv_cache_append", append)
             cache = {"k": k[:, :t + 1].copy(), "v": v[:, :t + 1].copy()}
             steps.returned("kv_cache_append", append, cache)
-            row = full[:, t:t + 1]
+            row = full[:, t:t + 1] if t in looked_up else None
             step = Frame(function.__code__, q_t=q[:, t:t + 1], cache=cache, _row=row)
             steps.called("attend_step", step)
             steps.returned("attend_step", step, function(q[:, t:t + 1], cache, _row=row))
