@@ -287,7 +287,7 @@ COMPLEX_RESULT = (CALLS_ON_MADE_UP_DATA[:-len(FULL_CAUSAL)] + "return " + FULL_C
                   + ".astype(complex)")
 # A helper's fourth round: the inputs and full attention's rows carried in the cache, kv_cache_append slicing
 # the inputs, attend_step answering the row it finds in its cache (real steps, looked-up contexts).
-_ROWS_CARRIED_IN_THE_CACHE = '''
+_ROWS_CARRIED = '''
 
 _orig_append, _orig_step = kv_cache_append, attend_step
 
@@ -307,7 +307,8 @@ def attend_step(q_t, cache):
     return _orig_step(q_t, cache)
 
 
-def causal_decode(q, k, v):
+'''
+_ROWS_CARRIED_IN_THE_CACHE = _ROWS_CARRIED + '''def causal_decode(q, k, v):
     q, k, v = (np.asarray(x) for x in (q, k, v))
     n = q.shape[-2]
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
@@ -319,27 +320,7 @@ def causal_decode(q, k, v):
         attend_step(q[..., t:t + 1, :], cache)
     return out
 '''
-_ROWS_CARRIED_IN_THE_CACHE_UNDONE = '''
-
-_orig_append, _orig_step = kv_cache_append, attend_step
-
-
-def kv_cache_append(cache, k_t, v_t):
-    src = cache.get("_src") if isinstance(cache, dict) else None
-    if src is None:
-        return _orig_append(cache, k_t, v_t)
-    k, v, out = src  # the whole inputs and the full-attention answer ride along in the cache
-    t = np.shape(cache["k"])[-2] + 1
-    return {"k": k[..., :t, :], "v": v[..., :t, :], "_src": src, "_row": out[..., t - 1:t, :]}
-
-
-def attend_step(q_t, cache):
-    if isinstance(cache, dict) and "_row" in cache:
-        return cache["_row"], None  # no attention: the row computed beforehand
-    return _orig_step(q_t, cache)
-
-
-def causal_decode(q, k, v):
+_ROWS_CARRIED_IN_THE_CACHE_UNDONE = _ROWS_CARRIED + '''def causal_decode(q, k, v):
     raise NotImplementedError('causal_decode left out (the control)')
 '''
 # Decoding through the cache for the gate's own inputs only (5 positions, once a separate call of the gate's), full
