@@ -76,10 +76,11 @@ def csv_cell(text: object) -> str:
     Returns
     -------
     str
-        The cell, never starting with one of :data:`FORMULA_STARTS`.
+        The cell, never starting with one of :data:`FORMULA_STARTS`. A text that starts with ``'`` itself gets
+        the prefix too, so two texts never share a cell (``=eve`` is ``'=eve``, ``'=eve`` is ``''=eve``).
     """
     value = escape_text(text)
-    return "'" + value if value.startswith(FORMULA_STARTS) else value
+    return "'" + value if value.startswith((*FORMULA_STARTS, "'")) else value
 
 
 def md_text(text: object) -> str:

@@ -554,9 +554,16 @@ def test_a_worker_that_does_not_start_is_the_graders_failure(tmp_path, monkeypat
 @pytest.mark.parametrize("text, cell", [
     ("=1+1", "'=1+1"), ("+SUM(A1)", "'+SUM(A1)"), ("-2", "'-2"), ("@cmd", "'@cmd"), ("\tx", "\\x09x"),
     ("ada", "ada"), ("a\u202eb", "a\\u202eb"), ("\uff1dformula", "'\uff1dformula"), ("x\ny", "x\\x0ay"),
+    ("'=eve", "''=eve"), ("'ada", "''ada"), ("o'brien", "o'brien"),
 ])
 def test_csv_cells(text, cell):
     assert csv_cell(text) == cell
+
+
+def test_two_ids_never_share_a_csv_cell():
+    # A hostile round: an entry named '=eve was written as the cell of the student =eve ('=eve), two rows alike.
+    ids = ["=eve", "'=eve", "''=eve", "+1", "'+1", "'", "''", "eve", "'eve", "@x", "'@x"]
+    assert len({csv_cell(student) for student in ids}) == len(ids)
 
 
 def test_undecodable_and_invisible_characters_are_shown_escaped():
