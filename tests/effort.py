@@ -62,18 +62,36 @@ CONFIG: Any = None
 
 
 def submission_salt(module: str) -> int:
-    """A number made from the bytes of the submission's ``module``.py (0 when there is no such file to read).
+    """A number made from the bytes of the submission's graded files, for the gates of ``module``.py.
 
     Added to a gate's seeds: the gate's inputs are the same on every run of the same code (the same feedback), but
-    no code can hold its answers to them, computed beforehand, since storing them changes the file, and so the
-    inputs. The file is read as bytes, never run.
+    no code can hold its answers to them, computed beforehand, since storing them changes a file, and so the
+    inputs. Every file that is graded counts (the exercises' modules and the private ``_*.py`` helpers, as
+    ``grader.grading.submissions`` copies them), not only ``module``.py: answers kept in another module, or in a
+    helper that ``module``.py reads, move the inputs as well. The files are read as bytes, never run. 0 when
+    ``module``.py cannot be read.
     """
     folder = getattr(getattr(CONFIG, "option", None), "impl", None)
+    if not folder:
+        return 0
     try:
-        data = (Path(folder) / f"{module}.py").read_bytes() if folder else b""
+        files = sorted(path for path in Path(folder).iterdir() if path.suffix == ".py" and path.name != "__init__.py"
+                       and (path.name.startswith("_") or path.stem in _graded_modules()) and path.is_file())
+        if not (Path(folder) / f"{module}.py").is_file():
+            return 0
+        digest = hashlib.sha256(module.encode() + b"\0")
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     except OSError:
-        data = b""
-    return int.from_bytes(hashlib.sha256(data).digest()[:8], "little") if data else 0
+        return 0
+    return int.from_bytes(digest.digest()[:8], "little")
+
+
+def _graded_modules() -> set[str]:
+    """The names of the manifest's exercise modules (``softmax``, ``training``, ...)."""
+    from grader.curriculum import load as load_curriculum
+
+    return {exercise.name for exercise in load_curriculum().exercises}
 
 
 def within_budget(draw: Callable[[int], Any], call: Callable[[Any], tuple[Any, float | None]],
@@ -199,8 +217,16 @@ def cpu_call(impl: Any, name: str, *args: Any, budget: float | None = None, **kw
         called, reached = getattr(impl, "_called", None), getattr(impl, "_reached", None)
         if isinstance(called, list) and name not in called:
             called.append(name)
+        from tests.kit import checked_call
+
+        try:
+            labels = implementation.function(impl._exercise, name)  # for the arguments' names in a message
+        except Exception:  # noqa: BLE001 - the call itself says what is missing
+            labels = None
         with tracing(reached, None) if reached is not None else contextlib.nullcontext():
-            return measure(impl._exercise, name, *args, **kwargs)
+            # Its changes to the arguments are the test's to see and undo, as through the Kit: the gate computes
+            # what it expects from the same arrays.
+            return checked_call(labels, name, lambda: measure(impl._exercise, name, *args, **kwargs), args, kwargs)
     if hasattr(implementation, "measure") or implementation is None:  # elsewhere, and it cannot say (see Kit)
         return getattr(impl, name)(*args, **kwargs), None
     return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)

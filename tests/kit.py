@@ -672,18 +672,7 @@ class Kit:
         if failure is not None:
             _undone(arguments, before)  # a call that changed its arguments, then raised
             pytest.fail(record(failure).message, pytrace=False)
-        changed = _changed_in_place(arguments, before)
-        if changed:
-            result = copy.deepcopy(result)  # the result may be the very argument the call changed (x -= m; return x)
-            _restore(arguments, before)
-            check.fail(record(Failure(
-                f"{name}() changed its input {', '.join(changed)} in place.",
-                "the arguments are left exactly as they were", "different values (or keys) after the call",
-                "no mutation of inputs: build new arrays (x = x - m, "
-                "not x -= m) and new dicts, so the caller's data stays intact"
-                + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
-                kind=CHECK_FAILED,
-            )).message)
+        result = left_intact(name, arguments, before, result)
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
             check.fail(record(found).message)
@@ -697,6 +686,46 @@ class Kit:
         if hasattr(implementation, "measure"):  # code that runs in another process measures itself there
             return implementation.measure(self._exercise, name, *args, **kwargs)
         return _measured(function, args, kwargs)
+
+
+def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], result: Any) -> Any:
+    """``result``, after failing the test (a check) if the call of ``name`` changed its ``arguments`` in place.
+
+    ``before`` is their :func:`_snapshot`; a change is undone, so the test's own data (what it computes its
+    expected values from) stays what it was. The result is copied first: it may be the very argument the call
+    changed (``x -= m; return x``).
+    """
+    changed = _changed_in_place(arguments, before)
+    if not changed:
+        return result
+    result = copy.deepcopy(result)
+    _restore(arguments, before)
+    check.fail(record(Failure(
+        f"{name}() changed its input {', '.join(changed)} in place.",
+        "the arguments are left exactly as they were", "different values (or keys) after the call",
+        "no mutation of inputs: build new arrays (x = x - m, "
+        "not x -= m) and new dicts, so the caller's data stays intact"
+        + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
+        kind=CHECK_FAILED,
+    )).message)
+    return result
+
+
+def checked_call(labels: Callable[..., Any], name: str, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
+    """``call()``, a call of ``name`` with ``args`` and ``kwargs`` made outside :class:`Kit` (a gate's measured one).
+
+    What it changed in its arguments fails the test and is undone, as for a call through the Kit
+    (:func:`left_intact`); ``labels`` is the function whose parameter names label them in the message.
+    """
+    __tracebackhide__ = True
+    arguments = _labelled_arguments(labels, args, kwargs)
+    before = _snapshot(arguments)
+    try:
+        result = call()
+    except BaseException:
+        _undone(arguments, before)
+        raise
+    return left_intact(name, arguments, before, result)
 
 
 def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int | None]:
