@@ -54,7 +54,8 @@ READ = "docs/reading.md#training"
 N_EX, SEQ, VOCAB, D_SMALL, H_SMALL = 3, 7, 11, 8, 2
 TRAIN_SEED, DATA_SEED = 20261, 7
 TRAIN_STEPS, TRAIN_LR = 70, 3e-2  # train()'s other arguments keep their defaults
-VARIANT_SEED = 20262  # the task variant that test_training_resolves_the_pronoun trains on
+VARIANT_SEED = 20262  # with the submission's salt: the task variants that the long runs train on
+LONG_ATTEMPTS = 3  # draws of test_training_resolves_the_pronoun's variant (see there)
 
 CE = ("cross-entropy: the mean over the n examples of logsumexp(logits) - logits[target], with each row's maximum "
       f"subtracted first; its gradient is (softmax(logits) - onehot(target)) / n ({READ})")
@@ -523,7 +524,7 @@ VARIANT = ("a task train() cannot have seen before the test: another vocabulary 
            "for the task it is given: init_model(rng, len(task['vocab']), ...), then batches of task's sentences")
 
 
-def variant_tasks(seed: int, layout: tuple[int, ...] = LAYOUT,
+def variant_tasks(seed: int | list[int], layout: tuple[int, ...] = LAYOUT,
                   sizes: tuple[int, int] = (512, 256)) -> tuple[dict, dict]:
     """A training set and a held-out set of one task variant (the same vocabulary and layout), from ``seed``."""
     rng = np.random.default_rng(seed)
@@ -593,11 +594,45 @@ def test_attention_on_the_antecedent_starts_near_uniform(impl):
            idea="init_model: small random weights (init_weight, scale 1/sqrt(d_in)) and an embedding of scale 0.3")
 
 
+def _long_run(attempt: int) -> tuple[dict, dict, list[int]]:
+    """The training set, the held-out set and train's seed of the long run's ``attempt``, drawn for this submission.
+
+    From the submission's salt (``tests/effort.py``): the same on every run of the same code, but no file can hold
+    a model trained for them beforehand, since storing one changes the salt.
+    """
+    salt = submission_salt("training")
+    train_set, test = variant_tasks([VARIANT_SEED, salt, attempt])
+    return train_set, test, [TRAIN_SEED, salt, attempt]
+
+
+def _resolves(params, losses: np.ndarray, train_set: dict, test: dict) -> bool:
+    """Whether a run reaches the long test's figures (no check recorded: the test then judges the chosen run)."""
+    vocab = len(train_set["vocab"])
+    shapes = {"embedding": (vocab, 16), "w_out": (16, vocab), "b_out": (vocab,)}
+    if (losses.shape != (TRAIN_STEPS,) or not losses[-10:].mean() < 0.5 * losses[:10].mean()
+            or not isinstance(params, dict) or any(np.shape(params.get(k)) != v for k, v in shapes.items())):
+        return False
+    try:
+        outcome = _outcome(params, test, True)
+    except Exception:  # noqa: BLE001 - parameters the test's forward cannot use: the checks below say so
+        return False
+    return outcome["accuracy"] >= 0.9 and outcome["weight"] > 0.5
+
+
 def test_training_resolves_the_pronoun(impl):
-    train_set, test = variant_tasks(VARIANT_SEED)
-    params, losses = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR)
-    losses = np.asarray(losses, dtype=float)
-    label = f"(seed {TRAIN_SEED}, a task variant: 34 words, antecedent at 3, pronoun at 6)"
+    # The task variant and the seed are drawn for this submission. About one draw in fifty does not converge within
+    # TRAIN_STEPS steps, the reference's included (8 of 400 draws, none twice in a row): the first of LONG_ATTEMPTS
+    # draws that reaches the figures is judged, or the first draw when none does.
+    runs, chosen = [], None
+    for attempt in range(LONG_ATTEMPTS):
+        train_set, test, seed = _long_run(attempt)
+        params, losses = impl.train(np.random.default_rng(seed), train_set, steps=TRAIN_STEPS, lr=TRAIN_LR)
+        runs.append((train_set, test, params, np.asarray(losses, dtype=float)))
+        if _resolves(params, runs[-1][3], train_set, test):
+            chosen = runs[-1]
+            break
+    train_set, test, params, losses = chosen or runs[0]
+    label = "(a task variant drawn for your submission: 34 words, antecedent at 3, pronoun at 6)"
     falls = losses.shape == (TRAIN_STEPS,) and losses[-10:].mean() < 0.5 * losses[:10].mean()
     unlike_its_model = _curve_unlike_its_model(impl) if falls else None  # a falling curve must be the model's
     expect(falls and unlike_its_model is None,
@@ -610,11 +645,12 @@ def test_training_resolves_the_pronoun(impl):
         return
     outcome = _outcome(params, test, True)
     frozen = frozen_batches(impl) if outcome["accuracy"] < 0.9 else None  # (asked only for a failure)
-    expect(outcome["accuracy"] >= 0.9, what=f"held-out accuracy after training (256 new sentences) {label}",
+    tried = f" (and on {len(runs) - 1} more drawn variants)" if len(runs) > 1 else ""
+    expect(outcome["accuracy"] >= 0.9, what=f"held-out accuracy after training (256 new sentences) {label}{tried}",
            expected="at least 0.90", observed=f"{outcome['accuracy']:.3f}",
            idea=FROZEN.format(found=frozen) if frozen else TRAIN + "; " + VARIANT)
     expect(outcome["weight"] > 0.5,
-           what=f"the pronoun's mean attention weight on its antecedent after training {label}",
+           what=f"the pronoun's mean attention weight on its antecedent after training {label}{tried}",
            expected="above 0.5 (about 0.1 before)", observed=f"{outcome['weight']:.3f}",
            idea="with positional encodings the query at the pronoun can pick out the key at the antecedent's position")
 
@@ -649,10 +685,10 @@ def _curve_unlike_its_model(impl) -> str | None:
 
 
 def test_without_positions_the_nouns_cannot_be_told_apart(impl):
-    train_set, test = variant_tasks(VARIANT_SEED)
+    train_set, test, seed = _long_run(0)  # drawn for this submission: the share is between 0.42 and 0.61 on 400
     # Fewer steps: with positions 40 steps already reach 100% on this task, so a share near 0.5 here
     # really is the missing order, not a model that has not learned yet.
-    params, _ = impl.train(np.random.default_rng(TRAIN_SEED), train_set, steps=40, lr=TRAIN_LR, positions=False)
+    params, _ = impl.train(np.random.default_rng(seed), train_set, steps=40, lr=TRAIN_LR, positions=False)
     if not expect_model_for(params, train_set, 16, what="the shapes of the trained parameters (a task variant)"):
         return
     outcome = _outcome(params, test, False)
