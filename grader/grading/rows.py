@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ class ResultsFileError(ValueError):
     """A stored results.json that is not a row: the message names the file and the field."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TestEntry:
     """One scored test of a student (a Gradescope test entry): what they earned of it, and why."""
 
@@ -123,12 +124,17 @@ class TestEntry:
         extra = _mapping(data.get("extra_data"), f"{where}.extra_data")
         score = data.get("score")
         # Gradescope's optional keys (number, output, tags, visibility) have its defaults.
-        return cls(name=_text(data, "name", where), number=_text(data, "number", where, ""),
-                   max_score=_number(data, "max_score", where), status=_text(data, "status", where),
-                   output=_text(data, "output", where, ""), exercise=_text(extra, "exercise", f"{where}.extra_data"),
+        # The names, numbers and tags of a suite's tests are every student's: shared (interned), not one copy per
+        # row, so that the rows of a class read back at the end of a batch take little room each.
+        return cls(name=_shared(_text(data, "name", where)), number=_shared(_text(data, "number", where, "")),
+                   max_score=_number(data, "max_score", where), status=_shared(_text(data, "status", where)),
+                   output=_text(data, "output", where, ""),
+                   exercise=_shared(_text(extra, "exercise", f"{where}.extra_data")),
                    score=None if score is None else _number(data, "score", where),
-                   tags=tuple(_texts(data, "tags", where)), visibility=_text(data, "visibility", where, "visible"),
-                   nodeid=None if extra.get("nodeid") is None else _text(extra, "nodeid", f"{where}.extra_data"),
+                   tags=_TAGS.setdefault(tags := tuple(map(_shared, _texts(data, "tags", where))), tags),
+                   visibility=_shared(_text(data, "visibility", where, "visible")),
+                   nodeid=None if extra.get("nodeid") is None
+                   else _shared(_text(extra, "nodeid", f"{where}.extra_data")),
                    duration=_number(extra, "duration", f"{where}.extra_data", 0.0),
                    not_graded=None if extra.get("not_graded") is None
                    else _text(extra, "not_graded", f"{where}.extra_data"),
@@ -282,6 +288,14 @@ def _list(data: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 
 _MISSING = object()
+
+
+_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}  # each tuple of tags once (a suite has a few: its exercises')
+
+
+def _shared(text: str) -> str:
+    """``text``, one copy for every row that holds it (``sys.intern``)."""
+    return sys.intern(text)
 
 
 def _text(data: Mapping[str, Any], key: str, where: str, default: Any = _MISSING) -> str:
