@@ -75,16 +75,24 @@ def submission_salt(module: str) -> int:
     if not folder:
         return 0
     try:
-        files = sorted(path for path in Path(folder).iterdir() if path.suffix == ".py" and path.name != "__init__.py"
-                       and (path.name.startswith("_") or path.stem in _graded_modules()) and path.is_file())
         if not (Path(folder) / f"{module}.py").is_file():
             return 0
-        digest = hashlib.sha256(module.encode() + b"\0")
-        for path in files:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        files = sorted((path, path.stat()) for path in Path(folder).iterdir() if path.suffix == ".py"
+                       and path.name != "__init__.py" and (path.name.startswith("_") or path.stem in _graded_modules())
+                       and path.is_file())
+        signature = (str(folder), tuple((path.name, st.st_size, st.st_mtime_ns, st.st_ino) for path, st in files))
+        folder_digest = _FOLDER_DIGESTS.get(signature)
+        if folder_digest is None:  # read once per version of the files (a session's gates ask many times)
+            digest = hashlib.sha256()
+            for path, _ in files:
+                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            folder_digest = _FOLDER_DIGESTS[signature] = digest.digest()
     except OSError:
         return 0
-    return int.from_bytes(digest.digest()[:8], "little")
+    return int.from_bytes(hashlib.sha256(module.encode() + b"\0" + folder_digest).digest()[:8], "little")
+
+
+_FOLDER_DIGESTS: dict[tuple, bytes] = {}  # (folder, its graded files' names, sizes, times) -> their bytes' digest
 
 
 def _graded_modules() -> set[str]:

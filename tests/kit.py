@@ -38,8 +38,11 @@ from grader.curriculum import misnamed
 from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_through, where_it_crashed
+from tests.effort import require
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
 from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
+from tests.unseen import gate as unseen_gate
+from tests.unseen import twin
 
 
 class ImplementationError(Exception):
@@ -580,6 +583,7 @@ class Kit:
         self._called: list[str] = []  # the functions this test called, for the blame in dependency order
         self._reached = Reached()  # the student's functions those calls went through (``tests/reach.py``)
         self._watched: dict[str, tuple[Callable[..., Failure | None], str]] = {}  # see watch()
+        self._gating: set[str] = set()  # functions whose unseen-input gate runs now (tests/unseen.py)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -632,6 +636,12 @@ class Kit:
         implementation, exercise, called = self._implementation, self._exercise, self._called
         if name not in called:
             called.append(name)
+        if name not in self._gating and twin(exercise, name) is not None:  # asked on an input no table holds
+            self._gating.add(name)
+            try:
+                require(self, name, lambda: unseen_gate(self, exercise, name), key="unseen")
+            finally:
+                self._gating.discard(name)
         failure = None
         try:
             function = recorded_function(implementation, exercise, name)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from pytest_check import check
 
+from tests import unseen
 from tests.effort import (
     EFFORT,
     EFFORT_FLOOR,
@@ -872,3 +873,61 @@ def test_the_bag_of_words_model_stays_at_chance_on_pairs(impl):
            what=f"{TRAINED_HERE}, on the pairs of test_task (figures recomputed here)",
            expected="accuracy exactly 0.5 and no pair with both members right",
            observed=f"accuracy {pooled['accuracy']:.3f}, both right {pooled['both_right']:.3f}", idea=BOUND)
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_sentences(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    n, seq = int(rng.integers(3, 7)), int(rng.integers(5, 10))
+    return rng.integers(0, VOCAB, size=(n, seq)), rng.integers(0, seq, size=n)
+
+
+def _unseen_pairs(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n_pairs, n_controls = int(rng.integers(2, 6)), int(rng.integers(0, 3))
+    pair = rng.permutation(np.concatenate([np.repeat(np.arange(n_pairs), 2), np.full(n_controls, -1)]))
+    target = rng.integers(0, VOCAB, size=len(pair))
+    predicted = np.where(rng.random(len(pair)) < 0.6, target, rng.integers(0, VOCAB, size=len(pair)))
+    return (predicted, target, pair), {}
+
+
+def _own_pair_accuracy(predicted: np.ndarray, target: np.ndarray, pair: np.ndarray) -> tuple[float, float]:
+    right, paired = predicted == target, pair >= 0
+    pairs = np.unique(pair[paired])
+    return float(right[paired].mean()), float(np.mean([right[pair == p].all() for p in pairs]))
+
+
+def _unseen_attention(rng: np.random.Generator) -> tuple[tuple, dict]:
+    task = negation_tasks().negation_task(np.random.default_rng(int(rng.integers(2**31))), int(rng.integers(2, 5)),
+                                          n_controls=int(rng.integers(1, 3)))
+    n, seq = task["tokens"].shape
+    return (rng.dirichlet(np.ones(seq), size=(n, int(rng.integers(1, 4)), seq)), task), {}
+
+
+def _own_attention(weights: np.ndarray, task: dict) -> tuple[float, float]:
+    paired = np.flatnonzero(task["pair"] >= 0)
+    rows = weights[paired, :, task["query_position"][paired]]  # (paired, heads, seq)
+    return (float(np.mean(rows[np.arange(len(paired)), :, task["own_slot"][paired]])),
+            float(np.mean(rows[np.arange(len(paired)), :, task["other_slot"][paired]])))
+
+
+def _own_init(rng: np.random.Generator, vocab: int, d_model: int, d_hidden: int) -> dict:
+    """init_pooled's draws in the docstring's order: the embedding, then w_hidden, then w_out; zero biases."""
+    drawn = {}
+    for key, shape, scale in (("embedding", (vocab, d_model), 0.3), ("w_hidden", (2 * d_model, d_hidden), None),
+                              ("w_out", (d_hidden, vocab), None)):
+        drawn[key] = rng.normal(0.0, scale or 1.0 / np.sqrt(shape[0]), size=shape)
+    return drawn | {"b_hidden": np.zeros(d_hidden), "b_out": np.zeros(vocab)}
+
+
+unseen.register("negation", {
+    "init_pooled": unseen.Twin(lambda rng: ((np.random.default_rng(int(rng.integers(2**31))), int(rng.integers(5, 15)),
+                                             int(rng.integers(2, 7)), int(rng.integers(3, 9))), {}), _own_init,
+                               "init_pooled draws in this order: the embedding (0.3 * rng.normal), then init_weight "
+                               "for w_hidden, then init_weight for w_out; the biases are zeros", unseen.close),
+    "pooled_features": unseen.Twin(lambda rng: ((rng.normal(size=(VOCAB, int(rng.integers(3, 8)))),
+                                                 *_unseen_sentences(rng)), {}), _features, FEATURES, unseen.close),
+    "pooled_forward": unseen.Twin(lambda rng: ((_pooled_params([int(rng.integers(2**31))]), *_unseen_sentences(rng)),
+                                               {}), _pooled, POOLED, unseen.close),
+    "pair_accuracy": unseen.Twin(_unseen_pairs, _own_pair_accuracy, COUNT, unseen.close),
+    "negation_attention": unseen.Twin(_unseen_attention, _own_attention, LOOK, unseen.close),
+})

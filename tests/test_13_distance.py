@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from tests import unseen
 from tests.effort import (
     EFFORT,
     EFFORT_FLOOR,
@@ -766,3 +767,60 @@ def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
            what="accuracy at four times the training length (64)",
            expected="ALiBi at least 0.9, sinusoidal below 0.6", observed=shown + " (at lengths 16, 32, 64)",
            idea=LENGTH)
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_context(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    b, n, d = (int(rng.integers(lo, hi)) for lo, hi in ((3, 7), (4, 9), (5, 12)))
+    return rng.normal(size=(b, d)), rng.normal(size=(b, n, d))
+
+
+def _unseen_margin(rng: np.random.Generator) -> tuple[tuple, dict]:
+    q, k = _unseen_context(rng)
+    return (q, k, rng.integers(0, k.shape[1], size=len(q))), {}
+
+
+def _own_margin(q: np.ndarray, k: np.ndarray, answer: np.ndarray) -> np.ndarray:
+    scores = np.einsum("bd,bjd->bj", q, k) / np.sqrt(k.shape[-1])
+    return np.array([scores[i, answer[i]] - np.delete(scores[i], answer[i]).max() for i in range(len(q))])
+
+
+def _unseen_task(rng: np.random.Generator) -> tuple[tuple, dict]:
+    task = _task(int(rng.integers(2**31)), int(rng.integers(5, 10)), 16, float(rng.uniform(1.5, 4.0)), noise=0.5)
+    return (task, float(rng.uniform(0.1, 0.8))), {}
+
+
+def _own_curve(task: dict, slope: float) -> tuple[np.ndarray, np.ndarray]:
+    return np.arange(1, task["n_pairs"] + 1), _curve_from(_weights(task["queries"], task["keys"], slope), task)
+
+
+def _unseen_match(rng: np.random.Generator, weight: bool = False) -> tuple[tuple, dict]:
+    d = int(rng.integers(6, 12))
+    embedding = rng.normal(size=(N_SYMBOLS, d))
+    task = _match_task([int(rng.integers(2**31))], int(rng.integers(3, 7)), int(rng.integers(5, 11)))
+    positions = bool(rng.integers(2))
+    if not weight:
+        return (embedding, task, positions), {}
+    return (rng.normal(size=(d, d)), embedding, task, positions, float(rng.uniform(0.0, 0.6))), {}
+
+
+def _unseen_scores(rng: np.random.Generator) -> tuple[tuple, dict]:
+    embedding, task, positions = _unseen_match(rng)[0]
+    return (rng.normal(size=(embedding.shape[1],) * 2), *_match_inputs(embedding, task, positions),
+            float(rng.uniform(0.0, 0.6))), {}
+
+
+unseen.register("distance", {
+    "distance_penalty": unseen.Twin(lambda rng: ((int(rng.integers(2, 40)), float(rng.uniform(0.05, 1.0))), {}),
+                                    lambda n, slope: -slope * (n - np.arange(n)), PENALTY, unseen.close),
+    "recall_weights": unseen.Twin(lambda rng: ((*_unseen_context(rng), float(rng.uniform(0.0, 1.0))), {}), _weights,
+                                  WEIGHTS, unseen.close),
+    "score_margin": unseen.Twin(_unseen_margin, _own_margin, MARGIN, unseen.close),
+    "critical_distance": unseen.Twin(lambda rng: ((float(rng.uniform(0.5, 6.0)), float(rng.uniform(0.05, 1.0))), {}),
+                                     lambda margin, slope: 1.0 + margin / slope, CRITICAL, unseen.close),
+    "recall_curve": unseen.Twin(_unseen_task, _own_curve, CURVE, unseen.close),
+    "match_inputs": unseen.Twin(_unseen_match, _match_inputs, INPUTS, unseen.close),
+    "match_scores": unseen.Twin(_unseen_scores, _match_scores, SCORES, unseen.close),
+    "length_accuracy": unseen.Twin(lambda rng: _unseen_match(rng, weight=True), _accuracy, LENGTH, unseen.close),
+})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests import unseen
 from tests.effort import once
 from tests.feedback import (
     call_or_explain,
@@ -679,3 +680,60 @@ def test_evaluate_reference_values(impl):
     expect_probe(impl, "evaluate/small_collection", what="evaluate on the fixed input evaluate/small_collection",
                  idea=PIPELINE, rtol=1e-12, atol=1e-12)
     checked_evaluation(impl, collection(1404, n_entities=9, questions_per_fact=1), 3)  # and on one no probe's
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_similarity(rng: np.random.Generator) -> np.ndarray:
+    return rng.normal(size=(int(rng.integers(3, 7)), int(rng.integers(5, 10))))  # continuous: no ties
+
+
+def _unseen_recall(rng: np.random.Generator) -> tuple[tuple, dict]:
+    similarity = _unseen_similarity(rng)
+    retrieved = own_top_k(similarity, int(rng.integers(1, similarity.shape[1])))
+    return (retrieved, rng.integers(0, similarity.shape[1], size=len(similarity))), {}
+
+
+def _unseen_head(rng: np.random.Generator) -> tuple[tuple, dict]:
+    question, facts, n_words = _head_case(int(rng.integers(2**31)))
+    return (question, facts, n_words), {"sharpness": float(rng.uniform(0.5, 12.0))}
+
+
+def _same_reading(observed, expected) -> bool:
+    """answer_with_attention's (answer, weights): an answer of the most weight, and the weights to 1e-9."""
+    context, weights = expected
+    return (isinstance(observed, tuple) and len(observed) == 2 and bool(acceptable(observed[0], context).all())
+            and unseen.close(observed[1], weights))
+
+
+def _unseen_evaluation(rng: np.random.Generator) -> tuple[tuple, dict]:
+    return (collection(int(rng.integers(2**31)), n_entities=int(rng.integers(20, 40))), int(rng.integers(1, 6))), {}
+
+
+def _own_evaluation(data: dict, k: int) -> tuple[dict, np.ndarray]:
+    mine = own_pipeline(data, k)
+    return mine, own_context(data["questions"], mine["facts"], len(data["vocab"]), 10.0)
+
+
+def _same_evaluation(observed, expected) -> bool:
+    """Evaluate's retrieved and hit exactly, and an answer of the most weight for every question."""
+    mine, context = expected
+    return (isinstance(observed, dict) and {"retrieved", "hit", "answer"} <= set(observed)
+            and unseen.equal(np.asarray(observed["retrieved"]), mine["retrieved"])
+            and unseen.equal(np.asarray(observed["hit"]).astype(bool), mine["hit"])
+            and bool(acceptable(np.asarray(observed["answer"]), context).all()))
+
+
+unseen.register("retrieval", {
+    "cosine_similarity": unseen.Twin(
+        lambda rng: ((rng.normal(size=(int(rng.integers(2, 6)), 5)), rng.normal(size=(int(rng.integers(3, 8)), 5))),
+                     {}), own_cosine, COSINE, unseen.close),
+    "top_k": unseen.Twin(lambda rng: ((s := _unseen_similarity(rng), int(rng.integers(1, s.shape[1] + 1))), {}),
+                         own_top_k, TOPK),
+    "recall_at_k": unseen.Twin(_unseen_recall, lambda retrieved, relevant: float(
+        (retrieved == relevant[:, None]).any(axis=1).mean()), RECALL, unseen.close),
+    "answer_with_attention": unseen.Twin(_unseen_head, lambda question, facts, n_words, sharpness: (
+        own_context(question, facts, n_words, sharpness), own_weights(question, facts, sharpness)),
+        HEAD + "; " + ANSWER, _same_reading),
+    "evaluate": unseen.Twin(_unseen_evaluation, _own_evaluation, PIPELINE, _same_evaluation),
+})

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests import unseen
 from tests.crash import raising_through
 from tests.effort import message as failure_message
 from tests.effort import require
@@ -841,3 +842,44 @@ def test_reference_values(impl):
                  what="sequence_lengths of a text that is no probe's")
     expect_equal(tuple(impl.attention_cost(29, 7, itemsize=2)), (4 * 29 * 29 * 7, 2 * 29 * 29), idea=COST + lookup,
                  what="attention_cost(29, 7, itemsize=2)")
+
+
+# --- inputs no table holds (tests/unseen.py): each function asked once more on a text drawn for the submission ---
+
+def _unseen_text(rng: np.random.Generator) -> str:
+    """A text of a few letters and spaces, two strings of them planted often (so that merges have pairs to find)."""
+    letters = list(rng.choice(list("abcdefgh"), size=4, replace=False)) + [" "]
+    words = ["".join(rng.choice(letters[:4], size=int(rng.integers(2, 4)))) for _ in range(2)]
+    return drawn_corpus(int(rng.integers(2**31)), "".join(letters), int(rng.integers(90, 140)), tuple(words))
+
+
+def _unseen_merges(rng: np.random.Generator) -> tuple[str, np.ndarray]:
+    text = _unseen_text(rng)
+    return text, own_train(text, int(rng.integers(4, 12)))
+
+
+def _unseen_encoded(rng: np.random.Generator) -> tuple[list[int], np.ndarray]:
+    text, merges = _unseen_merges(rng)
+    return own_encode(text, merges), merges
+
+
+def _unseen_lengths(rng: np.random.Generator) -> tuple[tuple, dict]:
+    text, merges = _unseen_merges(rng)
+    return ([text[:40], text[40:]], merges, [256, 256 + len(merges) // 2, 256 + len(merges)]), {}
+
+
+unseen.register("tokenization", {
+    "train_bpe": unseen.Twin(lambda rng: ((_unseen_text(rng), int(rng.integers(4, 12))), {}),
+                             lambda text, n: own_train(text, n), TRAIN),
+    "bpe_encode": unseen.Twin(lambda rng: (_unseen_merges(rng), {}),
+                              lambda text, merges: np.array(own_encode(text, merges), dtype=np.int64), ORDER),
+    "bpe_decode": unseen.Twin(lambda rng: (_unseen_encoded(rng), {}),
+                              lambda ids, merges: b"".join(own_vocab(merges)[i] for i in ids).decode("utf-8"), DECODE),
+    "token_pieces": unseen.Twin(lambda rng: (_unseen_merges(rng), {}),
+                                lambda text, merges: [own_vocab(merges)[i] for i in own_encode(text, merges)], PIECES),
+    "sequence_lengths": unseen.Twin(_unseen_lengths, lambda texts, merges, sizes: np.array(
+        [[len(own_encode(text, merges[:size - 256])) for text in texts] for size in sizes], dtype=np.int64), LENGTHS),
+    "attention_cost": unseen.Twin(
+        lambda rng: ((int(rng.integers(2, 5000)), int(rng.integers(1, 600))), {"itemsize": int(rng.choice([2, 4, 8]))}),
+        lambda n, d, itemsize: (4 * n * n * d, n * n * itemsize), COST),
+})

@@ -58,6 +58,7 @@ STUDENT_FILES = (
     "tests/relations.py",
     "tests/selection.py",
     "tests/steps.py",
+    "tests/unseen.py",
 )
 # Shipped when present: the student commands, the diagnosis of known mistakes and the test data.
 OPTIONAL_FILES = (

@@ -26,7 +26,8 @@ def folder(tmp_path, monkeypatch):
 
 def test_every_graded_file_moves_the_salt(folder):
     first = effort.submission_salt("training")
-    (folder / "_kept.py").write_text("KEPT = 2\n")  # answers kept in a private helper
+    (folder / "_kept.py").write_text("KEPT = 22\n")  # answers kept in a private helper (another size: the
+    # salt reads a file again when its size, time or inode changes)
     second = effort.submission_salt("training")
     (folder / "negation.py").write_text("WEIGHTS = [0.5]\n")  # or in another exercise's module
     third = effort.submission_salt("training")
@@ -47,7 +48,7 @@ def test_the_long_runs_are_drawn_for_the_submission(folder):
     from tests.test_09_training import _long_run
 
     train_set, test, seed = _long_run(0)
-    (folder / "_kept.py").write_text("KEPT = 3\n")
+    (folder / "_kept.py").write_text("KEPT = 333\n")
     other_set, _, other_seed = _long_run(0)
     assert seed != other_seed and not np.array_equal(train_set["tokens"], other_set["tokens"])
     again_set, _, again_seed = _long_run(0)
