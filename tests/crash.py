@@ -15,7 +15,8 @@ from pathlib import Path
 
 import grader
 
-_RAISE_THROUGH: contextvars.ContextVar[bool] = contextvars.ContextVar("attention_kit_raise_through", default=False)
+_RAISE_THROUGH: contextvars.ContextVar[bool | str] = contextvars.ContextVar("attention_kit_raise_through",
+                                                                    default=False)
 
 
 @contextlib.contextmanager
@@ -30,7 +31,22 @@ def raising_through() -> Iterator[None]:
 
 def is_raising_through() -> bool:
     """Whether the caller is inside :func:`raising_through` (the exception goes to the test, not a failure)."""
-    return _RAISE_THROUGH.get()
+    return bool(_RAISE_THROUGH.get())
+
+
+@contextlib.contextmanager
+def raising_everything() -> Iterator[None]:
+    """:func:`raising_through`, a ``NotImplementedError`` too (a gate's own call: its answer, not the test's end)."""
+    token = _RAISE_THROUGH.set("everything")
+    try:
+        yield
+    finally:
+        _RAISE_THROUGH.reset(token)
+
+
+def is_raising_everything() -> bool:
+    """Whether the caller is inside :func:`raising_everything`."""
+    return _RAISE_THROUGH.get() == "everything"
 
 
 _KIT = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
-from tests.crash import is_raising_through, where_it_crashed
+from tests.crash import is_raising_everything, is_raising_through, where_it_crashed
 from tests.effort import require
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
 from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
@@ -584,6 +584,7 @@ class Kit:
         self._reached = Reached()  # the student's functions those calls went through (``tests/reach.py``)
         self._watched: dict[str, tuple[Callable[..., Failure | None], str]] = {}  # see watch()
         self._gating: set[str] = set()  # functions whose unseen-input gate runs now (tests/unseen.py)
+        self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -607,6 +608,22 @@ class Kit:
         the watched ones apart (a gate's own call could be).
         """
         self._watched[name] = (watcher, made_of)
+
+    def ask_unseen(self) -> None:
+        """Ask every function this test called that has a twin on an input no table holds (``tests/unseen.py``).
+
+        Called by the plugin when the test's own checks passed: a function that is wrong on the tests' inputs gets
+        their messages first; one that answers them, from a table or not, is also asked on an input drawn for the
+        submission (once per session; a failure fails every test of it that passes otherwise).
+        """
+        exercise = self._exercise
+        for name in self._unseen:
+            self._gating.add(name)
+            try:
+                require(self, name, lambda name=name: unseen_gate(self, exercise, name), key="unseen")
+            finally:
+                self._gating.discard(name)
+        self._unseen.clear()
 
     @property
     def measures_elsewhere(self) -> bool:
@@ -636,12 +653,8 @@ class Kit:
         implementation, exercise, called = self._implementation, self._exercise, self._called
         if name not in called:
             called.append(name)
-        if name not in self._gating and twin(exercise, name) is not None:  # asked on an input no table holds
-            self._gating.add(name)
-            try:
-                require(self, name, lambda: unseen_gate(self, exercise, name), key="unseen")
-            finally:
-                self._gating.discard(name)
+        if name not in self._gating and name not in self._unseen and twin(exercise, name) is not None:
+            self._unseen.append(name)  # asked on an input no table holds, if the test passes (ask_unseen)
         failure = None
         try:
             function = recorded_function(implementation, exercise, name)
@@ -665,6 +678,9 @@ class Kit:
             if steps is not None and window is not None and (made := steps.made_of(result)) is not None:
                 window.made_of[made_of] = made
         except NotImplementedError as error:
+            if is_raising_everything():
+                _undone(arguments, before)
+                raise
             failure = Failure(str(error) or f"{name}: not implemented yet", kind=NOT_IMPLEMENTED)
         except Exception as error:
             if is_raising_through():

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from tests import kinds
+from tests import kinds, unseen
 from tests.conventions import nan_rows
 from tests.feedback import (
     call_expecting_no_warning,
@@ -266,3 +266,14 @@ def test_integer_scores_give_float64(impl):
     if expect_dtype(out, np.float64, what=f"softmax of an integer {ints.shape} array", idea=idea):
         expect_close(out, _softmax_by_hand(ints.astype(np.float64), -1), idea=idea,
                      what="softmax of integer scores against the same scores as float64")
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_scores(rng: np.random.Generator) -> tuple[tuple, dict]:
+    x = rng.normal(scale=3.0, size=tuple(int(n) for n in rng.integers(2, 6, size=3)))
+    return (x,), {"axis": int(rng.integers(-3, 3))}
+
+
+unseen.register("softmax", {"softmax": unseen.Twin(_unseen_scores, lambda x, axis: _softmax_by_hand(x, axis), ROWS,
+                                                   unseen.close)})

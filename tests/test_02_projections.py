@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests import kinds
+from tests import kinds, unseen
 from tests.conventions import init_scale, with_convention
 from tests.crash import raising_through
 from tests.effort import message, require
@@ -312,3 +312,16 @@ def test_qkv_projections_with_sizes_far_apart(impl):
         for got, name, weight in zip(result, "qkv", (w_q, w_k, w_v), strict=True):
             expect_close(got, _row_by_row(x, weight), idea=QKV + "; each with its own weight, whatever its width",
                          what=f"{name} of qkv_projections with d_k = {d_k} and d_v = {d_v}")
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_linear(rng: np.random.Generator) -> tuple[tuple, dict]:
+    d_in, d_out = (int(n) for n in rng.integers(2, 7, size=2))
+    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d_in))
+    return (x, rng.normal(size=(d_in, d_out))), {"bias": rng.normal(size=d_out)}
+
+
+unseen.register("projections", {"linear": unseen.Twin(
+    _unseen_linear, lambda x, weight, bias: np.einsum("...i,io->...o", x, weight) + bias,
+    LINEAR + "; " + BIAS, unseen.close)})

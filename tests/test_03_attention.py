@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from tests import unseen
 from tests.conventions import FINITE_FILL, VALUE_SCALE
 from tests.effort import expect_changed
 from tests.feedback import (
@@ -600,3 +601,30 @@ def test_float32_through_every_kind_of_mask(impl):
                      what=f"the weights of float32 q, k, v with {label}")
     expect_probe(impl, "scaled_dot_product_attention/float32_with_an_additive_float64_mask", idea=idea,
                  what="(context, weights) of float32 q, k, v with a float64 additive mask", rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_qkv(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    batch, n_q, n_k, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=5))
+    return (rng.normal(size=(batch, n_q, d_k)), rng.normal(size=(batch, n_k, d_k)),
+            rng.normal(size=(batch, n_k, d_v)))
+
+
+def _unseen_attention(rng: np.random.Generator) -> tuple[tuple, dict]:
+    q, k, v = _unseen_qkv(rng)
+    mask = rng.random((q.shape[-2], k.shape[-2])) < 0.7
+    mask[:, 0] = True  # no query without a key: every row's weights sum to 1
+    return (q, k, v), {"mask": mask}
+
+
+def _own_attention(q, k, v, mask):
+    weights = _blocked_softmax(_raw_scores(q, k) / np.sqrt(q.shape[-1]), np.broadcast_to(mask, (len(q), *mask.shape)))
+    return weights @ v, weights
+
+
+unseen.register("attention", {
+    "attention_scores": unseen.Twin(lambda rng: (_unseen_qkv(rng)[:2], {}),
+                                    lambda q, k: _raw_scores(q, k) / np.sqrt(q.shape[-1]), SCORES, unseen.close),
+    "scaled_dot_product_attention": unseen.Twin(_unseen_attention, _own_attention, MASK, unseen.close),
+})

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tests import unseen
 from tests.conventions import PADDING_POLARITY, finite_additive, mask_form, with_convention
 from tests.crash import raising_through
 from tests.effort import message, require, submission_salt
@@ -472,3 +473,25 @@ def test_reference_values(impl):
                  idea=COMBINE + "; a single mask combines to itself")
     expect_probe(impl, "to_additive/random_mask_float32",
                  what="to_additive on the fixed input to_additive/random_mask_float32", idea=ADDITIVE)
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_lengths(rng: np.random.Generator) -> tuple[tuple, dict]:
+    max_len = int(rng.integers(3, 12))
+    return (rng.integers(1, max_len + 1, size=int(rng.integers(2, 6))), max_len), {}
+
+
+def _unseen_masks(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n = int(rng.integers(3, 9))
+    return (rng.random((n, n)) < 0.6, rng.random((int(rng.integers(2, 5)), 1, n)) < 0.7), {}
+
+
+unseen.register("masks", {
+    "padding_mask": unseen.Twin(_unseen_lengths, lambda lengths, max_len: _padding_pattern(list(lengths), max_len),
+                                PADDING + "; " + PAD_SHAPE),
+    "combine_masks": unseen.Twin(_unseen_masks, np.logical_and, COMBINE),
+    "to_additive": unseen.Twin(lambda rng: ((rng.random(tuple(int(n) for n in rng.integers(2, 6, size=2))) < 0.5,),
+                                            {}), lambda mask: np.where(mask, 0.0, -np.inf),
+                               ADDITIVE),
+})

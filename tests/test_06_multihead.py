@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from tests import kinds
+from tests import kinds, unseen
 from tests.conventions import uniform_rows, with_convention
 from tests.crash import raising_through
 from tests.feedback import (
@@ -521,3 +521,34 @@ def test_two_leading_batch_axes_and_float32(impl):
         expect(getattr(value, "dtype", None) == np.float32, what=f"the {name} of float32 x, params and mask",
                expected="dtype float32", observed=f"dtype {getattr(value, 'dtype', type(value).__name__)}",
                idea=idea + ": cast an additive mask to the scores' dtype, no float64 constants")
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_heads(rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    n_heads, d_head = (int(n) for n in rng.integers(2, 5, size=2))
+    return rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 7)), n_heads * d_head)), n_heads
+
+
+def _own_split(x: np.ndarray, n_heads: int) -> np.ndarray:
+    return np.stack(np.split(x, n_heads, axis=-1), axis=-3)  # head h: the h-th block of d_head columns
+
+
+def _unseen_mha(rng: np.random.Generator) -> tuple[tuple, dict]:
+    x, n_heads = _unseen_heads(rng)
+    return (x, _params(int(rng.integers(2**31)), x.shape[-1]), n_heads), {}
+
+
+def _own_mha(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, np.ndarray]:
+    q, k, v = (_own_split(x @ params[f"w_{c}"] + params[f"b_{c}"], n_heads) for c in "qkv")
+    weights = _softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]))
+    merged = np.concatenate(list(np.moveaxis(weights @ v, -3, 0)), axis=-1)
+    return merged @ params["w_o"] + params["b_o"], weights
+
+
+unseen.register("multihead", {
+    "split_heads": unseen.Twin(lambda rng: (_unseen_heads(rng), {}), _own_split, SPLIT),
+    "merge_heads": unseen.Twin(lambda rng: ((_own_split(*_unseen_heads(rng)),), {}),
+                               lambda x: np.concatenate(list(np.moveaxis(x, -3, 0)), axis=-1), MERGE),
+    "multi_head_attention": unseen.Twin(_unseen_mha, _own_mha, SHAPES, unseen.close),
+})

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from tests import kinds
+from tests import kinds, unseen
 from tests.conventions import CONVENTION, GELU_ERF, layer_norm_form, with_convention
 from tests.crash import raising_through
 from tests.effort import expect_varies, message, require
@@ -692,3 +692,16 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
                 {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}
     expect_dtype(impl.transformer_layer(x32, params32, N_HEADS), np.float32, idea="dtype in = dtype out, through "
                  "every sub-layer: no float64 constants or arrays", what="transformer_layer of float32 x and params")
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_norm(rng: np.random.Generator) -> tuple[tuple, dict]:
+    d = int(rng.integers(3, 9))
+    x = rng.normal(loc=2.0, scale=3.0, size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d))
+    return (x, rng.normal(size=d), rng.normal(size=d)), {"eps": float(rng.uniform(1e-6, 1e-2))}
+
+
+unseen.register("layer", {"layer_norm": unseen.Twin(_unseen_norm, lambda x, gamma, beta, eps: (
+    (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta),
+    LN, unseen.close)})

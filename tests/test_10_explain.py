@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests import unseen
 from tests.conventions import EPS_ZERO, eps_denominator, total_variation
 from tests.feedback import (
     call_or_explain,
@@ -537,3 +538,28 @@ def test_rejects_bad_input(impl):
     expect_raises_value_error(lambda: impl.rank_correlation(np.arange(4.0), np.arange(5.0)), argument="b",
                               what="rank_correlation of 4 and 5 numbers", idea=idea + ": a and b have one value each "
                               "per token")
+
+
+# ----------------------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_pair(rng: np.random.Generator) -> tuple[tuple, dict]:
+    shape = (int(rng.integers(1, 4)), int(rng.integers(3, 8)), int(rng.integers(2, 6)))
+    return (rng.normal(size=shape), rng.normal(size=shape)), {}
+
+
+def _unseen_layers(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n = int(rng.integers(3, 8))
+    return (rng.dirichlet(np.ones(n), size=(int(rng.integers(1, 5)), n)),), {}
+
+
+def _unseen_ranks(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n = int(rng.integers(5, 12))
+    return (rng.normal(size=n), np.round(rng.normal(size=n), 1)), {}  # rounded: ties in b
+
+
+unseen.register("explain", {
+    "gradient_x_input": unseen.Twin(_unseen_pair, lambda grad, inputs: np.einsum("...jf,...jf->...j", grad, inputs),
+                                    GXI, unseen.close),
+    "attention_rollout": unseen.Twin(_unseen_layers, _rollout_by_hand, ROLLOUT, unseen.close),
+    "rank_correlation": unseen.Twin(_unseen_ranks, _spearman, SPEARMAN, unseen.close),
+})

@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 
+from tests import unseen
 from tests.decoded import MADE_BY
 from tests.effort import message
 from tests.feedback import (
@@ -532,3 +533,37 @@ def test_rejects_bad_input(impl):
     expect_raises_value_error(lambda: impl.blockwise_attention(q[:4], k, v, 3, causal=True), argument="causal",
                               what=f"blockwise_attention(causal=True) with {4} queries and {N} keys",
                               idea=idea + ": causal_mask(n) needs as many queries as keys")
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_blocks(rng: np.random.Generator) -> tuple[tuple, dict]:
+    batch, n_k, d_k, d_v = (int(x) for x in rng.integers(2, 11, size=4))
+    causal = bool(rng.integers(2))
+    n_q = n_k if causal else int(rng.integers(2, 9))
+    q, k, v = (rng.normal(size=(batch, n, d)) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
+    return (q, k, v, int(rng.integers(1, n_k + 1))), {"causal": causal}
+
+
+def _unseen_cache(rng: np.random.Generator) -> tuple[dict, np.ndarray, np.ndarray]:
+    batch, t, d_k, d_v = (int(x) for x in rng.integers(1, 7, size=4))
+    cache = {"k": rng.normal(size=(batch, t, d_k)), "v": rng.normal(size=(batch, t, d_v))}
+    return cache, rng.normal(size=(batch, 1, d_k)), rng.normal(size=(batch, 1, d_v))
+
+
+def _own_step(q_t: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.einsum("...id,...jd->...ij", q_t, cache["k"]) / np.sqrt(q_t.shape[-1])
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return weights @ cache["v"], weights
+
+
+unseen.register("decoding", {
+    "kv_cache_append": unseen.Twin(lambda rng: (_unseen_cache(rng), {}), lambda cache, k_t, v_t: {
+        "k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)},
+        CACHE, unseen.close),
+    "attend_step": unseen.Twin(lambda rng: ((lambda cache, q_t, _: (q_t, cache))(*_unseen_cache(rng)), {}),
+                               _own_step, STEP, unseen.close),
+    "blockwise_attention": unseen.Twin(_unseen_blocks, lambda q, k, v, block_size, causal: _attention.__wrapped__(
+        q, k, v, causal), ONLINE, unseen.close),
+})

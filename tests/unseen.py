@@ -7,17 +7,18 @@ without computing anything. A hostile round did so for four Part III exercises
 (24/24 against 0 for its control). So each function an exercise's test file
 registers (:func:`register`, a :class:`Twin` per function: how to draw its
 arguments, the test file's own answer, how to compare) is asked once per session,
-the first time any test of the exercise calls it (``tests.kit.Kit``):
+at the end of the first test that calls it and passes its own checks
+(``tests.kit.Kit.ask_unseen``), if it is right on every probe of it (the fixed
+inputs whose answers the kit keeps: a known mistake is wrong on one, and keeps
+its own messages and partial points), on an input of the kind the tests use drawn from
+the submission's salt (``tests.effort.submission_salt``: the bytes of every
+graded file, so a table written into a file moves the input). Wrong there (or a
+crash), every test that calls the function and passes otherwise fails with what
+was drawn, expected and observed. A test whose own checks fail says its own
+message first, and is not asked.
 
-* on an input drawn from a fixed seed (the same for everyone); if the function is
-  wrong there, the gate says nothing (the tests' own checks tell how);
-* then on an input of the same kind drawn from the submission's salt
-  (``tests.effort.submission_salt``: the bytes of every graded file, so a table
-  written into a file moves the input); wrong there, every test that calls the
-  function fails with what was drawn, expected and observed.
-
-A function that computes its answers passes both; one that looks them up fails
-the second, and scores what the same submission without it scores.
+A function that computes its answers passes; one that looks them up fails, and
+scores what the same submission without the table scores.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.crash import raising_through
+from tests.crash import raising_everything
 from tests.effort import message, submission_salt
 from tests.failures import Failure
 
@@ -49,7 +50,7 @@ class Twin:
 
 
 _TWINS: dict[str, dict[str, Twin]] = {}  # exercise -> function -> its twin (registered by the public test file)
-SEED = 77_001  # the fixed draw's; the salted one adds the submission's salt
+SEED = 77_001  # with the submission's salt, the seed of every draw
 
 
 def register(exercise: str, twins: dict[str, Twin]) -> None:
@@ -97,31 +98,46 @@ def close(observed: Any, expected: Any) -> bool:
 
 
 def _short(value: Any) -> str:
-    text = repr(value.tolist() if isinstance(value, np.ndarray) else value)
-    return text if len(text) <= 160 else text[:157] + "..."
+    """A value as a failure shows it: arrays with 4 digits and a few entries, anything at most 200 characters."""
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, precision=4, threshold=12, edgeitems=2, separator=", ").replace("\n", "")
+        text = " ".join(text.split())
+    elif isinstance(value, (list, tuple)) and any(isinstance(item, np.ndarray) for item in value):
+        text = "(" + ", ".join(_short(item) for item in value) + ")"
+    else:
+        text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _argument(value: Any) -> str:
+    """An argument as the call's line names it: arrays and tables by their shapes, short values as they are."""
+    if isinstance(value, np.ndarray):
+        return f"array {value.shape}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!r}: {_argument(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, np.random.Generator):
+        return "rng"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
-    """Why ``name`` answers the fixed draw but not the submission's own (empty when it answers both, or neither)."""
+    """Why ``name`` does not answer an input drawn for the submission (empty when it does)."""
+    from tests.diagnosis import right_on_its_probes
+
     spec = twin(exercise, name)
-    if spec is None:
+    if spec is None or not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name):
+        return []  # no twin, or wrong where the answers are known: the tests and the diagnosis say how
+    args, kwargs = spec.draw(np.random.default_rng([SEED, submission_salt(exercise)]))
+    expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))  # before the call (a generator it draws)
+    try:
+        with raising_everything():  # a crash, NotImplementedError too, is an answer here
+            got, ok = getattr(kit, name)(*args, **kwargs), True
+    except Exception as error:  # noqa: BLE001 - the function's answer to this input
+        got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
+    if ok and (spec.same or equal)(got, expected):
         return []
-    same = spec.same or equal
-    drawn = [spec.draw(np.random.default_rng(seed)) for seed in (SEED, [SEED, submission_salt(exercise)])]
-    answers = []
-    for args, kwargs in drawn:
-        expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))  # before the call (a generator it draws)
-        try:
-            with raising_through():
-                answers.append((True, getattr(kit, name)(*args, **kwargs), expected))
-        except Exception as error:  # noqa: BLE001 - a crash is an answer too: the tests' checks or this gate say so
-            answers.append((False, f"{type(error).__name__}: {str(error)[:200]}", expected))
-        if len(answers) == 1 and not (answers[0][0] and same(answers[0][1], expected)):
-            return []  # wrong on the fixed draw as well: the tests' own checks tell how
-    (args, kwargs), (ok, got, expected) = drawn[1], answers[1]
-    if ok and same(got, expected):
-        return []
-    shown = ", ".join([*(_short(a) for a in args), *(f"{k}={_short(v)}" for k, v in kwargs.items())])
+    shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
                     _short(got) if ok else got,
