@@ -225,16 +225,14 @@ def cpu_call(impl: Any, name: str, *args: Any, budget: float | None = None, **kw
         called, reached = getattr(impl, "_called", None), getattr(impl, "_reached", None)
         if isinstance(called, list) and name not in called:
             called.append(name)
-        from tests.kit import checked_call
+        def run() -> tuple[Any, float]:
+            return measure(impl._exercise, name, *args, **kwargs)
 
-        try:
-            labels = implementation.function(impl._exercise, name)  # for the arguments' names in a message
-        except Exception:  # noqa: BLE001 - the call itself says what is missing
-            labels = None
+        checked = getattr(impl, "checked_call", None)  # the Kit's (tests.kit.Kit.checked_call)
         with tracing(reached, None) if reached is not None else contextlib.nullcontext():
             # Its changes to the arguments are the test's to see and undo, as through the Kit: the gate computes
             # what it expects from the same arrays.
-            return checked_call(labels, name, lambda: measure(impl._exercise, name, *args, **kwargs), args, kwargs)
+            return checked(name, run, args, kwargs) if callable(checked) else run()
     if hasattr(implementation, "measure") or implementation is None:  # elsewhere, and it cannot say (see Kit)
         return getattr(impl, name)(*args, **kwargs), None
     return _limited(lambda: getattr(impl, name)(*args, **kwargs), budget)

@@ -609,6 +609,18 @@ class Kit:
         """
         self._watched[name] = (watcher, made_of)
 
+    def checked_call(self, name: str, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
+        """``call()``, a call of ``name`` made outside the Kit (``tests.effort.cpu_call``'s measured one).
+
+        Its changes to ``args`` and ``kwargs`` fail the test and are undone, as for a call through the Kit.
+        """
+        __tracebackhide__ = True
+        try:
+            labels = self._implementation.function(self._exercise, name)  # the arguments' names in a message
+        except Exception:  # noqa: BLE001 - the call itself says what is missing
+            labels = None
+        return checked_call(labels, name, call, args, kwargs)
+
     def ask_unseen(self) -> None:
         """Ask every function this test called that has a twin on an input no table holds (``tests/unseen.py``).
 

@@ -25,15 +25,6 @@ class RewritingWorker:
         return np.zeros(3), 0.01
 
 
-class Impl:
-    """What a test's ``impl`` offers the gates: the implementation behind it, and its exercise."""
-
-    def __init__(self) -> None:
-        self._implementation, self._exercise = RewritingWorker(), "distance"
-        self._called: list[str] = []
-        self._reached = None
-
-
 class Failures:
     """Stands in for pytest-check's ``check`` in the kit: keeps what would have failed the test."""
 
@@ -48,7 +39,7 @@ def test_a_measured_call_that_changes_its_arguments_fails_and_is_undone(monkeypa
     failures = Failures()
     monkeypatch.setattr(tests.kit, "check", failures)
     embedding = np.arange(12.0).reshape(4, 3)
-    result, seconds = cpu_call(Impl(), "train_match_head", embedding, steps=3)
+    result, seconds = cpu_call(tests.kit.Kit(RewritingWorker(), "distance"), "train_match_head", embedding, steps=3)
     np.testing.assert_array_equal(embedding, np.arange(12.0).reshape(4, 3))  # as the gate drew it
     assert len(failures.messages) == 1
     assert "train_match_head() changed its input" in failures.messages[0] and "in place" in failures.messages[0]
@@ -63,8 +54,7 @@ def test_a_measured_call_that_leaves_its_arguments_alone_fails_nothing(monkeypat
         def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
             return np.ones(2), 0.02
 
-    impl = Impl()
-    impl._implementation = Honest()
+    impl = tests.kit.Kit(Honest(), "distance")
     embedding = np.arange(6.0)
     assert cpu_call(impl, "train_match_head", embedding)[1] == 0.02
     assert failures.messages == [] and np.array_equal(embedding, np.arange(6.0))
