@@ -117,6 +117,10 @@ def parse_address(address: str) -> tuple[str, int]:
 DASK_SETTINGS = {
     "distributed.worker.daemon": False,  # a worker starts the pool's grading processes
     "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,  # a student's task is run again once, elsewhere
+    # A worker holds only the student it grades (Dask's default, 1.1, sends a thread a second task to queue): a
+    # death counts against every task the worker held, so a worker killed by one student took a queued classmate
+    # with it, and two such deaths left the classmate "not graded" (CI, test_cluster.py, once).
+    "distributed.scheduler.worker-saturation": 1.0,
     # Dask's own watchers, sized for tasks of milliseconds; ours take seconds. At their defaults (a stack sample
     # every 10 ms, a health check every 20 ms, a system sample every 500 ms) they cost a LocalCluster of two
     # workers about 0.12 core-s per second, more than grading (benchmarks/cluster_cost.py).
