@@ -259,7 +259,8 @@ class Engine:
         name = cluster_worker.plugin_name(self.fingerprint)  # one per kit, course and options
         self.client.register_plugin(plugin, name=name)
         with contextlib.suppress(Exception):  # a scheduler of your own: graded again once, as on local:N
-            self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES)
+            self.client.run_on_scheduler(_allow_failures, ALLOWED_FAILURES,
+                                         DASK_SETTINGS["distributed.scheduler.worker-saturation"])
         verdicts = self.client.run(cluster_worker.verdict, name=name)
         refused = {worker: why for worker, why in verdicts.items() if why}
         for worker, why in refused.items():
@@ -388,6 +389,12 @@ class Engine:
                 self.cluster.close()
 
 
-def _allow_failures(count: int, dask_scheduler: Any = None) -> None:
-    """On the scheduler: a task may be part of ``count`` worker deaths before it fails (KilledWorker)."""
+def _allow_failures(count: int, saturation: float = 1.0, dask_scheduler: Any = None) -> None:
+    """On the scheduler: a task may be part of ``count`` worker deaths before it fails (KilledWorker).
+
+    And a worker thread holds ``saturation`` tasks (``DASK_SETTINGS``' worker-saturation): a scheduler of the
+    instructor's own, started without the kit's settings, then keeps no classmate queued behind a student
+    whose code kills its worker.
+    """
     dask_scheduler.allowed_failures = count
+    dask_scheduler.WORKER_SATURATION = saturation
