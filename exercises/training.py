@@ -46,13 +46,18 @@ What the tests check
   the read-out at the query position;
 * ``model_gradients``: the loss, and the gradient of every parameter against
   central differences (repeated tokens included: their embedding rows add);
+  then a model trained with it, in a loop the tests run themselves (a first
+  model of init_model's scales, Adam's formula, batches of a task variant
+  drawn for your submission), every answer checked as it comes: held-out
+  accuracy of at least 90% and an average attention weight above 0.5 from
+  the pronoun to its antecedent (about 1/8 before training); without
+  positions, near chance between the two nouns;
 * ``adam_step``: one and several steps against the formula with bias
   correction, new dicts (the inputs unchanged), nested parameters;
-* ``train``: on a task variant and a seed drawn for your submission (the
-  same on every run of the same code), held-out accuracy of at least 90%
-  and an average attention weight above 0.5 from the pronoun to its
-  antecedent (about 1/8 before training); without positions, near chance
-  between the two nouns.
+* ``train``: ``init_model`` then Adam steps with their state, on one sentence
+  repeated (every batch the same, so its losses are known), the losses those
+  of the model it trains, a batch drawn anew from ``rng`` at every step, and
+  ``positions`` passed on.
 """
 
 # Exercise stub generated from the reference by `python -m grader.authoring.sync`. Fill in the bodies.

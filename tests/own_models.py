@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.failures import Failure
 from tests.feedback import expect_close, expect_shape
 from tests.kinds import remembered
 
 STEP = 1e-6  # the tests' own central differences
+DIRECTION_STEP = 1e-6  # the step of a loop's spot checks along a random direction (checked_gradients)
 GRADIENTS_READ = "docs/reading.md#gradients"
 RULE = (f"a backward function returns the gradient of the loss for each input of the forward function, "
         f"shaped like that input ({GRADIENTS_READ})")
@@ -145,3 +147,81 @@ def _adam(params, grads, state, lr, b1, b2, eps):
 
 def _show_losses(losses) -> str:
     return "[" + ", ".join(f"{value:.6g}" for value in np.asarray(losses, dtype=float).ravel()[:8]) + "]"
+
+
+def _leaves(tree: dict, path: tuple = ()):
+    """``(path, value)`` of every array of a parameter tree (nested dicts), in sorted order of the keys."""
+    for key in sorted(tree):
+        if type(tree[key]) is dict:
+            yield from _leaves(tree[key], (*path, key))
+        else:
+            yield (*path, key), tree[key]
+
+
+def _at(tree, path: tuple):
+    """The value at ``path`` of a tree, or None where the tree has no such key."""
+    for key in path:
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree
+
+
+def _built(tree: dict, value_at) -> dict:
+    """A tree shaped like ``tree``, with ``value_at(path)`` at each of its leaves."""
+    def build(node: dict, path: tuple) -> dict:
+        return {key: build(node[key], (*path, key)) if type(node[key]) is dict else value_at((*path, key))
+                for key in node}
+    return build(tree, ())
+
+
+def checked_gradients(result, params: dict, loss_at, *, what: str, idea: str,
+                      direction: np.random.Generator | None = None) -> tuple[dict | None, Failure | None]:
+    """``(grads, None)`` when a gradient function's ``result`` holds at ``params``; else ``(None, failure)``.
+
+    For the training loops a test runs itself over the student's gradient function (exercises 9 and 12), so that
+    no model or loss curve made another way is scored. Always: a pair ``(loss, grads)``, ``grads`` a finite
+    array shaped like every parameter (nested dicts as in ``params``), returned as float64 in ``params``' shape.
+    With ``direction`` (a generator: the spot checks the loop draws), also the loss against ``loss_at(params)``,
+    the test's own forward pass, and the gradient along a random unit direction through every parameter at once
+    against central differences of ``loss_at``.
+    """
+    grads = result[1] if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict) else None
+    shapes = {path: np.shape(value) for path, value in _leaves(params)}
+    label = {path: "".join(f"[{key!r}]" for key in path) for path in shapes}
+    observed = {label[path]: np.shape(_at(grads, path)) for path in shapes} if grads is not None else None
+    if observed != {label[path]: shape for path, shape in shapes.items()}:
+        return None, Failure(what, f"(loss, grads) with gradients of the shapes "
+                                   f"{ {label[path]: shape for path, shape in shapes.items()} }",
+                             f"{type(result).__name__}: gradient shapes {observed}", idea)
+    flat = {path: np.asarray(_at(grads, path), dtype=np.float64) for path in shapes}
+    broken = [label[path] for path, value in flat.items() if not np.all(np.isfinite(value))]
+    if broken:
+        return None, Failure(what, "finite gradients", f"NaN or inf in grads{', grads'.join(broken)}", idea)
+    if direction is not None:
+        failure = _spot_check(result[0], flat, params, loss_at, what, idea, direction)
+        if failure is not None:
+            return None, failure
+    return _built(params, flat.__getitem__), None
+
+
+def _spot_check(reported, flat: dict, params: dict, loss_at, what: str, idea: str,
+                direction: np.random.Generator) -> Failure | None:
+    """Why a gradient's answer does not hold at ``params`` (its loss, its slope along a random direction), or None."""
+    loss = loss_at(params)
+    try:
+        observed_loss = float(reported) if np.ndim(reported) == 0 else np.nan
+    except (TypeError, ValueError):  # not a number: the check below says what it is
+        observed_loss = np.nan
+    if not np.isclose(observed_loss, loss, rtol=1e-6, atol=1e-9):
+        return Failure(what + ": the loss", f"{loss:.8g}, cross_entropy of this file's forward pass", f"{reported!r}",
+                       idea)
+    u = {path: direction.normal(size=value.shape) for path, value in flat.items()}
+    norm = np.sqrt(sum(float(np.sum(value**2)) for value in u.values()))
+    above, below = (loss_at(_built(params, lambda path, sign=sign: np.asarray(_at(params, path), dtype=np.float64)
+                                   + sign * DIRECTION_STEP * u[path] / norm)) for sign in (1, -1))
+    expected = (above - below) / (2 * DIRECTION_STEP)
+    along = sum(float(np.sum(flat[path] * u[path])) for path in flat) / norm
+    size = np.sqrt(sum(float(np.sum(value**2)) for value in flat.values()))
+    if abs(along - expected) > 1e-5 * size + 1e-8:
+        return Failure(what + ": the gradient along a random direction (every parameter at once)",
+                       f"{expected:.8g} (central differences of the loss)", f"{along:.8g}", idea)
+    return None

@@ -44,7 +44,7 @@ from tests.feedback import (
     expect_raises_value_error,
     expect_shape,
 )
-from tests.own_models import _adam, _central, _forward, _loss, _show_losses, expect_gradient
+from tests.own_models import _adam, _central, _forward, _loss, _show_losses, checked_gradients, expect_gradient
 from tests.probes import expect_probe, probe
 from tests.steps import Stage, pipeline
 
@@ -649,7 +649,7 @@ def test_negation_attention_reads_the_right_cells(impl):
 # code, which costs a round trip to its sandbox when graded: half as many steps, half as many.
 BAG = {"d_model": 16, "d_hidden": 32, "batch_size": 32}
 HERE = {"steps": 75, "batch_size": 64, "lr": 3e-2}
-SPOT_CHECKS, DIRECTION_STEP = 6, 1e-6
+SPOT_CHECKS = 6
 TRAINED_HERE = (f"the bag model the test trains with your pooled_gradients: {HERE['steps']} Adam steps (lr "
                 f"{HERE['lr']}) on batches of {HERE['batch_size']} of train_task, from a first model drawn here")
 
@@ -666,44 +666,11 @@ def _first_bag_model(seed: int, vocab: int) -> dict:
 def _answer(result, params: dict, batch: tuple, step: str, direction: np.random.Generator | None):
     """``(grads, None)`` when pooled_gradients' ``result`` holds at ``params`` and ``batch``; else ``(None, failure)``.
 
-    Always: a pair (loss, grads), with a finite gradient shaped like every parameter. With ``direction``, also the
-    loss against this file's forward pass, and the gradient along a random unit direction against central
-    differences of that loss.
+    As ``tests/own_models.checked_gradients`` checks an answer, against this file's forward pass of the bag model.
     """
-    what = f"pooled_gradients at {step}"
-    grads = result[1] if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict) else None
-    shapes = {key: np.shape(value) for key, value in params.items()}
-    observed = {key: np.shape(grads.get(key)) for key in shapes} if grads is not None else None
-    if observed != shapes:
-        return None, message(what, f"(loss, grads) with gradients of the shapes {shapes}",
-                             f"{type(result).__name__}: gradient shapes {observed}", GRADS)
-    grads = {key: np.asarray(grads[key], dtype=np.float64) for key in shapes}
-    broken = [key for key, value in grads.items() if not np.all(np.isfinite(value))]
-    if broken:
-        return None, message(what, "finite gradients", f"NaN or inf in grads {broken}", GRADS)
-    if direction is None:
-        return grads, None
     tokens, query, target = batch
-    loss = _loss(_pooled(params, tokens, query), target)
-    try:
-        observed_loss = float(result[0]) if np.ndim(result[0]) == 0 else np.nan
-    except (TypeError, ValueError):  # not a number: the check below says what it is
-        observed_loss = np.nan
-    if not np.isclose(observed_loss, loss, rtol=1e-6, atol=1e-9):
-        return None, message(what + ": the loss", f"{loss:.8g}, cross_entropy of this file's forward pass",
-                             f"{result[0]!r}", GRADS)
-    u = {key: direction.normal(size=shape) for key, shape in shapes.items()}
-    norm = np.sqrt(sum(float(np.sum(value**2)) for value in u.values()))
-    u = {key: value / norm for key, value in u.items()}
-    above, below = (_loss(_pooled({key: params[key] + sign * DIRECTION_STEP * u[key] for key in shapes}, tokens,
-                                  query), target) for sign in (1, -1))
-    expected = (above - below) / (2 * DIRECTION_STEP)
-    along = sum(float(np.sum(grads[key] * u[key])) for key in shapes)
-    size = np.sqrt(sum(float(np.sum(value**2)) for value in grads.values()))
-    if abs(along - expected) > 1e-5 * size + 1e-8:
-        return None, message(what + ": the gradient along a random direction (every parameter at once)",
-                             f"{expected:.8g} (central differences of the loss)", f"{along:.8g}", GRADS)
-    return grads, None
+    return checked_gradients(result, params, lambda at: _loss(_pooled(at, tokens, query), target),
+                             what=f"pooled_gradients at {step}", idea=GRADS, direction=direction)
 
 
 def train_bag_here(impl, task_seed: int, seed: int, **variant) -> tuple[dict | None, dict, Failure | None]:

@@ -187,6 +187,32 @@ def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, p
 
 MADE_UP = "[float(2.9 * np.exp(-step / 12) + 0.05) for step in range(steps)]"
 
+# A model made by other gradients than the student's: model_gradients left undone, and a train() whose long runs
+# (40 steps and more) train with gradients kept aside (here the reference's, as a copy found elsewhere would be).
+_ELSEWHERE_TRAIN = '''
+_kept_aside = model_gradients
+
+
+def model_gradients(params, tokens, query_position, target, n_heads, positions=True):
+    raise NotImplementedError("model_gradients left out")
+
+
+def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
+    if steps < 40:
+        raise NotImplementedError("train left out")
+    {long}
+'''
+ELSEWHERE = """tokens, query_position, target = (np.asarray(task[key]) for key in ("tokens", "query_position",
+                                                                             "target"))
+    params, state, losses = init_model(rng, len(task["vocab"]), d_model, n_heads), None, []
+    for _ in range(steps):
+        rows = rng.integers(0, len(tokens), size=batch_size)
+        loss, grads = _kept_aside(params, tokens[rows], query_position[rows], target[rows], n_heads, positions)
+        params, state = adam_step(params, grads, state, lr=lr)
+        losses.append(loss)
+    return params, losses"""
+ELSEWHERE_UNDONE = "raise NotImplementedError('the long runs left out (the control)')"
+
 # Adam's state never passed on: every step is a first step (sign descent with step lr).
 _STATELESS_TRAIN = '''
 def train(rng, task, d_model=16, n_heads=1, steps=300, batch_size=32, lr=1e-2, positions=True):
@@ -452,6 +478,9 @@ CHEATS = {
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=STORED)},
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=UNDONE)},
               _files("09", "training")),
+        Cheat("train-a-model-made-by-other-gradients", "training",
+              {"training": _ELSEWHERE_TRAIN.format(long=ELSEWHERE)},
+              {"training": _ELSEWHERE_TRAIN.format(long=ELSEWHERE_UNDONE)}, _files("09", "training")),
         Cheat("train-made-up-loss-curve", "training",
               {"training": _MADE_UP_CURVE.format(curve=MADE_UP)},
               {"training": _MADE_UP_CURVE.format(curve="[]")}, _files("09", "training")),
