@@ -517,14 +517,11 @@ def _task_pair():
     return tasks().antecedent_task(rng, 512), tasks().antecedent_task(rng, 256)
 
 
-# Task variants train() cannot have seen: six more words in the vocabulary, every token id permuted (filler
-# tokens where a layout asks for them) and the sentence laid out anew: the antecedent, the pronoun and the other
-# noun elsewhere; the hidden tests train on another layout. Weights stored for the reading's task fit none.
+# Task variants: six more words in the vocabulary, every token id permuted (filler tokens where a layout asks for
+# them) and the sentence laid out anew: the antecedent, the pronoun and the other noun elsewhere; the hidden tests
+# train on another layout.
 EXTRA_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
 LAYOUT = (0, 2, 3, 1, 4, 6, 5, 7)  # which column of the task's sentence (8, 9: two fillers) goes where
-VARIANT = ("a task train() cannot have seen before the test: another vocabulary (34 words, ids permuted), the "
-           "antecedent at position 3 and the pronoun at 6; train must build and train the model "
-           "for the task it is given: init_model(rng, len(task['vocab']), ...), then batches of task's sentences")
 
 
 def variant_tasks(seed: int | list[int], layout: tuple[int, ...] = LAYOUT,
@@ -549,14 +546,6 @@ def variant_tasks(seed: int | list[int], layout: tuple[int, ...] = LAYOUT,
                        "antecedent_position": np.full(n, where[1]), "other_noun_position": np.full(n, where[7]),
                        "vocab": list(vocab)})
     return halves[0], halves[1]
-
-
-def expect_model_for(params, task, d_model: int, *, what: str) -> bool:
-    """Check that trained parameters are a model of ``task``'s vocabulary (before evaluating them)."""
-    vocab = len(task["vocab"])
-    shapes = {"embedding": (vocab, d_model), "w_out": (d_model, vocab), "b_out": (vocab,)}
-    observed = {key: np.shape(params.get(key)) if isinstance(params, dict) else None for key in shapes}
-    return expect(observed == shapes, what=what, expected=str(shapes), observed=str(observed), idea=VARIANT)
 
 
 def _outcome(params, test, positions):
@@ -679,9 +668,9 @@ def _resolves(params: dict, test: dict) -> bool:
 
 
 def test_training_resolves_the_pronoun(impl):
-    # The task variant and the seed are drawn for this submission. About one draw in fifty does not converge within
-    # TRAIN_STEPS steps (benchmarks/training_seeds.py): the first of LONG_ATTEMPTS draws that reaches the figures is
-    # judged, or the first draw when none does.
+    # The task variant and the seed are drawn for this submission. About one draw in two hundred does not converge
+    # within TRAIN_STEPS steps (2 of 400 salts, benchmarks/long_runs.py; both at the second draw): the first of
+    # LONG_ATTEMPTS draws that reaches the figures is judged, or the first draw when none does.
     if not require_analytic(impl):  # the model is trained with your model_gradients, as the chain rule computes them
         return
     runs, chosen = [], None
@@ -739,7 +728,7 @@ def _curve_unlike_its_model(impl) -> str | None:
 def test_without_positions_the_nouns_cannot_be_told_apart(impl):
     if not require_analytic(impl):
         return
-    train_set, test, seed = _long_run(0)  # drawn for this submission
+    train_set, test, seed = _long_run(0)  # drawn for this submission: the share is 0.40-0.59 on 400 salts
     # Fewer steps: with positions 40 steps already reach 100% on this task, so a share near 0.5 here
     # really is the missing order, not a model that has not learned yet.
     params, failure = train_here(impl, train_set, seed, 40, positions=False)
