@@ -612,14 +612,22 @@ class Kit:
     def checked_call(self, name: str, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
         """``call()``, a call of ``name`` made outside the Kit (``tests.effort.cpu_call``'s measured one).
 
-        Its changes to ``args`` and ``kwargs`` fail the test and are undone, as for a call through the Kit.
+        Its changes to ``args`` and ``kwargs`` fail the test and are undone, as for a call through the Kit
+        (:func:`left_intact`).
         """
         __tracebackhide__ = True
         try:
             labels = self._implementation.function(self._exercise, name)  # the arguments' names in a message
         except Exception:  # noqa: BLE001 - the call itself says what is missing
             labels = None
-        return checked_call(labels, name, call, args, kwargs)
+        arguments = _labelled_arguments(labels, args, kwargs)
+        before = _snapshot(arguments)
+        try:
+            result = call()
+        except BaseException:
+            _undone(arguments, before)
+            raise
+        return left_intact(name, arguments, before, result)
 
     def ask_unseen(self) -> None:
         """Ask every function this test called that has a twin on an input no table holds (``tests/unseen.py``).
@@ -747,23 +755,6 @@ def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], re
         kind=CHECK_FAILED,
     )).message)
     return result
-
-
-def checked_call(labels: Callable[..., Any], name: str, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
-    """``call()``, a call of ``name`` with ``args`` and ``kwargs`` made outside :class:`Kit` (a gate's measured one).
-
-    What it changed in its arguments fails the test and is undone, as for a call through the Kit
-    (:func:`left_intact`); ``labels`` is the function whose parameter names label them in the message.
-    """
-    __tracebackhide__ = True
-    arguments = _labelled_arguments(labels, args, kwargs)
-    before = _snapshot(arguments)
-    try:
-        result = call()
-    except BaseException:
-        _undone(arguments, before)
-        raise
-    return left_intact(name, arguments, before, result)
 
 
 def _measured(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, int | None]:
