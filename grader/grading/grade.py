@@ -483,17 +483,19 @@ class _Batch:
         elif self.broken:
             echo(escape_text(f"not graded ({len(self.broken)} test(s)): {next(iter(self.broken.values()))}")[:600])
 
-    def rows(self, students: list[str]) -> list[Any]:
-        """Stage 5: every student's typed row, in the order of the entries, from their results on disk."""
+    def rows(self, students: list[str]) -> Iterator[Any]:
+        """Stage 5: every student's typed row, in the order of the entries, read from their results on disk.
+
+        One at a time, as the last stage asks for them (``grader.grading.outputs``): the class's rows are never
+        all in memory.
+        """
         from grader.grading.report import stored_row, unwritable_row
 
-        rows = []
         for student in students:
             row = self.unwritten.get(student) or stored_row(self.out, student)
             if row is None:  # cannot happen (every student got a row above); still never a lost row
                 row = unwritable_row(self.prepared[student][0], self.suite, RuntimeError("no results"))
-            rows.append(row)
-        return rows
+            yield row
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,12 +20,13 @@ import pytest
 
 from grader.curriculum import load
 from grader.grading import formats, outputs
+from grader.grading.class_report import report_html
 from grader.grading.export import ExportError, read_graded
 from grader.grading.formats import results_json
 from grader.grading.records import Result, TestRecord
 from grader.grading.report import finish_student, read_row
 from grader.grading.rows import ResultsFileError, StudentRow, TestEntry
-from grader.grading.term_stage import TermInputs
+from grader.grading.term_stage import TermInputs, finalize
 from grader.suite import TestFile as SuiteFile
 from grader.term import Adjustment, LatePolicy
 
@@ -106,6 +107,48 @@ def test_rows_read_back_share_what_every_student_has(tmp_path: Path) -> None:
     assert not hasattr(ada.tests[0], "__dict__")  # no dict per test entry either
 
 
+def test_the_batch_keeps_only_a_class_view_of_each_row(tmp_path: Path) -> None:
+    """Issue 33: the batch's memory does not grow with the class's texts (the rows were 60 KiB each, Part I).
+
+    Every student's own files are written from the whole row; what stays for the class's formats shares every
+    test entry another student has, and keeps a failure's message only where it names a known mistake.
+    """
+    ada, grace = _row(tmp_path, "ada"), _row(tmp_path, "grace", fail=("test_softmax.py::test_b",))
+    named = 'Diagnosis: your softmax.py gives exactly the outputs of a known mistake:\n  "it forgets the max"\n'
+    failed = next(t for t in grace.tests if not t.passed)
+    grace = dataclasses.replace(grace, tests=tuple(dataclasses.replace(t, output=named + t.output) if t is failed
+                                                   else t for t in grace.tests))
+    shared: dict = {}
+    views = [outputs.class_view(row, shared) for row in (ada, grace)]
+    for mine, theirs in zip(*(view.tests for view in views), strict=True):
+        assert mine is theirs or not (mine.passed and theirs.passed)  # a passed test: one entry for the class
+    assert views[1].output == "" and views[1].timing == {} and views[1].calls == {}
+    kept = next(t for t in views[1].tests if not t.passed)
+    assert kept.output == named + failed.output  # the class report reads its diagnosis
+    plain = outputs.class_view(_row(tmp_path, "bob", fail=("test_softmax.py::test_b",)), shared)
+    assert next(t for t in plain.tests if not t.passed).output == ""  # no mistake named: its message is the file's
+    assert (views[1].score, views[1].exercises, views[1].hidden_maxima) == (grace.score, grace.exercises,
+                                                                           grace.hidden_maxima)
+    assert "it forgets the max" in report_html(views)
+
+
+def test_the_last_stage_reads_the_rows_one_at_a_time(tmp_path: Path) -> None:
+    """A student's own files are written before the next row is read: the rows are never all in memory."""
+    rows = [_row(tmp_path, name) for name in ("ada", "bob", "cy")]
+    out = tmp_path / "out"
+    for name in ("ada", "bob", "cy"):
+        (out / name / "feedback.md").unlink()
+
+    def one_at_a_time():
+        for index, row in enumerate(rows):
+            assert [(out / r.student / "feedback.md").is_file() for r in rows] == [i < index for i in range(3)]
+            yield row
+
+    code, kept = outputs.write_gradebooks(out, one_at_a_time(), None, TermInputs(), lambda _: None)
+    assert code == 0 and [row.student for row in kept] == ["ada", "bob", "cy"]
+    assert (out / "grades.csv").read_text(encoding="utf-8").count("\n") == 4
+
+
 def test_results_json_reads_back_to_the_same_row_and_the_same_bytes(tmp_path: Path) -> None:
     """A resumed batch and `export` read results.json back: the row it was written from, the file unchanged."""
     row = _row(tmp_path, internal=("test_masks.py::test_c",))
@@ -113,8 +156,10 @@ def test_results_json_reads_back_to_the_same_row_and_the_same_bytes(tmp_path: Pa
     late = LatePolicy(datetime.fromisoformat("2026-10-01T23:59:00+02:00"), 0.25, 3)
     inputs = TermInputs(late=late, times={"ada": datetime.fromisoformat("2026-10-02T10:00:00+02:00")},
                         adjustments={"ada": (Adjustment("softmax", 1.5, "rubric: clear names"),)})
-    (final,) = outputs.write_outputs(tmp_path / "out", [row], inputs, formats.Context(echo=lambda _: None))
+    (kept,) = outputs.write_outputs(tmp_path / "out", [row], inputs, formats.Context(echo=lambda _: None))
+    final = finalize(row, inputs)  # the whole row, which the student's own files are written from
     assert final.term_applied and final.late.days_late == 1 and final.computed == row.computed
+    assert kept == outputs.class_view(final, {})  # what the batch keeps of it for the class's formats
     path = tmp_path / "out" / "ada" / "results.json"
     text = path.read_text(encoding="utf-8")
     again = read_row(tmp_path / "out", "ada")

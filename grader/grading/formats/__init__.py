@@ -8,9 +8,13 @@ reads the typed rows (:class:`grader.grading.rows.StudentRow`, whose tests are
 ``out``: each student's feedback.md and results.json, grades.csv, Canvas, the
 class report, ... A module that sets ``BATCH = False`` is written only when
 named (``write_all(only=...)``): Gradescope's own results.json, which its
-runner writes for its one submission. Adding a format is adding its module
-(and its test); nothing else names it (``grader/tests/test_formats.py`` adds
-one that way).
+runner writes for its one submission. A module that sets ``PER_STUDENT = True``
+writes each student's own files from that student's row alone: the batch
+writes it one row at a time, as it reads them, and the class's formats (the
+others) from the rows as ``grader.grading.outputs.class_view`` keeps them: each
+test's name, status, score and tags, a failed test's message only where it
+names a known mistake. Adding a format is adding its module (and its test);
+nothing else names it (``grader/tests/test_formats.py`` adds one that way).
 """
 
 from __future__ import annotations
@@ -51,13 +55,19 @@ def formats() -> list[ModuleType]:
     return sorted(found, key=lambda module: (module.ORDER, module.NAME))
 
 
-def write_all(out: Path, rows: list[StudentRow], context: Context, only: tuple[str, ...] | None = None) -> list[Path]:
+def write_all(out: Path, rows: list[StudentRow], context: Context, only: tuple[str, ...] | None = None, *,
+              per_student: bool = True, class_wide: bool = True) -> list[Path]:
     """Write every format (or the ``only`` ones, by ``NAME``) of ``rows`` into ``out``; returns the files written.
 
-    A format's :class:`grader.grading.export.ExportError` (a bad roster) goes to the caller.
+    ``per_student=False`` leaves out the formats of each student's own files (``PER_STUDENT``),
+    ``class_wide=False`` the others. A format's :class:`grader.grading.export.ExportError` (a bad roster) goes to
+    the caller.
     """
     written: list[Path] = []
     for module in formats():
+        own = getattr(module, "PER_STUDENT", False)
+        if not (per_student if own else class_wide):
+            continue
         if (module.NAME in only) if only is not None else getattr(module, "BATCH", True):
             written += module.write(out, rows, context)
     return written

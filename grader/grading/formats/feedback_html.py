@@ -18,6 +18,7 @@ from grader.grading.rows import StudentRow
 
 NAME = "feedback.html"
 ORDER = 5
+PER_STUDENT = True  # each student's own file, from that student's row alone
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}"
          "pre{background:#f6f6f6;padding:0.8em;overflow-x:auto;white-space:pre-wrap}")

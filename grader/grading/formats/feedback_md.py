@@ -20,6 +20,7 @@ from grader.grading.scored import number
 
 NAME = "feedback.md"
 ORDER = 0
+PER_STUDENT = True  # each student's own file, from that student's row alone
 # Per exercise, feedback.md shows this many failures in full and lists the rest by name.
 MAX_FAILURES_SHOWN = 4
 

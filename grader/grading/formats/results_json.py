@@ -17,6 +17,7 @@ from grader.grading.rows import StudentRow
 
 NAME = "results.json"
 ORDER = 1
+PER_STUDENT = True  # each student's own file, from that student's row alone
 
 
 def results_text(results: dict[str, Any]) -> str:
