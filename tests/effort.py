@@ -66,7 +66,8 @@ def submission_salt(module: str) -> int:
 
     Added to a gate's seeds: the gate's inputs are the same on every run of the same code (the same feedback), but
     no code can hold its answers to them, computed beforehand, since storing them changes a file, and so the
-    inputs. Every file that is graded counts (the exercises' modules and the private ``_*.py`` helpers, as
+    inputs; graded, the grader's key is mixed in too (:func:`use_draw_key`), so code cannot compute them either.
+    Every file that is graded counts (the exercises' modules and the private ``_*.py`` helpers, as
     ``grader.grading.submissions`` copies them), not only ``module``.py: answers kept in another module, or in a
     helper that ``module``.py reads, move the inputs as well. The files are read as bytes, never run. 0 when
     ``module``.py cannot be read.
@@ -89,9 +90,23 @@ def submission_salt(module: str) -> int:
             folder_digest = _FOLDER_DIGESTS[signature] = digest.digest()
     except OSError:
         return 0
-    return int.from_bytes(hashlib.sha256(module.encode() + b"\0" + folder_digest).digest()[:8], "little")
+    return int.from_bytes(hashlib.sha256(_DRAW_KEY + module.encode() + b"\0" + folder_digest).digest()[:8], "little")
 
 
+def use_draw_key(key: str) -> None:
+    """Mix the grader's key (hex) into every salt of this process; the empty key leaves the student's salt.
+
+    Set by the grading process (``grader.grading.session``, from ``grader.grading.draw_key``) before it runs the
+    tests. In a student's own run there is none, and the inputs drawn for a submission are the ones its own code
+    could work out from its files (the salt's recipe is public). Graded, the tests run in the grading process and
+    the student's code in its sandbox, which holds no copy of the key: no code can compute a gate's, a twin's or
+    a long run's inputs before it is asked, to prepare its answers to them.
+    """
+    global _DRAW_KEY
+    _DRAW_KEY = bytes.fromhex(key)
+
+
+_DRAW_KEY = b""  # the grader's key (grading only; see use_draw_key)
 _FOLDER_DIGESTS: dict[tuple, bytes] = {}  # (folder, its graded files' names, sizes, times) -> their bytes' digest
 
 

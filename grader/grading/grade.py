@@ -79,6 +79,7 @@ from typing import Any
 from grader import course
 from grader.curriculum import PART_ENV, ROOT, make_importable, parse_part, reference_dir
 from grader.grading.cluster import add_engine_arguments, connect_cluster
+from grader.grading.draw_key import draw_key
 from grader.grading.progress import progress_display
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, suite_files
 from grader.grading.shard import parse_shard, shard_entries
@@ -233,7 +234,7 @@ def grade_batch(
     # What every student's job shares (and the fingerprint hashes); the kit's check starts from it too.
     template = Job(student="", folder="", files=(), suite=suite_files(suite), fair=fair, policy=isolation,
                    budget=budget, call_budget=call_budget, memory=memory, course=course.settings(),
-                   part=_graded_part(), scratch=str(scratch))
+                   part=_graded_part(), scratch=str(scratch), draw_key=draw_key())
     entries = shard_entries(entries, shard, out, template, echo)  # --shard I/N: this slice, and OUT/shard.json
     engine = None
     try:

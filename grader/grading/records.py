@@ -88,6 +88,9 @@ class Job:
     """The course's part being graded (``1``, ``2`` or ``all``; the manifest's ``[course] part`` by default)."""
     scratch: str = field(default="", metadata=_does_not_decide("where the workers' scratch folders go"))
     """This batch's folder for the workers' scratch folders, removed by the batch ("" for the default)."""
+    draw_key: str = field(default="", metadata=_decides("the grader's key of the inputs drawn for each submission "
+                                                          "(grader.grading.draw_key): another key, other inputs"))
+    """The grader's key (hex) mixed into the inputs drawn for each submission; "" for none (a student's own run)."""
     kit_check: bool = field(default=False, metadata=_does_not_decide("marks the kit's own check, never a student"))
     """Whether this is the kit's own check (the reference graded by the suite), not a student."""
     reference_use: tuple[tuple[str, int, int], ...] | None = field(

@@ -28,6 +28,7 @@ from grader.grading.recorder import Recorder
 from grader.grading.records import Job, Result
 from grader.grading.speedups import patch_pytest
 from grader.sandbox.sealed import SEALED
+from tests.effort import use_draw_key
 
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "logging", "faulthandler",
                   "pastebin", "junitxml", "doctest", "nose", "stepwise", "legacypath",
@@ -156,6 +157,7 @@ def grade_in_process(job: Job) -> Result:
         use_scratch(job.scratch)
     if job.part:  # the batch's selection decides which given code a worker may hold (grader.sandbox.given.servable)
         os.environ[PART_ENV] = job.part
+    use_draw_key(job.draw_key)  # inputs drawn for the submission that its code cannot work out (tests/effort.py)
 
     # Fair grading's answers known in advance (grader.sandbox.sealed): those the kit's check recorded, for this
     # reference; the check's own job records them.

@@ -27,7 +27,7 @@ def test_every_job_field_says_whether_it_decides_a_grade():
 def test_the_options_that_decide_a_grade_are_the_hashed_fields():
     # Written out here: an option that changes a grade must be in this list (and so in the fingerprint).
     assert set(grade_deciding_fields()) == {"suite", "fair", "policy", "budget", "call_budget", "memory", "course",
-                                            "part"}
+                                            "part", "draw_key"}
 
 
 @pytest.mark.parametrize("change", [
@@ -38,6 +38,7 @@ def test_the_options_that_decide_a_grade_are_the_hashed_fields():
     {"fair": False},
     {"policy": "container"},
     {"part": "1"},
+    {"draw_key": "ab" * 32},  # the grader's key: other inputs drawn for every submission
     {"suite": SUITE[:1]},  # the selection: --exercise, --hidden
     {"suite": (SUITE[0], dataclasses.replace(SUITE[1], points=5.0))},  # a hidden file's POINTS
     {"suite": (SUITE[0], dataclasses.replace(SUITE[1], exercise="masks"))},
