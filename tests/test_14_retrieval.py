@@ -724,16 +724,27 @@ def _same_evaluation(observed, expected) -> bool:
             and bool(acceptable(np.asarray(observed["answer"]), context).all()))
 
 
+def _unseen_cosine(rng: np.random.Generator) -> tuple[tuple, dict]:
+    return (rng.normal(size=(int(rng.integers(2, 6)), 5)), rng.normal(size=(int(rng.integers(3, 8)), 5))), {}
+
+
+def _unseen_top_k(rng: np.random.Generator) -> tuple[tuple, dict]:
+    similarity = _unseen_similarity(rng)
+    return (similarity, int(rng.integers(1, similarity.shape[1] + 1))), {}
+
+
+def _own_recall(retrieved: np.ndarray, relevant: np.ndarray) -> float:
+    return float((retrieved == relevant[:, None]).any(axis=1).mean())
+
+
+def _own_reading(question, facts, n_words, sharpness) -> tuple[np.ndarray, np.ndarray]:
+    return own_context(question, facts, n_words, sharpness), own_weights(question, facts, sharpness)
+
+
 unseen.register("retrieval", {
-    "cosine_similarity": unseen.Twin(
-        lambda rng: ((rng.normal(size=(int(rng.integers(2, 6)), 5)), rng.normal(size=(int(rng.integers(3, 8)), 5))),
-                     {}), own_cosine, COSINE, unseen.close),
-    "top_k": unseen.Twin(lambda rng: ((s := _unseen_similarity(rng), int(rng.integers(1, s.shape[1] + 1))), {}),
-                         own_top_k, TOPK),
-    "recall_at_k": unseen.Twin(_unseen_recall, lambda retrieved, relevant: float(
-        (retrieved == relevant[:, None]).any(axis=1).mean()), RECALL, unseen.close),
-    "answer_with_attention": unseen.Twin(_unseen_head, lambda question, facts, n_words, sharpness: (
-        own_context(question, facts, n_words, sharpness), own_weights(question, facts, sharpness)),
-        HEAD + "; " + ANSWER, _same_reading),
+    "cosine_similarity": unseen.Twin(_unseen_cosine, own_cosine, COSINE, unseen.close),
+    "top_k": unseen.Twin(_unseen_top_k, own_top_k, TOPK),
+    "recall_at_k": unseen.Twin(_unseen_recall, _own_recall, RECALL, unseen.close),
+    "answer_with_attention": unseen.Twin(_unseen_head, _own_reading, HEAD + "; " + ANSWER, _same_reading),
     "evaluate": unseen.Twin(_unseen_evaluation, _own_evaluation, PIPELINE, _same_evaluation),
 })
