@@ -35,10 +35,12 @@ def draw_key() -> str:
     with contextlib.suppress(OSError, UnicodeDecodeError):
         kept = path.read_text(encoding="ascii").strip()
         if _HEX.fullmatch(kept):
+            if path.stat().st_mode & 0o077:  # a copy others could read (made by hand, or restored): yours alone
+                os.chmod(path, 0o600)
             return kept
     key = secrets.token_hex(32)
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         partial = path.with_name(f".{NAME}.{os.getpid()}")
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="ascii") as handle:

@@ -75,6 +75,8 @@ def test_the_key_is_kept_for_the_instructor_alone(cache):
     assert len(key) == 64 and int(key, 16) >= 0 and path.read_text().strip() == key
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # the students' code runs as another user
     assert draw_key.draw_key() == key  # the same inputs in every batch (idle or busy, a regrade)
+    path.chmod(0o644)  # restored from a backup, say: made the instructor's alone again, the same key
+    assert draw_key.draw_key() == key and stat.S_IMODE(path.stat().st_mode) == 0o600
     path.write_text("not a key\n")
     assert draw_key.draw_key() != key and len(draw_key.draw_key()) == 64  # a damaged file: a new key, kept
 
