@@ -472,8 +472,8 @@ class _Batch:
 
         if self.inputs is not None:  # graded now or kept: the score of this run's gradebook, never the tests' own
             row = finalize(row, self.inputs)
-        self.progress.advance(escape_text(f"{student}: {number(row.score)}/{number(row.max_score)} "
-                                          f"({row.status})")[:400])
+        score = f"{number(row.score)}/{number(row.max_score)}" if row.graded else "no score"  # as grades.csv's cell
+        self.progress.advance(escape_text(f"{student}: {score} ({row.status})")[:400])
 
     def say_verdict(self, echo: Any) -> None:
         """Say why nothing, or which tests, could not be graded (the kit's failure), if so."""

@@ -252,3 +252,17 @@ def test_not_graded_rows_read_as_not_graded_in_the_summary_and_the_feedback():
     feedback = feedback_markdown(rows[1])
     assert "not graded yet" in feedback and "so far" not in feedback and "/ 2**" not in feedback, feedback
     assert "Score: **2 / 2**" in feedback_markdown(rows[0])
+
+
+def test_a_row_that_could_not_be_written_reads_as_not_graded_on_the_terminal_too(tmp_path, capsys):
+    # The progress line said "0/12 (not graded: ...)" where grades.csv leaves the cell empty: no score, not a 0.
+    student = tmp_path / "subs" / "ada"
+    student.mkdir(parents=True)
+    for module in ("softmax", "_checks"):
+        shutil.copy(ROOT / "solutions" / f"{module}.py", student / f"{module}.py")
+    (tmp_path / "out" / "ada" / "results.json").mkdir(parents=True)  # the grader cannot write the row's file
+    capsys.readouterr()
+    assert grade_batch(tmp_path / "subs", tmp_path / "out", **(QUIET | {"exercises": ["softmax"], "jobs": 1})) == 1
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("[1/1] ada: "))
+    assert line.startswith("[1/1] ada: no score (not graded: the grader could not write"), line
+    assert read_grades(tmp_path / "out")["ada"]["score"] == ""
