@@ -187,10 +187,10 @@ def checked_gradients(result, params: dict, loss_at, *, what: str, idea: str,
     grads = result[1] if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict) else None
     shapes = {path: np.shape(value) for path, value in _leaves(params)}
     label = {path: "".join(f"[{key!r}]" for key in path) for path in shapes}
+    expected = {label[path]: shape for path, shape in shapes.items()}
     observed = {label[path]: np.shape(_at(grads, path)) for path in shapes} if grads is not None else None
-    if observed != {label[path]: shape for path, shape in shapes.items()}:
-        return None, Failure(what, f"(loss, grads) with gradients of the shapes "
-                                   f"{ {label[path]: shape for path, shape in shapes.items()} }",
+    if observed != expected:
+        return None, Failure(what, f"(loss, grads) with gradients of the shapes {expected}",
                              f"{type(result).__name__}: gradient shapes {observed}", idea)
     flat = {path: np.asarray(_at(grads, path), dtype=np.float64) for path in shapes}
     broken = [label[path] for path, value in flat.items() if not np.all(np.isfinite(value))]
