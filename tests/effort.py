@@ -161,13 +161,11 @@ def require(impl: Any, name: str, gate: Callable[[], list[Failure]], key: str = 
     function asks, the first computes. A gate reports nothing where the test's own checks will (a crash, wrong
     values), so that a student's first message stays the most useful one.
     """
-    from pytest_check import check
-
-    from tests.failures import record
+    from tests.failures import fail_check
 
     failures = once(impl, name, key, gate)
     for failure in failures:
-        check.fail(record(failure).message)
+        fail_check(failure)
     return not failures
 
 

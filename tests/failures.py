@@ -160,6 +160,35 @@ def record(failure: Failure) -> Failure:
     return failure
 
 
+class ChecksStopped(BaseException):
+    """pytest-check stopping the test (``-x``, ``--check-max-fail``) at a failed check, on its way out of the test.
+
+    pytest-check stops by raising an AssertionError, which a test's own ``except Exception`` (around a call of the
+    student's, whose crash is an answer there) would take for the student's error and report as what the code did
+    ("observed: AssertionError: Stopping on first failure"). Not an Exception, it passes through them; the plugin
+    gives pytest the AssertionError back where the test ends (``tests.plugin.pytest_runtest_call``).
+    """
+
+    def __init__(self, error: AssertionError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def fail_check(failure: Failure) -> Failure:
+    """Record ``failure`` and fail the running test's check with its message (the test goes on, unless stopped).
+
+    Where pytest-check stops the test instead (``-x``), it does so with :class:`ChecksStopped`.
+    """
+    from pytest_check import check
+
+    failure = record(failure)
+    try:
+        check.fail(failure.message)
+    except AssertionError as error:
+        raise ChecksStopped(error) from None
+    return failure
+
+
 def recorded(item: pytest.Item) -> list[Failure]:
     """The failures recorded for ``item`` during its last run (a copy)."""
     return list(item.stash.get(FAILURES, []))

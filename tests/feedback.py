@@ -16,11 +16,10 @@ from typing import Any, NoReturn
 
 import numpy as np
 import pytest
-from pytest_check import check
 
 from tests import conventions
 from tests.crash import raising_through, where_it_crashed
-from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, record
+from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, fail_check, record
 
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
 
@@ -93,7 +92,7 @@ def differing_numbers(observed: Any, expected: Any, observed_dtype: Any = None, 
 def expect(condition: bool, *, what: str, expected: str, observed: str, idea: str) -> bool:
     """Record a failure unless ``condition`` holds."""
     if not condition:
-        check.fail(record(Failure(what, expected, observed, idea)).message)
+        fail_check(Failure(what, expected, observed, idea))
     return bool(condition)
 
 

@@ -31,7 +31,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import pytest
-from pytest_check import check
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
@@ -39,7 +38,7 @@ from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_everything, is_raising_through, where_it_crashed
 from tests.effort import require
-from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, record
+from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, fail_check, record
 from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
 from tests.unseen import gate as unseen_gate
 from tests.unseen import twin
@@ -721,7 +720,7 @@ class Kit:
         result = left_intact(name, arguments, before, result)
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
-            check.fail(record(found).message)
+            fail_check(found)
         return result
 
     def _call(self, implementation: Implementation, function: Callable[..., Any], name: str, args: tuple,
@@ -746,14 +745,14 @@ def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], re
         return result
     result = copy.deepcopy(result)
     _restore(arguments, before)
-    check.fail(record(Failure(
+    fail_check(Failure(
         f"{name}() changed its input {', '.join(changed)} in place.",
         "the arguments are left exactly as they were", "different values (or keys) after the call",
         "no mutation of inputs: build new arrays (x = x - m, "
         "not x -= m) and new dicts, so the caller's data stays intact"
         + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
         kind=CHECK_FAILED,
-    )).message)
+    ))
     return result
 
 

@@ -215,11 +215,14 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
     before = failures.begin(item, lambda: _reading_link(item))
     try:
-        outcome = yield
-        kit = getattr(item, "funcargs", {}).get("impl")
-        if isinstance(kit, Kit) and not failures.recorded(item):  # its own checks passed: inputs no table holds
-            kit.ask_unseen()
-        return outcome
+        try:
+            outcome = yield
+            kit = getattr(item, "funcargs", {}).get("impl")
+            if isinstance(kit, Kit) and not failures.recorded(item):  # its own checks passed: inputs no table holds
+                kit.ask_unseen()
+            return outcome
+        except failures.ChecksStopped as stop:  # pytest-check's stop, past the test's own `except Exception`s
+            raise stop.error from None
     except Exception as error:
         found = failures.recorded(item)
         if found and not found[-1].ended_the_test and not _ends_checks(error):

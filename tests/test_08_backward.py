@@ -9,7 +9,6 @@ loss ``sum(R * output)`` with a seeded random ``R`` (so ``R`` is the
 from __future__ import annotations
 
 import numpy as np
-from pytest_check import check
 
 from tests.effort import (
     cpu_call,
@@ -21,7 +20,7 @@ from tests.effort import (
     submission_salt,
     within_budget,
 )
-from tests.failures import Failure, record
+from tests.failures import Failure, fail_check
 from tests.feedback import call_or_explain, expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
 from tests.kit import PlainFunction
 from tests.own_models import (  # noqa: F401  (hidden tests import them from here too)
@@ -262,7 +261,7 @@ def require_analytic(impl, name: str) -> bool:
     """Fail the test (with the reason) unless ``name`` is an analytic backward pass; True when it is one."""
     failures = once(impl, name, "analytic", lambda: _gate(impl, name))
     for failure in failures:
-        check.fail(record(failure).message)  # recorded as data, as every failure (tests/failures.py)
+        fail_check(failure)  # recorded as data, as every failure (tests/failures.py)
     return not failures
 
 

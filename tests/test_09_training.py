@@ -12,7 +12,6 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-from pytest_check import check
 
 from tests.conventions import CONVENTION, clipped_log
 from tests.effort import (
@@ -28,7 +27,7 @@ from tests.effort import (
     too_costly,
     within_budget,
 )
-from tests.failures import Failure, record
+from tests.failures import Failure, fail_check
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -678,7 +677,7 @@ def test_training_resolves_the_pronoun(impl):
         train_set, test, seed = _long_run(attempt)
         params, failure = train_here(impl, train_set, seed, TRAIN_STEPS)
         if failure is not None:
-            check.fail(record(failure).message)
+            fail_check(failure)
             return
         runs.append((train_set, test, params))
         if _resolves(params, test):
@@ -733,7 +732,7 @@ def test_without_positions_the_nouns_cannot_be_told_apart(impl):
     # really is the missing order, not a model that has not learned yet.
     params, failure = train_here(impl, train_set, seed, 40, positions=False)
     if failure is not None:
-        check.fail(record(failure).message)
+        fail_check(failure)
         return
     outcome = _outcome(params, test, False)
     expect(0.3 <= outcome["first_noun_share"] <= 0.7,

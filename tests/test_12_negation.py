@@ -19,7 +19,6 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
-from pytest_check import check
 
 from tests import unseen
 from tests.effort import (
@@ -35,7 +34,7 @@ from tests.effort import (
     too_costly,
     within_budget,
 )
-from tests.failures import Failure, record
+from tests.failures import Failure, fail_check
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -788,7 +787,7 @@ def test_compare_reports_the_figures_of_its_models(impl):
     # train_pooled that returns a model made another way is caught here, before compare is blamed).
     looped, after, failure = _as_train_pooled(impl, COMPARE_SEED + 1, train_set, steps=2)
     if failure is not None:
-        check.fail(record(failure).message)
+        fail_check(failure)
         return
     trained = impl.train_pooled(np.random.default_rng(COMPARE_SEED + 1), train_set, steps=2, lr=CLAIM_LR)
     if not expect(_same_model(trained[0] if isinstance(trained, tuple) and len(trained) == 2 else None, looped),
@@ -830,7 +829,7 @@ def test_the_bag_of_words_model_stays_at_chance_on_pairs(impl):
         return
     params, test_set, failure = train_bag_here(impl, TASK_SEED, COMPARE_SEED)
     if failure is not None:
-        check.fail(record(failure).message)
+        fail_check(failure)
         return
     pooled = bag_figures(params, test_set)
     expect(pooled["controls"] >= 0.9, what=f"{TRAINED_HERE}, on the control sentences of test_task (drawn here)",

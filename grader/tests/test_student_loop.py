@@ -500,6 +500,22 @@ def test_pytest_x_shows_the_failure_not_pytest_checks_traceback(tmp_path, ci):
     assert "FAILED tests/test_01_softmax.py::test_rows_sum_to_one - each row" in done.stdout
 
 
+def test_pytest_x_stops_a_check_failed_within_a_call_of_the_test_s_own(tmp_path):
+    # A helper's blind mistake: kv_cache_append growing the caller's cache in place. Its change is found by the
+    # call of the gate on an input drawn for the submission, which catches the function's own exceptions as its
+    # answer: under -x it caught pytest-check's stop and told the student "observed: AssertionError: Stopping on
+    # first failure ... your kv_cache_append() answers the tests' own inputs but not this one".
+    folder = make_partial(tmp_path / "x", done=tuple(load().names))
+    source = (folder / "decoding.py").read_text(encoding="utf-8")
+    assert "new = dict(cache)" in source
+    (folder / "decoding.py").write_text(source.replace("new = dict(cache)", "new = cache"), encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "CI"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_11_decoding.py", "-x", f"--impl={folder}",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, env=environment)
+    assert done.returncode == 1 and "kv_cache_append() changed its input cache" in done.stdout, done.stdout
+    assert "Stopping on first failure" not in done.stdout and "an input drawn for your submission" not in done.stdout
+
+
 def test_pytest_x_leads_with_the_diagnosis_once(tmp_path):
     # pytest -x's report was rendered with the diagnosis in front of a text that already led with it: twice.
     folder = make_partial(tmp_path / "x", done=tuple(load().names))
