@@ -16,6 +16,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import io
 import os
 import re
 import signal
@@ -24,6 +25,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -584,6 +586,7 @@ class Kit:
         self._watched: dict[str, tuple[Callable[..., Failure | None], str]] = {}  # see watch()
         self._gating: set[str] = set()  # functions whose unseen-input gate runs now (tests/unseen.py)
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
+        self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -636,6 +639,10 @@ class Kit:
         submission (once per session; a failure fails every test of it that passes otherwise).
         """
         exercise = self._exercise
+        for name in self._rejected:  # a function that raises on every input passes any test of bad input
+            require(self, name, lambda name=name: _answers_good_input(self._implementation, exercise, name),
+                    key="answers good input")
+        self._rejected.clear()
         for name in self._unseen:
             self._gating.add(name)
             try:
@@ -704,6 +711,8 @@ class Kit:
         except Exception as error:
             if is_raising_through():
                 _undone(arguments, before)
+                if name not in self._rejected and not is_raising_everything():
+                    self._rejected.append(name)  # asked whether it answers good input too (ask_unseen)
                 raise  # a test that expects an exception (bad input) looks at it
             failure = Failure(
                 f"{name}({_describe_arguments(arguments)}) crashed",
@@ -731,6 +740,36 @@ class Kit:
         if hasattr(implementation, "measure"):  # code that runs in another process measures itself there
             return implementation.measure(self._exercise, name, *args, **kwargs)
         return _measured(function, args, kwargs)
+
+
+def _answers_good_input(implementation: Implementation, exercise: str, name: str) -> list[Failure]:
+    """Why ``name``, which raised on a test's bad input, is not seen to answer good input (empty when it is).
+
+    Asked once per session (``tests.effort.require``) of a function that raised where a test expected it to: on
+    the first of its fixed inputs that are valid (its probes, ``tests/probes.py``), it must return. A function
+    that raises on every input (a stub that says ValueError, naming every argument) tells bad input from nothing.
+    """
+    from tests.probes import load_all_probes
+
+    registry = load_all_probes()
+    valid = sorted(probe for probe, entry in registry.items() if entry.function == name and entry.rejects is None)
+    if not valid:
+        return []
+    args, kwargs = registry[valid[0]].arguments()
+    try:
+        function = implementation.function(exercise, name)
+        with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            function(*args, **kwargs)
+    except NotImplementedError:
+        return []  # a stub: its other tests say so
+    except Exception as error:  # noqa: BLE001 - what the function says on good input
+        return [Failure(f"{name}() on good input: the kit's fixed input {valid[0]} (valid per the docstring)",
+                        "a result: the points of a test of bad input are for telling bad input from good",
+                        f"{type(error).__name__}: {str(error)[:200]}",
+                        f"{name}() must check its input and then compute its result: it raised on bad input as asked, "
+                        "and on this valid input too", kind=CHECK_FAILED)]
+    return []
 
 
 def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], result: Any) -> Any:

@@ -459,6 +459,26 @@ def _files(number: str, name: str) -> tuple[str, ...]:
     return f"tests/test_{number}_{name}.py", f"grader/hidden_tests/test_hidden_{number}_{name}.py"
 
 
+def _raising(module: str, error: str) -> str:
+    """Code that makes every API function of ``module`` raise ``error``, naming each of its parameters.
+
+    ``ValueError``: a function that rejects every input, good or bad, with a message that names whatever argument a
+    test of bad input looks for (a helper's round: it earned every such test of Part III); its control,
+    ``NotImplementedError``, the stub.
+    """
+    import importlib
+    import inspect
+
+    from grader.curriculum import load
+
+    reference = importlib.import_module(f"solutions.{module}")
+    lines = []
+    for name in load().exercise(module).functions:
+        signature = inspect.signature(getattr(reference, name))
+        lines += [f"def {name}{signature}:", f"    raise {error}('bad input: {', '.join(signature.parameters)}')", ""]
+    return "\n".join(lines)
+
+
 CHEATS = {
     cheat.name: cheat for cheat in (
         Cheat("backward-central-differences", "backward",
@@ -549,6 +569,10 @@ CHEATS = {
               {"masks": _CAUSAL_TABLE.replace("{causal}", TABLE_UNDONE)}, _files("04", "masks")),
         Cheat("alibi-table", "positional", {"positional": _ALIBI_TABLE.replace("{alibi}", ALIBI_TABLE)},
               {"positional": _ALIBI_TABLE.replace("{alibi}", TABLE_UNDONE)}, _files("05", "positional")),
+        *(Cheat(f"{module}-rejects-every-input", module, {module: _raising(module, "ValueError")},
+                {module: _raising(module, "NotImplementedError")}, _files(number, module))
+          for number, module in (("04", "masks"), ("12", "negation"), ("13", "distance"), ("14", "retrieval"),
+                                 ("15", "tokenization"))),
         Cheat("attention-wrong-scale-float16", "attention",
               {"attention": _WRONG_SCALE_ATTENTION.format(cast=".astype(np.float16)")},
               {"attention": _WRONG_SCALE_ATTENTION.format(cast="")}, _files("03", "attention")),
