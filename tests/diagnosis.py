@@ -366,17 +366,46 @@ def observe_everything(implementation: Any) -> Observation:
     return Observation(outputs, deviates, unwritten, {f: went for f, went in reached.items() if went.calls})
 
 
-def right_on_its_probes(implementation: Any, exercise: str, name: str) -> bool:
+@functools.cache
+def _test_files_text() -> str:
+    """The text of the manifest's test files (where the probes are defined, and named where a test asks them)."""
+    texts = []
+    for exercise in load_curriculum().exercises:
+        path = exercise.test_path if exercise.home else Path(__file__).parent / Path(exercise.test_file).name
+        with contextlib.suppress(OSError):
+            texts.append(path.read_text(encoding="utf-8"))
+    return "\n".join(texts)
+
+
+@functools.cache
+def asked_by_a_test(probe_name: str) -> bool:
+    """Whether a test asks the probe ``probe_name`` (``fn/name``) itself, rather than only the diagnosis.
+
+    Read from the test files' text: the probe named in quotes, whole (``"softmax/mixed_scores"``) or by its own
+    name (a table of cases whose keys make the name: ``f"scaled_dot_product_attention/{name}"``), or its function
+    called by name (``fifth_position()``, outside its ``def``). A probe no test names this way is one the
+    diagnosis alone asks (its answer is in no test's checks, nor in a table recorded from the tests' calls).
+    When in doubt a probe counts as asked.
+    """
+    short = probe_name.split("/", 1)[-1]
+    pattern = (rf"[\"']{re.escape(probe_name)}[\"']|[\"']{re.escape(short)}[\"']"
+               rf"|(?<!def ){re.escape(short)}\(")
+    return re.search(pattern, _test_files_text()) is not None
+
+
+def right_on_its_probes(implementation: Any, exercise: str, name: str, *, asked_only: bool = False) -> bool:
     """Whether ``name`` gives the reference's output (golden) on every probe of it, bad-input ones included.
 
     Its probes are the fixed inputs the kit knows the answers to; a known mistake differs on one of them
     (256 of 260 catalogued ones do), so a function right on all of them is either right, or right on known
-    inputs only (``tests/unseen.py`` asks which). No probes: True.
+    inputs only (``tests/unseen.py`` asks which). No probes: True. With ``asked_only``, only the probes a test
+    asks (:func:`asked_by_a_test`): a function wrong on one of them fails that test.
     """
     registry = load_all_probes()
     try:
         function = implementation.function(exercise, name)
-        for probe_name in sorted(p for p, entry in registry.items() if entry.function == name):
+        for probe_name in sorted(p for p, entry in registry.items() if entry.function == name
+                                 and (not asked_only or asked_by_a_test(p))):
             result = call_quietly(registry[probe_name].call, (function,), {}, strict=True,
                                   kind=golden_kind(probe_name))
             if result is not RAISED and result is not WRONG_TYPE and any(a.dtype == object for a in result):

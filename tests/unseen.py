@@ -139,8 +139,10 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
     if ok and (spec.same or equal)(got, expected):
         return []
-    if not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name):
-        return []  # wrong where the answers are known too: a mistake, whose tests and diagnosis say how
+    if not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name, asked_only=True):
+        return []  # wrong on a fixed input a test asks too: a mistake, which that test and the diagnosis say
+    # Right on every fixed input the tests ask and wrong here: whether it is also wrong on the fixed inputs only the
+    # diagnosis asks (an answer looked up for the tests' inputs is), the tests' checks pass; this input says what.
     shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
