@@ -557,7 +557,17 @@ def _unseen_ranks(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (rng.normal(size=n), np.round(rng.normal(size=n), 1)), {}  # rounded: ties in b
 
 
+def _unseen_occlusion(rng: np.random.Generator) -> tuple[tuple, dict]:
+    """A model attending by position, of sizes of its own, a sentence and a replacement token, all drawn."""
+    seq, d, classes = int(rng.integers(4, 9)), int(rng.integers(3, 7)), int(rng.integers(2, 5))
+    vocab = int(rng.integers(seq + 2, 15))
+    model = PositionalModel(rng.normal(size=seq), rng.normal(scale=0.8, size=(vocab, d)),
+                            rng.normal(size=(d, classes)))
+    return (model, rng.integers(0, vocab, size=seq), int(rng.integers(0, vocab))), {}
+
+
 unseen.register("explain", {
+    "occlusion_importance": unseen.Twin(_unseen_occlusion, _occlusion_by_hand, OCCLUSION, unseen.close),
     "gradient_x_input": unseen.Twin(_unseen_pair, lambda grad, inputs: np.einsum("...jf,...jf->...j", grad, inputs),
                                     GXI, unseen.close),
     "attention_rollout": unseen.Twin(_unseen_layers, _rollout_by_hand, ROLLOUT, unseen.close),
