@@ -398,14 +398,15 @@ def right_on_its_probes(implementation: Any, exercise: str, name: str, *, asked_
 
     Its probes are the fixed inputs the kit knows the answers to; a known mistake differs on one of them
     (256 of 260 catalogued ones do), so a function right on all of them is either right, or right on known
-    inputs only (``tests/unseen.py`` asks which). No probes: True. With ``asked_only``, only the probes a test
-    asks (:func:`asked_by_a_test`): a function wrong on one of them fails that test.
+    inputs only (``tests/unseen.py`` asks which). No probes: True. With ``asked_only``, only the probes of good
+    input a test asks (:func:`asked_by_a_test`): a function wrong on one of them fails that test, for a reason of the
+    kind the input drawn for the submission shows (wrong bad-input handling says nothing of good input's answers).
     """
     registry = load_all_probes()
     try:
         function = implementation.function(exercise, name)
         for probe_name in sorted(p for p, entry in registry.items() if entry.function == name
-                                 and (not asked_only or asked_by_a_test(p))):
+                                 and (not asked_only or (entry.rejects is None and asked_by_a_test(p)))):
             result = call_quietly(registry[probe_name].call, (function,), {}, strict=True,
                                   kind=golden_kind(probe_name))
             if result is not RAISED and result is not WRONG_TYPE and any(a.dtype == object for a in result):
