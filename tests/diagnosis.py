@@ -403,10 +403,11 @@ def right_on_its_probes(implementation: Any, exercise: str, name: str, *, asked_
     kind the input drawn for the submission shows (wrong bad-input handling says nothing of good input's answers).
     """
     registry = load_all_probes()
+    probes = sorted(p for p, entry in registry.items() if entry.function == name)
+    asked = [p for p in probes if registry[p].rejects is None and asked_by_a_test(p)]
     try:
         function = implementation.function(exercise, name)
-        for probe_name in sorted(p for p, entry in registry.items() if entry.function == name
-                                 and (not asked_only or (entry.rejects is None and asked_by_a_test(p)))):
+        for probe_name in asked if asked_only else probes:
             result = call_quietly(registry[probe_name].call, (function,), {}, strict=True,
                                   kind=golden_kind(probe_name))
             if result is not RAISED and result is not WRONG_TYPE and any(a.dtype == object for a in result):

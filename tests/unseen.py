@@ -144,8 +144,12 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     # Right on every fixed input the tests ask and wrong here: whether it is also wrong on the fixed inputs only the
     # diagnosis asks (an answer looked up for the tests' inputs is), the tests' checks pass; this input says what.
     shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
+    if right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name):
+        why = (f"your {name}() answers the tests' own inputs but not this one: compute the answer from the input, "
+               "for any input")
+    else:  # also wrong on fixed inputs no test asks: a mistake this test's own checks do not see, or a lookup
+        why = (f"this test's own checks of your {name}() hold, but its answer to this input is not the test's: "
+               "the idea above, on every input")
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
-                    _short(got) if ok else got,
-                    f"{spec.idea}; your {name}() answers the tests' own inputs but not this one: compute the answer "
-                    "from the input, for any input")]
+                    _short(got) if ok else got, f"{spec.idea}; {why}")]
