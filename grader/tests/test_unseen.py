@@ -66,8 +66,28 @@ def test_a_function_wrong_on_its_probes_is_left_to_the_tests(monkeypatch):
     # A known mistake differs on a probe: the gate says nothing, the tests' own messages come first.
     from tests import diagnosis
 
-    monkeypatch.setattr(diagnosis, "right_on_its_probes", lambda implementation, exercise, name: False)
+    monkeypatch.setattr(diagnosis, "right_on_its_probes", lambda implementation, exercise, name, **_: False)
     assert unseen.gate(Asking(lambda queries, chunks: None), "retrieval", "cosine_similarity") == []
+
+
+def test_a_function_wrong_only_on_probes_no_test_asks_is_asked(monkeypatch):
+    # Answers recorded from the public tests are right on every probe a test asks and wrong on those only the
+    # diagnosis asks: the gate once stood aside for them as for a mistake (a helper's table passed exercise 15).
+    from tests import diagnosis
+
+    monkeypatch.setattr(diagnosis, "right_on_its_probes",
+                        lambda implementation, exercise, name, asked_only=False: asked_only)
+    (failure,) = unseen.gate(Asking(lambda queries, chunks: None), "retrieval", "cosine_similarity")
+    assert "drawn for your submission" in failure.message and "this test's own checks" in failure.message
+    assert "answers the tests' own inputs" not in failure.message  # (it may be a mistake those checks miss)
+
+
+def test_the_probes_a_test_asks_are_found_in_the_test_files():
+    from tests.diagnosis import asked_by_a_test
+
+    assert asked_by_a_test("softmax/mixed_scores")  # named whole in a test
+    assert asked_by_a_test("scaled_dot_product_attention/padding_mask_per_sequence")  # a key of a table of cases
+    assert not asked_by_a_test("bpe_decode/characters_split_across_tokens")  # the diagnosis's only
 
 
 def test_every_twin_draws_inputs_the_reference_answers_as_the_test_file_does():
