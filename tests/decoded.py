@@ -21,6 +21,7 @@ Values are compared to a tolerance of their dtype's precision (float32 steps rou
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -169,6 +170,11 @@ class Steps:
             positional, keywords = _arguments(frame)
             step = self._step(positional + list(keywords.values()))
             function = self.functions.get((name, frame.f_code))
+            if step is not None:  # the arguments as they are now, for the replay: a cache grown in place since
+                try:                # (an append that changes the dict it is given) holds other positions then
+                    positional, keywords = copy.deepcopy((positional, keywords))
+                except Exception:  # noqa: BLE001, S110 - arguments that refuse a copy are replayed as they are
+                    pass
             self.pending[id(frame)] = (step, function, positional, keywords) if step is not None else None
         elif name == CACHES_FROM:
             cache = _cache(_values(frame))

@@ -516,6 +516,20 @@ def test_pytest_x_stops_a_check_failed_within_a_call_of_the_test_s_own(tmp_path)
     assert "Stopping on first failure" not in done.stdout and "an input drawn for your submission" not in done.stdout
 
 
+def test_a_cache_grown_in_place_fails_kv_cache_append_not_causal_decode(tmp_path):
+    # The same blind mistake without -x: the watched causal_decode replayed its steps on the caches it had been
+    # given, which the append had grown in place since, and failed a causal_decode that is right.
+    folder = make_partial(tmp_path / "in-place", done=tuple(load().names))
+    source = (folder / "decoding.py").read_text(encoding="utf-8")
+    (folder / "decoding.py").write_text(source.replace("new = dict(cache)", "new = cache"), encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "CI"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_11_decoding.py", "-rA", f"--impl={folder}",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, env=environment)
+    assert "FAILED tests/test_11_decoding.py::test_cache_is_never_changed" in done.stdout, done.stdout
+    assert "PASSED tests/test_11_decoding.py::test_causal_decode_equals_causal_attention" in done.stdout, done.stdout
+    assert "PASSED tests/test_11_decoding.py::test_causal_decode_of_one_sequence_in_float32" in done.stdout
+
+
 def test_pytest_x_leads_with_the_diagnosis_once(tmp_path):
     # pytest -x's report was rendered with the diagnosis in front of a text that already led with it: twice.
     folder = make_partial(tmp_path / "x", done=tuple(load().names))
