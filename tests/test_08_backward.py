@@ -137,6 +137,9 @@ def _sampled(rng: np.random.Generator, shape: tuple[int, ...], count: int) -> tu
 # A linear layer's forward is linear: nudging input column a of every row at once (and row a of the weight) gives
 # column a of both gradients exactly, one pass per input column; 512 of them make that ten times the bound, and
 # a forward pass of about a millisecond puts the bound well above its floor.
+# The formula of each backward function, for a gate's wrong value (the generic rule where none is written here).
+_FORMULA = {"softmax_backward": SOFTMAX, "linear_backward": LINEAR, "attention_backward": ATTENTION,
+            "layer_norm_backward": NORM, "multi_head_attention_backward": MHA}
 _GATE_SIZES = {"softmax_backward": ((2, 5, 7), (8, 64, 64)),
                "linear_backward": ((2, 5, 7, 4), (8, 64, 512, 48)),
                "attention_backward": ((2, 5, 7, 4), (8, 32, 48, 32)),
@@ -253,7 +256,7 @@ def _gate(impl, name: str) -> list[Failure]:
                     ("your gradient is close to the exact derivative, not equal to it: either a numerical estimate "
                      "(" + ANALYTIC + "), or a small term of the formula left out or changed (an eps, a scale): "
                      "compare each term with the forward pass")
-                    if estimate else "the gradient is wrong here: " + RULE))
+                    if estimate else "the gradient is wrong here: " + _FORMULA.get(name, RULE)))
     return failures
 
 
