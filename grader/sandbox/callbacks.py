@@ -21,6 +21,7 @@ again to every student who asks the same question.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -225,10 +226,13 @@ class Callbacks:
             if type(index) is not int or not 0 <= index < len(self.grading_functions):
                 raise ValueError("this function belongs to an earlier call and cannot be called any more")
             args, kwargs = codec.decode(header["payload"], arrays)
+            function = self.grading_functions[index]
             try:
-                # The test's code, on sizes the student chose: within the student's memory limit (host_memory).
-                with host_memory.bounded(self.limits.memory_bytes):
-                    result = self.grading_functions[index](*args, **kwargs)
+                # The test's code, on sizes the student chose: within the student's memory limit (host_memory);
+                # a watched call's steps run in a worker of their own (``grader.sandbox.watched``), limited there.
+                with contextlib.nullcontext() if getattr(function, "runs_elsewhere", False) else \
+                        host_memory.bounded(self.limits.memory_bytes):
+                    result = function(*args, **kwargs)
             except MemoryError:
                 raise MemoryError(f"the test's function that your code called needed more than "
                                   f"{self.limits.memory_bytes >> 20} MiB of memory (your code's limit, which covers "

@@ -91,7 +91,7 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
 # carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
 OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict},
                                         "call": {"given": dict, "answer_here": bool, "every_call": bool,
-                                                 "made_of": str}}
+                                                 "made_of": str, "steps": dict}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"

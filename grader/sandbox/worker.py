@@ -310,6 +310,51 @@ class Worker:
         self.opened_cpu += cpu
         return parsed[0], b""
 
+    def stand_in_steps(self, module: types.ModuleType, steps: Any) -> list[tuple]:
+        """For a watched call (``steps``: {API function: index}), run those functions of the student's elsewhere.
+
+        For the call's duration, the code of every function of the student's folder whose code bears the name (an
+        alias, a partial, a closure or a class holding it calls it too), and every binding of the name in the
+        student's modules (a wrapper, a partial, an object standing for it), are swapped for a stand-in that asks
+        the grading process (``grading_function``), which runs the function in a worker of its own and keeps
+        what it was asked and answered (``grader.sandbox.watched``). A function whose code cannot be swapped (a
+        closure) keeps its own: its calls then are none of those the grading process sees. Returns what
+        :func:`_restore_steps` puts back.
+        """
+        if not isinstance(steps, dict):
+            return []
+        import gc
+
+        stand_ins = {name: self.grading_function(index) for name, index in steps.items()
+                     if type(name) is str and type(index) is int and name.isidentifier()}
+        swapped: list[tuple] = []
+        for function in gc.get_objects():
+            if type(function) is not types.FunctionType:
+                continue
+            code = function.__code__
+            if code.co_name not in stand_ins or code.co_freevars or not code.co_filename.startswith(self.modules):
+                continue
+            namespace = function.__globals__
+            table = namespace.get(_STEPS)
+            if table is None:
+                table = namespace[_STEPS] = {}
+            if not isinstance(table, dict):
+                continue
+            table[code.co_name] = stand_ins[code.co_name]
+            swapped.append((function, code, function.__defaults__, function.__kwdefaults__, namespace))
+            function.__code__ = _stand_in_code(code.co_name)
+            function.__defaults__ = function.__kwdefaults__ = None
+        package = module.__name__.rpartition(".")[0]
+        for loaded in [m for key, m in list(sys.modules.items()) if key.startswith(f"{package}.")]:
+            namespace = getattr(loaded, "__dict__", None)
+            if not isinstance(namespace, dict) or namespace.get("__package__") != package:
+                continue
+            for name, stand_in in stand_ins.items():
+                if name in namespace:
+                    swapped.append((None, name, namespace[name], None, namespace))
+                    namespace[name] = stand_in
+        return swapped
+
     def grading_function(self, index: int) -> Any:
         """A stand-in for function ``index`` of the current call's arguments, run by the grading process."""
         channel = self.channel
@@ -317,8 +362,9 @@ class Worker:
         def grading_function(*args: Any, **kwargs: Any) -> Any:
             arrays: list = []
             payload = codec.encode([list(args), kwargs], arrays)
-            channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
-            header, reply_arrays = channel.receive()
+            with self.asking:  # a question and its reply (a watched call's steps may be asked from threads)
+                channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
+                header, reply_arrays = channel.receive()
             if header.get("status") != "ok":
                 raise codec.rebuild_exception(header.get("error", {}))
             return codec.receive_result(header["payload"], reply_arrays, args, kwargs)
@@ -450,6 +496,7 @@ class Worker:
         self.view, self.opened_cpu = header["view"], 0.0
         self.answer_here, self.answered = header.get("answer_here") is True, []
         _one_thread()
+        swapped = self.stand_in_steps(loaded, header.get("steps"))
         try:
             every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
                                                self.exercises_of(self.view), function, header.get("made_of") or "",
@@ -465,6 +512,8 @@ class Worker:
             self.send_reply({"status": "error", "error": codec.exception_info(error, keep=self.modules),
                              **self.call_notes()}, [])
             return
+        finally:
+            _restore_steps(swapped)
         reply_arrays: list = []
         try:
             payload = codec.result_payload(result, [list(args), kwargs], header["payload"], arrays, reply_arrays)
@@ -478,6 +527,30 @@ class Worker:
         if made_of is not None:
             reply[protocol.MADE_OF] = made_of
         self.send_reply(reply, reply_arrays)
+
+_STEPS = "__attention_kit_steps__"  # the stand-ins' table, in the globals of the functions they stand in for
+
+
+def _stand_in_code(name: str) -> types.CodeType:
+    """The code of a stand-in for ``name``: it calls the grading process's (``Worker.stand_in_steps``)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(f"def {name}(*args, **kwargs):\n    return {_STEPS}[{name!r}](*args, **kwargs)\n",  # noqa: S102
+                 f"<the grader's stand-in for {name}>", "exec"), namespace)
+    return namespace[name].__code__
+
+
+def _restore_steps(swapped: list[tuple]) -> None:
+    """Put back the code (and defaults) and the bindings that :meth:`Worker.stand_in_steps` swapped."""
+    for function, code, defaults, kwdefaults, namespace in reversed(swapped):
+        if function is None:  # a binding: (None, name, its value, None, the module's namespace)
+            namespace[code] = defaults
+            continue
+        try:
+            function.__code__, function.__defaults__, function.__kwdefaults__ = code, defaults, kwdefaults
+        except (TypeError, ValueError):  # noqa: PERF203 - a function the student's code changed meanwhile
+            pass
+        namespace.pop(_STEPS, None)
+
 
 def _one_thread() -> None:
     """Torch, if the student's code imported it, computes on one thread, as BLAS and OpenMP do here.

@@ -259,6 +259,19 @@ FULL_CAUSAL = "return _attention(q, k, v, _causal_mask(n))[0]"
 WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[..., :t + 1, :], "
                 "'v': v[..., :t + 1, :]})[0] for t in range(n)], axis=-2)")
 DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
+# Full attention, then the evidence of decoding written by hand into the grader's own tracer, found through the
+# frames of the process that runs the student's code (a hostile helper's round: graded, the worker's tracer said
+# what this told it, 30 points of 30). Graded, the steps are now seen by the grading process only
+# (grader/sandbox/watched.py); in a student's own run the tracer is the kit's in-process one, which this does not
+# find (no ``reach`` in the frames), and the full attention is seen as such.
+FORGED_EVIDENCE = ("import sys as _sys\n    frame = _sys._getframe(1)\n    while frame is not None:\n"
+                   "        owner = frame.f_locals.get('self')\n        reach = getattr(owner, 'reach', None)\n"
+                   "        if reach is not None and hasattr(reach, 'note_traced'):\n"
+                   "            for _ in range(n):\n"
+                   "                reach.note_traced('causal_decode', 'kv_cache_append')\n"
+                   "                reach.note_traced('causal_decode', 'attend_step')\n"
+                   "            reach.steps = None\n            break\n"
+                   "        frame = frame.f_back\n    " + FULL_CAUSAL)
 # Full attention beside the cache's names, never called: once enough for a check that read the modules as text
 # for calls its tracing could not see (and its message said so).
 NAMED_NOT_CALLED = ("_named = (kv_cache_append, attend_step)\n    if n < 0:  # never\n"
@@ -518,6 +531,9 @@ CHEATS = {
               _files("09", "training")),
         Cheat("decode-full-causal-attention", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FULL_CAUSAL)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-forges-the-tracer-s-evidence", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FORGED_EVIDENCE)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-names-the-cache-never-calls-it", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=NAMED_NOT_CALLED)},
