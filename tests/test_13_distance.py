@@ -18,6 +18,7 @@ from tests.effort import (
     EFFORT_FLOOR,
     cpu_call,
     cpu_seconds_per_call,
+    expect_varies,
     message,
     require,
     submission_salt,
@@ -341,6 +342,9 @@ def test_recall_weights_shape_and_rows(impl):
                           idea=WEIGHTS)
     if expect_shape(out, (5, 7), what="recall_weights(queries (5, 6), keys (5, 7, 6), 0.4)", idea=WEIGHTS):
         expect_close(out.sum(axis=-1), np.ones(5), what="the sum of each row of recall_weights", idea=WEIGHTS)
+        # (rows of 1/7 sum to one too: the weights of random keys differ from one another)
+        expect_varies(out, axis=-1, what="the weights of each row of recall_weights over 7 random keys",
+                      idea=WEIGHTS)
 
 
 def test_recall_weights_are_the_softmax_of_scaled_scores_plus_the_penalty(impl):
@@ -406,6 +410,9 @@ def test_critical_distance_without_a_penalty_is_infinite(impl):
     expect(np.isposinf(float(out)), what="critical_distance(2.0, slope=0.0)", expected="inf (no distance is too far)",
            observed=repr(out), idea=CRITICAL)
     expect_probe(impl, "critical_distance/without_a_slope", what="critical_distance(2.5, 0.0)", idea=CRITICAL)
+    out = impl.critical_distance(2.0, 0.5)  # (an answer of inf for every slope says nothing of the idea)
+    expect(np.isfinite(float(out)), what="critical_distance(2.0, slope=0.5)", idea=CRITICAL,
+           expected="a finite distance (with a penalty, far enough is too far)", observed=repr(out))
 
 
 def test_critical_distance_rejects_bad_input(impl):

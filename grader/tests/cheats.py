@@ -585,6 +585,17 @@ CHEATS = {
               {"masks": _CAUSAL_TABLE.replace("{causal}", TABLE_UNDONE)}, _files("04", "masks")),
         Cheat("alibi-table", "positional", {"positional": _ALIBI_TABLE.replace("{alibi}", ALIBI_TABLE)},
               {"positional": _ALIBI_TABLE.replace("{alibi}", TABLE_UNDONE)}, _files("05", "positional")),
+        # Constants that a property holds for (a helper's round): rows of 1/n sum to one; inf for every slope is
+        # inf without one.
+        Cheat("recall-weights-uniform", "distance",
+              {"distance": "def recall_weights(q, k, slope):\n    k = np.asarray(k)\n"
+                           "    return np.full(k.shape[:-1], 1.0 / k.shape[-2])\n"},
+              {"distance": "def recall_weights(q, k, slope):\n    raise NotImplementedError\n"},
+              _files("13", "distance"), about="recall_weights"),
+        Cheat("critical-distance-always-infinite", "distance",
+              {"distance": "def critical_distance(margin, slope):\n    return float('inf')\n"},
+              {"distance": "def critical_distance(margin, slope):\n    raise NotImplementedError\n"},
+              _files("13", "distance"), about="critical_distance"),
         *(Cheat(f"{module}-rejects-every-input", module, {module: _raising(module, "ValueError")},
                 {module: _raising(module, "NotImplementedError")}, _files(number, module))
           for number, module in (("04", "masks"), ("12", "negation"), ("13", "distance"), ("14", "retrieval"),
