@@ -164,6 +164,9 @@ class Worker:
         self.sealed: dict[str, tuple[dict[bytes, tuple[int, int, float]], Any]] = {}
         self.view, self.opened_cpu = "", 0.0
         self.asking = threading.RLock()  # one callback on the channel at a time: threads of the student's take turns
+        # The calls handled so far, and the one running now (0: none): what stands in for a function of the grading
+        # side (a test's function, a watched call's steps) serves its own call only, never a thread left running.
+        self.calls, self.open_call = 0, 0
         # The kit's own check (the grading side says so per call, ``protocol``): the folder is the reference, so
         # its callbacks are answered here, by the same modules, and sent back sealed, with no round trip.
         self.answer_here, self.answered = False, []
@@ -311,58 +314,113 @@ class Worker:
         return parsed[0], b""
 
     def stand_in_steps(self, module: types.ModuleType, steps: Any) -> list[tuple]:
-        """For a watched call (``steps``: {API function: index}), run those functions of the student's elsewhere.
+        """For a watched call (``steps``: {API function: index}), have the grading process see those functions' calls.
 
-        For the call's duration, the code of every function of the student's folder whose code bears the name (an
-        alias, a partial, a closure or a class holding it calls it too), and every binding of the name in the
-        student's modules (a wrapper, a partial, an object standing for it), are swapped for a stand-in that asks
-        the grading process (``grading_function``), which runs the function in a worker of its own and keeps
-        what it was asked and answered (``grader.sandbox.watched``). A function whose code cannot be swapped (a
-        closure) keeps its own: its calls then are none of those the grading process sees. Returns what
-        :func:`_restore_steps` puts back.
+        For the call's duration, the code of the student's functions that stand for each name (a module-level
+        function of that name, and the function every binding of the name in the student's modules holds, under
+        its wrappers), and those bindings themselves, are swapped for a stand-in: it sends the call's arguments to
+        the grading process, which runs the student's function on them in a worker of its own and records what it
+        was asked and answered (``grader.sandbox.watched``), then runs the function here, on the same arguments,
+        and returns that (the student's own objects, whatever their types: nothing is sent back into the call).
+        Any alias, partial, closure, thread or object that holds one of those functions calls the stand-in; a
+        stand-in kept past its call (by a thread left running, a cache) is the function alone. A function whose
+        code cannot be swapped (a closure) keeps its own: its calls are then none of those the grading process
+        sees. Returns what :func:`_restore_steps` puts back.
         """
         if not isinstance(steps, dict):
             return []
-        import gc
-
-        stand_ins = {name: self.grading_function(index) for name, index in steps.items()
-                     if type(name) is str and type(index) is int and name.isidentifier()}
         swapped: list[tuple] = []
+        try:
+            self._stand_in_steps(module, steps, swapped)
+        except Exception:  # noqa: BLE001 - never the worker's end: put back what was swapped; nothing is recorded
+            _restore_steps(swapped)
+            return []
+        return swapped
+
+    def _stand_in_steps(self, module: types.ModuleType, steps: dict, swapped: list[tuple]) -> None:
+        import gc
+        import inspect
+
+        names = {name: index for name, index in steps.items()
+                 if type(name) is str and type(index) is int and name.isidentifier()}
+        package = module.__name__.rpartition(".")[0]
+        modules = [m for key, m in list(sys.modules.items()) if key.startswith(f"{package}.")
+                   and isinstance(getattr(m, "__dict__", None), dict) and m.__dict__.get("__package__") == package]
+        bound: dict[int, str] = {}  # id of a function a binding holds -> its API name
+        for loaded in modules:
+            for name in names:
+                try:
+                    held = inspect.unwrap(loaded.__dict__[name]) if name in loaded.__dict__ else None
+                except ValueError:
+                    continue
+                if type(held) is types.FunctionType:
+                    bound.setdefault(id(held), name)
+        call = self.calls
         for function in gc.get_objects():
             if type(function) is not types.FunctionType:
                 continue
             code = function.__code__
-            if code.co_name not in stand_ins or code.co_freevars or not code.co_filename.startswith(self.modules):
+            name = bound.get(id(function)) or (code.co_name if function.__qualname__ == code.co_name else None)
+            if name not in names or code.co_freevars or not code.co_filename.startswith(self.modules):
                 continue
             namespace = function.__globals__
-            table = namespace.get(_STEPS)
+            table = namespace.setdefault(_STEPS, {}) if isinstance(namespace.get(_STEPS, {}), dict) else None
             if table is None:
-                table = namespace[_STEPS] = {}
-            if not isinstance(table, dict):
                 continue
-            table[code.co_name] = stand_ins[code.co_name]
-            swapped.append((function, code, function.__defaults__, function.__kwdefaults__, namespace))
-            function.__code__ = _stand_in_code(code.co_name)
-            function.__defaults__ = function.__kwdefaults__ = None
-        package = module.__name__.rpartition(".")[0]
-        for loaded in [m for key, m in list(sys.modules.items()) if key.startswith(f"{package}.")]:
-            namespace = getattr(loaded, "__dict__", None)
-            if not isinstance(namespace, dict) or namespace.get("__package__") != package:
+            key = f"{name} {len(swapped)}"  # each function its own (two may bear one name: a later def and an alias)
+            try:
+                own = types.FunctionType(code, namespace, function.__name__, function.__defaults__)
+                own.__kwdefaults__ = function.__kwdefaults__
+                table[key] = self.stand_in(names[name], own, call)
+                swapped.append((function, code, function.__defaults__, function.__kwdefaults__, namespace))
+                function.__code__ = _stand_in_code(key)
+                function.__defaults__ = function.__kwdefaults__ = None
+            except (TypeError, ValueError):  # a function that refuses (its code kept: its calls are not seen)
                 continue
-            for name, stand_in in stand_ins.items():
-                if name in namespace:
-                    swapped.append((None, name, namespace[name], None, namespace))
-                    namespace[name] = stand_in
-        return swapped
+        standing = {id(entry[0]) for entry in swapped}
+        for loaded in modules:
+            for name, index in names.items():
+                value = loaded.__dict__.get(name)
+                # A wrapper too (a call through it and then the function it wraps is seen twice, which counts
+                # nothing false): its __wrapped__ need not be what it calls (functools.singledispatch).
+                if value is not None and id(value) not in standing:
+                    swapped.append((None, name, value, None, loaded.__dict__))
+                    loaded.__dict__[name] = self.stand_in(index, value, call)
+
+    def stand_in(self, index: int, own: Any, call: int) -> Any:
+        """``own`` (a function of the student's), its calls also sent to the grading process's record (``index``).
+
+        Sent only during the call numbered ``call``: later (a thread left running, a cache that kept it), it is
+        ``own`` alone, and nothing crosses the channel between calls.
+        """
+        channel = self.channel
+
+        def stand_in(*args: Any, **kwargs: Any) -> Any:
+            arrays: list = []
+            try:
+                payload = codec.encode([list(args), kwargs], arrays)
+            except Exception:  # noqa: BLE001 - arguments that cannot be sent: this call is not recorded
+                payload = None
+            with self.asking:  # a question and its reply (a watched call's steps may be asked from threads)
+                if payload is not None and self.open_call == call:  # (kept past its call: the function alone)
+                    channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
+                    channel.receive()  # recorded there; nothing of it comes back into the call
+            return own(*args, **kwargs)
+
+        return stand_in
 
     def grading_function(self, index: int) -> Any:
         """A stand-in for function ``index`` of the current call's arguments, run by the grading process."""
         channel = self.channel
 
+        call = self.calls
+
         def grading_function(*args: Any, **kwargs: Any) -> Any:
             arrays: list = []
             payload = codec.encode([list(args), kwargs], arrays)
-            with self.asking:  # a question and its reply (a watched call's steps may be asked from threads)
+            with self.asking:  # a question and its reply (threads of the student's take turns)
+                if self.open_call != call:  # (a thread left running: its message would cross a later call's)
+                    raise RuntimeError("a function the test passed was called after the call it was passed to ended")
                 channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
                 header, reply_arrays = channel.receive()
             if header.get("status") != "ok":
@@ -484,6 +542,7 @@ class Worker:
     def handle_call(self, header: dict, arrays: list) -> None:
         """Run one student function; reply with its result and arguments, or its exception as text."""
         module, function = header["module"], header["function"]
+        self.calls += 1
         args, kwargs = codec.decode(header["payload"], arrays, functions=self.grading_function)
         try:
             loaded = self.load(header["view"], module)
@@ -496,6 +555,7 @@ class Worker:
         self.view, self.opened_cpu = header["view"], 0.0
         self.answer_here, self.answered = header.get("answer_here") is True, []
         _one_thread()
+        self.open_call = self.calls
         swapped = self.stand_in_steps(loaded, header.get("steps"))
         try:
             every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
@@ -513,6 +573,8 @@ class Worker:
                              **self.call_notes()}, [])
             return
         finally:
+            with self.asking:  # a thread's question under way ends first; none starts after
+                self.open_call = 0
             _restore_steps(swapped)
         reply_arrays: list = []
         try:
@@ -531,12 +593,12 @@ class Worker:
 _STEPS = "__attention_kit_steps__"  # the stand-ins' table, in the globals of the functions they stand in for
 
 
-def _stand_in_code(name: str) -> types.CodeType:
-    """The code of a stand-in for ``name``: it calls the grading process's (``Worker.stand_in_steps``)."""
+def _stand_in_code(key: str) -> types.CodeType:
+    """The code of the stand-in ``key`` of its globals' table (``Worker.stand_in_steps``)."""
     namespace: dict[str, Any] = {}
-    exec(compile(f"def {name}(*args, **kwargs):\n    return {_STEPS}[{name!r}](*args, **kwargs)\n",  # noqa: S102
-                 f"<the grader's stand-in for {name}>", "exec"), namespace)
-    return namespace[name].__code__
+    exec(compile(f"def stand_in(*args, **kwargs):\n    return {_STEPS}[{key!r}](*args, **kwargs)\n",  # noqa: S102
+                 "<the grader's stand-in>", "exec"), namespace)
+    return namespace["stand_in"].__code__
 
 
 def _restore_steps(swapped: list[tuple]) -> None:

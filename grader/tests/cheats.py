@@ -1003,7 +1003,149 @@ def _grow(cache, k_t, v_t):
     _check_cache(cache)
     return {"k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)}
 ''' + _POSITION_BY_POSITION
+
+# Honest variants from a helper's round on the graded steps (grader/sandbox/watched.py): each lost points graded
+# only, before the worker also swapped the functions the API's names are bound to, left methods alone, gave each
+# function its own stand-in and ran the student's own function for the call's result.
+_DECODE_UNDER_PRIVATE_NAMES = '''
+# Honest: the work is done under private names, exported under the API's; causal_decode calls the private ones.
+_append_impl = kv_cache_append.__wrapped__ if hasattr(kv_cache_append, "__wrapped__") else None
+
+def _append(cache, k_t, v_t):
+    k_t, v_t = np.asarray(k_t), np.asarray(v_t)
+    if k_t.ndim < 2 or k_t.shape[-2] != 1 or v_t.ndim < 2 or v_t.shape[-2] != 1:
+        raise ValueError("k_t and v_t must be (..., 1, d)")
+    if cache is None:
+        return {"k": k_t.copy(), "v": v_t.copy()}
+    if not isinstance(cache, dict) or "k" not in cache or "v" not in cache:
+        raise ValueError("cache must be None or a dict with 'k' and 'v'")
+    return {"k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)}
+
+def _attend(q_t, cache):
+    q_t = as_float_array("q_t", q_t)
+    scores = q_t @ np.swapaxes(cache["k"], -1, -2) / math.sqrt(q_t.shape[-1])
+    w = softmax(scores, axis=-1)
+    return w @ cache["v"], w
+
+kv_cache_append = _append
+attend_step = _attend
+
+def causal_decode(q, k, v):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = _append(cache, k[..., t:t+1, :], v[..., t:t+1, :])
+        rows.append(_attend(q[..., t:t+1, :], cache)[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_DECODE_THROUGH_METHODS_NAMED_AS_THE_API = '''
+# Honest: a class holding the cache, whose methods bear the API's names.
+class _KVCache:
+    def __init__(self):
+        self.cache = None
+
+    def kv_cache_append(self, k_t, v_t):
+        self.cache = kv_cache_append_api(self.cache, k_t, v_t)
+        return self.cache
+
+    def attend_step(self, q_t):
+        return attend_step_api(q_t, self.cache)
+
+kv_cache_append_api, attend_step_api = kv_cache_append, attend_step
+
+def causal_decode(q, k, v):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    c, rows = _KVCache(), []
+    for t in range(q.shape[-2]):
+        c.kv_cache_append(k[..., t:t+1, :], v[..., t:t+1, :])
+        rows.append(c.attend_step(q[..., t:t+1, :])[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_DECODE_WITH_A_DICT_SUBCLASS_CACHE = '''
+# Honest: the cache is a dict subclass (it is a dict, as the API asks) that knows its length.
+class _Cache(dict):
+    @property
+    def length(self):
+        return np.shape(self["k"])[-2]
+
+_append0 = kv_cache_append
+
+def kv_cache_append(cache, k_t, v_t):
+    return _Cache(_append0(cache, k_t, v_t))
+
+def causal_decode(q, k, v):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    cache, rows = None, []
+    while cache is None or cache.length < q.shape[-2]:
+        t = 0 if cache is None else cache.length
+        cache = kv_cache_append(cache, k[..., t:t+1, :], v[..., t:t+1, :])
+        rows.append(attend_step(q[..., t:t+1, :], cache)[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_DECODE_ATTEND_STEP_A_LAMBDA = '''
+# Honest: attend_step as a lambda assigned at module level.
+def _row(q_t, cache):
+    s = q_t @ np.swapaxes(cache["k"], -1, -2) / math.sqrt(q_t.shape[-1])
+    w = softmax(s, axis=-1)
+    return w @ cache["v"], w
+
+attend_step = lambda q_t, cache: _row(as_float_array("q_t", q_t), cache)  # noqa: E731
+'''
+_DECODE_STEPS_KEPT_BY_LRU_CACHE = '''
+# Honest: the two step functions looked up once, memoised with functools.lru_cache.
+import functools as _ft
+
+@_ft.lru_cache(maxsize=None)
+def _steps():
+    return kv_cache_append, attend_step
+
+def causal_decode(q, k, v):
+    q, k, v = as_float_array("q", q), as_float_array("k", k), as_float_array("v", v)
+    append, step = _steps()
+    cache, rows = None, []
+    for t in range(q.shape[-2]):
+        cache = append(cache, k[..., t:t+1, :], v[..., t:t+1, :])
+        rows.append(step(q[..., t:t+1, :], cache)[0])
+    return np.concatenate(rows, axis=-2)
+'''
+_DECODE_BESIDE_A_THREAD_THAT_OUTLIVES_THE_CALL = '''
+# Honest decoding, beside a thread that keeps calling what it found during the first watched call (graded: the
+# grader's stand-ins) after that call returned; a helper's round: the stand-ins' messages then crossed the channel
+# of the student's later calls, and other exercises' tests failed.
+import threading as _threading
+import time as _time
+
+_started = []
+
+
+def _haunt(functions):
+    for _ in range(100):
+        _time.sleep(0.01)
+        for function in functions:
+            try:
+                function(None, np.zeros((1, 1)), np.zeros((1, 1)))
+            except BaseException:  # noqa: BLE001
+                pass
+
+
+_honest_decode = causal_decode
+
+
+def causal_decode(q, k, v):
+    if not _started:
+        _started.append(1)
+        table = globals().get("__attention_kit_steps__") or {}
+        _threading.Thread(target=_haunt, args=([kv_cache_append, *table.values()],), daemon=True).start()
+    return _honest_decode(q, k, v)
+'''
+
 HONEST_DECODING = {
+    "decode-under-private-names": {"decoding": _DECODE_UNDER_PRIVATE_NAMES},
+    "decode-through-methods-named-as-the-api": {"decoding": _DECODE_THROUGH_METHODS_NAMED_AS_THE_API},
+    "decode-with-a-dict-subclass-cache": {"decoding": _DECODE_WITH_A_DICT_SUBCLASS_CACHE},
+    "decode-attend-step-a-lambda": {"decoding": _DECODE_ATTEND_STEP_A_LAMBDA},
+    "decode-beside-a-thread-that-outlives-the-call": {"decoding": _DECODE_BESIDE_A_THREAD_THAT_OUTLIVES_THE_CALL},
+    "decode-steps-kept-by-lru-cache": {"decoding": _DECODE_STEPS_KEPT_BY_LRU_CACHE},
     "blockwise-two-pass": {"decoding": _TWO_PASS_BLOCKWISE},
     "blockwise-online-per-batch-entry": {"decoding": _ONLINE_PER_BATCH_ENTRY},
     "blockwise-key-by-key-in-blocks": {"decoding": _KEY_BY_KEY_IN_BLOCKS},
