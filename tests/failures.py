@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import pytest
+from pytest_check import check
 
 # What kind of problem a failure is. Only a failed check lets the test go on (pytest-check); every
 # other kind ended the test (pytest.fail, or an exception the plugin explained).
@@ -179,8 +180,6 @@ def fail_check(failure: Failure) -> Failure:
 
     Where pytest-check stops the test instead (``-x``), it does so with :class:`ChecksStopped`.
     """
-    from pytest_check import check
-
     failure = record(failure)
     try:
         check.fail(failure.message)

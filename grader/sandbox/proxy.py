@@ -140,7 +140,8 @@ class IsolatedImplementation(Measuring, Reports, Spares):
         self._group: cgroup.WorkerGroup | None = None  # the current worker's control group, if this machine has one
         self._channel = Channel(self.limits, self._budget)
         self._callbacks = Callbacks(self.reference, fair, self.limits, self._start_reference)
-        self._steps_worker: IsolatedImplementation | None = None  # a watched call's steps run there (_own_step)
+        self._watched = watched.Watched(lambda: IsolatedImplementation(  # a watched call's steps run in this one
+            self.path, fair=self.fair, limits=self.limits, reference=self.reference, policy=self.policy))
         # Given code runs in the worker only for exercises the graded selection does not assign (given.servable).
         self._given = GivenViews(servable_given(self.reference, self.curriculum) if fair else (),
                                  {e.name: self.curriculum.dependencies(e.name) for e in self.curriculum.exercises})
@@ -216,9 +217,7 @@ class IsolatedImplementation(Measuring, Reports, Spares):
     def close(self) -> None:
         """Kill the worker (and the reference's, if one was started) and remove its scratch folder."""
         self._callbacks.close()
-        steps_worker, self._steps_worker = self._steps_worker, None
-        if steps_worker is not None:
-            steps_worker.close()
+        self._watched.close()
         self._stop()
         self._worker.remove()
 
@@ -235,25 +234,6 @@ class IsolatedImplementation(Measuring, Reports, Spares):
                                                                                Limits().call_timeout))
         return IsolatedImplementation(self.reference, fair=False, limits=limits, reference=self.reference,
                                       policy=self.policy)
-
-    def _own_step(self, module: str, name: str, args: tuple, kwargs: dict) -> Any:
-        """The student's ``name`` of ``module``, run for a watched call in a second worker of this submission.
-
-        Confined and limited as the first (``grader.sandbox.watched``); its CPU time is bounded by what the watched
-        call has left. Raises what the student's function raised (type and message), as the call would.
-        """
-        if self._steps_worker is None:
-            self._steps_worker = IsolatedImplementation(self.path, fair=self.fair, limits=self.limits,
-                                                        reference=self.reference, policy=self.policy)
-        arrays: list = []
-        payload = codec.encode([list(args), kwargs], arrays)
-        reply, reply_arrays = self._steps_worker.forward(module, name, payload, arrays,
-                                                         max(0.01, self._budget.call_left()))
-        if reply.get("status") == "ok":
-            return codec.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
-        if reply.get("status") == "error":
-            raise codec.rebuild_exception(reply.get("error") if isinstance(reply.get("error"), dict) else {})
-        raise RuntimeError(str(reply.get("message", f"{name}() could not be run")))
 
     def _reference_worker(self) -> IsolatedImplementation:
         worker = self._callbacks.worker()
@@ -606,29 +586,20 @@ class IsolatedImplementation(Measuring, Reports, Spares):
         functions: list[Callable[..., Any]] = []
         payload = codec.encode([list(args), kwargs], arrays, functions)
         header = reached.asked({"op": "call", "view": view, "module": module, "function": name, "payload": payload})
-        steps = None
-        if header.get("made_of") == watched.MADE_BY:  # a watched call's steps: seen here, never as the worker says
-            steps = watched.Steps(lambda step, a, k: self._own_step(module, step, a, k), self._signature, args, kwargs)
-            header["steps"] = {}
-            for step, stand_in in steps.stand_ins().items():
-                header["steps"][step] = len(functions)
-                functions.append(stand_in)
+        steps = self._watched.prepare(header, functions, module, args, kwargs, self._signature, self._budget.call_left)
         self._callbacks.grading_functions = functions
         try:
             reply, reply_arrays = self._request(header, arrays, f"{name}()")
         finally:
             self._callbacks.grading_functions = []
-        if steps is not None:  # what the worker says of the call's steps is the student's code's word: dropped
-            reply = {key: value for key, value in reply.items() if key not in (protocol.COUNTED, protocol.MADE_OF)}
+        reply = steps.claims_dropped(reply) if steps is not None else reply
         reached.note(reply, view, students=self.path != self.reference)  # for the blame: names only, checked
         status = reply.get("status")
+        result = self._call_result(name, reply, reply_arrays, args, kwargs) if status == "ok" else None
         if steps is not None:
-            result = self._call_result(name, reply, reply_arrays, args, kwargs) if status == "ok" else None
             steps.note(name, result, status == "ok")
-            if status == "ok":
-                return result
         if status == "ok":
-            return self._call_result(name, reply, reply_arrays, args, kwargs)
+            return result
         if status == "error":
             info = reply.get("error")
             info = info if isinstance(info, dict) else {}

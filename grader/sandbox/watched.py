@@ -20,6 +20,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from grader.sandbox import codec, protocol
 from tests import decoded
 from tests.reach import note_counted, note_elsewhere, note_made_of, note_watched
 
@@ -99,6 +100,11 @@ class Steps:
         self.steps.returned(name, frame, result)
         return result
 
+    @staticmethod
+    def claims_dropped(reply: dict) -> dict:
+        """``reply`` without what the worker says of the call's steps (the student's code's word)."""
+        return {key: value for key, value in reply.items() if key not in (protocol.COUNTED, protocol.MADE_OF)}
+
     def note(self, caller: str, result: Any, returned: bool) -> None:
         """Tell the recordings under way what this call did: a traced call, its steps, what ``result`` is made of."""
         note_watched()
@@ -110,3 +116,58 @@ class Steps:
             found = self.steps.made_of(result)
             if found is not None:
                 note_made_of(decoded.MADE_BY, *found)
+
+
+class Watched:
+    """A submission's watched calls: their :class:`Steps`, and the second worker they run in (started at the first).
+
+    ``start()`` starts that worker (an ``IsolatedImplementation`` of the same folder, confined and limited alike).
+    """
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start, self._worker = start, None
+
+    def prepare(self, header: dict, functions: list, module: str, args: tuple, kwargs: dict,
+                signatures: Callable[[str], inspect.Signature | None], left: Callable[[], float]) -> Steps | None:
+        """For a watched call (its ``header`` asks ``made_of``), its :class:`Steps`; else None.
+
+        Their stand-ins join the call's ``functions`` (the test's own, which the worker may ask to run), and the
+        header tells the worker their indices (``steps``: ``stand_ins.swap`` puts them in place). Each step runs
+        in the second worker, with what the call has ``left()`` of its CPU time.
+        """
+        if header.get("made_of") != MADE_BY:
+            return None
+        steps = Steps(lambda name, a, k: run_in(self.worker(), module, name, a, k, max(0.01, left())), signatures,
+                      args, kwargs)
+        header["steps"] = {}
+        for name, stand_in in steps.stand_ins().items():
+            header["steps"][name] = len(functions)
+            functions.append(stand_in)
+        return steps
+
+    def worker(self) -> Any:
+        """The second worker (started now if it was not)."""
+        if self._worker is None:
+            self._worker = self._start()
+        return self._worker
+
+    def close(self) -> None:
+        """Stop the second worker, if it was started."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
+
+
+def run_in(worker: Any, module: str, name: str, args: tuple, kwargs: dict, timeout: float) -> Any:
+    """The student's ``name`` of ``module`` run in ``worker`` (an ``IsolatedImplementation``), ``timeout`` CPU s.
+
+    Raises what the student's function raised (type and message), as the call would.
+    """
+    arrays: list = []
+    payload = codec.encode([list(args), kwargs], arrays)
+    reply, reply_arrays = worker.forward(module, name, payload, arrays, timeout)
+    if reply.get("status") == "ok":
+        return codec.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
+    if reply.get("status") == "error":
+        raise codec.rebuild_exception(reply.get("error") if isinstance(reply.get("error"), dict) else {})
+    raise RuntimeError(str(reply.get("message", f"{name}() could not be run")))

@@ -24,7 +24,6 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-import threading
 import time
 import traceback
 import types
@@ -37,11 +36,12 @@ protocol: Any = None
 calls: Any = None
 by_code: Any = None
 decoded: Any = None
+stand_ins: Any = None
 SANDBOX_PACKAGE = "_attention_kit_sandbox"  # their package when this file runs as a script (see load_modules)
 
 
 def load_modules() -> Any:
-    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, ``decoded`` from beside this file.
+    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, ``decoded``, ``stand_ins`` from beside it.
 
     Returns their package.
 
@@ -52,7 +52,7 @@ def load_modules() -> Any:
     ``grader.sandbox.worker`` (the isolation tests), they are that package's own (``by_code`` and ``decoded``:
     ``tests``').
     """
-    global frames, codec, protocol, calls, by_code, decoded
+    global frames, codec, protocol, calls, by_code, decoded, stand_ins
     package = __package__ or SANDBOX_PACKAGE
     if not __package__ and package not in sys.modules:
         namespace = types.ModuleType(package, "the worker's own modules, beside worker.py")
@@ -66,6 +66,7 @@ def load_modules() -> Any:
         codec = importlib.import_module(f"{package}.codec")
         protocol = importlib.import_module(f"{package}.protocol")
         calls = importlib.import_module(f"{package}.calls")
+        stand_ins = importlib.import_module(f"{package}.stand_ins")
         by_code = importlib.import_module(f"{package}.by_code" if package == SANDBOX_PACKAGE else "tests.by_code")
         decoded = importlib.import_module(f"{package}.decoded" if package == SANDBOX_PACKAGE else "tests.decoded")
     return package
@@ -163,10 +164,9 @@ class Worker:
         # seconds of the answers it opened.
         self.sealed: dict[str, tuple[dict[bytes, tuple[int, int, float]], Any]] = {}
         self.view, self.opened_cpu = "", 0.0
-        self.asking = threading.RLock()  # one callback on the channel at a time: threads of the student's take turns
-        # The calls handled so far, and the one running now (0: none): what stands in for a function of the grading
-        # side (a test's function, a watched call's steps) serves its own call only, never a thread left running.
-        self.calls, self.open_call = 0, 0
+        # The questions a call asks the grading process, one at a time (threads of the student's take turns).
+        self.questions = stand_ins.Asking(channel, codec)
+        self.asking = self.questions.lock
         # The kit's own check (the grading side says so per call, ``protocol``): the folder is the reference, so
         # its callbacks are answered here, by the same modules, and sent back sealed, with no round trip.
         self.answer_here, self.answered = False, []
@@ -269,7 +269,7 @@ class Worker:
             return None
         index, key = frames.question_keys(message, arrays)
         arrays = frames.unpack(frames.pack(message, arrays))[0][1]  # received as the reference's worker gets them
-        args, kwargs = codec.decode(message["payload"], arrays, functions=self.grading_function)
+        args, kwargs = codec.decode(message["payload"], arrays, functions=self.questions.grading_function)
         clock = time.process_time()
         try:  # the reference's own module, whole (``VIEW_ALL``: its own dependencies, no callback)
             result = getattr(self.load(protocol.VIEW_ALL, exercise), message["function"])(*args, **kwargs)
@@ -316,119 +316,10 @@ class Worker:
     def stand_in_steps(self, module: types.ModuleType, steps: Any) -> list[tuple]:
         """For a watched call (``steps``: {API function: index}), have the grading process see those functions' calls.
 
-        For the call's duration, the code of the student's functions that stand for each name (a module-level
-        function of that name, and the function every binding of the name in the student's modules holds, under
-        its wrappers), and those bindings themselves, are swapped for a stand-in: it sends the call's arguments to
-        the grading process, which runs the student's function on them in a worker of its own and records what it
-        was asked and answered (``grader.sandbox.watched``), then runs the function here, on the same arguments,
-        and returns that (the student's own objects, whatever their types: nothing is sent back into the call).
-        Any alias, partial, closure, thread or object that holds one of those functions calls the stand-in; a
-        stand-in kept past its call (by a thread left running, a cache) is the function alone. A function whose
-        code cannot be swapped (a closure) keeps its own: its calls are then none of those the grading process
-        sees. Returns what :func:`_restore_steps` puts back.
+        ``stand_ins.swap`` puts :meth:`stand_in` in their place for the call (``grader.sandbox.watched`` says why);
+        never the worker's end: anything that goes wrong is put back, and nothing is then recorded.
         """
-        if not isinstance(steps, dict):
-            return []
-        swapped: list[tuple] = []
-        try:
-            self._stand_in_steps(module, steps, swapped)
-        except Exception:  # noqa: BLE001 - never the worker's end: put back what was swapped; nothing is recorded
-            _restore_steps(swapped)
-            return []
-        return swapped
-
-    def _stand_in_steps(self, module: types.ModuleType, steps: dict, swapped: list[tuple]) -> None:
-        import gc
-        import inspect
-
-        names = {name: index for name, index in steps.items()
-                 if type(name) is str and type(index) is int and name.isidentifier()}
-        package = module.__name__.rpartition(".")[0]
-        modules = [m for key, m in list(sys.modules.items()) if key.startswith(f"{package}.")
-                   and isinstance(getattr(m, "__dict__", None), dict) and m.__dict__.get("__package__") == package]
-        bound: dict[int, str] = {}  # id of a function a binding holds -> its API name
-        for loaded in modules:
-            for name in names:
-                try:
-                    held = inspect.unwrap(loaded.__dict__[name]) if name in loaded.__dict__ else None
-                except ValueError:
-                    continue
-                if type(held) is types.FunctionType:
-                    bound.setdefault(id(held), name)
-        call = self.calls
-        for function in gc.get_objects():
-            if type(function) is not types.FunctionType:
-                continue
-            code = function.__code__
-            name = bound.get(id(function)) or (code.co_name if function.__qualname__ == code.co_name else None)
-            if name not in names or code.co_freevars or not code.co_filename.startswith(self.modules):
-                continue
-            namespace = function.__globals__
-            table = namespace.setdefault(_STEPS, {}) if isinstance(namespace.get(_STEPS, {}), dict) else None
-            if table is None:
-                continue
-            key = f"{name} {len(swapped)}"  # each function its own (two may bear one name: a later def and an alias)
-            try:
-                own = types.FunctionType(code, namespace, function.__name__, function.__defaults__)
-                own.__kwdefaults__ = function.__kwdefaults__
-                table[key] = self.stand_in(names[name], own, call)
-                swapped.append((function, code, function.__defaults__, function.__kwdefaults__, namespace))
-                function.__code__ = _stand_in_code(key)
-                function.__defaults__ = function.__kwdefaults__ = None
-            except (TypeError, ValueError):  # a function that refuses (its code kept: its calls are not seen)
-                continue
-        standing = {id(entry[0]) for entry in swapped}
-        for loaded in modules:
-            for name, index in names.items():
-                value = loaded.__dict__.get(name)
-                # A wrapper too (a call through it and then the function it wraps is seen twice, which counts
-                # nothing false): its __wrapped__ need not be what it calls (functools.singledispatch).
-                if value is not None and id(value) not in standing:
-                    swapped.append((None, name, value, None, loaded.__dict__))
-                    loaded.__dict__[name] = self.stand_in(index, value, call)
-
-    def stand_in(self, index: int, own: Any, call: int) -> Any:
-        """``own`` (a function of the student's), its calls also sent to the grading process's record (``index``).
-
-        Sent only during the call numbered ``call``: later (a thread left running, a cache that kept it), it is
-        ``own`` alone, and nothing crosses the channel between calls.
-        """
-        channel = self.channel
-
-        def stand_in(*args: Any, **kwargs: Any) -> Any:
-            arrays: list = []
-            try:
-                payload = codec.encode([list(args), kwargs], arrays)
-            except Exception:  # noqa: BLE001 - arguments that cannot be sent: this call is not recorded
-                payload = None
-            with self.asking:  # a question and its reply (a watched call's steps may be asked from threads)
-                if payload is not None and self.open_call == call:  # (kept past its call: the function alone)
-                    channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
-                    channel.receive()  # recorded there; nothing of it comes back into the call
-            return own(*args, **kwargs)
-
-        return stand_in
-
-    def grading_function(self, index: int) -> Any:
-        """A stand-in for function ``index`` of the current call's arguments, run by the grading process."""
-        channel = self.channel
-
-        call = self.calls
-
-        def grading_function(*args: Any, **kwargs: Any) -> Any:
-            arrays: list = []
-            payload = codec.encode([list(args), kwargs], arrays)
-            with self.asking:  # a question and its reply (threads of the student's take turns)
-                if self.open_call != call:  # (a thread left running: its message would cross a later call's)
-                    raise RuntimeError("a function the test passed was called after the call it was passed to ended")
-                channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
-                header, reply_arrays = channel.receive()
-            if header.get("status") != "ok":
-                raise codec.rebuild_exception(header.get("error", {}))
-            return codec.receive_result(header["payload"], reply_arrays, args, kwargs)
-
-        grading_function.grading_function = index  # type: ignore[attr-defined]
-        return grading_function
+        return stand_ins.swap(module, steps, self.modules, self.questions.stand_in)
 
     def load(self, view: str, module: str) -> types.ModuleType:
         """Import the student's ``module`` in the package of ``view``.
@@ -542,8 +433,8 @@ class Worker:
     def handle_call(self, header: dict, arrays: list) -> None:
         """Run one student function; reply with its result and arguments, or its exception as text."""
         module, function = header["module"], header["function"]
-        self.calls += 1
-        args, kwargs = codec.decode(header["payload"], arrays, functions=self.grading_function)
+        self.questions.calls += 1
+        args, kwargs = codec.decode(header["payload"], arrays, functions=self.questions.grading_function)
         try:
             loaded = self.load(header["view"], module)
             self.reach.instrument(f"_student_{header['view']}", self.exercises_of(header["view"]))
@@ -555,7 +446,7 @@ class Worker:
         self.view, self.opened_cpu = header["view"], 0.0
         self.answer_here, self.answered = header.get("answer_here") is True, []
         _one_thread()
-        self.open_call = self.calls
+        self.questions.open = self.questions.calls
         swapped = self.stand_in_steps(loaded, header.get("steps"))
         try:
             every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
@@ -573,9 +464,8 @@ class Worker:
                              **self.call_notes()}, [])
             return
         finally:
-            with self.asking:  # a thread's question under way ends first; none starts after
-                self.open_call = 0
-            _restore_steps(swapped)
+            self.questions.close()  # a thread's question under way ends first; none starts after
+            stand_ins.restore(swapped)
         reply_arrays: list = []
         try:
             payload = codec.result_payload(result, [list(args), kwargs], header["payload"], arrays, reply_arrays)
@@ -589,30 +479,6 @@ class Worker:
         if made_of is not None:
             reply[protocol.MADE_OF] = made_of
         self.send_reply(reply, reply_arrays)
-
-_STEPS = "__attention_kit_steps__"  # the stand-ins' table, in the globals of the functions they stand in for
-
-
-def _stand_in_code(key: str) -> types.CodeType:
-    """The code of the stand-in ``key`` of its globals' table (``Worker.stand_in_steps``)."""
-    namespace: dict[str, Any] = {}
-    exec(compile(f"def stand_in(*args, **kwargs):\n    return {_STEPS}[{key!r}](*args, **kwargs)\n",  # noqa: S102
-                 "<the grader's stand-in>", "exec"), namespace)
-    return namespace["stand_in"].__code__
-
-
-def _restore_steps(swapped: list[tuple]) -> None:
-    """Put back the code (and defaults) and the bindings that :meth:`Worker.stand_in_steps` swapped."""
-    for function, code, defaults, kwdefaults, namespace in reversed(swapped):
-        if function is None:  # a binding: (None, name, its value, None, the module's namespace)
-            namespace[code] = defaults
-            continue
-        try:
-            function.__code__, function.__defaults__, function.__kwdefaults__ = code, defaults, kwdefaults
-        except (TypeError, ValueError):  # noqa: PERF203 - a function the student's code changed meanwhile
-            pass
-        namespace.pop(_STEPS, None)
-
 
 def _one_thread() -> None:
     """Torch, if the student's code imported it, computes on one thread, as BLAS and OpenMP do here.

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+import tests.failures
 import tests.kit
 from tests.effort import cpu_call
 
@@ -37,7 +38,7 @@ class Failures:
 
 def test_a_measured_call_that_changes_its_arguments_fails_and_is_undone(monkeypatch):
     failures = Failures()
-    monkeypatch.setattr(tests.kit, "check", failures)
+    monkeypatch.setattr(tests.failures, "check", failures)
     embedding = np.arange(12.0).reshape(4, 3)
     result, seconds = cpu_call(tests.kit.Kit(RewritingWorker(), "distance"), "train_match_head", embedding, steps=3)
     np.testing.assert_array_equal(embedding, np.arange(12.0).reshape(4, 3))  # as the gate drew it
@@ -48,7 +49,7 @@ def test_a_measured_call_that_changes_its_arguments_fails_and_is_undone(monkeypa
 
 def test_a_measured_call_that_leaves_its_arguments_alone_fails_nothing(monkeypatch):
     failures = Failures()
-    monkeypatch.setattr(tests.kit, "check", failures)
+    monkeypatch.setattr(tests.failures, "check", failures)
 
     class Honest(RewritingWorker):
         def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:

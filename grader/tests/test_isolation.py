@@ -220,20 +220,20 @@ def test_kit_reports_mutation_as_in_process(isolated):
         def fail(self, message):
             failures.append(message)
 
-    import tests.kit as kit_module
+    import tests.failures as failures_module  # (where every failed check is reported)
 
-    original, kit_module.check = kit_module.check, Recorder()
+    original, failures_module.check = failures_module.check, Recorder()
     try:
         Kit(impl, "softmax").softmax(np.array([[1.0, 2.0]]))
     finally:
-        kit_module.check = original
+        failures_module.check = original
     assert failures and "softmax() changed its input x in place" in failures[0]
 
 
 def test_a_change_in_place_is_reported_then_undone_so_no_later_test_or_student_sees_it(isolated, monkeypatch):
     # A grading process keeps the tests' data for its next students (a cached corpus's merges): a submission that
     # zeroed it in place lowered a correct classmate's grade. The Kit reports the change, then undoes it.
-    import tests.kit as kit_module
+    import tests.failures as failures_module
     from tests.kit import Kit
 
     impl = isolated({
@@ -242,7 +242,7 @@ def test_a_change_in_place_is_reported_then_undone_so_no_later_test_or_student_s
                  "    params['w_1'] *= 2.0\n    del params['b_2']\n    params['extra'] = 1\n    return x\n",
     })
     failures = []
-    monkeypatch.setattr(kit_module, "check", type("Recorder", (), {"fail": lambda self, m: failures.append(m)})())
+    monkeypatch.setattr(failures_module, "check", type("Recorder", (), {"fail": lambda self, m: failures.append(m)})())
     shared = np.array([[1.0, 2.0, 4.0]])
     out = Kit(impl, "softmax").softmax(shared)
     np.testing.assert_array_equal(out, [[-3.0, -2.0, 0.0]])  # the student's result, as returned
@@ -257,6 +257,7 @@ def test_a_change_in_place_is_reported_then_undone_so_no_later_test_or_student_s
 
 def test_a_result_that_is_the_changed_argument_survives_the_undo(monkeypatch):
     # In a student's own run the result may be the very array the call changed (x -= m; return x).
+    import tests.failures as failures_module
     import tests.kit as kit_module
     from tests.kit import Kit
 
@@ -267,7 +268,7 @@ def test_a_result_that_is_the_changed_argument_survives_the_undo(monkeypatch):
                 return x
             return softmax
 
-    monkeypatch.setattr(kit_module, "check", type("Recorder", (), {"fail": lambda self, m: None})())
+    monkeypatch.setattr(failures_module, "check", type("Recorder", (), {"fail": lambda self, m: None})())
     monkeypatch.setattr(kit_module, "recorded_function", lambda implementation, exercise, name:
                         implementation.function(exercise, name))
     x = np.array([[1.0, 2.0, 4.0]])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import feedback
+from tests import failures, feedback
 from tests.feedback import differing_numbers, expect_close
 
 
@@ -14,7 +14,7 @@ from tests.feedback import differing_numbers, expect_close
 def messages(monkeypatch) -> list[str]:
     """The messages the checks of ``tests.feedback`` give pytest-check (which is kept from failing this test)."""
     seen: list[str] = []
-    monkeypatch.setattr(feedback.check, "fail", seen.append)
+    monkeypatch.setattr(failures.check, "fail", seen.append)
     return seen
 
 
