@@ -419,6 +419,29 @@ def right_on_its_probes(implementation: Any, exercise: str, name: str, *, asked_
     return True
 
 
+def asked_probes_answered(implementation: Any, exercise: str, name: str) -> list[str]:
+    """The probes of good input a test asks (:func:`asked_by_a_test`) that ``name`` answers as the reference does.
+
+    For a function wrong on another of them (``tests/unseen.py`` asks whether it is right on these only as asked).
+    Empty for a stub or a module that does not load.
+    """
+    registry = load_all_probes()
+    answered = []
+    try:
+        function = implementation.function(exercise, name)
+        for probe_name in sorted(p for p, entry in registry.items() if entry.function == name
+                                 and entry.rejects is None and asked_by_a_test(p)):
+            result = call_quietly(registry[probe_name].call, (function,), {}, strict=True,
+                                  kind=golden_kind(probe_name))
+            if result is not RAISED and result is not WRONG_TYPE and any(a.dtype == object for a in result):
+                continue
+            if not _deviates(probe_name, result):
+                answered.append(probe_name)
+    except Exception:  # noqa: BLE001 - a stub (NotWrittenYet), a module that does not load: none answered
+        return []
+    return answered
+
+
 # ----------------------------------------------------------------------------- who calls whom
 
 

@@ -60,6 +60,9 @@ CALL_BUDGET = 5.0
 WALL_FACTOR, WALL_SLACK = 8, 10.0
 # A sleeping call is looked at again at most this often (each look reads a few /proc files).
 SLEEP_CHECK_SECONDS = 0.05
+# The first calls of each function a test makes that are kept with their answers (references, no copies), for its
+# unseen-input gate to ask again scaled (``tests.unseen``): a few cover the test's kinds of input.
+ANSWERS_KEPT = 4
 
 
 class _OverBudget(BaseException):
@@ -587,6 +590,7 @@ class Kit:
         self._gating: set[str] = set()  # functions whose unseen-input gate runs now (tests/unseen.py)
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
         self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
+        self._answered: dict[str, list[tuple[tuple, dict, Any]]] = {}  # a few calls of each of _unseen, and answers
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -650,6 +654,7 @@ class Kit:
             finally:
                 self._gating.discard(name)
         self._unseen.clear()
+        self._answered.clear()
 
     @property
     def measures_elsewhere(self) -> bool:
@@ -727,6 +732,8 @@ class Kit:
             _undone(arguments, before)  # a call that changed its arguments, then raised
             pytest.fail(record(failure).message, pytrace=False)
         result = left_intact(name, arguments, before, result)
+        if name in self._unseen and len(answered := self._answered.setdefault(name, [])) < ANSWERS_KEPT:
+            answered.append((args, kwargs, result))  # asked again, scaled, if the gate finds it wrong elsewhere
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
             fail_check(found)

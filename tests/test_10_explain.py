@@ -570,6 +570,6 @@ unseen.register("explain", {
     "occlusion_importance": unseen.Twin(_unseen_occlusion, _occlusion_by_hand, OCCLUSION, unseen.close),
     "gradient_x_input": unseen.Twin(_unseen_pair, lambda grad, inputs: np.einsum("...jf,...jf->...j", grad, inputs),
                                     GXI, unseen.close),
-    "attention_rollout": unseen.Twin(_unseen_layers, _rollout_by_hand, ROLLOUT, unseen.close),
+    "attention_rollout": unseen.Twin(_unseen_layers, _rollout_by_hand, ROLLOUT, unseen.close, unseen.tempered),
     "rank_correlation": unseen.Twin(_unseen_ranks, _spearman, SPEARMAN, unseen.close),
 })

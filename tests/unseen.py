@@ -17,15 +17,25 @@ crash), every test that calls the function and passes otherwise fails with what
 was drawn, expected and observed. A test whose own checks fail says its own
 message first, and is not asked.
 
+A function wrong on the drawn input and on a fixed input a test asks is a mistake,
+whose tests say how, if it is a rule: the inputs it does answer (this test's own
+calls, the probes a test asks), moved within what the docstring allows (every float
+scaled by a factor drawn from the salt, or the twin's own ``move``), it answers too.
+A table that keeps one answer wrong on purpose, to pass for a mistake, does not.
+
 A function that computes its answers passes; one that looks them up fails, and
 scores what the same submission without the table scores.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
+import io
+import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,13 +51,16 @@ class Twin:
     """How to ask one function on an input of its own.
 
     ``draw(rng)`` gives ``(args, kwargs)``; ``own(*args, **kwargs)`` the test file's own answer; ``same(observed,
-    expected)`` whether they agree (exact by default, :func:`close` for floats); ``idea`` what to revisit.
+    expected)`` whether they agree (exact by default, :func:`close` for floats); ``idea`` what to revisit;
+    ``move(value, factor)`` an input moved within what the function's docstring allows (:func:`scaled` by
+    default; :func:`tempered` for attention weights, whose rows must sum to 1).
     """
 
     draw: Callable[[np.random.Generator], tuple[tuple, dict]]
     own: Callable[..., Any]
     idea: str
     same: Callable[[Any, Any], bool] | None = None
+    move: Callable[[Any, float], tuple[Any, bool]] | None = None  # how an input of its kind moves (:func:`scaled`)
 
 
 _TWINS: dict[str, dict[str, Twin]] = {}  # exercise -> function -> its twin (registered by the public test file)
@@ -140,7 +153,9 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     if ok and (spec.same or equal)(got, expected):
         return []
     if not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name, asked_only=True):
-        return []  # wrong on a fixed input a test asks too: a mistake, which that test and the diagnosis say
+        # Wrong on a fixed input a test asks too: a mistake, which that test and the diagnosis say, if the inputs
+        # it answers are answered for what they are (a table can leave one answer wrong on purpose).
+        return _moved(kit, exercise, name, spec)
     # Right on every fixed input the tests ask and wrong here: whether it is also wrong on the fixed inputs only the
     # diagnosis asks (an answer looked up for the tests' inputs is), the tests' checks pass; this input says what.
     shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
@@ -153,3 +168,158 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
                     _short(got) if ok else got, f"{spec.idea}; {why}")]
+
+
+def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bool]:
+    """``value`` with every float array in it times ``factor``; whether one was.
+
+    Arrays in tuples, lists and dicts count, and those a function in it answers (a test's model); with
+    ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only).
+    """
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return (value * factor).astype(value.dtype), True
+    if numbers and isinstance(value, float):
+        return value * factor, True
+    if callable(value) and not isinstance(value, type):  # a test's model (occlusion's predict): its answers scaled
+        @functools.wraps(value)
+        def answering(*args: Any, **kwargs: Any) -> Any:
+            return scaled(value(*args, **kwargs), factor)[0]
+
+        return answering, True
+    if isinstance(value, (tuple, list)):
+        items = [scaled(item, factor, numbers=numbers) for item in value]
+        if not any(changed for _, changed in items):
+            return value, False
+        moved = [item for item, _ in items]
+        if hasattr(value, "_fields"):  # a named tuple
+            return type(value)(*moved), True
+        return (tuple(moved) if isinstance(value, tuple) else moved), True
+    if isinstance(value, dict):
+        entries = {key: scaled(item, factor, numbers=numbers) for key, item in value.items()}
+        if not any(changed for _, changed in entries.values()):
+            return value, False
+        return {key: item for key, (item, _) in entries.items()}, True
+    return value, False
+
+
+def scaled_numbers(value: Any, factor: float) -> tuple[Any, bool]:
+    """:func:`scaled`, plain floats too (the arguments of a function of a few numbers)."""
+    return scaled(value, factor, numbers=True)
+
+
+def tempered(value: Any, factor: float) -> tuple[Any, bool]:
+    """:func:`scaled`, for attention weights: each float array's entries to the power ``factor``, rows summing to 1.
+
+    Zeros stay zero (blocked keys stay blocked) and every row's order is kept.
+    """
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            powered = np.abs(value) ** factor
+            total = powered.sum(axis=-1, keepdims=True)
+            return np.where(total > 0, powered / np.where(total > 0, total, 1), value).astype(value.dtype), True
+    if isinstance(value, (tuple, list, dict)):
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        moved = [tempered(item, factor) for item in items]
+        if not any(changed for _, changed in moved):
+            return value, False
+        if isinstance(value, dict):
+            return dict(zip(value, (item for item, _ in moved), strict=True)), True
+        if hasattr(value, "_fields"):
+            return type(value)(*(item for item, _ in moved)), True
+        return type(value)(item for item, _ in moved) if isinstance(value, tuple) else [i for i, _ in moved], True
+    return value, False
+
+
+def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
+    """Why ``name``, wrong on a test's input, is not right on the others as inputs (empty when it is).
+
+    A mistake is a rule: an input it answers (a call of the test that asks the gate, whose answer was the test
+    file's own; a fixed input a test asks), with every float array scaled by a factor drawn for the submission (a
+    few percent: signs, zeros, infinities, orders, ties, shapes, integers and masks unchanged), it answers too. An
+    answer kept for the input as the test gives it is not kept for that one. Inputs without floats (text, token
+    ids alone) cannot be moved so, and say nothing.
+    """
+    rng = np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode()), 1])
+    factor = float(1 + rng.uniform(0.05, 0.2))
+    for case, args, kwargs in _answered(kit, exercise, name, spec):
+        (args, kwargs), changed = (spec.move or scaled)((args, kwargs), factor)
+        if not changed:
+            continue
+        expected = _own(spec, args, kwargs)
+        if expected is _NO_ANSWER:
+            continue
+        try:
+            with raising_everything():
+                got, ok = getattr(kit, name)(*args, **kwargs), True
+        except Exception as error:  # noqa: BLE001 - the function's answer to this input
+            got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
+        if ok and ((spec.same or equal)(got, expected) or _within_the_probes_tolerance(got, expected)):
+            continue
+        shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
+        how = {tempered: "each weight in it to the power {:.4f}, its rows summing to 1 again",
+               scaled_numbers: "every float and number in it times {:.4f}"}.get(spec.move,
+                                                                                "every float in it times {:.4f}")
+        return [message(f"{name}({shown}): {case}, which your {name}() answers, with {how.format(factor)}",
+                        _short(expected), _short(got) if ok else got,
+                        f"{spec.idea}; your {name}() answers that input as the test gives it but not the same input "
+                        "scaled, so its answer does not follow from the input: compute it from the input, for any "
+                        "input")]
+    return []
+
+
+_NO_ANSWER = object()
+
+
+def _own(spec: Twin, args: tuple, kwargs: dict) -> Any:
+    """The test file's own answer to a call (copies of its arguments), or ``_NO_ANSWER`` if it has none."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            return spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception:  # noqa: BLE001 - an input the test file's own answer does not take: no evidence
+        return _NO_ANSWER
+
+
+def _answered(kit: Any, exercise: str, name: str, spec: Twin) -> Iterator[tuple[str, tuple, dict]]:
+    """The inputs ``name`` answered right: ``(what they are, args, kwargs)``.
+
+    First this test's own calls whose answer was the test file's (``Kit._answered``: a call that drew from a
+    generator it was given is not, as its arguments are no longer what it was given), then the fixed inputs of
+    tests (probes) whose answer is the reference's.
+    """
+    from tests.diagnosis import asked_probes_answered
+    from tests.probes import load_all_probes
+
+    for args, kwargs, result in getattr(kit, "_answered", {}).get(name, []):
+        expected = _own(spec, args, kwargs)
+        if expected is not _NO_ANSWER and ((spec.same or equal)(result, expected)
+                                           or _within_the_probes_tolerance(result, expected)):
+            yield "an input of this test", args, kwargs
+    registry = load_all_probes()
+    for probe_name in asked_probes_answered(getattr(kit, "_implementation", kit), exercise, name):
+        args, kwargs = registry[probe_name].arguments()
+        own = _own(spec, args, kwargs)
+        if own is not _NO_ANSWER and _is_the_reference_s(probe_name, own):  # the test file's answer holds there
+            yield f"the input of the tests' case {probe_name.split('/', 1)[-1]!r}", args, kwargs
+
+
+def _is_the_reference_s(probe_name: str, answer: Any) -> bool:
+    """Whether ``answer`` is the reference's answer to the probe (its golden value)."""
+    from tests.diagnosis import _deviates
+    from tests.probes import as_arrays
+
+    try:
+        return not _deviates(probe_name, as_arrays(answer))
+    except (TypeError, ValueError):
+        return False
+
+
+def _within_the_probes_tolerance(got: Any, expected: Any) -> bool:
+    """Whether two results are the same arrays within the tolerance a probe's answer is held to."""
+    from tests.diagnosis import DIFFER_ATOL, DIFFER_RTOL, same_outputs
+    from tests.probes import as_arrays
+
+    try:
+        return same_outputs(as_arrays(got), as_arrays(expected), rtol=DIFFER_RTOL, atol=DIFFER_ATOL)
+    except (TypeError, ValueError):
+        return False
