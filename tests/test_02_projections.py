@@ -322,6 +322,15 @@ def _unseen_linear(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (x, rng.normal(size=(d_in, d_out))), {"bias": rng.normal(size=d_out)}
 
 
-unseen.register("projections", {"linear": unseen.Twin(
-    _unseen_linear, lambda x, weight, bias: np.einsum("...i,io->...o", x, weight) + bias,
-    LINEAR + "; " + BIAS, unseen.close)})
+def _unseen_qkv(rng: np.random.Generator) -> tuple[tuple, dict]:
+    d_model, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=3))
+    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d_model))
+    return (x, rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_v))), {}
+
+
+unseen.register("projections", {
+    "linear": unseen.Twin(_unseen_linear, lambda x, weight, bias: np.einsum("...i,io->...o", x, weight) + bias,
+                          LINEAR + "; " + BIAS, unseen.close),
+    "qkv_projections": unseen.Twin(_unseen_qkv, lambda x, w_q, w_k, w_v: tuple(
+        np.einsum("...i,io->...o", x, w) for w in (w_q, w_k, w_v)), QKV, unseen.close),
+})

@@ -50,15 +50,18 @@ def _causal_gate(impl) -> list:
     """Why ``causal_mask`` is not computed from ``n`` (empty when it is, or when the tests' own checks will say more).
 
     A size of its own, drawn from the bytes of the student's masks.py (the same every run of the same code, and no
-    table written into the file can know it), against causal_mask(6), a size the tests use.
+    table written into the file can know it), against the sizes the tests use (6, 5, 7: right at one of them).
     """
     n = int(np.random.default_rng([4_004, submission_salt("masks")]).integers(20, 90))
-    try:
-        with raising_through():  # a crash at the tests' own sizes is their finding
-            small = np.asarray(impl.causal_mask(6))
-    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
-        return []
-    if small.shape != (6, 6) or not np.array_equal(small.astype(bool), _lower_triangle(6)):
+    for size in (6, 5, 7):  # every size the tests use counts: a table may keep one answer wrong on purpose
+        try:
+            with raising_through():  # a crash at the tests' own sizes is their finding
+                small = np.asarray(impl.causal_mask(size))
+        except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+            continue
+        if small.shape == (size, size) and np.array_equal(small.astype(bool), _lower_triangle(size)):
+            break
+    else:
         return []  # wrong at the tests' sizes too: their checks say how
     try:
         with raising_through():
@@ -70,7 +73,7 @@ def _causal_gate(impl) -> list:
             return []
         seen = f"shape {large.shape}" if large.shape != (n, n) else "another pattern"
     return [message(f"causal_mask({n}), a size of this check's own (drawn from your file's bytes)",
-                    f"the ({n}, {n}) lower triangle, diagonal included, as causal_mask(6) gives it",
+                    f"the ({n}, {n}) lower triangle, diagonal included, as causal_mask({size}) gives it",
                     f"{seen}: right at the sizes the tests use, not at this one", TABLE)]
 
 

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from tests import unseen
 from tests.conventions import ROTATE_HALF
 from tests.crash import raising_through
 from tests.effort import message as failure_message
@@ -188,19 +189,23 @@ def _own_sizes(salt: int) -> np.random.Generator:
     return np.random.default_rng([5_005, salt, submission_salt("positional")])
 
 
-def _sizes_gate(impl, name: str, small: tuple[int, int], large: tuple[int, int], right) -> list:
-    """Why ``name`` is not computed from its sizes: right at ``small`` (a size the tests use), wrong at ``large``.
+def _sizes_gate(impl, name: str, smalls: tuple[tuple[int, int], ...], large: tuple[int, int], right) -> list:
+    """Why ``name`` is not computed from its sizes: right at one of ``smalls`` (the tests' sizes), wrong at ``large``.
 
     ``right(out, sizes)``: whether ``out`` is a right answer (a convention the tests accept counts). Empty where
-    the tests' own checks will say more (a crash, wrong at their sizes).
+    the tests' own checks will say more (a crash, wrong at every size of theirs asked here). Every one of
+    ``smalls`` counts, not the first only: a table that keeps one answer wrong on purpose passed for a mistake.
     """
     function = getattr(impl, name)
-    try:
-        with raising_through():  # a crash at the tests' own sizes is their finding
-            if not right(np.asarray(function(*small)), small):
-                return []  # wrong at the tests' sizes too: their checks say how
-    except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
-        return []
+    for small in smalls:
+        try:
+            with raising_through():  # a crash at the tests' own sizes is their finding
+                if right(np.asarray(function(*small)), small):
+                    break
+        except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
+            continue
+    else:
+        return []  # wrong at the tests' sizes too: their checks say how
     try:
         with raising_through():
             out = np.asarray(function(*large))
@@ -236,7 +241,8 @@ def require_alibi_formula(impl) -> bool:
     """Fail the test unless ``alibi_bias`` is computed from its sizes (:func:`_sizes_gate`)."""
     rng = _own_sizes(1)
     large = (int(rng.integers(20, 60)), int(rng.integers(17, 48)))
-    return require(impl, "alibi_bias", lambda: _sizes_gate(impl, "alibi_bias", (6, 4), large, _alibi_right),
+    return require(impl, "alibi_bias", lambda: _sizes_gate(impl, "alibi_bias", ((6, 4), (5, 3), (7, 2)), large,
+                                                                    _alibi_right),
                    key="formula")
 
 
@@ -245,7 +251,8 @@ def require_sinusoidal_formula(impl) -> bool:
     rng = _own_sizes(2)
     large = (int(rng.integers(20, 90)), 2 * int(rng.integers(9, 32)))
     return require(impl, "sinusoidal_encoding",
-                   lambda: _sizes_gate(impl, "sinusoidal_encoding", (6, 8), large, _sinusoidal_right), key="formula")
+                   lambda: _sizes_gate(impl, "sinusoidal_encoding", ((6, 8), (5, 8), (4, 10), (3, 12)),
+                                               large, _sinusoidal_right), key="formula")
 
 
 def _row_constant(difference: np.ndarray) -> tuple[bool, bool]:
@@ -666,3 +673,20 @@ def test_reference_values(impl):
                  idea=ROTARY, rtol=1e-5, atol=1e-6)
     expect_probe(impl, "alibi_bias/five_by_three", what="alibi_bias on the fixed input alibi_bias/five_by_three",
                  idea=ALIBI)
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_rotary(rng: np.random.Generator) -> tuple[tuple, dict]:
+    seq, pairs = int(rng.integers(2, 7)), int(rng.integers(1, 5))
+    x = rng.normal(size=(int(rng.integers(1, 4)), seq, 2 * pairs))
+    if rng.random() < 0.5:
+        return (x,), {}
+    return (x,), {"positions": rng.integers(0, 50, size=seq), "base": float(rng.uniform(100.0, 20000.0))}
+
+
+def _own_rotary(x: np.ndarray, positions: np.ndarray | None = None, base: float = 10000.0) -> np.ndarray:
+    return _rotary(x, np.arange(x.shape[-2]) if positions is None else positions, base)
+
+
+unseen.register("positional", {"rotary_embedding": unseen.Twin(_unseen_rotary, _own_rotary, ROTARY, unseen.close)})

@@ -702,6 +702,63 @@ def _unseen_norm(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (x, rng.normal(size=d), rng.normal(size=d)), {"eps": float(rng.uniform(1e-6, 1e-2))}
 
 
-unseen.register("layer", {"layer_norm": unseen.Twin(_unseen_norm, lambda x, gamma, beta, eps: (
-    (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta),
-    LN, unseen.close)})
+def _unseen_ffn(rng: np.random.Generator) -> tuple[tuple, dict]:
+    d_model, d_ff = int(rng.integers(2, 7)), int(rng.integers(3, 10))
+    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d_model))
+    params = {"w_1": rng.normal(size=(d_model, d_ff)), "b_1": rng.normal(size=d_ff),
+              "w_2": rng.normal(size=(d_ff, d_model)), "b_2": rng.normal(size=d_model)}
+    return (x, params), {"activation": ("relu", "gelu")[int(rng.integers(2))]}
+
+
+def _own_ffn(x: np.ndarray, params: dict, activation: str = "relu") -> np.ndarray:
+    return _feed_forward(x, params, _relu if activation == "relu" else _gelu_by_tanh)
+
+
+def _unseen_dropout(rng: np.random.Generator) -> tuple[tuple, dict]:
+    # What the docstring fixes whatever the draws: x itself in evaluation, and at rate 0.
+    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 7))))
+    generator = np.random.default_rng(int(rng.integers(2**31)))
+    if rng.random() < 0.5:
+        return (x, float(rng.uniform(0.1, 0.9)), generator), {"training": False}
+    return (x, 0.0, generator), {}
+
+
+def _unseen_layer(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n_heads, d_head, d_ff, n = (int(v) for v in (rng.integers(1, 4), rng.integers(1, 4), rng.integers(3, 9),
+                                                 rng.integers(2, 6)))
+    d_model = n_heads * d_head
+    attention = {name: rng.normal(scale=1 / np.sqrt(d_model), size=(d_model, d_model))
+                 for name in ("w_q", "w_k", "w_v", "w_o")}
+    attention.update({name: rng.normal(scale=0.5, size=d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
+    params = {"attention": attention, "w_1": rng.normal(size=(d_model, d_ff)), "b_1": rng.normal(size=d_ff),
+              "w_2": rng.normal(size=(d_ff, d_model)), "b_2": rng.normal(size=d_model)}
+    for norm in ("ln1", "ln2"):
+        params[f"{norm}_gamma"], params[f"{norm}_beta"] = rng.uniform(0.5, 1.5, size=d_model), rng.normal(size=d_model)
+    x = rng.normal(size=(int(rng.integers(1, 3)), n, d_model))
+    mask = np.tril(np.ones((n, n), dtype=bool)) if rng.random() < 0.5 else None
+    return (x, params, n_heads), {"mask": mask, "norm_first": bool(rng.random() < 0.5),
+                                  "activation": ("relu", "gelu")[int(rng.integers(2))]}
+
+
+def _own_layer(x: np.ndarray, params: dict, n_heads: int, mask: np.ndarray | None = None, norm_first: bool = False,
+               activation: str = "relu") -> np.ndarray:
+    from tests.own_models import _layer_norm, _mha
+
+    def norm(h: np.ndarray, which: str) -> np.ndarray:
+        return _layer_norm(h, params[f"{which}_gamma"], params[f"{which}_beta"], LN_EPS)
+
+    if norm_first:
+        h = x + _mha(norm(x, "ln1"), params["attention"], n_heads, mask)
+        return h + _own_ffn(norm(h, "ln2"), params, activation)
+    h = norm(x + _mha(x, params["attention"], n_heads, mask), "ln1")
+    return norm(h + _own_ffn(h, params, activation), "ln2")
+
+
+unseen.register("layer", {
+    "layer_norm": unseen.Twin(_unseen_norm, lambda x, gamma, beta, eps: (
+        (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta),
+        LN, unseen.close),
+    "feed_forward": unseen.Twin(_unseen_ffn, _own_ffn, FFN, unseen.close),
+    "dropout": unseen.Twin(_unseen_dropout, lambda x, rate, rng, training=True: x, DROPOUT, unseen.close),
+    "transformer_layer": unseen.Twin(_unseen_layer, _own_layer, POST + "; " + PRE, unseen.close),
+})

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests import unseen
 from tests.conventions import CONVENTION, clipped_log
 from tests.effort import (
     EFFORT,
@@ -835,3 +836,52 @@ def frozen_batches(impl) -> str | None:
 
 FROZEN = ("train: draw each step's batch from rng inside the loop (rng.integers(0, n, size=batch_size)): yours "
           "uses {found}, so it trains on a few sentences only")
+
+
+# ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
+
+def _unseen_logits(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n, classes = int(rng.integers(1, 7)), int(rng.integers(2, 7))
+    return (rng.normal(scale=3.0, size=(n, classes)), rng.integers(0, classes, size=n)), {}
+
+
+def _own_cross_entropy(logits: np.ndarray, targets: np.ndarray) -> tuple[float, np.ndarray]:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+    probabilities[np.arange(len(targets)), targets] -= 1.0
+    return _loss(logits, targets), probabilities / len(targets)
+
+
+def _unseen_params(rng: np.random.Generator, vocab: int, d_model: int) -> dict:
+    attention = {name: rng.normal(scale=1 / np.sqrt(d_model), size=(d_model, d_model))
+                 for name in ("w_q", "w_k", "w_v", "w_o")}
+    attention.update({name: rng.normal(scale=0.3, size=d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
+    return {"embedding": rng.normal(size=(vocab, d_model)), "attention": attention,
+            "w_out": rng.normal(size=(d_model, vocab)), "b_out": rng.normal(size=vocab)}
+
+
+def _unseen_forward(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n_heads, vocab, n, seq = (int(v) for v in (rng.integers(1, 4), rng.integers(3, 9), rng.integers(1, 5),
+                                               rng.integers(2, 7)))
+    params = _unseen_params(rng, vocab, n_heads * int(rng.integers(1, 4)))
+    tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
+    return (params, tokens, query, n_heads), {"positions": bool(rng.random() < 0.5)}
+
+
+def _unseen_adam(rng: np.random.Generator) -> tuple[tuple, dict]:
+    params = _unseen_params(rng, int(rng.integers(2, 5)), int(rng.integers(1, 4)))
+    grads = _adam(params, params, None, 1.0, 0.5, 0.5, 1.0)[0]  # some gradients of the same keys and shapes
+    state = None
+    if rng.random() < 0.5:  # a later step: the state of an earlier one
+        state = _adam(params, _adam(grads, grads, None, 1.0, 0.5, 0.5, 1.0)[0], None, 0.1, 0.9, 0.999, 1e-8)[1]
+    lr, beta1, beta2 = float(rng.uniform(1e-3, 0.1)), float(rng.uniform(0.5, 0.95)), float(rng.uniform(0.9, 0.9999))
+    return (params, grads, state), {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": float(rng.uniform(1e-9, 1e-3))}
+
+
+unseen.register("training", {
+    "cross_entropy": unseen.Twin(_unseen_logits, _own_cross_entropy, CE, unseen.close),
+    "model_forward": unseen.Twin(_unseen_forward, lambda params, tokens, query_position, n_heads, positions=True:
+                                 _forward(params, tokens, query_position, n_heads, positions), MODEL, unseen.close),
+    "adam_step": unseen.Twin(_unseen_adam, lambda params, grads, state, lr, beta1, beta2, eps:
+                             _adam(params, grads, state, lr, beta1, beta2, eps), ADAM, unseen.close),
+})

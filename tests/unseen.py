@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import inspect
 import io
 import warnings
 import zlib
@@ -63,8 +64,18 @@ class Twin:
     move: Callable[[Any, float], tuple[Any, bool]] | None = None  # how an input of its kind moves (:func:`scaled`)
 
 
+class Undecided(Exception):  # noqa: N818 - not an error: the gate's answer "not yet"
+    """The gate cannot tell yet: wrong on the drawn input, and none of the inputs it can ask again was answered.
+
+    A mistake wrong everywhere, or a table wrong on this test's inputs. Not remembered: the gate asks again at the
+    end of the next test of the function that passes, with that test's calls.
+    """
+
+
 _TWINS: dict[str, dict[str, Twin]] = {}  # exercise -> function -> its twin (registered by the public test file)
 SEED = 77_001  # with the submission's salt, the seed of every draw
+# How near a moved input's answer must be to the file's own (a factor of a few percent moves a lookup's far more).
+MOVED_RTOL, MOVED_ATOL = 1e-3, 1e-6
 
 
 def register(exercise: str, twins: dict[str, Twin]) -> None:
@@ -152,9 +163,11 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
     if ok and (spec.same or equal)(got, expected):
         return []
-    if not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name, asked_only=True):
-        # Wrong on a fixed input a test asks too: a mistake, which that test and the diagnosis say, if the inputs
-        # it answers are answered for what they are (a table can leave one answer wrong on purpose).
+    if (not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name, asked_only=True)
+            or _wrong_on_a_call(kit, exercise, name, spec)):
+        # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
+        # the tests and the diagnosis say, if the inputs it answers are answered for what they are (a table can
+        # leave one answer wrong on purpose).
         return _moved(kit, exercise, name, spec)
     # Right on every fixed input the tests ask and wrong here: whether it is also wrong on the fixed inputs only the
     # diagnosis asks (an answer looked up for the tests' inputs is), the tests' checks pass; this input says what.
@@ -177,9 +190,13 @@ def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bo
     ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only).
     """
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        if _special(value):  # ones, zeros, an identity, a 0/-inf mask: a role, kept (a mistake may ignore it there)
+            return value, False
         return (value * factor).astype(value.dtype), True
     if numbers and isinstance(value, float):
         return value * factor, True
+    if getattr(value, "PLAIN_FUNCTION", False):  # a function given as plain data (tests.kit.PlainFunction)
+        return type(value)(value.kind, **{key: scaled(item, factor)[0] for key, item in value.params.items()}), True
     if callable(value) and not isinstance(value, type):  # a test's model (occlusion's predict): its answers scaled
         @functools.wraps(value)
         def answering(*args: Any, **kwargs: Any) -> Any:
@@ -200,6 +217,12 @@ def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bo
             return value, False
         return {key: item for key, (item, _) in entries.items()}, True
     return value, False
+
+
+def _special(array: np.ndarray) -> bool:
+    """Whether every entry is 0, 1 or infinite (ones, zeros, an identity, a one-hot row, an additive mask)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((array == 0) | (array == 1) | np.isinf(array)))
 
 
 def scaled_numbers(value: Any, factor: float) -> tuple[Any, bool]:
@@ -230,6 +253,31 @@ def tempered(value: Any, factor: float) -> tuple[Any, bool]:
     return value, False
 
 
+def _factor(exercise: str, name: str) -> float:
+    """The factor of the moves of ``name``'s inputs, drawn from the submission's salt (a few percent)."""
+    rng = np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode()), 1])
+    return float(1 + rng.uniform(0.05, 0.2))
+
+
+def _how(move: Callable[..., Any] | None) -> str:
+    """How a move changes an input, for a message (with ``{:.4f}`` for the factor)."""
+    return {tempered: "each weight in it to the power {:.4f}, its rows summing to 1 again",
+            scaled_numbers: "every float and number in it times {:.4f}"}.get(move, "every float in it times {:.4f}")
+
+
+def moved_input(exercise: str, name: str, call: tuple[tuple, dict]) -> tuple[tuple[tuple, dict] | None, str]:
+    """``call``'s arguments moved as ``name``'s twin moves them (:func:`scaled` without one), and how, for a message.
+
+    ``(None, "")`` when nothing in them can move (no float). For a function that raised where a test expected
+    it to (``tests.kit``): on an input no table holds it must answer too.
+    """
+    spec = twin(exercise, name)
+    move = spec.move if spec is not None else None
+    factor = _factor(exercise, name)
+    moved, changed = (move or scaled)(call, factor)
+    return (moved, " with " + _how(move).format(factor)) if changed else (None, "")
+
+
 def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
     """Why ``name``, wrong on a test's input, is not right on the others as inputs (empty when it is).
 
@@ -239,31 +287,32 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
     answer kept for the input as the test gives it is not kept for that one. Inputs without floats (text, token
     ids alone) cannot be moved so, and say nothing.
     """
-    rng = np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode()), 1])
-    factor = float(1 + rng.uniform(0.05, 0.2))
+    factor = _factor(exercise, name)
+    asked = False
     for case, args, kwargs in _answered(kit, exercise, name, spec):
         (args, kwargs), changed = (spec.move or scaled)((args, kwargs), factor)
         if not changed:
             continue
-        expected = _own(spec, args, kwargs)
+        expected = _own_of_call(spec, getattr(kit, "_implementation", kit), exercise, name, args, kwargs)
         if expected is _NO_ANSWER:
             continue
+        asked = True
         try:
             with raising_everything():
                 got, ok = getattr(kit, name)(*args, **kwargs), True
         except Exception as error:  # noqa: BLE001 - the function's answer to this input
             got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
-        if ok and ((spec.same or equal)(got, expected) or _within_the_probes_tolerance(got, expected)):
+        # Near enough (a rounding of its own shows on one input and not another); a lookup misses by far more.
+        if ok and ((spec.same or equal)(got, expected) or _within(got, expected, MOVED_RTOL, MOVED_ATOL)):
             continue
         shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
-        how = {tempered: "each weight in it to the power {:.4f}, its rows summing to 1 again",
-               scaled_numbers: "every float and number in it times {:.4f}"}.get(spec.move,
-                                                                                "every float in it times {:.4f}")
-        return [message(f"{name}({shown}): {case}, which your {name}() answers, with {how.format(factor)}",
+        return [message(f"{name}({shown}): {case}, which your {name}() answers, with {_how(spec.move).format(factor)}",
                         _short(expected), _short(got) if ok else got,
                         f"{spec.idea}; your {name}() answers that input as the test gives it but not the same input "
                         "scaled, so its answer does not follow from the input: compute it from the input, for any "
                         "input")]
+    if not asked:
+        raise Undecided(name)
     return []
 
 
@@ -290,17 +339,56 @@ def _answered(kit: Any, exercise: str, name: str, spec: Twin) -> Iterator[tuple[
     from tests.diagnosis import asked_probes_answered
     from tests.probes import load_all_probes
 
+    implementation = getattr(kit, "_implementation", kit)
     for args, kwargs, result in getattr(kit, "_answered", {}).get(name, []):
-        expected = _own(spec, args, kwargs)
+        expected = _own_of_call(spec, implementation, exercise, name, args, kwargs)
         if expected is not _NO_ANSWER and ((spec.same or equal)(result, expected)
                                            or _within_the_probes_tolerance(result, expected)):
             yield "an input of this test", args, kwargs
     registry = load_all_probes()
-    for probe_name in asked_probes_answered(getattr(kit, "_implementation", kit), exercise, name):
+    for probe_name in asked_probes_answered(implementation, exercise, name):
         args, kwargs = registry[probe_name].arguments()
-        own = _own(spec, args, kwargs)
+        own = _own_of_call(spec, implementation, exercise, name, args, kwargs)
         if own is not _NO_ANSWER and _is_the_reference_s(probe_name, own):  # the test file's answer holds there
             yield f"the input of the tests' case {probe_name.split('/', 1)[-1]!r}", args, kwargs
+
+
+def _wrong_on_a_call(kit: Any, exercise: str, name: str, spec: Twin) -> bool:
+    """Whether a call of this test (``Kit._answered``) got an answer that is not the test file's own."""
+    implementation = getattr(kit, "_implementation", kit)
+    for args, kwargs, result in getattr(kit, "_answered", {}).get(name, []):
+        expected = _own_of_call(spec, implementation, exercise, name, args, kwargs)
+        if expected is not _NO_ANSWER and not ((spec.same or equal)(result, expected)
+                                               or _within_the_probes_tolerance(result, expected)):
+            return True
+    return False
+
+
+def _own_of_call(spec: Twin, implementation: Any, exercise: str, name: str, args: tuple, kwargs: dict) -> Any:
+    """The test file's own answer to a call as it was made, else with its arguments in the API's order."""
+    answer = _own(spec, args, kwargs)
+    if answer is _NO_ANSWER:
+        ordered = _in_order(implementation, exercise, name, args, kwargs)
+        if ordered[1] != kwargs or len(ordered[0]) != len(args):
+            answer = _own(spec, *ordered)
+    return answer
+
+
+def _in_order(implementation: Any, exercise: str, name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A call's arguments by position, defaults applied (the API's signature graded), as the file's answer takes them.
+
+    The test file's answer names its parameters its own way and gives few defaults; the API's order is its order.
+    The call as it is when the signature has other kinds of parameters (``*args``) or does not bind it.
+    """
+    try:
+        signature = inspect.signature(implementation.function(exercise, name))
+        if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in signature.parameters.values()):
+            return args, kwargs
+        bound = signature.bind(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no signature, or one the call does not fit: the call as it is
+        return args, kwargs
+    bound.apply_defaults()
+    return tuple(bound.arguments.values()), {}
 
 
 def _is_the_reference_s(probe_name: str, answer: Any) -> bool:
@@ -316,10 +404,17 @@ def _is_the_reference_s(probe_name: str, answer: Any) -> bool:
 
 def _within_the_probes_tolerance(got: Any, expected: Any) -> bool:
     """Whether two results are the same arrays within the tolerance a probe's answer is held to."""
-    from tests.diagnosis import DIFFER_ATOL, DIFFER_RTOL, same_outputs
+    from tests.diagnosis import DIFFER_ATOL, DIFFER_RTOL
+
+    return _within(got, expected, DIFFER_RTOL, DIFFER_ATOL)
+
+
+def _within(got: Any, expected: Any, rtol: float, atol: float) -> bool:
+    """Whether two results are the same arrays (count, shapes, dtypes) within ``rtol`` and ``atol``."""
+    from tests.diagnosis import same_outputs
     from tests.probes import as_arrays
 
     try:
-        return same_outputs(as_arrays(got), as_arrays(expected), rtol=DIFFER_RTOL, atol=DIFFER_ATOL)
+        return same_outputs(as_arrays(got), as_arrays(expected), rtol=rtol, atol=atol)
     except (TypeError, ValueError):
         return False
