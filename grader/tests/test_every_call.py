@@ -523,3 +523,31 @@ def test_a_step_that_looks_up_its_rows_is_found_out_by_calling_it_again():
             steps.called("attend_step", step)
             steps.returned("attend_step", step, function(q[:, t:t + 1], cache, _row=row))
         assert steps.made_of(full) == expected, function.__name__
+
+
+SLOW_STEPS = '''
+import time as _time
+
+_attend_step = attend_step
+
+
+def attend_step(q_t, cache):
+    end = _time.process_time() + 0.25  # CPU time of its own, in whichever worker runs it
+    while _time.process_time() < end:
+        pass
+    return _attend_step(q_t, cache)
+'''
+
+
+def test_the_steps_of_a_watched_call_are_charged_to_it(tmp_path):
+    # Graded, a watched call's steps are recorded in a second worker of the submission (bounded by what the call
+    # has left), then run again by the stand-in in the student's own worker for the call's result: that run is
+    # charged, once, so a decode of slow steps pays for them within its call budget as any call does.
+    for name, code in {"correct": {}, "slow-steps": {"decoding": SLOW_STEPS}}.items():
+        plant(tmp_path / "submissions" / name, code)
+    assert grade_batch(tmp_path / "submissions", tmp_path / "out",
+                       **(QUIET | {"exercises": ["decoding"], "call_budget": 1.0})) == 0
+    rows = read_grades(tmp_path / "out")
+    assert float(rows["slow-steps"]["score"]) < float(rows["correct"]["score"]), rows
+    feedback = (tmp_path / "out" / "slow-steps" / "feedback.md").read_text(encoding="utf-8")
+    assert "causal_decode" in feedback and "CPU" in feedback, feedback[:3000]
