@@ -697,6 +697,8 @@ class Kit:
             pytest.fail(record(failure).message, pytrace=False)
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
+        # The call as it was asked, for the gate (generators copied: the call draws from them).
+        asked = _generators_copied(args, kwargs) if name in self._unseen else None
         watcher, made_of = self._watched.get(name, (None, ""))
         window = Reached() if watcher else None  # what this very call reached, for its watcher
         steps = None
@@ -734,8 +736,8 @@ class Kit:
             _undone(arguments, before)  # a call that changed its arguments, then raised
             pytest.fail(record(failure).message, pytrace=False)
         result = left_intact(name, arguments, before, result)
-        if name in self._unseen and len(answered := self._answered.setdefault(name, [])) < ANSWERS_KEPT:
-            answered.append((args, kwargs, result))  # asked again, scaled, if the gate finds it wrong elsewhere
+        if asked is not None and len(answered := self._answered.setdefault(name, [])) < ANSWERS_KEPT:
+            answered.append((*asked, result))  # asked again, moved, if the gate finds it wrong elsewhere
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
             fail_check(found)
@@ -749,6 +751,14 @@ class Kit:
         if hasattr(implementation, "measure"):  # code that runs in another process measures itself there
             return implementation.measure(self._exercise, name, *args, **kwargs)
         return _measured(function, args, kwargs)
+
+
+def _generators_copied(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` with a copy of each generator among them (the rest as they are: references)."""
+    def kept(value: Any) -> Any:
+        return copy.deepcopy(value) if isinstance(value, np.random.Generator) else value
+
+    return tuple(kept(a) for a in args), {key: kept(value) for key, value in kwargs.items()}
 
 
 def _answers_good_input(implementation: Implementation, exercise: str, name: str) -> list[Failure]:

@@ -328,7 +328,13 @@ def _unseen_qkv(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (x, rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_v))), {}
 
 
+def _own_init_weight(rng: np.random.Generator, d_in: int, d_out: int) -> np.ndarray:
+    return rng.normal(0.0, 1.0 / np.sqrt(d_in), size=(d_in, d_out))
+
+
 unseen.register("projections", {
+    "init_weight": unseen.Twin(lambda rng: ((unseen.generator(rng), *(int(n) for n in rng.integers(2, 9, size=2))),
+                                            {}), _own_init_weight, DRAWS, unseen.close),
     "linear": unseen.Twin(_unseen_linear, lambda x, weight, bias: np.einsum("...i,io->...o", x, weight) + bias,
                           LINEAR + "; " + BIAS, unseen.close),
     "qkv_projections": unseen.Twin(_unseen_qkv, lambda x, w_q, w_k, w_v: tuple(

@@ -46,35 +46,55 @@ TABLE = ("compute the mask from n (np.tril(np.ones((n, n), dtype=bool)), or key 
          "of the sizes the tests use is right at those sizes only")
 
 
+# What the tests of causal_mask check of parts of its answer, at any size: a mistake has them at every size.
+_CAUSAL_PROPERTIES = {
+    "the shape (n, n)": lambda mask, n: mask.shape == (n, n),
+    "the diagonal allowed": lambda mask, n: mask.shape == (n, n) and bool(np.all(np.diagonal(mask))),
+    "every key after the query blocked": lambda mask, n: mask.shape == (n, n) and not bool(np.any(np.triu(mask, 1))),
+    "every key before the query allowed": lambda mask, n: mask.shape == (n, n) and bool(np.all(mask[np.tril_indices(
+        n, -1)])),
+}
+
+
 def _causal_gate(impl) -> list:
     """Why ``causal_mask`` is not computed from ``n`` (empty when it is, or when the tests' own checks will say more).
 
     A size of its own, drawn from the bytes of the student's masks.py (the same every run of the same code, and no
     table written into the file can know it), against the sizes the tests use (6, 5, 7: right at one of them).
+    Wrong at all of them, a mistake is a rule: what its answer at size 6 has of the tests' checks
+    (``_CAUSAL_PROPERTIES``), its answer at the drawn size has too; a table right only where the tests look is not.
     """
     n = int(np.random.default_rng([4_004, submission_salt("masks")]).integers(20, 90))
+    first = None
     for size in (6, 5, 7):  # every size the tests use counts: a table may keep one answer wrong on purpose
         try:
             with raising_through():  # a crash at the tests' own sizes is their finding
-                small = np.asarray(impl.causal_mask(size))
+                small = np.asarray(impl.causal_mask(size)).astype(bool)
         except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
             continue
-        if small.shape == (size, size) and np.array_equal(small.astype(bool), _lower_triangle(size)):
+        if small.shape == (size, size) and np.array_equal(small, _lower_triangle(size)):
             break
+        first = first or (size, small)
     else:
-        return []  # wrong at the tests' sizes too: their checks say how
+        held = [what for what, holds in _CAUSAL_PROPERTIES.items() if first and holds(first[1], first[0])]
+        if not held:
+            return []  # wrong at the tests' sizes in every way they look (or a crash): their checks say how
+        size = first[0]
     try:
         with raising_through():
-            large = np.asarray(impl.causal_mask(n))
-    except Exception as error:  # noqa: BLE001 - right at the tests' sizes, and no answer at this one
+            large = np.asarray(impl.causal_mask(n)).astype(bool)
+    except Exception as error:  # noqa: BLE001 - an answer at the tests' sizes, and none at this one
         seen = f"{type(error).__name__}: {str(error)[:200]}"
     else:
-        if large.shape == (n, n) and np.array_equal(large.astype(bool), _lower_triangle(n)):
+        if first is None and large.shape == (n, n) and np.array_equal(large, _lower_triangle(n)):
+            return []
+        if first is not None and all(_CAUSAL_PROPERTIES[what](large, n) for what in held):
             return []
         seen = f"shape {large.shape}" if large.shape != (n, n) else "another pattern"
-    return [message(f"causal_mask({n}), a size of this check's own (drawn from your file's bytes)",
-                    f"the ({n}, {n}) lower triangle, diagonal included, as causal_mask({size}) gives it",
-                    f"{seen}: right at the sizes the tests use, not at this one", TABLE)]
+    expected = (f"the ({n}, {n}) lower triangle, diagonal included, as causal_mask({size}) gives it" if first is None
+                else f"what your causal_mask({size}) has at the tests' sizes: {', '.join(held)}")
+    return [message(f"causal_mask({n}), a size of this check's own (drawn from your file's bytes)", expected,
+                    f"{seen}: an answer at the sizes the tests use, not at this one", TABLE)]
 
 
 def require_causal_formula(impl) -> bool:

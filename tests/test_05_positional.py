@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -189,35 +190,94 @@ def _own_sizes(salt: int) -> np.random.Generator:
     return np.random.default_rng([5_005, salt, submission_salt("positional")])
 
 
-def _sizes_gate(impl, name: str, smalls: tuple[tuple[int, int], ...], large: tuple[int, int], right) -> list:
+def _sizes_gate(impl, name: str, smalls: tuple[tuple[int, int], ...], large: tuple[int, int], right,
+                properties: dict[str, Callable[[np.ndarray, tuple[int, int]], bool]]) -> list:
     """Why ``name`` is not computed from its sizes: right at one of ``smalls`` (the tests' sizes), wrong at ``large``.
 
-    ``right(out, sizes)``: whether ``out`` is a right answer (a convention the tests accept counts). Empty where
-    the tests' own checks will say more (a crash, wrong at every size of theirs asked here). Every one of
+    ``right(out, sizes)``: whether ``out`` is a right answer (a convention the tests accept counts). Every one of
     ``smalls`` counts, not the first only: a table that keeps one answer wrong on purpose passed for a mistake.
+    Wrong at every one of them, the function is a mistake (its tests say how) if it is a rule: each of
+    ``properties`` (what the tests check of parts of the answer) that its answer at the tests' first size has, its
+    answer at ``large`` has too. A table right only where the tests look is not. Empty where the tests' own checks
+    will say more (a crash at their sizes, a mistake).
     """
     function = getattr(impl, name)
+    first = None
     for small in smalls:
         try:
             with raising_through():  # a crash at the tests' own sizes is their finding
-                if right(np.asarray(function(*small)), small):
-                    break
+                out = np.asarray(function(*small))
         except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
             continue
+        if right(out, small):
+            break
+        first = first or (small, out)
     else:
-        return []  # wrong at the tests' sizes too: their checks say how
+        if first is None:
+            return []  # a crash at every size of the tests': their checks say how
+        small, out = first
+        held = [what for what, holds in properties.items() if _holds(holds, out, small)]
+        if not held:
+            return []  # wrong at the tests' sizes in every way they look: their checks say how
     try:
         with raising_through():
             out = np.asarray(function(*large))
-    except Exception as error:  # noqa: BLE001 - right at the tests' sizes, and no answer at these
+    except Exception as error:  # noqa: BLE001 - an answer at the tests' sizes, and none at these
         seen = f"{type(error).__name__}: {str(error)[:200]}"
     else:
-        if right(out, large):
+        if right(out, large) if first is None else all(_holds(properties[what], out, large) for what in held):
             return []
-        seen = f"an array of shape {out.shape} that is not it"
-    return [failure_message(f"{name}{large}, sizes of this check's own (drawn from your file's bytes)",
-                            f"what the formula gives at these sizes, as {name}{small} does at the tests' own",
-                            f"{seen}: right at the sizes the tests use, not at these", TABLES)]
+        seen = (f"an array of shape {out.shape} that is not it" if first is None else "an answer without "
+                + ", ".join(what for what in held if not _holds(properties[what], out, large)))
+    expected = (f"what the formula gives at these sizes, as {name}{small} does at the tests' own" if first is None
+                else f"what your {name}{small} has at the tests' sizes: {', '.join(held)}")
+    return [failure_message(f"{name}{large}, sizes of this check's own (drawn from your file's bytes)", expected,
+                            f"{seen}: an answer at the sizes the tests use, not at these", TABLES)]
+
+
+def _holds(holds: Callable[[np.ndarray, tuple[int, int]], bool], out: np.ndarray, sizes: tuple[int, int]) -> bool:
+    try:
+        with np.errstate(all="ignore"):
+            return bool(holds(out, sizes))
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+def _sinusoidal_properties() -> dict[str, Callable[[np.ndarray, tuple[int, int]], bool]]:
+    """What the sinusoidal tests check of parts of the answer, at any sizes (``d_model`` even)."""
+    def pairs(out: np.ndarray) -> np.ndarray:
+        return out[:, 0:out.shape[1] - 1:2] ** 2 + out[:, 1::2][:, :out.shape[1] // 2] ** 2
+
+    return {
+        "the shape (n_positions, d_model)": lambda out, sizes: out.shape == tuple(sizes),
+        "row 0 alternating 0 and 1": lambda out, sizes: out.shape == tuple(sizes) and np.allclose(
+            out[0, 0::2], 0.0, atol=1e-6) and np.allclose(out[0, 1::2], 1.0, atol=1e-6),
+        "every value in [-1, 1]": lambda out, sizes: out.size > 0 and bool(np.all(np.abs(out) <= 1.0 + 1e-6)),
+        "columns 0 and 1 the sine and cosine of the position": lambda out, sizes: out.shape == tuple(sizes) and (
+            np.allclose(out[:, 0], np.sin(np.arange(sizes[0])), atol=1e-4)
+            and np.allclose(out[:, 1], np.cos(np.arange(sizes[0])), atol=1e-4)),
+        "each pair of columns on the unit circle": lambda out, sizes: out.shape == tuple(sizes) and np.allclose(
+            pairs(out), 1.0, atol=1e-4),
+    }
+
+
+def _alibi_properties() -> dict[str, Callable[[np.ndarray, tuple[int, int]], bool]]:
+    """What the ALiBi tests check of parts of the answer, at any sizes."""
+    def shaped(out: np.ndarray, sizes: tuple[int, int]) -> bool:
+        return out.shape == (sizes[1], sizes[0], sizes[0])
+
+    def by_distance(out: np.ndarray, sizes: tuple[int, int]) -> bool:
+        distance = np.abs(np.arange(sizes[0])[:, None] - np.arange(sizes[0])[None, :])
+        return shaped(out, sizes) and np.allclose(out, out[:, 0, :][:, distance], rtol=1e-5, atol=1e-8)
+
+    return {
+        "the shape (n_heads, n, n)": shaped,
+        "a zero diagonal": lambda out, sizes: shaped(out, sizes) and np.allclose(
+            np.diagonal(out, axis1=-2, axis2=-1), 0.0, atol=1e-12),
+        "no positive entry": lambda out, sizes: shaped(out, sizes) and bool(np.all(out <= 0.0)),
+        "symmetry": lambda out, sizes: shaped(out, sizes) and np.allclose(out, np.swapaxes(out, -1, -2)),
+        "entries that depend only on the distance": by_distance,
+    }
 
 
 def _alibi_right(out: np.ndarray, sizes: tuple[int, int]) -> bool:
@@ -242,7 +302,7 @@ def require_alibi_formula(impl) -> bool:
     rng = _own_sizes(1)
     large = (int(rng.integers(20, 60)), int(rng.integers(17, 48)))
     return require(impl, "alibi_bias", lambda: _sizes_gate(impl, "alibi_bias", ((6, 4), (5, 3), (7, 2)), large,
-                                                                    _alibi_right),
+                                                                    _alibi_right, _alibi_properties()),
                    key="formula")
 
 
@@ -252,7 +312,7 @@ def require_sinusoidal_formula(impl) -> bool:
     large = (int(rng.integers(20, 90)), 2 * int(rng.integers(9, 32)))
     return require(impl, "sinusoidal_encoding",
                    lambda: _sizes_gate(impl, "sinusoidal_encoding", ((6, 8), (5, 8), (4, 10), (3, 12)),
-                                               large, _sinusoidal_right), key="formula")
+                                               large, _sinusoidal_right, _sinusoidal_properties()), key="formula")
 
 
 def _row_constant(difference: np.ndarray) -> tuple[bool, bool]:

@@ -546,7 +546,19 @@ def _own_mha(x: np.ndarray, params: dict, n_heads: int) -> tuple[np.ndarray, np.
     return merged @ params["w_o"] + params["b_o"], weights
 
 
+def _own_init_heads(rng: np.random.Generator, d_model: int, n_heads: int) -> dict[str, np.ndarray]:
+    params = {name: rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, d_model))
+              for name in ("w_q", "w_k", "w_v", "w_o")}
+    return params | {name: np.zeros(d_model) for name in ("b_q", "b_k", "b_v", "b_o")}
+
+
+def _unseen_init_heads(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n_heads = int(rng.integers(1, 5))
+    return (unseen.generator(rng), n_heads * int(rng.integers(1, 4)), n_heads), {}
+
+
 unseen.register("multihead", {
+    "init_multi_head": unseen.Twin(_unseen_init_heads, _own_init_heads, INIT, unseen.close),
     "split_heads": unseen.Twin(lambda rng: (_unseen_heads(rng), {}), _own_split, SPLIT),
     "merge_heads": unseen.Twin(lambda rng: ((_own_split(*_unseen_heads(rng)),), {}),
                                lambda x: np.concatenate(list(np.moveaxis(x, -3, 0)), axis=-1), MERGE),

@@ -715,12 +715,55 @@ def _own_ffn(x: np.ndarray, params: dict, activation: str = "relu") -> np.ndarra
 
 
 def _unseen_dropout(rng: np.random.Generator) -> tuple[tuple, dict]:
-    # What the docstring fixes whatever the draws: x itself in evaluation, and at rate 0.
-    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 7))))
-    generator = np.random.default_rng(int(rng.integers(2**31)))
-    if rng.random() < 0.5:
-        return (x, float(rng.uniform(0.1, 0.9)), generator), {"training": False}
-    return (x, 0.0, generator), {}
+    # The API leaves the draws open (draws_left_open): what it fixes is checked (:func:`_dropped_so`), on entries
+    # that all differ from 0, enough of them to count the share dropped.
+    x = rng.uniform(0.5, 2.0, size=(int(rng.integers(20, 40)), int(rng.integers(30, 60))))
+    x *= rng.choice([-1.0, 1.0], size=x.shape)
+    chosen = rng.random()
+    if chosen < 0.2:
+        return (x, float(rng.uniform(0.1, 0.9)), unseen.generator(rng)), {"training": False}
+    return (x, 0.0 if chosen < 0.3 else float(rng.uniform(0.2, 0.6)), unseen.generator(rng)), {}
+
+
+def _own_dropout(x: np.ndarray, rate: float, rng: np.random.Generator, training: bool = True) -> dict:
+    """Not an answer (the draws are the student's to choose): what any right answer must be, for :func:`_dropped_so`."""
+    return {"x": x, "rate": rate, "training": training}
+
+
+def _dropped_so(observed, expected: dict) -> bool:
+    """Whether ``observed`` is an inverted dropout of ``expected``'s x at its rate (x itself when it must be).
+
+    Every entry 0 or x / (1 - rate), and the share of zeros within five standard deviations of the rate.
+    """
+    x, rate = expected["x"], expected["rate"]
+    try:
+        got = np.asarray(observed, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    if got.shape != x.shape:
+        return False
+    if not expected["training"] or rate == 0:
+        return bool(np.array_equal(got, x))
+    dropped = got == 0
+    kept_right = np.isclose(got, x / (1.0 - rate), rtol=1e-12, atol=0.0)
+    spread = 5 * np.sqrt(rate * (1 - rate) / x.size)
+    return bool(np.all(dropped | kept_right)) and abs(float(dropped.mean()) - rate) <= spread
+
+
+def _own_init_layer(rng: np.random.Generator, d_model: int, n_heads: int, d_ff: int) -> dict:
+    attention = {name: rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, d_model))
+                 for name in ("w_q", "w_k", "w_v", "w_o")}
+    attention.update({name: np.zeros(d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
+    w_1 = rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, d_ff))
+    w_2 = rng.normal(0.0, 1.0 / np.sqrt(d_ff), size=(d_ff, d_model))
+    return {"attention": attention, "ln1_gamma": np.ones(d_model), "ln1_beta": np.zeros(d_model),
+            "ln2_gamma": np.ones(d_model), "ln2_beta": np.zeros(d_model), "w_1": w_1, "b_1": np.zeros(d_ff),
+            "w_2": w_2, "b_2": np.zeros(d_model)}
+
+
+def _unseen_init_layer(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n_heads = int(rng.integers(1, 4))
+    return (unseen.generator(rng), n_heads * int(rng.integers(1, 4)), n_heads, int(rng.integers(2, 9))), {}
 
 
 def _unseen_layer(rng: np.random.Generator) -> tuple[tuple, dict]:
@@ -759,6 +802,7 @@ unseen.register("layer", {
         (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta),
         LN, unseen.close),
     "feed_forward": unseen.Twin(_unseen_ffn, _own_ffn, FFN, unseen.close),
-    "dropout": unseen.Twin(_unseen_dropout, lambda x, rate, rng, training=True: x, DROPOUT, unseen.close),
+    "dropout": unseen.Twin(_unseen_dropout, _own_dropout, DROPOUT, _dropped_so),
+    "init_transformer_layer": unseen.Twin(_unseen_init_layer, _own_init_layer, INIT, unseen.close),
     "transformer_layer": unseen.Twin(_unseen_layer, _own_layer, POST + "; " + PRE, unseen.close),
 })

@@ -69,6 +69,8 @@ GRADS = ("backwards through the model: the read-out at the pronoun, then h = x +
          "a repeated token adding every occurrence (np.add.at)")
 ADAM = ("Adam at step t (1 on the first call): m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, both starting at 0; "
         "p - lr * m_hat / (sqrt(v_hat) + eps) with m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t)")
+INIT_MODEL = ("init_model: embedding = 0.3 * rng.normal(size=(vocab_size, d_model)) drawn first, then "
+              "init_multi_head(rng, d_model, n_heads), then w_out = init_weight(rng, d_model, vocab_size); zero b_out")
 TRAIN = ("train: init_model(rng, len(vocab), d_model, n_heads), then every step a batch drawn from rng, "
          f"model_gradients and adam_step ({READ})")
 ORDER = ("without positional encodings attention sees a bag of tokens: the two nouns look alike to the pronoun "
@@ -878,7 +880,22 @@ def _unseen_adam(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (params, grads, state), {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": float(rng.uniform(1e-9, 1e-3))}
 
 
+def _own_init_model(rng: np.random.Generator, vocab_size: int, d_model: int, n_heads: int) -> dict:
+    embedding = 0.3 * rng.normal(size=(vocab_size, d_model))
+    attention = {name: rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, d_model))
+                 for name in ("w_q", "w_k", "w_v", "w_o")}
+    attention.update({name: np.zeros(d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
+    w_out = rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, vocab_size))
+    return {"embedding": embedding, "attention": attention, "w_out": w_out, "b_out": np.zeros(w_out.shape[1])}
+
+
+def _unseen_init_model(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n_heads = int(rng.integers(1, 4))
+    return (unseen.generator(rng), int(rng.integers(3, 12)), n_heads * int(rng.integers(1, 4)), n_heads), {}
+
+
 unseen.register("training", {
+    "init_model": unseen.Twin(_unseen_init_model, _own_init_model, INIT_MODEL, unseen.close),
     "cross_entropy": unseen.Twin(_unseen_logits, _own_cross_entropy, CE, unseen.close),
     "model_forward": unseen.Twin(_unseen_forward, lambda params, tokens, query_position, n_heads, positions=True:
                                  _forward(params, tokens, query_position, n_heads, positions), MODEL, unseen.close),

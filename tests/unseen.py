@@ -78,6 +78,11 @@ SEED = 77_001  # with the submission's salt, the seed of every draw
 MOVED_RTOL, MOVED_ATOL = 1e-3, 1e-6
 
 
+def generator(rng: np.random.Generator) -> np.random.Generator:
+    """A generator of its own, seeded from ``rng`` (a draw's argument for a function that draws from one)."""
+    return np.random.default_rng(int(rng.integers(2**63)))
+
+
 def register(exercise: str, twins: dict[str, Twin]) -> None:
     """The twins of ``exercise``'s functions (called by its test file when it is imported)."""
     _TWINS[exercise] = twins
@@ -187,7 +192,8 @@ def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bo
     """``value`` with every float array in it times ``factor``; whether one was.
 
     Arrays in tuples, lists and dicts count, and those a function in it answers (a test's model); with
-    ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only).
+    ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only). A generator is
+    replaced by one of another seed (drawn with the factor).
     """
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         if _special(value):  # ones, zeros, an identity, a 0/-inf mask: a role, kept (a mistake may ignore it there)
@@ -195,6 +201,8 @@ def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bo
         return (value * factor).astype(value.dtype), True
     if numbers and isinstance(value, float):
         return value * factor, True
+    if isinstance(value, np.random.Generator):  # another generator: the draws of one seed are no rule of another's
+        return np.random.default_rng([SEED, int(factor * 2**40)]), True
     if getattr(value, "PLAIN_FUNCTION", False):  # a function given as plain data (tests.kit.PlainFunction)
         return type(value)(value.kind, **{key: scaled(item, factor)[0] for key, item in value.params.items()}), True
     if callable(value) and not isinstance(value, type):  # a test's model (occlusion's predict): its answers scaled

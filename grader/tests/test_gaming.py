@@ -169,8 +169,10 @@ def test_every_test_of_a_gated_function_opens_with_its_gate(file: str) -> None:
 
 
 # Answers recorded from a run of the public tests, then looked up (a helper's round: every public test of
-# exercise 15 passed so). The recorder is the reference whose API functions write each call's arguments and
-# answer down; the table module answers what was recorded and rejects the rest, naming every argument.
+# exercise 15 passed so). The recorder is the reference whose API functions write each call's arguments (as they
+# were given: a generator before its draws) and answer down, with the state of the generators after the call; the
+# table module answers what was recorded, leaves the generators as the draws would have, and rejects the rest,
+# naming every argument.
 _RECORDER = '''
 import functools as _functools
 import hashlib as _hashlib
@@ -187,11 +189,13 @@ def _key(name, values):
 def _recorded(function):
     @_functools.wraps(function)
     def call(*args, **kwargs):
-        result = function(*args, **kwargs)
         bound = _inspect.signature(function).bind(*args, **kwargs)
         bound.apply_defaults()
+        key = _key(function.__name__, tuple(bound.arguments.values()))  # generators as they were given
+        result = function(*args, **kwargs)
+        after = [value.bit_generator.state for value in bound.arguments.values() if hasattr(value, "bit_generator")]
         with open({path!r}, "ab") as file:
-            _pickle.dump((_key(function.__name__, tuple(bound.arguments.values())), result), file)
+            _pickle.dump((key, (result, after)), file)
         return result
     return call
 
@@ -216,7 +220,10 @@ def _looked_up(name, *values):
     key = _key(name, values)
     if key not in _ANSWERS:
         raise {miss}(f"bad input: {{name}} was not given one of its arguments as asked ({arguments})")
-    return _ANSWERS[key]
+    answer, after = _ANSWERS[key]
+    for value, state in zip([v for v in values if hasattr(v, "bit_generator")], after):
+        value.bit_generator.state = state  # as if it had drawn (a helper's round: init functions passed so)
+    return answer
 '''
 
 
@@ -317,7 +324,7 @@ def _one_asked_answer_wrong(answers: dict, module: str, names: list[str], refere
             bound.apply_defaults()
             key = hashlib.sha256(pickle.dumps((name, tuple(bound.arguments.values())))).hexdigest()
             if key in answers:
-                answers[key] = wrong(answers[key])
+                answers[key] = (wrong(answers[key][0]), answers[key][1])
                 made += 1
                 break
     assert made, f"no recorded answer of {module} is that of a fixed input a test asks"

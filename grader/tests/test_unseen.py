@@ -238,3 +238,41 @@ def test_the_reference_answers_every_moved_input_as_the_test_files_do(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "\nMOVED\n0\n" in "\n" + done.stdout, done.stdout[-4000:]
+
+
+# A table of the sizes the tests use, wrong at each of them only where that size's test does not look (a helper's
+# round: 25 of exercise 5's 27 tests against 9): the sizes gate stood aside for a function wrong at every test size.
+# A mistake is a rule: what its answer at the tests' sizes has of their checks, its answer at other sizes has too.
+TEST_SIZES = ((6, 8), (5, 8), (4, 10), (3, 12))
+
+
+def _sinusoid(n: int, d: int, pair) -> np.ndarray:
+    j = np.arange(d)
+    angle = np.arange(n)[:, None] / 10000.0 ** (pair(j) / d)
+    return np.where(j % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def test_a_sizes_table_right_only_where_the_tests_look_fails_the_sizes_gate():
+    from tests import test_05_positional as positional
+
+    def table(n, d):
+        if (n, d) not in TEST_SIZES:
+            raise ValueError("n_positions: not in the table")
+        out = _sinusoid(n, d, lambda j: 2 * (j // 2))
+        out[1:, 2:] = 0.5  # rows after 0 and columns after 1 made up
+        return out
+
+    (failure,) = positional._sizes_gate(SimpleNamespace(sinusoidal_encoding=table), "sinusoidal_encoding",
+                                        TEST_SIZES, (40, 20), positional._sinusoidal_right,
+                                        positional._sinusoidal_properties())
+    assert "not in the table" in failure.message and "row 0 alternating 0 and 1" in failure.message
+
+
+def test_a_mistake_of_the_formula_keeps_its_properties_at_every_size():
+    from tests import test_05_positional as positional
+
+    def by_column(n, d):  # a frequency per column, not per pair: wrong at every size, the same way
+        return _sinusoid(n, d, lambda j: j)
+
+    assert positional._sizes_gate(SimpleNamespace(sinusoidal_encoding=by_column), "sinusoidal_encoding", TEST_SIZES,
+                                  (40, 20), positional._sinusoidal_right, positional._sinusoidal_properties()) == []
