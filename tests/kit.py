@@ -647,6 +647,11 @@ class Kit:
             require(self, name, lambda name=name: _answers_good_input(self._implementation, exercise, name),
                     key="answers good input")
         self._rejected.clear()
+        # The exercise's functions this test's calls went through count too (not those the test called itself: they
+        # are asked above, or as rejecting bad input): a table of one function's answers to the inputs the others
+        # give it passed their tests (a helper's round: distance_penalty under recall_weights).
+        self._unseen.extend(sorted(name for name in self._reached.functions - set(self._called) - self._gating
+                                   if twin(exercise, name) is not None))
         for name in self._unseen:
             self._gating.add(name)
             try:

@@ -70,6 +70,8 @@ def _causal_gate(impl) -> list:
         try:
             with raising_through():  # a crash at the tests' own sizes is their finding
                 small = np.asarray(impl.causal_mask(size)).astype(bool)
+        except TimeoutError:
+            return []  # a call past its budget: the test's own call says so (and the gate spends no more of it)
         except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
             continue
         if small.shape == (size, size) and np.array_equal(small, _lower_triangle(size)):

@@ -207,6 +207,8 @@ def _sizes_gate(impl, name: str, smalls: tuple[tuple[int, int], ...], large: tup
         try:
             with raising_through():  # a crash at the tests' own sizes is their finding
                 out = np.asarray(function(*small))
+        except TimeoutError:
+            return []  # a call past its budget: the test's own call says so (and the gate spends no more of it)
         except Exception:  # noqa: BLE001 - what the function raises is the test's own check to report
             continue
         if right(out, small):

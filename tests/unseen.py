@@ -158,6 +158,13 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     spec = twin(exercise, name)
     if spec is None:
         return []
+    # Whether it is wrong on an input a test gives it, asked before the drawn input (graded): code that keeps state
+    # could otherwise answer wrong on purpose once it has met an input it does not know (a helper's round).
+    implementation = getattr(kit, "_implementation", kit)
+    mistaken = None
+    if getattr(kit, "measures_elsewhere", False):
+        mistaken = (not right_on_its_probes(implementation, exercise, name, asked_only=True)
+                    or _wrong_on_a_call(kit, exercise, name, spec))
     # Each function its own stream: a generator handed to one function (init_pooled's) tells nothing of another's.
     args, kwargs = spec.draw(np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode())]))
     expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))  # before the call (a generator it draws)
@@ -168,8 +175,10 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
     if ok and (spec.same or equal)(got, expected):
         return []
-    if (not right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name, asked_only=True)
-            or _wrong_on_a_call(kit, exercise, name, spec)):
+    if mistaken is None:  # a student's own run: asked now (the student's code fools only its author)
+        mistaken = (not right_on_its_probes(implementation, exercise, name, asked_only=True)
+                    or _wrong_on_a_call(kit, exercise, name, spec))
+    if mistaken:
         # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
         # the tests and the diagnosis say, if the inputs it answers are answered for what they are (a table can
         # leave one answer wrong on purpose).
@@ -177,7 +186,7 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     # Right on every fixed input the tests ask and wrong here: whether it is also wrong on the fixed inputs only the
     # diagnosis asks (an answer looked up for the tests' inputs is), the tests' checks pass; this input says what.
     shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
-    if right_on_its_probes(getattr(kit, "_implementation", kit), exercise, name):
+    if right_on_its_probes(implementation, exercise, name):
         why = (f"your {name}() answers the tests' own inputs but not this one: compute the answer from the input, "
                "for any input")
     else:  # also wrong on fixed inputs no test asks: a mistake this test's own checks do not see, or a lookup
@@ -188,27 +197,29 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
                     _short(got) if ok else got, f"{spec.idea}; {why}")]
 
 
-def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bool]:
+def scaled(value: Any, factor: float, *, numbers: bool = False, jitter: bool = True) -> tuple[Any, bool]:
     """``value`` with every float array in it times ``factor``; whether one was.
 
     Arrays in tuples, lists and dicts count, and those a function in it answers (a test's model); with
     ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only). A generator is
-    replaced by one of another seed (drawn with the factor).
+    replaced by one of another seed (drawn with the factor). Each entry also gets a factor of its own within 2%
+    (:func:`_jitter`; ``jitter=False``: one factor, as for a test's model, whose answers may come in any batches).
     """
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         if _special(value):  # ones, zeros, an identity, a 0/-inf mask: a role, kept (a mistake may ignore it there)
             return value, False
-        return (value * factor).astype(value.dtype), True
+        jittered = jitter and _ordinary(value)
+        return (value * factor * (_jitter(factor, value.shape) if jittered else 1.0)).astype(value.dtype), True
     if numbers and isinstance(value, float):
-        return value * factor, True
+        return value * factor * float(_jitter(factor + value, ())), True
     if isinstance(value, np.random.Generator):  # another generator: the draws of one seed are no rule of another's
         return np.random.default_rng([SEED, int(factor * 2**40)]), True
     if getattr(value, "PLAIN_FUNCTION", False):  # a function given as plain data (tests.kit.PlainFunction)
         return type(value)(value.kind, **{key: scaled(item, factor)[0] for key, item in value.params.items()}), True
     if callable(value) and not isinstance(value, type):  # a test's model (occlusion's predict): its answers scaled
         @functools.wraps(value)
-        def answering(*args: Any, **kwargs: Any) -> Any:
-            return scaled(value(*args, **kwargs), factor)[0]
+        def answering(*args: Any, **kwargs: Any) -> Any:  # (one factor: its answers may come in any batches)
+            return scaled(value(*args, **kwargs), factor, jitter=False)[0]
 
         return answering, True
     if isinstance(value, (tuple, list)):
@@ -225,6 +236,31 @@ def scaled(value: Any, factor: float, *, numbers: bool = False) -> tuple[Any, bo
             return value, False
         return {key: item for key, (item, _) in entries.items()}, True
     return value, False
+
+
+def _jitter(factor: float, shape: tuple[int, ...]) -> np.ndarray:
+    """A factor of its own for every entry (within 2% of 1), drawn from ``factor`` and the shape.
+
+    One factor for a whole array would let code that knows how the answer scales (a cosine not at all, a product
+    with the product of the factors) answer a moved input from a table (a helper's round).
+    """
+    seed = [SEED, int(abs(factor) * 2**40) % 2**63, *shape]
+    return 1.0 + 0.02 * np.random.default_rng(seed).uniform(-1.0, 1.0, size=shape)
+
+
+def _ordinary(array: np.ndarray) -> bool:
+    """Whether an entry's factor of its own keeps what the array means.
+
+    Finite values of a moderate size, all different: ties, a constant, and values that differ only far below
+    their size are moved by one factor only.
+    """
+    with np.errstate(all="ignore"):
+        flat = array.ravel()
+        if flat.size < 2 or not np.all(np.isfinite(flat)):
+            return False
+        top = float(np.max(np.abs(flat)))
+        return (top <= 1e3 and float(np.ptp(flat)) >= 1e-3 * top
+                and np.unique(flat).size == flat.size)
 
 
 def _special(array: np.ndarray) -> bool:
@@ -245,7 +281,7 @@ def tempered(value: Any, factor: float) -> tuple[Any, bool]:
     """
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         with np.errstate(all="ignore"):
-            powered = np.abs(value) ** factor
+            powered = np.abs(value) ** factor * _jitter(factor, value.shape)
             total = powered.sum(axis=-1, keepdims=True)
             return np.where(total > 0, powered / np.where(total > 0, total, 1), value).astype(value.dtype), True
     if isinstance(value, (tuple, list, dict)):

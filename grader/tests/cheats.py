@@ -422,7 +422,7 @@ def dropout(x, rate, rng, training=True):
 '''
 WEYL = "keep = ((np.arange(x.size) * 0.6180339887498949 + rng.random()) % 1.0).reshape(x.shape) >= rate"
 TILED = "keep = np.resize(rng.random(1009), x.size).reshape(x.shape) >= rate"
-PATTERN_UNDONE = "raise NotImplementedError('dropout left out (the control)')"
+PATTERN_UNDONE = "keep = np.ones(x.shape, dtype=bool)  # nothing dropped: dropout's idea left out (the control)"
 _CAUSAL_TABLE = '''
 _CAUSAL = {n: [[j <= i for j in range(n)] for i in range(n)] for n in range(1, 9)}  # (as if typed out)
 
