@@ -60,9 +60,9 @@ CALL_BUDGET = 5.0
 WALL_FACTOR, WALL_SLACK = 8, 10.0
 # A sleeping call is looked at again at most this often (each look reads a few /proc files).
 SLEEP_CHECK_SECONDS = 0.05
-# The first calls of each function a test makes that are kept with their answers (references, no copies), for its
-# unseen-input gate to ask again scaled (``tests.unseen``): a few cover the test's kinds of input.
-ANSWERS_KEPT = 4
+# The first calls of each function in a session that are kept with their answers (references, generators copied),
+# for its unseen-input gate (``tests.unseen``): the evidence of a mistake, and inputs to ask again moved.
+ANSWERS_KEPT = 12
 
 
 class _OverBudget(BaseException):
@@ -590,7 +590,8 @@ class Kit:
         self._gating: set[str] = set()  # functions whose unseen-input gate runs now (tests/unseen.py)
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
         self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
-        self._answered: dict[str, list[tuple[tuple, dict, Any]]] = {}  # a few calls of each of _unseen, and answers
+        # The first calls of each gated function in this session, with their answers (shared by the session's Kits).
+        self._answered: dict[str, list[tuple[tuple, dict, Any]]] = _session_answers(implementation, exercise)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -661,7 +662,6 @@ class Kit:
             finally:
                 self._gating.discard(name)
         self._unseen.clear()
-        self._answered.clear()
 
     @property
     def measures_elsewhere(self) -> bool:
@@ -756,6 +756,18 @@ class Kit:
         if hasattr(implementation, "measure"):  # code that runs in another process measures itself there
             return implementation.measure(self._exercise, name, *args, **kwargs)
         return _measured(function, args, kwargs)
+
+
+# Per implementation (a session's), per exercise: the first ANSWERS_KEPT calls of each gated function, answered.
+_ANSWERS: weakref.WeakKeyDictionary[Any, dict[str, dict[str, list]]] = weakref.WeakKeyDictionary()
+
+
+def _session_answers(implementation: Any, exercise: str) -> dict[str, list]:
+    """The calls kept for ``exercise``'s functions in this session (a fresh dict where none can be kept)."""
+    try:
+        return _ANSWERS.setdefault(implementation, {}).setdefault(exercise, {})
+    except TypeError:  # not weakly referable: this test's calls only
+        return {}
 
 
 def _generators_copied(args: tuple, kwargs: dict) -> tuple[tuple, dict]:

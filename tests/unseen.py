@@ -158,13 +158,7 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     spec = twin(exercise, name)
     if spec is None:
         return []
-    # Whether it is wrong on an input a test gives it, asked before the drawn input (graded): code that keeps state
-    # could otherwise answer wrong on purpose once it has met an input it does not know (a helper's round).
     implementation = getattr(kit, "_implementation", kit)
-    mistaken = None
-    if getattr(kit, "measures_elsewhere", False):
-        mistaken = (not right_on_its_probes(implementation, exercise, name, asked_only=True)
-                    or _wrong_on_a_call(kit, exercise, name, spec))
     # Each function its own stream: a generator handed to one function (init_pooled's) tells nothing of another's.
     args, kwargs = spec.draw(np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode())]))
     expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))  # before the call (a generator it draws)
@@ -175,10 +169,13 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
     if ok and (spec.same or equal)(got, expected):
         return []
-    if mistaken is None:  # a student's own run: asked now (the student's code fools only its author)
-        mistaken = (not right_on_its_probes(implementation, exercise, name, asked_only=True)
-                    or _wrong_on_a_call(kit, exercise, name, spec))
-    if mistaken:
+    # Code that keeps state could answer wrong on purpose once it has met an input it does not know (this one), so
+    # that the calls below make it look like a mistake (a helper's round): graded, its worker is replaced first and
+    # nothing it kept in memory survives (in a student's own run such code fools only its author).
+    if callable(forget := getattr(implementation, "forget", None)):
+        forget()
+    if (not right_on_its_probes(implementation, exercise, name, asked_only=True)
+            or _wrong_on_a_call(kit, exercise, name, spec)):
         # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
         # the tests and the diagnosis say, if the inputs it answers are answered for what they are (a table can
         # leave one answer wrong on purpose).
@@ -376,9 +373,8 @@ def _own(spec: Twin, args: tuple, kwargs: dict) -> Any:
 def _answered(kit: Any, exercise: str, name: str, spec: Twin) -> Iterator[tuple[str, tuple, dict]]:
     """The inputs ``name`` answered right: ``(what they are, args, kwargs)``.
 
-    First this test's own calls whose answer was the test file's (``Kit._answered``: a call that drew from a
-    generator it was given is not, as its arguments are no longer what it was given), then the fixed inputs of
-    tests (probes) whose answer is the reference's.
+    First the calls the tests made of it in this session whose answer was the test file's (``Kit._answered``,
+    generators as they were given), then the fixed inputs of tests (probes) whose answer is the reference's.
     """
     from tests.diagnosis import asked_probes_answered
     from tests.probes import load_all_probes
@@ -388,7 +384,7 @@ def _answered(kit: Any, exercise: str, name: str, spec: Twin) -> Iterator[tuple[
         expected = _own_of_call(spec, implementation, exercise, name, args, kwargs)
         if expected is not _NO_ANSWER and ((spec.same or equal)(result, expected)
                                            or _within_the_probes_tolerance(result, expected)):
-            yield "an input of this test", args, kwargs
+            yield "an input a test gave it", args, kwargs
     registry = load_all_probes()
     for probe_name in asked_probes_answered(implementation, exercise, name):
         args, kwargs = registry[probe_name].arguments()
@@ -398,7 +394,7 @@ def _answered(kit: Any, exercise: str, name: str, spec: Twin) -> Iterator[tuple[
 
 
 def _wrong_on_a_call(kit: Any, exercise: str, name: str, spec: Twin) -> bool:
-    """Whether a call of this test (``Kit._answered``) got an answer that is not the test file's own."""
+    """Whether a call the tests made of it in this session (``Kit._answered``) got an answer not the file's own."""
     implementation = getattr(kit, "_implementation", kit)
     for args, kwargs, result in getattr(kit, "_answered", {}).get(name, []):
         expected = _own_of_call(spec, implementation, exercise, name, args, kwargs)

@@ -53,6 +53,14 @@ class Measuring:
                 return result, max(0, peak - baseline)
         raise self._internal(cgroup.unmeasured(f"{name}()", group))
 
+    def forget(self) -> None:
+        """Replace the worker by a fresh one at the next call: nothing the student's code kept in memory survives.
+
+        Asked by the unseen-input gate (``tests.unseen``) of a function wrong on its drawn input, before the calls
+        that tell a mistake from a table: code that keeps state could turn wrong on purpose once it met that input.
+        """
+        self._stop()
+
     def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.
 

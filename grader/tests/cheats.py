@@ -488,7 +488,13 @@ def _raising(module: str, error: str) -> str:
     lines = []
     for name in load().exercise(module).functions:
         signature = inspect.signature(getattr(reference, name))
-        lines += [f"def {name}{signature}:", f"    raise {error}('bad input: {', '.join(signature.parameters)}')", ""]
+        # The parameters' names and kinds, defaults as None: a default's repr is not always code
+        # (``dtype=<class 'numpy.float64'>`` made the masks module a syntax error, its cheat and control 0 alike).
+        plain = signature.replace(return_annotation=inspect.Signature.empty, parameters=[
+            parameter.replace(annotation=inspect.Parameter.empty,
+                              default=None if parameter.default is not inspect.Parameter.empty else parameter.empty)
+            for parameter in signature.parameters.values()])
+        lines += [f"def {name}{plain}:", f"    raise {error}('bad input: {', '.join(signature.parameters)}')", ""]
     return "\n".join(lines)
 
 

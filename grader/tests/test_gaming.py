@@ -328,3 +328,14 @@ def _one_asked_answer_wrong(answers: dict, module: str, names: list[str], refere
                 made += 1
                 break
     assert made, f"no recorded answer of {module} is that of a fixed input a test asks"
+
+
+def test_every_generated_rejecter_and_stub_is_code():
+    # A default whose repr is not code (masks' dtype=<class 'numpy.float64'>) once made the masks module a syntax
+    # error: its rejects-every-input cheat and its control scored 0 alike, and the comparison proved nothing.
+    from grader.curriculum import load
+    from grader.tests.cheats import _raising
+
+    for exercise in load().exercises:
+        for error in ("ValueError", "NotImplementedError"):
+            compile(_raising(exercise.name, error), f"{exercise.name} ({error})", "exec")

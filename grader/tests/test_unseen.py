@@ -139,7 +139,7 @@ def test_a_table_wrong_on_an_asked_input_on_purpose_fails_on_its_other_inputs_sc
     asking = Asking(_table_of([((queries, chunks), own_cosine(queries, chunks))]))
     asking._answered = {"cosine_similarity": [((queries, chunks), {}, own_cosine(queries, chunks))]}
     (failure,) = unseen.gate(asking, "retrieval", "cosine_similarity")
-    assert "an input of this test" in failure.message and "scaled" in failure.message
+    assert "an input a test gave it" in failure.message and "scaled" in failure.message
     assert "queries: not in the table" in failure.message
 
 
@@ -285,3 +285,29 @@ def test_a_mistake_of_the_formula_keeps_its_properties_at_every_size():
 
     assert positional._sizes_gate(SimpleNamespace(sinusoidal_encoding=by_column), "sinusoidal_encoding", TEST_SIZES,
                                   (40, 20), positional._sinusoidal_right, positional._sinusoidal_properties()) == []
+
+
+def test_a_worker_forgotten_keeps_nothing_of_the_student_s_code(tmp_path):
+    # Code that keeps state answered wrong on purpose once it had met the gate's drawn input, so that the gate's
+    # next calls (its probes) made it look like a mistake (a helper's round: exercise 4's 17 tests of 17 graded,
+    # its control 6). Graded, the gate replaces the worker before those calls: nothing kept in memory survives.
+    import shutil
+
+    from grader.sandbox.proxy import IsolatedImplementation, Limits
+
+    folder = tmp_path / "student"
+    shutil.copytree(REFERENCE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    with (folder / "softmax.py").open("a", encoding="utf-8") as module:
+        module.write("\n_SEEN = []\n_softmax = softmax\n\n\ndef softmax(x, axis=-1):\n"
+                     "    _SEEN.append(1)\n    return _softmax(x, axis) * len(_SEEN)\n")
+    with IsolatedImplementation(folder, limits=Limits(call_timeout=10.0)) as implementation:
+        softmax = implementation.function("softmax", "softmax")
+        x = np.array([0.0, 1.0])
+        assert np.allclose(softmax(x) * 2, softmax(x))  # the second call remembers the first
+        implementation.forget()
+        assert np.allclose(softmax(x), REFERENCE_SOFTMAX(x))  # a fresh worker: its first call again
+
+
+def REFERENCE_SOFTMAX(x):  # noqa: N802 - the reference's answer, written out
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
