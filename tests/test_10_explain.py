@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests import unseen
+from tests import moves, unseen
 from tests.conventions import EPS_ZERO, eps_denominator, total_variation
 from tests.feedback import (
     call_or_explain,
@@ -570,6 +570,6 @@ unseen.register("explain", {
     "occlusion_importance": unseen.Twin(_unseen_occlusion, _occlusion_by_hand, OCCLUSION, unseen.close),
     "gradient_x_input": unseen.Twin(_unseen_pair, lambda grad, inputs: np.einsum("...jf,...jf->...j", grad, inputs),
                                     GXI, unseen.close),
-    "attention_rollout": unseen.Twin(_unseen_layers, _rollout_by_hand, ROLLOUT, unseen.close, unseen.tempered),
+    "attention_rollout": unseen.Twin(_unseen_layers, _rollout_by_hand, ROLLOUT, unseen.close, moves.tempered),
     "rank_correlation": unseen.Twin(_unseen_ranks, _spearman, SPEARMAN, unseen.close),
 })

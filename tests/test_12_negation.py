@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests import unseen
+from tests import moves, unseen
 from tests.effort import (
     EFFORT,
     EFFORT_FLOOR,
@@ -895,5 +895,5 @@ unseen.register("negation", {
     "pooled_forward": unseen.Twin(lambda rng: ((_pooled_params([int(rng.integers(2**31))]), *_unseen_sentences(rng)),
                                                {}), _pooled, POOLED, unseen.close),
     "pair_accuracy": unseen.Twin(_unseen_pairs, _own_pair_accuracy, COUNT, unseen.close),
-    "negation_attention": unseen.Twin(_unseen_attention, _own_attention, LOOK, unseen.close, unseen.tempered),
+    "negation_attention": unseen.Twin(_unseen_attention, _own_attention, LOOK, unseen.close, moves.tempered),
 })

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tests import unseen
+from tests import moves, unseen
 from tests.effort import (
     EFFORT,
     EFFORT_FLOOR,
@@ -821,13 +821,13 @@ def _unseen_scores(rng: np.random.Generator) -> tuple[tuple, dict]:
 unseen.register("distance", {
     "distance_penalty": unseen.Twin(lambda rng: ((int(rng.integers(2, 40)), float(rng.uniform(0.05, 1.0))), {}),
                                     lambda n, slope: -slope * (n - np.arange(n)), PENALTY, unseen.close,
-                                    unseen.scaled_numbers),
+                                    moves.scaled_numbers),
     "recall_weights": unseen.Twin(lambda rng: ((*_unseen_context(rng), float(rng.uniform(0.0, 1.0))), {}), _weights,
                                   WEIGHTS, unseen.close),
     "score_margin": unseen.Twin(_unseen_margin, _own_margin, MARGIN, unseen.close),
     "critical_distance": unseen.Twin(lambda rng: ((float(rng.uniform(0.5, 6.0)), float(rng.uniform(0.05, 1.0))), {}),
                                      lambda margin, slope: 1.0 + margin / slope, CRITICAL, unseen.close,
-                                     unseen.scaled_numbers),
+                                     moves.scaled_numbers),
     "recall_curve": unseen.Twin(_unseen_task, _own_curve, CURVE, unseen.close),
     "match_inputs": unseen.Twin(_unseen_match, _match_inputs, INPUTS, unseen.close),
     "match_scores": unseen.Twin(_unseen_scores, _match_scores, SCORES, unseen.close),

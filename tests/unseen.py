@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import inspect
 import io
 import warnings
@@ -45,6 +44,7 @@ import numpy as np
 from tests.crash import raising_everything
 from tests.effort import message, submission_salt
 from tests.failures import Failure
+from tests.moves import SEED, scaled, scaled_numbers, tempered
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,6 @@ class Undecided(Exception):  # noqa: N818 - not an error: the gate's answer "not
 
 
 _TWINS: dict[str, dict[str, Twin]] = {}  # exercise -> function -> its twin (registered by the public test file)
-SEED = 77_001  # with the submission's salt, the seed of every draw
 # How near a moved input's answer must be to the file's own (a factor of a few percent moves a lookup's far more).
 MOVED_RTOL, MOVED_ATOL = 1e-3, 1e-6
 
@@ -192,106 +191,6 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
                     _short(got) if ok else got, f"{spec.idea}; {why}")]
-
-
-def scaled(value: Any, factor: float, *, numbers: bool = False, jitter: bool = True) -> tuple[Any, bool]:
-    """``value`` with every float array in it times ``factor``; whether one was.
-
-    Arrays in tuples, lists and dicts count, and those a function in it answers (a test's model); with
-    ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only). A generator is
-    replaced by one of another seed (drawn with the factor). Each entry also gets a factor of its own within 2%
-    (:func:`_jitter`; ``jitter=False``: one factor, as for a test's model, whose answers may come in any batches).
-    """
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-        if _special(value):  # ones, zeros, an identity, a 0/-inf mask: a role, kept (a mistake may ignore it there)
-            return value, False
-        jittered = jitter and _ordinary(value)
-        return (value * factor * (_jitter(factor, value.shape) if jittered else 1.0)).astype(value.dtype), True
-    if numbers and isinstance(value, float):
-        return value * factor * float(_jitter(factor + value, ())), True
-    if isinstance(value, np.random.Generator):  # another generator: the draws of one seed are no rule of another's
-        return np.random.default_rng([SEED, int(factor * 2**40)]), True
-    if getattr(value, "PLAIN_FUNCTION", False):  # a function given as plain data (tests.kit.PlainFunction)
-        return type(value)(value.kind, **{key: scaled(item, factor)[0] for key, item in value.params.items()}), True
-    if callable(value) and not isinstance(value, type):  # a test's model (occlusion's predict): its answers scaled
-        @functools.wraps(value)
-        def answering(*args: Any, **kwargs: Any) -> Any:  # (one factor: its answers may come in any batches)
-            return scaled(value(*args, **kwargs), factor, jitter=False)[0]
-
-        return answering, True
-    if isinstance(value, (tuple, list)):
-        items = [scaled(item, factor, numbers=numbers) for item in value]
-        if not any(changed for _, changed in items):
-            return value, False
-        moved = [item for item, _ in items]
-        if hasattr(value, "_fields"):  # a named tuple
-            return type(value)(*moved), True
-        return (tuple(moved) if isinstance(value, tuple) else moved), True
-    if isinstance(value, dict):
-        entries = {key: scaled(item, factor, numbers=numbers) for key, item in value.items()}
-        if not any(changed for _, changed in entries.values()):
-            return value, False
-        return {key: item for key, (item, _) in entries.items()}, True
-    return value, False
-
-
-def _jitter(factor: float, shape: tuple[int, ...]) -> np.ndarray:
-    """A factor of its own for every entry (within 2% of 1), drawn from ``factor`` and the shape.
-
-    One factor for a whole array would let code that knows how the answer scales (a cosine not at all, a product
-    with the product of the factors) answer a moved input from a table (a helper's round).
-    """
-    seed = [SEED, int(abs(factor) * 2**40) % 2**63, *shape]
-    return 1.0 + 0.02 * np.random.default_rng(seed).uniform(-1.0, 1.0, size=shape)
-
-
-def _ordinary(array: np.ndarray) -> bool:
-    """Whether an entry's factor of its own keeps what the array means.
-
-    Finite values of a moderate size, all different: ties, a constant, and values that differ only far below
-    their size are moved by one factor only.
-    """
-    with np.errstate(all="ignore"):
-        flat = array.ravel()
-        if flat.size < 2 or not np.all(np.isfinite(flat)):
-            return False
-        top = float(np.max(np.abs(flat)))
-        return (top <= 1e3 and float(np.ptp(flat)) >= 1e-3 * top
-                and np.unique(flat).size == flat.size)
-
-
-def _special(array: np.ndarray) -> bool:
-    """Whether every entry is 0, 1 or infinite (ones, zeros, an identity, a one-hot row, an additive mask)."""
-    with np.errstate(invalid="ignore"):
-        return bool(np.all((array == 0) | (array == 1) | np.isinf(array)))
-
-
-def scaled_numbers(value: Any, factor: float) -> tuple[Any, bool]:
-    """:func:`scaled`, plain floats too (the arguments of a function of a few numbers)."""
-    return scaled(value, factor, numbers=True)
-
-
-def tempered(value: Any, factor: float) -> tuple[Any, bool]:
-    """:func:`scaled`, for attention weights: each float array's entries to the power ``factor``, rows summing to 1.
-
-    Zeros stay zero (blocked keys stay blocked) and every row's order is kept.
-    """
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-        with np.errstate(all="ignore"):
-            powered = np.abs(value) ** factor * _jitter(factor, value.shape)
-            total = powered.sum(axis=-1, keepdims=True)
-            return np.where(total > 0, powered / np.where(total > 0, total, 1), value).astype(value.dtype), True
-    if isinstance(value, (tuple, list, dict)):
-        items = list(value.values()) if isinstance(value, dict) else list(value)
-        moved = [tempered(item, factor) for item in items]
-        if not any(changed for _, changed in moved):
-            return value, False
-        if isinstance(value, dict):
-            return dict(zip(value, (item for item, _ in moved), strict=True)), True
-        if hasattr(value, "_fields"):
-            return type(value)(*(item for item, _ in moved)), True
-        return type(value)(item for item, _ in moved) if isinstance(value, tuple) else [i for i, _ in moved], True
-    return value, False
 
 
 def _factor(exercise: str, name: str) -> float:

@@ -50,6 +50,7 @@ STUDENT_FILES = (
     "tests/kept_values.py",
     "tests/kinds.py",
     "tests/kit.py",
+    "tests/moves.py",
     "tests/one_thread.py",
     "tests/own_models.py",
     "tests/plugin.py",

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
-from tests import effort, unseen
+from tests import effort, moves, unseen
 from tests.kit import LocalImplementation
 
 REFERENCE = ROOT / "solutions"
@@ -176,25 +176,25 @@ def test_an_input_of_this_test_the_function_got_wrong_is_not_asked_again(monkeyp
 
 def test_scaled_moves_every_float_and_nothing_else():
     tokens, mask, weights = np.arange(4), np.array([True, False]), np.array([[0.3, -0.7], [1.1, 0.2]], np.float32)
-    (moved, model), changed = unseen.scaled(((tokens, mask, weights), {"w": weights, "n": 3}), 1.5)
+    (moved, model), changed = moves.scaled(((tokens, mask, weights), {"w": weights, "n": 3}), 1.5)
     assert changed and moved[0] is tokens and moved[1] is mask and model["n"] == 3
     # Every entry its own factor, within 2% of the drawn one: no law of how the answer scales gives it from a table.
     ratio = moved[2] / weights
     assert moved[2].dtype == np.float32 and np.all(np.abs(ratio / 1.5 - 1) <= 0.0201) and np.ptp(ratio) > 0
     assert np.allclose(model["w"], moved[2])  # the same move for the same factor and shape
-    predict, changed = unseen.scaled(lambda t: np.full(2, 0.25), 2.0)
+    predict, changed = moves.scaled(lambda t: np.full(2, 0.25), 2.0)
     assert changed and np.array_equal(predict(0), [0.5, 0.5])
-    assert unseen.scaled((tokens, "text", 3), 2.0) == ((tokens, "text", 3), False)
+    assert moves.scaled((tokens, "text", 3), 2.0) == ((tokens, "text", 3), False)
     # Arrays of a role (ones, an identity, an additive mask) keep it: a mistake that ignores gamma is right at ones.
     gamma, blocked = np.ones(3), np.array([0.0, -np.inf])
-    assert unseen.scaled((gamma, blocked), 2.0)[1] is False
+    assert moves.scaled((gamma, blocked), 2.0)[1] is False
     # Ties, a constant, values far above their differences: one factor for the array (an entry's own would change
     # which values are equal, or swamp their differences).
     for kept in (np.array([0.5, 0.5, 2.0]), np.full(3, 0.3), np.array([-1e200, -1e200 + 1e185, -1e200 - 1e185])):
-        moved_array = unseen.scaled(kept, 1.5)[0]
+        moved_array = moves.scaled(kept, 1.5)[0]
         assert np.allclose(moved_array, 1.5 * kept, rtol=1e-12, atol=0)
-    assert unseen.scaled(2.5, 2.0) == (2.5, False)
-    number, changed = unseen.scaled_numbers(2.5, 2.0)
+    assert moves.scaled(2.5, 2.0) == (2.5, False)
+    number, changed = moves.scaled_numbers(2.5, 2.0)
     assert changed and abs(number / 5.0 - 1) <= 0.0201
 
 

@@ -1,0 +1,119 @@
+"""Inputs moved within what a function's docstring allows: how the unseen-input gate tells a rule from a table.
+
+A mistake is a rule: an input it answers, moved a little (every float scaled by a
+factor drawn for the submission, each entry of an ordinary array by a few percent
+of its own; attention weights tempered so their rows still sum to 1; a generator
+replaced by another seed), it answers too. A table of the tests' answers does not
+hold the moved input. ``tests.unseen`` asks; this module only moves. Each move
+keeps what the inputs mean to the API: signs, zeros, infinities, masks, orders,
+ties, shapes and integers stay as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+SEED = 77_001  # with the submission's salt (tests.unseen), the seed of every draw and move
+
+
+def scaled(value: Any, factor: float, *, numbers: bool = False, jitter: bool = True) -> tuple[Any, bool]:
+    """``value`` with every float array in it times ``factor``; whether one was.
+
+    Arrays in tuples, lists and dicts count, and those a function in it answers (a test's model); with
+    ``numbers``, plain floats too (:func:`scaled_numbers`, for a function of numbers only). A generator is
+    replaced by one of another seed (drawn with the factor). Each entry also gets a factor of its own within 2%
+    (:func:`_jitter`; ``jitter=False``: one factor, as for a test's model, whose answers may come in any batches).
+    """
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        if _special(value):  # ones, zeros, an identity, a 0/-inf mask: a role, kept (a mistake may ignore it there)
+            return value, False
+        jittered = jitter and _ordinary(value)
+        return (value * factor * (_jitter(factor, value.shape) if jittered else 1.0)).astype(value.dtype), True
+    if numbers and isinstance(value, float):
+        return value * factor * float(_jitter(factor + value, ())), True
+    if isinstance(value, np.random.Generator):  # another generator: the draws of one seed are no rule of another's
+        return np.random.default_rng([SEED, int(factor * 2**40)]), True
+    if getattr(value, "PLAIN_FUNCTION", False):  # a function given as plain data (tests.kit.PlainFunction)
+        return type(value)(value.kind, **{key: scaled(item, factor)[0] for key, item in value.params.items()}), True
+    if callable(value) and not isinstance(value, type):  # a test's model (occlusion's predict): its answers scaled
+        @functools.wraps(value)
+        def answering(*args: Any, **kwargs: Any) -> Any:  # (one factor: its answers may come in any batches)
+            return scaled(value(*args, **kwargs), factor, jitter=False)[0]
+
+        return answering, True
+    if isinstance(value, (tuple, list)):
+        items = [scaled(item, factor, numbers=numbers) for item in value]
+        if not any(changed for _, changed in items):
+            return value, False
+        moved = [item for item, _ in items]
+        if hasattr(value, "_fields"):  # a named tuple
+            return type(value)(*moved), True
+        return (tuple(moved) if isinstance(value, tuple) else moved), True
+    if isinstance(value, dict):
+        entries = {key: scaled(item, factor, numbers=numbers) for key, item in value.items()}
+        if not any(changed for _, changed in entries.values()):
+            return value, False
+        return {key: item for key, (item, _) in entries.items()}, True
+    return value, False
+
+
+def _jitter(factor: float, shape: tuple[int, ...]) -> np.ndarray:
+    """A factor of its own for every entry (within 2% of 1), drawn from ``factor`` and the shape.
+
+    One factor for a whole array would let code that knows how the answer scales (a cosine not at all, a product
+    with the product of the factors) answer a moved input from a table (a helper's round).
+    """
+    seed = [SEED, int(abs(factor) * 2**40) % 2**63, *shape]
+    return 1.0 + 0.02 * np.random.default_rng(seed).uniform(-1.0, 1.0, size=shape)
+
+
+def _ordinary(array: np.ndarray) -> bool:
+    """Whether an entry's factor of its own keeps what the array means.
+
+    Finite values of a moderate size, all different: ties, a constant, and values that differ only far below
+    their size are moved by one factor only.
+    """
+    with np.errstate(all="ignore"):
+        flat = array.ravel()
+        if flat.size < 2 or not np.all(np.isfinite(flat)):
+            return False
+        top = float(np.max(np.abs(flat)))
+        return (top <= 1e3 and float(np.ptp(flat)) >= 1e-3 * top
+                and np.unique(flat).size == flat.size)
+
+
+def _special(array: np.ndarray) -> bool:
+    """Whether every entry is 0, 1 or infinite (ones, zeros, an identity, a one-hot row, an additive mask)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((array == 0) | (array == 1) | np.isinf(array)))
+
+
+def scaled_numbers(value: Any, factor: float) -> tuple[Any, bool]:
+    """:func:`scaled`, plain floats too (the arguments of a function of a few numbers)."""
+    return scaled(value, factor, numbers=True)
+
+
+def tempered(value: Any, factor: float) -> tuple[Any, bool]:
+    """:func:`scaled`, for attention weights: each float array's entries to the power ``factor``, rows summing to 1.
+
+    Zeros stay zero (blocked keys stay blocked) and every row's order is kept.
+    """
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            powered = np.abs(value) ** factor * _jitter(factor, value.shape)
+            total = powered.sum(axis=-1, keepdims=True)
+            return np.where(total > 0, powered / np.where(total > 0, total, 1), value).astype(value.dtype), True
+    if isinstance(value, (tuple, list, dict)):
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        moved = [tempered(item, factor) for item in items]
+        if not any(changed for _, changed in moved):
+            return value, False
+        if isinstance(value, dict):
+            return dict(zip(value, (item for item, _ in moved), strict=True)), True
+        if hasattr(value, "_fields"):
+            return type(value)(*(item for item, _ in moved)), True
+        return type(value)(item for item, _ in moved) if isinstance(value, tuple) else [i for i, _ in moved], True
+    return value, False
