@@ -287,6 +287,49 @@ def test_a_mistake_of_the_formula_keeps_its_properties_at_every_size():
                                   (40, 20), positional._sinusoidal_right, positional._sinusoidal_properties()) == []
 
 
+# A sizes table that raises ValueError (naming the argument) for every size it does not hold, the rest of the module
+# computed: the bad-input test passed (a helper's round: exercise 5's 10 tests against its control's 9), since the
+# only good input it was asked, the kit's fixed one, is in the table, and integers move under no move of the gate.
+_SIZES_TABLES = {
+    "positional": ("test_05_positional.py", """
+_KEPT = {(n, d): sinusoidal_encoding(n, d) for n, d in ((6, 8), (5, 8), (4, 10), (3, 12), (7, 10))}
+_KEPT_ALIBI = {(n, h): alibi_bias(n, h) for n, h in ((6, 4), (5, 3), (7, 2))}
+def sinusoidal_encoding(n_positions, d_model):
+    if (n_positions, d_model) not in _KEPT:
+        raise ValueError(f"n_positions, d_model: not in the table ({n_positions}, {d_model})")
+    return _KEPT[n_positions, d_model].copy()
+def alibi_bias(n, n_heads):
+    if (n, n_heads) not in _KEPT_ALIBI:
+        raise ValueError(f"n, n_heads: not in the table ({n}, {n_heads})")
+    return _KEPT_ALIBI[n, n_heads].copy()
+"""),
+    "masks": ("test_04_masks.py", """
+_KEPT = {n: causal_mask(n) for n in range(1, 12)}
+def causal_mask(n):
+    if n not in _KEPT:
+        raise ValueError(f"n: not in the table ({n})")
+    return _KEPT[n].copy()
+"""),
+}
+
+
+@pytest.mark.parametrize("module", sorted(_SIZES_TABLES))
+def test_a_sizes_table_earns_no_bad_input_points(module: str, tmp_path):
+    import subprocess
+    import sys
+
+    from grader.tests.cheats import plant
+
+    test_file, code = _SIZES_TABLES[module]
+    folder = plant(tmp_path / "table", {module: code})
+    done = subprocess.run([sys.executable, "-m", "pytest", f"tests/{test_file}", "--impl", str(folder), "-q",
+                           "-p", "no:cacheprovider", "-k", "rejects_bad_input"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert "1 failed" in done.stdout, done.stdout[-3000:]
+    assert "not in the table" in done.stdout, done.stdout[-3000:]
+    assert "of this check's own (drawn from your file's bytes)" in done.stdout, done.stdout[-3000:]
+
+
 def test_a_worker_forgotten_keeps_nothing_of_the_student_s_code(tmp_path):
     # Code that keeps state answered wrong on purpose once it had met the gate's drawn input, so that the gate's
     # next calls (its probes) made it look like a mistake (a helper's round: exercise 4's 17 tests of 17 graded,
