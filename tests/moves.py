@@ -117,3 +117,42 @@ def tempered(value: Any, factor: float) -> tuple[Any, bool]:
             return type(value)(*(item for item, _ in moved)), True
         return type(value)(item for item, _ in moved) if isinstance(value, tuple) else [i for i, _ in moved], True
     return value, False
+
+
+def reordered(call: tuple[tuple, dict], factor: float) -> tuple[tuple[tuple, dict], bool]:
+    """``call``'s arguments with their items in another order, where no float moves (:func:`scaled` changed nothing).
+
+    Boolean arrays (masks) along their first axis, integer vectors (lengths, token ids), and lists of texts (a
+    corpus), each argument on its own; whether one was. The order is a permutation drawn from ``factor`` (the
+    submission's) and the number of items, so arguments of the same length, whose items go together (an example's
+    prediction, label and pair), keep going together; a test's own reordering (a reversal, say) is not it. Any such
+    array or list is as valid an input as the one given, and an answer kept for the input as the test gives it is
+    not kept for this one. A single item, or items all the same, stay as they are.
+    """
+    args, kwargs = call
+    moved_args = [_reordered(value, factor) for value in args]
+    moved_kwargs = {key: _reordered(value, factor) for key, value in kwargs.items()}
+    changed = any(item is not value for item, value in zip(moved_args, args, strict=True)) or any(
+        moved_kwargs[key] is not value for key, value in kwargs.items())
+    return ((tuple(moved_args), moved_kwargs) if changed else call), changed
+
+
+def _order(factor: float, n: int) -> np.ndarray:
+    """A permutation of ``n`` items drawn from ``factor``, not the identity (``n`` at least 2)."""
+    order = np.random.default_rng([SEED, int(abs(factor) * 2**40) % 2**63, n, 2]).permutation(n)
+    return order if np.any(order != np.arange(n)) else np.roll(np.arange(n), 1)
+
+
+def _reordered(value: Any, factor: float) -> Any:
+    """``value`` with its items in the order :func:`_order` draws for their number (:func:`reordered`), or itself."""
+    # (A table of integers, such as BPE's merges, may have an order of its own: merge i joins ids below 256 + i.)
+    if isinstance(value, np.ndarray) and len(value.shape) >= 1 and value.shape[0] >= 2 and (
+            value.dtype.kind == "b" or (value.dtype.kind in "iu" and value.ndim == 1)):
+        moved = value[_order(factor, value.shape[0])].copy()
+        return value if np.array_equal(moved, value) else moved
+    if (isinstance(value, (list, tuple)) and not hasattr(value, "_fields") and len(value) >= 2
+            and all(isinstance(item, str) for item in value) and len(set(value)) >= 2):
+        order = _order(factor, len(value))
+        moved = [value[index] for index in order]
+        return value if moved == list(value) else type(value)(moved)
+    return value

@@ -44,7 +44,7 @@ import numpy as np
 from tests.crash import raising_everything
 from tests.effort import message, submission_salt
 from tests.failures import Failure
-from tests.moves import SEED, scaled, scaled_numbers, tempered
+from tests.moves import SEED, reordered, scaled, scaled_numbers, tempered
 
 
 @dataclass(frozen=True)
@@ -205,17 +205,24 @@ def _how(move: Callable[..., Any] | None) -> str:
             scaled_numbers: "every float and number in it times {:.4f}"}.get(move, "every float in it times {:.4f}")
 
 
+REORDERED = "its items in another order (boolean arrays along their first axis, integer vectors, lists of texts)"
+
+
 def moved_input(exercise: str, name: str, call: tuple[tuple, dict]) -> tuple[tuple[tuple, dict] | None, str]:
     """``call``'s arguments moved as ``name``'s twin moves them (:func:`scaled` without one), and how, for a message.
 
-    ``(None, "")`` when nothing in them can move (no float). For a function that raised where a test expected
-    it to (``tests.kit``): on an input no table holds it must answer too.
+    Where no float moves, its items in another order (:func:`tests.moves.reordered`); ``(None, "")`` when nothing
+    in them can move. For a function that raised where a test expected it to (``tests.kit``): on an input no table
+    holds it must answer too.
     """
     spec = twin(exercise, name)
     move = spec.move if spec is not None else None
     factor = _factor(exercise, name)
     moved, changed = (move or scaled)(call, factor)
-    return (moved, " with " + _how(move).format(factor)) if changed else (None, "")
+    if changed:
+        return moved, " with " + _how(move).format(factor)
+    moved, changed = reordered(call, factor)
+    return (moved, " with " + REORDERED) if changed else (None, "")
 
 
 def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
@@ -224,13 +231,18 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
     A mistake is a rule: an input it answers (a call of the test that asks the gate, whose answer was the test
     file's own; a fixed input a test asks), with every float array scaled by a factor drawn for the submission (a
     few percent: signs, zeros, infinities, orders, ties, shapes, integers and masks unchanged), it answers too. An
-    answer kept for the input as the test gives it is not kept for that one. Inputs without floats (text, token
-    ids alone) cannot be moved so, and say nothing.
+    answer kept for the input as the test gives it is not kept for that one. Inputs without floats (lengths, token
+    ids, masks, a corpus) are moved by putting their items in an order drawn for the submission
+    (``moves.reordered``); inputs that neither move changes (plain integers, one text) say nothing.
     """
     factor = _factor(exercise, name)
     asked = False
     for case, args, kwargs in _answered(kit, exercise, name, spec):
         (args, kwargs), changed = (spec.move or scaled)((args, kwargs), factor)
+        how = _how(spec.move).format(factor)
+        if not changed:  # no float in it: its items in another order (lengths, token ids, masks, texts)
+            (args, kwargs), changed = reordered((args, kwargs), factor)
+            how = REORDERED
         if not changed:
             continue
         expected = _own_of_call(spec, getattr(kit, "_implementation", kit), exercise, name, args, kwargs)
@@ -246,10 +258,10 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
         if ok and ((spec.same or equal)(got, expected) or _within(got, expected, MOVED_RTOL, MOVED_ATOL)):
             continue
         shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
-        return [message(f"{name}({shown}): {case}, which your {name}() answers, with {_how(spec.move).format(factor)}",
+        return [message(f"{name}({shown}): {case}, which your {name}() answers, with {how}",
                         _short(expected), _short(got) if ok else got,
                         f"{spec.idea}; your {name}() answers that input as the test gives it but not the same input "
-                        "scaled, so its answer does not follow from the input: compute it from the input, for any "
+                        "moved, so its answer does not follow from the input: compute it from the input, for any "
                         "input")]
     if not asked:
         raise Undecided(name)

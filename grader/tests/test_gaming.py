@@ -210,6 +210,7 @@ import hashlib as _hashlib
 import pickle as _pickle
 
 _ANSWERS = _pickle.loads(_base64.b64decode({table!r}))
+_DEFAULTS = _pickle.loads(_base64.b64decode({defaults!r}))
 
 
 def _key(name, values):
@@ -227,11 +228,21 @@ def _looked_up(name, *values):
 '''
 
 
+class _Code:
+    """A default written into generated code as a lookup of the table's defaults (its repr is that code)."""
+
+    def __init__(self, function: str, parameter: str) -> None:
+        self.text = f"_DEFAULTS[{(function, parameter)!r}]"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 # A miss raising NotImplementedError is also wrong on the tests' bad input (a helper's first table): the gate once
 # stood aside for that, as for a mistake.
 # A table may also keep one answer wrong on purpose, that of a fixed input a test asks: the gate once stood aside for a
 # function wrong there, as for a mistake (exercise 10: 6 of 18 tests against 0 for the stub).
-def _tables() -> list[tuple[str, str, bool]]:
+def _tables() -> list[tuple[str, str, bool, str | None]]:
     """Every exercise's table, whole (a miss raising ValueError), and some with one answer wrong or other misses.
 
     Part I and II functions whose tests had no input of their own passed so (13.3 of exercise 5's 18 points graded,
@@ -240,15 +251,24 @@ def _tables() -> list[tuple[str, str, bool]]:
     """
     from grader.curriculum import load
 
-    whole = [(exercise.name, "ValueError", False) for exercise in load().exercises]
-    return [*whole, ("tokenization", "NotImplementedError", False),
-            *((name, "ValueError", True) for name in ("explain", "distance", "multihead", "positional", "masks",
-                                                       "layer"))]
+    whole = [(exercise.name, "ValueError", False, None) for exercise in load().exercises]
+    return [*whole, ("tokenization", "NotImplementedError", False, None),
+            *((name, "ValueError", True, None) for name in ("explain", "distance", "multihead", "positional", "masks",
+                                                             "layer")),
+            # One function a table, the rest of the module computed: functions whose inputs hold no float (lengths,
+            # masks, token ids, texts), which no scaling moves, passed for a mistake with one answer wrong
+            # (padding_mask: 16 of exercise 4's 17 tests, its control 11).
+            *((module, "ValueError", True, name) for module, name in _FLOATLESS)]
 
 
-@pytest.mark.parametrize(("module", "miss", "one_wrong"), _tables())
+# Twinned functions whose tests' inputs hold no float array (the gate moves them by reversing their items).
+_FLOATLESS = (("masks", "padding_mask"), ("masks", "combine_masks"), ("negation", "pair_accuracy"),
+              ("retrieval", "recall_at_k"), ("tokenization", "sequence_lengths"), ("tokenization", "bpe_decode"))
+
+
+@pytest.mark.parametrize(("module", "miss", "one_wrong", "only"), _tables())
 def test_answers_recorded_from_the_public_tests_score_what_a_stub_scores(module: str, miss: str, one_wrong: bool,
-                                                                         tmp_path):
+                                                                         only: str | None, tmp_path):
     import base64
     import inspect
     import pickle
@@ -257,7 +277,7 @@ def test_answers_recorded_from_the_public_tests_score_what_a_stub_scores(module:
     from grader.tests.cheats import _raising
 
     exercise = load().exercise(module)
-    names = list(exercise.functions)
+    names = [only] if only else list(exercise.functions)
     record = tmp_path / "answers.pickle"
     recorder = plant(tmp_path / "recorder", {module: _RECORDER.format(path=str(record), names=names)})
     public = f"tests/{exercise.test_file.split('/')[-1]}"
@@ -277,19 +297,43 @@ def test_answers_recorded_from_the_public_tests_score_what_a_stub_scores(module:
     if one_wrong:
         _one_asked_answer_wrong(answers, module, names, reference)
     arguments = ", ".join(sorted({p for n in names for p in inspect.signature(getattr(reference, n)).parameters}))
-    code = _TABLE.format(table=base64.b64encode(pickle.dumps(answers)).decode(), arguments=arguments, miss=miss)
+    functions, defaults = "", {}
     for name in names:  # the reference's signatures, answered from the table
         signature = inspect.signature(getattr(reference, name))
+        # Defaults by reference, not by repr: ``dtype=<class 'numpy.float64'>`` is no code (the masks table was a
+        # syntax error, and scored the stub's 0 without a lookup).
+        plain = signature.replace(return_annotation=inspect.Signature.empty, parameters=[
+            parameter.replace(annotation=inspect.Parameter.empty, default=parameter.default
+                              if parameter.default is inspect.Parameter.empty else _Code(name, parameter.name))
+            for parameter in signature.parameters.values()])
+        defaults.update({(name, parameter.name): parameter.default for parameter in signature.parameters.values()
+                         if parameter.default is not inspect.Parameter.empty})
         call = ", ".join(signature.parameters)  # every argument, defaults applied, in order
-        code += f"\n\ndef {name}{signature}:\n    return _looked_up({name!r}, {call})\n"
+        functions += f"\n\ndef {name}{plain}:\n    return _looked_up({name!r}, {call})\n"
+    code = _TABLE.format(table=base64.b64encode(pickle.dumps(answers)).decode(), arguments=arguments, miss=miss,
+                         defaults=base64.b64encode(pickle.dumps(defaults)).decode()) + functions
+    compile(code, f"{module}-table", "exec")  # code, or the comparison proves nothing
     table = run_files(plant(tmp_path / "table", {module: code}), (public,))[public]
-    stub = run_files(plant(tmp_path / "stub", {module: _raising(module, "NotImplementedError")}), (public,))[public]
+    control = _raising(module, "NotImplementedError")
+    if only:  # the rest of the module computed, that function a stub
+        signature = inspect.signature(getattr(reference, only))
+        stub_signature = signature.replace(return_annotation=inspect.Signature.empty, parameters=[
+            parameter.replace(annotation=inspect.Parameter.empty, default=None
+                              if parameter.default is not inspect.Parameter.empty else parameter.default)
+            for parameter in signature.parameters.values()])
+        control = (f"\n\ndef {only}{stub_signature}:\n"
+                   f"    raise NotImplementedError({', '.join(signature.parameters)!r})\n")
+    compile(control, f"{module}-control", "exec")
+    stub = run_files(plant(tmp_path / "stub", {module: control}), (public,))[public]
     assert passed(table) <= passed(stub), (f"answers looked up from the public tests pass {passed(table)} tests, "
                                            f"the stub {passed(stub)}: {table.output[-2000:]}")
 
 
 def _one_asked_answer_wrong(answers: dict, module: str, names: list[str], reference) -> None:
-    """Make wrong, for each function, the recorded answer to the first fixed input a test asks that was recorded."""
+    """Make wrong, for each function, the recorded answer to the first fixed input a test asks that was recorded.
+
+    A single function's table whose tests ask none of its fixed inputs: the first call a test made of it.
+    """
     import hashlib
     import inspect
     import pickle
@@ -327,6 +371,10 @@ def _one_asked_answer_wrong(answers: dict, module: str, names: list[str], refere
                 answers[key] = (wrong(answers[key][0]), answers[key][1])
                 made += 1
                 break
+    if not made and len(names) == 1:  # one function's table whose tests ask no fixed input: a test's own call
+        first = next(iter(answers))
+        answers[first] = (wrong(answers[first][0]), answers[first][1])
+        made = 1
     assert made, f"no recorded answer of {module} is that of a fixed input a test asks"
 
 

@@ -139,7 +139,7 @@ def test_a_table_wrong_on_an_asked_input_on_purpose_fails_on_its_other_inputs_sc
     asking = Asking(_table_of([((queries, chunks), own_cosine(queries, chunks))]))
     asking._answered = {"cosine_similarity": [((queries, chunks), {}, own_cosine(queries, chunks))]}
     (failure,) = unseen.gate(asking, "retrieval", "cosine_similarity")
-    assert "an input a test gave it" in failure.message and "scaled" in failure.message
+    assert "an input a test gave it" in failure.message and "not the same input moved" in failure.message
     assert "queries: not in the table" in failure.message
 
 
