@@ -42,7 +42,7 @@ from tests.crash import is_raising_everything, is_raising_through, where_it_cras
 from tests.effort import require
 from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, fail_check, record
 from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
-from tests.unseen import Undecided, twin
+from tests.unseen import Undecided, sizes_gate, twin
 from tests.unseen import gate as unseen_gate
 
 
@@ -647,6 +647,8 @@ class Kit:
         for name in self._rejected:  # a function that raises on every input passes any test of bad input
             require(self, name, lambda name=name: _answers_good_input(self._implementation, exercise, name),
                     key="answers good input")
+            if (sizes := sizes_gate(exercise, name)) is not None:  # integers only: an answer at a drawn size
+                sizes(self)
         self._rejected.clear()
         # The exercise's functions this test's calls went through count too (not those the test called itself: they
         # are asked above, or as rejecting bad input): a table of one function's answers to the inputs the others

@@ -464,9 +464,6 @@ def test_to_additive_leaves_a_fully_blocked_row_without_weights(impl):
 
 
 def test_rejects_bad_input(impl):
-    # Telling bad sizes from good is worth points only with an answer at a good size no table holds: causal_mask's
-    # input is an integer, which no move changes (a table of the tests' sizes raises on the rest).
-    require_causal_formula(impl)
     expect_probe(impl, "causal_mask/no_positions", what="causal_mask(0)",
                  idea=f"{CHECKS}: a sequence length is positive")
     expect_raises_value_error(lambda: impl.causal_mask(-3), argument="n",
@@ -515,6 +512,8 @@ def _unseen_masks(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (rng.random((n, n)) < 0.6, rng.random((int(rng.integers(2, 5)), 1, n)) < 0.7), {}
 
 
+# causal_mask's input is an integer, which no move of the gate changes: a test of its bad input asks the sizes gate.
+unseen.register_sizes_gates("masks", {"causal_mask": require_causal_formula})
 unseen.register("masks", {
     "padding_mask": unseen.Twin(_unseen_lengths, lambda lengths, max_len: _padding_pattern(list(lengths), max_len),
                                 PADDING + "; " + PAD_SHAPE),

@@ -705,10 +705,6 @@ def test_alibi_closed_form(impl):
 
 
 def test_rejects_bad_input(impl):
-    # Telling bad sizes from good is worth points only with an answer at good sizes no table holds (a table of the
-    # tests' sizes raises on the rest): the sizes functions' inputs are integers, which no move changes.
-    require_sinusoidal_formula(impl)
-    require_alibi_formula(impl)
     expect_raises_value_error(lambda: impl.sinusoidal_encoding(0, 4), argument="n_positions",
                               what="sinusoidal_encoding(0, 4)", idea=f"{CHECKS}: sizes are positive")
     expect_raises_value_error(lambda: impl.sinusoidal_encoding(5, 0), argument="d_model",
@@ -755,4 +751,8 @@ def _own_rotary(x: np.ndarray, positions: np.ndarray | None = None, base: float 
     return _rotary(x, np.arange(x.shape[-2]) if positions is None else positions, base)
 
 
+# The sizes functions' inputs are integers, which no move of the gate changes: a test of their bad input asks their
+# sizes gates.
+unseen.register_sizes_gates("positional", {"sinusoidal_encoding": require_sinusoidal_formula,
+                                           "alibi_bias": require_alibi_formula})
 unseen.register("positional", {"rotary_embedding": unseen.Twin(_unseen_rotary, _own_rotary, ROTARY, unseen.close)})

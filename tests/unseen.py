@@ -92,6 +92,27 @@ def twin(exercise: str, name: str) -> Twin | None:
     return _TWINS.get(exercise, {}).get(name)
 
 
+# exercise -> function -> its sizes gate, ``require_...(impl) -> bool`` (registered by the public test file): for a
+# function of integers only (causal_mask, sinusoidal_encoding, alibi_bias), which no move changes.
+_SIZES_GATES: dict[str, dict[str, Callable[[Any], bool]]] = {}
+
+
+def register_sizes_gates(exercise: str, gates: dict[str, Callable[[Any], bool]]) -> None:
+    """The sizes gates of ``exercise``'s functions of integers only (an answer at a size drawn for the submission).
+
+    Asked, besides the twins' gate, of such a function that raised where a test expected bad input
+    (``tests.kit.Kit.ask_unseen``): a table of the tests' sizes raises on every other size, so raising on bad
+    sizes earns a test of bad input only with an answer at a size no table holds. Any file's test of bad input,
+    public or hidden, is asked so.
+    """
+    _SIZES_GATES[exercise] = gates
+
+
+def sizes_gate(exercise: str, name: str) -> Callable[[Any], bool] | None:
+    """The sizes gate registered for ``name`` of ``exercise``, or None."""
+    return _SIZES_GATES.get(exercise, {}).get(name)
+
+
 def equal(observed: Any, expected: Any) -> bool:
     """Exactly the expected value: arrays of the same shape and entries, lists entry by entry, or equal values."""
     if isinstance(expected, (list, tuple)) and not isinstance(observed, np.ndarray):
