@@ -42,7 +42,10 @@ from grader.curriculum import load  # noqa: E402
 from grader.grading.samples import _copy_reference  # noqa: E402
 from grader.suite import graded_suite, hidden_folders  # noqa: E402
 
-BUSY = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+# A busy process also dies with the benchmark (Linux's parent-death signal): one stopped half way, even by a kill that
+# skips its ``finally``, leaves none behind to load the next run (they are in sessions of their own).
+DIE_WITH_PARENT = "import ctypes, signal\nctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+BUSY = DIE_WITH_PARENT + "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
 
 def measured(command: list[str], sample: bool, cache: Path | None = None) -> tuple[float, float, int]:

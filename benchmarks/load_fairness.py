@@ -51,6 +51,7 @@ SLEEP = "\n\ndef causal_mask(n):\n    import time\n    time.sleep(30)\n"
 LOOP3 = "\n\ndef pooled_features(embedding, tokens, query_position):\n    while True:\n        pass\n"
 EXTRA = {"crashing": ("masks", CRASH), "looping": ("masks", LOOP), "slow": ("masks", SLOW),
          "sleeping": ("masks", SLEEP), "looping3": ("negation", LOOP3), "syntax": ("distance", "\n\ndef (:\n")}
+DIE_WITH_PARENT = "import ctypes, signal\nctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
 LOAD = {
     "busy": "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n",
     "memory": ("import time\nimport numpy as np\nend = time.monotonic() + {seconds}\n"
@@ -106,7 +107,8 @@ def start_load(per_core: int, seconds: float) -> list[subprocess.Popen]:
     kinds = list(LOAD)
     processes = []
     for index in range(per_core * (os.cpu_count() or 1)):
-        code = LOAD[kinds[index % len(kinds)]].format(seconds=seconds)
+        # Each also dies with the benchmark (Linux's parent-death signal): a run killed half way leaves no load behind.
+        code = DIE_WITH_PARENT + LOAD[kinds[index % len(kinds)]].format(seconds=seconds)
         processes.append(subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, start_new_session=True,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return processes
