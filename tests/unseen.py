@@ -256,16 +256,12 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
     ids, masks, a corpus) are moved by putting their items in an order drawn for the submission
     (``moves.reordered``); inputs that neither move changes (plain integers, one text) say nothing.
     """
-    factor = _factor(exercise, name)
     asked = False
     for case, args, kwargs in _answered(kit, exercise, name, spec):
-        (args, kwargs), changed = (spec.move or scaled)((args, kwargs), factor)
-        how = _how(spec.move).format(factor)
-        if not changed:  # no float in it: its items in another order (lengths, token ids, masks, texts)
-            (args, kwargs), changed = reordered((args, kwargs), factor)
-            how = REORDERED
-        if not changed:
+        moved, how = moved_input(exercise, name, (args, kwargs))
+        if moved is None:  # neither a float nor an order in it to move (plain integers, one text)
             continue
+        args, kwargs = moved
         expected = _own_of_call(spec, getattr(kit, "_implementation", kit), exercise, name, args, kwargs)
         if expected is _NO_ANSWER:
             continue
@@ -279,7 +275,7 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
         if ok and ((spec.same or equal)(got, expected) or _within(got, expected, MOVED_RTOL, MOVED_ATOL)):
             continue
         shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
-        return [message(f"{name}({shown}): {case}, which your {name}() answers, with {how}",
+        return [message(f"{name}({shown}): {case}, which your {name}() answers,{how}",
                         _short(expected), _short(got) if ok else got,
                         f"{spec.idea}; your {name}() answers that input as the test gives it but not the same input "
                         "moved, so its answer does not follow from the input: compute it from the input, for any "
