@@ -137,22 +137,80 @@ def reordered(call: tuple[tuple, dict], factor: float) -> tuple[tuple[tuple, dic
     return ((tuple(moved_args), moved_kwargs) if changed else call), changed
 
 
-def _order(factor: float, n: int) -> np.ndarray:
-    """A permutation of ``n`` items drawn from ``factor``, not the identity (``n`` at least 2)."""
-    order = np.random.default_rng([SEED, int(abs(factor) * 2**40) % 2**63, n, 2]).permutation(n)
-    return order if np.any(order != np.arange(n)) else np.roll(np.arange(n), 1)
+def order(factor: float, n: int, stream: int = 2) -> np.ndarray:
+    """A permutation of ``n`` items drawn from ``factor`` (and ``stream``), not the identity for ``n`` of 2 or more."""
+    drawn = np.random.default_rng([SEED, int(abs(factor) * 2**40) % 2**63, n, stream]).permutation(n)
+    return drawn if n < 2 or np.any(drawn != np.arange(n)) else np.roll(np.arange(n), 1)
 
 
 def _reordered(value: Any, factor: float) -> Any:
-    """``value`` with its items in the order :func:`_order` draws for their number (:func:`reordered`), or itself."""
+    """``value`` with its items in the order :func:`order` draws for their number (:func:`reordered`), or itself."""
     # (A table of integers, such as BPE's merges, may have an order of its own: merge i joins ids below 256 + i.)
     if isinstance(value, np.ndarray) and len(value.shape) >= 1 and value.shape[0] >= 2 and (
             value.dtype.kind == "b" or (value.dtype.kind in "iu" and value.ndim == 1)):
-        moved = value[_order(factor, value.shape[0])].copy()
+        moved = value[order(factor, value.shape[0])].copy()
         return value if np.array_equal(moved, value) else moved
     if (isinstance(value, (list, tuple)) and not hasattr(value, "_fields") and len(value) >= 2
             and all(isinstance(item, str) for item in value) and len(set(value)) >= 2):
-        order = _order(factor, len(value))
-        moved = [value[index] for index in order]
+        drawn = order(factor, len(value))
+        moved = [value[index] for index in drawn]
         return value if moved == list(value) else type(value)(moved)
     return value
+
+
+_UPPER, _LOWER = ord("A"), ord("a")
+
+
+def _letter(byte: int) -> int | None:
+    """The letter's place in the alphabet (0 for a and A), or None for a byte that is no ASCII letter."""
+    for start in (_UPPER, _LOWER):
+        if start <= byte < start + 26:
+            return byte - start
+    return None
+
+
+def relabeled_letters(call: tuple[tuple, dict], factor: float) -> tuple[tuple[tuple, dict], bool]:
+    """``call`` with the ASCII letters of its texts renamed, in their order; BPE merges' letter bytes likewise.
+
+    For functions of texts (byte-pair encoding): each letter the call uses becomes another, drawn from ``factor``,
+    by one increasing map of the alphabet applied to both cases (``a < b`` stays so, ``A`` and ``a`` stay one
+    letter's two cases); every other character (spaces, digits, punctuation, other scripts) stays. The texts'
+    bytes keep their pairs, counts, positions and order, so every rule of byte pairs (its counts, its ties broken
+    by the smaller pair, its merges in order) answers the moved call as the original, letters renamed; the ids of
+    merged tokens (256 and above) stay. Integer pairs of shape ``(k, 2)`` (merges) have their letter ids renamed
+    the same way. Unchanged (``False``) when the call holds no text, or uses all 26 letters.
+    """
+    args, kwargs = call
+    values = [*args, *kwargs.values()]
+    used: set[int] = set()
+    for value in values:
+        if isinstance(value, str):
+            used.update(place for place in map(_letter, value.encode("utf-8")) if place is not None)
+        elif _merges(value):
+            used.update(place for place in map(_letter, np.asarray(value).ravel().tolist()) if place is not None)
+    if not any(isinstance(value, str) for value in values) or not used or len(used) == 26:
+        return call, False
+    before = sorted(used)
+    rng = np.random.default_rng([SEED, int(abs(factor) * 2**40) % 2**63, 3])
+    after = before
+    while after == before:  # an increasing map of the used letters into the alphabet, not the identity
+        after = sorted(rng.choice(26, size=len(before), replace=False).tolist())
+    table = np.arange(256)
+    for old, new in zip(before, after, strict=True):
+        table[_UPPER + old], table[_LOWER + old] = _UPPER + new, _LOWER + new
+
+    def moved(value: Any) -> Any:
+        if isinstance(value, str):
+            return bytes(table[list(value.encode("utf-8"))].tolist()).decode("utf-8")
+        if _merges(value):
+            array = np.asarray(value)
+            return np.where(array < 256, table[np.clip(array, 0, 255)], array).astype(array.dtype)
+        return value
+
+    return (tuple(moved(value) for value in args), {key: moved(value) for key, value in kwargs.items()}), True
+
+
+def _merges(value: Any) -> bool:
+    """Whether ``value`` is an array of integer pairs (BPE's merges, shape ``(k, 2)``)."""
+    return (isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.ndim == 2 and value.shape[1] == 2
+            and value.size > 0 and int(value.min()) >= 0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests import unseen
+from tests import moves, unseen
 from tests.effort import once
 from tests.feedback import (
     call_or_explain,
@@ -699,6 +699,34 @@ def _unseen_head(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (question, facts, n_words), {"sharpness": float(rng.uniform(0.5, 12.0))}
 
 
+def _moved_reading(call: tuple[tuple, dict], factor: float) -> tuple[tuple[tuple, dict], bool]:
+    """answer_with_attention's call moved within its docstring: questions, facts and word ids in other orders.
+
+    The words are one-hot, so renaming every id (one permutation of ``range(n_words)``), putting the questions (with
+    their facts) and each question's facts in another order, answer the same reading, renamed and reordered; the
+    sharpness is scaled too (:func:`tests.moves.scaled_numbers`).
+    """
+    args, kwargs = call
+    if len(args) != 3:
+        return call, False
+    question, facts, n_words = args
+    if not (isinstance(question, np.ndarray) and isinstance(facts, np.ndarray) and question.ndim == 2
+            and facts.ndim == 3 and len(question) == len(facts) and isinstance(n_words, (int, np.integer))
+            and n_words >= 2 and question.dtype.kind in "iu" and facts.dtype.kind in "iu"):
+        return call, False
+    words, rows, slots = (moves.order(factor, int(n_words), 4), moves.order(factor, len(question), 5),
+                          moves.order(factor, facts.shape[1], 6))
+    if question.size and (question.min() < 0 or question.max() >= n_words or facts.min() < 0
+                          or facts.max() >= n_words):
+        return call, False  # bad input: as it is
+    moved = (words[question[rows]].astype(question.dtype), words[facts[rows][:, slots]].astype(facts.dtype),
+             n_words)
+    return (moved, moves.scaled_numbers(kwargs, factor)[0]), True
+
+
+_moved_reading.how = "the word ids renamed, the questions and their facts in other orders, the sharpness times {:.4f}"
+
+
 def _same_reading(observed, expected) -> bool:
     """answer_with_attention's (answer, weights): an answer of the most weight, and the weights to 1e-9."""
     context, weights = expected
@@ -745,6 +773,7 @@ unseen.register("retrieval", {
     "cosine_similarity": unseen.Twin(_unseen_cosine, own_cosine, COSINE, unseen.close),
     "top_k": unseen.Twin(_unseen_top_k, own_top_k, TOPK),
     "recall_at_k": unseen.Twin(_unseen_recall, _own_recall, RECALL, unseen.close),
-    "answer_with_attention": unseen.Twin(_unseen_head, _own_reading, HEAD + "; " + ANSWER, _same_reading),
+    "answer_with_attention": unseen.Twin(_unseen_head, _own_reading, HEAD + "; " + ANSWER, _same_reading,
+                                         _moved_reading),
     "evaluate": unseen.Twin(_unseen_evaluation, _own_evaluation, PIPELINE, _same_evaluation),
 })

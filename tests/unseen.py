@@ -44,7 +44,7 @@ import numpy as np
 from tests.crash import raising_everything
 from tests.effort import message, submission_salt
 from tests.failures import Failure
-from tests.moves import SEED, reordered, scaled, scaled_numbers, tempered
+from tests.moves import SEED, relabeled_letters, reordered, scaled, scaled_numbers, tempered
 
 
 @dataclass(frozen=True)
@@ -221,9 +221,14 @@ def _factor(exercise: str, name: str) -> float:
 
 
 def _how(move: Callable[..., Any] | None) -> str:
-    """How a move changes an input, for a message (with ``{:.4f}`` for the factor)."""
-    return {tempered: "each weight in it to the power {:.4f}, its rows summing to 1 again",
-            scaled_numbers: "every float and number in it times {:.4f}"}.get(move, "every float in it times {:.4f}")
+    """How a move changes an input, for a message (with ``{:.4f}`` for the factor).
+
+    A test file's own move says it in its attribute ``how``.
+    """
+    known = {tempered: "each weight in it to the power {:.4f}, its rows summing to 1 again",
+             scaled_numbers: "every float and number in it times {:.4f}",
+             relabeled_letters: "its letters renamed, in their order (in the texts and the merges alike)"}
+    return known.get(move) or getattr(move, "how", "every float in it times {:.4f}")
 
 
 REORDERED = "its items in another order (boolean arrays along their first axis, integer vectors, lists of texts)"
@@ -254,12 +259,13 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
     few percent: signs, zeros, infinities, orders, ties, shapes, integers and masks unchanged), it answers too. An
     answer kept for the input as the test gives it is not kept for that one. Inputs without floats (lengths, token
     ids, masks, a corpus) are moved by putting their items in an order drawn for the submission
-    (``moves.reordered``); inputs that neither move changes (plain integers, one text) say nothing.
+    (``moves.reordered``), the texts of byte-pair encoding by renaming their letters in order
+    (``moves.relabeled_letters``), and a twin's own ``move`` where it has one; inputs no move changes say nothing.
     """
     asked = False
     for case, args, kwargs in _answered(kit, exercise, name, spec):
         moved, how = moved_input(exercise, name, (args, kwargs))
-        if moved is None:  # neither a float nor an order in it to move (plain integers, one text)
+        if moved is None:  # nothing in it that a move changes
             continue
         args, kwargs = moved
         expected = _own_of_call(spec, getattr(kit, "_implementation", kit), exercise, name, args, kwargs)
