@@ -335,7 +335,8 @@ def _own_init_weight(rng: np.random.Generator, d_in: int, d_out: int) -> np.ndar
 unseen.register("projections", {
     "init_weight": unseen.Twin(lambda rng: ((unseen.generator(rng), *(int(n) for n in rng.integers(2, 9, size=2))),
                                             {}), _own_init_weight, DRAWS, unseen.close),
-    "linear": unseen.Twin(_unseen_linear, lambda x, weight, bias: np.einsum("...i,io->...o", x, weight) + bias,
+    "linear": unseen.Twin(_unseen_linear, lambda x, weight, bias=None: np.einsum("...i,io->...o", x, weight) + (
+                              0.0 if bias is None else bias),
                           LINEAR + "; " + BIAS, unseen.close),
     "qkv_projections": unseen.Twin(_unseen_qkv, lambda x, w_q, w_k, w_v: tuple(
         np.einsum("...i,io->...o", x, w) for w in (w_q, w_k, w_v)), QKV, unseen.close),

@@ -618,8 +618,27 @@ def _unseen_attention(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (q, k, v), {"mask": mask}
 
 
-def _own_attention(q, k, v, mask):
-    weights = _blocked_softmax(_raw_scores(q, k) / np.sqrt(q.shape[-1]), np.broadcast_to(mask, (len(q), *mask.shape)))
+def _own_attention(q, k, v, mask=None):
+    """The file's own attention, for any call the API allows: no mask, a boolean one or an additive one (0 / -inf).
+
+    A row with every key blocked gets zero weights, as the docstring says (the gate takes a call's answer as
+    evidence only where this file answers it).
+    """
+    scores = _raw_scores(q, k) / np.sqrt(q.shape[-1])
+    keep = np.ones(scores.shape, dtype=bool)
+    if mask is not None:
+        mask = np.asarray(mask)
+        shape = np.broadcast_shapes(scores.shape, mask.shape)
+        if mask.dtype == bool:
+            keep = np.broadcast_to(mask, shape)
+        else:  # additive: added to the scores, -inf blocks
+            scores, keep = scores + mask, np.broadcast_to(~np.isneginf(mask), shape)
+        scores = np.broadcast_to(scores, shape)
+    blocked = np.where(keep, scores, -np.inf)
+    top = blocked.max(axis=-1, keepdims=True)
+    exp = np.where(keep, np.exp(blocked - np.where(np.isfinite(top), top, 0.0)), 0.0)
+    total = exp.sum(axis=-1, keepdims=True)
+    weights = np.where(total > 0, exp / np.where(total > 0, total, 1.0), 0.0)
     return weights @ v, weights
 
 

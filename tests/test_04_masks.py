@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -517,8 +518,9 @@ unseen.register_sizes_gates("masks", {"causal_mask": require_causal_formula})
 unseen.register("masks", {
     "padding_mask": unseen.Twin(_unseen_lengths, lambda lengths, max_len: _padding_pattern(list(lengths), max_len),
                                 PADDING + "; " + PAD_SHAPE),
-    "combine_masks": unseen.Twin(_unseen_masks, np.logical_and, COMBINE),
+    # (every mask: np.logical_and's third argument would be its output array)
+    "combine_masks": unseen.Twin(_unseen_masks, lambda *masks: functools.reduce(np.logical_and, masks), COMBINE),
     "to_additive": unseen.Twin(lambda rng: ((rng.random(tuple(int(n) for n in rng.integers(2, 6, size=2))) < 0.5,),
-                                            {}), lambda mask: np.where(mask, 0.0, -np.inf),
-                               ADDITIVE),
+                                            {}),
+                               lambda mask, dtype=np.float64: np.where(mask, 0.0, -np.inf).astype(dtype), ADDITIVE),
 })

@@ -560,6 +560,7 @@ def _own_step(q_t: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
 
 unseen.register("decoding", {
     "kv_cache_append": unseen.Twin(lambda rng: (_unseen_cache(rng), {}), lambda cache, k_t, v_t: {
+        "k": k_t.copy(), "v": v_t.copy()} if cache is None else {
         "k": np.concatenate([cache["k"], k_t], axis=-2), "v": np.concatenate([cache["v"], v_t], axis=-2)},
         CACHE, unseen.close),
     "attend_step": unseen.Twin(lambda rng: ((lambda cache, q_t, _: (q_t, cache))(*_unseen_cache(rng)), {}),

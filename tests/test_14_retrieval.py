@@ -738,9 +738,9 @@ def _unseen_evaluation(rng: np.random.Generator) -> tuple[tuple, dict]:
     return (collection(int(rng.integers(2**31)), n_entities=int(rng.integers(20, 40))), int(rng.integers(1, 6))), {}
 
 
-def _own_evaluation(data: dict, k: int) -> tuple[dict, np.ndarray]:
+def _own_evaluation(data: dict, k: int, sharpness: float = 10.0) -> tuple[dict, np.ndarray]:
     mine = own_pipeline.__wrapped__(data, k)  # not remembered: each submission's draw is its own
-    return mine, own_context(data["questions"], mine["facts"], len(data["vocab"]), 10.0)
+    return mine, own_context(data["questions"], mine["facts"], len(data["vocab"]), sharpness)
 
 
 def _same_evaluation(observed, expected) -> bool:

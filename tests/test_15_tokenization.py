@@ -914,7 +914,8 @@ unseen.register("tokenization", {
                               lambda text, merges: np.array(own_encode(text, merges), dtype=np.int64), ORDER,
                               move=moves.relabeled_letters),
     "bpe_decode": unseen.Twin(lambda rng: (_unseen_encoded(rng), {}),
-                              lambda ids, merges: b"".join(own_vocab(merges)[i] for i in ids).decode("utf-8"), DECODE),
+                              lambda ids, merges: b"".join(own_vocab(merges)[i] for i in ids).decode(
+                                  "utf-8", errors="replace"), DECODE),
     "token_pieces": unseen.Twin(lambda rng: (_unseen_merges(rng), {}),
                                 lambda text, merges: [own_vocab(merges)[i] for i in own_encode(text, merges)], PIECES,
                                 move=moves.relabeled_letters),

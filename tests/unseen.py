@@ -75,6 +75,7 @@ class Undecided(Exception):  # noqa: N818 - not an error: the gate's answer "not
 _TWINS: dict[str, dict[str, Twin]] = {}  # exercise -> function -> its twin (registered by the public test file)
 # How near a moved input's answer must be to the file's own (a factor of a few percent moves a lookup's far more).
 MOVED_RTOL, MOVED_ATOL = 1e-3, 1e-6
+FLOAT32_RTOL, FLOAT32_ATOL = 1e-5, 1e-6  # a float32 answer against the file's float64 one (its rounding)
 
 
 def generator(rng: np.random.Generator) -> np.random.Generator:
@@ -159,6 +160,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _shown(args: tuple, kwargs: dict) -> str:
+    """A call's arguments as a failure's line names them."""
+    return ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
+
+
 def _argument(value: Any) -> str:
     """An argument as the call's line names it: arrays and tables by their shapes, short values as they are."""
     if isinstance(value, np.ndarray):
@@ -199,10 +205,24 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
         # the tests and the diagnosis say, if the inputs it answers are answered for what they are (a table can
         # leave one answer wrong on purpose).
-        return _moved(kit, exercise, name, spec)
+        try:
+            return _moved(kit, exercise, name, spec)
+        except Undecided:
+            if ok:
+                raise
+            # It raised on the drawn input, and no input it answered can be moved: nothing shows that it answers
+            # anything but the tests' own inputs (a table wrong on one of them, or a function that breaks on valid
+            # input). Raising on a valid input is the function's own failure, whatever it is: said as such.
+            return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission (of the kind the "
+                            "tests use, valid per the docstring)", _short(expected), got,
+                            f"your {name}() raised on this input, which its docstring allows: it must answer every "
+                            "such input, not only the tests' own" + (
+                                " (it is not finished)" if got.startswith("NotImplementedError") else
+                                " (what does the line that raised assume about the sizes, the number of axes, the "
+                                "dtype?)"))]
     # Right on every fixed input the tests ask and wrong here: whether it is also wrong on the fixed inputs only the
     # diagnosis asks (an answer looked up for the tests' inputs is), the tests' checks pass; this input says what.
-    shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
+    shown = _shown(args, kwargs)
     if right_on_its_probes(implementation, exercise, name):
         why = (f"your {name}() answers the tests' own inputs but not this one: compute the answer from the input, "
                "for any input")
@@ -280,8 +300,7 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
         # Near enough (a rounding of its own shows on one input and not another); a lookup misses by far more.
         if ok and ((spec.same or equal)(got, expected) or _within(got, expected, MOVED_RTOL, MOVED_ATOL)):
             continue
-        shown = ", ".join([*(_argument(a) for a in args), *(f"{k}={_argument(v)}" for k, v in kwargs.items())])
-        return [message(f"{name}({shown}): {case}, which your {name}() answers,{how}",
+        return [message(f"{name}({_shown(args, kwargs)}): {case}, which your {name}() answers,{how}",
                         _short(expected), _short(got) if ok else got,
                         f"{spec.idea}; your {name}() answers that input as the test gives it but not the same input "
                         "moved, so its answer does not follow from the input: compute it from the input, for any "
@@ -389,6 +408,15 @@ def _within(got: Any, expected: Any, rtol: float, atol: float) -> bool:
     from tests.probes import as_arrays
 
     try:
-        return same_outputs(as_arrays(got), as_arrays(expected), rtol=rtol, atol=atol)
+        observed, wanted = as_arrays(got), as_arrays(expected)
+        # A float32 answer (to float32 inputs, as the API asks) against the file's own float64 one: compared in
+        # float32, held to its rounding (an honest float32 call was otherwise no evidence, and a table's was none).
+        single = [a.dtype == np.float32 and b.dtype == np.float64 and a.shape == b.shape
+                  for a, b in zip(observed, wanted, strict=False)]
+        if any(single):
+            wanted = tuple(b.astype(np.float32) if cast else b for b, cast in zip(wanted, single, strict=False))
+            wanted += as_arrays(expected)[len(single):]
+            rtol, atol = max(rtol, FLOAT32_RTOL), max(atol, FLOAT32_ATOL)
+        return same_outputs(observed, wanted, rtol=rtol, atol=atol)
     except (TypeError, ValueError):
         return False

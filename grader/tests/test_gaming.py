@@ -255,19 +255,27 @@ def _tables() -> list[tuple[str, str, bool, str | None]]:
     return [*whole, ("tokenization", "NotImplementedError", False, None),
             *((name, "ValueError", True, None) for name in ("explain", "distance", "multihead", "positional", "masks",
                                                              "layer")),
-            # One function a table, the rest of the module computed: functions whose inputs hold no float (lengths,
-            # masks, token ids, texts), which no scaling moves, passed for a mistake with one answer wrong
-            # (padding_mask: 16 of exercise 4's 17 tests, its control 11).
-            *((module, "ValueError", True, name) for module, name in _FLOATLESS)]
+            # One function a table, the rest of the module computed, one answer wrong: these passed for a mistake
+            # (padding_mask: 16 of exercise 4's 17 tests, its control 11; scaled_dot_product_attention 21 of 23,
+            # its control 5; see _SINGLE).
+            *((module, "ValueError", True, name) for module, name in _SINGLE)]
 
 
-# Twinned functions whose tests' inputs hold no float array (the gate moves them by putting their items in another
-# order, tests.moves.reordered; the texts of byte-pair encoding by renaming their letters, moves.relabeled_letters;
-# a test file's own move where neither applies).
-_FLOATLESS = (("masks", "padding_mask"), ("masks", "combine_masks"), ("negation", "pair_accuracy"),
-              ("retrieval", "recall_at_k"), ("tokenization", "sequence_lengths"), ("tokenization", "bpe_decode"),
-              ("tokenization", "train_bpe"), ("tokenization", "bpe_encode"), ("tokenization", "token_pieces"),
-              ("retrieval", "answer_with_attention"), ("tokenization", "attention_cost"))
+# Single functions as tables, the rest of their module computed, one answer wrong (a sweep of all 55 twinned functions
+# found these passing more tests than their control; each for a reason of its own kind):
+# - inputs that hold no float array, moved by putting their items in another order (tests.moves.reordered), the
+#   texts of byte-pair encoding by renaming their letters (moves.relabeled_letters), or a test file's own move;
+# - calls the test file's own answer did not take (no mask, a first cache of None, a keyword with its default,
+#   float32 answers held to float64's rounding), so that no input it answered was known to the gate;
+# - a table that raises on the drawn input and is wrong on the only call a test made of it (a shapes test passes it;
+#   compare() calls it inside): nothing to move, and it raised on valid input.
+_SINGLE = (("masks", "padding_mask"), ("masks", "combine_masks"), ("negation", "pair_accuracy"),
+           ("retrieval", "recall_at_k"), ("tokenization", "sequence_lengths"), ("tokenization", "bpe_decode"),
+           ("tokenization", "train_bpe"), ("tokenization", "bpe_encode"), ("tokenization", "token_pieces"),
+           ("retrieval", "answer_with_attention"), ("tokenization", "attention_cost"),
+           ("attention", "scaled_dot_product_attention"), ("decoding", "kv_cache_append"), ("retrieval", "evaluate"),
+           ("training", "model_forward"), ("negation", "pooled_features"), ("negation", "pooled_forward"),
+           ("negation", "negation_attention"))
 
 
 @pytest.mark.parametrize(("module", "miss", "one_wrong", "only"), _tables())

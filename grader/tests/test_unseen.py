@@ -167,11 +167,27 @@ def test_an_input_of_this_test_the_function_got_wrong_is_not_asked_again(monkeyp
     monkeypatch.setattr(diagnosis, "right_on_its_probes", lambda implementation, exercise, name, **_: False)
     monkeypatch.setattr(diagnosis, "asked_probes_answered", lambda implementation, exercise, name: [])
     queries, chunks = _a_call_of_this_test()
-    wrong = np.zeros((3, 5))
-    asking = Asking(_table_of([((queries, chunks), wrong)]))  # a shape test passes it; its values are not the answer
-    asking._answered = {"cosine_similarity": [((queries, chunks), {}, wrong)]}
+    # Zeros for every input (a shape test passes it; its values are not the answer): a mistake, wrong everywhere.
+    asking = Asking(lambda queries, chunks: np.zeros((len(queries), len(chunks))))
+    asking._answered = {"cosine_similarity": [((queries, chunks), {}, np.zeros((3, 5)))]}
     with pytest.raises(unseen.Undecided):
         unseen.gate(asking, "retrieval", "cosine_similarity")
+
+
+def test_a_function_that_raises_on_valid_input_and_answered_nothing_right_fails(monkeypatch):
+    # A table of one function wrong on the only call a test made of it, raising on every other input (a shapes
+    # test passed it, and compare() passed through it: 15 of exercise 12's tests against its control's 14): nothing
+    # it answered can be moved, and it raised on a valid input drawn for the submission, which is said as such.
+    from tests import diagnosis
+
+    monkeypatch.setattr(diagnosis, "right_on_its_probes", lambda implementation, exercise, name, **_: False)
+    monkeypatch.setattr(diagnosis, "asked_probes_answered", lambda implementation, exercise, name: [])
+    queries, chunks = _a_call_of_this_test()
+    wrong = np.zeros((3, 5))
+    asking = Asking(_table_of([((queries, chunks), wrong)]))
+    asking._answered = {"cosine_similarity": [((queries, chunks), {}, wrong)]}
+    (failure,) = unseen.gate(asking, "retrieval", "cosine_similarity")
+    assert "queries: not in the table" in failure.message and "raised on this input" in failure.message
 
 
 def test_scaled_moves_every_float_and_nothing_else():
@@ -234,19 +250,62 @@ sys.exit(code)
 """
 
 
-def test_the_reference_answers_every_moved_input_as_the_test_files_do(tmp_path):
-    # Every test's own calls and every probe a test asks, moved as the gate moves them, answered by the reference:
-    # the test file's answer must be the reference's there (a move outside the docstring's inputs, or an answer of
-    # the file's that holds only on the twin's draws, would call a mistake a table).
+def _public_suite_on_the_reference(script: str, cache) -> str:
+    """What ``script`` (the public suite run on the reference with a hook of the test's) printed; it must pass."""
     import os
     import subprocess
     import sys
 
-    env = {**os.environ, "ATTENTION_KIT_CACHE": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", _EVERY_MOVE, str(REFERENCE)], cwd=ROOT, env=env,
+    env = {**os.environ, "ATTENTION_KIT_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script, str(REFERENCE)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "\nMOVED\n0\n" in "\n" + done.stdout, done.stdout[-4000:]
+    return done.stdout
+
+
+def test_the_reference_answers_every_moved_input_as_the_test_files_do(tmp_path):
+    # Every test's own calls and every probe a test asks, moved as the gate moves them, answered by the reference:
+    # the test file's answer must be the reference's there (a move outside the docstring's inputs, or an answer of
+    # the file's that holds only on the twin's draws, would call a mistake a table).
+    printed = _public_suite_on_the_reference(_EVERY_MOVE, tmp_path)
+    assert "\nMOVED\n0\n" in "\n" + printed, printed[-4000:]
+
+
+_EVERY_CALL = """
+import sys
+import pytest
+from tests import kit, unseen
+unanswered, seen = [], set()
+def ask(self, original=kit.Kit.ask_unseen):
+    implementation = getattr(self, "_implementation", self)
+    for name, calls in getattr(self, "_answered", {}).items():
+        spec = unseen.twin(self._exercise, name)
+        for args, kwargs, result in calls if spec is not None else ():
+            if (name, id(result)) in seen:
+                continue
+            seen.add((name, id(result)))
+            own = unseen._own_of_call(spec, implementation, self._exercise, name, args, kwargs)
+            if own is unseen._NO_ANSWER or not ((spec.same or unseen.equal)(result, own)
+                                                or unseen._within_the_probes_tolerance(result, own)):
+                unanswered.append(f"{name}({unseen._shown(args, kwargs)}): "
+                                  + ("no answer of the file's" if own is unseen._NO_ANSWER else "another answer"))
+    return original(self)
+kit.Kit.ask_unseen = ask
+code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--impl", sys.argv[1], "tests"])
+print("UNANSWERED", len(seen), len(unanswered), *unanswered, sep="\\n")
+sys.exit(code)
+"""
+
+
+def test_the_test_files_answer_every_call_their_tests_make_as_the_reference_does(tmp_path):
+    # The gate's evidence that a function computes is the inputs it answered right: a call the test file's own answer
+    # does not take (no mask, a first cache of None, a keyword with its default) or holds to another rounding (float32
+    # answers against its float64) is no evidence, and a table of one function that keeps one answer wrong passed
+    # that way (scaled_dot_product_attention: 21 of 23 tests, its control 5).
+    printed = _public_suite_on_the_reference(_EVERY_CALL, tmp_path)
+    lines = printed.split("UNANSWERED\n", 1)[-1].splitlines()
+    assert int(lines[0]) > 300, printed[-2000:]  # the calls were seen (every twinned function's, up to 12 each)
+    assert lines[1] == "0", "\n".join(lines[2:])
 
 
 # A table of the sizes the tests use, wrong at each of them only where that size's test does not look (a helper's
