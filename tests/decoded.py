@@ -39,6 +39,15 @@ def _tolerance(*arrays: Any) -> float:
     return max(1e-9, 256 * eps)
 
 
+def _rounded(expected: np.ndarray, got: np.ndarray) -> bool:
+    """Whether ``got`` is ``expected`` rounded to float32 at most.
+
+    (A blind round: a first cache kept in float32 was told causal_decode went around the API, where the values'
+    checks say it is a question of precision.)
+    """
+    return expected.shape == got.shape and bool(np.allclose(got, expected, rtol=_tolerance(np.float32(0)), atol=0))
+
+
 def _plain(value: Any) -> np.ndarray | None:
     """A plain float64 copy of an array of the student's, or None.
 
@@ -240,8 +249,13 @@ class Steps:
             for entry in range(len(self.k)):
                 prefixes.setdefault(self.k[entry, :m].tobytes(), []).append(entry)
         for i in range(len(q)):
-            if not any(np.array_equal(self.v[e, :m], v[i]) and np.array_equal(self.q[e, m - 1], q[i, 0])
-                       for e in prefixes.get(k[i].tobytes(), ())):
+            entries = prefixes.get(k[i].tobytes())
+            if entries is not None:
+                same = np.array_equal
+            else:  # the inputs rounded (a cache kept in float32): a question of precision, for the values' checks
+                same = _rounded
+                entries = [e for e in range(len(self.k)) if _rounded(self.k[e, :m], k[i])]
+            if not any(same(self.v[e, :m], v[i]) and same(self.q[e, m - 1], q[i, 0]) for e in entries):
                 return None
         return q, k, v
 

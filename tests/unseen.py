@@ -193,7 +193,10 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
             got, ok = getattr(kit, name)(*args, **kwargs), True
     except Exception as error:  # noqa: BLE001 - the function's answer to this input
         got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
-    if ok and (spec.same or equal)(got, expected):
+    # Right there within the tolerance the tests' fixed inputs are held to: a rounding of its own (an eps in a
+    # denominator, float32 work) is the tests' own checks' to judge, never a sign of a table (a blind round: an eps of
+    # 1e-8 in softmax was told it answers the tests' inputs only, on every test).
+    if ok and ((spec.same or equal)(got, expected) or _within_the_probes_tolerance(got, expected)):
         return []
     # Code that keeps state could answer wrong on purpose once it has met an input it does not know (this one), so
     # that the calls below make it look like a mistake (a helper's round): graded, its worker is replaced first and

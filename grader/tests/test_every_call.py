@@ -264,7 +264,7 @@ def test_a_thread_started_before_the_call_is_within_reach_once_threads_carry_the
     assert ("f", "g") in seen, seen
 
 
-def _decode_steps(q, k, v, steps, make_cache=None, context_of=None):
+def _decode_steps(q, k, v, steps, make_cache=None, context_of=None, append_of=None):
     """Tell ``steps`` a decoding of (q, k, v) as the profiler would: each append's return, each step's call, return."""
     import numpy as np
 
@@ -279,6 +279,7 @@ def _decode_steps(q, k, v, steps, make_cache=None, context_of=None):
         steps.called("kv_cache_append", append)
         cache = {"k": k_t, "v": v_t} if cache is None else {"k": np.concatenate([cache["k"], k_t], axis=-2),
                                                            "v": np.concatenate([cache["v"], v_t], axis=-2)}
+        cache = append_of(cache) if append_of else cache
         steps.returned("kv_cache_append", append, cache)
         given = make_cache(t) if make_cache else cache
         frame = Frame(lambda q_t, cache: None, q_t=q[..., t:t + 1, :], cache=given)
@@ -352,6 +353,25 @@ def test_a_decoding_is_made_of_steps_over_the_student_s_own_caches_of_the_inputs
     assert steps.made_of(out)[1] == 3
     assert decoded.Steps((q, k), {}).made_of(out) is None  # not the three inputs: nothing concluded
     assert steps.made_of(object()) is None
+
+
+def test_a_cache_kept_in_float32_is_a_question_of_precision_not_a_way_around_the_api():
+    # A blind round: kv_cache_append storing the first position in float32 was told causal_decode's rows were none of
+    # its steps' (its caches not kv_cache_append's of the inputs); the values' own checks say it is precision.
+    import numpy as np
+
+    from tests import decoded
+
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.normal(size=(2, 3, 5, 4)) for _ in range(3))
+    steps = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, steps, append_of=lambda cache: {
+        key: array.astype(np.float32).astype(np.float64) for key, array in cache.items()})
+    assert steps.made_of(out) == (30, -1)
+    # Caches far from the inputs (not a rounding of them) are still not the inputs'.
+    steps = decoded.Steps((q, k, v), {})
+    out = _decode_steps(q, k, v, steps, append_of=lambda cache: {key: array * 1.01 for key, array in cache.items()})
+    assert steps.made_of(out)[1] != -1
 
 
 def test_float32_steps_are_compared_at_float32_s_precision():

@@ -62,6 +62,22 @@ def test_a_function_that_computes_passes():
     assert unseen.gate(Asking(own_cosine), "retrieval", "cosine_similarity") == []
 
 
+def test_a_rounding_of_its_own_is_left_to_the_tests_own_checks():
+    # A blind round: an eps of 1e-8 in the denominator, or the product computed in float32, passed every check of
+    # the tests' own (within their tolerance) and was told, on every test, that it answers the tests' inputs only.
+    from tests.test_14_retrieval import own_cosine
+
+    def with_eps(queries, chunks):
+        norms = np.linalg.norm(queries, axis=1)[:, None] * np.linalg.norm(chunks, axis=1)[None, :]
+        return queries @ chunks.T / (norms + 1e-8)
+
+    def in_float32(queries, chunks):
+        return own_cosine(queries.astype(np.float32), chunks.astype(np.float32)).astype(np.float64)
+
+    for rounded in (with_eps, in_float32):
+        assert unseen.gate(Asking(rounded), "retrieval", "cosine_similarity") == []
+
+
 def test_a_function_wrong_on_its_probes_is_left_to_the_tests(monkeypatch):
     # A known mistake differs on a probe: the gate says nothing, the tests' own messages come first.
     from tests import diagnosis
