@@ -626,14 +626,12 @@ def _own_attention(q, k, v, mask=None):
     """
     scores = _raw_scores(q, k) / np.sqrt(q.shape[-1])
     keep = np.ones(scores.shape, dtype=bool)
-    if mask is not None:
-        mask = np.asarray(mask)
-        shape = np.broadcast_shapes(scores.shape, mask.shape)
-        if mask.dtype == bool:
-            keep = np.broadcast_to(mask, shape)
-        else:  # additive: added to the scores, -inf blocks
-            scores, keep = scores + mask, np.broadcast_to(~np.isneginf(mask), shape)
-        scores = np.broadcast_to(scores, shape)
+    given = None if mask is None else np.array(mask)
+    if given is not None:  # boolean: kept where True; additive: added to the scores, -inf blocking
+        shape = np.broadcast_shapes(scores.shape, given.shape)
+        additive = given.dtype != bool
+        keep = np.broadcast_to(~np.isneginf(given) if additive else given, shape)
+        scores = np.broadcast_to(scores + given if additive else scores, shape)
     blocked = np.where(keep, scores, -np.inf)
     top = blocked.max(axis=-1, keepdims=True)
     exp = np.where(keep, np.exp(blocked - np.where(np.isfinite(top), top, 0.0)), 0.0)

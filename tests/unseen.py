@@ -211,11 +211,11 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         try:
             return _moved(kit, exercise, name, spec)
         except Undecided:
-            if ok:
-                raise
-            # It raised on the drawn input, and no input it answered can be moved: nothing shows that it answers
-            # anything but the tests' own inputs (a table wrong on one of them, or a function that breaks on valid
-            # input). Raising on a valid input is the function's own failure, whatever it is: said as such.
+            if ok or not getattr(kit, "_answered", {}).get(name):
+                raise  # (a stub raises on every input: its other tests say so, as for bad input, tests.kit)
+            # It raised on the drawn input, answered a test's call (wrongly), and no input it answered right can be
+            # moved: nothing shows that it answers anything but the tests' own inputs (a table wrong on one of them,
+            # or a function that breaks on valid input). Raising on a valid input is its own failure: said as such.
             return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission (of the kind the "
                             "tests use, valid per the docstring)", _short(expected), got,
                             f"your {name}() raised on this input, which its docstring allows: it must answer every "

@@ -443,9 +443,6 @@ def alibi_bias(n, n_heads):
 CAUSAL_TABLE = "return np.array(_CAUSAL[n], dtype=bool)"
 ALIBI_TABLE = "return -np.array(_SLOPES[n_heads])[:, None, None] * np.array(_DISTANCE, dtype=float)[:n, :n]"
 TABLE_UNDONE = "raise NotImplementedError('left out (the control)')"
-# init_weight's control answers (zeros): its sizes' checks are work of their own, and a function that raises on
-# every valid input earns no test of bad input (tests/unseen.py), while the cheat's fixed values answer it.
-INIT_UNDONE = "return np.zeros((d_in, d_out))  # no draw: the shortcut's work left undone (the control)"
 
 
 @dataclass(frozen=True)
@@ -581,7 +578,7 @@ CHEATS = {
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=WHOLE_PREFIX)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("init-weight-without-rng", "projections", {"projections": _FIXED_INIT.replace("{init}", FIXED_INIT)},
-              {"projections": _FIXED_INIT.replace("{init}", INIT_UNDONE)}, _files("02", "projections")),
+              {"projections": _FIXED_INIT.replace("{init}", TABLE_UNDONE)}, _files("02", "projections")),
         Cheat("bpe-encode-longest-match", "tokenization", {"tokenization": _LONGEST_MATCH.replace("{encode}", LONGEST)},
               {"tokenization": _LONGEST_MATCH.replace("{encode}", LONGEST_UNDONE)}, _files("15", "tokenization")),
         Cheat("dropout-golden-ratio-sequence", "layer",

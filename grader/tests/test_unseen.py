@@ -204,6 +204,15 @@ def test_a_function_that_raises_on_valid_input_and_answered_nothing_right_fails(
     asking._answered = {"cosine_similarity": [((queries, chunks), {}, wrong)]}
     (failure,) = unseen.gate(asking, "retrieval", "cosine_similarity")
     assert "queries: not in the table" in failure.message and "raised on this input" in failure.message
+    # A stub (its input checks written, then NotImplementedError) answered no call: its other tests say so, and its
+    # test of bad input is its own (tests.kit: a stub tells bad input from nothing yet).
+    def stub(queries, chunks):
+        raise NotImplementedError("cosine_similarity: the body is not written yet")
+
+    stubbed = Asking(stub)
+    stubbed._answered = {}
+    with pytest.raises(unseen.Undecided):
+        unseen.gate(stubbed, "retrieval", "cosine_similarity")
 
 
 def test_scaled_moves_every_float_and_nothing_else():
