@@ -211,8 +211,8 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         try:
             return _moved(kit, exercise, name, spec)
         except Undecided:
-            if ok or not getattr(kit, "_answered", {}).get(name):
-                raise  # (a stub raises on every input: its other tests say so, as for bad input, tests.kit)
+            if ok or not getattr(kit, "_answered", {}).get(name) or got.startswith(_OUT_OF_TIME):
+                raise  # (a stub raises on every input, and a call out of time is its budget's: their tests say so)
             # It raised on the drawn input, answered a test's call (wrongly), and no input it answered right can be
             # moved: nothing shows that it answers anything but the tests' own inputs (a table wrong on one of them,
             # or a function that breaks on valid input). Raising on a valid input is its own failure: said as such.
@@ -314,6 +314,9 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
 
 
 _NO_ANSWER = object()
+# A call stopped by its time budget (tests.kit, grader.sandbox.budget: TimeoutError and its subclasses), as the gate
+# shows it: not a raise of the function's own.
+_OUT_OF_TIME = ("TimeoutError", "BudgetExhausted")
 
 
 def _own(spec: Twin, args: tuple, kwargs: dict) -> Any:

@@ -213,6 +213,16 @@ def test_a_function_that_raises_on_valid_input_and_answered_nothing_right_fails(
     stubbed._answered = {}
     with pytest.raises(unseen.Undecided):
         unseen.gate(stubbed, "retrieval", "cosine_similarity")
+    # A call stopped by its time budget is the budget's to report (its tests say it timed out), not a raise.
+    def slow(queries, chunks):
+        if np.array_equal(queries, _a_call_of_this_test()[0]):
+            return wrong
+        raise TimeoutError("cosine_similarity() did not finish within 5 s: an infinite loop?")
+
+    timed = Asking(slow)
+    timed._answered = {"cosine_similarity": [((queries, chunks), {}, wrong)]}
+    with pytest.raises(unseen.Undecided):
+        unseen.gate(timed, "retrieval", "cosine_similarity")
 
 
 def test_scaled_moves_every_float_and_nothing_else():
