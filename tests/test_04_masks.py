@@ -60,12 +60,14 @@ _CAUSAL_PROPERTIES = {
 def _causal_gate(impl) -> list:
     """Why ``causal_mask`` is not computed from ``n`` (empty when it is, or when the tests' own checks will say more).
 
-    A size of its own, drawn from the bytes of the student's masks.py (the same every run of the same code, and no
+    Two sizes of its own, drawn from the bytes of the student's masks.py (the same every run of the same code, and no
     table written into the file can know it), against the sizes the tests use (6, 5, 7: right at one of them).
     Wrong at all of them, a mistake is a rule: what its answer at size 6 has of the tests' checks
     (``_CAUSAL_PROPERTIES``), its answer at the drawn size has too; a table right only where the tests look is not.
     """
-    n = int(np.random.default_rng([4_004, submission_salt("masks")]).integers(20, 90))
+    # Two sizes: a table recorded from a run of the tests holds that run's own drawn size, which one size of this
+    # submission's matches by chance (about 1 in 70: CI saw it once); two must both be answered.
+    sizes = np.random.default_rng([4_004, submission_salt("masks")]).choice(np.arange(20, 90), size=2, replace=False)
     first = None
     for size in (6, 5, 7):  # every size the tests use counts: a table may keep one answer wrong on purpose
         try:
@@ -83,17 +85,21 @@ def _causal_gate(impl) -> list:
         if not held:
             return []  # wrong at the tests' sizes in every way they look (or a crash): their checks say how
         size = first[0]
-    try:
-        with raising_through():
-            large = np.asarray(impl.causal_mask(n)).astype(bool)
-    except Exception as error:  # noqa: BLE001 - an answer at the tests' sizes, and none at this one
-        seen = f"{type(error).__name__}: {str(error)[:200]}"
-    else:
+    for n in (int(drawn) for drawn in sizes):
+        try:
+            with raising_through():
+                large = np.asarray(impl.causal_mask(n)).astype(bool)
+        except Exception as error:  # noqa: BLE001 - an answer at the tests' sizes, and none at this one
+            seen = f"{type(error).__name__}: {str(error)[:200]}"
+            break
         if first is None and large.shape == (n, n) and np.array_equal(large, _lower_triangle(n)):
-            return []
+            continue
         if first is not None and all(_CAUSAL_PROPERTIES[what](large, n) for what in held):
-            return []
+            continue
         seen = f"shape {large.shape}" if large.shape != (n, n) else "another pattern"
+        break
+    else:
+        return []
     expected = (f"the ({n}, {n}) lower triangle, diagonal included, as causal_mask({size}) gives it" if first is None
                 else f"what your causal_mask({size}) has at the tests' sizes: {', '.join(held)}")
     return [message(f"causal_mask({n}), a size of this check's own (drawn from your file's bytes)", expected,
