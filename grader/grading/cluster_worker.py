@@ -234,7 +234,8 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
             folder = private / (Path(job.folder).name or "submission")
             folder.mkdir()
             _write_files(folder, files)
-            local = localized(job, here, folder=str(folder), scratch=plugin.scratch)
+            answers = str(plugin.answers or "") if job.kit_check else ""  # the check records into this worker's
+            local = localized(job, here, folder=str(folder), scratch=plugin.scratch, answers=answers)
             results = [result for _, result in run_jobs([local], 1, stall)]
         finally:
             with contextlib.suppress(OSError):

@@ -46,11 +46,14 @@ def passed_store() -> Path:
     return Path(base) / "attention-kit"
 
 
-def answers_file() -> Path | None:
-    """Where the kit's check keeps the reference's answers to its callbacks, sealed (``grader.sandbox.sealed``)."""
+def answers_file(reference: Path | None = None) -> Path | None:
+    """Where the kit's check keeps ``reference``'s answers to its callbacks, sealed (``grader.sandbox.sealed``).
+
+    ``reference``: by default the one in force in this process, which answers its students' callbacks.
+    """
     from grader.sandbox import sealed
 
-    reference = KIT_REFERENCE or reference_dir() or ROOT / "solutions"
+    reference = reference or reference_dir() or ROOT / "solutions"
     try:
         return sealed.file_for(passed_store(), reference)
     except OSError:
@@ -92,8 +95,11 @@ def plan(suite: list[TestFile], job: Job, work: Path,
         _KIT_CHECKS[key], _USES[key] = (None, {}), passed
         return _KIT_CHECKS[key], None, key
     _PENDING[key] = (passed, {path: keys[path] for path in unknown})
+    # The answers it records are named here, by the reference it grades: a grading process names a student's file
+    # by the reference in force there, which a seam of this process (KIT_REFERENCE) or a change of the reference
+    # during the batch can make another (a broken check's answers then opened by every student of the good one).
     canary = dataclasses.replace(job, student=REFERENCE_ENTRY, folder=str(reference.folder), files=unknown,
-                                 kit_check=True)
+                                 kit_check=True, answers=str(answers_file(source) or ""))
     return None, canary, key
 
 

@@ -69,8 +69,9 @@ def portable(job: Job, here: list[tuple[str, Path]] | None = None) -> Job:
     def convert(text: str) -> str:
         return portable_text(text, here)
 
+    # The check's answers file is a path of this machine's cache: a worker names its own (cluster_worker).
     return dataclasses.replace(job, files=tuple(convert(f) for f in job.files),
-                               suite=tuple(_map_strings(f, convert) for f in job.suite))
+                               suite=tuple(_map_strings(f, convert) for f in job.suite), answers="")
 
 
 def localized(job: Job, here: list[tuple[str, Path]] | None = None, **changes: Any) -> Job:

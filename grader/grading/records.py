@@ -93,6 +93,11 @@ class Job:
     """The grader's key (hex) mixed into the inputs drawn for each submission; "" for none (a student's own run)."""
     kit_check: bool = field(default=False, metadata=_does_not_decide("marks the kit's own check, never a student"))
     """Whether this is the kit's own check (the reference graded by the suite), not a student."""
+    answers: str = field(default="", metadata=_does_not_decide("the kit's check only: where it keeps the answers of "
+                                                                 "the reference it grades, a speed-up"))
+    """The kit's check only: the file of the sealed answers it records (``grader.sandbox.sealed``), named when the
+    reference it grades was copied, by that reference's digest; "" for a student, who reads the file of the
+    reference that answers their callbacks."""
     reference_use: tuple[tuple[str, int, int], ...] | None = field(
         default=None, metadata=_does_not_decide("measured on the reference, which the fingerprint hashes"))
     """What the reference sent in each test, ``(test id, bytes, messages)`` (the kit's check measured it), from

@@ -160,8 +160,10 @@ def grade_in_process(job: Job) -> Result:
     use_draw_key(job.draw_key)  # inputs drawn for the submission that its code cannot work out (tests/effort.py)
 
     # Fair grading's answers known in advance (grader.sandbox.sealed): those the kit's check recorded, for this
-    # reference; the check's own job records them.
-    answers = kit_check.answers_file() if job.fair else None
+    # reference; the check's own job records them, into the file its job names (that of the reference it grades).
+    answers = None
+    if job.fair:
+        answers = (Path(job.answers) if job.answers else None) if job.kit_check else kit_check.answers_file()
     SEALED.use(answers)
     SEALED.recording(job.kit_check and answers is not None)
     seen: dict[str, Any] = {}  # what the implementation says of itself (isolation, output, calls)

@@ -210,7 +210,9 @@ class Callbacks:
         info = dict(info) if isinstance(info, dict) else {"type": "RuntimeError", "builtins": ["RuntimeError"],
                                                           "message": f"{what} failed"}
         info["traceback"] = []  # the reference's frames and source lines stay on its side
-        return frames.pack({"status": "error", "error": info}, []), True, cpu
+        kinds = [info.get("type"), *(info.get("builtins") if isinstance(info.get("builtins"), list) else [])]
+        kept = not any(kind in protocol.MOMENTARY_ERRORS for kind in kinds)  # its worker's memory or stack: not kept
+        return frames.pack({"status": "error", "error": info}, []), kept, cpu
 
     def run_grading_function(self, header: dict, arrays: list) -> tuple[dict, list]:
         """Run a function the test passed as an argument (e.g. a model's ``predict``) for the codec.

@@ -59,6 +59,17 @@ from __future__ import annotations
 
 from typing import Any
 
+# The reference's errors that are not its answer to a question but a fact of the moment (the memory, the stack of
+# the process that ran it): answered, never kept as the question's answer (sealed, or remembered for the next
+# student), as is anything that is not an ``Exception`` (an exit, an interrupt).
+MOMENTARY_ERRORS = frozenset({"MemoryError", "RecursionError"})
+
+
+def of_the_moment(error: BaseException) -> bool:
+    """Whether the reference's ``error`` says nothing of the question it was asked (see ``MOMENTARY_ERRORS``)."""
+    return not isinstance(error, Exception) or any(kind.__name__ in MOMENTARY_ERRORS for kind in type(error).__mro__)
+
+
 # op -> {field: type}. ``object`` means "any plain data": it is decoded and checked by the codec.
 REQUESTS: dict[str, dict[str, type]] = {
     "init": {"functions": dict, "dependencies": dict, "given": list},

@@ -282,6 +282,8 @@ class Worker:
             info = codec.exception_info(error)
             info["traceback"] = []
             answer = frames.pack({"status": "error", "error": info}, [])
+            if protocol.of_the_moment(error):  # this worker's memory or stack, not the reference's answer: not kept
+                return frames.unpack(answer)[0]
         self.answered.append((index, frames.seal(key, answer), time.process_time() - clock))
         return frames.unpack(answer)[0]  # fresh arrays, as a round trip gives them
 

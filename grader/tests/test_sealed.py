@@ -123,7 +123,8 @@ def graded(student, folder, **extra):
     assert result.error is None, result.error
     return {"crossed": crossed[-1], "tests": [[r.nodeid, r.outcome, r.message] for r in result.records]}
 
-out = {"check": graded(kit_check.REFERENCE_ENTRY, sys.argv[2], kit_check=True)}
+out = {"check": graded(kit_check.REFERENCE_ENTRY, sys.argv[2], kit_check=True,  # a copy of the reference in force
+                       answers=str(kit_check.answers_file()))}
 out["answers"] = kit_check.answers_file().stat().st_size
 for name in ("correct", "mistaken"):
     out[name] = graded(name, sys.argv[3 if name == "correct" else 4])
@@ -209,3 +210,18 @@ def test_the_check_of_one_part_answers_the_callbacks_to_earlier_parts_itself(tmp
     assert {"softmax.py", "attention.py", "backward.py", "training.py"} <= set(out["modules"]), out["modules"]
     assert all(name.startswith(("test_08", "test_09", "test_10", "test_11", "test_hidden_08", "test_hidden_09",
                                 "test_hidden_10", "test_hidden_11")) for name in out["files"]), out["files"]
+
+
+def test_an_error_of_the_moment_is_answered_but_never_kept_as_the_questions_answer() -> None:
+    """A MemoryError or RecursionError of the reference is its worker's state, not its answer: a student who asks
+    the same question later, with memory to spare, must not be told the reference ran out (``protocol``)."""
+    from grader.sandbox import protocol
+
+    class ArrayMemoryError(MemoryError):  # numpy raises a subclass of MemoryError of its own
+        pass
+
+    for error in (MemoryError("no memory"), ArrayMemoryError("no memory"), RecursionError("deep"),
+                  KeyboardInterrupt(), SystemExit(3)):
+        assert protocol.of_the_moment(error), error
+    for error in (ValueError("x must be 2-D"), TypeError("k"), RuntimeError("broken reference"), ZeroDivisionError()):
+        assert not protocol.of_the_moment(error), error

@@ -282,20 +282,35 @@ def test_f4_an_autograder_failure_has_no_score_and_says_not_graded(tmp_path):
 
 def test_f6_a_broken_reference_leaves_its_tests_not_graded_never_points(tmp_path, monkeypatch):
     from grader.grading import grade, kit_check
-    from grader.tests.test_trust import read_grades
+    from grader.sandbox import sealed
+    from grader.tests.test_trust import SOLUTIONS, read_grades
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # never the instructor's own cache
     broken = copy_reference(tmp_path / "broken-reference", softmax="raise RuntimeError('broken reference')")
     monkeypatch.setattr(kit_check, "KIT_REFERENCE", broken)
     kit_check._KIT_CHECKS.clear()
     copy_reference(tmp_path / "subs" / "ada")
     lines: list[str] = []
-    code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax"], echo=lines.append)
+    code = grade.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, exercises=["softmax", "attention"],
+                             echo=lines.append)
     kit_check._KIT_CHECKS.clear()
     assert code != 0
     row = read_grades(tmp_path / "out")["ada"]
     assert row["status"].startswith("not graded: the kit's own reference fails tests/test_01_softmax.py::")
     assert "broken reference" in row["status"] and row["score"] == ""
     assert any(line.startswith("not graded") for line in lines)
+    # The broken check's answers to its callbacks (softmax, from attention) are kept as that reference's, never
+    # as the answers of the reference in force, which a later batch's students would open: a grading process
+    # named its file by the reference in force there, and correct work then lost points on "broken reference".
+    answers = sealed.file_for(kit_check.passed_store(), SOLUTIONS)
+    assert not answers.exists(), "the broken check wrote the good reference's answers"
+    assert sealed.file_for(kit_check.passed_store(), broken).exists()
+    monkeypatch.setattr(kit_check, "KIT_REFERENCE", None)
+    assert grade.grade_batch(tmp_path / "subs", tmp_path / "again", jobs=1, exercises=["softmax", "attention"],
+                             echo=lambda line: None) == 0
+    kit_check._KIT_CHECKS.clear()
+    again = read_grades(tmp_path / "again")["ada"]
+    assert again["status"] == "ok" and again["score"] == again["max_score"], again
 
 
 def planned_kit_checks(tmp_path, monkeypatch) -> list:
