@@ -271,7 +271,7 @@ def test_integer_scores_give_float64(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_scores(rng: np.random.Generator) -> tuple[tuple, dict]:
-    x = rng.normal(scale=3.0, size=tuple(int(n) for n in rng.integers(2, 6, size=3)))
+    x = rng.normal(scale=3.0, size=unseen.sizes(rng, (2, 6), (2, 6), (2, 6)))
     return (x,), {"axis": int(rng.integers(-3, 3))}
 
 

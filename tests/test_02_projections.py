@@ -317,14 +317,14 @@ def test_qkv_projections_with_sizes_far_apart(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_linear(rng: np.random.Generator) -> tuple[tuple, dict]:
-    d_in, d_out = (int(n) for n in rng.integers(2, 7, size=2))
-    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d_in))
+    batch, n, d_in, d_out = unseen.sizes(rng, (1, 4), (2, 6), (2, 7), (2, 7))
+    x = rng.normal(size=(batch, n, d_in))
     return (x, rng.normal(size=(d_in, d_out))), {"bias": rng.normal(size=d_out)}
 
 
 def _unseen_qkv(rng: np.random.Generator) -> tuple[tuple, dict]:
-    d_model, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=3))
-    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d_model))
+    batch, n, d_model, d_k, d_v = unseen.sizes(rng, (1, 4), (2, 6), (2, 8), (2, 8), (2, 8))
+    x = rng.normal(size=(batch, n, d_model))
     return (x, rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_v))), {}
 
 
@@ -333,7 +333,7 @@ def _own_init_weight(rng: np.random.Generator, d_in: int, d_out: int) -> np.ndar
 
 
 unseen.register("projections", {
-    "init_weight": unseen.Twin(lambda rng: ((unseen.generator(rng), *(int(n) for n in rng.integers(2, 9, size=2))),
+    "init_weight": unseen.Twin(lambda rng: ((unseen.generator(rng), *unseen.sizes(rng, (2, 9), (2, 9))),
                                             {}), _own_init_weight, DRAWS, unseen.close),
     "linear": unseen.Twin(_unseen_linear, lambda x, weight, bias=None: np.einsum("...i,io->...o", x, weight) + (
                               0.0 if bias is None else bias),

@@ -606,7 +606,7 @@ def test_float32_through_every_kind_of_mask(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_qkv(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    batch, n_q, n_k, d_k, d_v = (int(n) for n in rng.integers(2, 7, size=5))
+    batch, n_q, n_k, d_k, d_v = unseen.sizes(rng, *[(2, 9)] * 5)
     return (rng.normal(size=(batch, n_q, d_k)), rng.normal(size=(batch, n_k, d_k)),
             rng.normal(size=(batch, n_k, d_v)))
 

@@ -510,13 +510,13 @@ def test_reference_values(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_lengths(rng: np.random.Generator) -> tuple[tuple, dict]:
-    max_len = int(rng.integers(3, 12))
-    return (rng.integers(1, max_len + 1, size=int(rng.integers(2, 6))), max_len), {}
+    max_len, batch = unseen.sizes(rng, (3, 12), (2, 6))
+    return (rng.integers(1, max_len + 1, size=batch), max_len), {}
 
 
 def _unseen_masks(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n = int(rng.integers(3, 9))
-    return (rng.random((n, n)) < 0.6, rng.random((int(rng.integers(2, 5)), 1, n)) < 0.7), {}
+    n, batch = unseen.sizes(rng, (3, 9), (2, 5))
+    return (rng.random((n, n)) < 0.6, rng.random((batch, 1, n)) < 0.7), {}
 
 
 # causal_mask's input is an integer, which no move of the gate changes: a test of its bad input asks the sizes gate.
@@ -526,7 +526,7 @@ unseen.register("masks", {
                                 PADDING + "; " + PAD_SHAPE),
     # (every mask: np.logical_and's third argument would be its output array)
     "combine_masks": unseen.Twin(_unseen_masks, lambda *masks: functools.reduce(np.logical_and, masks), COMBINE),
-    "to_additive": unseen.Twin(lambda rng: ((rng.random(tuple(int(n) for n in rng.integers(2, 6, size=2))) < 0.5,),
+    "to_additive": unseen.Twin(lambda rng: ((rng.random(unseen.sizes(rng, (2, 6), (2, 6))) < 0.5,),
                                             {}),
                                lambda mask, dtype=np.float64: np.where(mask, 0.0, -np.inf).astype(dtype), ADDITIVE),
 })

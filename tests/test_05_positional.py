@@ -740,8 +740,9 @@ def test_reference_values(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_rotary(rng: np.random.Generator) -> tuple[tuple, dict]:
-    seq, pairs = int(rng.integers(2, 7)), int(rng.integers(1, 5))
-    x = rng.normal(size=(int(rng.integers(1, 4)), seq, 2 * pairs))
+    batch, seq = unseen.sizes(rng, (1, 4), (2, 7))
+    pairs, = unseen.sizes(rng, (1, 5), avoid=tuple(size // 2 for size in (batch, seq) if size % 2 == 0))
+    x = rng.normal(size=(batch, seq, 2 * pairs))
     if rng.random() < 0.5:
         return (x,), {}
     return (x,), {"positions": rng.integers(0, 50, size=seq), "base": float(rng.uniform(100.0, 20000.0))}

@@ -526,8 +526,8 @@ def test_two_leading_batch_axes_and_float32(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_heads(rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    n_heads, d_head = (int(n) for n in rng.integers(2, 5, size=2))
-    return rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 7)), n_heads * d_head)), n_heads
+    batch, n, n_heads, d_head = unseen.sizes(rng, (1, 4), (2, 6), (2, 7), (2, 7))  # d_model = n_heads * d_head >= 6
+    return rng.normal(size=(batch, n, n_heads * d_head)), n_heads
 
 
 def _own_split(x: np.ndarray, n_heads: int) -> np.ndarray:
@@ -553,8 +553,8 @@ def _own_init_heads(rng: np.random.Generator, d_model: int, n_heads: int) -> dic
 
 
 def _unseen_init_heads(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n_heads = int(rng.integers(1, 5))
-    return (unseen.generator(rng), n_heads * int(rng.integers(1, 4)), n_heads), {}
+    n_heads, d_head = unseen.sizes(rng, (1, 5), (1, 4))
+    return (unseen.generator(rng), n_heads * d_head, n_heads), {}
 
 
 unseen.register("multihead", {

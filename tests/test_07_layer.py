@@ -697,14 +697,14 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_norm(rng: np.random.Generator) -> tuple[tuple, dict]:
-    d = int(rng.integers(3, 9))
-    x = rng.normal(loc=2.0, scale=3.0, size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d))
+    batch, n, d = unseen.sizes(rng, (1, 4), (2, 6), (3, 9))
+    x = rng.normal(loc=2.0, scale=3.0, size=(batch, n, d))
     return (x, rng.normal(size=d), rng.normal(size=d)), {"eps": float(rng.uniform(1e-6, 1e-2))}
 
 
 def _unseen_ffn(rng: np.random.Generator) -> tuple[tuple, dict]:
-    d_model, d_ff = int(rng.integers(2, 7)), int(rng.integers(3, 10))
-    x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(2, 6)), d_model))
+    batch, n, d_model, d_ff = unseen.sizes(rng, (1, 4), (2, 6), (2, 7), (3, 10))
+    x = rng.normal(size=(batch, n, d_model))
     params = {"w_1": rng.normal(size=(d_model, d_ff)), "b_1": rng.normal(size=d_ff),
               "w_2": rng.normal(size=(d_ff, d_model)), "b_2": rng.normal(size=d_model)}
     return (x, params), {"activation": ("relu", "gelu")[int(rng.integers(2))]}
@@ -717,7 +717,7 @@ def _own_ffn(x: np.ndarray, params: dict, activation: str = "relu") -> np.ndarra
 def _unseen_dropout(rng: np.random.Generator) -> tuple[tuple, dict]:
     # The API leaves the draws open (draws_left_open): what it fixes is checked (:func:`_dropped_so`), on entries
     # that all differ from 0, enough of them to count the share dropped.
-    x = rng.uniform(0.5, 2.0, size=(int(rng.integers(20, 40)), int(rng.integers(30, 60))))
+    x = rng.uniform(0.5, 2.0, size=unseen.sizes(rng, (20, 40), (30, 60)))
     x *= rng.choice([-1.0, 1.0], size=x.shape)
     chosen = rng.random()
     if chosen < 0.2:
@@ -762,14 +762,15 @@ def _own_init_layer(rng: np.random.Generator, d_model: int, n_heads: int, d_ff: 
 
 
 def _unseen_init_layer(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n_heads = int(rng.integers(1, 4))
-    return (unseen.generator(rng), n_heads * int(rng.integers(1, 4)), n_heads, int(rng.integers(2, 9))), {}
+    n_heads, d_head = unseen.sizes(rng, (1, 4), (1, 4))
+    d_ff, = unseen.sizes(rng, (2, 9), avoid=(n_heads, d_head, n_heads * d_head))
+    return (unseen.generator(rng), n_heads * d_head, n_heads, d_ff), {}
 
 
 def _unseen_layer(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n_heads, d_head, d_ff, n = (int(v) for v in (rng.integers(1, 4), rng.integers(1, 4), rng.integers(3, 9),
-                                                 rng.integers(2, 6)))
+    n_heads, d_head = unseen.sizes(rng, (1, 4), (1, 4))
     d_model = n_heads * d_head
+    batch, n, d_ff = unseen.sizes(rng, (1, 5), (2, 7), (3, 10), avoid=(n_heads, d_model))
     attention = {name: rng.normal(scale=1 / np.sqrt(d_model), size=(d_model, d_model))
                  for name in ("w_q", "w_k", "w_v", "w_o")}
     attention.update({name: rng.normal(scale=0.5, size=d_model) for name in ("b_q", "b_k", "b_v", "b_o")})
@@ -777,7 +778,7 @@ def _unseen_layer(rng: np.random.Generator) -> tuple[tuple, dict]:
               "w_2": rng.normal(size=(d_ff, d_model)), "b_2": rng.normal(size=d_model)}
     for norm in ("ln1", "ln2"):
         params[f"{norm}_gamma"], params[f"{norm}_beta"] = rng.uniform(0.5, 1.5, size=d_model), rng.normal(size=d_model)
-    x = rng.normal(size=(int(rng.integers(1, 3)), n, d_model))
+    x = rng.normal(size=(batch, n, d_model))
     mask = np.tril(np.ones((n, n), dtype=bool)) if rng.random() < 0.5 else None
     return (x, params, n_heads), {"mask": mask, "norm_first": bool(rng.random() < 0.5),
                                   "activation": ("relu", "gelu")[int(rng.integers(2))]}

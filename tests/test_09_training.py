@@ -843,7 +843,7 @@ FROZEN = ("train: draw each step's batch from rng inside the loop (rng.integers(
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_logits(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n, classes = int(rng.integers(1, 7)), int(rng.integers(2, 7))
+    n, classes = unseen.sizes(rng, (1, 7), (2, 7))
     return (rng.normal(scale=3.0, size=(n, classes)), rng.integers(0, classes, size=n)), {}
 
 
@@ -863,15 +863,15 @@ def _unseen_params(rng: np.random.Generator, vocab: int, d_model: int) -> dict:
 
 
 def _unseen_forward(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n_heads, vocab, n, seq = (int(v) for v in (rng.integers(1, 4), rng.integers(3, 9), rng.integers(1, 5),
-                                               rng.integers(2, 7)))
-    params = _unseen_params(rng, vocab, n_heads * int(rng.integers(1, 4)))
+    n_heads, d_head = unseen.sizes(rng, (1, 4), (1, 4))
+    vocab, n, seq = unseen.sizes(rng, (3, 10), (1, 6), (2, 8), avoid=(n_heads, n_heads * d_head))
+    params = _unseen_params(rng, vocab, n_heads * d_head)
     tokens, query = rng.integers(0, vocab, size=(n, seq)), rng.integers(0, seq, size=n)
     return (params, tokens, query, n_heads), {"positions": bool(rng.random() < 0.5)}
 
 
 def _unseen_adam(rng: np.random.Generator) -> tuple[tuple, dict]:
-    params = _unseen_params(rng, int(rng.integers(2, 5)), int(rng.integers(1, 4)))
+    params = _unseen_params(rng, *unseen.sizes(rng, (2, 5), (1, 4)))
     grads = _adam(params, params, None, 1.0, 0.5, 0.5, 1.0)[0]  # some gradients of the same keys and shapes
     state = None
     if rng.random() < 0.5:  # a later step: the state of an earlier one
@@ -890,8 +890,9 @@ def _own_init_model(rng: np.random.Generator, vocab_size: int, d_model: int, n_h
 
 
 def _unseen_init_model(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n_heads = int(rng.integers(1, 4))
-    return (unseen.generator(rng), int(rng.integers(3, 12)), n_heads * int(rng.integers(1, 4)), n_heads), {}
+    n_heads, d_head = unseen.sizes(rng, (1, 4), (1, 4))
+    vocab, = unseen.sizes(rng, (3, 12), avoid=(n_heads, n_heads * d_head))
+    return (unseen.generator(rng), vocab, n_heads * d_head, n_heads), {}
 
 
 unseen.register("training", {

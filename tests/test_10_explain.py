@@ -543,13 +543,13 @@ def test_rejects_bad_input(impl):
 # ----------------------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_pair(rng: np.random.Generator) -> tuple[tuple, dict]:
-    shape = (int(rng.integers(1, 4)), int(rng.integers(3, 8)), int(rng.integers(2, 6)))
+    shape = unseen.sizes(rng, (1, 4), (3, 8), (2, 6))
     return (rng.normal(size=shape), rng.normal(size=shape)), {}
 
 
 def _unseen_layers(rng: np.random.Generator) -> tuple[tuple, dict]:
-    n = int(rng.integers(3, 8))
-    return (rng.dirichlet(np.ones(n), size=(int(rng.integers(1, 5)), n)),), {}
+    n, layers = unseen.sizes(rng, (3, 8), (1, 5))
+    return (rng.dirichlet(np.ones(n), size=(layers, n)),), {}
 
 
 def _unseen_ranks(rng: np.random.Generator) -> tuple[tuple, dict]:

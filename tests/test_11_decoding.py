@@ -538,15 +538,15 @@ def test_rejects_bad_input(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_blocks(rng: np.random.Generator) -> tuple[tuple, dict]:
-    batch, n_k, d_k, d_v = (int(x) for x in rng.integers(2, 11, size=4))
+    batch, n_k, d_k, d_v = unseen.sizes(rng, *[(2, 11)] * 4)
     causal = bool(rng.integers(2))
-    n_q = n_k if causal else int(rng.integers(2, 9))
+    n_q = n_k if causal else unseen.sizes(rng, (2, 9), avoid=(batch, n_k, d_k, d_v))[0]  # causal: n_q is n_k
     q, k, v = (rng.normal(size=(batch, n, d)) for n, d in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
     return (q, k, v, int(rng.integers(1, n_k + 1))), {"causal": causal}
 
 
 def _unseen_cache(rng: np.random.Generator) -> tuple[dict, np.ndarray, np.ndarray]:
-    batch, t, d_k, d_v = (int(x) for x in rng.integers(1, 7, size=4))
+    batch, t, d_k, d_v = unseen.sizes(rng, (2, 8), (2, 7), (2, 8), (2, 8))  # t > 1: never the new position's axis
     cache = {"k": rng.normal(size=(batch, t, d_k)), "v": rng.normal(size=(batch, t, d_v))}
     return cache, rng.normal(size=(batch, 1, d_k)), rng.normal(size=(batch, 1, d_v))
 

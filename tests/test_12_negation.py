@@ -844,8 +844,13 @@ def test_the_bag_of_words_model_stays_at_chance_on_pairs(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_sentences(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    n, seq = int(rng.integers(3, 7)), int(rng.integers(5, 10))
+    n, seq = unseen.sizes(rng, (3, 7), (5, 10), avoid=(VOCAB, D_SMALL, 2 * D_SMALL, HIDDEN))
     return rng.integers(0, VOCAB, size=(n, seq)), rng.integers(0, seq, size=n)
+
+
+def _unseen_features(rng: np.random.Generator) -> tuple[tuple, dict]:
+    n, seq, d = unseen.sizes(rng, (3, 7), (5, 10), (3, 9), avoid=(VOCAB,))
+    return (rng.normal(size=(VOCAB, d)), rng.integers(0, VOCAB, size=(n, seq)), rng.integers(0, seq, size=n)), {}
 
 
 def _unseen_pairs(rng: np.random.Generator) -> tuple[tuple, dict]:
@@ -890,8 +895,7 @@ unseen.register("negation", {
                                              int(rng.integers(2, 7)), int(rng.integers(3, 9))), {}), _own_init,
                                "init_pooled draws in this order: the embedding (0.3 * rng.normal), then init_weight "
                                "for w_hidden, then init_weight for w_out; the biases are zeros", unseen.close),
-    "pooled_features": unseen.Twin(lambda rng: ((rng.normal(size=(VOCAB, int(rng.integers(3, 8)))),
-                                                 *_unseen_sentences(rng)), {}), _features, FEATURES, unseen.close),
+    "pooled_features": unseen.Twin(_unseen_features, _features, FEATURES, unseen.close),
     "pooled_forward": unseen.Twin(lambda rng: ((_pooled_params([int(rng.integers(2**31))]), *_unseen_sentences(rng)),
                                                {}), _pooled, POOLED, unseen.close),
     "pair_accuracy": unseen.Twin(_unseen_pairs, _own_pair_accuracy, COUNT, unseen.close),

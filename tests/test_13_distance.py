@@ -779,7 +779,7 @@ def test_alibi_extrapolates_and_sinusoidal_does_not(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_context(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    b, n, d = (int(rng.integers(lo, hi)) for lo, hi in ((3, 7), (4, 9), (5, 12)))
+    b, n, d = unseen.sizes(rng, (3, 7), (4, 9), (5, 12))
     return rng.normal(size=(b, d)), rng.normal(size=(b, n, d))
 
 
@@ -803,9 +803,9 @@ def _own_curve(task: dict, slope: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unseen_match(rng: np.random.Generator, weight: bool = False) -> tuple[tuple, dict]:
-    d = int(rng.integers(6, 12))
+    d, first, second = unseen.sizes(rng, (6, 12), (3, 7), (5, 11), avoid=(N_SYMBOLS,))
     embedding = rng.normal(size=(N_SYMBOLS, d))
-    task = _match_task([int(rng.integers(2**31))], int(rng.integers(3, 7)), int(rng.integers(5, 11)))
+    task = _match_task([int(rng.integers(2**31))], first, second)
     positions = bool(rng.integers(2))
     if not weight:
         return (embedding, task, positions), {}

@@ -685,12 +685,12 @@ def test_evaluate_reference_values(impl):
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
 
 def _unseen_similarity(rng: np.random.Generator) -> np.ndarray:
-    return rng.normal(size=(int(rng.integers(3, 7)), int(rng.integers(5, 10))))  # continuous: no ties
+    return rng.normal(size=unseen.sizes(rng, (3, 7), (5, 10)))  # continuous: no ties
 
 
 def _unseen_recall(rng: np.random.Generator) -> tuple[tuple, dict]:
     similarity = _unseen_similarity(rng)
-    retrieved = own_top_k(similarity, int(rng.integers(1, similarity.shape[1])))
+    retrieved = own_top_k(similarity, unseen.sizes(rng, (1, similarity.shape[1]), avoid=(len(similarity),))[0])
     return (retrieved, rng.integers(0, similarity.shape[1], size=len(similarity))), {}
 
 
@@ -735,7 +735,9 @@ def _same_reading(observed, expected) -> bool:
 
 
 def _unseen_evaluation(rng: np.random.Generator) -> tuple[tuple, dict]:
-    return (collection(int(rng.integers(2**31)), n_entities=int(rng.integers(20, 40))), int(rng.integers(1, 6))), {}
+    # (the vocabulary, n_entities + n_attributes + n_values words, never as long as a vector)
+    n_entities, = unseen.sizes(rng, (20, 40), avoid=(SIZES["d"] - SIZES["n_attributes"] - SIZES["n_values"],))
+    return (collection(int(rng.integers(2**31)), n_entities=n_entities), int(rng.integers(1, 6))), {}
 
 
 def _own_evaluation(data: dict, k: int, sharpness: float = 10.0) -> tuple[dict, np.ndarray]:
@@ -753,7 +755,8 @@ def _same_evaluation(observed, expected) -> bool:
 
 
 def _unseen_cosine(rng: np.random.Generator) -> tuple[tuple, dict]:
-    return (rng.normal(size=(int(rng.integers(2, 6)), 5)), rng.normal(size=(int(rng.integers(3, 8)), 5))), {}
+    n_a, n_b = unseen.sizes(rng, (2, 6), (3, 8), avoid=(5,))
+    return (rng.normal(size=(n_a, 5)), rng.normal(size=(n_b, 5))), {}
 
 
 def _unseen_top_k(rng: np.random.Generator) -> tuple[tuple, dict]:

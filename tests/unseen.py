@@ -83,6 +83,22 @@ def generator(rng: np.random.Generator) -> np.random.Generator:
     return np.random.default_rng(int(rng.integers(2**63)))
 
 
+def sizes(rng: np.random.Generator, *ranges: tuple[int, int], avoid: tuple[int, ...] = ()) -> tuple[int, ...]:
+    """One size from each ``[low, high)`` of ``ranges``, all different and none in ``avoid``: axes that never agree.
+
+    Sizes drawn apart could agree on one submission's draw and not on another's, and a mistake that confuses two
+    axes (a transpose, a reshape, a sum over the wrong one) then failed a test for some students and not for
+    others with the same mistake (``attention-weights-transposed`` crashes only where ``n_q != n_k``).
+    """
+    taken: list[int] = []
+    for low, high in ranges:
+        free = [n for n in range(low, high) if n not in taken and n not in avoid]
+        if not free:
+            raise ValueError(f"no size in [{low}, {high}) differs from {[*taken, *avoid]}")
+        taken.append(free[int(rng.integers(len(free)))])
+    return tuple(taken)
+
+
 def register(exercise: str, twins: dict[str, Twin]) -> None:
     """The twins of ``exercise``'s functions (called by its test file when it is imported)."""
     _TWINS[exercise] = twins

@@ -128,6 +128,50 @@ def test_every_twin_draws_inputs_the_reference_answers_as_the_test_file_does():
                 assert (spec.same or unseen.equal)(got, expected), (exercise.name, name, salt)
 
 
+def _axes(value, found: list[int]) -> list[int]:
+    """The sizes of every array axis in a drawn call, in the order they appear."""
+    if isinstance(value, np.ndarray):
+        found.extend(value.shape)
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            _axes(value[key], found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _axes(item, found)
+    return found
+
+
+def test_whether_two_axes_of_a_drawn_input_agree_never_depends_on_the_draw():
+    """Two axes of a drawn input have equal sizes on every draw (the API ties them) or on none.
+
+    Each submission gets its own draw: sizes drawn apart agreed on some and not on others, and a mistake that
+    confuses two axes failed a test for some students and passed it for others with the same mistake
+    (``attention-weights-transposed`` crashes only where ``n_q != n_k``: 317.625 or 319.375 of 336 by the key).
+    """
+    import importlib
+
+    from grader.curriculum import load
+
+    failures: list[str] = []
+    for exercise in load().exercises:
+        importlib.import_module(f"tests.{exercise.test_file.removeprefix('tests/').removesuffix('.py')}")
+        for name in exercise.functions:
+            spec = unseen.twin(exercise.name, name)
+            if spec is None:
+                continue
+            patterns: dict[tuple, tuple] = {}  # a draw's structure (its number of sizes) -> which sizes agree
+            for salt in range(60):
+                args, kwargs = spec.draw(np.random.default_rng([unseen.SEED, salt]))
+                sizes = _axes([list(args), kwargs], [])
+                agree = tuple(i < j and a == b for i, a in enumerate(sizes) for j, b in enumerate(sizes))
+                flags = tuple(value for value in kwargs.values() if isinstance(value, (bool, str)))  # causal=...
+                first = patterns.setdefault((len(sizes), flags), agree)
+                if agree != first:
+                    failures.append(f"{exercise.name}.{name}: axes agree on some draws only ({sizes})")
+                    break
+    assert not failures, "\n".join(failures)
+
+
 # A table may keep one wrong answer on purpose: wrong on an input a test asks, it passed for a mistake and the gate
 # stood aside (exercise 10: 6 of 18 public tests against 0 for the stub). A mistake is a rule: the inputs it answers,
 # every float scaled, it answers too; a table does not.
