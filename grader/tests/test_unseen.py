@@ -221,6 +221,33 @@ def test_a_mistake_that_answers_an_input_answers_it_scaled(monkeypatch):
     assert unseen.gate(asking, "retrieval", "cosine_similarity") == []
 
 
+def test_a_mistake_right_on_a_test_input_by_its_structure_only_is_not_told_it_keeps_answers(monkeypatch):
+    # Pearson's correlation of the values is Spearman's where the values are evenly spaced (a test's input): moved
+    # by a few percent an entry, the mistake answers as its rule gives, near the reference's answer and not on it.
+    # It was told its answer "does not follow from the input" on two tests, under one grader's key and not another
+    # (a held-out mistake graded under four keys: 7 or 5 tests failed).
+    import tests.test_10_explain  # noqa: F401 - registers explain's twins
+    from tests import diagnosis
+
+    monkeypatch.setattr(diagnosis, "right_on_its_probes", lambda implementation, exercise, name, **_: False)
+    monkeypatch.setattr(diagnosis, "asked_probes_answered", lambda implementation, exercise, name: [])
+    a, b = 1.0 + 0.1 * np.arange(6.0), 1.0 + 0.1 * np.array([2.0, 0.0, 1.0, 5.0, 3.0, 4.0])  # moved: 1.3% off
+
+    def pearson(x, y):
+        return float(np.corrcoef(x, y)[0, 1])
+
+    def table(x, y):
+        if np.array_equal(x, a) and np.array_equal(y, b):
+            return pearson(a, b)
+        raise ValueError("a: not in the table")
+
+    for function, told in ((pearson, False), (table, True)):
+        asking = Asking(function)
+        asking._answered = {"rank_correlation": [((a, b), {}, pearson(a, b))]}
+        failures = unseen.gate(asking, "explain", "rank_correlation")
+        assert bool(failures) == told and all("not the same input moved" in f.message for f in failures), function
+
+
 def test_an_input_of_this_test_the_function_got_wrong_is_not_asked_again(monkeypatch):
     from tests import diagnosis
 
