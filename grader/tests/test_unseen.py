@@ -108,24 +108,28 @@ def test_the_probes_a_test_asks_are_found_in_the_test_files():
     assert not asked_by_a_test("bpe_decode/characters_split_across_tokens")  # the diagnosis's only
 
 
-def test_every_twin_draws_inputs_the_reference_answers_as_the_test_file_does():
-    """Each registered twin's own answer is the reference's, on the draws of three salts (the twins are right)."""
+def _every_twin():
+    """``(exercise, function, twin)`` of every registered twin, each test file imported (which registers them)."""
     import importlib
 
     from grader.curriculum import load
 
-    implementation = LocalImplementation(REFERENCE)
     for exercise in load().exercises:
         importlib.import_module(f"tests.{exercise.test_file.removeprefix('tests/').removesuffix('.py')}")
         for name in exercise.functions:
-            spec = unseen.twin(exercise.name, name)
-            if spec is None:
-                continue
-            for salt in (1, 2, 3):
-                args, kwargs = spec.draw(np.random.default_rng([unseen.SEED, salt]))
-                expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))
-                got = implementation.function(exercise.name, name)(*args, **kwargs)
-                assert (spec.same or unseen.equal)(got, expected), (exercise.name, name, salt)
+            if (spec := unseen.twin(exercise.name, name)) is not None:
+                yield exercise.name, name, spec
+
+
+def test_every_twin_draws_inputs_the_reference_answers_as_the_test_file_does():
+    """Each registered twin's own answer is the reference's, on the draws of three salts (the twins are right)."""
+    implementation = LocalImplementation(REFERENCE)
+    for exercise, name, spec in _every_twin():
+        for salt in (1, 2, 3):
+            args, kwargs = spec.draw(np.random.default_rng([unseen.SEED, salt]))
+            expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+            got = implementation.function(exercise, name)(*args, **kwargs)
+            assert (spec.same or unseen.equal)(got, expected), (exercise, name, salt)
 
 
 def _axes(value, found: list[int]) -> list[int]:
@@ -148,27 +152,17 @@ def test_whether_two_axes_of_a_drawn_input_agree_never_depends_on_the_draw():
     confuses two axes failed a test for some students and passed it for others with the same mistake
     (``attention-weights-transposed`` crashes only where ``n_q != n_k``: 317.625 or 319.375 of 336 by the key).
     """
-    import importlib
-
-    from grader.curriculum import load
-
     failures: list[str] = []
-    for exercise in load().exercises:
-        importlib.import_module(f"tests.{exercise.test_file.removeprefix('tests/').removesuffix('.py')}")
-        for name in exercise.functions:
-            spec = unseen.twin(exercise.name, name)
-            if spec is None:
-                continue
-            patterns: dict[tuple, tuple] = {}  # a draw's structure (its number of sizes) -> which sizes agree
-            for salt in range(60):
-                args, kwargs = spec.draw(np.random.default_rng([unseen.SEED, salt]))
-                sizes = _axes([list(args), kwargs], [])
-                agree = tuple(i < j and a == b for i, a in enumerate(sizes) for j, b in enumerate(sizes))
-                flags = tuple(value for value in kwargs.values() if isinstance(value, (bool, str)))  # causal=...
-                first = patterns.setdefault((len(sizes), flags), agree)
-                if agree != first:
-                    failures.append(f"{exercise.name}.{name}: axes agree on some draws only ({sizes})")
-                    break
+    for exercise, name, spec in _every_twin():
+        patterns: dict[tuple, tuple] = {}  # a draw's structure (its number of sizes, its flags) -> which sizes agree
+        for salt in range(60):
+            args, kwargs = spec.draw(np.random.default_rng([unseen.SEED, salt]))
+            sizes = _axes([list(args), kwargs], [])
+            agree = tuple(i < j and a == b for i, a in enumerate(sizes) for j, b in enumerate(sizes))
+            flags = tuple(value for value in kwargs.values() if isinstance(value, (bool, str)))  # causal=...
+            if agree != patterns.setdefault((len(sizes), flags), agree):
+                failures.append(f"{exercise}.{name}: axes agree on some draws only ({sizes})")
+                break
     assert not failures, "\n".join(failures)
 
 
