@@ -478,11 +478,14 @@ def _led_by_first_step(findings: list[failures.Failure], implementation: Any, ca
     step = steps.first_step(implementation, called, observation, reached)
     if step is None or any(steps.names_a_convention(failure.message) for failure in findings):
         return findings
-    from tests import diagnosis
+    from tests import diagnosis, relations
 
     crash = next((failure for failure in findings if failure.kind == failures.CRASHED), None)
     if crash is not None and diagnosis.crashed_in(implementation, crash.observed) not in (None, step.function):
         return findings  # the crash's own line lies in another function: a step elsewhere would contradict it
+    crashes = [failure.what for failure in findings if failure.kind == failures.CRASHED]
+    if any(relations.contradicted(step.claim, call) for call in crashes):
+        return findings  # a family of inputs that this test's own crash lies outside of: it explains not everything
     return _led(findings, step.text, step.revisit or None)
 
 

@@ -25,6 +25,7 @@ draws": :func:`other_draws`; :func:`draws_left_open` declares where it does not)
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ class Found:
     words: str
     general: str = ""
     """The words without one input's numbers, for when the inputs give different ones ('' : ``words``)."""
+    claim: tuple = ()
+    """For a family named by the inputs it fails on, what it says of them, for :func:`contradicted`: ``("axes",
+    argument, numbers of axes it is right on)``, ``("odd", argument)`` or ``("given", argument)``; () otherwise."""
 
 
 MEANINGS: dict[str, Callable[[tuple, dict, np.ndarray], np.ndarray]] = {}
@@ -478,6 +482,10 @@ def fixed_axes(deviating: list[str], passing: list[str], outputs: dict[str, Any]
     without the bad-input probes); ``names`` the function's parameter names, for the words. Named only when
     every deviating probe raised or returned an array of another shape (right shapes with wrong values are not
     a matter of axes), at least one probe passes, and one array argument's number of axes separates the two.
+    Said of the inputs seen, never as "exactly these": an input of another number of axes the probes lack may
+    fail too (a blind round: "exactly 3 axes", then a test's 4-axis input crashing). A right answer may also be
+    a shape's luck (a sum put back with ``[:, None]`` broadcasts on square weights, or on a sum over axis 1 of
+    three): where the test's own crash belies the family, it is not said (:func:`contradicted`).
     """
     if not deviating or not passing or not _raised_or_reshaped(deviating, outputs, expected):
         return None
@@ -497,11 +505,11 @@ def fixed_axes(deviating: list[str], passing: list[str], outputs: dict[str, Any]
             continue
         name = names[index] if index < len(names) else f"argument {index + 1}"
         return Found("a fixed number of axes",
-                     f"it raises or returns another shape, and those are exactly the inputs whose {name} has "
-                     f"{_count(bad)} axes (on every one whose {name} has {_count(good)} it is right): it is written "
+                     f"it raises or returns another shape on every one whose {name} has {_count(bad)} axes, and is "
+                     f"right on every one whose {name} has {_count(good)}: it is written "
                      "for a fixed number of axes, where the contract takes any number of leading (batch) axes; "
                      "index from the end (x.shape[-1], axis=-1, np.swapaxes(k, -1, -2), ...) instead of unpacking a "
-                     "fixed shape")
+                     "fixed shape", claim=("axes", name, frozenset(good)))
     return None
 
 
@@ -525,7 +533,7 @@ def odd_sizes(deviating: list[str], passing: list[str], outputs: dict[str, Any],
             return Found("an odd size", f"it raises or returns another shape, and those are exactly the inputs whose "
                          f"{key} is odd ({', '.join(map(str, odd))}; where it is even it is right): an odd size leaves "
                          "one entry without a partner; count the halves as ceil(n / 2) and n // 2 (x[..., 0::2] has "
-                         "one column more than x[..., 1::2] when n is odd)")
+                         "one column more than x[..., 1::2] when n is odd)", claim=("odd", key))
     return None
 
 
@@ -546,8 +554,30 @@ def argument_given(deviating: list[str], passing: list[str], outputs: dict[str, 
             return Found("an optional argument given", f"it raises or returns another shape, and those are exactly "
                          f"the inputs that pass {key} (where {key} is None or left out it is right): the code for a "
                          f"given {key} is what fails (with an array, `if {key}:` asks for one truth value of many: "
-                         f"test `{key} is not None`)")
+                         f"test `{key} is not None`)", claim=("given", key))
     return None
+
+
+def contradicted(claim: tuple, call: str) -> bool:
+    """Whether a crash on ``call`` (a failure's words, ``f(x: float64 (2, 5, 7), k: 3) crashed``) belies ``claim``.
+
+    A family named by the inputs it fails on (:attr:`Found.claim`) rests on the fixed inputs; the test's own input
+    that crashed may be one of those it says the code is right on (a blind round: "right on every input whose
+    grad_weights has 3 axes" above a crash on a (2, 5, 7) grad_weights). Then it does not explain everything, and
+    is not said.
+    """
+    if not claim:
+        return False
+    kind, name = claim[0], claim[1]
+    found = re.search(rf"\b{re.escape(name)}: (?:\w+ \(([^)]*)\)|(-?\d+)\b|(None)\b)", call)
+    if kind == "axes":
+        return found is not None and found.group(1) is not None and (
+            len([size for size in found.group(1).split(",") if size.strip()]) in claim[2])
+    if kind == "odd":
+        return found is not None and found.group(2) is not None and int(found.group(2)) % 2 == 0
+    if kind == "given":
+        return found is None or found.group(3) is not None
+    return False
 
 
 def _raised_or_reshaped(deviating: list[str], outputs: dict[str, Any], expected: dict[str, Any]) -> bool:

@@ -88,6 +88,8 @@ class FirstStep:
     probe: str
     text: str
     revisit: str = ""
+    claim: tuple = ()
+    """What a family named by its inputs says of them (``relations.Found.claim``), () otherwise."""
 
 
 # ----------------------------------------------------------------------------- one probe's first difference
@@ -300,7 +302,7 @@ def _related(function: str, probes: list[str], observation: Any, registry: Any, 
     for family in (relations.fixed_axes, relations.odd_sizes, relations.argument_given):
         found = found or family(probes, passing, observation.outputs, expected, arguments, names)
     if found is not None:
-        return FirstStep(function, probes[0], relations.describe(function, module_file, found))
+        return FirstStep(function, probes[0], relations.describe(function, module_file, found), claim=found.claim)
     return _outputs_that_differ(function, probes, observation, module_file)
 
 

@@ -216,7 +216,8 @@ def test_a_fixed_number_of_axes_needs_raises_or_shapes_and_an_input_that_passes(
             "f/4d": ((np.zeros((2, 2, 3, 4)),), {})}
     want = {"f/4d": (np.zeros((2, 2, 3, 4)),)}
     found = fixed_axes(["f/4d"], ["f/2d", "f/3d"], {"f/4d": None}, want, _arguments(args), ("x",))
-    assert found is not None and "whose x has 4 axes" in found.words and "2 or 3 it is right" in found.words
+    assert found is not None and "whose x has 4 axes" in found.words and "right on every one whose x has 2 or 3" in \
+        found.words and "exactly" not in found.words  # of the inputs seen: another number of axes may fail too
     # right shapes with wrong values are not a matter of axes; nothing right, nothing to compare with
     assert fixed_axes(["f/4d"], ["f/2d"], {"f/4d": (np.ones((2, 2, 3, 4)),)}, want, _arguments(args)) is None
     assert fixed_axes(["f/4d"], [], {"f/4d": None}, want, _arguments(args)) is None
@@ -230,6 +231,22 @@ def test_a_fixed_number_of_axes_needs_raises_or_shapes_and_an_input_that_passes(
     assert fixed_axes(list(deviating), ["f/3d"], deviating, {**want, "f/2d": (np.zeros((3, 4)),),
                                                              "f/3d-wrong": (np.zeros((2, 3, 4)),)},
                       _arguments(args), ("x",)) is None
+
+
+def test_a_family_of_inputs_is_not_said_above_a_crash_on_an_input_it_calls_right():
+    from tests.relations import contradicted
+
+    claim = ("axes", "grad_weights", frozenset({2, 3}))
+    crash = "softmax_backward(grad_weights: float64 (2, 5, 7), weights: float64 (2, 5, 7)) crashed"
+    assert contradicted(claim, crash)
+    assert not contradicted(claim, crash.replace("(2, 5, 7)", "(2, 3, 5, 7)"))
+    assert not contradicted(claim, "softmax_backward(weights: float64 (2, 5)) crashed")  # not shown: not belied
+    assert contradicted(("odd", "n"), "f(x: float64 (3, 4), n: 8) crashed")
+    assert not contradicted(("odd", "n"), "f(x: float64 (3, 4), n: 7) crashed")
+    assert contradicted(("given", "mask"), "f(x: float64 (3, 4), mask: None) crashed")
+    assert contradicted(("given", "mask"), "f(x: float64 (3, 4)) crashed")
+    assert not contradicted(("given", "mask"), "f(x: float64 (3, 4), mask: bool (3, 4)) crashed")
+    assert not contradicted((), crash)
 
 
 def test_an_argument_not_used_needs_one_argument_on_every_deviating_probe():
