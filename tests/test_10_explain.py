@@ -98,7 +98,8 @@ def _occlusion_by_hand(model: PositionalModel, tokens: np.ndarray, replacement: 
 def _occlusion_mistake(observed: np.ndarray, model: PositionalModel, tokens: np.ndarray) -> str | None:
     expected = _occlusion_by_hand(model, tokens)
     candidates = {
-        "the sign is reversed: importance is the probability after minus the probability before":
+        "the sign is reversed: yours is the probability after the occlusion minus the one before; the importance "
+        "is the drop, before minus after":
             -expected,
         "yours measures the drop on whatever class the model predicts after occlusion; measure it on the "
         "class predicted for the original sentence, the same class before and after":
@@ -188,6 +189,12 @@ def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
     def ordinal(x):
         return np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(float)
 
+    def dense(x):
+        return np.unique(np.asarray(x), return_inverse=True)[1].astype(float)
+
+    def lowest(x):
+        return np.array([np.sum(np.asarray(x) < value) for value in x], dtype=float)
+
     n = len(a)
     candidates = {
         "ties were ranked in order of appearance (argsort of argsort), not given their average rank":
@@ -195,10 +202,19 @@ def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
         "the correlation is of the values themselves (Pearson), not of their ranks": np.corrcoef(a, b)[0, 1],
         "the formula 1 - 6 sum d^2 / (n (n^2 - 1)) was used, which is exact only without ties":
             1 - 6 * np.sum((_ranks_ties_averaged(a) - _ranks_ties_averaged(b)) ** 2) / (n * (n**2 - 1)),
+        # (not said alone where another one gives the same number: dense ranks of a few tied values can be a
+        # linear map of them, and then Pearson's of the values is theirs; a blind round was told "Pearson")
+        "ties were given dense ranks (0, 1, 2, ... for the distinct values: np.unique's inverse), not their "
+        "average rank": np.corrcoef(dense(a), dense(b))[0, 1],
+        "ties were given their lowest rank, not their average rank": np.corrcoef(lowest(a), lowest(b))[0, 1],
     }
-    for mistake, value in candidates.items():
-        if np.isclose(observed, value) and not np.isclose(observed, _spearman(a, b)):
-            return mistake
+    if np.isclose(observed, _spearman(a, b)):
+        return None
+    found = [mistake for mistake, value in candidates.items() if np.isclose(observed, value)]
+    if len(found) == 1:
+        return found[0]
+    if found:  # one number cannot tell them apart: each is said as one possibility
+        return "one number cannot tell these apart: " + "; or ".join(found)
     return eps_denominator(observed, _ranks_ties_averaged(a), _ranks_ties_averaged(b)) or None  # a convention
 
 
