@@ -149,6 +149,39 @@ def _show_losses(losses) -> str:
     return "[" + ", ".join(f"{value:.6g}" for value in np.asarray(losses, dtype=float).ravel()[:8]) + "]"
 
 
+def read_losses(losses, expected, named: dict[str, tuple[object, str]], function: str) -> tuple[str, str]:
+    """What a training loop's wrong losses are, said only as far as they show it: ``(found, idea)``.
+
+    ``named``: ``{what it is: (the losses of that mistake, or a function giving them, its idea)}``, asked in
+    order, each only when it matches every loss. Then what the numbers alone show: the right losses one step late
+    (each recorded after its step's update), the first loss right and the later ones not (where to look, no cause
+    named), or only that they differ. A cause is never guessed (a blind round: an lr not passed on was told to pass
+    the state on, and a loss recorded after the update "losses that follow no Adam steps", its list the right one
+    shifted by one).
+    """
+    losses, expected = np.asarray(losses, dtype=float).ravel(), np.asarray(expected, dtype=float).ravel()
+
+    def same(a, b) -> bool:
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
+
+    if losses.shape != expected.shape:
+        return f"{losses.size} losses for {expected.size} steps", f"{function}: one loss per step, in order"
+    for found, (values, idea) in named.items():
+        if same(losses, np.asarray(values() if callable(values) else values, dtype=float).ravel()):
+            return found, idea
+    if losses.size > 1 and same(losses[:-1], expected[1:]):
+        return ("the right losses one step late: each recorded after its step's update",
+                f"{function}: record each step's loss as the gradient function gives it on that step's batch, "
+                "before adam_step updates the parameters")
+    if losses.size > 1 and same(losses[:1], expected[:1]):
+        return ("the first loss right, the later ones not",
+                f"{function}: the first step is right (the initial parameters, the first batch, the loss), so look "
+                "at what each step passes on to the next: the state adam_step returns (None on the first step "
+                "only), lr and the other arguments adam_step is given, the parameters it returns, how each loss "
+                "is recorded")
+    return "other losses than those steps give", ""
+
+
 def _leaves(tree: dict, path: tuple = ()):
     """``(path, value)`` of every array of a parameter tree (nested dicts), in sorted order of the keys."""
     for key in sorted(tree):

@@ -47,6 +47,7 @@ from tests.own_models import (  # noqa: F401  (hidden tests and benchmarks impor
     _show_losses,
     checked_gradients,
     expect_gradient,
+    read_losses,
 )
 from tests.probes import expect_probe, golden, probe
 from tests.steps import names
@@ -786,19 +787,12 @@ def _check_followed(impl, positions: bool) -> None:
     expected = np.array(_followed(impl, seed, task, positions, keep_state=True))
     if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
         return
-    found = "losses that follow no init_model and Adam steps on this task"
-    idea = TRAIN
-    if losses.shape == expected.shape:
-        if np.allclose(losses, _followed(impl, seed, task, positions, keep_state=False), rtol=1e-6, atol=1e-9):
-            found, idea = "the losses of Adam steps that each start from state None", STATE
-        elif np.allclose(losses, _followed(impl, seed, task, not positions, keep_state=True), rtol=1e-6, atol=1e-9):
-            found, idea = f"the losses of a model trained with positions={not positions}", POSITIONS
-        elif np.isclose(losses[0], expected[0], rtol=1e-6, atol=1e-9):
-            # (not the state, said as the cause: a blind round's lr not passed on was told to pass the state on)
-            found = "the first loss right, the later ones not"
-            idea = TRAIN + ("; the first step is right (init_model, the first batch, model_gradients), so look at "
-                            "what each step passes on to the next: the state adam_step returns (None on the first "
-                            "step only), lr and the other arguments adam_step is given, the parameters it returns")
+    found, idea = read_losses(losses, expected, {
+        "the losses of Adam steps that each start from state None":
+            (lambda: _followed(impl, seed, task, positions, keep_state=False), STATE),
+        f"the losses of a model trained with positions={not positions}":
+            (lambda: _followed(impl, seed, task, not positions, keep_state=True), POSITIONS)}, "train")
+    idea = f"{TRAIN}; {idea}" if idea and idea not in (STATE, POSITIONS) else idea or TRAIN
     expect(False, what=f"the losses of train(rng, task, positions={positions}, ...) on one sentence repeated "
                        f"(every batch the same), {FOLLOW['steps']} steps",
            expected=f"the losses of init_model(rng, ...) then Adam steps with their state: {_show_losses(expected)}",

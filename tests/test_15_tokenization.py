@@ -786,6 +786,16 @@ def test_sequence_lengths_are_those_of_your_encode(impl):
                       "merges[:V - 256])), your own encode")
     expect_equal(np.asarray(lengths)[0].tolist(), [len(text.encode("utf-8")) for text in texts], idea=LENGTHS,
                  what="sequence_lengths at V = 256 (no merge): the number of bytes")
+    # The same texts and sizes with other merges: the lengths are those merges' (a result kept from an earlier call
+    # for the same texts, whatever the merges, passed every call above; a blind round).
+    other = own_train(drawn_corpus(1528, "wxyz ", 220, ("wyx", "zz")), 18)
+    lengths = impl.sequence_lengths(texts, other, sizes)
+    if expect_shape(lengths, (4, 4), what="sequence_lengths of the same 4 texts with other merges", idea=LENGTHS):
+        yours = [[len(np.asarray(impl.bpe_encode(text, other[:size - 256]))) for text in texts] for size in sizes]
+        expect_equal(np.asarray(lengths).tolist(), yours,
+                     idea=LENGTHS + "; the lengths follow the merges given to this call",
+                     what="sequence_lengths(the same texts, other merges, [256, 261, 265, 274]) against "
+                          "len(bpe_encode(text, merges[:V - 256])) with those merges, your own encode")
     # Merges bc, ab, (ab)c: in order "abc" stays [a, bc] (no (a, b) is left for 258), where the longest piece
     # of the vocabulary at each place would give [abc]; the lengths are your encode's, not a vocabulary's.
     merges = np.array([[98, 99], [97, 98], [257, 99]])
