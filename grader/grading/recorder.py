@@ -53,6 +53,7 @@ class Recorder:
         self.errors: list[str] = []
         self.internal_before: dict[str, int] = {}
         self.use_before: dict[str, tuple[int, int]] = {}  # per test: what the worker had sent when it started
+        self.file_sent: dict[str, int] = {}  # per test file: what its tests sent so far (its allowance's use)
         self.allowed: Any = None  # the channel's allowances of this job's tests (``reference_use.allowances``)
         self.current = ""  # the test that runs
         self.hidden_nodes: set[str] = set()
@@ -83,7 +84,7 @@ class Recorder:
         self.job = next_job
         self.implementation = self.started = None
         self.records, self.internal_before, self.environment, self.exceptions = {}, {}, {}, {}
-        self.use_before, self.allowed, self.current = {}, None, ""
+        self.use_before, self.allowed, self.current, self.file_sent = {}, None, "", {}
         self._number(items)
         self.collected_at = time.monotonic()
         self.finished_at = 0.0
@@ -106,9 +107,10 @@ class Recorder:
             return
         if self.allowed is None:
             self.allowed = reference_use.allowances(self.job, implementation.limits)
-        tests, submission, total = self.allowed
+        tests, files = self.allowed
+        allowance, total = reference_use.file_allowance(files, self.current, implementation.limits)
         implementation.allow(tests.get(self.current) or channel_use.for_test(implementation.limits, None),
-                             submission, total)
+                             allowance, total, self.file_sent.get(reference_use.file_of(self.current), 0))
 
     def channel_use(self) -> tuple[int, int]:
         """Bytes and messages the student's worker has sent the grader so far (0 before it starts)."""
@@ -194,6 +196,8 @@ class Recorder:
             # What the test sent over the channel: the kit's check keeps the reference's, the batch judges others'.
             (sent, calls), (sent_before, calls_before) = self.channel_use(), self.use_before.get(nodeid, (0, 0))
             record["sent"], record["calls"] = max(0, sent - sent_before), max(0, calls - calls_before)
+            name = reference_use.file_of(nodeid)
+            self.file_sent[name] = self.file_sent.get(name, 0) + record["sent"]
             if on_test_done is not None:
                 with contextlib.suppress(Exception):  # telling is a courtesy: never a test's failure
                     on_test_done()

@@ -4,7 +4,8 @@ Run by: the batch's process (the kit's check keeps the reference's use, ``grader
 judges a student graded before it was known, :func:`judged`) and each grading process (its recorder tells the
 student's worker each test's allowance, :func:`allowances`). The numbers are :class:`grader.sandbox.limits.Limits`'
 fields, the allowances and the failures' words ``grader.sandbox.channel_use``'s: a test may send ``channel_factor``
-times what the reference sends in it, a submission that factor times the reference's total over its tests.
+times what the reference sends in it, and the tests of one file that factor times the reference's total over them
+(each file its own: a flood in one exercise's tests never stops another exercise's).
 
 The reference's use is measured by the kit's check, which grades the reference through the same sandbox as the
 students, and is kept with the check's key (the suite's fingerprint and the reference's digest) in the
@@ -66,45 +67,60 @@ def load(folder: Path, key: str) -> Table | None:
         return None
 
 
-def _total(uses: dict[str, Use], job: Job, order: list[str] | None = None) -> int:
-    """The reference's bytes over the tests ``job`` runs (its files), or over ``order`` if given."""
-    if order is not None:
-        return sum(uses[nodeid].sent for nodeid in order if nodeid in uses)
-    files = {Path(path).name for path in job.files}
-    return sum(use.sent for nodeid, use in uses.items() if Path(nodeid.split("::")[0]).name in files)
+def file_of(nodeid: str) -> str:
+    """The test file a test id belongs to (its tests share one allowance of bytes)."""
+    return Path(nodeid.split("::")[0]).name
 
 
-def allowances(job: Job, limits: Limits) -> tuple[dict[str, Allowance], int, int | None]:
-    """``(allowance per test id, the submission's bytes, the reference's total)`` for ``job``'s student.
+def _totals(uses: dict[str, Use], nodeids: list[str]) -> dict[str, int]:
+    """The reference's bytes over ``nodeids``, per test file."""
+    totals: dict[str, int] = {}
+    for nodeid in nodeids:
+        if nodeid in uses:
+            totals[file_of(nodeid)] = totals.get(file_of(nodeid), 0) + uses[nodeid].sent
+    return totals
 
-    Without the reference's use (``job.reference_use`` None), an empty table: every test gets only the grader's
-    own bound (``channel_use.for_test`` of None), and the batch judges the tests later (:func:`judged`).
+
+def allowances(job: Job, limits: Limits) -> tuple[dict[str, Allowance], dict[str, tuple[int, int]]]:
+    """``(allowance per test id, {test file: (the bytes its tests may send, the reference's total in them)})``.
+
+    Without the reference's use (``job.reference_use`` None), two empty tables: every test, and every file, gets
+    only the grader's own bound (``channel_use.for_test`` and ``for_submission`` of None, :func:`file_allowance`),
+    and the batch judges the tests later (:func:`judged`).
     """
     if job.reference_use is None or job.kit_check:
-        return {}, for_submission(limits, None), None
+        return {}, {}
     uses = _uses(job.reference_use)
-    total = _total(uses, job)
+    files = {Path(path).name for path in job.files}
+    totals = _totals(uses, [nodeid for nodeid in uses if file_of(nodeid) in files])
     return ({nodeid: for_test(limits, use) for nodeid, use in uses.items()},
-            for_submission(limits, total), total)
+            {name: (for_submission(limits, total), total) for name, total in totals.items()})
+
+
+def file_allowance(files: dict[str, tuple[int, int]], nodeid: str, limits: Limits) -> tuple[int, int | None]:
+    """``(bytes, the reference's total)`` that ``nodeid``'s file may send (the grader's bound where not known)."""
+    return files.get(file_of(nodeid)) or (for_submission(limits, None), None)
 
 
 def judged(result: Result, reference: Table, limits: Limits | None = None) -> Result:
     """``result`` with each test that sent more than its allowance failed, said so (a student graded unknowing).
 
     The allowances are the grading process's (:func:`allowances`): a test past its own fails with what it sent,
-    what the reference sends and the limit; from the test at which the submission passed its allowance on, every
-    test that sent anything fails with the submission's total.
+    what the reference sends and the limit; from the test at which its file's tests passed their allowance on,
+    every test of that file that sent anything fails with the file's total.
     """
     limits = limits or Limits()
     uses = _uses(reference)
-    total = _total(uses, Job("", "", (), ()), [record.nodeid for record in result.records])
-    allowance = for_submission(limits, total)
-    records, sent = [], 0
+    totals = _totals(uses, [record.nodeid for record in result.records])
+    records, sent = [], {}
     for record in result.records:
-        sent += record.sent
+        name = file_of(record.nodeid)
+        sent[name] = sent.get(name, 0) + record.sent
+        total = totals.get(name, 0)
+        allowance = for_submission(limits, total)
         why = over_test(limits, Use(record.sent, record.calls), for_test(limits, uses.get(record.nodeid)))
-        if why is None and sent >= allowance and record.sent:
-            why = over_submission(limits, sent, allowance, total)
+        if why is None and sent[name] >= allowance and record.sent:
+            why = over_submission(limits, sent[name], allowance, total)
         if why is not None and record.internal is None:
             record = dataclasses.replace(record, outcome="failed", phase=record.phase or "call",
                                          exception=record.exception or "WorkerCrashed",

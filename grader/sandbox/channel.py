@@ -72,7 +72,7 @@ class Channel:
     ----------
     limits : grader.sandbox.limits.Limits
         ``reply_bytes`` (per frame), ``output_bytes``; until :meth:`allow` says otherwise, ``student_reply_bytes``
-        per submission and nothing per test (the batch tells each test's allowance: ``grader.sandbox.channel_use``).
+        per file of tests and nothing per test (the batch tells each test's allowance: ``grader.sandbox.channel_use``).
     budget : grader.sandbox.budget.Budget
         Says how long a wait may last, and whether a call may run on at its deadline.
     """
@@ -83,8 +83,9 @@ class Channel:
         self.output = Output(limits.output_bytes)
         self.received = 0  # bytes the worker sent so far (all of the submission's workers)
         self.frames = 0  # frames it sent so far: a reply per call, a request per callback (``channel_use``)
-        # What the submission, and the current test since ``test_start``, may still send (``allow``).
+        # What the current test's file (from ``file_start`` on), and the test since ``test_start``, may still send.
         self.submission_bytes, self.reference_total = limits.student_reply_bytes, None
+        self.file_start = 0
         self.test = channel_use.Allowance(channel_use.UNLIMITED, channel_use.UNLIMITED)
         self.test_start = channel_use.Use()
         self.fds: dict[str, int] = {}
@@ -172,23 +173,34 @@ class Channel:
 
     # ------------------------------------------------------------------ what may be sent (``channel_use``)
 
-    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None) -> None:
-        """From now on (a test starts), the test may send ``test``, the submission ``submission_bytes`` in all."""
+    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None,
+              spent_before: int = 0) -> None:
+        """From now on (a test starts), the test may send ``test``, its file's tests ``submission_bytes`` in all.
+
+        ``spent_before``: what the file's earlier tests sent. Each test file has an allowance of its own: a flood
+        in one exercise's tests costs that file's tests, never another exercise's (a numerical gradient past its
+        tests' allowances once left every later exercise "stopped" at its import).
+        """
         self.test, self.test_start = test, channel_use.Use(self.received, self.frames)
         self.submission_bytes, self.reference_total = submission_bytes, reference_total
+        self.file_start = self.received - spent_before
+
+    def file_sent(self) -> int:
+        """What the worker has sent in the current test's file (its earlier tests' and this one's)."""
+        return self.received - self.file_start
 
     def test_use(self) -> channel_use.Use:
         """What the worker has sent since the current test started."""
         return channel_use.Use(self.received - self.test_start.sent, self.frames - self.test_start.messages)
 
     def _allowance(self) -> int:
-        return min(self.limits.reply_bytes, self.submission_bytes - self.received,
+        return min(self.limits.reply_bytes, self.submission_bytes - self.file_sent(),
                    self.test.sent - (self.received - self.test_start.sent))
 
     def spent(self) -> str | None:
         """Why no more may be sent (the test's or the submission's allowance used up), or None: it may."""
-        if self.received >= self.submission_bytes:
-            return channel_use.over_submission(self.limits, self.received, self.submission_bytes,
+        if self.file_sent() >= self.submission_bytes:
+            return channel_use.over_submission(self.limits, self.file_sent(), self.submission_bytes,
                                                self.reference_total)
         return channel_use.over_test(self.limits, self.test_use(), self.test)
 
@@ -198,8 +210,8 @@ class Channel:
             return (f"sent a reply of {channel_use.size(size)}, more than the grader accepts "
                     f"({channel_use.size(self.limits.reply_bytes)} per reply); return smaller values")
         used = self.test_use()
-        if self.submission_bytes - self.received < self.test.sent - used.sent:
-            return channel_use.over_submission(self.limits, self.received + size, self.submission_bytes,
+        if self.submission_bytes - self.file_sent() < self.test.sent - used.sent:
+            return channel_use.over_submission(self.limits, self.file_sent() + size, self.submission_bytes,
                                                self.reference_total)
         return channel_use.over_test(self.limits, channel_use.Use(used.sent + size, used.messages), self.test) or ""
 

@@ -63,7 +63,7 @@ def for_test(limits: Limits, reference: Use | None) -> Allowance:
 
 
 def for_submission(limits: Limits, reference_total: int | None) -> int:
-    """The bytes a submission may send over its tests, given the reference's total over them (None: not known)."""
+    """The bytes a submission may send in one test file's tests, given the reference's total there (None: unknown)."""
     if reference_total is None:
         return limits.unknown_bytes
     return max(limits.student_reply_bytes, math.ceil(limits.channel_factor * reference_total))
@@ -87,10 +87,10 @@ def over_test(limits: Limits, used: Use, allowance: Allowance) -> str | None:
 
 
 def over_submission(limits: Limits, sent: int, allowance: int, reference_total: int | None) -> str:
-    """Why a submission that has sent ``sent`` bytes may send no more (``allowance``: its budget)."""
+    """Why a submission that has sent ``sent`` bytes in one test file's tests may send no more in them."""
     if reference_total is None:
-        return (f"your code has sent the grader {size(sent)} in all (replies and requests to the reference); the "
-                f"limit is {size(allowance)} per submission: {LIKELY}")
-    return (f"your code has sent the grader {size(sent)} in all (replies and requests to the reference); the "
-            f"reference sends {size(reference_total)} in the same tests; the limit is {limits.channel_factor:g}x that "
-            f"(at least {size(limits.student_reply_bytes)}): {LIKELY}")
+        return (f"your code has sent the grader {size(sent)} in this file's tests (replies and requests to the "
+                f"reference); the limit is {size(allowance)} per file of tests: {LIKELY}")
+    return (f"your code has sent the grader {size(sent)} in this file's tests (replies and requests to the "
+            f"reference); the reference sends {size(reference_total)} in them; the limit is "
+            f"{limits.channel_factor:g}x that (at least {size(limits.student_reply_bytes)}): {LIKELY}")

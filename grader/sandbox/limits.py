@@ -139,7 +139,7 @@ class Limits:
                 f"{self.processes} processes, {self.open_files} open files, "
                 f"replies up to {self.reply_bytes >> 20} MiB; "
                 f"the channel {self.channel_factor:g}x the reference's use, per test (at least "
-                f"{self.test_bytes >> 20} MiB, {self.test_messages} messages) and per submission (at least "
+                f"{self.test_bytes >> 20} MiB, {self.test_messages} messages) and per file of tests (at least "
                 f"{self.student_reply_bytes >> 20} MiB)")
 
 

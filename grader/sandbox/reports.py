@@ -48,9 +48,10 @@ class Reports:
         """Frames the worker sent so far: a reply per call, a request per callback to the reference."""
         return self._channel.frames
 
-    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None) -> None:
-        """What the test that starts now may send, and the submission in all (``channel_use``; the recorder's)."""
-        self._channel.allow(test, submission_bytes, reference_total)
+    def allow(self, test: channel_use.Allowance, submission_bytes: int, reference_total: int | None,
+              spent_before: int = 0) -> None:
+        """What the test that starts now may send, and its file's tests in all (``channel_use``; the recorder's)."""
+        self._channel.allow(test, submission_bytes, reference_total, spent_before)
 
     @property
     def refused(self) -> list[str]:

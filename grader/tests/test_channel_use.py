@@ -71,15 +71,46 @@ def test_each_allowance_is_derived_from_the_references_recorded_use():
     limits = Limits()
     recorded = (("tests/test_a.py::test_big", 3_400_000, 120), ("tests/test_a.py::test_tiny", 200, 1))
     job = Job("ada", "/nowhere", ("/kit/tests/test_a.py",), (), reference_use=recorded)
-    tests, submission, total = reference_use.allowances(job, limits)
+    tests, files = reference_use.allowances(job, limits)
     assert tests["tests/test_a.py::test_big"] == channel_use.Allowance(
         round(limits.channel_factor * 3_400_000), round(limits.channel_factor * 120), Use(3_400_000, 120))
     assert tests["tests/test_a.py::test_tiny"].sent == limits.test_bytes  # the floor keeps a tiny test workable
-    assert total == 3_400_200
-    assert submission == max(limits.student_reply_bytes, round(limits.channel_factor * 3_400_200))
+    assert files == {"test_a.py": (max(limits.student_reply_bytes, round(limits.channel_factor * 3_400_200)),
+                                   3_400_200)}
     # Not known yet (a kit's first check runs beside the student): only the grader's own bound, judged later.
-    tests, submission, total = reference_use.allowances(dataclasses.replace(job, reference_use=None), limits)
-    assert tests == {} and total is None and submission == limits.unknown_bytes
+    tests, files = reference_use.allowances(dataclasses.replace(job, reference_use=None), limits)
+    assert tests == {} and files == {}
+    assert reference_use.file_allowance(files, "tests/test_a.py::test_big", limits) == (limits.unknown_bytes, None)
+
+
+def test_a_flood_in_one_files_tests_never_stops_another_files():
+    # A numerical gradient past its tests' allowances (16 MB each, 512 MiB in all) once left every later exercise
+    # "stopped" at its import: each test file's tests now share an allowance of their own.
+    limits = Limits(student_reply_bytes=2_000_000, test_bytes=1_000_000)
+    recorded = (("t.py::a", 1_000, 2), ("t.py::b", 1_000, 2), ("t.py::c", 1_000, 2), ("u.py::d", 1_000, 2))
+    records = (TestRecord("t.py::a", "t.py", "e", "failed", sent=999_000, calls=2),  # each one just below its own
+               TestRecord("t.py::b", "t.py", "e", "failed", sent=999_000, calls=2),
+               TestRecord("t.py::c", "t.py", "e", "passed", sent=999_000, calls=2),  # past the file's 2 MB
+               TestRecord("u.py::d", "u.py", "f", "passed", sent=1_000, calls=2))  # another exercise's: its own
+    judged = reference_use.judged(Result(records=records), recorded, limits).records
+    assert judged[2].outcome == "failed" and "in this file's tests" in judged[2].message, judged[2]
+    assert judged[3] == records[3]
+
+
+def test_a_workers_file_allowance_counts_the_files_tests_only(isolated):  # noqa: F811
+    impl = isolated({"softmax": LARGE}, limits=SMALL)  # 400 kB a call; a file of tests may send 2 MB
+    softmax = impl.function("softmax", "softmax")
+    reference = Use(sent=10_000, messages=40)  # each test 1 MB (the floor)
+    for _ in range(2):  # two tests of one file, 800 kB each
+        impl.allow(for_test(SMALL, reference), SMALL.student_reply_bytes, reference.sent, impl.received)
+        softmax(np.zeros(2))
+        softmax(np.zeros(2))
+    impl.allow(for_test(SMALL, reference), SMALL.student_reply_bytes, reference.sent, impl.received)
+    with pytest.raises(WorkerCrashed) as raised:  # the third: the file's 2 MB spent
+        softmax(np.zeros(2))
+    assert "in this file's tests" in str(raised.value), raised.value
+    impl.allow(for_test(SMALL, reference), SMALL.student_reply_bytes, reference.sent, 0)  # another file's test
+    assert softmax(np.zeros(2)).shape == (50_000,)
 
 
 def test_a_student_graded_beside_the_first_check_is_judged_by_its_figures_afterwards():

@@ -1071,7 +1071,7 @@ def test_a_fork_server_that_ends_under_a_call_is_the_graders_failure(isolated):
 
 
 def test_a_submission_past_its_total_of_bytes_is_told_so_not_that_one_reply_was_too_large(isolated):
-    """Each reply is small; together they pass the submission's total: the message must say which limit it was."""
+    """Each reply is small; together they pass the file of tests' total: the message must say which limit it was."""
     many = "import numpy as np\ndef softmax(x, axis=-1):\n    return np.ones(50_000)\n"
     impl = isolated({"softmax": many}, limits=Limits(call_timeout=2.0, student_reply_bytes=2_000_000))
     softmax = impl.function("softmax", "softmax")
@@ -1079,7 +1079,7 @@ def test_a_submission_past_its_total_of_bytes_is_told_so_not_that_one_reply_was_
         for _ in range(20):  # 400 kB each
             softmax(np.zeros(2))
     message = str(raised.value)
-    assert "in all" in message and "the limit is 2.0 MB per submission" in message, message
+    assert "in this file's tests" in message and "the limit is 2.0 MB per file of tests" in message, message
     assert "more than the grader accepts" not in message, message
 
 
