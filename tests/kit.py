@@ -242,6 +242,18 @@ class LocalImplementation:
             self._failures[name] = describe_import_error(f"{name}.py", error)
             raise ImplementationError(self._failures[name]) from None
 
+    def forget(self) -> None:
+        """Import the folder's modules afresh at the next call: nothing the student's code kept in them survives.
+
+        As the grader replaces its worker (``grader.sandbox.measuring``): asked by the unseen-input gate
+        (``tests.unseen``) before the calls that tell a mistake from a table, so that a cache, a counter or a
+        default list kept between calls answers them as a first call would (a blind round: an adam_step counting
+        its steps in a global, a top_k caching by shape, were told their answers did not follow from the input).
+        """
+        for module in [name for name in sys.modules if name.startswith(f"{self.package}.")]:
+            del sys.modules[module]
+        self._budgeted.clear()
+
     def function(self, exercise: str, name: str) -> Callable[..., Any]:
         """Return ``name`` from the module that the manifest says defines it."""
         module_name = self._homes.get(name)

@@ -204,6 +204,7 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     # Each function its own stream: a generator handed to one function (init_pooled's) tells nothing of another's.
     args, kwargs = spec.draw(np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode())]))
     expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))  # before the call (a generator it draws)
+    pristine = copy.deepcopy((args, kwargs))  # to ask again as they were
     try:
         with raising_everything():  # a crash, NotImplementedError too, is an answer here
             got, ok = getattr(kit, name)(*args, **kwargs), True
@@ -217,8 +218,19 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     # Code that keeps state could answer wrong on purpose once it has met an input it does not know (this one), so
     # that the calls below make it look like a mistake (a helper's round): graded, its worker is replaced first and
     # nothing it kept in memory survives (in a student's own run such code fools only its author).
-    if callable(forget := getattr(implementation, "forget", None)):
+    forget = getattr(implementation, "forget", None)
+    if callable(forget):
         forget()
+        # Asked again first thing, nothing kept: right now, its wrong answer came from what earlier calls left (a
+        # cache keyed on part of the input, a counter, a default list), which is no table and no rule of the input.
+        if ok and not callable(got) and _answers_right(kit, name, spec, *pristine, expected):
+            return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission, asked after the "
+                            "tests' calls and again first thing", _short(expected), f"{_short(got)} after the "
+                            "tests' calls; the expected answer when asked first",
+                            f"{spec.idea}; your {name}() answers the same input differently after other calls: it "
+                            "keeps something between calls (a cache keyed on part of the input, a counter, a "
+                            "default list or dict argument, a global) that changes its answers; compute each answer "
+                            "from the call's own arguments")]
     if (not right_on_its_probes(implementation, exercise, name, asked_only=True)
             or _wrong_on_a_call(kit, exercise, name, spec)):
         # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
@@ -251,6 +263,16 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
                     _short(got) if ok else got, f"{spec.idea}; {why}")]
+
+
+def _answers_right(kit: Any, name: str, spec: Twin, args: tuple, kwargs: dict, expected: Any) -> bool:
+    """Whether ``name`` answers the (copied) arguments right now; a raise is no answer."""
+    try:
+        with raising_everything():
+            again = getattr(kit, name)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception:  # noqa: BLE001 - the function's answer to this input
+        return False
+    return (spec.same or equal)(again, expected) or _within_the_probes_tolerance(again, expected)
 
 
 def _factor(exercise: str, name: str) -> float:
@@ -312,6 +334,8 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
         if expected is _NO_ANSWER:
             continue
         asked = True
+        if callable(forget := getattr(getattr(kit, "_implementation", kit), "forget", None)):
+            forget()  # each moved input asked as a first call: what earlier calls left in a cache is no table's
         try:
             with raising_everything():
                 got, ok = getattr(kit, name)(*args, **kwargs), True

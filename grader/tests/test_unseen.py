@@ -515,3 +515,53 @@ def test_a_worker_forgotten_keeps_nothing_of_the_student_s_code(tmp_path):
 def REFERENCE_SOFTMAX(x):  # noqa: N802 - the reference's answer, written out
     e = np.exp(x - np.max(x))
     return e / e.sum()
+
+
+def test_an_answer_left_by_earlier_calls_is_told_as_kept_state_not_as_a_lookup():
+    # A blind round: an adam_step counting its steps in a global, a top_k caching by shape, were told "your answer
+    # does not follow from the input", the words for a table. Asked again first thing (nothing kept), such code is
+    # right: it is told that it keeps something between calls.
+    from tests.test_14_retrieval import own_cosine
+
+    class Stale(Asking):
+        def __init__(self) -> None:
+            super().__init__(self.cosine)
+            self.fresh = False
+            self._implementation.forget = self.forget
+
+        def forget(self) -> None:
+            self.fresh = True
+
+        def cosine(self, queries, chunks):
+            return own_cosine(queries, chunks) if self.fresh else np.zeros((len(queries), len(chunks)))
+
+    (failure,) = unseen.gate(Stale(), "retrieval", "cosine_similarity")
+    assert "answers the same input differently after other calls" in failure.message, failure.message
+    assert "does not follow" not in failure.message and "tests' own inputs" not in failure.message
+    # Wrong when asked first too: no word of state (a mistake, or a table)
+    (failure,) = unseen.gate(Asking(lambda queries, chunks: np.zeros((len(queries), len(chunks)))), "retrieval",
+                             "cosine_similarity")
+    assert "between calls" not in failure.message
+
+
+def test_a_function_that_keeps_state_is_observed_by_its_answers_when_asked_first(tmp_path):
+    # A blind round: a sinusoidal table cached by n_positions alone deviated on the probes for what earlier probes
+    # left, and was told "an odd size". Its deviating probes are asked again afresh, and those answers stand.
+    import shutil
+
+    from tests import diagnosis
+
+    folder = tmp_path / "stale"
+    shutil.copytree(REFERENCE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = (folder / "positional.py").read_text()
+    source = source.replace("def sinusoidal_encoding(", "_KEPT = {}\n\n\ndef _sinusoidal_encoding(", 1)
+    source += ("\n\ndef sinusoidal_encoding(n_positions, d_model):\n"
+               "    if n_positions not in _KEPT:\n"
+               "        _KEPT[n_positions] = _sinusoidal_encoding(n_positions, d_model)\n"
+               "    return _KEPT[n_positions]\n")
+    (folder / "positional.py").write_text(source)
+    implementation = LocalImplementation(folder)
+    for n in range(1, 65):  # what the tests' calls leave before a failure asks for the observation
+        implementation.function("positional", "sinusoidal_encoding")(n, 2)
+    observation = diagnosis.observe_everything(implementation)
+    assert "sinusoidal_encoding" not in observation.deviating_functions()
