@@ -235,7 +235,10 @@ def _scale(mine: np.ndarray, want: np.ndarray) -> Found | None:
     ratio = mine[nonzero] / want[nonzero]
     factor = float(np.median(ratio))
     if abs(factor - 1) > 1e-6 and factor != 0 and abs(factor + 1) > 1e-6 and _close(mine, factor * want):
-        return Found("a scale", f"it is {factor:.6g} times the right one, every entry",
+        # The factor is the fixed inputs': one made of the arguments (1 - rate, sqrt(d_k)) is another number on
+        # another input (a blind round: "0.75 times" above a test's failure at 0.5 times, rate 0.5 there).
+        return Found("a scale", f"it is {factor:.6g} times the right one, every entry (on these inputs: a factor "
+                                "made of the arguments, such as 1 - rate or sqrt(d_k), is another number on others)",
                      "it is the right one times a constant factor, every entry (the factor depends on the input)")
     return None
 
@@ -549,6 +552,8 @@ def argument_given(deviating: list[str], passing: list[str], outputs: dict[str, 
         return None
     calls = {p: _named(*arguments(p), names) for p in deviating + passing}
     for key in calls[deviating[0]]:
+        if key not in names:  # an argument of *args ("argument 2"), no optional parameter (a blind round's
+            continue          # combine_masks(*masks) with np.stack was told of an `if argument 2:`)
         if all(calls[p].get(key) is not None for p in deviating) and all(
                 calls[p].get(key) is None for p in passing):
             return Found("an optional argument given", f"it raises or returns another shape, and those are exactly "

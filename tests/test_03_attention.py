@@ -354,6 +354,19 @@ def test_bool_and_additive_masks_agree(impl):
     _, weights = impl.scaled_dot_product_attention(q, k, v, mask=bias)
     expect_close(weights, _softmax(_raw_scores(q, k) / np.sqrt(DK) + bias), idea=ADDITIVE,
                  what="weights with a float mask M of arbitrary values: softmax(q k^T / sqrt(d_k) + M)")
+    # A float mask of zeros and ones is added too, never read as allowed or blocked (a blind round's code that took
+    # such a mask for a boolean one passed every test above, and blocked every key for to_additive of an all-True
+    # mask: all zeros).
+    # And a mask of one row, (n_k,), broadcast to every query as the docstring allows (a blind round's attention that
+    # left out masks of fewer than two axes passed here, and exercise 13's penalty was blamed for it).
+    for label, float_mask in (("np.zeros((n_q, n_k)): it adds nothing", np.zeros((NQ, NK))),
+                              ("of zeros and ones", (np.random.default_rng(54).random((NQ, NK)) < 0.5) * 1.0),
+                              ("of one row, (n_k,), for every query", np.random.default_rng(55).normal(size=NK))):
+        _, weights = impl.scaled_dot_product_attention(q, k, v, mask=float_mask)
+        expect_close(weights, _softmax(_raw_scores(q, k) / np.sqrt(DK) + float_mask),
+                     what=f"weights with the float mask {label}: softmax(q k^T / sqrt(d_k) + M)",
+                     idea=ADDITIVE + "; a float mask is added whatever its values, 0 and 1 too: only a boolean "
+                                     "mask says which keys are allowed")
 
 
 def test_fully_blocked_query_gives_zeros(impl):
@@ -492,6 +505,18 @@ def float_mask_with_minus_infinity():
     bias[1, 3] = -np.inf  # a fully blocked query in sequence 1
     bias[0, 0, 2] = 0.0
     return (q, k, v), {"mask": bias}
+
+
+@probe("scaled_dot_product_attention")
+def float_mask_of_one_row():
+    q, k, v = _qkv(67)
+    return (q, k, v), {"mask": np.random.default_rng(67).normal(size=NK)}  # (n_k,): the same bias for every query
+
+
+@probe("scaled_dot_product_attention")
+def float_mask_of_zeros_and_ones():
+    q, k, v = _qkv(66)
+    return (q, k, v), {"mask": (np.random.default_rng(66).random((NQ, NK)) < 0.5) * 1.0}  # added, not a gate
 
 
 @probe("scaled_dot_product_attention")

@@ -81,7 +81,10 @@ def _check_head_weights(weights: np.ndarray, x: np.ndarray, kv: np.ndarray, para
         if np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, params, h, scale_by=D_MODEL)):
             idea = f"yours divides by sqrt(d_model) = sqrt({D_MODEL}), not sqrt(d_head) = sqrt({D_HEAD}); {SCALE}"
         elif np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, no_bias, h)):
-            idea = f"yours leaves out the biases b_q and b_k; {BIASES}"
+            # b_k adds q . b_k to every score of a query alike, which softmax cancels: the weights show b_q only
+            # (a blind round's b_q left out was told "b_q and b_k", its b_k there all along).
+            idea = (f"yours leaves out the bias b_q (whether b_k is there the weights cannot tell: q . b_k is the "
+                    f"same for every key of a query, and softmax cancels it); {BIASES}")
         else:
             idea = f"{HEADS}; {BIASES}; {SCALE}"
         if not expect_close(got, expected, what=f"{what}: weights of head {h}", idea=idea):
