@@ -84,6 +84,13 @@ def _blocks(array: Any) -> list[bytes] | None:
     return [head + row.tobytes() for row in np.ascontiguousarray(plain).reshape(-1, m * d)]
 
 
+def _in_float32(values: list[Any]) -> bool:
+    """Whether a step was given float32 arrays (its query, or its cache's keys or values): their dtype only is read."""
+    cache = _cache(values)
+    arrays = [*values, *((_read(cache, key) for key in ("k", "v")) if cache else ())]
+    return any(type(array) is np.ndarray and array.dtype == np.float32 for array in arrays)
+
+
 def _arguments(frame: Any) -> tuple[list[Any], dict[str, Any]]:
     """The arguments of ``frame``'s call: positional ones in order with what ``*args`` holds, and keyword ones.
 
@@ -219,7 +226,8 @@ class Steps:
                 return
             step, function, positional, keywords = pending
             kept = len(self.kept)
-            self._keep(step, value[0] if isinstance(value, (tuple, list)) and value else value)
+            self._keep(step, value[0] if isinstance(value, (tuple, list)) and value else value,
+                       _in_float32(positional + list(keywords.values())))
             if len(self.kept) > kept and function is not None:
                 if len(self.replays) < REPLAYS:  # (every step: a lookup in some steps only is found too)
                     self.replays.append((function, positional, keywords, step))
@@ -268,8 +276,13 @@ class Steps:
         blocks = _blocks(array)
         return bool(blocks) and all(block in self.contents for block in blocks)
 
-    def _keep(self, step: Any, context: Any) -> None:
-        """Keep ``context`` if it is attention of the step's query over its cache (every number finite)."""
+    def _keep(self, step: Any, context: Any, float32: bool = False) -> None:
+        """Keep ``context`` if it is attention of the step's query over its cache (every number finite).
+
+        ``float32``: the step was given float32 arrays, so its context holds float32's precision whatever its dtype
+        (float32 inputs over a float64 scale: a float64 context; a blind round's rows were told none of attend_step's
+        answers).
+        """
         got = _plain(context)
         if got is None or context.dtype.kind != "f":
             return
@@ -279,7 +292,8 @@ class Steps:
         expected = _attention(q, k, v)
         got = got.reshape(expected.shape)
         scale = max(1.0, float(np.max(np.abs(expected))))
-        if not (np.all(np.isfinite(got)) and np.max(np.abs(got - expected)) <= _tolerance(context) * scale):
+        tolerance = _tolerance(context, np.float32(0)) if float32 else _tolerance(context)
+        if not (np.all(np.isfinite(got)) and np.max(np.abs(got - expected)) <= tolerance * scale):
             return  # (a NaN compares false: a context holding one once passed)
         if self.size + got.size <= self.most:  # (past it, nothing more is kept: a flood of steps excuses nothing)
             self.size += got.size

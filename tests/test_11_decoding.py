@@ -203,6 +203,16 @@ def test_attend_step_is_one_row_of_attention(impl):
         right &= expect_close(context, expected_weights @ v, what=f"context_t of {what}", idea=_idea(mistake, STEP))
     if not right:
         return  # (the step itself is wrong: what follows would only repeat it)
+    # float32 in, float32 out: a scale computed as np.sqrt(np.float64(d_k)) makes the context float64 (a blind round:
+    # causal_decode's float32 test then sent the student to attend_step, whose tests all passed).
+    result = call_or_explain(impl.attend_step, q_t.astype(np.float32), {"k": k.astype(np.float32),
+                             "v": v.astype(np.float32)}, what=f"{what}, all float32", idea=STEP)
+    if isinstance(result, tuple) and len(result) == 2:
+        for name, value in zip(("context_t", "weights_t"), result, strict=True):
+            expect_dtype(value, np.float32, what=f"{name} of {what}, all float32",
+                         idea="dtype in = dtype out: float32 inputs give float32 results (a float64 scalar such as "
+                              "np.sqrt(np.float64(d)) makes them float64; math.sqrt gives a Python float, which keeps "
+                              "float32)")
     # Scores near 1e4 (a sharp query): exp of the raw scores overflows.
     q_t = 5e3 * q_t
     what = f"attend_step(q_t, cache) with q_t {q_t.shape} whose scores reach about 1e4"
