@@ -485,12 +485,13 @@ def test_softmax_backward_matches_central_differences(impl):
 
 def test_softmax_backward_uses_its_axis(impl):
     require_analytic(impl, "softmax_backward")
-    for axis in (1, -3):
-        scores, r = _normal(16, BATCH, N_Q, N_K), _normal(17, BATCH, N_Q, N_K)
+    # (and axis 0 of a 2-D input: a blind round's code that took the last axis for 2-D inputs passed the others)
+    for axis, shape in ((1, (BATCH, N_Q, N_K)), (-3, (BATCH, N_Q, N_K)), (0, (N_Q, N_K))):
+        scores, r = _normal(16, *shape), _normal(17, *shape)
         grad = impl.softmax_backward(r, _softmax(scores, axis=axis), axis=axis)
         expect_gradient(grad, lambda s, axis=axis, r=r: np.sum(r * _softmax(s, axis=axis)), scores, sample=30,
-                        what=f"softmax_backward(..., axis={axis}) for weights = softmax(scores, axis={axis})",
-                        idea=SOFTMAX + "; here the slices run along `axis`, not the last axis")
+                        what=f"softmax_backward(..., axis={axis}) of {len(shape)}-D weights = softmax(scores, "
+                             f"axis={axis})", idea=SOFTMAX + "; here the slices run along `axis`, not the last axis")
 
 
 def test_softmax_backward_gives_zero_where_the_weight_is_zero(impl):

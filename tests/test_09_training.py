@@ -510,6 +510,13 @@ def test_adam_several_steps(impl):
         want, want_state = _adam(want, grads, want_state, 0.03, 0.8, 0.99, 1e-8)
         _expect_tree(params, want, what=f"params after step {step + 1} (beta1=0.8, beta2=0.99)",
                      idea=ADAM + "; count the steps from 1 and keep the state from call to call")
+    # beta1 = 0 is Adam without momentum, within the docstring's [0, 1) (a blind round's check refused it).
+    params, grads = _params(33), _params(44)
+    result = call_or_explain(impl.adam_step, params, grads, None, lr=0.03, beta1=0.0, beta2=0.99, idea=ADAM,
+                             what="adam_step(params, grads, None, lr=0.03, beta1=0.0, beta2=0.99)")
+    if isinstance(result, tuple) and len(result) == 2:
+        _expect_tree(result[0], _adam(params, grads, None, 0.03, 0.0, 0.99, 1e-8)[0], idea=ADAM + "; beta1 = 0 "
+                     "keeps no momentum, m = g", what="params after one step with beta1=0.0 (no momentum)")
 
 
 # ---------------------------------------------------------------- train

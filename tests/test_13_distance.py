@@ -345,6 +345,11 @@ def test_recall_weights_shape_and_rows(impl):
         # (rows of 1/7 sum to one too: the weights of random keys differ from one another)
         expect_varies(out, axis=-1, what="the weights of each row of recall_weights over 7 random keys",
                       idea=WEIGHTS)
+    # One query keeps its axis: (1, n_keys), not (n_keys,) (a blind round's .squeeze() passed every test).
+    out = call_or_explain(impl.recall_weights, q[:1], k[:1], 0.4, what="recall_weights of 1 query over 7 keys",
+                          idea=WEIGHTS)
+    expect_shape(out, (1, 7), what="recall_weights(queries (1, 6), keys (1, 7, 6), 0.4)",
+                 idea=WEIGHTS + "; one query keeps its axis: (b, n_keys) for b = 1 too (no squeeze)")
 
 
 def test_recall_weights_are_the_softmax_of_scaled_scores_plus_the_penalty(impl):
@@ -380,6 +385,17 @@ def test_score_margin_is_the_lead_of_the_answer_in_scaled_score(impl):
         expect_close(out, expected, what="score_margin of random contexts (some margins negative: a distractor "
                                           f"leads), d_k {d}", idea=MARGIN)
     expect_probe(impl, "score_margin/four_contexts_of_six", what="score_margin on its fixed input", idea=MARGIN)
+    # A distractor that equals the answer's key: the answer leads by nothing (a blind round's code that left out every
+    # key tied with the answer, not the answer's position, passed here).
+    k_tied = k.copy()
+    k_tied[np.arange(b), (answer + 1) % n] = k[np.arange(b), answer]
+    tied = np.einsum("bd,bjd->bj", q, k_tied) / np.sqrt(d)
+    expected = np.array([tied[i, answer[i]] - np.delete(tied[i], answer[i]).max() for i in range(b)])  # at most 0
+    out = impl.score_margin(q, k_tied, answer)
+    if expect_shape(out, (b,), what="score_margin with a distractor equal to the answer's key", idea=MARGIN):
+        expect_close(out, expected, atol=1e-12, idea=MARGIN + "; the other keys are the other positions, a key "
+                     "equal to the answer's among them", what="score_margin where a distractor's key equals the "
+                     "answer's: a margin of 0, or below where another leads")
 
 
 def test_score_margin_of_a_drawn_task_is_its_margin(impl):
