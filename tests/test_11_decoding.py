@@ -177,6 +177,15 @@ def test_cache_is_never_changed(impl):
               observed=type(new).__name__, idea=NEW_CACHE):
         expect_close(np.asarray(new["k"])[..., :3, :], cache["k"], what="the new cache's first 3 keys",
                      idea=NEW_CACHE + "; the new cache holds the old positions, then the new one")
+    # Two caches begun one after the other are two caches: starting the second leaves the first as it was (a blind
+    # round's first cache was one dict of the module's, which the second start overwrote).
+    first = impl.kv_cache_append(None, k[..., :1, :], v[..., :1, :])
+    held = np.array(first["k"], copy=True) if isinstance(first, dict) and "k" in first else None
+    impl.kv_cache_append(None, k[..., 1:2, :], v[..., 1:2, :])
+    if held is not None:
+        expect_close(np.asarray(first["k"]), held, what="a first cache's keys after a second cache was begun",
+                     idea=NEW_CACHE + "; every call with cache None begins a new dict (no dict kept in the module "
+                     "and given out again)")
 
 
 # ----------------------------------------------------------------------------- one step
