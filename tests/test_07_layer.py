@@ -511,14 +511,8 @@ def test_transformer_layer_shape(impl):
                               idea="a layer maps each (different) token to its own output")
 
 
-def _norms(impl, params: dict) -> tuple:
-    """LN1 and LN2 made from your layer_norm (tested above), so these tests judge only the wiring."""
-    return tuple(functools.partial(impl.layer_norm, gamma=params[f"{norm}_gamma"], beta=params[f"{norm}_beta"],
-                                   eps=LN_EPS) for norm in ("ln1", "ln2"))
-
-
-def _norms_with(impl, params: dict, eps: float) -> tuple:
-    """LN1 and LN2 from your layer_norm with another ``eps``."""
+def _norms(impl, params: dict, eps: float = LN_EPS) -> tuple:
+    """LN1 and LN2 made from your layer_norm (tested above), so these tests judge only the wiring (``eps``: LN_EPS)."""
     return tuple(functools.partial(impl.layer_norm, gamma=params[f"{norm}_gamma"], beta=params[f"{norm}_beta"],
                                    eps=eps) for norm in ("ln1", "ln2"))
 
@@ -532,7 +526,7 @@ def test_residual_paths_with_silent_sublayers(impl):
     # Norms with an eps of their own differ by a few parts in a million: said as that, not as the residuals' order
     # (a blind round's eps=1e-6 was told the residual path and the activation, both right).
     other = next((eps for eps in (1e-6, 1e-8, 1e-12, 0.0, 1e-3, 1e-4) if np.shape(out) == x.shape and np.allclose(
-        out, _norms_with(impl, params, eps)[1](_norms_with(impl, params, eps)[0](x)), rtol=1e-10, atol=1e-12)), None)
+        out, _norms(impl, params, eps)[1](_norms(impl, params, eps)[0](x)), rtol=1e-10, atol=1e-12)), None)
     ignored = (f"its values are those of layer norms with eps={other:g}, not {LN_EPS:g}: give layer_norm the eps "
                "of the contract" if other is not None else "")
     expect_close(out, expected, what="post-LN layer whose attention and feed-forward output 0: LN2(LN1(x))",

@@ -392,11 +392,7 @@ def test_numerical_gradient_shape_and_dtype(impl):
 def test_numerical_gradient_is_the_central_difference(impl):
     # A coarse step makes the formula visible: a one-sided difference is off by about eps * f''.
     f, x, eps = _cubic(3, (3, 4)), _normal(4, 3, 4), 1e-3
-    expected = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        expected[index] = (f(x + step) - f(x - step)) / (2 * eps)
+    expected = _central_at(f, x, eps)
     observed = impl.numerical_gradient(f, x, eps=eps)
     # An eps of its own in place of the one given moves the values by about eps^2 times the third derivative, near
     # float32's precision: said as what it is, not as a question of precision (a blind round's eps = 1e-6 was told
