@@ -184,6 +184,48 @@ def describe_import_error(module_file: str, error: BaseException) -> str:
     return f"importing {module_file} raised {type(error).__name__}: {error}{where}"
 
 
+# What the grader's sandbox holds besides the student's own folder (``grader.sandbox.limits``: Python's standard
+# library and numpy's own folders, nothing else of any site-packages).
+GRADED_LIBRARIES = frozenset({"numpy"})
+_IMPORT = [None]  # builtins.__import__ as it was before the kit wrapped it
+
+
+def _graded_imports() -> None:
+    """From now on, the student's modules import only what the grader has: the standard library, numpy, their own.
+
+    Graded, ``import torch`` (or scipy ...) in a student's module fails, as the sandbox holds neither; in the
+    student's own run it succeeded and every test passed (a hostile round: torch's autograd passed exercise 8's
+    tests locally and scored 0 graded). The student's modules (the private packages of ``LocalImplementation``)
+    now meet the same ModuleNotFoundError, saying why; the tests' own imports are untouched. Once per process.
+    """
+    import builtins
+
+    if _IMPORT[0] is not None:
+        return
+    _IMPORT[0] = original = builtins.__import__
+
+    def graded(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        importer = globals.get("__name__") if isinstance(globals, dict) else None
+        if level == 0 and isinstance(importer, str) and importer.startswith("_attention_kit_impl_"):
+            top = name.partition(".")[0]
+            if top not in sys.stdlib_module_names and top not in GRADED_LIBRARIES and not _own(globals, top):
+                raise ModuleNotFoundError(
+                    f"No module named {top!r} where your code is graded: the grader runs it with numpy and Python's "
+                    f"standard library only, so `import {name}` fails there (write this with numpy)", name=top)
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = graded
+
+
+def _own(globals: dict, top: str) -> bool:
+    """Whether ``top`` is a module or package of the student's own folder (imported by its absolute name)."""
+    file = globals.get("__file__")
+    if not isinstance(file, str):
+        return False
+    folder = Path(file).parent
+    return (folder / f"{top}.py").is_file() or (folder / top).is_dir()
+
+
 class LocalImplementation:
     """The modules of a folder, imported in this process (a student's run).
 
@@ -203,6 +245,7 @@ class LocalImplementation:
         if not self.path.is_dir():
             raise ImplementationError(f"--impl {path}: no such folder")
         carry_threads()  # before any of the folder's code runs: a thread it starts is within a watched call's reach
+        _graded_imports()  # and an import of a library the grader does not have fails here as it does there
         digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
         self.package = f"_attention_kit_impl_{digest}"
         if self.package not in sys.modules:
