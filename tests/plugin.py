@@ -486,7 +486,10 @@ def _led_by_first_step(findings: list[failures.Failure], implementation: Any, ca
     crashes = [failure.what for failure in findings if failure.kind == failures.CRASHED]
     if any(relations.contradicted(step.claim, call) for call in crashes):
         return findings  # a family of inputs that this test's own crash lies outside of: it explains not everything
-    return _led(findings, step.text, step.revisit or None)
+    text = step.text
+    if step.general and not relations.shown_alike(step.text, [failure.observed for failure in findings]):
+        text = step.general  # the fixed inputs' numbers (a factor) only above failures that show the same
+    return _led(findings, text, step.revisit or None)
 
 
 def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> failures.Failure:

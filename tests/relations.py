@@ -237,8 +237,7 @@ def _scale(mine: np.ndarray, want: np.ndarray) -> Found | None:
     if abs(factor - 1) > 1e-6 and factor != 0 and abs(factor + 1) > 1e-6 and _close(mine, factor * want):
         # The factor is the fixed inputs': one made of the arguments (1 - rate, sqrt(d_k)) is another number on
         # another input (a blind round: "0.75 times" above a test's failure at 0.5 times, rate 0.5 there).
-        return Found("a scale", f"it is {factor:.6g} times the right one, every entry (on these inputs: a factor "
-                                "made of the arguments is another number on others)",
+        return Found("a scale", f"it is {factor:.6g} times the right one, every entry",
                      "it is the right one times a constant factor, every entry (the factor depends on the input)")
     return None
 
@@ -402,17 +401,43 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
     generals = {general for _, general in words}
     if len(words) != 1 and len(generals) != 1:
         return None
-    said = words.pop()[0] if len(words) == 1 else generals.pop()
+    general = generals.pop() if len(generals) == 1 else ""
+    said = words.pop()[0] if len(words) == 1 else general
     if len(items) < count:  # a result of several arrays, some of them right: say which one the relation is about
         which = (f"its {' and '.join(labels[item] for item in sorted(items))}" if len(labels) == count
                  else f"item {', '.join(str(item) for item in sorted(items))} of its result")
-        rest = said.removeprefix("it ")
-        verb = rest.split(" ", 1)[0]
-        if len(items) > 1 and verb in ("is", "has", "holds", "keeps"):  # two arrays or more: the plural
-            rest = {"is": "are", "has": "have", "holds": "hold", "keeps": "keep"}[verb] + rest[len(verb):]
-        said = f"{which} (the others are right) {rest}" if verb in ("is", "has", "holds", "keeps") else (
-            f"{which} (the others are right): {rest}")
-    return Found(name, said)
+        said, general = (_about(which, len(items), text) if text else "" for text in (said, general))
+    return Found(name, said, general if general != said else "")
+
+
+def _about(which: str, items: int, said: str) -> str:
+    """``said`` of one or some of a result's arrays (``which``), the others right."""
+    rest = said.removeprefix("it ")
+    verb = rest.split(" ", 1)[0]
+    if items > 1 and verb in ("is", "has", "holds", "keeps"):  # two arrays or more: the plural
+        rest = {"is": "are", "has": "have", "holds": "hold", "keeps": "keep"}[verb] + rest[len(verb):]
+    return f"{which} (the others are right) {rest}" if verb in ("is", "has", "holds", "keeps") else (
+        f"{which} (the others are right): {rest}")
+
+
+def shown_alike(words: str, observed: list[str]) -> bool:
+    """Whether a family's numbers (a factor) agree with what each failure below it shows (``is A instead of B``).
+
+    A family read off the fixed inputs states their numbers; a test's own input may give others (a blind round:
+    "3 times the right one" above a dropout mean of 2.33 for 1, at another rate). Only where every failure shows
+    the same factor are the numbers said; elsewhere the family's words without them.
+    """
+    factor = re.search(r"is (-?[0-9][0-9.e+-]*) times the right one", words)
+    if factor is None or not observed:
+        return False
+    for text in observed:
+        shown = re.search(r"is (-?[0-9][0-9.e+-]*) instead of (-?[0-9][0-9.e+-]*)", text)
+        try:
+            if shown is None or abs(float(shown[1]) / float(shown[2]) / float(factor[1]) - 1) > 1e-3:
+                return False
+        except (ValueError, ZeroDivisionError):
+            return False
+    return True
 
 
 # Why a result comes out in another dtype while its values are right, by (its dtype's kind, the contract's).

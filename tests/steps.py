@@ -15,7 +15,7 @@ sequence) differs first, and what it is against what it should be. No misconcept
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,8 @@ class FirstStep:
     revisit: str = ""
     claim: tuple = ()
     """What a family named by its inputs says of them (``relations.Found.claim``), () otherwise."""
+    general: str = ""
+    """``text`` without the fixed inputs' numbers (a factor), for a failure whose own numbers differ ('': none)."""
 
 
 # ----------------------------------------------------------------------------- one probe's first difference
@@ -302,7 +304,10 @@ def _related(function: str, probes: list[str], observation: Any, registry: Any, 
     for family in (relations.fixed_axes, relations.odd_sizes, relations.argument_given):
         found = found or family(probes, passing, observation.outputs, expected, arguments, names)
     if found is not None:
-        return FirstStep(function, probes[0], relations.describe(function, module_file, found), claim=found.claim)
+        general = relations.describe(function, module_file, replace(found, words=found.general)) if found.general \
+            else ""
+        return FirstStep(function, probes[0], relations.describe(function, module_file, found), claim=found.claim,
+                         general=general)
     return _outputs_that_differ(function, probes, observation, module_file)
 
 

@@ -349,3 +349,14 @@ def test_an_optional_argument_given_needs_it_given_exactly_where_it_fails():
     args["f/bias-too"] = ((x, w, b), {})
     assert argument_given(["f/bias"], ["f/bias-too"], {"f/bias": None}, want, _arguments(args),
                           ("x", "weight", "bias")) is None  # given where it is right too: not the argument
+
+
+def test_a_factor_is_said_only_above_failures_that_show_it():
+    # A blind round: "3 times the right one" (dropout at rate 0.25) above a test at rate 0.3 whose mean was 2.33.
+    from tests.relations import shown_alike
+
+    words = "it is 3 times the right one, every entry"
+    assert shown_alike(words, ["291 of 291 entries differ; the first, at index (0,), is 4.52227 instead of 1.50742"])
+    assert not shown_alike(words, ["2.3300"])  # another kind of failure: no factor to check, none said
+    assert not shown_alike(words, ["the first, at index (0,), is 2.33 instead of 1.0"])  # another factor
+    assert not shown_alike("it is the right one times a constant factor, every entry", ["is 3 instead of 1"])
