@@ -208,9 +208,9 @@ def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
         "average rank": np.corrcoef(dense(a), dense(b))[0, 1],
         "ties were given their lowest rank, not their average rank": np.corrcoef(lowest(a), lowest(b))[0, 1],
     }
-    if np.isclose(observed, _spearman(a, b)):
-        return None
-    found = [mistake for mistake, value in candidates.items() if np.isclose(observed, value)]
+    spearman = _spearman(a, b)  # (a candidate equal to the right value on this input says nothing)
+    found = [mistake for mistake, value in candidates.items()
+             if np.isclose(observed, value) and not np.isclose(observed, spearman)]
     if len(found) == 1:
         return found[0]
     if found:  # one number cannot tell them apart: each is said as one possibility
