@@ -349,9 +349,12 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
             continue
         return [message(f"{name}({_shown(args, kwargs)}): {case}, which your {name}() answers,{how}",
                         _short(expected), _short(got) if ok else got,
+                        # The fact, not a cause: a table misses the moved input, and so does a mistake that the
+                        # test's input hid by chance (a blind round's ranks of a.astype(int), right where the values
+                        # lay more than 1 apart, was told its answer did not follow from the input).
                         f"{spec.idea}; your {name}() answers that input as the test gives it but not the same input "
-                        "moved, so its answer does not follow from the input: compute it from the input, for any "
-                        "input")]
+                        "moved: on other inputs its answers are not the idea's (the moved input above shows one); "
+                        "every answer must come from the input by the idea, for any input")]
     if not asked:
         raise Undecided(name)
     return []
