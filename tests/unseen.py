@@ -205,32 +205,25 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     args, kwargs = spec.draw(np.random.default_rng([SEED, submission_salt(exercise), zlib.crc32(name.encode())]))
     expected = spec.own(*copy.deepcopy(args), **copy.deepcopy(kwargs))  # before the call (a generator it draws)
     pristine = copy.deepcopy((args, kwargs))  # to ask again as they were
-    try:
-        with raising_everything():  # a crash, NotImplementedError too, is an answer here
-            got, ok = getattr(kit, name)(*args, **kwargs), True
-    except Exception as error:  # noqa: BLE001 - the function's answer to this input
-        got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
+    got, ok = _ask(kit, name, args, kwargs)
     # Right there within the tolerance the tests' fixed inputs are held to: a rounding of its own (an eps in a
     # denominator, float32 work) is the tests' own checks' to judge, never a sign of a table (a blind round: an eps of
     # 1e-8 in softmax was told it answers the tests' inputs only, on every test).
-    if ok and ((spec.same or equal)(got, expected) or _within_the_probes_tolerance(got, expected)):
+    if ok and _right(spec, got, expected):
         return []
     # Code that keeps state could answer wrong on purpose once it has met an input it does not know (this one), so
     # that the calls below make it look like a mistake (a helper's round): graded, its worker is replaced first and
     # nothing it kept in memory survives (in a student's own run such code fools only its author).
-    forget = getattr(implementation, "forget", None)
-    if callable(forget):
-        forget()
-        # Asked again first thing, nothing kept: right now, its wrong answer came from what earlier calls left (a
-        # cache keyed on part of the input, a counter, a default list), which is no table and no rule of the input.
-        if ok and not callable(got) and _answers_right(kit, name, spec, *pristine, expected):
-            return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission, asked after the "
-                            "tests' calls and again first thing", _short(expected), f"{_short(got)} after the "
-                            "tests' calls; the expected answer when asked first",
-                            f"{spec.idea}; your {name}() answers the same input differently after other calls: it "
-                            "keeps something between calls (a cache keyed on part of the input, a counter, a "
-                            "default list or dict argument, a global) that changes its answers; compute each answer "
-                            "from the call's own arguments")]
+    # Asked again first thing, nothing kept: right now, its wrong answer came from what earlier calls left (a
+    # cache keyed on part of the input, a counter, a default list), which is no table and no rule of the input.
+    if _forget(kit) and ok and not callable(got) and _right_asked_again(kit, name, spec, pristine, expected):
+        return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission, asked after the "
+                        "tests' calls and again first thing", _short(expected), f"{_short(got)} after the "
+                        "tests' calls; the expected answer when asked first",
+                        f"{spec.idea}; your {name}() answers the same input differently after other calls: it "
+                        "keeps something between calls (a cache keyed on part of the input, a counter, a "
+                        "default list or dict argument, a global) that changes its answers; compute each answer "
+                        "from the call's own arguments")]
     if (not right_on_its_probes(implementation, exercise, name, asked_only=True)
             or _wrong_on_a_call(kit, exercise, name, spec)):
         # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
@@ -265,14 +258,40 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
                     _short(got) if ok else got, f"{spec.idea}; {why}")]
 
 
-def _answers_right(kit: Any, name: str, spec: Twin, args: tuple, kwargs: dict, expected: Any) -> bool:
-    """Whether ``name`` answers the (copied) arguments right now; a raise is no answer."""
+def _ask(kit: Any, name: str, args: tuple, kwargs: dict) -> tuple[Any, bool]:
+    """``(answer, True)`` of ``kit.<name>(*args, **kwargs)``, or ``("Error: message", False)`` where it raised.
+
+    A crash, NotImplementedError too, is an answer here (the gate says what it means).
+    """
     try:
         with raising_everything():
-            again = getattr(kit, name)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
-    except Exception:  # noqa: BLE001 - the function's answer to this input
+            return getattr(kit, name)(*args, **kwargs), True
+    except Exception as error:  # noqa: BLE001 - the function's answer to this input
+        return f"{type(error).__name__}: {str(error)[:200]}", False
+
+
+def _right_asked_again(kit: Any, name: str, spec: Twin, call: tuple[tuple, dict], expected: Any) -> bool:
+    """Whether ``name`` answers ``call`` (copied) right when asked again now; a raise is no answer."""
+    got, ok = _ask(kit, name, *copy.deepcopy(call))
+    return ok and _right(spec, got, expected)
+
+
+def _right(spec: Twin, got: Any, expected: Any) -> bool:
+    """Whether ``got`` is the answer ``expected``: the twin's own comparison, or within the probes' tolerance."""
+    return (spec.same or equal)(got, expected) or _within_the_probes_tolerance(got, expected)
+
+
+def _forget(kit: Any) -> bool:
+    """Make the implementation forget what earlier calls left (its modules imported afresh); False if it cannot.
+
+    Graded, the worker is replaced; in a student's own run, the package's modules are imported again
+    (``LocalImplementation.forget``).
+    """
+    forget = getattr(getattr(kit, "_implementation", kit), "forget", None)
+    if not callable(forget):
         return False
-    return (spec.same or equal)(again, expected) or _within_the_probes_tolerance(again, expected)
+    forget()
+    return True
 
 
 def _factor(exercise: str, name: str) -> float:
@@ -334,13 +353,8 @@ def _moved(kit: Any, exercise: str, name: str, spec: Twin) -> list[Failure]:
         if expected is _NO_ANSWER:
             continue
         asked = True
-        if callable(forget := getattr(getattr(kit, "_implementation", kit), "forget", None)):
-            forget()  # each moved input asked as a first call: what earlier calls left in a cache is no table's
-        try:
-            with raising_everything():
-                got, ok = getattr(kit, name)(*args, **kwargs), True
-        except Exception as error:  # noqa: BLE001 - the function's answer to this input
-            got, ok = f"{type(error).__name__}: {str(error)[:200]}", False
+        _forget(kit)  # each moved input asked as a first call: what earlier calls left in a cache is no table's
+        got, ok = _ask(kit, name, args, kwargs)
         # Near enough (a rounding of its own shows on one input and not another); a lookup misses by far more.
         if ok and ((spec.same or equal)(got, expected) or _within(got, expected, MOVED_RTOL, MOVED_ATOL)):
             continue
@@ -414,8 +428,7 @@ def _answered(kit: Any, exercise: str, name: str, spec: Twin) -> Iterator[tuple[
     implementation = getattr(kit, "_implementation", kit)
     for args, kwargs, result in getattr(kit, "_answered", {}).get(name, []):
         expected = _own_of_call(spec, implementation, exercise, name, args, kwargs)
-        if expected is not _NO_ANSWER and ((spec.same or equal)(result, expected)
-                                           or _within_the_probes_tolerance(result, expected)):
+        if expected is not _NO_ANSWER and _right(spec, result, expected):
             yield "an input a test gave it", args, kwargs
     registry = load_all_probes()
     for probe_name in asked_probes_answered(implementation, exercise, name):
@@ -430,8 +443,7 @@ def _wrong_on_a_call(kit: Any, exercise: str, name: str, spec: Twin) -> bool:
     implementation = getattr(kit, "_implementation", kit)
     for args, kwargs, result in getattr(kit, "_answered", {}).get(name, []):
         expected = _own_of_call(spec, implementation, exercise, name, args, kwargs)
-        if expected is not _NO_ANSWER and not ((spec.same or equal)(result, expected)
-                                               or _within_the_probes_tolerance(result, expected)):
+        if expected is not _NO_ANSWER and not _right(spec, result, expected):
             return True
     return False
 
