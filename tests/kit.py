@@ -36,6 +36,7 @@ import pytest
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
+from tests import kept_state
 from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_everything, is_raising_through, where_it_crashed
@@ -645,6 +646,7 @@ class Kit:
         self._gating: set[str] = set()  # functions whose unseen-input gate runs now (tests/unseen.py)
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
         self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
+        self._kept = kept_state.kept_calls()  # its last calls that answered, asked again if it fails
         # The first calls of each gated function in this session, with their answers (shared by the session's Kits).
         self._answered: dict[str, list[tuple[tuple, dict, Any]]] = _session_answers(implementation, exercise)
 
@@ -760,7 +762,8 @@ class Kit:
         arguments = _labelled_arguments(function, args, kwargs)
         before = _snapshot(arguments)
         # The call as it was asked, for the gate (generators copied: the call draws from them).
-        asked = _generators_copied(args, kwargs) if name in self._unseen else None
+        noted = kept_state.noted(args, kwargs)
+        asked = noted if name in self._unseen else None
         watcher, made_of = self._watched.get(name, (None, ""))
         window = Reached() if watcher else None  # what this very call reached, for its watcher
         steps = None
@@ -798,6 +801,7 @@ class Kit:
             _undone(arguments, before)  # a call that changed its arguments, then raised
             pytest.fail(record(failure).message, pytrace=False)
         result = left_intact(name, arguments, before, result, judged=not self._gating)
+        self._kept.append((name, *noted))  # asked again if the test fails (tests/kept_state.py)
         if asked is not None and len(answered := self._answered.setdefault(name, [])) < ANSWERS_KEPT:
             answered.append((*asked, result))  # asked again, moved, if the gate finds it wrong elsewhere
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
@@ -825,14 +829,6 @@ def _session_answers(implementation: Any, exercise: str) -> dict[str, list]:
         return _ANSWERS.setdefault(implementation, {}).setdefault(exercise, {})
     except TypeError:  # not weakly referable: this test's calls only
         return {}
-
-
-def _generators_copied(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """``(args, kwargs)`` with a copy of each generator among them (the rest as they are: references)."""
-    def kept(value: Any) -> Any:
-        return copy.deepcopy(value) if isinstance(value, np.random.Generator) else value
-
-    return tuple(kept(a) for a in args), {key: kept(value) for key, value in kwargs.items()}
 
 
 def _answers_good_input(implementation: Implementation, exercise: str, name: str) -> list[Failure]:

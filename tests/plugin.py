@@ -393,7 +393,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if exercise is None or implementation is None:
         return None
     findings = list(findings)
-    from tests import diagnosis  # only when a test fails
+    from tests import diagnosis, kept_state  # only when a test fails
 
     state = item.config.stash.setdefault(FEEDBACK, {})
     if state.get("implementation") is not implementation:
@@ -407,6 +407,8 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if observation is None:
         return findings
     kit = funcargs.get("impl")
+    if _a_wrong_value(findings) and (kept := kept_state.check(kit, exercise, state.setdefault("kept", {}))):
+        return _led(findings, kept, None)  # first: what earlier calls left (the outputs below may come from it)
     called = list(getattr(kit, "_called", []))
     try:
         culprit = diagnosis.blame(implementation, called, observation, getattr(kit, "_reached", None))
@@ -444,6 +446,12 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
         return _led(findings, diagnoses[exercise], family.revisit if family is not None else None)
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
+
+
+def _a_wrong_value(findings: list[failures.Failure]) -> bool:
+    """Whether a check failed on a value (not a crash, a stub, a timeout or a missing function): state can explain."""
+    quiet = {failures.CRASHED, failures.NOT_IMPLEMENTED, failures.UNAVAILABLE, failures.TIMED_OUT}
+    return any(failure.kind not in quiet for failure in findings)
 
 
 def _led(findings: list[failures.Failure], lead: str, revisit: str | None,

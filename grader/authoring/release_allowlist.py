@@ -47,6 +47,7 @@ STUDENT_FILES = (
     "tests/failures.py",
     "tests/feedback.py",
     "tests/first_run.py",
+    "tests/kept_state.py",
     "tests/kept_values.py",
     "tests/kinds.py",
     "tests/kit.py",
