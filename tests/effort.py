@@ -46,9 +46,13 @@ def seed_of(*results: Any) -> int:
 
     The same results give the same entries, so the feedback is the same on every run; but code cannot know
     them before it has returned every entry, so computing only the entries a fixed seed would check (a few
-    central differences on an input recognised by its shape) is no way past the gate.
+    central differences on an input recognised by its shape) is no way past the gate. Graded, the grader's key
+    (:func:`use_draw_key`) is mixed in: code that computes part of its answer could otherwise work out the seed
+    of its own answer, and change an unchecked entry until the entries drawn fall in the part it computed (a
+    hostile round: a numerical attention_backward that computed an eighth of grad_k passed so, re-rolling a
+    spare entry about 64 times).
     """
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(_DRAW_KEY)
     for result in results:
         array = np.ascontiguousarray(np.asarray(result, dtype=np.float64))
         digest.update(repr(array.shape).encode())

@@ -95,6 +95,25 @@ def test_the_key_moves_every_salt_and_none_leaves_the_students(tmp_path, monkeyp
     assert len({own, keyed, other}) == 3 and effort.submission_salt("training") == own
 
 
+def test_the_entries_a_gate_checks_of_a_result_move_with_the_key():
+    # A numerical attention_backward computed an eighth of grad_k and re-rolled a spare entry of its answer until
+    # the entries drawn from that answer (seed_of, a public recipe) fell in its computed part (a hostile round:
+    # 36 of 36 backward points against 23.75). Graded, the key is mixed in: the draw cannot be worked out.
+    import numpy as np
+
+    answer = np.arange(12.0).reshape(3, 4)
+    own = effort.seed_of(answer)
+    try:
+        effort.use_draw_key("ab" * 32)
+        keyed = effort.seed_of(answer)
+        assert effort.seed_of(answer) == keyed  # the same answer, the same entries: the same feedback
+        effort.use_draw_key("cd" * 32)
+        other = effort.seed_of(answer)
+    finally:
+        effort.use_draw_key("")
+    assert len({own, keyed, other}) == 3 and effort.seed_of(answer) == own
+
+
 def test_a_module_that_predicts_the_gates_inputs_misses_them_when_graded(tmp_path, cache):
     target = plant(tmp_path / "class" / "student", {"training": PREDICTING})
     # In the student's own run the prediction hits (so the check can fail): the gate's answer is wrong.
