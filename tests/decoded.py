@@ -22,6 +22,7 @@ Values are compared to a tolerance of their dtype's precision (float32 steps rou
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -163,6 +164,12 @@ class Steps:
         self.replays: list[tuple[Any, list[Any], dict[str, Any], Any]] = []
         self.replayed: bool | None = None
         self.size, self.unknown = 0, False
+        # The cache blocks (an entry's keys up to a length) the appends returned, and how many were returned again
+        # by a later append: a cache begun anew at every position builds the same prefixes again (nothing kept
+        # between steps). One append seen through a wrapper returns its blocks twice in a row, in its thread.
+        self.grown: set[bytes] = set()
+        self.last: dict[int, list[bytes]] = {}  # per thread, the blocks its last append returned
+        self.again = 0
         self._prefixes: dict[int, dict[bytes, list[int]]] = {}
         try:
             given = list(args[:3]) + [kwargs[name] for name in ("q", "k", "v")[len(args):]]
@@ -219,7 +226,10 @@ class Steps:
                 if key in given and not (array.shape[:-2] == given[key].shape[:-2]
                                          and np.array_equal(array[..., :-1, :], given[key])):
                     continue  # (not the cache it was given, grown: a chain of made-up caches, then the inputs)
-                self.contents.update(_blocks(array) or ())
+                blocks = _blocks(array) or []
+                if key == "k":
+                    self._count_again(blocks)
+                self.contents.update(blocks)
         elif name == self.name:
             pending = self.pending.pop(id(frame), None)
             if pending is None:
@@ -231,6 +241,14 @@ class Steps:
             if len(self.kept) > kept and function is not None:
                 if len(self.replays) < REPLAYS:  # (every step: a lookup in some steps only is found too)
                     self.replays.append((function, positional, keywords, step))
+
+    def _count_again(self, blocks: list[bytes]) -> None:
+        """Count the blocks an append returned that an earlier append (not this one through a wrapper) returned."""
+        thread = threading.get_ident()
+        if self.last.get(thread) != blocks:
+            self.again += sum(block in self.grown for block in blocks)
+        self.last[thread] = blocks
+        self.grown.update(blocks)
 
     # -- the checks
 
@@ -299,16 +317,19 @@ class Steps:
             self.size += got.size
             self.kept.append((got.reshape(-1, v.shape[-1]), context.dtype))
 
-    def made_of(self, result: Any) -> tuple[int, int] | None:
-        """``(vectors, first)``: ``result``'s vectors along its last axis, the first that is none of the steps'.
+    def made_of(self, result: Any) -> tuple[int, int, int] | None:
+        """``(vectors, first, again)``: ``result``'s vectors along its last axis, the first that is none of the steps'.
 
         ``first`` is an index among the vectors (``-1``: each is a context of a step over the student's cache);
-        None when nothing can be said (inputs or a result that are not arrays, too many numbers).
+        ``again``: how many cache blocks (an entry's keys up to a length) appends returned that an earlier append
+        had returned (0 when the cache is kept from step to step). None when nothing can be said (inputs or a
+        result that are not arrays, too many numbers).
         """
         try:
-            return self._made_of(result)
+            found = self._made_of(result)
         except Exception:  # noqa: BLE001 - a result that refuses a look (not numbers): nothing to say
             return None
+        return None if found is None else (*found, self.again)
 
     def _replay(self) -> bool:
         """Whether every kept step, called again with another query, answers attention for it.

@@ -51,7 +51,7 @@ class Reached:
     counted: dict[tuple[str, str], int] = field(default_factory=dict)  # how often :func:`every_call` saw each call
     # For a watched call: {function: (the result's vectors, the first not among the contexts of that function's
     # steps over the student's caches, -1: none)} (``tests/decoded.py``'s ``Steps``).
-    made_of: dict[str, tuple[int, int]] = field(default_factory=dict)
+    made_of: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     watched: int = 0  # calls traced by code (:func:`every_call`), here or in the worker
 
     def merge(self, other: Reached) -> None:
@@ -279,10 +279,10 @@ def note_counted(counted: list[tuple[str, str, int]]) -> None:
             reached.counted[(caller or outer, callee)] = reached.counted.get((caller or outer, callee), 0) + count
 
 
-def note_made_of(name: str, vectors: int, first: int) -> None:
-    """Note, in the recordings under way, what a watched call that ran elsewhere said its result was made of."""
+def note_made_of(name: str, vectors: int, first: int, again: int = 0) -> None:
+    """Note, in the recordings under way, what a watched call's steps say its result was made of (``decoded``)."""
     for reached in list(_RECORDING):
-        reached.made_of[name] = (vectors, first)
+        reached.made_of[name] = (vectors, first, again)
 
 
 def note_untraced() -> None:

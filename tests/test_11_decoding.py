@@ -270,7 +270,18 @@ def _through_the_cache(args: tuple, kwargs: dict, result: object, reached) -> ob
                        "API: the cache grows as the tokens come, and each new query attends over it)",
                        f"{told}, under any name or in any thread (calls in another process are not seen): right "
                        "values, computed another way", DECODE)
-    vectors, first = reached.made_of.get("attend_step", (0, -1))
+    vectors, first, again = reached.made_of.get("attend_step", (0, -1, 0))
+    if again:
+        # Each position appended once, to the cache the position before left: a cache begun anew at every position
+        # (t + 1 appends from none for position t) gives the same caches and values, and keeps nothing from step to
+        # step (a hostile round: 30 points of decoding against 24.75).
+        return message(f"the caches causal_decode's appends built, decoding {n} positions",
+                       "each position appended once, to the cache the position before left (the API: the cache is "
+                       "kept from step to step, not built again)",
+                       f"a sequence's cache of a prefix built again by kv_cache_append after it had been built once, "
+                       f"{again} time{'s' if again > 1 else ''} (a cache begun anew for later positions), though the "
+                       "values are right",
+                       DECODE)
     if first < 0 or vectors != out.size // out.shape[-1]:
         return None
     entry, position = divmod(first, n)

@@ -132,4 +132,4 @@ class Reach:
     def made_of(self, result: Any) -> list | None:
         """``[function, vectors, first]`` of a watched call's ``result`` (``decoded.Steps.made_of``), or None."""
         found = self.steps.made_of(result) if self.steps is not None else None
-        return None if found is None else [self.steps.name, *found]
+        return None if found is None else [self.steps.name, *found[:2]]

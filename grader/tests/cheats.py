@@ -259,6 +259,12 @@ FULL_CAUSAL = "return _attention(q, k, v, _causal_mask(n))[0]"
 WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[..., :t + 1, :], "
                 "'v': v[..., :t + 1, :]})[0] for t in range(n)], axis=-2)")
 DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
+# The cache begun again at every position (t + 1 appends from none for position t): the same caches, steps and
+# values, and nothing kept from one step to the next (a hostile round: 30 points of decoding against 24.75).
+REBUILT_CACHE = ("rows = []\n    for t in range(n):\n        cache = None\n        for s in range(t + 1):\n"
+                 "            cache = kv_cache_append(cache, k[..., s:s + 1, :], v[..., s:s + 1, :])\n"
+                 "        rows.append(attend_step(q[..., t:t + 1, :], cache)[0])\n"
+                 "    return np.concatenate(rows, axis=-2)")
 # Full attention, then the evidence of decoding written by hand into the grader's own tracer, found through the
 # frames of the process that runs the student's code (a hostile helper's round: graded, the worker's tracer said
 # what this told it, 30 points of 30). Graded, the steps are now seen by the grading process only
@@ -537,6 +543,9 @@ CHEATS = {
               _files("09", "training")),
         Cheat("decode-full-causal-attention", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FULL_CAUSAL)},
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("decode-rebuilds-the-cache-at-every-position", "decoding",
+              {"decoding": _DECODE_WITHOUT_CACHE.format(decode=REBUILT_CACHE)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("decode-forges-the-tracer-s-evidence", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FORGED_EVIDENCE)},
