@@ -44,7 +44,8 @@ import numpy as np
 from tests.crash import raising_everything
 from tests.effort import message, submission_salt
 from tests.failures import Failure
-from tests.moves import SEED, relabeled_letters, reordered, scaled, scaled_numbers, tempered
+from tests.kept_state import holder
+from tests.moves import SEED, _special, relabeled_letters, reordered, scaled, scaled_numbers, tempered
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,22 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     # denominator, float32 work) is the tests' own checks' to judge, never a sign of a table (a blind round: an eps of
     # 1e-8 in softmax was told it answers the tests' inputs only, on every test).
     if ok and _right(spec, got, expected):
-        return []
+        # Right on the drawn input; then the same input with one entry changed, asked next: an answer kept from
+        # the call before, under a key that misses that entry (the shapes, a first entry), answers it stale (a blind
+        # round: attention_scores caching by shape and first entry passed exercise 3's tests and this gate).
+        near = _near_copy(spec, pristine, np.random.default_rng(
+            [SEED, submission_salt(exercise), zlib.crc32(name.encode()), 2]))
+        if near is None:
+            return []
+        try:
+            expected = spec.own(*copy.deepcopy(near[0]), **copy.deepcopy(near[1]))
+        except Exception:  # noqa: BLE001 - no answer of the file's own to that input: nothing to ask
+            return []
+        args, kwargs = copy.deepcopy(near)
+        pristine = copy.deepcopy(near)
+        got, ok = _ask(kit, name, args, kwargs)
+        if ok and _right(spec, got, expected):
+            return []
     # Code that keeps state could answer wrong on purpose once it has met an input it does not know (this one), so
     # that the calls below make it look like a mistake (a helper's round): graded, its worker is replaced first and
     # nothing it kept in memory survives (in a student's own run such code fools only its author).
@@ -220,10 +236,10 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission, asked after the "
                         "tests' calls and again first thing", _short(expected), f"{_short(got)} after the "
                         "tests' calls; the expected answer when asked first",
-                        f"{spec.idea}; your {name}() answers the same input differently after other calls: it "
-                        "keeps something between calls (a cache keyed on part of the input, a counter, a "
-                        "default list or dict argument, a global) that changes its answers; compute each answer "
-                        "from the call's own arguments")]
+                        f"{spec.idea}; {holder(name, getattr(kit, '_reached', None))} answers the same input "
+                        "differently after other calls: it keeps something between calls (a cache keyed on part of "
+                        "the input, a counter, a default list or dict argument, a global) that changes its "
+                        "answers; compute each answer from the call's own arguments")]
     if (not right_on_its_probes(implementation, exercise, name, asked_only=True)
             or _wrong_on_a_call(kit, exercise, name, spec)):
         # Wrong on an input a test gives it too (a fixed input a test asks, a call of this test): a mistake, which
@@ -256,6 +272,27 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
     return [message(f"{name}({shown}), an input drawn for your submission (of the kind the tests use, which no "
                     "table written beforehand holds)", _short(expected),
                     _short(got) if ok else got, f"{spec.idea}; {why}")]
+
+
+def _near_copy(spec: Twin, call: tuple[tuple, dict], rng: np.random.Generator) -> tuple[tuple, dict] | None:
+    """``call`` with one entry (not its first) of its first ordinary float array changed by 10 to 30%; None if none.
+
+    Only for a twin whose inputs move as plain floats (no ``move`` of its own: weights whose rows sum to 1, letters,
+    orders keep a structure that one entry changed would break).
+    """
+    if spec.move is not None:
+        return None
+    args, kwargs = copy.deepcopy(call)
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size > 1 and \
+                value.flags.writeable and not _special(value) and bool(np.all(np.isfinite(value))):
+            flat = value.reshape(-1)
+            if not np.shares_memory(flat, value):
+                continue
+            index = 1 + int(rng.integers(value.size - 1))
+            flat[index] = flat[index] * rng.uniform(1.1, 1.3) + (0.1 if flat[index] == 0 else 0.0)
+            return args, kwargs
+    return None
 
 
 def _ask(kit: Any, name: str, args: tuple, kwargs: dict) -> tuple[Any, bool]:

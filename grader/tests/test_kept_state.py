@@ -63,13 +63,29 @@ def _run(folder: Path, test_file: str) -> str:
     return done.stdout
 
 
-def test_state_in_an_earlier_exercise_is_said_before_the_callers_test(tmp_path: Path) -> None:
+def test_state_in_an_earlier_exercise_is_told_in_its_own_exercise_and_in_the_callers(tmp_path: Path) -> None:
     folder = plant(tmp_path / "stale", {"attention": STALE_SCORES})
+    # Its own exercise: the unseen-input gate asks a drawn input, then the same with one entry changed (a key that
+    # misses that entry answers it stale), then that one again first thing.
+    own = _run(folder, "tests/test_03_attention.py")
+    assert "failed" in own and "your attention_scores() answers the same input differently after other calls" \
+        in own, own[-3000:]
+    # The caller's tests: told as state of the caller or a function it went through, that one named.
+    out = _run(folder, "tests/test_06_multihead.py")
+    assert "failed" in out, out[-3000:]
+    told = [line for line in out.splitlines() if "keeps something between calls" in line]
+    assert told and all("multi_head_attention()" in line and "attention_scores()" in line for line in told), told
+    assert "each head attends with its own columns" not in out.split("keeps something between calls")[0], out[:3000]
+
+
+def test_a_failure_that_state_explains_leads_with_it(tmp_path: Path) -> None:
+    # Exercise 6's state in its own split_heads: its first failing test leads with a call of that test answered
+    # otherwise when asked first.
+    folder = plant(tmp_path / "stale", {"multihead": STALE_SPLIT})
     out = _run(folder, "tests/test_06_multihead.py")
     assert "failed" in out, out[-3000:]
     lead = next(line for line in out.splitlines() if line.startswith(LEAD))
-    assert "multi_head_attention(" in lead and "attention_scores()" in lead, lead
-    assert "asked first (your modules imported afresh)" in lead, lead
+    assert "split_heads(" in lead and "asked first (your modules imported afresh)" in lead, lead
 
 
 def test_a_mistake_without_state_is_never_told_it_keeps_state(tmp_path: Path) -> None:
