@@ -600,11 +600,25 @@ def blame(implementation: Any, called: list[str], observation: Observation,
     return None if best is None else (best[1], best[2])
 
 
-def describe_blame(dependency: str, caller: str) -> str:
-    """The first line(s) of a failure whose cause is an earlier function of the student's."""
+def describe_blame(dependency: str, caller: str, observation: Observation | None = None) -> str:
+    """The first line(s) of a failure whose cause is an earlier function of the student's.
+
+    ``observation``: where given, "pytest -m <exercise> shows them" is said only if a test asks one of the
+    dependency's deviating probes; else its wrong outputs are the kit's fixed inputs' alone (a blind round: a
+    linear that transposed square weights passed every test of exercise 2, which the line sent the student to).
+    """
     exercise = load_curriculum().exercise_of_function(dependency)
+    shown = f"pytest -m {exercise.name} shows them"
+    if observation is not None:
+        registry = load_all_probes()
+        deviating = [probe for probe, wrong in observation.deviates.items()
+                     if wrong and probe in registry and registry[probe].function == dependency]
+        if deviating and not any(asked_by_a_test(probe) for probe in deviating):
+            shown = (f"on the kit's fixed input{'s' if len(deviating) > 1 else ''} "
+                     f"{', '.join(probe.split('/', 1)[-1] for probe in deviating[:3])}, which no test of exercise "
+                     f"{exercise.number} asks yet")
     return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
-            f"its own outputs are wrong (pytest -m {exercise.name} shows them), and this test's call of your "
+            f"its own outputs are wrong ({shown}), and this test's call of your "
             f"{caller}() went through it, so {caller}() may only be passing its mistake on (the failure below may "
             "be its echo).")
 

@@ -407,7 +407,11 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if observation is None:
         return findings
     kit = funcargs.get("impl")
-    if _a_wrong_value(findings) and (kept := kept_state.check(kit, exercise, state.setdefault("kept", {}))):
+    try:
+        kept = kept_state.check(kit, exercise, state.setdefault("kept", {})) if _a_wrong_value(findings) else None
+    except Exception:  # noqa: BLE001 - feedback must never break the run
+        kept = None
+    if kept:
         return _led(findings, kept, None)  # first: what earlier calls left (the outputs below may come from it)
     called = list(getattr(kit, "_called", []))
     try:
@@ -437,7 +441,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if culprit is not None:
         dependency, caller = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
-        lead = diagnosis.describe_blame(dependency, caller)
+        lead = diagnosis.describe_blame(dependency, caller, observation)
         if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
