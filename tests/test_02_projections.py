@@ -270,6 +270,10 @@ def test_reference_values(impl):
                  idea=LINEAR + "; keep the row-vector form x @ weight: no transpose of a batched x")
     expect_probe(impl, "linear/float32_with_bias", what="linear of float32 x (3, 5), weight and bias",
                  idea=LINEAR + "; dtype in = dtype out", rtol=1e-6, atol=1e-7)
+    # A square weight: a transpose (PyTorch's (d_out, d_in) layout) runs there and nowhere else (a blind round: a
+    # linear that transposed square weights only passed every test of this exercise, and failed exercise 6's).
+    expect_probe(impl, "linear/square_weight_with_bias", what="linear(x, weight, bias), x (2, 3, 4), weight (4, 4)",
+                 idea=LINEAR + "; weight is (d_in, d_out): x @ weight, never weight transposed, square or not")
     expect_probe(impl, "qkv_projections/values_wider_than_keys",
                  what="qkv_projections(x, w_q, w_k, w_v) with d_k = 4 and d_v = 3", idea=QKV)
 

@@ -355,6 +355,30 @@ def test_shared_mask_blocks_keys_in_every_head(impl):
                  idea="a blocked key contributes nothing: weight 0 before the values are mixed")
 
 
+def test_additive_float_masks_are_added_to_every_head_s_scores(impl):
+    # The docstring allows a bool or an additive float mask. Float masks of finite biases (ALiBi's) and of 0 and
+    # -inf (a causal one): each is added to every head's scaled scores as it is, never read as a bool nor
+    # compared with 0 (a blind round: a mask cast to bool, one dropped and one read as mask == 0 all passed).
+    x, kv, params = _tokens(37, BATCH, N_Q, D_MODEL), _tokens(38, BATCH, N_K, D_MODEL), _params(39)
+    biases = -0.7 * np.abs(np.arange(N_Q)[:, None] - np.arange(N_K)[None, :])  # finite, 0 on the diagonal
+    causal = np.where(np.arange(N_K)[None, :] <= np.arange(N_Q)[:, None] + 1, 0.0, -np.inf)  # (5, 7)
+    for mask, what in ((biases, "an additive mask of finite biases (5, 7), 0 on the diagonal"),
+                       (causal, "an additive mask of 0 and -inf (5, 7)")):
+        output, weights = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv)
+        if not expect_shape(weights, (BATCH, N_HEADS, N_Q, N_K), what=f"the weights with {what}", idea=MASK):
+            return
+        for h in range(N_HEADS):
+            cols = _columns(h)
+            q = x @ params["w_q"][:, cols] + params["b_q"][cols]
+            k = kv @ params["w_k"][:, cols] + params["b_k"][cols]
+            expected = _softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(D_HEAD) + mask)
+            if not expect_close(weights[:, h], expected, what=f"head {h}'s weights with {what}",
+                                idea="an additive float mask is added to the scaled scores as it is, in every "
+                                     "head (softmax(q k^T / sqrt(d_head) + mask)): it is no bool, and a finite "
+                                     "bias is not 'blocked'; " + MASK):
+                return
+
+
 def test_per_sequence_mask_when_batch_equals_heads(impl):
     # batch == n_heads on purpose: a mask missing its head axis broadcasts without error here,
     # and sequence b's mask silently lands on head b of every sequence.

@@ -334,6 +334,12 @@ def as_many_keys_as_queries():
 
 
 @probe("linear_backward")
+def rows_without_a_batch_axis():
+    # x (rows, d_in), as an output layer gives it: grad_weight and grad_bias sum the rows
+    return (_normal(864, 6, D_OUT), _normal(865, 6, D_IN), _normal(866, D_IN, D_OUT)), {}
+
+
+@probe("linear_backward")
 def batched_tokens():
     return (_normal(809, BATCH, N_Q, D_OUT), _normal(810, BATCH, N_Q, D_IN), _normal(811, D_IN, D_OUT)), {}
 
@@ -391,6 +397,14 @@ def test_numerical_gradient_shape_and_dtype(impl):
                               "float64 copy")
             expect_varies(grad.ravel(), axis=0, what=f"numerical_gradient(f, x) for a (3, 4) {dtype.__name__} x: "
                           "its entries", idea=NUMERICAL + "; f's slope differs from entry to entry")
+    # The values for a float32 x: steps taken on a float64 copy (a blind round's steps on x's own float32 entries
+    # were off by 5%, in a float64 array that passed the dtype check).
+    x = _normal(2, 3, 4).astype(np.float32)
+    grad = impl.numerical_gradient(f, x, eps=1e-4)
+    expect_close(grad, _central_at(f, x.astype(np.float64), 1e-4), rtol=1e-6, atol=1e-7,
+                 what="numerical_gradient(f, x, eps=1e-4) for a float32 x (3, 4)",
+                 idea="the steps x +- eps on a float64 copy of x: in float32, x + 1e-4 rounds to a step of another "
+                      "size for most entries")
 
 
 def test_numerical_gradient_is_the_central_difference(impl):
@@ -563,6 +577,25 @@ def test_linear_backward_square_weight_and_two_batch_axes(impl):
                     idea=LINEAR)
     expect_gradient(grad_bias, lambda b: np.sum(r * (x @ weight + b)), bias,
                     what="grad_bias for x (2, 3, 5, 7) (two batch axes and positions)", idea=LINEAR)
+
+
+def test_linear_backward_of_rows_without_a_batch_axis(impl):
+    # x of two axes (rows, d_in), as the output layer of exercise 9 gives it: grad_bias sums the rows (a blind round:
+    # a linear_backward that averaged them there passed every test of this exercise, and model_gradients was blamed).
+    require_analytic(impl, "linear_backward")
+    x, weight, bias = _normal(860, 6, D_IN), _normal(861, D_IN, D_OUT), _normal(862, D_OUT)
+    r = _normal(863, 6, D_OUT)
+    result = call_or_explain(impl.linear_backward, r, x, weight, idea=LINEAR,
+                             what="linear_backward on x of 6 rows and no batch axis, (6, 7), and a (7, 4) weight")
+    if not expect(isinstance(result, tuple) and len(result) == 3, what="linear_backward's result",
+                  expected="a tuple (grad_x, grad_weight, grad_bias)", observed=type(result).__name__, idea=LINEAR):
+        return
+    grad_x, grad_weight, grad_bias = result
+    expect_gradient(grad_x, lambda z: np.sum(r * (z @ weight + bias)), x, what="grad_x for x (6, 7)", idea=LINEAR)
+    expect_gradient(grad_weight, lambda w: np.sum(r * (x @ w + bias)), weight, what="grad_weight for x (6, 7)",
+                    idea=LINEAR + "; a sum over the rows, not a mean")
+    expect_gradient(grad_bias, lambda b: np.sum(r * (x @ weight + b)), bias, what="grad_bias for x (6, 7)",
+                    idea=LINEAR + "; a sum over the rows, not a mean")
 
 
 def test_linear_backward_float32(impl):

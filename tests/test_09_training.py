@@ -517,6 +517,15 @@ def test_adam_several_steps(impl):
     if isinstance(result, tuple) and len(result) == 2:
         _expect_tree(result[0], _adam(params, grads, None, 0.03, 0.0, 0.99, 1e-8)[0], idea=ADAM + "; beta1 = 0 "
                      "keeps no momentum, m = g", what="params after one step with beta1=0.0 (no momentum)")
+    # eps given, on gradients small beside it: the default 1e-8 left in place (a blind round) moves every parameter
+    # by lr, the eps given by far less.
+    grads = {key: value * 1e-2 if not isinstance(value, dict) else {k: v * 1e-2 for k, v in value.items()}
+             for key, value in _params(45).items()}
+    result = call_or_explain(impl.adam_step, params, grads, None, lr=0.03, eps=0.05, idea=ADAM,
+                             what="adam_step(params, grads of about 0.01, None, lr=0.03, eps=0.05)")
+    if isinstance(result, tuple) and len(result) == 2:
+        _expect_tree(result[0], _adam(params, grads, None, 0.03, 0.9, 0.999, 0.05)[0], idea=ADAM + "; the eps "
+                     "given, in the denominator sqrt(v_hat) + eps", what="params after one step with eps=0.05")
 
 
 # ---------------------------------------------------------------- train
@@ -785,7 +794,8 @@ def _followed(impl, seed: int, task: dict, positions: bool, keep_state: bool,
     return losses
 
 
-def _check_followed(impl, positions: bool) -> None:
+def _check_followed(impl, positions: bool) -> bool:
+    """Fail the test unless train is init_model then Adam steps with their state (on one sentence repeated)."""
     seed = 930 + positions
     task = _one_sentence_task(seed)
     result = call_or_explain(impl.train, np.random.default_rng(seed), task, positions=positions, **FOLLOW,
@@ -793,7 +803,7 @@ def _check_followed(impl, positions: bool) -> None:
     losses = np.asarray(result[1] if isinstance(result, tuple) and len(result) == 2 else [], dtype=float).ravel()
     expected = np.array(_followed(impl, seed, task, positions, keep_state=True))
     if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
-        return
+        return True
     found, idea = read_losses(losses, expected, {
         "the losses of Adam steps that each start from state None":
             (lambda: _followed(impl, seed, task, positions, keep_state=False), STATE),
@@ -804,13 +814,43 @@ def _check_followed(impl, positions: bool) -> None:
                        f"(every batch the same), {FOLLOW['steps']} steps",
            expected=f"the losses of init_model(rng, ...) then Adam steps with their state: {_show_losses(expected)}",
            observed=f"{_show_losses(losses)}: {found}", idea=idea)
+    return False
 
 
 def test_train_is_init_model_then_adam_steps_with_their_state(impl):
-    _check_followed(impl, positions=True)
+    followed = _check_followed(impl, positions=True)
     frozen = frozen_batches(impl)
     expect(frozen is None, what=f"train on 30 different sentences, {FOLLOW['steps']} steps",
            expected="a batch drawn anew from rng at every step", observed=str(frozen), idea=FROZEN.format(found=frozen))
+    if followed:  # init_model comes first, its params known: the first loss of a batch of one is one sentence's
+        _check_batch_of_one(impl)
+
+
+def _check_batch_of_one(impl) -> None:
+    """With batch_size=1 on 30 different sentences, the first loss is one sentence's loss under init_model's params.
+
+    The batch's sentences are train's to draw (any way the API allows); their number is the argument's (a blind
+    round: a batch of 32 always passed, every test that set batch_size training on one sentence repeated).
+    """
+    seed, n, options = 944, 30, {**FOLLOW, "steps": 1, "batch_size": 1}
+    task = tasks().antecedent_task(np.random.default_rng(945), n)
+    try:
+        result = impl.train(np.random.default_rng(seed), task, **options)
+        first = float(np.asarray(result[1], dtype=float).ravel()[0])
+        params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
+        logits = np.asarray(impl.model_forward(params, task["tokens"], task["query_position"], FOLLOW["n_heads"])[0],
+                            dtype=float)
+    except Exception:  # noqa: BLE001 - a train or a model that fails here fails its own tests, with their messages
+        return
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    each = -(shifted[np.arange(n), task["target"]] - np.log(np.exp(shifted).sum(axis=-1)))
+    expect(bool(np.any(np.isclose(each, first, rtol=1e-6, atol=1e-9))),
+           what=f"the first loss of train(rng, task of {n} different sentences, batch_size=1, steps=1)",
+           expected=f"the loss of one sentence under init_model's params (they range over "
+                    f"{each.min():.4f}..{each.max():.4f})",
+           observed=f"{first:.6f}, the loss of no single sentence: a batch of another size",
+           idea="train: each step's batch holds batch_size sentences, the argument given "
+                "(rng.integers(0, n, size=batch_size)), never a size of its own")
 
 
 def test_train_without_positions_trains_a_model_without_them(impl):
