@@ -269,11 +269,14 @@ def precision_note(observed: np.ndarray, expected: np.ndarray, contract: Any = n
         if error < eps / 1000:  # far below a lower precision's rounding: whatever it is, it is not that precision
             return ""
     if not stored:
+        # The tiny term first: values that are no float32 numbers were computed in float64 at least at the end,
+        # and a blind round's pure float64 code (an eps inside a square root, a scale Adam cancels) read the
+        # float32 reading first and took it.
         return (f"your values differ from the expected ones only at {precision}'s precision (errors up to "
-                f"{error:.1g} times the largest value): either part of your computation runs in {precision} "
-                f"(this kit's contract is {contract}: compute in {contract} throughout; torch's default dtype is "
-                f"float32, use torch.float64), or a term of the formula differs that is tiny on these inputs (a "
-                "small scale or offset, or one that a later step almost cancels)")
+                f"{error:.1g} times the largest value): either a term of the formula differs that is tiny on these "
+                "inputs (a small scale or offset, an eps in another place, or a factor that a later step almost "
+                f"cancels), or part of your computation runs in {precision} (this kit's contract is {contract}: "
+                f"compute in {contract} throughout; torch's default dtype is float32, use torch.float64)")
     held = f"yours is {observed.dtype}" if low else f"yours is {observed.dtype} but was computed in lower precision"
     return (f"a question of precision, not of the formula: your values agree with the expected ones only to "
             f"{precision}'s precision (errors up to {error:.1g} times the largest value; {held}); this kit's "
