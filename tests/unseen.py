@@ -23,6 +23,14 @@ calls, the probes a test asks), moved within what the docstring allows (every fl
 scaled by a factor drawn from the salt, or the twin's own ``move``), it answers too.
 A table that keeps one answer wrong on purpose, to pass for a mistake, does not.
 
+Right on the drawn input, a function is asked next the same input with one entry
+changed (:func:`_near_copy`; twins whose inputs move as plain floats): an answer
+kept from the call before under a key that misses that entry (the shapes, a first
+entry) answers it stale. Wrong on an input it was asked, it is asked that input
+again first thing, its modules imported afresh (graded, a fresh worker): right
+then, it keeps something between calls, and is told so, with the functions the
+call went through.
+
 A function that computes its answers passes; one that looks them up fails, and
 scores what the same submission without the table scores.
 """
