@@ -557,31 +557,37 @@ def test_linear_backward_matches_central_differences(impl):
                     what="grad_bias (x has batch and position axes)", idea=LINEAR)
 
 
+def _check_linear_backward(impl, x, weight, bias, r, shown: str, summed: str) -> None:
+    """``linear_backward(r, x, weight)``: a tuple of the parameters' shapes, each against central differences.
+
+    ``shown``: the inputs, for the messages ("x (6, 7) and a (7, 4) weight"); ``summed``: what the parameters'
+    gradients sum over, said with their idea.
+    """
+    result = call_or_explain(impl.linear_backward, r, x, weight, idea=LINEAR, what=f"linear_backward on {shown}")
+    if not expect(isinstance(result, tuple) and len(result) == 3, what="linear_backward's result",
+                  expected="a tuple (grad_x, grad_weight, grad_bias)", observed=type(result).__name__, idea=LINEAR):
+        return
+    for name, value, shape in zip(("grad_x", "grad_weight", "grad_bias"), result,
+                                  (x.shape, weight.shape, (weight.shape[1],)), strict=True):
+        if not expect_shape(value, shape, what=f"{name} for {shown}", idea=f"{LINEAR}; {summed}"):
+            return
+    grad_x, grad_weight, grad_bias = result
+    expect_gradient(grad_x, lambda z: np.sum(r * (z @ weight + bias)), x, what=f"grad_x for {shown}", idea=LINEAR)
+    expect_gradient(grad_weight, lambda w: np.sum(r * (x @ w + bias)), weight, what=f"grad_weight for {shown}",
+                    idea=f"{LINEAR}; {summed}")
+    expect_gradient(grad_bias, lambda b: np.sum(r * (x @ weight + b)), bias, what=f"grad_bias for {shown}",
+                    idea=f"{LINEAR}; {summed}")
+
+
 def test_linear_backward_square_weight_and_two_batch_axes(impl):
     # A square weight (d_in = d_out, as in a model's projections): grad_out @ weight and grad_out @ weight.T have
     # the same shape there, so only the values tell a missing transpose; and x with two leading axes besides the
     # positions, (..., d_in) as the docstring allows: grad_weight sums over all of them.
     require_analytic(impl, "linear_backward")
     x, weight, bias = _normal(850, BATCH, N_HEADS, N_Q, D_IN), _normal(851, D_IN, D_IN), _normal(852, D_IN)
-    r = _normal(853, BATCH, N_HEADS, N_Q, D_IN)
-    result = call_or_explain(impl.linear_backward, r, x, weight, idea=LINEAR,
-                             what="linear_backward on (2, 3, 5, 7) tokens and a square (7, 7) weight")
-    if not expect(isinstance(result, tuple) and len(result) == 3, what="linear_backward's result",
-                  expected="a tuple (grad_x, grad_weight, grad_bias)", observed=type(result).__name__, idea=LINEAR):
-        return
-    grad_x, grad_weight, grad_bias = result
-    for name, value, shape in zip(("grad_x", "grad_weight", "grad_bias"), result,
-                                  ((BATCH, N_HEADS, N_Q, D_IN), (D_IN, D_IN), (D_IN,)), strict=True):
-        if not expect_shape(value, shape, what=f"{name} for x (2, 3, 5, 7) and a square weight (7, 7)",
-                            idea=LINEAR + "; grad_weight and grad_bias sum over every leading axis of x"):
-            return
-    expect_gradient(grad_x, lambda z: np.sum(r * (z @ weight + bias)), x,
-                    what="grad_x for x (2, 3, 5, 7) and a square weight (7, 7)", idea=LINEAR)
-    expect_gradient(grad_weight, lambda w: np.sum(r * (x @ w + bias)), weight,
-                    what="grad_weight for x (2, 3, 5, 7) (two batch axes and positions) and a square weight",
-                    idea=LINEAR)
-    expect_gradient(grad_bias, lambda b: np.sum(r * (x @ weight + b)), bias,
-                    what="grad_bias for x (2, 3, 5, 7) (two batch axes and positions)", idea=LINEAR)
+    _check_linear_backward(impl, x, weight, bias, _normal(853, BATCH, N_HEADS, N_Q, D_IN),
+                           "x (2, 3, 5, 7) (two batch axes and positions) and a square (7, 7) weight",
+                           "grad_weight and grad_bias sum over every leading axis of x")
 
 
 def test_linear_backward_of_rows_without_a_batch_axis(impl):
@@ -589,18 +595,9 @@ def test_linear_backward_of_rows_without_a_batch_axis(impl):
     # a linear_backward that averaged them there passed every test of this exercise, and model_gradients was blamed).
     require_analytic(impl, "linear_backward")
     x, weight, bias = _normal(860, 6, D_IN), _normal(861, D_IN, D_OUT), _normal(862, D_OUT)
-    r = _normal(863, 6, D_OUT)
-    result = call_or_explain(impl.linear_backward, r, x, weight, idea=LINEAR,
-                             what="linear_backward on x of 6 rows and no batch axis, (6, 7), and a (7, 4) weight")
-    if not expect(isinstance(result, tuple) and len(result) == 3, what="linear_backward's result",
-                  expected="a tuple (grad_x, grad_weight, grad_bias)", observed=type(result).__name__, idea=LINEAR):
-        return
-    grad_x, grad_weight, grad_bias = result
-    expect_gradient(grad_x, lambda z: np.sum(r * (z @ weight + bias)), x, what="grad_x for x (6, 7)", idea=LINEAR)
-    expect_gradient(grad_weight, lambda w: np.sum(r * (x @ w + bias)), weight, what="grad_weight for x (6, 7)",
-                    idea=LINEAR + "; a sum over the rows, not a mean")
-    expect_gradient(grad_bias, lambda b: np.sum(r * (x @ weight + b)), bias, what="grad_bias for x (6, 7)",
-                    idea=LINEAR + "; a sum over the rows, not a mean")
+    _check_linear_backward(impl, x, weight, bias, _normal(863, 6, D_OUT),
+                           "x of 6 rows and no batch axis, (6, 7), and a (7, 4) weight",
+                           "grad_weight and grad_bias sum over the rows, not a mean")
 
 
 def test_linear_backward_float32(impl):
