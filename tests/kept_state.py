@@ -120,26 +120,16 @@ def _same(a: Any, b: Any) -> bool:
 
 def _lead(name: str, args: tuple, kwargs: dict, now: Any, first: Any, reached: Any) -> str:
     """What the student should know first: the call, both answers, and where the state may be."""
+    from tests.reach import went_through
     from tests.unseen import _shown
 
-    where = holder(name, reached)
+    where = went_through(name, reached)
     return (f"First: your code keeps something between calls. {name}({_shown(args, kwargs)}), a call of this test, "
             "is answered differently when asked again now, after the tests' calls, than when asked first (your "
             f"modules imported afresh): {_difference(now, first)}. {where[0].upper() + where[1:]} keeps something from "
             "earlier calls (a cache keyed on part of the input, a counter, a default list or dict argument, a "
             "global) that changes its answers: compute each answer "
             "from the call's own arguments. The failure below may come from it.")
-
-
-def holder(name: str, reached: Any) -> str:
-    """Where state may be: ``your f()``, or a function it went through (``tests.reach.Reached``), in the API's order."""
-    from grader.curriculum import load as load_curriculum
-
-    order = [function for exercise in load_curriculum().exercises for function in exercise.functions]
-    went = set(getattr(reached, "functions", ()) or ()) - {name}
-    through = [function for function in order if function in went]
-    return f"your {name}()" + (f" or a function it went through ({', '.join(f + '()' for f in through)})"
-                               if through else "")
 
 
 def _difference(now: Any, first: Any) -> str:

@@ -311,3 +311,12 @@ def package_of(implementation: Any) -> str | None:
     """The package under which ``implementation``'s modules are imported here, or None (code elsewhere)."""
     package = getattr(implementation, "package", None)
     return package if isinstance(package, str) and package in sys.modules else None
+
+
+def went_through(name: str, reached: Any) -> str:
+    """Where state may be: ``your f()``, or a function it went through (a :class:`Reached`), in the API's order."""
+    order = [function for exercise in load_curriculum().exercises for function in exercise.functions]
+    went = set(getattr(reached, "functions", ()) or ()) - {name}
+    through = [function for function in order if function in went]
+    return f"your {name}()" + (f" or a function it went through ({', '.join(f + '()' for f in through)})"
+                               if through else "")

@@ -52,8 +52,8 @@ import numpy as np
 from tests.crash import raising_everything
 from tests.effort import message, submission_salt
 from tests.failures import Failure
-from tests.kept_state import holder
 from tests.moves import SEED, _special, relabeled_letters, reordered, scaled, scaled_numbers, tempered
+from tests.reach import went_through
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ def gate(kit: Any, exercise: str, name: str) -> list[Failure]:
         return [message(f"{name}({_shown(args, kwargs)}), an input drawn for your submission, asked after the "
                         "tests' calls and again first thing", _short(expected), f"{_short(got)} after the "
                         "tests' calls; the expected answer when asked first",
-                        f"{spec.idea}; {holder(name, getattr(kit, '_reached', None))} answers the same input "
+                        f"{spec.idea}; {went_through(name, getattr(kit, '_reached', None))} answers the same input "
                         "differently after other calls: it keeps something between calls (a cache keyed on part of "
                         "the input, a counter, a default list or dict argument, a global) that changes its "
                         "answers; compute each answer from the call's own arguments")]
