@@ -35,9 +35,14 @@ def kept_calls() -> deque:
     return deque(maxlen=CALLS_KEPT)
 
 
+def given_a_generator(args: tuple, kwargs: dict) -> bool:
+    """Whether a call's arguments hold a numpy generator (at the top level, as the API passes ``rng``)."""
+    return any(isinstance(value, np.random.Generator) for value in (*args, *kwargs.values()))
+
+
 def noted(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """A call's arguments as given, to ask again: references, each generator a copy (the call draws from it)."""
-    if not any(isinstance(value, np.random.Generator) for value in (*args, *kwargs.values())):
+    if not given_a_generator(args, kwargs):
         return args, kwargs
 
     def kept(value: Any) -> Any:
@@ -62,7 +67,7 @@ def check(kit: Any, exercise: str, checked: dict[str, int]) -> str | None:
     for name, args, kwargs in reversed(log):
         # A call given a generator is left out: drawing from numpy's global generator instead makes answers differ
         # too, and its tests say that precisely (all randomness from the rng given).
-        if any(isinstance(value, np.random.Generator) for value in (*args, *kwargs.values())):
+        if given_a_generator(args, kwargs):
             continue
         if checked.get(FRESH, 0) >= FRESH_STARTS:
             return None
