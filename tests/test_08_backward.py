@@ -139,7 +139,8 @@ def _sampled(rng: np.random.Generator, shape: tuple[int, ...], count: int) -> tu
 # nudging every input entry costs tens of thousands of forward passes (seconds to minutes) and the chain rule a
 # few milliseconds. {name: (small, large)} of (leading, n_q, n_k, d) per case. (softmax and layer norm act on
 # each slice of their last axis alone: one pass can nudge an entry of every slice at once, and that estimate
-# costs n passes of a slice of n, as the slices' explicit Jacobians do, an honest way: no size tells the two apart.)
+# costs n passes of a slice of n, as a slice's explicit Jacobian does: slices of 64 hide both, long ones do not,
+# see _LONG.)
 # A linear layer's forward is linear: nudging input column a of every row at once (and row a of the weight) gives
 # column a of both gradients exactly, one pass per input column; 512 of them make that ten times the bound, and
 # a forward pass of about a millisecond puts the bound well above its floor.
@@ -153,13 +154,13 @@ _GATE_SIZES = {"softmax_backward": ((2, 5, 7), (8, 64, 64)),
                "multi_head_attention_backward": ((2, 5, 12, 3), (2, 32, 64, 4))}
 
 
-def _gate_case(name: str, rng: np.random.Generator, large: bool):
+def _gate_case(name: str, rng: np.random.Generator, large: bool, size: tuple[int, ...] | None = None):
     """``(args, forward, [(label, where in the result, loss of that input, the input, linear)])``, seeded by ``rng``.
 
     The losses are the tests' own and complex-safe (for the complex step); ``linear`` marks a loss that is
-    linear in that input.
+    linear in that input. ``size`` replaces the gate's own (``_GATE_SIZES``; the long slices of ``_LONG``).
     """
-    normal, size = rng.normal, _GATE_SIZES[name][large]
+    normal, size = rng.normal, size or _GATE_SIZES[name][large]
     if name == "softmax_backward":
         scores, r = normal(scale=2.0, size=size), normal(size=size)
         return (r, _softmax(scores)), lambda: _softmax(scores), [
@@ -270,7 +271,59 @@ def _gate(impl, name: str) -> list[Failure]:
                      "(" + ANALYTIC + "), or a small term of the formula left out or changed (an eps, a scale): "
                      "compare each term with the forward pass")
                     if estimate else "the gradient is wrong here: " + _FORMULA.get(name, RULE)))
+    if not failures and name in _LONG:
+        failures += _long_slices(impl, name, rng)
     return failures
+
+
+# Softmax and layer norm act on each slice of their last axis alone, and a slice's gradient is a few sums and
+# products over it (the formulas above). A slice's n x n Jacobian, written out or made of one direction per entry
+# (a nudge, a dual number, a complex step: an estimate or exact), costs n times the memory or the time: the tests'
+# slices (n of 7 to 64) hide that, long ones do not. First the memory at slices of 2048 (an n x n matrix for each
+# is 64 MiB; the formulas hold a few arrays the size of the input), then, for a Jacobian made a few directions at a
+# time, the CPU time at slices of 8192 (n passes over a slice: 8192 forward passes). {name: (memory, cpu) sizes}.
+_LONG = {"softmax_backward": ((2, 2048), (2, 8192)), "layer_norm_backward": ((2, 2048), (2, 8192))}
+_LONG_ROOM = 16  # the memory allowed at long slices: this many arrays the size of one input, besides the graded own
+_LONG_OWN = 6 << 20  # graded, the fresh worker's own pages (the module imported during the call; see test_11's)
+_LONG_IDEA = ("a slice's gradient is a few sums and products over it: {formula}. Written as an n x n Jacobian per "
+              "slice, or built from one direction per entry (a nudge of each score, a dual number, a complex "
+              "step), it costs n times the memory or the time: that formula needs no Jacobian")
+
+
+def _long_slices(impl, name: str, rng: np.random.Generator) -> list[Failure]:
+    """Why ``name`` costs more than a few passes over a long slice (empty when it does not): see ``_LONG``."""
+    formula = {"softmax_backward": "grad_scores = p * (g - sum(g * p))",
+               "layer_norm_backward": "grad_x = (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) / "
+                                      "sqrt(var + eps)"}[name]
+    idea = _LONG_IDEA.format(formula=formula)
+    memory_size, cpu_size = _LONG[name]
+    args, _, _ = _gate_case(name, rng, True, memory_size)
+    _, peak = impl.measure(name, *args)
+    own = _LONG_OWN if impl.measures_elsewhere else 0
+    one = max(np.asarray(a).nbytes for a in args)
+    allowed = _LONG_ROOM * one + own
+    jacobians = memory_size[0] * memory_size[1] ** 2 * 8
+    what = f"{name}: the memory of a call on slices of {memory_size[1]} entries (shape {memory_size})"
+    if peak is not None and peak > allowed:
+        room = " and 6 MiB of the process's own" if own else ""
+        return [message(what, f"at most {allowed / 2**20:.1f} MiB ({_LONG_ROOM} arrays the size of the input{room})",
+                        f"{peak / 2**20:.1f} MiB (an n x n matrix for each slice takes {jacobians / 2**20:.0f} MiB)",
+                        idea)]
+    args, forward, _ = _gate_case(name, rng, True, cpu_size)
+    forward_seconds = cpu_seconds_per_call(forward, minimum=1e-3)
+    bound = EFFORT * forward_seconds + EFFORT_FLOOR
+    _, _, seconds = within_budget(
+        lambda attempt: args if attempt == 0 else _gate_case(name, rng, True, cpu_size)[0],
+        lambda drawn: cpu_call(impl, name, *drawn, budget=bound), bound)
+    if seconds is not None and seconds > bound:
+        stopped = seconds == float("inf")
+        return [message(
+            f"{name}: its CPU time on slices of {cpu_size[1]} entries (shape {cpu_size})",
+            f"at most {bound * 1e3:.0f} ms ({EFFORT} forward passes of {forward_seconds * 1e3:.2f} ms, plus "
+            f"{EFFORT_FLOOR * 1e3:.0f} ms)",
+            f"more than {bound * 1e3:.0f} ms (stopped there)" if stopped else
+            f"{seconds * 1e3:.0f} ms, about {seconds / forward_seconds:.0f} forward passes", idea)]
+    return []
 
 
 def require_analytic(impl, name: str) -> bool:

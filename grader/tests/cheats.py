@@ -504,6 +504,50 @@ def _raising(module: str, error: str) -> str:
     return "\n".join(lines)
 
 
+# Exercise 8: a slice's n x n Jacobian in place of the formula. Softmax's by forward-mode dual numbers, every
+# direction at once (exact: a hostile round's, every backward point); layer norm's written out one row at a time
+# (little memory, n passes of time). The tests' slices (7 to 64 entries) hid both; long slices cost them n times.
+_JACOBIAN_SOFTMAX = """
+def softmax_backward(grad_weights, weights, axis=-1):
+    grad_weights, weights = np.asarray(grad_weights), np.asarray(weights)
+    if grad_weights.shape != weights.shape:
+        raise ValueError(f"grad_weights of shape {grad_weights.shape} must match weights {weights.shape}")
+    {body}
+"""
+DUAL_NUMBERS = """w = np.moveaxis(weights.astype(float), axis, -1)
+    g = np.moveaxis(grad_weights.astype(float), axis, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.log(w)  # softmax(log p) = p; the tangents: direction j nudges score j
+        top = np.max(s, axis=-1, keepdims=True)
+        e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+        t_e = np.eye(w.shape[-1]) * e[..., None, :]
+        total, t_total = e.sum(axis=-1), t_e.sum(axis=-1)
+        p = e / total[..., None]
+        t_p = (t_e - t_total[..., :, None] * p[..., None, :]) / total[..., None, None]
+        grad = np.einsum("...ji,...i->...j", np.nan_to_num(t_p), g)
+    return np.moveaxis(grad, -1, axis).astype(np.result_type(grad_weights, weights))"""
+_JACOBIAN_NORM = """
+def layer_norm_backward(grad_out, x, gamma, eps=1e-5):
+    grad_out, x, gamma = (np.asarray(a, dtype=float) if np.asarray(a).dtype.kind != "f" else np.asarray(a)
+                          for a in (grad_out, x, gamma))
+    d = x.shape[-1] if x.ndim else 0
+    if x.ndim < 1 or gamma.shape != (d,) or grad_out.shape != x.shape or not eps >= 0:
+        raise ValueError(f"x {x.shape}, gamma {gamma.shape}, grad_out {grad_out.shape}, eps {eps}: bad input")
+    mean = x.mean(axis=-1, keepdims=True)
+    inv = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    xh = (x - mean) * inv
+    gx = grad_out * gamma
+    {body}
+    leading = tuple(range(x.ndim - 1))
+    return grad_x, (grad_out * xh).sum(axis=leading), grad_out.sum(axis=leading)
+"""
+JACOBIAN_ROWS = """grad_x = np.empty(x.shape, dtype=(gx * inv).dtype)
+    for j in range(d):  # row j of d xhat / d x: inv (delta_ij - 1/d - xhat_i xhat_j / d)
+        row = (-1.0 / d - xh[..., j : j + 1] * xh / d) * inv
+        row[..., j] += inv[..., 0]
+        grad_x[..., j] = np.sum(row * gx, axis=-1)"""
+
+
 CHEATS = {
     cheat.name: cheat for cheat in (
         Cheat("backward-central-differences", "backward",
@@ -516,6 +560,14 @@ CHEATS = {
               {"backward": _COLOURED_LINEAR.format(coloured=COLOURED)},
               {"backward": _COLOURED_LINEAR.format(coloured=COLOURED_UNDONE)}, _files("08", "backward"),
               about="linear_backward"),
+        Cheat("softmax-backward-dual-numbers", "backward",
+              {"backward": _JACOBIAN_SOFTMAX.replace("{body}", DUAL_NUMBERS)},
+              {"backward": _JACOBIAN_SOFTMAX.replace("{body}", UNDONE)}, _files("08", "backward"),
+              about="softmax_backward"),
+        Cheat("layer-norm-backward-jacobian-rows", "backward",
+              {"backward": _JACOBIAN_NORM.replace("{body}", JACOBIAN_ROWS)},
+              {"backward": _JACOBIAN_NORM.replace("{body}", UNDONE)}, _files("08", "backward"),
+              about="layer_norm_backward"),
         Cheat("training-central-differences", "training",
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL)},
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL_UNDONE)}, _files("09", "training")),
