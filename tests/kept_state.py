@@ -71,23 +71,26 @@ def check(kit: Any, exercise: str, checked: dict[str, int]) -> str | None:
             continue
         if checked.get(FRESH, 0) >= FRESH_STARTS:
             return None
-        now = _ask(implementation, exercise, name, args, kwargs)
-        if now is _RAISED:
+        now = ask(implementation, exercise, name, args, kwargs)
+        if now is RAISED:
             continue
         checked[FRESH] = checked.get(FRESH, 0) + 1
         forget()
-        first = _ask(implementation, exercise, name, args, kwargs)
-        if first is not _RAISED and not _same(now, first):
+        first = ask(implementation, exercise, name, args, kwargs)
+        if first is not RAISED and not same(now, first):
             return _lead(name, args, kwargs, now, first, getattr(kit, "_reached", None))
     return None
 
 
 FRESH = " fresh starts"  # the key of the session's count of fresh imports in ``checked`` (no exercise's name)
-_RAISED = object()
+RAISED = object()
 
 
-def _ask(implementation: Any, exercise: str, name: str, args: tuple, kwargs: dict) -> Any:
-    """``name``'s answer to copies of the arguments, quietly; ``_RAISED`` where it raised (no answer to compare)."""
+def ask(implementation: Any, exercise: str, name: str, args: tuple, kwargs: dict) -> Any:
+    """``name``'s answer to copies of the arguments, quietly; ``RAISED`` where it raised (no answer to compare).
+
+    Shared with ``tests/api_defaults.py``, as :func:`same` and :func:`difference` are.
+    """
     call_args, call_kwargs = copy.deepcopy((args, kwargs))
     try:
         function: Callable[..., Any] = implementation.function(exercise, name)
@@ -95,10 +98,10 @@ def _ask(implementation: Any, exercise: str, name: str, args: tuple, kwargs: dic
             warnings.simplefilter("ignore")
             return function(*call_args, **call_kwargs)
     except Exception:  # noqa: BLE001 - a raise (a budget's too) is no answer to compare
-        return _RAISED
+        return RAISED
 
 
-def _same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any) -> bool:
     """The same answer: arrays of the same shape and kind, floats to rounding, containers item by item.
 
     Answers of any other kind, or that cannot be compared, count as the same: no claim without evidence.
@@ -115,9 +118,9 @@ def _same(a: Any, b: Any) -> bool:
         except (TypeError, ValueError):
             return True
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+        return a.keys() == b.keys() and all(same(a[key], b[key]) for key in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (str, bytes, bool, type(None))) or isinstance(b, (str, bytes, bool, type(None))):
         return type(a) is type(b) and a == b
     return True
@@ -131,13 +134,13 @@ def _lead(name: str, args: tuple, kwargs: dict, now: Any, first: Any, reached: A
     where = went_through(name, reached)
     return (f"First: your code keeps something between calls. {name}({_shown(args, kwargs)}), a call of this test, "
             "is answered differently when asked again now, after the tests' calls, than when asked first (your "
-            f"modules imported afresh): {_difference(now, first)}. {where[0].upper() + where[1:]} keeps something from "
+            f"modules imported afresh): {difference(now, first)}. {where[0].upper() + where[1:]} keeps something from "
             "earlier calls (a cache keyed on part of the input, a counter, a default list or dict argument, a "
             "global) that changes its answers: compute each answer "
             "from the call's own arguments. The failure below may come from it.")
 
 
-def _difference(now: Any, first: Any) -> str:
+def difference(now: Any, first: Any) -> str:
     """How two answers differ, in a few words."""
     try:
         a, b = _arrays(now), _arrays(first)

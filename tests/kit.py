@@ -647,6 +647,7 @@ class Kit:
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
         self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
         self._kept = kept_state.kept_calls()  # its last calls that answered, asked again if it fails
+        self._crashed: tuple | None = None  # the call that raised, as ``_kept`` notes one (tests/api_defaults.py)
         # The first calls of each gated function in this session, with their answers (shared by the session's Kits).
         self._answered: dict[str, list[tuple[tuple, dict, Any]]] = _session_answers(implementation, exercise)
 
@@ -785,6 +786,7 @@ class Kit:
         except Exception as error:
             if is_raising_through():
                 _undone(arguments, before)
+                self._crashed = (name, *noted)  # the test's own wrapper tells it (feedback.call_or_explain)
                 if name not in self._rejected and not is_raising_everything():
                     self._rejected.append(name)  # asked whether it answers good input too (ask_unseen)
                 raise  # a test that expects an exception (bad input) looks at it
@@ -799,6 +801,8 @@ class Kit:
                 kind=TIMED_OUT if isinstance(error, TimeoutError) else CRASHED)
         if failure is not None:
             _undone(arguments, before)  # a call that changed its arguments, then raised
+            if failure.kind == CRASHED:
+                self._crashed = (name, *noted)
             pytest.fail(record(failure).message, pytrace=False)
         result = left_intact(name, arguments, before, result, judged=not self._gating)
         self._kept.append((name, *noted))  # asked again if the test fails (tests/kept_state.py)

@@ -393,7 +393,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if exercise is None or implementation is None:
         return None
     findings = list(findings)
-    from tests import diagnosis, kept_state  # only when a test fails
+    from tests import api_defaults, diagnosis, kept_state  # only when a test fails
 
     state = item.config.stash.setdefault(FEEDBACK, {})
     if state.get("implementation") is not implementation:
@@ -438,6 +438,14 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         families[exercise] = None if found else diagnosis.diagnose_family(implementation, exercise, observation)
         if families[exercise] is not None:
             diagnoses[exercise] = diagnosis.describe_family(exercise, families[exercise])
+    if not diagnoses[exercise]:  # (a known mistake, or a family, explains everything: it stays first)
+        try:  # a call that left out a parameter whose default is not the API's (a crash too: causal=True raises)
+            changed = api_defaults.check(kit, exercise, state.setdefault("defaults", {})) \
+                if _not_a_stub(findings) else None
+        except Exception:  # noqa: BLE001 - feedback must never break the run
+            changed = None
+        if changed:
+            return _led(findings, changed, None)
     if culprit is not None:
         dependency, caller = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
@@ -450,6 +458,12 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
         return _led(findings, diagnoses[exercise], family.revisit if family is not None else None)
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
+
+
+def _not_a_stub(findings: list[failures.Failure]) -> bool:
+    """Whether a check failed on a value or a raise of the student's own (not a stub, a timeout, a missing function)."""
+    quiet = {failures.NOT_IMPLEMENTED, failures.UNAVAILABLE, failures.TIMED_OUT}
+    return any(failure.kind not in quiet for failure in findings)
 
 
 def _a_wrong_value(findings: list[failures.Failure]) -> bool:

@@ -1,0 +1,79 @@
+"""A failing call that left out a parameter whose default the student changed is told so first (tests/api_defaults.py).
+
+A blind round's mistakes: Adam with ``eps=1e-6`` was told its update formula, a blockwise attention with
+``causal=True`` its online softmax, a rotary embedding with ``base=1000`` the rotation formula.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from grader.curriculum import ROOT, load
+from grader.mutants.report import run_tests
+from grader.tests.cheats import plant
+from tests import api_defaults
+from tests.kit import LocalImplementation
+
+# An API function with one default changed: appended to a copy of the reference (a later def wins), the call
+# passed on to the reference's own function, kept under another name.
+_CHANGED = '''
+_api_{name} = {name}
+
+
+def {name}({head}):
+    return _api_{name}({call})
+'''
+
+
+def _changed(name: str, module: str, parameter: str, value: str) -> dict[str, str]:
+    reference = getattr(__import__(f"solutions.{module}", fromlist=[name]), name)
+    parameters = inspect.signature(reference).parameters.values()
+    head = ", ".join(p.name if p.default is inspect.Parameter.empty else
+                     f"{p.name}={value if p.name == parameter else repr(p.default)}" for p in parameters)
+    call = ", ".join(f"{p.name}={p.name}" for p in parameters)
+    return {module: _CHANGED.format(name=name, head=head, call=call)}
+
+
+@pytest.mark.parametrize(("name", "module", "parameter", "value", "api"), [
+    ("adam_step", "training", "eps", "1e-06", "eps=1e-08"),
+    ("rotary_embedding", "positional", "base", "1000.0", "base=10000.0"),
+    ("blockwise_attention", "decoding", "causal", "True", "causal=False"),  # a raise: causal needs n_q = n_k
+])
+def test_a_changed_default_is_said_first(name, module, parameter, value, api, tmp_path):
+    folder = plant(tmp_path / name, _changed(name, module, parameter, value))
+    test_file = load().exercise(module).test_file
+    run = run_tests(ROOT / test_file, folder, tb="short")
+    assert run.failed, f"{name} with {parameter}={value} passed {test_file}"
+    said = f"First: your {name} has the default {parameter}={value}; the API's is {api}."
+    assert said in run.output, run.output[-3000:]
+
+
+def test_the_reference_s_own_run_names_no_default():
+    run = run_tests(ROOT / "tests/test_09_training.py", ROOT / "solutions", tb="short")
+    assert not run.failed and "has the default" not in run.output
+
+
+def test_the_recorded_defaults_are_the_reference_s():
+    table = api_defaults.table()
+    reference = LocalImplementation(ROOT / "solutions")
+    for exercise in load().exercises:
+        for name in exercise.functions:
+            parameters = inspect.signature(reference.function(exercise.name, name)).parameters.values()
+            expected = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+            assert set(table.get(name, {})) == set(expected), name
+            for parameter, default in expected.items():
+                assert api_defaults.same(default, table[name][parameter]), (name, parameter)
+    assert table["adam_step"]["eps"] == 1e-8 and table["blockwise_attention"]["causal"] is False
+
+
+@pytest.mark.parametrize(("default", "api", "same"), [
+    (16, 16, True), (16.0, 16, True), (1e-6, 1e-8, False), (True, True, True), (1, True, False),
+    (True, 1, False), (False, None, False), (None, None, True), ("relu", "relu", True), ("gelu", "relu", False),
+    (np.float64, {"dtype": "float64"}, True), (float, {"dtype": "float64"}, True),
+    (np.float32, {"dtype": "float64"}, False), ("float64", {"dtype": "float64"}, True), (3, "3", False),
+])
+def test_same_tells_a_changed_default(default, api, same):
+    assert api_defaults.same(default, api) is same
