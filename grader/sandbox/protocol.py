@@ -78,6 +78,8 @@ REQUESTS: dict[str, dict[str, type]] = {
     "answers": {"view": str, "entries": list},
     "forget_answers": {"views": list},
     "preload": {"modules": list},
+    # The signature of a student's function, as data (tests/api_defaults.py: a default that is not the API's).
+    "signature": {"view": str, "module": str, "function": str},
 }
 CALLBACKS: dict[str, dict[str, type]] = {
     "callback": {"exercise": str, "function": str, "payload": object},

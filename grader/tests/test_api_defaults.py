@@ -7,13 +7,17 @@ A blind round's mistakes: Adam with ``eps=1e-6`` was told its update formula, a 
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from grader.curriculum import ROOT, load
 from grader.mutants.report import run_tests
+from grader.sandbox.signatures import ShownDefault, signature_from
 from grader.tests.cheats import plant
+from grader.tests.waiting import HANG_SECONDS
 from tests import api_defaults
 from tests.kit import LocalImplementation
 
@@ -77,3 +81,33 @@ def test_the_recorded_defaults_are_the_reference_s():
 ])
 def test_same_tells_a_changed_default(default, api, same):
     assert api_defaults.same(default, api) is same
+
+
+def test_graded_the_lead_is_the_same(tmp_path):
+    # Graded, the student's code runs in its worker: the signature comes from there as data (the proxies' own is
+    # the API's), and the lead reads as in the student's own run.
+    plant(tmp_path / "class" / "eps", _changed("adam_step", "training", "eps", "1e-06"))
+    subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                    "--jobs", "1", "--part", "2"], cwd=ROOT, check=True, capture_output=True, timeout=HANG_SECONDS)
+    feedback = (tmp_path / "out" / "eps" / "feedback.md").read_text(encoding="utf-8")
+    assert "First: your adam_step has the default eps=1e-06; the API's is eps=1e-08." in feedback, feedback[:3000]
+
+
+@pytest.mark.parametrize("described", [
+    None, "x", [["a", 1]], [["a", 9, None]], [["not a name", 1, None]], [["a", 1, {"empty": True, "x": 1}]],
+    [["a", 1, [1, 2]]], [["a", 1, {"code": "import os"}]], [["a", 1, 1.0], ["b", 1, {"empty": True}]],
+    [["a", 1, None], ["a", 1, None]], [["a", True, None]], [["x", 1, None]] * 65,
+])
+def test_a_described_signature_that_is_not_one_is_none(described):
+    # What a worker sends is untrusted: anything but [[name, kind, default], ...] in a valid order gives no
+    # signature, and so no claim (a required parameter after one with a default is not a signature either).
+    assert signature_from(described) is None
+
+
+def test_a_described_signature_reads_back():
+    signature = signature_from([["x", 1, {"empty": True}], ["eps", 1, 1e-06], ["dtype", 3, {"dtype": "float32"}],
+                                ["how", 3, {"repr": "<object at 0x1>"}], ["name", 3, "relu"], ["on", 3, True]])
+    defaults = {name: p.default for name, p in signature.parameters.items()}
+    assert defaults["x"] is inspect.Parameter.empty and defaults["eps"] == 1e-06 and defaults["dtype"] is np.float32
+    assert isinstance(defaults["how"], ShownDefault) and repr(defaults["how"]) == "<object at 0x1>"
+    assert defaults["name"] == "relu" and defaults["on"] is True
