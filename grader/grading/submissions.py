@@ -429,11 +429,14 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
 def _copy_modules(folder: Path, target: Path) -> None:
     """Copy the manifest's modules and the private helpers (``_name.py``) of ``folder`` into ``target``.
 
-    Nothing else is graded, so nothing else is copied (not a conftest.py, not 10^5 stray files).
+    Every exercise's module the folder holds, not only the selection's: a graded module may import another of the
+    student's (a layer_norm_backward that calls its own layer_norm, graded with ``--part 2``: it found no
+    ``layer`` and lost every test, as its own run never did). Nothing else is run, so nothing else is copied (not
+    a conftest.py, not 10^5 stray files).
     """
     target.mkdir(parents=True, exist_ok=True)
     total = 0
-    wanted = set(_module_names())
+    wanted = {exercise.module_file for exercise in load_curriculum().exercises}
     names = [entry.name for entry in os.scandir(folder)
              if entry.name in wanted or (entry.name.startswith("_") and entry.name.endswith(".py")
                                          and entry.name != "__init__.py" and entry.name.isascii())]

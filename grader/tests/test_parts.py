@@ -240,3 +240,24 @@ def test_notebooks_follow_the_part(kit: Path, tmp_path: Path) -> None:
     assert "def causal_mask(" not in text
     graded = [c for c in cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert sum(c.metadata["nbgrader"]["points"] for c in graded) == pytest.approx(50)
+
+
+def test_a_part_two_module_may_import_the_student_s_own_part_one_module(tmp_path: Path) -> None:
+    # A layer_norm_backward that recomputes the forward pass with the student's own layer_norm (exercise 7, not one
+    # exercise 8 builds on), graded with --part 2: its own run finds layer.py beside it, and so must the grading
+    # (it found none and lost every layer_norm_backward test).
+    from grader.tests.cheats import plant
+
+    plant(tmp_path / "class" / "reuse", {"backward": (
+        "_given_layer_norm_backward = layer_norm_backward\n\n\n"
+        "def layer_norm_backward(grad_out, x, gamma, eps=1e-5):\n"
+        "    from .layer import layer_norm  # the student's own forward pass\n\n"
+        "    layer_norm(np.asarray(x), np.asarray(gamma), np.zeros(np.shape(gamma)), eps)\n"
+        "    return _given_layer_norm_backward(grad_out, x, gamma, eps)\n")})
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "class"), "--out",
+                           str(tmp_path / "out"), "--part", "2", "--jobs", "1"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=HANG_SECONDS)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    row = grades(tmp_path / "out")["reuse"]
+    assert row["status"] == "ok" and float(row["backward"]) == load().exercise("backward").points + \
+        load().exercise("backward").hidden_points, row
