@@ -89,7 +89,7 @@ RAISED = object()
 def ask(implementation: Any, exercise: str, name: str, args: tuple, kwargs: dict) -> Any:
     """``name``'s answer to copies of the arguments, quietly; ``RAISED`` where it raised (no answer to compare).
 
-    Shared with ``tests/api_defaults.py``, as :func:`same` and :func:`difference` are.
+    Shared with ``tests/api_signatures.py``, as :func:`same` and :func:`difference` are.
     """
     call_args, call_kwargs = copy.deepcopy((args, kwargs))
     try:

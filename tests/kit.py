@@ -36,7 +36,7 @@ import pytest
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
-from tests import kept_state
+from tests import api_signatures, kept_state
 from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_everything, is_raising_through, where_it_crashed
@@ -647,7 +647,8 @@ class Kit:
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
         self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
         self._kept = kept_state.kept_calls()  # its last calls that answered, asked again if it fails
-        self._crashed: tuple | None = None  # the call that raised, as ``_kept`` notes one (tests/api_defaults.py)
+        self._crashed: tuple | None = None  # the call that raised, as ``_kept`` notes one (tests/api_signatures.py)
+        self._defaulting: dict[tuple[str, str], tuple] = {}  # (function, parameter) -> its last call leaving it out
         # The first calls of each gated function in this session, with their answers (shared by the session's Kits).
         self._answered: dict[str, list[tuple[tuple, dict, Any]]] = _session_answers(implementation, exercise)
 
@@ -764,6 +765,9 @@ class Kit:
         before = _snapshot(arguments)
         # The call as it was asked, for the gate (generators copied: the call draws from them).
         noted = kept_state.noted(args, kwargs)
+        for parameter in api_signatures.left_out(name, arguments):  # asked again if the test fails, the API's given
+            self._defaulting.pop((name, parameter), None)
+            self._defaulting[name, parameter] = (name, *noted)
         asked = noted if name in self._unseen else None
         watcher, made_of = self._watched.get(name, (None, ""))
         window = Reached() if watcher else None  # what this very call reached, for its watcher

@@ -393,7 +393,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if exercise is None or implementation is None:
         return None
     findings = list(findings)
-    from tests import api_defaults, diagnosis, kept_state  # only when a test fails
+    from tests import api_signatures, diagnosis, kept_state  # only when a test fails
 
     state = item.config.stash.setdefault(FEEDBACK, {})
     if state.get("implementation") is not implementation:
@@ -438,9 +438,12 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         families[exercise] = None if found else diagnosis.diagnose_family(implementation, exercise, observation)
         if families[exercise] is not None:
             diagnoses[exercise] = diagnosis.describe_family(exercise, families[exercise])
-    if not diagnoses[exercise]:  # (a known mistake, or a family, explains everything: it stays first)
-        try:  # a call that left out a parameter whose default is not the API's (a crash too: causal=True raises)
-            changed = api_defaults.check(kit, exercise, state.setdefault("defaults", {})) \
+    if not diagnoses[exercise] or families.get(exercise) is not None:  # (a known mistake stays first)
+        # A function the test called whose parameters are not the API's, or a call that left out a parameter whose
+        # default is not the API's (a crash too: causal=True raises): before a family, which reads the probes'
+        # raises and values as a mistake of the idea (tests/api_signatures.py).
+        try:
+            changed = api_signatures.check(kit, exercise, state.setdefault("signatures", {})) \
                 if _not_a_stub(findings) else None
         except Exception:  # noqa: BLE001 - feedback must never break the run
             changed = None

@@ -185,7 +185,7 @@ def _golden_array(path: Path, key: str) -> np.ndarray:
 
 
 def golden_entry(key: str) -> np.ndarray | None:
-    """The golden files' array under ``key`` (not a probe's: ``tests.api_defaults.KEY``), None where none holds it."""
+    """The golden files' array under ``key`` (not a probe's: ``tests.api_signatures.KEY``), None where none holds it."""
     where = _golden_keys().get(key)
     return None if where is None else _golden_array(where, key)
 

@@ -7,9 +7,9 @@ Usage::
 
 The probes (seeded inputs) are declared in the graded test files. Their
 outputs under ``solutions/`` are the expected values that tests cannot
-derive from a property. Beside them, the API's defaults (``tests/api_defaults.py``),
-read from the reference's signatures: a failing call that left out a parameter
-whose default the student changed is told so first.
+derive from a property. Beside them, the API's signatures (``tests/api_signatures.py``),
+read from the reference's: a failing test that met a function whose parameters or
+defaults are not the API's is told so first.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from grader.curriculum import ROOT, load
-from tests import api_defaults
+from tests import api_signatures
 from tests.kit import LocalImplementation
 from tests.probes import GOLDEN_FILE, KIND_SUFFIX, as_arrays, golden_keys, load_all_probes, result_kind
 
@@ -37,7 +37,8 @@ def compute(impl_dir: str = "solutions") -> dict[str, np.ndarray]:
         values.update(zip(golden_keys(name, len(arrays)), arrays, strict=True))
         values[name + KIND_SUFFIX] = np.array(result_kind(result))
     functions = {exercise.name: list(exercise.functions) for exercise in load().exercises}
-    values[api_defaults.KEY] = np.array(json.dumps(api_defaults.recorded(implementation, functions), sort_keys=True))
+    signatures = api_signatures.recorded(implementation, functions)
+    values[api_signatures.KEY] = np.array(json.dumps(signatures, sort_keys=True))
     return values
 
 

@@ -48,7 +48,7 @@ STUDENT_FILES = (
     "tests/feedback.py",
     "tests/first_run.py",
     "tests/kept_state.py",
-    "tests/api_defaults.py",
+    "tests/api_signatures.py",
     "tests/kept_values.py",
     "tests/kinds.py",
     "tests/kit.py",

@@ -78,7 +78,7 @@ REQUESTS: dict[str, dict[str, type]] = {
     "answers": {"view": str, "entries": list},
     "forget_answers": {"views": list},
     "preload": {"modules": list},
-    # The signature of a student's function, as data (tests/api_defaults.py: a default that is not the API's).
+    # The signature of a student's function, as data (tests/api_signatures.py: a default that is not the API's).
     "signature": {"view": str, "module": str, "function": str},
 }
 CALLBACKS: dict[str, dict[str, type]] = {

@@ -565,7 +565,7 @@ class IsolatedImplementation(Measuring, Reports, Spares):
     def signature_of(self, exercise: str, name: str) -> inspect.Signature | None:
         """The student's own signature of ``name``, as its worker describes it; None where it is not known.
 
-        For ``tests.api_defaults`` (a default that is not the API's): the proxies' ``__signature__`` is the API's.
+        For ``tests.api_signatures`` (a default that is not the API's): the proxies' ``__signature__`` is the API's.
         A function of an exercise that fair grading serves from the reference has none of the student's.
         """
         try:

@@ -1,7 +1,7 @@
 """A student function's signature, as its worker describes it: read back from plain data, and checked.
 
 Run by: the grading process (``grader.sandbox.proxy.IsolatedImplementation.signature_of``), for
-``tests.api_defaults`` (a default that is not the API's, said first when a test fails). The proxies' own
+``tests.api_signatures`` (a default that is not the API's, said first when a test fails). The proxies' own
 ``__signature__`` is the API's (failure messages name arguments by it); this is the student's, as
 ``inspect.signature`` gives it in a student's own run. Nothing of the student's runs here: the worker sends
 ``[[name, kind, default], ...]`` (``grader.sandbox.worker.described_default``), and anything that is not that

@@ -1,7 +1,8 @@
-"""A failing call that left out a parameter whose default the student changed is told so first (tests/api_defaults.py).
+"""A failing test that met a signature that is not the API's is told so first (tests/api_signatures.py).
 
 A blind round's mistakes: Adam with ``eps=1e-6`` was told its update formula, a blockwise attention with
-``causal=True`` its online softmax, a rotary embedding with ``base=1000`` the rotation formula.
+``causal=True`` its online softmax, a rotary embedding with ``base=1000`` the rotation formula; a softmax_backward
+whose ``axis`` had no default was told (graded) that it handles a fixed number of axes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from grader.mutants.report import run_tests
 from grader.sandbox.signatures import ShownDefault, signature_from
 from grader.tests.cheats import plant
 from grader.tests.waiting import HANG_SECONDS
-from tests import api_defaults
+from tests import api_signatures
 from tests.kit import LocalImplementation
 
 # An API function with one default changed: appended to a copy of the reference (a later def wins), the call
@@ -60,17 +61,60 @@ def test_the_reference_s_own_run_names_no_default():
     assert not run.failed and "has the default" not in run.output
 
 
-def test_the_recorded_defaults_are_the_reference_s():
-    table = api_defaults.table()
+def test_the_recorded_signatures_are_the_reference_s():
+    table = api_signatures.table()
     reference = LocalImplementation(ROOT / "solutions")
     for exercise in load().exercises:
         for name in exercise.functions:
-            parameters = inspect.signature(reference.function(exercise.name, name)).parameters.values()
-            expected = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
-            assert set(table.get(name, {})) == set(expected), name
-            for parameter, default in expected.items():
-                assert api_defaults.same(default, table[name][parameter]), (name, parameter)
-    assert table["adam_step"]["eps"] == 1e-8 and table["blockwise_attention"]["causal"] is False
+            signature = inspect.signature(reference.function(exercise.name, name))
+            parameters = list(signature.parameters.values())
+            assert [entry[:2] for entry in table[name]] == [[p.name, int(p.kind)] for p in parameters], name
+            # The reference is the API: no difference (combine_masks' *masks was once "not among them").
+            assert api_signatures._parameters_differ(signature, table[name]) == "", name
+            for (_, _, default), parameter in zip(table[name], parameters, strict=True):
+                assert (default == api_signatures.EMPTY) == (parameter.default is inspect.Parameter.empty), name
+                if default != api_signatures.EMPTY:
+                    assert api_signatures.same(parameter.default, default), (name, parameter.name)
+    assert {name: default for name, _, default in table["adam_step"]}["eps"] == 1e-8
+    assert {name: default for name, _, default in table["blockwise_attention"]}["causal"] is False
+
+
+@pytest.mark.parametrize(("name", "module", "head", "call", "said"), [
+    # axis made required: graded, a family diagnosis read the probes' raises as "a fixed number of axes"
+    ("softmax_backward", "backward", "grad_weights, weights, axis", "grad_weights, weights, axis",
+     "axis has no default; the API's is axis=-1"),
+    ("linear", "projections", "x, weight, *, bias=None", "x, weight, bias", "bias is keyword-only"),
+    ("blockwise_attention", "decoding", "q, k, v, block_size, **options",
+     "q, k, v, block_size, options.get('causal_mask', False)", "causal is not among them"),
+    ("scaled_dot_product_attention", "attention", "q, v, k, mask=None", "q, k, v, mask",
+     "they come in another order: (q, v, k, mask)"),
+])
+def test_parameters_that_are_not_the_api_s_are_said_first(name, module, head, call, said, tmp_path):
+    folder = plant(tmp_path / name, {module: _CHANGED.format(name=name, head=head, call=call)})
+    run = run_tests(ROOT / load().exercise(module).test_file, folder, tb="short")
+    assert run.failed and f"First: the parameters of your {name} are not the API's: {said}" in run.output, \
+        run.output[-3000:]
+
+
+@pytest.mark.parametrize(("head", "call"), [
+    ("x, axis=-1, temperature=1.0", "x, axis"),  # a parameter added with a default: every API call binds alike
+    ("x, axis=-1, *rest, **options", "x, axis"),
+])
+def test_a_parameter_added_with_a_default_is_not_a_difference(head, call, tmp_path):
+    # A softmax without the max shift (a catalogued mistake) with a parameter added: its diagnosis stays.
+    code = _CHANGED.format(name="softmax", head=head, call=call).replace("return _api_softmax(", "return _unshifted(")
+    code += ("\n\ndef _unshifted(x, axis=-1):\n    e = np.exp(np.asarray(x, dtype=float))\n"
+             "    return e / e.sum(axis=axis, keepdims=True)\n")
+    run = run_tests(ROOT / "tests/test_01_softmax.py", plant(tmp_path / "added", {"softmax": code}), tb="short")
+    assert run.failed and "are not the API's" not in run.output and "has the default" not in run.output
+
+
+def test_code_that_answers_otherwise_every_time_is_not_told_its_default(tmp_path):
+    # training=1 is True; its answers differ from call to call as it draws from numpy's global generator.
+    code = _CHANGED.format(name="dropout", head="x, rate, rng, training=1",
+                           call="x, rate, np.random.default_rng(np.random.randint(1 << 30)), training")
+    run = run_tests(ROOT / "tests/test_07_layer.py", plant(tmp_path / "global", {"layer": code}), tb="short")
+    assert run.failed and "has the default" not in run.output, run.output[-3000:]
 
 
 @pytest.mark.parametrize(("default", "api", "same"), [
@@ -80,7 +124,7 @@ def test_the_recorded_defaults_are_the_reference_s():
     (np.float32, {"dtype": "float64"}, False), ("float64", {"dtype": "float64"}, True), (3, "3", False),
 ])
 def test_same_tells_a_changed_default(default, api, same):
-    assert api_defaults.same(default, api) is same
+    assert api_signatures.same(default, api) is same
 
 
 def test_graded_the_lead_is_the_same(tmp_path):
