@@ -280,4 +280,8 @@ def _plain(value: Any, encoded_value: Any) -> str:
         return f"np.{value.__name__}"
     if isinstance(encoded_value, dict) and "repr" in encoded_value:
         return encoded_value["repr"]
-    return repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a default of the student's whose repr raises
+        return "<a default without a repr>"
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -155,3 +155,17 @@ def test_a_described_signature_reads_back():
     assert defaults["x"] is inspect.Parameter.empty and defaults["eps"] == 1e-06 and defaults["dtype"] is np.float32
     assert isinstance(defaults["how"], ShownDefault) and repr(defaults["how"]) == "<object at 0x1>"
     assert defaults["name"] == "relu" and defaults["on"] is True
+
+
+def test_a_default_is_written_short_whatever_its_repr():
+    class Long:
+        def __repr__(self) -> str:
+            return "x" * 1_000_000
+
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    assert len(api_signatures._plain(Long(), None)) <= 80
+    assert api_signatures._plain(Broken(), None) == "<a default without a repr>"
+    assert api_signatures._plain(np.float32, {"dtype": "float32"}) == "np.float32"
