@@ -427,12 +427,9 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
 
 
 def _copy_modules(folder: Path, target: Path) -> None:
-    """Copy the manifest's modules and the private helpers (``_name.py``) of ``folder`` into ``target``.
+    """Copy every exercise's module and the private helpers (``_name.py``) of ``folder`` into ``target``.
 
-    Every exercise's module the folder holds, not only the selection's: a graded module may import another of the
-    student's (a layer_norm_backward that calls its own layer_norm, graded with ``--part 2``: it found no
-    ``layer`` and lost every test, as its own run never did). Nothing else is run, so nothing else is copied (not
-    a conftest.py, not 10^5 stray files).
+    Not only the selection's: a graded module may import another of the student's, as its own run does.
     """
     target.mkdir(parents=True, exist_ok=True)
     total = 0

@@ -517,3 +517,42 @@ def reissue_warnings(pairs: object) -> None:
         if not (isinstance(category, type) and issubclass(category, Warning)):
             category = UserWarning
         warnings.warn(pair[1][:500], category, stacklevel=3)
+
+
+# --------------------------------------------------------------------------- signatures
+
+def described_signature(function: Any) -> list | None:
+    """A function's parameters as plain data: ``[[name, kind, default], ...]`` (at most 64), for the worker's reply.
+
+    Each default as :func:`described_default` writes it; ``grader.sandbox.signatures`` reads them back and checks
+    them (``tests.api_signatures``: a signature that is not the API's).
+    """
+    import inspect
+
+    parameters = [[p.name, int(p.kind), described_default(p.default, p.empty)]
+                  for p in inspect.signature(function).parameters.values()]
+    return parameters[:64] or None
+
+
+def described_default(value: Any, empty: Any) -> Any:
+    """A parameter's default as plain data.
+
+    JSON's own values, ``{"dtype": name}`` for a numpy scalar type, ``{"repr": text}`` (200 characters at most)
+    for anything else, and ``{"empty": True}`` for none.
+    """
+    import math
+
+    if value is empty:
+        return {"empty": True}
+    if isinstance(value, np.generic) and type(value.item()) in (bool, int, float):
+        value = value.item()
+    if value is None or type(value) in (bool, int) or (type(value) is float and math.isfinite(value)):
+        return value
+    if type(value) is str:
+        return value[:200]
+    try:
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return {"dtype": np.dtype(value).name}
+        return {"repr": str(repr(value))[:200]}
+    except BaseException:  # noqa: BLE001 - a repr of the student's that fails
+        return {"repr": "<a default without a repr>"}

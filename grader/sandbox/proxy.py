@@ -72,7 +72,7 @@ from grader.sandbox.process import (
 )
 from grader.sandbox.reports import Reports
 from grader.sandbox.sealed import SEALED
-from grader.sandbox.signatures import signature_from
+from grader.sandbox.signatures import Signatures
 from grader.sandbox.spares import Spares
 from tests.kit import ImplementationError
 
@@ -94,7 +94,7 @@ def _close_server() -> None:
 atexit.register(_close_server)
 
 
-class IsolatedImplementation(Measuring, Reports, Spares):
+class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
     """A submission folder whose functions run in an isolated worker process.
 
     Parameters
@@ -561,24 +561,6 @@ class IsolatedImplementation(Measuring, Reports, Spares):
             raise ImplementationError(self._failures[key])
         callables = reply.get("callables")
         self._callables[key] = {n for n in callables if isinstance(n, str)} if isinstance(callables, list) else set()
-
-    def signature_of(self, exercise: str, name: str) -> inspect.Signature | None:
-        """The student's own signature of ``name``, as its worker describes it; None where it is not known.
-
-        For ``tests.api_signatures`` (a default that is not the API's): the proxies' ``__signature__`` is the API's.
-        A function of an exercise that fair grading serves from the reference has none of the student's.
-        """
-        try:
-            module = self.curriculum.exercise_of_function(name).name
-            if self.fair and module != exercise and module in self.curriculum.dependencies(exercise):
-                return None
-            self.function(exercise, name)  # imports the module (or raises)
-            view = module if self.fair else FAIR_VIEW_ALL
-            reply, _ = self._request({"op": "signature", "view": view, "module": module, "function": name}, [],
-                                     f"reading the signature of {name}()", counted=False)
-        except Exception:  # noqa: BLE001 - no signature known: no claim is made from it
-            return None
-        return signature_from(reply.get("parameters"))
 
     def _signature(self, name: str) -> inspect.Signature | None:
         """The API's signature of ``name`` (from the reference), so failure messages name arguments."""

@@ -1,6 +1,6 @@
 """A student function's signature, as its worker describes it: read back from plain data, and checked.
 
-Run by: the grading process (``grader.sandbox.proxy.IsolatedImplementation.signature_of``), for
+Run by: the grading process (:class:`Signatures`, a part of ``grader.sandbox.proxy.IsolatedImplementation``), for
 ``tests.api_signatures`` (a default that is not the API's, said first when a test fails). The proxies' own
 ``__signature__`` is the API's (failure messages name arguments by it); this is the student's, as
 ``inspect.signature`` gives it in a student's own run. Nothing of the student's runs here: the worker sends
@@ -14,6 +14,8 @@ import inspect
 from typing import Any
 
 import numpy as np
+
+from grader.sandbox import protocol
 
 MAX_PARAMETERS = 64
 MAX_TEXT = 200
@@ -60,3 +62,26 @@ def _default(value: Any) -> Any:
         if type(value.get("repr")) is str:
             return ShownDefault(value["repr"])
     raise TypeError("not a described default")
+
+
+class Signatures:
+    """The isolated implementation's signature method (``tests.api_signatures``), using the facade's worker."""
+
+    def signature_of(self, exercise: str, name: str) -> inspect.Signature | None:
+        """The student's own signature of ``name``, as its worker describes it; None where it is not known.
+
+        For ``tests.api_signatures`` (a default that is not the API's): the proxies' ``__signature__`` is the API's.
+        A function of an exercise that fair grading serves from the reference has none of the student's.
+        """
+        try:
+            module = self.curriculum.exercise_of_function(name).name
+            if self.fair and module != exercise and module in self.curriculum.dependencies(exercise):
+                return None
+            self.function(exercise, name)  # imports the module (or raises)
+            view = module if self.fair else protocol.VIEW_ALL
+            reply, _ = self._request({"op": "signature", "view": view, "module": module, "function": name}, [],
+                                     f"reading the signature of {name}()", counted=False)
+        except Exception:  # noqa: BLE001 - no signature known: no claim is made from it
+            return None
+        return signature_from(reply.get("parameters"))
+

@@ -435,19 +435,13 @@ class Worker:
         self.channel.send({"status": "ok", "callables": names}, [])
 
     def handle_signature(self, header: dict) -> None:
-        """Describe a student function's parameters as plain data: ``[[name, kind, default], ...]`` or None.
-
-        Each default as JSON holds it (``described_default``); the grading process checks what it gets.
-        """
+        """Describe a student function's parameters as plain data (``codec.described_signature``), or None."""
         try:
-            loaded = self.load(header["view"], header["module"])
-            import inspect
-
-            parameters = [[p.name, int(p.kind), described_default(p.default, p.empty)]
-                          for p in inspect.signature(getattr(loaded, header["function"])).parameters.values()]
+            parameters = codec.described_signature(getattr(self.load(header["view"], header["module"]),
+                                                           header["function"]))
         except BaseException:  # noqa: BLE001 - no signature to describe: none is sent, and no claim is made
             parameters = None
-        self.channel.send({"status": "ok", "parameters": parameters[:64] if parameters else None}, [])
+        self.channel.send({"status": "ok", "parameters": parameters}, [])
 
     def handle_call(self, header: dict, arrays: list) -> None:
         """Run one student function; reply with its result and arguments, or its exception as text."""
@@ -498,32 +492,6 @@ class Worker:
         if made_of is not None:
             reply[protocol.MADE_OF] = made_of
         self.send_reply(reply, reply_arrays)
-
-def described_default(value: Any, empty: Any) -> Any:
-    """A parameter's default as plain data (``grader.sandbox.signatures`` reads it back, checking each).
-
-    JSON's own values, ``{"dtype": name}`` for a numpy scalar type, ``{"repr": text}`` for anything else, and
-    ``{"empty": True}`` for none.
-    """
-    import math
-
-    import numpy as np
-
-    if value is empty:
-        return {"empty": True}
-    if isinstance(value, np.generic) and type(value.item()) in (bool, int, float):
-        value = value.item()
-    if value is None or type(value) in (bool, int) or (type(value) is float and math.isfinite(value)):
-        return value
-    if type(value) is str:
-        return value[:200]
-    try:
-        if isinstance(value, type) and issubclass(value, np.generic):
-            return {"dtype": np.dtype(value).name}
-        return {"repr": str(repr(value))[:200]}
-    except BaseException:  # noqa: BLE001 - a repr of the student's that fails
-        return {"repr": "<a default without a repr>"}
-
 
 def _one_thread() -> None:
     """Torch, if the student's code imported it, computes on one thread, as BLAS and OpenMP do here.
