@@ -105,10 +105,12 @@ def left_out(name: str, arguments: dict) -> list[str]:
     return [parameter for parameter in _defaulted(name) if parameter not in arguments]
 
 
-def check(kit: Any, exercise: str, checked: dict[str, int]) -> str | None:
-    """The lead for a failed test that met a signature that is not the API's; None when none (or not known).
+def check(kit: Any, exercise: str, checked: dict[str, int]) -> tuple[str, str] | None:
+    """The lead for a failed test that met a signature that is not the API's, and its revisit line; None when none.
 
     ``kit``: the test's ``tests.kit.Kit`` (its calls); ``checked``: the session's count of checks per exercise.
+    The revisit line names the API's signature: a hidden test's failure shows its revisit line only, and the
+    test's own (its formula) would name the wrong cause.
     """
     implementation = getattr(kit, "_implementation", None)
     if implementation is None or checked.get(exercise, 0) >= CHECKS_PER_EXERCISE:
@@ -130,7 +132,7 @@ def check(kit: Any, exercise: str, checked: dict[str, int]) -> str | None:
             return (f"First: the parameters of your {name} are not the API's: {different}. The API's: {name}"
                     f"({_written(table()[name])}). Tests, notebooks and other code call it as the API says: keep its "
                     "names, order and defaults (the signature in the exercise's stub). The failure below may come "
-                    "from it.")
+                    "from it.", _revisit(name))
     crashed = getattr(kit, "_crashed", None)
     # The raise first, then the last call that left out each parameter, then the last calls that answered.
     calls = ([crashed] if crashed else []) + list(reversed(list(getattr(kit, "_defaulting", {}).values()))) \
@@ -141,8 +143,13 @@ def check(kit: Any, exercise: str, checked: dict[str, int]) -> str | None:
         found = signature(name)
         lead = _default_lead(implementation, exercise, name, args, kwargs, found) if found is not None else None
         if lead:
-            return lead
+            return lead, _revisit(name)
     return None
+
+
+def _revisit(name: str) -> str:
+    """The revisit line of a signature's lead: the API's signature of ``name``."""
+    return f"the API's signature, parameters and defaults: {name}({_written(table()[name])})"
 
 
 def _functions(exercise: str) -> tuple[str, ...]:

@@ -447,8 +447,8 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
                 if _not_a_stub(findings) else None
         except Exception:  # noqa: BLE001 - feedback must never break the run
             changed = None
-        if changed:
-            return _led(findings, changed, None)
+        if changed:  # its revisit line names the API's signature first, then the check's own
+            return _led(findings, changed[0], changed[1], then=True)
     if culprit is not None:
         dependency, caller = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
@@ -476,17 +476,20 @@ def _a_wrong_value(findings: list[failures.Failure]) -> bool:
 
 
 def _led(findings: list[failures.Failure], lead: str, revisit: str | None,
-         keep_named: bool = False) -> list[failures.Failure]:
+         keep_named: bool = False, then: bool = False) -> list[failures.Failure]:
     """``findings`` with ``lead`` as their diagnosis and, when given, ``revisit`` as every revisit line they have.
 
     ``keep_named``: a revisit line that names a convention or a question of precision stays, after ``revisit``
-    (the dependency to fix first may be wrong only in that way, as its own tests say).
+    (the dependency to fix first may be wrong only in that way, as its own tests say). ``then``: every revisit
+    line stays, after ``revisit`` (a lead that may explain part of the failure only: a default not the API's).
     """
     from tests import steps
 
     def line(failure: failures.Failure) -> str:
         if revisit is None or not failure.revisit:
             return failure.revisit
+        if then:
+            return f"first {revisit}; then, if it still fails: {failure.revisit}"
         if keep_named and steps.names_a_convention(failure.revisit):
             return f"{revisit}; here: {failure.revisit}"
         return revisit

@@ -54,6 +54,9 @@ def test_a_changed_default_is_said_first(name, module, parameter, value, api, tm
     assert run.failed, f"{name} with {parameter}={value} passed {test_file}"
     said = f"First: your {name} has the default {parameter}={value}; the API's is {api}."
     assert said in run.output, run.output[-3000:]
+    # The revisit line names the API's signature first, then the check's own (a hidden test shows it alone).
+    assert f"revisit:  first the API's signature, parameters and defaults: {name}(" in run.output
+    assert "; then, if it still fails: " in run.output
 
 
 def test_the_reference_s_own_run_names_no_default():
