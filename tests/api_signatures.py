@@ -35,7 +35,6 @@ from tests import kept_state
 KEY = "api/signatures"  # the key of the API's signatures in the golden file (tests/probes.py)
 CHECKS_PER_EXERCISE = 1  # failing tests of an exercise checked in a session (its first one: what a student reads)
 EMPTY = {"empty": True}  # a parameter without a default, as :func:`encoded` writes it
-KINDS = {0: "positional-only", 1: "positional or keyword", 2: "*args", 3: "keyword-only", 4: "**kwargs"}
 
 
 def encoded(value: Any) -> Any:
