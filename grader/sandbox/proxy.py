@@ -278,7 +278,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             # A submission that already ran out of time gets the CPU only when honest ones do not need it.
             # Every worker at the grader's own priority: its budget is CPU time, so a lower priority would only
             # stretch a looping call's wall time (and a machine busy enough would then stop it as the machine's).
-            fds = self._worker.spawn(niceness=0)
+            fds = self._worker.spawn(0, SEALED.shared() if self.fair and self.path != self.reference else None)
         except (OSError, server.ServerError) as error:
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
@@ -434,7 +434,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         first.
         """
         held = self.limits.memory_bytes // 8
-        frame = SEALED.request(view, held)
+        frame = SEALED.request(view, held, self._worker.shared)  # where they lie, if the worker holds them all
         self._sealed_views[view] = 0  # asked once per worker, even when there are none
         if frame is None:
             return

@@ -132,11 +132,12 @@ class ForkServer:
         return f"exit status {process.returncode}; its last output: {(text.splitlines() or ['none'])[-1][:300]}"
 
     def fork(self, folder: Path, uid: int, limits: confine.Limits, niceness: int,
-             pipes: tuple[int, int, int]) -> ForkedWorker:
+             pipes: tuple[int, ...]) -> ForkedWorker:
         """Fork a worker for the submission ``folder`` (a folder of ``students``, holding ``modules/``).
 
-        ``pipes``: the worker's requests (read end), replies and output (write ends); they stay open here,
-        for the caller to close. ``folder``'s modules are handed to ``uid`` (readable by it alone) first.
+        ``pipes``: the worker's requests (read end), replies and output (write ends), then the sealed answers'
+        file if any (``sealed.Shared``); they stay open here, for the caller to close. ``folder``'s modules are
+        handed to ``uid`` (readable by it alone) first.
         """
         if folder.parent != self.students:
             raise ValueError(f"{folder}: not a folder of this server's submissions")

@@ -147,8 +147,9 @@ class Channel:
 class Worker:
     """Imports the student's modules lazily, one package per view, and runs calls."""
 
-    def __init__(self, channel: Channel, modules: str) -> None:
+    def __init__(self, channel: Channel, modules: str, shared_answers: Any = None) -> None:
         self.channel = channel
+        self.shared_answers = shared_answers  # the sealed answers' file it was forked with, mapped (sealed.Shared)
         self.modules = modules.rstrip("/") + "/"
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
@@ -400,8 +401,11 @@ class Worker:
             for index, size, cpu in header["entries"]:
                 entries[bytes.fromhex(index)] = (offset, size, cpu)
                 offset += size
-            # The received array is this frame's own buffer (frames.unpack, owned): kept as it is, not copied.
-            self.sealed[header["view"]] = (entries, arrays[0] if arrays else b"")
+            body = arrays[0] if arrays else b""  # this frame's own buffer (frames.unpack, owned): kept, not copied
+            if "at" in header:  # where they lie in the read-only file this worker was forked with (sealed.Shared)
+                body = memoryview(self.shared_answers or b"")[header["at"][0] : header["at"][0] + header["at"][1]]
+            if len(body) == offset:  # (anything else is not these answers: their questions are asked)
+                self.sealed[header["view"]] = (entries, body)
         elif op == "forget_answers":  # no reply either
             for view in header["views"]:
                 self.sealed.pop(view, None)
@@ -557,7 +561,7 @@ def _close_quietly(fd: int) -> None:
         pass
 
 
-def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int) -> int:
+def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int, answers: Any = None) -> int:
     """The rest of a worker that the fork server forked (its limits set, the server's files closed): run it.
 
     It drops to ``uid`` before it touches anything of the submission, then runs exactly what a worker
@@ -568,10 +572,10 @@ def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int)
     # The command line a worker started on its own would have (student code may read it).
     sys.argv = [sys.argv[0], "--requests", str(requests), "--replies", str(replies), "--modules", modules,
                 "--uid", str(uid), "--gid", str(gid)]
-    return run_worker(requests, replies, modules)
+    return run_worker(requests, replies, modules, answers)
 
 
-def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
+def run_worker(read_fd: int, write_fd: int, modules: str, answers: Any = None) -> int:
     """Serve the grading process's requests over the two pipes until it closes them (numpy is imported)."""
     os.chdir(modules)
     for fd in (read_fd, write_fd):
@@ -579,7 +583,7 @@ def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
     # A process that student code forks must never speak on the channel: close it there at once.
     os.register_at_fork(after_in_child=lambda: [_close_quietly(fd) for fd in (read_fd, write_fd)])
     channel = Channel(read_fd, write_fd)
-    worker = Worker(channel, os.path.realpath(modules))
+    worker = Worker(channel, os.path.realpath(modules), answers)
     while True:
         try:
             header, arrays = channel.receive()

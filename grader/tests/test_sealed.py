@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from grader.curriculum import ROOT
 from grader.sandbox import frames
@@ -63,6 +64,67 @@ def test_only_the_kits_check_records_and_a_worker_gets_one_views_answers(tmp_pat
     assert read(path) == {}
 
 
+def _saved_table(path: Path) -> Sealed:
+    """A table of two views' answers, saved to ``path`` as the kit's check saves them, and in force."""
+    table = Sealed()
+    table.recording(True)
+    for view, count in (("attention", 3), ("training", 2)):
+        for number in range(count):
+            table.record(view, _callback(np.full(4, float(number))),
+                         frames.pack({"status": "ok", "payload": {"$a": 0}}, [np.arange(50.0) * number]), 0.5)
+    table.save(path)
+    table.use(path)
+    return table
+
+
+def test_a_forked_worker_is_given_every_views_answers_in_one_file_that_nothing_can_change(tmp_path: Path) -> None:
+    """The answers go to each forked worker as a sealed memfd, not down its pipe: the view's frame says where they lie.
+
+    Nobody can write to the file, change its size or lift its seals, and a worker's own (private) mapping of it
+    can be made writable only as a copy of its own: no worker can change what another worker opens.
+    """
+    import ctypes
+    import fcntl
+    import mmap
+
+    from grader.sandbox import forkserver
+
+    path = tmp_path / "kit.frame"
+    by_pipe = _saved_table(path).request("attention", 1 << 20)  # what a worker started on its own is sent
+    table = _saved_table(path)
+    shared = table.shared()
+    assert shared is not None and table.shared() is shared and set(shared.at) == {"attention", "training"}
+    (header, arrays), _ = frames.unpack(table.request("attention", 1 << 20, shared))
+    (whole, whole_arrays), _ = frames.unpack(by_pipe)
+    offset, size = header.pop("at")
+    assert arrays == [] and header == whole and [offset, size] == list(shared.at["attention"])
+    assert os.pread(shared.fd, size, offset) == whole_arrays[0].tobytes()  # the very bytes the pipe would carry
+    assert table.request("attention", 1 << 20) == by_pipe  # a worker not forked with the file: the bytes, read back
+    for change in (lambda: os.pwrite(shared.fd, b"x", 0), lambda: os.ftruncate(shared.fd, 1),
+                   lambda: os.ftruncate(shared.fd, 1 << 20),
+                   lambda: mmap.mmap(shared.fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE),
+                   lambda: fcntl.fcntl(shared.fd, fcntl.F_ADD_SEALS, 0)):
+        try:
+            change()
+        except PermissionError:
+            continue
+        raise AssertionError("the shared answers' file could be changed")
+    mine = forkserver._mapped(os.dup(shared.fd))  # as the fork server maps it in a worker
+    with pytest.raises(TypeError):
+        mine[0:1] = b"x"
+    start = np.frombuffer(mine, np.uint8).ctypes.data
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    assert libc.mprotect(start, len(mine), mmap.PROT_READ | mmap.PROT_WRITE) == 0  # a private mapping may...
+    ctypes.memset(start, 0x41, len(mine))
+    assert mine[:4] == b"AAAA" and os.pread(shared.fd, 4, 0) != b"AAAA"  # ...but writes only its own copy
+    other = forkserver._mapped(os.dup(shared.fd))
+    assert other[:] == os.pread(shared.fd, len(other), 0) and other[:4] != b"AAAA"
+    table.use(None)  # another table: the file is closed here (workers keep their mappings)
+    with pytest.raises(OSError):
+        os.fstat(shared.fd)
+
+
 def test_a_question_is_hashed_as_its_packed_frame_would_be() -> None:
     rng = np.random.default_rng(3)
     arrays = [rng.normal(size=(3, 4)), np.asfortranarray(rng.normal(size=(4, 5))), rng.normal(size=(6, 6))[::2, 1:],
@@ -80,9 +142,10 @@ def test_each_views_answers_go_to_a_worker_once_and_within_an_eighth_of_its_memo
 
     sizes = {"attention": 40, "training": 50, "negation": 30, "retrieval": 0}
     monkeypatch.setattr(proxy.SEALED, "request",
-                        lambda view, most: (b"x" * sizes[view] if 0 < sizes[view] <= most else None))
+                        lambda view, most, shared=None: (b"x" * sizes[view] if 0 < sizes[view] <= most else None))
     sent: list[bytes] = []
     fake = SimpleNamespace(limits=SimpleNamespace(memory_bytes=8 * 100), _sealed_views={},
+                           _worker=SimpleNamespace(shared=None),
                            _channel=SimpleNamespace(send=lambda data, deadline: sent.append(data)))
     for view in ("attention", "training", "retrieval"):
         proxy.IsolatedImplementation._send_sealed(fake, view, 0.0)
@@ -159,6 +222,42 @@ def test_students_opening_sealed_answers_get_the_grades_they_get_by_asking(tmp_p
     for name in ("correct", "mistaken"):
         assert out[name]["tests"] == out[name + "-asked"]["tests"], name
     assert any(outcome == "failed" for _, outcome, _ in out["mistaken"]["tests"])
+
+
+SPOILER = """
+import ctypes as _ctypes, gc as _gc, numpy as _np
+SPOILED = []
+for _o in _gc.get_objects():  # the worker's own state: the answers' file it was forked with, mapped
+    _m = getattr(_o, "shared_answers", None) if type(_o).__name__ == "Worker" else None
+    if _m is not None and len(_m):
+        _start = _np.frombuffer(_m, _np.uint8).ctypes.data
+        _ctypes.CDLL(None).mprotect(_ctypes.c_void_p(_start - _start % 4096), _ctypes.c_size_t(len(_m) + 4096), 3)
+        _ctypes.memset(_start, 0, len(_m))
+        SPOILED.append(len(_m))
+_honest_softmax = softmax
+def softmax(x, axis=-1):  # right only where the answers were found and zeroed: the attack ran
+    return _honest_softmax(x, axis=axis) if SPOILED else _np.zeros_like(_np.asarray(x, dtype=float))
+"""
+
+
+def test_a_worker_that_overwrites_its_answers_changes_only_its_own(tmp_path: Path) -> None:
+    """Students graded one after another by one grading process share one answers' file: a student's code that
+    finds its mapping and zeroes it (made writable) spoils its own copy, never the next student's answers."""
+    reference, correct = copy_reference(tmp_path / "reference"), copy_reference(tmp_path / "correct")
+    hostile = copy_reference(tmp_path / "hostile", softmax=SPOILER)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = 'for name in ("correct", "mistaken"):\n    out[name] = graded('
+    script = GRADE_TWICE.replace(first, first.replace('"correct", "mistaken"', '"mistaken", "correct"'), 1)
+    assert script != GRADE_TWICE
+    done = subprocess.run([sys.executable, "-c", script, str(ROOT), str(reference), str(correct), str(hostile)],
+                          capture_output=True, text=True, env=env, timeout=HANG_SECONDS, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    softmax = [outcome for nodeid, outcome, _ in out["mistaken"]["tests"] if "test_01_softmax" in nodeid]
+    assert softmax and set(softmax) == {"passed"}, "the hostile code found no answers' file to spoil"
+    assert out["mistaken"]["crossed"] > 0  # its zeroed answers open to nothing: it asks instead
+    assert out["correct"]["crossed"] == 0 and all(outcome == "passed" for _, outcome, _ in out["correct"]["tests"])
+    assert out["correct"]["tests"] == out["correct-asked"]["tests"]
 
 
 CHECK_OF_A_PART = r'''
