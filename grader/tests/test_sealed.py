@@ -18,6 +18,7 @@ import pytest
 
 from grader.curriculum import ROOT
 from grader.sandbox import frames
+from grader.sandbox.limits import plan
 from grader.sandbox.sealed import Sealed, read
 from grader.tests.test_trust import copy_reference
 from grader.tests.waiting import HANG_SECONDS
@@ -253,9 +254,12 @@ def test_a_worker_that_overwrites_its_answers_changes_only_its_own(tmp_path: Pat
                           capture_output=True, text=True, env=env, timeout=HANG_SECONDS, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    softmax = [outcome for nodeid, outcome, _ in out["mistaken"]["tests"] if "test_01_softmax" in nodeid]
-    assert softmax and set(softmax) == {"passed"}, "the hostile code found no answers' file to spoil"
-    assert out["mistaken"]["crossed"] > 0  # its zeroed answers open to nothing: it asks instead
+    softmax = {outcome for nodeid, outcome, _ in out["mistaken"]["tests"] if "test_01_softmax" in nodeid}
+    if plan().forks:  # (workers started one by one are sent each view's answers down their pipe, as before)
+        assert softmax == {"passed"}, "the hostile code found no answers' file to spoil"
+        assert out["mistaken"]["crossed"] > 0  # its zeroed answers open to nothing: it asks instead
+    else:
+        assert softmax == {"passed", "failed"} or softmax == {"failed"}, softmax
     assert out["correct"]["crossed"] == 0 and all(outcome == "passed" for _, outcome, _ in out["correct"]["tests"])
     assert out["correct"]["tests"] == out["correct-asked"]["tests"]
 
