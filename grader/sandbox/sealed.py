@@ -120,8 +120,7 @@ class Sealed:
         try:
             offset = 0
             for view, answers in self.table.items():
-                entries = [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
-                body = b"".join(blob for blob, _ in answers.values())
+                entries, body = _described(answers)
                 if body:
                     os.pwrite(fd, body, offset)
                 at[view] = (offset, len(body))
@@ -164,8 +163,7 @@ class Sealed:
             if answers:
                 import numpy as np
 
-                entries = [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
-                body = b"".join(blob for blob, _ in answers.values())
+                entries, body = _described(answers)
                 frame = frames.pack({"op": "answers", "view": view, "entries": entries},
                                     [np.frombuffer(body, np.uint8)])
             self._frames[view] = frame
@@ -214,6 +212,12 @@ class Sealed:
             merge_into(path, recorded)
 
 
+def _described(answers: dict[bytes, tuple[bytes, float]]) -> tuple[list[list], bytes]:
+    """A view's answers as a frame carries them: its entries ([index, size, CPU seconds]) and their bytes, joined."""
+    return ([[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()],
+            b"".join(blob for blob, _ in answers.values()))
+
+
 def _read_back(shared: Shared, view: str, body: bytes) -> dict[bytes, tuple[bytes, float]]:
     """A view's answers as the table held them, from its entries' frame and its bytes in the shared file."""
     parsed = frames.unpack(shared.frames[view])
@@ -252,8 +256,7 @@ def _within(answers: dict[bytes, tuple[bytes, float]], limit: int) -> dict[bytes
 def _pack(table: Table) -> bytes:
     import numpy as np
 
-    entries = {view: [[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()]
-               for view, answers in table.items()}
+    entries = {view: _described(answers)[0] for view, answers in table.items()}
     body = b"".join(blob for answers in table.values() for blob, _ in answers.values())
     return frames.pack({"sealed": entries}, [np.frombuffer(body, np.uint8)])
 
