@@ -258,6 +258,7 @@ def test_a_worker_that_overwrites_its_answers_changes_only_its_own(tmp_path: Pat
     if plan().forks:  # (workers started one by one are sent each view's answers down their pipe, as before)
         assert softmax == {"passed"}, "the hostile code found no answers' file to spoil"
         assert out["mistaken"]["crossed"] > 0  # its zeroed answers open to nothing: it asks instead
+        assert {outcome for _, outcome, _ in out["mistaken"]["tests"]} == {"passed"}  # and is answered, as asked
     else:
         assert softmax == {"passed", "failed"} or softmax == {"failed"}, softmax
     assert out["correct"]["crossed"] == 0 and all(outcome == "passed" for _, outcome, _ in out["correct"]["tests"])
