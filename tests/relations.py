@@ -588,6 +588,53 @@ def argument_given(deviating: list[str], passing: list[str], outputs: dict[str, 
     return None
 
 
+def by_inputs(deviating: list[str], passing: list[str], outputs: dict[str, Any], expected: dict[str, Any],
+              arguments: Callable[[str], tuple[tuple, dict]], names: tuple[str, ...] = ()) -> Found | None:
+    """The family the inputs that fail tell (:func:`fixed_axes`, :func:`odd_sizes`, :func:`argument_given`), or None.
+
+    Named only when nothing else the probes differ in separates the failing inputs from the right ones as well: a
+    blind round's ``rotary_embedding`` whose ``positions`` defaulted to an array of 512 failed on every probe that
+    left ``positions`` out, which were also the ones whose ``x`` had 3 axes, and was told "a fixed number of
+    axes". Where two kinds of difference (a number of axes, an odd size, an argument given or left out) both fit,
+    or two arguments of a kind that is not the number of axes (the arrays of a call mostly share theirs), the
+    inputs cannot say which one the code fails on, and no family is named.
+    """
+    for family in (fixed_axes, odd_sizes, argument_given):
+        found = family(deviating, passing, outputs, expected, arguments, names)
+        if found is not None:
+            kind, key = found.claim[0], found.claim[1]
+            others = [(k, n) for k, n in _separations(deviating, passing, arguments, names)
+                      if k != kind or (k != "axes" and n != key)]
+            return None if others else found
+    return None
+
+
+def _separations(deviating: list[str], passing: list[str], arguments: Callable[[str], tuple[tuple, dict]],
+                 names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Each (kind, argument) whose feature takes other values on every deviating probe than on every passing one.
+
+    The kinds: ``"axes"`` (an array's number of axes), ``"odd"`` (an integer's parity), ``"given"`` (an argument
+    passed and not None, against left out or None).
+    """
+    calls = {p: _named(*arguments(p), names) for p in deviating + passing}
+    keys = {key for call in calls.values() for key in call}
+
+    def features(call: dict[str, Any], key: str) -> dict[str, Any]:
+        value = call.get(key)
+        return {"axes": value.ndim if isinstance(value, np.ndarray) else None,
+                "odd": int(value) % 2 if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else None,
+                "given": value is not None}
+
+    found = []
+    for key in sorted(keys):
+        seen = {p: features(calls[p], key) for p in calls}
+        for kind in ("axes", "odd", "given"):
+            bad, good = {seen[p][kind] for p in deviating}, {seen[p][kind] for p in passing}
+            if None not in bad | good and not bad & good:
+                found.append((kind, key))
+    return found
+
+
 def contradicted(claim: tuple, call: str) -> bool:
     """Whether a crash on ``call`` (a failure's words, ``f(x: float64 (2, 5, 7), k: 3) crashed``) belies ``claim``.
 

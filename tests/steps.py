@@ -301,8 +301,7 @@ def _related(function: str, probes: list[str], observation: Any, registry: Any, 
              or relations.relation(function, probes, observation.outputs, expected, arguments, NAMES.get(function, ()))
              or relations.other_draws(function, probes, observation.outputs, expected, arguments,
                                       NAMES.get(function, ())))
-    for family in (relations.fixed_axes, relations.odd_sizes, relations.argument_given):
-        found = found or family(probes, passing, observation.outputs, expected, arguments, names)
+    found = found or relations.by_inputs(probes, passing, observation.outputs, expected, arguments, names)
     if found is not None:
         general = relations.describe(function, module_file, replace(found, words=found.general)) if found.general \
             else ""

@@ -360,3 +360,26 @@ def test_a_factor_is_said_only_above_failures_that_show_it():
     assert not shown_alike(words, ["2.3300"])  # another kind of failure: no factor to check, none said
     assert not shown_alike(words, ["the first, at index (0,), is 2.33 instead of 1.0"])  # another factor
     assert not shown_alike("it is the right one times a constant factor, every entry", ["is 3 instead of 1"])
+
+
+def test_inputs_that_differ_in_two_ways_name_no_family(tmp_path):
+    from tests.relations import by_inputs
+    from tests.steps import first_step
+
+    # A blind round: rotary_embedding's positions defaulting to an array of 512 failed on the probes that leave
+    # positions out, which were also those whose x has 3 axes: it was told "a fixed number of axes".
+    implementation = LocalImplementation(plant(
+        tmp_path, "positional.py", "    if positions is None:\n        positions = np.arange(n)\n", ""))
+    step = first_step(implementation, ["rotary_embedding"], observe_everything(implementation))
+    assert step is None or "a fixed number of axes" not in step.text, step
+    # The family stands where the number of axes alone tells the failing inputs apart.
+    arguments = {"f/2d": ((np.ones((4, 3)),), {"k": 2}), "f/3d": ((np.ones((2, 4, 3)),), {"k": 2}),
+                 "f/3d-given": ((np.ones((2, 4, 3)),), {"k": 2, "mask": np.ones(3)})}
+    outputs = {"f/2d": (np.ones((4, 3)),), "f/3d": (np.ones(3),), "f/3d-given": (np.ones(3),)}
+    expected = {"f/2d": (np.ones((4, 3)),), "f/3d": (np.ones((2, 4, 3)),), "f/3d-given": (np.ones((2, 4, 3)),)}
+    found = by_inputs(["f/3d", "f/3d-given"], ["f/2d"], outputs, expected, arguments.get, ("x", "k", "mask"))
+    assert found is not None and found.family == "a fixed number of axes", found
+    # ... and is not named where an argument left out separates them as well.
+    del arguments["f/3d-given"], outputs["f/3d-given"], expected["f/3d-given"]
+    arguments["f/2d"] = ((np.ones((4, 3)),), {"k": 2, "mask": np.ones(3)})
+    assert by_inputs(["f/3d"], ["f/2d"], outputs, expected, arguments.get, ("x", "k", "mask")) is None
