@@ -51,7 +51,7 @@ OWN_FINGERPRINTS = "fingerprints.npz"
 OWN_INPUTS = "inputs.json"  # the digest of each own exercise's files when its data was written
 RELEASED_PREFIX = "course_"  # a release ships them beside the kit's: tests/data/course_golden.npz, ...
 OWN_KEYS = {"name": str, "title": str, "functions": list, "depends": list, "part": int, "points": (int, float),
-            "hidden_points": (int, float), "hint_step": str, "hints": list, "reading": str}
+            "hidden_points": (int, float), "hint_step": str, "hint_functions": list, "hints": list, "reading": str}
 # Gradescope's visibilities (results.json "visibility") a course may give its hidden tests.
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
@@ -288,8 +288,8 @@ def own_exercise(entry: Any, where: str) -> dict[str, Any]:
     for key in ("title", "functions"):
         if key not in entry:
             raise CourseError(f"{where}: {key} is missing")
-    checked = ({"depends": [], "part": 1, "points": 10, "hidden_points": 0, "hint_step": "", "hints": [],
-                "reading": ""} | entry)
+    checked = ({"depends": [], "part": 1, "points": 10, "hidden_points": 0, "hint_step": "", "hint_functions": [],
+                "hints": [], "reading": ""} | entry)
     for key, kind in OWN_KEYS.items():
         value = checked[key]
         if isinstance(value, bool) or not isinstance(value, kind):
@@ -298,6 +298,9 @@ def own_exercise(entry: Any, where: str) -> dict[str, Any]:
             raise CourseError(f"{where}: {key} must be a list of texts")
     if not checked["functions"] or not all(f.isidentifier() for f in checked["functions"]):
         raise CourseError(f"{where}: functions must name the module's public functions, not {checked['functions']!r}")
+    if unknown := [name for name in checked["hint_functions"] if name not in checked["functions"]]:
+        raise CourseError(f"{where}: hint_functions must name some of its functions "
+                          f"({', '.join(checked['functions'])}), not {', '.join(map(repr, unknown))}")
     if checked["reading"] and (len(checked["reading"]) > 300 or not re.fullmatch(r"[^\s\x00-\x1f\x7f<>\"'`]+",
                                                                            checked["reading"])):
         raise CourseError(f"{where}: reading must be one link, a URL or a path (e.g. notes/week5.md#gates), without "

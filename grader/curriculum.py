@@ -92,6 +92,9 @@ class Exercise:
     reading: tuple[str, ...] = ()
     given: tuple[str, ...] = ()
     hint_step: str = ""
+    hint_functions: tuple[str, ...] = ()
+    """The functions whose step the hints are about (``hint_step``): feedback gives the hint for a failure of one
+    of them only (a dropout's failure was given the hint on the order of residuals); () : any failure."""
     function_reading: tuple[tuple[str, str], ...] = ()
     """``(function, section)`` pairs: the section of the reading of a function's idea, where it is not the
     exercise's first one (``reading``)."""
@@ -384,7 +387,8 @@ def own_exercises(kit: Curriculum, course: course_folder.Course) -> tuple[Exerci
                  test_file=f"{course_folder.TESTS_FOLDER}/test_{entry['name']}.py",
                  functions=tuple(entry["functions"]), depends=tuple(entry["depends"]), points=entry["points"],
                  hidden_points=entry["hidden_points"], hints=tuple(entry["hints"]), part=entry["part"],
-                 hint_step=entry["hint_step"], reading=(entry["reading"],) if entry["reading"] else (),
+                 hint_step=entry["hint_step"], hint_functions=tuple(entry["hint_functions"]),
+                 reading=(entry["reading"],) if entry["reading"] else (),
                  home=str(course.folder))
         for index, entry in enumerate(course.own, start=1))
 
@@ -407,6 +411,7 @@ def _parse(path: Path) -> Curriculum:
             reading=tuple(entry.get("reading", ())),
             given=tuple(entry.get("given", ())),
             hint_step=entry.get("hint_step", ""),
+            hint_functions=tuple(entry.get("hint_functions", ())),
             function_reading=tuple(sorted(dict(entry.get("function_reading", {})).items())),
         )
         for index, entry in enumerate(data["exercise"], start=1)

@@ -70,6 +70,9 @@ class Failure:
     """The pytest node id of the test that found it (filled in when the test ends)."""
     exercise: str = ""
     """The manifest name of the test's exercise (filled in when the test ends)."""
+    function: str = ""
+    """The API function the test had called last when it found the failure (what the failure is about: an
+    exercise's hint is about one function's step, ``hint_functions`` in the manifest); "" when none."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -122,18 +125,19 @@ FAILURES = pytest.StashKey[list[Failure]]()
 # On a test report: the failures as plain data (a list of Failure.as_dict()), set by tests/plugin.py.
 REPORT_ATTRIBUTE = "attention_kit_failures"
 _running: list[Failure] | None = None  # the list of the test being run (tests/plugin.py sets it around the call)
-_reading: Callable[[], str] | None = None  # the running test's section of the reading, asked at each record
+_reading: Callable[[], dict[str, str]] | None = None  # the running test's reading and function, asked at each record
 
 
-_Recording = tuple[list[Failure] | None, Callable[[], str] | None]
+_Recording = tuple[list[Failure] | None, Callable[[], dict[str, str]] | None]
 
 
-def begin(item: pytest.Item, reading: Callable[[], str] | None = None) -> _Recording:
+def begin(item: pytest.Item, reading: Callable[[], dict[str, str]] | None = None) -> _Recording:
     """Record the failures found from now on in ``item``'s stash (a fresh list: a test may be run again).
 
-    ``reading``: gives the link to the section of the reading of what the test checks (asked when a failure
-    is recorded, so it may depend on the function called last); a recorded failure without one gets it.
-    Returns what was recorded into before (a pytest run inside a test), for :func:`end`.
+    ``reading``: gives ``{"reading": link, "function": name}``, the section of the reading of what the test
+    checks and the API function it called last (asked when a failure is recorded, so they follow the function
+    called last); a recorded failure without them gets them. Returns what was recorded into before (a pytest
+    run inside a test), for :func:`end`.
     """
     global _running, _reading
     before: _Recording = (_running, _reading)
@@ -151,12 +155,13 @@ def end(before: _Recording = (None, None)) -> None:
 def record(failure: Failure) -> Failure:
     """Record ``failure`` for the running test (nothing, outside a test); returns it, with its reading."""
     if _running is not None:
-        if not failure.reading and _reading is not None:
+        if (not failure.reading or not failure.function) and _reading is not None:
             try:
-                link = _reading()
+                context = _reading()
             except Exception:  # noqa: BLE001 - a link is a help: never a reason to lose the failure
-                link = ""
-            failure = replace(failure, reading=link) if link else failure
+                context = {}
+            missing = {key: value for key, value in context.items() if value and not getattr(failure, key)}
+            failure = replace(failure, **missing) if missing else failure
         _running.append(failure)
     return failure
 

@@ -213,7 +213,7 @@ STOPPED = "AssertionError: Stopping on first failure"
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
-    before = failures.begin(item, lambda: _reading_link(item))
+    before = failures.begin(item, lambda: {"reading": _reading_link(item), "function": _called_last(item)})
     try:
         try:
             outcome = yield
@@ -285,6 +285,12 @@ def pytest_runtest_makereport(
         failures.attach(report, findings)
 
 
+def _called_last(item: pytest.Item) -> str:
+    """The API function the test called last ("" before its first call)."""
+    called = getattr(getattr(item, "funcargs", {}).get("impl"), "_called", None)
+    return called[-1] if called else ""
+
+
 def _reading_link(item: pytest.Item) -> str:
     """The link to the section of the reading of what ``item`` checks ("" when the manifest names none).
 
@@ -306,8 +312,9 @@ def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[fail
     if test.startswith("::") and exercise:  # outside the kit's tree: a course's own exercise's, named as released
         own = load_curriculum().exercise(exercise)
         test = f"{own.test_file}{test}" if Path(item.path) == own.test_path else test
-    return [replace(failure, test=test, exercise=exercise, reading=failure.reading or reading)
-            for failure in findings]
+    last = _called_last(item) if findings else ""
+    return [replace(failure, test=test, exercise=exercise, reading=failure.reading or reading,
+                    function=failure.function or last) for failure in findings]
 
 
 def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport,

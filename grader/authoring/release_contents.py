@@ -81,7 +81,8 @@ def own_manifest_entry(exercise: Any) -> str:
     fields = {"number": exercise.number, "name": exercise.name, "title": exercise.title,
               "test_file": exercise.test_file, "functions": list(exercise.functions),
               "depends": list(exercise.depends), "part": exercise.part, "points": exercise.points,
-              "hidden_points": exercise.hidden_points, "hint_step": exercise.hint_step, "hints": list(exercise.hints),
+              "hidden_points": exercise.hidden_points, "hint_step": exercise.hint_step,
+              "hint_functions": list(exercise.hint_functions), "hints": list(exercise.hints),
               "reading": list(exercise.reading)}
     lines = [f"{key} = {_points(value) if isinstance(value, float) else json.dumps(value, ensure_ascii=False)}"
              for key, value in fields.items()]

@@ -150,6 +150,9 @@ class TestRecord:
     """Bytes the student's worker sent the grader during this test (replies, requests to the reference)."""
     calls: int = 0
     """Messages it sent during this test: a reply per call, a request per callback (``grader.sandbox.channel_use``)."""
+    functions: tuple[str, ...] = ()
+    """Of a failed test, the API functions it had called last when its checks failed (``tests.failures.Failure``
+    ``.function``): what its failures are about."""
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ class TestEntry:
     hidden_points: float = 0.0
     """Of a whole exercise's one entry (it did not run), the points its hidden tests are worth: they stay hidden
     in the score a student sees before grades are published."""
+    functions: tuple[str, ...] = ()
+    """Of a failed test, the API functions its failures are about (``TestRecord.functions``): whether the
+    exercise's hint, about one step, concerns it."""
 
     @property
     def graded(self) -> bool:
@@ -114,6 +117,8 @@ class TestEntry:
             extra["hidden_points"] = self.hidden_points
         if self.revisit:
             extra["revisit"] = self.revisit
+        if self.functions:
+            extra["functions"] = list(self.functions)
         entry["extra_data"] = extra
         return entry
 
@@ -139,7 +144,8 @@ class TestEntry:
                    not_graded=None if extra.get("not_graded") is None
                    else _text(extra, "not_graded", f"{where}.extra_data"),
                    hidden_points=_number(extra, "hidden_points", f"{where}.extra_data", 0.0),
-                   revisit=_text(extra, "revisit", f"{where}.extra_data", ""))
+                   revisit=_text(extra, "revisit", f"{where}.extra_data", ""),
+                   functions=tuple(map(_shared, _texts(extra, "functions", f"{where}.extra_data"))))
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,8 @@ def score_tests(
                 output += "\n\nOutput printed during the test:\n" + printed
             entries.append(TestEntry(**common, score=share if passed else 0.0, status="passed" if passed else "failed",
                                      output=output, duration=round(record.duration, 4),
-                                     revisit="" if passed else record.revisit))
+                                     revisit="" if passed else record.revisit,
+                                     functions=() if passed else record.functions))
     return entries
 
 

@@ -184,6 +184,27 @@ def test_a_failed_hidden_test_tells_its_idea_not_the_exercises_hint(tmp_path: Pa
     assert f"Hint (on {softmax.hint_step}): {softmax.hints[0]}" in text  # which step the hint is about
 
 
+def test_the_hint_is_given_for_a_failure_of_the_functions_its_step_is_about(tmp_path: Path) -> None:
+    """``hint_functions``: exercise 7's hint on the order of residuals, for transformer_layer's failures only.
+
+    Every failure of exercise 7 used to end with it, a dropout's too (a lead to the wrong step).
+    """
+    layer = load().exercise("layer")
+    assert layer.hint_functions == ("transformer_layer",)
+    results = fake_results("gus", 1.0)
+    visible = next(t for t in results["tests"] if "hidden" not in t["tags"] and t["extra_data"]["exercise"] == "layer")
+    visible.update(status="failed", score=0.0, output="FAILURE: kept entries of dropout\n  observed: 1.13")
+    visible["extra_data"]["functions"] = ["dropout"]
+    out = tmp_path / "grades"
+    write_student(out, results)
+    section = (out / "gus" / "feedback.md").read_text(encoding="utf-8").split("## 7.")[1].split("\n## 8.")[0]
+    assert "observed: 1.13" in section and "Hint" not in section and layer.hints[0][:40] not in section, section
+    visible["extra_data"]["functions"] = ["init_transformer_layer", "transformer_layer"]
+    write_student(out, results)
+    section = (out / "gus" / "feedback.md").read_text(encoding="utf-8").split("## 7.")[1].split("\n## 8.")[0]
+    assert f"Hint (on {layer.hint_step}): {layer.hints[0]}" in section, section
+
+
 def test_a_course_that_hides_its_hidden_tests_never_names_them_in_feedback(tmp_path: Path) -> None:
     """``[hidden] visibility = "hidden"``: a failed hidden test is counted, never named, published or not."""
     results = fake_results("finn", 1.0)

@@ -388,6 +388,7 @@ def test_hints_climb_from_a_question_to_a_pointer_without_code(exercise):
         assert difflib.SequenceMatcher(None, before, after).ratio() < 0.6, (before, after)
     if getattr(exercise, "part", 1) == 1:  # Part I: the README promises one step, three levels, no code
         assert exercise.hint_step, f"{exercise.name}: no hint_step in the manifest"
+    assert set(exercise.hint_functions) <= set(exercise.functions), f"{exercise.name}: hint_functions not its own"
     if exercise.hint_step:
         assert len(exercise.hints) == 3, "hint_step hints are a question, the idea, a precise pointer"
         assert exercise.hints[0].rstrip().endswith("?") and not exercise.hints[2].rstrip().endswith("?")

@@ -85,8 +85,10 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
                            if any(t.visibility != "hidden" for t in unshown)
                            else "this course shows neither their names nor their messages")
             lines += ["", f"{len(unshown)} further test(s) of this exercise failed (hidden tests: {shown_later})."]
-        if failed and exercise.hints:
-            # The hint is about one step, which may not be the one that failed: it says which.
+        about = set(exercise.hint_functions)
+        if failed and exercise.hints and (not about or any(about & set(t.functions) for t in failed)):
+            # The hint is about one step: given where a failure is about its functions (``hint_functions``), and
+            # it says which step (a dropout's failure was given the hint on the order of residuals).
             step = f" (on {md_text(exercise.hint_step)})" if exercise.hint_step else ""
             lines += ["", f"Hint{step}: {exercise.hints[0]}"]
         elif unshown:
