@@ -374,6 +374,10 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
                 items.add(item)
     if not pairs:
         return _retyped(retyped, count)
+    if retyped or any(a.dtype != b.dtype and a.dtype.kind == b.dtype.kind == "f" for a, b in pairs):
+        # Values in a relation and a float of another precision are two mistakes, which no one family explains (a
+        # blind round's grad_q unscaled beside a grad_v made float64 was told "a scale, the others right").
+        return None
     tie = _ties(function, probes, outputs, expected, arguments)
     if tie is not None:
         return tie

@@ -428,6 +428,41 @@ def masked():
     return (_normal(819, BATCH, N_Q, D_V), q, k, v, _attention(q, k, v, _blocking_mask())[1]), {}
 
 
+@probe("softmax_backward")
+def float32_rows():
+    # float32 in, float32 out: a mistake in the formula and a float64 result are two mistakes, which only a float32
+    # probe tells apart (a blind round's diagonal Jacobian returned in float64 was told the diagonal alone).
+    weights = _softmax(_normal(870, BATCH, N_Q, N_K, scale=2.0)).astype(np.float32)
+    return (_normal(871, BATCH, N_Q, N_K).astype(np.float32), weights), {}
+
+
+@probe("linear_backward")
+def float32_tokens():
+    return tuple(a.astype(np.float32) for a in (_normal(872, BATCH, N_Q, D_OUT), _normal(873, BATCH, N_Q, D_IN),
+                                                _normal(874, D_IN, D_OUT))), {}
+
+
+@probe("attention_backward")
+def float32_batch():
+    q, k, v = _normal(875, BATCH, N_Q, D_K), _normal(876, BATCH, N_K, D_K), _normal(877, BATCH, N_K, D_V)
+    return tuple(a.astype(np.float32) for a in (_normal(886, BATCH, N_Q, D_V), q, k, v, _attention(q, k, v)[1])), {}
+
+
+@probe("attention_backward")
+def axes_of_size_one():
+    # q with one head for every head of k, k with one set for the batch: summed back with the axes kept.
+    q, k = _normal(879, BATCH, 1, N_Q, D_K), _normal(880, 1, N_HEADS, N_K, D_K)
+    v = _normal(881, BATCH, N_HEADS, N_K, D_V)
+    return (_normal(882, BATCH, N_HEADS, N_Q, D_V), q, k, v, _attention(q, k, v)[1]), {}
+
+
+@probe("layer_norm_backward")
+def float32_tokens_norm():
+    x = _normal(883, BATCH, N_Q, D_IN) * 0.5 + 1.0
+    gamma = np.random.default_rng(884).uniform(0.5, 2.0, size=D_IN)
+    return tuple(a.astype(np.float32) for a in (_normal(885, BATCH, N_Q, D_IN), x, gamma)), {}
+
+
 @probe("layer_norm_backward")
 def large_eps():
     x = _normal(820, BATCH, N_Q, D_IN) * 0.5 + 1.0
@@ -760,7 +795,7 @@ def test_attention_backward_float32(impl):
 
 
 def test_attention_backward_keys_and_values_with_fewer_batch_axes(impl):
-    """Keys of one set per head, values of one set for all, shared by every sequence of q (broadcast)."""
+    """Keys of one set per head, values of one set for all, shared by every sequence of q; axes of size one."""
     require_analytic(impl, "attention_backward")
     idea = ("a k or v with fewer batch axes than q is shared by every sequence (and head) that broadcasting "
             "stretched it over; its gradient adds up the gradient of every use: sum over the axes broadcasting "
@@ -777,6 +812,20 @@ def test_attention_backward_keys_and_values_with_fewer_batch_axes(impl):
                                  ("grad_v", result[2], lambda z: np.sum(r * _attention(q, k, z)[0]), v)):
         expect_gradient(grad, loss, at, sample=30, what=f"{name} for {name[-1]} of shape {at.shape} and q {q.shape}",
                         idea=idea)
+    # Axes of size one that broadcasting stretched (one head of queries for every head of keys, one set of keys for
+    # the batch): summed back with the axis kept (a sum that drops it returns grad_q of another shape).
+    q, k, v = _normal(59, BATCH, 1, N_Q, D_K), _normal(60, 1, N_HEADS, N_K, D_K), _normal(61, BATCH, N_HEADS, N_K, D_V)
+    r = _normal(62, BATCH, N_HEADS, N_Q, D_V)
+    weights = _attention(q, k, v)[1]
+    what = f"attention_backward with q {q.shape}, k {k.shape} and v {v.shape} (axes of size one, broadcast)"
+    result = call_or_explain(impl.attention_backward, r, q, k, v, weights, what=what, idea=idea)
+    if not expect(isinstance(result, tuple) and len(result) == 3, what="attention_backward's result",
+                  expected="a tuple (grad_q, grad_k, grad_v)", observed=type(result).__name__, idea=ATTENTION):
+        return
+    for name, grad, loss, at in (("grad_q", result[0], lambda z: np.sum(r * _attention(z, k, v)[0]), q),
+                                 ("grad_k", result[1], lambda z: np.sum(r * _attention(q, z, v)[0]), k)):
+        expect_gradient(grad, loss, at, sample=30, what=f"{name} for {name[-1]} of shape {at.shape} (axes of size one "
+                        "stretched by broadcasting)", idea=idea)
 
 
 # ---------------------------------------------------------------- layer_norm_backward
