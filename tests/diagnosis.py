@@ -633,6 +633,13 @@ def revisit_dependency(dependency: str) -> str:
 # ----------------------------------------------------------------------------- known mistakes
 
 
+def functions_of(mistakes: list[KnownMistake]) -> frozenset[str]:
+    """The functions whose probe outputs ``mistakes`` change (the ones a diagnosis naming them is about)."""
+    registry = load_all_probes()
+    return frozenset(registry[probe].function for mistake in mistakes for probe in mistake.outputs
+                     if probe in registry)
+
+
 def matches(mistake: KnownMistake, observed: dict[str, tuple[np.ndarray, ...] | None]) -> bool:
     """True when ``observed`` reproduces every stored output of ``mistake``."""
     if not mistake.recognisable:

@@ -37,6 +37,9 @@ UNUSABLE = "unusable result"  # the test's own code raised on what the function 
 RAISED = "raised"  # after failed checks, the test's own code raised (pytest shows the traceback)
 KINDS = (CHECK_FAILED, WRONG_RESULT, CRASHED, TIMED_OUT, NOT_IMPLEMENTED, UNAVAILABLE, UNUSABLE, RAISED)
 
+# What a check that the call left its arguments intact expects (``tests.kit.left_intact``): a failure of it is about
+# the inputs, which no output (a known mistake's) shows.
+LEFT_INTACT = "the arguments are left exactly as they were"
 # pytest-check closes its list of failed checks with this rule and their count ("Failed Checks: 2").
 RULE = "-" * 60
 
@@ -70,9 +73,10 @@ class Failure:
     """The pytest node id of the test that found it (filled in when the test ends)."""
     exercise: str = ""
     """The manifest name of the test's exercise (filled in when the test ends)."""
-    function: str = ""
-    """The API function the test had called last when it found the failure (what the failure is about: an
-    exercise's hint is about one function's step, ``hint_functions`` in the manifest); "" when none."""
+    functions: str = ""
+    """The API functions the test had called when it found the failure, in the order of their first calls,
+    separated by spaces (what the failure can be about: an exercise's hint is about some functions' step,
+    ``hint_functions`` in the manifest); "" when none."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -134,9 +138,9 @@ _Recording = tuple[list[Failure] | None, Callable[[], dict[str, str]] | None]
 def begin(item: pytest.Item, reading: Callable[[], dict[str, str]] | None = None) -> _Recording:
     """Record the failures found from now on in ``item``'s stash (a fresh list: a test may be run again).
 
-    ``reading``: gives ``{"reading": link, "function": name}``, the section of the reading of what the test
-    checks and the API function it called last (asked when a failure is recorded, so they follow the function
-    called last); a recorded failure without them gets them. Returns what was recorded into before (a pytest
+    ``reading``: gives ``{"reading": link, "functions": names}``, the section of the reading of what the test
+    checks and the API functions it called so far (asked when a failure is recorded, so they follow the calls);
+    a recorded failure without them gets them. Returns what was recorded into before (a pytest
     run inside a test), for :func:`end`.
     """
     global _running, _reading
@@ -155,7 +159,7 @@ def end(before: _Recording = (None, None)) -> None:
 def record(failure: Failure) -> Failure:
     """Record ``failure`` for the running test (nothing, outside a test); returns it, with its reading."""
     if _running is not None:
-        if (not failure.reading or not failure.function) and _reading is not None:
+        if (not failure.reading or not failure.functions) and _reading is not None:
             try:
                 context = _reading()
             except Exception:  # noqa: BLE001 - a link is a help: never a reason to lose the failure

@@ -41,7 +41,17 @@ from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
 from tests.crash import is_raising_everything, is_raising_through, where_it_crashed
 from tests.effort import require
-from tests.failures import CHECK_FAILED, CRASHED, NOT_IMPLEMENTED, TIMED_OUT, UNAVAILABLE, Failure, fail_check, record
+from tests.failures import (
+    CHECK_FAILED,
+    CRASHED,
+    LEFT_INTACT,
+    NOT_IMPLEMENTED,
+    TIMED_OUT,
+    UNAVAILABLE,
+    Failure,
+    fail_check,
+    record,
+)
 from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
 from tests.unseen import Undecided, sizes_gate, twin
 from tests.unseen import gate as unseen_gate
@@ -896,7 +906,7 @@ def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], re
         return result
     fail_check(Failure(
         f"{name}() changed its input {', '.join(changed)} in place.",
-        "the arguments are left exactly as they were", "different values (or keys) after the call",
+        LEFT_INTACT, "different values (or keys) after the call",
         "no mutation of inputs: build new arrays (x = x - m, "
         "not x -= m) and new dicts, so the caller's data stays intact"
         + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),

@@ -213,7 +213,7 @@ STOPPED = "AssertionError: Stopping on first failure"
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Record the failures the test's checks find in its stash (``tests/failures.py``)."""
-    before = failures.begin(item, lambda: {"reading": _reading_link(item), "function": _called_last(item)})
+    before = failures.begin(item, lambda: {"reading": _reading_link(item), "functions": _called_so_far(item)})
     try:
         try:
             outcome = yield
@@ -285,10 +285,10 @@ def pytest_runtest_makereport(
         failures.attach(report, findings)
 
 
-def _called_last(item: pytest.Item) -> str:
-    """The API function the test called last ("" before its first call)."""
-    called = getattr(getattr(item, "funcargs", {}).get("impl"), "_called", None)
-    return called[-1] if called else ""
+def _called_so_far(item: pytest.Item) -> str:
+    """The API functions the test called so far, in the order of their first calls, separated by spaces."""
+    called = getattr(getattr(item, "funcargs", {}).get("impl"), "_called", None) or []
+    return " ".join(dict.fromkeys(called))
 
 
 def _reading_link(item: pytest.Item) -> str:
@@ -312,9 +312,9 @@ def _completed(item: pytest.Item, findings: list[failures.Failure]) -> list[fail
     if test.startswith("::") and exercise:  # outside the kit's tree: a course's own exercise's, named as released
         own = load_curriculum().exercise(exercise)
         test = f"{own.test_file}{test}" if Path(item.path) == own.test_path else test
-    last = _called_last(item) if findings else ""
+    called = _called_so_far(item) if findings else ""
     return [replace(failure, test=test, exercise=exercise, reading=failure.reading or reading,
-                    function=failure.function or last) for failure in findings]
+                    functions=failure.functions or called) for failure in findings]
 
 
 def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport,
@@ -439,6 +439,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     families = state.setdefault("families", {})
     if exercise not in diagnoses:
         found = diagnosis.diagnose(implementation, exercise, observation)
+        state.setdefault("touched", {})[exercise] = diagnosis.functions_of(found)
         unchecked = diagnosis.unexplained_input_checks(exercise, observation, found) if found else []
         diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
         # No catalogued mistake: a family of mistakes, when one transformation explains every deviation.
@@ -464,10 +465,29 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
         return _led(findings, lead, diagnosis.revisit_dependency(dependency), keep_named=True)
+    touched = state.get("touched", {}).get(exercise)
+    if diagnoses[exercise] and touched and _about_others(findings, load_curriculum().exercise(exercise).functions,
+                                                         touched):
+        # The known mistakes change other functions' outputs than the ones this test's failures are about (a blind
+        # round's dropout that changed its input in place was told the feed-forward's catalogued mistake).
+        return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
     if diagnoses[exercise]:
         family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
         return _led(findings, diagnoses[exercise], family.revisit if family is not None else None)
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
+
+
+def _about_others(findings: list[failures.Failure], own: tuple[str, ...], touched: frozenset[str]) -> bool:
+    """Whether every failure is an input changed in place by functions of the exercise (``own``) none ``touched``.
+
+    A known mistake is matched on outputs: it explains such a failure only in a function whose outputs it changes
+    (the probes cannot see a change of the inputs; other failures, a dtype's, may be the mistake's all the same).
+    """
+    for failure in findings:
+        about = set(failure.functions.split()) & set(own)
+        if failure.expected != failures.LEFT_INTACT or not about or about & touched:
+            return False
+    return True
 
 
 def _not_a_stub(findings: list[failures.Failure]) -> bool:

@@ -761,7 +761,7 @@ def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], ex
 
     Named only for a function given a ``np.random.Generator`` on every deviating probe, whose every differing
     array has the right shape and dtype, at least 8 entries and a standard deviation within 20% of the right
-    one's (the arrays that agree, zeros included, agree exactly).
+    one's (the arrays that agree, zeros included, agree exactly), and is not the right numbers times a factor.
     """
     if function in DRAWS_OPEN:
         return None
@@ -781,6 +781,11 @@ def other_draws(function: str, deviating: list[str], outputs: dict[str, Any], ex
                 return None
             ratio = float(np.std(a)) / float(np.std(b)) if np.std(b) > 0 else 0.0
             if not 0.8 <= ratio <= 1.25:
+                return None
+            if abs(ratio - 1) > 1e-6 and np.allclose(np.sort(a, axis=None), ratio * np.sort(b, axis=None),
+                                                     rtol=1e-6, atol=1e-12):
+                # The right numbers times a factor, in another order (a blind round's w_2 drawn (d_model, d_ff) and
+                # transposed: its std 0.866 times the contract's): a scale too, which "the right spread" hides.
                 return None
             spreads.append((index, float(np.std(a)), float(np.std(b))))
     if not spreads:

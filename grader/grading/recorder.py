@@ -226,8 +226,8 @@ class Recorder:
                 first = next((failure.revisit for failure in found if failure.revisit), "")
                 record["revisit"] = self.secrets.scrub(first)  # hidden: the checks' messages, no line of the test
             # The API functions its failures are about (the kit's own names: an exercise's hint concerns some).
-            record["functions"] = tuple(dict.fromkeys([*record.get("functions", ()),
-                                                       *(failure.function for failure in found if failure.function)]))
+            record["functions"] = tuple(dict.fromkeys([*record.get("functions", ()), *(
+                name for failure in found for name in failure.functions.split())]))
         elif hidden_test:
             text = _hidden_failure(report, rendered)  # name and message only: no line of the hidden test
         else:

@@ -193,7 +193,7 @@ LEAD = "Diagnosis: your f.py gives exactly the outputs of a known mistake:\n  \"
 def test_a_failure_crosses_a_process_boundary_as_a_dict_of_str():
     data = CHECK.as_dict()
     assert set(data) == {"what", "expected", "observed", "revisit", "kind", "reading", "diagnosis", "test",
-                         "exercise", "function"}
+                         "exercise", "functions"}
     assert all(isinstance(value, str) for value in data.values())
     assert Failure.from_dict(json.loads(json.dumps(data))) == CHECK
     assert pickle.loads(pickle.dumps(CHECK)) == CHECK

@@ -337,3 +337,19 @@ def test_the_in_process_runs_take_no_option_from_the_environment(tmp_path, monke
 def test_the_commands_a_test_starts_get_none_of_this_runs_options():
     # grader/tests/conftest.py: CI's PYTEST_ADDOPTS=--durations=25 (or a developer's -x) stays with this run.
     assert "PYTEST_ADDOPTS" not in os.environ
+
+
+def test_a_known_mistake_of_one_function_does_not_lead_another_functions_failure(tmp_path):
+    # A blind round: the catalogued relu after the feed-forward's second layer, beside a dropout that changes its
+    # input in place (which no probe output shows): every dropout failure began "exactly the outputs of a known
+    # mistake", the feed-forward's.
+    target = plant(tmp_path, "layer.py",
+                   ('return linear(hidden, params["w_2"], params["b_2"])',
+                    'return np.maximum(linear(hidden, params["w_2"], params["b_2"]), 0)'),
+                   ("    return np.where(keep, x / (1.0 - rate), 0).astype(x.dtype)",
+                    "    x[~keep] = 0\n    x /= 1.0 - rate\n    return x"))
+    feed = failures_of(target, "layer", "test_feed_forward_relu")
+    assert "known mistake" in feed and "relu after the second linear layer" in feed, feed[:2000]
+    dropout = failures_of(target, "layer", "test_dropout")
+    assert "changed its input x in place" in dropout, dropout[:2000]
+    assert "known mistake" not in dropout and "second linear layer" not in dropout, dropout[:2000]

@@ -383,3 +383,21 @@ def test_inputs_that_differ_in_two_ways_name_no_family(tmp_path):
     del arguments["f/3d-given"], outputs["f/3d-given"], expected["f/3d-given"]
     arguments["f/2d"] = ((np.ones((4, 3)),), {"k": 2, "mask": np.ones(3)})
     assert by_inputs(["f/3d"], ["f/2d"], outputs, expected, arguments.get, ("x", "k", "mask")) is None
+
+
+def test_other_draws_is_not_named_for_the_right_numbers_times_a_factor():
+    from tests.relations import other_draws
+
+    # A blind round's w_2 drawn (d_model, d_ff) and transposed: the same numbers in another order, 0.866 times
+    # the contract's spread, was told "about the right spread, other numbers".
+    rng = np.random.default_rng(7)
+    want = rng.normal(size=(48, 12)) / np.sqrt(48)
+    scaled = (np.random.default_rng(8).permutation(want.ravel()) * np.sqrt(0.75)).reshape(want.shape)
+    fresh = np.random.default_rng(9).normal(size=(48, 12)) / np.sqrt(48)
+
+    def arguments(probe):
+        return (np.random.default_rng(1), 12, 48), {}
+
+    assert other_draws("f", ["f/p"], {"f/p": (scaled,)}, {"f/p": (want,)}, arguments) is None
+    found = other_draws("f", ["f/p"], {"f/p": (fresh,)}, {"f/p": (want,)}, arguments)
+    assert found is not None and found.family == "other draws", found
