@@ -379,11 +379,25 @@ def _kind_difference(observed: Any, expected: Any) -> str:
 
 
 def _first_difference(observed: Any, expected: Any) -> str:
-    """For two arrays of numbers of one shape, printed rounded: the first entry that differs, in full."""
-    if not (isinstance(observed, np.ndarray) and isinstance(expected, np.ndarray)) or observed.shape != expected.shape \
-            or observed.dtype.kind not in "fiu" or expected.dtype.kind not in "fiu" or observed.dtype.kind + \
-            expected.dtype.kind in ("ii", "iu", "ui", "uu"):
-        return ""  # (integers print in full already)
+    """For two arrays of one shape, printed rounded or cut short: the first entry that differs, in full.
+
+    Integers and booleans print in full, unless the array is too long to print whole (numpy's ``...``): then two
+    different arrays may print alike (a blind round's ``hit``, True and False, showed the same line twice).
+    """
+    if not (isinstance(observed, np.ndarray) and isinstance(expected, np.ndarray)) or observed.shape != expected.shape:
+        return ""
+    exact = {observed.dtype.kind, expected.dtype.kind} <= set("biu")
+    if exact and observed.size <= np.get_printoptions()["threshold"]:
+        return ""  # (printed in full already)
+    if exact:
+        bad = np.argwhere(observed != expected)
+        if not len(bad):
+            return ""
+        first = tuple(int(i) for i in bad[0])
+        return (f"\n            ({len(bad)} of {observed.size} entries differ; the first, at index {first}, is "
+                f"{observed[first].item()!r} instead of {expected[first].item()!r})")
+    if observed.dtype.kind not in "fiu" or expected.dtype.kind not in "fiu":
+        return ""
     with np.errstate(all="ignore"):
         bad = np.argwhere(~((observed == expected) | (np.isnan(observed) & np.isnan(expected))))
     if not len(bad):

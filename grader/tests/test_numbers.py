@@ -94,6 +94,22 @@ def test_an_exact_comparison_of_numbers_printed_rounded_shows_the_first_that_dif
     assert detail in message, message
 
 
+def test_long_arrays_of_booleans_or_integers_that_print_alike_show_the_first_that_differs(messages):
+    from tests.feedback import expect_equal
+
+    # A blind round's hit (480 booleans) printed "[ True  True False ... False False False]" twice.
+    expected = np.arange(480) % 3 == 0
+    observed = expected.copy()
+    observed[23] = True
+    expect_equal(observed, expected, what="hit", idea="an idea")
+    expect_equal(np.arange(480) + (np.arange(480) == 7), np.arange(480), what="ids", idea="an idea")
+    expect_equal(~expected[:6], expected[:6], what="a few", idea="an idea")
+    long_bools, long_ints, short = messages
+    assert "(1 of 480 entries differ; the first, at index (23,), is True instead of False)" in long_bools, long_bools
+    assert "(1 of 480 entries differ; the first, at index (7,), is 8 instead of 7)" in long_ints, long_ints
+    assert "entries differ" not in short  # printed in full: the values say it
+
+
 @pytest.mark.parametrize(("observed", "expected", "said"), [
     (["hig", "h"], [b"hig", b"h"], "(a list of str, where the API returns a list of bytes)"),  # printed alike
     ((1, 2), [1, 2, 3], "(a tuple of integer, where the API returns a list of integer)"),
