@@ -209,6 +209,11 @@ def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
         "ties were given their lowest rank, not their average rank": np.corrcoef(lowest(a), lowest(b))[0, 1],
     }
     spearman = _spearman(a, b)  # (a candidate equal to the right value on this input says nothing)
+    if np.ndim(observed) == 0 and np.isfinite(observed) and abs(float(observed)) > 1 + 1e-9:
+        # (a blind round's covariance over x.std() * y.std() of centred ranks, n times too large, was sent to ties)
+        return (f"a correlation lies between -1 and 1, and {float(observed):.4g} does not: the covariance of the "
+                "ranks over the product of their spreads, each measured alike (all sums or all means: "
+                "sum(x * y) / sqrt(sum(x**2) * sum(y**2)) for centred ranks x and y)")
     found = [mistake for mistake, value in candidates.items()
              if np.isclose(observed, value) and not np.isclose(observed, spearman)]
     if len(found) == 1:

@@ -440,7 +440,8 @@ pipeline("train_bpe", ("merges",),
                "overlapping pairs too: 'aaa' holds (a, a) twice), take the most frequent, a tie to the smallest "
                "pair (the smaller left id, then the smaller right id)",
                stop="when to stop: only when no pair occurs twice any more (a pair seen twice is still merged), "
-               "else after n_merges merges"))
+               "else after n_merges merges; the pairs counted on the sequence the merges so far left, every token "
+               "of it kept (a merge that drops or repeats a token, the last one say, changes the counts)"))
 pipeline("sequence_lengths", ("lengths",),
          Stage("lengths", "the lengths", "V > 256: the length of bpe_encode with the first V - 256 merges",
                first="the first vocabulary asked for here: V tokens are the 256 bytes and the first V - 256 "

@@ -353,3 +353,19 @@ def test_a_known_mistake_of_one_function_does_not_lead_another_functions_failure
     dropout = failures_of(target, "layer", "test_dropout")
     assert "changed its input x in place" in dropout, dropout[:2000]
     assert "known mistake" not in dropout and "second linear layer" not in dropout, dropout[:2000]
+
+
+def test_a_correlation_outside_minus_one_to_one_is_told_its_normalisation_not_the_ranks(tmp_path):
+    # A blind round: the covariance of the ranks as a sum, over x.std() * y.std() (means): n times too large, and
+    # the revisit spoke of ties and average ranks only.
+    target = plant(tmp_path, "explain.py", ("spread = np.sqrt(np.sum(x**2) * np.sum(y**2))",
+                                            "spread = x.std() * y.std()"))
+    text = failures_of(target, "explain", "test_rank_correlation_of_orders_without_ties")
+    assert "a correlation lies between -1 and 1" in text and "product of their spreads" in text, text[:2000]
+
+
+def test_a_merge_that_drops_the_last_token_is_not_told_only_when_to_stop(tmp_path):
+    # A blind round: _merge's loop ends one token early; the step lead said "when to stop" alone.
+    target = plant(tmp_path, "tokenization.py", ("while i < len(ids):", "while i < len(ids) - 1:"))
+    lines = revisit_lines(failures_of(target, "tokenization", "test_train_bpe"))
+    assert lines and all("drops or repeats a token" in line for line in lines if "when to stop" in line), lines
