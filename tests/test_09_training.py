@@ -404,7 +404,13 @@ def test_model_gradients_match_central_differences(impl):
     tokens, query, target = _batch(22)
     params = _params(23)
     for positions in (True, False):
-        _, grads = impl.model_gradients(params, tokens, query, target, H_SMALL, positions=positions)
+        returned, grads = impl.model_gradients(params, tokens, query, target, H_SMALL, positions=positions)
+        # The loss first: a forward pass inside model_gradients that ignores positions shows here by name (a blind
+        # round's gradients at positions=False were sent to the backward chain, which was right).
+        expect_close(returned, _loss(_forward(params, tokens, query, H_SMALL, positions, weights=False)[0], target),
+                     rtol=1e-9, what=f"the loss model_gradients returns (positions={positions})",
+                     idea="the loss and the gradients are those of model_forward with the same positions flag: "
+                          "positions=False leaves the positional encodings out of model_gradients' forward pass too")
 
         def loss_of(path, positions=positions):
             def loss(value):

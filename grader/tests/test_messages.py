@@ -369,3 +369,14 @@ def test_a_merge_that_drops_the_last_token_is_not_told_only_when_to_stop(tmp_pat
     target = plant(tmp_path, "tokenization.py", ("while i < len(ids):", "while i < len(ids) - 1:"))
     lines = revisit_lines(failures_of(target, "tokenization", "test_train_bpe"))
     assert lines and all("drops or repeats a token" in line for line in lines if "when to stop" in line), lines
+
+
+def test_gradients_of_a_forward_pass_that_ignores_positions_are_told_the_positions(tmp_path):
+    # A blind round: model_gradients' own forward pass always added the positions; its backward chain was right,
+    # and the revisit walked the chain.
+    target = plant(tmp_path, "training.py", ("x = _embed(params, tokens, positions)\n    attended, _ =",
+                                             "x = _embed(params, tokens, True)\n    attended, _ ="))
+    text = failures_of(target, "training", "test_model_gradients_match_central_differences")
+    assert "the loss model_gradients returns (positions=False)" in text, text[:2000]
+    assert any("positions=False leaves the positional encodings out of model_gradients" in line
+               for line in revisit_lines(text)), text[:2000]
