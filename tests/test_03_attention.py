@@ -38,9 +38,13 @@ SCALE = ("divide by sqrt(d_k): a dot product of d_k unit-variance terms has vari
          "root brings it back to about 1")
 MASK = ("a boolean mask is True where the query may attend; blocked scores become -inf BEFORE the softmax, "
         "so they get weight 0 and the other weights still sum to 1")
-ADDITIVE = "a float mask is added to the scores before the softmax (0 keeps a key, -inf blocks it)"
+ADDITIVE = ("a float mask is added to the scaled scores before the softmax, softmax(q k^T / sqrt(d_k) + M): M itself "
+            "is not scaled (0 keeps a key, -inf blocks it)")
 FULLY_MASKED = ("a query with every key blocked has an all -inf row of scores: softmax gives zeros (not "
                 "NaN), and -inf, unlike a large finite fill such as -1e9, leaves no uniform weights behind")
+NO_WARNING = (FULLY_MASKED + "; and nothing warns on the way: a blocked key's score is set to -inf where the mask is "
+              "False (np.where), not computed from the mask (np.log of a boolean mask divides by zero), and softmax "
+              "shifts an all -inf row by 0, not by its maximum -inf")
 
 # Sizes that all differ, so a swapped axis cannot hide: batch, heads, n_q, n_k, d_k, d_v.
 B, H, NQ, NK, DK, DV = 2, 3, 5, 7, 4, 6
@@ -376,7 +380,7 @@ def test_fully_blocked_query_gives_zeros(impl):
     mask[4, 3:] = False
     for label, m in (("boolean", mask), ("additive", np.where(mask, 0.0, -np.inf))):
         context, weights = call_expecting_no_warning(
-            impl.scaled_dot_product_attention, q, k, v, mask=m, idea=FULLY_MASKED,
+            impl.scaled_dot_product_attention, q, k, v, mask=m, idea=NO_WARNING,
             what=f"attention with a fully blocked query ({label} mask) warns nothing")
         finite = [expect_no_nan(value, idea=nan_idea(value, _row_of(value, 2), FULLY_MASKED),
                                 what=f"{name}, fully blocked query ({label} mask)")

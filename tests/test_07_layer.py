@@ -26,8 +26,10 @@ GELU = "gelu here is the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.04
 DROPOUT = "inverted dropout: drop each entry with probability rate, divide the kept ones by (1 - rate)"
 INIT = ("init_transformer_layer: 'attention' from init_multi_head, ln gammas ones and betas zeros, "
         "w_1 (d_model, d_ff), w_2 (d_ff, d_model), zero biases")
-POST = "post-LN: h = LN1(x + MHA(x)), out = LN2(h + FFN(h)): the norm comes after each residual sum"
-PRE = "pre-LN: h = x + MHA(LN1(x)), out = h + FFN(LN2(h)): the residual path carries x itself, unnormalised"
+POST = ("post-LN: h = LN1(x + MHA(x)), out = LN2(h + FFN(h)): the norm comes after each residual sum; LN1 and LN2 "
+        "are two norms, each with its own gamma and beta (ln1_*, ln2_*)")
+PRE = ("pre-LN: h = x + MHA(LN1(x)), out = h + FFN(LN2(h)): the residual path carries x itself, unnormalised; LN1 "
+       "and LN2 are two norms, each with its own gamma and beta (ln1_*, ln2_*)")
 ACTIVATION = ("the layer's feed-forward network uses the `activation` it is given: pass it on to feed_forward "
               "in both branches")
 RESIDUAL = "each sub-layer's input is added to its output (the residual), before (post-LN) or without (pre-LN) a norm"
