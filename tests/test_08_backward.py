@@ -800,32 +800,32 @@ def test_attention_backward_keys_and_values_with_fewer_batch_axes(impl):
     idea = ("a k or v with fewer batch axes than q is shared by every sequence (and head) that broadcasting "
             "stretched it over; its gradient adds up the gradient of every use: sum over the axes broadcasting "
             "added, back to the input's own shape")
-    q, k, v = _normal(55, BATCH, N_HEADS, N_Q, D_K), _normal(56, N_HEADS, N_K, D_K), _normal(57, N_K, D_V)
-    r = _normal(58, BATCH, N_HEADS, N_Q, D_V)
-    weights = _attention(q, k, v)[1]
-    what = f"attention_backward with q {q.shape}, k {k.shape} (no batch axis), v {v.shape} (no batch or head axis)"
-    result = call_or_explain(impl.attention_backward, r, q, k, v, weights, what=what, idea=idea)
-    if not expect(isinstance(result, tuple) and len(result) == 3, what="attention_backward's result",
-                  expected="a tuple (grad_q, grad_k, grad_v)", observed=type(result).__name__, idea=ATTENTION):
-        return
-    for name, grad, loss, at in (("grad_k", result[1], lambda z: np.sum(r * _attention(q, z, v)[0]), k),
-                                 ("grad_v", result[2], lambda z: np.sum(r * _attention(q, k, z)[0]), v)):
-        expect_gradient(grad, loss, at, sample=30, what=f"{name} for {name[-1]} of shape {at.shape} and q {q.shape}",
-                        idea=idea)
-    # Axes of size one that broadcasting stretched (one head of queries for every head of keys, one set of keys for
-    # the batch): summed back with the axis kept (a sum that drops it returns grad_q of another shape).
-    q, k, v = _normal(59, BATCH, 1, N_Q, D_K), _normal(60, 1, N_HEADS, N_K, D_K), _normal(61, BATCH, N_HEADS, N_K, D_V)
-    r = _normal(62, BATCH, N_HEADS, N_Q, D_V)
-    weights = _attention(q, k, v)[1]
-    what = f"attention_backward with q {q.shape}, k {k.shape} and v {v.shape} (axes of size one, broadcast)"
-    result = call_or_explain(impl.attention_backward, r, q, k, v, weights, what=what, idea=idea)
-    if not expect(isinstance(result, tuple) and len(result) == 3, what="attention_backward's result",
-                  expected="a tuple (grad_q, grad_k, grad_v)", observed=type(result).__name__, idea=ATTENTION):
-        return
-    for name, grad, loss, at in (("grad_q", result[0], lambda z: np.sum(r * _attention(z, k, v)[0]), q),
-                                 ("grad_k", result[1], lambda z: np.sum(r * _attention(q, z, v)[0]), k)):
-        expect_gradient(grad, loss, at, sample=30, what=f"{name} for {name[-1]} of shape {at.shape} (axes of size one "
-                        "stretched by broadcasting)", idea=idea)
+    cases = (  # (seeds, q, k, v shapes, which gradients, what the shapes are)
+        # fewer axes: keys of one set per head, values of one set for all
+        ((55, 56, 57, 58), (BATCH, N_HEADS, N_Q, D_K), (N_HEADS, N_K, D_K), (N_K, D_V), (1, 2),
+         "(no batch axis for k, no batch or head axis for v)"),
+        # axes of size one that broadcasting stretched (one head of queries for every head of keys, one set of keys
+        # for the batch): summed back with the axis kept (a sum that drops it returns grad_q of another shape)
+        ((59, 60, 61, 62), (BATCH, 1, N_Q, D_K), (1, N_HEADS, N_K, D_K), (BATCH, N_HEADS, N_K, D_V), (0, 1),
+         "(axes of size one, stretched by broadcasting)"),
+    )
+    for seeds, q_shape, k_shape, v_shape, checked, shapes in cases:
+        q, k, v = (_normal(seed, *shape) for seed, shape in zip(seeds[:3], (q_shape, k_shape, v_shape), strict=True))
+        r = _normal(seeds[3], BATCH, N_HEADS, N_Q, D_V)  # the context's shape, both times
+        weights = _attention(q, k, v)[1]
+        what = f"attention_backward with q {q.shape}, k {k.shape}, v {v.shape} {shapes}"
+        result = call_or_explain(impl.attention_backward, r, q, k, v, weights, what=what, idea=idea)
+        if not expect(isinstance(result, tuple) and len(result) == 3, what="attention_backward's result",
+                      expected="a tuple (grad_q, grad_k, grad_v)", observed=type(result).__name__, idea=ATTENTION):
+            return
+        losses = (lambda z, k=k, v=v, r=r: np.sum(r * _attention(z, k, v)[0]),
+                  lambda z, q=q, v=v, r=r: np.sum(r * _attention(q, z, v)[0]),
+                  lambda z, q=q, k=k, r=r: np.sum(r * _attention(q, k, z)[0]))
+        for index in checked:
+            name, at = ("grad_q", "grad_k", "grad_v")[index], (q, k, v)[index]
+            expect_gradient(result[index], losses[index], at, sample=30, idea=idea,
+                            what=f"{name} for {name[-1]} of shape {at.shape}{f' and q {q.shape}' if index else ''} "
+                                 f"{shapes}")
 
 
 # ---------------------------------------------------------------- layer_norm_backward
