@@ -32,7 +32,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -1131,11 +1131,44 @@ def explain_family(exercise: str, observation: Observation) -> KnownFamily | Non
                  if entry.function in functions and observation.deviates.get(p, False)}
     if not deviating:
         return None
-    found = [family for family in load_families()
-             if family.exercise == exercise and set(family.outputs) == deviating
-             and any(family.outputs[p] is not RAISED for p in deviating)
-             and all(_same(observation.outputs.get(p), family.outputs[p]) for p in deviating)]
-    return found[0] if len({family.description for family in found}) == 1 else None
+    found, precisions = [], set()
+    for family in load_families():
+        if family.exercise != exercise or set(family.outputs) != deviating or all(
+                family.outputs[p] is RAISED for p in deviating):
+            continue
+        # The family's outputs exactly, or in another float precision (an adapter that computes in float64, as
+        # torch's LinearBackward adapted: the family's transpose, and float64 where float32 was given).
+        seen = [_same(observation.outputs.get(p), family.outputs[p])
+                or _precision(observation.outputs.get(p), family.outputs[p]) for p in deviating]
+        if all(seen):
+            found.append(family)
+            precisions |= {pair for pair in seen if isinstance(pair, tuple)}
+    if len({family.description for family in found}) != 1 or len(precisions) > 1:
+        return None
+    if precisions:
+        ((mine, want),) = precisions
+        return replace(found[0], description=f"{found[0].description}; and it returns {mine} where the "
+                                                         f"contract gives {want} (dtype in = dtype out)")
+    return found[0]
+
+
+def _precision(got: Any, expected: Any) -> tuple[str, str] | None:
+    """(got's float dtype, expected's) when ``got`` is ``expected`` in another float precision only, else None."""
+    if not isinstance(got, tuple) or not isinstance(expected, tuple) or len(got) != len(expected):
+        return None
+    changed = set()
+    for a, b in zip(got, expected, strict=True):
+        if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
+            return None
+        if a.dtype != b.dtype:
+            if a.dtype.kind != "f":
+                return None
+            changed.add((a.dtype.name, b.dtype.name))
+        low = min(a.dtype.itemsize, b.dtype.itemsize)
+        eps = float(np.finfo(np.dtype(f"f{low}")).eps) if a.dtype.kind == "f" else 0.0
+        if not np.allclose(a, b, rtol=max(MATCH_RTOL, 500 * eps), atol=max(MATCH_ATOL, 10 * eps), equal_nan=True):
+            return None
+    return changed.pop() if len(changed) == 1 else None
 
 
 def diagnose_family(implementation: Any, exercise: str, observation: Observation | None = None) -> KnownFamily | None:

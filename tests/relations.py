@@ -374,10 +374,26 @@ def relation(function: str, probes: list[str], outputs: dict[str, Any], expected
                 items.add(item)
     if not pairs:
         return _retyped(retyped, count)
-    if retyped or any(a.dtype != b.dtype and a.dtype.kind == b.dtype.kind == "f" for a, b in pairs):
-        # Values in a relation and a float of another precision are two mistakes, which no one family explains (a
-        # blind round's grad_q unscaled beside a grad_v made float64 was told "a scale, the others right").
-        return None
+    # Values in a relation and a float of another precision are two differences: the relation is named with the
+    # other said beside it (a blind round's grad_q unscaled beside a grad_v made float64 was told "a scale, the
+    # others right"; torch's LinearBackward, adapted in float64, is a transpose and float64).
+    precision = {(a.dtype.name, b.dtype.name) for a, b in pairs if a.dtype != b.dtype and a.dtype.kind == b.dtype.kind
+                 == "f"}.union(*retyped.values())
+    if precision:
+        found = _related_values(function, probes, outputs, expected, arguments, labels, pairs, items, count)
+        if found is None or len(precision) != 1:
+            return None
+        ((mine, want),) = precision
+        also = f"; and it returns {mine} where the contract gives {want} (dtype in = dtype out)"
+        return Found(found.family, found.words.replace(" (the others are right)", "") + also,
+                     found.general.replace(" (the others are right)", "") + also if found.general else "")
+    return _related_values(function, probes, outputs, expected, arguments, labels, pairs, items, count)
+
+
+def _related_values(function: str, probes: list[str], outputs: dict[str, Any], expected: dict[str, Any],
+                    arguments: Callable[[str], tuple[tuple, dict]] | None, labels: tuple[str, ...],
+                    pairs: list, items: set[int], count: int) -> Found | None:
+    """:func:`relation`'s family of the ``pairs`` of arrays that differ in value (``items`` of ``count``)."""
     tie = _ties(function, probes, outputs, expected, arguments)
     if tie is not None:
         return tie
