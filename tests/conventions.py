@@ -28,6 +28,32 @@ FINITE_FILL = ("blocked scores set to a large finite number (-1e9 in the annotat
                f"uniform weights: {CONVENTION}; this kit's contract is -inf, so that query gets all-zero weights "
                "and a zero context")
 
+ADDED_FILL = ("a large finite number added to the blocked scores ((1 - mask) * -10000 in Hugging Face's BERT, -1e9 "
+              "as an additive mask) moves every score of a query with no allowed key alike, which softmax ignores, "
+              f"so that query keeps its unmasked weights: {CONVENTION}; this kit's contract is -inf, so that query "
+              "gets all-zero weights and a zero context")
+
+MASK_POLARITY = ("True for a key that may NOT be attended to is the boolean attn_mask of nn.MultiheadAttention and "
+                 f"nn.Transformer: {CONVENTION}; this kit's contract is True where attention is allowed, as "
+                 "F.scaled_dot_product_attention's boolean attn_mask")
+
+CAUSAL_POLARITY = ("a causal mask True above the diagonal (torch.triu(ones, diagonal=1), the future keys) is the "
+                   f"boolean attn_mask nn.MultiheadAttention and nn.Transformer take: {CONVENTION}; this kit's "
+                   "contract is True where query i may attend to key j (j <= i), np.tril of ones")
+
+FLOAT_CAUSAL = ("a float 1/0 lower triangle is nanoGPT's torch.tril(torch.ones(n, n)) buffer, used as "
+                f"masked_fill(bias == 0, -inf): {CONVENTION}; this kit's contract is a boolean mask, True where "
+                "query i may attend to key j (j <= i)")
+
+AVERAGED_HEADS = ("weights averaged over the heads are nn.MultiheadAttention's default (average_attn_weights=True): "
+                  f"{CONVENTION}; this kit's contract returns every head's weights, (..., n_heads, n_q, n_k), as "
+                  "average_attn_weights=False does")
+
+HEADS_AFTER_POSITIONS = ("(..., n, n_heads, d_head), the heads after the positions, is the layout of FlashAttention "
+                         f"and xformers (and of a reshape before its transpose): {CONVENTION}; this kit's contract "
+                         "puts the head axis before the positions, (..., n_heads, n, d_head), so that each head is a "
+                         "batch of (n, d_head) matrices")
+
 ROTATE_HALF = ("pairing feature i with feature i + d/2 is rotate_half, the convention of GPT-NeoX and Hugging "
                f"Face's Llama (its weights are permuted to match): {CONVENTION}; this kit's contract rotates "
                "neighbours (x[..., 2i], x[..., 2i+1]), as RoFormer, GPT-J and Meta's Llama do")
@@ -83,6 +109,14 @@ IN_PLACE = {
 # Catalogued mistakes whose outputs are exactly a library's convention: the diagnosis says so after the hint.
 CATALOGUED = {
     "masks-padding-inverted": PADDING_POLARITY,
+    "attention-mask-inverted": MASK_POLARITY,
+    "masks-causal-inverted": CAUSAL_POLARITY,
+    "masks-causal-float": FLOAT_CAUSAL,
+    "attention-mask-fill-1e9": FINITE_FILL,
+    "softmax-large-negative-fill": FINITE_FILL,
+    "masks-additive-minus-1e9": ADDED_FILL,
+    "layer-gelu-exact-erf": GELU_ERF,
+    "multihead-weights-averaged": AVERAGED_HEADS,
     "backward-numerical-one-sided": FORWARD_DIFFERENCE,
     "distance-last-key-at-zero": SHIFTED_PENALTY,
     "softmax-masked-row-nan": NAN_ROWS,
@@ -141,8 +175,7 @@ def mask_form(value: Any) -> str:
         return (f"yours is the additive float mask (0, and torch.finfo(dtype).min above the diagonal) of Hugging "
                 f"Face's _make_causal_mask: {CONVENTION}; {contract}")
     if np.all(array[lower] == 1) and np.all(array[~lower] == 0):
-        return (f"yours is the float 1/0 lower triangle of nanoGPT's torch.tril(torch.ones(n, n)) buffer, used "
-                f"as masked_fill(bias == 0, -inf): {CONVENTION}; {contract}")
+        return FLOAT_CAUSAL
     return ""
 
 
@@ -152,11 +185,13 @@ def finite_additive(value: Any, mask: np.ndarray) -> str:
     if array is None or array.shape != np.shape(mask) or np.all(mask):
         return ""
     blocked = array[~np.asarray(mask, dtype=bool)]
-    if np.all(array[np.asarray(mask, dtype=bool)] == 0) and np.all(blocked == np.finfo(array.dtype).min):
+    if not np.all(array[np.asarray(mask, dtype=bool)] == 0) or not np.all(blocked == blocked.flat[0]):
+        return ""
+    if blocked.flat[0] == np.finfo(array.dtype).min:
         return (f"torch.finfo(dtype).min where blocked is Hugging Face's convention ((1.0 - mask) * "
                 f"torch.finfo(dtype).min in get_extended_attention_mask): {CONVENTION}; this kit's contract is "
-                "-inf, so that a query with every key blocked gets all-zero weights instead of uniform ones")
-    return ""
+                "-inf, so that a query with every key blocked gets all-zero weights")
+    return ADDED_FILL if np.isfinite(blocked.flat[0]) and blocked.flat[0] <= -1e4 else ""
 
 
 def init_scale(sample: Any, d_in: int, d_out: int) -> str:

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from tests import unseen
-from tests.conventions import FINITE_FILL, VALUE_SCALE
+from tests.conventions import ADDED_FILL, FINITE_FILL, VALUE_SCALE
 from tests.effort import expect_changed
 from tests.feedback import (
     call_expecting_no_warning,
@@ -388,9 +388,12 @@ def test_fully_blocked_query_gives_zeros(impl):
         if not all(finite):
             continue
         uniform = np.allclose(weights[2], 1 / NK)
+        unmasked = np.allclose(weights[2], _softmax(q[2] @ k.T / np.sqrt(DK)))  # a finite fill added, not put
+        said = f"the row is uniform: {FINITE_FILL}" if uniform else \
+            f"the row is the query's unmasked weights: {ADDED_FILL}" if unmasked else None
         expect_close(weights[2], np.zeros(NK), atol=0.0, rtol=0.0,
                      what=f"weights of a query whose keys are all blocked ({label} mask)",
-                     idea=_idea(f"the row is uniform: {FINITE_FILL}" if uniform else None, FULLY_MASKED))
+                     idea=_idea(said, FULLY_MASKED))
         expect_close(context[2], np.zeros(DV), atol=0.0, rtol=0.0, idea=FULLY_MASKED,
                      what=f"context of a query whose keys are all blocked ({label} mask)")
         expect_close(weights[[0, 1, 3, 4]].sum(axis=-1), np.ones(4), idea=MASK,

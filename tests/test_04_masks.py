@@ -431,9 +431,9 @@ def test_to_additive_gives_zero_and_minus_infinity(impl):
         idea = f"{ADDITIVE}; {POLARITY}"
     elif np.all(allowed == 0.0) and np.all(np.isfinite(blocked)) and np.all(blocked < 0):
         observed = f"0.0 where allowed, and the finite value {float(blocked.min()):.4g} where blocked"
-        idea = with_convention(f"{ADDITIVE}; a large negative number is not -inf: a row with every key blocked then "
-                               "gets uniform weights instead of none, and it overflows in float16",
-                               finite_additive(out, mask))
+        idea = with_convention(f"{ADDITIVE}; a large negative number is not -inf: added to a row whose every key is "
+                               "blocked, it moves each score alike, and the query keeps weights instead of none "
+                               "(and it overflows in float16)", finite_additive(out, mask))
     else:
         observed = np.array2string(np.asarray(out)).replace("\n", "")
         idea = ADDITIVE

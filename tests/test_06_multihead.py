@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from tests import kinds, unseen
-from tests.conventions import uniform_rows, with_convention
+from tests.conventions import HEADS_AFTER_POSITIONS, uniform_rows, with_convention
 from tests.crash import raising_through
 from tests.feedback import (
     call_expecting_no_warning,
@@ -151,9 +151,13 @@ def self_attention_with_a_causal_mask():
 
 def test_split_heads_shape(impl):
     for shape in [(N_Q, D_MODEL), (BATCH, N_Q, D_MODEL)]:  # more leading axes: their own test below
-        out = impl.split_heads(_tokens(1, *shape), N_HEADS)
+        x = _tokens(1, *shape)
+        out = impl.split_heads(x, N_HEADS)
+        after = x.reshape(*shape[:-1], N_HEADS, D_HEAD)  # the heads after the positions: another library's layout
+        layout = isinstance(out, np.ndarray) and out.shape == after.shape and np.array_equal(out, after)
         expect_shape(out, (*shape[:-2], N_HEADS, N_Q, D_HEAD),
-                     what=f"split_heads of a {shape} array with n_heads={N_HEADS}", idea=SPLIT)
+                     what=f"split_heads of a {shape} array with n_heads={N_HEADS}",
+                     idea=with_convention(SPLIT, HEADS_AFTER_POSITIONS if layout else ""))
 
 
 def test_split_heads_gives_each_head_its_column_block(impl):
