@@ -634,10 +634,47 @@ def revisit_dependency(dependency: str) -> str:
 
 
 def functions_of(mistakes: list[KnownMistake]) -> frozenset[str]:
-    """The functions whose probe outputs ``mistakes`` change (the ones a diagnosis naming them is about)."""
+    """The functions a diagnosis naming ``mistakes`` can be about.
+
+    Those whose probe outputs they change, and the functions those call or are called by (in the reference's call
+    graph), where probes blind to a mistake hide it.
+    """
     registry = load_all_probes()
-    return frozenset(registry[probe].function for mistake in mistakes for probe in mistake.outputs
-                     if probe in registry)
+    touched = {registry[probe].function for mistake in mistakes for probe in mistake.outputs if probe in registry}
+    calls = _stored_calls()
+    near = set(touched)
+    for name in touched:
+        near |= _reach(name, calls)  # what it calls, directly or not
+        near |= {caller for caller in calls if name in _reach(caller, calls)}  # what calls it
+    return frozenset(near)
+
+
+def _reach(name: str, calls: dict[str, list[str]]) -> set[str]:
+    """The API functions ``name`` calls in the reference, directly or not."""
+    seen: set[str] = set()
+    todo = list(calls.get(name, ()))
+    while todo:
+        callee = todo.pop()
+        if callee not in seen:
+            seen.add(callee)
+            todo.extend(calls.get(callee, ()))
+    return seen
+
+
+def changes_dtype(mistakes: list[KnownMistake]) -> bool:
+    """Whether one of ``mistakes`` returns another dtype than the contract's on some probe (a dtype is then theirs)."""
+    for mistake in mistakes:
+        for probe, outputs in mistake.outputs.items():
+            if outputs is RAISED or outputs is WRONG_TYPE:
+                continue
+            try:
+                want = golden(probe)
+            except (KeyError, FileNotFoundError):
+                continue
+            want = want if isinstance(want, tuple) else (want,)
+            if any(a.dtype != b.dtype for a, b in zip(outputs, want, strict=False)):
+                return True
+    return False
 
 
 def matches(mistake: KnownMistake, observed: dict[str, tuple[np.ndarray, ...] | None]) -> bool:

@@ -439,7 +439,9 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     families = state.setdefault("families", {})
     if exercise not in diagnoses:
         found = diagnosis.diagnose(implementation, exercise, observation)
-        state.setdefault("touched", {})[exercise] = diagnosis.functions_of(found)
+        # (what a catalogued diagnosis can be about: a family's own words say where it holds)
+        state.setdefault("touched", {})[exercise] = (diagnosis.functions_of(found), diagnosis.changes_dtype(found)) \
+            if found else None
         unchecked = diagnosis.unexplained_input_checks(exercise, observation, found) if found else []
         diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
         # No catalogued mistake: a family of mistakes, when one transformation explains every deviation.
@@ -457,19 +459,21 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
             changed = None
         if changed:  # its revisit line names the API's signature first, then the check's own
             return _led(findings, changed[0], changed[1], then=True)
+    touched = state.get("touched", {}).get(exercise)
+    # The known mistakes cannot be what this test found (blind rounds: a dropout that wrote over its input led by the
+    # feed-forward's catalogued relu, a float64 result by a scale taken from the wrong axis, a padding mask by the
+    # causal mask's diagonal): they lead nothing here.
+    unexplained = bool(diagnoses[exercise] and touched and _unexplained(
+        findings, load_curriculum().exercise(exercise).functions, *touched))
     if culprit is not None:
         dependency, caller = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
         lead = diagnosis.describe_blame(dependency, caller, observation)
-        if diagnoses[exercise] and dependency in load_curriculum().exercise(exercise).functions:
+        if diagnoses[exercise] and not unexplained and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
         return _led(findings, lead, diagnosis.revisit_dependency(dependency), keep_named=True)
-    touched = state.get("touched", {}).get(exercise)
-    if diagnoses[exercise] and touched and _about_others(findings, load_curriculum().exercise(exercise).functions,
-                                                         touched):
-        # The known mistakes change other functions' outputs than the ones this test's failures are about (a blind
-        # round's dropout that changed its input in place was told the feed-forward's catalogued mistake).
+    if unexplained:
         return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
     if diagnoses[exercise]:
         family = families.get(exercise)  # the family's idea replaces the tests' (a symptom's) revisit lines
@@ -477,17 +481,22 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
 
 
-def _about_others(findings: list[failures.Failure], own: tuple[str, ...], touched: frozenset[str]) -> bool:
-    """Whether every failure is an input changed in place by functions of the exercise (``own``) none ``touched``.
+def _unexplained(findings: list[failures.Failure], own: tuple[str, ...], touched: frozenset[str],
+                 retyped: bool) -> bool:
+    """Whether the exercise's known mistakes cannot explain this test's failures.
 
-    A known mistake is matched on outputs: it explains such a failure only in a function whose outputs it changes
-    (the probes cannot see a change of the inputs; other failures, a dtype's, may be the mistake's all the same).
+    They are matched on outputs: an input changed in place is none of theirs; a dtype is theirs only where one of
+    them returns another dtype (``retyped``); and a test of the exercise's functions (``own``) none of which they
+    touch (``diagnosis.functions_of``: the functions their outputs change, and those these call or are called by)
+    found something else.
     """
-    for failure in findings:
-        about = set(failure.functions.split()) & set(own)
-        if failure.expected != failures.LEFT_INTACT or not about or about & touched:
-            return False
-    return True
+    if any(failure.expected == failures.LEFT_INTACT for failure in findings):
+        return True
+    if not retyped and any(failure.expected.startswith("dtype ") and failure.observed.startswith("dtype ")
+                           for failure in findings):
+        return True
+    about = {name for failure in findings for name in failure.functions.split()} & set(own)
+    return bool(about) and not about & touched
 
 
 def _not_a_stub(findings: list[failures.Failure]) -> bool:

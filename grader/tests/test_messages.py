@@ -380,3 +380,32 @@ def test_gradients_of_a_forward_pass_that_ignores_positions_are_told_the_positio
     assert "the loss model_gradients returns (positions=False)" in text, text[:2000]
     assert any("positions=False leaves the positional encodings out of model_gradients" in line
                for line in revisit_lines(text)), text[:2000]
+
+
+def _led(text: str, test: str) -> str:
+    """The lines of ``test``'s block before its first FAILURE (its lead, if it has one)."""
+    block = next(b for b in text.split("\n____") if test in b.split("\n", 1)[0])
+    return block.split("FAILURE", 1)[0]
+
+
+def test_a_known_mistake_leads_no_failure_it_cannot_be(tmp_path):
+    # Blind rounds: a catalogued mistake (d_k from the number of keys; the causal triangle below the diagonal)
+    # beside another (np.float64(-inf) turning float32 into float64; a padding mask whose length 0 keeps a key)
+    # led failures the mistake cannot have made: a dtype, another function's values.
+    target = plant(tmp_path, "attention.py", ("d_k = q.shape[-1]", "d_k = k.shape[-2]"),
+                   ("scores = np.where(mask, scores, -np.inf)", "scores = np.where(mask, scores, np.float64(-np.inf))"))
+    text = failures_of(target, "attention")
+    assert "known mistake" in _led(text, "test_scores_match_the_formula"), text[:2000]
+    assert "known mistake" not in _led(text, "test_attention_keeps_float32"), text[:3000]
+    target = plant(tmp_path / "masks", "masks.py",
+                   ("return np.tril(np.ones((n, n), dtype=bool))", "return np.tril(np.ones((n, n), dtype=bool), k=-1)"),
+                   ("np.arange(max_len) < lengths[:, None]", "np.arange(max_len) < np.maximum(lengths, 1)[:, None]"))
+    text = failures_of(target, "masks")
+    assert "known mistake" in _led(text, "test_causal_mask_allows_the_diagonal"), text[:2000]
+    assert "known mistake" not in _led(text, "test_padding_mask_edge_lengths"), text[:3000]
+    # An input changed in place by the very function the mistake is in: no output mistake changes its inputs.
+    target = plant(tmp_path / "inplace", "attention.py", ("    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
+                                                          "    q /= math.sqrt(d_k)\n    return q @ k"))
+    text = failures_of(target, "attention")
+    assert "changed its input q in place" in text, text[:2000]
+    assert "known mistake" not in _led(text, "test_scores_transpose_k_even_when_shapes_fit"), text[:3000]
