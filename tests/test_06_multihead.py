@@ -139,6 +139,12 @@ def per_sequence_mask_batch_equals_heads():
 
 
 @probe("multi_head_attention")
+def one_head():
+    # One head, whose weights keep their head axis (exercise 9's model has one head).
+    return (np.random.default_rng(633).normal(size=(BATCH, N_Q, D_MODEL)), _params(634), 1), {}
+
+
+@probe("multi_head_attention")
 def self_attention_with_a_causal_mask():
     # One (n, n) mask for every sequence and head, no kv: a mask that is broadcast the wrong way, or checked
     # against the keys of x where kv gives them, shows only here (a blind round's were told of other inputs).
@@ -238,15 +244,17 @@ def test_init_multi_head_weight_scale_and_draw_order(impl):
 
 def test_output_and_weight_shapes(impl):
     params = _params(10)
-    for shape in [(N_Q, D_MODEL), (BATCH, N_Q, D_MODEL)]:
-        result = impl.multi_head_attention(_tokens(11, *shape), params, N_HEADS)
+    # Then one head (exercise 9's model has one; a blind round's dropped the head axis of its weights there).
+    for shape, heads in [((N_Q, D_MODEL), N_HEADS), ((BATCH, N_Q, D_MODEL), N_HEADS), ((BATCH, N_Q, D_MODEL), 1)]:
+        result = impl.multi_head_attention(_tokens(11, *shape), params, heads)
         if expect(isinstance(result, tuple) and len(result) == 2, what="multi_head_attention returns",
                   expected="a tuple (output, weights)", observed=type(result).__name__, idea=SHAPES):
             output, weights = result
             batch = shape[:-2]
             expect_shape(output, (*batch, N_Q, D_MODEL), what=f"the output for x of shape {shape}", idea=SHAPES)
-            expect_shape(weights, (*batch, N_HEADS, N_Q, N_Q),
-                         what=f"the weights for x of shape {shape} and {N_HEADS} heads", idea=SHAPES)
+            expect_shape(weights, (*batch, heads, N_Q, N_Q),
+                         what=f"the weights for x of shape {shape} and {heads} head{'s' * (heads > 1)}",
+                         idea=SHAPES)
 
 
 def test_every_head_has_rows_summing_to_one(impl):

@@ -421,6 +421,11 @@ def test_dropout_is_the_identity_in_evaluation_and_at_rate_zero(impl):
                  what="dropout(x, rate=0.5, training=False)", idea="at evaluation dropout does nothing")
     expect_close(impl.dropout(x, 0.0, np.random.default_rng(0)), x, atol=0.0, rtol=0.0,
                  what="dropout(x, rate=0.0) while training", idea="rate 0 drops nothing and scales by 1/(1-0) = 1")
+    # The way out that drops nothing keeps the dtype too (a blind round's returned x.astype(np.float64)).
+    x32 = x.astype(np.float32)
+    for rate, training in ((0.5, False), (0.0, True)):
+        expect_dtype(impl.dropout(x32, rate, np.random.default_rng(0), training=training), np.float32,
+                     what=f"dropout of a float32 array, rate={rate}, training={training}", idea="dtype in = dtype out")
 
 
 def test_dropout_zeroes_or_rescales_every_entry(impl):
@@ -710,8 +715,10 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
     x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
     params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
                 {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}
-    expect_dtype(impl.transformer_layer(x32, params32, N_HEADS), np.float32, idea="dtype in = dtype out, through "
-                 "every sub-layer: no float64 constants or arrays", what="transformer_layer of float32 x and params")
+    for activation in ("relu", "gelu"):  # (a blind round's gelu constant np.float64(0.044715) made it float64)
+        expect_dtype(impl.transformer_layer(x32, params32, N_HEADS, activation=activation), np.float32,
+                     idea="dtype in = dtype out, through every sub-layer: no float64 constants or arrays",
+                     what=f"transformer_layer of float32 x and params, activation={activation!r}")
 
 
 # ---------------------------------------------------------------- inputs no table holds (tests/unseen.py)
