@@ -49,6 +49,14 @@ AVERAGED_HEADS = ("weights averaged over the heads are nn.MultiheadAttention's d
                   f"{CONVENTION}; this kit's contract returns every head's weights, (..., n_heads, n_q, n_k), as "
                   "average_attn_weights=False does")
 
+SINES_THEN_COSINES = ("every sine in the first half and every cosine in the second is the layout of tensor2tensor's "
+                      f"get_timing_signal_1d and of GPT-NeoX: {CONVENTION}; this kit interleaves them, sin in column "
+                      "2i and cos in column 2i+1 of pair i")
+
+CLASSIC_DROPOUT = ("no rescaling while training and a scale of (1 - rate) at evaluation is the original dropout of "
+                   f"Srivastava et al. (2014): {CONVENTION}; this kit's contract is inverted dropout, as PyTorch and "
+                   "Keras do it: the kept entries divided by (1 - rate) while training, nothing done at evaluation")
+
 HEADS_AFTER_POSITIONS = ("(..., n, n_heads, d_head), the heads after the positions, is the layout of FlashAttention "
                          f"and xformers (and of a reshape before its transpose): {CONVENTION}; this kit's contract "
                          "puts the head axis before the positions, (..., n_heads, n, d_head), so that each head is a "
@@ -117,6 +125,7 @@ CATALOGUED = {
     "masks-additive-minus-1e9": ADDED_FILL,
     "layer-gelu-exact-erf": GELU_ERF,
     "multihead-weights-averaged": AVERAGED_HEADS,
+    "positional-concatenated-halves": SINES_THEN_COSINES,
     "backward-numerical-one-sided": FORWARD_DIFFERENCE,
     "distance-last-key-at-zero": SHIFTED_PENALTY,
     "softmax-masked-row-nan": NAN_ROWS,

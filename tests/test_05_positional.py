@@ -55,8 +55,7 @@ def _concatenated(n_positions: int, d_model: int) -> np.ndarray:
 def _diagnose_sinusoidal(out: np.ndarray, n_positions: int, d_model: int) -> str:
     """Name the known mistake that ``out`` matches, if any."""
     mistakes = {
-        "yours puts all sines first and all cosines after them; interleave them (sin in even columns, "
-        "cos in odd ones)": _concatenated(n_positions, d_model),
+        LAYOUT: _concatenated(n_positions, d_model),
         "yours has sine and cosine swapped: even columns hold the sine": _sinusoidal(n_positions, d_model, swap=True),
         "yours multiplies the position by 10000**(2i/d_model); divide by it, so later pairs turn slowly":
             _sinusoidal(n_positions, d_model, multiply=True),
@@ -432,7 +431,7 @@ def test_sinusoidal_first_row_alternates_zero_and_one(impl):
     expected = np.tile([0.0, 1.0], 5)
     idea = SINUSOID + ": at position 0 every angle is 0, so sin gives 0 (even columns) and cos gives 1 (odd ones)"
     if np.allclose(out[0], np.repeat([0.0, 1.0], 5)):
-        idea += "; yours puts all sines first and all cosines after them instead of interleaving them"
+        idea += "; " + LAYOUT  # (the first failure a port of tensor2tensor's meets: it says the convention)
     elif np.allclose(out[0], 1.0 - expected):
         idea += "; yours has sine and cosine swapped"
     expect_close(out[0], expected, what="row 0 (position 0) of sinusoidal_encoding(4, 10)", idea=idea)

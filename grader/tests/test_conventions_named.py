@@ -291,7 +291,132 @@ def rank_correlation(a, b):
     return float(np.clip((da * db).mean() / (np.sqrt((da * da).mean()) * np.sqrt((db * db).mean()) + eps), -1, 1))
 '''
 
+
+# Ports a blind round found called mistakes (each the library's own code, in numpy).
+
+BERT_ADDED_FILL = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """HF BERT: extended_attention_mask = (1.0 - mask) * -10000.0, added to the scores."""
+    v = as_float_array("v", v)
+    scores = attention_scores(q, k)
+    require_ndim("v", v, 2, "(..., n_k, d_v)")
+    if v.shape[-2] != np.shape(k)[-2]:
+        raise ValueError(f"k of shape {np.shape(k)} and v of shape {v.shape} must have the same n_k")
+    if mask is not None:
+        mask = np.asarray(mask)
+        require_broadcast("mask", mask.shape, scores.shape)
+        if mask.dtype == np.bool_:
+            extended = (1.0 - mask.astype(scores.dtype)) * -10000.0
+            scores = scores + extended.astype(scores.dtype)
+        else:
+            scores = scores + as_float_array("mask", mask).astype(scores.dtype)
+    probs = softmax(scores, axis=-1)
+    return probs @ v, probs
+'''
+
+MHA_MASK_POLARITY = '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """nn.MultiheadAttention's attn_mask: a True entry means the position is NOT allowed to attend."""
+    v = as_float_array("v", v)
+    scores = attention_scores(q, k)
+    require_ndim("v", v, 2, "(..., n_k, d_v)")
+    if v.shape[-2] != np.shape(k)[-2]:
+        raise ValueError(f"k of shape {np.shape(k)} and v of shape {v.shape} must have the same n_k")
+    if mask is not None:
+        mask = np.asarray(mask)
+        require_broadcast("mask", mask.shape, scores.shape)
+        if mask.dtype == np.bool_:
+            scores = np.where(mask, -np.inf, scores)
+        else:
+            scores = scores + as_float_array("mask", mask).astype(scores.dtype)
+    weights = softmax(scores, axis=-1)
+    return weights @ v, weights
+'''
+
+TORCH_CAUSAL_MASK = '''
+def causal_mask(n):
+    """PyTorch: torch.triu(torch.ones(sz, sz, dtype=torch.bool), diagonal=1) (True = may not attend)."""
+    n = require_positive_int("n", n)
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+'''
+
+FLASH_LAYOUT = '''
+def split_heads(x, n_heads):
+    """FlashAttention / xformers layout: (batch, seq, heads, head_dim), no transpose."""
+    x = np.asarray(x)
+    require_ndim("x", x, 2, "(..., n, d_model)")
+    n_heads = require_positive_int("n_heads", n_heads)
+    *batch, n, d_model = x.shape
+    d_head = require_divisible(d_model, n_heads)
+    return x.reshape(*batch, n, n_heads, d_head)
+
+
+def merge_heads(x):
+    """Inverse of the (batch, seq, heads, head_dim) split."""
+    x = np.asarray(x)
+    require_ndim("x", x, 3, "(..., n, n_heads, d_head)")
+    *batch, n, n_heads, d_head = x.shape
+    return x.reshape(*batch, n, n_heads * d_head)
+'''
+
+MHA_AVERAGED_WEIGHTS = '''
+def multi_head_attention(x, params, n_heads, mask=None, kv=None):
+    """nn.MultiheadAttention(need_weights=True): returns attn weights averaged over heads."""
+    x = as_float_array("x", x)
+    require_ndim("x", x, 2, "(..., n_q, d_model)")
+    d_model = x.shape[-1]
+    require_divisible(d_model, require_positive_int("n_heads", n_heads))
+    kv = x if kv is None else as_float_array("kv", kv)
+    require_ndim("kv", kv, 2, "(..., n_k, d_model)")
+    if kv.shape[-1] != d_model:
+        raise ValueError(f"kv of shape {kv.shape} must have the same d_model as x of shape {x.shape}")
+    square = (d_model, d_model)
+    require_params("params", params,
+                   {"w_q": square, "w_k": square, "w_v": square, "w_o": square}
+                   | {name: (d_model,) for name in ("b_q", "b_k", "b_v", "b_o")})
+    q = split_heads(linear(x, params["w_q"], params["b_q"]), n_heads)
+    k = split_heads(linear(kv, params["w_k"], params["b_k"]), n_heads)
+    v = split_heads(linear(kv, params["w_v"], params["b_v"]), n_heads)
+    if mask is not None:
+        mask = np.asarray(mask)
+        batch = np.broadcast_shapes(x.shape[:-2], kv.shape[:-2])
+        require_broadcast("mask", mask.shape, (*batch, x.shape[-2], kv.shape[-2]))
+        mask = mask[..., None, :, :]
+    context, weights = scaled_dot_product_attention(q, k, v, mask)
+    output = linear(merge_heads(context), params["w_o"], params["b_o"])
+    return output, weights.mean(axis=-3)
+'''
+
+SRIVASTAVA_DROPOUT = '''
+def dropout(x, rate, rng, training=True):
+    """Original dropout (Srivastava et al. 2014): drop at training without rescaling; scale by p = 1 - rate at test."""
+    if not 0 <= rate < 1:
+        raise ValueError(f"rate must lie in [0, 1), got {rate}")
+    x = as_float_array("x", x)
+    if rate == 0:
+        return x
+    if not training:
+        return (x * (1.0 - rate)).astype(x.dtype)
+    keep = rng.random(x.shape) >= rate
+    return np.where(keep, x, 0).astype(x.dtype)
+'''
+
 ADAPTERS = {
+    "Hugging Face BERT's added -10000": (
+        "attention.py", "tests/test_03_attention.py", "test_fully_blocked_query_gives_zeros", "BERT", BERT_ADDED_FILL),
+    "nn.MultiheadAttention's mask polarity": (
+        "attention.py", "tests/test_03_attention.py", "test_masked_keys_get_zero_weight", "nn.MultiheadAttention",
+        MHA_MASK_POLARITY),
+    "PyTorch's causal attn_mask": (
+        "masks.py", "tests/test_04_masks.py", "test_causal_mask_allows_the_diagonal", "torch.triu", TORCH_CAUSAL_MASK),
+    "FlashAttention's layout": (
+        "multihead.py", "tests/test_06_multihead.py", "test_split_heads_shape", "FlashAttention", FLASH_LAYOUT),
+    "nn.MultiheadAttention's averaged weights": (
+        "multihead.py", "tests/test_06_multihead.py", "test_output_and_weight_shapes", "average_attn_weights",
+        MHA_AVERAGED_WEIGHTS),
+    "Srivastava's dropout": (
+        "layer.py", "tests/test_07_layer.py", "test_dropout_is_the_identity_in_evaluation_and_at_rate_zero",
+        "Srivastava", SRIVASTAVA_DROPOUT),
     "Keras' clipped cross-entropy": (
         "training.py", "tests/test_09_training.py", "test_cross_entropy_is_stable_for_large_logits", "Keras",
         KERAS_CROSS_ENTROPY),
