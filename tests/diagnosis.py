@@ -661,20 +661,34 @@ def _reach(name: str, calls: dict[str, list[str]]) -> set[str]:
     return seen
 
 
-def changes_dtype(mistakes: list[KnownMistake]) -> bool:
-    """Whether one of ``mistakes`` returns another dtype than the contract's on some probe (a dtype is then theirs)."""
+def changes(mistakes: list[KnownMistake]) -> frozenset[str]:
+    """What ``mistakes`` change besides values on some probe: ``"dtype"``, ``"shape"``, ``"input check"``.
+
+    (An input check: a bad input accepted, or another error.) A failure of such a kind is theirs only if they
+    change it.
+    """
+    registry, found = load_all_probes(), set()
     for mistake in mistakes:
         for probe, outputs in mistake.outputs.items():
+            entry = registry.get(probe)
+            if entry is not None and entry.rejects is not None:
+                found.add("input check")
             if outputs is RAISED or outputs is WRONG_TYPE:
+                # (raising where the contract answers, it may answer other inputs in any form: a kv ignored raises
+                # on a mask shaped for kv's keys, and gives weights of another shape elsewhere)
+                found |= {"shape", "dtype"} if entry is None or entry.rejects is None else set()
                 continue
             try:
                 want = golden(probe)
             except (KeyError, FileNotFoundError):
                 continue
             want = want if isinstance(want, tuple) else (want,)
-            if any(a.dtype != b.dtype for a, b in zip(outputs, want, strict=False)):
-                return True
-    return False
+            pairs = list(zip(outputs, want, strict=False))
+            if len(outputs) != len(want) or any(np.shape(a) != np.shape(b) for a, b in pairs):
+                found.add("shape")
+            if any(np.asarray(a).dtype != np.asarray(b).dtype for a, b in pairs):
+                found.add("dtype")
+    return frozenset(found)
 
 
 def matches(mistake: KnownMistake, observed: dict[str, tuple[np.ndarray, ...] | None]) -> bool:

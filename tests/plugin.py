@@ -440,7 +440,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     if exercise not in diagnoses:
         found = diagnosis.diagnose(implementation, exercise, observation)
         # (what a catalogued diagnosis can be about: a family's own words say where it holds)
-        state.setdefault("touched", {})[exercise] = (diagnosis.functions_of(found), diagnosis.changes_dtype(found)) \
+        state.setdefault("touched", {})[exercise] = (diagnosis.functions_of(found), diagnosis.changes(found)) \
             if found else None
         unchecked = diagnosis.unexplained_input_checks(exercise, observation, found) if found else []
         diagnoses[exercise] = diagnosis.describe(exercise, found, unchecked)
@@ -481,19 +481,26 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
 
 
+_KINDS_OF_FAILURE = {  # what a failure is about, by the words the kit's checks use (tests/feedback.py)
+    "dtype": re.compile(r"dtype \S+$"),
+    "shape": re.compile(r"(an array of )?shape \("),
+    "input check": re.compile(r"\w*Error naming "),
+}
+
+
 def _unexplained(findings: list[failures.Failure], own: tuple[str, ...], touched: frozenset[str],
-                 retyped: bool) -> bool:
+                 changed: frozenset[str]) -> bool:
     """Whether the exercise's known mistakes cannot explain this test's failures.
 
-    They are matched on outputs: an input changed in place is none of theirs; a dtype is theirs only where one of
-    them returns another dtype (``retyped``); and a test of the exercise's functions (``own``) none of which they
-    touch (``diagnosis.functions_of``: the functions their outputs change, and those these call or are called by)
-    found something else.
+    They are matched on outputs: an input changed in place is none of theirs; a dtype, a shape or a bad input
+    accepted is theirs only where one of them changes that on a probe (``changed``: ``diagnosis.changes``); and a
+    test of the exercise's functions (``own``) none of which they touch (``diagnosis.functions_of``: the functions
+    their outputs change, and those these call or are called by) found something else.
     """
     if any(failure.expected == failures.LEFT_INTACT for failure in findings):
         return True
-    if not retyped and any(failure.expected.startswith("dtype ") and failure.observed.startswith("dtype ")
-                           for failure in findings):
+    if any(pattern.match(failure.expected) and kind not in changed
+           for failure in findings for kind, pattern in _KINDS_OF_FAILURE.items()):
         return True
     about = {name for failure in findings for name in failure.functions.split()} & set(own)
     return bool(about) and not about & touched

@@ -565,10 +565,13 @@ def test_train_bpe_breaks_ties_by_the_smallest_pair(impl):
 def test_train_bpe_stops_when_no_pair_repeats(impl):
     for text, expected in (("abcdefg", []), ("abab", [[97, 98]]), ("", [])):
         merges = impl.train_bpe(text, 4)
-        if expect_array(merges, what=f"train_bpe({text!r}, 4)", idea=STOP):
-            expect_equal(np.asarray(merges).reshape(-1, 2).tolist(), expected,
-                         idea=training_idea(merges, text, 4, STOP),
-                         what=f"train_bpe({text!r}, 4): shape (k, 2) with fewer than 4 rows")
+        if expect_array(merges, what=f"train_bpe({text!r}, 4)", idea=STOP) and expect_shape(
+                merges, (len(expected), 2), what=f"train_bpe({text!r}, 4): shape (k, 2) with fewer than 4 rows",
+                idea=STOP + "; (k, 2) even for k = 0 or 1 merges: np.array(merges, dtype=np.int64).reshape(-1, 2)"):
+            expect_dtype(merges, np.int64, what=f"train_bpe({text!r}, 4): its dtype",
+                         idea="merges are integer ids, int64, even when there are none")
+            expect_equal(np.asarray(merges).tolist(), expected, idea=training_idea(merges, text, 4, STOP),
+                         what=f"train_bpe({text!r}, 4): the merges")
 
 
 def test_train_bpe_matches_the_tests_own_bpe(impl):

@@ -409,3 +409,15 @@ def test_a_known_mistake_leads_no_failure_it_cannot_be(tmp_path):
     text = failures_of(target, "attention")
     assert "changed its input q in place" in text, text[:2000]
     assert "known mistake" not in _led(text, "test_scores_transpose_k_even_when_shapes_fit"), text[:3000]
+
+
+def test_a_known_mistake_does_not_lead_a_bad_input_it_does_not_accept(tmp_path):
+    # A blind round: the catalogued worst-first top_k beside a k clamped to the number of chunks; the failure "k = 6
+    # accepted" was led by the worst-first mistake, which raises for k = 6 as the contract does.
+    target = plant(tmp_path, "retrieval.py",
+                   ('order = np.argsort(-similarity, axis=1, kind="stable")',
+                    'order = np.argsort(similarity, axis=1, kind="stable")'),
+                   ("not 1 <= k <= similarity.shape[1]:", "not 1 <= k:"))
+    text = failures_of(target, "retrieval")
+    assert "known mistake" in _led(text, "test_top_k_best_first"), text[:2000]
+    assert "known mistake" not in _led(text, "test_top_k_rejects_a_bad_k"), text[:3000]
