@@ -532,7 +532,8 @@ def test_train_bpe_first_merge_is_the_planted_pair(impl):
     # "qz" planted 60 times among letters that each pair up about 300 / 36 times: (q, z) is the most frequent.
     text = drawn_corpus(1511, "abcdef", 300, ("qz", "qz", "qz"))
     merges = impl.train_bpe(text, 1)
-    if expect_shape(merges, (1, 2), what="train_bpe(text, 1)", idea=TRAIN):
+    if expect_shape(merges, (1, 2), what="train_bpe(text, 1)",
+                    idea="one merge is one row: (k, 2) even for k = 1 (no squeeze); " + TRAIN):
         expect_equal(np.asarray(merges)[0].tolist(), [ord("q"), ord("z")], idea=training_idea(merges, text, 1, TRAIN),
                      what="the first merge of a corpus where 'qz' is planted 75 times (byte ids of q and z)")
 

@@ -618,3 +618,19 @@ def test_a_blame_on_a_float32_dependency_keeps_the_precision_it_shows(tmp_path):
     assert "First fix attend_step()" in text, text
     revisit = text.split("revisit:")[-1]
     assert "fix attend_step() first" in revisit and "a question of precision" in revisit, text
+
+
+FAISS_TOP_K = '''
+def top_k(similarity, k):
+    # faiss' search: -1 for the neighbours an index too small cannot give
+    similarity = np.asarray(similarity, dtype=np.float64)
+    n = similarity.shape[1]
+    order = np.argsort(-similarity, axis=1, kind="stable")[:, :min(k, n)]
+    return np.concatenate([order, -np.ones((len(order), max(0, k - n)), dtype=order.dtype)], axis=1)
+'''
+
+
+def test_faiss_padding_is_told_as_its_convention(tmp_path):
+    text = block(override(tmp_path, "retrieval.py", FAISS_TOP_K), "tests/test_14_retrieval.py",
+                 "test_top_k_rejects_a_bad_k")
+    assert "faiss" in text and CONVENTION in text, text
