@@ -292,6 +292,10 @@ def test_gradient_x_input_with_batch_axes_and_float32(impl):
                      what=f"gradient_x_input with batch axes ({B}, 3)")
     out32 = impl.gradient_x_input(grad.astype(np.float32), inputs.astype(np.float32))
     expect_dtype(out32, np.float32, what="gradient_x_input of float32 arrays", idea="dtype in = dtype out")
+    # One token (a blind round's summed the token axis too when it had length 1): still one number per token.
+    one = impl.gradient_x_input(grad[..., :1, :], inputs[..., :1, :])
+    expect_shape(one, (B, 3, 1), what=f"gradient_x_input of two ({B}, 3, 1, {D}) arrays (one token)",
+                 idea=GXI + "; the sum runs over the features only (axis -1), whatever the number of tokens")
 
 
 # ----------------------------------------------------------------------------- occlusion
