@@ -295,42 +295,25 @@ def rank_correlation(a, b):
 # Ports a blind round found called mistakes (each the library's own code, in numpy).
 
 BERT_ADDED_FILL = '''
+_sdpa = scaled_dot_product_attention
+
+
 def scaled_dot_product_attention(q, k, v, mask=None):
-    """HF BERT: extended_attention_mask = (1.0 - mask) * -10000.0, added to the scores."""
-    v = as_float_array("v", v)
-    scores = attention_scores(q, k)
-    require_ndim("v", v, 2, "(..., n_k, d_v)")
-    if v.shape[-2] != np.shape(k)[-2]:
-        raise ValueError(f"k of shape {np.shape(k)} and v of shape {v.shape} must have the same n_k")
-    if mask is not None:
-        mask = np.asarray(mask)
-        require_broadcast("mask", mask.shape, scores.shape)
-        if mask.dtype == np.bool_:
-            extended = (1.0 - mask.astype(scores.dtype)) * -10000.0
-            scores = scores + extended.astype(scores.dtype)
-        else:
-            scores = scores + as_float_array("mask", mask).astype(scores.dtype)
-    probs = softmax(scores, axis=-1)
-    return probs @ v, probs
+    """Hugging Face BERT: extended_attention_mask = (1.0 - mask) * -10000.0, added to the scores."""
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        mask = (1.0 - np.asarray(mask, dtype=np.float64)) * -10000.0
+    return _sdpa(q, k, v, mask)
 '''
 
 MHA_MASK_POLARITY = '''
+_sdpa = scaled_dot_product_attention
+
+
 def scaled_dot_product_attention(q, k, v, mask=None):
     """nn.MultiheadAttention's attn_mask: a True entry means the position is NOT allowed to attend."""
-    v = as_float_array("v", v)
-    scores = attention_scores(q, k)
-    require_ndim("v", v, 2, "(..., n_k, d_v)")
-    if v.shape[-2] != np.shape(k)[-2]:
-        raise ValueError(f"k of shape {np.shape(k)} and v of shape {v.shape} must have the same n_k")
-    if mask is not None:
-        mask = np.asarray(mask)
-        require_broadcast("mask", mask.shape, scores.shape)
-        if mask.dtype == np.bool_:
-            scores = np.where(mask, -np.inf, scores)
-        else:
-            scores = scores + as_float_array("mask", mask).astype(scores.dtype)
-    weights = softmax(scores, axis=-1)
-    return weights @ v, weights
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        mask = ~np.asarray(mask)  # blocked where True: the kit's function is given the keys it may see
+    return _sdpa(q, k, v, mask)
 '''
 
 TORCH_CAUSAL_MASK = '''
@@ -360,30 +343,12 @@ def merge_heads(x):
 '''
 
 MHA_AVERAGED_WEIGHTS = '''
+_mha = multi_head_attention
+
+
 def multi_head_attention(x, params, n_heads, mask=None, kv=None):
-    """nn.MultiheadAttention(need_weights=True): returns attn weights averaged over heads."""
-    x = as_float_array("x", x)
-    require_ndim("x", x, 2, "(..., n_q, d_model)")
-    d_model = x.shape[-1]
-    require_divisible(d_model, require_positive_int("n_heads", n_heads))
-    kv = x if kv is None else as_float_array("kv", kv)
-    require_ndim("kv", kv, 2, "(..., n_k, d_model)")
-    if kv.shape[-1] != d_model:
-        raise ValueError(f"kv of shape {kv.shape} must have the same d_model as x of shape {x.shape}")
-    square = (d_model, d_model)
-    require_params("params", params,
-                   {"w_q": square, "w_k": square, "w_v": square, "w_o": square}
-                   | {name: (d_model,) for name in ("b_q", "b_k", "b_v", "b_o")})
-    q = split_heads(linear(x, params["w_q"], params["b_q"]), n_heads)
-    k = split_heads(linear(kv, params["w_k"], params["b_k"]), n_heads)
-    v = split_heads(linear(kv, params["w_v"], params["b_v"]), n_heads)
-    if mask is not None:
-        mask = np.asarray(mask)
-        batch = np.broadcast_shapes(x.shape[:-2], kv.shape[:-2])
-        require_broadcast("mask", mask.shape, (*batch, x.shape[-2], kv.shape[-2]))
-        mask = mask[..., None, :, :]
-    context, weights = scaled_dot_product_attention(q, k, v, mask)
-    output = linear(merge_heads(context), params["w_o"], params["b_o"])
+    """nn.MultiheadAttention(need_weights=True): the attention weights averaged over the heads."""
+    output, weights = _mha(x, params, n_heads, mask, kv)
     return output, weights.mean(axis=-3)
 '''
 
