@@ -85,8 +85,9 @@ def _swap(module: types.ModuleType, steps: dict, folder: str,
     for loaded in modules:
         for name, index in names.items():
             value = loaded.__dict__.get(name)
-            # A wrapper too (a call through it and then the function it wraps is seen twice, which counts nothing
-            # false): what it calls need not be its __wrapped__ (functools.singledispatch).
+            # A wrapper too: what it calls need not be its __wrapped__ (functools.singledispatch). A call through it
+            # that passes its arguments on as they came is sent once (``Asking.stand_in``), not again by the stand-in
+            # of the function it wraps.
             if value is not None and id(value) not in standing:
                 swapped.append((None, name, value, None, loaded.__dict__))
                 loaded.__dict__[name] = stand_in(index, value)
@@ -125,6 +126,7 @@ class Asking:
         self.channel, self.codec = channel, codec
         self.lock = threading.RLock()  # a question and its reply (threads asking at once crossed their replies)
         self.calls, self.open = 0, 0  # the calls handled so far, and the one running now (0: none)
+        self.running = threading.local()  # per thread: the steps sent whose own function runs now (``stand_in``)
 
     def close(self) -> None:
         """The call ended: a question under way ends first, none starts after."""
@@ -158,15 +160,40 @@ class Asking:
         call, codec = self.calls, self.codec
 
         def stand_in(*args: Any, **kwargs: Any) -> Any:
+            running = self.running.__dict__.setdefault("steps", [])
+            if any(_same_step(step, index, args, kwargs) for step in running):
+                # A wrapper's stand-in sent this very call (the same objects) and now runs the function it wraps:
+                # the grading process, which runs the API's name itself, would record the same step again.
+                return own(*args, **kwargs)
             arrays: list = []
             try:
                 payload = codec.encode([list(args), kwargs], arrays)
             except Exception:  # noqa: BLE001 - arguments that cannot be sent: this call is not recorded
                 payload = None
+            sent = False
             with self.lock:
                 if payload is not None and self.open == call:
                     self.channel.send({"op": "grading_function", "index": index, "payload": payload}, arrays)
                     self.channel.receive()
-            return own(*args, **kwargs)
+                    sent = True
+            if not sent:
+                return own(*args, **kwargs)
+            running.append((index, args, kwargs))
+            try:
+                return own(*args, **kwargs)
+            finally:
+                running.pop()
 
         return stand_in
+
+
+def _same_step(step: tuple, index: int, args: tuple, kwargs: dict) -> bool:
+    """Whether a call of function ``index`` with ``args`` and ``kwargs`` is ``step`` (index, args, kwargs) again.
+
+    The same objects in the same places: a wrapper that passes its arguments on as it got them (a decorator, a
+    class-based one, an alias's stand-in and the function it holds). A call with any other argument is a step of
+    its own (a step per batch entry inside a batched one, a wrapper that converts its arguments).
+    """
+    sent, sent_args, sent_kwargs = step
+    return (sent == index and len(sent_args) == len(args) and all(a is b for a, b in zip(sent_args, args, strict=True))
+            and sent_kwargs.keys() == kwargs.keys() and all(sent_kwargs[key] is kwargs[key] for key in kwargs))
