@@ -136,7 +136,6 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         self._crashes: dict[str, int] = {}  # ended workers so far, per view: one exercise's crashes cost no other's
         self._failures: dict[tuple[str, str], str] = {}
         self._callables: dict[tuple[str, str], set[str]] = {}
-        self._signatures: dict[str, inspect.Signature | None] = {}  # the API's, by name (``_signature``)
         self._functions: dict[tuple[str, str], Callable[..., Any]] = {}
         self._budget = Budget(self.limits)
         self._group: cgroup.WorkerGroup | None = None  # the current worker's control group, if this machine has one
@@ -564,17 +563,11 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         self._callables[key] = {n for n in callables if isinstance(n, str)} if isinstance(callables, list) else set()
 
     def _signature(self, name: str) -> inspect.Signature | None:
-        """The API's signature of ``name`` (from the reference), so failure messages name arguments.
-
-        Read once per name: a watched call asks it at each of its steps (``grader.sandbox.watched``), some 400 times
-        a student, and the reference's functions do not change while it grades.
-        """
-        if name not in self._signatures:
-            try:
-                self._signatures[name] = inspect.signature(self._callbacks.implementation().function(name, name))
-            except Exception:  # noqa: BLE001 - only used to label arguments
-                self._signatures[name] = None
-        return self._signatures[name]
+        """The API's signature of ``name`` (from the reference), so failure messages name arguments."""
+        try:
+            return inspect.signature(self._callbacks.implementation().function(name, name))
+        except Exception:  # noqa: BLE001 - only used to label arguments
+            return None
 
     def _remote(self, view: str, module: str, name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:

@@ -52,10 +52,16 @@ class Steps:
 
     def __init__(self, run: Callable[[str, tuple, dict], Any],
                  signatures: Callable[[str], inspect.Signature | None], args: tuple, kwargs: dict) -> None:
-        self._run, self._signatures = run, signatures
+        self._run, self._asked = run, signatures
+        self._known: dict[str, inspect.Signature | None] = {}  # the signatures asked, by name (once: every step asks)
         self.steps = decoded.Steps(args, kwargs)
         self.counts: dict[str, int] = dict.fromkeys(STEPS, 0)
         self._codes: dict[str, Any] = {}
+
+    def _signatures(self, name: str) -> inspect.Signature | None:
+        if name not in self._known:
+            self._known[name] = self._asked(name)
+        return self._known[name]
 
     def stand_ins(self) -> dict[str, Callable[..., Any]]:
         """The functions the worker's stand-ins call, by name: each runs the student's own, and is recorded."""
