@@ -87,6 +87,20 @@ def test_pair_ids_in_any_order(impl):
         expect_close(result[1], 1 / 3, what="both_right with pair ids 7, 2, 4 in no order", idea=COUNT)
 
 
+def test_a_single_pair_numbered_zero(impl):
+    # One pair only, its id 0, its members apart with controls between: a count per pair sized by the largest id
+    # (zeros(pair.max())) or a check that wants two pairs fails here, not on the tasks' many pairs.
+    pair = np.array([0, -1, -1, 0])
+    target = np.array([3, 1, 2, 4])
+    for predicted, expected, told in ((np.array([3, 0, 0, 4]), (1.0, 1.0), "both members right"),
+                                      (np.array([3, 1, 2, 0]), (0.5, 0.0), "one member right, the controls too")):
+        result = impl.pair_accuracy(predicted, target, pair)
+        if expect(isinstance(result, tuple) and len(result) == 2, what="pair_accuracy's result for a single pair",
+                  expected="(accuracy, both_right)", observed=type(result).__name__, idea=COUNT):
+            expect_close(result[0], expected[0], what=f"accuracy of a single pair (id 0), {told}", idea=COUNT)
+            expect_close(result[1], expected[1], what=f"both_right of a single pair (id 0), {told}", idea=COUNT)
+
+
 def test_controls_do_not_count_in_negation_attention(impl):
     task = negation_tasks().negation_task(np.random.default_rng(1255), 2, n_controls=4)
     n, seq = task["tokens"].shape
