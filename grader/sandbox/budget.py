@@ -30,7 +30,12 @@ reference's CPU time is the student's (what a student's code asks of the
 reference is charged to it), while the wall time the call waited for that
 answer is neither its CPU nor its sleep (:meth:`Budget.count_callback`). The
 call is charged when it ends
-(:meth:`Budget.finish_call`). Whether a submission may still run code, and why
+(:meth:`Budget.finish_call`). The kit's diagnosis (its probes of every function
+at a submission's first failing test) is charged to an account of its own,
+:data:`DIAGNOSIS`, with ``Limits.diagnosis_seconds`` (:meth:`Budget.observing`):
+the feedback never spends an exercise's budget, and a submission whose every
+function sleeps or loops costs the diagnosis a bounded time, not one budget per
+exercise. Whether a submission may still run code, and why
 not, is :meth:`Budget.exhausted` and :meth:`Budget.expired`.
 
 Only ``grader.sandbox.proxy`` (the facade) and ``grader.sandbox.channel`` (its
@@ -39,10 +44,11 @@ waits) use it; what is counted is decided in this file alone.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from grader.sandbox import load
 from grader.sandbox.limits import Limits
@@ -57,6 +63,8 @@ WALL_SLACK = 10.0
 MACHINE_RETRIES = 2
 # The shortest wait between two checks of a long call (reading the counters costs a little).
 CHECK_AT_LEAST = 0.05
+# The account of the calls the kit's diagnosis makes (``Budget.observing``): not an exercise's, so no view's name.
+DIAGNOSIS = "(the kit's diagnosis)"
 _CPUS = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
@@ -92,6 +100,7 @@ class Budget:
         self._begun = 0.0
         self._reference_seconds = 0.0  # wall seconds the current call waited for the reference's answers
         self._reference_cpu = 0.0  # CPU seconds of those answers (the student's: charged with the call)
+        self._observing = 0  # inside ``observing``: calls are charged to DIAGNOSIS, not to their view
 
     # ------------------------------------------------------------------ the worker whose time is counted
 
@@ -125,17 +134,40 @@ class Budget:
 
     # ------------------------------------------------------------------ before a call: may it run, for how long
 
+    def account(self, view: str) -> str:
+        """Whose time a call of ``view`` is: its exercise's (the view), or :data:`DIAGNOSIS` inside ``observing``."""
+        return DIAGNOSIS if self._observing else view
+
+    def _allowance(self, account: str) -> float:
+        return self.limits.diagnosis_seconds if account == DIAGNOSIS else self.limits.student_seconds
+
+    @contextlib.contextmanager
+    def observing(self) -> Iterator[Callable[[], bool]]:
+        """The calls made inside are the kit's diagnosis: charged to :data:`DIAGNOSIS`, within its own budget.
+
+        Yields a function that tells whether that budget is spent (a call was or will be refused: what was
+        observed is incomplete, and the diagnosis must name nothing).
+        """
+        self._observing += 1
+        try:
+            yield lambda: self.spent_by.get(DIAGNOSIS, 0.0) >= self.limits.diagnosis_seconds
+        finally:
+            self._observing -= 1
+
     def exhausted(self, what: str, view: str = "") -> BudgetExhausted | None:
         """Why ``what`` (a call or an import of ``view``) may not run: its exercise has no time left; None if it may."""
-        budget = self.limits.student_seconds
-        if self.spent_by.get(view, 0.0) >= budget:
+        account = self.account(view)
+        budget = self._allowance(account)
+        if self.spent_by.get(account, 0.0) >= budget:
             return BudgetExhausted(f"{what} was not run: your code has used up its time budget ({budget:g} s for "
-                                   "the tests of one exercise); make the slow function faster")
+                                   "the tests of one exercise); make the slow function faster" if account != DIAGNOSIS
+                                   else f"{what} was not run: the kit's diagnosis has used up its {budget:g} s")
         return None
 
     def call_timeout(self, view: str = "") -> float:
         """The most CPU time the next call of ``view`` may use: the per-call limit, or what is left of its budget."""
-        return min(self.limits.call_timeout, self.limits.student_seconds - self.spent_by.get(view, 0.0))
+        account = self.account(view)
+        return min(self.limits.call_timeout, self._allowance(account) - self.spent_by.get(account, 0.0))
 
     def expired(self, what: str, timeout: float) -> TimeoutError:
         """Why a call given ``timeout`` seconds did not finish: the exception to raise (after ``timed_out``)."""
@@ -161,7 +193,7 @@ class Budget:
 
     def start_call(self, timeout: float, view: str = "") -> float:
         """Start a call of ``timeout`` CPU seconds of ``view``; its first check time (``time.monotonic``)."""
-        self._view = view
+        self._view = self.account(view)
         self._reference_seconds = 0.0
         self._reference_cpu = 0.0
         self._timeout = timeout

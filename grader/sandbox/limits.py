@@ -110,6 +110,10 @@ class Limits:
     # The time budget of each exercise of a submission (CPU seconds of its student code, what that asks of the
     # reference included; past it that exercise's remaining tests fail at once).
     student_seconds: float = 60.0
+    # The time budget of the kit's diagnosis of a submission (its probes of every function, run once at the first
+    # failing test, ``tests.diagnosis.observe_everything``): its own, charged to no exercise, so the feedback never
+    # uses up a test's time; past it the diagnosis names nothing (the reference's probes cost about 0.3 s).
+    diagnosis_seconds: float = 20.0
     # The channel (``grader.sandbox.channel_use``): what a test may send is ``channel_factor`` times what the
     # reference sends in that test, at least ``test_bytes`` bytes and ``test_messages`` messages (a reply per call,
     # a request per callback); what a submission may send, ``channel_factor`` times the reference's total, at least

@@ -1,4 +1,4 @@
-"""Measuring one call of student code from outside its worker: its peak memory and its CPU time.
+"""Measuring one call of student code from outside its worker: its peak memory and its CPU time; the diagnosis's calls.
 
 Run by: the grading process, as part of ``grader.sandbox.proxy.IsolatedImplementation``
 (this mixin's methods use the facade's worker, group and budget). The numbers
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,15 @@ class Measuring:
         that tell a mistake from a table: code that keeps state could turn wrong on purpose once it met that input.
         """
         self._stop()
+
+    def observing(self) -> AbstractContextManager[Callable[[], bool]]:
+        """Inside, the calls are the kit's diagnosis (``tests.diagnosis.observe_everything``), on a budget of its own.
+
+        Charged to ``budget.DIAGNOSIS`` (``Limits.diagnosis_seconds``), never to an exercise's budget: the feedback
+        spends no test's time. Yields a function that tells whether that budget is spent (what was observed is
+        incomplete: the diagnosis names nothing).
+        """
+        return self._budget.observing()
 
     def measure_cpu(self, exercise: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         """Call ``name`` in the worker and return ``(result, CPU seconds its processes used for the call)``.

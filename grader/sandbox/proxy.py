@@ -453,8 +453,8 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         ``timeout``: fewer CPU seconds than the call's own limit.
         """
         __tracebackhide__ = True  # the grader's internals are no part of a student's failure report
-        view = str(header.get("view", FAIR_VIEW_ALL))
-        # Timeouts and time are counted per exercise: a looping function costs its own exercise's tests only.
+        # Counted per exercise (a looping function costs its own exercise's tests only), or budget.DIAGNOSIS's.
+        view = self._budget.account(str(header.get("view", FAIR_VIEW_ALL)))
         so_far = self._timeouts.get((view, what), 0)
         total = sum(count for (seen, _), count in self._timeouts.items() if seen == view)
         if so_far >= self.limits.function_timeouts or total >= self.limits.total_timeouts:

@@ -1,0 +1,60 @@
+"""The kit's diagnosis runs on a budget of its own: it never spends an exercise's time, and never runs unbounded.
+
+At a submission's first failing test the kit probes every function of the manifest once (``tests.diagnosis.
+observe_everything``, some 180 calls). Charged to each exercise's budget, as they were, a submission whose every
+function sleeps just under the call limit held its grading process past the batch's stall limit (15 exercises of
+60 s each), and its row came back "not graded" with the batch exiting 1; a slow but honest exercise could find
+its budget spent by the feedback of another exercise's failure.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader.curriculum import ROOT, load
+from grader.sandbox.budget import DIAGNOSIS
+from grader.sandbox.proxy import IsolatedImplementation, Limits
+from tests.diagnosis import ObservationCut, observe_everything
+
+SLEEP = 0.3  # seconds each function of the sleeping submission sleeps (then returns None)
+
+
+def _sleeping_submission(folder: Path) -> Path:
+    """The reference, every function of which is replaced by one that sleeps ``SLEEP`` s and returns None."""
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for exercise in load().exercises:
+        path = folder / exercise.module_file
+        code = "".join(f"\n\ndef {name}(*args, **kwargs):\n    import time\n    time.sleep({SLEEP})\n"
+                       for name in exercise.functions)
+        path.write_text(path.read_text(encoding="utf-8") + code, encoding="utf-8")
+    return folder
+
+
+def test_a_submission_that_sleeps_everywhere_costs_the_diagnosis_its_own_budget_only(tmp_path):
+    limits = Limits(call_timeout=2.0, diagnosis_seconds=1.0)
+    with IsolatedImplementation(_sleeping_submission(tmp_path / "sleeper"), limits=limits) as implementation:
+        with pytest.raises(ObservationCut):
+            observe_everything(implementation)
+        spent = dict(implementation._budget.spent_by)
+        requests = implementation.stats["requests"]
+    # Charged to the diagnosis alone: no exercise lost a second of its own budget to the feedback.
+    assert set(spent) == {DIAGNOSIS}, spent
+    assert limits.diagnosis_seconds <= spent[DIAGNOSIS] < limits.diagnosis_seconds + 2 * SLEEP + 0.5, spent
+    # Stopped once its budget was spent: a few sleeping calls, not one per probe of the manifest (about 180).
+    assert requests <= limits.diagnosis_seconds / SLEEP + 3, requests
+
+
+def test_the_diagnosis_of_the_reference_fits_its_budget_and_charges_no_exercise(tmp_path):
+    folder = tmp_path / "reference"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    with IsolatedImplementation(folder) as implementation:
+        observation = observe_everything(implementation)
+        spent = dict(implementation._budget.spent_by)
+    assert observation.deviating_functions() == [], observation.deviating_functions()
+    assert not observation.unwritten, observation.unwritten
+    assert set(spent) == {DIAGNOSIS}, spent
+    # The reference's whole observation costs about 0.3 s (CPU, or time awake); the budget is well above it.
+    assert spent[DIAGNOSIS] < Limits().diagnosis_seconds / 4, spent
