@@ -146,7 +146,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
                         help="the longest a grading process may go without finishing a test (wall time): a stall, "
                              "retried when the machine was too busy, else the student is not graded "
-                             f"(default: {STUDENT_TIMEOUT:g})")
+                             f"(default: {STUDENT_TIMEOUT:g}; never below twice --budget plus 100 s: a test may use "
+                             "--budget and the diagnosis's 20 s)")
     parser.add_argument("--accept-no-isolation", dest="isolation", action="store_const", const="none",
                         default="require",
                         help="grade even where student code cannot be isolated (no bubblewrap, no user namespaces): "
@@ -202,6 +203,8 @@ def grade_batch(
         echo(f"error: {error}")
         return 2
     limits = course_limits(budget, call_budget, memory, course.limits().cpu_seconds)
+    # A test may use its exercise's budget and the diagnosis's (a course may raise --budget): no stall before that.
+    timeout = max(timeout, 2 * limits.longest_test() + 60.0)
     _say_isolation(plan, limits, echo)
     suite, kit_failure = _load_suite(hidden, exercises, echo)
     if not suite and kit_failure is None:

@@ -136,6 +136,14 @@ class Limits:
     # time. Counted per exercise, as timeouts are: a flood in attention costs no test of layer.
     total_crashes: int = 12
 
+    def longest_test(self) -> float:
+        """The most CPU (or sleep) seconds of student code one test may cost (its exercise's budget, the diagnosis's).
+
+        The diagnosis may run at the test's failure. A batch waits longer than that for a test: its stall limit
+        (``attention-kit grade --timeout``) is raised to twice this plus a minute where it was set lower.
+        """
+        return self.student_seconds + self.diagnosis_seconds
+
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""
         return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per exercise, "

@@ -58,3 +58,26 @@ def test_the_diagnosis_of_the_reference_fits_its_budget_and_charges_no_exercise(
     assert set(spent) == {DIAGNOSIS}, spent
     # The reference's whole observation costs about 0.3 s (CPU, or time awake); the budget is well above it.
     assert spent[DIAGNOSIS] < Limits().diagnosis_seconds / 4, spent
+
+
+def test_a_batch_waits_for_a_test_as_long_as_its_budgets_allow(tmp_path, monkeypatch):
+    """The stall limit (``--timeout``) is never below what one test may use: a course's larger budget raises it."""
+    from grader.grading import grade
+    from grader.grading.pool import run_jobs
+
+    stalls: list[float] = []
+
+    def engine(address, template, echo, jobs=None):
+        def run(jobs_, processes, stall):
+            stalls.append(stall)
+            return run_jobs(jobs_, processes, stall)
+        return run
+
+    monkeypatch.setattr(grade, "connect_cluster", engine)
+    folder = tmp_path / "class"
+    shutil.copytree(ROOT / "solutions", folder / "alice", ignore=shutil.ignore_patterns("__pycache__"))
+    code = grade.grade_batch(folder, tmp_path / "out", echo=lambda *args: None, hidden=None, jobs=1,
+                             exercises=["softmax"], budget=400.0, timeout=30.0)
+    assert code == 0
+    assert stalls and stalls[0] >= 2 * (400.0 + Limits().diagnosis_seconds), stalls
+    assert stalls[0] > Limits(student_seconds=400.0).longest_test(), stalls
