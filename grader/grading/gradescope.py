@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -72,8 +73,27 @@ SKIPPED_SUFFIXES = (".pyc", ".pyo")
 STUDENT_ID = "submission"
 # What Gradescope writes beside the upload: the submission time and the students (for the course's [late]).
 METADATA = "submission_metadata.json"
-# Gradescope stops a run after its own timeout (set per assignment); stay below the default 10 minutes.
+# Gradescope stops a run after its own timeout (set per assignment); stay below the default 10 minutes where the
+# course's budgets allow it (``run_seconds``).
 GRADE_TIMEOUT = 540.0
+GRADESCOPE_TIMEOUT = 600.0  # Gradescope's own default
+# What a run needs besides the student code's budgets: the grader's start-up, the tests' own work, the writing.
+RUN_SLACK = 120.0
+
+
+def run_seconds() -> float:
+    """The longest one submission's run may take: every graded exercise's budget, the diagnosis's, and the rest.
+
+    A submission slow in every exercise spends each exercise's budget (``--budget``, the course's [limits]); a run
+    stopped before its end would lose the points of the tests it passed. At least ``GRADE_TIMEOUT``.
+    """
+    from grader.grading.grade import limit_defaults
+    from grader.sandbox.limits import Limits
+    from grader.suite import graded_suite, hidden_folders
+
+    suite, _ = graded_suite(hidden_folders(), None)
+    exercises = len({f.exercise for f in suite})
+    return max(GRADE_TIMEOUT, exercises * limit_defaults()[0] + Limits().diagnosis_seconds + RUN_SLACK)
 
 
 def number(value: float) -> str:
@@ -115,6 +135,11 @@ def run(args: argparse.Namespace) -> int:
           "It holds the reference solutions and hidden tests: keep it away from students.")
     if hidden and course.hidden_visibility() == "hidden":
         print(HIDDEN_TOTAL_WARNING, file=sys.stderr)
+    if (needed := run_seconds()) > GRADESCOPE_TIMEOUT:
+        print(f"Set the autograder's timeout on Gradescope (the assignment's settings) to at least "
+              f"{math.ceil(needed / 60)} minutes: a submission slow in every exercise may use each exercise's "
+              f"budget, {needed:.0f} s in all, and Gradescope's default of 10 minutes would stop it and lose the "
+              "points of the tests it passed.")
     return 0
 
 
@@ -410,7 +435,8 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
             out = work / "out"
             command = [python, "-m", "grader", "grade", str(folder.parent), "--out", str(out), "--jobs", "1",
                        "--force", *isolation_options(root)]
-            completed = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=GRADE_TIMEOUT)
+            limit = run_seconds()
+            completed = subprocess.run(command, cwd=kit, capture_output=True, text=True, timeout=limit)
             # Gradescope keeps run_autograder's stdout for instructors only.
             print(completed.stdout)
             print(completed.stderr, file=sys.stderr)
@@ -425,7 +451,7 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
                     f"{completed.returncode}: {last}); please tell your instructor.", time.monotonic() - start,
                     students_fault=False)
     except subprocess.TimeoutExpired:
-        results = failure_results(f"Grading took longer than {GRADE_TIMEOUT:.0f} s and was stopped: look for an "
+        results = failure_results(f"Grading took longer than {run_seconds():.0f} s and was stopped: look for an "
                                   "endless loop or very slow code.", time.monotonic() - start)
     except Exception as error:  # the autograder must still write a result for Gradescope
         print(f"autograder error: {type(error).__name__}: {error}", file=sys.stderr)

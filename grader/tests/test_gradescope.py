@@ -7,6 +7,7 @@ results.json is checked against Gradescope's published autograder format
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import stat
@@ -211,3 +212,22 @@ def test_the_visible_score_leaves_hidden_tests_out() -> None:
     line = visible_score_line(tests)
     assert line.startswith("Score: 1 / 2 (public tests)") and "worth 3 more points (total 5)" in line
     assert visible_score_line(tests[:1]) == "Score: 1 / 2"
+
+
+def test_a_run_may_take_every_exercises_budget_and_the_builder_says_what_timeout_to_set(tmp_path, monkeypatch):
+    """A submission slow in every exercise spends each one's budget: the run waits for that.
+
+    The instructor is told what timeout to set on Gradescope where 10 minutes are too few (a run stopped early
+    loses every point).
+    """
+    from grader.curriculum import PART_ENV
+    from grader.grading.records import STUDENT_BUDGET
+    from grader.sandbox.limits import Limits
+
+    monkeypatch.setenv(PART_ENV, "all")
+    needed = gradescope.run_seconds()
+    assert needed >= len(load().exercises) * STUDENT_BUDGET + Limits().diagnosis_seconds, needed
+    built = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(tmp_path / "all.zip")], cwd=ROOT,
+                           capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert built.returncode == 0, built.stderr
+    assert f"to at least {math.ceil(needed / 60)} minutes" in built.stdout, built.stdout
