@@ -27,7 +27,7 @@ import traceback
 import types
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -66,6 +66,11 @@ class ImplementationError(Exception):
 # sleeps (a ``time.sleep``, a blocking read) spends the same budget with its time asleep, as the grader charges it
 # (``grader.sandbox.budget``); time spent waiting for a CPU is the machine's and never counts.
 CALL_BUDGET = 5.0
+# Seconds (CPU, or asleep) the kit's diagnosis may spend in a student's code, its probes of every function at the
+# first failing test (``tests.diagnosis.observe_everything``): in a student's run and in the grader's
+# (``grader.sandbox.limits.Limits.diagnosis_seconds``). Past it the diagnosis names nothing; the reference's probes
+# cost about 0.3 s.
+DIAGNOSIS_BUDGET = 20.0
 # Where the kernel cannot tell waiting for a CPU from sleeping (no /proc/PID/task/TID/schedstat: not Linux), a call
 # is stopped past this many times its budget in wall time, plus WALL_SLACK seconds: only a call that hangs meets it.
 WALL_FACTOR, WALL_SLACK = 8, 10.0
@@ -295,6 +300,26 @@ class LocalImplementation:
         except Exception as error:  # any failure of student code at import
             self._failures[name] = describe_import_error(f"{name}.py", error)
             raise ImplementationError(self._failures[name]) from None
+
+    @contextlib.contextmanager
+    def observing(self) -> Iterator[Callable[[], bool]]:
+        """Inside, the calls are the kit's diagnosis: yields whether it has spent ``DIAGNOSIS_BUDGET`` (student's run).
+
+        Its time is this process's time awake since it began (wall time less the waits for a CPU, as
+        ``call_budget`` counts a call's): a submission whose every function sleeps or loops costs the first failing
+        test about that much, not one budget per probe. Without a budget (``call_seconds`` None), never spent.
+        """
+        if self.call_seconds is None:
+            yield lambda: False
+            return
+        began, waited = time.monotonic(), run_queue_seconds()
+
+        def spent() -> bool:
+            now = run_queue_seconds()
+            return time.monotonic() - began - (now - waited if now is not None and waited is not None else 0.0) \
+                >= DIAGNOSIS_BUDGET
+
+        yield spent
 
     def forget(self) -> None:
         """Import the folder's modules afresh at the next call: nothing the student's code kept in them survives.

@@ -22,12 +22,16 @@ from tests.diagnosis import ObservationCut, observe_everything
 SLEEP = 0.3  # seconds each function of the sleeping submission sleeps (then returns None)
 
 
-def _sleeping_submission(folder: Path) -> Path:
-    """The reference, every function of which is replaced by one that sleeps ``SLEEP`` s and returns None."""
+def _sleeping_submission(folder: Path, log: Path | None = None) -> Path:
+    """The reference, every function of which is replaced by one that sleeps ``SLEEP`` s and returns None.
+
+    ``log``: each call writes a line there (run in this process only: a worker may write no such file).
+    """
     shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    note = f"    open({str(log)!r}, 'a').write('call\\n')\n" if log is not None else ""
     for exercise in load().exercises:
         path = folder / exercise.module_file
-        code = "".join(f"\n\ndef {name}(*args, **kwargs):\n    import time\n    time.sleep({SLEEP})\n"
+        code = "".join(f"\n\ndef {name}(*args, **kwargs):\n    import time\n{note}    time.sleep({SLEEP})\n"
                        for name in exercise.functions)
         path.write_text(path.read_text(encoding="utf-8") + code, encoding="utf-8")
     return folder
@@ -45,6 +49,20 @@ def test_a_submission_that_sleeps_everywhere_costs_the_diagnosis_its_own_budget_
     assert limits.diagnosis_seconds <= spent[DIAGNOSIS] < limits.diagnosis_seconds + 2 * SLEEP + 0.5, spent
     # Stopped once its budget was spent: a few sleeping calls, not one per probe of the manifest (about 180).
     assert requests <= limits.diagnosis_seconds / SLEEP + 3, requests
+
+
+def test_a_students_own_run_bounds_the_diagnosis_too(tmp_path, monkeypatch):
+    """In a student's run (their own pytest) the diagnosis stops past ``DIAGNOSIS_BUDGET`` of time awake as well."""
+    from tests import kit
+
+    monkeypatch.setattr(kit, "DIAGNOSIS_BUDGET", 1.0)
+    log = tmp_path / "calls.log"
+    folder = _sleeping_submission(tmp_path / "sleeper", log)
+    implementation = kit.LocalImplementation(folder, call_seconds=kit.CALL_BUDGET)
+    with pytest.raises(ObservationCut):
+        observe_everything(implementation)
+    calls = len(log.read_text(encoding="utf-8").splitlines())
+    assert 1 <= calls <= 1.0 / SLEEP + 2, calls  # a few sleeping calls, not one per probe (about 180)
 
 
 def test_the_diagnosis_of_the_reference_fits_its_budget_and_charges_no_exercise(tmp_path):
