@@ -11,6 +11,7 @@ only repeat the same failure (e.g. comparing values after a shape mismatch).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -22,6 +23,35 @@ from tests.crash import raising_through, where_it_crashed
 from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, fail_check, record
 
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
+
+
+# ---------------------------------------------------------------- how a check words what it expected
+
+def shape_words(shape: tuple[int, ...], array: bool = False) -> str:
+    """What a check of a shape expected: ``shape (2, 3)`` (``array``: ``an array of shape (2, 3)``)."""
+    return f"{'an array of ' if array else ''}shape {tuple(shape)}"
+
+
+def dtype_words(dtype: Any) -> str:
+    """What a check of a dtype expected: ``dtype float64``."""
+    return f"dtype {np.dtype(dtype)}"
+
+
+def input_check_words(argument: str) -> str:
+    """What a check of bad input expected, where none or another exception was raised: ``ValueError naming 'x'``."""
+    return f"ValueError naming {argument!r}"
+
+
+# What a failure is about, read back from its expected text (``tests.plugin``: a dtype, a shape or a bad input
+# accepted is a known mistake's only where one changes that on a probe). The words are the functions' above, so
+# that wording and reading stay together; ``grader/tests`` holds each function's words to its kind.
+_KINDS = {"dtype": re.compile(r"dtype \S+$"), "shape": re.compile(r"(an array of )?shape \("),
+          "input check": re.compile(r"\w*Error naming ")}
+
+
+def kind_of_expected(expected: str) -> str | None:
+    """``"dtype"``, ``"shape"`` or ``"input check"`` for a failure's expected text in those words; else None."""
+    return next((kind for kind, pattern in _KINDS.items() if pattern.match(expected)), None)
 
 
 def _show(value: Any) -> str:
@@ -121,7 +151,7 @@ def expect_shape(value: Any, shape: tuple[int, ...], *, what: str, idea: str) ->
     return expect(
         observed == tuple(shape),
         what=what,
-        expected=f"shape {tuple(shape)}",
+        expected=shape_words(shape),
         observed=f"shape {observed}",
         idea=idea,
     )
@@ -148,7 +178,7 @@ def expect_dtype(value: Any, dtype: Any, *, what: str, idea: str) -> bool:
     return expect(
         observed == np.dtype(dtype),
         what=what,
-        expected=f"dtype {np.dtype(dtype)}",
+        expected=dtype_words(dtype),
         observed=f"dtype {observed}",
         idea=idea,
     )
@@ -175,7 +205,7 @@ def expect_close(
     """
     expected = np.asarray(expected)
     if not isinstance(observed, np.ndarray) and not np.isscalar(observed):
-        return expect(False, what=what, expected=f"an array of shape {expected.shape}",
+        return expect(False, what=what, expected=shape_words(expected.shape, array=True),
                       observed=f"{type(observed).__name__}", idea=idea)
     observed = np.asarray(observed)
     contract = np.dtype(dtype) if dtype is not None else expected.dtype
@@ -185,7 +215,7 @@ def expect_close(
         eps = float(np.finfo(contract).eps)
         rtol, atol = max(rtol, 50 * eps), max(atol, 10 * eps)
     if observed.shape != expected.shape:
-        return expect(False, what=what, expected=f"shape {expected.shape}",
+        return expect(False, what=what, expected=shape_words(expected.shape),
                       observed=f"shape {observed.shape}", idea=idea)
     if not np.issubdtype(observed.dtype, np.number) and observed.dtype != np.bool_:
         return expect(False, what=what, expected="numbers", observed=f"dtype {observed.dtype}", idea=idea)
@@ -448,9 +478,9 @@ def expect_raises_value_error(call: Any, *, argument: str, what: str, idea: str)
             idea=idea,
         )
     except Exception as error:  # the student raised something else
-        return expect(False, what=what, expected=f"ValueError naming {argument!r}",
+        return expect(False, what=what, expected=input_check_words(argument),
                       observed=f"{type(error).__name__}: {error}", idea=idea)
-    return expect(False, what=what, expected=f"ValueError naming {argument!r}",
+    return expect(False, what=what, expected=input_check_words(argument),
                   observed="no exception: the bad input was accepted", idea=idea)
 
 

@@ -481,13 +481,6 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
 
 
-_KINDS_OF_FAILURE = {  # what a failure is about, by the words the kit's checks use (tests/feedback.py)
-    "dtype": re.compile(r"dtype \S+$"),
-    "shape": re.compile(r"(an array of )?shape \("),
-    "input check": re.compile(r"\w*Error naming "),
-}
-
-
 def _unexplained(findings: list[failures.Failure], own: tuple[str, ...], touched: frozenset[str],
                  changed: frozenset[str]) -> bool:
     """Whether the exercise's known mistakes cannot explain this test's failures.
@@ -499,8 +492,10 @@ def _unexplained(findings: list[failures.Failure], own: tuple[str, ...], touched
     """
     if any(failure.expected == failures.LEFT_INTACT for failure in findings):
         return True
-    if any(pattern.match(failure.expected) and kind not in changed
-           for failure in findings for kind, pattern in _KINDS_OF_FAILURE.items()):
+    from tests import feedback  # only when a test fails
+
+    if any(kind is not None and kind not in changed
+           for kind in (feedback.kind_of_expected(failure.expected) for failure in findings)):
         return True
     about = {name for failure in findings for name in failure.functions.split()} & set(own)
     return bool(about) and not about & touched

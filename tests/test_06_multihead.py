@@ -11,6 +11,7 @@ from tests.conventions import HEADS_AFTER_POSITIONS, uniform_rows, with_conventi
 from tests.crash import raising_through
 from tests.feedback import (
     call_expecting_no_warning,
+    dtype_words,
     expect,
     expect_close,
     expect_no_nan,
@@ -567,7 +568,7 @@ def test_two_leading_batch_axes_and_float32(impl):
     output32, weights32 = impl.multi_head_attention(x32, params32, N_HEADS, mask=mask.astype(np.float32) - 1.0)
     for name, value in (("output", output32), ("weights", weights32)):
         expect(getattr(value, "dtype", None) == np.float32, what=f"the {name} of float32 x, params and mask",
-               expected="dtype float32", observed=f"dtype {getattr(value, 'dtype', type(value).__name__)}",
+               expected=dtype_words(np.float32), observed=f"dtype {getattr(value, 'dtype', type(value).__name__)}",
                idea=idea + ": cast an additive mask to the scores' dtype, no float64 constants")
 
 

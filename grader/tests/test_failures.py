@@ -325,3 +325,17 @@ def test_no_module_parses_failure_text_back():
              for path in modules for number, function, line in _parsing_lines(path)
              if function not in ALLOWED_FUNCTIONS]
     assert len(modules) > 50 and not found, "\n".join(found)
+
+
+def test_what_a_check_expected_is_read_back_as_its_kind():
+    """The words of tests/feedback.py's shape, dtype and bad-input checks are read back (the plugin's judgement of
+    whether a known mistake can explain a failure) by the same file: each is its kind, other words none."""
+    from tests import feedback
+
+    assert feedback.kind_of_expected(feedback.shape_words((2, 3))) == "shape"
+    assert feedback.kind_of_expected(feedback.shape_words((4,), array=True)) == "shape"
+    assert feedback.kind_of_expected(feedback.dtype_words("float32")) == "dtype"
+    assert feedback.kind_of_expected(feedback.input_check_words("mask")) == "input check"
+    for other in ("the reference values (to a relative 1e-07)", "numbers", "a numpy.ndarray", "no warning",
+                  "a ValueError whose message names 'mask'", "rows (the last axis) summing to 1"):
+        assert feedback.kind_of_expected(other) is None, other
