@@ -149,7 +149,8 @@ class Limits:
     def describe(self) -> str:
         """The limits in one line, for the terminal next to the isolation."""
         return (f"{self.call_timeout:g} CPU s per call, {self.student_seconds:g} CPU s per exercise, "
-                f"{self.memory_bytes >> 20} MiB memory, {self.cpu_seconds} CPU s per worker, "
+                f"{self.diagnosis_seconds:g} s for the diagnosis, {self.memory_bytes >> 20} MiB memory, "
+                f"{self.cpu_seconds} CPU s per worker, "
                 f"{self.processes} processes, {self.open_files} open files, "
                 f"replies up to {self.reply_bytes >> 20} MiB; "
                 f"the channel {self.channel_factor:g}x the reference's use, per test (at least "

@@ -100,8 +100,8 @@ def test_a_courses_limits_are_options_printed_on_the_limits_line(tmp_path):
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     limits_lines = [line for line in done.stdout.splitlines() if line.startswith("Limits: ")]
-    assert limits_lines and all(line.startswith("Limits: 2.5 CPU s per call, 30 CPU s per exercise, 512 MiB memory")
-                                for line in limits_lines), limits_lines
+    expected = "Limits: 2.5 CPU s per call, 30 CPU s per exercise, 20 s for the diagnosis, 512 MiB memory"
+    assert limits_lines and all(line.startswith(expected) for line in limits_lines), limits_lines
     refused = subprocess.run([*command[:-6], "--memory", "10"], cwd=ROOT, capture_output=True, text=True,
                              timeout=HANG_SECONDS)
     assert refused.returncode == 2 and "--memory at least 64" in refused.stderr
