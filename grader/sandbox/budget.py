@@ -101,6 +101,9 @@ class Budget:
         self._reference_seconds = 0.0  # wall seconds the current call waited for the reference's answers
         self._reference_cpu = 0.0  # CPU seconds of those answers (the student's: charged with the call)
         self._observing = 0  # inside ``observing``: calls are charged to DIAGNOSIS, not to their view
+        # While this (the reference's) worker answers a student's callback: whether the asking call has used its CPU
+        # budget meanwhile (its other processes and threads run on: ``call_spent`` of the student's budget).
+        self.asker_spent: Callable[[], bool] | None = None
 
     # ------------------------------------------------------------------ the worker whose time is counted
 
@@ -226,6 +229,14 @@ class Budget:
             return max(0.0, wall - (self._load.waited() if self._load is not None else 0.0)) + self._reference_cpu
         return max(0.0, (self._cpu.total() if full else self._cpu.own()) - self._cpu_mark) + self._reference_cpu
 
+    def call_spent(self) -> bool:
+        """Whether the current call has used its CPU budget, every process of the worker counted.
+
+        Asked while the reference answers one of its callbacks (``asker_spent`` of the reference's budget): the
+        student's other processes and threads may be running meanwhile.
+        """
+        return self._next_check < math.inf and self._used(full=True) >= self._timeout
+
     def call_left(self) -> float:
         """CPU seconds the current call has left (for a callback the reference answers on its behalf)."""
         return self._timeout - self._used(full=False)
@@ -244,6 +255,10 @@ class Budget:
             self.verdict = "cpu"
         elif idle >= timeout:
             self.verdict = "idle"
+        elif self.asker_spent is not None and self.asker_spent():
+            # A reference's answer slowed because the asking student's processes took the CPUs (many of them, each
+            # in a session of its own, can starve it): the student's time, never a busy machine's.
+            self.verdict = "asker"
         elif wall >= limit:
             self.verdict = "busy"
         if self.verdict:

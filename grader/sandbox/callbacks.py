@@ -85,8 +85,12 @@ class ReferenceWorker(Protocol):
     def spent(self) -> float:
         """CPU seconds the worker's calls used so far."""
 
-    def forward(self, module: str, name: str, payload: Any, arrays: list, timeout: float) -> tuple[dict, list]:
-        """Run ``module.name`` on a request's payload, with at most ``timeout`` CPU seconds: the reply and arrays."""
+    def forward(self, module: str, name: str, payload: Any, arrays: list, timeout: float,
+                asker_spent: Callable[[], bool] | None = None) -> tuple[dict, list]:
+        """Run ``module.name`` on a request's payload, with at most ``timeout`` CPU seconds: the reply and arrays.
+
+        Stopped too once ``asker_spent()``: the asking call used its own CPU time meanwhile.
+        """
 
     def close(self) -> None:
         """Stop the worker."""
@@ -147,7 +151,8 @@ class Callbacks:
                 view, self.init_data["dependencies"], self.init_data["functions"]) if self.fair else frozenset()
         return self._allowed[view]
 
-    def answer(self, header: dict, arrays: list, view: str, timeout: float) -> tuple[bytes, bool, float]:
+    def answer(self, header: dict, arrays: list, view: str, timeout: float,
+               asker_spent: Callable[[], bool] | None = None) -> tuple[bytes, bool, float]:
         """Answer a callback (fair grading): the answer's frame, whether it may be remembered, its CPU seconds.
 
         A callback for anything but the functions of ``view``'s dependencies is
@@ -159,6 +164,8 @@ class Callbacks:
         back as its type and message only: no traceback, no source line of
         the reference. The grader's own failures (a worker that cannot start,
         a machine too busy) are raised (``SandboxError``): never the student's.
+        ``asker_spent``: whether the student's call has used its CPU time meanwhile (its other processes and
+        threads run on while the reference answers): then the answer is stopped too, the student's time.
         """
         try:
             protocol.check(header, protocol.CALLBACKS)
@@ -183,10 +190,14 @@ class Callbacks:
         worker = self.worker()
         before = worker.spent
         try:
-            reply, reply_arrays = worker.forward(exercise, name, header["payload"], arrays, timeout)
+            reply, reply_arrays = worker.forward(exercise, name, header["payload"], arrays, timeout, asker_spent)
         except SandboxError:
             raise
         except TimeoutError:
+            if asker_spent is not None and asker_spent():
+                return _error(TimeoutError(
+                    f"{what} was stopped: your code's other processes or threads used the CPU time left to your "
+                    "call while the reference answered")), False, max(0.0, worker.spent - before)
             return _error(TimeoutError(
                 f"{what} used the {timeout:.3g} s of CPU time left to your call and was stopped (what your code asks "
                 "of the reference is charged to it); call it with smaller sizes or less often")), False, \

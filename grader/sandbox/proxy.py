@@ -63,13 +63,7 @@ from grader.sandbox.given import servable as servable_given
 from grader.sandbox.given_views import GivenViews
 from grader.sandbox.limits import Limits
 from grader.sandbox.measuring import Measuring
-from grader.sandbox.process import (
-    SCRATCH_ENV,
-    WorkerProcess,
-    close_fork_servers,
-    describe_exit,
-    shared_fork_server,
-)
+from grader.sandbox.process import SCRATCH_ENV, WorkerProcess, close_fork_servers, describe_exit, shared_fork_server
 from grader.sandbox.reports import Reports
 from grader.sandbox.sealed import SEALED
 from grader.sandbox.signatures import Signatures
@@ -241,28 +235,32 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         assert isinstance(worker, IsolatedImplementation)
         return worker
 
-    def forward(self, module: str, name: str, payload: Any, arrays: list, timeout: float) -> tuple[dict, list]:
+    def forward(self, module: str, name: str, payload: Any, arrays: list, timeout: float,
+                asker_spent: Callable[[], bool] | None = None) -> tuple[dict, list]:
         """Run ``module.name`` in this worker on an encoded payload: the reply and its arrays, not decoded.
 
         The reference's worker answers fair grading's callbacks so (``grader.sandbox.callbacks``): the request
-        passes through the grading process as plain data, which computes nothing. ``timeout``: its CPU seconds.
+        passes through the grading process as plain data, which computes nothing. ``timeout``: its CPU seconds;
+        ``asker_spent``: whether the asking call has used its own meanwhile (``Budget.asker_spent``).
 
         Raises
         ------
         TimeoutError
-            Past ``timeout`` CPU seconds.
+            Past ``timeout`` CPU seconds, or the asker's.
         grader.sandbox.errors.WorkerCrashed
             The worker ended (its memory limit, a reply too large, ...); ``out_of_memory`` says which.
-        tests.kit.ImplementationError
-            The module does not import.
-        grader.sandbox.errors.SandboxError
-            The grader's own failure (a worker that does not start, a machine too busy).
+        tests.kit.ImplementationError, grader.sandbox.errors.SandboxError
+            The module does not import; the grader's own failure (a worker that does not start, a busy machine).
         """
         view = module if self.fair else FAIR_VIEW_ALL
         if (view, module) not in self._callables:
             self._import(view, module)
         header = {"op": "call", "view": view, "module": module, "function": name, "payload": payload}
-        return self._request(header, arrays, f"{name}()", timeout=timeout)
+        self._budget.asker_spent = asker_spent
+        try:
+            return self._request(header, arrays, f"{name}()", timeout=timeout)
+        finally:
+            self._budget.asker_spent = None
 
     def __enter__(self) -> IsolatedImplementation:
         return self
@@ -410,7 +408,8 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
                             budget.count_callback(time.monotonic(), deadline, opened)
                         return reply, reply_arrays
                     try:
-                        answer, keep, cpu = self._callbacks.answer(reply, reply_arrays, view, budget.call_left())
+                        answer, keep, cpu = self._callbacks.answer(reply, reply_arrays, view, budget.call_left(),
+                                                                   budget.call_spent)
                     except SandboxError as error:  # the reference's worker failed: the grader's, not the student's
                         self._stop()
                         raise self._internal(str(error)) from None
