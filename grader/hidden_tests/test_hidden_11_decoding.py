@@ -53,6 +53,17 @@ def test_causal_decode_of_one_position_and_of_a_long_sequence(impl):
                  what="causal_decode of 41 positions with d_k = 1")
 
 
+def test_causal_decode_of_a_batch_of_one_sequence(impl):
+    # A batch axis of size one is kept, as every other axis is: (1, 5, 3) in, (1, 5, 3) out (no squeeze).
+    require_the_cache(impl)
+    q, k, v = _qkv(403, (1,), 5, 5, 2, 3)
+    out = impl.causal_decode(q, k, v)
+    if expect_shape(out, (1, 5, 3), what="causal_decode of a batch of one sequence, q, k (1, 5, 2) and v (1, 5, 3)",
+                    idea=DECODE):
+        expect_close(out, _attention(q, k, v, causal=True), idea=DECODE,
+                     what="causal_decode of a batch of one sequence of 5 positions")
+
+
 def test_blockwise_of_one_query_one_key_and_a_huge_block(impl):
     q, k, v = _qkv(403, (2,), 1, 1, 3, 4)
     for block_size in (1, 1000):

@@ -67,6 +67,17 @@ def test_training_encoding_and_decoding_on_mixed_scripts(impl):
                      what=f"bpe_encode({probe_text!r}) with merges learned on mixed scripts")
 
 
+def test_a_merge_joins_two_ids_never_the_digits_of_their_text(impl):
+    # Worked by hand: the bytes of "a=b" are 97, 61, 98, and the merge (61, 98) joins the last two into 256; those of
+    # "áb" are 195, 161, 98 and those of " e" 32, 101, where (61, 98) and (32, 10) are not pairs of ids, though
+    # "61 98" is in the text "195 161 98" and "32 10" in "32 101".
+    require_ordered_merges(impl)
+    for text, merges, expected in (("a=b", [[61, 98]], [97, 256]), ("áb", [[61, 98]], [195, 161, 98]),
+                                   (" e", [[32, 10]], [32, 101])):
+        expect_equal(np.asarray(impl.bpe_encode(text, np.array(merges))).tolist(), expected, idea=ORDER,
+                     what=f"bpe_encode({text!r}, {merges}): a merge joins two neighbouring ids, as numbers")
+
+
 def test_decode_of_half_a_character_does_not_crash(impl):
     # 0xC3 alone is the first half of "é": not UTF-8 on its own; a model may emit it. It reads as U+FFFD.
     out = impl.bpe_decode([104, 0xC3], np.zeros((0, 2), dtype=np.int64))
