@@ -32,6 +32,9 @@ ROLLOUT = ("rollout: per layer A = 0.5 * W + 0.5 * I (the residual path), rows r
            "A_L @ ... @ A_1, the first layer acting first")
 SPEARMAN = ("Spearman's rank correlation is the correlation of the ranks; tied values share the average of the "
             "ranks they occupy (1, 2, 2, 4 is wrong: the two ties get 2.5 each)")
+# Without ties, the ties' half of SPEARMAN would only send a student where their mistake is not.
+RANKS = ("Spearman's rank correlation is the correlation of the ranks: each value's place in sorted order (1 for "
+         "the smallest), which np.argsort alone does not give (it lists the positions in sorted order)")
 DECISIVE = (f"an attention weight says where the query looked, not whether what it found was used ({READING}): "
             "a token with weight 0.9 and a zero value vector changes nothing when removed")
 
@@ -200,6 +203,10 @@ def _rank_mistake(observed: float, a: np.ndarray, b: np.ndarray) -> str | None:
         "ties were ranked in order of appearance (argsort of argsort), not given their average rank":
             np.corrcoef(ordinal(a), ordinal(b))[0, 1],
         "the correlation is of the values themselves (Pearson), not of their ranks": np.corrcoef(a, b)[0, 1],
+        # (a blind round's np.argsort(a), once: where each rank sits, not each value's rank, was sent to ties)
+        "the correlation is of np.argsort (the positions in sorted order), not of the ranks: a value's rank is "
+        "where it lands in that order, np.argsort(np.argsort(x)) (ties then need their average)":
+            np.corrcoef(np.argsort(a, kind="stable"), np.argsort(b, kind="stable"))[0, 1],
         "the formula 1 - 6 sum d^2 / (n (n^2 - 1)) was used, which is exact only without ties":
             1 - 6 * np.sum((_ranks_ties_averaged(a) - _ranks_ties_averaged(b)) ** 2) / (n * (n**2 - 1)),
         # (not said alone where another one gives the same number: dense ranks of a few tied values can be a
@@ -405,12 +412,12 @@ def test_rollout_keeps_float32(impl):
 def test_rank_correlation_of_orders_without_ties(impl):
     a = np.random.default_rng(130).normal(size=9)
     what = "rank_correlation(a, a ** 3): the same order"
-    same = call_or_explain(impl.rank_correlation, a, a**3, what=what, idea=SPEARMAN)
-    _expect_rank(same, 1.0, a, a**3, what=what, idea=SPEARMAN + "; a monotone change keeps the order")
-    _expect_rank(impl.rank_correlation(a, -np.exp(a)), -1.0, a, -np.exp(a),
+    same = call_or_explain(impl.rank_correlation, a, a**3, what=what, idea=RANKS)
+    _expect_rank(same, 1.0, a, a**3, what=what, idea=RANKS + "; a monotone change keeps the order")
+    _expect_rank(impl.rank_correlation(a, -np.exp(a)), -1.0, a, -np.exp(a), idea=RANKS,
                  what="rank_correlation(a, -exp(a)): the reverse order")
     b = np.random.default_rng(131).normal(size=9)
-    _expect_rank(impl.rank_correlation(a, b), _spearman(a, b), a, b,
+    _expect_rank(impl.rank_correlation(a, b), _spearman(a, b), a, b, idea=RANKS,
                  what="rank_correlation of two unrelated vectors of 9 numbers")
 
 
