@@ -364,6 +364,8 @@ def _observe_everything(implementation: Any, spent: Callable[[], bool]) -> Obser
             try:
                 function = recorded_function(implementation, exercise.name, function_name)
             except Exception:
+                if spent():  # its module was not imported for want of time: not a stub
+                    raise ObservationCut(f"the diagnosis ran out of time at {function_name}") from None
                 unwritten.add(function_name)
                 continue
             went = reached.setdefault(function_name, Reached())

@@ -51,6 +51,18 @@ def test_a_submission_that_sleeps_everywhere_costs_the_diagnosis_its_own_budget_
     assert requests <= limits.diagnosis_seconds / SLEEP + 3, requests
 
 
+def test_modules_whose_imports_use_up_the_diagnosis_are_not_taken_for_stubs(tmp_path):
+    """Imports that time out spend the diagnosis's budget; the modules not imported for want of time are no stubs."""
+    folder = tmp_path / "slow_imports"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for exercise in load().exercises:
+        path = folder / exercise.module_file
+        path.write_text(path.read_text(encoding="utf-8") + "\nimport time\n\ntime.sleep(30)\n", encoding="utf-8")
+    with IsolatedImplementation(folder, limits=Limits(call_timeout=1.0, diagnosis_seconds=1.5)) as implementation:
+        with pytest.raises(ObservationCut):  # not an observation of 40 functions "not written yet"
+            observe_everything(implementation)
+
+
 def test_a_students_own_run_bounds_the_diagnosis_too(tmp_path, monkeypatch):
     """In a student's run (their own pytest) the diagnosis stops past ``DIAGNOSIS_BUDGET`` of time awake as well."""
     from tests import kit
