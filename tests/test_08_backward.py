@@ -286,7 +286,14 @@ def _gate(impl, name: str) -> list[Failure]:
 # the CPU time at slices of 16384: n passes over a slice are 16384 forward passes, several times the bound where
 # one of 8192 was only 1.8 times it. Written in pure Python, the formulas cost about what they cost in the large
 # case above (32768 entries both). {name: (memory, cpu) sizes}.
-_LONG = {"softmax_backward": ((2, 2048), (2, 16384)), "layer_norm_backward": ((2, 2048), (2, 16384))}
+# attention_backward's softmax acts on each query's row of scores: long rows (many keys, few queries, narrow heads)
+# tell its formula from a Jacobian per row or one direction per key (a hostile round: a complex step through a
+# recomputed softmax, one key column of every row at a time, passed the gate's 48 keys, under its 50 passes; at
+# 4096 keys it costs about 20 times the bound, the formula a fraction of a forward pass, a Python loop over keys or
+# rows a few milliseconds). Its CPU time alone is checked: a Jacobian per row costs ten times the bound there too,
+# and the memory's measure would start one more worker per student. (None: no memory check.)
+_LONG = {"softmax_backward": ((2, 2048), (2, 16384)), "layer_norm_backward": ((2, 2048), (2, 16384)),
+         "attention_backward": (None, (2, 4, 4096, 8))}
 _LONG_ROOM = 128  # the memory allowed at long slices: this many arrays the size of one input, besides the graded own
 _LONG_OWN = 6 << 20  # graded, the fresh worker's own pages (the module imported during the call; see test_11's)
 _LONG_IDEA = ("a slice's gradient is a few sums and products over it: {formula}. Written as an n x n Jacobian per "
@@ -294,20 +301,45 @@ _LONG_IDEA = ("a slice's gradient is a few sums and products over it: {formula}.
               "step), it costs n times the memory or the time: that formula needs no Jacobian")
 
 
+def _shapes(name: str, size: tuple[int, ...]) -> str:
+    """The inputs of a case of ``size``, for a message."""
+    if name == "attention_backward":
+        b, n_q, n_k, d = size
+        return f"q of shape {(b, n_q, d)}, k and v of shape {(b, n_k, d)}"
+    return f"shape {size}"
+
+
+def _slices(name: str, size: tuple[int, ...]) -> tuple[int, int]:
+    """How many slices a case of ``size`` holds, and their length (an attention's rows of scores, one per query)."""
+    if name == "attention_backward":
+        b, n_q, n_k, _ = size
+        return b * n_q, n_k
+    return int(np.prod(size[:-1])), size[-1]
+
+
 def _long_slices(impl, name: str, rng: np.random.Generator) -> list[Failure]:
     """Why ``name`` costs more than a few passes over a long slice (empty when it does not): see ``_LONG``."""
     formula = {"softmax_backward": "grad_scores = p * (g - sum(g * p))",
                "layer_norm_backward": "grad_x = (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) / "
-                                      "sqrt(var + eps)"}[name]
+                                      "sqrt(var + eps)",
+               "attention_backward": "grad_S = P * (grad_P - sum(grad_P * P)) over each query's row, with "
+                                     "grad_P = grad_context v^T"}[name]
     idea = _LONG_IDEA.format(formula=formula)
     memory_size, cpu_size = _LONG[name]
+    return (_long_memory(impl, name, rng, memory_size, idea) if memory_size is not None else []) or \
+        _long_cpu(impl, name, rng, cpu_size, idea)
+
+
+def _long_memory(impl, name: str, rng: np.random.Generator, memory_size: tuple[int, ...], idea: str) -> list[Failure]:
+    """Why ``name`` holds more than a few arrays the size of its input on long slices (empty when it does not)."""
     args, _, _ = _gate_case(name, rng, True, memory_size)
     _, peak = impl.measure(name, *args)
     own = _LONG_OWN if impl.measures_elsewhere else 0
     one = max(np.asarray(a).nbytes for a in args)
     allowed = _LONG_ROOM * one + own
-    jacobians = memory_size[0] * memory_size[1] ** 2 * 8
-    what = f"{name}: the memory of a call on slices of {memory_size[1]} entries (shape {memory_size})"
+    count, length = _slices(name, memory_size)
+    jacobians = count * length**2 * 8
+    what = f"{name}: the memory of a call on slices of {length} entries ({_shapes(name, memory_size)})"
     if peak is None:  # (a student's own run only: its tracemalloc, stopped by the code under test)
         return [message(what, "a measurement", "none: the tracing was stopped during the call", idea)]
     if peak > allowed:
@@ -315,6 +347,11 @@ def _long_slices(impl, name: str, rng: np.random.Generator) -> list[Failure]:
         return [message(what, f"at most {allowed / 2**20:.1f} MiB ({_LONG_ROOM} arrays the size of the input{room})",
                         f"{peak / 2**20:.1f} MiB (an n x n matrix for each slice takes {jacobians / 2**20:.0f} MiB)",
                         idea)]
+    return []
+
+
+def _long_cpu(impl, name: str, rng: np.random.Generator, cpu_size: tuple[int, ...], idea: str) -> list[Failure]:
+    """Why ``name`` costs more than a few forward passes on long slices (empty when it does not)."""
     args, forward, _ = _gate_case(name, rng, True, cpu_size)
     forward_seconds = cpu_seconds_per_call(forward, minimum=1e-3)
     bound = EFFORT * forward_seconds + EFFORT_FLOOR
@@ -324,7 +361,7 @@ def _long_slices(impl, name: str, rng: np.random.Generator) -> list[Failure]:
     if seconds is not None and seconds > bound:
         stopped = seconds == float("inf")
         return [message(
-            f"{name}: its CPU time on slices of {cpu_size[1]} entries (shape {cpu_size})",
+            f"{name}: its CPU time on slices of {_slices(name, cpu_size)[1]} entries ({_shapes(name, cpu_size)})",
             f"at most {bound * 1e3:.0f} ms ({EFFORT} forward passes of {forward_seconds * 1e3:.2f} ms, plus "
             f"{EFFORT_FLOOR * 1e3:.0f} ms)",
             f"more than {bound * 1e3:.0f} ms (stopped there)" if stopped else

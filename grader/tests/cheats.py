@@ -547,6 +547,36 @@ JACOBIAN_ROWS = """grad_x = np.empty(x.shape, dtype=(gx * inv).dtype)
         row[..., j] += inv[..., 0]
         grad_x[..., j] = np.sum(row * gx, axis=-1)"""
 
+# A hostile round's attention_backward: softmax's backward never derived, read off complex steps through a softmax
+# recomputed from the weights, one key column of every row at a time (n_k passes: exact, and under the gate's bound
+# at its 48 keys).
+_COMPLEX_STEP_ATTENTION = """
+def attention_backward(grad_context, q, k, v, weights):
+    grad_context, q, k, v, weights = (np.asarray(a) for a in (grad_context, q, k, v, weights))
+    {body}
+"""
+COMPLEX_STEP_PER_KEY = """d_k = q.shape[-1]
+    grad_v = np.swapaxes(weights, -1, -2) @ grad_context
+    grad_weights = grad_context @ np.swapaxes(v, -1, -2)
+    scores = np.where(weights > 0, (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k), -np.inf)
+    shape = np.broadcast_shapes(scores.shape, grad_weights.shape)
+    scores, g = np.broadcast_to(scores, shape).astype(np.complex128), np.broadcast_to(grad_weights, shape)
+    grad_scores = np.zeros(shape)
+    for j in range(shape[-1]):
+        s = scores.copy()
+        s[..., j] += 1e-30j
+        top = np.max(s.real, axis=-1, keepdims=True)
+        e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+        grad_scores[..., j] = np.sum(g * (e / e.sum(axis=-1, keepdims=True)), axis=-1).imag / 1e-30
+    grad_scores = np.where(weights > 0, grad_scores, 0.0).astype(np.result_type(weights, grad_context))
+    grad_q = grad_scores @ k / math.sqrt(d_k)
+    grad_k = np.swapaxes(grad_scores, -1, -2) @ q / math.sqrt(d_k)
+
+    def summed(grad, shape):
+        grad = grad.sum(axis=tuple(range(grad.ndim - len(shape)))) if grad.ndim > len(shape) else grad
+        return grad.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True).reshape(shape)
+    return summed(grad_q, q.shape), summed(grad_k, k.shape), summed(grad_v, v.shape)"""
+
 
 CHEATS = {
     cheat.name: cheat for cheat in (
@@ -568,6 +598,11 @@ CHEATS = {
               {"backward": _JACOBIAN_NORM.replace("{body}", JACOBIAN_ROWS)},
               {"backward": _JACOBIAN_NORM.replace("{body}", UNDONE)}, _files("08", "backward"),
               about="layer_norm_backward"),
+        # (multi_head_attention_backward's tests are earned by its own chain rule: only attention_backward's count)
+        Cheat("attention-backward-complex-step-per-key", "backward",
+              {"backward": _COMPLEX_STEP_ATTENTION.replace("{body}", COMPLEX_STEP_PER_KEY)},
+              {"backward": _COMPLEX_STEP_ATTENTION.replace("{body}", UNDONE)}, _files("08", "backward"),
+              about="test_attention_backward"),
         Cheat("training-central-differences", "training",
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL)},
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL_UNDONE)}, _files("09", "training")),

@@ -69,7 +69,10 @@ def test_a_mistake_of_one_idea_fails_the_test_of_that_idea(name: str, tmp_path, 
 def test_a_slice_s_jacobian_is_told_the_formula_that_needs_none(tmp_path):
     # A softmax Jacobian by dual numbers (all of it at once: its memory), layer norm's one row at a time (its time).
     for name, said in (("softmax-backward-dual-numbers", "softmax_backward: the memory of a call on slices of 2048"),
-                       ("layer-norm-backward-jacobian-rows", "layer_norm_backward: its CPU time on slices of 16384")):
+                       ("layer-norm-backward-jacobian-rows", "layer_norm_backward: its CPU time on slices of 16384"),
+                       # (and attention's rows of scores, one key column of every row at a time: its time)
+                       ("attention-backward-complex-step-per-key",
+                        "attention_backward: its CPU time on slices of 4096")):
         run = run_tests(ROOT / "tests/test_08_backward.py", plant(tmp_path / name, CHEATS[name].code), tb="short")
         assert said in run.output and "that formula needs no Jacobian" in run.output, (name, run.output[-3000:])
         assert "numerical estimate" not in run.output  # exact, both: never called an estimate
