@@ -156,8 +156,31 @@ def _is_given(cell: Mapping[str, Any]) -> bool:
     return cell.get("metadata", {}).get(KIT_METADATA, {}).get("role") == GIVEN_ROLE
 
 
-def _is_solution(cell: Mapping[str, Any]) -> bool:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("solution") is True
+def _answer_cells(cells: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The notebook's answer cells, read as nbgrader's autograde reads them before the kit grades them.
+
+    An answer cell is one whose nbgrader ``grade_id`` is a released answer cell's (``<exercise>-code``, what
+    ``attention-kit notebooks`` writes), whatever its kind or flags now: nbgrader gives a released cell its
+    released metadata and kind back (a cell turned into Markdown is code again). Of cells that share an id
+    (Jupyter copies a cell's metadata with it), only the last counts, as nbgrader's ``DeduplicateIds`` keeps
+    it and empties the others; a cell whose id the release does not have (made up) is a plain cell. So
+    ``attention-kit grade`` and nbgrader's gradebook score the same notebook alike.
+    """
+    released = {f"{exercise.name}-code" for exercise in load_curriculum().exercises}
+    seen: set[Any] = set()
+    answers = []
+    for cell in reversed(cells):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if not isinstance(meta, Mapping):
+            continue
+        grade_id = meta.get("grade_id")
+        if any(meta.get(flag) is True for flag in ("grade", "solution", "locked")):  # what DeduplicateIds looks at
+            if not isinstance(grade_id, str) or grade_id in seen:
+                continue  # an earlier copy of a later cell: its metadata emptied
+            seen.add(grade_id)
+        if grade_id in released:
+            answers.append(cell)
+    return answers[::-1]
 
 
 def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
@@ -173,18 +196,19 @@ def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
     dict
         ``{exercise name: module source}``; each module is the import header
         of ``exercises/<exercise>.py`` followed by the student's cells that
-        define its functions (nbgrader solution cells; without nbgrader
-        metadata, any code cell that the builder did not give away), magics
+        define its functions (its answer cells, as nbgrader reads them:
+        ``_answer_cells``; without any, every code cell that the builder did
+        not give away), magics
         removed. When that code calls the given input checks
         (``as_float_array`` ...), the module imports them from ``_checks`` and
         the result has a ``"_checks"`` entry with their source.
     """
     data = _read_notebook(notebook)
     curriculum = load_curriculum()
-    code_cells = [cell for cell in data["cells"] if isinstance(cell, Mapping) and cell.get("cell_type") == "code"]
-    chosen = [cell for cell in code_cells if _is_solution(cell)]
+    cells = [cell for cell in data["cells"] if isinstance(cell, Mapping)]
+    chosen = _answer_cells(cells)
     if not chosen:
-        chosen = [cell for cell in code_cells if not _is_given(cell)]
+        chosen = [cell for cell in cells if cell.get("cell_type") == "code" and not _is_given(cell)]
     pieces: dict[str, list[str]] = {}
     for cell in chosen:
         code = strip_magics(_source(cell))

@@ -291,6 +291,34 @@ def test_extract_modules_from_solution_cells(course):
     assert set(notebook_reader.extract_modules(nb)) == {"multihead", "_checks"}
 
 
+def test_the_answer_cells_are_those_nbgrader_reads(course):
+    """As nbgrader's autograde reads a notebook (DeduplicateIds, then the release's metadata and kinds back), so
+    does the kit's reader: a blind round found the two gradebooks apart on each of these."""
+    import copy
+
+    exercise = load().exercise("softmax")
+    nb = read(course, exercise)
+    index, answer = next((i, c) for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("solution"))
+    mine = "def softmax(x, axis=-1):\n    return x * 0 + 1  # MINE\n"
+    # A copy of the answer cell pasted below it (its id with it): nbgrader keeps the last, the original is plain.
+    pasted = copy.deepcopy(nb)
+    pasted.cells.insert(index + 1, copy.deepcopy(answer))
+    pasted.cells[index + 1].source = mine
+    assert "# MINE" in notebook_reader.extract_modules(pasted)["softmax"]
+    pasted.cells[index].source, pasted.cells[index + 1].source = mine, "_unused = 1\n"
+    assert "softmax" not in notebook_reader.extract_modules(pasted)  # the earlier copy is no answer
+    # The answer cell turned into Markdown: nbgrader makes it code again.
+    marked = copy.deepcopy(nb)
+    marked.cells[index].cell_type, marked.cells[index].source = "markdown", mine
+    assert "# MINE" in notebook_reader.extract_modules(marked)["softmax"]
+    # An answer cell made up (an id the release has not), beside the untouched one: a plain cell, never graded.
+    made_up = copy.deepcopy(nb)
+    extra = copy.deepcopy(answer)
+    extra.source, extra.metadata["nbgrader"]["grade_id"] = mine, "my-own-answer"
+    made_up.cells.append(extra)
+    assert "# MINE" not in notebook_reader.extract_modules(made_up).get("softmax", "")
+
+
 def test_a_course_submission_is_graded_by_its_assignments_notebooks_only(course, tmp_path):
     """What nbgrader's autograde grades: the assignment's notebook; not a module or another notebook beside it."""
     from grader.grading import submissions
