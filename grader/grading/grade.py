@@ -143,11 +143,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adjustments", type=Path, default=None, metavar="CSV",
                         help="manual points (columns id,exercise,points,reason), added to the tests' score and shown "
                              "with their reason; kept as OUT/adjustments.csv, never lost on a regrade (docs/term.md)")
-    parser.add_argument("--timeout", type=float, default=STUDENT_TIMEOUT, metavar="SECONDS",
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="the longest a grading process may go without finishing a test (wall time): a stall, "
                              "retried when the machine was too busy, else the student is not graded "
-                             f"(default: {STUDENT_TIMEOUT:g}; never below twice --budget plus 100 s: a test may use "
-                             "--budget and the diagnosis's 20 s)")
+                             f"(default: {STUDENT_TIMEOUT:g}, or twice --budget plus 100 s where that is more: a "
+                             "test may use --budget and the diagnosis's 20 s)")
     parser.add_argument("--accept-no-isolation", dest="isolation", action="store_const", const="none",
                         default="require",
                         help="grade even where student code cannot be isolated (no bubblewrap, no user namespaces): "
@@ -169,7 +169,7 @@ def grade_batch(
     force: bool = False,
     fair: bool = True,
     hidden: Path | list[Path] | None = None,
-    timeout: float = STUDENT_TIMEOUT,
+    timeout: float | None = None,
     budget: float = STUDENT_BUDGET,
     call_budget: float = CALL_BUDGET,
     memory: int = MEMORY_MIB,
@@ -203,8 +203,9 @@ def grade_batch(
         echo(f"error: {error}")
         return 2
     limits = course_limits(budget, call_budget, memory, course.limits().cpu_seconds)
-    # A test may use its exercise's budget and the diagnosis's (a course may raise --budget): no stall before that.
-    timeout = max(timeout, 2 * limits.longest_test() + 60.0)
+    # A test may use its exercise's budget and the diagnosis's (a course may raise --budget): by default, no stall
+    # before that; a --timeout given is the instructor's.
+    timeout = max(STUDENT_TIMEOUT, 2 * limits.longest_test() + 60.0) if timeout is None else timeout
     _say_isolation(plan, limits, echo)
     suite, kit_failure = _load_suite(hidden, exercises, echo)
     if not suite and kit_failure is None:
@@ -544,7 +545,8 @@ def run(args: argparse.Namespace) -> int:
         elif (problem := argument_problem(submissions)) is not None:  # missing, or a stray file
             print(f"error: {problem}", file=sys.stderr)
             return 2
-        if args.budget <= 0 or args.timeout <= 0 or args.call_budget <= 0 or args.memory < 64:
+        if args.budget <= 0 or (args.timeout is not None and args.timeout <= 0) or args.call_budget <= 0 \
+                or args.memory < 64:
             print("error: --budget, --call-budget and --timeout must be positive, --memory at least 64 (MiB)",
                   file=sys.stderr)
             return 2

@@ -157,7 +157,7 @@ def grade_notebook(notebook: Any, exercises: list[str], hidden: list[Path], fair
     NotGraded
         If the batch refused (no isolation, no reference) or did not grade every test.
     """
-    from grader.grading.grade import STUDENT_TIMEOUT, grade_batch, limit_defaults
+    from grader.grading.grade import grade_batch, limit_defaults
     from grader.grading.report import read_row
 
     make_importable()  # the grading processes import `tests` from the kit
@@ -172,7 +172,7 @@ def grade_notebook(notebook: Any, exercises: list[str], hidden: list[Path], fair
         out = Path(scratch) / "grades"
         with contextlib.redirect_stdout(io.StringIO()):  # the batch's progress lines
             status = grade_batch(submissions, out, jobs=min(2, os.cpu_count() or 1), fair=fair,
-                                 hidden=hidden or None, timeout=STUDENT_TIMEOUT, budget=budget,
+                                 hidden=hidden or None, budget=budget,
                                  call_budget=call_budget, memory=memory, isolation="require",
                                  exercises=exercises, echo=said.append)
         try:

@@ -77,6 +77,12 @@ def test_a_students_own_run_bounds_the_diagnosis_too(tmp_path, monkeypatch):
     assert 1 <= calls <= 1.0 / SLEEP + 2, calls  # a few sleeping calls, not one per probe (about 180)
 
 
+def test_a_students_run_and_the_grader_give_the_diagnosis_the_same_time():
+    from tests.kit import DIAGNOSIS_BUDGET
+
+    assert Limits().diagnosis_seconds == DIAGNOSIS_BUDGET
+
+
 def test_the_diagnosis_of_the_reference_fits_its_budget_and_charges_no_exercise(tmp_path):
     folder = tmp_path / "reference"
     shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -107,7 +113,11 @@ def test_a_batch_waits_for_a_test_as_long_as_its_budgets_allow(tmp_path, monkeyp
     folder = tmp_path / "class"
     shutil.copytree(ROOT / "solutions", folder / "alice", ignore=shutil.ignore_patterns("__pycache__"))
     code = grade.grade_batch(folder, tmp_path / "out", echo=lambda *args: None, hidden=None, jobs=1,
-                             exercises=["softmax"], budget=400.0, timeout=30.0)
+                             exercises=["softmax"], budget=400.0)
     assert code == 0
     assert stalls and stalls[0] >= 2 * (400.0 + Limits().diagnosis_seconds), stalls
     assert stalls[0] > Limits(student_seconds=400.0).longest_test(), stalls
+    # A --timeout given is the instructor's, as given (a test of the stall detector sets 2 s).
+    grade.grade_batch(folder, tmp_path / "again", echo=lambda *args: None, hidden=None, jobs=1,
+                      exercises=["softmax"], budget=400.0, timeout=250.0)
+    assert stalls[-1] == 250.0, stalls
