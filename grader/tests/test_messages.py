@@ -139,6 +139,28 @@ def test_the_occlusion_hint_describes_the_mistake_not_the_rule(tmp_path):
     assert "yours measures the drop on whatever class the model predicts after occlusion" in text, text[:3000]
 
 
+def test_a_class_taken_after_each_occlusion_is_never_told_a_shift_or_class_0(tmp_path):
+    # Each occluded sentence's own class, before and after (a blind round): on one input that is class 0's drop,
+    # on the model that attends by position it is no shift. Named where it alone explains the result, else nothing.
+    target = plant(tmp_path, "explain.py", (
+        "    return original[predicted] - occluded[:, predicted]",
+        "    c = occluded.argmax(axis=-1)\n    return original[c] - occluded[np.arange(seq), c]"))
+    text = failures_of(target, "explain", "occlusion")
+    assert "test_occlusion_replaces_without_shifting" in text, text[:3000]
+    assert "deleting it shifts" not in text and "measured on class 0" not in text, text[:3000]
+    shifting = text.split("test_occlusion_replaces_without_shifting", 1)[1].split("\n____", 1)[0]
+    assert "whatever class the model predicts after occlusion" in shifting, shifting
+
+
+def test_a_fixed_padding_token_is_told_the_replacement_argument(tmp_path):
+    target = plant(tmp_path, "explain.py", (
+        "    batch[np.arange(seq), np.arange(seq)] = replacement  # replaced in place: no position shifts",
+        "    batch[np.arange(seq), np.arange(seq)] = 0"))
+    text = failures_of(target, "explain", "occlusion")
+    assert "yours replaced token j with token 0, not with `replacement` (token 3 here)" in text, text[:3000]
+    assert "deleting it shifts" not in text, text[:3000]
+
+
 def test_a_transposed_weight_is_not_told_about_x_T_alone(tmp_path):
     target = plant(tmp_path, "projections.py", ("    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
                                                 "    out = x @ weight.T"))
