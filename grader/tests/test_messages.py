@@ -161,6 +161,15 @@ def test_a_fixed_padding_token_is_told_the_replacement_argument(tmp_path):
     assert "deleting it shifts" not in text, text[:3000]
 
 
+def test_a_mask_not_passed_on_is_told_so_by_the_masked_reference_values(tmp_path):
+    target = plant(tmp_path, "layer.py", ('multi_head_attention(h, params["attention"], n_heads, mask)[0]',
+                                          'multi_head_attention(h, params["attention"], n_heads, None)[0]'))
+    text = failures_of(target, "layer", "test_reference_values")
+    lines = revisit_lines(text)
+    assert len(lines) == 3, text[:3000]  # the three masked probes, and none of the others
+    assert all(line.startswith("revisit:  yours is this layer computed without its mask") for line in lines), lines
+
+
 def test_a_transposed_weight_is_not_told_about_x_T_alone(tmp_path):
     target = plant(tmp_path, "projections.py", ("    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
                                                 "    out = x @ weight.T"))
