@@ -171,14 +171,36 @@ class WorkerProcess:
         return Path(tempfile.mkdtemp(prefix="attention-kit-worker-", dir=parent))
 
     def _prepare_scratch(self) -> set[str]:
-        """Copy the worker's code (unless forked: the server has it) and the submission's modules; the missing."""
+        """Copy the worker's code (unless forked: the server has it) and the submission's modules; the missing.
+
+        The scratch folder holds the worker's own code, public (its Python lists the folder to import it); the
+        modules are this process's alone until a worker starts (:meth:`_hand_over`): without namespaces
+        (``--container``, Gradescope without bubblewrap) every worker's folder lies on the one file system, its
+        path on every command line in ``/proc``.
+        """
         os.chmod(self.scratch, 0o755)
         if self.server is None:
             write_files(self.scratch, sandbox_files(self.plan))
         modules = self.scratch / "modules"
-        modules.mkdir(mode=0o755)
-        os.chmod(modules, 0o755)
+        modules.mkdir(mode=0o700)
+        os.chmod(modules, 0o700)
         return self.copy_modules()
+
+    def _hand_over(self) -> None:
+        """Make the modules readable by the current worker's user alone, as the fork server does for its workers.
+
+        Another worker (another student's, or the reference's that answers fair grading) runs as another user: it
+        can neither list nor read them, on any plan. Without a user of its own (``uid`` None: the worker runs as
+        this process's user), the folder stays this user's alone.
+        """
+        if self.uid is None:
+            return
+        modules = self.scratch / "modules"
+        for entry in modules.iterdir():
+            os.chown(entry, self.uid, confine.UNPRIVILEGED_GID, follow_symlinks=False)
+            os.chmod(entry, 0o400)
+        os.chown(modules, self.uid, confine.UNPRIVILEGED_GID)
+        os.chmod(modules, 0o500)
 
     def copy_modules(self) -> set[str]:
         """Copy the submission's modules into the scratch folder; return the missing modules."""
@@ -199,6 +221,7 @@ class WorkerProcess:
         """Serve the submission ``path`` instead (a spare worker that has seen no module yet)."""
         self.path = path
         self.missing = self.copy_modules()
+        self._hand_over()
 
     # ------------------------------------------------------------------ start
 
@@ -223,6 +246,7 @@ class WorkerProcess:
                 self.process = self._fork(requests_read, replies_write, output_write, niceness, answers)
                 self.shared = shared
             else:
+                self._hand_over()  # (a forked worker's are handed over by the fork server's client)
                 self.process = self._start(requests_read, replies_write, output_write, niceness)
         except BaseException:
             for fd in (requests_write, replies_read, output_read):
