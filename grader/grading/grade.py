@@ -519,6 +519,14 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.cluster and args.isolation != "require":
+        # A cluster's machines grade many submissions each, beside a Dask worker that runs what its scheduler
+        # sends: without namespaces a student's code could reach that scheduler (no network namespace) and the
+        # other submissions' folders. --container is for one submission per throw-away container.
+        print(f"error: --cluster grades only with bubblewrap's namespaces on every worker, not with "
+              f"{'--container' if args.isolation == 'container' else '--accept-no-isolation'}: install bubblewrap "
+              "on the cluster's machines (docs/cluster.md)", file=sys.stderr)
+        return 2
     if args.roster is not None:  # a broken roster stops the run before anyone is graded
         from grader.grading.export import ExportError, read_roster
 

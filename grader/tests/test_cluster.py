@@ -301,6 +301,18 @@ def test_an_unreachable_cluster_stops_the_batch_before_anything_is_graded(part_o
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@pytest.mark.parametrize("isolation", ["--container", "--accept-no-isolation"])
+def test_a_cluster_refuses_to_grade_without_namespaces(isolation, part_one, tmp_path, capsys):
+    # A hostile round: in --container mode on a cluster, a student's code has the network of a machine whose Dask
+    # worker runs what the scheduler sends (and beside it, other submissions' folders).
+    status = cli(["grade", str(part_one[0]), "--out", str(tmp_path / "out"), "--exercise", "softmax",
+                  "--cluster", "tcp://127.0.0.1:9", isolation])
+    said = capsys.readouterr().err
+    assert status == 2 and f"--cluster grades only with bubblewrap's namespaces on every worker, not with " \
+        f"{isolation}" in said, said
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_worker_with_another_kit_is_refused_in_one_line(part_one, tmp_path, monkeypatch):
     # The batch's kit differs from the workers' (as after `git pull` on one machine only): the workers, other
     # processes, compute the real fingerprint.
