@@ -74,13 +74,24 @@ def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any
             raise ValueError(f"{name} is not a notebook (JSON): {error}") from None
         except RecursionError:
             raise ValueError(f"{name} is nested too deeply to be a notebook") from None
+    if isinstance(data, Mapping) and data.get("nbformat") == 3 and isinstance(data.get("worksheets"), list):
+        data = _upgraded_from_v3(data)
     if not isinstance(data, Mapping) or not isinstance(data.get("cells"), list):
         raise ValueError(f"{name} is not a notebook: no list of cells")
+    if not isinstance(notebook, Mapping) and not isinstance(data.get("metadata"), Mapping):
+        raise ValueError(f"{name} is not a notebook: it has no metadata (nbformat requires it)")
     for number, cell in enumerate(data["cells"], start=1):
         if not isinstance(cell, Mapping):
             raise ValueError(f"cell {number} is not an object")
         if not isinstance(cell.get("cell_type", ""), str):
             raise ValueError(f"cell {number} cell_type is not text")
+        if not isinstance(notebook, Mapping):  # a file as a student's Jupyter wrote it: what nbgrader also requires
+            missing = [key for key in ("cell_type", "metadata", "source") if key not in cell]
+            if missing:
+                raise ValueError(f"cell {number} has no {' and no '.join(missing)} (nbformat requires them)")
+            if cell["cell_type"] not in CELL_TYPES:
+                raise ValueError(f"cell {number} is of type {str(cell['cell_type'])[:40]!r}, which nbformat 4 does "
+                                 f"not have ({', '.join(CELL_TYPES)})")
         metadata = cell.get("metadata", {})
         if not isinstance(metadata, Mapping):
             raise ValueError(f"cell {number} metadata is not an object")
@@ -91,6 +102,36 @@ def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any
         if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
             raise ValueError(f"cell {number} source is not text")
     return data
+
+
+CELL_TYPES = ("code", "markdown", "raw")
+
+
+def _upgraded_from_v3(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An nbformat 3 notebook's cells as nbformat 4 has them, as nbformat's own upgrade (which nbgrader runs) makes.
+
+    The worksheets' cells in order; a code cell's ``input`` is its source, a heading of level n becomes a Markdown
+    line of n ``#``, an HTML cell Markdown; each cell keeps its metadata (nbgrader's among them).
+    """
+    cells = []
+    for sheet in data["worksheets"]:
+        for cell in sheet.get("cells", []) if isinstance(sheet, Mapping) else []:
+            if not isinstance(cell, Mapping):
+                cells.append(cell)  # said as such by the checks that follow
+                continue
+            kind, upgraded = cell.get("cell_type"), dict(cell)
+            if kind == "code":
+                upgraded = {"cell_type": "code", "metadata": cell.get("metadata", {}), "source": cell.get("input", ""),
+                            "outputs": [], "execution_count": None}
+            elif kind == "heading":
+                level = cell.get("level", 1)
+                text = " ".join(_source(cell).splitlines())
+                upgraded = {"cell_type": "markdown", "metadata": cell.get("metadata", {}),
+                            "source": "#" * (level if isinstance(level, int) and 0 < level < 7 else 1) + " " + text}
+            elif kind == "html":
+                upgraded["cell_type"] = "markdown"
+            cells.append(upgraded)
+    return {**{key: value for key, value in data.items() if key != "worksheets"}, "cells": cells, "nbformat": 4}
 
 
 def _parse(code: str) -> ast.Module | None:
