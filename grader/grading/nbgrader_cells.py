@@ -22,7 +22,7 @@ from typing import Any
 import nbformat
 from nbgrader import utils
 from nbgrader.api import MissingEntry
-from nbgrader.preprocessors import ClearHiddenTests
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from nbgrader.preprocessors import OverwriteCells as _NbgraderOverwriteCells
 
 # How nbgrader_config.py names this class (nbconvert imports preprocessors given as strings).
@@ -87,12 +87,58 @@ class OverwriteCells(_NbgraderOverwriteCells):
         return cell.source
 
 
+    def add_missing_grade_cells(self, nb: Any, resources: Any) -> tuple[Any, Any]:
+        """nbgrader's: each released test cell a student deleted comes back after the cell released before it.
+
+        nbgrader's own looks that cell up among the submitted ones and stopped (``KeyError``, the notebook not
+        graded, 0 exported) where the student had deleted it too (an exercise's answer cell and its first test
+        cell: a hostile round); ``attention-kit grade`` graded the rest. The cell comes back after the nearest
+        released cell still there instead, or first.
+        """
+        source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        order = [cell.name for cell in source.source_cells]
+        solutions = {cell.name for cell in source.solution_cells}
+        for grade_cell in sorted(source.grade_cells, key=lambda cell: order.index(cell.name)):
+            present = {cell["metadata"]["nbgrader"]["grade_id"]: index for index, cell in enumerate(nb.cells)
+                       if utils.is_grade(cell) or utils.is_solution(cell)}
+            if grade_cell.name in present:
+                continue
+            self.log.warning(f"Missing grade cell {grade_cell.name} encountered, adding to notebook")
+            position = order.index(grade_cell.name)
+            added = self.missing_cell_transform(source.source_cells[position], grade_cell.max_score,
+                                                is_solution=grade_cell.name in solutions)
+            after = next((present[name] for name in reversed(order[:position]) if name in present), -1)
+            nb.cells.insert(after + 1, added)
+        return nb, resources
+
+
+class HalfFilledIds(NbGraderPreprocessor):
+    """Before nbgrader's ``DeduplicateIds``: nbgrader metadata that marks a cell but names none is taken off.
+
+    A cell marked as an answer, a test or locked without a ``grade_id`` (an entry left half-filled) stopped
+    nbgrader's ``DeduplicateIds`` (``KeyError: 'grade_id'``: the notebook not graded, 0 exported), where
+    ``attention-kit grade`` reads it as a plain cell (``notebook_reader``); here it is a plain cell too.
+    """
+
+    def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
+        """Take off the cell's nbgrader metadata if it marks the cell without a grade_id."""
+        meta = cell.metadata.get("nbgrader")
+        if isinstance(meta, dict) and any(meta.get(flag) for flag in ("grade", "solution", "locked", "task")) \
+                and not (isinstance(meta.get("grade_id"), str) and meta["grade_id"]):
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+
 def sanitize_preprocessors() -> list[Any]:
-    """The autograde steps that prepare a submission, nbgrader's own with ``OverwriteCells`` replaced by this one."""
+    """The autograde steps that prepare a submission: nbgrader's own, this module's ``OverwriteCells`` for its.
+
+    :class:`HalfFilledIds` comes first (before nbgrader's ``DeduplicateIds``, which stops on what it clears).
+    """
     from nbgrader.converters.autograde import Autograde
 
     defaults = Autograde.class_traits()["sanitize_preprocessors"].default()
-    return [IMPORT_NAME if step is _NbgraderOverwriteCells else step for step in defaults]
+    return [f"{__name__}.HalfFilledIds",
+            *(IMPORT_NAME if step is _NbgraderOverwriteCells else step for step in defaults)]
 
 
 def feedback_exporter() -> type:

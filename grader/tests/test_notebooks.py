@@ -493,10 +493,28 @@ def _bonus_cell(notebook: nbformat.NotebookNode) -> None:
     notebook.cells.append(cell)
 
 
+def _half_filled(notebook: nbformat.NotebookNode) -> None:
+    """A cell marked as an answer without an id (an entry left half-filled), holding a wrong answer."""
+    index = next(i for i, c in enumerate(notebook.cells) if nbgrader_meta(c).get("solution"))
+    cell = nbformat.v4.new_code_cell("def scaled_dot_product_attention(q, k, v, mask=None):\n    return v\n")
+    cell.metadata["nbgrader"] = {"solution": True}
+    notebook.cells.insert(index + 1, cell)
+
+
+def _answer_and_test_deleted(notebook: nbformat.NotebookNode) -> None:
+    """The answer cell deleted, and the test cell after it (the cell nbgrader put a deleted test cell after)."""
+    index = next(i for i, c in enumerate(notebook.cells) if nbgrader_meta(c).get("solution"))
+    test = next(i for i, c in enumerate(notebook.cells) if i > index and nbgrader_meta(c).get("grade"))
+    del notebook.cells[test]
+    del notebook.cells[index]
+
+
 # Notebooks that nbgrader itself stopped on (no grade, 0 in export) while `grade` graded them: the answer cell or a
-# test cell copied and pasted (the copy's id is the original's), a test cell's kind changed, a grade cell made up.
+# test cell copied and pasted (the copy's id is the original's), a test cell's kind changed, a grade cell made up,
+# a cell marked without an id, the answer cell deleted with the first test cell (a hostile round's two).
 _EDITS = {"dupe": lambda notebook: _copied(notebook, "solution"),
-          "duptest": lambda notebook: _copied(notebook, "grade"), "kinds": _kinds_changed, "bonus": _bonus_cell}
+          "duptest": lambda notebook: _copied(notebook, "grade"), "kinds": _kinds_changed, "bonus": _bonus_cell,
+          "halfid": _half_filled, "noanswer": _answer_and_test_deleted}
 
 
 @pytest.fixture(scope="module")
@@ -629,9 +647,10 @@ def _secret_lines(release: nbformat.NotebookNode) -> set[str]:
 def test_copied_cells_and_changed_metadata_are_graded_as_the_release_reads_them(round_trip):
     """nbgrader's own steps stopped on these notebooks (no grade; 0 in export): the kit's OverwriteCells."""
     scores = round_trip["scores"]
-    for student in ("dupe", "duptest", "bonus"):  # the reference's answer: full marks, and no more
+    for student in ("dupe", "duptest", "bonus", "halfid"):  # the reference's answer: full marks, and no more
         assert scores[student] == scores[VICTIM], student
     assert scores["kinds"] == scores["stub"]  # a test cell's kind changed on the untouched notebook: still a test
+    assert scores["noanswer"] == scores["stub"]  # no answer: what no answer scores, graded (autograde exits 0)
 
 
 @pytest.mark.slow
