@@ -56,7 +56,12 @@ KEYS = "grad_k has one row per key, like k: (..., n_k, d_k), made from grad_S^T 
 MASKED = ("the mask is in the weights: a blocked key has weight 0, so no gradient reaches its score, its key or "
           "its value; use the weights you are given rather than recomputing them from q and k")
 NORM = ("layer norm's grad_x has three terms, (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) / sqrt(var + eps) "
-        "with gxhat = grad_out * gamma: the direct one, the path through the mean and the path through the variance")
+        "with gxhat = grad_out * gamma: the direct one, the path through the mean and the path through the variance; "
+        "var and xhat are the forward pass's (var the mean of (x - mean)^2 over the last axis, divided by d as np.var "
+        "does, not by d - 1)")
+# A gate's wrong grad_gamma is told grad_gamma's formula (a blind round: it was told grad_x's).
+NORM_GAMMA = ("grad_gamma = grad_out * xhat summed over every axis but the last, with xhat = (x - mean) / sqrt(var + "
+              "eps) as in the forward pass (var divided by d as np.var does, not by d - 1)")
 MHA = ("multi-head backward: run the forward again, then undo each step in reverse: w_o, merge_heads, attention, "
        "split_heads, the three projections; x feeds q, k and v, so its three gradients add up")
 DTYPE = "dtype in = dtype out: float32 inputs give float32 gradients (no float64 constants or arrays mixed in)"
@@ -147,6 +152,7 @@ def _sampled(rng: np.random.Generator, shape: tuple[int, ...], count: int) -> tu
 # The formula of each backward function, for a gate's wrong value (the generic rule where none is written here).
 _FORMULA = {"softmax_backward": SOFTMAX, "linear_backward": LINEAR, "attention_backward": ATTENTION,
             "layer_norm_backward": NORM, "multi_head_attention_backward": MHA}
+_FORMULA_OF = {("layer_norm_backward", "grad_gamma"): NORM_GAMMA}  # an output's own, where it has one
 _GATE_SIZES = {"softmax_backward": ((2, 5, 7), (8, 64, 64)),
                "linear_backward": ((2, 5, 7, 4), (8, 64, 512, 48)),
                "attention_backward": ((2, 5, 7, 4), (8, 32, 48, 32)),
@@ -270,7 +276,8 @@ def _gate(impl, name: str) -> list[Failure]:
                     ("your gradient is close to the exact derivative, not equal to it: either a numerical estimate "
                      "(" + ANALYTIC + "), or a small term of the formula left out or changed (an eps, a scale): "
                      "compare each term with the forward pass")
-                    if estimate else "the gradient is wrong here: " + _FORMULA.get(name, RULE)))
+                    if estimate else "the gradient is wrong here: " + _FORMULA_OF.get((name, label),
+                                                                               _FORMULA.get(name, RULE))))
     if not failures and name in _LONG:
         failures += _long_slices(impl, name, rng)
     return failures

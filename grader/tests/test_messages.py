@@ -170,6 +170,17 @@ def test_a_mask_not_passed_on_is_told_so_by_the_masked_reference_values(tmp_path
     assert all(line.startswith("revisit:  yours is this layer computed without its mask") for line in lines), lines
 
 
+def test_a_sample_variance_in_layer_norm_backward_is_told_the_forward_pass_variance(tmp_path):
+    # torch.var divides by n - 1 by default (a blind round): told only the three terms the student had right, and
+    # grad_gamma was told grad_x's formula.
+    target = plant(tmp_path, "backward.py", (
+        "inv_std = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)",
+        "inv_std = 1.0 / np.sqrt(x.var(axis=-1, ddof=1, keepdims=True) + eps)"))
+    lines = revisit_lines(failures_of(target, "backward", "test_layer_norm_backward_shapes"))  # the gate's
+    assert lines and all("not by d - 1" in line for line in lines), lines
+    assert any("grad_gamma = grad_out * xhat" in line for line in lines), lines
+
+
 def test_a_transposed_weight_is_not_told_about_x_T_alone(tmp_path):
     target = plant(tmp_path, "projections.py", ("    out = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)",
                                                 "    out = x @ weight.T"))
