@@ -193,14 +193,8 @@ class WorkerProcess:
         can neither list nor read them, on any plan. Without a user of its own (``uid`` None: the worker runs as
         this process's user), the folder stays this user's alone.
         """
-        if self.uid is None:
-            return
-        modules = self.scratch / "modules"
-        for entry in modules.iterdir():
-            os.chown(entry, self.uid, confine.UNPRIVILEGED_GID, follow_symlinks=False)
-            os.chmod(entry, 0o400)
-        os.chown(modules, self.uid, confine.UNPRIVILEGED_GID)
-        os.chmod(modules, 0o500)
+        if self.uid is not None:
+            server.hand_over(self.scratch / "modules", self.uid)
 
     def copy_modules(self) -> set[str]:
         """Copy the submission's modules into the scratch folder; return the missing modules."""

@@ -28,6 +28,7 @@ import contextlib
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -39,6 +40,36 @@ STARTUP_TIMEOUT = 30.0  # the server's start (an interpreter and numpy), as a wo
 # Any other answer of the server (a kill waits at most ~1 s inside): generous, since a server that does not answer
 # in time is never asked again, and the workers it holds are lost with it (on a busy machine, at a low priority).
 REQUEST_TIMEOUT = 60.0
+
+
+def hand_over(modules: Path, uid: int) -> None:
+    """Make the folder ``modules`` (a worker's copy of its submission) readable by ``uid`` alone, and nothing else.
+
+    The folder may have been an earlier worker's (a restart: another user of the same submission), who owned it
+    and could have planted links in it: it is made root's first (then no other user can change it), every entry
+    that is not a plain file of one link is removed (a symbolic link would send the chmod below, as root, to its
+    target: a hostile round set the interpreter of every worker to 0400 so), and only then is each file, and the
+    folder, handed to ``uid``. Used for a forked worker (:meth:`ForkServer.fork`) and one started on its own
+    (``process.WorkerProcess``).
+    """
+    if modules.is_symlink() or not modules.is_dir():
+        raise OSError(f"{modules} is not a folder")
+    os.chown(modules, 0, 0, follow_symlinks=False)
+    os.chmod(modules, 0o700)
+    with os.scandir(modules) as listing:
+        entries = list(listing)
+    for entry in entries:
+        status = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:
+            if stat.S_ISDIR(status.st_mode):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+            continue
+        os.chown(entry.path, uid, confine.UNPRIVILEGED_GID, follow_symlinks=False)
+        os.chmod(entry.path, 0o400)  # a plain file, in a folder no one else can change now
+    os.chown(modules, uid, confine.UNPRIVILEGED_GID, follow_symlinks=False)
+    os.chmod(modules, 0o500)
 
 
 class ServerError(RuntimeError):
@@ -141,14 +172,9 @@ class ForkServer:
         """
         if folder.parent != self.students:
             raise ValueError(f"{folder}: not a folder of this server's submissions")
-        modules = folder / "modules"
         os.chown(folder, 0, 0)
         os.chmod(folder, 0o711)
-        for entry in modules.iterdir():
-            os.chown(entry, uid, confine.UNPRIVILEGED_GID)
-            os.chmod(entry, 0o400)
-        os.chown(modules, uid, confine.UNPRIVILEGED_GID)
-        os.chmod(modules, 0o500)
+        hand_over(folder / "modules", uid)
         first = self._pid is None
         reply = self._request({"op": "fork", "modules": folder.name, "uid": uid,
                                "limits": confine.limit_values(limits), "niceness": niceness},

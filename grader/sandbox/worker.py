@@ -1,15 +1,11 @@
 """The student's worker: runs a student's modules in a process of its own, as an unprivileged user.
 
-Run by the worker process, in the sandbox (and nothing here runs in the
-grading process but the isolation tests). This file is a script: it imports
-only the standard library, and, once the privileges are dropped, the
-sandbox-side modules that lie beside it (``frames``, ``codec``,
-``protocol``, ``calls``, ``by_code``, a copy of ``tests/by_code.py``;
-``forkserver`` for the fork server), never ``grader`` or ``tests``,
-because the sandbox holds nothing else: a copy of the student's
-modules, the Python installation, this file and those modules (see
-:func:`load_modules`). The grading process (``grader.sandbox.proxy``) starts it
-as::
+Run by the worker process, in the sandbox (and nothing here runs in the grading process but the isolation tests).
+This file is a script: it imports only the standard library, and, once the privileges are dropped, the
+sandbox-side modules that lie beside it (``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, a copy of
+``tests/by_code.py``; ``forkserver`` for the fork server), never ``grader`` or ``tests``, because the sandbox holds
+nothing else: a copy of the student's modules, the Python installation, this file and those modules (see
+:func:`load_modules`). The grading process (``grader.sandbox.proxy``) starts it as::
 
     python -I -S -B worker.py --requests FD --replies FD --modules DIR --site DIR [--uid N --gid N]
 
@@ -43,14 +39,11 @@ SANDBOX_PACKAGE = "_attention_kit_sandbox"  # their package when this file runs 
 def load_modules() -> Any:
     """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, ``decoded``, ``stand_ins`` from beside it.
 
-    Returns their package.
-
-    Run as a script (in the sandbox), this file belongs to no package: a package of its own,
-    ``_attention_kit_sandbox``, over the folder this file lies in, holds the copies the grading process placed
-    there, and the standard import machinery loads them (from the ``__pycache__`` the grading process compiled
-    for them, where there is one: ``grader.sandbox.process.sandbox_files``). Imported as
-    ``grader.sandbox.worker`` (the isolation tests), they are that package's own (``by_code`` and ``decoded``:
-    ``tests``').
+    Returns their package. Run as a script (in the sandbox), this file belongs to no package: a package of its
+    own, ``_attention_kit_sandbox``, over its folder holds the copies the grading process placed there, loaded by
+    the standard machinery (from the ``__pycache__`` the grading process compiled, where there is one:
+    ``grader.sandbox.process.sandbox_files``). Imported as ``grader.sandbox.worker`` (the isolation tests), they
+    are that package's own (``by_code`` and ``decoded``: ``tests``').
     """
     global frames, codec, protocol, calls, by_code, decoded, stand_ins
     package = __package__ or SANDBOX_PACKAGE
@@ -77,8 +70,7 @@ def restore_builtins() -> None:
     """Undo any change that student code made to the builtins module."""
     namespace = vars(builtins)
     if namespace != _BUILTINS:
-        for name in [name for name in namespace if name not in _BUILTINS]:
-            del namespace[name]
+        namespace.clear()
         namespace.update(_BUILTINS)
 
 
@@ -503,11 +495,9 @@ class Worker:
 def _one_thread() -> None:
     """Torch, if the student's code imported it, computes on one thread, as BLAS and OpenMP do here.
 
-    The worker's environment sets ``OMP_NUM_THREADS=1`` and its kin (``limits.worker_environment``), which
-    torch reads for its own pool when it is imported, but a student's module may set more threads, and torch
-    keeps an inter-op pool the size of the machine. The per-call budget counts the CPU time of every thread:
-    threads that spin while waiting for one another use it up (issue 34: 40.8 s on two threads, 1.8 s on
-    one), so every call starts on one thread. Nothing is imported here: torch only when it is loaded.
+    The environment's ``OMP_NUM_THREADS=1`` (``limits.worker_environment``) sets torch's pool at its import, but a
+    student's module may set more, and torch keeps an inter-op pool the size of the machine; the per-call budget
+    counts every thread's CPU time, spinning ones' too (issue 34: 40.8 s on two threads, 1.8 s on one).
     """
     torch = sys.modules.get("torch")
     if torch is None:
@@ -536,9 +526,8 @@ _KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number, wh
 def _clear_keyrings() -> None:
     """Empty the keyrings of this process's user that outlive its processes: the user, user-session and persistent.
 
-    User ids come round again (``limits.fresh_uid``): what an earlier worker of this uid left in them must not
-    reach this one. Run after the privileges are dropped, before any student code; quietly a no-op where the
-    kernel (or a seccomp filter) has no keyrings.
+    User ids come round again (``limits.fresh_uid``): what an earlier worker of this uid left there must not reach
+    this one. Run after the privileges are dropped, before student code; a no-op where there are no keyrings.
     """
     number = _KEYCTL.get(os.uname().machine)
     if number is None or os.getuid() == 0:  # only ever a worker's own user's, never root's
@@ -578,8 +567,19 @@ def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int,
     return run_worker(requests, replies, modules, answers)
 
 
+def _no_new_privileges() -> None:
+    """No program this process or its children run gains privileges (``PR_SET_NO_NEW_PRIVS``; bubblewrap sets it).
+
+    Else a setuid program an earlier worker's user made lets a later worker become that user, out of reach of the
+    kill of its own, and once ids come round another worker's (so a hostile round read the reference's modules).
+    """
+    if sys.platform.startswith("linux") and __import__("ctypes").CDLL(None).prctl(38, 1, 0, 0, 0) != 0:
+        raise SystemExit("could not set no_new_privs")
+
+
 def run_worker(read_fd: int, write_fd: int, modules: str, answers: Any = None) -> int:
     """Serve the grading process's requests over the two pipes until it closes them (numpy is imported)."""
+    _no_new_privileges()  # before any student code
     os.chdir(modules)
     for fd in (read_fd, write_fd):
         os.set_inheritable(fd, False)  # programs that student code executes do not get the channel

@@ -1,4 +1,4 @@
-"""A worker's copy of its submission is its own user's alone, on every plan (namespaces or none).
+"""A worker's copy of its submission is its own user's alone, and its user gains nothing, on every plan.
 
 Without namespaces (``grade --container``, Gradescope where Docker cannot start bubblewrap) every worker's scratch
 folder lies on the one file system, and its path is on the worker's command line, which ``/proc`` shows to every
@@ -10,15 +10,18 @@ user (as a student's other worker runs) tries to list and read their modules.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 
+import numpy as np
 import pytest
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import limits
 from grader.sandbox.process import WorkerProcess
+from grader.sandbox.server import hand_over
 from grader.tests.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="workers of users of their own need root")
@@ -65,3 +68,57 @@ def test_no_other_user_lists_or_reads_a_workers_modules(tmp_path):
         for worker in workers:
             worker.stop(False, lambda: None)
             worker.remove()
+
+
+def test_a_handover_removes_what_the_last_user_planted_and_changes_nothing_outside(tmp_path):
+    # The last user of a folder owned it: links planted in it sent the hand-over's chmod, as root, to their targets
+    # (a hostile round: the interpreter every worker runs made 0400, later students "not graded").
+    target, kept = tmp_path / "target", tmp_path / "target-dir"
+    target.write_text("not the student's", encoding="utf-8")
+    kept.mkdir()
+    os.chmod(target, 0o644)
+    os.chmod(kept, 0o755)
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "softmax.py").write_text("x = 1\n", encoding="utf-8")
+    (modules / "zz_link").symlink_to(target)
+    (modules / "zz_link2").symlink_to(kept)
+    (modules / "planted").mkdir()
+    os.link(target, modules / "hard")  # (as root: allowed whoever owns the target)
+    uid = limits.fresh_uid()
+    os.chown(modules, uid, limits.UNPRIVILEGED_GID)  # as the last worker left it
+    hand_over(modules, uid)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644 and target.stat().st_uid == 0
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o755 and kept.stat().st_uid == 0
+    assert sorted(path.name for path in modules.iterdir()) == ["softmax.py"]
+    status = (modules / "softmax.py").stat()
+    assert (status.st_uid, stat.S_IMODE(status.st_mode)) == (uid, 0o400)
+    assert (modules.stat().st_uid, stat.S_IMODE(modules.stat().st_mode)) == (uid, 0o500)
+
+
+NO_NEW_PRIVS = ("import numpy as np\n\n\ndef softmax(x, axis=-1):\n"
+                "    with open('/proc/self/status', encoding='ascii') as status:\n"
+                "        flag = [line.split()[1] for line in status if line.startswith('NoNewPrivs:')]\n"
+                "    return np.array([float(flag[0]) if flag else -1.0])\n")
+
+
+def test_a_worker_without_namespaces_can_gain_no_privileges(tmp_path, monkeypatch):
+    # bubblewrap sets no_new_privs; without it the worker must: else a setuid program a worker's user made lets a
+    # later worker become that user (out of reach of its own kill; another worker's user once ids come round).
+    from grader.sandbox.proxy import IsolatedImplementation
+
+    student = tmp_path / "student"
+    shutil.copytree(ROOT / "solutions", student, ignore=shutil.ignore_patterns("__pycache__"))
+    (student / "softmax.py").write_text(NO_NEW_PRIVS, encoding="utf-8")
+    monkeypatch.setenv(limits.SIMULATE_NO_BWRAP, "1")
+    for cached in (limits.plan, limits.choose):
+        cached.cache_clear()
+    try:
+        with IsolatedImplementation(student, policy="none") as implementation:
+            assert implementation.plan.mode != "bwrap"
+            flag = implementation.function("softmax", "softmax")(np.zeros(3))
+    finally:
+        monkeypatch.delenv(limits.SIMULATE_NO_BWRAP)
+        for cached in (limits.plan, limits.choose):
+            cached.cache_clear()
+    assert list(flag) == [1.0], flag
