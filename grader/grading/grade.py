@@ -69,6 +69,7 @@ import argparse
 import dataclasses
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -503,6 +504,21 @@ class _Batch:
             yield row
 
 
+def _exposed_to_workers(hidden: Path | list[Path] | None) -> str:
+    """The first of the kit's secrets (the reference, the hidden tests, the given code) another user can reach, or "".
+
+    Reached: every folder from it up to the root lets others pass (``o+x``); a folder that does not hides all below.
+    """
+    from grader.sandbox import given
+
+    folders = [reference_dir(), *([hidden] if isinstance(hidden, Path) else hidden or []), given.folder()]
+    for folder in (Path(f) for f in folders if f is not None):
+        chain = [folder.resolve(), *folder.resolve().parents]
+        if folder.exists() and all(path.stat().st_mode & stat.S_IXOTH for path in chain):
+            return str(folder)
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit grade``."""
     make_importable()  # the grading processes import `tests` from the kit
@@ -518,6 +534,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    if args.isolation == "container" and (exposed := _exposed_to_workers(hidden)):
+        # Without namespaces a worker sees the machine's files as its user: the kit's secrets must be out of reach.
+        print(f"error: --container runs student code without namespaces, as users who could read {exposed}: make "
+              "the kit readable by you alone (chmod -R go-rwx on it, as the Gradescope bundle's runner does) or "
+              "grade with bubblewrap", file=sys.stderr)
         return 2
     if args.cluster and args.isolation != "require":
         # A cluster's machines grade many submissions each, beside a Dask worker that runs what its scheduler

@@ -16,6 +16,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -422,14 +423,44 @@ def test_container_mode_runs_student_code_as_an_unprivileged_user_or_refuses(tmp
                                            "    raise ValueError('uid %d' % os.getuid())\n")
     out = tmp_path / "out"
     done = grade_command(folder, out, "--container", env={confine.SIMULATE_NO_BWRAP: "1"})
-    if done.returncode == 2:  # as root with an interpreter nobody else can read: never run as root
-        assert os.geteuid() == 0 and "unprivileged user" in done.stdout, done.stdout
+    if done.returncode == 2:  # as root with an interpreter nobody else can read: never run as root; or the
+        # checkout's reference reachable by other users, which a worker without namespaces could read
+        assert (os.geteuid() == 0 and "unprivileged user" in done.stdout) or \
+            "--container runs student code without namespaces, as users who could read" in done.stderr, \
+            done.stdout + done.stderr
+        assert not (out / "ada").exists()  # no student code ran
         return
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads((out / "ada" / "results.json").read_text())
     assert "container" in results["extra_data"]["isolation"]
     if os.geteuid() == 0:
         assert "uid 0" not in json.dumps(results)
+
+
+def test_container_mode_refuses_while_another_user_could_reach_the_kits_secrets(monkeypatch):
+    # A hostile round: --container (no namespaces) with a checkout others can read: a worker read solutions/.
+    from grader.grading import grade
+    from grader.sandbox import given
+
+    base = Path(tempfile.mkdtemp(prefix="attention-kit-container-"))  # in the system's temp folder: o+x above
+    try:
+        kit = base / "kit"
+        reference, hidden = kit / "solutions", kit / "hidden"
+        for folder in (reference, hidden):
+            folder.mkdir(parents=True)
+        for folder in (base, kit, reference, hidden):
+            os.chmod(folder, 0o755)
+        monkeypatch.setattr(grade, "reference_dir", lambda: reference)
+        monkeypatch.setattr(given, "folder", lambda: None)
+        if any(not path.stat().st_mode & 0o001 for path in base.resolve().parents):
+            pytest.fail(f"the system's temp folder {base.parent} is not passable by others: this test needs one")
+        assert grade._exposed_to_workers([hidden]) == str(reference)
+        os.chmod(reference, 0o700)
+        assert grade._exposed_to_workers([hidden]) == str(hidden)
+        os.chmod(kit, 0o700)  # as the Gradescope runner closes the bundle's kit
+        assert grade._exposed_to_workers([hidden]) == ""
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="starting processes as another user needs root")
