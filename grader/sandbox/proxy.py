@@ -541,6 +541,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
     # ------------------------------------------------------------------ imports and calls
 
     def _import(self, view: str, module: str) -> None:
+        failures = self._failures if self._budget.account(view) == view else {}  # the diagnosis's: not kept
         key = (view, module)
         try:
             reply, _ = self._request({"op": "import", "view": view, "module": module}, [], f"importing {module}.py",
@@ -548,16 +549,16 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         except BudgetExhausted as error:
             raise ImplementationError(str(error)) from None  # not remembered: the budget is the reason, not the module
         except TimeoutError:
-            self._failures[key] = (f"importing {module}.py did not finish within {self.limits.call_timeout:g} s "
-                                   "(an infinite loop at module level?)")
-            raise ImplementationError(self._failures[key]) from None
+            failures[key] = message = (f"importing {module}.py did not finish within {self.limits.call_timeout:g} s "
+                                       "(an infinite loop at module level?)")
+            raise ImplementationError(message) from None
         except WorkerCrashed as error:
-            message = str(error).split(" while running ")[0]  # "... (exit code 3)", without the request's name
-            self._failures[key] = message.replace("your code ended", f"importing {module}.py ended")
-            raise ImplementationError(self._failures[key]) from None
+            said = str(error).split(" while running ")[0]  # "... (exit code 3)", without the request's name
+            failures[key] = message = said.replace("your code ended", f"importing {module}.py ended")
+            raise ImplementationError(message) from None
         if reply.get("status") != "ok":
-            self._failures[key] = str(reply.get("message", f"importing {module}.py failed"))
-            raise ImplementationError(self._failures[key])
+            failures[key] = message = str(reply.get("message", f"importing {module}.py failed"))
+            raise ImplementationError(message)
         callables = reply.get("callables")
         self._callables[key] = {n for n in callables if isinstance(n, str)} if isinstance(callables, list) else set()
 

@@ -121,3 +121,25 @@ def test_a_batch_waits_for_a_test_as_long_as_its_budgets_allow(tmp_path, monkeyp
     grade.grade_batch(folder, tmp_path / "again", echo=lambda *args: None, hidden=None, jobs=1,
                       exercises=["softmax"], budget=400.0, timeout=250.0)
     assert stalls[-1] == 250.0, stalls
+
+
+def test_crashes_in_the_diagnosis_cost_no_other_exercise_its_imports(tmp_path):
+    """A module whose every call ends the worker uses up the diagnosis's crashes: another exercise still imports.
+
+    A hostile round: attention's functions ended the worker at every call; the diagnosis's cap of crashes was
+    reached, its imports of masks, positional, multihead and layer were refused, and that refusal was kept for
+    their own tests (Part I: 28 points where attention's 12 were all it should cost).
+    """
+    folder = tmp_path / "crasher"
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    path = folder / "attention.py"
+    path.write_text(path.read_text(encoding="utf-8") + "".join(
+        f"\n\ndef {name}(*args, **kwargs):\n    import os\n    os._exit(7)\n"
+        for name in load().exercise("attention").functions), encoding="utf-8")
+    with IsolatedImplementation(folder, limits=Limits(call_timeout=2.0)) as implementation:
+        try:
+            observe_everything(implementation)
+        except ObservationCut:
+            pass  # (cut or not: what it refused must not outlive it)
+        mask = implementation.function("masks", "causal_mask")(3)
+    assert mask.shape == (3, 3) and bool(mask[2, 0]) and not bool(mask[0, 2])
