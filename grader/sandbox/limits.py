@@ -70,6 +70,7 @@ POLICIES = ("require", "container", "none")
 # counts that submission's processes only.
 UID_BASE = 1_500_000_000
 _UIDS = itertools.count()
+_HELD: set[int] = set()  # the ids that live workers of this process hold (fresh_uid)
 
 
 class IsolationUnavailable(RuntimeError):
@@ -422,8 +423,22 @@ def choose(policy: str = "require") -> Plan:
 
 
 def fresh_uid() -> int:
-    """A user id of its own for one worker (see ``UID_BASE``): unique among the live workers of this machine."""
-    return UID_BASE + (os.getpid() % (1 << 22)) * 64 + next(_UIDS) % 64
+    """A user id of its own for one worker (see ``UID_BASE``): unique among the live workers of this machine.
+
+    This process's 64 come round, but never to one a live worker holds (:func:`release_uid` gives it back): a
+    submission that ended its worker 65 times got the reference's worker's user, and read its modules.
+    """
+    for _ in range(64):
+        uid = UID_BASE + (os.getpid() % (1 << 22)) * 64 + next(_UIDS) % 64
+        if uid not in _HELD:
+            _HELD.add(uid)
+            return uid
+    raise RuntimeError("all 64 user ids of this grading process are held by live workers")
+
+
+def release_uid(uid: int | None) -> None:
+    """Give back a worker's user id once every process of it is gone (its worker stopped)."""
+    _HELD.discard(uid)
 
 
 def kill_user(uid: int) -> None:

@@ -233,6 +233,8 @@ class WorkerProcess:
         output_read, output_write = os.pipe()
         # Without a PID namespace, every worker gets a user of its own, so that all its processes can be killed.
         # Each worker gets a user of its own (as root): its process limit then counts its own processes only.
+        if self.process is None:
+            confine.release_uid(self.uid)  # (a start that failed: no process holds it)
         self.uid = confine.fresh_uid() if self.plan.drop_to is not None else None
         try:
             if self._fork_server is not None:
@@ -250,7 +252,8 @@ class WorkerProcess:
             for fd in (requests_read, replies_write, output_write):
                 os.close(fd)
         fds = {"requests": requests_write, "replies": replies_read, "output": output_read}
-        self._live.update(process=self.process, fds=dict(fds), uid=self.uid if self.plan.mode != "bwrap" else None)
+        self._live.update(process=self.process, fds=dict(fds), uid=self.uid if self.plan.mode != "bwrap" else None,
+                          held=self.uid)
         return fds
 
     def _fork(self, requests_read: int, replies_write: int, output_write: int, niceness: int,
@@ -296,15 +299,18 @@ class WorkerProcess:
         process, self.process = self.process, None
         uid, self.uid = self.uid, None
         self.worker_pid = None
-        self._live.update(process=None, fds={}, uid=None)
-        if process is None:
-            return None
-        before_kill()
-        if ended:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=2)
-        # In a PID namespace, killing its first process ends them all; elsewhere, kill by the worker's own uid.
-        return WorkerProcess._kill(process, uid if self.plan.mode != "bwrap" else None)
+        self._live.update(process=None, fds={}, uid=None, held=None)
+        try:
+            if process is None:
+                return None
+            before_kill()
+            if ended:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=2)
+            # In a PID namespace, killing its first process ends them all; elsewhere, kill by the worker's own uid.
+            return WorkerProcess._kill(process, uid if self.plan.mode != "bwrap" else None)
+        finally:
+            confine.release_uid(uid)  # its processes gone: the id may come round again
 
     def remove(self) -> None:
         """Remove the scratch folder (after ``stop``)."""
@@ -348,6 +354,7 @@ class WorkerProcess:
     def _cleanup(live: dict[str, Any]) -> None:
         if live["process"] is not None:
             WorkerProcess._kill(live["process"], live.get("uid"))
+        confine.release_uid(live.get("held"))
         for fd in live["fds"].values():
             try:
                 os.close(fd)

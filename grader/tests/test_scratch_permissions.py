@@ -122,3 +122,22 @@ def test_a_worker_without_namespaces_can_gain_no_privileges(tmp_path, monkeypatc
         for cached in (limits.plan, limits.choose):
             cached.cache_clear()
     assert list(flag) == [1.0], flag
+
+
+def test_a_user_id_comes_round_only_once_its_worker_is_gone():
+    # A hostile round ended its worker 65 times: the 65th got the id of the reference's worker, still running.
+    held = limits.fresh_uid()  # a live worker's (the reference's)
+    try:
+        others = []
+        for _ in range(3 * 64):  # workers started and stopped, many times round
+            uid = limits.fresh_uid()
+            others.append(uid)
+            limits.release_uid(uid)
+        assert held not in others and len(set(others)) > 32, len(set(others))  # (other tests' workers hold some)
+    finally:
+        limits.release_uid(held)
+    again = []
+    for _ in range(64):  # given back: it comes round again
+        again.append(limits.fresh_uid())
+        limits.release_uid(again[-1])
+    assert held in again
