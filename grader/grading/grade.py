@@ -535,12 +535,6 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2
-    if args.isolation == "container" and (exposed := _exposed_to_workers(hidden)):
-        # Without namespaces a worker sees the machine's files as its user: the kit's secrets must be out of reach.
-        print(f"error: --container runs student code without namespaces, as users who could read {exposed}: make "
-              "the kit readable by you alone (chmod -R go-rwx on it, as the Gradescope bundle's runner does) or "
-              "grade with bubblewrap", file=sys.stderr)
-        return 2
     if args.cluster and args.isolation != "require":
         # A cluster's machines grade many submissions each, beside a Dask worker that runs what its scheduler
         # sends: without namespaces a student's code could reach that scheduler (no network namespace) and the
@@ -548,6 +542,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --cluster grades only with bubblewrap's namespaces on every worker, not with "
               f"{'--container' if args.isolation == 'container' else '--accept-no-isolation'}: install bubblewrap "
               "on the cluster's machines (docs/cluster.md)", file=sys.stderr)
+        return 2
+    if args.isolation == "container" and (exposed := _exposed_to_workers(hidden)):
+        # Without namespaces a worker sees the machine's files as its user: the kit's secrets must be out of reach.
+        print(f"error: --container runs student code without namespaces, as users who could read {exposed}: make "
+              "the kit readable by you alone (chmod -R go-rwx on it, as the Gradescope bundle's runner does) or "
+              "grade with bubblewrap", file=sys.stderr)
         return 2
     if args.roster is not None:  # a broken roster stops the run before anyone is graded
         from grader.grading.export import ExportError, read_roster
