@@ -518,6 +518,13 @@ def large_eps():
     return (_normal(822, BATCH, N_Q, D_IN), x, gamma), {"eps": 0.1}
 
 
+# large_eps with the default eps: an eps argument not used (a hard-coded 1e-5) gives this one's result there.
+@probe("layer_norm_backward")
+def large_eps_left_default():
+    args, _ = large_eps()
+    return args, {}
+
+
 @probe("multi_head_attention_backward")
 def unmasked():
     return (_normal(823, BATCH, N, D_MODEL), _normal(824, BATCH, N, D_MODEL), _mha_params(825), N_HEADS), {}
@@ -908,12 +915,14 @@ def test_layer_norm_backward_paths_through_the_mean_and_the_variance(impl):
     expect_close(grad_x.sum(axis=-1), np.zeros((BATCH, N_Q)), atol=1e-10,
                  what="the sum of each token's grad_x (eps = 0)",
                  idea="the path through the mean: shifting a token's features by a constant changes nothing, "
-                      "so grad_x sums to 0; it needs the - mean(gxhat) term")
+                      "so grad_x sums to 0; it needs the - mean(gxhat) term, and every step with the eps given "
+                      "(here 0)")
     centred = x - x.mean(axis=-1, keepdims=True)
     expect_close((grad_x * centred).sum(axis=-1), np.zeros((BATCH, N_Q)), atol=1e-10,
                  what="each token's grad_x dotted with its centred features (eps = 0)",
                  idea="the path through the variance: scaling a token's centred features changes nothing, so "
-                      "grad_x is orthogonal to them; it needs the - xhat * mean(gxhat * xhat) term")
+                      "grad_x is orthogonal to them (exactly, with eps = 0): it needs the - xhat * mean(gxhat * "
+                      "xhat) term, and the variance and xhat computed with the eps given")
 
 
 def test_layer_norm_backward_matches_central_differences(impl):

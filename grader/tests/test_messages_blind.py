@@ -1,0 +1,28 @@
+"""Feedback that a blind mistake writer's round found wrong (issue 25's kind): each mistake planted in the reference.
+
+A wrong diagnosis is worse than none: each of these was told a mistake it did not make, or blamed a function it
+did not get wrong, or passed every test.
+"""
+
+from __future__ import annotations
+
+from grader.tests.test_messages import failures_of, plant, revisit_lines
+
+
+def test_a_wrong_model_forward_is_not_blamed_on_train_s_batch(tmp_path):
+    # train never calls model_forward: a residual from the raw embedding there is model_forward's own failure.
+    target = plant(tmp_path, "training.py", ("    h = x + attended  # the residual",
+                                             "    h = params[\"embedding\"][tokens] + attended  # the residual"))
+    text = failures_of(target, "training")
+    assert "model_forward" in text, text[:3000]
+    assert "a batch of another size" not in text and "never a size of its own" not in text, text[:6000]
+
+
+def test_an_eps_argument_not_used_is_told_so(tmp_path):
+    target = plant(tmp_path, "backward.py",
+                   ("    inv_std = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)",
+                    "    inv_std = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + 1e-5)"))
+    text = failures_of(target, "backward", "layer_norm_backward")
+    assert "its eps argument is not used" in text, text[:3000]
+    for line in revisit_lines(text):  # the terms are all there: never told only that one is missing
+        assert not line.endswith("it needs the - xhat * mean(gxhat * xhat) term"), line
