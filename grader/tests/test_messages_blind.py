@@ -26,3 +26,14 @@ def test_an_eps_argument_not_used_is_told_so(tmp_path):
     assert "its eps argument is not used" in text, text[:3000]
     for line in revisit_lines(text):  # the terms are all there: never told only that one is missing
         assert not line.endswith("it needs the - xhat * mean(gxhat * xhat) term"), line
+
+
+def test_a_misplaced_bracket_in_numerical_gradient_is_told_neither_float32_nor_a_constant(tmp_path):
+    # (above - below) / 2 * eps: values 1e-12 times the right ones, computed in float64 on both sides.
+    target = plant(tmp_path, "backward.py", ("        grad[index] = (above - below) / (2 * eps)",
+                                             "        grad[index] = (above - below) / 2 * eps"))
+    text = failures_of(target, "backward", "numerical_gradient")
+    assert "a scale" in text, text[:3000]
+    assert "the same values everywhere" not in text, text[:3000]  # they differ, at 1e-12
+    assert "one-sided" not in text, text[:3000]  # it is a central difference
+    assert not any(line.endswith("rounds to a step of another size for most entries") for line in revisit_lines(text))
