@@ -99,12 +99,25 @@ def _occlusion_by_hand(model: PositionalModel, tokens: np.ndarray, replacement: 
             drops.append(original[int(np.argmax(p))] - p.max())
         elif wrong_class == "zero":
             drops.append(original[0] - p[0])
+        elif wrong_class in ("mean", "largest"):  # the class of the whole batch, original and occluded together
+            every = model(np.concatenate([tokens[None], _occluded(tokens, replacement)]))
+            batch = int(np.argmax(every.mean(axis=0)) if wrong_class == "mean" else np.argmax(every) % every.shape[1])
+            drops.append(original[batch] - p[batch])
         else:
             drops.append(original[c] - p[c])
     return np.array(drops)
 
 
+def _occluded(tokens: np.ndarray, replacement: int) -> np.ndarray:
+    """(seq, seq): row j is the sentence with token j replaced in place."""
+    occluded = np.repeat(tokens[None], len(tokens), axis=0)
+    occluded[np.arange(len(tokens)), np.arange(len(tokens))] = replacement
+    return occluded
+
+
 SHIFTED = "the token was deleted and the rest shifted left, instead of replaced in place"
+BATCH_CLASS = ("yours takes the class from the whole batch (the mean of every row's probabilities, or the largest "
+               "probability in any row), not from the original sentence's own row: c = argmax of row 0")
 AFTER = ("yours measures the drop on whatever class the model predicts after occlusion; measure it on the class "
          "predicted for the original sentence, the same class before and after")
 
@@ -121,6 +134,8 @@ def _occlusion_mistake(observed: np.ndarray, model: PositionalModel, tokens: np.
         (AFTER, _occlusion_by_hand(model, tokens, replacement, wrong_class="each")),
         ("the drop is measured on class 0, not on the class predicted for the sentence",
          _occlusion_by_hand(model, tokens, replacement, wrong_class="zero")),
+        (BATCH_CLASS, _occlusion_by_hand(model, tokens, replacement, wrong_class="mean")),
+        (BATCH_CLASS, _occlusion_by_hand(model, tokens, replacement, wrong_class="largest")),
         (SHIFTED, _occlusion_by_hand(model, tokens, replacement, how="delete")),
         (f"yours replaced token j with token {PAD}, not with `replacement` (token {replacement} here); the "
          "argument names the token that stands in", _occlusion_by_hand(model, tokens, PAD)),
@@ -133,9 +148,7 @@ def _occlusion_mistake(observed: np.ndarray, model: PositionalModel, tokens: np.
         return found[0]
     if found:
         return None
-    occluded = np.repeat(tokens[None], len(tokens), axis=0)
-    occluded[np.arange(len(tokens)), np.arange(len(tokens))] = replacement
-    return total_variation(observed, model(tokens[None])[0], model(occluded)) or None  # a convention, or nothing
+    return total_variation(observed, model(tokens[None])[0], model(_occluded(tokens, replacement))) or None
 
 
 def _replacement_idea(mistake: str | None) -> str:
@@ -166,6 +179,26 @@ def _flip_model(seed: int) -> tuple[PositionalModel, np.ndarray]:
     tokens[[1, 4]] = (7, 8)  # cue for class 2 at position 1, for class 1 at position 4
     scores[[1, 4]] = (1.5, 1.5)
     return PositionalModel(scores, values, w_out), tokens
+
+
+def _cancelling_model(seed: int) -> tuple[PositionalModel, np.ndarray]:
+    """A narrow win for class 2 over class 0, and three pairs of tokens that cancel each other on class 1.
+
+    Occluding one token of a pair makes class 1 near certain (its partner alone) or impossible: the mean of the
+    batch's rows, and its largest probability, both point at class 1, never the original sentence's class.
+    """
+    rng = np.random.default_rng(seed)
+    tokens = rng.permutation(np.arange(1, VOCAB))[:SEQ]  # 3 pairs (+, - on class 1) and a cue for class 2
+    values = rng.normal(scale=0.01, size=(VOCAB, D))
+    values[PAD] = 0.0
+    # Equal weights 1 / SEQ and w_out = 3 I: a value v on a class adds 3 v / SEQ to its logit.
+    values[tokens, 0] += 2.0 / 3.0  # class 0: logit 2 from the whole sentence
+    values[tokens[[0, 2, 4]], 1] += 2.0 * SEQ  # class 1: logit +6 from one of a pair alone, -6 from the other
+    values[tokens[[1, 3, 5]], 1] -= 2.0 * SEQ
+    values[tokens[6], 2] += 2.2 * SEQ / 3.0  # class 2: logit 2.2 from its cue
+    w_out = np.zeros((D, C))
+    w_out[:C, :C] = 3.0 * np.eye(C)
+    return PositionalModel(np.zeros(SEQ), values, w_out), tokens
 
 
 def _sink_model(seed: int) -> tuple[PositionalModel, np.ndarray, int, int]:
@@ -354,6 +387,14 @@ def test_occlusion_measures_the_original_class(impl):
     what = (f"occlusion_importance for a sentence predicted as class {int(before.argmax())} "
             f"(p = {before.max():.3f}); replacing token 1 makes class {int(after.argmax())} win")
     expect_close(out, expected, what=what, idea=_idea(_occlusion_mistake(out, model, tokens), OCCLUSION))
+    # The original sentence's own class, not the batch's (a blind round: the class of the mean of every row, or of
+    # the largest probability in the batch, passed every test where the original's class led the batch too).
+    model, tokens = _cancelling_model(114)
+    out = impl.occlusion_importance(model, tokens, PAD)
+    every = model(np.concatenate([tokens[None], _occluded(tokens, PAD)]))
+    expect_close(out, _occlusion_by_hand(model, tokens), idea=_idea(_occlusion_mistake(out, model, tokens), OCCLUSION),
+                 what=f"occlusion_importance for a sentence predicted as class {int(every[0].argmax())} (p = "
+                      f"{every[0].max():.3f}), whose occluded sentences lean to class {int(every.mean(0).argmax())}")
 
 
 def test_occlusion_replaces_without_shifting(impl):
