@@ -37,3 +37,12 @@ def test_a_misplaced_bracket_in_numerical_gradient_is_told_neither_float32_nor_a
     assert "the same values everywhere" not in text, text[:3000]  # they differ, at 1e-12
     assert "one-sided" not in text, text[:3000]  # it is a central difference
     assert not any(line.endswith("rounds to a step of another size for most entries") for line in revisit_lines(text))
+
+
+def test_occlusion_s_class_taken_from_the_whole_batch_fails_and_is_named(tmp_path):
+    for name, taken in (("mean", "int(np.argmax(probabilities.mean(axis=0)))"),
+                        ("largest", "int(np.argmax(probabilities)) % probabilities.shape[1]")):
+        target = plant(tmp_path / name, "explain.py", ("    predicted = int(np.argmax(original))",
+                                                       f"    predicted = {taken}"))
+        text = failures_of(target, "explain", "occlusion")
+        assert "yours takes the class from the whole batch" in text, (name, text[:3000])
