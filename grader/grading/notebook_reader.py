@@ -148,8 +148,63 @@ def _source(cell: Mapping[str, Any]) -> str:
 
 
 def strip_magics(code: str) -> str:
-    """``code`` without IPython magics and shell escapes (lines starting with ``%`` or ``!``)."""
-    return "\n".join(line for line in code.splitlines() if not _MAGIC.match(line)).strip("\n") + "\n"
+    """``code`` without IPython magics and shell escapes (logical lines starting with ``%`` or ``!``).
+
+    As IPython reads them: only a line that starts a statement is a magic. A line inside brackets, a string or
+    after a backslash is Python's (``% (axis, shape)`` continuing ``"axis=%d ..."`` is an operator, a docstring's
+    line may start with ``%``): removing it broke an honest student's module.
+    """
+    lines = code.splitlines()
+    starts = _statement_starts(lines)
+    return "\n".join(line for index, line in enumerate(lines)
+                     if not (index in starts and _MAGIC.match(line))).strip("\n") + "\n"
+
+
+_SCANNED = re.compile(r"""[#\\'"()\[\]{}]""")
+
+
+def _statement_starts(lines: list[str]) -> set[int]:
+    """The indices of ``lines`` that start a logical line: outside brackets, strings and backslash continuations.
+
+    One pass over the characters that matter (brackets, quotes, comments, backslashes); a magic line is not
+    scanned (it is not Python).
+    """
+    starts: set[int] = set()
+    depth, quote, continued = 0, "", False
+    for index, line in enumerate(lines):
+        if not depth and not quote and not continued:
+            starts.add(index)
+            if _MAGIC.match(line):
+                continue  # a magic is not Python: its quotes and brackets open nothing (``!echo don't``)
+        continued, position = False, 0
+        while position < len(line):
+            if quote:  # inside a string: find its end (a backslash escapes the next character, raw strings too)
+                end = position
+                while end < len(line) and not line.startswith(quote, end):
+                    end += 2 if line[end] == "\\" else 1
+                if end >= len(line):
+                    if len(quote) == 1 and not line.endswith("\\"):
+                        quote = ""  # an unterminated one-line string: Python's error, not a continuation
+                    break
+                position, quote = end + len(quote), ""
+                continue
+            found = _SCANNED.search(line, position)
+            if found is None:
+                break
+            char, position = found.group(), found.end()
+            if char == "#":
+                break
+            if char == "\\":
+                continued = position == len(line)
+                position += 1
+            elif char in "'\"":
+                quote = char * 3 if line.startswith(char * 2, position) else char
+                position += len(quote) - 1
+            elif char in "([{":
+                depth += 1
+            else:
+                depth = max(depth - 1, 0)
+    return starts
 
 
 def _defined_functions(code: str) -> list[str]:

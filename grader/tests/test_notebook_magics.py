@@ -1,0 +1,56 @@
+"""A notebook's magics are the lines IPython reads as magics: lines that start a statement, nothing else.
+
+A hostile round found an honest answer cell that ``grade`` (and the course's nbgrader autograde, which reads
+notebooks the same way) scored 0 for a syntax error that Jupyter never saw: ``strip_magics`` removed every line
+starting with ``%``, so the second line of an old-style format (``"axis=%d" <newline> % axis``, as black breaks a
+long line before its operator) went, and the module no longer parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from grader.grading import notebook_reader
+
+CELL = '''%matplotlib inline
+!pip install numpy
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    """Weights along ``axis``.
+
+    % of the mass per entry; each row sums to 1
+    """
+    x = np.asarray(x, dtype=float)
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError("axis=%d is out of range for x of shape %s"
+                         % (axis, x.shape))
+    total = 7 \\
+%   2
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+    %time softmax(np.zeros(3))
+!echo don't
+x = ')'
+%who
+'''
+
+
+def test_only_lines_that_start_a_statement_are_magics():
+    kept = notebook_reader.strip_magics(CELL)
+    ast.parse(kept)  # the answer parses as it ran in Jupyter
+    lines = kept.splitlines()
+    assert "                         % (axis, x.shape))" in lines  # the operator of a continued line
+    assert "    % of the mass per entry; each row sums to 1" in lines  # a docstring's line
+    assert "%   2" in lines  # after a backslash
+    for magic in ("%matplotlib inline", "!pip install numpy", "    %time softmax(np.zeros(3))", "!echo don't",
+                  "%who"):
+        assert magic not in lines, magic
+
+
+def test_a_notebook_whose_answer_continues_a_line_with_percent_gives_a_module_that_parses():
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "source": CELL, "outputs": [], "execution_count": None}]}
+    modules = notebook_reader.extract_modules(notebook)
+    ast.parse(modules["softmax"])
