@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,3 +73,21 @@ def where_it_crashed(error: BaseException) -> str:
         last = frames[-1]
         return f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
     return ""
+
+
+def not_about_the_inputs(error: BaseException) -> str | None:
+    """What to revisit for a crash that no input causes (a name the module never defined), or None.
+
+    Such a crash is told "what does the line assume about the inputs" otherwise, which sends the student to the
+    arguments (a README walk: a body copied without the helper it calls).
+    """
+    if isinstance(error, UnboundLocalError):
+        return ("a local variable is read before this path through the function gave it a value: assign it on "
+                "every path before its first use")
+    if isinstance(error, NameError):
+        found = re.search(r"name '([^']+)' is not defined", str(error))
+        name = f"'{found.group(1)}'" if found else "a name"
+        return (f"{name} is not defined in your module: every name a function uses must be defined or imported in "
+                "its own file (an import at the top, or a helper written in that file); code copied from elsewhere "
+                "may call a helper that only its source had")
+    return None

@@ -39,7 +39,7 @@ from grader.curriculum import misnamed
 from tests import api_signatures, kept_state
 from tests.by_code import carry_threads
 from tests.conventions import IN_PLACE
-from tests.crash import is_raising_everything, is_raising_through, where_it_crashed
+from tests.crash import is_raising_everything, is_raising_through, not_about_the_inputs, where_it_crashed
 from tests.effort import require
 from tests.failures import (
     CHECK_FAILED,
@@ -833,6 +833,7 @@ class Kit:
                 f"{name}({_describe_arguments(arguments)}) crashed",
                 "a result (these inputs are valid per the docstring)",
                 f"{type(error).__name__}: {error}{where_it_crashed(error)}",
+                not_about_the_inputs(error) or
                 f"{name}() must work for every input its docstring allows ("
                 f"{_describe_arguments(arguments)}): what does the line above assume about them "
                 "(the number of axes, which sizes are equal, the dtype)?"

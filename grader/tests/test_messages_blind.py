@@ -1,4 +1,6 @@
-"""Feedback that a blind mistake writer's round found wrong (issue 25's kind): each mistake planted in the reference.
+"""Feedback that blind rounds found wrong (issue 25's kind): each mistake planted in the reference.
+
+(Blind mistake writers, and a student following the README who copied a body without the helper it calls.)
 
 A wrong diagnosis is worse than none: each of these was told a mistake it did not make, or blamed a function it
 did not get wrong, or passed every test.
@@ -46,3 +48,10 @@ def test_occlusion_s_class_taken_from_the_whole_batch_fails_and_is_named(tmp_pat
                                                        f"    predicted = {taken}"))
         text = failures_of(target, "explain", "occlusion")
         assert "yours takes the class from the whole batch" in text, (name, text[:3000])
+
+
+def test_a_name_never_defined_is_told_so_not_sent_to_the_inputs(tmp_path):
+    target = plant(tmp_path, "softmax.py", ("    x = as_float_array(", "    x = as_float_arrray("))
+    text = failures_of(target, "softmax")
+    assert "NameError" in text and "'as_float_arrray' is not defined in your module" in text, text[:3000]
+    assert "what does the line above assume" not in text, text[:3000]
