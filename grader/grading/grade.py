@@ -302,10 +302,14 @@ def _load_suite(hidden: Path | list[Path] | None, exercises: list[str] | None,
 
 
 def _course_names() -> tuple[str, ...]:
-    """The course's exercises: what an ``exercise`` cell of ``--adjustments`` may name."""
+    """The exercises this batch grades (the course's part): what an ``exercise`` cell of ``--adjustments`` may name.
+
+    Not every exercise of the manifest: points for one the gradebook has no column for were added to the total
+    alone, and the exercises' columns no longer summed to it (a README walk).
+    """
     from grader.curriculum import load as load_curriculum
 
-    return tuple(load_curriculum().names)
+    return load_curriculum().selected_names()
 
 
 def _graded_part() -> str:

@@ -224,6 +224,20 @@ def test_a_bad_adjustments_file_names_its_row_and_column(tmp_path, text, message
         term.read_adjustments(path, tuple(load().names), {"bob", "carol"})
 
 
+def test_points_for_an_exercise_the_batch_does_not_grade_are_refused(tmp_path, monkeypatch):
+    # A Part I course's gradebook has no backward column: its points went to the total alone (a README walk).
+    from grader.curriculum import PART_ENV
+    from grader.grading.grade import _course_names
+
+    monkeypatch.setenv(PART_ENV, "1")
+    path = tmp_path / "a.csv"
+    path.write_text("id,exercise,points,reason\nbob,backward,1,rubric\n")
+    with pytest.raises(term.TermError, match=r"'backward' is not an exercise of the course \(softmax, [^)]*layer;"):
+        term.read_adjustments(path, _course_names(), {"bob"})
+    path.write_text("id,exercise,points,reason\nbob,layer,1,rubric\n")
+    assert term.read_adjustments(path, _course_names(), {"bob"})["bob"][0].exercise == "layer"
+
+
 def test_points_written_as_people_write_them_are_read() -> None:
     for text, points in (("2", 2.0), ("-1.5", -1.5), ("+3", 3.0), (".5", 0.5), ("4.", 4.0), ("-10000", -10000.0)):
         assert term._POINTS.fullmatch(text) and float(text) == points
