@@ -9,7 +9,6 @@ never a student's zero.
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -42,8 +41,9 @@ def passed_store() -> Path:
     Only a file that passed whole is kept, with what the reference sent in each test (``reference_use``): a
     failure may be the machine's, and is checked again.
     """
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attention-kit"
+    from grader.cache import cache_folder  # $ATTENTION_KIT_CACHE too: one setting for every command (a README walk)
+
+    return cache_folder()
 
 
 def answers_file(reference: Path | None = None) -> Path | None:
