@@ -254,6 +254,20 @@ def test_not_graded_rows_read_as_not_graded_in_the_summary_and_the_feedback():
     assert "Score: **2 / 2**" in feedback_markdown(rows[0])
 
 
+def test_an_exercise_that_did_not_run_is_said_so_without_a_count_or_a_hint():
+    # An unreadable zip's feedback said "0 of 1 tests passed" and gave the hint on the max trick (a README walk).
+    from grader.grading.report import feedback_markdown, results_json
+
+    tests = [{"name": "softmax: did not run", "score": 0.0, "max_score": 12.0, "status": "failed",
+              "visibility": "visible", "output": "softmax.py could not be graded: unreadable submission",
+              "extra_data": {"exercise": "softmax"}}]
+    feedback = feedback_markdown(results_json(student="dave", status="unreadable submission", tests=tests,
+                                              execution_time=0.0, output="",
+                                              extra={"fingerprint": "", "source": "dave", "isolation": "x"}))
+    assert "0 / 12 points; its tests did not run." in feedback and "of 1 tests passed" not in feedback, feedback
+    assert "Hint" not in feedback and "softmax.py could not be graded: unreadable submission" in feedback, feedback
+
+
 def test_a_row_that_could_not_be_written_reads_as_not_graded_on_the_terminal_too(tmp_path, capsys):
     # The progress line said "0/12 (not graded: ...)" where grades.csv leaves the cell empty: no score, not a 0.
     student = tmp_path / "subs" / "ada"

@@ -63,12 +63,15 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
         passed = sum(t.passed for t in tests)
         points = row.exercises.get(exercise.name, 0)
         worth = number(row.maxima.get(exercise.name, 0))
+        # One entry for the whole exercise: its tests did not run (nothing to count, no step to hint at: a file
+        # that could not be read was told "0 of 1 tests passed" and the hint on the max trick, a README walk).
+        whole = len(tests) == 1 and tests[0].nodeid is None
         lines += [
             "",
             f"## {exercise.number}. {md_text(exercise.title)} ({md_text(exercise.module_file)})",
             "",
             (f"{number(points)} / {worth} points" if points is not None else f"Not graded yet (worth {worth} points)")
-            + f"; {passed} of {len(tests)} tests passed.",
+            + ("; its tests did not run." if whole else f"; {passed} of {len(tests)} tests passed."),
         ]
         failed = [t for t in visible if not t.passed]
         # The first failures are the ones to read: they test the most basic properties.
@@ -86,7 +89,7 @@ def feedback_markdown(row: StudentRow | Mapping[str, Any], published: bool = Fal
                            else "this course shows neither their names nor their messages")
             lines += ["", f"{len(unshown)} further test(s) of this exercise failed (hidden tests: {shown_later})."]
         about = set(exercise.hint_functions)
-        if failed and exercise.hints and (not about or any(about & set(t.functions) for t in failed)):
+        if failed and exercise.hints and not whole and (not about or any(about & set(t.functions) for t in failed)):
             # The hint is about one step: given where a failure is about its functions (``hint_functions``), and
             # it says which step (a dropout's failure was given the hint on the order of residuals).
             step = f" (on {md_text(exercise.hint_step)})" if exercise.hint_step else ""
