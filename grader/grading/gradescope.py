@@ -358,8 +358,11 @@ def with_late_policy(results: StudentRow | dict, metadata_file: Path) -> Student
         metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
         submitted = parse_time(metadata["created_at"], f"{metadata_file.name} created_at")
     except (OSError, ValueError, KeyError, TypeError, TermError) as error:
-        note = (f"\n\nNo late penalty applied: the submission time could not be read from {metadata_file.name} "
-                f"({type(error).__name__}: {str(error)[:200]}).")
+        # Named as Gradescope has it, $AUTOGRADER_ROOT/submission_metadata.json: never the private copy's path (a
+        # folder removed when the run ends, a README walk).
+        said = (error.strerror or type(error).__name__) if isinstance(error, OSError) else str(error)[:200]
+        note = (f"\n\nNo late penalty applied: the submission time could not be read from {METADATA} "
+                f"({type(error).__name__}: {said}).")
         row = dataclasses.replace(row, output=row.output + note)
         return row if typed else row.to_json()
     keys: set[str] = set()

@@ -81,6 +81,7 @@ def test_without_a_readable_time_the_score_stays_and_the_output_says_why(policy,
         results = gradescope.with_late_policy(graded(), path)
         assert results["score"] == pytest.approx(20.0)
         assert "No late penalty applied" in results["output"]
+        assert str(tmp_path) not in results["output"]  # never a path of the run's private copy (removed after it)
 
 
 def test_nothing_changes_without_a_policy_or_without_a_score(monkeypatch, policy, tmp_path):
