@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 from pathlib import Path
 
 from grader.curriculum import load as load_curriculum
@@ -100,3 +101,27 @@ def decoding_problem(data: bytes) -> str | None:
         hint = " (save it as UTF-8, or declare its encoding with a coding line)" if name == "UTF-8" else ""
         return f"is not {name}: line {line}{hint}"
     return None
+
+
+
+def no_modules(unpacked: Path, names: list[str], looked_at: int = 2_000) -> str:
+    """Why a submission has no modules to grade: what was looked for, and any module found deeper.
+
+    ``unpacked``: the submission as it came (a folder, an unpacked zip); ``names``: the modules' file names,
+    looked for at its top and up to two folders down. At most ``looked_at`` files are looked at, without
+    following links.
+    """
+    wanted = {name.lower() for name in names}
+    deeper, seen = [], 0
+    for folder, folders, files in os.walk(unpacked):  # (links to folders are not followed)
+        folders.sort()
+        seen += len(files)
+        deeper += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
+                   if name.lower() in wanted]
+        if seen > looked_at or len(deeper) >= 3:
+            break
+    said = (f"no modules found (looked for {', '.join(names[:3])}, ... at the top of the submission or up to two "
+            "folders down)")
+    if deeper:
+        return f"{said}; found deeper: {', '.join(deeper[:3])}: put the modules at most two folders down"
+    return said

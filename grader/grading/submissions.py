@@ -59,7 +59,7 @@ from grader.grading.links import (
     skipped_link,
     stop_collecting,
 )
-from grader.grading.static_checks import static_problems
+from grader.grading.static_checks import no_modules, static_problems
 
 # Limits for one submission: far above any honest solution, far below a zip bomb.
 MAX_FILE_BYTES = 1_000_000
@@ -518,12 +518,11 @@ def _prepare(entry: Path, workdir: Path, submission: Submission) -> Submission:
         _copy_modules(modules, folder)
     else:
         folder.mkdir(parents=True, exist_ok=True)
+        submission.error = no_modules(unpacked, _module_names())  # (said before raw/ goes: where they were)
     submission.folder = folder
     submission.problems = static_problems(folder, submission.details, modules)  # before raw/ goes: Softmax.py
     if not stat.S_ISDIR(mode) and (private / "raw").exists():
         shutil.rmtree(private / "raw", ignore_errors=True)  # keep only what is graded
-    if modules is None:
-        submission.error = "no modules found"
     submission.digest = folder_digest(folder)
     return submission
 

@@ -741,3 +741,15 @@ def test_gradescope_kit_and_root_only_files_are_unreadable_to_a_worker_user(bund
         assert root.stat().st_mode & 0o005  # the folders above are open to others: the kit's mode is what counts
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+
+def test_no_modules_says_where_they_were_found_deeper(tmp_path: Path) -> None:
+    # A hostile round's honest case: modules three folders down were "no modules found" and nothing more.
+    import zipfile
+
+    deep = tmp_path / "deep.zip"
+    with zipfile.ZipFile(deep, "w") as archive:
+        archive.write(SOLUTIONS / "softmax.py", "a/b/c/softmax.py")
+    said = submissions.prepare(deep, tmp_path / "work").status
+    assert said.startswith("no modules found") and "found deeper: a/b/c/softmax.py" in said, said
