@@ -516,11 +516,13 @@ def _exposed_to_workers(hidden: Path | list[Path] | None) -> str:
     from grader.sandbox import given
 
     folders = [reference_dir(), *([hidden] if isinstance(hidden, Path) else hidden or []), given.folder()]
-    for folder in (Path(f) for f in folders if f is not None):
-        chain = [folder.resolve(), *folder.resolve().parents]
-        if folder.exists() and all(path.stat().st_mode & stat.S_IXOTH for path in chain):
-            return str(folder)
-    return ""
+    return next((str(folder) for folder in (Path(f) for f in folders if f is not None) if _reachable(folder)), "")
+
+
+def _reachable(folder: Path) -> bool:
+    """Whether another user can pass every folder from ``folder`` up to the root (``o+x``), so reach what it holds."""
+    chain = [folder.resolve(), *folder.resolve().parents]
+    return folder.exists() and all(path.stat().st_mode & stat.S_IXOTH for path in chain)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -552,6 +554,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: --container runs student code without namespaces, as users who could read {exposed}: make "
               "the kit readable by you alone (chmod -R go-rwx on it, as the Gradescope bundle's runner does) or "
               "grade with bubblewrap", file=sys.stderr)
+        return 2
+    if args.isolation == "container" and args.submissions is not None and _reachable(args.submissions):
+        # A hostile round: two students in one --container batch; the second's modules found the first's in
+        # SUBMISSIONS (its path is on the grader's command line in /proc) and ran them, for full marks.
+        print(f"error: --container runs student code without namespaces, as users who could read the submissions "
+              f"in {args.submissions}: one student's code could read (and run) another's; make SUBMISSIONS "
+              f"readable by you alone (chmod 700 {args.submissions}; the grader copies each submission for its "
+              "worker) or grade with bubblewrap", file=sys.stderr)
         return 2
     if args.roster is not None:  # a broken roster stops the run before anyone is graded
         from grader.grading.export import ExportError, read_roster
