@@ -322,6 +322,7 @@ class WorkerProcess:
             return process.stop()  # every process of its user, wherever it went
         if uid is not None:
             confine.kill_user(uid)  # every process the worker started, wherever it went (setsid, daemons)
+            remove_leftovers(uid)
         if process.poll() is None:
             # Children first (bwrap's init of the PID namespace: killing it ends every process inside), so that
             # bwrap reaps them and no zombie is left to an init that may not reap; then the whole session.
@@ -361,6 +362,33 @@ class WorkerProcess:
             except OSError:
                 pass
         shutil.rmtree(live["scratch"], ignore_errors=True)
+
+
+# The folders every user may write in, without a mount namespace (--container): what a worker leaves there outlives
+# it (a hostile round left 20 MiB in /dev/shm, the machine's memory, after the batch; a channel between students).
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED_WRITABLE) -> None:
+    """Remove what user ``uid`` (a worker's own, its processes gone) left at the top of ``folders``.
+
+    Never follows a link (a link of its own is removed as a link; ``shutil.rmtree`` works by file descriptor).
+    """
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 # ---------------------------------------------------------------- this process's fork server

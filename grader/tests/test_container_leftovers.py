@@ -1,0 +1,49 @@
+"""What a worker without namespaces (``--container``) leaves in the folders every user may write in is removed.
+
+A hostile round: a submission wrote 20 files of 1 MiB into /dev/shm (the machine's memory), /tmp and /var/tmp;
+they outlived its worker and the batch (a worker may end and be replaced many times: each left its own).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import limits as confine
+from grader.sandbox import process
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of another user need root")
+def test_what_a_workers_user_left_in_shared_folders_is_removed_and_nothing_else():
+    uid = confine.fresh_uid()
+    shared = Path(tempfile.mkdtemp(prefix="attention-kit-shared-"))
+    outside = Path(tempfile.mkdtemp(prefix="attention-kit-outside-"))
+    try:
+        (outside / "keep").write_text("root's")
+        left = shared / "left"
+        left.write_bytes(b"x" * 4096)
+        folder = shared / "folder"
+        (folder / "deeper").mkdir(parents=True)
+        (folder / "deeper" / "file").write_text("x")
+        link = shared / "link"
+        link.symlink_to(outside)
+        mine = shared / "the-graders"
+        mine.write_text("another user's")
+        for path in (left, folder, folder / "deeper", folder / "deeper" / "file"):
+            os.chown(path, uid, confine.UNPRIVILEGED_GID)
+        os.lchown(link, uid, confine.UNPRIVILEGED_GID)
+        process.remove_leftovers(uid, (str(shared),))
+        assert sorted(p.name for p in shared.iterdir()) == ["the-graders"]
+        assert (outside / "keep").read_text() == "root's"  # a link is removed, never followed
+    finally:
+        confine.release_uid(uid)
+        shutil.rmtree(shared, ignore_errors=True)
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_the_shared_folders_are_those_of_a_linux_machine():
+    assert set(process.SHARED_WRITABLE) >= {"/tmp", "/dev/shm", "/var/tmp"}
