@@ -195,6 +195,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     kept_values.save()
 
 
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> str | None:
+    """Where the tests are, when a run from another folder of the kit (``exercises/``) collected none.
+
+    pytest takes the kit's ``testpaths`` only when run from the kit's own folder: from ``exercises/`` it looked
+    there, found no test and said only "no tests ran" (a README walk).
+    """
+    here, root = Path(config.invocation_params.dir), config.rootpath
+    if items or config.args != [str(here)] or here == root or not (root / "tests").is_dir():
+        return None
+    return (f"no tests in {here}: the kit's tests are in {root / 'tests'}; run pytest from the kit's folder "
+            f"(cd {root}), or name them: pytest {root / 'tests'}")
+
+
 @pytest.fixture
 def impl(request: pytest.FixtureRequest, implementation: Implementation) -> Kit:
     """The functions of the implementation, called by name: ``impl.softmax(x)``."""

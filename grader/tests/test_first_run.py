@@ -93,3 +93,11 @@ def test_a_function_written_on_top_of_a_stub_makes_its_exercise_started(tmp_path
     assert done.returncode == 1 and "= FAILURES =" in done.stdout, done.stdout
     assert "linear: not implemented yet (exercise 2" in done.stdout.split("= FAILURES =", 1)[1], done.stdout
     assert re.findall(r"^NOT STARTED +(\d+)\. ", done.stdout, flags=re.MULTILINE) == ["3"], done.stdout
+
+
+def test_a_run_from_the_exercises_folder_says_where_the_tests_are():
+    # From exercises/ pytest collected nothing and said only "no tests ran" (a README walk).
+    done = subprocess.run([sys.executable, "-m", "pytest", "-m", "softmax", "-p", "no:cacheprovider"],
+                          cwd=ROOT / "exercises", capture_output=True, text=True, timeout=HANG_SECONDS,
+                          env={key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")})
+    assert f"the kit's tests are in {ROOT / 'tests'}; run pytest from the kit's folder" in done.stdout, done.stdout
