@@ -347,6 +347,18 @@ def test_changing_a_blocked_key_changes_nothing(impl):
                  idea="a blocked key takes no part in the softmax: " + MASK)
     expect_close(context2, context, what="context after changing the keys and values of blocked positions",
                  idea="a blocked key's value gets weight 0, so nothing of it reaches the output: " + MASK)
+    # A blocked key whose score is 1000 above every allowed one (a padding key aligned with the queries): a softmax
+    # taken first and masked (and renormalised) after divides by the blocked key's share, and the allowed weights
+    # underflow to 0 (a blind round: masking after the softmax, then renormalising, passed every test).
+    q3, k3 = q.copy(), k.copy()
+    q3[:, 0] = np.abs(q3[:, 0]) + 1.0  # every query leans along the first axis...
+    k3[np.flatnonzero(~keep)[0]] = np.eye(DK)[0] * 1000.0 * np.sqrt(DK)  # ...and so scores this key 1000 or more
+    _, weights = impl.scaled_dot_product_attention(q3, k, v, mask=keep)
+    _, weights3 = impl.scaled_dot_product_attention(q3, k3, v, mask=keep)
+    after = np.shape(weights3) == np.shape(weights) and np.allclose(weights3, 0.0)
+    expect_close(weights3, weights, what="weights when a blocked key scores about 1000 or more above every allowed key",
+                 idea=_idea("the allowed weights underflowed to 0: the softmax was taken before the blocked key was "
+                            "taken out (masked after it, then renormalised)" if after else None, MASK))
 
 
 def test_bool_and_additive_masks_agree(impl):

@@ -55,3 +55,18 @@ def test_a_name_never_defined_is_told_so_not_sent_to_the_inputs(tmp_path):
     text = failures_of(target, "softmax")
     assert "NameError" in text and "'as_float_arrray' is not defined in your module" in text, text[:3000]
     assert "what does the line above assume" not in text, text[:3000]
+
+
+def test_a_mask_applied_after_the_softmax_and_renormalised_fails(tmp_path):
+    # Equal to the reference on ordinary inputs; a blocked key that dwarfs the allowed ones underflows them to 0.
+    target = plant(tmp_path, "attention.py",
+                   ("        if mask.dtype == np.bool_:\n            scores = np.where(mask, scores, -np.inf)\n"
+                    "        else:\n", "        if mask.dtype != np.bool_:\n"),
+                   ("    weights = softmax(scores, axis=-1)\n",
+                    "    weights = softmax(scores, axis=-1)\n"
+                    "    if mask is not None and mask.dtype == np.bool_:\n"
+                    "        weights = weights * mask\n"
+                    "        total = weights.sum(axis=-1, keepdims=True)\n"
+                    "        weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)\n"))
+    text = failures_of(target, "attention")
+    assert "the softmax was taken before the blocked key was taken out" in text, text[:3000]
