@@ -601,10 +601,12 @@ def argument_given(deviating: list[str], passing: list[str], outputs: dict[str, 
             continue          # combine_masks(*masks) with np.stack was told of an `if argument 2:`)
         if all(calls[p].get(key) is not None for p in deviating) and all(
                 calls[p].get(key) is None for p in passing):
+            # `if key:` only where the argument given is an array (an int axis was told of it: a blind round).
+            truth = (f" (with an array, `if {key}:` asks for one truth value of many: test `{key} is not None`)"
+                     if any(isinstance(calls[p].get(key), np.ndarray) for p in deviating) else "")
             return Found("an optional argument given", f"it raises or returns another shape, and those are exactly "
                          f"the inputs that pass {key} (where {key} is None or left out it is right): the code for a "
-                         f"given {key} is what fails (with an array, `if {key}:` asks for one truth value of many: "
-                         f"test `{key} is not None`)", claim=("given", key))
+                         f"given {key} is what fails{truth}", claim=("given", key))
     return None
 
 

@@ -248,9 +248,15 @@ def test_cosine_similarity_values(impl):
     chunks = np.array([[4.0, 3.0, 0.0], [0.0, 0.0, 5.0], [-1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
     expected = np.array([[[q @ c / np.sqrt(q @ q) / np.sqrt(c @ c) for c in chunks] for q in queries]])[0]
     out = impl.cosine_similarity(queries, chunks)
+    # Off by about 1e-12 only: a small term (an eps added to each length, a habit), not the formula (a blind round
+    # was told the formula it had).
+    tiny = np.shape(out) == expected.shape and np.allclose(out, expected, rtol=1e-9, atol=1e-9)
     expect_close(out, expected, rtol=1e-12, atol=1e-12,
                  what="cosine_similarity of [3, 4, 0], [1, 0, 0], [-2, 1, 2] with four chunks (e.g. [3, 4, 0] "
-                      "with [4, 3, 0]: 24 / 25 = 0.96)", idea=COSINE)
+                      "with [4, 3, 0]: 24 / 25 = 0.96)",
+                 idea=("your values are off by about 1e-12: a small term (an eps added to each length?); the lengths "
+                       "are exact, and a zero vector is refused (ValueError), never softened; " if tiny else "")
+                 + COSINE)
 
 
 def test_cosine_similarity_ignores_length(impl):
@@ -327,8 +333,9 @@ def test_top_k_keeps_ties_in_index_order(impl):
     for k in (10, 29):
         out = np.asarray(impl.top_k(crowded, k))
         expect_equal(out, own_top_k(crowded, k), idea=TOPK + (_reversed_ascending(crowded, k, out) or (
-                         "; numpy's default argsort is not stable: among equal scores it may put a higher index "
-                         "first, so ask for kind='stable'")),
+                         "; np.argsort(..., kind='stable') of the scores themselves keeps that order (numpy's "
+                         "default argsort is not stable, and np.argpartition scrambles tied indices before any later "
+                         "sort sees them)")),
                      what=f"top_k(k={k}) of 4 rows of 29 scores that take only the values 0, 0.25 and 0.5 (ties "
                           "everywhere)")
 
