@@ -81,6 +81,10 @@ def not_about_the_inputs(error: BaseException) -> str | None:
     Such a crash is told "what does the line assume about the inputs" otherwise, which sends the student to the
     arguments (a README walk: a body copied without the helper it calls).
     """
+    if isinstance(error, UnicodeDecodeError) or type(error).__name__ == "UnicodeDecodeError":
+        return ("these bytes are not valid UTF-8, and bytes.decode raises on them unless told what to do: the "
+                "docstring says what the function gives for them (errors='replace' gives '\\ufffd' for each broken "
+                "sequence)")
     if isinstance(error, UnboundLocalError):
         return ("a local variable is read before this path through the function gave it a value: assign it on "
                 "every path before its first use")

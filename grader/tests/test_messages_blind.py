@@ -70,3 +70,9 @@ def test_a_mask_applied_after_the_softmax_and_renormalised_fails(tmp_path):
                     "        weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)\n"))
     text = failures_of(target, "attention")
     assert "the softmax was taken before the blocked key was taken out" in text, text[:3000]
+
+
+def test_a_strict_utf8_decode_is_told_what_the_docstring_gives_for_broken_bytes(tmp_path):
+    target = plant(tmp_path, "tokenization.py", (".decode(\"utf-8\", errors=\"replace\")", ".decode(\"utf-8\")"))
+    text = failures_of(target, "tokenization")
+    assert "UnicodeDecodeError" in text and "bytes.decode raises on them unless told what to do" in text, text[:3000]
