@@ -830,6 +830,26 @@ def test_train_is_init_model_then_adam_steps_with_their_state(impl):
            expected="a batch drawn anew from rng at every step", observed=str(frozen), idea=FROZEN.format(found=frozen))
     if followed:  # init_model comes first, its params known: the first loss of a batch of one is one sentence's
         _check_batch_of_one(impl)
+    _check_draws_from_rng(impl)
+
+
+def _check_draws_from_rng(impl) -> None:
+    """train(rng, ...) twice from generators seeded alike gives the same losses: every draw is rng's.
+
+    (A blind round: batches drawn with np.random's global generator passed every test of the exercise.)
+    """
+    task = tasks().antecedent_task(np.random.default_rng(951), 30)
+    try:
+        runs = [np.asarray(impl.train(np.random.default_rng(950), task, **FOLLOW)[1], dtype=float).ravel()
+                for _ in range(2)]
+    except Exception:  # noqa: BLE001 - a train that fails here fails its own tests, with their messages
+        return
+    expect(runs[0].shape == runs[1].shape and bool(np.array_equal(runs[0], runs[1])),
+           what=f"train(np.random.default_rng(950), task of 30 sentences, {FOLLOW}) twice",
+           expected="the same losses both times (every draw comes from the rng given)",
+           observed=f"{_show_losses(runs[0])}, then {_show_losses(runs[1])}",
+           idea="train: draw every batch from the rng it is given (rng.integers, rng.choice), never from "
+                "np.random's global generator or a generator of its own: the same rng must give the same training")
 
 
 def _check_batch_of_one(impl) -> None:
