@@ -25,6 +25,8 @@ from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from nbgrader.preprocessors import OverwriteCells as _NbgraderOverwriteCells
 
+from grader.grading.notebook_reader import MARKS
+
 # How nbgrader_config.py names this class (nbconvert imports preprocessors given as strings).
 IMPORT_NAME = f"{__name__}.OverwriteCells"
 
@@ -113,18 +115,21 @@ class OverwriteCells(_NbgraderOverwriteCells):
 
 
 class HalfFilledIds(NbGraderPreprocessor):
-    """Before nbgrader's ``DeduplicateIds``: nbgrader metadata that marks a cell but names none is taken off.
+    """Before nbgrader's ``DeduplicateIds``: metadata that marks a cell but names none, or marks nothing, is off.
 
     A cell marked as an answer, a test or locked without a ``grade_id`` (an entry left half-filled) stopped
     nbgrader's ``DeduplicateIds`` (``KeyError: 'grade_id'``: the notebook not graded, 0 exported), where
-    ``attention-kit grade`` reads it as a plain cell (``notebook_reader``); here it is a plain cell too.
+    ``attention-kit grade`` reads it as a plain cell (``notebook_reader``); here it is a plain cell too. A cell
+    with a released ``grade_id`` and no flag set (``DeduplicateIds`` passes it over) got the released metadata
+    back from ``OverwriteCells``: beside the released cell, nbgrader then stopped on the "Duplicate grade id"
+    (a hostile round); it is a plain cell in both graders, every released cell having a flag set.
     """
 
     def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
-        """Take off the cell's nbgrader metadata if it marks the cell without a grade_id."""
+        """Take off the cell's nbgrader metadata if it marks the cell without a grade_id, or marks nothing."""
         meta = cell.metadata.get("nbgrader")
-        if isinstance(meta, dict) and any(meta.get(flag) for flag in ("grade", "solution", "locked", "task")) \
-                and not (isinstance(meta.get("grade_id"), str) and meta["grade_id"]):
+        if isinstance(meta, dict) and (not any(meta.get(flag) for flag in MARKS)
+                                       or not (isinstance(meta.get("grade_id"), str) and meta["grade_id"])):
             del cell.metadata["nbgrader"]
         return cell, resources
 

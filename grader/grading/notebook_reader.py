@@ -260,40 +260,51 @@ def _is_given(cell: Mapping[str, Any]) -> bool:
     return cell.get("metadata", {}).get(KIT_METADATA, {}).get("role") == GIVEN_ROLE
 
 
-def _answer_cells(cells: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _answer_cells(cells: list[Mapping[str, Any]], exercises: Iterable[str] | None = None) -> list[Mapping[str, Any]]:
     """The notebook's answer cells, read as nbgrader's autograde reads them before the kit grades them.
 
     An answer cell is one whose nbgrader ``grade_id`` is a released answer cell's (``<exercise>-code``, what
-    ``attention-kit notebooks`` writes), whatever its kind or flags now: nbgrader gives a released cell its
-    released metadata and kind back (a cell turned into Markdown is code again). Of cells that share an id
-    (Jupyter copies a cell's metadata with it), only the last counts, as nbgrader's ``DeduplicateIds`` keeps
-    it and empties the others; a cell whose id the release does not have (made up) is a plain cell. So
-    ``attention-kit grade`` and nbgrader's gradebook score the same notebook alike.
+    ``attention-kit notebooks`` writes; of ``exercises`` only, when given: the answer cells this notebook was
+    released with), whatever its kind or flags now: nbgrader gives a released cell its released metadata and
+    kind back (a cell turned into Markdown is code again). A cell marked as nothing (no ``grade``, ``solution``
+    nor ``locked`` flag, nbgrader's truthiness) is a plain cell, as the kit's ``HalfFilledIds`` makes it. Of
+    cells that share an id (Jupyter copies a cell's metadata with it), only the last counts, as nbgrader's
+    ``DeduplicateIds`` keeps it and empties the others; a cell whose id the release does not have (made up,
+    another notebook's) is a plain cell. So ``attention-kit grade`` and nbgrader's gradebook score the same
+    notebook alike.
     """
-    released = {f"{exercise.name}-code" for exercise in load_curriculum().exercises}
+    names = load_curriculum().names if exercises is None else exercises
+    released = {f"{name}-code" for name in names}
     seen: set[Any] = set()
     answers = []
     for cell in reversed(cells):
         meta = cell.get("metadata", {}).get("nbgrader")
-        if not isinstance(meta, Mapping):
-            continue
+        if not isinstance(meta, Mapping) or not any(meta.get(flag) for flag in MARKS):
+            continue  # marks nothing (or only a task): a plain cell
         grade_id = meta.get("grade_id")
-        if any(meta.get(flag) is True for flag in ("grade", "solution", "locked")):  # what DeduplicateIds looks at
-            if not isinstance(grade_id, str) or grade_id in seen:
-                continue  # an earlier copy of a later cell: its metadata emptied
-            seen.add(grade_id)
+        if not isinstance(grade_id, str) or not grade_id or grade_id in seen:
+            continue  # half-filled, or an earlier copy of a later cell: its metadata emptied
+        seen.add(grade_id)
         if grade_id in released:
             answers.append(cell)
     return answers[::-1]
 
 
-def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
+# The nbgrader flags that make a cell one of the release's (what DeduplicateIds looks at, by truthiness).
+MARKS = ("grade", "solution", "locked")
+
+
+def extract_modules(notebook: str | Path | Mapping[str, Any],
+                    exercises: Iterable[str] | None = None) -> dict[str, str]:
     """Module sources for the exercises whose functions a filled-in notebook defines.
 
     Parameters
     ----------
     notebook : path or notebook node
         A ``.ipynb`` file or its parsed JSON (an ``nbformat`` node is a dict).
+    exercises : names, optional
+        The exercises whose answer cells the notebook was released with (an
+        assignment's notebook: its own); default: every exercise.
 
     Returns
     -------
@@ -310,7 +321,7 @@ def extract_modules(notebook: str | Path | Mapping[str, Any]) -> dict[str, str]:
     data = _read_notebook(notebook)
     curriculum = load_curriculum()
     cells = [cell for cell in data["cells"] if isinstance(cell, Mapping)]
-    chosen = _answer_cells(cells)
+    chosen = _answer_cells(cells, exercises)
     if not chosen:
         chosen = [cell for cell in cells if cell.get("cell_type") == "code" and not _is_given(cell)]
     pieces: dict[str, list[str]] = {}
@@ -404,14 +415,14 @@ def notebooks_to_folder(notebooks: Iterable[Path], target: Path, problems: list[
     target.mkdir(parents=True, exist_ok=True)
     written: set[str] = set()
     for notebook in notebooks:
+        own = _assignment_exercise(Path(notebook))
         try:
-            modules = extract_modules(notebook)
+            modules = extract_modules(notebook, None if own is None else [own])
         except (ValueError, OSError, RecursionError, MemoryError) as error:
             if problems is not None:
                 problems.append(f"{Path(notebook).name}: {error}")
             note(Path(notebook), f"not graded ({error})")  # on the student's row: why its exercises are missing
             continue
-        own = _assignment_exercise(Path(notebook))
         for name, source in modules.items():
             if own is not None and name not in (own, CHECKS_MODULE):
                 continue
