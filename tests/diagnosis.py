@@ -598,8 +598,12 @@ def callees(implementation: Any, name: str, observation: Observation | None = No
 
 
 def blame(implementation: Any, called: list[str], observation: Observation,
-          reached: Reached | None = None) -> tuple[str, str] | None:
-    """What to fix first: ``(dependency, caller)``, or None.
+          reached: Reached | None = None) -> tuple[str, str, tuple[str, ...]] | None:
+    """What to fix first: ``(dependency, caller, also)``, or None.
+
+    ``also``: the other functions found wrong the same way (in manifest order), said beside the first: of two
+    mistakes at once, the first alone may explain nothing this test found (a blind round: an unscaled
+    attention_scores led a multi-head test that only merge_heads, also wrong, could fail).
 
     The dependency is a function that a function the test called went through and that fails its own probes
     (bad input aside: a missing check breaks no caller). With ``reached`` (what the test's calls reached, traced:
@@ -611,6 +615,7 @@ def blame(implementation: Any, called: list[str], observation: Observation,
     bad = set(observation.deviating_functions(behaviour_only=True))  # a missing input check breaks no caller
     traced = reached is not None and bool(reached.calls)
     best: tuple[int, str, str] | None = None
+    every: set[str] = set()
     for caller in dict.fromkeys(called):
         if caller not in order:
             continue
@@ -621,10 +626,14 @@ def blame(implementation: Any, called: list[str], observation: Observation,
         for dependency in found:
             if dependency in order and (best is None or order[dependency] < best[0]):
                 best = (order[dependency], dependency, caller)
-    return None if best is None else (best[1], best[2])
+            every |= {dependency} & set(order)
+    if best is None:
+        return None
+    return best[1], best[2], tuple(sorted(every - {best[1]}, key=order.__getitem__))
 
 
-def describe_blame(dependency: str, caller: str, observation: Observation | None = None) -> str:
+def describe_blame(dependency: str, caller: str, observation: Observation | None = None,
+                   also: tuple[str, ...] = ()) -> str:
     """The first line(s) of a failure whose cause is an earlier function of the student's.
 
     ``observation``: where given, "pytest -m <exercise> shows them" is said only if a test asks one of the
@@ -645,7 +654,14 @@ def describe_blame(dependency: str, caller: str, observation: Observation | None
     return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
             f"its own outputs are wrong ({shown}), and this test's call of your "
             f"{caller}() went through it, so {caller}() may only be passing its mistake on (the failure below may "
-            "be its echo).")
+            "be its echo)." + (f" It also went through {_listed(also)}, whose own outputs are wrong too: fix "
+                               f"{'it' if len(also) == 1 else 'them'} next." if also else ""))
+
+
+def _listed(functions: tuple[str, ...]) -> str:
+    """``a()``, ``a() and b()``, ``a(), b() and c()``."""
+    named = [f"{function}()" for function in functions]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
 def revisit_dependency(dependency: str) -> str:

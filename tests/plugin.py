@@ -447,7 +447,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         crashed = diagnosis.crashed_in(implementation, crash.observed)
         if crashed is not None and crashed not in culprit:
             bad = set(observation.deviating_functions(behaviour_only=True))
-            culprit = (crashed, culprit[1]) if crashed in bad else None
+            culprit = (crashed, culprit[1], ()) if crashed in bad else None
     diagnoses = state.setdefault("diagnoses", {})
     families = state.setdefault("families", {})
     if exercise not in diagnoses:
@@ -479,9 +479,9 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     unexplained = bool(diagnoses[exercise] and touched and _unexplained(
         findings, load_curriculum().exercise(exercise).functions, *touched))
     if culprit is not None:
-        dependency, caller = culprit
+        dependency, caller, also = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
-        lead = diagnosis.describe_blame(dependency, caller, observation)
+        lead = diagnosis.describe_blame(dependency, caller, observation, also)
         if diagnoses[exercise] and not unexplained and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]

@@ -76,3 +76,17 @@ def test_a_strict_utf8_decode_is_told_what_the_docstring_gives_for_broken_bytes(
     target = plant(tmp_path, "tokenization.py", (".decode(\"utf-8\", errors=\"replace\")", ".decode(\"utf-8\")"))
     text = failures_of(target, "tokenization")
     assert "UnicodeDecodeError" in text and "bytes.decode raises on them unless told what to do" in text, text[:3000]
+
+
+def test_two_wrong_functions_behind_one_test_are_both_named(tmp_path):
+    # An unscaled attention_scores led multi-head tests that only merge_heads (also wrong) could fail, and
+    # merge_heads went unnamed there.
+    target = plant(tmp_path, "attention.py", ("    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
+                                              "    return (q @ np.swapaxes(k, -1, -2))"))
+    module = target / "multihead.py"
+    source = module.read_text(encoding="utf-8")
+    assert source.count("    x = np.swapaxes(x, -3, -2)  # (..., n, n_heads, d_head)") == 1
+    module.write_text(source.replace("    x = np.swapaxes(x, -3, -2)  # (..., n, n_heads, d_head)", "    pass"),
+                      encoding="utf-8")
+    text = failures_of(target, "multihead")
+    assert "First fix attention_scores()" in text and "It also went through merge_heads()" in text, text[:4000]
