@@ -373,7 +373,9 @@ def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED_WRITABLE) -> No
     """Remove what user ``uid`` (a worker's own, its processes gone) left at the top of ``folders``.
 
     Never follows a link (a link of its own is removed as a link; ``shutil.rmtree`` works by file descriptor).
+    Its System V shared memory, message queues and semaphores go too (:func:`remove_ipc`).
     """
+    remove_ipc(uid)
     for folder in folders:
         try:
             entries = list(os.scandir(folder))
@@ -389,6 +391,42 @@ def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED_WRITABLE) -> No
                     os.unlink(entry.path)
             except OSError:
                 pass
+
+
+# System V IPC objects outlive their creator without an IPC namespace (shm_rmid_forced is 0 by default): a hostile
+# round left 32 MiB of shared memory and a message queue of its text after the batch, a channel to the next student.
+# Their columns in /proc/sysvipc: the id (the second) and the owner's and creator's uids, which IPC_SET cannot change
+# for the creator's (it can give the object to root).
+_SYSV_IPC = {"shm": (1, 7, 9), "msg": (1, 7, 9), "sem": (1, 4, 6)}
+
+
+def remove_ipc(uid: int) -> None:
+    """Remove the System V IPC objects that user ``uid`` created or owns (IPC_RMID, as root)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    for kind, (ident, owner, creator) in _SYSV_IPC.items():
+        try:
+            rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            try:
+                if uid not in (int(fields[owner]), int(fields[creator])):
+                    continue
+                number = int(fields[ident])
+            except (IndexError, ValueError):
+                continue
+            if kind == "shm":
+                libc.shmctl(number, 0, None)  # IPC_RMID: gone once nothing has it attached (its processes are gone)
+            elif kind == "msg":
+                libc.msgctl(number, 0, None)
+            else:
+                libc.semctl(number, 0, 0)
 
 
 # ---------------------------------------------------------------- this process's fork server

@@ -47,3 +47,36 @@ def test_what_a_workers_user_left_in_shared_folders_is_removed_and_nothing_else(
 
 def test_the_shared_folders_are_those_of_a_linux_machine():
     assert set(process.SHARED_WRITABLE) >= {"/tmp", "/dev/shm", "/var/tmp"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/proc/sysvipc/shm"), reason="another user needs root")
+def test_the_system_v_ipc_a_workers_user_left_is_removed():
+    """A hostile round: 32 MiB of System V shared memory and a message queue outlived the worker and the batch."""
+    import ctypes
+
+    uid = confine.fresh_uid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    keys = (0x4B1D0000 + os.getpid() % 4096, 0x4B1E0000 + os.getpid() % 4096, 0x4B1F0000 + os.getpid() % 4096)
+
+    def made() -> list[str]:
+        return [row for kind in ("shm", "msg", "sem")
+                for row in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+                if int(row.split()[0]) in keys]
+
+    try:
+        child = os.fork()
+        if child == 0:
+            try:
+                os.setresgid(confine.UNPRIVILEGED_GID, confine.UNPRIVILEGED_GID, confine.UNPRIVILEGED_GID)
+                os.setresuid(uid, uid, uid)
+                libc.shmget(keys[0], 1 << 20, 0o1600)  # IPC_CREAT
+                libc.msgget(keys[1], 0o1600)
+                libc.semget(keys[2], 1, 0o1600)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+        assert len(made()) == 3
+        process.remove_leftovers(uid, ())
+        assert made() == []
+    finally:
+        confine.release_uid(uid)
