@@ -17,6 +17,7 @@ import marshal
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -370,27 +371,54 @@ SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
 def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED_WRITABLE) -> None:
-    """Remove what user ``uid`` (a worker's own, its processes gone) left at the top of ``folders``.
+    """Remove what user ``uid`` (a worker's own, its processes gone) left in ``folders``.
 
-    Never follows a link (a link of its own is removed as a link; ``shutil.rmtree`` works by file descriptor).
+    At their top, and in every folder below that another user owns and ``uid`` could write in (a hostile round left
+    its files in a folder every user may write in, like /tmp/.X11-unix: they outlived the batch). Never follows a
+    link (a link of its own is removed as a link; folders are opened and emptied by file descriptor).
     Its System V shared memory, message queues and semaphores go too (:func:`remove_ipc`).
     """
     remove_ipc(uid)
     for folder in folders:
         try:
-            entries = list(os.scandir(folder))
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+        try:
+            _sweep(fd, uid, depth=8)
+        finally:
+            os.close(fd)
+
+
+def _writable_by(info: os.stat_result, uid: int) -> bool:
+    """Whether a folder of another user's lets ``uid`` (no group but nogroup) create files in it."""
+    mode = info.st_mode
+    return bool(mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid == confine.UNPRIVILEGED_GID))
+
+
+def _sweep(fd: int, uid: int, depth: int) -> None:
+    """Remove ``uid``'s entries of the open folder ``fd``; look in its subfolders that ``uid`` may write in."""
+    try:
+        entries = list(os.scandir(fd))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+            is_dir = stat.S_ISDIR(info.st_mode)
+            if info.st_uid == uid:
+                if is_dir:
+                    shutil.rmtree(entry.name, dir_fd=fd, ignore_errors=True)
                 else:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
+                    os.unlink(entry.name, dir_fd=fd)
+            elif is_dir and depth > 0 and _writable_by(info, uid):
+                inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                try:
+                    _sweep(inner, uid, depth - 1)
+                finally:
+                    os.close(inner)
+        except OSError:
+            pass
 
 
 # System V IPC objects outlive their creator without an IPC namespace (shm_rmid_forced is 0 by default): a hostile
