@@ -66,7 +66,9 @@ when a batch runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import errno
 import os
 import shutil
 import stat
@@ -370,6 +372,7 @@ class _Batch:
         # class), but for a row that could not be written, kept here.
         self.done: set[str] = set()
         self.unwritten: dict[str, Any] = {}  # student -> StudentRow
+        self.deferred: dict[str, tuple[Any, str, Result]] = {}  # no space (a worker's fill): written in rows()
         self.prepared: dict[str, tuple[Any, str]] = {}  # the students to grade: (submission, fingerprint)
         # The kit's verdict: why nothing can be graded, the tests that cannot be; the check's job while it runs.
         self.kit_failure, self.broken = kit_failure, {}
@@ -472,6 +475,8 @@ class _Batch:
             row = finish_student(self.out, submission, fingerprint, self.suite, result)
         except Exception as error:  # noqa: BLE001 - a row for this student whatever happens
             row = self.unwritten[job.student] = unwritable_row(submission, self.suite, error)
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+                self.deferred[job.student] = (submission, fingerprint, result)
         self.done.add(job.student)
         return row
 
@@ -494,14 +499,17 @@ class _Batch:
             echo(escape_text(f"not graded ({len(self.broken)} test(s)): {next(iter(self.broken.values()))}")[:600])
 
     def rows(self, students: list[str]) -> Iterator[Any]:
-        """Stage 5: every student's typed row, in the order of the entries, read from their results on disk.
+        """Stage 5: every student's typed row, in order, one at a time (the class's rows are never all in memory).
 
-        One at a time, as the last stage asks for them (``grader.grading.outputs``): the class's rows are never
-        all in memory.
+        Read from their results on disk, as the last stage (``grader.grading.outputs``) asks for them.
         """
-        from grader.grading.report import stored_row, unwritable_row
+        from grader.grading.report import finish_student, stored_row, unwritable_row
 
         for student in students:
+            if (deferred := self.deferred.pop(student, None)) is not None:
+                with contextlib.suppress(Exception):  # (the worker that filled the disk is gone now)
+                    finish_student(self.out, deferred[0], deferred[1], self.suite, deferred[2])
+                    del self.unwritten[student]
             row = self.unwritten.get(student) or stored_row(self.out, student)
             if row is None:  # cannot happen (every student got a row above); still never a lost row
                 row = unwritable_row(self.prepared[student][0], self.suite, RuntimeError("no results"))

@@ -280,3 +280,26 @@ def test_a_row_that_could_not_be_written_reads_as_not_graded_on_the_terminal_too
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("[1/1] ada: "))
     assert line.startswith("[1/1] ada: no score (not graded: the grader could not write"), line
     assert read_grades(tmp_path / "out")["ada"]["score"] == ""
+
+
+def test_a_row_not_written_for_want_of_space_is_written_once_the_workers_are_gone(tmp_path, monkeypatch):
+    # A hostile round (--container, --jobs 2): bob's worker filled the disk of OUT while it ran (fallocate in
+    # /var/tmp, removed when it was stopped); alice was "not graded" and the batch failed.
+    import errno
+
+    from grader.grading import report
+
+    student = tmp_path / "subs" / "alice"
+    student.mkdir(parents=True)
+    for module in ("softmax", "_checks"):
+        shutil.copy(ROOT / "solutions" / f"{module}.py", student / f"{module}.py")
+    write, full = report.write_student, [True]
+
+    def write_student(out, row):
+        if full.pop() if full else False:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(out, row)
+
+    monkeypatch.setattr(report, "write_student", write_student)
+    assert grade_batch(tmp_path / "subs", tmp_path / "out", **(QUIET | {"exercises": ["softmax"], "jobs": 1})) == 0
+    assert read_grades(tmp_path / "out")["alice"]["score"] not in ("", "0")
