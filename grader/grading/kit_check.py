@@ -9,6 +9,7 @@ never a student's zero.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,8 @@ def passed_store() -> Path:
     Only a file that passed whole is kept, with what the reference sent in each test (``reference_use``): a
     failure may be the machine's, and is checked again.
     """
-    from grader.cache import cache_folder  # $ATTENTION_KIT_CACHE too: one setting for every command (a README walk)
-
-    return cache_folder()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attention-kit"
 
 
 def answers_file(reference: Path | None = None) -> Path | None:

@@ -40,9 +40,11 @@ NOT_KEPT = ("did not finish within", "ran out of time")
 
 def cache_folder() -> Path:
     """Where the results are kept: ``$ATTENTION_KIT_CACHE``, else the user's cache folder's ``attention-kit``."""
-    from grader.cache import cache_folder as kit_cache
-
-    return kit_cache()
+    named = os.environ.get("ATTENTION_KIT_CACHE")
+    if named:
+        return Path(named)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attention-kit"
 
 
 def _files(folder: Path) -> Iterable[Path]:

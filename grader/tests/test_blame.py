@@ -116,4 +116,4 @@ def test_a_function_reached_under_another_name_is_blamed(tmp_path):
     observation = observe_everything(implementation)
     assert ("scaled_dot_product_attention", "softmax") in kit._reached.calls, kit._reached
     assert blame(implementation, kit._called, observation, kit._reached) == ("softmax",
-                                                                            "scaled_dot_product_attention")
+                                                                            "scaled_dot_product_attention", ())
