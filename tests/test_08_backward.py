@@ -577,8 +577,8 @@ def test_numerical_gradient_is_the_central_difference(impl):
     ignored = (f"the values are the central differences with eps={other:g}, not with the eps given (1e-3): use "
                "the eps argument" if other is not None else "")
     # A one-sided difference is named only where the values are one (either side): said of others, it was wrong.
-    one_sided = np.shape(observed) == x.shape and any(np.allclose(observed, _one_sided_at(f, x, step), rtol=1e-8,
-                                                                  atol=1e-9) for step in (eps, -eps))
+    one_sided = np.shape(observed) == x.shape and any(
+        np.allclose(observed, _central_at(f, x, step, one_sided=True), rtol=1e-8, atol=1e-9) for step in (eps, -eps))
     expect_close(observed, expected, rtol=1e-8, atol=1e-9, tiny_term=ignored,
                  what="numerical_gradient(f, x, eps=1e-3) for f(x) = sum(a x + b x^2 + c x^3) + (sum(d x))^2 / 2",
                  idea=NUMERICAL + (": yours is a one-sided difference (f(x + eps) - f(x)) / eps, off by about eps * "
@@ -599,23 +599,16 @@ def _right_for_float64(impl, f, x: np.ndarray, wanted: np.ndarray, grad) -> bool
     return as_float64.shape == x.shape and bool(np.allclose(as_float64, wanted, rtol=1e-6, atol=1e-7))
 
 
-def _one_sided_at(f, x: np.ndarray, eps: float) -> np.ndarray:
-    """The one-sided differences (f(x + eps e_i) - f(x)) / eps of ``f`` at ``x``, entry by entry."""
+def _central_at(f, x: np.ndarray, eps: float, one_sided: bool = False) -> np.ndarray:
+    """The central differences of ``f`` at ``x`` with step ``eps``, entry by entry (the test's own).
+
+    ``one_sided``: (f(x + eps e_i) - f(x)) / eps instead, a mistake's values.
+    """
     values = np.zeros_like(x)
     for index in np.ndindex(x.shape):
         step = np.zeros_like(x)
         step[index] = eps
-        values[index] = (f(x + step) - f(x)) / eps
-    return values
-
-
-def _central_at(f, x: np.ndarray, eps: float) -> np.ndarray:
-    """The central differences of ``f`` at ``x`` with step ``eps``, entry by entry (the test's own)."""
-    values = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        values[index] = (f(x + step) - f(x - step)) / (2 * eps)
+        values[index] = (f(x + step) - f(x)) / eps if one_sided else (f(x + step) - f(x - step)) / (2 * eps)
     return values
 
 

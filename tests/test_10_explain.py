@@ -84,7 +84,12 @@ def _occlusion_by_hand(model: PositionalModel, tokens: np.ndarray, replacement: 
                        how: str = "replace", wrong_class: str | None = None) -> np.ndarray:
     """Leave-one-out, one sentence at a time; `how` and `wrong_class` reproduce known mistakes."""
     original = model(tokens[None])[0]
-    c = int(np.argmax(original))
+    c = int(np.argmax(original))  # the original sentence's class; a mistake's class of its own below
+    if wrong_class == "zero":
+        c = 0
+    elif wrong_class in ("mean", "largest"):  # the class of the whole batch, original and occluded together
+        every = model(np.concatenate([tokens[None], _occluded(tokens, replacement)]))
+        c = int(np.argmax(every.mean(axis=0)) if wrong_class == "mean" else np.argmax(every) % every.shape[1])
     drops = []
     for j in range(len(tokens)):
         if how == "replace":
@@ -97,12 +102,6 @@ def _occlusion_by_hand(model: PositionalModel, tokens: np.ndarray, replacement: 
             drops.append(original.max() - p.max())
         elif wrong_class == "each":
             drops.append(original[int(np.argmax(p))] - p.max())
-        elif wrong_class == "zero":
-            drops.append(original[0] - p[0])
-        elif wrong_class in ("mean", "largest"):  # the class of the whole batch, original and occluded together
-            every = model(np.concatenate([tokens[None], _occluded(tokens, replacement)]))
-            batch = int(np.argmax(every.mean(axis=0)) if wrong_class == "mean" else np.argmax(every) % every.shape[1])
-            drops.append(original[batch] - p[batch])
         else:
             drops.append(original[c] - p[c])
     return np.array(drops)
