@@ -66,6 +66,17 @@ RUNTIME_ATTRIBUTES = frozenset({
     "run_path", "run_module", "safe_eval", "exec_command", "CodeType", "FunctionType", "LambdaType", "ModuleType",
     "MethodType",
 })
+# Library functions that evaluate a string as code, or import a module named by a string (a string annotation is
+# an expression: ``typing.get_type_hints`` evals it, ``singledispatch``'s ``register`` calls that; ``mock.patch``,
+# ``pkgutil.resolve_name``, ``logging.config`` and ``warnings`` import what a string names): flagged as names,
+# attributes, imported names and strings alike.
+EVALUATING = frozenset({
+    "get_type_hints", "get_annotations", "ForwardRef", "_evaluate", "_eval_type", "evaluate_forward_ref",
+    "__annotations__", "__annotate__", "resolve_name", "dictConfig", "fileConfig", "_getcategory", "get_field",
+    "_importer", "_get_target", "_dot_lookup", "singledispatch", "singledispatchmethod",
+})
+# Submodules whose only use would be that (their package is an everyday one: logging, unittest's asserts).
+RUNTIME_SUBMODULES = frozenset({"logging.config", "unittest.mock", "xmlrpc.server"})
 # Loaders that run code when their data says so (unpickling): flagged where the call asks for it.
 UNPICKLING_KEYWORDS = {"allow_pickle": True, "weights_only": False}
 # Calls that take an attribute or module name: a computed one may be any of the above.
@@ -337,16 +348,21 @@ def runtime_uses(nodes: list[ast.AST], filename: str) -> list[str]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for module in modules:
-                if module.split(".")[0] in RUNTIME_MODULES:
+                if module.split(".")[0] in RUNTIME_MODULES or module in RUNTIME_SUBMODULES:
                     add(node, f"imports {module}")
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
-                    if alias.name in RUNTIME_ATTRIBUTES or alias.name == "*" and (
-                            node.module or "").split(".")[0] in ("sys", "os", "operator", "functools"):
+                    if f"{node.module}.{alias.name}" in RUNTIME_SUBMODULES:
+                        add(node, f"imports {node.module}.{alias.name}")
+                    if alias.name in RUNTIME_ATTRIBUTES | EVALUATING or alias.name == "*" and (
+                            node.module or "").split(".")[0] in ("sys", "os", "operator", "functools", "typing",
+                                                                 "inspect", "string", "warnings", "logging",
+                                                                 "unittest", "annotationlib"):
                         add(node, f"imports {alias.name} from {node.module}")
-        elif isinstance(node, ast.Name) and node.id in RUNTIME_NAMES and node.id not in imported:
+        elif isinstance(node, ast.Name) and (node.id in RUNTIME_NAMES and node.id not in imported
+                                             or node.id in EVALUATING):
             add(node, node.id)
-        elif isinstance(node, ast.Attribute) and node.attr in RUNTIME_ATTRIBUTES:
+        elif isinstance(node, ast.Attribute) and node.attr in RUNTIME_ATTRIBUTES | EVALUATING:
             add(node, f"{_dotted(node) or '.' + node.attr}")
         elif isinstance(node, ast.Call):
             name = _dotted(node.func).split(".")[-1] or getattr(node.func, "attr", "")
@@ -365,9 +381,35 @@ def runtime_uses(nodes: list[ast.AST], filename: str) -> list[str]:
                     elif value in RUNTIME_NAMES | RUNTIME_ATTRIBUTES or value.split(".")[0] in RUNTIME_MODULES:
                         add(node, f"{name} of {value}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                node.value in RUNTIME_ATTRIBUTES - {"modules", "system", "popen"} or node.value in RUNTIME_NAMES):
+                node.value in RUNTIME_ATTRIBUTES - {"modules", "system", "popen"} or node.value in RUNTIME_NAMES
+                or node.value in EVALUATING):
             add(node, f"the name {node.value!r} as a string")
+        if isinstance(node, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign):
+            annotation = node.returns if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else node.annotation
+            if _code_in_annotation(annotation):
+                add(node, "a string annotation that calls code (evaluated by typing.get_type_hints)")
     return [f"{filename} line {line}: {what}" for line, what in sorted(found)]
+
+
+def _code_in_annotation(annotation: ast.AST | None) -> bool:
+    """Whether a string annotation (anywhere in ``annotation``) is code that evaluating it would run.
+
+    A call, a lambda or a name that builds code: ``"np.ndarray"`` and ``"list[int]"`` are not.
+    """
+    if annotation is None:
+        return False
+    for part in ast.walk(annotation):
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            try:
+                inner = ast.parse(part.value.strip(), mode="eval")
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            for piece in ast.walk(inner):
+                if isinstance(piece, ast.Call | ast.Lambda | ast.NamedExpr) or isinstance(piece, ast.Name) and (
+                        piece.id in RUNTIME_NAMES | EVALUATING) or isinstance(piece, ast.Attribute) and (
+                        piece.attr in RUNTIME_ATTRIBUTES | EVALUATING):
+                    return True
+    return False
 
 
 def decoded_code(nodes: list[ast.AST]) -> list[tuple[int, str]]:

@@ -379,6 +379,22 @@ RUNTIME_TRICKS = {
     "timeit_runs_a_string": "import timeit\ntimeit.timeit({r!r}, number=1)\n",
     "unpickling_a_helper": "import numpy as np\nf = np.load('_blob.py', allow_pickle=True)\n",
     "pydoc_locate": "import pydoc\nf = pydoc.locate('_mine.causal_mask')\n",
+    # Library functions that evaluate a string, or import what a string names (a hostile round: each imported or ran
+    # a copy the report neither compared nor flagged, and the copy scored full marks).
+    "string_annotation_imports": "import typing\ndef _h(x: \"__import__('_mine', globals(), None, ['f'], 1)\"): pass\n"
+                                 "_m = typing.get_type_hints(_h)['x']\n",
+    "annotations_of_xored_data": "import typing as t\n_D = b'bdo`'\ndef _h(x): pass\n_h.__annotations__"
+                                 "  = {{'x': bytes(b ^ 7 for b in _D).decode()}}\n"
+                                 "t.get_type_hints(_h)\n",
+    "star_typing": "from typing import *  # noqa: F403\n",
+    "singledispatch_register": "from functools import singledispatch\n@singledispatch\ndef g(x): pass\n"
+                               "@g.register\ndef _(x: '__import__(\"_mine\")'): pass\n",
+    "mock_patch_getter": "from unittest import mock\n_m = mock.patch('_mine.x').getter()\n",
+    "logging_dict_config": "import logging.config as lc\n"
+                           "lc.dictConfig({{'version': 1, 'handlers': {{'h': {{'()': '_mine.f'}}}}}})\n",
+    "formatter_get_field": "import string\n"
+                           "x = string.Formatter().get_field('0.__globals__[__builtins__]', (len,), {{}})\n",
+    "warnings_category": "import warnings\nC = warnings._getcategory('_mine.W')\n",
 }
 
 
@@ -405,7 +421,9 @@ def test_honest_modules_and_the_kits_own_are_not_flagged(tmp_path: Path) -> None
     from grader.curriculum import load
     from grader.grading.graded_source import graded_source, runs_with
 
-    everyday = "from types import SimpleNamespace\nimport re\nfrom re import compile\nPATTERN = compile('a')\n"
+    everyday = ("from types import SimpleNamespace\nimport re\nfrom re import compile\nPATTERN = compile('a')\n"
+                "import logging\nimport warnings\nfrom typing import Optional\n"
+                "def h(x: 'np.ndarray', y: 'Optional[list[int]]' = None) -> 'np.ndarray': return x\n")
     for name, text in (("alice", fill(ALICE)), ("carol", fill(CAROL)), ("dave", everyday + fill(CAROL))):
         (tmp_path / name).mkdir()
         (tmp_path / name / "masks.py").write_text(text, encoding="utf-8")
@@ -462,6 +480,21 @@ def test_markdown_from_an_id_is_shown_not_followed(tmp_path: Path) -> None:
     page = mistune.create_markdown(plugins=["table", "url"])((out / "similarity.md").read_text(encoding="utf-8"))
     assert "[click](http:evil.example)" in page and "<img" not in page, page  # shown as text, not followed
     assert set(re.findall(r'<a href="([^"]*)"', page)) == {"html/masks.html", "html/masks-reference.html"}, page
+
+
+def test_a_helper_imported_by_a_string_annotation_is_compared(tmp_path: Path) -> None:
+    """A hostile round: ``typing.get_type_hints`` evaluated a string annotation that imported ``_c.py`` (a copy of a
+    classmate's module), which no import statement names: the copy scored 12/12 and the report showed nothing."""
+    from grader.grading.graded_source import graded_source
+
+    write_module(tmp_path / "s", STUB + "\nimport typing as _t\n"
+                 "def _h(x: \"__import__('_c', globals(), None, ['causal_mask'], 1)\"): pass\n"
+                 "_m = _t.get_type_hints(_h)['x']\ncausal_mask = _m.causal_mask\n")
+    (tmp_path / "s" / "_c.py").write_text(fill(ALICE), encoding="utf-8")
+    source = graded_source(tmp_path / "s", "masks.py")
+    assert "_c.py" in source.files and fill(ALICE) in source.text, source.files
+    assert any("string annotation" in line for line in source.built), source.built
+    assert any(line.endswith("get_type_hints") for line in source.built), source.built
 
 
 def test_helpers_that_code_built_at_run_time_may_run_are_read_too(tmp_path: Path) -> None:
