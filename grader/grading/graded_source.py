@@ -7,7 +7,9 @@ on are served by the reference). :func:`graded_source` reads the exercise
 module and, following its imports with the ast (``import _mine``, ``from
 ._mine import f``, ``from . import _mine``, ``importlib.import_module("_mine")``,
 transitively), every such module, so that code moved out of the exercise's
-own file is compared all the same.
+own file is compared all the same. Every private helper the submission holds
+is compared too, imported or not: a library function can import one from a
+string, and no list of such functions is complete.
 
 Code built at run time cannot be read: ``exec``/``eval``/``compile``, the
 import machinery (``__import__``, ``importlib``, ``runpy``, ``sys.modules``),
@@ -506,9 +508,10 @@ def graded_source(folder: Path, module_file: str, others: frozenset[str] = froze
                         folder / candidate).is_file():
                     seen.add(candidate)
                     pending.append(candidate)
-        if source.built and not pending:
-            # Code built at run time may run any module of the submission (exec(open("_x.py").read())): every
-            # private helper it holds is compared too, each once.
+        if not pending:
+            # Any private helper the submission holds may run without an import the ast can see (a string that a
+            # library function evaluates, exec(open("_x.py").read()), a name the list of run-time uses misses):
+            # every one is compared too, each once, whether or not something was flagged.
             pending += [path.name for path in sorted(folder.glob("_*.py")) if path.name not in seen
                         and path.name != "__init__.py"]
             seen.update(pending)

@@ -497,6 +497,19 @@ def test_a_helper_imported_by_a_string_annotation_is_compared(tmp_path: Path) ->
     assert any(line.endswith("get_type_hints") for line in source.built), source.built
 
 
+def test_every_private_helper_is_compared_even_with_nothing_flagged(tmp_path: Path) -> None:
+    """The list of run-time uses is a list: a library function it does not name can import ``_c.py`` from a string
+    (a hostile round found seven). Every private helper a submission holds is compared, flagged or not, so that a
+    classmate's copy in one is paired whatever loads it."""
+    from grader.grading.graded_source import graded_source
+
+    write_module(tmp_path / "s", STUB + "\nimport json\ncausal_mask = json.loads('null')\n")
+    (tmp_path / "s" / "_c.py").write_text(fill(ALICE), encoding="utf-8")
+    source = graded_source(tmp_path / "s", "masks.py")
+    assert source.built == [], source.built
+    assert "_c.py" in source.files and fill(ALICE) in source.text, source.files
+
+
 def test_helpers_that_code_built_at_run_time_may_run_are_read_too(tmp_path: Path) -> None:
     from grader.grading.graded_source import graded_source
 
