@@ -40,7 +40,8 @@ def hint_text(name: str, level: int = 1) -> str:
     Raises
     ------
     ValueError
-        If there is no such exercise (the message lists the names) or ``level`` is below 1.
+        If there is no such exercise (the message lists the names) or no hint ``level`` (below 1, or past the
+        exercise's last hint: the message names the last).
     """
     curriculum = load_curriculum()
     exercise = curriculum.lookup(name)
@@ -54,10 +55,8 @@ def hint_text(name: str, level: int = 1) -> str:
     if count == 0:
         return f"{heading}\nThis exercise has no hints. Read the docstrings in {exercise.module_file}."
     if level > count:
-        return (
-            f"{heading}\nThere is no hint {level}: {exercise.name} has {count} hints.\n"
-            f"The last one: attention-kit hint {exercise.name} --level {count}"
-        )
+        raise ValueError(f"--level {level}: there is no hint {level}, {exercise.name} has {count} hints; the last "
+                         f"one: attention-kit hint {exercise.name} --level {count}")
     body = textwrap.fill(exercise.hints[level - 1], width=88, initial_indent="  ", subsequent_indent="  ")
     kind = f", {LEVELS[level - 1]}" if count == len(LEVELS) else ""
     step = f" (on {exercise.hint_step})" if exercise.hint_step else ""

@@ -181,8 +181,9 @@ def test_hints_go_one_level_at_a_time():
     assert first.rstrip().endswith(": attention-kit hint softmax --level 2")
     last = hints.hint_text("softmax", len(softmax.hints))
     assert "last hint" in last and "more:" not in last
-    beyond = hints.hint_text("softmax", len(softmax.hints) + 1)
-    assert f"There is no hint {len(softmax.hints) + 1}" in beyond
+    with pytest.raises(ValueError, match=f"there is no hint {len(softmax.hints) + 1}, softmax has "
+                       f"{len(softmax.hints)} hints; the last one: attention-kit hint softmax --level"):
+        hints.hint_text("softmax", len(softmax.hints) + 1)
 
 
 def test_hint_for_an_unknown_exercise_lists_the_names(capsys):
@@ -190,6 +191,8 @@ def test_hint_for_an_unknown_exercise_lists_the_names(capsys):
     error = capsys.readouterr().err
     assert "sofmax" in error and all(name in error for name in load().names)
     assert hints.run(argparse.Namespace(exercise="softmax", level=0)) == 2
+    assert hints.run(argparse.Namespace(exercise="softmax", level=99)) == 2  # a usage error, as level 0 is
+    assert "--level 99: there is no hint 99" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------- watch
