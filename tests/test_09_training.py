@@ -839,17 +839,26 @@ def _check_draws_from_rng(impl) -> None:
     (A blind round: batches drawn with np.random's global generator passed every test of the exercise.)
     """
     task = tasks().antecedent_task(np.random.default_rng(951), 30)
+    rngs = [np.random.default_rng(950) for _ in range(2)]
     try:
-        runs = [np.asarray(impl.train(np.random.default_rng(950), task, **FOLLOW)[1], dtype=float).ravel()
-                for _ in range(2)]
+        runs = [np.asarray(impl.train(rng, task, **FOLLOW)[1], dtype=float).ravel() for rng in rngs]
+        initialised = np.random.default_rng(950)
+        impl.init_model(initialised, len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
     except Exception:  # noqa: BLE001 - a train that fails here fails its own tests, with their messages
         return
-    expect(runs[0].shape == runs[1].shape and bool(np.array_equal(runs[0], runs[1])),
-           what=f"train(np.random.default_rng(950), task of 30 sentences, {FOLLOW}) twice",
-           expected="the same losses both times (every draw comes from the rng given)",
-           observed=f"{_show_losses(runs[0])}, then {_show_losses(runs[1])}",
-           idea="train: draw every batch from the rng it is given (rng.integers, rng.choice), never from "
-                "np.random's global generator or a generator of its own: the same rng must give the same training")
+    own = ("train: draw every batch from the rng it is given (rng.integers, rng.choice), never from np.random's "
+           "global generator or a generator of its own: the same rng must give the same training")
+    if not expect(runs[0].shape == runs[1].shape and bool(np.array_equal(runs[0], runs[1])),
+                  what=f"train(np.random.default_rng(950), task of 30 sentences, {FOLLOW}) twice",
+                  expected="the same losses both times (every draw comes from the rng given)",
+                  observed=f"{_show_losses(runs[0])}, then {_show_losses(runs[1])}", idea=own):
+        return
+    # A generator of train's own with a fixed seed gives the same losses twice as well: its batches leave the rng
+    # given where init_model left it (a blind round). Each step's batch is drawn from rng after init_model.
+    expect(rngs[0].bit_generator.state != initialised.bit_generator.state,
+           what=f"the rng given to train(rng, task of 30 sentences, {FOLLOW}), after the call",
+           expected="drawn from after init_model (each step's batch of 4 of the 30 sentences)",
+           observed="left where init_model(rng, ...) alone leaves it: no batch was drawn from it", idea=own)
 
 
 def _check_batch_of_one(impl) -> None:

@@ -90,3 +90,14 @@ def test_two_wrong_functions_behind_one_test_are_both_named(tmp_path):
                       encoding="utf-8")
     text = failures_of(target, "multihead")
     assert "First fix attention_scores()" in text and "It also went through merge_heads()" in text, text[:4000]
+
+
+def test_batches_from_a_fixed_seed_generator_of_train_s_own_fail(tmp_path):
+    # The same losses twice from rngs seeded alike, so the determinism check passed: the rng given stays where
+    # init_model leaves it.
+    target = plant(tmp_path, "training.py", ("    for _ in range(steps):\n        batch = rng.integers(",
+                                             "    own = np.random.default_rng(0)\n    for _ in range(steps):\n"
+                                             "        batch = own.integers("))
+    text = failures_of(target, "training", "init_model_then_adam_steps")
+    assert "left where init_model(rng, ...) alone leaves it: no batch was drawn from it" in text, text[:3000]
+    assert "a generator of its own" in text, text[:3000]
