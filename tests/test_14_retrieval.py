@@ -373,6 +373,14 @@ def test_recall_at_k_counts_the_hits(impl):
     expect_close(impl.recall_at_k(retrieved, relevant), 0.5, rtol=1e-12,
                  what="recall_at_k of [[0, 1], [2, 3], [4, 0], [1, 2]] for the evidence [1, 0, 0, 3] (hits in rows "
                       "0 and 2: 2 of 4)", idea=RECALL)
+    # k = 1, a single column: a recall that squeezes it away (or asks np.isin of the whole array) compares each
+    # evidence with every question's chunk, and only evaluate at k = 1 failed, its message on evaluate's pipeline.
+    expect_close(impl.recall_at_k(np.array([[3], [0], [2]]), np.array([3, 2, 0])), 1 / 3, rtol=1e-12,
+                 what="recall_at_k at k = 1 of [[3], [0], [2]] for the evidence [3, 2, 0] (a hit in row 0 only: 1 "
+                      "of 3; the chunks 2 and 0 are retrieved, but for other questions)",
+                 idea=RECALL + "; each question's evidence against its own row only, also when that row holds one "
+                               "chunk (k = 1): retrieved == relevant[:, None], keeping the shape (n_questions, k) "
+                               "(a squeeze, or np.isin over the whole array, compares it with every question's chunks)")
     rng = np.random.default_rng(1430)
     retrieved = np.argsort(rng.random((50, 12)), axis=1)[:, :5]
     relevant = rng.integers(0, 12, size=50)

@@ -101,3 +101,14 @@ def test_batches_from_a_fixed_seed_generator_of_train_s_own_fail(tmp_path):
     text = failures_of(target, "training", "init_model_then_adam_steps")
     assert "left where init_model(rng, ...) alone leaves it: no batch was drawn from it" in text, text[:3000]
     assert "a generator of its own" in text, text[:3000]
+
+
+def test_a_recall_wrong_only_at_k_1_is_recall_at_k_s_own_failure(tmp_path):
+    # retrieved.squeeze() at k = 1 compared each evidence with every question's chunk: recall_at_k's own test
+    # (k = 2 and 5 only) passed, and the first failure was evaluate's at k = 1, telling of evaluate's pipeline.
+    target = plant(tmp_path, "retrieval.py", ("hit = np.any(retrieved == relevant[:, None], axis=1)",
+                                              "hit = np.any(retrieved.squeeze() == relevant[:, None], axis=1)"))
+    text = failures_of(target, "retrieval")
+    headers = [line for line in text.splitlines() if line.startswith("____") and " test_" in line]
+    assert "test_recall_at_k_counts_the_hits" in headers[0], text[:3000]  # the first failure a student reads
+    assert "recall_at_k at k = 1" in text and "its own row only" in text, text[:3000]
