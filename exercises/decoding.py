@@ -33,7 +33,8 @@ all below it), and keep the last block even when it is shorter.
 What the tests check
 --------------------
 * ``kv_cache_append``: a new cache with t + 1 positions along axis -2, with
-  batch and head axes, the old cache never changed, ``None`` starts one;
+  batch and head axes, the old cache never changed, ``None`` starts one
+  (with copies: the caller may reuse its k_t and v_t arrays);
 * ``attend_step``: one row of scaled attention over the cache, shapes
   ``(..., 1, d_v)`` and ``(..., 1, t)``;
 * ``causal_decode``: equal to full causal attention, with batch axes,
@@ -74,7 +75,9 @@ def kv_cache_append(cache: dict | None, k_t: np.ndarray, v_t: np.ndarray) -> dic
     -------
     dict
         A new dict ``{"k": (..., t + 1, d_k), "v": (..., t + 1, d_v)}``: the
-        cached positions first, the new one last.
+        cached positions first, the new one last. Its arrays are new too,
+        also when ``cache`` is None: they share no memory with ``k_t``,
+        ``v_t`` or the old cache.
 
     Raises
     ------

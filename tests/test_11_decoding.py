@@ -189,6 +189,19 @@ def test_cache_is_never_changed(impl):
         expect_close(np.asarray(first["k"]), held, what="a first cache's keys after a second cache was begun",
                      idea=NEW_CACHE + "; every call with cache None begins a new dict (no dict kept in the module "
                      "and given out again)")
+    # A cache begun from k_t holds a copy of it: a caller that writes the next token's key into the same buffer
+    # keeps the first cache as it was (a blind round's cache None returned k_t itself, passing every test).
+    k_buffer, v_buffer = k[..., 5:6, :].copy(), v[..., 5:6, :].copy()
+    begun = impl.kv_cache_append(None, k_buffer, v_buffer)
+    if isinstance(begun, dict) and "k" in begun and "v" in begun:
+        held_k, held_v = np.array(begun["k"], copy=True), np.array(begun["v"], copy=True)
+        k_buffer[...], v_buffer[...] = k[..., 6:7, :], v[..., 6:7, :]  # the caller reuses its buffers
+        for name, value, held_value in (("k", begun["k"], held_k), ("v", begun["v"], held_v)):
+            expect_close(np.asarray(value), held_value,
+                         what=f"cache['{name}'] begun by kv_cache_append(None, k_t, v_t), after the caller wrote "
+                              f"the next token into its {name}_t array",
+                         idea=NEW_CACHE + "; with cache None too: copy k_t and v_t, so the cache does not share "
+                         "memory with the caller's arrays")
 
 
 # ----------------------------------------------------------------------------- one step

@@ -112,3 +112,14 @@ def test_a_recall_wrong_only_at_k_1_is_recall_at_k_s_own_failure(tmp_path):
     headers = [line for line in text.splitlines() if line.startswith("____") and " test_" in line]
     assert "test_recall_at_k_counts_the_hits" in headers[0], text[:3000]  # the first failure a student reads
     assert "recall_at_k at k = 1" in text and "its own row only" in text, text[:3000]
+
+
+def test_a_cache_begun_from_the_caller_s_k_t_itself_fails(tmp_path):
+    # kv_cache_append(None, k_t, v_t) returning k_t and v_t themselves passed every test: a caller that writes the
+    # next token's key into the same buffer changed the cache it kept.
+    target = plant(tmp_path, "decoding.py", ('return {"k": k_t.copy(), "v": v_t.copy()}',
+                                             'return {"k": k_t, "v": v_t}'))
+    text = failures_of(target, "decoding", "test_cache_is_never_changed")
+    assert "after the caller wrote the next token into its k_t array" in text, text[:3000]
+    assert "copy k_t and v_t" in text, text[:3000]
+
