@@ -35,7 +35,8 @@ What the tests check
 * ``combine_masks``: logical AND with broadcasting (causal with padding),
   for one, two or three masks;
 * ``to_additive``: 0.0 and ``-inf`` (not a large negative number), float64
-  by default or the requested dtype, so a fully blocked row gets no weight;
+  by default or the requested dtype, so a fully blocked row gets no weight,
+  without a RuntimeWarning;
 * bad sizes, lengths and non-boolean masks are rejected with a
   ``ValueError`` naming the argument; fixed inputs match reference values.
 """

@@ -123,3 +123,11 @@ def test_a_cache_begun_from_the_caller_s_k_t_itself_fails(tmp_path):
     assert "after the caller wrote the next token into its k_t array" in text, text[:3000]
     assert "copy k_t and v_t" in text, text[:3000]
 
+
+def test_an_additive_mask_made_with_np_log_is_told_its_warning(tmp_path):
+    # np.log(mask) gives 0.0 and -inf, the right values, with a RuntimeWarning at every call: it passed every test.
+    target = plant(tmp_path, "masks.py", ("return np.where(mask, 0.0, -np.inf).astype(dtype)",
+                                          "return np.log(mask.astype(dtype))"))
+    text = failures_of(target, "masks", "test_to_additive_gives_zero_and_minus_infinity")
+    assert "to_additive(mask) raises no RuntimeWarning" in text and "divide by zero" in text, text[:3000]
+    assert "np.log(0) is -inf" in text, text[:3000]
