@@ -649,8 +649,9 @@ def describe_blame(dependency: str, caller: str, observation: Observation | None
         if deviating and not any(asked_by_a_test(probe) for probe in deviating):
             # (not "which no test asks": its tests may fail on inputs of their own, a blind round)
             shown = (f"on the kit's fixed input{'s' if len(deviating) > 1 else ''} "
-                     f"{', '.join(probe.split('/', 1)[-1] for probe in deviating[:3])}, which the tests of exercise "
-                     f"{exercise.number} do not ask themselves: pytest -m {exercise.name} shows what they find")
+                     f"{', '.join(probe.split('/', 1)[-1] for probe in deviating[:3])}, the diagnosis's own; "
+                     f"the tests of exercise {exercise.number} ask inputs of theirs: pytest -m {exercise.name} "
+                     "shows what they find")
     return (f"First fix {dependency}() in {exercise.module_file} (exercise {exercise.number}, {exercise.name}): "
             f"its own outputs are wrong ({shown}), and this test's call of your "
             f"{caller}() went through it, so {caller}() may only be passing its mistake on (the failure below may "

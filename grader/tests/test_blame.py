@@ -117,3 +117,18 @@ def test_a_function_reached_under_another_name_is_blamed(tmp_path):
     assert ("scaled_dot_product_attention", "softmax") in kit._reached.calls, kit._reached
     assert blame(implementation, kit._called, observation, kit._reached) == ("softmax",
                                                                             "scaled_dot_product_attention", ())
+
+
+def test_a_dependency_wrong_only_on_the_diagnosis_s_own_inputs_does_not_read_as_untested():
+    """A blind round read "which the tests of exercise 9 do not ask themselves" as exercise 9 missing the mistake,
+    which its tests catch on inputs of their own: the line says whose inputs the wrong outputs were."""
+    from tests.diagnosis import Observation, asked_by_a_test, describe_blame
+    from tests.probes import load_all_probes
+
+    registry = load_all_probes()
+    probe = next(name for name, entry in registry.items() if entry.function == "cross_entropy"
+                 and not asked_by_a_test(name))
+    line = describe_blame("cross_entropy", "pooled_gradients", Observation({}, {probe: True}, set(), {}))
+    assert f"on the kit's fixed input {probe.split('/', 1)[-1]}, the diagnosis's own; the tests of exercise 9 " \
+           "ask inputs of theirs: pytest -m training shows what they find" in line, line
+    assert "do not ask" not in line, line
