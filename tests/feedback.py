@@ -515,8 +515,21 @@ def call_expecting_no_warning(function: Any, *args: Any, what: str, idea: str,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = function(*args, **kwargs)
-    runtime = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    runtime = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)))
     if runtime and explain is not None:
         idea = conventions.with_convention(idea, explain(result))
-    expect(not runtime, what=what, expected="no warning", observed="; ".join(runtime), idea=idea)
+    observed = "; ".join(f"{text} ({WARNINGS[text]})" if text in WARNINGS else text for text in runtime)
+    expect(not runtime, what=what, expected="no warning", observed=observed, idea=idea)
     return result
+
+
+# What numpy's warning says happened, in the terms of the values (a blind round: "invalid value encountered in
+# subtract" alone did not say which values). Facts of arithmetic, never a guess at the code.
+WARNINGS = {
+    "invalid value encountered in subtract": "-inf - (-inf) is NaN: a slice whose largest entry is -inf cannot be "
+                                             "shifted by that entry",
+    "invalid value encountered in divide": "0 / 0 or inf / inf is NaN",
+    "divide by zero encountered in divide": "a number over 0 is inf",
+    "divide by zero encountered in log": "log(0) is -inf, with this warning",
+    "overflow encountered in exp": "exp of a number above about 709 is inf",
+}

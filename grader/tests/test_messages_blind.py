@@ -131,3 +131,11 @@ def test_an_additive_mask_made_with_np_log_is_told_its_warning(tmp_path):
     text = failures_of(target, "masks", "test_to_additive_gives_zero_and_minus_infinity")
     assert "to_additive(mask) raises no RuntimeWarning" in text and "divide by zero" in text, text[:3000]
     assert "np.log(0) is -inf" in text, text[:3000]
+
+
+def test_numpy_s_warning_is_said_in_the_terms_of_the_values(tmp_path):
+    # A softmax without the guard for an all -inf row: "invalid value encountered in subtract" alone did not say
+    # which values (a blind round); the warning's arithmetic is said beside it.
+    target = plant(tmp_path, "softmax.py", ("    largest = np.where(np.isfinite(largest), largest, 0)\n", ""))
+    text = failures_of(target, "softmax", "all_masked_row")
+    assert "observed: invalid value encountered in subtract (-inf - (-inf) is NaN" in text, text[:3000]
