@@ -334,8 +334,15 @@ def _deviates(name: str, result: Any) -> bool:
     except (KeyError, FileNotFoundError):
         return False  # a probe without a golden value (being written): no evidence either way
     expected = expected if isinstance(expected, tuple) else (expected,)
+    # A float32 (float16) probe: within that precision's rounding, as the tests' own checks (expect_close) are. A
+    # blind round: an einsum attention, right and passing every test, differed from the float32 golden output by
+    # 2.4e-7 (one rounding of an entry of 0.01) and was blamed ("First fix scaled_dot_product_attention()") for
+    # the mistakes of multi_head_attention and model_gradients that went through it.
+    low = [a for a in expected if getattr(a, "dtype", np.dtype(float)).kind == "f" and a.dtype.itemsize < 8]
+    eps = max((float(np.finfo(a.dtype).eps) for a in low), default=0.0)
+    rtol, atol = max(DIFFER_RTOL, 50 * eps), max(DIFFER_ATOL, 10 * eps)
     try:
-        return not same_outputs(result, expected, rtol=DIFFER_RTOL, atol=DIFFER_ATOL)
+        return not same_outputs(result, expected, rtol=rtol, atol=atol)
     except (TypeError, ValueError):  # an array of objects, strings against numbers ...
         return True
 
