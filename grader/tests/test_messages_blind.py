@@ -170,3 +170,12 @@ def test_a_right_float32_softmax_rounded_otherwise_is_not_blamed_for_a_caller_s_
     text = failures_of(target, "training", "model_gradients")
     assert "First fix" not in text, text[:3000]
     assert "np.add.at" in text, text[:3000]
+
+
+def test_dropout_keeping_with_probability_rate_is_sent_to_the_fraction_not_the_scaling(tmp_path):
+    # Kept with probability rate (drawn otherwise than the reference, so no catalogued mistake matches): the first
+    # failure, the mean's, spoke of the 1 / (1 - rate) scaling, which was right.
+    target = plant(tmp_path, "layer.py", ("    keep = rng.random(x.shape) >= rate",
+                                          "    keep = rng.binomial(1, rate, size=x.shape).astype(bool)"))
+    text = failures_of(target, "layer", "preserves_the_mean")
+    assert "first, the fraction dropped: yours zeroed 0.7" in text, text[:3000]
