@@ -83,7 +83,8 @@ def kv_cache_append(cache: dict | None, k_t: np.ndarray, v_t: np.ndarray) -> dic
     ------
     ValueError
         If ``k_t`` or ``v_t`` is not one position ``(..., 1, d)``, or does
-        not fit the cache's shapes.
+        not fit the cache's shapes, or ``cache`` (not None) is not a dict
+        holding the arrays ``"k"`` and ``"v"``.
     """
     raise NotImplementedError('kv_cache_append: not implemented yet (exercise 11, decoding.py; run `pytest -m decoding`)')
 

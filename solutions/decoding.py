@@ -95,7 +95,8 @@ def kv_cache_append(cache: dict | None, k_t: np.ndarray, v_t: np.ndarray) -> dic
     ------
     ValueError
         If ``k_t`` or ``v_t`` is not one position ``(..., 1, d)``, or does
-        not fit the cache's shapes.
+        not fit the cache's shapes, or ``cache`` (not None) is not a dict
+        holding the arrays ``"k"`` and ``"v"``.
     """
     k_t = as_float_array("k_t", k_t)
     v_t = as_float_array("v_t", v_t)
