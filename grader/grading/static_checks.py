@@ -112,16 +112,21 @@ def no_modules(unpacked: Path, names: list[str], looked_at: int = 2_000) -> str:
     following links.
     """
     wanted = {name.lower() for name in names}
-    deeper, seen = [], 0
+    deeper, archives, seen = [], [], 0
     for folder, folders, files in os.walk(unpacked):  # (links to folders are not followed)
         folders.sort()
         seen += len(files)
         deeper += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
                    if name.lower() in wanted]
+        archives += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
+                     if name.lower().endswith((".zip", ".tar", ".tar.gz", ".tgz", ".7z", ".rar"))]
         if seen > looked_at or len(deeper) >= 3:
             break
     said = (f"no modules found (looked for {', '.join(names[:3])}, ... at the top of the submission or up to two "
             "folders down)")
     if deeper:
         return f"{said}; found deeper: {', '.join(deeper[:3])}: put the modules at most two folders down"
+    if archives:  # an archive inside the submission is never opened: one level of zip is the format
+        return f"{said}; it holds an archive, which grading does not open: {', '.join(archives[:3])}: submit the " \
+               "modules themselves (or one zip of them, not a zip of a zip)"
     return said

@@ -753,3 +753,18 @@ def test_no_modules_says_where_they_were_found_deeper(tmp_path: Path) -> None:
         archive.write(SOLUTIONS / "softmax.py", "a/b/c/softmax.py")
     said = submissions.prepare(deep, tmp_path / "work").status
     assert said.startswith("no modules found") and "found deeper: a/b/c/softmax.py" in said, said
+
+
+def test_a_zip_inside_the_zip_is_named_as_not_opened(tmp_path: Path) -> None:
+    # A zip of a zip of the modules: "no modules found" and nothing more, as though the student had sent nothing.
+    import zipfile
+
+    inner = tmp_path / "inner.zip"
+    with zipfile.ZipFile(inner, "w") as archive:
+        archive.write(SOLUTIONS / "softmax.py", "softmax.py")
+    outer = tmp_path / "carol.zip"
+    with zipfile.ZipFile(outer, "w") as archive:
+        archive.write(inner, "hw/inner.zip")
+    said = submissions.prepare(outer, tmp_path / "work").status
+    assert said.startswith("no modules found") and "it holds an archive, which grading does not open: hw/inner.zip" \
+        in said and "not a zip of a zip" in said, said
