@@ -11,8 +11,10 @@ as usual.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
+import zipfile
 from pathlib import Path
 
 from grader.curriculum import load as load_curriculum
@@ -104,12 +106,16 @@ def decoding_problem(data: bytes) -> str | None:
 
 
 
-def no_modules(unpacked: Path, names: list[str], looked_at: int = 2_000) -> str:
-    """Why a submission has no modules to grade: what was looked for, and any module found deeper.
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".7z", ".rar")
+
+
+def no_modules(unpacked: Path, names: list[str], entry: Path | None = None, looked_at: int = 2_000) -> str:
+    """Why a submission has no modules to grade: what was looked for, any module found deeper, any archive inside.
 
     ``unpacked``: the submission as it came (a folder, an unpacked zip); ``names``: the modules' file names,
-    looked for at its top and up to two folders down. At most ``looked_at`` files are looked at, without
-    following links.
+    looked for at its top and up to two folders down; ``entry``: the submission itself (a zip's archives inside it
+    are not unpacked: its list of names is read). At most ``looked_at`` files are looked at, without following
+    links.
     """
     wanted = {name.lower() for name in names}
     deeper, archives, seen = [], [], 0
@@ -119,13 +125,16 @@ def no_modules(unpacked: Path, names: list[str], looked_at: int = 2_000) -> str:
         deeper += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
                    if name.lower() in wanted]
         archives += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
-                     if name.lower().endswith((".zip", ".tar", ".tar.gz", ".tgz", ".7z", ".rar"))]
+                     if name.lower().endswith(ARCHIVES)]
         if seen > looked_at or len(deeper) >= 3:
             break
     said = (f"no modules found (looked for {', '.join(names[:3])}, ... at the top of the submission or up to two "
             "folders down)")
     if deeper:
         return f"{said}; found deeper: {', '.join(deeper[:3])}: put the modules at most two folders down"
+    if entry is not None and not archives and zipfile.is_zipfile(entry):
+        with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(entry) as archive:
+            archives = [name for name in archive.namelist()[:looked_at] if name.lower().endswith(ARCHIVES)]
     if archives:  # an archive inside the submission is never opened: one level of zip is the format
         return f"{said}; it holds an archive, which grading does not open: {', '.join(archives[:3])}: submit the " \
                "modules themselves (or one zip of them, not a zip of a zip)"

@@ -518,7 +518,7 @@ def _prepare(entry: Path, workdir: Path, submission: Submission) -> Submission:
         _copy_modules(modules, folder)
     else:
         folder.mkdir(parents=True, exist_ok=True)
-        submission.error = no_modules(unpacked, _module_names())  # (said before raw/ goes: where they were)
+        submission.error = no_modules(unpacked, _module_names(), entry)  # (said before raw/ goes: where they were)
     submission.folder = folder
     submission.problems = static_problems(folder, submission.details, modules)  # before raw/ goes: Softmax.py
     if not stat.S_ISDIR(mode) and (private / "raw").exists():
