@@ -50,6 +50,9 @@ ALLOWED_FAILURES = 1
 # Tasks in flight per worker thread: enough to keep every worker busy, few enough that a class of 100,000 is not
 # all in the scheduler's memory at once.
 IN_FLIGHT = 4
+# The row of a student the batch could not send, or whose task its client gave up on: the scheduler was lost.
+LOST = ("the Dask cluster did not grade this submission: the batch lost its scheduler (the client closed after "
+        "failing to reconnect); rerun to grade it")
 
 
 class ClusterError(Exception):
@@ -330,17 +333,33 @@ class Engine:
         # the kit's check): a KilledWorker is submitted once more as a new task, and only a second one ends the row.
         again: set[int] = set()
 
+        # Students not sent: the client was not connected to its scheduler when their turn came (Dask keeps a task
+        # submitted while it reconnects or closes, and it never finishes: the batch waited for it forever).
+        unsent: list[Job] = []
+
         def submit(job: Job) -> None:
-            future = self.client.submit(self.task, portable(job, here), submission_files(job.folder),
-                                        self.fingerprint, stall, key=f"attention-kit-{run}-{next(counter)}",
-                                        pure=False, retries=0)
+            if self.client.status != "running":
+                unsent.append(job)
+                return
+            try:
+                future = self.client.submit(self.task, portable(job, here), submission_files(job.folder),
+                                            self.fingerprint, stall, key=f"attention-kit-{run}-{next(counter)}",
+                                            pure=False, retries=0)
+            except Exception:  # noqa: BLE001 - a client closed meanwhile (ClosedClientError): the cluster is gone
+                unsent.append(job)
+                return
             futures[future] = job
             completed.add(future)
 
         for job in itertools.islice(pending, window):
             submit(job)
         try:
-            for future in completed:
+            for future in self._finished(completed, futures, unsent, submit):
+                if future is None:  # the client closed for good: nobody left is graded, each is a row "not graded"
+                    for job in [*futures.values(), *unsent, *pending]:
+                        yield job, Result(error=LOST)
+                    futures.clear()
+                    return
                 job = futures.pop(future)
                 killed = future.status == "error" and type(future.exception()).__name__ == "KilledWorker"
                 result = self._result(future, here)
@@ -360,8 +379,38 @@ class Engine:
                 yield job, result
         finally:  # one batch per connection: the stream's end is the engine's
             for future in futures:
-                future.cancel()
+                with contextlib.suppress(Exception):  # (a closed client refuses to cancel)
+                    future.cancel()
             self.close()
+
+    def _finished(self, completed: Any, futures: dict[Any, Job], unsent: list[Job], submit: Any) -> Iterator[Any]:
+        """The futures of ``completed`` as each finishes; then None if the client closed with students left.
+
+        ``as_completed`` alone waits forever for a task submitted while the client was losing its scheduler: here
+        the client's state is looked at between results. Students not sent while it reconnected are sent once it
+        is connected again.
+        """
+        while True:
+            batch = completed.next_batch(block=False)
+            if batch:
+                yield from batch
+                continue
+            if not futures and not unsent:
+                return
+            status = self.client.status
+            if status == "running" and unsent:
+                waiting = list(unsent)
+                unsent.clear()
+                for job in waiting:
+                    submit(job)
+                continue
+            if status == "closed" and not completed.has_ready():
+                # What a closed client still holds never finishes (it cancelled what the scheduler had: those
+                # came above).
+                yield None
+                return
+            with completed.thread_condition:  # as as_completed waits: woken by a result, else every 0.1 s
+                completed.thread_condition.wait(timeout=0.1)
 
     def _result(self, future: Any, here: list[tuple[str, Path]]) -> Result:
         """The student's result, or why the cluster could not grade them (a "not graded" row, never a zero)."""

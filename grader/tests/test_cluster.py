@@ -8,6 +8,7 @@ Batches are small (3-4 students, one or two exercises): the machine's cores are 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from grader.grading.grade import grade_batch
 from grader.grading.records import Result
 from grader.grading.samples import break_syntax
 from grader.mutants import apply, load_catalogue
-from grader.tests.waiting import HANG_SECONDS
+from grader.tests.waiting import HANG_SECONDS, SETTLE_SECONDS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
@@ -209,6 +210,43 @@ def test_a_student_that_kills_workers_again_is_not_graded_and_the_batch_goes_on(
     assert all("score" not in test for test in crasher["tests"])  # no score, never a zero
     correct = json.loads((tmp_path / "out" / "correct" / "results.json").read_text())
     assert correct["extra_data"]["status"] == "ok" and correct["score"] == correct["extra_data"]["max_score"]
+
+
+def scheduler_closing_task(job, files, fingerprint, stall):
+    """The cluster's task, except that grading ``bob`` closes the cluster's scheduler (a scheduler lost half way)."""
+    if job.student == "bob":
+        from distributed import get_worker
+        from distributed.utils import sync
+
+        worker = get_worker()
+        with contextlib.suppress(Exception):
+            sync(worker.loop, worker.scheduler.terminate)
+        time.sleep(SETTLE_SECONDS)  # the batch learns it from its client, never from this task
+    return cluster_worker.grade_on_worker(job, files, fingerprint, stall)
+
+
+def test_a_scheduler_lost_half_way_ends_the_batch_with_rows_not_graded(tmp_path, monkeypatch):
+    # The batch's client lost its scheduler while bob was graded: it went on to send cy while reconnecting, Dask
+    # kept that task without ever running or cancelling it, and the batch waited for it forever, with no gradebook
+    # written (a scheduler killed by hand, `dask scheduler` and `dask worker` on one machine).
+    folder = tmp_path / "submissions"
+    for name in ("ada", "bob", "cy", "dan"):
+        copy_reference(folder / name)
+    monkeypatch.setattr(engine_module, "CONNECT_TIMEOUT", 3.0)  # the client's reconnection gives up after 3 s
+    monkeypatch.setattr(cluster_worker, "grade_on_worker", scheduler_closing_task)
+    status: list[int] = []
+    batch = threading.Thread(daemon=True, target=lambda: status.append(grade_batch(
+        folder, tmp_path / "out", exercises=["softmax"], echo=quiet(), hidden=None, cluster="local:1", jobs=1)))
+    batch.start()
+    batch.join(SETTLE_SECONDS)
+    assert not batch.is_alive(), "the batch hung after losing its scheduler"
+    assert status == [1]  # rows not graded: a rerun grades them
+    rows = (tmp_path / "out" / "grades.csv").read_text(encoding="utf-8").splitlines()[1:]
+    assert sorted(row.split(",")[0] for row in rows) == ["ada", "bob", "cy", "dan"]  # one row each
+    for name in ("bob", "cy", "dan"):
+        graded = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert graded["extra_data"]["status"].startswith("not graded: the Dask cluster did not grade this")
+        assert all("score" not in test for test in graded["tests"])  # no score, never a zero
 
 
 def refusing_task(job, files, fingerprint, stall):
