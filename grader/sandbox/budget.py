@@ -90,6 +90,7 @@ class Budget:
         self.call_seconds = 0.0  # wall seconds of all exchanges with the worker (start-up waits excluded)
         self.forgiven = 0.0  # wall seconds of calls not charged (waits for a CPU, sleeps, calls run again)
         self.verdict = ""  # why the last call was stopped: "cpu", "idle" (the student's) or "busy" (the machine's)
+        self._lowered = False  # the last call's worker lowered its own priority (its waits for a CPU: its own)
         self.last_cpu = 0.0  # CPU seconds of the last call, as charged (or not, if it was run again)
         self.last_wall = 0.0  # its wall seconds
         self._cpu: load.CpuClock | None = None  # the CPU time of the current worker's processes
@@ -201,6 +202,7 @@ class Budget:
         self._reference_cpu = 0.0
         self._timeout = timeout
         self.verdict = ""
+        self._lowered = False
         if self._load is not None:
             self._load.start()
         self._cpu_mark = self._cpu.own() if self._cpu is not None else 0.0
@@ -260,7 +262,11 @@ class Budget:
             # in a session of its own, can starve it): the student's time, never a busy machine's.
             self.verdict = "asker"
         elif wall >= limit:
-            self.verdict = "busy"
+            # Waits for a CPU that the student's code brought on itself (a nice value raised, SCHED_IDLE) are its
+            # sleep: a machine busy with anything else would otherwise have the call forgiven and run again for ever.
+            lowered = self._load is not None and self._load.lowered()
+            self.verdict = "idle" if lowered else "busy"
+            self._lowered = lowered
         if self.verdict:
             return False
         # The earliest the call could reach a limit: its CPU budget on every CPU at once, its sleep, the wall bound.
@@ -292,7 +298,8 @@ class Budget:
         self._next_check = math.inf
         wall = time.monotonic() - self._begun
         cpu = self._used(full=wall > 0.2 or bool(self.verdict))
-        awake = wall - self._reference_seconds - (self._load.waited() if self._load is not None else 0.0)
+        waited = self._load.waited() if self._load is not None and not self._lowered else 0.0
+        awake = wall - self._reference_seconds - waited
         own = cpu - self._reference_cpu
         charged = (max(own, awake) if self._cpu is not None else own) + self._reference_cpu
         self.last_cpu, self.last_wall = cpu, wall

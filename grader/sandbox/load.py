@@ -118,6 +118,19 @@ def innermost_child(pid: int, hops: int = 4) -> int:
     return pid
 
 
+_YIELDING_POLICIES = (3, 5)  # SCHED_BATCH, SCHED_IDLE (sched(7))
+
+
+def scheduling(pid: int) -> tuple[int, int] | None:
+    """``pid``'s main thread's nice value and scheduling policy (``/proc/<pid>/stat``), or None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[16]), int(fields[38])  # nice (field 19 of the line), policy (field 41)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class LoadClock:
     """The CPU waits of this thread and of a worker's main thread, read cheaply (one ``pread`` each).
 
@@ -129,6 +142,8 @@ class LoadClock:
 
     def __init__(self, worker: int) -> None:
         self._fds: list[int] = []
+        self.worker = worker
+        self.priority = scheduling(worker)  # the worker's own at its start, before any student code ran
         for path in ("/proc/thread-self/schedstat", f"/proc/{worker}/schedstat"):
             try:
                 self._fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
@@ -136,6 +151,19 @@ class LoadClock:
                 self.close()
                 return
         self.mark = self.total()
+
+    def lowered(self) -> bool:
+        """Whether the worker's main thread now yields the CPU more than it did at its start (the student's doing).
+
+        ``os.nice(19)`` or ``SCHED_IDLE`` in student code makes the thread wait for a CPU whenever anything else
+        runs, without spending CPU time: that wait is the student's, never the machine's load, so the call must
+        not be forgiven as "busy" and run again (where the kernel does not group each session's processes,
+        ``kernel.sched_autogroup_enabled=0``, any other load on the machine starved such a call for ever).
+        """
+        now = scheduling(self.worker)
+        if now is None or self.priority is None:
+            return False
+        return now[0] > self.priority[0] or (now[1] != self.priority[1] and now[1] in _YIELDING_POLICIES)
 
     def total(self) -> float | None:
         """Seconds both threads have waited for a CPU so far; None where unknown."""
