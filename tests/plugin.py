@@ -478,6 +478,10 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
     # causal mask's diagonal): they lead nothing here.
     unexplained = bool(diagnoses[exercise] and touched and _unexplained(
         findings, load_curriculum().exercise(exercise).functions, *touched))
+    # A family is matched on outputs too: an input changed in place is none of its (a two-mistake round: a dropout
+    # that zeroed x in place and never rescaled was led, on every in-place failure, by "a scale").
+    if families.get(exercise) is not None and any(failure.expected == failures.LEFT_INTACT for failure in findings):
+        unexplained = True
     if culprit is not None:
         dependency, caller, also = culprit
         # Every idea of the caller's gives way to fixing the dependency first.
@@ -558,6 +562,10 @@ def _led_by_first_step(findings: list[failures.Failure], implementation: Any, ca
 
     if findings and all("ValueError" in failure.expected for failure in findings):
         return findings  # a bad input's missing check: no step's output explains it (cs231n's eps=0 was told one)
+    if any(failure.expected == failures.LEFT_INTACT for failure in findings):
+        # An input changed in place: a step's outputs explain none of it (a two-mistake round: a dropout that zeroed
+        # x in place and never rescaled was led, on every in-place failure, by "a scale").
+        return findings
     step = steps.first_step(implementation, called, observation, reached)
     if step is None or any(steps.names_a_convention(failure.message) for failure in findings):
         return findings

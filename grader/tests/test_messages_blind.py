@@ -179,3 +179,24 @@ def test_dropout_keeping_with_probability_rate_is_sent_to_the_fraction_not_the_s
                                           "    keep = rng.binomial(1, rate, size=x.shape).astype(bool)"))
     text = failures_of(target, "layer", "preserves_the_mean")
     assert "first, the fraction dropped: yours zeroed 0.7" in text, text[:3000]
+
+
+def test_a_dropout_that_zeroes_x_in_place_and_never_rescales_is_not_led_by_a_scale(tmp_path):
+    # Two mistakes in one function: "a scale" explains the kept values, not the caller's x written over; a
+    # failure that found x changed is led by no family of outputs, and both revisit lines are there.
+    target = plant(tmp_path, "layer.py", ("    return np.where(keep, x / (1.0 - rate), 0).astype(x.dtype)",
+                                          "    x[~keep] = 0\n    return x"))
+    text = failures_of(target, "layer", "dropout")
+    blocks = text.split("\n____")
+    changed = [block for block in blocks if "changed its input x in place" in block]
+    assert changed, text[:3000]
+    for block in changed:
+        assert "a family of mistakes" not in block and "Diagnosis" not in block, block[:3000]
+    assert any("divide the kept ones by (1 - rate)" in line for line in revisit_lines(text)), text[:6000]
+
+
+def test_a_dropout_that_never_rescales_is_still_told_a_scale(tmp_path):
+    target = plant(tmp_path, "layer.py", ("    return np.where(keep, x / (1.0 - rate), 0).astype(x.dtype)",
+                                          "    return np.where(keep, x, 0).astype(x.dtype)"))
+    text = failures_of(target, "layer", "dropout")
+    assert "a scale" in text or "(1 - rate)" in text, text[:3000]
