@@ -489,7 +489,7 @@ def _what_to_fix_first(item: pytest.Item, findings: list[failures.Failure]) -> l
         if diagnoses[exercise] and not unexplained and dependency in load_curriculum().exercise(exercise).functions:
             # The exercise's known mistake explains everything, the dependency included: it stays.
             lead += "\n" + diagnoses[exercise]
-        return _led(findings, lead, diagnosis.revisit_dependency(dependency), keep_named=True)
+        return _led(findings, lead, diagnosis.revisit_dependency(dependency), keep_named=True, afterwards=True)
     if unexplained:
         return _led_by_first_step(findings, implementation, called, observation, getattr(kit, "_reached", None))
     if diagnoses[exercise]:
@@ -531,12 +531,15 @@ def _a_wrong_value(findings: list[failures.Failure]) -> bool:
 
 
 def _led(findings: list[failures.Failure], lead: str, revisit: str | None,
-         keep_named: bool = False, then: bool = False) -> list[failures.Failure]:
+         keep_named: bool = False, then: bool = False, afterwards: bool = False) -> list[failures.Failure]:
     """``findings`` with ``lead`` as their diagnosis and, when given, ``revisit`` as every revisit line they have.
 
     ``keep_named``: a revisit line that names a convention or a question of precision stays, after ``revisit``
     (the dependency to fix first may be wrong only in that way, as its own tests say). ``then``: every revisit
     line stays, after ``revisit`` (a lead that may explain part of the failure only: a default not the API's).
+    ``afterwards``: every other revisit line stays too, as what to revisit should the test still fail once
+    ``revisit`` is done (a dependency blamed first: the caller may have a mistake of its own, which a two-mistake
+    round found hidden until the dependency was fixed, though fixing it changed nothing there).
     """
     from tests import steps
 
@@ -547,6 +550,8 @@ def _led(findings: list[failures.Failure], lead: str, revisit: str | None,
             return f"first {revisit}; then, if it still fails: {failure.revisit}"
         if keep_named and steps.names_a_convention(failure.revisit):
             return f"{revisit}; here: {failure.revisit}"
+        if afterwards and failure.revisit != revisit:
+            return f"{revisit}; should it still fail then, this test's own idea: {failure.revisit}"
         return revisit
 
     return [replace(failure, diagnosis=lead, revisit=line(failure)) for failure in findings]

@@ -132,3 +132,23 @@ def test_a_dependency_wrong_only_on_the_diagnosis_s_own_inputs_does_not_read_as_
     assert f"on the kit's fixed input {probe.split('/', 1)[-1]}, the diagnosis's own; the tests of exercise 9 " \
            "ask inputs of theirs: pytest -m training shows what they find" in line, line
     assert "do not ask" not in line, line
+
+
+def test_a_caller_s_own_idea_stays_after_fixing_the_blamed_dependency(tmp_path):
+    """A two-mistake round: a softmax that never subtracts the maximum (wrong only where scores overflow) and an
+    attention that ignores a float mask. The mask's tests were told only "fix softmax() first", which changes
+    nothing there: the attention's own idea was hidden until softmax was fixed. It now follows, as what to revisit
+    should the test still fail."""
+    target = plant(tmp_path, "softmax.py", ("    largest = np.where(np.isfinite(largest), largest, 0)\n",
+                                            "    largest = np.where(np.isfinite(largest), largest, 0)\n"
+                                            "    largest = 0\n"))
+    attention = target / "attention.py"
+    source = attention.read_text(encoding="utf-8")
+    ignored = 'scores = scores + as_float_array("mask", mask).astype(scores.dtype)'
+    assert ignored in source
+    attention.write_text(source.replace(ignored, "scores = scores"), encoding="utf-8")
+    text = failures_of(target, "attention", "masks_agree")
+    revisits = [line for line in text.splitlines() if line.strip().startswith("revisit:")]
+    assert revisits and all("fix softmax() first" in line for line in revisits), revisits
+    assert any("should it still fail then, this test's own idea: a float mask is added to the scaled scores" in line
+               for line in revisits), revisits
