@@ -195,11 +195,20 @@ class StudentRow:
 
     @property
     def hidden_maxima(self) -> dict[str, float]:
-        """Per exercise, the points of its hidden tests (tagged ``hidden``)."""
+        """Per exercise, the points of its hidden tests (tagged ``hidden``).
+
+        An exercise whose tests did not run (a syntax error, a missing module) is one entry whose ``max_score`` is
+        the whole exercise's, hidden tests included: its ``hidden_points`` say how much of that they are, so the
+        exercise's hidden maximum is the same whether its tests ran or not.
+        """
         hidden: dict[str, float] = {name: 0.0 for name in self.maxima}
         for test in self.tests:
-            if test.exercise in hidden and test.hidden:
+            if test.exercise not in hidden:
+                continue
+            if test.hidden:
                 hidden[test.exercise] = scoring.total([hidden[test.exercise], test.max_score])
+            elif test.hidden_points:
+                hidden[test.exercise] = scoring.total([hidden[test.exercise], test.hidden_points])
         return hidden
 
     def to_json(self) -> dict[str, Any]:

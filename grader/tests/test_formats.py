@@ -247,3 +247,25 @@ def test_a_students_folder_is_made_for_the_instructors_user_and_group_only(tmp_p
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "out" / "alice").stat().st_mode) == 0o750
     assert stat.S_IMODE((tmp_path / "out" / "alice" / "results.json").stat().st_mode) == 0o640
+
+
+def test_an_exercise_that_did_not_run_keeps_its_hidden_maximum(tmp_path: Path) -> None:
+    """A syntax error in one module: its exercise is one "did not run" entry worth the whole exercise.
+
+    grades-long.csv then said ``max 12, hidden_max 0`` for that exercise where every classmate's row says
+    ``max 12, hidden_max 2``: the hidden points were counted in ``max`` and missing from ``hidden_max``, so
+    ``max - hidden_max`` (the public maximum) was wrong for that student only.
+    """
+    from grader.grading.formats.grades_long import long_csv
+
+    suite = _suite(tmp_path)
+    broken = _Submission("bob", tmp_path / "bob", {"softmax": "syntax error in softmax.py line 3"}, {},
+                         status="syntax error in softmax.py line 3")
+    bob = finish_student(tmp_path / "out", broken, "f" * 64, suite, _result(suite))
+    ada = _row(tmp_path, "ada")
+    assert [t.name for t in bob.tests if t.exercise == "softmax"] == ["softmax: did not run"]
+    assert bob.maxima == ada.maxima and bob.hidden_maxima == ada.hidden_maxima == {"softmax": 3, "masks": 0}
+    assert read_row(tmp_path / "out", "bob").hidden_maxima == ada.hidden_maxima  # read back from results.json
+    lines = {line.split(",")[0] + "/" + line.split(",")[4]: line.split(",")[6:8]
+             for line in long_csv([ada, bob]).splitlines()[1:]}
+    assert lines["bob/softmax"] == lines["ada/softmax"]
