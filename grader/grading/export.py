@@ -50,10 +50,12 @@ from grader.grading.formats.grades_long import exercise_rows, long_csv  # noqa: 
 from grader.grading.roster import (  # noqa: F401 - the command's API, kept where its callers find it
     OPTIONAL_ROSTER_COLUMNS,
     ROSTER_COLUMNS,
+    ROSTER_FILE,
     ExportError,
     Roster,
     alike_ids,
     id_key,
+    kept_roster,
     match_roster,
     read_roster,
     show_id,
@@ -116,12 +118,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``attention-kit export``."""
     try:
-        if args.roster is None and (args.assignment_id or args.assignment_name):
+        if args.roster is None and not (args.grades / ROSTER_FILE).is_file() \
+                and (args.assignment_id or args.assignment_name):
             raise ExportError("--canvas-assignment-id/--canvas-assignment-name go into canvas.csv, which needs "
                               "--roster CSV")
         if args.merge:  # the shards' students copied into GRADES, and its grades.csv (grader.grading.shard)
             merge(args.grades, args.merge)
-        written = export(args.grades, read_graded(args.grades), args.roster, per_exercise=args.per_exercise or None,
+        rows = read_graded(args.grades)
+        roster = kept_roster(args.grades, args.roster)  # given: kept as GRADES/roster.csv; else the one kept
+        written = export(args.grades, rows, roster, per_exercise=args.per_exercise or None,
                          assignment_id=args.assignment_id, assignment_name=args.assignment_name)
     except (ExportError, ShardError) as error:
         print(f"attention-kit export: {error}", file=sys.stderr)

@@ -227,10 +227,17 @@ def grade_batch(
     except ValueError as error:
         echo(f"error: {error}")
         return 2
+    from grader.grading.roster import ExportError, kept_roster
+
+    try:  # the roster given, kept as OUT/roster.csv; else the one kept: canvas.csv is rewritten by every run
+        given_roster, roster = roster, kept_roster(out, roster)
+    except ExportError as error:
+        echo(f"error: {error}")
+        return 2
     log = header(limits=limits.describe(), isolation=plan.summary,
                  options={"jobs": jobs, "force": force or None, "only": ", ".join(only or ()) or None,
                           "exercises": ", ".join(exercises or ()) or None, "fair": None if fair else "no",
-                          "times": times, "adjustments": adjustments, "roster": roster, "cluster": cluster,
+                          "times": times, "adjustments": adjustments, "roster": given_roster, "cluster": cluster,
                           "shard": f"{shard[0]}/{shard[1]}" if shard else None})
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
     # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading

@@ -93,7 +93,8 @@ def write_gradebooks(out: Path, rows: Iterable[StudentRow], roster: Path | None,
     try:
         formats.write_all(out, kept, context, per_student=False)
     except ExportError as error:
-        echo(f"error: {error} (grades.csv was written; fix the roster and run `attention-kit export {out}`)")
+        echo(f"error: {error} (every other output was written; fix what this says and run "
+             f"`attention-kit export {out}`)")
         code = 2
     except Exception as error:  # noqa: BLE001 - the gradebook is written; an export must not hide the summary
         echo(f"error: the exports failed ({type(error).__name__}: {error})")

@@ -20,6 +20,8 @@ from grader import scoring
 from grader.grading.escaping import csv_cell
 
 ROSTER_COLUMNS = ("folder", "lms_id", "name", "email")
+ROSTER_FILE = "roster.csv"
+"""The roster a gradebook keeps (``OUT/roster.csv``), as it keeps ``times.csv`` and ``adjustments.csv``."""
 OPTIONAL_ROSTER_COLUMNS = ("sis_id", "login_id", "section")
 
 
@@ -77,6 +79,31 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
             raise ExportError(f"--roster {path} line {number}: folder {folder!r} appears twice")
         rows[folder] = row
     return rows
+
+
+def kept_roster(out: Path, given: Path | None) -> Path | None:
+    """Return the roster of the gradebook in ``out``: the file given (kept as ``OUT/roster.csv``), else the kept one.
+
+    None when neither is there.
+
+    So a rerun without ``--roster`` (after a change of ``[late]``, say) rewrites ``canvas.csv`` with the scores
+    of this run, never leaving the last run's in it beside a ``grades.csv`` that disagrees.
+
+    Raises
+    ------
+    ExportError
+        If the roster given cannot be used (the copy kept is then unchanged).
+    """
+    from grader.grading.files import atomic_write
+
+    kept = Path(out) / ROSTER_FILE
+    if given is None:
+        return kept if kept.is_file() else None
+    read_roster(given)
+    if Path(given).resolve() != kept.resolve():
+        Path(out).mkdir(parents=True, exist_ok=True)
+        atomic_write(kept, Path(given).read_text(encoding="utf-8-sig"))
+    return kept
 
 
 def id_key(student: str) -> str:

@@ -177,6 +177,46 @@ def test_a_whole_submission_adjustment_is_never_dropped_from_per_exercise_canvas
     assert float(read_grades(out)["bob"]["score"]) == results(out, "bob")["score"]  # the gradebook is written
 
 
+def test_a_rerun_never_leaves_an_earlier_runs_canvas_or_report_beside_its_grades(term_batch, tmp_path):
+    """canvas.csv and report.html follow every run's grades.csv, with or without --roster.
+
+    An instructor graded with --roster, changed [late] per_day and graded again without --roster: grades.csv
+    had the new scores while canvas.csv kept the old ones (24.0938 against 28.9125), ready to be imported. And a
+    run whose Canvas export was refused left canvas.csv and report.html (written after it) from the run before.
+    The roster is now kept as OUT/roster.csv, as times.csv and adjustments.csv are; a refused Canvas export
+    removes the earlier canvas.csv and every other format is still written.
+    """
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,lms_id,name,email\nalice,1,Alice,a@x\nbob,2,Bob,b@x\n", encoding="utf-8")
+    out, changed = tmp_path / "out", tmp_path / "course"
+    shutil.copytree(term_batch["out"], out)
+    shutil.copytree(term_batch["folder"], changed)
+    toml = changed / "course.toml"
+
+    def canvas_bob() -> float:
+        rows = list(csv.reader(io.StringIO((out / "canvas.csv").read_text())))
+        return float(next(row for row in rows if row[0] == "Bob")[5])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(changed))
+        assert grade_batch(term_batch["subs"], out, **QUIET, roster=roster) == 0
+        assert (out / "roster.csv").is_file() and canvas_bob() == results(out, "bob")["score"]
+        toml.write_text(COURSE.replace("per_day = 0.25", "per_day = 0.5"), encoding="utf-8")
+        assert grade_batch(term_batch["subs"], out, **QUIET) == 0  # no --roster: the kept one
+        bob = float(read_grades(out)["bob"]["score"])
+        assert bob == results(out, "bob")["score"] == canvas_bob()
+        # A refused Canvas export: no canvas.csv of the last run is left, report.html is this run's.
+        whole = tmp_path / "whole.csv"
+        whole.write_text("id,exercise,points,reason\nbob,,-1,late form\n", encoding="utf-8")
+        toml.write_text(COURSE.replace("per_day = 0.25", "per_day = 0.1"), encoding="utf-8")
+        said: list[str] = []
+        assert grade_batch(term_batch["subs"], out, **(QUIET | {"echo": said.append}), adjustments=whole) == 2
+        assert not (out / "canvas.csv").exists()
+        assert any("was removed" in line for line in said), said
+    assert "late form" in (out / "report.html").read_text()
+    assert float(read_grades(out)["bob"]["score"]) == results(out, "bob")["score"] != bob
+
+
 def test_the_score_rule():
     assert scoring.final_score(10, [2.5], 0.25) == 9.375
     assert scoring.final_score(1, [-3], 0.0) == 0.0  # never below 0

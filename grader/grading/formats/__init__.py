@@ -61,13 +61,21 @@ def write_all(out: Path, rows: list[StudentRow], context: Context, only: tuple[s
 
     ``per_student=False`` leaves out the formats of each student's own files (``PER_STUDENT``),
     ``class_wide=False`` the others. A format's :class:`grader.grading.export.ExportError` (a bad roster) goes to
-    the caller.
+    the caller once every other format is written (a report.html after a refused canvas.csv included).
     """
+    from grader.grading.roster import ExportError
+
     written: list[Path] = []
+    refused: ExportError | None = None
     for module in formats():
         own = getattr(module, "PER_STUDENT", False)
         if not (per_student if own else class_wide):
             continue
         if (module.NAME in only) if only is not None else getattr(module, "BATCH", True):
-            written += module.write(out, rows, context)
+            try:
+                written += module.write(out, rows, context)
+            except ExportError as error:  # the other formats are still written: none is left from an older run
+                refused = refused or error
+    if refused is not None:
+        raise refused
     return written

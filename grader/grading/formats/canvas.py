@@ -139,9 +139,19 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
     named = context.assignment_id is not None or context.assignment_name is not None
     per_exercise = (context.per_exercise if context.per_exercise is not None
                     else bool(course.canvas_exercise_ids()) and not named)
-    atomic_write(out / "canvas.csv", canvas_csv(rows, roster, roster_rows, per_exercise=per_exercise,
-                                                assignment_id=context.assignment_id,
-                                                assignment_name=context.assignment_name))
+    try:
+        text = canvas_csv(rows, roster, roster_rows, per_exercise=per_exercise, assignment_id=context.assignment_id,
+                          assignment_name=context.assignment_name)
+    except ExportError as error:
+        # An earlier run's canvas.csv holds that run's scores: left beside this run's grades.csv it would be
+        # imported as though current. It goes; the message says how to write it again.
+        stale = out / "canvas.csv"
+        if stale.is_file():
+            stale.unlink()
+            raise ExportError(f"{error} (the canvas.csv of an earlier run, whose scores may be out of date, "
+                              "was removed)") from None
+        raise
+    atomic_write(out / "canvas.csv", text)
     report = unmatched_report(roster)
     atomic_write(out / "unmatched.txt", "\n".join(report) + ("\n" if report else ""))
     for line in report:
