@@ -24,11 +24,9 @@ each, and the process each runs in:
   student's code runs in an isolated worker, never in the process that checks the results;
 - ``scored`` and ``report`` (this process): score the worker's result into a typed row (``rows``) and write
   ``OUT/<student>/results.json`` (Gradescope format) and ``OUT/<student>/feedback.md`` as each student finishes;
-- ``outputs`` (this process, at the end): the term's rules
-  (``term_stage``: manual points, late penalties) applied to every row, kept
-  or graded, then every format of ``formats`` written from the typed rows
-  (``rows``): grades.csv, grades-long.csv, canvas.csv, report.html, each
-  student's files; ``run_log`` appends the run to ``OUT/grading.log``.
+- ``outputs`` (this process, at the end): the term's rules (``term_stage``: manual points, late penalties) applied
+  to every row, kept or graded, then every format of ``formats`` written from the typed rows (``rows``): grades.csv,
+  grades-long.csv, canvas.csv, report.html, each student's files; ``run_log`` appends the run to ``OUT/grading.log``.
 
 Resuming: a student's results carry a fingerprint of the submission's
 content and of everything else that can change a grade (``fingerprint``: the
@@ -85,6 +83,7 @@ from grader.grading.cluster import add_engine_arguments, connect_cluster
 from grader.grading.draw_key import draw_key
 from grader.grading.progress import progress_display
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, suite_files
+from grader.grading.roster import ExportError, kept_roster
 from grader.grading.shard import parse_shard, shard_entries
 from grader.grading.term_stage import check_inputs, finalize, load_inputs
 from grader.suite import graded_suite, hidden_folders
@@ -222,22 +221,16 @@ def grade_batch(
     if unknown:
         echo(f"error: --only {unknown[0]}: no such submission in {submissions}")
         return 2
-    try:  # the term's inputs (late policy, times, manual points): read before anyone is graded
+    try:  # the term's inputs (late policy, times, manual points, the roster kept in OUT): read before any grading
         inputs = load_inputs(out, times, adjustments, _course_names(), {student for student, _ in entries})
-    except ValueError as error:
-        echo(f"error: {error}")
-        return 2
-    from grader.grading.roster import ExportError, kept_roster
-
-    try:  # the roster given, kept as OUT/roster.csv; else the one kept: canvas.csv is rewritten by every run
-        given_roster, roster = roster, kept_roster(out, roster)
-    except ExportError as error:
+        roster = kept_roster(out, roster)  # the one given, else the one kept: canvas.csv follows every run's grades
+    except (ValueError, ExportError) as error:
         echo(f"error: {error}")
         return 2
     log = header(limits=limits.describe(), isolation=plan.summary,
                  options={"jobs": jobs, "force": force or None, "only": ", ".join(only or ()) or None,
                           "exercises": ", ".join(exercises or ()) or None, "fair": None if fair else "no",
-                          "times": times, "adjustments": adjustments, "roster": given_roster, "cluster": cluster,
+                          "times": times, "adjustments": adjustments, "roster": roster, "cluster": cluster,
                           "shard": f"{shard[0]}/{shard[1]}" if shard else None})
     work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
     # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading
