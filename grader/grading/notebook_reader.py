@@ -101,7 +101,56 @@ def _read_notebook(notebook: str | Path | Mapping[str, Any]) -> Mapping[str, Any
         source = cell.get("source", "")
         if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
             raise ValueError(f"cell {number} source is not text")
+    if not isinstance(notebook, Mapping):
+        _as_nbgrader_reads(data, raw, name)
     return data
+
+
+def _as_nbgrader_reads(data: Mapping[str, Any], raw: bytes, name: str) -> None:
+    """Raise ValueError where nbgrader's autograde stops on this file, so that both graders refuse it.
+
+    nbconvert reads a notebook with ``nbformat.read(as_version=4)`` and validates it against nbformat's schema
+    after every preprocessor (``nbformat.validate(relax_add_props=True)``), raising on the first failure; the
+    autograded copy is then written as UTF-8. So nbgrader graded none of these, ``nbgrader export`` wrote 0,
+    where ``grade`` gave full marks (a hostile round): an nbformat 5, a notebook without ``nbformat`` or
+    ``nbformat_minor``, an ``nbformat: 3`` without worksheets, a code cell without ``outputs``, a lone surrogate
+    (a ``\\ud800`` escape) in a Markdown cell. Outputs are cleared before the copy is written: a surrogate there
+    is kept. Where nbformat is installed (the ``notebooks`` extra, which nbgrader needs) its own reader and
+    validator decide; without it, the checks below.
+    """
+    major, minor = data.get("nbformat"), data.get("nbformat_minor")
+    if type(major) is not int or major != 4 or type(minor) is not int:  # (a 3 with worksheets is upgraded)
+        raise ValueError(f"{name} is not a notebook nbformat reads: nbformat {major!r}.{minor!r} (nbformat 4, or 3 "
+                         "with worksheets, and an nbformat_minor)")
+    for number, cell in enumerate(data["cells"], start=1):
+        if cell.get("cell_type") == "code" and not (isinstance(cell.get("outputs"), list)
+                                                    and "execution_count" in cell):
+            raise ValueError(f"cell {number} is a code cell without outputs or execution_count (nbformat "
+                             "requires them)")
+    if re.search(rb"\\u[dD][89a-fA-F]", raw):  # a surrogate escape: a pair is one character, a lone one no text
+        kept = {key: value for key, value in data.items() if key != "cells"}
+        kept["cells"] = [{key: value for key, value in cell.items() if key != "outputs"} for cell in data["cells"]]
+        try:
+            json.dumps(kept, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"{name} holds a lone surrogate (\\u{ord(error.object[error.start]):04x}), which is "
+                             "no text: nbgrader cannot write it back") from None
+    try:
+        import nbformat
+    except ImportError:
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            notebook = nbformat.reads(raw.decode("utf-8"), as_version=4, capture_validation_error={})
+            nbformat.validate(notebook, relax_add_props=True)
+        except nbformat.ValidationError as error:
+            said = str(error).strip().splitlines()[0][:200]
+            raise ValueError(f"{name} is a notebook nbformat calls invalid: {said}") from None
+        except Exception as error:  # noqa: BLE001 - nbformat's reader stops on it: so does nbgrader
+            raise ValueError(f"{name} is not a notebook nbformat reads: {str(error)[:200]}") from None
 
 
 CELL_TYPES = ("code", "markdown", "raw")

@@ -50,3 +50,34 @@ def test_a_file_nbformat_calls_invalid_is_refused_saying_why(tmp_path, change, s
     with pytest.raises(ValueError) as raised:
         notebook_reader.extract_modules(path)
     assert said in str(raised.value), raised.value
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda nb: nb.update(nbformat=5), "nbformat 5"),
+    (lambda nb: nb.pop("nbformat_minor"), "nbformat 4.None"),
+    (lambda nb: nb.pop("nbformat"), "nbformat None"),
+    (lambda nb: nb.update(nbformat=3), "nbformat 3"),  # a 3 without worksheets: nbformat's upgrade stops
+    (lambda nb: nb["cells"][1].pop("outputs"), "cell 2 is a code cell without outputs"),
+    (lambda nb: nb["cells"][0].update(source="# Softmax \ud800"), "lone surrogate"),
+    (lambda nb: nb["cells"][1].update(execution_count="one"), "nbformat calls invalid"),
+])
+def test_a_file_nbgrader_stops_on_is_refused_by_grade_too(tmp_path, change, said):
+    # A hostile round: each of these got 12/12 from `grade` and no grade from nbgrader's autograde (0 exported):
+    # nbconvert reads with nbformat and validates after every preprocessor; the copy is written as UTF-8.
+    data = json.loads(nbformat.writes(_notebook(), 4))
+    change(data)
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps(data), encoding="utf-8")  # ensure_ascii: a lone surrogate is a \ud800 escape
+    with pytest.raises(ValueError) as raised:
+        notebook_reader.extract_modules(path)
+    assert said in str(raised.value), raised.value
+
+
+def test_a_surrogate_in_an_output_or_a_pair_is_read(tmp_path):
+    # nbgrader clears the outputs before it writes the notebook, and a pair is one character: both graded.
+    data = json.loads(nbformat.writes(_notebook(), 4))
+    data["cells"][2]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "\ud800"}]
+    data["cells"][0]["source"] += " \U0001f600"
+    path = tmp_path / "fine.ipynb"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert "def softmax(x, axis=-1)" in notebook_reader.extract_modules(path)["softmax"]
