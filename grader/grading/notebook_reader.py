@@ -114,8 +114,8 @@ def _as_nbgrader_reads(data: Mapping[str, Any], raw: bytes, name: str) -> None:
     autograded copy is then written as UTF-8. So nbgrader graded none of these, ``nbgrader export`` wrote 0,
     where ``grade`` gave full marks (a hostile round): an nbformat 5, a notebook without ``nbformat`` or
     ``nbformat_minor``, an ``nbformat: 3`` without worksheets, a code cell without ``outputs``, a lone surrogate
-    (a ``ud800`` escape written with its backslash) in a Markdown cell. Outputs are cleared before the copy is written: a surrogate there
-    is kept. Where nbformat is installed (the ``notebooks`` extra, which nbgrader needs) its own reader and
+    (the JSON escape of U+D800) in a Markdown cell. Outputs are cleared before the copy is written: a surrogate
+    there is kept. Where nbformat is installed (the ``notebooks`` extra, which nbgrader needs) its own reader and
     validator decide; without it, the checks below.
     """
     major, minor = data.get("nbformat"), data.get("nbformat_minor")
