@@ -84,6 +84,8 @@ def write_gradebooks(out: Path, rows: Iterable[StudentRow], roster: Path | None,
     from grader.grading.export import ExportError
 
     context = formats.Context(roster=roster, echo=echo)
+    for note in getattr(inputs, "notes", ()):
+        echo(f"note: {note}")
     failures: list[str] = []
     kept = write_student_files(out, rows, inputs, context, failures)
     code = 0

@@ -39,6 +39,7 @@ class TermInputs:
     extensions: dict[str, float] = field(default_factory=dict)
     times: dict[str, datetime] = field(default_factory=dict)
     adjustments: dict[str, tuple[Adjustment, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what the instructor should look at, said once with the gradebook
 
     def lateness(self, student: str) -> Lateness | None:
         """How late ``student`` was (None: no late policy, or no submission time for them)."""
@@ -79,10 +80,15 @@ def load_inputs(out: Path, times: Path | None, adjustments: Path | None, exercis
             atomic_write(kept, Path(given).read_text(encoding="utf-8-sig"))
     late, extensions = course.late_policy()
     stored_times, stored_adjustments = out / TIMES_FILE, out / ADJUSTMENTS_FILE
+    # An extension for an id no entry has: a typo gives the student nothing, silently (an instructor's round);
+    # never refused, as the student may not have submitted yet.
+    unknown = sorted(set(extensions) - students) if students is not None else []
+    notes = (f"[extensions] of the course: {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}: no "
+             "submission has this id (a typo? an extension for a student yet to submit is kept)",) if unknown else ()
     return TermInputs(late=late, extensions=extensions,
                       times=term.read_times(stored_times) if stored_times.is_file() else {},
                       adjustments=(term.read_adjustments(stored_adjustments, exercises)
-                                   if stored_adjustments.is_file() else {}))
+                                   if stored_adjustments.is_file() else {}), notes=notes)
 
 
 def finalize(row: StudentRow, inputs: TermInputs) -> StudentRow:

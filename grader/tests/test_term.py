@@ -364,3 +364,20 @@ def test_the_command_line_takes_the_term_options_and_refuses_a_bad_file_before_g
     assert "Rubric item 2" not in (out / "bob" / "feedback.md").read_text()  # the new file replaced the old
     last = (out / "grading.log").read_text().split("== ")[-1]
     assert "alice\tgraded\t10 -> 9 / 10" in last and "bob\tkept\t" in last
+
+
+def test_an_extension_for_an_id_no_entry_has_is_said_with_the_gradebook(tmp_path, monkeypatch):
+    # An instructor's round: "extnded = 1" beside "extended = 2" gave the student nothing, and grade said nothing.
+    from grader.grading import outputs, term_stage
+
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "course.toml").write_text(COURSE.replace("alice = 3", "alice = 3\nalcie = 1\nzed = 2"))
+    monkeypatch.setenv(course.COURSE_ENV, str(tmp_path / "course"))
+    inputs = term_stage.load_inputs(tmp_path / "out", None, None, (EXERCISE,), {"alice", "bob"})
+    assert inputs.notes == ("[extensions] of the course: alcie, zed: no submission has this id (a typo? an "
+                            "extension for a student yet to submit is kept)",), inputs.notes
+    assert inputs.extensions == {"alice": 3.0, "alcie": 1.0, "zed": 2.0}  # kept, never refused
+    said: list[str] = []
+    outputs.write_gradebooks(tmp_path / "out", [], None, inputs, said.append)
+    assert said[0].startswith("note: [extensions] of the course: alcie, zed: no submission has this id"), said
+    assert term_stage.load_inputs(tmp_path / "out2", None, None, (EXERCISE,), {"alice", "alcie", "zed"}).notes == ()
