@@ -51,6 +51,28 @@ def noted(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(kept(a) for a in args), {key: kept(value) for key, value in kwargs.items()}
 
 
+_CONTAINERS = (np.ndarray, dict, list, tuple)
+
+
+def frozen(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A call's arguments as they are now, arrays copied (in dicts, lists and tuples too): what was asked.
+
+    A test may write into an array after the call (a caller reusing its buffer: exercise 11's cache test), and
+    a question kept by reference would then be another question than the one answered.
+    """
+
+    def kept(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value.copy()
+        if isinstance(value, dict):
+            return {key: kept(item) for key, item in value.items()}
+        if type(value) in (list, tuple) and any(isinstance(item, _CONTAINERS) for item in value):
+            return type(value)(kept(item) for item in value)
+        return value
+
+    return tuple(kept(a) for a in args), {key: kept(value) for key, value in kwargs.items()}
+
+
 def check(kit: Any, exercise: str, checked: dict[str, int]) -> str | None:
     """The lead for a failed test whose calls are answered differently afresh; None when not (or not known).
 

@@ -803,7 +803,9 @@ class Kit:
         for parameter in api_signatures.left_out(name, arguments):  # asked again if the test fails, the API's given
             self._defaulting.pop((name, parameter), None)
             self._defaulting[name, parameter] = (name, *noted)
-        asked = noted if name in self._unseen else None
+        # (arrays copied: the test may write into them afterwards; only the calls the gate keeps)
+        asked = kept_state.frozen(*noted) if name in self._unseen and len(self._answered.get(name, ())) \
+            < ANSWERS_KEPT else None
         watcher, made_of = self._watched.get(name, (None, ""))
         window = Reached() if watcher else None  # what this very call reached, for its watcher
         steps = None
