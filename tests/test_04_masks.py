@@ -221,6 +221,13 @@ def test_causal_mask_is_a_square_boolean_array(impl):
             expect_dtype(out, np.bool_, what=f"causal_mask({n})",
                          idea=f"{form}: build it with dtype=bool" if form else
                          "a boolean mask holds True/False, not 0/1 floats: build it with dtype=bool")
+    # A mask cached between calls (functools.lru_cache, a dict keyed by n) is one array handed to every caller:
+    # a caller that combines into it in place (mask &= padding) changes every later causal_mask(n).
+    first, second = impl.causal_mask(4), impl.causal_mask(4)
+    if isinstance(first, np.ndarray) and isinstance(second, np.ndarray):
+        expect(not np.shares_memory(first, second), what="causal_mask(4) called twice",
+               expected="two arrays of their own", observed="the same memory: a mask kept between calls",
+               idea="build a new array on every call (no cache): the caller owns it and may write into it")
 
 
 def test_causal_mask_allows_the_diagonal(impl):

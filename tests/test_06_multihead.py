@@ -223,6 +223,13 @@ def test_init_multi_head_biases_are_zero(impl):
     for name in ("b_q", "b_k", "b_v", "b_o"):
         expect_close(params[name], np.zeros(D_MODEL), atol=0.0, rtol=0.0,
                      what=f"init_multi_head(...)[{name!r}]", idea="biases start at zero")
+    # dict.fromkeys(names, np.zeros(d)) gives the four names one array: a step in place (p -= lr * g) then
+    # moves every bias by every gradient.
+    arrays = [(name, value) for name, value in params.items() if isinstance(value, np.ndarray)]
+    shared = [(a, b) for i, (a, x) in enumerate(arrays) for b, y in arrays[i + 1:] if np.shares_memory(x, y)]
+    expect(not shared, what="the arrays of init_multi_head(...)", expected="eight arrays of their own",
+           observed=f"{', '.join(f'{a} and {b}' for a, b in shared)} are one array (the same memory)",
+           idea="every parameter is its own array: np.zeros(d_model) once per bias, not one array for all four")
 
 
 def test_init_multi_head_weight_scale_and_draw_order(impl):

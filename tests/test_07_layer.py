@@ -489,7 +489,8 @@ def test_dropout_draws_only_from_rng(impl):
 
 
 def test_dropout_rejects_a_bad_rate(impl):
-    for rate in (1.0, -0.1, 1.5):
+    # NaN too: `if rate < 0 or rate >= 1: raise` lets it through, and dropout(x, nan) then zeroes every entry.
+    for rate in (1.0, -0.1, 1.5, float("nan")):
         expect_raises_value_error(lambda rate=rate: impl.dropout(np.ones(4), rate, np.random.default_rng(0)),
                                   argument="rate", what=f"dropout(x, rate={rate})",
                                   idea="bad input raises ValueError naming the argument: rate lies in [0, 1)")

@@ -329,6 +329,9 @@ def test_distance_penalty_rejects_bad_input(impl):
     expect_probe(impl, "distance_penalty/a_negative_slope", what="distance_penalty(5, slope=-0.5)", idea=CHECKS)
     expect_raises_value_error(lambda: impl.distance_penalty(0, 0.5), argument="n_keys",
                               what="distance_penalty(n_keys=0, 0.5)", idea=CHECKS)
+    # A slope checked only with `slope < 0` lets NaN through: every penalty, then every weight, is NaN.
+    expect_raises_value_error(lambda: impl.distance_penalty(5, float("nan")), argument="slope",
+                              what="distance_penalty(5, slope=nan)", idea=CHECKS)
     expect_probe(impl, "distance_penalty/seven_keys", what="distance_penalty(7, 0.35)",
                  idea=_penalty_idea(impl.distance_penalty(7, 0.35), 0.35))
 
@@ -435,6 +438,8 @@ def test_critical_distance_rejects_bad_input(impl):
     expect_probe(impl, "critical_distance/a_margin_of_zero", what="critical_distance(margin=0.0, 0.4)", idea=CHECKS)
     expect_raises_value_error(lambda: impl.critical_distance(2.0, -0.1), argument="slope",
                               what="critical_distance(2.0, slope=-0.1)", idea=CHECKS)
+    expect_raises_value_error(lambda: impl.critical_distance(2.0, float("nan")), argument="slope",
+                              what="critical_distance(2.0, slope=nan)", idea=CHECKS)
 
 
 # ---------------------------------------------------------------- recall_curve

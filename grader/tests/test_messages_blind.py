@@ -200,3 +200,36 @@ def test_a_dropout_that_never_rescales_is_still_told_a_scale(tmp_path):
                                           "    return np.where(keep, x, 0).astype(x.dtype)"))
     text = failures_of(target, "layer", "dropout")
     assert "a scale" in text or "(1 - rate)" in text, text[:3000]
+
+
+def test_a_rate_check_that_lets_nan_through_fails(tmp_path):
+    # `if rate < 0 or rate >= 1` is False for NaN: dropout(x, nan) zeroed every entry and passed every test.
+    target = plant(tmp_path, "layer.py", ("if not 0 <= rate < 1:", "if rate < 0 or rate >= 1:"))
+    text = failures_of(target, "layer", "rejects_a_bad_rate")
+    assert "dropout(x, rate=nan)" in text and "ValueError naming 'rate'" in text, text[:3000]
+
+
+def test_a_slope_check_that_lets_nan_through_fails(tmp_path):
+    # `slope < 0` alone: a NaN slope made every penalty NaN and passed every test.
+    target = plant(tmp_path, "distance.py",
+                   ("not isinstance(slope, numbers.Real) or not np.isfinite(slope) or slope < 0",
+                    "not isinstance(slope, numbers.Real) or slope < 0"))
+    text = failures_of(target, "distance", "rejects_bad_input")
+    assert "distance_penalty(5, slope=nan)" in text and "critical_distance(2.0, slope=nan)" in text, text[:3000]
+
+
+def test_a_causal_mask_cached_between_calls_fails(tmp_path):
+    # functools.lru_cache hands every caller one array: a caller's mask &= padding changes every later mask.
+    target = plant(tmp_path, "masks.py", ("def causal_mask(n: int) -> np.ndarray:",
+                                          "@functools.lru_cache\ndef causal_mask(n: int) -> np.ndarray:"))
+    text = failures_of(target, "masks", "causal_mask")
+    assert "causal_mask(4) called twice" in text and "a mask kept between calls" in text, text[:3000]
+
+
+def test_biases_that_are_one_array_fail(tmp_path):
+    # dict.fromkeys(names, np.zeros(d)): four names, one array; an in-place step moves all four together.
+    target = plant(tmp_path, "multihead.py",
+                   ('params.update({name: np.zeros(d_model) for name in ("b_q", "b_k", "b_v", "b_o")})',
+                    'params.update(dict.fromkeys(("b_q", "b_k", "b_v", "b_o"), np.zeros(d_model)))'))
+    text = failures_of(target, "multihead", "init_multi_head")
+    assert "b_q and b_k" in text and "are one array" in text, text[:3000]
