@@ -14,6 +14,7 @@ sequence) differs first, and what it is against what it should be. No misconcept
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -173,6 +174,10 @@ def _first_difference(function: str, observed: Any, expected: Any) -> tuple[str,
     differing = [i for i, (a, b) in enumerate(zip(observed, expected, strict=True)) if not _same(a, b)]
     if not differing:
         return "", "", LAST
+    swapped = _swapped(observed, expected)
+    if swapped:  # (before any step: a member in another's place is no step's wrong value, nor a scale of it)
+        return (f"its result holds the right values in another order: {swapped}",
+                "return the items in the order the docstring's Returns lists them", (0, 0))
     plan = PIPELINES.get(function)
     if plan is not None and plan.derive is not None:
         try:
@@ -193,6 +198,22 @@ def _first_difference(function: str, observed: Any, expected: Any) -> tuple[str,
     words, _, entry = _where(observed[index], expected[index])
     name = "its result" if len(expected) == 1 else f"item {index} of its result"
     return f"{name} differs first: {words}", "", (index, entry)
+
+
+def _swapped(observed: tuple, expected: tuple) -> str:
+    """Which items of ``observed`` are ``expected``'s in another order ('' when it is not that).
+
+    A blind round: pair_accuracy returning (both_right, accuracy) was told its accuracy was "0.5 times it", and
+    attention_cost returning (bytes, flops) that its flops were "0.2 times" the formula's.
+    """
+    if not 1 < len(expected) <= 4:
+        return ""
+    for order in itertools.permutations(range(len(expected))):
+        if list(order) != sorted(order) and all(
+                _same(np.asarray(observed[i]), np.asarray(expected[j])) for i, j in enumerate(order)):
+            moved = [f"item {i} is what item {j} should be" for i, j in enumerate(order) if i != j]
+            return "; ".join(moved)
+    return ""
 
 
 # ----------------------------------------------------------------------------- the function to look at first

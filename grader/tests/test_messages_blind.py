@@ -233,3 +233,17 @@ def test_biases_that_are_one_array_fail(tmp_path):
                     'params.update(dict.fromkeys(("b_q", "b_k", "b_v", "b_o"), np.zeros(d_model)))'))
     text = failures_of(target, "multihead", "init_multi_head")
     assert "b_q and b_k" in text and "are one array" in text, text[:3000]
+
+
+def test_a_result_s_items_in_another_order_are_told_so_not_a_scale(tmp_path):
+    # A blind round: (both_right, accuracy) was told its accuracy was "0.5 times it" and sent to the controls;
+    # (bytes, flops) that its flops were "0.2 times" the formula's, which was right.
+    for name, file, edit, exercise in (
+            ("pairs", "negation.py", ("return float(right.mean()), float(np.mean(right_per_pair == 2))",
+                                      "return float(np.mean(right_per_pair == 2)), float(right.mean())"), "negation"),
+            ("cost", "tokenization.py", ("return int(flops), int(n * n * itemsize)",
+                                         "return int(n * n * itemsize), int(flops)"), "tokenization")):
+        text = failures_of(plant(tmp_path / name, file, edit), exercise)
+        assert "its result holds the right values in another order: item 0 is what item 1 should be" in text, \
+            (name, text[:3000])
+        assert "times it" not in text.split("FAILURE")[0], (name, text[:3000])
