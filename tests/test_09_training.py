@@ -830,6 +830,7 @@ def test_train_is_init_model_then_adam_steps_with_their_state(impl):
            expected="a batch drawn anew from rng at every step", observed=str(frozen), idea=FROZEN.format(found=frozen))
     if followed:  # init_model comes first, its params known: the first loss of a batch of one is one sentence's
         _check_batch_of_one(impl)
+        _check_every_sentence_drawn(impl)
     _check_draws_from_rng(impl)
 
 
@@ -893,6 +894,32 @@ def _check_batch_of_one(impl) -> None:
            observed=f"{first:.6f}, the loss of no single sentence: a batch of another size",
            idea="train: each step's batch holds batch_size sentences, the argument given "
                 "(rng.integers(0, n, size=batch_size)), never a size of its own")
+
+
+def _check_every_sentence_drawn(impl) -> None:
+    """On two sentences, a first batch of 64 holds both: its loss is neither sentence's alone.
+
+    A blind round: rng.integers(0, n - 1, ...) never draws the last sentence, and passed every test. An honest draw
+    of 64 from 2 takes one sentence only once in 2**63 runs.
+    """
+    seed, options = 946, {**FOLLOW, "steps": 1, "batch_size": 64}
+    task = tasks().antecedent_task(np.random.default_rng(947), 2)
+    try:
+        first = float(np.asarray(impl.train(np.random.default_rng(seed), task, **options)[1], dtype=float).ravel()[0])
+        params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
+        each = [float(impl.model_gradients(params, task["tokens"][row:row + 1], task["query_position"][row:row + 1],
+                                           task["target"][row:row + 1], FOLLOW["n_heads"], True)[0])
+                for row in range(2)]
+    except Exception:  # noqa: BLE001 - a train or a model that fails here fails its own tests, with their messages
+        return
+    if abs(each[0] - each[1]) < 1e-6 * max(1.0, abs(each[0])):
+        return  # two sentences of one loss: nothing to tell apart
+    alone = [row for row in range(2) if np.isclose(first, each[row], rtol=1e-9, atol=1e-12)]
+    expect(not alone, what="the first loss of train(rng, task of 2 different sentences, batch_size=64, steps=1)",
+           expected=f"a mean over both sentences (their losses {each[0]:.4f} and {each[1]:.4f})",
+           observed=f"{first:.6f}, sentence {alone[0] if alone else '?'}'s loss alone: the other was never drawn",
+           idea="train: draw each batch from every sentence of the task, rng.integers(0, n, size=batch_size): the "
+                "high end is exclusive, so n itself, not n - 1")
 
 
 def _nearest_first(params: dict, task: dict, first: float) -> list[int]:

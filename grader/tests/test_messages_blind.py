@@ -247,3 +247,11 @@ def test_a_result_s_items_in_another_order_are_told_so_not_a_scale(tmp_path):
         assert "its result holds the right values in another order: item 0 is what item 1 should be" in text, \
             (name, text[:3000])
         assert "times it" not in text.split("FAILURE")[0], (name, text[:3000])
+
+
+def test_a_train_that_never_draws_the_last_sentence_fails(tmp_path):
+    # rng.integers(0, n - 1, ...): the last example is never drawn, and every test passed (a blind round).
+    target = plant(tmp_path, "training.py", ("        batch = rng.integers(0, len(tokens), size=batch_size)",
+                                             "        batch = rng.integers(0, len(tokens) - 1, size=batch_size)"))
+    text = failures_of(target, "training", "init_model_then_adam_steps")
+    assert "sentence 0's loss alone: the other was never drawn" in text, text[:3000]
