@@ -140,9 +140,13 @@ def expect_array(value: Any, *, what: str, idea: str) -> bool:
         False,
         what=what,
         expected="a numpy.ndarray",
-        observed=f"{type(value).__name__}: {_show(value)[:200]}",
+        observed=NOTHING if value is None else f"{type(value).__name__}: {_show(value)[:200]}",
         idea=idea,
     )
+
+
+# What a function that returned None is told (a blind round's print(...) in place of return read "shape NoneType").
+NOTHING = "None: the function returned nothing (no `return` reached, or print(...) where return was meant?)"
 
 
 def expect_shape(value: Any, shape: tuple[int, ...], *, what: str, idea: str) -> bool:
@@ -152,7 +156,7 @@ def expect_shape(value: Any, shape: tuple[int, ...], *, what: str, idea: str) ->
         observed == tuple(shape),
         what=what,
         expected=shape_words(shape),
-        observed=f"shape {observed}",
+        observed=NOTHING if value is None else f"shape {observed}",
         idea=idea,
     )
 

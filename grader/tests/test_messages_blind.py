@@ -255,3 +255,11 @@ def test_a_train_that_never_draws_the_last_sentence_fails(tmp_path):
                                              "        batch = rng.integers(0, len(tokens) - 1, size=batch_size)"))
     text = failures_of(target, "training", "init_model_then_adam_steps")
     assert "sentence 0's loss alone: the other was never drawn" in text, text[:3000]
+
+
+def test_a_function_that_prints_instead_of_returning_is_told_it_returned_nothing(tmp_path):
+    # A blind round: print(...) in place of return read "shape NoneType (not an array)".
+    target = plant(tmp_path, "layer.py", ("    return np.where(keep, x / (1.0 - rate), 0).astype(x.dtype)",
+                                          "    print(np.where(keep, x / (1.0 - rate), 0).astype(x.dtype))"))
+    text = failures_of(target, "layer", "zeroes_or_rescales")
+    assert "observed: None: the function returned nothing (no `return` reached, or print(...)" in text, text[:3000]
