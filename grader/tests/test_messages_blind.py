@@ -263,3 +263,11 @@ def test_a_function_that_prints_instead_of_returning_is_told_it_returned_nothing
                                           "    print(np.where(keep, x / (1.0 - rate), 0).astype(x.dtype))"))
     text = failures_of(target, "layer", "zeroes_or_rescales")
     assert "observed: None: the function returned nothing (no `return` reached, or print(...)" in text, text[:3000]
+
+
+def test_scores_divided_by_a_whole_square_root_fail_the_formula_test(tmp_path):
+    # math.isqrt(d_k): right wherever d_k is a square (the tests' 4, 16, 64 ...), found only by the reading example.
+    target = plant(tmp_path, "attention.py", ("    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
+                                              "    return (q @ np.swapaxes(k, -1, -2)) / math.isqrt(d_k)"))
+    text = failures_of(target, "attention", "scores_match_the_formula")
+    assert "FAILURE: attention_scores(q, k) with q (5, 8) and k (7, 8)" in text, text[:3000]
