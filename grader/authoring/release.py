@@ -34,10 +34,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from grader import course
 from grader.authoring.release_allowlist import (
@@ -258,6 +260,33 @@ def own_files(selected: tuple) -> dict[str, Path]:
         data = Path(next(exercise.home for exercise in selected if exercise.home)) / course.DATA_FOLDER
         files[f"tests/data/{course.RELEASED_PREFIX}{course.OWN_GOLDEN}"] = data / course.OWN_GOLDEN
         files[f"tests/data/{course.RELEASED_PREFIX}{course.OWN_FINGERPRINTS}"] = data / course.OWN_FINGERPRINTS
+    for exercise in (exercise for exercise in selected if exercise.home):
+        files.update(_reading_files(exercise))
+    return files
+
+
+def _reading_files(exercise: Any) -> dict[str, Path]:
+    """Release path -> course file of the text an own exercise's ``reading`` links to, where it is a path.
+
+    Every failure's ``read:`` line points there, so the release carries it (an instructor's round: the link went
+    to ``notes/centring.md``, which no release held). A URL is left as it is.
+
+    Raises
+    ------
+    ReleaseError
+        If the path is not a file inside the course folder.
+    """
+    home = Path(exercise.home).resolve()
+    files = {}
+    for link in exercise.reading:
+        path = link.split("#", 1)[0]
+        if not path or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path):
+            continue  # an anchor alone, or a URL
+        found = (home / path).resolve()
+        if not found.is_relative_to(home) or not found.is_file():
+            raise ReleaseError(f"[[exercise]] {exercise.name}: reading = {link!r}: {path} is not a file of the course "
+                               f"folder {home}, and every failure's read: line points there; write it, or give a URL")
+        files[PurePosixPath(found.relative_to(home)).as_posix()] = found
     return files
 
 

@@ -155,10 +155,16 @@ def test_it_is_released_with_its_stub_tests_and_diagnosis(own, tmp_path, capsys)
     course.read.cache_clear()
     load.cache_clear()
     release = tmp_path / "release"
+    # The text the link names must be there: a release that links to a file it lacks is refused, in one line.
+    status, out, err = kit(capsys, "release", str(release), "--course", str(own), "--no-git")
+    assert status != 0 and "reading = 'notes/centring.md#why-centre': notes/centring.md is not a file of the " \
+        "course folder" in out + err, out + err
+    (own / "notes").mkdir()
+    (own / "notes" / "centring.md").write_text("## Why centre\n\nThe mean carries no information here.\n")
     status, out, err = kit(capsys, "release", str(release), "--course", str(own), "--no-git")
     assert status == 0, out + err
     for path in (f"exercises/{NAME}.py", f"tests/test_{NAME}.py", "tests/data/course_golden.npz",
-                 "tests/data/course_fingerprints.npz"):
+                 "tests/data/course_fingerprints.npz", "notes/centring.md"):
         assert (release / path).is_file(), path
     assert not (release / "solutions").exists() and not (release / "mutants").exists()
     reference = (own / "solutions" / f"{NAME}.py").read_text(encoding="utf-8")
