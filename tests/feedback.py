@@ -136,6 +136,9 @@ def expect_array(value: Any, *, what: str, idea: str) -> bool:
     """Check that a function returned a numpy array at all."""
     if isinstance(value, np.ndarray):
         return True  # (the message, printing the value, is made only for a failure)
+    if isinstance(value, (list, tuple, int, float, np.generic)):  # numbers, but not in an array (a blind round)
+        idea = (f"the docstring's Returns gives a numpy.ndarray, and yours is a {type(value).__name__}: return "
+                f"np.asarray(...) of it, or build it with numpy throughout (then: {idea})")
     return expect(
         False,
         what=what,

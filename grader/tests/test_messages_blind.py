@@ -271,3 +271,12 @@ def test_scores_divided_by_a_whole_square_root_fail_the_formula_test(tmp_path):
                                               "    return (q @ np.swapaxes(k, -1, -2)) / math.isqrt(d_k)"))
     text = failures_of(target, "attention", "scores_match_the_formula")
     assert "FAILURE: attention_scores(q, k) with q (5, 8) and k (7, 8)" in text, text[:3000]
+
+
+def test_a_list_returned_for_an_array_is_told_to_return_an_array(tmp_path):
+    # A blind round: .tolist() at the end of softmax was sent to "normalise each slice" (which it did).
+    end = "        exponentials, totals, out=np.zeros_like(exponentials), where=totals > 0\n    )"
+    target = plant(tmp_path, "softmax.py", (end, end + ".tolist()"))
+    text = failures_of(target, "softmax", "same_shape_and_dtype")
+    assert "revisit:  the docstring's Returns gives a numpy.ndarray, and yours is a list: return np.asarray" in text, \
+        text[:3000]
