@@ -682,6 +682,7 @@ class Kit:
         self._unseen: list[str] = []  # functions called that have one, asked at the end of a test that passed
         self._rejected: list[str] = []  # functions that raised where the test expected it (bad input), see above
         self._kept = kept_state.kept_calls()  # its last calls that answered, asked again if it fails
+        self._returned: tuple[str, Any] | None = None
         self._crashed: tuple | None = None  # the call that raised, as ``_kept`` notes one (tests/api_signatures.py)
         self._defaulting: dict[tuple[str, str], tuple] = {}  # (function, parameter) -> its last call leaving it out
         # The first calls of each gated function in this session, with their answers (shared by the session's Kits).
@@ -848,6 +849,7 @@ class Kit:
             pytest.fail(record(failure).message, pytrace=False)
         result = left_intact(name, arguments, before, result, judged=not self._gating)
         self._kept.append((name, *noted))  # asked again if the test fails (tests/kept_state.py)
+        self._returned = (name, result)  # the last result, described if the test cannot use it
         if asked is not None and len(answered := self._answered.setdefault(name, [])) < ANSWERS_KEPT:
             answered.append((*asked, result))  # asked again, moved, if the gate finds it wrong elsewhere
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):

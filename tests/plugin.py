@@ -346,8 +346,9 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
     if exercise is not None and funcargs.get("implementation") is not None and unusable and not any(
             failure.revisit for failure in findings) and STOPPED not in report.longreprtext:
         # An exception in the test's own code (a stub's or a crash's pytest.fail has its own message).
-        unusable_result = _completed(item, [_explain_an_unusable_result(report, list(getattr(
-            funcargs.get("impl"), "_called", [])))])[0]
+        kit = funcargs.get("impl")
+        unusable_result = _completed(item, [_explain_an_unusable_result(
+            report, list(getattr(kit, "_called", [])), getattr(kit, "_returned", None))])[0]
         findings.append(unusable_result)
         report.longrepr = unusable_result.message  # rendered from the record, its reading included
     text = report.longreprtext
@@ -588,7 +589,21 @@ def _led_by_first_step(findings: list[failures.Failure], implementation: Any, ca
     return _led(findings, text, step.revisit or None)
 
 
-def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) -> failures.Failure:
+def _described(value: Any) -> str:
+    """A result in a few words: its type, and an array's shape and dtype or a tuple's or a dict's items."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return f"a numpy array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return f"a dict with the keys {', '.join(map(repr, list(value)[:6]))}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _explain_an_unusable_result(report: pytest.TestReport, called: list[str],
+                                returned: tuple[str, Any] | None = None) -> failures.Failure:
     """A failure without a revisit line: the test itself could not use what the student's function returned.
 
     Returns the failure that explains it (the caller completes it and renders it as the report's text).
@@ -600,6 +615,8 @@ def _explain_an_unusable_result(report: pytest.TestReport, called: list[str]) ->
     observed = crash.message.splitlines()[0] if crash is not None and crash.message else report.outcome
     function = called[-1] if called else "your function"
     name = f"{function}()" if called else function
+    if returned is not None and returned[0] == function:  # what came back, which the message never said
+        observed += f" (your {name} returned {_described(returned[1])})"
     failure = failures.Failure(
         kind=failures.UNUSABLE,
         what=f"the test could not use what {name} returned",

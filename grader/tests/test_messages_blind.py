@@ -280,3 +280,12 @@ def test_a_list_returned_for_an_array_is_told_to_return_an_array(tmp_path):
     text = failures_of(target, "softmax", "same_shape_and_dtype")
     assert "revisit:  the docstring's Returns gives a numpy.ndarray, and yours is a list: return np.asarray" in text, \
         text[:3000]
+
+
+def test_a_result_the_test_cannot_use_is_described(tmp_path):
+    # A blind round: rank_correlation returning np.corrcoef's 2 x 2 matrix was told only numpy's "truth value of an
+    # array ... is ambiguous", never what came back.
+    target = plant(tmp_path, "explain.py", ("    return _pearson(rank_a, rank_b)",
+                                            "    return np.corrcoef(rank_a, rank_b)"))
+    text = failures_of(target, "explain", "rank_correlation_of_orders_without_ties")
+    assert "(your rank_correlation() returned a numpy array of shape (2, 2) and dtype float64)" in text, text[:3000]
