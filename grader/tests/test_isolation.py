@@ -507,6 +507,9 @@ class _Busy:
     def waited(self) -> float:
         return self.seconds
 
+    def lowered(self) -> bool:
+        return False  # the worker kept its priority: the waits are the machine's
+
     def close(self) -> None:
         pass
 
