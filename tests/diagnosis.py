@@ -434,18 +434,27 @@ def _asked_afresh(implementation: Any, exercise: str, function_name: str, deviat
         outputs[name], deviates[name] = result, _deviates(name, result)
 
 
-@functools.cache
 def _test_files_text() -> str:
     """The text of the manifest's test files (where the probes are defined, and named where a test asks them)."""
+    paths = tuple(exercise.test_path if exercise.home else Path(__file__).parent / Path(exercise.test_file).name
+                  for exercise in load_curriculum().exercises)
+    return _texts_of(paths)
+
+
+@functools.cache
+def _texts_of(paths: tuple[Path, ...]) -> str:
+    """The files' texts, joined, read once per set of files.
+
+    A course's manifest has its own set: a process that ran a course's tests (an xdist worker) kept that course's
+    texts for the kit's tests after it.
+    """
     texts = []
-    for exercise in load_curriculum().exercises:
-        path = exercise.test_path if exercise.home else Path(__file__).parent / Path(exercise.test_file).name
+    for path in paths:
         with contextlib.suppress(OSError):
             texts.append(path.read_text(encoding="utf-8"))
     return "\n".join(texts)
 
 
-@functools.cache
 def asked_by_a_test(probe_name: str) -> bool:
     """Whether a test asks the probe ``probe_name`` (``fn/name``) itself, rather than only the diagnosis.
 
@@ -455,10 +464,15 @@ def asked_by_a_test(probe_name: str) -> bool:
     diagnosis alone asks (its answer is in no test's checks, nor in a table recorded from the tests' calls).
     When in doubt a probe counts as asked.
     """
+    return _asked_in(probe_name, _test_files_text())
+
+
+@functools.cache
+def _asked_in(probe_name: str, text: str) -> bool:
     short = probe_name.split("/", 1)[-1]
     pattern = (rf"[\"']{re.escape(probe_name)}[\"']|[\"']{re.escape(short)}[\"']"
                rf"|(?<!def ){re.escape(short)}\(")
-    return re.search(pattern, _test_files_text()) is not None
+    return re.search(pattern, text) is not None
 
 
 def right_on_its_probes(implementation: Any, exercise: str, name: str, *, asked_only: bool = False) -> bool:
@@ -766,9 +780,20 @@ def _same_dtypes(got: Any, expected: Any) -> bool:
     return all(a.dtype == b.dtype and a.shape == b.shape for a, b in zip(got, expected, strict=True))
 
 
-@functools.cache
 def _dtype_only_ids() -> frozenset[str]:
     """The known mistakes whose every stored output has the reference's values in another dtype."""
+    from grader import course
+
+    return _dtype_only_of(course.own_data(course.OWN_FINGERPRINTS, FINGERPRINT_FILE.parent))
+
+
+@functools.cache
+def _dtype_only_of(own: Path | None) -> frozenset[str]:
+    """:func:`_dtype_only_ids` for the course whose own fingerprints are ``own`` (None: the kit's alone).
+
+    Kept per course: a process that ran a course's check first (an xdist worker) kept that course's set for the
+    kit's tests after it, and a broken softmax's attention was named a known mistake of attention's.
+    """
     found = set()
     for mistake in load_fingerprints():
         ok = bool(mistake.outputs)

@@ -243,7 +243,16 @@ def load_all_probes() -> dict[str, Probe]:
                 sys.path.insert(0, str(path.parent))
             forget_other(path)
             importlib.import_module(path.stem)
-    return PROBES
+    # The probes of this manifest's functions only: a course's own exercise imported earlier in this process (an
+    # xdist worker that ran a course's tests) stays registered, and read the kit's fingerprints as out of date.
+    key = (id(load()), len(PROBES))
+    if _CURRENT.get("key") != key:
+        functions = {name for exercise in load().exercises for name in exercise.functions}
+        _CURRENT.update(key=key, probes={name: entry for name, entry in PROBES.items() if entry.function in functions})
+    return _CURRENT["probes"]
+
+
+_CURRENT: dict[str, Any] = {}
 
 
 # The keys a function's dict result must hold, where its docstring names them: others beside them are the

@@ -43,11 +43,29 @@ def kit(capsys, *arguments: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(autouse=True)
-def no_course(monkeypatch):
+def no_course(monkeypatch, tmp_path_factory):
     """Every test starts without a course and leaves none behind (``main`` sets the variable)."""
     monkeypatch.setenv(course.COURSE_ENV, "")
     monkeypatch.delenv(course.COURSE_ENV)
     monkeypatch.chdir(ROOT)
+    load.cache_clear()
+    course.read.cache_clear()
+    yield
+    # ... and nothing of a course in this process either: the next file's tests in it (an xdist worker) must read
+    # the kit's manifest, modules and probes (test_diagnosis, run after this file in one process, saw the course's
+    # "centre" among the probes and its softmax module in place of a student's).
+    import sys
+
+    from tests.probes import PROBES
+
+    temporary = str(tmp_path_factory.getbasetemp())
+    gone = {name for name, module in list(sys.modules.items())
+            if str(getattr(module, "__file__", None) or "").startswith(temporary)}
+    for name in gone:
+        del sys.modules[name]
+    for name in [name for name, entry in PROBES.items() if entry.build.__module__ in gone]:
+        del PROBES[name]
+    sys.path[:] = [entry for entry in sys.path if not entry.startswith(temporary)]
     load.cache_clear()
     course.read.cache_clear()
 
