@@ -120,7 +120,8 @@ def test_what_ended_a_test_is_recorded_with_its_kind(reference_reports):
     assert (wrong.kind, wrong.expected, wrong.observed) == (WRONG_RESULT, "a tuple", "ndarray")
     (unusable,) = failures_of(reference_reports["test_the_test_cannot_use_it"])
     assert unusable.kind == UNUSABLE and unusable.what == "the test could not use what softmax() returned"
-    assert unusable.observed == "AttributeError: 'numpy.ndarray' object has no attribute 'no_such_method'"
+    assert unusable.observed == ("AttributeError: 'numpy.ndarray' object has no attribute 'no_such_method' (your "
+                                 "softmax() returned a numpy array of shape (3,) and dtype float64)")
 
 
 def test_an_error_of_the_test_after_failed_checks_is_recorded_after_them(reference_reports):
