@@ -31,10 +31,30 @@ from grader.curriculum import load as load_curriculum
 from tests import by_code, decoded
 
 
-@functools.cache
-def api_names() -> frozenset[str]:
+def _per_manifest(compute: Callable[..., Any]) -> Callable[..., Any]:
+    """``compute(curriculum, *args)``, remembered for the manifest in force (the kit's, or a course's).
+
+    Never for the first manifest a process met: a process that ran a course's commands (an xdist worker, a test of
+    an own exercise) and then the kit's tests traced none of the kit's functions outside the course's (the blame of
+    a broken softmax fell on attention, diagnosed as "an inline softmax").
+    """
+    memo: dict[tuple, tuple[Any, Any]] = {}
+
+    @functools.wraps(compute)
+    def remembered(*args: Any) -> Any:
+        curriculum = load_curriculum()
+        kept = memo.get(args)
+        if kept is None or kept[0] is not curriculum:
+            kept = memo[args] = (curriculum, compute(curriculum, *args))
+        return kept[1]
+
+    return remembered
+
+
+@_per_manifest
+def api_names(curriculum: Any) -> frozenset[str]:
     """The manifest's public functions."""
-    return frozenset(f for e in load_curriculum().exercises for f in e.functions)
+    return frozenset(f for e in curriculum.exercises for f in e.functions)
 
 
 @dataclass
@@ -93,9 +113,9 @@ class Reached:
         return found
 
 
-@functools.cache
-def _home(name: str) -> str:
-    return load_curriculum().exercise_of_function(name).name
+@_per_manifest
+def _home(curriculum: Any, name: str) -> str:
+    return curriculum.exercise_of_function(name).name
 
 
 # The wrappers the suite put around the student's functions (:func:`_recording`, ``tests.kit``'s budget): made by
@@ -168,9 +188,9 @@ def instrument(package: str) -> bool:
     return changed
 
 
-@functools.cache
-def _module_names(package: str) -> tuple[str, ...]:
-    return tuple(f"{package}.{exercise.name}" for exercise in load_curriculum().exercises)
+@_per_manifest
+def _module_names(curriculum: Any, package: str) -> tuple[str, ...]:
+    return tuple(f"{package}.{exercise.name}" for exercise in curriculum.exercises)
 
 
 def recorded_function(implementation: Any, exercise: str, name: str) -> Callable[..., Any]:

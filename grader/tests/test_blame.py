@@ -152,3 +152,32 @@ def test_a_caller_s_own_idea_stays_after_fixing_the_blamed_dependency(tmp_path):
     assert revisits and all("fix softmax() first" in line for line in revisits), revisits
     assert any("should it still fail then, this test's own idea: a float mask is added to the scaled scores" in line
                for line in revisits), revisits
+
+
+def test_the_trace_follows_the_manifest_in_force(monkeypatch, tmp_path):
+    # A process that met a course's manifest first (an own exercise's commands, then the kit's tests in one xdist
+    # worker) traced none of the kit's functions outside the course's: a broken softmax's attention test found no
+    # callee of scaled_dot_product_attention, and the diagnosis named "an inline softmax" in a correct attention.
+    from grader.curriculum import load
+    from grader.tests.test_diagnosis import broken_softmax
+    from tests import reach
+    from tests.diagnosis import diagnose
+
+    kit = load()
+
+    class Course:  # a course of softmax alone, as `course init` with exercises = ["softmax"] makes
+        exercises = [kit.exercise("softmax")]
+
+        @staticmethod
+        def exercise_of_function(name):
+            return kit.exercise_of_function(name)
+
+    course = Course()
+    monkeypatch.setattr(reach, "load_curriculum", lambda: course)
+    assert "scaled_dot_product_attention" not in reach.api_names()
+    assert reach._module_names("pkg") == ("pkg.softmax",)
+    monkeypatch.setattr(reach, "load_curriculum", lambda: kit)
+    assert {"softmax", "scaled_dot_product_attention"} <= reach.api_names()
+    assert "pkg.attention" in reach._module_names("pkg")
+    target = broken_softmax(tmp_path / "student")  # no guard for an all -inf slice; attention.py correct
+    assert diagnose(LocalImplementation(target), "attention") == []
