@@ -309,23 +309,16 @@ def _is_given(cell: Mapping[str, Any]) -> bool:
     return cell.get("metadata", {}).get(KIT_METADATA, {}).get("role") == GIVEN_ROLE
 
 
-def _answer_cells(cells: list[Mapping[str, Any]], exercises: Iterable[str] | None = None) -> list[Mapping[str, Any]]:
-    """The notebook's answer cells, read as nbgrader's autograde reads them before the kit grades them.
+def _marked(cells: list[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], str]]:
+    """The cells nbgrader's autograde keeps as marked, with their ids, in order.
 
-    An answer cell is one whose nbgrader ``grade_id`` is a released answer cell's (``<exercise>-code``, what
-    ``attention-kit notebooks`` writes; of ``exercises`` only, when given: the answer cells this notebook was
-    released with), whatever its kind or flags now: nbgrader gives a released cell its released metadata and
-    kind back (a cell turned into Markdown is code again). A cell marked as nothing (no ``grade``, ``solution``
-    nor ``locked`` flag, nbgrader's truthiness) is a plain cell, as the kit's ``HalfFilledIds`` makes it. Of
-    cells that share an id (Jupyter copies a cell's metadata with it), only the last counts, as nbgrader's
-    ``DeduplicateIds`` keeps it and empties the others; a cell whose id the release does not have (made up,
-    another notebook's) is a plain cell. So ``attention-kit grade`` and nbgrader's gradebook score the same
-    notebook alike.
+    A cell marked as nothing (no ``grade``, ``solution`` nor ``locked`` flag, nbgrader's truthiness) is a plain
+    cell, as the kit's ``HalfFilledIds`` makes it; so is one without an id. Of cells that share an id (Jupyter
+    copies a cell's metadata with it), only the last counts, as nbgrader's ``DeduplicateIds`` keeps it and
+    empties the others.
     """
-    names = load_curriculum().names if exercises is None else exercises
-    released = {f"{name}-code" for name in names}
     seen: set[Any] = set()
-    answers = []
+    marked = []
     for cell in reversed(cells):
         meta = cell.get("metadata", {}).get("nbgrader")
         if not isinstance(meta, Mapping) or not any(meta.get(flag) for flag in MARKS):
@@ -334,9 +327,39 @@ def _answer_cells(cells: list[Mapping[str, Any]], exercises: Iterable[str] | Non
         if not isinstance(grade_id, str) or not grade_id or grade_id in seen:
             continue  # half-filled, or an earlier copy of a later cell: its metadata emptied
         seen.add(grade_id)
-        if grade_id in released:
-            answers.append(cell)
-    return answers[::-1]
+        marked.append((cell, grade_id))
+    return marked[::-1]
+
+
+def _answer_cells(cells: list[Mapping[str, Any]], exercises: Iterable[str] | None = None) -> list[Mapping[str, Any]]:
+    """The notebook's answer cells, read as nbgrader's autograde reads them before the kit grades them.
+
+    An answer cell is one whose nbgrader ``grade_id`` is a released answer cell's (``<exercise>-code``, what
+    ``attention-kit notebooks`` writes; of ``exercises`` only, when given: the answer cells this notebook was
+    released with), whatever its kind or flags now: nbgrader gives a released cell its released metadata and
+    kind back (a cell turned into Markdown is code again). Only the cells :func:`_marked` keeps count; a cell
+    whose id the release does not have (made up, another notebook's) is a plain cell. So ``attention-kit grade``
+    and nbgrader's gradebook score the same notebook alike.
+    """
+    names = load_curriculum().names if exercises is None else exercises
+    released = {f"{name}-code" for name in names}
+    return [cell for cell, grade_id in _marked(cells) if grade_id in released]
+
+
+def _restored_cells(cells: list[Mapping[str, Any]], exercises: Iterable[str] | None = None) -> list[int]:
+    """``id()`` of the cells whose source nbgrader's autograde replaces by the release's: its read-only cells.
+
+    A marked cell (:func:`_marked`) whose id is one the builder gives a locked cell of these exercises (the
+    given code, ``<exercise>-given`` or the single notebook's ``given-checks``; a test, ``<exercise>-test_...``;
+    a hidden test, ``<exercise>-hidden-<n>``) gets the released source back at autograde, whatever a student
+    wrote in it: what is in it is not the student's code. Read only where no answer cell is left: before, a
+    student's edit of a test cell (a function defined in it) was graded by ``grade`` and not by nbgrader.
+    """
+    names = load_curriculum().names if exercises is None else exercises
+    shapes = [re.compile(rf"{re.escape(name)}-(given|test_[\w-]*|hidden-\d+)") for name in names]
+    single = exercises is None  # (an assignment's notebook has no given-checks cell: one with it is made up)
+    return [id(cell) for cell, grade_id in _marked(cells)
+            if (single and grade_id == "given-checks") or any(shape.fullmatch(grade_id) for shape in shapes)]
 
 
 # The nbgrader flags that make a cell one of the release's (what DeduplicateIds looks at, by truthiness).
@@ -362,7 +385,8 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
         of ``exercises/<exercise>.py`` followed by the student's cells that
         define its functions (its answer cells, as nbgrader reads them:
         ``_answer_cells``; without any, every code cell that the builder did
-        not give away), magics
+        not give away and that nbgrader does not give its released source
+        back: ``_restored_cells``), magics
         removed. When that code calls the given input checks
         (``as_float_array`` ...), the module imports them from ``_checks`` and
         the result has a ``"_checks"`` entry with their source.
@@ -371,8 +395,10 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
     curriculum = load_curriculum()
     cells = [cell for cell in data["cells"] if isinstance(cell, Mapping)]
     chosen = _answer_cells(cells, exercises)
-    if not chosen:
-        chosen = [cell for cell in cells if cell.get("cell_type") == "code" and not _is_given(cell)]
+    if not chosen:  # the student's code cells: not those autograde gives their released source back
+        restored = _restored_cells(cells, exercises)
+        chosen = [cell for cell in cells
+                  if cell.get("cell_type") == "code" and not _is_given(cell) and id(cell) not in restored]
     pieces: dict[str, list[str]] = {}
     for cell in chosen:
         code = strip_magics(_source(cell))
