@@ -34,6 +34,16 @@ from tests.reach import (
 def known_functions(view: str) -> frozenset[str]:
     """The API functions a call of ``view`` may reach of the student's: its exercise's, or all (``VIEW_ALL``)."""
     curriculum = load_curriculum()
+    kept = _KNOWN.get(view)
+    if kept is None or kept[0] is not curriculum:  # per manifest in force (asked twice in every call)
+        kept = _KNOWN[view] = (curriculum, _known(curriculum, view))
+    return kept[1]
+
+
+_KNOWN: dict[str, tuple[Any, frozenset[str]]] = {}  # view -> (the manifest, its functions)
+
+
+def _known(curriculum: Any, view: str) -> frozenset[str]:
     if view == protocol.VIEW_ALL:
         return frozenset(f for exercise in curriculum.exercises for f in exercise.functions)
     try:

@@ -279,3 +279,9 @@ def test_only_installed_libraries_are_imported_before_the_baseline(tmp_path):
     assert installed_imports(tmp_path / "decoding.py") == ["asyncio", "os.path", "scipy.special", "json"]
     (tmp_path / "broken.py").write_text("import (\n", encoding="utf-8")
     assert installed_imports(tmp_path / "broken.py") == []
+    # Read once per version of the file: an edited module (here a second run of a watched folder) is read again.
+    (tmp_path / "decoding.py").write_text("import asyncio\nimport json, csv\n", encoding="utf-8")
+    assert installed_imports(tmp_path / "decoding.py") == ["asyncio", "json", "csv"]
+    (tmp_path / "_buffers.py").unlink()
+    (tmp_path / "decoding.py").write_text("import _buffers\n", encoding="utf-8")
+    assert installed_imports(tmp_path / "decoding.py") == ["_buffers"]  # no longer a file of the folder
