@@ -189,15 +189,40 @@ class Implementation(Protocol):
         """Return the callable ``name`` for a test of ``exercise``."""
 
 
-def describe_import_error(module_file: str, error: BaseException) -> str:
-    """Say in one line why ``module_file`` could not be imported."""
+def describe_import_error(module_file: str, error: BaseException, folder: Path | None = None,
+                          package: str = "") -> str:
+    """Say in one line why ``module_file`` could not be imported, at the line of the student's that raised.
+
+    ``folder``: the student's folder (the line named is the last one of its files that the import went through,
+    never the kit's own import hook); ``package``: the name the folder is imported as, which the student never
+    wrote, taken out of the message (``No module named '_checks'``, not the kit's package name).
+    """
     if isinstance(error, SyntaxError):
         where = Path(error.filename or module_file).name
         return f"syntax error in {where} line {error.lineno}: {error.msg}"
-    frames = traceback.extract_tb(error.__traceback__)
-    inside = [frame for frame in frames if frame.filename.endswith(".py") and "importlib" not in frame.filename]
-    where = f" ({Path(inside[-1].filename).name} line {inside[-1].lineno})" if inside else ""
-    return f"importing {module_file} raised {type(error).__name__}: {error}{where}"
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename.endswith(".py") and "importlib" not in frame.filename]
+    if folder is not None:
+        home = str(Path(folder).resolve())
+        frames = [frame for frame in frames if str(Path(frame.filename).resolve()).startswith(home)]
+    where = f" ({Path(frames[-1].filename).name} line {frames[-1].lineno})" if frames else ""
+    return f"importing {module_file} raised {type(error).__name__}: {_unpackaged(error, package)}{where}"
+
+
+def _unpackaged(error: BaseException, package: str) -> str:
+    """``error``'s text without the package name the student's folder is imported as (``tests.kit`` and the worker).
+
+    A relative import of a module that is not in the folder says so: the student wrote ``from ._checks import``.
+    """
+    text = str(error)
+    if not package:
+        return text
+    name = getattr(error, "name", None)
+    if isinstance(error, ModuleNotFoundError) and isinstance(name, str) and name.startswith(f"{package}."):
+        missing = name[len(package) + 1 :]
+        return (f"No module named {missing!r} in your folder (a relative import, from .{missing} import ..., "
+                f"reads the files beside your module, and {missing.replace('.', '/')}.py is not one of them)")
+    return text.replace(f"{package}.", "").replace(f"'{package}'", "'your folder'")
 
 
 # What the grader's sandbox holds besides the student's own folder (``grader.sandbox.limits``: Python's standard
@@ -292,13 +317,13 @@ class LocalImplementation:
                 return importlib.import_module(f"{self.package}.{name}")
         except TimeoutError as error:
             if f"importing {name}.py did not finish" not in str(error):
-                self._failures[name] = describe_import_error(f"{name}.py", error)
+                self._failures[name] = describe_import_error(f"{name}.py", error, self.path, self.package)
             else:
                 self._failures[name] = (f"importing {name}.py did not finish within {self.call_seconds:g} s "
                                         "(an infinite loop at module level?)")
             raise ImplementationError(self._failures[name]) from None
         except Exception as error:  # any failure of student code at import
-            self._failures[name] = describe_import_error(f"{name}.py", error)
+            self._failures[name] = describe_import_error(f"{name}.py", error, self.path, self.package)
             raise ImplementationError(self._failures[name]) from None
 
     @contextlib.contextmanager

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 import traceback
 import warnings
 from typing import Any
@@ -556,3 +557,27 @@ def described_default(value: Any, empty: Any) -> Any:
         return {"repr": str(repr(value))[:200]}
     except BaseException:  # noqa: BLE001 - a repr of the student's that fails
         return {"repr": "<a default without a repr>"}
+
+
+def import_error_text(module: str, error: BaseException, modules: str) -> str:
+    """Say in one line why the student's ``module`` could not be imported (the worker's; ``modules``: its folder).
+
+    Same wording as ``tests.kit.describe_import_error``, so local and isolated runs read alike: the line named is
+    the last of the student's files the import went through, and the package names the views are imported as
+    (``_student_<view>``), which the student never wrote, are taken out (a relative import of a module that is
+    not in the folder says so).
+    """
+    if isinstance(error, SyntaxError):
+        where = os.path.basename(error.filename or f"{module}.py")
+        return f"syntax error in {where} line {error.lineno}: {error.msg}"
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(modules)]
+    where = f" ({os.path.basename(frames[-1].filename)} line {frames[-1].lineno})" if frames else ""
+    name = getattr(error, "name", None)
+    if isinstance(error, ModuleNotFoundError) and isinstance(name, str) and name.startswith("_student_") \
+            and "." in name:
+        missing = name.partition(".")[2]
+        text = (f"No module named {missing!r} in your folder (a relative import, from .{missing} import ..., "
+                f"reads the files beside your module, and {missing.replace('.', '/')}.py is not one of them)")
+    else:
+        text = re.sub(r"'_student_\w+'", "'your folder'", re.sub(r"\b_student_\w+\.", "", str(error)))
+    return f"importing {module}.py raised {type(error).__name__}: {text}{where}"

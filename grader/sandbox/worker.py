@@ -21,7 +21,6 @@ import builtins
 import os
 import sys
 import time
-import traceback
 import types
 from typing import Any
 
@@ -336,14 +335,8 @@ class Worker:
         return loaded
 
     def describe_import_error(self, module: str, error: BaseException) -> str:
-        """Say in one line why ``module`` could not be imported."""
-        # Same wording as tests.kit.describe_import_error, so local and isolated runs read alike.
-        if isinstance(error, SyntaxError):
-            where = os.path.basename(error.filename or f"{module}.py")
-            return f"syntax error in {where} line {error.lineno}: {error.msg}"
-        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(self.modules)]
-        where = f" ({os.path.basename(frames[-1].filename)} line {frames[-1].lineno})" if frames else ""
-        return f"importing {module}.py raised {type(error).__name__}: {error}{where}"
+        """Say in one line why ``module`` could not be imported (``codec.import_error_text``)."""
+        return codec.import_error_text(module, error, self.modules)
 
     def exercises_of(self, view: str) -> Any:
         """The exercises whose modules are the student's in ``view``: its own under fair grading, else every one."""

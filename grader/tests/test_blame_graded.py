@@ -168,3 +168,26 @@ def test_a_graded_call_notes_what_it_reached_of_the_student_s_own_functions(tmp_
         kit.scaled_dot_product_attention(rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)))
     assert kit._reached.calls == {("", "scaled_dot_product_attention"), ("scaled_dot_product_attention", "softmax"),
                                   ("scaled_dot_product_attention", "attention_scores")}, kit._reached
+
+
+def test_a_module_that_does_not_import_is_named_at_its_own_line_in_both_runs(tmp_path):
+    # A relative import of a module the folder does not have (a student who read the reference's `from ._checks
+    # import ...` somewhere): the line named was the kit's own import hook's ("kit.py line 231", status said
+    # "ModuleNotFoundError at line 231 of kit.py"), and the module's name the kit's package name, never written by
+    # the student ("No module named '_attention_kit_impl_f44bd663a4._checks'").
+    from tests.kit import ImplementationError, LocalImplementation
+
+    target = plant(tmp_path, "softmax.py", ("from ._checks import as_float_array",
+                                            "from ._helpers import as_float_array"))
+    line = 1 + (target / "softmax.py").read_text(encoding="utf-8").splitlines().index(
+        "from ._helpers import as_float_array")
+    said = ("importing softmax.py raised ModuleNotFoundError: No module named '_helpers' in your folder (a relative "
+            "import, from ._helpers import ..., reads the files beside your module, and _helpers.py is not one of "
+            f"them) (softmax.py line {line})")
+    with pytest.raises(ImplementationError) as local:
+        LocalImplementation(target).function("softmax", "softmax")
+    assert str(local.value) == said
+    with IsolatedImplementation(target, limits=Limits(call_timeout=10.0)) as implementation, \
+            pytest.raises(Exception) as graded:
+        implementation.function("softmax", "softmax")(np.ones((2, 3)))
+    assert said in str(graded.value), str(graded.value)
