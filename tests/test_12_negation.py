@@ -322,10 +322,20 @@ def test_pooled_features_forget_the_order(impl):
     order = np.random.default_rng(16).permutation(SEQ)
     moved_query = np.argsort(order)[query]
     first = impl.pooled_features(embedding, tokens, query)
+    if not expect_shape(first, (N_EX, 2 * D_SMALL), what="pooled_features' result", idea=FEATURES):
+        return
     second = impl.pooled_features(embedding, tokens[:, order], moved_query)
     expect_close(second, first, rtol=1e-10, atol=1e-12,
                  what="pooled_features of the same sentences, words shuffled (the question kept on its word)",
                  idea="a mean ignores the order: " + FEATURES)
+    # The order forgotten, not the words: features that ignore the sentence (zeros, a constant) are no bag.
+    other = tokens.copy()
+    other[:, 2] = (other[:, 2] + 1) % VOCAB  # (no question is asked at position 2)
+    third = np.asarray(impl.pooled_features(embedding, other, query), dtype=float)
+    changed = np.any(np.abs(third[:, :D_SMALL] - np.asarray(first, dtype=float)[:, :D_SMALL]) > 1e-9, axis=1)
+    expect(bool(np.all(changed)), what="pooled_features of the same sentences with one word changed in each",
+           expected="a different mean in every sentence (the bag holds other words)",
+           observed=f"the same mean in {int(np.sum(~changed))} of {N_EX} sentences", idea=FEATURES)
 
 
 def test_pooled_features_rejects_a_bad_query_position(impl):

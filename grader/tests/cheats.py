@@ -1344,7 +1344,7 @@ def _more() -> list[Cheat]:
     from grader.curriculum import load
 
     found = []
-    for exercise in ("attention", "positional", "layer", "backward", "decoding"):  # where zeros passed a test
+    for exercise in ("attention", "positional", "layer", "backward", "decoding", "negation"):  # zeros passed a test
         number = Path(load().exercise(exercise).test_file).stem.split("_", 2)
         found.append(Cheat(f"{exercise}-zeros-of-the-right-shape", exercise, _every_function(exercise, ZEROS_BODY),
                            _every_function(exercise, STUB_BODY), _files(number[1], number[2])))

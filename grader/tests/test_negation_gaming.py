@@ -65,6 +65,14 @@ def pooled_gradients(params, tokens, query_position, target):
 '''
 UNDONE = "raise NotImplementedError('the shortcut left undone (the control)')"
 
+# Features of the right shape that ignore the sentence: any constant "forgets the order" (a hostile tester's).
+# (Its shape earns the shape test, as any features of that shape would: only the order's test is its idea's.)
+_CONSTANT_FEATURES = '''
+def pooled_features(embedding, tokens, query_position):
+    {body}
+    return np.ones((np.shape(tokens)[0], 2 * np.shape(embedding)[1]))
+'''
+
 # Numerical gradients that pass the gate by replaying its choice of entries: on the gate's input (recognised by
 # its shapes) only the entries a fixed seed would check are estimated (a hostile tester's, issue 32). The gate
 # now draws its entries from the returned gradient itself.
@@ -188,6 +196,9 @@ CHEATS = {
         Cheat("negation-bag-built-by-hand-past-short-runs", "negation",
               {"negation": _HAND_BUILT.format(honest=SHORT_RUNS_HONEST, body="pass", curve=STARTED)},
               {"negation": _HAND_BUILT.format(honest=SHORT_RUNS_HONEST, body=UNDONE, curve=STARTED)}, FILES),
+        Cheat("negation-features-that-ignore-the-sentence", "negation",
+              {"negation": _CONSTANT_FEATURES.format(body="pass")},
+              {"negation": _CONSTANT_FEATURES.format(body=UNDONE)}, FILES, about="forget_the_order"),
         Cheat("negation-all-zero-model", "negation",
               {"negation": _ALL_ZERO.format(body="pass")},
               {"negation": _ALL_ZERO.format(body=UNDONE)}, FILES),
