@@ -269,6 +269,10 @@ def test_cosine_similarity_ignores_length(impl):
                  what="cosine_similarity with every row multiplied by a different positive number", idea=LENGTH)
     expect_close(impl.cosine_similarity(chunks, 7.0 * chunks).diagonal(), np.ones(6), rtol=1e-12,
                  what="the cosine of each chunk with itself made 7 times longer", idea=LENGTH)
+    # Length ignored, direction kept: a constant (every cosine 1) ignores the length too.
+    expect_close(impl.cosine_similarity(chunks, -7.0 * chunks).diagonal(), -np.ones(6), rtol=1e-12,
+                 what="the cosine of each chunk with itself made 7 times longer and turned around (times -7)",
+                 idea=LENGTH)
 
 
 def test_cosine_similarity_rejects_a_zero_vector(impl):

@@ -698,6 +698,14 @@ CHEATS = {
               {"distance": "def critical_distance(margin, slope):\n    return float('inf')\n"},
               {"distance": "def critical_distance(margin, slope):\n    raise NotImplementedError\n"},
               _files("13", "distance"), about="critical_distance"),
+        # (a hostile tester's): cosines of 1.0 everywhere "ignore the length". The reference's checks kept, so the
+        # control differs only by the constant.
+        Cheat("cosine-similarity-all-ones", "retrieval",
+              {"retrieval": "_checked_cosine = cosine_similarity\n\n\ndef cosine_similarity(queries, chunks):\n"
+                            "    return np.ones_like(_checked_cosine(queries, chunks))\n"},
+              {"retrieval": "_checked_cosine = cosine_similarity\n\n\ndef cosine_similarity(queries, chunks):\n"
+                            "    _checked_cosine(queries, chunks)\n    raise NotImplementedError\n"},
+              _files("14", "retrieval"), about="cosine_similarity_ignores_length"),
         *(Cheat(f"{module}-rejects-every-input", module, {module: _raising(module, "ValueError")},
                 {module: _raising(module, "NotImplementedError")}, _files(number, module))
           for number, module in (("04", "masks"), ("12", "negation"), ("13", "distance"), ("14", "retrieval"),
