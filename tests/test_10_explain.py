@@ -551,6 +551,10 @@ def test_attention_on_the_token_that_matters_agrees_with_occlusion(impl):
         _expect_rank(impl.rank_correlation(model.weights, measure), 1.0, model.weights, measure,
                      what=f"rank correlation of the attention weights and {name}, when each token matters in "
                           "proportion to its weight", idea=SPEARMAN + "; here the orders are the same")
+        # (and its reverse: a rank correlation that answers 1.0 whatever it is given does not measure agreement)
+        _expect_rank(impl.rank_correlation(model.weights, -measure), -1.0, model.weights, -measure,
+                     what=f"rank correlation of the attention weights and minus {name}, the same tokens in the "
+                          "reverse order", idea=SPEARMAN + "; here the orders are reversed")
 
 
 # ----------------------------------------------------------------------------- reference values

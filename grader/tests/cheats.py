@@ -698,8 +698,14 @@ CHEATS = {
               {"distance": "def critical_distance(margin, slope):\n    return float('inf')\n"},
               {"distance": "def critical_distance(margin, slope):\n    raise NotImplementedError\n"},
               _files("13", "distance"), about="critical_distance"),
-        # (a hostile tester's): cosines of 1.0 everywhere "ignore the length". The reference's checks kept, so the
-        # control differs only by the constant.
+        # (a hostile tester's): a rank correlation of 1.0 whatever it is given "agrees"; cosines of 1.0 everywhere
+        # "ignore the length". The reference's checks kept, so the control differs only by the constant.
+        Cheat("rank-correlation-always-one", "explain",
+              {"explain": "_checked_rank = rank_correlation\n\n\ndef rank_correlation(a, b):\n"
+                          "    _checked_rank(a, b)\n    return 1.0\n"},
+              {"explain": "_checked_rank = rank_correlation\n\n\ndef rank_correlation(a, b):\n"
+                          "    _checked_rank(a, b)\n    raise NotImplementedError\n"},
+              _files("10", "explain")),
         Cheat("cosine-similarity-all-ones", "retrieval",
               {"retrieval": "_checked_cosine = cosine_similarity\n\n\ndef cosine_similarity(queries, chunks):\n"
                             "    return np.ones_like(_checked_cosine(queries, chunks))\n"},
