@@ -29,6 +29,8 @@ SCORES = ("scores[..., i, j] = q[..., i, :] . k[..., j, :] / sqrt(d_k): q @ k^T,
           "two axes of k")
 BATCHED = ("swap only the last two axes of k: np.swapaxes(k, -1, -2). k.T (or np.transpose(k)) reverses "
            "every axis of a batched array, and q @ k without a transpose fits only when n_k == d_k")
+NP_DOT = ("np.dot of arrays with batch axes pairs every batch of the first with every batch of the second "
+          "(shape (..., n, ..., m)), where @ (np.matmul) pairs them one to one: use @")
 WEIGHTS = "weights = softmax(scores) over the key axis (the last one): each query's weights sum to 1"
 SHAPES = ("follow the shapes: q (..., n_q, d_k) @ k^T (..., d_k, n_k) gives the weights (..., n_q, n_k), "
           "and weights @ v (..., n_k, d_v) gives the context (..., n_q, d_v); k^T is np.swapaxes(k, -1, -2), "
@@ -67,9 +69,20 @@ def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return shifted / shifted.sum(axis=axis, keepdims=True)
 
 
-def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray | None = None,
-                   then=lambda scores: scores) -> str | None:
-    """Name the classic scoring mistake that reproduces ``observed``, if one does."""
+def _dot_shape(a: np.ndarray, b_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape ``np.dot(a, b)`` gives where it differs from ``a @ b`` (batch axes), else None."""
+    if a.ndim <= 2 and len(b_shape) <= 2:
+        return None
+    return (*a.shape[:-1], *b_shape[:-2], b_shape[-1])
+
+
+def _dot_idea(observed: object, a: np.ndarray, b_shape: tuple[int, ...], idea: str) -> str:
+    """``idea``, led by :data:`NP_DOT` when ``observed`` has the shape np.dot gives for ``a`` and ``b``."""
+    return _idea(NP_DOT if np.shape(observed) == _dot_shape(a, b_shape) else None, idea)
+
+
+def _score_candidates(q: np.ndarray, k: np.ndarray, v: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The classic scoring mistakes and the scores each gives (np.dot's last: without batch axes it is @)."""
     raw, (n_q, d_k), n_k = _raw_scores(q, k), q.shape[-2:], k.shape[-2]
     candidates = {
         "the scores are not divided by sqrt(d_k)": raw,
@@ -82,7 +95,23 @@ def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.nda
             raw / np.sqrt(v.shape[-1]))
     if n_k == d_k:
         candidates["k is not transposed: q @ k instead of q @ k^T"] = q @ k / np.sqrt(d_k)
-    for mistake, scores in candidates.items():
+    candidates[NP_DOT] = np.dot(q, np.swapaxes(k, -1, -2)) / np.sqrt(d_k)
+    return candidates
+
+
+def _score_mistakes(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray | None = None,
+                    then=lambda scores: scores) -> set[str]:
+    """Every classic scoring mistake whose scores reproduce ``observed`` (a right result among them: np.dot's)."""
+    return {mistake for mistake, scores in _score_candidates(q, k, v).items()
+            if np.shape(observed) == then(scores).shape and np.allclose(observed, then(scores))}
+
+
+def _score_mistake(observed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray | None = None,
+                   then=lambda scores: scores) -> str | None:
+    """Name the classic scoring mistake that reproduces ``observed``, if one does (np.dot only with batch axes)."""
+    for mistake, scores in _score_candidates(q, k, v).items():
+        if mistake == NP_DOT and _dot_shape(q, (*k.shape[:-2], k.shape[-1], k.shape[-2])) is None:
+            continue  # np.dot is @ here: it explains nothing a correct result does not
         expected = then(scores)
         if np.shape(observed) == expected.shape and np.allclose(observed, expected):
             return mistake
@@ -120,7 +149,8 @@ def test_scores_shape_with_batch_axes(impl):
     scores = call_or_explain(impl.attention_scores, q, k, what=what, idea=BATCHED)
     expect_dtype(scores, np.float64, what=what, idea=SCORES)
     expect_equal(np.shape(scores), (B, H, NQ, NK), what=f"the shape of {what}",
-                 idea="one score per (query, key) pair: (..., n_q, d_k), (..., n_k, d_k) -> (..., n_q, n_k)")
+                 idea=_dot_idea(scores, q, (*k.shape[:-2], k.shape[-1], k.shape[-2]),
+                                "one score per (query, key) pair: (..., n_q, d_k), (..., n_k, d_k) -> (..., n_q, n_k)"))
 
 
 def test_scores_match_the_formula(impl):
@@ -132,7 +162,7 @@ def test_scores_match_the_formula(impl):
         cases.append((what, q, k, call_or_explain(impl.attention_scores, q, k, what=what, idea=BATCHED)))
     # A mistake is named only where it explains both inputs: a d_k read off k.shape[0] is the number of keys on the
     # one without batch axes alone (a blind round was told "sqrt(n_k)" there, and the batched scores are off too).
-    named = {_score_mistake(scores, q, k) for _, q, k, scores in cases}
+    named = set.intersection(*(_score_mistakes(scores, q, k) for _, q, k, scores in cases))
     mistake = named.pop() if len(named) == 1 else None
     for what, q, k, scores in cases:
         expect_close(scores, _raw_scores(q, k) / np.sqrt(q.shape[-1]), what=what, idea=_idea(mistake, SCORES))
@@ -165,7 +195,8 @@ def test_attention_shapes(impl):
     swapped = np.shape(context) == (B, H, NQ, NK) and np.shape(weights) == (B, H, NQ, DV)
     idea = "the result is (context, weights), in that order" if swapped else CONTEXT
     expect_equal(np.shape(context), (B, H, NQ, DV), what=f"the shape of the context of {what}",
-                 idea="one output row per query, as wide as a value: (..., n_q, d_v); " + idea)
+                 idea=_dot_idea(context, np.empty((B, H, NQ, NK)), v.shape,
+                                "one output row per query, as wide as a value: (..., n_q, d_v); " + idea))
     expect_equal(np.shape(weights), (B, H, NQ, NK), what=f"the shape of the weights of {what}",
                  idea="one weight per (query, key) pair: (..., n_q, n_k); " + idea)
 

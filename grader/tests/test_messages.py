@@ -465,3 +465,19 @@ def test_a_known_mistake_does_not_lead_a_bad_input_it_does_not_accept(tmp_path):
     text = failures_of(target, "retrieval")
     assert "known mistake" in _led(text, "test_top_k_best_first"), text[:2000]
     assert "known mistake" not in _led(text, "test_top_k_rejects_a_bad_k"), text[:3000]
+
+
+def test_np_dot_on_batched_arrays_is_named_by_its_shape(tmp_path):
+    # np.dot pairs every batch of q with every batch of k: scores of shape (2, 3, 5, 2, 3, 7). The shape test said
+    # only what the shape should be (a left-alone vague message of an earlier round); the product that makes that
+    # shape is named now, in the scores' tests and in the context's, and nowhere else.
+    target = plant(tmp_path, "attention.py", ("    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)",
+                                              "    return np.dot(q, np.swapaxes(k, -1, -2)) / math.sqrt(d_k)"))
+    text = failures_of(target, "attention", "test_scores_")
+    assert text.count("revisit:  np.dot of arrays with batch axes pairs every batch") == 2, text[:3000]
+    target = plant(tmp_path / "context", "attention.py", ("context = weights @ v", "context = np.dot(weights, v)"))
+    text = failures_of(target, "attention", "test_attention_shapes")
+    assert "observed: (2, 3, 5, 2, 3, 6)" in text and "revisit:  np.dot of arrays with batch axes" in text, text[:3000]
+    assert "np.dot" not in failures_of(plant(tmp_path / "plain", "attention.py", (
+        "    return (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)", "    return (q @ k.T) / math.sqrt(d_k)")),
+        "attention", "test_scores_")
