@@ -131,7 +131,9 @@ def test_each_slice_uses_its_own_maximum(impl):
     # Rows hundreds apart: a single maximum for the whole array sends the low row's
     # exponentials below the smallest float, and that row no longer sums to 1.
     x = np.random.default_rng(5).normal(size=(3, 5)) + np.array([[0.0], [-900.0], [40.0]])
-    idea = "subtract each slice's own maximum (np.max along `axis`, keepdims=True), not the maximum of the array"
+    # (Not "not the maximum of the array": a softmax that subtracts no maximum at all fails here first too.)
+    idea = ("subtract each slice's own maximum (np.max along `axis`, keepdims=True) before np.exp: a slice far "
+            "below what was subtracted (nothing, or the maximum of the whole array) underflows to 0")
     out = impl.softmax(x)
     if expect_shape(out, x.shape, what="softmax keeps the input's shape", idea=ROWS):
         expect_close(out.sum(axis=-1), np.ones(3), what="rows whose scores lie hundreds apart each sum to 1",

@@ -289,3 +289,15 @@ def test_a_result_the_test_cannot_use_is_described(tmp_path):
                                             "    return np.corrcoef(rank_a, rank_b)"))
     text = failures_of(target, "explain", "rank_correlation_of_orders_without_ties")
     assert "(your rank_correlation() returned a numpy array of shape (2, 2) and dtype float64)" in text, text[:3000]
+
+
+def test_a_softmax_that_subtracts_no_maximum_is_not_told_it_took_the_array_s(tmp_path):
+    # A blind round: exp(x) / sum without any shift was right in its diagnosis, but its revisit line said "not the
+    # maximum of the array", a mistake it did not make.
+    target = plant(tmp_path, "softmax.py",
+                   ("    largest = np.where(np.isfinite(largest), largest, 0)\n    exponentials = np.exp(x - largest)",
+                    "    exponentials = np.exp(x)"))
+    text = failures_of(target, "softmax", "each_slice_uses_its_own_maximum")
+    assert "without subtracting the maximum" in text, text[:3000]
+    assert "not the maximum of the array" not in text, text[:3000]
+    assert "(nothing, or the maximum of the whole array) underflows to 0" in text, text[:3000]
