@@ -71,7 +71,14 @@ def where_it_crashed(error: BaseException) -> str:
               if "numpy" not in Path(frame.filename).parts and not _is_kit_file(frame.filename)]
     if frames:
         last = frames[-1]
-        return f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
+        where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
+        # Raised in another of the student's files (a blind round: multi_head_attention handing k and v of two
+        # lengths to scaled_dot_product_attention, whose own check raised): the line that made the call too, or
+        # "the line above" is the callee's raise, which did its job.
+        caller = next((frame for frame in reversed(frames) if frame.filename != last.filename), None)
+        if caller is not None:
+            where += f"\n            called from {Path(caller.filename).name} line {caller.lineno}: {caller.line}"
+        return where
     return ""
 
 

@@ -860,11 +860,14 @@ class Kit:
             failure = Failure(
                 f"{name}({_describe_arguments(arguments)}) crashed",
                 "a result (these inputs are valid per the docstring)",
-                f"{type(error).__name__}: {error}{where_it_crashed(error)}",
+                f"{type(error).__name__}: {error}{(where := where_it_crashed(error))}",
                 not_about_the_inputs(error) or
                 f"{name}() must work for every input its docstring allows ("
-                f"{_describe_arguments(arguments)}): what does the line above assume about them "
-                "(the number of axes, which sizes are equal, the dtype)?"
+                f"{_describe_arguments(arguments)}): "
+                + ("what does the line it was called from pass to the function whose check raised"
+                   if "called from" in where and ": raise " in where.split("called from", 1)[0]
+                   else "what does the line above assume about them")
+                + " (the number of axes, which sizes are equal, the dtype)?"
                 + (f" The docstring: {_contract(name, arguments)}" if _contract(name, arguments) else ""),
                 kind=TIMED_OUT if isinstance(error, TimeoutError) else CRASHED)
         if failure is not None:

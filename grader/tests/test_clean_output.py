@@ -75,6 +75,29 @@ def test_a_crash_in_the_students_code_names_their_file_and_line(monkeypatch, tmp
     assert where_it_crashed(error).strip() == "at softmax.py line 2: raise error"
 
 
+def test_a_crash_in_another_of_the_students_files_names_the_line_that_called_it(monkeypatch, tmp_path) -> None:
+    from tests.feedback import where_it_crashed
+
+    _installed_layout(monkeypatch, tmp_path)
+    folder = tmp_path / "ada"
+    folder.mkdir()
+    (folder / "ada_checks.py").write_text("def check(error):\n    raise error\n", encoding="utf-8")
+    (folder / "ada_caller.py").write_text("def fail(error):\n    from ada_checks import check\n    check(error)\n",
+                                          encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    import importlib
+    import sys
+
+    for module in ("ada_checks", "ada_caller"):
+        monkeypatch.delitem(sys.modules, module, raising=False)  # not left behind for other tests
+    try:
+        importlib.import_module("ada_caller").fail(ValueError("bad"))
+    except ValueError as raised:
+        error = raised
+    lines = [line.strip() for line in where_it_crashed(error).strip().splitlines()]
+    assert lines == ["at ada_checks.py line 2: raise error", "called from ada_caller.py line 3: check(error)"]
+
+
 def _grade_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> dict:
     """Grade a copy of the reference whose softmax is ``body``, on a hidden file calling softmax directly."""
     from grader.grading.records import Job, suite_files

@@ -301,3 +301,16 @@ def test_a_softmax_that_subtracts_no_maximum_is_not_told_it_took_the_array_s(tmp
     assert "without subtracting the maximum" in text, text[:3000]
     assert "not the maximum of the array" not in text, text[:3000]
     assert "(nothing, or the maximum of the whole array) underflows to 0" in text, text[:3000]
+
+
+def test_a_check_of_a_callee_that_raised_names_the_caller_s_line(tmp_path):
+    # A blind round: values projected from x in cross-attention made scaled_dot_product_attention's own check raise;
+    # the crash named only attention.py's `raise ValueError(` and asked what "the line above" assumed.
+    target = plant(tmp_path, "multihead.py",
+                   ('v = split_heads(linear(kv, params["w_v"], params["b_v"]), n_heads)',
+                    'v = split_heads(linear(x, params["w_v"], params["b_v"]), n_heads)'))
+    text = failures_of(target, "multihead", "cross_attention_with_kv")
+    assert "at attention.py line" in text, text[:3000]
+    assert "called from multihead.py line" in text and "scaled_dot_product_attention(q, k, v, mask)" in text, \
+        text[:3000]
+    assert "what does the line it was called from pass to the function whose check raised" in text, text[:3000]
