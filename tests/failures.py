@@ -184,6 +184,11 @@ class ChecksStopped(BaseException):
         self.error = error
 
 
+def recorded_so_far() -> list[Failure]:
+    """The failures recorded for the running test until now (a copy; none outside a test)."""
+    return list(_running or [])
+
+
 def fail_check(failure: Failure) -> Failure:
     """Record ``failure`` and fail the running test's check with its message (the test goes on, unless stopped).
 

@@ -51,6 +51,7 @@ from tests.failures import (
     Failure,
     fail_check,
     record,
+    recorded_so_far,
 )
 from tests.reach import KIT_WRAPPERS, Reached, every_call, kit_wrapper, package_of, recorded_function, tracing
 from tests.unseen import Undecided, sizes_gate, twin
@@ -945,6 +946,25 @@ def _answers_good_input(implementation: Implementation, exercise: str, name: str
     return []
 
 
+def _changing_callees(name: str) -> list[str]:
+    """The functions ``name`` relies on (the reference's calls) that this test already found changing an input.
+
+    A blind round: a layer_norm doing ``x -= mean`` made transformer_layer, right, fail as "transformer_layer()
+    changed its input x in place", the blame on the caller. (Only what this test found: a test that calls the
+    caller alone says nothing more than before; the kit keeps no memory between tests, which may grade others.)
+    """
+    from tests.diagnosis import _stored_calls  # (not at the top: the diagnosis imports what kit imports)
+
+    calls, below, pending = _stored_calls(), set(), [name]
+    while pending:
+        for callee in calls.get(pending.pop(), ()):
+            if callee not in below:
+                below.add(callee)
+                pending.append(callee)
+    found = [failure.what.split("()", 1)[0] for failure in recorded_so_far() if failure.expected == LEFT_INTACT]
+    return [function for function in dict.fromkeys(found) if function in below and function != name]
+
+
 def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], result: Any,
                 judged: bool = True) -> Any:
     """``result``, after failing the test (a check) if the call of ``name`` changed its ``arguments`` in place.
@@ -962,10 +982,13 @@ def left_intact(name: str, arguments: dict[str, Any], before: dict[str, Any], re
     _restore(arguments, before)
     if not judged:
         return result
+    changers = _changing_callees(name)
     fail_check(Failure(
         f"{name}() changed its input {', '.join(changed)} in place.",
         LEFT_INTACT, "different values (or keys) after the call",
-        "no mutation of inputs: build new arrays (x = x - m, "
+        (f"first fix your {'(), '.join(changers)}(), which {name}() calls: it changed its input in place in this "
+         f"test too, and {name}() may only pass that change on; " if changers else "")
+        + "no mutation of inputs: build new arrays (x = x - m, "
         "not x -= m) and new dicts, so the caller's data stays intact"
         + (f"; {IN_PLACE[name]}" if name in IN_PLACE else ""),
         kind=CHECK_FAILED,

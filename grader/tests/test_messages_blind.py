@@ -314,3 +314,17 @@ def test_a_check_of_a_callee_that_raised_names_the_caller_s_line(tmp_path):
     assert "called from multihead.py line" in text and "scaled_dot_product_attention(q, k, v, mask)" in text, \
         text[:3000]
     assert "what does the line it was called from pass to the function whose check raised" in text, text[:3000]
+
+
+def test_a_caller_s_changed_input_is_sent_to_the_callee_that_changed_it(tmp_path):
+    # A blind round: layer_norm doing `x -= mean` made transformer_layer, right, fail as "transformer_layer() changed
+    # its input x in place", the blame on the caller, in a test that had just found layer_norm changing its x.
+    target = plant(tmp_path, "layer.py",
+                   ("    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # biased: divide by d\n"
+                    "    return (x - mean) / np.sqrt(variance + eps) * gamma + beta",
+                    "    x -= mean\n    variance = (x ** 2).mean(axis=-1, keepdims=True)\n"
+                    "    return x / np.sqrt(variance + eps) * gamma + beta"))
+    text = failures_of(target, "layer", "residual_paths_with_silent_sublayers")
+    assert "transformer_layer() changed its input x in place" in text, text[:3000]
+    assert "first fix your layer_norm(), which transformer_layer() calls: it changed its input in place in this test" \
+        in text, text[:6000]
