@@ -36,12 +36,12 @@ def refusal(path: Path) -> str | None:
         return None
     if stat.S_ISLNK(status.st_mode):
         return "a symbolic link (not followed)"
-    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not _in_kit_reference(path):
+    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not in_kit_reference(path):
         return "a hard link (not read)"
     return None
 
 
-def _in_kit_reference(path: Path) -> bool:
+def in_kit_reference(path: Path) -> bool:
     """Whether ``path`` is a file of the kit's own ``solutions/`` (an installer may hard-link those from a cache)."""
     return os.path.realpath(path.parent) == os.path.realpath(ROOT / "solutions")
 

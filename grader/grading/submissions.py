@@ -51,6 +51,7 @@ from grader.grading.entry_kinds import JUNK, is_submission  # noqa: F401 (grade 
 from grader.grading.escaping import escape_text
 from grader.grading.links import (
     collect_refusals,
+    in_kit_reference,
     note,
     one_line,
     refusal,
@@ -199,8 +200,8 @@ def _copy_file(source: Path, target: Path, limit: int | None = None) -> None:
     descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     with open(descriptor, "rb") as handle:
         status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode) or status.st_nlink > 1:
-            raise SubmissionError(f"{source.name} changed while it was read")
+        if not stat.S_ISREG(status.st_mode) or (status.st_nlink > 1 and not in_kit_reference(source)):
+            raise SubmissionError(f"{source.name} changed while it was read")  # (the reference may be hard-linked)
         if limit is not None and status.st_size > limit:
             raise SubmissionError(f"{source.name} is too large ({status.st_size} bytes)")
         data = handle.read() if limit is None else handle.read(limit + 1)

@@ -109,6 +109,20 @@ def test_the_kits_own_reference_may_be_hard_linked(tmp_path: Path, monkeypatch: 
     assert links.refusal(tmp_path / "cache-copy.py") == "a hard link (not read)"
 
 
+def test_the_kits_reference_hard_linked_is_still_read(tmp_path: Path) -> None:
+    """A hard link to a file of solutions/ (an installer's cache, or a student's hard link to it) leaves it the
+    reference's own file: reading the reference copies it, where every row had been 'not graded: the kit's
+    reference (solutions/) is broken: softmax.py changed while it was read' (a hostile round)."""
+    reference = ROOT / "solutions" / "softmax.py"
+    try:
+        os.link(reference, tmp_path / "cache-copy.py")
+    except OSError:
+        pytest.skip("no hard link from here to the kit's solutions/")
+    read = submissions.prepare(ROOT / "solutions", tmp_path / "work", "reference")
+    assert read.error is None and read.status == "ok", read.status
+    assert (read.folder / "softmax.py").read_bytes() == reference.read_bytes()
+
+
 def test_a_folder_that_is_a_link_inside_the_submission_is_refused(tmp_path: Path) -> None:
     entry = tmp_path / "subs" / "mallory"
     entry.mkdir(parents=True)
