@@ -19,6 +19,7 @@ from pathlib import Path
 
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
+from grader.grading.links import refused
 
 
 def static_problems(folder: Path, details: dict[str, str] | None = None,
@@ -123,7 +124,7 @@ def no_modules(unpacked: Path, names: list[str], entry: Path | None = None, look
         folders.sort()
         seen += len(files)
         deeper += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
-                   if name.lower() in wanted]
+                   if name.lower() in wanted and not refused(Path(folder) / name)]  # a link: noted, not deeper
         archives += [(Path(folder) / name).relative_to(unpacked).as_posix() for name in sorted(files)
                      if name.lower().endswith(ARCHIVES)]
         if seen > looked_at or len(deeper) >= 3:

@@ -123,6 +123,19 @@ def test_the_kits_reference_hard_linked_is_still_read(tmp_path: Path) -> None:
     assert (read.folder / "softmax.py").read_bytes() == reference.read_bytes()
 
 
+def test_a_submission_of_linked_modules_only_says_they_were_refused(tmp_path: Path) -> None:
+    """Modules that are all links are refused, not 'found deeper: softmax.py: put the modules at most two folders
+    down' (where they were at the top): the status names the link (a hostile round)."""
+    entry = tmp_path / "subs" / "mallory"
+    entry.mkdir(parents=True)
+    (tmp_path / "outside.py").write_text("x = 1\n")
+    os.link(tmp_path / "outside.py", entry / "softmax.py")
+    (entry / "masks.py").symlink_to(tmp_path / "outside.py")
+    status = submissions.prepare(entry, tmp_path / "work").status
+    assert "found deeper" not in status, status
+    assert "softmax.py is a hard link (not read)" in status and "masks.py is a symbolic link" in status, status
+
+
 def test_a_folder_that_is_a_link_inside_the_submission_is_refused(tmp_path: Path) -> None:
     entry = tmp_path / "subs" / "mallory"
     entry.mkdir(parents=True)
