@@ -308,13 +308,15 @@ def _load_zip(entry: Path, workdir: Path) -> Path:
             members = archive.infolist()
             if len(members) > MAX_FILES:
                 raise SubmissionError(f"{entry.name} holds {len(members)} files (limit {MAX_FILES})")
-            total = 0
+            total, seen = 0, set()
             for member in members:
                 if member.is_dir() or not member.filename.endswith(".py"):
                     continue  # only modules are graded; skip data, notebooks, caches
                 relative = _safe_member(member.filename)
                 if relative is None:
                     raise SubmissionError(f"{entry.name} has an unsafe path: {member.filename}")
+                if relative in seen or seen.add(relative):  # (no zip tool writes that: the last copy won, unsaid)
+                    raise SubmissionError(f"{entry.name} holds {relative.as_posix()} twice: make the archive again")
                 if any(part in JUNK for part in relative.parts):
                     continue
                 if stat.S_ISLNK(member.external_attr >> 16):
@@ -327,8 +329,7 @@ def _load_zip(entry: Path, workdir: Path) -> Path:
                     raise SubmissionError(f"{entry.name} unpacks to more than {MAX_TOTAL_BYTES} bytes")
                 destination = target.joinpath(*relative.parts)
                 destination.parent.mkdir(parents=True, exist_ok=True)
-                # Read at most the declared size + 1 byte: a lying header cannot inflate the file.
-                with archive.open(member) as source:
+                with archive.open(member) as source:  # at most the declared size + 1 byte: a header cannot lie
                     data = source.read(member.file_size + 1)
                 if len(data) > member.file_size:
                     raise SubmissionError(f"{entry.name}: {member.filename} is larger than its header says")

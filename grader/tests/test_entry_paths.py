@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -795,3 +796,16 @@ def test_a_zip_inside_the_zip_is_named_as_not_opened(tmp_path: Path) -> None:
     said = submissions.prepare(outer, tmp_path / "work").status
     assert said.startswith("no modules found") and "it holds an archive, which grading does not open: hw/inner.zip" \
         in said and "not a zip of a zip" in said, said
+
+
+def test_a_zip_that_holds_a_module_twice_is_refused_saying_so(tmp_path: Path) -> None:
+    # Two members of one name (no zip tool writes that; zipfile in append mode does): the last one was graded,
+    # unsaid, so which copy counted was the archive's order; the row now says why it is not graded.
+    archive = tmp_path / "subs" / "twice.zip"
+    archive.parent.mkdir()
+    with zipfile.ZipFile(archive, "w") as bundle_zip, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile's "Duplicate name" warning
+        bundle_zip.writestr("work/softmax.py", "x = 1\n")
+        bundle_zip.writestr("work/softmax.py", "x = 2\n")
+    submission = submissions.prepare(archive, tmp_path / "work")
+    assert submission.status == "unreadable submission: twice.zip holds work/softmax.py twice: make the archive again"
