@@ -163,6 +163,11 @@ def next_steps(out_dir: Path, *, committed: bool, existing: bool = False) -> str
             "  in GitHub Classroom: New assignment > starter code: that template repository; the autograding tests",
             "      come from .github/workflows/classroom.yml, one test per exercise with its points",
         ]
+    lines += [
+        "Classroom's score is advisory: it is computed in each student's own repository, by code the student can",
+        "  change (a conftest.py or an edited tests/ gets full marks). Grade with `attention-kit grade` on the",
+        "  cloned repositories (docs/courses.md).",
+    ]
     return "\n".join(lines)
 
 

@@ -48,6 +48,15 @@ def test_is_a_git_repository_with_one_commit_and_says_what_next(released: Path) 
     assert "GitHub Classroom" in printed and "git push" in printed and "Template repository" in printed
 
 
+def test_the_next_steps_say_the_classroom_score_is_the_students_to_fake() -> None:
+    # A hostile round: the release's next steps sent the instructor to Classroom's autograding "with its points"
+    # and never said what docs/courses.md does: the score is computed by code in the student's own repository
+    # (a conftest.py or an edited tests/ gets full marks), so it is advisory and the grade is `attention-kit grade`.
+    for existing in (False, True):
+        printed = release.next_steps(Path("out"), committed=False, existing=existing)
+        assert "advisory" in printed and "conftest.py" in printed and "attention-kit grade" in printed
+
+
 def test_no_git_writes_the_folder_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
