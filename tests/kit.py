@@ -153,13 +153,15 @@ def call_budget(what: str, seconds: float | None):
 
     previous = {signal.SIGPROF: signal.signal(signal.SIGPROF, over_cpu),
                 signal.SIGALRM: signal.signal(signal.SIGALRM, look)}
-    started = time.process_time(), time.monotonic()
+    started = time.process_time(), time.monotonic(), run_queue_seconds()
     signal.setitimer(signal.ITIMER_PROF, seconds)  # CPU time of this process (user and system)
     signal.setitimer(signal.ITIMER_REAL, seconds)  # the first look at the time asleep
     try:
         yield
     except _OverBudget:
-        used = cpu_used(time.process_time() - started[0], time.monotonic() - started[1])
+        queued = run_queue_seconds()
+        used = cpu_used(time.process_time() - started[0], time.monotonic() - started[1],
+                        queued - started[2] if queued is not None and started[2] is not None else 0.0)
         raise TimeoutError(f"{what} did not finish within {seconds:g} s: an infinite loop? ({used})") from None
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
@@ -168,17 +170,22 @@ def call_budget(what: str, seconds: float | None):
             signal.signal(number, handler)
 
 
-def cpu_used(cpu: float, wall: float) -> str:
+def cpu_used(cpu: float, wall: float, queued: float = 0.0) -> str:
     """How much CPU a stopped call used, said so that a student can tell a loop from threads or a wait.
 
     The budget counts the CPU time of every thread of the process: a call whose CPU time outruns its wall
     time ran on several threads at once (torch, BLAS, OpenMP), which may be what used the budget up.
+    ``queued``: seconds of that wall time spent waiting for a CPU (the machine's load, the kernel's run-queue
+    delay): never the code's waiting, so a loop on a busy machine is not told it slept (a hostile round).
     """
-    text = f"it used {cpu:.1f} s of CPU time in {wall:.1f} s"
-    if cpu > 1.2 * wall:
+    queued = min(max(queued, 0.0), wall)
+    awake = wall - queued
+    busy = f" ({queued:.1f} s of it waiting for a CPU: the machine was busy)" if queued >= max(0.1 * wall, 0.1) else ""
+    text = f"it used {cpu:.1f} s of CPU time in {wall:.1f} s{busy}"
+    if cpu > 1.2 * awake:
         return (f"{text}: several threads at once, and the budget counts them all; run numeric libraries on one "
                 "thread (torch.set_num_threads(1), OMP_NUM_THREADS=1)")
-    if cpu < 0.5 * wall:
+    if cpu < 0.5 * awake:
         return f"{text}: it mostly waited (a sleep, input, a lock) rather than computed"
     return text
 

@@ -93,6 +93,7 @@ class Budget:
         self._lowered = False  # the last call's worker lowered its own priority (its waits for a CPU: its own)
         self.last_cpu = 0.0  # CPU seconds of the last call, as charged (or not, if it was run again)
         self.last_wall = 0.0  # its wall seconds
+        self.last_queued = 0.0  # of them, its worker's and this process's waits for a CPU (the machine's load)
         self._cpu: load.CpuClock | None = None  # the CPU time of the current worker's processes
         self._load: load.LoadClock | None = None  # the CPU waits of the current worker and of this process
         self._timeout = 0.0  # the current call's CPU budget
@@ -178,7 +179,7 @@ class Budget:
         if timeout < self.limits.call_timeout:
             return BudgetExhausted(f"{what} did not finish: your code used up its time budget "
                                    f"({self.limits.student_seconds:g} s for the tests of one exercise)")
-        used = f" ({cpu_used(self.last_cpu, self.last_wall)})" if self.verdict == "cpu" else ""
+        used = f" ({cpu_used(self.last_cpu, self.last_wall, self.last_queued)})" if self.verdict == "cpu" else ""
         return TimeoutError(f"{what} did not finish within {self.limits.call_timeout:g} s: an infinite loop?{used}")
 
     def timed_out(self) -> None:
@@ -302,7 +303,7 @@ class Budget:
         awake = wall - self._reference_seconds - waited
         own = cpu - self._reference_cpu
         charged = (max(own, awake) if self._cpu is not None else own) + self._reference_cpu
-        self.last_cpu, self.last_wall = cpu, wall
+        self.last_cpu, self.last_wall, self.last_queued = cpu, wall, waited
         self.call_seconds += wall
         if self.verdict == "busy":
             self.forgiven += wall

@@ -140,6 +140,11 @@ def test_a_call_stopped_past_its_cpu_budget_says_how_much_cpu_it_used():
     assert "several threads at once" in cpu_used(4.0, 2.0) and "torch.set_num_threads(1)" in cpu_used(4.0, 2.0)
     assert "mostly waited" in cpu_used(0.1, 2.0)
     assert cpu_used(1.9, 2.0) == "it used 1.9 s of CPU time in 2.0 s"
+    # A loop on a busy machine: 5 s of CPU in 13.7 s, 8.7 of them waiting for a CPU. It was told "it mostly waited
+    # (a sleep, input, a lock)" (a hostile round on a loaded 2-core machine): the waits were the machine's.
+    said = cpu_used(5.0, 13.7, 8.7)
+    assert said == ("it used 5.0 s of CPU time in 13.7 s (8.7 s of it waiting for a CPU: the machine was busy)"), said
+    assert "mostly waited" in cpu_used(0.5, 13.7, 8.7)  # asleep for most of the time it was not queued
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="the run-queue delay is Linux's")
