@@ -302,7 +302,19 @@ def test_top_k_shape_and_dtype(impl):
         if expect_shape(out, (4, k), what=f"top_k(similarity (4, 9), k={k})",
                         idea=TOPK + "; one row per query, k columns"):
             expect_dtype(out, np.int64, what="the dtype of top_k's result (chunk indices)",
-                         idea=TOPK + "; indices are int64 (what argsort gives on a 64-bit machine; .astype(np.int64))")
+                         idea=TOPK + (_scores_not_indices(similarity, k, out) or "; indices are int64 (what "
+                                      "argsort gives on a 64-bit machine; .astype(np.int64))"))
+
+
+def _scores_not_indices(similarity: np.ndarray, k: int, out) -> str:
+    """What to say when ``out`` holds each row's k largest scores themselves (np.sort, not np.argsort); else ""."""
+    out = np.asarray(out)
+    largest = np.sort(similarity, axis=1)[:, ::-1][:, :k]
+    if out.dtype.kind != "f" or out.shape != largest.shape or not np.allclose(np.sort(out, axis=1),
+                                                                              np.sort(largest, axis=1)):
+        return ""
+    return ("; yours holds the k largest similarity scores themselves, not the indices of their chunks: "
+            "np.argsort gives the indices (int64), np.sort the scores; casting the scores to int does not help")
 
 
 def test_top_k_best_first(impl):

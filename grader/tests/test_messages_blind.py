@@ -328,3 +328,12 @@ def test_a_caller_s_changed_input_is_sent_to_the_callee_that_changed_it(tmp_path
     assert "transformer_layer() changed its input x in place" in text, text[:3000]
     assert "first fix your layer_norm(), which transformer_layer() calls: it changed its input in place in this test" \
         in text, text[:6000]
+
+
+def test_top_k_returning_the_scores_is_told_so_not_only_to_cast_them(tmp_path):
+    # The first failure is the dtype check; its old advice (.astype(np.int64)) would cast the scores to int.
+    target = plant(tmp_path, "retrieval.py", ("    return order[:, :k].astype(np.int64)",
+                                              "    return -np.sort(-similarity, axis=1)[:, :k]"))
+    text = failures_of(target, "retrieval", "test_top_k_shape_and_dtype")
+    assert "yours holds the k largest similarity scores themselves, not the indices" in text, text[:3000]
+    assert ".astype(np.int64))" not in text, text[:3000]
