@@ -337,3 +337,12 @@ def test_top_k_returning_the_scores_is_told_so_not_only_to_cast_them(tmp_path):
     text = failures_of(target, "retrieval", "test_top_k_shape_and_dtype")
     assert "yours holds the k largest similarity scores themselves, not the indices" in text, text[:3000]
     assert ".astype(np.int64))" not in text, text[:3000]
+
+
+def test_a_running_sum_not_rescaled_is_named_on_scores_far_below_zero_too(tmp_path):
+    # That check's revisit line was only "start the running maximum at -inf", which this student did.
+    target = plant(tmp_path, "decoding.py", ("        running_sum = running_sum * rescale + exponentials.sum",
+                                             "        running_sum = running_sum + exponentials.sum"))
+    text = failures_of(target, "decoding", "test_blockwise_with_scores_far_below_zero")
+    for line in revisit_lines(text):
+        assert line.startswith("revisit:  the running sum l was not rescaled"), line
