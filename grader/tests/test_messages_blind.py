@@ -346,3 +346,16 @@ def test_a_running_sum_not_rescaled_is_named_on_scores_far_below_zero_too(tmp_pa
     text = failures_of(target, "decoding", "test_blockwise_with_scores_far_below_zero")
     for line in revisit_lines(text):
         assert line.startswith("revisit:  the running sum l was not rescaled"), line
+
+
+def test_an_adam_step_count_from_zero_is_told_its_first_step_divides_by_zero(tmp_path):
+    # step = 0 on the first call: 1 - b1**0 = 0, every new parameter NaN; the first message said only "expected
+    # values, observed nan" beside the whole Adam formula (a blind round). A v from g (not g**2), NaN where g < 0
+    # only, is not told so.
+    target = plant(tmp_path, "training.py", ("    step = 1 if state is None else int(state[\"step\"]) + 1",
+                                             "    step = 0 if state is None else int(state[\"step\"]) + 1"))
+    text = failures_of(target, "training", "test_adam_first_step")
+    assert "revisit:  every new parameter is NaN, as a step count of 0 on the first call makes them" in text, text
+    target = plant(tmp_path / "g", "training.py",
+                   ("(1 - beta2) * grad**2 if old_v is None", "(1 - beta2) * grad if old_v is None"))
+    assert "a step count of 0" not in failures_of(target, "training", "test_adam_first_step")
