@@ -20,7 +20,7 @@ import pytest
 
 from tests import conventions
 from tests.crash import raising_through, where_it_crashed
-from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, fail_check, record
+from tests.failures import CRASHED, TIMED_OUT, WRONG_RESULT, Failure, fail_check, record, recorded_so_far
 
 np.set_printoptions(precision=4, suppress=True, linewidth=100, threshold=40, edgeitems=3)
 
@@ -383,6 +383,58 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
         return bool(same)  # (the message, printing both values, is made only for a failure)
     return expect(same, what=what, expected=_show(expected), observed=_show(observed) + _first_difference(
         observed, expected) + _kind_difference(observed, expected), idea=idea)
+
+
+TRIVIAL = "a result that ignores its inputs (zeros, ones: any constant of the right shape)"
+
+
+def expect_differs(first: Any, second: Any, *, what: str, expected: str, passed: str, idea: str) -> bool:
+    """Check that two results differ where the idea says they must: the contrast to a check of sameness.
+
+    A check that a result stays the same (a blocked key changed, the tokens shuffled, each sequence run alone) or
+    keeps a property (rows summing to what the weights give, a symmetric bias) is passed by a result that ignores
+    its inputs: zeros or ones of the right shape earn it without computing anything ("no points without the
+    idea"). A test adds this after its own check, on inputs that must change every honest result, so that a
+    constant fails here and a real mistake's first message stays the one the check gives. It says nothing once the
+    test has recorded a failure: its message tells a constant that it passed the checks above, and a mistake
+    that failed them (an inverted mask blocks the allowed keys too) learns nothing more from it.
+
+    Parameters
+    ----------
+    first, second : array_like or tuple of array_like
+        The two results. Alike means the same shape and close values (relative 1e-9, absolute 1e-12); arrays of
+        different shapes, or what is not numbers, count as different (the test's own checks report those). A
+        result of parts (a tuple ``(context, weights)``) is alike only if every part is: a function that returns
+        its parts in another order is not taken for one that ignores its inputs.
+    what : str
+        What was compared, as the failure's first line: "context after changing an allowed key".
+    expected : str
+        Why they must differ, in the idea's words: "a different context (an allowed key's value reaches it)".
+    passed : str
+        The check above that a constant passes, in a few words: "blocked keys change nothing".
+    idea : str
+        The idea to revisit.
+
+    Returns
+    -------
+    bool
+        True when they differ (or cannot be compared, or a check above failed); False, with a failure recorded,
+        when they are alike.
+    """
+    if recorded_so_far():
+        return True
+    def whole(result: Any) -> np.ndarray:
+        parts = result if isinstance(result, (tuple, list)) else (result,)
+        return np.concatenate([np.ravel(np.asarray(part, dtype=float)) for part in parts])
+
+    try:
+        a, b = whole(first), whole(second)
+    except (TypeError, ValueError):
+        return True
+    if a.shape != b.shape or not bool(np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True)):
+        return True
+    return expect(False, what=what, expected=expected, idea=idea,
+                  observed=f"the same values: {TRIVIAL} passes the check above ({passed}) without computing anything")
 
 
 def _kind_of(value: Any, numbers_alike: bool = False) -> str:

@@ -14,6 +14,7 @@ from tests.feedback import (
     call_or_explain,
     expect,
     expect_close,
+    expect_differs,
     expect_dtype,
     expect_equal,
     expect_no_nan,
@@ -240,6 +241,15 @@ def test_context_is_weights_times_values(impl):
         mistake = "the weights are transposed: row i mixed values with key i's column" if transposed else None
         expect_close(context, expected, what=f"context of q {q.shape}: row i is sum_j weights[i, j] * v[j]",
                      idea=_idea(mistake, CONTEXT))
+    # The contrast: the values reach the context (zero weights and a zero context agree above, computing nothing).
+    q, k, v = _qkv(38)
+    doubled = _attention(impl, q, k, 2 * v, what=f"scaled_dot_product_attention with q {q.shape}, v doubled",
+                         idea=CONTEXT)
+    expect_differs(doubled, _attention(impl, q, k, v, what=f"scaled_dot_product_attention with q {q.shape}",
+                                       idea=CONTEXT),
+                   what=f"(context, weights) of q {q.shape} with every value doubled (v -> 2 v)",
+                   expected="a different context (twice the first): each row is a weighted average of the values",
+                   passed="the context is the weights times the values", idea=CONTEXT)
 
 
 def test_attention_keeps_float32(impl):
@@ -392,6 +402,14 @@ def test_changing_a_blocked_key_changes_nothing(impl):
     expect_close(weights3, weights, what="weights when a blocked key scores about 1000 or more above every allowed key",
                  idea=_idea("the allowed weights underflowed to 0: the softmax was taken before the blocked key was "
                             "taken out (masked after it, then renormalised)" if after else None, MASK))
+    # The contrast: an allowed key does reach the output.
+    v4 = v.copy()
+    v4[keep] += noise.normal(scale=1.0, size=v4[keep].shape)
+    expect_differs(impl.scaled_dot_product_attention(q, k, v4, mask=keep),
+                   impl.scaled_dot_product_attention(q, k, v, mask=keep),
+                   what="(context, weights) after changing the values of allowed positions",
+                   expected="a different context: an allowed key's value has a positive weight, so it reaches the "
+                            "output", passed="changing a blocked key changes nothing", idea=MASK)
 
 
 def test_bool_and_additive_masks_agree(impl):
@@ -508,6 +526,13 @@ def test_padding_invariance(impl):
                  what="weights after refilling the padded keys of sequences of lengths 6, 4, 2")
     expect_close(context2, context, idea=idea,
                  what="context after refilling the padded keys and values of sequences of lengths 6, 4, 2")
+    # The contrast: a real token's value does reach the output (position 0 is real in every sequence).
+    v3 = v.copy()
+    v3[:, 0] += rng.normal(size=v3[:, 0].shape)
+    expect_differs(impl.scaled_dot_product_attention(q, k, v3, mask=padding), (context, weights),
+                   what="(context, weights) after changing the value of token 0, a real one in every sequence",
+                   expected="a different context: a real key is allowed, so its value reaches the outputs",
+                   passed="refilling the padding changes nothing", idea=MASK)
 
 
 def test_permutation_equivariance(impl):
@@ -522,6 +547,11 @@ def test_permutation_equivariance(impl):
                  what=f"context of the tokens shuffled by {order.tolist()}")
     expect_close(weights2, weights[:, order][:, :, order], idea=idea,
                  what=f"weights of the tokens shuffled by {order.tolist()} (rows and columns)")
+    # The contrast: shuffled, each output row moved with its token (it is not the unshuffled output).
+    expect_differs((context2, weights2), (context, weights),
+                   what=f"(context, weights) of the tokens shuffled by {order.tolist()} vs. in order",
+                   expected="a different context: each row follows its own token, so the rows move with the tokens",
+                   passed="shuffling the tokens shuffles the outputs", idea=idea)
 
 
 # ----------------------------------------------------------------------------- reference values

@@ -461,8 +461,9 @@ class Cheat:
     control: dict[str, str]
     test_files: tuple[str, ...] = field(default=())  # the graded files (public and hidden) to run
     # The tests of the function the shortcut stands in for, by a word of their names (all the files' tests if
-    # empty): a later function that calls it (the control's raises) earns its own tests by its own idea.
-    about: str = ""
+    # empty): a later function that calls it (the control's raises) earns its own tests by its own idea. Several
+    # words (a tuple) count every test that holds one of them.
+    about: str | tuple[str, ...] = ""
 
 
 def plant(target: Path, appended: dict[str, str]) -> Path:
@@ -578,8 +579,50 @@ COMPLEX_STEP_PER_KEY = """d_k = q.shape[-1]
     return summed(grad_q, q.shape), summed(grad_k, k.shape), summed(grad_v, v.shape)"""
 
 
+# A function's result replaced by a constant after the reference's own checks (zeros or ones of the right shapes,
+# dtypes and containers): it earns, as it should, the shape, dtype and input-check tests and the tests of the
+# functions that call it, but no test of its own idea ("no points without the idea"). Each test it earned by a
+# property a constant has (a blocked key changes nothing, equivariance, symmetry, a range) now also checks a contrast
+# a constant fails. Its control leaves the constant out (NotImplementedError after the same checks).
+_CONSTANT_RESULT = '''
+import numpy as _np
+
+
+def _constant(result, fill):
+    if isinstance(result, tuple):
+        return tuple(_constant(part, fill) for part in result)
+    if isinstance(result, dict):
+        return {{key: _constant(value, fill) for key, value in result.items()}}
+    return _np.full_like(result, fill) if isinstance(result, _np.ndarray) else result
+
+
+_checked_{function} = {function}
+
+
+def {function}(*args, **kwargs):
+    result = _checked_{function}(*args, **kwargs)
+    {end}
+'''
+
+
+def _constant_result(exercise: str, function: str, fill: int, number: str, tests: tuple[str, ...]) -> Cheat:
+    """The cheat whose ``function`` returns ``fill`` (0 or 1) everywhere after its checks; ``tests``, its own."""
+    def code(end: str) -> dict[str, str]:
+        return {exercise: _CONSTANT_RESULT.format(function=function, end=end)}
+
+    return Cheat(f"{function.replace('_', '-')}-{('zeros', 'ones')[fill]}-after-its-checks", exercise,
+                 code(f"return _constant(result, {fill})"),
+                 code("raise NotImplementedError('the constant left out (the control)')"),
+                 _files(number, exercise), about=tests)
+
+
+_ATTENTION_CONSTANT = ("test_changing_a_blocked_key_changes_nothing", "test_context_is_weights_times_values",
+                       "test_padding_invariance", "test_permutation_equivariance")
+
 CHEATS = {
     cheat.name: cheat for cheat in (
+        *(_constant_result("attention", "scaled_dot_product_attention", fill, "03", _ATTENTION_CONSTANT)
+          for fill in (0, 1)),
         Cheat("backward-central-differences", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
@@ -1399,7 +1442,8 @@ def assert_no_more_than_its_control(cheat: Cheat, folder: Path, files: tuple[str
     for file in files:
         gained = sorted(set(control[file].failed) - set(cheating[file].failed))
         if cheat.about:
-            gained = [node for node in gained if cheat.about in node.rpartition("::")[2]]
+            words = (cheat.about,) if isinstance(cheat.about, str) else cheat.about
+            gained = [node for node in gained if any(word in node.rpartition("::")[2] for word in words)]
         assert not gained if cheat.about else passed(cheating[file]) <= passed(control[file]), (
             f"{cheat.name} passes {passed(cheating[file])} tests of {file}, its control {passed(control[file])}; "
             f"passed by the cheat only: {gained}")
