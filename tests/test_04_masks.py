@@ -17,6 +17,7 @@ from tests.feedback import (
     expect,
     expect_array,
     expect_close,
+    expect_differs,
     expect_dtype,
     expect_equal,
     expect_raises_value_error,
@@ -239,6 +240,11 @@ def test_causal_mask_allows_the_diagonal(impl):
                idea=DIAGONAL)
         expect_equal(np.diagonal(out).astype(bool), np.ones(5, dtype=bool),
                      what="the diagonal of causal_mask(5): each query may attend to its own position", idea=DIAGONAL)
+        # The contrast: the diagonal allowed by a mask that masks (one of all True allows it without masking).
+        expect_differs(np.asarray(out, dtype=bool), np.ones((5, 5), dtype=bool),
+                       what="causal_mask(5) vs. a mask of all True (no key blocked)",
+                       expected="some key blocked: a query may not attend to a later key",
+                       passed="each query may attend to its own position", idea=CAUSAL)
 
 
 def _is_additive_float_mask(out: np.ndarray) -> bool:
@@ -315,6 +321,13 @@ def test_causal_mask_makes_attention_ignore_the_future(impl):
                       f"{prefix}..{n - 1} (softmax of np.where(mask, scores, -inf), computed by the test)",
                  idea="with a causal mask a token's output depends only on itself and earlier tokens: "
                       "a later token must not leak into it")
+    # The contrast: the past is allowed (a mask that blocks every key, all False, lets nothing leak either).
+    v3 = v.copy()
+    v3[0] = rng.normal(size=d_v) * 3.0
+    expect_differs(_attention(q, k, v3, mask)[:prefix], before[:prefix],
+                   what=f"attention outputs 0..{prefix - 1} with your causal mask, after changing token 0's value",
+                   expected="different outputs: every position may attend to token 0, at or before it",
+                   passed="a later token does not leak", idea=CAUSAL)
 
 
 # --- padding_mask --------------------------------------------------------------------------------
@@ -379,6 +392,13 @@ def test_padding_mask_makes_attention_ignore_the_padding(impl):
                  what="attention outputs of the real tokens with your padding mask, after changing the padded "
                       "keys and values (computed by the test)",
                  idea=f"{PADDING}: padded keys must get weight 0, so their contents cannot matter; {PAD_SHAPE}")
+    # The contrast: the real keys are allowed (a mask that blocks every key, all False, hides the padding too).
+    v3 = v.copy()
+    v3[:, 0] = rng.normal(size=(batch, d_v)) * 5.0  # position 0 is real in every sequence
+    expect_differs(_attention(q, k, v3, mask)[real], before[real],
+                   what="attention outputs of the real tokens with your padding mask, after changing token 0's value",
+                   expected="different outputs: token 0 is real in every sequence, so its key is allowed",
+                   passed="the padding changes nothing", idea=PADDING)
 
 
 # --- combine_masks -------------------------------------------------------------------------------

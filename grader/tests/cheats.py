@@ -623,6 +623,9 @@ CHEATS = {
     cheat.name: cheat for cheat in (
         *(_constant_result("attention", "scaled_dot_product_attention", fill, "03", _ATTENTION_CONSTANT)
           for fill in (0, 1)),
+        _constant_result("masks", "causal_mask", 0, "04", ("test_causal_mask_makes_attention_ignore_the_future",)),
+        _constant_result("masks", "causal_mask", 1, "04", ("test_causal_mask_allows_the_diagonal",)),
+        _constant_result("masks", "padding_mask", 0, "04", ("test_padding_mask_makes_attention_ignore_the_padding",)),
         Cheat("backward-central-differences", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
