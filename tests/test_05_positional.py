@@ -16,6 +16,7 @@ from tests.feedback import (
     expect,
     expect_array,
     expect_close,
+    expect_differs,
     expect_dtype,
     expect_raises_value_error,
     expect_shape,
@@ -445,6 +446,10 @@ def test_sinusoidal_values_lie_in_minus_one_to_one(impl):
                what="every entry of sinusoidal_encoding(50, 16) is a sine or a cosine",
                expected="values in [-1, 1]", observed=f"minimum {np.min(out):.4g}, maximum {np.max(out):.4g}",
                idea=SINUSOID)
+        # The contrast: the encoding tells positions apart (zeros or ones lie in [-1, 1] too).
+        expect_differs(out[1], out[0], what="rows 1 and 0 of sinusoidal_encoding(50, 16): positions 1 and 0",
+                       expected="two different encodings (sin(1 * rate) is not sin(0)): a position's encoding names it",
+                       passed="every value lies in [-1, 1]", idea=SINUSOID)
 
 
 def test_sinusoidal_first_pair_is_sin_and_cos_of_the_position(impl):
@@ -645,6 +650,7 @@ def test_alibi_zero_diagonal(impl):
         expect_close(np.diagonal(out, axis1=-2, axis2=-1), np.zeros((4, 6)),
                      what="the diagonal of every head of alibi_bias(6, 4): distance 0, no penalty",
                      idea=_alibi_idea(out, ALIBI))
+        _alibi_changes_with_distance(out, "alibi_bias(6, 4)", "the diagonal is zero")
 
 
 def test_alibi_is_a_penalty(impl):
@@ -673,6 +679,15 @@ def test_alibi_is_symmetric(impl):
         expect_close(out, np.swapaxes(out, -1, -2), what="alibi_bias(6, 4) equals its transpose in each head",
                      idea=_alibi_idea(out, f"{ALIBI}; a key 2 positions before the query is as far as one 2 "
                                            "positions after: use the distance |i - j|, not i - j"))
+        _alibi_changes_with_distance(out, "alibi_bias(6, 4)", "the bias is symmetric")
+
+
+def _alibi_changes_with_distance(out: np.ndarray, call: str, passed: str) -> None:
+    """The contrast to a check a constant bias passes: query 0's bias for key 1 is not its bias for key 0."""
+    expect_differs(out[:, 0, 1], out[:, 0, 0],
+                   what=f"{call}: entries [h, 0, 1] (distance 1) vs. [h, 0, 0] (distance 0)",
+                   expected="a different bias at distance 1 than at distance 0 (a farther key is penalised more), "
+                            "in some head", passed=passed, idea=ALIBI)
 
 
 def test_alibi_depends_only_on_distance(impl):
@@ -683,6 +698,7 @@ def test_alibi_depends_only_on_distance(impl):
         expect_close(out, out[:, 0, :][:, np.abs(i - j)],
                      what="alibi_bias(7, 2): entry [h, i, j] equals entry [h, 0, |i - j|]",
                      idea=_alibi_idea(out, ALIBI))
+        _alibi_changes_with_distance(out, "alibi_bias(7, 2)", "the bias depends only on the distance")
 
 
 def test_alibi_slopes_are_geometric(impl):

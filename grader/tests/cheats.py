@@ -618,6 +618,7 @@ def _constant_result(exercise: str, function: str, fill: int, number: str, tests
 
 _ATTENTION_CONSTANT = ("test_changing_a_blocked_key_changes_nothing", "test_context_is_weights_times_values",
                        "test_padding_invariance", "test_permutation_equivariance")
+_ALIBI_CONSTANT = ("test_alibi_depends_only_on_distance", "test_alibi_is_symmetric", "test_alibi_zero_diagonal")
 
 CHEATS = {
     cheat.name: cheat for cheat in (
@@ -626,6 +627,9 @@ CHEATS = {
         _constant_result("masks", "causal_mask", 0, "04", ("test_causal_mask_makes_attention_ignore_the_future",)),
         _constant_result("masks", "causal_mask", 1, "04", ("test_causal_mask_allows_the_diagonal",)),
         _constant_result("masks", "padding_mask", 0, "04", ("test_padding_mask_makes_attention_ignore_the_padding",)),
+        *(_constant_result("positional", "alibi_bias", fill, "05", _ALIBI_CONSTANT) for fill in (0, 1)),
+        *(_constant_result("positional", "sinusoidal_encoding", fill, "05",
+                           ("test_sinusoidal_values_lie_in_minus_one_to_one",)) for fill in (0, 1)),
         Cheat("backward-central-differences", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
