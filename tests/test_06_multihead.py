@@ -14,6 +14,7 @@ from tests.feedback import (
     dtype_words,
     expect,
     expect_close,
+    expect_differs,
     expect_no_nan,
     expect_shape,
     nan_idea,
@@ -327,6 +328,12 @@ def test_head_context_uses_its_own_value_columns(impl):
                      idea=("yours leaves out the bias b_v: " if unbiased else "")
                      + "head h's context is its weights times its own values (columns h*d_head:(h+1)*d_head "
                        "of x @ w_v + b_v); merge_heads must put it back in those columns")
+    # The contrast: the values reach the output (zero weights and a zero output agree above, computing nothing).
+    changed = params | {"w_v": params["w_v"] + np.random.default_rng(23).normal(size=params["w_v"].shape)}
+    output2, _ = impl.multi_head_attention(x, changed, N_HEADS)
+    expect_differs(output2, output, what="with w_o = I, the output after changing w_v (every head's values)",
+                   expected="a different output: each head's context is a weighted average of its own values",
+                   passed="each head's columns are its weights times its values", idea=HEADS)
 
 
 def test_scores_are_scaled_by_sqrt_d_head(impl):
@@ -427,6 +434,11 @@ def test_per_sequence_mask_when_batch_equals_heads(impl):
                  what="the output of the batch vs. each sequence run on its own with its own (5, 7) mask", idea=MASK)
     expect_close(weights, np.stack([w for _, w in alone]),
                  what="the weights of the batch vs. each sequence run on its own with its own (5, 7) mask", idea=MASK)
+    # The contrast: each sequence gets its own result (one result for every sequence is each one's "alone" too).
+    expect_differs(alone[1], alone[0],
+                   what="the output and weights of sequence 1 vs. sequence 0 (other tokens, another mask)",
+                   expected="different results: each sequence attends over its own keys with its own mask",
+                   passed="the batch gives each sequence what it gets alone", idea=MASK)
 
 
 def test_padding_mask_hides_padded_keys(impl):
@@ -442,6 +454,14 @@ def test_padding_mask_hides_padded_keys(impl):
     short, _ = impl.multi_head_attention(x[1], params, N_HEADS, kv=kv[1, :4])
     expect_close(output[1], short, what="sequence 1 with padded keys masked vs. with the padding cut off",
                  idea="padding invariance: masked padding must change nothing, " + MASK)
+    # The contrast: the real keys reach the result (zeros hide the padding too).
+    kv2 = kv.copy()
+    kv2[1, :4] += np.random.default_rng(40).normal(size=kv2[1, :4].shape)
+    output2, weights2 = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv2)
+    expect_differs((output2[1], weights2[1]), (output[1], weights[1]),
+                   what="sequence 1's output and weights after changing its real keys 0..3",
+                   expected="a different result: the real keys are allowed, so they reach the weights and the output",
+                   passed="the padding changes nothing", idea=MASK)
 
 
 def test_fully_masked_query_gives_zero_weights(impl):
@@ -477,6 +497,11 @@ def test_self_attention_is_permutation_equivariant(impl):
         expect_close(weights_p, weights[:, :, perm][:, :, :, perm],
                      what="the weights for shuffled tokens vs. the weights with rows and columns shuffled",
                      idea=ORDER)
+    # The contrast: shuffled, the result moved with the tokens (it is not the result for the tokens in order).
+    expect_differs((output_p, weights_p), (output, weights),
+                   what="the output and weights for shuffled tokens vs. for the tokens in order",
+                   expected="a different result: each output row follows its own token, so the rows move with them",
+                   passed="permuting the tokens permutes the outputs", idea=ORDER)
 
 
 def test_reference_values(impl):
@@ -570,6 +595,11 @@ def test_two_leading_batch_axes_and_float32(impl):
                  what=f"the output for x of shape {x.shape} (2 leading batch axes) vs. each sequence alone")
     expect_close(weights, np.array([[w for _, w in row] for row in alone]), idea=idea,
                  what=f"the weights for x of shape {x.shape} (2 leading batch axes) vs. each sequence alone")
+    # The contrast: each sequence gets its own result (one result for every sequence is each one's "alone" too).
+    expect_differs(alone[0][1], alone[0][0], idea=idea,
+                   what="the output and weights of sequence x[0, 1] vs. x[0, 0] (other tokens)",
+                   expected="different results: each sequence attends over its own tokens",
+                   passed="each sequence gets what it gets alone")
     x32 = x[0].astype(np.float32)
     params32 = {name: value.astype(np.float32) for name, value in params.items()}
     output32, weights32 = impl.multi_head_attention(x32, params32, N_HEADS, mask=mask.astype(np.float32) - 1.0)

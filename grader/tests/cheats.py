@@ -619,6 +619,9 @@ def _constant_result(exercise: str, function: str, fill: int, number: str, tests
 _ATTENTION_CONSTANT = ("test_changing_a_blocked_key_changes_nothing", "test_context_is_weights_times_values",
                        "test_padding_invariance", "test_permutation_equivariance")
 _ALIBI_CONSTANT = ("test_alibi_depends_only_on_distance", "test_alibi_is_symmetric", "test_alibi_zero_diagonal")
+_MULTIHEAD_CONSTANT = ("test_head_context_uses_its_own_value_columns", "test_padding_mask_hides_padded_keys",
+                       "test_per_sequence_mask_when_batch_equals_heads",
+                       "test_self_attention_is_permutation_equivariant", "test_two_leading_batch_axes_and_float32")
 
 CHEATS = {
     cheat.name: cheat for cheat in (
@@ -630,6 +633,7 @@ CHEATS = {
         *(_constant_result("positional", "alibi_bias", fill, "05", _ALIBI_CONSTANT) for fill in (0, 1)),
         *(_constant_result("positional", "sinusoidal_encoding", fill, "05",
                            ("test_sinusoidal_values_lie_in_minus_one_to_one",)) for fill in (0, 1)),
+        *(_constant_result("multihead", "multi_head_attention", fill, "06", _MULTIHEAD_CONSTANT) for fill in (0, 1)),
         Cheat("backward-central-differences", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
