@@ -10,7 +10,14 @@ from tests import kinds, unseen
 from tests.conventions import CLASSIC_DROPOUT, CONVENTION, GELU_ERF, layer_norm_form, with_convention
 from tests.crash import raising_through
 from tests.effort import expect_varies, message, require
-from tests.feedback import expect, expect_close, expect_dtype, expect_raises_value_error, expect_shape
+from tests.feedback import (
+    expect,
+    expect_close,
+    expect_differs,
+    expect_dtype,
+    expect_raises_value_error,
+    expect_shape,
+)
 from tests.probes import PROBES, expect_probe, probe
 from tests.relations import draws_left_open
 from tests.steps import names
@@ -464,6 +471,11 @@ def test_dropout_preserves_the_mean(impl):
                 "probability of dropping an entry (keep where rng.random(shape) >= rate)")
     expect(abs(out.mean() / x.mean() - 1.0) < 0.01, what="the mean of 200 000 entries after dropout at rate 0.3",
            expected=f"{x.mean():.4f} (within 1 %)", observed=f"{out.mean():.4f}", idea=idea)
+    # The contrast: the kept entries are x's (ones of x's shape keep a mean of about 1 as well).
+    shifted = impl.dropout(x + 1.0, 0.3, np.random.default_rng(22))
+    expect_differs(shifted, out, what="dropout of x + 1 vs. dropout of x, at rate 0.3 with the same rng",
+                   expected="a different result: each kept entry is x / (1 - rate), so it moves with x",
+                   passed="the mean is kept", idea=idea)
 
 
 def test_dropout_drops_the_requested_fraction(impl):
@@ -753,6 +765,12 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
         expect_close(impl.transformer_layer(x, params, N_HEADS),
                      np.stack([impl.transformer_layer(t, params, N_HEADS) for t in flat]).reshape(x.shape),
                      what=f"transformer_layer of {what} vs. each sequence alone", idea=idea)
+    # The contrast: each sequence gets its own result (one result for every sequence is each one's "alone" too).
+    for name, call in (("layer_norm", lambda t: impl.layer_norm(t, params["ln1_gamma"], params["ln1_beta"])),
+                       ("transformer_layer", lambda t: impl.transformer_layer(t, params, N_HEADS))):
+        expect_differs(call(flat[1]), call(flat[0]), what=f"{name} of two different sequences of {N} tokens",
+                       expected="different results: each token's result is computed from its own features",
+                       passed="each sequence's result is what it is alone", idea=idea)
     x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
     params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
                 {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}

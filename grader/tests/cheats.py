@@ -634,6 +634,9 @@ CHEATS = {
         *(_constant_result("positional", "sinusoidal_encoding", fill, "05",
                            ("test_sinusoidal_values_lie_in_minus_one_to_one",)) for fill in (0, 1)),
         *(_constant_result("multihead", "multi_head_attention", fill, "06", _MULTIHEAD_CONSTANT) for fill in (0, 1)),
+        *(_constant_result("layer", function, fill, "07", ("test_layer_functions_with_any_number_of_leading_axes",))
+          for function in ("layer_norm", "transformer_layer") for fill in (0, 1)),
+        _constant_result("layer", "dropout", 1, "07", ("test_dropout_preserves_the_mean",)),
         Cheat("backward-central-differences", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
