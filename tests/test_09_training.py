@@ -33,6 +33,7 @@ from tests.feedback import (
     call_or_explain,
     expect,
     expect_close,
+    expect_differs,
     expect_equal,
     expect_no_nan,
     expect_raises_value_error,
@@ -622,9 +623,14 @@ def test_attention_on_the_antecedent_starts_near_uniform(impl):
     _, test = _task_pair()
     params = impl.init_model(np.random.default_rng(TRAIN_SEED), len(test["vocab"]), 16, 1)
     weight = _outcome(params, test, True)["weight"]
+    idea = "init_model: small random weights (init_weight, scale 1/sqrt(d_in)) and an embedding of scale 0.3"
     expect(0.03 < weight < 0.3, what="the pronoun's mean attention weight on its antecedent, untrained",
-           expected="about 1/8 (between 0.03 and 0.3)", observed=f"{weight:.3f}",
-           idea="init_model: small random weights (init_weight, scale 1/sqrt(d_in)) and an embedding of scale 0.3")
+           expected="about 1/8 (between 0.03 and 0.3)", observed=f"{weight:.3f}", idea=idea)
+    # The contrast: near uniform, not uniform (parameters all alike, zeros, give exactly 1/8 in every sentence).
+    _, weights = _forward(params, test["tokens"], test["query_position"], 1, True)
+    expect_differs(weights[1], weights[0], what="the untrained model's attention weights in test sentences 1 and 0",
+                   expected="different weights: random parameters score different words differently",
+                   passed="the weight on the antecedent is about 1/8", idea=idea)
 
 
 def _long_run(attempt: int) -> tuple[dict, dict, list[int]]:
