@@ -348,15 +348,3 @@ def expect_varies(values: Any, *, axis: int, what: str, idea: str) -> bool:
     return expect(False, what=what, expected="results that differ from one another (they depend on the input)",
                   observed="the same values everywhere" if array is not None else type(values).__name__,
                   idea=idea + "; a constant (or zeros) satisfies this property without computing anything")
-
-
-def expect_changed(before: Any, after: Any, *, what: str, idea: str) -> bool:
-    """Check that a result changed when its input did (where the idea says it must)."""
-    from tests.feedback import expect
-
-    same = (isinstance(before, np.ndarray) and isinstance(after, np.ndarray) and before.shape == after.shape
-            and bool(np.allclose(before, after, rtol=1e-9, atol=1e-12)))
-    if not same:
-        return True
-    return expect(False, what=what, expected="a different result (the input it depends on changed)",
-                  observed="the same result as before", idea=idea)

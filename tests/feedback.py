@@ -423,6 +423,7 @@ def expect_differs(first: Any, second: Any, *, what: str, expected: str, passed:
     """
     if recorded_so_far():
         return True
+
     def whole(result: Any) -> np.ndarray:
         parts = result if isinstance(result, (tuple, list)) else (result,)
         return np.concatenate([np.ravel(np.asarray(part, dtype=float)) for part in parts])
