@@ -168,6 +168,10 @@ def _read_csv(path: Path, columns: tuple[str, ...], option: str) -> list[tuple[i
                         f"{','.join(columns)}")
     rows = []
     for number, raw in enumerate(reader, start=2):
+        if raw.get(None):  # more cells than the header: an unquoted comma (a reason's, a decimal comma's 1,5)
+            raise TermError(f"{option} {path} row {number}: {len(header) + len(raw[None])} cells, but the header "
+                            f"has {len(header)}; a cell holding a comma (a reason, a decimal comma) goes in double "
+                            'quotes ("1.5", "good, clear docstring")')
         row = {(key or "").strip().lower(): (value or "").strip() for key, value in raw.items() if key is not None}
         if any(row.values()):
             if not row.get("id"):

@@ -69,6 +69,10 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
                           f"{', '.join(ROSTER_COLUMNS)} (optional: {', '.join(OPTIONAL_ROSTER_COLUMNS)})")
     rows: dict[str, dict[str, str]] = {}
     for number, raw in enumerate(reader, start=2):
+        if raw.get(None):  # more cells than the header: an unquoted comma would shift a name into the email
+            raise ExportError(f"--roster {path} line {number}: {len(columns) + len(raw[None])} cells, but the "
+                              f"header has {len(columns)}; a cell holding a comma (\"Martin, Alice\") goes in "
+                              "double quotes")
         row = {key.strip().lower(): (value or "").strip() for key, value in raw.items() if key is not None}
         if not any(row.values()):
             continue

@@ -98,6 +98,8 @@ def test_long_format_has_per_exercise_maxima_and_the_hidden_part(graded: Path) -
     ("folder,name,email\nalice,A,a@x\n", "missing column"),
     ("folder,lms_id,name,email\nalice,1,A,a\nalice,2,B,b\n", "appears twice"),
     ("folder,lms_id,name,email\n,1,A,a\n", "folder column is empty"),
+    # An unquoted comma in a name shifted the email out of its column, and the extra cell was dropped in silence.
+    ("folder,lms_id,name,email\nalice,1,Martin, Alice,a@x\n", "line 2: 5 cells, but the header has 4"),
 ])
 def test_a_bad_roster_is_refused_with_the_reason(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(export.ExportError, match=message):

@@ -381,3 +381,18 @@ def test_an_extension_for_an_id_no_entry_has_is_said_with_the_gradebook(tmp_path
     outputs.write_gradebooks(tmp_path / "out", [], None, inputs, said.append)
     assert said[0].startswith("note: [extensions] of the course: alcie, zed: no submission has this id"), said
     assert term_stage.load_inputs(tmp_path / "out2", None, None, (EXERCISE,), {"alice", "alcie", "zed"}).notes == ()
+
+
+def test_a_row_with_more_cells_than_the_header_is_refused(tmp_path):
+    # An unquoted comma, a decimal comma's 1,5 or a reason's, made an extra cell that was dropped in silence:
+    # bob got 1 point with the reason "5", and the real reason was lost.
+    path = tmp_path / "a.csv"
+    path.write_text("id,exercise,points,reason\nbob,softmax,1,5,Rubric item 2\n")
+    with pytest.raises(term.TermError, match=r"--adjustments .* row 2: 5 cells, but the header has 4; .*double quotes"):
+        term.read_adjustments(path, (EXERCISE,), {"bob"})
+    path.write_text('id,exercise,points,reason\nbob,softmax,1.5,"good, clear docstring"\n')
+    assert term.read_adjustments(path, (EXERCISE,), {"bob"})["bob"][0].reason == "good, clear docstring"
+    times = tmp_path / "t.csv"
+    times.write_text("id,submitted_at\nbob,2026-10-01T10:00:00Z,extra\n")
+    with pytest.raises(term.TermError, match=r"--times .* row 2: 3 cells, but the header has 2"):
+        term.read_times(times, {"bob"})
