@@ -103,10 +103,14 @@ def finalize(row: StudentRow, inputs: TermInputs) -> StudentRow:
     late = inputs.lateness(row.student)
     fraction = late.fraction if late is not None else 0.0
     exercises = {}
+    counted = [a.points for a in adjustments if a.exercise not in row.computed_exercises]  # the whole submission's
     for name, value in row.computed_exercises.items():
         mine = [a.points for a in adjustments if a.exercise == name]
         exercises[name] = None if value is None else scoring.final_score(value, mine, fraction)
-    score = scoring.final_score(row.computed, [a.points for a in adjustments], fraction)
+        # An exercise's manual points take at most what it has (its column never goes below 0): the total counts
+        # the same, so the per-exercise columns (Canvas, grades-long.csv) add up to it.
+        counted.append(sum(mine) if value is None else max(sum(mine), -value))
+    score = scoring.final_score(row.computed, counted, fraction)
     output = row.computed_output.split(MARKER)[0]
     note = describe(adjustments, late, row.computed, score)
     return dataclasses.replace(row, score=score, output=output + (MARKER + note if note else ""),

@@ -396,3 +396,25 @@ def test_a_row_with_more_cells_than_the_header_is_refused(tmp_path):
     times.write_text("id,submitted_at\nbob,2026-10-01T10:00:00Z,extra\n")
     with pytest.raises(term.TermError, match=r"--times .* row 2: 3 cells, but the header has 2"):
         term.read_times(times, {"bob"})
+
+
+def test_an_exercise_s_manual_points_take_from_the_total_what_its_column_loses():
+    # masks -20 on masks' 12 points: its column stops at 0 (12 lost), and the total lost 20, so the
+    # per-exercise Canvas columns added up to 46 beside a grades.csv total of 38.
+    from grader.grading.rows import StudentRow
+    from grader.grading.term_stage import TermInputs, finalize
+
+    row = StudentRow(student="ken", status="ok", score=58.0, computed=58.0, max_score=58.0,
+                     exercises={"softmax": 12.0, "masks": 12.0, "rowmax": 34.0},
+                     computed_exercises={"softmax": 12.0, "masks": 12.0, "rowmax": 34.0},
+                     maxima={"softmax": 12.0, "masks": 12.0, "rowmax": 34.0})
+    late = term.LatePolicy(datetime.fromisoformat(DEADLINE), 0.25, 2)
+    for times, factor in (({}, 1.0), ({"ken": datetime.fromisoformat("2026-10-02T10:00:00+02:00")}, 0.75)):
+        inputs = TermInputs(late=late, times=times,
+                            adjustments={"ken": (term.Adjustment("masks", -20.0, "copied masks"),
+                                                 term.Adjustment("softmax", 1.0, "rubric"))})
+        final = finalize(row, inputs)
+        assert final.exercises == {"softmax": 13 * factor, "masks": 0.0, "rowmax": 34 * factor}
+        assert final.score == sum(final.exercises.values()) == 47 * factor
+    whole = finalize(row, TermInputs(adjustments={"ken": (term.Adjustment("", -60.0, "void"),)}))
+    assert whole.score == 0 and whole.exercises["masks"] == 12  # the whole submission's points: the total only
