@@ -67,10 +67,15 @@ from grader.grading.shard import ShardError, merge
 
 def export(out: Path, rows: list[StudentRow] | list[dict[str, Any]], roster_path: Path | None, *,
            per_exercise: bool | None = None,
-           assignment_id: str | None = None, assignment_name: str | None = None, echo: Any = print) -> list[Path]:
-    """Write the LMS exports of a graded class into ``out`` (the formats grades-long.csv and canvas.csv)."""
+           assignment_id: str | None = None, assignment_name: str | None = None, echo: Any = print,
+           same_scores: bool = False) -> list[Path]:
+    """Write the LMS exports of a graded class into ``out`` (the formats grades-long.csv and canvas.csv).
+
+    ``same_scores``: ``rows`` are the ones ``out``'s canvas.csv was written from, so a refused Canvas export (bad
+    options) leaves that file as it is.
+    """
     context = Context(roster=roster_path, per_exercise=per_exercise, assignment_id=assignment_id,
-                      assignment_name=assignment_name, echo=echo)
+                      assignment_name=assignment_name, echo=echo, same_scores=same_scores)
     return write_all(out, typed(rows), context, only=("grades-long.csv", "canvas.csv"))
 
 
@@ -127,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         rows = read_graded(args.grades)
         roster = kept_roster(args.grades, args.roster)  # given: kept as GRADES/roster.csv; else the one kept
         written = export(args.grades, rows, roster, per_exercise=args.per_exercise or None,
-                         assignment_id=args.assignment_id, assignment_name=args.assignment_name)
+                         assignment_id=args.assignment_id, assignment_name=args.assignment_name,
+                         same_scores=not args.merge)  # every grading run rewrites (or removes) canvas.csv
     except (ExportError, ShardError) as error:
         print(f"attention-kit export: {error}", file=sys.stderr)
         return 2

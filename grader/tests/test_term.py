@@ -418,3 +418,23 @@ def test_an_exercise_s_manual_points_take_from_the_total_what_its_column_loses()
         assert final.score == sum(final.exercises.values()) == 47 * factor
     whole = finalize(row, TermInputs(adjustments={"ken": (term.Adjustment("", -60.0, "void"),)}))
     assert whole.score == 0 and whole.exercises["masks"] == 12  # the whole submission's points: the total only
+
+
+def test_a_refused_export_keeps_the_canvas_csv_of_the_same_scores(term_batch, tmp_path):
+    # `export --per-exercise --canvas-assignment-id 12` is refused (bad options); it removed the canvas.csv the
+    # last run wrote from these very results.json, so a typo of the options lost a good export.
+    import argparse
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,lms_id,name,email\nalice,1,Alice,a@x\nbob,2,Bob,b@x\n", encoding="utf-8")
+    out = tmp_path / "out"
+    shutil.copytree(term_batch["out"], out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(term_batch["folder"]))
+        assert grade_batch(term_batch["subs"], out, **QUIET, roster=roster) == 0
+        before = (out / "canvas.csv").read_text(encoding="utf-8")
+        parser = argparse.ArgumentParser()
+        export.add_arguments(parser)
+        args = parser.parse_args([str(out), "--per-exercise", "--canvas-assignment-id", "12"])
+        assert export.run(args) == 2
+    assert (out / "canvas.csv").read_text(encoding="utf-8") == before

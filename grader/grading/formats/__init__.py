@@ -42,6 +42,9 @@ class Context:
     assignment_name: str | None = None
     published: bool = False
     """Grades are published: feedback shows the failed hidden tests by name and message."""
+    same_scores: bool = False
+    """The rows are those an earlier canvas.csv was written from (``export`` without ``--merge``): a refused Canvas
+    export keeps that file; after a grading run or a merge it goes, its scores may be out of date."""
     echo: Callable[[str], Any] = print
 
 

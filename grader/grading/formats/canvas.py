@@ -146,7 +146,7 @@ def write(out: Path, rows: list[StudentRow], context: Context) -> list[Path]:
         # An earlier run's canvas.csv holds that run's scores: left beside this run's grades.csv it would be
         # imported as though current. It goes; the message says how to write it again.
         stale = out / "canvas.csv"
-        if stale.is_file():
+        if stale.is_file() and not context.same_scores:
             stale.unlink()
             raise ExportError(f"{error} (the canvas.csv of an earlier run, whose scores may be out of date, "
                               "was removed)") from None
