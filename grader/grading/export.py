@@ -101,6 +101,26 @@ def read_graded(out: Path) -> list[StudentRow]:
     return rows
 
 
+def check_course(out: Path, rows: list[StudentRow]) -> None:
+    """Refuse a gradebook graded with exercises the course no longer has (its exports would name them, or crash).
+
+    Raises
+    ------
+    ExportError
+        Naming the exercises and the two ways out: regrade, or export with the course it was graded with.
+    """
+    from grader.curriculum import load as load_curriculum
+
+    curriculum = load_curriculum()
+    known = {exercise.name for exercise in curriculum.exercises}
+    gone = sorted({name for row in rows for name in row.maxima} - known)
+    if gone:
+        raise ExportError(f"{out} was graded with exercise(s) {', '.join(gone)}, which the course no longer has "
+                          f"(its exercises: {', '.join(e.name for e in curriculum.exercises)}): regrade "
+                          "(`attention-kit grade SUBMISSIONS --out GRADES`) so the gradebook follows the course, "
+                          "or export with the --course it was graded with")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``attention-kit export``."""
     parser.add_argument("grades", type=Path, metavar="GRADES", help="the --out folder of `attention-kit grade`")
@@ -130,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         if args.merge:  # the shards' students copied into GRADES, and its grades.csv (grader.grading.shard)
             merge(args.grades, args.merge)
         rows = read_graded(args.grades)
+        check_course(args.grades, rows)
         roster = kept_roster(args.grades, args.roster)  # given: kept as GRADES/roster.csv; else the one kept
         written = export(args.grades, rows, roster, per_exercise=args.per_exercise or None,
                          assignment_id=args.assignment_id, assignment_name=args.assignment_name,

@@ -438,3 +438,25 @@ def test_a_refused_export_keeps_the_canvas_csv_of_the_same_scores(term_batch, tm
         args = parser.parse_args([str(out), "--per-exercise", "--canvas-assignment-id", "12"])
         assert export.run(args) == 2
     assert (out / "canvas.csv").read_text(encoding="utf-8") == before
+
+
+def test_an_export_under_a_course_that_dropped_a_graded_exercise_is_refused(term_batch, tmp_path, capsys):
+    # The instructor dropped softmax from [course] exercises and exported the gradebook again: --per-exercise was
+    # a traceback (no exercise named 'softmax'), the total a canvas.csv of the old selection's points.
+    import argparse
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,lms_id,name,email\nalice,1,Alice,a@x\nbob,2,Bob,b@x\n", encoding="utf-8")
+    changed = tmp_path / "course"
+    changed.mkdir()
+    (changed / "course.toml").write_text('[course]\nexercises = ["masks"]\n', encoding="utf-8")
+    out = tmp_path / "out"
+    shutil.copytree(term_batch["out"], out)
+    parser = argparse.ArgumentParser()
+    export.add_arguments(parser)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(course.COURSE_ENV, str(changed))
+        for options in ([], ["--per-exercise"]):
+            assert export.run(parser.parse_args([str(out), "--roster", str(roster), *options])) == 2
+            assert "was graded with exercise(s) softmax, which the course no longer has" in capsys.readouterr().err
+    assert not (out / "canvas.csv").exists()
