@@ -310,6 +310,8 @@ def once(impl: Any, name: str, key: str, compute: Callable[[], Any]) -> Any:
     try:
         function = implementation.function(impl._exercise, name)
     except Exception:  # noqa: BLE001 - a missing module or function: the call itself will say so
+        function = None
+    if function is None:  # computed outside `except`: its failure is not shown chained to this one, twice
         return compute()
     try:
         known = _ONCE.setdefault(implementation, {})
