@@ -190,6 +190,56 @@ def cpu_used(cpu: float, wall: float, queued: float = 0.0) -> str:
     return text
 
 
+class _HungImport(ImportError):
+    """The import of a module of the folder whose import ran out of time before in this run (``_HUNG``)."""
+
+
+class _HungImports:
+    """On ``sys.meta_path``: a module whose import ran out of time is not run again when another module imports it.
+
+    Found in a student's run: a ``while True`` at the top of softmax.py cost a budget for every module that imports
+    it (74 s for ``pytest``), and each of their failures blamed its own file ("importing attention.py did not
+    finish"). Keys: the module's full name (the folder's private package); values: the sentence that says why.
+    """
+
+    def __init__(self) -> None:
+        self.modules: dict[str, str] = {}
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if (why := self.modules.get(fullname)) is not None:
+            raise _HungImport(why, name=fullname)
+
+
+_HUNG = _HungImports()
+
+
+def _hung_where(error: BaseException, folder: Path) -> tuple[str, str, int, int] | None:
+    """(module file whose import was running, file and line it was at, that module's line), from a stopped import.
+
+    The frames of the budget's signal (``error.__context__``) in the student's ``folder``: the innermost running a
+    module's top level is the import that hung; the innermost of all, the line that was running.
+    """
+    stopped = error.__context__ if isinstance(error.__context__, _OverBudget) else None
+    frames = traceback.extract_tb(stopped.__traceback__) if stopped is not None else []
+    home = str(folder.resolve())
+    frames = [frame for frame in frames if str(Path(frame.filename).resolve()).startswith(home)]
+    top = [frame for frame in frames if frame.name == "<module>"]
+    if not top:
+        return None
+    return Path(top[-1].filename).name, Path(frames[-1].filename).name, frames[-1].lineno or 0, top[-1].lineno or 0
+
+
+def _hung_message(module_file: str, seconds: float, where: tuple[str, str, int, int] | None) -> str:
+    """The sentence for an import of ``module_file`` stopped past ``seconds``: the module and line that ran on."""
+    if where is None:
+        return f"importing {module_file} did not finish within {seconds:g} s (an infinite loop at module level?)"
+    hung, file, line, top = where
+    deeper = f", in {file} line {line}" if (file, line) != (hung, top) else ""
+    text = (f"importing {hung} did not finish within {seconds:g} s (an infinite loop at module level? "
+            f"it was running {hung} line {top}{deeper})")
+    return text if hung == module_file else f"{text}; {module_file} imports it"
+
+
 class Implementation(Protocol):
     """What the tests need from an implementation: its functions by name."""
 
@@ -297,6 +347,10 @@ class LocalImplementation:
         _graded_imports()  # and an import of a library the grader does not have fails here as it does there
         digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
         self.package = f"_attention_kit_impl_{digest}"
+        for hung in [module for module in _HUNG.modules if module.startswith(f"{self.package}.")]:
+            del _HUNG.modules[hung]  # a new run (watch, status): the student may have fixed the loop
+        if _HUNG not in sys.meta_path:
+            sys.meta_path.insert(0, _HUNG)
         if self.package not in sys.modules:
             package = types.ModuleType(self.package)
             package.__path__ = [str(self.path)]
@@ -327,8 +381,16 @@ class LocalImplementation:
             if f"importing {name}.py did not finish" not in str(error):
                 self._failures[name] = describe_import_error(f"{name}.py", error, self.path, self.package)
             else:
-                self._failures[name] = (f"importing {name}.py did not finish within {self.call_seconds:g} s "
-                                        "(an infinite loop at module level?)")
+                where = _hung_where(error, self.path)
+                self._failures[name] = _hung_message(f"{name}.py", self.call_seconds or 0, where)
+                if where is not None:  # the module that ran on is not run again when another one imports it
+                    hung = where[0].removesuffix(".py")
+                    _HUNG.modules[f"{self.package}.{hung}"] = self._failures.setdefault(
+                        hung, _hung_message(where[0], self.call_seconds or 0, where))
+            raise ImplementationError(self._failures[name]) from None
+        except _HungImport as error:  # a module it imports ran out of time before: said as that module's
+            self._failures[name] = f"{error.msg}; {name}.py imports it" if error.msg.split()[1] != f"{name}.py" \
+                else error.msg
             raise ImplementationError(self._failures[name]) from None
         except Exception as error:  # any failure of student code at import
             self._failures[name] = describe_import_error(f"{name}.py", error, self.path, self.package)

@@ -38,6 +38,7 @@ _SYNTAX_ERROR = re.compile(r"^syntax error in (?P<file>\S+) line (?P<line>\d+)",
 _IMPORT_RAISED = re.compile(
     r"^importing (?P<module>\S+) raised (?P<type>\w+)[^\n]*?(?:\((?P<file>\S+) line (?P<line>\d+)\))?$", re.M)
 _MISSING = re.compile(r"^missing module (?P<name>\w+):", re.M)
+_HUNG = re.compile(r"^importing (?P<file>\S+) did not finish within .*?running \S+ line (?P<line>\d+)", re.M)
 # tests/kit.py imports each implementation folder as a package under this prefix.
 IMPL_PACKAGE_PREFIX = "_attention_kit_impl_"
 # The only plugin the graded suite needs besides its own conftest. Other installed plugins are not
@@ -143,6 +144,9 @@ def _import_problem(message: str, module_file: str) -> str:
         return f"{match['type']} at line {match['line']}{in_file}"
     if match := _MISSING.search(message):
         return f"{match['name']}.py is missing"
+    if match := _HUNG.search(message):  # a loop at the top of a module (tests/kit.py, _hung_message)
+        of = "" if match["file"] == module_file else f" of {match['file']}"
+        return f"import{of} did not finish (a loop?), line {match['line']}"
     return ""
 
 
@@ -223,11 +227,8 @@ def forget_implementation(impl: Path) -> None:
     itself stays registered: a LocalImplementation made earlier keeps working and simply
     imports the modules afresh.
     """
-    packages = [
-        name for name, module in list(sys.modules.items())
-        if name.startswith(IMPL_PACKAGE_PREFIX) and "." not in name
-        and [str(impl)] == list(getattr(module, "__path__", []))
-    ]
+    packages = [name for name, module in list(sys.modules.items()) if name.startswith(IMPL_PACKAGE_PREFIX)
+                and "." not in name and [str(impl)] == list(getattr(module, "__path__", []))]
     for package in packages:
         for name in [name for name in sys.modules if name.startswith(package + ".")]:
             del sys.modules[name]

@@ -5,8 +5,10 @@ Each test here was found by putting a released kit's `exercises/` in such a stat
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from grader.student import status
 from grader.tests.test_first_run import run_pytest
 from grader.tests.test_student_loop import make_partial
 
@@ -21,3 +23,36 @@ def test_a_module_that_does_not_import_is_said_once_per_failure_not_chained_to_i
     out = run_pytest("-m", "masks", f"--impl={folder}").stdout
     assert "syntax error in masks.py line" in out, out[-3000:]
     assert "During handling of the above exception" not in out, out[:3000]
+
+
+def _looping_softmax(tmp_path: Path) -> tuple[Path, Path, int]:
+    """A folder midway whose softmax.py loops at its top, after noting each start in a file; the loop's line."""
+    folder = make_partial(tmp_path / "work", done=("softmax", "projections", "attention", "masks"))
+    starts = tmp_path / "starts"
+    softmax = folder / "softmax.py"
+    lines = softmax.read_text(encoding="utf-8").splitlines()
+    at = lines.index("import numpy as np") + 1
+    lines[at:at] = [f"open({str(starts)!r}, 'a').write('x')", "while True:", "    pass"]
+    softmax.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder, starts, at + 2
+
+
+def test_a_loop_at_the_top_of_a_module_is_blamed_there_and_run_once(tmp_path: Path):
+    # Found: `while True` at the top of softmax.py cost one budget (5 s) for every module importing it (74 s for
+    # `pytest`), and each of their failures blamed its own file: "importing attention.py did not finish within 5 s
+    # (an infinite loop at module level?)", attention.py being fine; nor were the exercises it blocked one line.
+    folder, starts, line = _looping_softmax(tmp_path)
+    out = run_pytest("-m", "softmax or attention or multihead", f"--impl={folder}").stdout
+    assert starts.read_text() == "x", out[-3000:]  # its import ran once, not once per module importing it
+    assert "importing attention.py did not finish" not in out, out[-3000:]
+    assert f"importing softmax.py did not finish within 5 s (an infinite loop at module level? it was running " \
+           f"softmax.py line {line})\n" in out, out[-3000:]
+    assert re.search(r"^BLOCKED +3\. attention .* until \S*softmax\.py imports: importing softmax\.py", out, re.M), out
+
+
+def test_status_says_a_module_that_loops_at_its_top_does_not_import(tmp_path: Path):
+    folder, _, line = _looping_softmax(tmp_path)
+    result = status.run_suite(folder, ["softmax", "attention"])
+    assert result["softmax"].label == f"does not import: import did not finish (a loop?), line {line}"
+    assert result["attention"].label == f"does not import: import of softmax.py did not finish (a loop?), line {line}"
+
