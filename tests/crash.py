@@ -67,11 +67,15 @@ def where_it_crashed(error: BaseException) -> str:
     notes = getattr(error, "__notes__", None)  # the isolated grader reports the student's frames here
     if notes:
         return "\n            " + "\n            ".join(line for note in notes for line in note.splitlines())
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+    # A call stopped past its budget (tests.kit.call_budget): its TimeoutError is raised where the budget ends
+    # (contextlib's frame, named before); the line that was running is in the timer's signal, the context.
+    stopped = _stopped(error)
+    frames = [frame for frame in traceback.extract_tb((stopped or error).__traceback__)
               if "numpy" not in Path(frame.filename).parts and not _is_kit_file(frame.filename)]
     if frames:
         last = frames[-1]
-        where = f"\n            at {Path(last.filename).name} line {last.lineno}: {last.line}"
+        at = "stopped at" if stopped else "at"
+        where = f"\n            {at} {Path(last.filename).name} line {last.lineno}: {last.line}"
         # Raised in another of the student's files (a blind round: multi_head_attention handing k and v of two
         # lengths to scaled_dot_product_attention, whose own check raised): the line that made the call too, or
         # "the line above" is the callee's raise, which did its job.
@@ -80,6 +84,14 @@ def where_it_crashed(error: BaseException) -> str:
             where += f"\n            called from {Path(caller.filename).name} line {caller.lineno}: {caller.line}"
         return where
     return ""
+
+
+def _stopped(error: BaseException) -> BaseException | None:
+    """The timer's signal inside the student's code, when ``error`` is the budget's TimeoutError (else None)."""
+    context = error.__context__
+    if isinstance(error, TimeoutError) and error.__suppress_context__ and type(context).__name__ == "_OverBudget":
+        return context
+    return None
 
 
 def not_about_the_inputs(error: BaseException) -> str | None:
@@ -92,6 +104,13 @@ def not_about_the_inputs(error: BaseException) -> str | None:
         return ("these bytes are not valid UTF-8, and bytes.decode raises on them unless told what to do: the "
                 "docstring says what the function gives for them (errors='replace' gives '\\ufffd' for each broken "
                 "sequence)")
+    if _stopped(error) is not None:
+        return ("the call was stopped past its time budget at the line above: a loop whose condition never changes, "
+                "a sleep or a wait for input, or far more work than these inputs need (a Python loop over every "
+                "entry where one array operation does it)")
+    if isinstance(error, TimeoutError) and "was not run: your code already ran out of time" in str(error):
+        return ("earlier calls of this function were stopped past their time budget (the first such failure shows "
+                "the line that was running): fix that first; until then the kit does not run the function again")
     if isinstance(error, UnboundLocalError):
         return ("a local variable is read before this path through the function gave it a value: assign it on "
                 "every path before its first use")

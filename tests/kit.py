@@ -928,7 +928,8 @@ class Kit:
                     self._rejected.append(name)  # asked whether it answers good input too (ask_unseen)
                 raise  # a test that expects an exception (bad input) looks at it
             failure = Failure(
-                f"{name}({_describe_arguments(arguments)}) crashed",
+                f"{name}({_describe_arguments(arguments)}) "
+                + ("did not finish" if isinstance(error, TimeoutError) else "crashed"),
                 "a result (these inputs are valid per the docstring)",
                 f"{type(error).__name__}: {error}{(where := where_it_crashed(error))}",
                 not_about_the_inputs(error) or

@@ -56,3 +56,24 @@ def test_status_says_a_module_that_loops_at_its_top_does_not_import(tmp_path: Pa
     assert result["softmax"].label == f"does not import: import did not finish (a loop?), line {line}"
     assert result["attention"].label == f"does not import: import of softmax.py did not finish (a loop?), line {line}"
 
+
+def test_a_call_stopped_past_its_budget_names_the_students_line_that_was_running(tmp_path: Path):
+    # Found: a softmax whose body was `while True: pass` was told "softmax(x: ...) crashed ... TimeoutError ...
+    # at contextlib.py line 158: self.gen.throw(typ, value, traceback)" (the budget's own frame, not the loop), and
+    # to revisit "what does the line above assume about them (the number of axes, ...)"; its later tests, "was not
+    # run", were sent to "the line above" too, though they show none.
+    folder = make_partial(tmp_path / "work", done=("softmax",))
+    softmax = folder / "softmax.py"
+    text = softmax.read_text(encoding="utf-8")
+    body = text.index("    x = as_float_array(")
+    softmax.write_text(text[:body] + "    while True:\n        pass\n" + text[body:], encoding="utf-8")
+    line = text[:body].count("\n") + 1
+    out = run_pytest("-m", "softmax", f"--impl={folder}").stdout
+    first = out.split("\n_____", 2)[1]
+    assert "softmax(x: float64 (2, 3, 5)) did not finish\n" in first, first
+    assert f"stopped at softmax.py line {line}: while True:" in first, first
+    assert "contextlib" not in out and "crashed" not in first, first
+    assert "stopped past its time budget at the line above: a loop whose condition never changes" in first, first
+    later = out.split("\n_____", 3)[2]
+    assert "was not run: your code already ran out of time" in later, later
+    assert "what does the line above assume" not in later and "fix that first" in later, later
