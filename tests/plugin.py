@@ -301,6 +301,7 @@ def pytest_runtest_makereport(
     report's text is rendered from them.
     """
     report = yield
+    report.sections = [(title, _trimmed(text)) for title, text in report.sections]
     if report.when != "call" or not report.failed:
         return report
     findings = _completed(item, failures.recorded(item))
@@ -309,6 +310,18 @@ def pytest_runtest_makereport(
     finally:
         failures.keep(item, findings)
         failures.attach(report, findings)
+
+
+# Characters of a test's captured output (its "Captured stdout call") kept: a softmax printing 5 MB at each call made
+# `pytest -m softmax` print 145 MB, every failing test repeating its calls' output (a student-side round).
+PRINTED_SHOWN = 2_000
+
+
+def _trimmed(text: str) -> str:
+    """``text`` (captured output) up to ``PRINTED_SHOWN`` characters, saying how much more there was."""
+    if len(text) <= PRINTED_SHOWN:
+        return text
+    return f"{text[:PRINTED_SHOWN]}\n[... {len(text) - PRINTED_SHOWN:,} more characters printed, not shown]\n"
 
 
 def _called_so_far(item: pytest.Item) -> str:

@@ -95,3 +95,12 @@ def test_what_a_passing_function_prints_stays_captured(tmp_path: Path):
     done = run_pytest("-m", "softmax", f"--impl={_printing_softmax(tmp_path)}")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "PRINTED" not in done.stdout, done.stdout[:3000]
+
+
+def test_what_a_failing_function_prints_is_shown_cut_short(tmp_path: Path):
+    # Found: the same softmax, wrong as well, made `pytest -m softmax` print 145 MB: pytest shows each failing test's
+    # captured output in full.
+    done = run_pytest("-m", "softmax", f"--impl={_printing_softmax(tmp_path, '    return x * 2' + chr(10))}")
+    assert done.returncode == 1 and "Captured stdout call" in done.stdout, done.stdout[-3000:]
+    assert "more characters printed, not shown]" in done.stdout, done.stdout[-3000:]
+    assert len(done.stdout) < 200_000, len(done.stdout)
