@@ -145,7 +145,8 @@ def pytest_runtest_makereport(
     return report
 
 
-IMPORT_FAILED = re.compile(r"(?:syntax error in|importing) (?P<module>\w+\.py)\b")  # tests/kit.py's sentences
+# tests/kit.py's sentences
+IMPORT_FAILED = re.compile(r"(?:syntax error in|importing) (?P<module>\w+\.py)\b|missing module (?P<missing>\w+):")
 
 
 def blocked_by(item: pytest.Item, exercise: Exercise) -> str:
@@ -153,8 +154,14 @@ def blocked_by(item: pytest.Item, exercise: Exercise) -> str:
     found = failures.recorded(item)
     if len(found) != 1 or found[0].kind != failures.UNAVAILABLE:
         return ""
-    match = IMPORT_FAILED.match(found[0].what)
-    return found[0].what if match and match["module"] != exercise.module_file else ""
+    module = failed_module(found[0].what)
+    return found[0].what if module and module != exercise.module_file else ""
+
+
+def failed_module(why: str) -> str:
+    """The file of the module that ``why`` (one of tests/kit.py's sentences) says did not import, or ""."""
+    match = IMPORT_FAILED.match(why)
+    return (match["module"] or f"{match['missing']}.py") if match else ""
 
 
 def failed_on_a_stub(item: pytest.Item) -> str:
@@ -228,7 +235,7 @@ def blocked_lines(config: pytest.Config, names: list[str]) -> list[str]:
     for name in names:
         exercise = curriculum.exercise(name)
         (why, ids), = outcomes.blocked[name].items()
-        module = _shown(folder / IMPORT_FAILED.match(why)["module"], config)
+        module = _shown(folder / failed_module(why), config)
         rows.append((f"{exercise.number:>2}. {name}", _shown(folder / exercise.module_file, config),
                      f"{len(ids)} test{'s' if len(ids) != 1 else ''} fail until {module} imports: {why}"))
     widths = [max((len(row[column]) for row in rows), default=0) for column in range(2)]  # in columns, as above

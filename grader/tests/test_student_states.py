@@ -104,3 +104,18 @@ def test_what_a_failing_function_prints_is_shown_cut_short(tmp_path: Path):
     assert done.returncode == 1 and "Captured stdout call" in done.stdout, done.stdout[-3000:]
     assert "more characters printed, not shown]" in done.stdout, done.stdout[-3000:]
     assert len(done.stdout) < 200_000, len(done.stdout)
+
+
+def test_a_deleted_module_blocks_the_exercises_importing_it_in_one_line_each(tmp_path: Path):
+    # Found: with softmax.py deleted (or renamed Softmax.py), `pytest` printed 926 lines: every test of the exercises
+    # importing it in full ("importing attention.py raised ModuleNotFoundError ..."), where a syntax error in
+    # softmax.py makes them one BLOCKED line each (99 lines), as the README promises.
+    folder = make_partial(tmp_path / "work", done=("softmax", "projections", "attention"))
+    (folder / "softmax.py").rename(folder / "Softmax.py")
+    out = run_pytest("-m", "softmax or attention", f"--impl={folder}").stdout
+    assert "FAILED tests/test_03_attention.py" not in out, out[-3000:]
+    assert re.search(r"^BLOCKED +3\. attention .* until \S*softmax\.py imports: missing module softmax: softmax\.py "
+                     r"not found in \S+ \(found Softmax\.py: rename it to softmax\.py\); attention\.py imports it "
+                     r"\(attention\.py line \d+\)$", out, re.M), out[-3000:]
+    result = status.run_suite(folder, ["softmax", "attention"])
+    assert result["attention"].label == "does not import: softmax.py is missing"
