@@ -973,10 +973,29 @@ class Kit:
               kwargs: dict, measure: bool) -> Any:
         __tracebackhide__ = True
         if not measure:
-            return function(*args, **kwargs)
+            return _plain(function(*args, **kwargs))
         if hasattr(implementation, "measure"):  # code that runs in another process measures itself there
             return implementation.measure(self._exercise, name, *args, **kwargs)
-        return _measured(function, args, kwargs)
+        result, peak = _measured(function, args, kwargs)
+        return _plain(result), peak
+
+
+def _plain(result: Any) -> Any:
+    """``result`` with each array of a subclass (np.matrix, a masked array) a plain ndarray, as graded.
+
+    The grader's worker sends arrays back as plain ndarrays (``grader.sandbox.codec``): a softmax returning an
+    np.matrix passed there, and in the student's own run failed "each row sums to 1: expected shape (4,),
+    observed (4, 1)" (a matrix's sum keeps two axes), sent to the formula (a student-side round).
+    """
+    if isinstance(result, np.ndarray):
+        return result if type(result) is np.ndarray else np.asarray(result)
+    if type(result) in (tuple, list):
+        items = [_plain(item) for item in result]  # a container is rebuilt only around a subclass (its identity kept)
+        return result if all(new is old for new, old in zip(items, result, strict=True)) else type(result)(items)
+    if type(result) is dict:
+        values = {key: _plain(value) for key, value in result.items()}
+        return result if all(values[key] is value for key, value in result.items()) else values
+    return result
 
 
 # Per implementation (a session's), per exercise: the first ANSWERS_KEPT calls of each gated function, answered.

@@ -119,3 +119,18 @@ def test_a_deleted_module_blocks_the_exercises_importing_it_in_one_line_each(tmp
                      r"\(attention\.py line \d+\)$", out, re.M), out[-3000:]
     result = status.run_suite(folder, ["softmax", "attention"])
     assert result["attention"].label == "does not import: softmax.py is missing"
+
+
+def test_an_array_subclass_is_judged_as_the_plain_array_the_grader_sees(tmp_path: Path):
+    # Found: a softmax returning np.matrix (2-D) or a masked array failed 4 tests in the student's own run ("each row
+    # sums to 1: expected shape (4,), observed (4, 1)", a matrix's sum keeping two axes, sent to the formula) and
+    # passed graded, whose worker returns a plain ndarray.
+    folder = make_partial(tmp_path / "work", done=("softmax",))
+    softmax = folder / "softmax.py"
+    softmax.write_text(softmax.read_text(encoding="utf-8").replace(
+        "def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:",
+        "def softmax(x, axis=-1):\n    r = _softmax(x, axis)\n"
+        "    return np.asmatrix(r) if r.ndim == 2 else np.ma.masked_invalid(r)\n\n\n"
+        "def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:", 1), encoding="utf-8")
+    done = run_pytest("-m", "softmax", "-W", "ignore::PendingDeprecationWarning", f"--impl={folder}")
+    assert done.returncode == 0, done.stdout[-3000:]
