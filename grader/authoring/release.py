@@ -70,7 +70,8 @@ from grader.curriculum import PART_ENV, ROOT, parse_part
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``attention-kit release``."""
-    parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="folder to write the student repository to")
+    parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", nargs="?",
+                        help="folder to write the student repository to (not needed with --list)")
     parser.add_argument("--force", action="store_true",
                         help="rebuild into a folder holding an earlier release (keeps .git and other files)")
     parser.add_argument("--list", action="store_true", help="print the files of the release, write nothing")
@@ -87,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if course.stale_own_data():  # an own exercise's stub, golden values and fingerprints ship: never stale ones
         print(f"error: {course.stale_own_data()}", file=sys.stderr)
+        return 2
+    if args.out_dir is None and not args.list:  # only --list writes nothing and needs no folder
+        print("attention-kit release: error: the following arguments are required: OUT_DIR (or --list)",
+              file=sys.stderr)
         return 2
     try:
         plan = plan_release()

@@ -66,6 +66,18 @@ def test_no_git_writes_the_folder_only(tmp_path: Path, capsys: pytest.CaptureFix
     assert "git init" in capsys.readouterr().out  # the next steps start with making it a repository
 
 
+def test_list_needs_no_out_dir_and_a_build_still_does(capsys: pytest.CaptureFixture[str]) -> None:
+    # CONTRIBUTING.md's step 6 runs `attention-kit release --list` (print the files, write nothing): it was
+    # refused with "the following arguments are required: OUT_DIR", a folder it never writes to.
+    from grader.cli import main
+
+    assert main(["release", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed == sorted(release.plan_release().paths()) and "exercises/softmax.py" in listed
+    assert main(["release"]) == 2  # without --list the folder is still required, in one line
+    assert "OUT_DIR" in capsys.readouterr().err
+
+
 def test_holds_the_student_repository(released: Path) -> None:
     curriculum = load()
     for exercise in curriculum.exercises:
