@@ -109,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``attention-kit grade``."""
     parser.add_argument(
         "submissions", nargs="?", metavar="SUBMISSIONS", type=Path,
-        help="folder of submissions (one folder or .zip per student); omit it to grade bundled samples",
+        help="folder of submissions (one folder, .zip or .ipynb per student); omit it to grade bundled samples",
     )
     parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
                         help=f"output folder (default: ./{DEFAULT_OUT})")

@@ -303,3 +303,13 @@ def test_a_row_not_written_for_want_of_space_is_written_once_the_workers_are_gon
     monkeypatch.setattr(report, "write_student", write_student)
     assert grade_batch(tmp_path / "subs", tmp_path / "out", **(QUIET | {"exercises": ["softmax"], "jobs": 1})) == 0
     assert read_grades(tmp_path / "out")["alice"]["score"] not in ("", "0")
+
+
+def test_grades_help_names_every_kind_of_submission(capsys: pytest.CaptureFixture[str]) -> None:
+    # `grade --help` said "one folder or .zip per student" where the docs and the reader take notebooks too
+    # (docs/grading.md: "one folder, .zip or .ipynb per student").
+    from grader.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    assert ".ipynb" in " ".join(capsys.readouterr().out.split())
