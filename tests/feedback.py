@@ -385,7 +385,8 @@ def expect_equal(observed: Any, expected: Any, *, what: str, idea: str) -> bool:
         observed, expected) + _kind_difference(observed, expected), idea=idea)
 
 
-TRIVIAL = "a result that ignores its inputs (zeros, ones: any constant of the right shape)"
+TRIVIAL = ("a result that ignores its inputs (zeros, ones, a fixed or seeded random array: any constant of the "
+           "right shape)")
 
 
 def expect_differs(first: Any, second: Any, *, what: str, expected: str, passed: str, idea: str) -> bool:

@@ -13,6 +13,7 @@ from tests.feedback import (
     expect,
     expect_array,
     expect_close,
+    expect_differs,
     expect_dtype,
     expect_no_nan,
     expect_raises_value_error,
@@ -96,6 +97,10 @@ def test_rows_sum_to_one(impl):
                    idea="softmax over the key axis: axis=-1, so each query's weights sum to 1")
         expect(bool(np.all(out >= 0)), what="softmax weights are never negative",
                expected="all entries >= 0", observed=f"minimum {out.min():.4g}", idea=ROWS)
+        # The contrast: rows of a fixed answer (the softmax of other scores, 1/n everywhere) sum to 1 too.
+        expect_differs(impl.softmax(2.0 * x), out, what="softmax(2 x) against softmax(x)",
+                       expected="different weights: doubling the scores sharpens each row (the largest score gains)",
+                       passed="rows sum to 1 and are never negative", idea=ROWS)
 
 
 def test_matches_exponential_formula(impl):
@@ -125,6 +130,11 @@ def test_shift_invariance(impl):
         expect_close(impl.softmax(x + shift), out,
                      what="adding a constant to a row leaves its softmax unchanged",
                      idea="softmax depends only on differences of scores within a slice")
+        # The contrast: a result that ignores x is unchanged by any change of x, not only by a shift.
+        expect_differs(impl.softmax(2.0 * x), out, what="softmax(2 x) against softmax(x)",
+                       expected="different weights: doubling the scores changes their differences",
+                       passed="a constant added to a row changes nothing",
+                       idea="softmax depends only on differences of scores within a slice")
 
 
 def test_each_slice_uses_its_own_maximum(impl):
@@ -140,6 +150,9 @@ def test_each_slice_uses_its_own_maximum(impl):
                      idea=idea)
         expect_close(out, impl.softmax(x - x.mean(axis=-1, keepdims=True)),
                      what="rows far apart give the same weights as the same rows centred at 0", idea=idea)
+        expect_differs(impl.softmax(2.0 * x), out, what="softmax(2 x) against softmax(x), rows far apart",
+                       expected="different weights: doubling the scores changes their differences",
+                       passed="rows sum to 1 and match the same rows centred at 0", idea=idea)
 
 
 def test_reference_values(impl):

@@ -616,6 +616,52 @@ def _constant_result(exercise: str, function: str, fill: int, number: str, tests
                  _files(number, exercise), about=tests)
 
 
+# Other trivial results after the reference's own checks ("no points without the idea"): the reference's answer for
+# fixed inputs of the same shapes (float arrays replaced by seeded ones: the actual values ignored), a seeded random
+# array of the result's shape and dtype, or the first argument of the result's shape given back unchanged (softmax(x)
+# = x, rotary(x) = x). Each earned tests of its function by a property such a result has (rows that sum to 1, a
+# variance near 1, norms kept); those tests now also check a contrast or a value it fails. Its control: the same
+# checks, then NotImplementedError.
+_TRIVIAL_RESULT = '''
+import numpy as _np
+
+
+def _seeded(value, rng):
+    if isinstance(value, dict):
+        return {{key: _seeded(part, rng) for key, part in value.items()}}
+    if isinstance(value, tuple):
+        return tuple(_seeded(part, rng) for part in value)
+    if isinstance(value, _np.ndarray) and value.dtype.kind == "f":
+        return rng.standard_normal(value.shape).astype(value.dtype)
+    return value
+
+
+_checked_{function} = {function}
+
+
+def {function}(*args, **kwargs):
+    result = _checked_{function}(*args, **kwargs)
+    {end}
+'''
+TRIVIAL_ENDS = {
+    # the reference's answer for other inputs of the same shapes
+    "fixed-input": "return _checked_{function}(*_seeded(args, _np.random.default_rng(12345)), "
+                   "**_seeded(kwargs, _np.random.default_rng(54321)))",
+    "seeded-random": "return _seeded(result, _np.random.default_rng(0))",
+    "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
+}
+
+
+def _trivial_result(exercise: str, function: str, kind: str, number: str, tests: tuple[str, ...]) -> Cheat:
+    """The cheat whose ``function`` returns the trivial result ``kind`` (``TRIVIAL_ENDS``) after its checks."""
+    def code(end: str) -> dict[str, str]:
+        return {exercise: _TRIVIAL_RESULT.format(function=function, end=end.format(function=function))}
+
+    return Cheat(f"{function.replace('_', '-')}-{kind}-after-its-checks", exercise, code(TRIVIAL_ENDS[kind]),
+                 code("raise NotImplementedError('the trivial result left out (the control)')"),
+                 _files(number, exercise), about=tests)
+
+
 _ATTENTION_CONSTANT = ("test_changing_a_blocked_key_changes_nothing", "test_context_is_weights_times_values",
                        "test_padding_invariance", "test_permutation_equivariance")
 _ALIBI_CONSTANT = ("test_alibi_depends_only_on_distance", "test_alibi_is_symmetric", "test_alibi_zero_diagonal")
@@ -625,6 +671,8 @@ _MULTIHEAD_CONSTANT = ("test_head_context_uses_its_own_value_columns", "test_pad
 
 CHEATS = {
     cheat.name: cheat for cheat in (
+        _trivial_result("softmax", "softmax", "fixed-input", "01",
+                        ("test_rows_sum_to_one", "test_shift_invariance", "test_each_slice_uses_its_own_maximum")),
         *(_constant_result("attention", "scaled_dot_product_attention", fill, "03", _ATTENTION_CONSTANT)
           for fill in (0, 1)),
         _constant_result("masks", "causal_mask", 0, "04", ("test_causal_mask_makes_attention_ignore_the_future",)),
