@@ -213,6 +213,11 @@ def test_weights_rows_sum_to_one(impl):
     expect(bool(np.all((weights >= 0) & (weights <= 1))), what="attention weights lie in [0, 1]",
            expected="every weight between 0 and 1", idea=WEIGHTS,
            observed=f"from {weights.min():.4g} to {weights.max():.4g}")
+    # The contrast: the weights of other queries (a fixed answer of the right shape) sum to 1 and lie in [0, 1] too.
+    expect_differs(impl.scaled_dot_product_attention(2 * q, k, v)[1], weights,
+                   what="the weights of the queries doubled (q -> 2 q) against those of q",
+                   expected="different weights: doubling the queries doubles the scores, and the softmax sharpens",
+                   passed="rows of weights sum to 1 and lie in [0, 1]", idea=WEIGHTS)
 
 
 def test_softmax_over_the_key_axis(impl):
@@ -284,6 +289,12 @@ def test_scaled_scores_keep_unit_variance(impl):
            expected=f"about 1 (between 0.6 and 1.6) for every d_k in {dims}",
            observed=", ".join(f"d_k={d}: {var:.3g}" for d, var in zip(dims, variances, strict=True)),
            idea=_idea(mistake, SCALE))
+    # The contrast: seeded unit-variance numbers, or the scores of other q and k, have that variance too.
+    q, k = _unit_qk(dims[0])
+    expect_differs(impl.attention_scores(2 * q, k), impl.attention_scores(q, k),
+                   what=f"attention_scores of the queries doubled (q -> 2 q) against those of q, d_k={dims[0]}",
+                   expected="different scores (twice the first): each score is a dot product of a query and a key",
+                   passed="the scores' variance stays about 1", idea=SCALE)
 
 
 def _entropy(weights: np.ndarray) -> float:
@@ -311,6 +322,12 @@ def test_attention_entropy_does_not_collapse(impl):
            expected=f"between {low:.2f} and {high:.2f} (uniform: {np.log(n_k):.2f}) for every d_k in {dims}",
            observed=", ".join(f"d_k={d}: {h:.3g}" for d, h in zip(dims, entropies, strict=True)),
            idea=_idea(mistake, SCALE))
+    q, k = _unit_qk(dims[0])
+    v = np.random.default_rng(dims[0]).normal(size=(n_k, 8))
+    expect_differs(impl.scaled_dot_product_attention(2 * q, k, v)[1], impl.scaled_dot_product_attention(q, k, v)[1],
+                   what=f"the weights of the queries doubled (q -> 2 q) against those of q, d_k={dims[0]}",
+                   expected="different weights: doubling the queries doubles the scores, and the softmax sharpens",
+                   passed="the weights' entropy stays in its range", idea=SCALE)
 
 
 # ------------------------------------------------ the reading's example (docs/reading.md#worked-example)

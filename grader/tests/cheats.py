@@ -673,6 +673,11 @@ CHEATS = {
     cheat.name: cheat for cheat in (
         _trivial_result("softmax", "softmax", "fixed-input", "01",
                         ("test_rows_sum_to_one", "test_shift_invariance", "test_each_slice_uses_its_own_maximum")),
+        *(_trivial_result("attention", "attention_scores", kind, "03",
+                          ("test_scaled_scores_keep_unit_variance", "test_attention_entropy_does_not_collapse"))
+          for kind in ("fixed-input", "seeded-random")),
+        _trivial_result("attention", "scaled_dot_product_attention", "fixed-input", "03",
+                        ("test_weights_rows_sum_to_one", "test_attention_entropy_does_not_collapse")),
         *(_constant_result("attention", "scaled_dot_product_attention", fill, "03", _ATTENTION_CONSTANT)
           for fill in (0, 1)),
         _constant_result("masks", "causal_mask", 0, "04", ("test_causal_mask_makes_attention_ignore_the_future",)),
