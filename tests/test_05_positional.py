@@ -12,6 +12,7 @@ from tests.conventions import ROTATE_HALF
 from tests.crash import raising_through
 from tests.effort import message as failure_message
 from tests.effort import require, submission_salt
+from tests.failures import recorded_so_far
 from tests.feedback import (
     expect,
     expect_array,
@@ -450,6 +451,25 @@ def test_sinusoidal_values_lie_in_minus_one_to_one(impl):
         expect_differs(out[1], out[0], what="rows 1 and 0 of sinusoidal_encoding(50, 16): positions 1 and 0",
                        expected="two different encodings (sin(1 * rate) is not sin(0)): a position's encoding names it",
                        passed="every value lies in [-1, 1]", idea=SINUSOID)
+        _expect_angle_zero_at_position_zero(out, passed="every value lies in [-1, 1]")
+
+
+def _expect_angle_zero_at_position_zero(table: np.ndarray, *, passed: str) -> bool:
+    """Position 0 is the angle 0 in every pair: half sines (0), half cosines (1), whatever the frequencies.
+
+    Checked after a test's own check of a property that any table of distinct rows has (values in [-1, 1], order
+    made visible): a seeded random table has it without a sine ("no points without the idea"). Says nothing once
+    the test has recorded a failure.
+    """
+    if recorded_so_far():
+        return True
+    row = np.asarray(table, dtype=float)[0]
+    half = row.size // 2
+    return expect(bool(np.allclose(np.sort(row), [0.0] * half + [1.0] * (row.size - half))),
+                  what=f"row 0 of sinusoidal_encoding(..., {row.size}): position 0, the angle 0 in every pair",
+                  expected=f"{half} zeros (sin 0) and {row.size - half} ones (cos 0)",
+                  observed=f"{np.array2string(row, precision=4)}: {passed} holds for it without a sine or a cosine",
+                  idea=SINUSOID)
 
 
 def test_sinusoidal_first_pair_is_sin_and_cos_of_the_position(impl):
@@ -528,6 +548,7 @@ def test_sinusoidal_encoding_makes_order_visible(impl):
                     "the order of the tokens changes what attention sees",
            observed=f"the largest difference is only {gap:.3g}: order is still invisible",
            idea=f"{ORDER}; each position needs its own row of the table")
+    _expect_angle_zero_at_position_zero(pe, passed="the encoding makes the order of the tokens visible")
 
 
 # --- rotary_embedding ----------------------------------------------------------------------------
@@ -568,6 +589,10 @@ def test_rotary_preserves_norms(impl):
         expect_close(np.linalg.norm(out, axis=-1), np.linalg.norm(x, axis=-1),
                      what="the length of every row after rotary_embedding",
                      idea=f"{ROTARY}; a rotation keeps lengths: use the same angle t for both outputs of a pair")
+        # The contrast: x given back unchanged keeps every length too.
+        expect_differs(out[:, 1:], x[:, 1:], what="the rows at positions 1 to 6 after rotary_embedding, against x",
+                       expected="turned rows: the pairs at position p > 0 turn by p times their rate",
+                       passed="every row keeps its length", idea=ROTARY)
 
 
 def test_rotary_scores_depend_only_on_the_offset(impl):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.conventions import rotate_half, timing_signal, with_convention
-from tests.feedback import expect_close, expect_dtype, expect_shape
+from tests.feedback import expect_close, expect_differs, expect_dtype, expect_shape
 from tests.test_05_positional import _alibi_idea, require_alibi_formula, require_sinusoidal_formula
 
 EXERCISE = "positional"
@@ -108,6 +108,11 @@ def test_rotary_relative_offsets_with_fractional_positions(impl):
     expect_close(second, first, what="q.k after rotary depends only on the offset m - n = 1.5 (m = 2.5 and 40.75)",
                  idea="a rotation by m then by -n leaves only m - n: every pair must use the same angle for "
                       "query and key at the same position")
+    # The contrast: q given back unchanged keeps its norm, and its scores depend on nothing at all.
+    expect_differs(rotated, np.asarray(q, dtype=float), what="q after rotary at position 2.5, against q",
+                   expected="a turned q: every pair turns by 2.5 times its rate",
+                   passed="the norm is kept and q.k depends only on the offset",
+                   idea="rotary turns each pair of features by an angle proportional to the position")
 
 
 def test_rotary_single_pair_single_token(impl):
