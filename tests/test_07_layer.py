@@ -375,6 +375,10 @@ def test_feed_forward_is_position_wise(impl):
     if expect_varies(out, axis=-2, what="feed_forward: the outputs of the 5 (different) tokens", idea=idea):
         expect_close(impl.feed_forward(x[:, perm], params), out[:, perm],
                      what="feed_forward of shuffled tokens vs. the shuffled output", idea=idea)
+    # The contrast: x given back unchanged acts on every position separately too.
+    expect_differs(out, x, what="feed_forward(x) against x", idea=FFN,
+                   expected="a different result: each token goes through two linear layers and the activation",
+                   passed="the tokens' outputs differ and move with the tokens")
 
 
 def test_feed_forward_rejects_an_unknown_activation(impl):
@@ -771,6 +775,11 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
         expect_differs(call(flat[1]), call(flat[0]), what=f"{name} of two different sequences of {N} tokens",
                        expected="different results: each token's result is computed from its own features",
                        passed="each sequence's result is what it is alone", idea=idea)
+    # And layer_norm changes the tokens (x given back unchanged is also what each sequence gets alone).
+    expect_differs(impl.layer_norm(flat[0], params["ln1_gamma"], params["ln1_beta"]), flat[0],
+                   what=f"layer_norm of a sequence of {N} tokens against the sequence itself",
+                   expected="normalised tokens (mean 0 and variance 1 before gamma and beta), not the tokens as given",
+                   passed="each sequence's result is what it is alone", idea=idea)
     x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
     params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
                 {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}
