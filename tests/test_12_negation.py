@@ -39,6 +39,7 @@ from tests.feedback import (
     call_or_explain,
     expect,
     expect_close,
+    expect_differs,
     expect_equal,
     expect_raises_value_error,
     expect_shape,
@@ -336,6 +337,12 @@ def test_pooled_features_forget_the_order(impl):
     expect(bool(np.all(changed)), what="pooled_features of the same sentences with one word changed in each",
            expected="a different mean in every sentence (the bag holds other words)",
            observed=f"the same mean in {int(np.sum(~changed))} of {N_EX} sentences", idea=FEATURES)
+    # And the bag is one of the embedding's rows (features of another table change with the words and forget the
+    # order too).
+    expect_differs(impl.pooled_features(2.0 * embedding, tokens, query), first,
+                   what="pooled_features with every embedding doubled against the same sentences' features",
+                   expected="different features (twice the first): each word is its row of the embedding given",
+                   passed="the features forget the order and change with the words", idea=FEATURES)
 
 
 def test_pooled_features_rejects_a_bad_query_position(impl):
