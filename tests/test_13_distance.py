@@ -31,6 +31,7 @@ from tests.feedback import (
     differing_numbers,
     expect,
     expect_close,
+    expect_differs,
     expect_dtype,
     expect_equal,
     expect_raises_value_error,
@@ -348,6 +349,11 @@ def test_recall_weights_shape_and_rows(impl):
         # (rows of 1/7 sum to one too: the weights of random keys differ from one another)
         expect_varies(out, axis=-1, what="the weights of each row of recall_weights over 7 random keys",
                       idea=WEIGHTS)
+        # (and the weights of other queries and keys of these shapes sum to one and vary too)
+        expect_differs(impl.recall_weights(2.0 * q, k, 0.4), out, idea=WEIGHTS,
+                       what="recall_weights of the queries doubled (q -> 2 q) against those of q",
+                       expected="different weights: doubling the queries doubles the scores, and the softmax sharpens",
+                       passed="each row sums to one and its weights vary")
     # One query keeps its axis: (1, n_keys), not (n_keys,) (a blind round's .squeeze() passed every test).
     out = call_or_explain(impl.recall_weights, q[:1], k[:1], 0.4, what="recall_weights of 1 query over 7 keys",
                           idea=WEIGHTS)

@@ -700,6 +700,7 @@ CHEATS = {
                         ("test_layer_functions_with_any_number_of_leading_axes",)),
         _constant_result("training", "init_model", 0, "09", ("test_attention_on_the_antecedent_starts_near_uniform",)),
         _trivial_result("negation", "pooled_features", "fixed-input", "12", ("test_pooled_features_forget_the_order",)),
+        _trivial_result("distance", "recall_weights", "fixed-input", "13", ("test_recall_weights_shape_and_rows",)),
         Cheat("backward-central-differences", "backward",
               {"backward": _NUMERIC_BACKWARD.format(numeric=CENTRAL)},
               {"backward": _NUMERIC_BACKWARD.format(numeric=UNDONE)}, _files("08", "backward")),
