@@ -22,6 +22,7 @@ from tests.feedback import (
     call_or_explain,
     expect,
     expect_close,
+    expect_differs,
     expect_dtype,
     expect_equal,
     expect_raises_value_error,
@@ -520,6 +521,15 @@ def test_answer_with_attention_reads_only_its_own_facts(impl):
     expect_close(shuffled, np.asarray(weights)[:, order], what="the weights when the facts are listed in another "
                  "order", idea="attention has no notion of order: the same facts in another order get the same "
                  "weights, moved with them")
+    # The contrast: the answers read the values (answers that ignore them are the same alone, within the batch and
+    # beside other facts). Every value moved to the next value word (the last to the first) moves the answers.
+    words = facts[..., 2].min(), n_words
+    moved = facts.copy()
+    moved[..., 2] = words[0] + (facts[..., 2] - words[0] + 1) % (words[1] - words[0])
+    expect_differs(np.asarray(impl.answer_with_attention(question, moved, n_words, sharpness=2.0)[0]),
+                   np.asarray(answer), what="the answers when every fact's value is the next value word",
+                   expected="other answers: each answer is the value the weights favour, so it moves with the values",
+                   passed="each question's answer reads its own facts only", idea=HEAD)
 
 
 def test_answer_with_attention_rejects_bad_ids(impl):
