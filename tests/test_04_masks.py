@@ -290,9 +290,15 @@ def test_causal_mask_row_i_allows_i_plus_one_keys(impl):
     require_causal_formula(impl)
     out = impl.causal_mask(7)
     if expect_shape(out, (7, 7), what="causal_mask(7)", idea=CAUSAL):
-        expect_equal(out.astype(bool).sum(axis=-1), np.arange(1, 8),
-                     what="the number of keys each query of causal_mask(7) may attend to (row sums)",
-                     idea="query i sees the i + 1 keys 0..i: itself and everything before it")
+        if expect_equal(out.astype(bool).sum(axis=-1), np.arange(1, 8),
+                        what="the number of keys each query of causal_mask(7) may attend to (row sums)",
+                        idea="query i sees the i + 1 keys 0..i: itself and everything before it"):
+            # Which keys, not only how many: the lower triangle's rows reversed (or shifted) count the same.
+            later = np.argwhere(out.astype(bool) & ~_lower_triangle(7))
+            expect(later.size == 0, what="the keys each query of causal_mask(7) may attend to",
+                   expected="query i sees keys 0..i only (no later key)",
+                   observed=f"query {later[0][0]} sees key {later[0][1]}, a later one" if later.size else "none",
+                   idea="query i sees the i + 1 keys 0..i: itself and everything before it, never a later key")
 
 
 def test_causal_mask_equals_the_lower_triangle(impl):

@@ -651,6 +651,8 @@ TRIVIAL_ENDS = {
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # a result of parts with its first part zeros and the rest computed: (zero answers, the right weights)
     "first-part-zeros": "return (_np.zeros_like(result[0]),) + tuple(result[1:])",
+    # the right values in the wrong places: the last axis reversed
+    "reversed": "return _np.flip(result, -1).copy()",
 }
 
 
@@ -684,6 +686,7 @@ CHEATS = {
           for fill in (0, 1)),
         _constant_result("masks", "causal_mask", 0, "04", ("test_causal_mask_makes_attention_ignore_the_future",)),
         _constant_result("masks", "causal_mask", 1, "04", ("test_causal_mask_allows_the_diagonal",)),
+        _trivial_result("masks", "causal_mask", "reversed", "04", ("test_causal_mask_row_i_allows_i_plus_one_keys",)),
         _constant_result("masks", "padding_mask", 0, "04", ("test_padding_mask_makes_attention_ignore_the_padding",)),
         _trivial_result("positional", "sinusoidal_encoding", "seeded-random", "05",
                         ("test_sinusoidal_values_lie_in_minus_one_to_one",
