@@ -648,6 +648,7 @@ TRIVIAL_ENDS = {
     "fixed-input": "return _checked_{function}(*_seeded(args, _np.random.default_rng(12345)), "
                    "**_seeded(kwargs, _np.random.default_rng(54321)))",
     "seeded-random": "return _seeded(result, _np.random.default_rng(0))",
+    "seeded-uniform": "return _np.random.default_rng(0).random(_np.shape(result)).astype(result.dtype)",  # in [0, 1)
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # a result of parts with its first part zeros and the rest computed: (zero answers, the right weights)
     "first-part-zeros": "return (_np.zeros_like(result[0]),) + tuple(result[1:])",
@@ -689,6 +690,9 @@ CHEATS = {
         _trivial_result("masks", "causal_mask", "reversed", "04", ("test_causal_mask_row_i_allows_i_plus_one_keys",)),
         _constant_result("masks", "padding_mask", 0, "04", ("test_padding_mask_makes_attention_ignore_the_padding",)),
         _trivial_result("positional", "sinusoidal_encoding", "seeded-random", "05",
+                        ("test_sinusoidal_values_lie_in_minus_one_to_one",
+                         "test_sinusoidal_encoding_makes_order_visible")),
+        _trivial_result("positional", "sinusoidal_encoding", "seeded-uniform", "05",
                         ("test_sinusoidal_values_lie_in_minus_one_to_one",
                          "test_sinusoidal_encoding_makes_order_visible")),
         _trivial_result("positional", "rotary_embedding", "identity", "05",
