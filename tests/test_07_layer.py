@@ -243,6 +243,20 @@ def test_layer_norm_normalises_each_token_over_its_features(impl):
         moved[:, 0] *= 5.0
         expect_close(impl.layer_norm(moved, np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0)[:, 1:], out[:, 1:],
                      what="changing token 0 leaves the other tokens' layer norm alone", idea=idea)
+        # The contrast: other tokens normalised (a fixed x's) have these statistics too.
+        _expect_reads_x(impl.layer_norm(x[:, ::-1], np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0), out,
+                        passed="every token's features have mean 0 and spread 1", idea=idea)
+
+
+def _expect_reads_x(reversed_out, out, *, passed: str, idea: str, function: str = "layer_norm") -> bool:
+    """After a test's own check of a statistic or a relation: the result of x with its tokens reversed is not x's.
+
+    The function's answer for another x (a fixed input) has the statistics too ("no points without the idea"); the
+    tokens differ, so their results do (``feedback.expect_differs``).
+    """
+    return expect_differs(reversed_out, out, what=f"{function} of x with its tokens reversed against {function}(x)",
+                          expected="a different result: each token's result comes from its own features",
+                          passed=passed, idea=idea)
 
 
 def test_layer_norm_uses_the_biased_variance(impl):
@@ -254,6 +268,8 @@ def test_layer_norm_uses_the_biased_variance(impl):
                      what="with gamma=1, beta=0, eps=0: the variance (divide by d) of every output token",
                      idea="the biased variance divides by d, not d - 1 (np.var's default ddof=0, "
                           f"not ddof=1); with d - 1 the outputs' variance is {(D_MODEL - 1) / D_MODEL:.4f}")
+        _expect_reads_x(impl.layer_norm(x[:, ::-1], np.ones(D_MODEL), np.zeros(D_MODEL), eps=0.0), out, idea=LN,
+                        passed="every output token has variance 1")
 
 
 def test_layer_norm_of_tokens_far_from_zero(impl):
@@ -320,6 +336,8 @@ def test_layer_norm_applies_gamma_and_beta(impl):
     expect_close(impl.layer_norm(x, ones, beta), normalised + beta,
                  what="layer_norm(x, 1, beta) vs. layer_norm(x, 1, 0) + beta",
                  idea="shift each feature by beta last (gamma multiplies, beta adds)")
+    _expect_reads_x(impl.layer_norm(x[:, ::-1], ones, zeros), normalised, idea=LN,
+                    passed="gamma multiplies and beta adds to the plain normalisation")
 
 
 def test_layer_norm_default_eps(impl):
@@ -605,6 +623,8 @@ def test_post_ln_output_is_normalised(impl):
         expect_close(z.var(axis=-1), np.ones((BATCH, N)), rtol=1e-3, atol=0.0,
                      what="post-LN: variance of (out - ln2_beta) / ln2_gamma over each token's features",
                      idea=POST + ": its last step is LN2")
+        _expect_reads_x(impl.transformer_layer(x[:, ::-1], params, N_HEADS), out, idea=POST,
+                        passed="the output is normalised by LN2", function="transformer_layer")
 
 
 def test_pre_ln_keeps_the_residual_stream_unnormalised(impl):
@@ -616,6 +636,7 @@ def test_pre_ln_keeps_the_residual_stream_unnormalised(impl):
     expect_close(impl.transformer_layer(x + shift, params, N_HEADS, norm_first=True), out + shift,
                  rtol=1e-9, atol=1e-9, what="pre-LN: adding a constant c to each token's features adds c to the output",
                  idea=PRE + " (only sub-layer inputs are normalised)")
+    _expect_not_x(out, x, passed="layer(x + c) = layer(x) + c", idea=PRE)
 
 
 def test_mask_is_passed_to_the_attention(impl):
@@ -632,6 +653,18 @@ def test_mask_is_passed_to_the_attention(impl):
                      what=f"causal layer (norm_first={norm_first}): the first 3 outputs of 5 tokens vs. of 3 tokens",
                      idea="pass the mask on to multi_head_attention; layer norm and the feed-forward network "
                           "work per token, so the causal mask keeps later tokens out of earlier outputs")
+        _expect_not_x(full, x, passed="the first outputs depend only on the first tokens",
+                      idea="pass the mask on to multi_head_attention")
+
+
+def _expect_not_x(out, x, *, passed: str, idea: str) -> bool:
+    """After a test's own check of a relation that x itself satisfies: the layer's output is not x.
+
+    Shuffled with the tokens, a causal prefix, a shift passed through: x given back has them all ("no points
+    without the idea").
+    """
+    return expect_differs(out, x, what="transformer_layer(x) against x", idea=idea, passed=passed,
+                          expected="a different result: attention and the feed-forward network add to every token")
 
 
 def test_layer_is_permutation_equivariant(impl):
@@ -646,6 +679,8 @@ def test_layer_is_permutation_equivariant(impl):
                      what=f"layer (norm_first={norm_first}) of shuffled tokens vs. its shuffled output",
                      idea="without positional information a whole layer is blind to order: "
                           "attention mixes positions symmetrically and everything else is per token")
+        _expect_not_x(out, x, passed="shuffling the tokens shuffles the outputs",
+                      idea="a layer maps each token to its own output through attention and the feed-forward network")
 
 
 def test_activation_is_passed_to_the_feed_forward(impl):
@@ -780,6 +815,8 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
                    what=f"layer_norm of a sequence of {N} tokens against the sequence itself",
                    expected="normalised tokens (mean 0 and variance 1 before gamma and beta), not the tokens as given",
                    passed="each sequence's result is what it is alone", idea=idea)
+    _expect_not_x(impl.transformer_layer(flat[0], params, N_HEADS), flat[0], idea=idea,
+                  passed="each sequence's result is what it is alone")
     x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
     params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
                 {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}

@@ -647,6 +647,9 @@ TRIVIAL_ENDS = {
     # the reference's answer for other inputs of the same shapes
     "fixed-input": "return _checked_{function}(*_seeded(args, _np.random.default_rng(12345)), "
                    "**_seeded(kwargs, _np.random.default_rng(54321)))",
+    # the reference's answer for another first argument of the same shape, the others as given (x ignored)
+    "fixed-first-input": "return _checked_{function}(_seeded(args[0], _np.random.default_rng(12345)), *args[1:], "
+                         "**kwargs)",
     "seeded-random": "return _seeded(result, _np.random.default_rng(0))",
     "seeded-uniform": "return _np.random.default_rng(0).random(_np.shape(result)).astype(result.dtype)",  # in [0, 1)
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
@@ -707,6 +710,16 @@ CHEATS = {
         _trivial_result("layer", "feed_forward", "identity", "07", ("test_feed_forward_is_position_wise",)),
         _trivial_result("layer", "layer_norm", "identity", "07",
                         ("test_layer_functions_with_any_number_of_leading_axes",)),
+        _trivial_result("layer", "layer_norm", "fixed-first-input", "07",
+                        ("test_layer_norm_applies_gamma_and_beta",
+                         "test_layer_norm_normalises_each_token_over_its_features",
+                         "test_layer_norm_uses_the_biased_variance")),
+        _trivial_result("layer", "transformer_layer", "identity", "07",
+                        ("test_layer_functions_with_any_number_of_leading_axes",
+                         "test_layer_is_permutation_equivariant", "test_mask_is_passed_to_the_attention",
+                         "test_pre_ln_keeps_the_residual_stream_unnormalised")),
+        _trivial_result("layer", "transformer_layer", "fixed-first-input", "07",
+                        ("test_post_ln_output_is_normalised",)),
         _constant_result("training", "init_model", 0, "09", ("test_attention_on_the_antecedent_starts_near_uniform",)),
         _trivial_result("negation", "pooled_features", "fixed-input", "12", ("test_pooled_features_forget_the_order",)),
         _trivial_result("distance", "recall_weights", "fixed-input", "13", ("test_recall_weights_shape_and_rows",)),
