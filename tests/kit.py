@@ -229,6 +229,12 @@ def _hung_where(error: BaseException, folder: Path) -> tuple[str, str, int, int]
     return Path(top[-1].filename).name, Path(frames[-1].filename).name, frames[-1].lineno or 0, top[-1].lineno or 0
 
 
+def _kit_modules() -> frozenset[str]:
+    """The modules a student's folder holds from the start: each exercise's and the ready-made ones (``given``)."""
+    curriculum = load_curriculum()
+    return frozenset(exercise.name for exercise in curriculum.exercises) | frozenset(curriculum.given_modules)
+
+
 def _hung_message(module_file: str, seconds: float, where: tuple[str, str, int, int] | None) -> str:
     """The sentence for an import of ``module_file`` stopped past ``seconds``: the module and line that ran on."""
     if where is None:
@@ -393,10 +399,12 @@ class LocalImplementation:
         except Exception as error:  # any failure of student code at import
             missing = getattr(error, "name", None) or ""
             missing = missing.removeprefix(f"{self.package}.") if missing.startswith(f"{self.package}.") else ""
-            if isinstance(error, ModuleNotFoundError) and missing.isidentifier() and missing != name \
+            if isinstance(error, ModuleNotFoundError) and missing != name and missing in _kit_modules() \
                     and not (self.path / f"{missing}.py").exists() and not (self.path / missing).is_dir():
-                # Another module of the folder is missing: said as that module's failure, so that the exercises
-                # it blocks are one line each (a student-side round: softmax.py deleted made `pytest` 926 lines)
+                # A module of the kit's folder is missing: said as that module's failure, so that the exercises
+                # it blocks are one line each (a student-side round: softmax.py deleted made `pytest` 926 lines).
+                # A private helper the student never had (`from ._helpers import ...`) stays the importer's own
+                # failure, said as describe_import_error says it in both runs.
                 where = describe_import_error(f"{name}.py", error, self.path, self.package).rpartition(" (")[2]
                 self._failures[name] = f"{self._missing(missing)}; {name}.py imports it ({where}"
             else:
