@@ -131,7 +131,7 @@ def test_worker_sees_only_the_modules_and_a_scrubbed_environment(isolated, tmp_p
     allowed = (*curriculum.names, *curriculum.given_modules, "_checks")
     assert set(seen["cwd"]) <= {f"{name}.py" for name in allowed}
     assert set(seen["env"]) <= {"PATH", "LANG", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                "NUMEXPR_NUM_THREADS", "LC_CTYPE", "PWD"}
+                                "NUMEXPR_NUM_THREADS", "LC_CTYPE", "PWD", *limits.KERNEL_SELECTORS}
     assert seen["isolated"] == 1 and seen["no_site"] == 1
     if os.geteuid() == 0 and "unprivileged user" in impl.isolation:
         assert seen["uid"] >= limits.UID_BASE  # a user of its own, never root
@@ -158,6 +158,22 @@ def test_round_trip_equals_in_process(reference_isolated, local):
                              expected if isinstance(expected, tuple) else (expected,), strict=True):
             assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_array_equal(got, want)
+
+
+def test_the_worker_computes_with_the_machines_kernels_and_nothing_else_of_its_environment(monkeypatch):
+    # A machine whose environment pins OpenBLAS's core type (OPENBLAS_CORETYPE=Haswell on a Zen 4) gave the worker,
+    # whose environment is scrubbed, other kernels: its matrix products differed in the last bit from the grading
+    # process's and the student's own (test_round_trip_equals_in_process failed there, 22 of 120 values).
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("NPY_DISABLE_CPU_FEATURES", "AVX512F")
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "s3cret")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    environment = limits.worker_environment()
+    assert environment["OPENBLAS_CORETYPE"] == "Haswell" and environment["NPY_DISABLE_CPU_FEATURES"] == "AVX512F"
+    assert "GRADER_SECRET_TOKEN" not in environment and "s3cret" not in environment.values()
+    assert environment["OPENBLAS_NUM_THREADS"] == "1"  # one thread a worker, whatever the machine says
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert "OPENBLAS_CORETYPE" not in limits.worker_environment()
 
 
 def test_generator_state_is_synchronised(reference_isolated, local):
