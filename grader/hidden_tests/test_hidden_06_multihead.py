@@ -9,7 +9,15 @@ import warnings
 import numpy as np
 
 from tests.conventions import uniform_rows, with_convention
-from tests.feedback import expect, expect_close, expect_dtype, expect_equal, expect_no_nan, expect_shape
+from tests.feedback import (
+    expect,
+    expect_close,
+    expect_differs,
+    expect_dtype,
+    expect_equal,
+    expect_no_nan,
+    expect_shape,
+)
 
 EXERCISE = "multihead"
 
@@ -184,3 +192,11 @@ def test_fully_masked_query_outputs_the_output_bias(impl):
            what="weights of a fully masked query in every head", expected="all zeros in every head",
            observed=f"{np.asarray(weights)[1, :, 2] if np.shape(weights) == (3, 3, 4, 4) else np.shape(weights)}",
            idea="no allowed key: all-zero weights, in every head")
+    # The contrast: the output reads x (the answer for another x of the same shape outputs b_o there too).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        doubled = impl.multi_head_attention(2.0 * x, params, 3, mask)
+    expect_differs(doubled[0] if isinstance(doubled, tuple) else doubled, output,
+                   what="the output for 2 x vs. for x (the same parameters and mask)",
+                   expected="another output: the other queries' rows are x's projections, attended",
+                   passed="the blocked query outputs b_o", idea=MASK)

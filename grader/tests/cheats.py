@@ -676,6 +676,13 @@ _ALIBI_CONSTANT = ("test_alibi_depends_only_on_distance", "test_alibi_is_symmetr
 _MULTIHEAD_CONSTANT = ("test_head_context_uses_its_own_value_columns", "test_padding_mask_hides_padded_keys",
                        "test_per_sequence_mask_when_batch_equals_heads",
                        "test_self_attention_is_permutation_equivariant", "test_two_leading_batch_axes_and_float32")
+# (multi_head_attention of another x of the same shape, and zero outputs beside the right weights)
+_MULTIHEAD_READS_X = ("test_every_head_has_rows_summing_to_one", "test_fully_masked_query_gives_zero_weights",
+                      "test_head_weights_depend_only_on_their_own_columns", "test_output_projection_is_used",
+                      "test_shared_mask_blocks_keys_in_every_head", "test_fully_masked_query_outputs_the_output_bias")
+_MULTIHEAD_OUTPUT = ("test_padding_mask_hides_padded_keys", "test_per_sequence_mask_when_batch_equals_heads",
+                     "test_self_attention_is_permutation_equivariant", "test_shared_mask_blocks_keys_in_every_head",
+                     "test_two_leading_batch_axes_and_float32")
 
 CHEATS = {
     cheat.name: cheat for cheat in (
@@ -704,6 +711,9 @@ CHEATS = {
         *(_constant_result("positional", "sinusoidal_encoding", fill, "05",
                            ("test_sinusoidal_values_lie_in_minus_one_to_one",)) for fill in (0, 1)),
         *(_constant_result("multihead", "multi_head_attention", fill, "06", _MULTIHEAD_CONSTANT) for fill in (0, 1)),
+        *(_trivial_result("multihead", "multi_head_attention", kind, "06", _MULTIHEAD_READS_X)
+          for kind in ("fixed-input", "fixed-first-input")),
+        _trivial_result("multihead", "multi_head_attention", "first-part-zeros", "06", _MULTIHEAD_OUTPUT),
         *(_constant_result("layer", function, fill, "07", ("test_layer_functions_with_any_number_of_leading_axes",))
           for function in ("layer_norm", "transformer_layer") for fill in (0, 1)),
         _constant_result("layer", "dropout", 1, "07", ("test_dropout_preserves_the_mean",)),
