@@ -802,10 +802,11 @@ def _one_sentence_task(seed: int) -> dict:
 
 
 def _followed(impl, seed: int, task: dict, positions: bool, keep_state: bool,
-              rows: np.ndarray | None = None) -> list[float]:
+              rows: np.ndarray | None = None, trained: list | None = None) -> list[float]:
     """The losses of FOLLOW's Adam steps from init_model(default_rng(seed)), the state kept or dropped.
 
-    Every step trains on the same ``rows`` of the task (default: its first batch_size rows).
+    Every step trains on the same ``rows`` of the task (default: its first batch_size rows). The params after the
+    last step are appended to ``trained`` when it is given.
     """
     params = impl.init_model(np.random.default_rng(seed), len(task["vocab"]), FOLLOW["d_model"], FOLLOW["n_heads"])
     rows = np.arange(FOLLOW["batch_size"]) % len(task["tokens"]) if rows is None else rows
@@ -815,7 +816,30 @@ def _followed(impl, seed: int, task: dict, positions: bool, keep_state: bool,
                                            task["target"][rows], FOLLOW["n_heads"], positions)
         params, state = _adam(params, grads, state if keep_state else None, FOLLOW["lr"], 0.9, 0.999, 1e-8)
         losses.append(float(loss))
+    if trained is not None:
+        trained.append(params)
     return losses
+
+
+def _check_trained_params(impl, returned: object, trained: dict, task: dict, positions: bool) -> bool:
+    """After the losses: the params train returns are those of its last step (each loss is that of a step's start).
+
+    Right losses beside other params (the initial ones, or numbers of the right shapes) say nothing of them ("no
+    points without the idea"); the loss those params give on the batch is the loss after the last step.
+    """
+    rows = np.arange(FOLLOW["batch_size"]) % len(task["tokens"])
+    batch = (task["tokens"][rows], task["query_position"][rows], task["target"][rows], FOLLOW["n_heads"], positions)
+    expected = float(impl.model_gradients(trained, *batch)[0])
+    try:
+        observed = float(impl.model_gradients(returned, *batch)[0])
+    except Exception:  # noqa: BLE001 - params the model cannot read are not the trained ones: said below
+        observed = None
+    return expect(observed is not None and bool(np.isclose(observed, expected, rtol=1e-6, atol=1e-9)),
+                  what=f"the loss of the params train(...) returns (positions={positions}), on its batch",
+                  expected=f"{expected:.6g}: the loss after the last of the {FOLLOW['steps']} steps (the params "
+                           "init_model then the Adam steps leave)",
+                  observed="params model_gradients cannot read" if observed is None else f"{observed:.6g}",
+                  idea="train returns the params its last adam_step returned, beside the losses")
 
 
 def _check_followed(impl, positions: bool) -> bool:
@@ -825,9 +849,10 @@ def _check_followed(impl, positions: bool) -> bool:
     result = call_or_explain(impl.train, np.random.default_rng(seed), task, positions=positions, **FOLLOW,
                              what=f"train(rng, task, positions={positions}, {FOLLOW})", idea=TRAIN)
     losses = np.asarray(result[1] if isinstance(result, tuple) and len(result) == 2 else [], dtype=float).ravel()
-    expected = np.array(_followed(impl, seed, task, positions, keep_state=True))
+    trained: list = []
+    expected = np.array(_followed(impl, seed, task, positions, keep_state=True, trained=trained))
     if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
-        return True
+        return _check_trained_params(impl, result[0], trained[0], task, positions)
     found, idea = read_losses(losses, expected, {
         "the losses of Adam steps that each start from state None":
             (lambda: _followed(impl, seed, task, positions, keep_state=False), STATE),

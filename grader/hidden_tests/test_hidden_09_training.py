@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from pytest_check import check
 
+from tests.conventions import clipped_log
 from tests.failures import record
 from tests.feedback import expect, expect_close, expect_no_nan, float32_formula_note
 from tests.test_08_backward import expect_gradient
@@ -48,6 +49,9 @@ def test_cross_entropy_of_very_negative_logits(impl):
                         what="grad_logits for logits near -1e4 and +-300",
                         idea=float32_formula_note(grad, _float32_gradients(logits, targets), "logits and their "
                                                   "maximum plus log-sum-exp") or CE)
+        # The loss too: a zero loss beside the right gradient is not one of these logits ("no points without the idea").
+        expect_close(loss, _loss(logits, targets), rtol=1e-9, atol=1e-9,
+                     what="the loss of logits near -1e4 and +-300", idea=clipped_log(loss, logits, targets) or CE)
 
 
 def _float32_gradients(logits: np.ndarray, targets: np.ndarray) -> list[np.ndarray]:
