@@ -582,8 +582,11 @@ DRAWING = ("each step's batch: rows = rng.integers(0, n, size=batch_size) (with 
            "after init_pooled, one draw per step, right before its pooled_gradients")
 
 
-def _drawn_losses(impl, seed: int, task: dict, draw) -> list[float]:
-    """The losses of init_pooled then Adam steps over your pooled_gradients, each batch's rows ``draw(rng, n)``."""
+def _drawn_losses(impl, seed: int, task: dict, draw, trained: list | None = None) -> list[float]:
+    """The losses of init_pooled then Adam steps over your pooled_gradients, each batch's rows ``draw(rng, n)``.
+
+    The model after the last step is appended to ``trained`` when it is given.
+    """
     rng = np.random.default_rng(seed)
     params = impl.init_pooled(rng, len(task["vocab"]), DRAWN["d_model"], DRAWN["d_hidden"])
     state, losses = None, []
@@ -593,6 +596,8 @@ def _drawn_losses(impl, seed: int, task: dict, draw) -> list[float]:
                                             task["target"][rows])
         params, state = _adam(params, grads, state, DRAWN["lr"], 0.9, 0.999, 1e-8)
         losses.append(float(loss))
+    if trained is not None:
+        trained.append(params)
     return losses
 
 
@@ -605,8 +610,15 @@ def test_train_pooled_draws_each_batch_from_rng(impl):
                              idea=TRAIN)
     losses = np.asarray(result[1] if isinstance(result, tuple) and len(result) == 2 else [], dtype=float).ravel()
     size = DRAWN["batch_size"]
-    expected = np.array(_drawn_losses(impl, 43, task, lambda rng, n: rng.integers(0, n, size=size)))
+    trained: list = []
+    expected = np.array(_drawn_losses(impl, 43, task, lambda rng, n: rng.integers(0, n, size=size), trained))
     if losses.shape == expected.shape and np.allclose(losses, expected, rtol=1e-6, atol=1e-9):
+        # The model too: right losses beside another model (seeded numbers, zeros) say nothing of it ("no points
+        # without the idea"); the one returned is the model after the last step, by its loss on the task.
+        expect_close(_loss_on(result[0], task), _loss_on(trained[0], task), rtol=1e-6, atol=1e-9,
+                     idea=TRAIN + "; return the parameters the last step gave",
+                     what=f"the loss of the model train_pooled returns, on the {len(task['tokens'])} sentences, "
+                          f"against the model after the {DRAWN['steps']} steps")
         return
     others = {"rows drawn without replacement (rng.choice(n, batch_size, replace=False))":
               lambda rng, n: rng.choice(n, size=size, replace=False),

@@ -740,6 +740,10 @@ CHEATS = {
           for kind in ("seeded-random", "first-part-zeros")),
         *(_constant_result("training", "train", fill, "09", _TRAIN_LOSSES) for fill in (0, 1)),
         _trivial_result("negation", "pooled_features", "fixed-input", "12", ("test_pooled_features_forget_the_order",)),
+        *(_trivial_result("negation", "train_pooled", kind, "12", ("test_train_pooled_draws_each_batch_from_rng",))
+          for kind in ("seeded-random", "first-part-zeros")),
+        *(_constant_result("negation", "train_pooled", fill, "12", ("test_train_pooled_draws_each_batch_from_rng",))
+          for fill in (0, 1)),
         _trivial_result("distance", "recall_weights", "fixed-input", "13", ("test_recall_weights_shape_and_rows",)),
         _trivial_result("retrieval", "answer_with_attention", "first-part-zeros", "14",
                         ("test_answer_with_attention_reads_only_its_own_facts",)),
