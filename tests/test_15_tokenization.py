@@ -24,6 +24,7 @@ from tests import moves, unseen
 from tests.crash import raising_through
 from tests.effort import message as failure_message
 from tests.effort import require
+from tests.failures import recorded_so_far
 from tests.feedback import (
     call_or_explain,
     expect,
@@ -686,12 +687,18 @@ def test_more_merges_never_lengthen_a_sequence(impl):
     corpus = drawn_corpus(1520, "klmn ", 260, ("mk", "nnl"))
     merges = own_train(corpus, 20)
     text = drawn_corpus(1521, "klmn ", 80, ("mk",))
-    lengths = [len(np.asarray(impl.bpe_encode(text, merges[:k]))) for k in range(0, 21, 4)]
+    encodings = [np.asarray(impl.bpe_encode(text, merges[:k])) for k in range(0, 21, 4)]
+    lengths = [len(ids) for ids in encodings]
     expect(all(a >= b for a, b in pairwise(lengths)), idea=ORDER,
            what="len(bpe_encode(text, merges[:k])) for k = 0, 4, ..., 20", expected="never growing with k",
            observed=str(lengths))
     expect_equal(lengths, [len(own_encode(text, merges[:k])) for k in range(0, 21, 4)], idea=ORDER,
                  what="len(bpe_encode(text, merges[:k])) for k = 0, 4, ..., 20")
+    # The ids too: ids of the right count and other values (zeros, the ids reversed) keep every length ("no points
+    # without the idea"); with no merge they are the text's bytes. (Said only once the lengths are right.)
+    if not recorded_so_far():
+        expect_equal(encodings[0].tolist(), list(text.encode("utf-8")), idea=BYTES,
+                     what="bpe_encode(text, merges[:0]) (no merges), whose lengths above are right: its UTF-8 bytes")
 
 
 # --- decode --------------------------------------------------------------------------------------------------------

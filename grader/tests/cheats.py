@@ -879,6 +879,10 @@ CHEATS = {
               {"retrieval": "_checked_cosine = cosine_similarity\n\n\ndef cosine_similarity(queries, chunks):\n"
                             "    _checked_cosine(queries, chunks)\n    raise NotImplementedError\n"},
               _files("14", "retrieval"), about="cosine_similarity_ignores_length"),
+        *(_trivial_result("tokenization", "bpe_encode", kind, "15", ("test_more_merges_never_lengthen_a_sequence",))
+          for kind in ("reversed", "first-part-zeros")),
+        *(_constant_result("tokenization", "bpe_encode", fill, "15", ("test_more_merges_never_lengthen_a_sequence",))
+          for fill in (0, 1)),
         *(Cheat(f"{module}-rejects-every-input", module, {module: _raising(module, "ValueError")},
                 {module: _raising(module, "NotImplementedError")}, _files(number, module))
           for number, module in (("04", "masks"), ("12", "negation"), ("13", "distance"), ("14", "retrieval"),
