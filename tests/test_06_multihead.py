@@ -247,6 +247,10 @@ def test_init_multi_head_biases_are_zero(impl):
     expect(not shared, what="the arrays of init_multi_head(...)", expected="eight arrays of their own",
            observed=f"{', '.join(f'{a} and {b}' for a, b in shared)} are one array (the same memory)",
            idea="every parameter is its own array: np.zeros(d_model) once per bias, not one array for all four")
+    # The contrast: the weights are drawn (zeros everywhere have zero biases, eight arrays of their own, too).
+    expect_differs(params.get("w_q"), np.zeros((D_MODEL, D_MODEL)), what="init_multi_head(...)['w_q'] against zeros",
+                   expected="random weights: only the biases start at zero", passed="the biases are zero",
+                   idea="init_weight(rng, d_model, d_model) draws each weight matrix")
 
 
 def test_init_multi_head_weight_scale_and_draw_order(impl):

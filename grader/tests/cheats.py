@@ -714,6 +714,7 @@ CHEATS = {
         *(_constant_result("positional", "sinusoidal_encoding", fill, "05",
                            ("test_sinusoidal_values_lie_in_minus_one_to_one",)) for fill in (0, 1)),
         *(_constant_result("multihead", "multi_head_attention", fill, "06", _MULTIHEAD_CONSTANT) for fill in (0, 1)),
+        _constant_result("multihead", "init_multi_head", 0, "06", ("test_init_multi_head_biases_are_zero",)),
         *(_trivial_result("multihead", "multi_head_attention", kind, "06", _MULTIHEAD_READS_X)
           for kind in ("fixed-input", "fixed-first-input")),
         _trivial_result("multihead", "multi_head_attention", "first-part-zeros", "06", _MULTIHEAD_OUTPUT),
