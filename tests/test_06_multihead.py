@@ -157,20 +157,29 @@ def self_attention_with_a_causal_mask():
 
 # ---------------------------------------------------------------- split_heads / merge_heads
 
-def _expect_reads_x(impl, x, params, result, *, passed: str, idea: str, part: int = 0, **kwargs) -> bool:
-    """After a test's own check: multi_head_attention of 2 x is not x's (its output, ``part`` 0, or weights, 1).
+def _expect_parts_differ(first: tuple, second: tuple, *, what: str, expected: str, passed: str, idea: str) -> bool:
+    """``feedback.expect_differs`` on the outputs and on the weights of two results, apart (a part None: not asked).
+
+    A result of the right output beside constant weights, or of constant outputs beside the right weights, differs
+    as a whole ("no points without the idea"); ``what`` and ``expected`` name the part as ``{part}``.
+    """
+    return all(expect_differs(one, other, what=what.format(part=name), expected=expected.format(part=name),
+                              passed=passed, idea=idea)
+               for name, one, other in zip(("output", "weights"), first, second, strict=True) if other is not None)
+
+
+def _expect_reads_x(impl, x, params, result: tuple, *, passed: str, idea: str, **kwargs) -> bool:
+    """After a test's own check: the output and weights of 2 x are not x's (``result``: those of x, or None).
 
     The answer for another x of the same shape (x ignored, the parameters and kv used) keeps a mask, rows that sum to
     1, heads apart and b_o's shift ("no points without the idea"); doubling the tokens changes every honest
     query, so its scores, weights and output.
     """
     doubled = impl.multi_head_attention(2.0 * x, params, N_HEADS, **kwargs)
-    parts = ("output", "weights")
-    return expect_differs(doubled[part] if isinstance(doubled, tuple) else doubled, result[part],
-                          what=f"the {parts[part]} for 2 x vs. for x (the same parameters)",
-                          expected=f"other {parts[part]}: the queries are x's projections, so twice the "
-                                   "tokens score the keys otherwise",
-                          passed=passed, idea=idea)
+    doubled = doubled if isinstance(doubled, tuple) and len(doubled) == 2 else (doubled, doubled)
+    return _expect_parts_differ(doubled, result, what="the {part} for 2 x vs. for x (the same parameters)",
+                                expected="other {part}: the queries are x's projections, so twice the tokens score "
+                                         "the keys otherwise", passed=passed, idea=idea)
 
 
 def test_split_heads_shape(impl):
@@ -294,7 +303,7 @@ def test_every_head_has_rows_summing_to_one(impl):
                      idea="each head runs its own softmax over the keys (the last axis)")
         expect(bool(np.all(weights >= 0)), what="attention weights are never negative",
                expected="all entries >= 0", observed=f"minimum {weights.min():.4g}", idea=SHAPES)
-        _expect_reads_x(impl, _tokens(12, BATCH, N_Q, D_MODEL), _params(13), (None, weights), part=1,
+        _expect_reads_x(impl, _tokens(12, BATCH, N_Q, D_MODEL), _params(13), (None, weights),
                         passed="every head's rows sum to 1", idea="each head softmaxes its own scores of x")
 
 
@@ -332,7 +341,7 @@ def test_head_weights_depend_only_on_their_own_columns(impl):
         expect(not np.allclose(np.delete(weights_2, h, axis=1), np.delete(weights, h, axis=1)),
                what=f"the other heads' weights after changing their columns of W_Q and W_K (head {h} kept)",
                expected="different weights", observed="the same weights", idea=HEADS)
-    _expect_reads_x(impl, x, params, (None, weights), part=1, idea=HEADS,
+    _expect_reads_x(impl, x, params, (None, weights), idea=HEADS,
                     passed="each head's weights follow its own columns of W_Q and W_K")
 
 
@@ -462,10 +471,10 @@ def test_per_sequence_mask_when_batch_equals_heads(impl):
     expect_close(weights, np.stack([w for _, w in alone]),
                  what="the weights of the batch vs. each sequence run on its own with its own (5, 7) mask", idea=MASK)
     # The contrast: each sequence gets its own result (one result for every sequence is each one's "alone" too).
-    expect_differs(alone[1][0], alone[0][0],
-                   what="the output of sequence 1 vs. sequence 0 (other tokens, another mask)",
-                   expected="different outputs: each sequence attends over its own keys with its own mask",
-                   passed="the batch gives each sequence what it gets alone", idea=MASK)
+    _expect_parts_differ(alone[1], alone[0],
+                         what="the {part} of sequence 1 vs. sequence 0 (other tokens, another mask)",
+                         expected="different {part}: each sequence attends over its own keys with its own mask",
+                         passed="the batch gives each sequence what it gets alone", idea=MASK)
 
 
 def test_padding_mask_hides_padded_keys(impl):
@@ -485,9 +494,10 @@ def test_padding_mask_hides_padded_keys(impl):
     kv2 = kv.copy()
     kv2[1, :4] += np.random.default_rng(40).normal(size=kv2[1, :4].shape)
     output2, weights2 = impl.multi_head_attention(x, params, N_HEADS, mask=mask, kv=kv2)
-    expect_differs(output2[1], output[1], what="sequence 1's output after changing its real keys 0..3",
-                   expected="a different output: the real keys are allowed, so they reach the weights and the output",
-                   passed="the padding changes nothing", idea=MASK)
+    _expect_parts_differ((output2[1], weights2[1]), (output[1], weights[1]),
+                         what="sequence 1's {part} after changing its real keys 0..3",
+                         expected="other {part}: the real keys are allowed, so they reach the weights and the output",
+                         passed="the padding changes nothing", idea=MASK)
 
 
 def test_fully_masked_query_gives_zero_weights(impl):
@@ -526,9 +536,10 @@ def test_self_attention_is_permutation_equivariant(impl):
                      what="the weights for shuffled tokens vs. the weights with rows and columns shuffled",
                      idea=ORDER)
     # The contrast: shuffled, the result moved with the tokens (it is not the result for the tokens in order).
-    expect_differs(output_p, output, what="the output for shuffled tokens vs. for the tokens in order",
-                   expected="a different output: each output row follows its own token, so the rows move with them",
-                   passed="permuting the tokens permutes the outputs", idea=ORDER)
+    _expect_parts_differ((output_p, weights_p), (output, weights),
+                         what="the {part} for shuffled tokens vs. for the tokens in order",
+                         expected="other {part}: each row follows its own token, so the rows move with them",
+                         passed="permuting the tokens permutes the outputs", idea=ORDER)
 
 
 def test_reference_values(impl):
@@ -623,10 +634,10 @@ def test_two_leading_batch_axes_and_float32(impl):
     expect_close(weights, np.array([[w for _, w in row] for row in alone]), idea=idea,
                  what=f"the weights for x of shape {x.shape} (2 leading batch axes) vs. each sequence alone")
     # The contrast: each sequence gets its own result (one result for every sequence is each one's "alone" too).
-    expect_differs(alone[0][1][0], alone[0][0][0], idea=idea,
-                   what="the output of sequence x[0, 1] vs. x[0, 0] (other tokens)",
-                   expected="different outputs: each sequence attends over its own tokens",
-                   passed="each sequence gets what it gets alone")
+    _expect_parts_differ(alone[0][1], alone[0][0], idea=idea,
+                         what="the {part} of sequence x[0, 1] vs. x[0, 0] (other tokens)",
+                         expected="different {part}: each sequence attends over its own tokens",
+                         passed="each sequence gets what it gets alone")
     x32 = x[0].astype(np.float32)
     params32 = {name: value.astype(np.float32) for name, value in params.items()}
     output32, weights32 = impl.multi_head_attention(x32, params32, N_HEADS, mask=mask.astype(np.float32) - 1.0)

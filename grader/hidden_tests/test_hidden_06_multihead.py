@@ -192,11 +192,13 @@ def test_fully_masked_query_outputs_the_output_bias(impl):
            what="weights of a fully masked query in every head", expected="all zeros in every head",
            observed=f"{np.asarray(weights)[1, :, 2] if np.shape(weights) == (3, 3, 4, 4) else np.shape(weights)}",
            idea="no allowed key: all-zero weights, in every head")
-    # The contrast: the output reads x (the answer for another x of the same shape outputs b_o there too).
+    # The contrast: the output and the weights read x (the answer for another x of the same shape, or all-zero
+    # weights beside the right output, have the blocked query's zeros and b_o too).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         doubled = impl.multi_head_attention(2.0 * x, params, 3, mask)
-    expect_differs(doubled[0] if isinstance(doubled, tuple) else doubled, output,
-                   what="the output for 2 x vs. for x (the same parameters and mask)",
-                   expected="another output: the other queries' rows are x's projections, attended",
-                   passed="the blocked query outputs b_o", idea=MASK)
+    doubled = doubled if isinstance(doubled, tuple) and len(doubled) == 2 else (doubled, doubled)
+    all(expect_differs(twice, once, what=f"the {name} for 2 x vs. for x (the same parameters and mask)",
+                       expected=f"other {name}: the other queries' rows are x's projections, attended",
+                       passed="the blocked query outputs b_o with zero weights", idea=MASK)
+        for name, twice, once in (("output", doubled[0], output), ("weights", doubled[1], weights)))

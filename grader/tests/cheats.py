@@ -655,6 +655,8 @@ TRIVIAL_ENDS = {
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # a result of parts with its first part zeros and the rest computed: (zero answers, the right weights)
     "first-part-zeros": "return (_np.zeros_like(result[0]),) + tuple(result[1:])",
+    # and the other way round: (the right output, zero weights)
+    "other-parts-zeros": "return (result[0],) + tuple(_np.zeros_like(part) for part in result[1:])",
     # the right values in the wrong places: the last axis reversed
     "reversed": "return _np.flip(result, -1).copy()",
 }
@@ -683,6 +685,11 @@ _MULTIHEAD_READS_X = ("test_every_head_has_rows_summing_to_one", "test_fully_mas
 _MULTIHEAD_OUTPUT = ("test_padding_mask_hides_padded_keys", "test_per_sequence_mask_when_batch_equals_heads",
                      "test_self_attention_is_permutation_equivariant", "test_shared_mask_blocks_keys_in_every_head",
                      "test_two_leading_batch_axes_and_float32")
+# (and the right output beside zero weights)
+_MULTIHEAD_WEIGHTS = ("test_fully_masked_query_gives_zero_weights", "test_output_projection_is_used",
+                      "test_padding_mask_hides_padded_keys", "test_per_sequence_mask_when_batch_equals_heads",
+                      "test_self_attention_is_permutation_equivariant", "test_two_leading_batch_axes_and_float32",
+                      "test_fully_masked_query_outputs_the_output_bias")
 # (train's right losses beside other params: the losses are each step's before its update)
 _TRAIN_LOSSES = ("test_train_is_init_model_then_adam_steps_with_their_state",
                  "test_train_without_positions_trains_a_model_without_them")
@@ -718,6 +725,7 @@ CHEATS = {
         *(_trivial_result("multihead", "multi_head_attention", kind, "06", _MULTIHEAD_READS_X)
           for kind in ("fixed-input", "fixed-first-input")),
         _trivial_result("multihead", "multi_head_attention", "first-part-zeros", "06", _MULTIHEAD_OUTPUT),
+        _trivial_result("multihead", "multi_head_attention", "other-parts-zeros", "06", _MULTIHEAD_WEIGHTS),
         *(_constant_result("layer", function, fill, "07", ("test_layer_functions_with_any_number_of_leading_axes",))
           for function in ("layer_norm", "transformer_layer") for fill in (0, 1)),
         _constant_result("layer", "dropout", 1, "07", ("test_dropout_preserves_the_mean",)),
