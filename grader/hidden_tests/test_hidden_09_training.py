@@ -8,7 +8,7 @@ import numpy as np
 from pytest_check import check
 
 from tests.conventions import clipped_log
-from tests.failures import record
+from tests.failures import record, recorded_so_far
 from tests.feedback import expect, expect_close, expect_no_nan, float32_formula_note
 from tests.test_08_backward import expect_gradient
 from tests.test_09_training import (
@@ -49,9 +49,11 @@ def test_cross_entropy_of_very_negative_logits(impl):
                         what="grad_logits for logits near -1e4 and +-300",
                         idea=float32_formula_note(grad, _float32_gradients(logits, targets), "logits and their "
                                                   "maximum plus log-sum-exp") or CE)
-        # The loss too: a zero loss beside the right gradient is not one of these logits ("no points without the idea").
-        expect_close(loss, _loss(logits, targets), rtol=1e-9, atol=1e-9,
-                     what="the loss of logits near -1e4 and +-300", idea=clipped_log(loss, logits, targets) or CE)
+        # The loss too, once the gradient is right: a zero loss beside it is not one of these logits ("no points
+        # without the idea").
+        if not recorded_so_far():
+            expect_close(loss, _loss(logits, targets), rtol=1e-9, atol=1e-9,
+                         what="the loss of logits near -1e4 and +-300", idea=clipped_log(loss, logits, targets) or CE)
 
 
 def _float32_gradients(logits: np.ndarray, targets: np.ndarray) -> list[np.ndarray]:
