@@ -83,6 +83,21 @@ def _encode_key(key: Any, arrays: list) -> Any:
     return encode(key, arrays)
 
 
+def _array_index(array: np.ndarray, arrays: list) -> int:
+    """The index of ``array`` among the message's ``arrays``, appending it unless that very object is there.
+
+    One array given to two places (init_transformer_layer's ln1_gamma and ln2_gamma as one np.ones, a call
+    f(x, x)) arrives as one array, as it is in process: sent twice, it arrived as two, so a test asking whether two
+    parameters share memory could never fail when graded. Views of one buffer that are other objects still
+    travel apart.
+    """
+    for index, sent in enumerate(arrays):
+        if sent is array:
+            return index
+    arrays.append(array)
+    return len(arrays) - 1
+
+
 def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     """Turn ``value`` into JSON-able data, appending its arrays to ``arrays``.
 
@@ -104,8 +119,7 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     kind = type(value)  # the exact types of honest calls first; any other type takes the general route below
     if kind is np.ndarray:
         check_dtype(value.dtype)
-        arrays.append(value)
-        return {"$": "array", "i": len(arrays) - 1}
+        return {"$": "array", "i": _array_index(value, arrays)}
     if kind is float or kind is int or kind is str or kind is bool or value is None:
         return value
     if kind is list:  # a list is a JSON array; every other container is an object tagged by "$"
@@ -125,8 +139,7 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     if isinstance(value, np.ndarray):
         array = np.asarray(value)  # a subclass arrives as a plain ndarray
         check_dtype(array.dtype)
-        arrays.append(array)
-        return {"$": "array", "i": len(arrays) - 1}
+        return {"$": "array", "i": _array_index(array, arrays)}
     if isinstance(value, np.generic):
         array = np.asarray(value)
         check_dtype(array.dtype)

@@ -176,6 +176,24 @@ def test_the_worker_computes_with_the_machines_kernels_and_nothing_else_of_its_e
     assert "OPENBLAS_CORETYPE" not in limits.worker_environment()
 
 
+def test_one_array_in_two_places_crosses_as_one_array_both_ways(isolated, tmp_path):
+    # A blind round: init_transformer_layer giving one np.ones to ln1_gamma and ln2_gamma fails the init test in the
+    # student's own run ("one array (the same memory)") and got full marks graded: the worker sent the array once per
+    # place, so the grading side saw two arrays. Both ways now carry one object as one; other objects stay apart.
+    probe = (
+        "def softmax(x, axis=-1):\n"
+        "    import numpy as np\n"
+        "    ones = np.ones(3)\n"
+        "    return {'a': ones, 'b': ones, 'c': np.ones(3), 'd': ones[:], 'seen': [x[0] is x[1], x[0] is x[2]]}\n"
+    )
+    impl = isolated(path=make_submission(tmp_path / "student", softmax=probe))
+    x = np.zeros(2)
+    result = impl.function("softmax", "softmax")([x, x, x.copy()])
+    assert result["a"] is result["b"] and np.shares_memory(result["a"], result["b"])
+    assert not np.shares_memory(result["a"], result["c"]) and not np.shares_memory(result["a"], result["d"])
+    assert result["seen"] == [True, False]  # an argument given twice is one array in the worker, as in process
+
+
 def test_generator_state_is_synchronised(reference_isolated, local):
     remote_rng, local_rng = np.random.default_rng(11), np.random.default_rng(11)
     remote = reference_isolated.function("layer", "init_transformer_layer")(remote_rng, 8, 2, 16)
