@@ -79,9 +79,14 @@ def where_it_crashed(error: BaseException) -> str:
         # Raised in another of the student's files (a blind round: multi_head_attention handing k and v of two
         # lengths to scaled_dot_product_attention, whose own check raised): the line that made the call too, or
         # "the line above" is the callee's raise, which did its job.
-        caller = next((frame for frame in reversed(frames) if frame.filename != last.filename), None)
-        if caller is not None:
-            where += f"\n            called from {Path(caller.filename).name} line {caller.lineno}: {caller.line}"
+        # Every file the call came through, innermost first (a blind round: multi_head_attention_backward giving
+        # the mask its head axis in front made _checks.py's require_broadcast raise inside attention.py, and only
+        # attention.py's line was named, not backward.py's call, where the mistake was).
+        current = last.filename
+        for frame in reversed(frames):
+            if frame.filename != current:
+                where += f"\n            called from {Path(frame.filename).name} line {frame.lineno}: {frame.line}"
+                current = frame.filename
         return where
     return ""
 

@@ -956,7 +956,10 @@ class Kit:
                 not_about_the_inputs(error) or
                 f"{name}() must work for every input its docstring allows ("
                 f"{_describe_arguments(arguments)}): "
-                + ("what does the line it was called from pass to the function whose check raised"
+                + (("what does the line it was called from pass to the function whose check raised"
+                    if where.count("called from") == 1 else
+                    "what does the last line it was called from (in the function called here) pass, through the "
+                    "others, to the function whose check raised")
                    if "called from" in where and ": raise " in where.split("called from", 1)[0]
                    else "what does the line above assume about them")
                 + " (the number of axes, which sizes are equal, the dtype)?"

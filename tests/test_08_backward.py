@@ -64,6 +64,10 @@ NORM_GAMMA = ("grad_gamma = grad_out * xhat summed over every axis but the last,
               "eps) as in the forward pass (var divided by d as np.var does, not by d - 1)")
 MHA = ("multi-head backward: run the forward again, then undo each step in reverse: w_o, merge_heads, attention, "
        "split_heads, the three projections; x feeds q, k and v, so its three gradients add up")
+# A blind round: a backward that gave the mask its head axis in front crashed in the forward it runs again, told only
+# the steps of the backward.
+MASKED = ("; the forward again with the mask, the same for every head: a (batch, n, n) mask gets its head axis after "
+          "the batch axes, mask[..., None, :, :], as multi_head_attention does")
 DTYPE = "dtype in = dtype out: float32 inputs give float32 gradients (no float64 constants or arrays mixed in)"
 
 
@@ -991,24 +995,25 @@ def test_layer_norm_backward_rejects_a_bad_gamma(impl):
 
 def _check_mha(impl, mask, seed: int, label: str) -> None:
     x, params, r = _normal(seed, BATCH, N, D_MODEL), _mha_params(seed + 1), _normal(seed + 2, BATCH, N, D_MODEL)
+    idea = MHA if mask is None else MHA + MASKED
     result = call_or_explain(impl.multi_head_attention_backward, r, x, params, N_HEADS, mask=mask,
-                             what=f"multi_head_attention_backward {label}", idea=MHA)
+                             what=f"multi_head_attention_backward {label}", idea=idea)
     if not expect(isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict),
                   what=f"multi_head_attention_backward's result {label}", expected="a tuple (grad_x, grads dict)",
-                  observed=type(result).__name__, idea=MHA):
+                  observed=type(result).__name__, idea=idea):
         return
     grad_x, grads = result
     if not expect(set(grads) == set(params), what=f"the keys of grads {label}", expected=str(sorted(params)),
                   observed=str(sorted(grads)), idea="one gradient for every parameter, under the parameter's key"):
         return
     expect_gradient(grad_x, lambda z: np.sum(r * _mha(z, params, N_HEADS, mask)), x, sample=30,
-                    what=f"grad_x {label}", idea=MHA)
+                    what=f"grad_x {label}", idea=idea)
     for key in sorted(params):
         def loss(value, key=key):
             return np.sum(r * _mha(x, params | {key: value}, N_HEADS, mask))
 
         expect_gradient(grads[key], loss, params[key], sample=8, what=f"grads[{key!r}] {label}",
-                        idea=MHA + "; weights and biases are summed over the batch and positions")
+                        idea=idea + "; weights and biases are summed over the batch and positions")
 
 
 def test_multi_head_attention_backward(impl):

@@ -359,3 +359,16 @@ def test_an_adam_step_count_from_zero_is_told_its_first_step_divides_by_zero(tmp
     target = plant(tmp_path / "g", "training.py",
                    ("(1 - beta2) * grad**2 if old_v is None", "(1 - beta2) * grad if old_v is None"))
     assert "a step count of 0" not in failures_of(target, "training", "test_adam_first_step")
+
+
+def test_a_crash_two_files_below_names_the_call_in_the_file_under_test(tmp_path):
+    # A blind round: multi_head_attention_backward giving the mask its head axis in front (mask[None]) made
+    # _checks.py's require_broadcast raise inside attention.py; the message named attention.py's line only, never
+    # backward.py's call, where the mistake was, and its revisit line told nothing of the mask.
+    target = plant(tmp_path, "backward.py", ("mask = np.asarray(mask)[..., None, :, :]  # the same mask for every head",
+                                             "mask = np.asarray(mask)[None]"))
+    text = failures_of(target, "backward", "multi_head_attention_backward_with_a_mask")
+    assert "called from attention.py line" in text, text[:3000]
+    assert "called from backward.py line" in text and "scaled_dot_product_attention(q, k, v, mask)" in text, \
+        text[:3000]
+    assert "mask[..., None, :, :]" in text, text[:3000]
