@@ -140,14 +140,20 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) ->
 
 
 def _attempt(call: Callable[[], Any], *, what: str, idea: str) -> tuple[bool, Any]:
-    """Run ``call``; an exception from the student's code becomes a failure with a message."""
-    from tests.crash import raising_through
+    """Run ``call``; an exception from the student's code becomes a failure with a message, naming its line."""
+    from tests.crash import not_about_the_inputs, raising_through, where_it_crashed
 
     try:
         with raising_through():
             return True, call()
     except Exception as error:  # the student's function crashed on valid input
-        expect(False, what=what, expected="a result", observed=f"{type(error).__name__}: {error}", idea=idea)
+        # (a blind round: np.logical_and.reduce(masks) of two shapes crashed in numpy, told no line of masks.py)
+        if "inhomogeneous shape" in str(error):
+            idea += ("; numpy made one array of masks of other shapes (np.array, np.stack, or a ufunc's .reduce over "
+                     "the list does), which needs equal shapes: fold them two at a time, np.logical_and(a, b), "
+                     "which broadcasts")
+        expect(False, what=what, expected="a result", observed=f"{type(error).__name__}: {error}"
+               f"{where_it_crashed(error)}", idea=not_about_the_inputs(error) or idea)
         return False, None
 
 

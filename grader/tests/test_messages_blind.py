@@ -372,3 +372,13 @@ def test_a_crash_two_files_below_names_the_call_in_the_file_under_test(tmp_path)
     assert "called from backward.py line" in text and "scaled_dot_product_attention(q, k, v, mask)" in text, \
         text[:3000]
     assert "mask[..., None, :, :]" in text, text[:3000]
+
+
+def test_a_crash_of_combine_masks_names_its_line(tmp_path):
+    # A blind round: np.logical_and.reduce(masks) stacks masks of two shapes into one array and crashes in numpy;
+    # the first failure gave numpy's "inhomogeneous shape" alone, no line of masks.py (the test's own crash helper).
+    target = plant(tmp_path, "masks.py", ("    return functools.reduce(np.logical_and, arrays)",
+                                          "    return np.logical_and.reduce(arrays)"))
+    text = failures_of(target, "masks", "test_combine_causal_and_padding")
+    assert "at masks.py line" in text and "np.logical_and.reduce(arrays)" in text, text[:3000]
+    assert "fold them two at a time, np.logical_and(a, b)" in text, text[:3000]
