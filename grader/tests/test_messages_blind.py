@@ -382,3 +382,15 @@ def test_a_crash_of_combine_masks_names_its_line(tmp_path):
     text = failures_of(target, "masks", "test_combine_causal_and_padding")
     assert "at masks.py line" in text and "np.logical_and.reduce(arrays)" in text, text[:3000]
     assert "fold them two at a time, np.logical_and(a, b)" in text, text[:3000]
+
+
+def test_a_top_k_that_drops_the_best_is_told_so(tmp_path):
+    # A blind round: order[:, 1:k + 1] (a nearest-neighbour habit of dropping the query itself) was told only the
+    # whole top-k rule, which it mostly followed.
+    target = plant(tmp_path, "retrieval.py", ("    return order[:, :k].astype(np.int64)",
+                                              "    return order[:, 1 : k + 1].astype(np.int64)"))
+    text = failures_of(target, "retrieval", "test_top_k_best_first")
+    assert "yours leaves out the best chunk of every row and keeps ranks 2..k+1" in text, text[:3000]
+    good = plant(tmp_path / "good", "retrieval.py", ("    return order[:, :k].astype(np.int64)",
+                                                     "    return order[:, ::-1][:, :k].astype(np.int64)"))
+    assert "leaves out the best" not in failures_of(good, "retrieval", "test_top_k_best_first")
