@@ -560,6 +560,18 @@ def test_init_transformer_layer_keys_shapes_and_values(impl):
                  idea="init_weight(rng, d_model, d_ff) after init_multi_head, std 1/sqrt(d_model)")
     expect_close(params["w_2"], rng.normal(0.0, 1 / np.sqrt(D_FF), size=(D_FF, D_MODEL)), rtol=1e-12, atol=0.0,
                  what="w_2 drawn right after w_1", idea="init_weight(rng, d_ff, d_model): std 1/sqrt(d_ff)")
+    # A blind round: ones = np.ones(d_model) given to ln1_gamma and ln2_gamma passed every test; a step in place
+    # (p -= lr * g) then moves both norms by both gradients (as init_multi_head's biases, exercise 6).
+    arrays = [(name, value) for name, value in params.items() if isinstance(value, np.ndarray)]
+    if isinstance(attention, dict):
+        arrays += [(f"attention[{name!r}]", value) for name, value in attention.items()
+                   if isinstance(value, np.ndarray)]
+    shared = [(a, b) for i, (a, x) in enumerate(arrays) for b, y in arrays[i + 1:] if np.shares_memory(x, y)]
+    expect(not shared, what="the arrays of init_transformer_layer(...)",
+           expected="every parameter an array of its own",
+           observed=f"{', '.join(f'{a} and {b}' for a, b in shared)} are one array (the same memory)",
+           idea="every parameter is its own array: np.ones(d_model) once per gamma and np.zeros once per beta and "
+                "bias, not one array given to two names (LN1 and LN2 are two norms, each with its own gamma and beta)")
 
 
 # ---------------------------------------------------------------- transformer_layer

@@ -394,3 +394,12 @@ def test_a_top_k_that_drops_the_best_is_told_so(tmp_path):
     good = plant(tmp_path / "good", "retrieval.py", ("    return order[:, :k].astype(np.int64)",
                                                      "    return order[:, ::-1][:, :k].astype(np.int64)"))
     assert "leaves out the best" not in failures_of(good, "retrieval", "test_top_k_best_first")
+
+
+def test_layer_norm_gammas_that_are_one_array_fail(tmp_path):
+    # ones = np.ones(d_model) given to both norms passed every test: an in-place step moves both together.
+    target = plant(tmp_path, "layer.py", ("    params.update(\n        ln1_gamma=np.ones(d_model),",
+                                          "    ones = np.ones(d_model)\n    params.update(\n        ln1_gamma=ones,"),
+                   ("        ln2_gamma=np.ones(d_model),", "        ln2_gamma=ones,"))
+    text = failures_of(target, "layer", "init_transformer_layer")
+    assert "ln1_gamma and ln2_gamma are one array" in text, text[:3000]
