@@ -145,6 +145,12 @@ def _where(mine: np.ndarray, want: np.ndarray) -> tuple[str, str, int]:
         first = f": the first is {_number(mine.ravel()[0])!r} instead of {_number(want.ravel()[0])!r}" \
             if mine.size and want.size else ""
         return f"values of dtype {mine.dtype} instead of {want.dtype}{first}", "whole", 0
+    # The right numbers with the two axes swapped (a blind round: sequence_lengths returning (texts, sizes) was told
+    # the step's formula, which was right): said as a transpose, whatever the step.
+    if mine.ndim == 2 and want.ndim == 2 and mine.shape == want.shape[::-1] and mine.dtype.kind not in "USO" \
+            and _same(mine, want.T) and not _same(mine, want):
+        return (f"the right values transposed, shape {mine.shape} where the contract's is {want.shape}",
+                "transposed", 0)
     if mine.ndim != want.ndim or mine.shape[1:] != want.shape[1:] or mine.dtype.kind in "USO":
         return f"shape {mine.shape} instead of {want.shape}", "whole", 0
     mine_rows, want_rows = _entries(mine), _entries(want)
@@ -192,6 +198,9 @@ def _first_difference(function: str, observed: Any, expected: Any) -> tuple[str,
             if index in differing:
                 words, kind, entry = _where(observed[index], expected[index])
                 idea = {"first": stage.first, "stop": stage.stop}.get(kind, "") or stage.idea
+                if kind == "transposed":
+                    idea = (f"{stage.name} hold the right numbers with their two axes swapped: the docstring's "
+                            "Returns gives which axis comes first (row i of yours is column i of the contract's)")
                 return (f"the first step whose output differs is {stage.name} ({stage.output!r}: {words})", idea,
                         (position, entry))
     index = differing[0]

@@ -403,3 +403,13 @@ def test_layer_norm_gammas_that_are_one_array_fail(tmp_path):
                    ("        ln2_gamma=np.ones(d_model),", "        ln2_gamma=ones,"))
     text = failures_of(target, "layer", "init_transformer_layer")
     assert "ln1_gamma and ln2_gamma are one array" in text, text[:3000]
+
+
+def test_lengths_returned_transposed_are_told_so_not_the_formula(tmp_path):
+    # A blind round: sequence_lengths returning (texts, sizes) was told "V > 256: the length of bpe_encode with the
+    # first V - 256 merges" at every check, a formula it followed; its numbers were right, the axes swapped.
+    target = plant(tmp_path, "tokenization.py", ("    return lengths\n", "    return lengths.T\n"))
+    text = failures_of(target, "tokenization", "test_sequence_lengths_are_those_of_your_encode")
+    assert "the right values transposed, shape (2, 3) where the contract's is (3, 2)" in text, text[:3000]
+    for line in revisit_lines(text):
+        assert "with their two axes swapped" in line, line
