@@ -504,6 +504,37 @@ def _is_tree_like(observed, expected) -> bool:
                for label, want in _flat(expected))
 
 
+def _one_factor(observed, params: dict, grads: dict, lr: float) -> str:
+    """What a first step that moved every parameter by one factor c times lr, c not 1, is told ('' otherwise).
+
+    (A blind round: v_hat divided by 1 - b1^t moved each by 10 lr and was told Adam's whole formula alone.)
+    """
+    got = dict(_flat(observed)) if isinstance(observed, dict) else {}
+    factors = []
+    for (label, param), (_, grad) in zip(_flat(params), _flat(grads), strict=True):
+        if label not in got or np.shape(got[label]) != np.shape(param):
+            return ""
+        try:
+            moved = (param - np.asarray(got[label], dtype=float)) / (lr * np.sign(grad))
+        except (TypeError, ValueError):
+            return ""
+        factors.append(moved[np.abs(grad) > 1e-3])
+    factors = np.concatenate(factors) if factors else np.zeros(0)
+    if not factors.size or not np.all(np.isfinite(factors)):
+        return ""
+    c = float(np.median(factors))
+    if abs(c - 1) < 0.05 or not np.allclose(factors, c, rtol=1e-3):
+        return ""
+    # (the defaults: 1 - b1 = 0.1, 1 - b2 = 0.001)
+    cause = next((words for value, words in (
+        (10.0, "v_hat = v / (1 - b1^t), beta1's correction on v, gives these: v is corrected with its own beta2"),
+        (100.0, "m_hat = m / (1 - b2^t), beta2's correction on m, gives these: m is corrected with its own beta1"),
+        (1000.0, "the two corrections swapped, m / (1 - b2^t) and v / (1 - b1^t), give these")) if
+        abs(c / value - 1) < 1e-3), "")
+    return (f"; yours moves every parameter by the same {c:.4g} times lr, against the sign of its gradient, where the "
+            "first step moves each by about lr" + (f": {cause}" if cause else ""))
+
+
 def test_adam_first_step(impl):
     params, grads = _params(30), _params(31)
     result = call_or_explain(impl.adam_step, params, grads, None, lr=0.05,
@@ -516,6 +547,7 @@ def test_adam_first_step(impl):
                 "the sign of its gradient")
         if _all_nan(result[0]):  # what t = 0 gives everywhere (a blind round); v from g, not g^2, in some entries
             idea = f"{FIRST_STEP_AT_ZERO}; {idea}"
+        idea += _one_factor(result[0], params, grads, 0.05)
         _expect_tree(result[0], want, what="new_params after the first step",
                      idea=f"{idea}; {EFFICIENT_ADAM}" if efficient else idea,
                      tiny_term=EFFICIENT_ADAM if efficient else "")

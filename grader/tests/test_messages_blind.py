@@ -413,3 +413,17 @@ def test_lengths_returned_transposed_are_told_so_not_the_formula(tmp_path):
     assert "the right values transposed, shape (2, 3) where the contract's is (3, 2)" in text, text[:3000]
     for line in revisit_lines(text):
         assert "with their two axes swapped" in line, line
+
+
+def test_an_adam_step_that_moves_every_parameter_by_one_factor_is_told_the_factor(tmp_path):
+    # A blind round: v_hat = v / (1 - b1^t) moved every parameter by 10 lr on the first step and was told only
+    # Adam's whole formula. Its factor is named, and the correction that gives it; eps inside the square root
+    # (moves that differ from parameter to parameter) is told no factor.
+    target = plant(tmp_path, "training.py", ("        v_hat = square / (1 - beta2**step)",
+                                             "        v_hat = square / (1 - beta1**step)"))
+    text = failures_of(target, "training", "test_adam_first_step")
+    assert "yours moves every parameter by the same 10 times lr" in text, text[:3000]
+    assert "v_hat = v / (1 - b1^t), beta1's correction on v" in text, text[:3000]
+    other = plant(tmp_path / "eps", "training.py", ("lr * m_hat / (np.sqrt(v_hat) + eps)",
+                                                    "lr * m_hat / np.sqrt(v_hat + eps)"))
+    assert "times lr" not in failures_of(other, "training", "test_adam_first_step")
