@@ -219,8 +219,19 @@ def test_attend_step_is_one_row_of_attention(impl):
     context, weights = result
     scores = np.einsum("...id,...jd->...ij", q_t, k)
     expected_weights = np.exp(scores / 2.0) / np.exp(scores / 2.0).sum(axis=-1, keepdims=True)
-    unscaled = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
-    mistake = "the scores were not divided by sqrt(d_k)" if np.allclose(weights, unscaled) else None
+    # Another divisor is named (a blind round: sqrt of the cache's length, or of the values' width, was told only the
+    # formula): d_k = 4, t = 6, d_v = 5 here, so each divisor gives weights of its own.
+    mistake = None
+    for divisor, words in ((1.0, "the scores were not divided by sqrt(d_k)"),
+                           (np.sqrt(6), "the scores were divided by sqrt(t), the number of cached positions "
+                                        "(cache['k'].shape[-2]), not by sqrt(d_k), the keys' width (shape[-1])"),
+                           (np.sqrt(DV), "the scores were divided by sqrt(d_v), the values' width, not by sqrt(d_k), "
+                                         "the width of the queries and keys"),
+                           (float(DK), "the scores were divided by d_k itself, not by its square root")):
+        divided = np.exp(scores / divisor) / np.exp(scores / divisor).sum(axis=-1, keepdims=True)
+        if np.shape(weights) == divided.shape and np.allclose(np.asarray(weights, dtype=float), divided):
+            mistake = words
+            break
     right = True
     if expect_shape(weights, (B, H, 1, 6), what=f"weights_t of {what}", idea=STEP):
         right &= expect_close(weights, expected_weights, what=f"weights_t of {what}", idea=_idea(mistake, STEP))

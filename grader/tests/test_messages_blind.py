@@ -427,3 +427,15 @@ def test_an_adam_step_that_moves_every_parameter_by_one_factor_is_told_the_facto
     other = plant(tmp_path / "eps", "training.py", ("lr * m_hat / (np.sqrt(v_hat) + eps)",
                                                     "lr * m_hat / np.sqrt(v_hat + eps)"))
     assert "times lr" not in failures_of(other, "training", "test_adam_first_step")
+
+
+def test_an_attend_step_scaled_by_another_width_is_told_which(tmp_path):
+    # A blind round: sqrt(t) (the cache's length) and sqrt(d_v) (the values' width) in place of sqrt(d_k) were told
+    # only the whole formula; each divisor is named, and none where the scale is right.
+    line = "    scores = q_t @ np.swapaxes(k, -1, -2) / math.sqrt(q_t.shape[-1])  # (..., 1, t)"
+    for name, divisor, told in (("t", "k.shape[-2]", "divided by sqrt(t), the number of cached positions"),
+                                ("dv", "v.shape[-1]", "divided by sqrt(d_v), the values' width")):
+        target = plant(tmp_path / name, "decoding.py",
+                       (line, f"    scores = q_t @ np.swapaxes(k, -1, -2) / math.sqrt({divisor})"))
+        text = failures_of(target, "decoding", "test_attend_step_is_one_row_of_attention")
+        assert all(line.startswith(f"revisit:  the scores were {told}") for line in revisit_lines(text)), text[:3000]
