@@ -82,6 +82,13 @@ def _check_head_weights(weights: np.ndarray, x: np.ndarray, kv: np.ndarray, para
         got = weights[..., h, :, :]
         if np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, params, h, scale_by=D_MODEL)):
             idea = f"yours divides by sqrt(d_model) = sqrt({D_MODEL}), not sqrt(d_head) = sqrt({D_HEAD}); {SCALE}"
+        elif np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, params, h, scale_by=D_HEAD**2)):
+            # (a blind round: q divided by sqrt(d_head) before scaled_dot_product_attention, which divides again,
+            # was told only the rule, and that it was not sqrt(d_model))
+            idea = (f"yours divides by d_head = {D_HEAD} itself, sqrt(d_head) twice: scaled_dot_product_attention "
+                    f"already divides the scores by sqrt(d_head), so q and k need no scaling of their own; {SCALE}")
+        elif np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, params, h, scale_by=1)):
+            idea = f"yours does not divide the scores at all; {SCALE}"
         elif np.shape(got) == expected.shape and np.allclose(got, _head_weights(x, kv, no_bias, h)):
             # b_k adds q . b_k to every score of a query alike, which softmax cancels: the weights show b_q only
             # (a blind round's b_q left out was told "b_q and b_k", its b_k there all along).

@@ -439,3 +439,13 @@ def test_an_attend_step_scaled_by_another_width_is_told_which(tmp_path):
                        (line, f"    scores = q_t @ np.swapaxes(k, -1, -2) / math.sqrt({divisor})"))
         text = failures_of(target, "decoding", "test_attend_step_is_one_row_of_attention")
         assert all(line.startswith(f"revisit:  the scores were {told}") for line in revisit_lines(text)), text[:3000]
+
+
+def test_queries_scaled_before_the_attention_are_told_they_are_scaled_twice(tmp_path):
+    # A blind round: q divided by sqrt(d_head) before scaled_dot_product_attention (which divides again) was told
+    # only the rule and "not by sqrt(d_model)", which it did not do.
+    target = plant(tmp_path, "multihead.py",
+                   ('params["b_q"]), n_heads)  # (..., H, n_q, d_head)',
+                    'params["b_q"]), n_heads) / (d_model // n_heads) ** 0.5'))
+    text = failures_of(target, "multihead", "test_scores_are_scaled_by_sqrt_d_head")
+    assert "yours divides by d_head = 4 itself, sqrt(d_head) twice" in text, text[:3000]
