@@ -284,8 +284,11 @@ pipeline("train_pooled", ("b_hidden", "b_out", "embedding", "w_hidden", "w_out",
 pipeline("pair_accuracy", ("accuracy", "both_right"),
          Stage("accuracy", "the accuracy per sentence", "accuracy: the fraction right among the examples of a "
                "pair (pair >= 0), the controls left out"),
+         # (a blind round: np.unique(pair) with the controls' -1 counted as one more pair was told this line
+         # without the controls)
          Stage("both_right", "the pairs with both right", "both_right: the fraction of pairs whose two members "
-               "are both right"))
+               "are both right; the pairs are the ids pair >= 0, and the controls (pair = -1) are in no pair, not "
+               "one more"))
 pipeline("negation_attention", ("own", "other"),
          Stage("own", "the weight on the own slot", "own: the mean over the paired examples and the heads of the "
                "weight from the row query_position to the column own_slot"),

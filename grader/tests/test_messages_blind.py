@@ -449,3 +449,12 @@ def test_queries_scaled_before_the_attention_are_told_they_are_scaled_twice(tmp_
                     'params["b_q"]), n_heads) / (d_model // n_heads) ** 0.5'))
     text = failures_of(target, "multihead", "test_scores_are_scaled_by_sqrt_d_head")
     assert "yours divides by d_head = 4 itself, sqrt(d_head) twice" in text, text[:3000]
+
+
+def test_controls_counted_as_a_pair_are_told_they_are_in_no_pair(tmp_path):
+    # A blind round: np.unique(pair), the controls' -1 with them, made one more pair; the step's revisit line
+    # ("the fraction of pairs whose two members are both right") said nothing of the controls.
+    target = plant(tmp_path, "negation.py", ("    ids, counts = np.unique(pair[paired], return_counts=True)",
+                                             "    ids, counts = np.unique(pair, return_counts=True)"))
+    text = failures_of(target, "negation", "test_pair_accuracy_counts_sentences_and_pairs")
+    assert "the controls (pair = -1) are in no pair" in text, text[:3000]
