@@ -295,6 +295,11 @@ def test_scaled_scores_keep_unit_variance(impl):
                    what=f"attention_scores of the queries doubled (q -> 2 q) against those of q, d_k={dims[0]}",
                    expected="different scores (twice the first): each score is a dot product of a query and a key",
                    passed="the scores' variance stays about 1", idea=SCALE)
+    # ... and on the keys (the queries given back, the first argument, have that variance as well).
+    expect_differs(impl.attention_scores(q, 2 * k), impl.attention_scores(q, k),
+                   what=f"attention_scores of the keys doubled (k -> 2 k) against those of k, d_k={dims[0]}",
+                   expected="different scores (twice the first): each score is a dot product of a query and a key",
+                   passed="the scores' variance stays about 1", idea=SCALE)
 
 
 def _entropy(weights: np.ndarray) -> float:

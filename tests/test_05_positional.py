@@ -573,6 +573,10 @@ def test_rotary_position_zero_is_the_identity(impl):
     if expect_shape(out, x.shape, what="rotary_embedding of a (2, 5, 6) array", idea=ROTARY):
         expect_close(out[:, 0], x[:, 0], what="the row at position 0 after rotary_embedding (angle 0: unchanged)",
                      idea=f"{ROTARY}; positions default to 0..n-1 and a rotation by 0 changes nothing")
+        # The contrast: x given back unchanged keeps the row at position 0 too.
+        expect_differs(out[:, 1:], x[:, 1:], what="the rows at positions 1 to 4 after rotary_embedding, against x",
+                       expected="turned rows: the pairs at position p > 0 turn by p times their rate",
+                       passed="the row at position 0 is unchanged", idea=ROTARY)
 
 
 def test_rotary_closed_form(impl):

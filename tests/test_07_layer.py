@@ -498,6 +498,10 @@ def test_dropout_preserves_the_mean(impl):
     expect_differs(shifted, out, what="dropout of x + 1 vs. dropout of x, at rate 0.3 with the same rng",
                    expected="a different result: each kept entry is x / (1 - rate), so it moves with x",
                    passed="the mean is kept", idea=idea)
+    # ... and x given back unchanged (no entry dropped) keeps the mean and moves with x.
+    expect_differs(out, x, what="dropout(x, 0.3, rng) in training, against x",
+                   expected="some entries zeroed and the others divided by (1 - rate)",
+                   passed="the mean is kept", idea=idea)
 
 
 def test_dropout_drops_the_requested_fraction(impl):

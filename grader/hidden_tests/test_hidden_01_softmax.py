@@ -9,7 +9,15 @@ import warnings
 import numpy as np
 
 from tests.conventions import nan_rows, with_convention
-from tests.feedback import call_expecting_no_warning, expect, expect_close, expect_dtype, expect_no_nan, expect_shape
+from tests.feedback import (
+    call_expecting_no_warning,
+    expect,
+    expect_close,
+    expect_differs,
+    expect_dtype,
+    expect_no_nan,
+    expect_shape,
+)
 
 EXERCISE = "softmax"
 
@@ -56,6 +64,11 @@ def test_length_one_slices(impl):
                        "-1e300 is beyond the range and becomes -inf; this kit's contract is float64 in, float64 "
                        "out (torch's default dtype is float32: use torch.float64)") if low else
                  STABLE + "; with one entry the shifted score is exactly 0")
+    # The contrast: ones of x's shape give every length-one slice its weight too.
+    two = np.array([[0.0, 1.0], [2.0, -1.0]])
+    expect_differs(impl.softmax(two), np.ones_like(two), what="softmax of two rows of two scores, against ones",
+                   expected="weights below 1 (neither of two keys gets all the weight)",
+                   passed="a single entry gets weight 1", idea=ROWS)
 
 
 def test_long_float32_row(impl):

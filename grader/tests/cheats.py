@@ -653,6 +653,8 @@ TRIVIAL_ENDS = {
     "seeded-random": "return _seeded(result, _np.random.default_rng(0))",
     "seeded-uniform": "return _np.random.default_rng(0).random(_np.shape(result)).astype(result.dtype)",  # in [0, 1)
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
+    # the first array argument given back unchanged, whatever the result's shape (attention_scores(q, k) = q)
+    "first-array": "return next(a for a in args if isinstance(a, _np.ndarray))",
     # a result of parts with its first part zeros and the rest computed: (zero answers, the right weights)
     "first-part-zeros": "return (_np.zeros_like(result[0]),) + tuple(result[1:])",
     # and the other way round: (the right output, zero weights)
@@ -698,6 +700,11 @@ CHEATS = {
     cheat.name: cheat for cheat in (
         _trivial_result("softmax", "softmax", "fixed-input", "01",
                         ("test_rows_sum_to_one", "test_shift_invariance", "test_each_slice_uses_its_own_maximum")),
+        # (a hostile round: every function giving back its first array, or ones of its shape, earned these)
+        _constant_result("softmax", "softmax", 1, "01", ("test_length_one_slices",)),
+        _trivial_result("attention", "attention_scores", "first-array", "03",
+                        ("test_scaled_scores_keep_unit_variance",)),
+        _trivial_result("layer", "dropout", "identity", "07", ("test_dropout_preserves_the_mean",)),
         *(_trivial_result("attention", "attention_scores", kind, "03",
                           ("test_scaled_scores_keep_unit_variance", "test_attention_entropy_does_not_collapse"))
           for kind in ("fixed-input", "seeded-random")),
@@ -716,7 +723,8 @@ CHEATS = {
                         ("test_sinusoidal_values_lie_in_minus_one_to_one",
                          "test_sinusoidal_encoding_makes_order_visible")),
         _trivial_result("positional", "rotary_embedding", "identity", "05",
-                        ("test_rotary_preserves_norms", "test_rotary_relative_offsets_with_fractional_positions")),
+                        ("test_rotary_preserves_norms", "test_rotary_relative_offsets_with_fractional_positions",
+                         "test_rotary_position_zero_is_the_identity")),
         *(_constant_result("positional", "alibi_bias", fill, "05", _ALIBI_CONSTANT) for fill in (0, 1)),
         *(_constant_result("positional", "sinusoidal_encoding", fill, "05",
                            ("test_sinusoidal_values_lie_in_minus_one_to_one",)) for fill in (0, 1)),
