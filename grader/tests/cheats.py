@@ -705,6 +705,12 @@ CHEATS = {
         _trivial_result("attention", "attention_scores", "first-array", "03",
                         ("test_scaled_scores_keep_unit_variance",)),
         _trivial_result("layer", "dropout", "identity", "07", ("test_dropout_preserves_the_mean",)),
+        # Without the reference's checks (which refuse the array of the wrong number of axes that x is for merge_heads).
+        Cheat("split-heads-and-merge-heads-identity", "multihead",
+              {"multihead": "def split_heads(x, n_heads):\n    return x\n\n\ndef merge_heads(x):\n    return x\n"},
+              {"multihead": "def split_heads(x, n_heads):\n    raise NotImplementedError\n\n\n"
+                            "def merge_heads(x):\n    raise NotImplementedError\n"},
+              _files("06", "multihead"), about=("test_merge_heads_inverts_split_heads",)),
         *(_trivial_result("attention", "attention_scores", kind, "03",
                           ("test_scaled_scores_keep_unit_variance", "test_attention_entropy_does_not_collapse"))
           for kind in ("fixed-input", "seeded-random")),
