@@ -593,10 +593,12 @@ def test_rotary_preserves_norms(impl):
         expect_close(np.linalg.norm(out, axis=-1), np.linalg.norm(x, axis=-1),
                      what="the length of every row after rotary_embedding",
                      idea=f"{ROTARY}; a rotation keeps lengths: use the same angle t for both outputs of a pair")
-        # The contrast: x given back unchanged keeps every length too.
-        expect_differs(out[:, 1:], x[:, 1:], what="the rows at positions 1 to 6 after rotary_embedding, against x",
-                       expected="turned rows: the pairs at position p > 0 turn by p times their rate",
-                       passed="every row keeps its length", idea=ROTARY)
+        # The contrast: x given back unchanged keeps every length too, and so does -x (which turns no row either).
+        if expect_differs(out[:, 1:], x[:, 1:], what="the rows at positions 1 to 6 after rotary_embedding, against x",
+                          expected="turned rows: the pairs at position p > 0 turn by p times their rate",
+                          passed="every row keeps its length", idea=ROTARY):
+            expect_close(out[:, 0], x[:, 0], what="the row at position 0 after rotary_embedding (angle 0: unchanged)",
+                         idea=f"{ROTARY}; a rotation by 0 changes nothing (every row kept its length)")
 
 
 def test_rotary_scores_depend_only_on_the_offset(impl):

@@ -113,6 +113,9 @@ def test_rotary_relative_offsets_with_fractional_positions(impl):
                    expected="a turned q: every pair turns by 2.5 times its rate",
                    passed="the norm is kept and q.k depends only on the offset",
                    idea="rotary turns each pair of features by an angle proportional to the position")
+    # ... and -q keeps them too (each score of two of them is q.k): at position 0 nothing turns.
+    expect_close(impl.rotary_embedding(q, np.array([0.0])), q, what="q after rotary at position 0 (angle 0: unchanged)",
+                 idea="rotary turns each pair of features by an angle proportional to the position: 0 at position 0")
 
 
 def test_rotary_single_pair_single_token(impl):

@@ -655,6 +655,8 @@ TRIVIAL_ENDS = {
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # the first array argument given back unchanged, whatever the result's shape (attention_scores(q, k) = q)
     "first-array": "return next(a for a in args if isinstance(a, _np.ndarray))",
+    # that argument negated (-x keeps norms, dot products of two of them and differs from x)
+    "negated-input": "return -next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # a result of parts with its first part zeros and the rest computed: (zero answers, the right weights)
     "first-part-zeros": "return (_np.zeros_like(result[0]),) + tuple(result[1:])",
     # and the other way round: (the right output, zero weights)
@@ -711,6 +713,16 @@ CHEATS = {
               {"multihead": "def split_heads(x, n_heads):\n    raise NotImplementedError\n\n\n"
                             "def merge_heads(x):\n    raise NotImplementedError\n"},
               _files("06", "multihead"), about=("test_merge_heads_inverts_split_heads",)),
+        Cheat("split-heads-and-merge-heads-negated", "multihead",
+              {"multihead": "def split_heads(x, n_heads):\n    return -x\n\n\ndef merge_heads(x):\n    return -x\n"},
+              {"multihead": "def split_heads(x, n_heads):\n    raise NotImplementedError\n\n\n"
+                            "def merge_heads(x):\n    raise NotImplementedError\n"},
+              _files("06", "multihead"), about=("test_merge_heads_inverts_split_heads",)),
+        *(_trivial_result("backward", "numerical_gradient", kind, "08", ("test_numerical_gradient_leaves_x_as_it_was",))
+          for kind in ("negated-input",)),
+        _trivial_result("positional", "rotary_embedding", "negated-input", "05",
+                        ("test_rotary_preserves_norms", "test_rotary_relative_offsets_with_fractional_positions",
+                         "test_rotary_position_zero_is_the_identity")),
         *(_trivial_result("attention", "attention_scores", kind, "03",
                           ("test_scaled_scores_keep_unit_variance", "test_attention_entropy_does_not_collapse"))
           for kind in ("fixed-input", "seeded-random")),
