@@ -656,6 +656,7 @@ TRIVIAL_ENDS = {
     # the first array argument given back unchanged, whatever the result's shape (attention_scores(q, k) = q)
     "first-array": "return next(a for a in args if isinstance(a, _np.ndarray))",
     # that argument negated (-x keeps norms, dot products of two of them and differs from x)
+    "transposed-first-array": "return _np.swapaxes(next(a for a in args if isinstance(a, _np.ndarray)), -1, -2)",
     "negated-input": "return -next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # a result of parts with its first part zeros and the rest computed: (zero answers, the right weights)
     "first-part-zeros": "return (_np.zeros_like(result[0]),) + tuple(result[1:])",
@@ -704,6 +705,8 @@ CHEATS = {
                         ("test_rows_sum_to_one", "test_shift_invariance", "test_each_slice_uses_its_own_maximum")),
         # (a hostile round: every function giving back its first array, or ones of its shape, earned these)
         _constant_result("softmax", "softmax", 1, "01", ("test_length_one_slices",)),
+        _trivial_result("attention", "scaled_dot_product_attention", "transposed-first-array", "03",
+                        ("test_causal_prefix_invariance",)),
         _trivial_result("attention", "attention_scores", "first-array", "03",
                         ("test_scaled_scores_keep_unit_variance",)),
         _trivial_result("layer", "dropout", "identity", "07", ("test_dropout_preserves_the_mean",)),
