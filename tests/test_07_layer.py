@@ -393,10 +393,14 @@ def test_feed_forward_is_position_wise(impl):
     if expect_varies(out, axis=-2, what="feed_forward: the outputs of the 5 (different) tokens", idea=idea):
         expect_close(impl.feed_forward(x[:, perm], params), out[:, perm],
                      what="feed_forward of shuffled tokens vs. the shuffled output", idea=idea)
-    # The contrast: x given back unchanged acts on every position separately too.
-    expect_differs(out, x, what="feed_forward(x) against x", idea=FFN,
-                   expected="a different result: each token goes through two linear layers and the activation",
-                   passed="the tokens' outputs differ and move with the tokens")
+    # The contrast: x given back unchanged (or any result made of x alone, -x) acts on every position separately too.
+    if expect_differs(out, x, what="feed_forward(x) against x", idea=FFN,
+                      expected="a different result: each token goes through two linear layers and the activation",
+                      passed="the tokens' outputs differ and move with the tokens"):
+        expect_differs(impl.feed_forward(x, _other_bias(params)), out, idea=FFN,
+                       what="feed_forward(x) with another output bias b_2 against the params given",
+                       expected="a different result: b_2 is added to every token's output",
+                       passed="the tokens' outputs differ and move with the tokens")
 
 
 def test_feed_forward_rejects_an_unknown_activation(impl):
@@ -652,7 +656,8 @@ def test_pre_ln_keeps_the_residual_stream_unnormalised(impl):
     expect_close(impl.transformer_layer(x + shift, params, N_HEADS, norm_first=True), out + shift,
                  rtol=1e-9, atol=1e-9, what="pre-LN: adding a constant c to each token's features adds c to the output",
                  idea=PRE + " (only sub-layer inputs are normalised)")
-    _expect_not_x(out, x, passed="layer(x + c) = layer(x) + c", idea=PRE)
+    _expect_not_x(out, x, passed="layer(x + c) = layer(x) + c", idea=PRE,
+                  other=lambda: impl.transformer_layer(x, _other_bias(params), N_HEADS, norm_first=True))
 
 
 def test_mask_is_passed_to_the_attention(impl):
@@ -670,17 +675,28 @@ def test_mask_is_passed_to_the_attention(impl):
                      idea="pass the mask on to multi_head_attention; layer norm and the feed-forward network "
                           "work per token, so the causal mask keeps later tokens out of earlier outputs")
         _expect_not_x(full, x, passed="the first outputs depend only on the first tokens",
-                      idea="pass the mask on to multi_head_attention")
+                      idea="pass the mask on to multi_head_attention",
+                      other=lambda first=norm_first: impl.transformer_layer(
+                          x, _other_bias(params), N_HEADS, mask=np.tril(np.ones((N, N), dtype=bool)), norm_first=first))
 
 
-def _expect_not_x(out, x, *, passed: str, idea: str) -> bool:
-    """After a test's own check of a relation that x itself satisfies: the layer's output is not x.
+def _expect_not_x(out, x, *, passed: str, idea: str, other) -> bool:
+    """After a test's own check of a relation that x itself satisfies: the layer's output is not x, and reads params.
 
-    Shuffled with the tokens, a causal prefix, a shift passed through: x given back has them all ("no points
-    without the idea").
+    Shuffled with the tokens, a causal prefix, a shift passed through: x given back has them all, and so has any
+    result made of x alone (-x, x doubled) ("no points without the idea"). ``other``: the same call with another
+    output bias of the feed-forward network (:func:`_other_bias`), which every layer adds to every token.
     """
     return expect_differs(out, x, what="transformer_layer(x) against x", idea=idea, passed=passed,
-                          expected="a different result: attention and the feed-forward network add to every token")
+                          expected="a different result: attention and the feed-forward network add to every token") \
+        and expect_differs(other(), out, what="transformer_layer(x) with another b_2 (the feed-forward network's "
+                                              "output bias) against the params given", idea=idea, passed=passed,
+                           expected="a different result: the feed-forward network's output reaches every token")
+
+
+def _other_bias(params: dict) -> dict:
+    """``params`` with another ``b_2``, the feed-forward network's output bias (a result made of x alone ignores it)."""
+    return params | {"b_2": params["b_2"] + np.random.default_rng(7).normal(size=params["b_2"].shape)}
 
 
 def test_layer_is_permutation_equivariant(impl):
@@ -696,7 +712,9 @@ def test_layer_is_permutation_equivariant(impl):
                      idea="without positional information a whole layer is blind to order: "
                           "attention mixes positions symmetrically and everything else is per token")
         _expect_not_x(out, x, passed="shuffling the tokens shuffles the outputs",
-                      idea="a layer maps each token to its own output through attention and the feed-forward network")
+                      idea="a layer maps each token to its own output through attention and the feed-forward network",
+                      other=lambda first=norm_first: impl.transformer_layer(x, _other_bias(params), N_HEADS,
+                                                                            norm_first=first))
 
 
 def test_activation_is_passed_to_the_feed_forward(impl):
@@ -832,7 +850,8 @@ def test_layer_functions_with_any_number_of_leading_axes(impl):
                    expected="normalised tokens (mean 0 and variance 1 before gamma and beta), not the tokens as given",
                    passed="each sequence's result is what it is alone", idea=idea)
     _expect_not_x(impl.transformer_layer(flat[0], params, N_HEADS), flat[0], idea=idea,
-                  passed="each sequence's result is what it is alone")
+                  passed="each sequence's result is what it is alone",
+                  other=lambda: impl.transformer_layer(flat[0], _other_bias(params), N_HEADS))
     x32 = kinds.normal("layer/float32", (N, D_MODEL), dtype=np.float32)
     params32 = {name: value.astype(np.float32) if isinstance(value, np.ndarray) else
                 {k: v.astype(np.float32) for k, v in value.items()} for name, value in params.items()}

@@ -758,7 +758,12 @@ CHEATS = {
         *(_constant_result("layer", function, fill, "07", ("test_layer_functions_with_any_number_of_leading_axes",))
           for function in ("layer_norm", "transformer_layer") for fill in (0, 1)),
         _constant_result("layer", "dropout", 1, "07", ("test_dropout_preserves_the_mean",)),
-        _trivial_result("layer", "feed_forward", "identity", "07", ("test_feed_forward_is_position_wise",)),
+        *(_trivial_result("layer", "feed_forward", kind, "07", ("test_feed_forward_is_position_wise",))
+          for kind in ("identity", "negated-input")),
+        _trivial_result("layer", "transformer_layer", "negated-input", "07",
+                        ("test_layer_functions_with_any_number_of_leading_axes",
+                         "test_layer_is_permutation_equivariant", "test_mask_is_passed_to_the_attention",
+                         "test_pre_ln_keeps_the_residual_stream_unnormalised")),
         _trivial_result("layer", "layer_norm", "identity", "07",
                         ("test_layer_functions_with_any_number_of_leading_axes",)),
         _trivial_result("layer", "layer_norm", "fixed-first-input", "07",
