@@ -605,6 +605,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             info = reply.get("error")
             info = info if isinstance(info, dict) else {}
             if info.get("type") == "SystemExit":
+                self.stats["crashed"] += 1  # said in the row's status, as an exit that ends the worker is
                 raise WorkerCrashed(str(info.get("message")))
             raise codec.rebuild_exception(info)
         raise WorkerCrashed(str(reply.get("message", f"the worker could not run {name}()")))

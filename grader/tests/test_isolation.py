@@ -524,6 +524,8 @@ def test_exit_during_a_call(isolated):
         impl.function("masks", "causal_mask")(3)
     assert impl.function("positional", "alibi_bias")(3, 2).shape == (2, 3, 3)  # a fresh worker
     assert impl.restarts == 1
+    # Both are crashes in the row's status (a sys.exit in every call had left it "ok"), though sys.exit's worker lives.
+    assert impl.stats["crashed"] == 2, impl.stats
 
 
 # ---------------------------------------------------------------- limits
