@@ -180,6 +180,10 @@ def test_cache_is_never_changed(impl):
               observed=type(new).__name__, idea=NEW_CACHE):
         expect_close(np.asarray(new["k"])[..., :3, :], cache["k"], what="the new cache's first 3 keys",
                      idea=NEW_CACHE + "; the new cache holds the old positions, then the new one")
+        # Graded, `new` is a copy decoded from the worker's reply whatever it was (identity does not cross the
+        # sandbox): the old cache given back is told by what it holds, 3 positions, not 4.
+        expect_equal(np.shape(new["k"]), (B, H, 4, DK), what="the new cache['k'] after appending one key to 3",
+                     idea=NEW_CACHE + "; the new cache holds the old positions, then the new one")
     # Two caches begun one after the other are two caches: starting the second leaves the first as it was (a blind
     # round's first cache was one dict of the module's, which the second start overwrote).
     first = impl.kv_cache_append(None, k[..., :1, :], v[..., :1, :])
