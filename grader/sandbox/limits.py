@@ -480,24 +480,17 @@ def _owner(pid: str) -> int | None:
         return None
 
 
-# The machine's choice of numerical kernels, kept in the worker: with OpenBLAS's core type pinned by the machine's
-# environment (OPENBLAS_CORETYPE=Haswell on a Zen 4 that OpenBLAS would run as SkylakeX), a scrubbed worker chose
-# other kernels and its matrix products differed from the grading process's and the student's own run in the last
-# bit. These select how the machine computes, never what the worker may reach.
+# The machine's choice of numerical kernels (OPENBLAS_CORETYPE pinned by its environment: without it the scrubbed
+# worker's matrix products differed from the grading process's in the last bit); never what the worker may reach.
 KERNEL_SELECTORS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
                     "MKL_DEBUG_CPU_TYPE", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES")
 
 
 def worker_environment() -> dict[str, str]:
     """The scrubbed environment of the worker: nothing inherited but the basics and the machine's kernel choice."""
-    return {
-        "PATH": "/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "NUMEXPR_NUM_THREADS": "1",
-    } | {name: os.environ[name] for name in KERNEL_SELECTORS if name in os.environ}
+    threads = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"), "1")
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **threads} | {
+        name: os.environ[name] for name in KERNEL_SELECTORS if name in os.environ}
 
 
 def worker_filename(the_plan: Plan) -> str:

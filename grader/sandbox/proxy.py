@@ -602,8 +602,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         if status == "ok":
             return result
         if status == "error":
-            info = reply.get("error")
-            info = info if isinstance(info, dict) else {}
+            info = reply["error"] if isinstance(reply.get("error"), dict) else {}
             if info.get("type") == "SystemExit":
                 self.stats["crashed"] += 1  # said in the row's status, as an exit that ends the worker is
                 raise WorkerCrashed(str(info.get("message")))
