@@ -192,8 +192,11 @@ def test_f3_a_killed_grading_process_leaves_no_scratch_folder(tmp_path):
     from grader.tests.test_trust import grade_command
 
     folder = tmp_path / "subs"
-    copy_reference(folder / "slow", softmax="def softmax(x, axis=-1):\n    import time\n    time.sleep(3)\n"
-                                            "    return x\n")
+    # Its first two calls in each worker answer (so a test ends and the process is past its start-up grace); then
+    # every call sleeps past the stall detector's 2 s, and the grading process is killed within seconds.
+    copy_reference(folder / "slow", softmax="_real_softmax, _calls = softmax, [0]\n\n\ndef softmax(x, axis=-1):\n"
+                                            "    _calls[0] += 1\n    if _calls[0] > 2:\n        import time\n\n"
+                                            "        time.sleep(3)\n    return _real_softmax(x, axis)\n")
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     done = grade_command(folder, tmp_path / "out", "--timeout", "2", env={"TMPDIR": str(temporary)})
