@@ -632,16 +632,17 @@ def test_train_returns_params_and_one_loss_per_step(impl):
     # On one sentence repeated every batch is the same, so the first loss is that of init_model's parameters:
     # computed here with this file's own model, it says train() trains a fresh model on the task given.
     task = _one_sentence_task(940)
-    result = call_or_explain(impl.train, np.random.default_rng(941), task, steps=5,
-                             what="train(rng, task, steps=5)", idea=TRAIN)
+    # (d_model 8: what is checked does not depend on the width, and every step costs a quarter as much)
+    result = call_or_explain(impl.train, np.random.default_rng(941), task, d_model=8, steps=5,
+                             what="train(rng, task, d_model=8, steps=5)", idea=TRAIN)
     if expect(isinstance(result, tuple) and len(result) == 2, what="train's result", expected="(params, losses)",
               observed=type(result).__name__, idea=TRAIN):
         losses = np.asarray(result[1], dtype=float)
         if expect_shape(losses, (5,), what="the losses of train(..., steps=5)", idea="one loss per step"):
-            start = impl.init_model(np.random.default_rng(941), len(task["vocab"]), 16, 1)
+            start = impl.init_model(np.random.default_rng(941), len(task["vocab"]), 8, 1)
             first = _loss(_forward(start, task["tokens"], task["query_position"], 1, weights=False)[0], task["target"])
             expect_close(losses[0], first, rtol=1e-6, atol=1e-9,
-                         what="the first loss of train(rng, task, steps=5) on one sentence repeated",
+                         what="the first loss of train(rng, task, d_model=8, steps=5) on one sentence repeated",
                          idea="the first step's loss is that of the fresh model: " + TRAIN
                               + "; the loss of each step is computed before its update")
             unlike_its_model = _curve_unlike_its_model(impl)
@@ -781,8 +782,9 @@ def _curve_unlike_its_model(impl) -> str | None:
     salt = submission_salt("training")  # (tests/effort.py)
     steps, seed = 2 + salt % 11, 960 + salt % 997  # 2 to 12 steps: few, as each step's calls may cross to the grader
     task = _one_sentence_task(seed)
-    short = {"steps": steps, "batch_size": 4, "lr": 0.003}  # (a small lr: the loss is still above 0.1 after 12 steps)
-    call = f"train(rng, task, steps={steps}, batch_size=4, lr=0.003) on one sentence repeated"
+    # (a small lr: the loss is still above 0.1 after 12 steps; d_model 8, as the steps are what is checked)
+    short = {"d_model": 8, "steps": steps, "batch_size": 4, "lr": 0.003}
+    call = f"train(rng, task, d_model=8, steps={steps}, batch_size=4, lr=0.003) on one sentence repeated"
     try:
         model = impl.train(np.random.default_rng(seed), task, **short)[0]
         reported = np.asarray(impl.train(np.random.default_rng(seed), task, **dict(short, steps=steps + 1))[1],
