@@ -69,7 +69,8 @@ class SuiteRun:
     failed: list[str]
 
 
-def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = False, tb: str = "no") -> SuiteRun:
+def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = False, tb: str = "no",
+              keyword: str | None = None) -> SuiteRun:
     """Run one graded test file against ``impl_dir`` in this process, quietly.
 
     Parameters
@@ -82,6 +83,8 @@ def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = Fal
         Stop at the first failing test (``-x``).
     tb : str, optional
         pytest's ``--tb`` style for the captured output.
+    keyword : str, optional
+        Only the tests that this pytest ``-k`` expression selects.
 
     Returns
     -------
@@ -102,6 +105,8 @@ def run_tests(test_file: Path, impl_dir: Path, *, first_failure_only: bool = Fal
     ]
     if first_failure_only:
         arguments.append("-x")
+    if keyword is not None:
+        arguments += ["-k", keyword]
     from grader.quiet import run_pytest
 
     code, output = run_pytest(arguments, failed)

@@ -464,6 +464,9 @@ class Cheat:
     # empty): a later function that calls it (the control's raises) earns its own tests by its own idea. Several
     # words (a tuple) count every test that holds one of them.
     about: str | tuple[str, ...] = ""
+    # A slow cheat's public file cut into pieces, each a test of its own (pytest ``-k`` expressions that together
+    # select every test once): the same checks, none of them a minute long.
+    pieces: tuple[str, ...] = ()
 
 
 def plant(target: Path, appended: dict[str, str]) -> Path:
@@ -817,7 +820,8 @@ CHEATS = {
               about="test_attention_backward"),
         Cheat("training-central-differences", "training",
               {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL)},
-              {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL_UNDONE)}, _files("09", "training")),
+              {"training": _NUMERIC_MODEL_GRADIENTS.format(numeric=NUMERIC_MODEL_UNDONE)}, _files("09", "training"),
+              pieces=("test_train_is_init_model", "not test_train_is_init_model")),
         Cheat("train-stored-weights", "training",
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=STORED)},
               {"training": "_real_train = train\n" + _STORED_TRAIN.format(stored=UNDONE)},
@@ -1590,11 +1594,14 @@ def _more() -> list[Cheat]:
 CHEATS.update({cheat.name: cheat for cheat in _more()})
 
 
-def run_files(folder: Path, files: tuple[str, ...]) -> dict[str, SuiteRun]:
-    """Each of the graded ``files`` run against the implementation in ``folder`` (as a student's run)."""
+def run_files(folder: Path, files: tuple[str, ...], keyword: str | None = None) -> dict[str, SuiteRun]:
+    """Each of the graded ``files`` run against the implementation in ``folder`` (as a student's run).
+
+    ``keyword``: only the tests that pytest's ``-k`` expression selects.
+    """
     runs = {}
     for file in files:
-        run = run_tests(ROOT / file, folder, tb="line")
+        run = run_tests(ROOT / file, folder, tb="line", keyword=keyword)
         assert run.exit_code in (0, 1), f"{file} against {folder.name}: pytest exited {run.exit_code}\n{run.output}"
         runs[file] = run
     return runs
@@ -1607,11 +1614,15 @@ def passed(run: SuiteRun) -> int:
     return sum(int(words[i - 1]) for i, word in enumerate(words) if word == "passed" and words[i - 1].isdigit())
 
 
-def assert_no_more_than_its_control(cheat: Cheat, folder: Path, files: tuple[str, ...] | None = None) -> None:
-    """Plant ``cheat`` and its control under ``folder``; fail if the cheat passes more tests of any file."""
+def assert_no_more_than_its_control(cheat: Cheat, folder: Path, files: tuple[str, ...] | None = None,
+                                    keyword: str | None = None) -> None:
+    """Plant ``cheat`` and its control under ``folder``; fail if the cheat passes more tests of any file.
+
+    ``keyword``: only the tests of the files that pytest's ``-k`` expression selects (a piece of a slow cheat).
+    """
     files = tuple(files if files is not None else cheat.test_files)
-    cheating = run_files(plant(folder / "cheat", cheat.code), files)
-    control = run_files(plant(folder / "control", cheat.control), files)
+    cheating = run_files(plant(folder / "cheat", cheat.code), files, keyword)
+    control = run_files(plant(folder / "control", cheat.control), files, keyword)
     for file in files:
         gained = sorted(set(control[file].failed) - set(cheating[file].failed))
         if cheat.about:

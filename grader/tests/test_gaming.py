@@ -51,9 +51,23 @@ def test_the_reference_passes_every_file_the_cheatsrun_files(reference_runs):
         assert run.failed == [], f"the reference fails {file}: {run.failed}\n{run.output[-3000:]}"
 
 
-@pytest.mark.parametrize("cheat", [c for c in CHEATS.values() if c.name not in MISTAKES], ids=lambda c: c.name)
-def test_a_cheat_scores_what_its_control_scores(cheat: Cheat, tmp_path):
-    assert_no_more_than_its_control(cheat, tmp_path)
+def _file_kind(file: str) -> str:
+    return "hidden" if file.startswith("grader/hidden_tests/") else "public"
+
+
+def _runs(cheat: Cheat) -> list:
+    """The runs of ``cheat``'s check: one per graded file, a slow cheat's public file in its pieces."""
+    return [pytest.param(cheat, file, piece, id=f"{cheat.name}-{_file_kind(file)}" + (f"-{n}" if piece else ""))
+            for file in cheat.test_files
+            for n, piece in enumerate(cheat.pieces if cheat.pieces and _file_kind(file) == "public" else (None,))]
+
+
+# One test per graded file of each cheat (its public and hidden files apart): the same checks, and no test that
+# runs two files of a slow cheat (numerical gradients train slowly on purpose) in a row.
+@pytest.mark.parametrize(("cheat", "file", "piece"), [run for c in CHEATS.values() if c.name not in MISTAKES
+                                                      for run in _runs(c)])
+def test_a_cheat_scores_what_its_control_scores(cheat: Cheat, file: str, piece: str | None, tmp_path):
+    assert_no_more_than_its_control(cheat, tmp_path, (file,), piece)
 
 
 @pytest.mark.parametrize("name", sorted(MISTAKES))
@@ -85,6 +99,9 @@ def test_numeric_gradients_are_told_what_to_do_instead(tmp_path):
     assert "write the backward pass analytically" in run.output
     # Recorded as data like every failure: its reading link, and never taken for a result the test could not use.
     assert "read:     docs/reading.md#" in run.output and "the test could not use what" not in run.output
+
+
+def test_an_estimate_exact_enough_is_told_by_its_cost(tmp_path):
     folder = plant(tmp_path / "richardson", CHEATS["backward-richardson"].code)  # exact enough: its cost tells
     run = run_tests(ROOT / "tests/test_08_backward.py", folder, tb="short")
     assert "your gradients look like a numerical estimate" in run.output and "forward passes" in run.output
