@@ -346,6 +346,7 @@ class LocalImplementation:
         self.path = Path(path).resolve()
         self.call_seconds = call_seconds  # each call's CPU budget (``call_budget``); None: no budget
         self.timeouts: dict[str, int] = {}  # calls stopped past their budget, per function (as the grader counts)
+        self.diagnosing = False  # inside ``observing``: a function once stopped is not probed (as the grader's)
         self._budgeted: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {}  # name -> (function, wrapped)
         if not self.path.is_dir():
             raise ImplementationError(f"--impl {path}: no such folder")
@@ -435,7 +436,11 @@ class LocalImplementation:
             return time.monotonic() - began - (now - waited if now is not None and waited is not None else 0.0) \
                 >= DIAGNOSIS_BUDGET
 
-        yield spent
+        self.diagnosing = True
+        try:
+            yield spent
+        finally:
+            self.diagnosing = False
 
     def forget(self) -> None:
         """Import the folder's modules afresh at the next call: nothing the student's code kept in them survives.
@@ -462,23 +467,26 @@ class LocalImplementation:
             return found
         known = self._budgeted.get(name)
         if known is None or known[0] is not found:  # wrapped once per function object (a reloaded module: anew)
-            known = self._budgeted[name] = (found, _budgeted(found, name, self.call_seconds, self.timeouts))
+            known = self._budgeted[name] = (found, _budgeted(found, name, self.call_seconds, self.timeouts,
+                                                             lambda: self.diagnosing))
         return known[1]
 
 
 # After this many calls of one function stopped past their budget, its later calls fail at once, as the grader's
 # do (``grader.sandbox.limits.Limits.function_timeouts``): a loop costs a run a few budgets, not one per test.
+# The kit's diagnosis (``diagnosing``) does not call a function stopped once: its probe would wait as long.
 FUNCTION_TIMEOUTS = 2
 
 
-def _budgeted(function: Callable[..., Any], name: str, seconds: float, timeouts: dict[str, int]) -> Callable[..., Any]:
+def _budgeted(function: Callable[..., Any], name: str, seconds: float, timeouts: dict[str, int],
+              diagnosing: Callable[[], bool]) -> Callable[..., Any]:
     """``function``, each call stopped past ``seconds`` of CPU time (see ``call_budget``), counted in ``timeouts``."""
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         so_far = timeouts.get(name, 0)
-        if so_far >= FUNCTION_TIMEOUTS:
+        if so_far >= FUNCTION_TIMEOUTS or (so_far and diagnosing()):
             raise TimeoutError(f"{name}() was not run: your code already ran out of time {so_far} times "
                                "(an infinite loop?); fix that first")
         try:

@@ -1,16 +1,13 @@
 """Grade a submission through an isolated worker process (the grading side).
 
-``IsolatedImplementation`` provides the same ``function(exercise, name)`` as
-``tests.kit.LocalImplementation``, so the graded suite runs unchanged, but the
-student's code never runs in the grading process. It runs in
-``grader/sandbox/worker.py``, a separate, resource-limited process confined as well as
-this machine allows (``grader.sandbox.limits``), started once per submission and
-reused for every call. Arguments and results cross two dedicated pipes as
-plain data (a JSON header + the arrays' raw bytes of allowed numeric dtypes,
-never pickle); exceptions come back as text and are raised here again as the
-same builtin type; in-place changes to array arguments and the state of
-random generators are copied back after each call (the worker sends back
-only the arguments a call changed).
+``IsolatedImplementation`` provides the same ``function(exercise, name)`` as ``tests.kit.LocalImplementation``,
+so the graded suite runs unchanged, but the student's code never runs in the grading process. It runs in
+``grader/sandbox/worker.py``, a separate, resource-limited process confined as well as this machine allows
+(``grader.sandbox.limits``), started once per submission and reused for every call. Arguments and results cross
+two dedicated pipes as plain data (a JSON header + the arrays' raw bytes of allowed numeric dtypes, never
+pickle); exceptions come back as text and are raised here again as the same builtin type; in-place changes to
+array arguments and the state of random generators are copied back after each call (the worker sends back only
+the arguments a call changed).
 
 Fair grading (the default): a test of exercise E runs the student's module E,
 while the modules E imports (the manifest's ``depends``) are working code, so a
@@ -55,7 +52,7 @@ from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
 from grader.sandbox import cgroup, channel_use, codec, frames, load, protocol, reached, server, watched
 from grader.sandbox import limits as confine
-from grader.sandbox.budget import MACHINE_RETRIES, Budget, BudgetExhausted
+from grader.sandbox.budget import DIAGNOSIS, MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
 from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
@@ -455,6 +452,8 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         # Counted per exercise (a looping function costs its own exercise's tests only), or budget.DIAGNOSIS's.
         view = self._budget.account(str(header.get("view", FAIR_VIEW_ALL)))
         so_far = self._timeouts.get((view, what), 0)
+        if view == DIAGNOSIS:  # a function once stopped past its time is not probed: the probe would wait as long
+            so_far = max([so_far] + [self.limits.function_timeouts for _, name in self._timeouts if name == what])
         total = sum(count for (seen, _), count in self._timeouts.items() if seen == view)
         if so_far >= self.limits.function_timeouts or total >= self.limits.total_timeouts:
             self.stats["skipped"] += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grader.curriculum import ROOT, load
@@ -143,3 +144,36 @@ def test_crashes_in_the_diagnosis_cost_no_other_exercise_its_imports(tmp_path):
             pass  # (cut or not: what it refused must not outlive it)
         mask = implementation.function("masks", "causal_mask")(3)
     assert mask.shape == (3, 3) and bool(mask[2, 0]) and not bool(mask[0, 2])
+
+
+def _looping_padding_mask(folder: Path) -> Path:
+    shutil.copytree(ROOT / "solutions", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    path = folder / "masks.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n\ndef padding_mask(lengths, max_len):\n    while True:\n"
+                    "        pass\n", encoding="utf-8")
+    return folder
+
+
+def test_the_graded_diagnosis_does_not_probe_a_function_a_test_saw_loop(tmp_path):
+    # Its probes would each wait out the call limit (twice, in the diagnosis's own account: 10 CPU-s of a looping
+    # submission's grading for feedback that already leads with the loop).
+    limits = Limits(call_timeout=1.0, diagnosis_seconds=20.0)
+    with IsolatedImplementation(_looping_padding_mask(tmp_path / "loopy"), limits=limits) as implementation:
+        with pytest.raises(TimeoutError, match="did not finish"):
+            implementation.function("masks", "padding_mask")(np.array([2, 1]), 3)
+        timed_out = implementation.stats["timed_out"]
+        observed = observe_everything(implementation)
+        assert implementation.stats["timed_out"] == timed_out  # no probe of it ran into the limit again
+        spent = implementation._budget.spent_by.get(DIAGNOSIS, 0.0)
+    assert spent < limits.call_timeout, spent
+    assert observed.deviates and any(name for name in observed.outputs if "padding" in name)
+
+
+def test_a_students_own_diagnosis_does_not_probe_a_function_a_test_saw_loop(tmp_path):
+    from tests import kit
+
+    implementation = kit.LocalImplementation(_looping_padding_mask(tmp_path / "loopy"), call_seconds=1.0)
+    with pytest.raises(TimeoutError, match="did not finish"):
+        implementation.function("masks", "padding_mask")(np.array([2, 1]), 3)
+    observe_everything(implementation)
+    assert implementation.timeouts == {"padding_mask": 1}  # the probes were not run: none timed out
