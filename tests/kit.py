@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 import pytest
 
+from grader.call_limits import CALL_SECONDS, DIAGNOSIS_SECONDS, FUNCTION_TIMEOUTS
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from tests import api_signatures, kept_state
@@ -62,16 +63,10 @@ class ImplementationError(Exception):
     """A module of the implementation could not be loaded."""
 
 
-# CPU seconds one call to a student's function may use in a student's own run (``attention-kit test``, ``status``,
-# the Classroom command), the grader's per-call budget (``grader.sandbox.limits.Limits.call_timeout``). A call that
-# sleeps (a ``time.sleep``, a blocking read) spends the same budget with its time asleep, as the grader charges it
-# (``grader.sandbox.budget``); time spent waiting for a CPU is the machine's and never counts.
-CALL_BUDGET = 5.0
-# Seconds (CPU, or asleep) the kit's diagnosis may spend in a student's code, its probes of every function at the
-# first failing test (``tests.diagnosis.observe_everything``): in a student's run and in the grader's
-# (``grader.sandbox.limits.Limits.diagnosis_seconds``). Past it the diagnosis names nothing; the reference's probes
-# cost about 0.3 s.
-DIAGNOSIS_BUDGET = 20.0
+# The CPU seconds (or seconds asleep) of one call of a student's function, and of the kit's diagnosis, in a student's
+# own run as in the grader's (``grader.call_limits``: one place for both; the grader's sleep is charged by
+# ``grader.sandbox.budget``).
+CALL_BUDGET, DIAGNOSIS_BUDGET = CALL_SECONDS, DIAGNOSIS_SECONDS
 # Where the kernel cannot tell waiting for a CPU from sleeping (no /proc/PID/task/TID/schedstat: not Linux), a call
 # is stopped past this many times its budget in wall time, plus WALL_SLACK seconds: only a call that hangs meets it.
 WALL_FACTOR, WALL_SLACK = 8, 10.0
@@ -471,11 +466,6 @@ class LocalImplementation:
                                                              lambda: self.diagnosing))
         return known[1]
 
-
-# After this many calls of one function stopped past their budget, its later calls fail at once, as the grader's
-# do (``grader.sandbox.limits.Limits.function_timeouts``): a loop costs a run a few budgets, not one per test.
-# The kit's diagnosis (``diagnosing``) does not call a function stopped once: its probe would wait as long.
-FUNCTION_TIMEOUTS = 2
 
 
 def _budgeted(function: Callable[..., Any], name: str, seconds: float, timeouts: dict[str, int],

@@ -29,6 +29,7 @@ STUDENT_FILES = (
     "conftest.py",
     "grader/__init__.py",
     "grader/__main__.py",
+    "grader/call_limits.py",  # tests/kit.py's call and diagnosis budgets, the grader's too (standard library only)
     "grader/cli.py",
     "grader/course.py",
     "grader/curriculum.py",

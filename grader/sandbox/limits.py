@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.call_limits import CALL_SECONDS, DIAGNOSIS_SECONDS, FUNCTION_TIMEOUTS
+
 UNPRIVILEGED_UID = 65534  # nobody
 UNPRIVILEGED_GID = 65534  # nogroup
 # Where the worker script and the submission's modules appear inside the bwrap sandbox: a folder of its own at
@@ -104,7 +106,7 @@ class Limits:
     memory_bytes: int = 1 << 30
     file_bytes: int = 1 << 20
     processes: int = 32
-    call_timeout: float = 5.0
+    call_timeout: float = CALL_SECONDS  # (grader.call_limits: a student's own run stops calls there too)
     # Open files of each worker process (RLIMIT_NOFILE): bounds how many memfd or shared-memory files it can hold.
     open_files: int = 256
     output_bytes: int = 65536
@@ -114,7 +116,7 @@ class Limits:
     # The time budget of the kit's diagnosis of a submission (its probes of every function, run once at the first
     # failing test, ``tests.diagnosis.observe_everything``): its own, charged to no exercise, so the feedback never
     # uses up a test's time; past it the diagnosis names nothing (the reference's probes cost about 0.3 s).
-    diagnosis_seconds: float = 20.0  # tests.kit.DIAGNOSIS_BUDGET in a student's run (this module imports no numpy)
+    diagnosis_seconds: float = DIAGNOSIS_SECONDS  # as in a student's run (grader.call_limits)
     # The channel (``grader.sandbox.channel_use``): what a test may send is ``channel_factor`` times what the
     # reference sends in that test, at least ``test_bytes`` bytes and ``test_messages`` messages (a reply per call,
     # a request per callback); what a submission may send, ``channel_factor`` times the reference's total, at least
@@ -130,7 +132,7 @@ class Limits:
     unknown_bytes: int = 8 << 30
     # After this many timeouts of one function, or of all calls together, later calls fail at once:
     # a loop that never ends costs a student's run a bounded time, not one call_timeout per test.
-    function_timeouts: int = 2
+    function_timeouts: int = FUNCTION_TIMEOUTS  # (grader.call_limits)
     total_timeouts: int = 6
     # After this many ended workers (crashes, exits, oversized replies) while one exercise is graded, that
     # exercise's later calls fail at once: each one costs a fresh worker's start-up, which is not the student's
