@@ -40,6 +40,7 @@ import io
 import math
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -300,8 +301,9 @@ def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
     following links: a notebook that links to the source notebook was graded as the reference, a link to a
     hidden test file was copied into the student's feedback; a hard link to the source notebook is that file
     under the student's name. A link is never followed nor read (``grader.grading.links.refusal``, the rule
-    ``grade`` applies): the copies nbgrader made of links are removed from ``autograded/`` and the submission is
-    not graded.
+    ``grade`` applies): :func:`refuse_before_copying` refuses such a folder before nbgrader copies it; here, for
+    a copy made all the same (an nbgrader the kit could not hook), the copies nbgrader made of links are
+    removed from ``autograded/`` and the submission is not graded.
 
     Raises
     ------
@@ -313,13 +315,7 @@ def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
     folders = CourseDirectory(config=config)
     submitted = Path(folders.format_path(folders.submitted_directory, ids["student"], ids["assignment"]))
     autograded = Path(folders.format_path(folders.autograded_directory, ids["student"], ids["assignment"]))
-    links, kinds = [], set()
-    for root, directories, files in os.walk(submitted):  # os.walk never descends into a linked folder
-        for name in [*directories, *files]:
-            why = refusal(Path(root) / name)  # grade's one rule: a symbolic link, or a hard link (the same file)
-            if why is not None:
-                links.append((Path(root) / name).relative_to(submitted))
-                kinds.add("hard" if "hard" in why else "symbolic")
+    links, kinds = _links(submitted)
     if not links:
         return
     for link in links:  # what nbgrader copied through them leaves the instructor's autograded folder
@@ -329,9 +325,59 @@ def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
                 shutil.rmtree(copy)
             else:
                 copy.unlink()
+    raise NotGraded(_refused(links, kinds))
+
+
+def _links(submitted: Path) -> tuple[list[Path], set[str]]:
+    """The entries of ``submitted`` (relative to it) that are never read: links, and files of no regular kind."""
+    links, kinds = [], set()
+    for root, directories, files in os.walk(submitted):  # os.walk never descends into a linked folder
+        for name in [*directories, *files]:
+            path = Path(root) / name
+            why = refusal(path)  # grade's one rule: a symbolic link, or a hard link (the same file)
+            if why is None and name in files:
+                with contextlib.suppress(OSError):
+                    why = None if stat.S_ISREG(path.lstat().st_mode) else "special"
+            if why is not None:
+                links.append(path.relative_to(submitted))
+                kinds.add("hard" if "hard" in why else "special" if why == "special" else "symbolic")
+    return links, kinds
+
+
+def _refused(links: list[Path], kinds: set[str]) -> str:
     names = ", ".join(str(link) for link in links[:5]) + (" ..." if len(links) > 5 else "")
-    raise NotGraded(f"refused: the submission holds {' and '.join(sorted(kinds))} links ({names}), which are never "
-                    "followed nor read; ask the student to submit the files themselves")
+    said = " and ".join(f"{kind} files" if kind == "special" else f"{kind} links" for kind in sorted(kinds))
+    return (f"refused: the submission holds {said} ({names}), which are never followed nor read; ask the student "
+            "to submit the files themselves")
+
+
+def refuse_before_copying() -> None:
+    """Have nbgrader's autograde refuse a submission of links before it copies the submission (once per process).
+
+    nbgrader's ``Autograde.init_assignment`` copies every file of ``submitted/<student>/<assignment>`` to
+    ``autograded/`` with ``shutil.copy``, which follows links, before any preprocessor runs: a link to a device
+    (``/dev/zero``: a copy that fills the instructor's disk; ``/dev/ptmx``: a read that never ends) stopped
+    ``nbgrader autograde`` at that student, and no student after them was graded (a hostile round); a link to a
+    hidden test put the test into ``autograded/`` until :func:`refuse_links` removed it. The submitted folder is
+    now looked at first, as :func:`refuse_links` looks at it: one that holds a link (or a FIFO, a device, a
+    socket) is not copied, and the student is reported as failed (not graded, never a score); nbgrader goes on
+    with the next.
+    """
+    from nbgrader.converters.autograde import Autograde
+
+    copy = Autograde.init_assignment
+    if getattr(copy, "refuses_links", False):
+        return
+
+    def init_assignment(self: Any, assignment_id: str, student_id: str) -> None:
+        links, kinds = _links(Path(self._format_source(assignment_id, student_id)))
+        if links:
+            self.log.error("%s/%s not graded: %s", student_id, assignment_id, _refused(links, kinds))
+            raise NotGraded(_refused(links, kinds))
+        copy(self, assignment_id, student_id)
+
+    init_assignment.refuses_links = True  # type: ignore[attr-defined]
+    Autograde.init_assignment = init_assignment
 
 
 def autograde_preprocessors() -> list[Any]:
@@ -344,6 +390,7 @@ def autograde_preprocessors() -> list[Any]:
     """
     from nbgrader.converters.autograde import Autograde
 
+    refuse_before_copying()  # what nbgrader copies before these steps run (every course's config calls this)
     defaults = Autograde.class_traits()["autograde_preprocessors"].default()
     if Execute not in defaults:
         raise RuntimeError("nbgrader's autograde has no Execute step: this nbgrader is not one the kit supports")

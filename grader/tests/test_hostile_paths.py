@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from grader.curriculum import PACKAGE
+from grader.curriculum import PACKAGE, ROOT
 from grader.tests.waiting import HANG_SECONDS
 
 RUN_AUTOGRADER = PACKAGE / "release_files" / "gradescope" / "run_autograder"
@@ -39,3 +42,50 @@ def test_a_runner_without_python_writes_not_graded_never_a_zero(tmp_path: Path, 
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert "score" not in results and not results["tests"], results
     assert results["output"].startswith("NOT GRADED (no score)") and python in results["output"], results
+
+
+def test_nbgrader_autograde_refuses_a_link_to_a_device_before_copying_it_and_grades_the_next_student(tmp_path):
+    """A submitted folder holding a link to a device stopped ``nbgrader autograde`` for everyone after it.
+
+    nbgrader copies a submission's files to ``autograded/`` (``shutil.copy``, following links) before any of its
+    steps runs, so the kit's refusal of links came too late: a link to ``/dev/ptmx`` blocked the copy for good (to
+    ``/dev/zero``, it filled the instructor's disk), and ``zed``, graded after ``ann``, was never graded. The
+    folder is now refused before nbgrader copies it: ann is not graded (never a score), zed is.
+    """
+    pytest.importorskip("nbgrader")
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from grader.authoring.notebooks import build_course
+
+    assignment, course = "03-attention", tmp_path / "course"
+    build_course(course, "per-exercise", ROOT / "grader" / "hidden_tests")
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                        "PATH": path}
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"], cwd=course,
+                   env=env, check=True, capture_output=True, timeout=HANG_SECONDS)
+    for student in ("ann", "zed"):
+        folder = course / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        shutil.copy(course / "release" / assignment / "attention.ipynb", folder)
+    (course / "submitted" / "ann" / assignment / "notes.txt").symlink_to("/dev/ptmx")  # a read that never ends
+    copied = course / "autograded" / "ann" / assignment / "notes.txt"
+    with open(tmp_path / "autograde.log", "w", encoding="utf-8") as log:
+        autograde = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"],
+                                     cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + HANG_SECONDS
+        while autograde.poll() is None and not copied.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if autograde.poll() is None:  # nbgrader is reading the device (or hung elsewhere): stop it
+            os.killpg(autograde.pid, signal.SIGKILL)
+            autograde.wait()
+    said = (tmp_path / "autograde.log").read_text(encoding="utf-8")
+    assert not copied.exists(), "nbgrader copied through the link: " + said[-2000:]
+    assert autograde.returncode == 1, said[-3000:]  # nbgrader reports ann as failed, after grading zed
+    assert "symbolic links (notes.txt)" in said, said[-3000:]
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        with pytest.raises(MissingEntry):
+            gradebook.find_submission(assignment, "ann")  # not graded: no score at all
+        zed = gradebook.find_submission(assignment, "zed")
+        assert zed.score == 0.0 and zed.max_score > 0  # the untouched notebook, graded
+    assert (course / "autograded" / "zed" / assignment / "attention.ipynb").is_file()
