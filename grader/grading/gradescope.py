@@ -27,7 +27,9 @@ also a zip that lies inside the upload (opened with the grader's zip rules);
 is copied without following any link (``submissions.copy_upload``): a link
 to the kit's solutions, a hidden test or a root-only file stays a link, which
 grading refuses with a status line. ``run_autograder`` (like ``setup.sh``)
-makes the kit readable by root only: the worker's user cannot read it.
+makes the kit readable by root only: the worker's user cannot read it; nor
+Gradescope's ``submission_metadata.json`` (the student's earlier results,
+hidden tests' messages among them), which the runner reads first.
 
 Points: ``attention-kit gradescope`` prints the total to set on the assignment
 (public plus hidden, from the manifest and the hidden test files) and writes
@@ -427,10 +429,16 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
         else:
             from grader.grading.submissions import copy_upload
 
-            # Gradescope's record of the submission (its time, for [late]) as it is before the student's code runs.
+            # Gradescope's record of the submission (its time, for [late]) as it is before the student's code runs;
+            # then root's alone: it holds the student's previous_submissions with their whole results (hidden tests'
+            # messages and scores, the total), which the worker's user (no namespaces here) could otherwise read.
             metadata = work / METADATA
             if (root / METADATA).is_file() and not (root / METADATA).is_symlink():
                 shutil.copyfile(root / METADATA, metadata)
+                try:
+                    os.chmod(root / METADATA, 0o600)
+                except OSError:  # not this user's file (a trial run): it stays as it is
+                    pass
             folder = work / "submissions" / STUDENT_ID
             # As root: never a link's target (a link to the kit's solutions, a hidden test, a root-only file);
             # the links stay links in the copy, and grading refuses them with a status line.

@@ -12,12 +12,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from grader.curriculum import PACKAGE, ROOT
+from grader.tests.test_gradescope import bundle  # noqa: F401 - the bundle is a fixture here too
 from grader.tests.waiting import HANG_SECONDS
 
 RUN_AUTOGRADER = PACKAGE / "release_files" / "gradescope" / "run_autograder"
@@ -89,3 +91,41 @@ def test_nbgrader_autograde_refuses_a_link_to_a_device_before_copying_it_and_gra
         zed = gradebook.find_submission(assignment, "zed")
         assert zed.score == 0.0 and zed.max_score > 0  # the untouched notebook, graded
     assert (course / "autograded" / "zed" / assignment / "attention.ipynb").is_file()
+
+
+def test_gradescope_students_code_cannot_read_the_submission_metadata(bundle: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Gradescope's submission_metadata.json holds the student's previous submissions with their whole results.
+
+    ``previous_submissions[].results`` is each earlier run's results.json: the hidden tests' names, messages
+    (inputs, expected values) and scores, which students see only once grades are published, and the total. In
+    Gradescope's container the worker runs as an unprivileged user without namespaces: the file, readable by
+    everyone, was read by the student's code and sent back in a public test's message. The runner reads it
+    before any student code runs, and then leaves it to root alone.
+    """
+    from grader.grading.gradescope import CONTAINER_ENV
+    from grader.sandbox.limits import SIMULATE_NO_BWRAP
+    from grader.tests.test_entry_paths import RUNTIME_READER, STUBS, autograde, copy_modules, leaks
+
+    root = Path(tempfile.mkdtemp(prefix="attention-kit-metadata-")) / "autograder"
+    metadata = root / "submission_metadata.json"
+    hidden = {"name": "attention: test_hidden_shape (hidden)", "score": 0.0, "max_score": 2.0, "status": "failed",
+              "output": "expected shape (11, 29), observed (29, 11) HIDDEN-METADATA-7f3c",
+              "visibility": "after_published"}
+    content = json.dumps({"created_at": "2026-01-10T10:00:00+00:00", "users": [{"email": "ada@uni.example"}],
+                          "previous_submissions": [{"submission_time": "2026-01-09T10:00:00+00:00", "score": 301.5,
+                                                    "results": {"score": 301.5, "tests": [hidden]}}]})
+
+    def upload(targets: dict[str, Path]) -> Path:
+        metadata.write_text(content, encoding="utf-8")
+        os.chmod(metadata, 0o644)  # as Gradescope leaves it
+        folder = copy_modules(STUBS, tmp_path / "reader")
+        (folder / "softmax.py").write_text(RUNTIME_READER.format(paths=[str(metadata)]), encoding="utf-8")
+        return folder
+
+    try:
+        results, _ = autograde(bundle, upload, root, **{SIMULATE_NO_BWRAP: "1", CONTAINER_ENV: "1"})
+        text = json.dumps(results, ensure_ascii=False)
+        assert "Error" in text  # the reader ran and said why it read nothing
+        assert not leaks(text, content.encode()), "the student's code read submission_metadata.json"
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
