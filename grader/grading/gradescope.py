@@ -462,8 +462,11 @@ def autograde(root: Path, kit: Path = ROOT, python: str = sys.executable) -> dic
                     f"{completed.returncode}: {last}); please tell your instructor.", time.monotonic() - start,
                     students_fault=False)
     except subprocess.TimeoutExpired:
-        results = failure_results(f"Grading took longer than {run_seconds():.0f} s and was stopped: look for an "
-                                  "endless loop or very slow code.", time.monotonic() - start)
+        # run_seconds is the most a submission can cost (each exercise's budget counts its loops and sleeps): past
+        # it, the grader or the machine is at fault, and the points of the tests passed are not the student's loss.
+        results = failure_results(f"Grading took longer than {run_seconds():.0f} s, more than any submission's "
+                                  "time budgets allow, and was stopped; please tell your instructor.",
+                                  time.monotonic() - start, students_fault=False)
     except Exception as error:  # the autograder must still write a result for Gradescope
         print(f"autograder error: {type(error).__name__}: {error}", file=sys.stderr)
         results = failure_results("The autograder failed on this submission; please tell your instructor.",

@@ -129,3 +129,25 @@ def test_gradescope_students_code_cannot_read_the_submission_metadata(bundle: Pa
         assert not leaks(text, content.encode()), "the student's code read submission_metadata.json"
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def test_a_gradescope_run_past_every_budget_is_not_graded_never_a_zero(tmp_path, monkeypatch) -> None:
+    """A run stopped at ``run_seconds`` wrote ``"score": 0`` and blamed the student's code ("an endless loop").
+
+    ``run_seconds`` is the longest a submission can make a run take (every exercise's budget, which counts its
+    loops and sleeps, the diagnosis's, and the grader's own slack): a run past it is the grader's or the
+    machine's, and Gradescope showed the student 0 for it, with the points of every test they passed lost.
+    """
+    from grader.grading import gradescope
+
+    def stopped(command, **options):
+        raise subprocess.TimeoutExpired(command, options.get("timeout"))
+
+    monkeypatch.setattr(gradescope.subprocess, "run", stopped)
+    root = tmp_path / "autograder"
+    shutil.copytree(ROOT / "solutions", root / "submission", ignore=shutil.ignore_patterns("__pycache__"))
+    results = gradescope.autograde(root)
+    written = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert written == results
+    assert "score" not in results and not results["tests"], results
+    assert results["output"].startswith("NOT GRADED (no score)"), results["output"]
