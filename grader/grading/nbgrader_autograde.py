@@ -315,6 +315,9 @@ def refuse_links(config: Any, ids: Mapping[str, str]) -> None:
     folders = CourseDirectory(config=config)
     submitted = Path(folders.format_path(folders.submitted_directory, ids["student"], ids["assignment"]))
     autograded = Path(folders.format_path(folders.autograded_directory, ids["student"], ids["assignment"]))
+    linked = _linked_folders(submitted, Path(folders.format_path(folders.submitted_directory, ".", ".")))
+    if linked:  # nbgrader read the notebook through it (nbgrader removes a failed assignment's copy)
+        raise NotGraded(_refused(linked, {"symbolic"}, folders=True))
     links, kinds = _links(submitted)
     if not links:
         return
@@ -344,11 +347,26 @@ def _links(submitted: Path) -> tuple[list[Path], set[str]]:
     return links, kinds
 
 
-def _refused(links: list[Path], kinds: set[str]) -> str:
+def _linked_folders(submitted: Path, base: Path) -> list[Path]:
+    """The folders below ``base`` (``submitted/``) down to ``submitted`` itself that are symbolic links.
+
+    ``submitted/<student>/<assignment>`` that links elsewhere (a link a git clone or ``cp -r`` kept, to
+    ``../../source/<assignment>`` or a classmate's folder) made nbgrader grade what it points at as the student's:
+    the source notebook, the reference in its answer cells, scored full marks for an untouched notebook.
+    """
+    submitted, base = Path(os.path.normpath(submitted)), Path(os.path.normpath(base))
+    return [folder.relative_to(base) for folder in reversed([submitted, *submitted.parents])
+            if base in folder.parents and folder.is_symlink()]
+
+
+def _refused(links: list[Path], kinds: set[str], folders: bool = False) -> str:
     names = ", ".join(str(link) for link in links[:5]) + (" ..." if len(links) > 5 else "")
-    said = " and ".join(f"{kind} files" if kind == "special" else f"{kind} links" for kind in sorted(kinds))
-    return (f"refused: the submission holds {said} ({names}), which are never followed nor read; ask the student "
-            "to submit the files themselves")
+    if folders:
+        what = f"the submission's folder is a symbolic link ({names}), which is"
+    else:
+        said = " and ".join(f"{kind} files" if kind == "special" else f"{kind} links" for kind in sorted(kinds))
+        what = f"the submission holds {said} ({names}), which are"
+    return f"refused: {what} never followed nor read; ask the student to submit the files themselves"
 
 
 def refuse_before_copying() -> None:
@@ -361,7 +379,8 @@ def refuse_before_copying() -> None:
     hidden test put the test into ``autograded/`` until :func:`refuse_links` removed it. The submitted folder is
     now looked at first, as :func:`refuse_links` looks at it: one that holds a link (or a FIFO, a device, a
     socket) is not copied, and the student is reported as failed (not graded, never a score); nbgrader goes on
-    with the next.
+    with the next. So is one whose student or assignment folder is itself a link (:func:`_linked_folders`): a
+    folder linking to ``source/<assignment>`` was graded as the reference, full marks.
     """
     from nbgrader.converters.autograde import Autograde
 
@@ -370,10 +389,13 @@ def refuse_before_copying() -> None:
         return
 
     def init_assignment(self: Any, assignment_id: str, student_id: str) -> None:
-        links, kinds = _links(Path(self._format_source(assignment_id, student_id)))
+        submitted = Path(self._format_source(assignment_id, student_id))
+        linked = _linked_folders(submitted, Path(self._format_source(".", ".")))
+        links, kinds = (linked, {"symbolic"}) if linked else _links(submitted)
         if links:
-            self.log.error("%s/%s not graded: %s", student_id, assignment_id, _refused(links, kinds))
-            raise NotGraded(_refused(links, kinds))
+            said = _refused(links, kinds, folders=bool(linked))
+            self.log.error("%s/%s not graded: %s", student_id, assignment_id, said)
+            raise NotGraded(said)
         copy(self, assignment_id, student_id)
 
     init_assignment.refuses_links = True  # type: ignore[attr-defined]

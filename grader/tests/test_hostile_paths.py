@@ -46,20 +46,39 @@ def test_a_runner_without_python_writes_not_graded_never_a_zero(tmp_path: Path, 
     assert results["output"].startswith("NOT GRADED (no score)") and python in results["output"], results
 
 
-def test_nbgrader_autograde_refuses_a_link_to_a_device_before_copying_it_and_grades_the_next_student(tmp_path):
-    """A submitted folder holding a link to a device stopped ``nbgrader autograde`` for everyone after it.
+def _linked_to_a_device(course: Path, folder: Path) -> Path:
+    """A link to ``/dev/ptmx`` beside the notebook: a read that never ends (to ``/dev/zero``: a disk filled)."""
+    (folder / "notes.txt").symlink_to("/dev/ptmx")
+    return course / "autograded" / "ann" / NB_ASSIGNMENT / "notes.txt"  # nbgrader's copy through it
+
+
+def _linked_to_the_source(course: Path, folder: Path) -> Path:
+    """The assignment folder a link to the instructor's source folder, whose answer cells hold the reference."""
+    shutil.rmtree(folder)
+    folder.symlink_to(Path("..", "..", "source", NB_ASSIGNMENT))
+    return course / "autograded" / "ann" / NB_ASSIGNMENT / "attention.ipynb"  # the source notebook, graded
+
+
+NB_ASSIGNMENT = "03-attention"
+
+
+@pytest.mark.parametrize("plant", [_linked_to_a_device, _linked_to_the_source], ids=["device", "source-folder"])
+def test_nbgrader_autograde_refuses_linked_submissions_before_copying_them_and_grades_the_next_student(tmp_path,
+                                                                                                       plant):
+    """Links that ``nbgrader autograde`` followed before the kit's refusal, which came after nbgrader's copy.
 
     nbgrader copies a submission's files to ``autograded/`` (``shutil.copy``, following links) before any of its
-    steps runs, so the kit's refusal of links came too late: a link to ``/dev/ptmx`` blocked the copy for good (to
-    ``/dev/zero``, it filled the instructor's disk), and ``zed``, graded after ``ann``, was never graded. The
-    folder is now refused before nbgrader copies it: ann is not graded (never a score), zed is.
+    steps runs. A link to ``/dev/ptmx`` blocked that copy for good, and ``zed``, graded after ``ann``, was never
+    graded; ann's assignment folder a link to ``../../source/03-attention`` (a link a git clone keeps) got the
+    source notebook graded as hers: full marks, 24 of 24, for no work. Such a folder is now refused before
+    nbgrader copies it: ann is not graded (never a score), zed is.
     """
     pytest.importorskip("nbgrader")
     from nbgrader.api import Gradebook, MissingEntry
 
     from grader.authoring.notebooks import build_course
 
-    assignment, course = "03-attention", tmp_path / "course"
+    assignment, course = NB_ASSIGNMENT, tmp_path / "course"
     build_course(course, "per-exercise", ROOT / "grader" / "hidden_tests")
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -70,21 +89,20 @@ def test_nbgrader_autograde_refuses_a_link_to_a_device_before_copying_it_and_gra
         folder = course / "submitted" / student / assignment
         folder.mkdir(parents=True)
         shutil.copy(course / "release" / assignment / "attention.ipynb", folder)
-    (course / "submitted" / "ann" / assignment / "notes.txt").symlink_to("/dev/ptmx")  # a read that never ends
-    copied = course / "autograded" / "ann" / assignment / "notes.txt"
+    copied = plant(course, course / "submitted" / "ann" / assignment)
     with open(tmp_path / "autograde.log", "w", encoding="utf-8") as log:
         autograde = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"],
                                      cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + HANG_SECONDS
         while autograde.poll() is None and not copied.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        if autograde.poll() is None:  # nbgrader is reading the device (or hung elsewhere): stop it
+        if autograde.poll() is None and plant is _linked_to_a_device:  # nbgrader is reading the device: stop it
             os.killpg(autograde.pid, signal.SIGKILL)
-            autograde.wait()
+        autograde.wait(timeout=HANG_SECONDS)
     said = (tmp_path / "autograde.log").read_text(encoding="utf-8")
     assert not copied.exists(), "nbgrader copied through the link: " + said[-2000:]
     assert autograde.returncode == 1, said[-3000:]  # nbgrader reports ann as failed, after grading zed
-    assert "symbolic links (notes.txt)" in said, said[-3000:]
+    assert "ann/03-attention not graded: refused:" in said and "symbolic link" in said, said[-3000:]
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         with pytest.raises(MissingEntry):
             gradebook.find_submission(assignment, "ann")  # not graded: no score at all
