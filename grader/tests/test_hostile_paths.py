@@ -1,7 +1,8 @@
-"""A hostile round on the entry paths other than plain ``grade``: Gradescope's runner, nbgrader, a cluster.
+"""A hostile round on the entry paths other than plain ``grade``: Gradescope's runner and nbgrader's autograde.
 
-Each test is one finding: a way a run on that path gave a submission a score it should not have (a 0 for the
-autograder's own failure), written so that it failed before the fix it names.
+Each test is one finding, written so that it failed before the fix it names: a submission that scored what it
+should not (the reference's notebook through a linked folder), stopped the batch (a link to a device), saw
+hidden tests' text (Gradescope's metadata), or got a 0 for the autograder's own failure.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import pytest
 from grader.curriculum import PACKAGE, ROOT
 from grader.tests.test_gradescope import bundle  # noqa: F401 - the bundle is a fixture here too
 from grader.tests.waiting import HANG_SECONDS
+
+# One xdist worker runs this file: the Gradescope bundle (a module fixture) is then built once.
+pytestmark = pytest.mark.xdist_group("test_hostile_paths")
 
 RUN_AUTOGRADER = PACKAGE / "release_files" / "gradescope" / "run_autograder"
 
