@@ -664,8 +664,8 @@ def test_gradescope_uploads_that_are_links_score_like_a_stub(bundle: Path, contr
     root = Path(tempfile.mkdtemp(prefix="attention-kit-links-"))
     try:
         results, targets = autograde(bundle, link_uploads(tmp_path)[kind], root / "autograder", **env)
-        if mode == "container":
-            assert "the container" in results["output"]
+        if mode == "container" and "no modules found" not in results["output"]:  # (a folder link: nothing ran)
+            assert "the container" in results["output"], results["output"]
         text = results_text(results)
         assert results["score"] <= control_score
         assert "is a symbolic link (not followed)" in results["output"]
