@@ -17,7 +17,8 @@ Grading process -> worker (``REQUESTS``):
   for the kit's own check (whose folder is the reference), the worker answers the call's callbacks itself, with
   the same modules, and sends them sealed (``answered_here``) before its reply; with ``every_call`` (a test's
   watched call, ``tests.kit.Kit.watch``), the worker also notes the student's API calls by their code (``calls``),
-  and with ``made_of`` keeps what that function returns;
+  and with ``made_of`` keeps what that function returns; with ``kept`` (the grading side's own calls, never the
+  reference's answers to callbacks, which pass through as they are), its reply says which arrays it sent before;
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
@@ -37,7 +38,9 @@ Worker -> grading process, only while one of those requests is in flight:
   ``counted`` (``COUNTED``): for a call traced by code, ``[caller, callee, count]``: how often each pair was seen;
   ``made_of`` (``MADE_OF``): for a call traced by code whose header named ``made_of`` (an API function whose
   returns it keeps), ``[function, vectors, first]``: the result's vectors along its last axis, and the first of
-  them that is none of those the function returned (``-1``: none such);
+  them that is none of those the function returned (``-1``: none such); ``kept`` (``KEPT``, for a request with
+  ``kept``): ``[k, token, state]`` (or ``[k, token, GIVEN, i]``) per array of the reply, the worker's objects by
+  token, so that one object sent twice is one object on the grading side (``grader.sandbox.kept``);
 - ``callback`` (``CALLBACKS``): fair grading's one question, "run the
   reference's ``exercise.function`` on ``payload``". The grading side answers
   it only for the functions of the exercises that the request's view depends
@@ -107,7 +110,7 @@ OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict},
                                         # Where the answers lie in the file the worker was forked with (sealed.Shared).
                                         "answers": {"at": list},
                                         "call": {"given": dict, "answer_here": bool, "every_call": bool,
-                                                 "made_of": str, "steps": dict}}
+                                                 "made_of": str, "steps": dict, "kept": bool}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"
@@ -115,6 +118,7 @@ ANSWERED = "answered"
 UNTRACED = "untraced"
 COUNTED = "counted"
 MADE_OF = "made_of"
+KEPT = "kept"
 MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"

@@ -1,29 +1,24 @@
 """Grade a submission through an isolated worker process (the grading side).
 
-``IsolatedImplementation`` provides the same ``function(exercise, name)`` as ``tests.kit.LocalImplementation``,
-so the graded suite runs unchanged, but the student's code never runs in the grading process. It runs in
+``IsolatedImplementation`` provides the same ``function(exercise, name)`` as ``tests.kit.LocalImplementation``, so
+the graded suite runs unchanged, but the student's code never runs in the grading process. It runs in
 ``grader/sandbox/worker.py``, a separate, resource-limited process confined as well as this machine allows
-(``grader.sandbox.limits``), started once per submission and reused for every call. Arguments and results cross
-two dedicated pipes as plain data (a JSON header + the arrays' raw bytes of allowed numeric dtypes, never
-pickle); exceptions come back as text and are raised here again as the same builtin type; in-place changes to
-array arguments and the state of random generators are copied back after each call (the worker sends back only
-the arguments a call changed).
+(``grader.sandbox.limits``), started once per submission and reused for every call. Arguments and results cross two
+dedicated pipes as plain data (a JSON header + the arrays' raw bytes of allowed numeric dtypes, never pickle);
+exceptions come back as text and are raised here again as the same builtin type; in-place changes to array arguments
+and the state of random generators are copied back after each call (the worker sends back only the arguments a call
+changed), and an array the worker sent before comes back as the same object (``grader.sandbox.kept``).
 
-Fair grading (the default): a test of exercise E runs the student's module E,
-while the modules E imports (the manifest's ``depends``) are working code, so a
-bug in the student's softmax does not cost points in attention. Those the
-graded selection does not assign (a Part III course's softmax) are the kit's
-given implementations (``grader.sandbox.given.servable``: a checkout's
-``grader/release_files/given``, or a course folder's ``given/``; written apart from
-the reference), run in the student's own worker (``worker.py``), charged as the
-student's code is. An assigned one (the worker could read its working code and
-print it), or one with no given implementation, is answered by the
-reference, in a worker of its own (an ``IsolatedImplementation`` of the
-reference folder, ``fair=False``), with the student's memory limit and the CPU
-time the student's call has left, which it is charged: the grading process
-computes nothing for a student. A test's own call of another exercise's
-function (exercise 12's tests train with exercise 9's ``train``) always runs
-in the reference's worker, never in the student's process.
+Fair grading (the default): a test of exercise E runs the student's module E, while the modules E imports (the
+manifest's ``depends``) are working code, so a bug in the student's softmax does not cost points in attention. Those
+the graded selection does not assign (a Part III course's softmax) are the kit's given implementations
+(``grader.sandbox.given.servable``: a checkout's ``grader/release_files/given``, or a course folder's ``given/``;
+written apart from the reference), run in the student's own worker (``worker.py``), charged as the student's code
+is. An assigned one (the worker could read its working code and print it), or one with no given implementation, is
+answered by the reference, in a worker of its own (an ``IsolatedImplementation`` of the reference folder,
+``fair=False``), with the student's memory limit and the CPU time the student's call has left, which it is charged:
+the grading process computes nothing for a student. A test's own call of another exercise's function (exercise 12's
+tests train with exercise 9's ``train``) always runs in the reference's worker, never in the student's process.
 
 Run by the grading process. This module is the facade: it composes the
 worker's process (``grader.sandbox.process``), the channel over its pipes
@@ -50,7 +45,7 @@ from typing import Any
 
 from grader.curriculum import ROOT
 from grader.curriculum import load as load_curriculum
-from grader.sandbox import cgroup, channel_use, codec, frames, load, protocol, reached, server, watched
+from grader.sandbox import cgroup, channel_use, codec, frames, kept, load, protocol, reached, server, watched
 from grader.sandbox import limits as confine
 from grader.sandbox.budget import DIAGNOSIS, MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
@@ -147,6 +142,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         self._handshake_pending = False
         # The views whose sealed answers the worker holds (grader.sandbox.sealed), and their frames' bytes.
         self._sealed_views: dict[str, int] = {}
+        self._kept = kept.Kept()  # the arrays the worker's results gave, by its tokens (one worker's: see _spawn)
         self.out_of_memory = False  # the last worker that ended had reached its control group's memory limit
         self.group_missed = 0  # workers whose control group could not be made or joined (see ``isolation``)
         self._spawn()  # start-up overlaps the grading process's own (collecting tests, importing the reference)
@@ -278,6 +274,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
         self._given.reset()
+        self._kept.reset()  # a new worker: no token names an array of the last one
         self._sealed_views = {}
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
@@ -585,7 +582,8 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         arrays: list = []
         functions: list[Callable[..., Any]] = []
         payload = codec.encode([list(args), kwargs], arrays, functions)
-        header = reached.asked({"op": "call", "view": view, "module": module, "function": name, "payload": payload})
+        header = reached.asked({"op": "call", "view": view, "module": module, "function": name, "payload": payload,
+                                "kept": True})
         steps = self._watched.prepare(header, functions, module, args, kwargs, self._signature, self._budget.call_left)
         self._callbacks.grading_functions = functions
         try:
@@ -595,7 +593,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         reply = steps.claims_dropped(reply) if steps is not None else reply
         reached.note(reply, view, students=self.path != self.reference)  # for the blame: names only, checked
         status = reply.get("status")
-        result = self._call_result(name, reply, reply_arrays, args, kwargs) if status == "ok" else None
+        result = self._call_result(name, reply, reply_arrays, arrays, args, kwargs) if status == "ok" else None
         if steps is not None:
             steps.note(name, result, status == "ok")
         if status == "ok":
@@ -608,9 +606,10 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             raise codec.rebuild_exception(info)
         raise WorkerCrashed(str(reply.get("message", f"the worker could not run {name}()")))
 
-    def _call_result(self, name: str, reply: dict, reply_arrays: list, args: tuple, kwargs: dict) -> Any:
+    def _call_result(self, name: str, reply: dict, reply_arrays: list, sent: list, args: tuple, kwargs: dict) -> Any:
         __tracebackhide__ = True
         try:  # the result, and the in-place changes and generator states copied back onto the arguments
+            self._kept.resolve(reply.get(protocol.KEPT), reply_arrays, sent)  # the arrays it sent before, as they were
             result = codec.receive_result(reply.get("payload"), reply_arrays, args, kwargs)
         except (ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError, OverflowError) as error:
             raise WorkerCrashed(f"the worker sent a malformed result for {name}(): {error}") from None

@@ -2,8 +2,8 @@
 
 Run by the worker process, in the sandbox (and nothing here runs in the grading process but the isolation tests).
 This file is a script: it imports only the standard library, and, once the privileges are dropped, the
-sandbox-side modules that lie beside it (``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, a copy of
-``tests/by_code.py``; ``forkserver`` for the fork server), never ``grader`` or ``tests``, because the sandbox holds
+sandbox-side modules that lie beside it (``frames``, ``codec``, ``protocol``, ``calls``, ``kept``, ``by_code``, a copy
+of ``tests/by_code.py``; ``forkserver`` for the fork server), never ``grader`` or ``tests``, because the sandbox holds
 nothing else: a copy of the student's modules, the Python installation, this file and those modules (see
 :func:`load_modules`). The grading process (``grader.sandbox.proxy``) starts it as::
 
@@ -32,11 +32,12 @@ calls: Any = None
 by_code: Any = None
 decoded: Any = None
 stand_ins: Any = None
+kept: Any = None
 SANDBOX_PACKAGE = "_attention_kit_sandbox"  # their package when this file runs as a script (see load_modules)
 
 
 def load_modules() -> Any:
-    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``by_code``, ``decoded``, ``stand_ins`` from beside it.
+    """Import ``frames``, ``codec``, ``protocol``, ``calls``, ``kept``, ``by_code``, ``decoded``, ``stand_ins``.
 
     Returns their package. Run as a script (in the sandbox), this file belongs to no package: a package of its
     own, ``_attention_kit_sandbox``, over its folder holds the copies the grading process placed there, loaded by
@@ -44,7 +45,7 @@ def load_modules() -> Any:
     ``grader.sandbox.process.sandbox_files``). Imported as ``grader.sandbox.worker`` (the isolation tests), they
     are that package's own (``by_code`` and ``decoded``: ``tests``').
     """
-    global frames, codec, protocol, calls, by_code, decoded, stand_ins
+    global frames, codec, protocol, calls, by_code, decoded, stand_ins, kept
     package = __package__ or SANDBOX_PACKAGE
     if not __package__ and package not in sys.modules:
         namespace = types.ModuleType(package, "the worker's own modules, beside worker.py")
@@ -59,6 +60,7 @@ def load_modules() -> Any:
         protocol = importlib.import_module(f"{package}.protocol")
         calls = importlib.import_module(f"{package}.calls")
         stand_ins = importlib.import_module(f"{package}.stand_ins")
+        kept = importlib.import_module(f"{package}.kept")
         by_code = importlib.import_module(f"{package}.by_code" if package == SANDBOX_PACKAGE else "tests.by_code")
         decoded = importlib.import_module(f"{package}.decoded" if package == SANDBOX_PACKAGE else "tests.decoded")
     return package
@@ -162,6 +164,7 @@ class Worker:
         # The kit's own check (the grading side says so per call, ``protocol``): the folder is the reference, so
         # its callbacks are answered here, by the same modules, and sent back sealed, with no round trip.
         self.answer_here, self.answered = False, []
+        self.sent = kept.Sent()  # the arrays its results gave (``kept``): one object crosses as one, call after call
 
     # -- packages
 
@@ -288,7 +291,8 @@ class Worker:
             entries = [[index.hex(), len(blob), cpu] for index, blob, cpu in answered]
             body = np.frombuffer(b"".join(blob for _, blob, _ in answered), np.uint8)
             self.channel.send({"op": "answered_here", "entries": entries}, [body])
-        self.channel.send(reply, arrays)
+        restore_builtins()  # (as channel.send does) then packed, kept.Sent.pack digesting what the student holds
+        self.channel.send_frame(self.sent.pack(reply, arrays) if protocol.KEPT in reply else frames.pack(reply, arrays))
 
     def open_sealed(self, table: tuple[dict[bytes, tuple[int, int, float]], Any], message: dict,
                     arrays: list) -> tuple[tuple[dict, list] | None, bytes]:
@@ -483,6 +487,9 @@ class Worker:
         made_of = self.reach.made_of(result)
         if made_of is not None:
             reply[protocol.MADE_OF] = made_of
+        if header.get("kept") is True:  # the grading side's own call (``kept``), never a callback's answer
+            reply[protocol.KEPT] = self.sent.note(reply_arrays, len(reply_arrays), arrays)
+        del result, args, kwargs, every_call  # what the student's code keeps is then all that holds a result
         self.send_reply(reply, reply_arrays)
 
 def _one_thread() -> None:
