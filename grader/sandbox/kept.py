@@ -93,8 +93,8 @@ class Sent:
                 entries.append([k, known.token, SAME if now == known.digest else CHANGED])
                 known.digest = now
             else:
-                if len(sent) >= self.limit:
-                    del sent[next(iter(sent))]
+                if len(sent) >= self.limit:  # (a student's thread may drop entries meanwhile: pop, never del)
+                    sent.pop(next(iter(sent), None), None)
                 reference = _Sent(array, self._drop)
                 reference.key, reference.token, reference.digest = id(array), self.tokens, None
                 sent[reference.key] = reference
