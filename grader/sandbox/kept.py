@@ -107,6 +107,33 @@ class Sent:
             offset += size
         return entries
 
+    def take(self, pairs: Any, received: list) -> None:
+        """Put back in ``received`` (a request's arrays) the worker's own arrays that ``pairs`` name: ``[[i, token]]``.
+
+        The grading side names so an array its worker gave that a test passes back (``attention(..., mask=m)``):
+        in one process the function gets that very object, with whatever the test wrote into it, so the worker's
+        object takes the bytes received before it stands in for them. One of another dtype or shape, read-only,
+        or no longer held by the student's code, is left as received.
+        """
+        if type(pairs) is not list or not pairs:
+            return
+        by_token = {reference.token: reference for reference in list(self.sent.values())}
+        for pair in pairs[: len(received)]:
+            if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not int or type(pair[1]) is not int:
+                continue
+            reference = by_token.get(pair[1])
+            array = reference() if reference is not None else None
+            if array is None or not 0 <= pair[0] < len(received):
+                continue
+            got = received[pair[0]]
+            if array.dtype != got.dtype or array.shape != got.shape:
+                continue
+            if array.flags.writeable:
+                np.copyto(array, got)  # what the test wrote into it, if anything (a copy costs less than a comparison)
+            elif not np.array_equal(array, got, equal_nan=True):
+                continue
+            received[pair[0]] = array
+
     def pack(self, reply: dict, arrays: list) -> bytes:
         """``reply``'s frame (``frames.pack``); ``arrays`` is emptied, then :meth:`settle` runs on the frame."""
         frame = pack(reply, arrays)
@@ -127,7 +154,7 @@ class Sent:
 
 
 class _Held(weakref.ref):
-    __slots__ = ("token",)
+    __slots__ = ("key", "token")
 
 
 class Kept:
@@ -135,22 +162,38 @@ class Kept:
 
     def __init__(self) -> None:
         self.held: dict[int, _Held] = {}
+        self.ids: dict[int, _Held] = {}  # id(array) -> its latest reference, to name it when a test passes it back
         self.last = -1
 
     def reset(self) -> None:
         """A new worker: no token of the last one names anything any more."""
         self.held.clear()
+        self.ids.clear()
         self.last = -1
 
     def _drop(self, reference: _Held) -> None:
         if self.held.get(reference.token) is reference:
             del self.held[reference.token]
+        if self.ids.get(reference.key) is reference:
+            del self.ids[reference.key]
 
     def _hold(self, token: int, array: np.ndarray) -> np.ndarray:
         reference = _Held(array, self._drop)
-        reference.token = token
-        self.held[token] = reference
+        reference.key, reference.token = id(array), token
+        self.held[token] = self.ids[reference.key] = reference
         return array
+
+    def tokens(self, arrays: list) -> list | None:
+        """``[[i, token]]`` for a request's ``arrays`` that are arrays the worker gave (see :meth:`Sent.take`)."""
+        ids = self.ids
+        if not ids:
+            return None
+        named = []
+        for i, array in enumerate(arrays):
+            reference = ids.get(id(array))
+            if reference is not None and reference() is array:
+                named.append([i, reference.token])
+        return named or None
 
     def resolve(self, entries: Any, arrays: list, request: list) -> None:
         """Put in ``arrays`` (a reply's, before it is decoded) the objects that its ``kept`` ``entries`` name.

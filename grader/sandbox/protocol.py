@@ -18,7 +18,8 @@ Grading process -> worker (``REQUESTS``):
   the same modules, and sends them sealed (``answered_here``) before its reply; with ``every_call`` (a test's
   watched call, ``tests.kit.Kit.watch``), the worker also notes the student's API calls by their code (``calls``),
   and with ``made_of`` keeps what that function returns; with ``kept`` (the grading side's own calls, never the
-  reference's answers to callbacks, which pass through as they are), its reply says which arrays it sent before;
+  reference's answers to callbacks, which pass through as they are), its reply says which arrays it sent before,
+  and ``tokens`` (``[[i, token]]``) names the request's arrays that are arrays it sent, passed back;
 - ``answers``: the sealed answers of ``view`` (``grader.sandbox.sealed``): ``entries`` of [index (hex), size,
   CPU seconds], their bytes back to back in one uint8 array; the worker keeps them with those of the views it
   was given before. No reply: the next request follows;
@@ -110,7 +111,8 @@ OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict},
                                         # Where the answers lie in the file the worker was forked with (sealed.Shared).
                                         "answers": {"at": list},
                                         "call": {"given": dict, "answer_here": bool, "every_call": bool,
-                                                 "made_of": str, "steps": dict, "kept": bool}}
+                                                 "made_of": str, "steps": dict, "kept": bool,
+                                                 "tokens": list}}
 REPLY_STATUSES = ("ok", "error", "import_error")
 # A call's reply: the student's API functions the call reached, as [caller, callee] name pairs (see the docstring).
 REACHED = "reached"

@@ -584,6 +584,8 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         payload = codec.encode([list(args), kwargs], arrays, functions)
         header = reached.asked({"op": "call", "view": view, "module": module, "function": name, "payload": payload,
                                 "kept": True})
+        if (tokens := self._kept.tokens(arrays)) is not None:  # arrays the worker gave, passed back (kept.Sent.take)
+            header["tokens"] = tokens
         steps = self._watched.prepare(header, functions, module, args, kwargs, self._signature, self._budget.call_left)
         self._callbacks.grading_functions = functions
         try:

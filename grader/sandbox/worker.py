@@ -9,10 +9,10 @@ nothing else: a copy of the student's modules, the Python installation, this fil
 
     python -I -S -B worker.py --requests FD --replies FD --modules DIR --site DIR [--uid N --gid N]
 
-or forks it from the fork server (``worker.py --serve``, :mod:`grader.sandbox.forkserver`), and talks to it
-over two dedicated pipes, never over stdout/stderr (those are a capped capture of whatever the student
-prints). Messages are frames (:mod:`grader.sandbox.frames`) of plain data (:mod:`grader.sandbox.codec`);
-the worker answers only the requests that ``protocol.REQUESTS`` lists.
+or forks it from the fork server (``worker.py --serve``, :mod:`grader.sandbox.forkserver`), and talks to it over two
+dedicated pipes, never over stdout/stderr (those are a capped capture of whatever the student prints). Messages are
+frames (:mod:`grader.sandbox.frames`) of plain data (:mod:`grader.sandbox.codec`); the worker answers only the
+requests that ``protocol.REQUESTS`` lists.
 """
 
 from __future__ import annotations
@@ -443,6 +443,7 @@ class Worker:
         """Run one student function; reply with its result and arguments, or its exception as text."""
         module, function = header["module"], header["function"]
         self.questions.calls += 1
+        self.sent.take(header.get("tokens"), arrays)  # the arrays it gave that the test passes back: its own again
         args, kwargs = codec.decode(header["payload"], arrays, functions=self.questions.grading_function)
         try:
             loaded = self.load(header["view"], module)
@@ -484,8 +485,7 @@ class Worker:
             self.send_reply({"status": "error", "error": info, **self.call_notes()}, [])
             return
         reply = {"status": "ok", "payload": payload, "warnings": codec.warning_list(caught), **self.call_notes()}
-        made_of = self.reach.made_of(result)
-        if made_of is not None:
+        if (made_of := self.reach.made_of(result)) is not None:
             reply[protocol.MADE_OF] = made_of
         if header.get("kept") is True:  # the grading side's own call (``kept``), never a callback's answer
             reply[protocol.KEPT] = self.sent.note(reply_arrays, len(reply_arrays), arrays)

@@ -133,6 +133,7 @@ def test_a_cached_causal_mask_fails_graded_as_in_the_students_run(tmp_path):
 
 CACHES = '''
 _SEEN = np.zeros(2, dtype=np.int64)
+_checked_padding_mask = padding_mask
 _KEPT = []
 
 
@@ -145,6 +146,12 @@ def to_additive(mask, dtype=np.float64):
 def combine_masks(*masks):
     _KEPT.extend(masks)  # keeps what it was given, and gives back the first mask it ever had
     return _KEPT[0]
+
+
+def padding_mask(lengths, max_len):
+    if lengths is not _SEEN:
+        return _checked_padding_mask(lengths, max_len)
+    return np.array([True, bool(_SEEN[0] == 0)])  # given its own array back, with what the caller wrote into it
 '''
 
 
@@ -164,6 +171,9 @@ def _identities(impl) -> dict[str, object]:
     seen["a cached array given twice is one"] = later is earlier
     seen["its earlier holder sees the function's new content"] = earlier.tolist()
     seen["as it was"] = earlier_copy.tolist()
+    earlier[0] = 0  # the test writes into it, then passes it back: in one process the function gets that object
+    seen["passed back, it is the function's own array, with the test's write"] = \
+        impl.padding_mask(earlier, 3).ravel().tolist()
     x, y = np.ones((1, 3), dtype=bool), np.zeros((1, 3), dtype=bool)
     seen["an argument given back is the caller's"] = impl.combine_masks(x, y) is x
     seen["an argument kept and given back later is the caller's"] = impl.combine_masks(y) is x
