@@ -19,6 +19,10 @@ named ``token``, and ``state`` says what the grading side makes of it:
 - ``GIVEN`` (with a fourth item, ``i``): the ``i``-th array of the request, given back (``return cache``): the
   caller's own argument, its bytes made the reply's first.
 
+The other way, a request names by token (``tokens``, ``[[i, token]]``) its arrays that the worker gave (a mask
+passed back to ``attention``): the worker puts its own object in their place, with the bytes received copied in
+(what the test wrote into it), as the function would get it in one process (:meth:`Sent.take`).
+
 Bytes always travel (what a reply sends is unchanged), so a grading-side object that is gone (nothing of the
 test's held it any more) is simply the decoded array again. Tokens name only this worker's results and the
 arguments given back to it: :class:`Kept` is per implementation and emptied at every new worker
@@ -27,9 +31,11 @@ token at or below it can only name an object the student's code was handed and c
 
 Left as they are (written down here, not handled): views of one cached base (``cache[:n, :n]``) are new objects at
 every call and cross apart, as within one call; 0-d arrays (numpy scalars travel as values); a test's writes into
-an array reach the worker's copy only when the array is sent back as an argument, and then as a new array (the
-worker's object never changes from the grading side); an object both the test and the worker wrote into takes the
-worker's bytes.
+an array reach the worker's object only when the test passes it back (not when the student's code reads its cache
+by itself in a later call); an object both the test and the worker wrote into takes the worker's bytes; a decoded
+array is writeable even where the worker's is read-only (the frames carry no flags); an array put into a
+dict or list argument in place of an array of the same shape is copied into the caller's (``codec.sync``), so a
+later result giving it back is another object.
 """
 
 from __future__ import annotations
