@@ -16,8 +16,9 @@ from grader.grading.records import Job, suite_files
 from grader.suite import graded_suite
 from grader.tests.test_trust import copy_reference
 
-SLEEPY_SOFTMAX = ("\n\n_honest_softmax = softmax\n\n\ndef softmax(x, axis=-1):\n    import time\n"
-                  "    time.sleep({seconds})\n    return _honest_softmax(x, axis)\n")
+SLEEPY_SOFTMAX = ("\n\n_honest_softmax, _calls = softmax, [0]\n\n\ndef softmax(x, axis=-1):\n    import time\n\n"
+                  "    _calls[0] += 1\n    if _calls[0] > {answered}:\n        time.sleep({seconds})\n"
+                  "    return _honest_softmax(x, axis)\n")
 
 
 def _jobs(*folders: tuple[str, Path]) -> list[Job]:
@@ -26,10 +27,11 @@ def _jobs(*folders: tuple[str, Path]) -> list[Job]:
                 budget=60.0) for name, path in folders]
 
 
-def _sleepy(folder: Path, seconds: float) -> Path:
+def _sleepy(folder: Path, seconds: float, answered: int = 0) -> Path:
+    """The reference, its softmax sleeping ``seconds`` at each call past the first ``answered`` of each worker."""
     student = copy_reference(folder)
     with open(student / "softmax.py", "a", encoding="utf-8") as module:
-        module.write(SLEEPY_SOFTMAX.format(seconds=seconds))
+        module.write(SLEEPY_SOFTMAX.format(seconds=seconds, answered=answered))
     return student
 
 
@@ -71,7 +73,7 @@ def test_at_most_jobs_grading_processes_run(tmp_path, started):
 def test_a_stall_while_the_machine_is_busy_is_retried_then_reported_as_the_machines(tmp_path, started,
                                                                                      monkeypatch):
     monkeypatch.setattr(pool, "_machine_busy", lambda waited, stalled: True)
-    jobs = _jobs(("stuck", _sleepy(tmp_path / "stuck", 4.0)))
+    jobs = _jobs(("stuck", _sleepy(tmp_path / "stuck", 4.0, answered=2)))  # (a first test ends, then stalls)
     [(job, result)] = list(pool.run_jobs(jobs, processes=1, stall=1.5))
     assert result.error.startswith(pool.MACHINE_BUSY), result.error
     assert "rerun" in result.error
@@ -80,7 +82,8 @@ def test_a_stall_while_the_machine_is_busy_is_retried_then_reported_as_the_machi
 
 def test_a_stall_of_an_idle_machine_is_the_graders_failure_at_once(tmp_path, started, monkeypatch):
     monkeypatch.setattr(pool, "_machine_busy", lambda waited, stalled: False)
-    jobs = _jobs(("stuck", _sleepy(tmp_path / "stuck", 4.0)), ("honest", copy_reference(tmp_path / "honest")))
+    stuck = _sleepy(tmp_path / "stuck", 4.0, answered=2)  # (a first test ends, then every call stalls)
+    jobs = _jobs(("stuck", stuck), ("honest", copy_reference(tmp_path / "honest")))
     results = {job.student: result for job, result in pool.run_jobs(jobs, processes=1, stall=1.5)}
     assert results["stuck"].error == "the grading process gave no result within 1.5 s"
     assert results["honest"].error is None  # the batch went on, on a fresh process
