@@ -43,10 +43,11 @@ MAX_VIEW_BYTES = 64 << 20  # what one view's answers may add to the student's wo
 
 
 def reference_digest(reference: Path) -> str:
-    """The digest of a reference's modules (with Python's and numpy's versions and the frame format)."""
+    """The digest of a reference's modules (with Python's and numpy's versions, the frame format and the cipher)."""
     import numpy
 
-    digest = hashlib.sha256(f"{frames.MAGIC!r}|{sys.version.split()[0]}|{numpy.__version__}".encode())
+    digest = hashlib.sha256(f"{frames.MAGIC!r}|{frames.SEAL_CIPHER}|{sys.version.split()[0]}|{numpy.__version__}"
+                            .encode())
     for path in sorted(reference.rglob("*.py")):
         if "__pycache__" not in path.parts:
             digest.update(f"\0{path.relative_to(reference).as_posix()}\0".encode())

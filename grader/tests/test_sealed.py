@@ -42,6 +42,30 @@ def test_a_sealed_answer_opens_only_with_its_own_question() -> None:
     assert len({index, key[:frames.SEAL_INDEX], __import__("hashlib").sha256(question).digest()[:20]}) == 3
 
 
+def test_the_keystream_is_aes_256_ctr_where_openssl_is_reached_and_shake_otherwise(monkeypatch) -> None:
+    # NIST SP 800-38A, F.5.5 (CTR-AES256.Encrypt): its key, its first counter block, its first plaintext block.
+    key = bytes.fromhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4")
+    counter = bytes.fromhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")
+    out = bytearray(16)
+    assert frames._AES is not None and frames.SEAL_CIPHER == "aes-256-ctr"  # this machine's hashlib is OpenSSL's
+    frames._AES(key, bytes.fromhex("6bc1bee22e409f96e93d7e117393172a"), out, counter)
+    assert out.hex() == "601ec313775789a5b7a7f504bbf3d228"
+    # A zero counter, and a keystream that does not repeat within an answer of megabytes (a 16-byte block).
+    data = bytes(3 << 20)
+    stream = bytes(frames.seal(key, data))
+    assert stream[:16] != stream[16:32] and stream[-16:] != stream[:16] and frames.seal(key, stream) == data
+    # A key of another length is hashed to 32 bytes, never read past its end.
+    assert frames.seal(b"short", frames.seal(b"short", b"answer")) == b"answer" != frames.seal(b"short", b"answer")
+    # Without OpenSSL: SHAKE-128, a keystream of its own, and a file of answers of its own name.
+    monkeypatch.setattr(frames, "_AES", None)
+    assert bytes(frames.seal(key, data)) == __import__("hashlib").shake_128(key).digest(len(data)) != stream
+    from grader.sandbox import sealed
+
+    here = sealed.reference_digest(ROOT / "solutions")
+    monkeypatch.setattr(frames, "SEAL_CIPHER", "shake-128")
+    assert sealed.reference_digest(ROOT / "solutions") != here
+
+
 def test_only_the_kits_check_records_and_a_worker_gets_one_views_answers(tmp_path: Path) -> None:
     table = Sealed()
     question, answer = _callback(np.ones(3)), frames.pack({"status": "ok", "payload": 1.5}, [])
