@@ -31,15 +31,7 @@ def kv_cache_append(cache, k_t, v_t):
 def test_a_cache_given_back_is_not_a_new_cache_when_graded(tmp_path):
     # kv_cache_append returning the cache it was given failed test_cache_is_never_changed in the student's pytest
     # (new is cache) and passed it graded (1.5 points): the grading side's `new` was a dict decoded from the reply.
-    submissions = tmp_path / "submissions"
-    copy_reference(submissions / "mallory", decoding=CACHE_GIVEN_BACK)
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out), "--jobs", "1",
-               "--part", "all", "--exercise", "decoding"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    tests = json.loads((out / "mallory" / "results.json").read_text(encoding="utf-8"))["tests"]
-    outcome = {test["name"].split(": ", 1)[-1]: test["score"] for test in tests}
+    outcome = _graded(tmp_path, "decoding", decoding=CACHE_GIVEN_BACK)
     assert outcome["test_cache_is_never_changed"] == 0, outcome
 
 
@@ -54,8 +46,8 @@ def init_multi_head(rng, d_model, n_heads):
 '''
 
 
-def _graded(tmp_path, exercise: str, **appended: str) -> dict[str, float]:
-    """The test scores of the reference with ``appended`` code, graded by ``attention-kit grade`` (one exercise)."""
+def _graded_tests(tmp_path, exercise: str, **appended: str) -> list[dict]:
+    """The test records (results.json) of the reference with ``appended`` code, graded (one exercise): mallory's."""
     submissions = tmp_path / "submissions"
     copy_reference(submissions / "mallory", **appended)
     out = tmp_path / "out"
@@ -63,8 +55,12 @@ def _graded(tmp_path, exercise: str, **appended: str) -> dict[str, float]:
                "--part", "all", "--exercise", exercise]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    tests = json.loads((out / "mallory" / "results.json").read_text(encoding="utf-8"))["tests"]
-    return {test["name"].split(": ", 1)[-1]: test["score"] for test in tests}
+    return json.loads((out / "mallory" / "results.json").read_text(encoding="utf-8"))["tests"]
+
+
+def _graded(tmp_path, exercise: str, **appended: str) -> dict[str, float]:
+    """The test scores of the reference with ``appended`` code, graded by ``attention-kit grade`` (one exercise)."""
+    return {test["name"].split(": ", 1)[-1]: test["score"] for test in _graded_tests(tmp_path, exercise, **appended)}
 
 
 def test_arrays_shared_within_a_result_are_shared_when_graded(tmp_path):
@@ -112,17 +108,10 @@ def test_a_cached_causal_mask_fails_graded_as_in_the_students_run(tmp_path):
     # causal_mask wrapped in functools.lru_cache failed test_causal_mask_is_a_square_boolean_array in the student's
     # pytest (np.shares_memory(first, second): a caller's mask &= padding changes every later mask) and passed it
     # graded, every reply decoded into new arrays. The worker's array given twice now arrives as one object.
-    submissions = tmp_path / "submissions"
-    copy_reference(submissions / "mallory", masks=CACHED_CAUSAL_MASK)
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out), "--jobs", "1",
-               "--part", "all", "--exercise", "masks"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    tests = json.loads((out / "mallory" / "results.json").read_text(encoding="utf-8"))["tests"]
-    graded = {test["extra_data"]["nodeid"].split("::")[-1]: test for test in tests
+    graded = {test["extra_data"]["nodeid"].split("::")[-1]: test
+              for test in _graded_tests(tmp_path, "masks", masks=CACHED_CAUSAL_MASK)
               if test["extra_data"]["nodeid"].startswith("tests/test_04_masks.py::")}
-    local = _failed_locally(submissions / "mallory", "tests/test_04_masks.py")
+    local = _failed_locally(tmp_path / "submissions" / "mallory", "tests/test_04_masks.py")
     assert set(local) == {"test_causal_mask_is_a_square_boolean_array"}, list(local)
     assert {name for name, test in graded.items() if test["status"] == "failed"} == set(local)
     said = graded["test_causal_mask_is_a_square_boolean_array"]["output"]
