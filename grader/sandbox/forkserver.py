@@ -62,7 +62,7 @@ def serve(control_fd: int, students: str, run_worker: Callable[[int, int, str, i
     exited: dict[int, int] = {}  # pid -> wait status of the forked workers that ended
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
+            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
         except OSError:
             return 0
         if not data:
@@ -90,15 +90,11 @@ def serve(control_fd: int, students: str, run_worker: Callable[[int, int, str, i
 
 def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str,
                  run_worker: Callable[..., int]) -> dict:
-    """Fork a worker for one submission (see :func:`serve`); the reply holds its pid.
-
-    A fourth file descriptor, if any, is the sealed answers' file (``grader.sandbox.sealed.Shared``): the worker
-    maps it privately and read-only, and closes it, before it drops to its user.
-    """
+    """Fork a worker for one submission (see :func:`serve`); the reply holds its pid."""
     try:
         name, uid, limits = message["modules"], message["uid"], message["limits"]
-        if len(fds) not in (3, 4):
-            raise ValueError(f"fork: expected 3 or 4 file descriptors, got {len(fds)}")
+        if len(fds) != 3:
+            raise ValueError(f"fork: expected 3 file descriptors, got {len(fds)}")
         if not name or name.startswith(".") or "/" in name:
             raise ValueError(f"fork: bad submission folder name {name[:40]!r}")
         if (not 0 < uid < 2**31 or uid == _KILLER_UID or len(limits) != len(_LIMITS)
@@ -113,8 +109,7 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str,
     if pid == 0:  # the worker: nothing of the server's but numpy and this code
         code = 70
         try:
-            requests, replies, output = fds[:3]
-            answers = _mapped(fds[3]) if len(fds) == 4 else None
+            requests, replies, output = fds
             os.close(control_fd)
             os.dup2(output, 1)
             os.dup2(output, 2)
@@ -124,7 +119,7 @@ def _fork_worker(message: dict, fds: list[int], control_fd: int, students: str,
                 os.closerange(start, end)
             os.setsid()  # a session (and a scheduling group) of its own, as a worker started by bwrap
             apply_limits(limits, message["niceness"])
-            code = run_worker(requests, replies, modules, uid, _NOGROUP, answers)  # drops to uid first
+            code = run_worker(requests, replies, modules, uid, _NOGROUP)  # drops to uid first
         except BaseException:  # noqa: BLE001 - told on the worker's output, which the grading side reports
             traceback.print_exc()
         finally:
@@ -199,16 +194,6 @@ def kill_all_of(uid: int, killer_uid: int, gid: int = _NOGROUP) -> None:
         finally:
             os._exit(0)
     os.waitpid(killer, 0)
-
-
-def _mapped(fd: int) -> object:
-    """The file ``fd`` mapped privately and read-only (a write would touch this process's own copy); ``fd`` closed."""
-    import mmap
-
-    try:
-        return mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
-    finally:
-        os.close(fd)
 
 
 def _kill_user(uid: int, exited: dict[int, int]) -> dict:

@@ -31,7 +31,6 @@ from grader.curriculum import kit_path
 from grader.sandbox import limits as confine
 from grader.sandbox import server
 from grader.sandbox.limits import Limits
-from grader.sandbox.sealed import Shared
 
 SANDBOX_CODE = Path(__file__).resolve().parent
 WORKER_SOURCE = SANDBOX_CODE / "worker.py"
@@ -157,7 +156,6 @@ class WorkerProcess:
         self.uid: int | None = None
         self.worker_pid: int | None = None  # the host pid of the current worker's own process (set by the facade)
         self.spawned_at = 0.0
-        self.shared: Shared | None = None  # the sealed answers' file the current worker was forked with
         self.scratch = self._new_scratch()
         # What the garbage collector must clean up if close() is never called (kept current by spawn/stop).
         self._live: dict[str, Any] = {"process": None, "fds": {}, "scratch": self.scratch}
@@ -220,14 +218,11 @@ class WorkerProcess:
 
     # ------------------------------------------------------------------ start
 
-    def spawn(self, niceness: int, shared: Shared | None = None) -> dict[str, int]:
+    def spawn(self, niceness: int) -> dict[str, int]:
         """Start a worker; its pipes: ``requests`` (write end), ``replies`` and ``output`` (read ends).
 
-        ``shared``: the sealed answers' file, handed to a forked worker (then ``self.shared``; a worker started
-        on its own is sent each view's answers on its pipe). OSError or ``server.ServerError`` if it could not be
-        started.
+        OSError or ``server.ServerError`` if it could not be started.
         """
-        self.shared = None
         self.spawned_at = time.perf_counter()
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
@@ -239,9 +234,7 @@ class WorkerProcess:
         self.uid = confine.fresh_uid() if self.plan.drop_to is not None else None
         try:
             if self._fork_server is not None:
-                answers = () if shared is None else (shared.fd,)
-                self.process = self._fork(requests_read, replies_write, output_write, niceness, answers)
-                self.shared = shared
+                self.process = self._fork(requests_read, replies_write, output_write, niceness)
             else:
                 self._hand_over()  # (a forked worker's are handed over by the fork server's client)
                 self.process = self._start(requests_read, replies_write, output_write, niceness)
@@ -257,8 +250,7 @@ class WorkerProcess:
                           held=self.uid)
         return fds
 
-    def _fork(self, requests_read: int, replies_write: int, output_write: int, niceness: int,
-              answers: tuple[int, ...] = ()) -> server.ForkedWorker:
+    def _fork(self, requests_read: int, replies_write: int, output_write: int, niceness: int) -> server.ForkedWorker:
         """A worker forked by this process's fork server (replaced first if it is tainted or gone)."""
         assert self.uid is not None and self._fork_server is not None
         current = self._fork_server()
@@ -271,7 +263,7 @@ class WorkerProcess:
             self._live["scratch"] = self.scratch
             self.missing = self._prepare_scratch()
         return current.fork(self.scratch, self.uid, self.limits, niceness,
-                            (requests_read, replies_write, output_write, *answers))
+                            (requests_read, replies_write, output_write))
 
     def _start(self, requests_read: int, replies_write: int, output_write: int, niceness: int) -> subprocess.Popen:
         """A worker started on its own (its own sandbox, if any)."""

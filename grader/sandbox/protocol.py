@@ -97,8 +97,7 @@ CALLBACKS: dict[str, dict[str, type]] = {
 # Grading process -> fork server (``forkserver.serve``), on the server's own socket; no student code runs there:
 # ``fork`` a worker for the submission folder ``modules`` (its name in the server's folder of submissions),
 # dropping to ``uid`` with ``limits`` (CPU seconds, address space, file size, processes, open files) and
-# ``niceness``, the worker's three pipes passed along with the message (and, as a fourth, the sealed answers'
-# read-only file, ``sealed.Shared``, if any); ``kill`` every process of ``uid`` (and
+# ``niceness``, the worker's three pipes passed along with the message; ``kill`` every process of ``uid`` (and
 # say whether anything of it is left); ``wait`` up to ``timeout`` seconds for forked worker ``pid`` to end.
 SERVER_REQUESTS: dict[str, dict[str, type]] = {
     "fork": {"modules": str, "uid": int, "limits": list, "niceness": int},
@@ -108,8 +107,6 @@ SERVER_REQUESTS: dict[str, dict[str, type]] = {
 # Optional fields (checked when present): the sources of the kit's given code that a view's first request
 # carries (exercise -> source; ``grader.sandbox.given_views``), never a file the worker could read.
 OPTIONAL: dict[str, dict[str, type]] = {"import": {"given": dict},
-                                        # Where the answers lie in the file the worker was forked with (sealed.Shared).
-                                        "answers": {"at": list},
                                         "call": {"given": dict, "answer_here": bool, "every_call": bool,
                                                  "made_of": str, "steps": dict, "kept": bool,
                                                  "tokens": list}}

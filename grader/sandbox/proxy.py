@@ -57,7 +57,7 @@ from grader.sandbox.limits import Limits
 from grader.sandbox.measuring import Measuring
 from grader.sandbox.process import SCRATCH_ENV, WorkerProcess, close_fork_servers, describe_exit, shared_fork_server
 from grader.sandbox.reports import Reports
-from grader.sandbox.sealed import SEALED
+from grader.sandbox.sealed import SEALED, Held
 from grader.sandbox.signatures import Signatures
 from grader.sandbox.spares import Spares
 from tests.kit import ImplementationError
@@ -141,7 +141,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         self._adopted = False
         self._handshake_pending = False
         # The views whose sealed answers the worker holds (grader.sandbox.sealed), and their frames' bytes.
-        self._sealed_views: dict[str, int] = {}
+        self._sealed = Held(self.curriculum.dependencies)
         self._kept = kept.Kept()  # the arrays the worker's results gave, by its tokens (one worker's: see _spawn)
         self.out_of_memory = False  # the last worker that ended had reached its control group's memory limit
         self.group_missed = 0  # workers whose control group could not be made or joined (see ``isolation``)
@@ -269,13 +269,13 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             # A submission that already ran out of time gets the CPU only when honest ones do not need it.
             # Every worker at the grader's own priority: its budget is CPU time, so a lower priority would only
             # stretch a looping call's wall time (and a machine busy enough would then stop it as the machine's).
-            fds = self._worker.spawn(0, SEALED.shared() if self.fair and self.path != self.reference else None)
+            fds = self._worker.spawn(0)
         except (OSError, server.ServerError) as error:
             raise self._internal(f"the worker process could not be started ({error})") from None
         self._channel.open(fds)
         self._given.reset()
         self._kept.reset()  # a new worker: no token names an array of the last one
-        self._sealed_views = {}
+        self._sealed.reset()
         dependencies = {e.name: list(self.curriculum.dependencies(e.name)) if self.fair else []
                         for e in self.curriculum.exercises}
         functions = {e.name: list(e.functions) for e in self.curriculum.exercises}
@@ -351,9 +351,9 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         time (not the reference's) is charged to the budget.
         """
         view = str(header.get("view", FAIR_VIEW_ALL))
-        # A worker that holds given code of this very exercise (given_views), or too near its lifetime CPU limit
-        # for this call (budget.worker_spent), is replaced first: neither is the student's doing.
-        if self._given.must_restart(view) or self._budget.worker_spent(timeout):
+        # A worker given code of this very exercise or answers to its functions (given_views, sealed.Held), or too
+        # near its lifetime CPU limit for this call (budget.worker_spent), is replaced: none is the student's doing.
+        if self._given.must_restart(view) or self._sealed.about(view) or self._budget.worker_spent(timeout):
             self._stop()
         self._ready()
         self._given.attach(header)
@@ -361,7 +361,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
         try:
-            if view not in self._sealed_views and header.get("op") == "call" and self.fair and \
+            if view not in self._sealed.sizes and header.get("op") == "call" and self.fair and \
                     self.path != self.reference:
                 self._send_sealed(view, deadline)
             if header.get("op") == "call" and SEALED.recorded is not None:  # the kit's check: answered there
@@ -427,16 +427,16 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         first.
         """
         held = self.limits.memory_bytes // 8
-        frame = SEALED.request(view, held, self._worker.shared)  # where they lie, if the worker holds them all
-        self._sealed_views[view] = 0  # asked once per worker, even when there are none
+        frame = SEALED.request(view, held)
+        self._sealed.sizes[view] = 0  # asked once per worker, even when there are none
         if frame is None:
             return
-        if sum(self._sealed_views.values()) + len(frame) > held:
-            forget = [known for known, size in self._sealed_views.items() if size]
+        if sum(self._sealed.sizes.values()) + len(frame) > held:
+            forget = [known for known, size in self._sealed.sizes.items() if size]
             self._channel.send(frames.pack({"op": "forget_answers", "views": forget}, []), deadline)
-            self._sealed_views = {known: 0 for known, size in self._sealed_views.items() if not size}  # sent again
+            self._sealed.sizes = {known: 0 for known, size in self._sealed.sizes.items() if not size}  # sent again
         self._channel.send(frame, deadline)
-        self._sealed_views[view] = len(frame)
+        self._sealed.given(view, len(frame))
 
     def _request(self, header: dict, arrays: list, what: str, counted: bool = True,
                  timeout: float | None = None) -> tuple[dict, list]:

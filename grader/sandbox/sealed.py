@@ -11,13 +11,14 @@ is the reference, answers its callbacks itself, with the same modules, and sends
 (``protocol``'s ``answered_here``; :meth:`Sealed.keep_answered`): no round trip, the same bytes as the reference's
 worker would send; a student's worker that sends any is ended. A student's worker receives the
 sealed answers of the view it runs (:meth:`Sealed.request`, before the view's first call) and opens one where its
-code asks the very same question, with no round trip. A worker the fork server forks is handed every view's
-answers at once, in one read-only file in memory (:meth:`Sealed.shared`, a sealed memfd the worker maps privately):
-the view's frame then says where its answers lie instead of carrying them, so tens of MB are not written down each
-worker's pipe again, nor copied into its memory, for every student.
+code asks the very same question, with no round trip.
 
 What a worker can learn from them: only the answers to questions its code can write, which it could ask anyway
-(an index says nothing of its question, and the key is the question's). It never sees an answer to a question it
+(an index says nothing of its question, and the key is the question's), and never those of the exercise it
+grades: a view's answers are about the functions of the exercises it builds on, and a worker given them is
+replaced before it grades one of those (:class:`Held`; it once held every view's answers from its start, in one
+file mapped at its fork, and a test of ``softmax`` could open the reference's ``softmax`` where a later view's
+check had asked it the same question). It never sees an answer to a question it
 cannot write, such as the trained weights of a training loop it did not get right. The reference's CPU seconds
 for each answer travel with it and are charged to the call that opens it, as a remembered answer's are: the worker
 reports them with its reply (``protocol.ANSWERED``); one that under-reports spares its own budget only CPU time the
@@ -26,15 +27,15 @@ reference did not spend for it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import math
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grader.sandbox import frames
+from grader.sandbox.protocol import VIEW_ALL
 
 # view -> index -> (sealed answer, the reference's CPU seconds for it).
 Table = dict[str, dict[bytes, tuple[bytes, float]]]
@@ -60,24 +61,6 @@ def file_for(store: Path, reference: Path) -> Path:
     return store / "answers" / f"{reference_digest(reference)[:40]}.frame"
 
 
-# What makes the shared file read-only for good: no write, no change of size, no seal removed (fcntl(2)).
-_SEALS = ("F_SEAL_WRITE", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
-
-
-@dataclass(frozen=True, eq=False)
-class Shared:
-    """Every view's sealed answers in one read-only memfd, handed to each forked worker (``fd``, open here).
-
-    ``at``: view -> the offset and size of its answers' bytes in the file; ``frames``: view -> the frame that tells a
-    worker holding the file where they lie (its entries, no bytes). The file is sealed against writes and changes
-    of size before any worker sees it, so no worker can change what another reads.
-    """
-
-    fd: int
-    at: dict[str, tuple[int, int]]
-    frames: dict[str, bytes] = field(repr=False)
-
-
 class Sealed:
     """A grading process's sealed answers: those of the reference in force, and the check being recorded."""
 
@@ -85,7 +68,6 @@ class Sealed:
         self.path: Path | None = None
         self.table: Table = {}  # the answers of the views not asked for yet (see request)
         self._frames: dict[str, bytes] = {}  # view -> the frame of its answers, packed (b"": none)
-        self._shared: Shared | None = None  # the answers of the table in force as a shared file, once made
         self._stamp: tuple[int, int] | None = None
         self.recorded: Table | None = None  # while the kit's check runs: what its callbacks were answered
         self._recorded_bytes = 0
@@ -99,64 +81,20 @@ class Sealed:
         stamp = (found.st_mtime_ns, found.st_size) if found is not None else None
         if path == self.path and stamp == self._stamp:
             return
-        if self._shared is not None:  # workers forked with it keep their own mapping
-            os.close(self._shared.fd)
-        self.path, self._stamp, self.table, self._frames, self._shared = path, stamp, {}, {}, None
+        self.path, self._stamp, self.table, self._frames = path, stamp, {}, {}
         if path is not None and stamp is not None:
             self.table = read(path)
 
-    def shared(self) -> Shared | None:
-        """The answers of every view not sent as a frame yet, in one sealed memfd (None: none, or no memfd here).
-
-        Made once per table and kept open for the workers forked from now on; each maps it privately
-        (``forkserver``), and :meth:`request` given it answers with where a view's answers lie.
-        """
-        if self._shared is not None or self.recorded is not None or not self.table:
-            return self._shared if self.recorded is None else None
-        if not hasattr(os, "memfd_create") or not all(hasattr(fcntl, seal) for seal in (*_SEALS, "F_ADD_SEALS")):
-            return None
-        fd = os.memfd_create("attention-kit-answers", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        at: dict[str, tuple[int, int]] = {}
-        made: dict[str, bytes] = {}
-        try:
-            offset = 0
-            for view, answers in self.table.items():
-                entries, body = _described(answers)
-                if body:
-                    os.pwrite(fd, body, offset)
-                at[view] = (offset, len(body))
-                made[view] = frames.pack({"op": "answers", "view": view, "entries": entries, "at": [offset, len(body)]},
-                                         [])
-                offset += len(body)
-            if not offset:
-                os.close(fd)
-                return None
-            seals = 0
-            for seal in _SEALS:
-                seals |= getattr(fcntl, seal)
-            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
-        except OSError:
-            os.close(fd)
-            return None
-        self._shared, self.table = Shared(fd, at, made), {}  # the bytes are in the file now, read back if needed
-        return self._shared
-
-    def request(self, view: str, most: int, shared: Shared | None = None) -> bytes | None:
+    def request(self, view: str, most: int) -> bytes | None:
         """The frame that gives a worker ``view``'s sealed answers, if any and at most ``most`` bytes long.
 
-        None while the check is recorded: its callbacks must reach this process to be recorded. ``shared``: the
-        file the worker was forked with; if it is the one in force, the frame says where the answers lie in it.
-        Otherwise the frame carries them, and is the same for every worker, so it is packed once per view:
-        a class sends it to each student's worker, and packing it again each time cost three copies of tens of
-        MB per student.
+        None while the check is recorded: its callbacks must reach this process to be recorded. The frame is the
+        same for every worker, so it is packed once per view: a class sends it to each student's worker, and
+        packing it again each time cost three copies of tens of MB per student. Each worker gets a view's answers
+        at the view's first call, never before (``Held`` says why).
         """
         if self.recorded is not None:
             return None
-        if shared is not None and shared is self._shared and view in shared.frames:
-            return shared.frames[view]
-        if self._shared is not None and view in self._shared.at and view not in self.table:
-            offset, size = self._shared.at[view]  # a worker started on its own: the bytes read back from the file
-            self.table[view] = _read_back(self._shared, view, os.pread(self._shared.fd, size, offset))
         frame = self._frames.get(view)
         if frame is None:
             answers = self.table.pop(view, None)
@@ -217,16 +155,6 @@ def _described(answers: dict[bytes, tuple[bytes, float]]) -> tuple[list[list], b
     """A view's answers as a frame carries them: its entries ([index, size, CPU seconds]) and their bytes, joined."""
     return ([[index.hex(), len(blob), cpu] for index, (blob, cpu) in answers.items()],
             b"".join(blob for blob, _ in answers.values()))
-
-
-def _read_back(shared: Shared, view: str, body: bytes) -> dict[bytes, tuple[bytes, float]]:
-    """A view's answers as the table held them, from its entries' frame and its bytes in the shared file."""
-    parsed = frames.unpack(shared.frames[view])
-    answers, offset = {}, 0
-    for index, size, cpu in parsed[0][0]["entries"] if parsed is not None else []:
-        answers[bytes.fromhex(index)] = (body[offset : offset + size], cpu)
-        offset += size
-    return answers
 
 
 def merge_into(path: Path, first: Table) -> None:
@@ -291,6 +219,44 @@ def parse(data: bytes) -> Table:
         return table if offset == len(body) else {}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+class Held:
+    """The sealed answers one worker was given: each view's frame size (0: asked, none) and whose functions they are.
+
+    A view's answers are the reference's answers to its dependencies' functions. A worker given them must never
+    grade one of those exercises again: its code could open the reference's answer to the very function under test
+    (a test of ``masks`` asking ``causal_mask(8)`` where a later view's check asked the same), a question it can
+    write but may not ask. So :meth:`about` tells the grading process to replace the worker first. What a worker
+    was told to forget still counts: its code could have copied the answers while it held them.
+
+    Parameters
+    ----------
+    dependencies : callable
+        ``curriculum.dependencies``: the exercises a view builds on, whose functions its answers answer.
+    """
+
+    def __init__(self, dependencies: Callable[[str], Iterable[str]]) -> None:
+        self.sizes: dict[str, int] = {}
+        self._dependencies = dependencies
+        self._about: set[str] = set()
+        self._everything = False  # answers of the view of every exercise were given
+
+    def reset(self) -> None:
+        """A new worker: nothing given yet."""
+        self.sizes, self._about, self._everything = {}, set(), False
+
+    def given(self, view: str, size: int) -> None:
+        """``view``'s answers were sent (a frame of ``size`` bytes; 0: there are none)."""
+        self.sizes[view] = size
+        if size and view == VIEW_ALL:
+            self._everything = True
+        elif size:
+            self._about.update(self._dependencies(view))
+
+    def about(self, view: str) -> bool:
+        """Whether the worker was given answers to functions of ``view`` itself (then it must not grade it)."""
+        return self._everything or (view in self._about if view != VIEW_ALL else bool(self._about))
 
 
 SEALED = Sealed()  # this grading process's

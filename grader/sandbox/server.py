@@ -166,8 +166,8 @@ class ForkServer:
              pipes: tuple[int, ...]) -> ForkedWorker:
         """Fork a worker for the submission ``folder`` (a folder of ``students``, holding ``modules/``).
 
-        ``pipes``: the worker's requests (read end), replies and output (write ends), then the sealed answers'
-        file if any (``sealed.Shared``); they stay open here, for the caller to close. ``folder``'s modules are
+        ``pipes``: the worker's requests (read end), replies and output (write ends); they stay open here, for
+        the caller to close. ``folder``'s modules are
         handed to ``uid`` (readable by it alone) first.
         """
         if folder.parent != self.students:

@@ -140,9 +140,8 @@ class Channel:
 class Worker:
     """Imports the student's modules lazily, one package per view, and runs calls."""
 
-    def __init__(self, channel: Channel, modules: str, shared_answers: Any = None) -> None:
+    def __init__(self, channel: Channel, modules: str) -> None:
         self.channel = channel
-        self.shared_answers = shared_answers  # the sealed answers' file it was forked with, mapped (sealed.Shared)
         self.modules = modules.rstrip("/") + "/"
         self.functions: dict[str, list[str]] = {}
         self.dependencies: dict[str, list[str]] = {}
@@ -394,8 +393,6 @@ class Worker:
                 entries[bytes.fromhex(index)] = (offset, size, cpu)
                 offset += size
             body = arrays[0] if arrays else b""  # this frame's own buffer (frames.unpack, owned): kept, not copied
-            if "at" in header:  # where they lie in the read-only file this worker was forked with (sealed.Shared)
-                body = memoryview(self.shared_answers or b"")[header["at"][0] : header["at"][0] + header["at"][1]]
             if len(body) == offset:  # (anything else is not these answers: their questions are asked)
                 self.sealed[header["view"]] = (entries, body)
         elif op == "forget_answers":  # no reply either
@@ -553,7 +550,7 @@ def _close_quietly(fd: int) -> None:
         pass
 
 
-def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int, answers: Any = None) -> int:
+def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int) -> int:
     """The rest of a worker that the fork server forked (its limits set, the server's files closed): run it.
 
     It drops to ``uid`` before it touches anything of the submission, then runs exactly what a worker
@@ -564,7 +561,7 @@ def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int,
     # The command line a worker started on its own would have (student code may read it).
     sys.argv = [sys.argv[0], "--requests", str(requests), "--replies", str(replies), "--modules", modules,
                 "--uid", str(uid), "--gid", str(gid)]
-    return run_worker(requests, replies, modules, answers)
+    return run_worker(requests, replies, modules)
 
 
 def _no_new_privileges() -> None:
@@ -577,7 +574,7 @@ def _no_new_privileges() -> None:
         raise SystemExit("could not set no_new_privs")
 
 
-def run_worker(read_fd: int, write_fd: int, modules: str, answers: Any = None) -> int:
+def run_worker(read_fd: int, write_fd: int, modules: str) -> int:
     """Serve the grading process's requests over the two pipes until it closes them (numpy is imported)."""
     _no_new_privileges()  # before any student code
     os.chdir(modules)
@@ -586,7 +583,7 @@ def run_worker(read_fd: int, write_fd: int, modules: str, answers: Any = None) -
     # A process that student code forks must never speak on the channel: close it there at once.
     os.register_at_fork(after_in_child=lambda: [_close_quietly(fd) for fd in (read_fd, write_fd)])
     channel = Channel(read_fd, write_fd)
-    worker = Worker(channel, os.path.realpath(modules), answers)
+    worker = Worker(channel, os.path.realpath(modules))
     while True:
         try:
             header, arrays = channel.receive()

@@ -14,11 +14,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from grader.curriculum import ROOT
 from grader.sandbox import frames
-from grader.sandbox.limits import plan
 from grader.sandbox.sealed import Sealed, read
 from grader.tests.test_trust import copy_reference
 from grader.tests.waiting import HANG_SECONDS
@@ -102,52 +100,26 @@ def _saved_table(path: Path) -> Sealed:
     return table
 
 
-def test_a_forked_worker_is_given_every_views_answers_in_one_file_that_nothing_can_change(tmp_path: Path) -> None:
-    """The answers go to each forked worker as a sealed memfd, not down its pipe: the view's frame says where they lie.
+def test_a_worker_given_a_views_answers_never_grades_an_exercise_they_answer() -> None:
+    """A view's answers are about its dependencies' functions: a worker given them is replaced before it grades one
+    of those, and one told to forget them is replaced all the same (its code could have copied them)."""
+    from grader.curriculum import load as load_curriculum
+    from grader.sandbox.protocol import VIEW_ALL
+    from grader.sandbox.sealed import Held
 
-    Nobody can write to the file, change its size or lift its seals, and a worker's own (private) mapping of it
-    can be made writable only as a copy of its own: no worker can change what another worker opens.
-    """
-    import ctypes
-    import fcntl
-    import mmap
-
-    from grader.sandbox import forkserver
-
-    path = tmp_path / "kit.frame"
-    by_pipe = _saved_table(path).request("attention", 1 << 20)  # what a worker started on its own is sent
-    table = _saved_table(path)
-    shared = table.shared()
-    assert shared is not None and table.shared() is shared and set(shared.at) == {"attention", "training"}
-    (header, arrays), _ = frames.unpack(table.request("attention", 1 << 20, shared))
-    (whole, whole_arrays), _ = frames.unpack(by_pipe)
-    offset, size = header.pop("at")
-    assert arrays == [] and header == whole and [offset, size] == list(shared.at["attention"])
-    assert os.pread(shared.fd, size, offset) == whole_arrays[0].tobytes()  # the very bytes the pipe would carry
-    assert table.request("attention", 1 << 20) == by_pipe  # a worker not forked with the file: the bytes, read back
-    for change in (lambda: os.pwrite(shared.fd, b"x", 0), lambda: os.ftruncate(shared.fd, 1),
-                   lambda: os.ftruncate(shared.fd, 1 << 20),
-                   lambda: mmap.mmap(shared.fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE),
-                   lambda: fcntl.fcntl(shared.fd, fcntl.F_ADD_SEALS, 0)):
-        try:
-            change()
-        except PermissionError:
-            continue
-        raise AssertionError("the shared answers' file could be changed")
-    mine = forkserver._mapped(os.dup(shared.fd))  # as the fork server maps it in a worker
-    with pytest.raises(TypeError):
-        mine[0:1] = b"x"
-    start = np.frombuffer(mine, np.uint8).ctypes.data
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    assert libc.mprotect(start, len(mine), mmap.PROT_READ | mmap.PROT_WRITE) == 0  # a private mapping may...
-    ctypes.memset(start, 0x41, len(mine))
-    assert mine[:4] == b"AAAA" and os.pread(shared.fd, 4, 0) != b"AAAA"  # ...but writes only its own copy
-    other = forkserver._mapped(os.dup(shared.fd))
-    assert other[:] == os.pread(shared.fd, len(other), 0) and other[:4] != b"AAAA"
-    table.use(None)  # another table: the file is closed here (workers keep their mappings)
-    with pytest.raises(OSError):
-        os.fstat(shared.fd)
+    curriculum = load_curriculum()
+    held = Held(curriculum.dependencies)
+    assert "softmax" in curriculum.dependencies("attention") and "attention" not in curriculum.dependencies("masks")
+    held.given("softmax", 0)  # asked, none: nothing held
+    assert not any(held.about(view) for view in ("softmax", "attention", VIEW_ALL))
+    held.given("attention", 120)
+    assert held.about("softmax") and not held.about("attention") and not held.about("masks") and held.about(VIEW_ALL)
+    held.sizes = {"attention": 0}  # told to forget: still about softmax
+    assert held.about("softmax")
+    held.reset()  # a new worker
+    assert not held.about("softmax") and held.sizes == {}
+    held.given(VIEW_ALL, 10)  # answers of the view of every exercise: about every one
+    assert held.about("masks") and held.about("attention")
 
 
 def test_a_question_is_hashed_as_its_packed_frame_would_be() -> None:
@@ -167,20 +139,19 @@ def test_each_views_answers_go_to_a_worker_once_and_within_an_eighth_of_its_memo
 
     sizes = {"attention": 40, "training": 50, "negation": 30, "retrieval": 0}
     monkeypatch.setattr(proxy.SEALED, "request",
-                        lambda view, most, shared=None: (b"x" * sizes[view] if 0 < sizes[view] <= most else None))
+                        lambda view, most: (b"x" * sizes[view] if 0 < sizes[view] <= most else None))
     sent: list[bytes] = []
-    fake = SimpleNamespace(limits=SimpleNamespace(memory_bytes=8 * 100), _sealed_views={},
-                           _worker=SimpleNamespace(shared=None),
+    fake = SimpleNamespace(limits=SimpleNamespace(memory_bytes=8 * 100), _sealed=proxy.Held(lambda view: ()),
                            _channel=SimpleNamespace(send=lambda data, deadline: sent.append(data)))
     for view in ("attention", "training", "retrieval"):
         proxy.IsolatedImplementation._send_sealed(fake, view, 0.0)
-    assert [len(frame) for frame in sent] == [40, 50] and fake._sealed_views == {"attention": 40, "training": 50,
+    assert [len(frame) for frame in sent] == [40, 50] and fake._sealed.sizes == {"attention": 40, "training": 50,
                                                                                     "retrieval": 0}
     proxy.IsolatedImplementation._send_sealed(fake, "negation", 0.0)  # 120 > 100: the worker forgets the others
     forget, frame = sent[2:]
     (header, _), _ = frames.unpack(forget)
     assert header == {"op": "forget_answers", "views": ["attention", "training"]} and len(frame) == 30
-    assert fake._sealed_views == {"retrieval": 0, "negation": 30}  # the others are sent again when they come back
+    assert fake._sealed.sizes == {"retrieval": 0, "negation": 30}  # the others are sent again when they come back
 
 
 GRADE_TWICE = r'''
@@ -250,26 +221,28 @@ def test_students_opening_sealed_answers_get_the_grades_they_get_by_asking(tmp_p
 
 
 SPOILER = """
-import ctypes as _ctypes, gc as _gc, numpy as _np
+import gc as _gc
 SPOILED = []
-for _o in _gc.get_objects():  # the worker's own state: the answers' file it was forked with, mapped
-    _m = getattr(_o, "shared_answers", None) if type(_o).__name__ == "Worker" else None
-    if _m is not None and len(_m):
-        _start = _np.frombuffer(_m, _np.uint8).ctypes.data
-        _ctypes.CDLL(None).mprotect(_ctypes.c_void_p(_start - _start % 4096), _ctypes.c_size_t(len(_m) + 4096), 3)
-        _ctypes.memset(_start, 0, len(_m))
-        SPOILED.append(len(_m))
-_honest_softmax = softmax
-def softmax(x, axis=-1):  # right only where the answers were found and zeroed: the attack ran
-    return _honest_softmax(x, axis=axis) if SPOILED else _np.zeros_like(_np.asarray(x, dtype=float))
+_honest_attention = scaled_dot_product_attention
+def scaled_dot_product_attention(q, k, v, mask=None):  # zeroes the sealed answers its worker holds, then is right
+    if not SPOILED:
+        for _o in _gc.get_objects():
+            if type(_o).__name__ == "Worker" and isinstance(getattr(_o, "sealed", None), dict):
+                for _entries, _body in list(_o.sealed.values()):
+                    _bytes = np.frombuffer(_body, np.uint8)
+                    if _bytes.size and _bytes.flags.writeable:
+                        _bytes[:] = 0
+                        SPOILED.append(_bytes.size)
+    return _honest_attention(q, k, v, mask=mask)
 """
 
 
 def test_a_worker_that_overwrites_its_answers_changes_only_its_own(tmp_path: Path) -> None:
-    """Students graded one after another by one grading process share one answers' file: a student's code that
-    finds its mapping and zeroes it (made writable) spoils its own copy, never the next student's answers."""
+    """Students graded one after another by one grading process are sent the same answers: a student's code that
+    finds its worker's copy and zeroes it spoils its own copy (its questions are then asked, and answered), never the
+    next student's answers."""
     reference, correct = copy_reference(tmp_path / "reference"), copy_reference(tmp_path / "correct")
-    hostile = copy_reference(tmp_path / "hostile", softmax=SPOILER)
+    hostile = copy_reference(tmp_path / "hostile", attention=SPOILER)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     first = 'for name in ("correct", "mistaken"):\n    out[name] = graded('
     script = GRADE_TWICE.replace(first, first.replace('"correct", "mistaken"', '"mistaken", "correct"'), 1)
@@ -278,13 +251,8 @@ def test_a_worker_that_overwrites_its_answers_changes_only_its_own(tmp_path: Pat
                           capture_output=True, text=True, env=env, timeout=HANG_SECONDS, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    softmax = {outcome for nodeid, outcome, _ in out["mistaken"]["tests"] if "test_01_softmax" in nodeid}
-    if plan().forks:  # (workers started one by one are sent each view's answers down their pipe, as before)
-        assert softmax == {"passed"}, "the hostile code found no answers' file to spoil"
-        assert out["mistaken"]["crossed"] > 0  # its zeroed answers open to nothing: it asks instead
-        assert {outcome for _, outcome, _ in out["mistaken"]["tests"]} == {"passed"}  # and is answered, as asked
-    else:
-        assert softmax == {"passed", "failed"} or softmax == {"failed"}, softmax
+    assert out["mistaken"]["crossed"] > 0  # its zeroed answers open to nothing: it asks instead...
+    assert {outcome for _, outcome, _ in out["mistaken"]["tests"]} == {"passed"}  # ...and is answered, as asked
     assert out["correct"]["crossed"] == 0 and all(outcome == "passed" for _, outcome, _ in out["correct"]["tests"])
     assert out["correct"]["tests"] == out["correct-asked"]["tests"]
 
