@@ -619,6 +619,28 @@ def _constant_result(exercise: str, function: str, fill: int, number: str, tests
                  _files(number, exercise), about=tests)
 
 
+def _nan_result(exercise: str, function: str, number: str, tests: tuple[str, ...]) -> Cheat:
+    """The cheat whose ``function`` returns NaN everywhere after its checks; ``tests``, its own (a hostile round's).
+
+    NaN is close to NaN in the tests' value checks (``equal_nan``) and never equal to itself in ``array_equal``:
+    a check that compares two of the function's own results, alike (the same seed, the same offset) or apart
+    (another seed, another offset), passed it where zeros and ones fail.
+    """
+    def code(end: str) -> dict[str, str]:
+        return {exercise: _CONSTANT_RESULT.format(function=function, end=end)}
+
+    return Cheat(f"{function.replace('_', '-')}-nan-after-its-checks", exercise,
+                 code("return _constant(result, _np.nan)"),
+                 code("raise NotImplementedError('the NaN left out (the control)')"),
+                 _files(number, exercise), about=tests)
+
+
+# The layer's wiring tests build their expected values from the student's own layer_norm: NaN from both
+# layer_norm and transformer_layer made the expected values NaN too, and the wiring "matched" them.
+_NAN_LAYER = "\n".join(_CONSTANT_RESULT.format(function=function, end="{end}")
+                       for function in ("layer_norm", "transformer_layer"))
+
+
 # Other trivial results after the reference's own checks ("no points without the idea"): the reference's answer for
 # fixed inputs of the same shapes (float arrays replaced by seeded ones: the actual values ignored), a seeded random
 # array of the result's shape and dtype, or the first argument of the result's shape given back unchanged (softmax(x)
@@ -763,6 +785,15 @@ CHEATS = {
         *(_constant_result("layer", function, fill, "07", ("test_layer_functions_with_any_number_of_leading_axes",))
           for function in ("layer_norm", "transformer_layer") for fill in (0, 1)),
         _constant_result("layer", "dropout", 1, "07", ("test_dropout_preserves_the_mean",)),
+        # (a hostile round: NaN passed checks that compare a function's results with each other)
+        _nan_result("positional", "rotary_embedding", "05", ("test_rotary_scores_depend_only_on_the_offset",)),
+        _nan_result("projections", "init_weight", "02", ("test_init_weight",)),
+        _nan_result("layer", "dropout", "07", ("test_dropout",)),
+        Cheat("layer-norm-and-layer-nan-after-their-checks", "layer",
+              {"layer": _NAN_LAYER.replace("{end}", "return _constant(result, _np.nan)")},
+              {"layer": _NAN_LAYER.replace("{end}", "raise NotImplementedError('the NaN left out (the control)')")},
+              _files("07", "layer"), about=("test_feed_forward_residual", "test_residual_paths_with_silent_sublayers",
+                                            "test_activation_is_passed_to_the_feed_forward")),
         *(_trivial_result("layer", "feed_forward", kind, "07", ("test_feed_forward_is_position_wise",))
           for kind in ("identity", "negated-input")),
         *(_trivial_result("layer", "transformer_layer", kind, "07", _LAYER_READS_X)
