@@ -19,6 +19,7 @@ from tests.feedback import (
     expect_close,
     expect_differs,
     expect_dtype,
+    expect_no_nan,
     expect_raises_value_error,
     expect_shape,
 )
@@ -610,6 +611,10 @@ def test_rotary_scores_depend_only_on_the_offset(impl):
     k_rot = impl.rotary_embedding(np.tile(k, (n, 1)))
     if not (expect_shape(q_rot, (n, d), what=f"rotary_embedding of a ({n}, {d}) array", idea=ROTARY)
             and expect_shape(k_rot, (n, d), what=f"rotary_embedding of a ({n}, {d}) array", idea=ROTARY)):
+        return
+    # (NaN is close to NaN and unequal to itself: NaN rows passed both checks below, a hostile round's)
+    if not (expect_no_nan(q_rot, what=f"rotary_embedding of a ({n}, {d}) array of finite numbers", idea=ROTARY)
+            and expect_no_nan(k_rot, what=f"rotary_embedding of a ({n}, {d}) array of finite numbers", idea=ROTARY)):
         return
     scores = q_rot @ k_rot.T  # scores[m, n] = q rotated by m . k rotated by n
     for offset, pairs in ((2, ((3, 1), (7, 5), (12, 10))), (-3, ((0, 3), (6, 9), (9, 12)))):

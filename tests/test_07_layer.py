@@ -15,6 +15,7 @@ from tests.feedback import (
     expect_close,
     expect_differs,
     expect_dtype,
+    expect_no_nan,
     expect_raises_value_error,
     expect_shape,
 )
@@ -526,7 +527,8 @@ def test_dropout_draws_only_from_rng(impl):
     other = impl.dropout(x, 0.5, np.random.default_rng(27))
     idea = "all randomness comes from the rng argument (rng.random), never np.random's global state"
     expect_close(again, first, atol=0.0, rtol=0.0, what="dropout twice with generators of the same seed", idea=idea)
-    expect(not np.array_equal(other, first), what="dropout with generators of different seeds",
+    # (equal_nan: NaN is unequal to itself, so NaN of two seeds were "different masks", a hostile round's)
+    expect(not np.array_equal(other, first, equal_nan=True), what="dropout with generators of different seeds",
            expected="different masks", observed="the same mask", idea=idea)
 
 
@@ -601,6 +603,17 @@ def _norms(impl, params: dict, eps: float = LN_EPS) -> tuple:
                                    eps=eps) for norm in ("ln1", "ln2"))
 
 
+def _judged_by(expected: np.ndarray, what: str) -> bool:
+    """Whether ``expected``, built from your layer_norm, can judge the wiring: it holds no NaN (else the failure).
+
+    NaN is close to NaN: a layer_norm and a transformer_layer that both returned NaN matched here without any
+    wiring (a hostile round's).
+    """
+    return expect_no_nan(expected, what=f"{what}, built from your layer_norm",
+                         idea=LN + "; these tests judge the layer's wiring with your own layer_norm, which must give "
+                                   "numbers first (its own tests say how)")
+
+
 def test_residual_paths_with_silent_sublayers(impl):
     # Zero weights and biases: both sub-layers output exactly 0, only residuals and norms remain.
     x, params = _tokens(31, BATCH, N, D_MODEL, loc=0.5), _silenced(_layer_params(32), attention=True, ffn=True)
@@ -625,6 +638,8 @@ def test_feed_forward_residual(impl):
     ln1, ln2 = _norms(impl, params)
     h = ln1(x)
     post = ln2(h + _feed_forward(h, params, _relu))
+    if not _judged_by(post, "LN2(h + FFN(h)) with h = LN1(x)"):
+        return
     expect_close(impl.transformer_layer(x, params, N_HEADS), post,
                  what="post-LN layer with silent attention: LN2(h + FFN(h)) with h = LN1(x)", idea=POST)
     pre = x + _feed_forward(ln2(x), params, _relu)
@@ -721,6 +736,8 @@ def test_activation_is_passed_to_the_feed_forward(impl):
     x, params = _tokens(44, BATCH, N, D_MODEL), _silenced(_layer_params(45), attention=True, ffn=False)
     ln1, ln2 = _norms(impl, params)
     pre = x + _feed_forward(ln2(x), params, _gelu_by_tanh)
+    if not _judged_by(pre, "x + FFN_gelu(LN2(x))"):
+        return
     out = impl.transformer_layer(x, params, N_HEADS, norm_first=True, activation="gelu")
     expect_close(out, pre, what="pre-LN layer with silent attention and activation='gelu': x + FFN_gelu(LN2(x))",
                  idea=_activation_idea(out, x + _feed_forward(ln2(x), params, _relu), PRE))
