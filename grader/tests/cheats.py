@@ -677,6 +677,11 @@ TRIVIAL_ENDS = {
                          "**kwargs)",
     "seeded-random": "return _seeded(result, _np.random.default_rng(0))",
     "seeded-uniform": "return _np.random.default_rng(0).random(_np.shape(result)).astype(result.dtype)",  # in [0, 1)
+    # seeded by a digest of the array arguments: other inputs, other numbers (a hostile round's: it passed a check that
+    # only asked for different scores from doubled queries, where seeded-random gives the same ones)
+    "input-hashed-random": "return _seeded(result, _np.random.default_rng(list(_np.frombuffer(__import__('hashlib')"
+                           ".sha256(b''.join(_np.ascontiguousarray(a).tobytes() for a in args "
+                           "if isinstance(a, _np.ndarray))).digest(), dtype=_np.uint32))))",
     "identity": "return next(a for a in args if isinstance(a, _np.ndarray) and a.shape == _np.shape(result))",
     # the first array argument given back unchanged, whatever the result's shape (attention_scores(q, k) = q)
     "first-array": "return next(a for a in args if isinstance(a, _np.ndarray))",
@@ -755,7 +760,7 @@ CHEATS = {
                          "test_rotary_position_zero_is_the_identity")),
         *(_trivial_result("attention", "attention_scores", kind, "03",
                           ("test_scaled_scores_keep_unit_variance", "test_attention_entropy_does_not_collapse"))
-          for kind in ("fixed-input", "seeded-random")),
+          for kind in ("fixed-input", "seeded-random", "input-hashed-random")),
         _trivial_result("attention", "scaled_dot_product_attention", "fixed-input", "03",
                         ("test_weights_rows_sum_to_one", "test_attention_entropy_does_not_collapse")),
         *(_constant_result("attention", "scaled_dot_product_attention", fill, "03", _ATTENTION_CONSTANT)
