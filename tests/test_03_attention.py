@@ -8,6 +8,7 @@ import numpy as np
 
 from tests import unseen
 from tests.conventions import ADDED_FILL, FINITE_FILL, VALUE_SCALE
+from tests.failures import recorded_so_far
 from tests.feedback import (
     call_expecting_no_warning,
     call_or_explain,
@@ -301,6 +302,13 @@ def test_scaled_scores_keep_unit_variance(impl):
                    what=f"attention_scores of the keys doubled (k -> 2 k) against those of k, d_k={dims[0]}",
                    expected="different scores (twice the first): each score is a dot product of a query and a key",
                    passed="the scores' variance stays about 1", idea=SCALE)
+    # Different is not enough: unit-variance numbers seeded by the inputs differ too (a hostile round's). Twice
+    # the queries or the keys, twice every score, whatever the scale (a scale's mistake is the check above's).
+    for doubled, argument in ((impl.attention_scores(2 * q, k), "queries"), (impl.attention_scores(q, 2 * k), "keys")):
+        if recorded_so_far():
+            break
+        expect_close(doubled, 2 * np.asarray(impl.attention_scores(q, k), dtype=float), idea=SCALE,
+                     what=f"attention_scores with the {argument} doubled against twice those of q and k, d_k={dims[0]}")
 
 
 def _entropy(weights: np.ndarray) -> float:
@@ -330,10 +338,18 @@ def test_attention_entropy_does_not_collapse(impl):
            idea=_idea(mistake, SCALE))
     q, k = _unit_qk(dims[0])
     v = np.random.default_rng(dims[0]).normal(size=(n_k, 8))
-    expect_differs(impl.scaled_dot_product_attention(2 * q, k, v)[1], impl.scaled_dot_product_attention(q, k, v)[1],
+    sharper, weights = (impl.scaled_dot_product_attention(scale * q, k, v)[1] for scale in (2, 1))
+    expect_differs(sharper, weights,
                    what=f"the weights of the queries doubled (q -> 2 q) against those of q, d_k={dims[0]}",
                    expected="different weights: doubling the queries doubles the scores, and the softmax sharpens",
                    passed="the weights' entropy stays in its range", idea=SCALE)
+    # ... by exactly as much: softmax(2 s) is w**2 renormalised, for w = softmax(s) (scores seeded by the inputs
+    # differ too, and have that entropy: a hostile round's).
+    if not recorded_so_far() and np.shape(weights) == np.shape(sharper) == (64, n_k):
+        squared = np.asarray(weights, dtype=float) ** 2
+        expect_close(sharper, squared / squared.sum(axis=-1, keepdims=True), idea=SCALE,
+                     what=f"the weights of the queries doubled against those of q squared and renormalised "
+                          f"(softmax(2 s) = w**2 / sum(w**2)), d_k={dims[0]}")
 
 
 # ------------------------------------------------ the reading's example (docs/reading.md#worked-example)
