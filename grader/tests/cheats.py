@@ -677,6 +677,10 @@ TRIVIAL_ENDS = {
                          "**kwargs)",
     "seeded-random": "return _seeded(result, _np.random.default_rng(0))",
     "seeded-uniform": "return _np.random.default_rng(0).random(_np.shape(result)).astype(result.dtype)",  # in [0, 1)
+    # numbers drawn from the call's own generator, nothing of the function's idea (a hostile round's: dropout's
+    # test that all randomness comes from rng asked no more than that)
+    "drawn-from-its-rng": "return next(a for a in (*args, *kwargs.values()) if isinstance(a, _np.random.Generator))"
+                          ".standard_normal(_np.shape(result)).astype(result.dtype)",
     # seeded by a digest of the array arguments: other inputs, other numbers (a hostile round's: it passed a check that
     # only asked for different scores from doubled queries, where seeded-random gives the same ones)
     "input-hashed-random": "return _seeded(result, _np.random.default_rng(list(_np.frombuffer(__import__('hashlib')"
@@ -790,6 +794,7 @@ CHEATS = {
         *(_constant_result("layer", function, fill, "07", ("test_layer_functions_with_any_number_of_leading_axes",))
           for function in ("layer_norm", "transformer_layer") for fill in (0, 1)),
         _constant_result("layer", "dropout", 1, "07", ("test_dropout_preserves_the_mean",)),
+        _trivial_result("layer", "dropout", "drawn-from-its-rng", "07", ("test_dropout",)),
         # (a hostile round: NaN passed checks that compare a function's results with each other)
         _nan_result("positional", "rotary_embedding", "05", ("test_rotary_scores_depend_only_on_the_offset",)),
         _nan_result("projections", "init_weight", "02", ("test_init_weight",)),
