@@ -10,6 +10,7 @@ from tests import kinds, unseen
 from tests.conventions import CLASSIC_DROPOUT, CONVENTION, GELU_ERF, layer_norm_form, with_convention
 from tests.crash import raising_through
 from tests.effort import expect_varies, message, require
+from tests.failures import recorded_so_far
 from tests.feedback import (
     expect,
     expect_close,
@@ -530,6 +531,17 @@ def test_dropout_draws_only_from_rng(impl):
     # (equal_nan: NaN is unequal to itself, so NaN of two seeds were "different masks", a hostile round's)
     expect(not np.array_equal(other, first, equal_nan=True), what="dropout with generators of different seeds",
            expected="different masks", observed="the same mask", idea=idea)
+    # ... and masks they are: numbers drawn from rng are the same for one seed too (a hostile round's). Each entry
+    # dropped (0) or kept, x times one factor for all (whatever the factor: the scale is another test's).
+    if not recorded_so_far() and isinstance(first, np.ndarray) and first.shape == x.shape:
+        kept = first != 0
+        with np.errstate(all="ignore"):
+            factors = first[kept] / x[kept]
+        masked = bool(kept.any() and (~kept).any() and np.allclose(factors, factors[0], rtol=1e-6, atol=0.0))
+        expect(masked, what="dropout(x, 0.5, rng) of a (2, 5, 12) array of nonzero numbers, entry by entry",
+               expected="a mask: some entries 0 (dropped), the others x times one factor (kept)",
+               observed=f"{int((~kept).sum())} zeros; the others x times factors from {np.min(factors, initial=0):.4g} "
+                        f"to {np.max(factors, initial=0):.4g}", idea=DROPOUT)
 
 
 def test_dropout_rejects_a_bad_rate(impl):
