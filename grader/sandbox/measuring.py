@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 from grader.sandbox import cgroup
 from grader.sandbox.budget import BudgetExhausted
+from grader.sandbox.server import STARTUP_TIMEOUT
 
 
 class Measuring:
@@ -37,14 +39,18 @@ class Measuring:
         # in earlier calls) is not free for it, and a group's peak counts that code's every page since. The
         # libraries it imports are imported before the baseline: their pages are not the student's.
         self._stop()
-        libraries = installed_imports(self.path / f"{self.curriculum.exercise_of_function(name).name}.py")
+        view = self.curriculum.exercise_of_function(name).name
+        libraries = installed_imports(self.path / f"{view}.py")
         for _ in range(2):  # once more if the machine's load had the call run again on a fresh worker
             self._ready()
-            if libraries:
-                try:
-                    self._request({"op": "preload", "modules": libraries}, [], "importing libraries", counted=False)
-                except Exception:  # noqa: BLE001, S110 - then they are imported within the call, as before
-                    pass
+            # The view's sealed answers (the kit's bytes, not the student's) are given before the baseline, and the
+            # libraries imported: the preload's reply says the worker has read both.
+            try:
+                if self.fair and self.path != self.reference and view not in self._sealed.sizes:
+                    self._send_sealed(view, time.monotonic() + STARTUP_TIMEOUT)
+                self._request({"op": "preload", "modules": libraries}, [], "importing libraries", counted=False)
+            except Exception:  # noqa: BLE001, S110 - then they come within the call, as before
+                pass
             group = self._group
             baseline = group.start_peak() if group is not None else None
             if group is None or baseline is None:

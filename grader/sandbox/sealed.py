@@ -255,8 +255,12 @@ class Held:
             self._about.update(self._dependencies(view))
 
     def about(self, view: str) -> bool:
-        """Whether the worker was given answers to functions of ``view`` itself (then it must not grade it)."""
-        return self._everything or (view in self._about if view != VIEW_ALL else bool(self._about))
+        """Whether the worker was given answers to functions of the exercise ``view`` (then it must not grade it).
+
+        Never for ``VIEW_ALL``, which grades no exercise of its own under fair grading (a preload, a signature):
+        what code run there might keep stays in the worker, which is replaced before the exercise is graded.
+        """
+        return view != VIEW_ALL and (self._everything or view in self._about)
 
 
 SEALED = Sealed()  # this grading process's

@@ -113,13 +113,14 @@ def test_a_worker_given_a_views_answers_never_grades_an_exercise_they_answer() -
     held.given("softmax", 0)  # asked, none: nothing held
     assert not any(held.about(view) for view in ("softmax", "attention", VIEW_ALL))
     held.given("attention", 120)
-    assert held.about("softmax") and not held.about("attention") and not held.about("masks") and held.about(VIEW_ALL)
+    assert held.about("softmax") and not held.about("attention") and not held.about("masks")
+    assert not held.about(VIEW_ALL)  # a preload or a signature: no exercise's call
     held.sizes = {"attention": 0}  # told to forget: still about softmax
     assert held.about("softmax")
     held.reset()  # a new worker
     assert not held.about("softmax") and held.sizes == {}
     held.given(VIEW_ALL, 10)  # answers of the view of every exercise: about every one
-    assert held.about("masks") and held.about("attention")
+    assert held.about("masks") and held.about("attention") and not held.about(VIEW_ALL)
 
 
 def test_a_question_is_hashed_as_its_packed_frame_would_be() -> None:
