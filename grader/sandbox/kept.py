@@ -15,7 +15,9 @@ named ``token``, and ``state`` says what the grading side makes of it:
 - ``SAME``: an object sent before, its bytes as they were sent then: the grading side gives the object it
   decoded then (what the test did to it stays, as in one process where both are one object);
 - ``CHANGED``: an object sent before whose bytes changed since (the student's cache written into): its new bytes
-  are copied into that same object (``np.copyto``), so every earlier holder sees them, as in one process;
+  are copied into that same object (``np.copyto``), so every earlier holder sees them, as in one process; but never
+  into a test's own array given back before (``GIVEN``) unless the call was given it again, where the Kit undoes
+  what the call changed: a grading process keeps its tests' data for its next students (a cached corpus's merges);
 - ``GIVEN`` (with a fourth item, ``i``): the ``i``-th array of the request, given back (``return cache``): the
   caller's own argument, its bytes made the reply's first.
 
@@ -169,12 +171,14 @@ class Kept:
     def __init__(self) -> None:
         self.held: dict[int, _Held] = {}
         self.ids: dict[int, _Held] = {}  # id(array) -> its latest reference, to name it when a test passes it back
+        self.given: set[int] = set()  # the tokens of the test's own arrays given back (GIVEN): never written later
         self.last = -1
 
     def reset(self) -> None:
         """A new worker: no token of the last one names anything any more."""
         self.held.clear()
         self.ids.clear()
+        self.given.clear()
         self.last = -1
 
     def _drop(self, reference: _Held) -> None:
@@ -225,11 +229,17 @@ class Kept:
                 if state == GIVEN and given is None:
                     raise ValueError("no such array in the request")
                 arrays[k] = self._hold(token, decoded if given is None else self._same(given, decoded, True))
+                if given is not None:
+                    self.given.add(token)
             elif state in (SAME, CHANGED):
                 if token > self.last:
                     raise ValueError(f"unknown token {token}")
                 reference = self.held.get(token)
                 held = reference() if reference is not None else None
+                if state == CHANGED and token in self.given and not any(held is sent for sent in request):
+                    # The test's own array (a cache the grading process keeps for its next students), outside this
+                    # call's arguments, whose changes the Kit undoes: never written into, the new bytes are new.
+                    held = None
                 arrays[k] = self._hold(token, decoded if held is None else self._same(held, decoded, state == CHANGED))
             else:
                 raise ValueError(f"unknown kept state {state}")
