@@ -460,7 +460,7 @@ def rebuild_exception(info: dict) -> BaseException:
     if not bases:
         error: BaseException = RuntimeError(f"{name}: {message}" if message else name)
     elif len(bases) == 1 and bases[0].__name__ == name:
-        error = bases[0](message)
+        error = _made(bases[0], name, message)
     else:
         key = (name, tuple(bases))
         if key not in _REBUILT:
@@ -468,13 +468,26 @@ def rebuild_exception(info: dict) -> BaseException:
                 _REBUILT[key] = type(name, tuple(bases), {"__module__": "student"})
             except TypeError:  # incompatible layouts: keep the first builtin base
                 _REBUILT[key] = type(name, (bases[0],), {"__module__": "student"})
-        error = _REBUILT[key](message)
+        error = _made(_REBUILT[key], name, message)
     error.attention_kit_student = True  # type: ignore[attr-defined]  # raised by student code, not by the grader
     frames = info.get("traceback")
     if isinstance(frames, list) and frames:
         lines = [str(line)[:500] for line in frames[-6:]]
         error.add_note("student traceback (most recent call last):\n  " + "\n  ".join(lines))
     return error
+
+def _made(kind: type, name: str, message: str) -> BaseException:
+    """``kind(message)``, or an exception named ``name`` of its nearest ancestor that takes a message.
+
+    A builtin that takes other arguments (UnicodeDecodeError: five, ExceptionGroup: two) becomes its nearest
+    ancestor that takes one (a UnicodeError: still a ValueError, as in one process).
+    """
+    for ancestor in kind.__mro__:
+        try:
+            return (kind if ancestor is kind else type(name, (ancestor,), {"__module__": "student"}))(message)
+        except TypeError:
+            continue
+    return RuntimeError(f"{name}: {message}")
 
 _ALWAYS = ("always", None, Warning, None, 0)  # the filter warnings.simplefilter("always") inserts
 
