@@ -55,3 +55,23 @@ def test_a_bad_byte_in_the_students_code_is_a_value_error_when_graded(tmp_path: 
             impl.function("softmax", "softmax")(np.zeros(2))
     finally:
         impl.close()
+
+
+def test_numpys_complex_warning_is_a_runtime_warning_when_graded(tmp_path: Path) -> None:
+    """The warnings a call raised are raised again on the grading side by category name; a category of numpy's own
+    (ComplexWarning, a RuntimeWarning) came back as a UserWarning, so a test's "no RuntimeWarning" check
+    (``tests.feedback.call_expecting_no_warning``) failed it in the student's own run and passed it when graded."""
+    import warnings
+
+    folder = copy_reference(tmp_path / "student", softmax=(
+        "import numpy as _np\n"
+        "def softmax(x, axis=-1):\n"
+        "    return _np.asarray(_np.asarray(x) + 0j, dtype=float)  # ComplexWarning: discards the imaginary part\n"))
+    impl = IsolatedImplementation(folder, limits=Limits(call_timeout=5))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            impl.function("softmax", "softmax")(np.zeros(2))
+    finally:
+        impl.close()
+    assert any(issubclass(item.category, RuntimeWarning) for item in caught), [item.category for item in caught]
