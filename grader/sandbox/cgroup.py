@@ -184,6 +184,7 @@ class WorkerGroup:
         self.cpu: Path | None = None
         self._usage: int | None = None  # an open file of the CPU counter
         self._peak: int | None = None  # cgroup v2: the open file of memory.peak that was reset (``start_peak``)
+        self.memory_bytes = memory_bytes
         if support.memory is None:
             return
         name = f"attention-kit-{os.getpid()}-{next(_NAMES)}"
@@ -204,6 +205,21 @@ class WorkerGroup:
                 self._usage = os.open(self.memory / "cpu.stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             self.remove()  # a group half made is no group: the caller sees ``active`` False
+
+    def allow(self, extra: int) -> None:
+        """Set the memory limit to the worker's own plus ``extra`` bytes: the kit's sealed answers it holds."""
+        if self.memory is None:
+            return
+        limit = str(self.memory_bytes + extra)
+        with contextlib.suppress(OSError):
+            if self.support.version == 2:
+                (self.memory / "memory.max").write_text(limit)
+                return
+            names = ["memory.limit_in_bytes", *(["memory.memsw.limit_in_bytes"] if self.support.memsw else [])]
+            # (v1: the memory limit never above the memory and swap one, so the larger is written first)
+            growing = int((self.memory / "memory.limit_in_bytes").read_text()) < int(limit)
+            for name in (reversed(names) if growing else names):
+                (self.memory / name).write_text(limit)
 
     def _make(self, folder: Path) -> Path:
         folder.mkdir()

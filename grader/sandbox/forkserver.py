@@ -32,7 +32,10 @@ def apply_limits(values: list[int], niceness: int = 0) -> None:
     if niceness:
         os.nice(niceness)
     for rlimit, value in zip(_LIMITS, values, strict=True):
-        resource.setrlimit(getattr(resource, rlimit), (value, value + 1 if rlimit == "RLIMIT_CPU" else value))
+        # (the address space's hard limit leaves room for the kit's sealed answers: ``worker`` raises the soft one
+        # by their size as they come; an eighth, the most a worker holds, ``proxy._send_sealed``)
+        room = {"RLIMIT_CPU": 1, "RLIMIT_AS": value // protocol.ANSWERS_SHARE}.get(rlimit, 0)
+        resource.setrlimit(getattr(resource, rlimit), (value, value + room))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))  # no POSIX message queue outlives it
 _NOGROUP = 65534

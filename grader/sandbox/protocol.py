@@ -121,6 +121,9 @@ KEPT = "kept"
 MAX_REACHED = 256
 # The view of a request under --no-fair: every module is the student's, and no callback is answered.
 VIEW_ALL = "all"
+# The kit's sealed answers a worker holds at most: this part of its memory, on top of the student's (its address
+# space's hard limit and its group's limit leave room for them: ``forkserver.apply_limits``, ``proxy._send_sealed``).
+ANSWERS_SHARE = 8
 
 
 class ProtocolError(ValueError):

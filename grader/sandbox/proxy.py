@@ -422,21 +422,21 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
     def _send_sealed(self, view: str, deadline: float) -> None:
         """Give the worker ``view``'s sealed answers, once per worker and view, before the view's first call.
 
-        The worker keeps those of every view it was given (a class's hidden tests come back to each view), within
-        an eighth of its memory (what one view's could take before): past that, it is told to forget the others
-        first.
+        The worker keeps those of every view it was given, within an eighth of its memory (past that, it is told to
+        forget the others first), and its limits rise by as much: they are the kit's bytes, not the student's.
         """
-        held = self.limits.memory_bytes // 8
+        held = self.limits.memory_bytes // protocol.ANSWERS_SHARE
         frame = SEALED.request(view, held)
         self._sealed.sizes[view] = 0  # asked once per worker, even when there are none
         if frame is None:
             return
-        if sum(self._sealed.sizes.values()) + len(frame) > held:
-            forget = [known for known, size in self._sealed.sizes.items() if size]
+        forget = self._sealed.room(len(frame), held)  # the views it must forget first (sent again if they come back)
+        if forget:
             self._channel.send(frames.pack({"op": "forget_answers", "views": forget}, []), deadline)
-            self._sealed.sizes = {known: 0 for known, size in self._sealed.sizes.items() if not size}  # sent again
         self._channel.send(frame, deadline)
         self._sealed.given(view, len(frame))
+        if self._group is not None:
+            self._group.allow(sum(self._sealed.sizes.values()))
 
     def _request(self, header: dict, arrays: list, what: str, counted: bool = True,
                  timeout: float | None = None) -> tuple[dict, list]:

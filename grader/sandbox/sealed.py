@@ -254,6 +254,14 @@ class Held:
         elif size:
             self._about.update(self._dependencies(view))
 
+    def room(self, size: int, most: int) -> list[str]:
+        """The views whose answers the worker must forget before it takes ``size`` more bytes within ``most``."""
+        if sum(self.sizes.values()) + size <= most:
+            return []
+        forget = [view for view, held in self.sizes.items() if held]
+        self.sizes = {view: 0 for view, held in self.sizes.items() if not held}
+        return forget
+
     def about(self, view: str) -> bool:
         """Whether the worker was given answers to functions of the exercise ``view`` (then it must not grade it).
 

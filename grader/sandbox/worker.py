@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import resource
 import sys
 import time
 import types
@@ -390,11 +391,13 @@ class Worker:
         elif op == "answers":  # no reply: the call it comes before follows
             entries, offset = {}, 0
             for index, size, cpu in header["entries"]:
-                entries[bytes.fromhex(index)] = (offset, size, cpu)
-                offset += size
+                entries[bytes.fromhex(index)], offset = (offset, size, cpu), offset + size
             body = arrays[0] if arrays else b""  # this frame's own buffer (frames.unpack, owned): kept, not copied
             if len(body) == offset:  # (anything else is not these answers: their questions are asked)
                 self.sealed[header["view"]] = (entries, body)
+                soft, hard = resource.getrlimit(resource.RLIMIT_AS)  # the kit's bytes: as much more address space
+                if soft != resource.RLIM_INFINITY:  # (within the hard limit's room, forkserver.apply_limits)
+                    resource.setrlimit(resource.RLIMIT_AS, (min(hard, soft + len(body)), hard))
         elif op == "forget_answers":  # no reply either
             for view in header["views"]:
                 self.sealed.pop(view, None)

@@ -142,8 +142,10 @@ def test_each_views_answers_go_to_a_worker_once_and_within_an_eighth_of_its_memo
     monkeypatch.setattr(proxy.SEALED, "request",
                         lambda view, most: (b"x" * sizes[view] if 0 < sizes[view] <= most else None))
     sent: list[bytes] = []
+    allowed: list[int] = []  # the worker's memory limit above the student's: what it holds of the kit's
     fake = SimpleNamespace(limits=SimpleNamespace(memory_bytes=8 * 100), _sealed=proxy.Held(lambda view: ()),
-                           _channel=SimpleNamespace(send=lambda data, deadline: sent.append(data)))
+                           _channel=SimpleNamespace(send=lambda data, deadline: sent.append(data)),
+                           _group=SimpleNamespace(allow=allowed.append))
     for view in ("attention", "training", "retrieval"):
         proxy.IsolatedImplementation._send_sealed(fake, view, 0.0)
     assert [len(frame) for frame in sent] == [40, 50] and fake._sealed.sizes == {"attention": 40, "training": 50,
@@ -153,6 +155,7 @@ def test_each_views_answers_go_to_a_worker_once_and_within_an_eighth_of_its_memo
     (header, _), _ = frames.unpack(forget)
     assert header == {"op": "forget_answers", "views": ["attention", "training"]} and len(frame) == 30
     assert fake._sealed.sizes == {"retrieval": 0, "negation": 30}  # the others are sent again when they come back
+    assert allowed == [40, 90, 30]
 
 
 GRADE_TWICE = r'''
