@@ -46,8 +46,7 @@ class Measuring:
             # The view's sealed answers (the kit's bytes, not the student's) are given before the baseline, and the
             # libraries imported: the preload's reply says the worker has read both.
             try:
-                if self.fair and self.path != self.reference and view not in self._sealed.sizes:
-                    self._send_sealed(view, time.monotonic() + STARTUP_TIMEOUT)
+                self._send_sealed(view, time.monotonic() + STARTUP_TIMEOUT)
                 self._request({"op": "preload", "modules": libraries}, [], "importing libraries", counted=False)
             except Exception:  # noqa: BLE001, S110 - then they come within the call, as before
                 pass

@@ -361,8 +361,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
         deadline = self._budget.start_call(timeout, view)
         channel, budget = self._channel, self._budget
         try:
-            if view not in self._sealed.sizes and header.get("op") == "call" and self.fair and \
-                    self.path != self.reference:
+            if header.get("op") == "call":
                 self._send_sealed(view, deadline)
             if header.get("op") == "call" and SEALED.recorded is not None:  # the kit's check: answered there
                 header = {**header, "answer_here": True}
@@ -420,14 +419,15 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             budget.finish_call()
 
     def _send_sealed(self, view: str, deadline: float) -> None:
-        """Give the worker ``view``'s sealed answers, once per worker and view, before the view's first call.
+        """Give a student's worker (fair grading) ``view``'s sealed answers, once per worker, before its first call.
 
-        The worker keeps those of every view it was given, within an eighth of its memory (past that, it is told to
-        forget the others first), and its limits rise by as much: they are the kit's bytes, not the student's.
+        At most an eighth of its memory (``Held.room``), its limits raised by as much: the kit's bytes, not its own.
         """
+        if view in self._sealed.sizes or not self.fair or self.path == self.reference:
+            return
         held = self.limits.memory_bytes // protocol.ANSWERS_SHARE
         frame = SEALED.request(view, held)
-        self._sealed.sizes[view] = 0  # asked once per worker, even when there are none
+        self._sealed.given(view, 0)  # asked once per worker, even when there are none
         if frame is None:
             return
         forget = self._sealed.room(len(frame), held)  # the views it must forget first (sent again if they come back)

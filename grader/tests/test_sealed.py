@@ -144,6 +144,7 @@ def test_each_views_answers_go_to_a_worker_once_and_within_an_eighth_of_its_memo
     sent: list[bytes] = []
     allowed: list[int] = []  # the worker's memory limit above the student's: what it holds of the kit's
     fake = SimpleNamespace(limits=SimpleNamespace(memory_bytes=8 * 100), _sealed=proxy.Held(lambda view: ()),
+                           fair=True, path="student", reference="reference",
                            _channel=SimpleNamespace(send=lambda data, deadline: sent.append(data)),
                            _group=SimpleNamespace(allow=allowed.append))
     for view in ("attention", "training", "retrieval"):
