@@ -83,8 +83,17 @@ def test_only_the_kits_check_records_and_a_worker_gets_one_views_answers(tmp_pat
     assert (size, cpu) == (len(answer), 0.25) and arrays[0].nbytes == size
     assert bytes.fromhex(index) == frames.seal_keys(question)[0]
     assert table.request("multihead", 1 << 20) is None and table.request("attention", len(frame) - 1) is None
-    path.write_bytes(path.read_bytes()[:-3])  # a damaged file: no answers, and grading goes on as before
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-3])  # a damaged file: no answers, and grading goes on as before
     assert read(path) == {}
+    table.use(path)
+    assert table.request("attention", 1 << 20) is None
+    path.write_bytes(whole.replace(bytes(header["entries"][0][0], "ascii"), b"not an index"))  # a bad header too
+    table.use(path)
+    assert table.request("attention", 1 << 20) is None
+    path.write_bytes(whole)  # and the same file whole again: read again, its answers given
+    table.use(path)
+    assert table.request("attention", 1 << 20) == frame
 
 
 def _saved_table(path: Path) -> Sealed:
