@@ -444,7 +444,6 @@ class Worker:
         module, function = header["module"], header["function"]
         self.questions.calls += 1
         self.sent.take(header.get("tokens"), arrays)  # the arrays it gave that the test passes back: its own again
-        args, kwargs = codec.decode(header["payload"], arrays, functions=self.questions.grading_function)
         try:
             loaded = self.load(header["view"], module)
             self.reach.instrument(f"_student_{header['view']}", self.exercises_of(header["view"]))
@@ -458,7 +457,8 @@ class Worker:
         _one_thread()
         self.questions.open = self.questions.calls
         swapped = self.stand_in_steps(loaded, header.get("steps"))
-        try:
+        try:  # arguments that cannot be rebuilt (a callback's: the student's data) are the call's ValueError
+            args, kwargs = codec.decode(header["payload"], arrays, functions=self.questions.grading_function)
             every_call = self.reach.every_call(header.get("every_call") is True, f"_student_{self.view}",
                                                self.exercises_of(self.view), function, header.get("made_of") or "",
                                                (args, kwargs))
