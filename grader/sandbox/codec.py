@@ -101,8 +101,8 @@ def _array_index(array: np.ndarray, arrays: list) -> int:
 def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
     """Turn ``value`` into JSON-able data, appending its arrays to ``arrays``.
 
-    Allowed: None, bool, int, float, str, bytes (as hex text: exercise 15's
-    pieces of text), lists/tuples/dicts of those, plain
+    Allowed: None, bool, int, float, str, bytes and bytearray (as hex text:
+    exercise 15's pieces of text), lists/tuples/dicts of those, plain
     numeric or bool numpy arrays and scalars, ``numpy.random.Generator``
     (sent as its bit generator's state) and the functions of
     :data:`PLAIN_FUNCTIONS` (sent as their kind and coefficients). Anything
@@ -136,6 +136,8 @@ def encode(value: Any, arrays: list, functions: list | None = None) -> Any:
         return str(value)
     if isinstance(value, bytes):
         return {"$": "bytes", "v": bytes(value).hex()}
+    if isinstance(value, bytearray):  # (equal to the bytes it holds, as in the student's own run)
+        return {"$": "bytearray", "v": bytes(value).hex()}
     if isinstance(value, np.ndarray):
         array = np.asarray(value)  # a subclass arrives as a plain ndarray
         check_dtype(array.dtype)
@@ -302,6 +304,8 @@ def decode(data: Any, arrays: list, same: bool = False, functions: Any = None) -
             return PYTHON_TYPES[data["v"]]
         if tag == "bytes" and isinstance(data.get("v"), str):
             return bytes.fromhex(data["v"])
+        if tag == "bytearray" and isinstance(data.get("v"), str):
+            return bytearray.fromhex(data["v"])
         if tag == "function":
             params = decode(data["v"], arrays)
             if not isinstance(params, dict) or not all(isinstance(key, str) for key in params):

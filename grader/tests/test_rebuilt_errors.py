@@ -75,3 +75,25 @@ def test_numpys_complex_warning_is_a_runtime_warning_when_graded(tmp_path: Path)
     finally:
         impl.close()
     assert any(issubclass(item.category, RuntimeWarning) for item in caught), [item.category for item in caught]
+
+
+def test_a_bytearray_result_arrives_as_in_the_students_own_run(tmp_path: Path) -> None:
+    """A piece of text as a bytearray equals the bytes it holds in the student's run: graded, the same (it was
+    refused there, "a value the grader cannot receive", and the test failed only when graded)."""
+    from tests.kit import LocalImplementation
+
+    folder = copy_reference(tmp_path / "student", tokenization=(
+        "_token_pieces = token_pieces\n\n\n"
+        "def token_pieces(text, merges):\n"
+        "    return [bytearray(piece) for piece in _token_pieces(text, merges)]\n"))
+    merges = np.array([[116, 104]], dtype=np.int64)  # "t" + "h"
+    arrays: list = []
+    assert codec.decode(codec.encode([bytearray(b"th"), b"e"], arrays), arrays) == [bytearray(b"th"), b"e"]
+    local = LocalImplementation(folder).function("tokenization", "token_pieces")("the", merges)
+    impl = IsolatedImplementation(folder, limits=Limits(call_timeout=5))
+    try:
+        graded = impl.function("tokenization", "token_pieces")("the", merges)
+    finally:
+        impl.close()
+    assert graded == local == [b"th", b"e"]
+    assert [type(piece) for piece in graded] == [type(piece) for piece in local] == [bytearray, bytearray]
