@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.sandbox import codec
+from grader.sandbox import codec, generators
 from grader.sandbox.proxy import IsolatedImplementation, Limits
 from grader.tests.test_trust import copy_reference
 
@@ -54,7 +54,7 @@ def test_a_state_no_generator_can_be_in_is_refused_when_rebuilt(name: str) -> No
         codec.decode(data, arrays)
 
 
-@pytest.mark.parametrize("name", codec.BIT_GENERATORS)
+@pytest.mark.parametrize("name", generators.BIT_GENERATORS)
 def test_every_state_a_generator_reaches_is_rebuilt_as_it_was(name: str) -> None:
     generator = np.random.Generator(getattr(np.random, name)(11))
     for draw in (lambda: generator.random(5), lambda: generator.integers(0, 9, size=3, dtype=np.int32),
