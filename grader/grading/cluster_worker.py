@@ -24,7 +24,6 @@ import hashlib
 import multiprocessing
 import os
 import shutil
-import tempfile
 import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -33,6 +32,7 @@ from distributed import WorkerPlugin, get_worker
 
 from grader.grading.portable import convert_result, kit_fingerprint, localized, portable_text, roots
 from grader.grading.records import Job, Result
+from grader.grading.scratch import new_folder
 
 PLUGIN = "attention-kit"
 # What a worker says of the batch's sealed answers file when its own has another name (another reference, Python
@@ -74,9 +74,8 @@ class KitPlugin(WorkerPlugin):
             from grader.grading.kit_check import answers_file
 
             self.answers = answers_file()  # (this worker's cache and reference, the course active)
-            # The workers' scratch folders (grader.grading.session.use_scratch): traversable, not listable.
-            self.scratch = tempfile.mkdtemp(prefix="attention-kit-run-")
-            os.chmod(self.scratch, 0o711)
+            # The workers' scratch folders (grader.grading.session.use_scratch; a killed worker's: grading.scratch)
+            self.scratch = str(new_folder("run", listable=False))
 
     def activate(self) -> None:
         """Make this process the batch's: its course, its part, numpy's threads and malloc as in local grading.
@@ -229,7 +228,7 @@ def grade_on_worker(job: Job, files: tuple[tuple[str, bytes], ...], fingerprint:
     with _ONE_AT_A_TIME:
         plugin.activate()  # this batch's course and part (another batch's task may have run here since)
         here = roots()  # this machine's kit and, now, this batch's course: where its "<course>/..." paths lie
-        private = Path(tempfile.mkdtemp(prefix="attention-kit-submission-"))
+        private = new_folder("submission")
         try:
             folder = private / (Path(job.folder).name or "submission")
             folder.mkdir()

@@ -84,6 +84,7 @@ from grader.grading.draw_key import draw_key
 from grader.grading.progress import progress_display
 from grader.grading.records import CALL_BUDGET, MEMORY_MIB, STUDENT_BUDGET, Job, Result, suite_files
 from grader.grading.roster import ExportError, kept_roster
+from grader.grading.scratch import new_folder
 from grader.grading.shard import parse_shard, shard_entries
 from grader.grading.term_stage import check_inputs, finalize, load_inputs
 from grader.suite import graded_suite, hidden_folders
@@ -232,12 +233,10 @@ def grade_batch(
                           "exercises": ", ".join(exercises or ()) or None, "fair": None if fair else "no",
                           "times": times, "adjustments": adjustments, "roster": roster, "cluster": cluster,
                           "shard": f"{shard[0]}/{shard[1]}" if shard else None})
-    work = Path(tempfile.mkdtemp(prefix="attention-kit-grade-"))
+    work = new_folder("grade")  # (a killed run's folders are removed by the next: grading.scratch)
     # The workers' scratch folders, in a folder of this run removed below whatever happens to the grading
-    # processes (a killed one cannot remove its own). Traversable, not listable: a worker without a mount
-    # namespace (--container) runs as another user in its own scratch folder.
-    scratch = Path(tempfile.mkdtemp(prefix="attention-kit-run-"))
-    os.chmod(scratch, 0o711)
+    # processes (a killed one cannot remove its own).
+    scratch = new_folder("run", listable=False)
     # What every student's job shares (and the fingerprint hashes); the kit's check starts from it too.
     template = Job(student="", folder="", files=(), suite=suite_files(suite), fair=fair, policy=isolation,
                    budget=budget, call_budget=call_budget, memory=memory, course=course.settings(),
