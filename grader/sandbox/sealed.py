@@ -31,6 +31,7 @@ import hashlib
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from grader.sandbox.protocol import VIEW_ALL
 Table = dict[str, dict[bytes, tuple[bytes, float]]]
 MAX_TABLE_BYTES = 192 << 20  # a check that asks more keeps the first answers only
 MAX_VIEW_BYTES = 64 << 20  # what one view's answers may add to the student's worker's memory
+KEPT_FILES = 4  # the answers' files a cache folder keeps past a day (40-60 MB each; see _prune)
 
 
 def reference_digest(reference: Path) -> str:
@@ -173,6 +175,25 @@ def merge_into(path: Path, first: Table) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     temporary.write_bytes(_pack(merged))
     os.replace(temporary, path)
+    _prune(path.parent)
+
+
+def _prune(folder: Path, keep: int = KEPT_FILES) -> None:
+    """Remove the answers' files of ``folder`` written over a day ago, but the ``keep`` last written.
+
+    Each edit of the reference left one more file, for good. A file of the last day stays (another batch, of
+    another course, may have just written it); a grading process that has one mapped keeps reading it, one that
+    looks again finds none, and asks the reference instead.
+    """
+    def written(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return time.time()
+
+    for old in sorted(folder.glob("*.frame"), key=written, reverse=True)[keep:]:
+        if time.time() - written(old) > 86_400:
+            old.unlink(missing_ok=True)
 
 
 def _within(answers: dict[bytes, tuple[bytes, float]], limit: int) -> dict[bytes, tuple[bytes, float]]:

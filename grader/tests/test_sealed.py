@@ -335,3 +335,27 @@ def test_an_error_of_the_moment_is_answered_but_never_kept_as_the_questions_answ
         assert protocol.of_the_moment(error), error
     for error in (ValueError("x must be 2-D"), TypeError("k"), RuntimeError("broken reference"), ZeroDivisionError()):
         assert not protocol.of_the_moment(error), error
+
+
+def test_a_cache_folder_keeps_the_answers_of_the_references_last_checked_only(tmp_path: Path) -> None:
+    from grader.sandbox import sealed
+
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    older = []
+    for number in range(6):  # six references checked long ago, oldest first
+        path = folder / f"{number:040d}.frame"
+        path.write_bytes(b"old answers")
+        os.utime(path, (1_000_000 + number, 1_000_000 + number))
+        older.append(path)
+    unrelated = folder / "notes.txt"
+    unrelated.write_text("the instructor's")
+    today = folder / f"{'e' * 40}.frame"  # another batch's of today: kept, however many there are
+    today.write_bytes(b"answers of today")
+    older.insert(0, today)
+    newest = folder / f"{'f' * 40}.frame"
+    sealed.merge_into(newest, {"attention": {b"i" * frames.SEAL_INDEX: (b"sealed", 0.5)}})
+    left = sorted(path.name for path in folder.glob("*.frame"))
+    kept = [newest, today] + older[-(sealed.KEPT_FILES - 2):]  # the day's, then the last written of the others
+    assert left == sorted(path.name for path in kept)
+    assert unrelated.exists() and read(newest)["attention"] == {b"i" * frames.SEAL_INDEX: (b"sealed", 0.5)}
