@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from grader.sandbox import codec, frames, host_memory, protocol
 from grader.sandbox.channel import Ended
-from grader.sandbox.errors import SandboxError, TooMuchSent, WorkerCrashed
+from grader.sandbox.errors import SandboxError, WorkerCrashed
 from grader.sandbox.limits import Limits
 from tests.kit import LocalImplementation
 
@@ -208,12 +208,9 @@ class Callbacks:
                 error = MemoryError(f"{what} needed more than {worker.limits.memory_bytes >> 20} MiB of memory (your "
                                     "code's limit, which covers what it asks of the reference) and was stopped; "
                                     "call it with smaller sizes")
-            elif isinstance(failure, TooMuchSent):  # the answer was larger than a reply may be
+            elif isinstance(failure, WorkerCrashed):
                 error = MemoryError(f"{what} could not be answered (the reference's worker: {failure}); call it "
                                     "with smaller sizes")
-            elif isinstance(failure, WorkerCrashed):  # (no size of the student's is known to be the cause)
-                error = RuntimeError(f"{what} could not be answered: the reference's worker ended while answering "
-                                     "it, on the arguments your code gave it; check what your code passes")
             else:
                 error = RuntimeError(f"{what} could not be answered ({failure})")
             return _error(error), False, max(0.0, worker.spent - before)

@@ -14,10 +14,6 @@ class WorkerCrashed(RuntimeError):
     """The worker process ended (or misbehaved) while running student code."""
 
 
-class TooMuchSent(WorkerCrashed):
-    """The worker was stopped for what it sent: a reply past a frame's limit, or past the test's allowance."""
-
-
 class SandboxError(RuntimeError):
     """The grader itself failed (the worker could not start, ...): never the student's fault.
 

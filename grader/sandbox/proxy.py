@@ -50,7 +50,7 @@ from grader.sandbox import limits as confine
 from grader.sandbox.budget import DIAGNOSIS, MACHINE_RETRIES, Budget, BudgetExhausted
 from grader.sandbox.callbacks import _ANSWERS, Callbacks, answer_key, remember_answer, remembered_answer
 from grader.sandbox.channel import MAX_REPLY_HEADER, Channel, Ended, Timeout, TooLarge
-from grader.sandbox.errors import MachineBusy, SandboxError, TooMuchSent, WorkerCrashed
+from grader.sandbox.errors import MachineBusy, SandboxError, WorkerCrashed
 from grader.sandbox.given import servable as servable_given
 from grader.sandbox.given_views import GivenViews
 from grader.sandbox.limits import Limits
@@ -487,7 +487,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             self._stop()
             self.restarts += 1
             said = self._channel.refusal(error.args[0])  # one frame's limit, the test's or the submission's
-            raise TooMuchSent(f"{what} {said}" if said.startswith("sent") else f"{what} was stopped: {said}") \
+            raise WorkerCrashed(f"{what} {said}" if said.startswith("sent") else f"{what} was stopped: {said}") \
                 from None
         except Ended as error:
             self.stats["crashed"] += 1

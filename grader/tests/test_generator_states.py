@@ -5,9 +5,7 @@ state whose ``pos`` is 10**9, is accepted and reads outside its buffer at the fi
 SIGSEGV. A student's module that gives such a generator to an earlier exercise's function (answered by the
 reference under fair grading) crashed the reference's worker: the student's row said "not graded" (the grader's
 failure) and the batch exited 1. ``codec`` now rebuilds a generator only from a state with a fresh state's fields
-and sizes and its positions in range: anything else is the sender's ``ValueError``. And the end of the reference's
-worker, for any other cause, is no longer told as a ``MemoryError`` ("call it with smaller sizes") unless it was a
-reply too large.
+and sizes and its positions in range: anything else is the sender's ``ValueError``.
 """
 
 from __future__ import annotations
@@ -89,45 +87,3 @@ def test_a_crafted_generator_given_to_the_reference_fails_the_students_call_not_
         np.testing.assert_allclose(impl.function("softmax", "softmax")(x).sum(axis=-1), 1.0)
     finally:
         impl.close()
-
-
-class _EndingWorker:
-    """A reference worker that ends on the call it is given, as a crash or as a reply too large."""
-
-    out_of_memory = False
-
-    def __init__(self, failure: Exception) -> None:
-        from grader.sandbox.limits import Limits as WorkerLimits
-
-        self.failure, self.limits, self.spent = failure, WorkerLimits(), 0.0
-
-    def forward(self, *args, **kwargs):
-        raise self.failure
-
-    def close(self) -> None:
-        pass
-
-
-@pytest.mark.parametrize("failure, kind, said", [
-    ("crash", "RuntimeError", "the reference's worker ended while answering it, on the arguments your code gave"),
-    ("too much", "MemoryError", "call it with smaller sizes"),
-])
-def test_the_reference_worker_s_end_is_told_as_what_it_was(failure: str, kind: str, said: str) -> None:
-    """A crash of the reference's worker was told as a MemoryError ("call it with smaller sizes"), a diagnosis it
-    does not know; only a reply too large is about sizes."""
-    from grader.sandbox import frames
-    from grader.sandbox.callbacks import Callbacks
-    from grader.sandbox.errors import TooMuchSent, WorkerCrashed
-    from grader.sandbox.limits import Limits as WorkerLimits
-    from grader.tests.test_trust import SOLUTIONS
-
-    error = (WorkerCrashed("your code ended the worker process (killed by signal 11) while running init_weight()")
-             if failure == "crash" else TooMuchSent("init_weight() sent a reply of 80 MiB, past 64 MiB"))
-    callbacks = Callbacks(SOLUTIONS, True, WorkerLimits(), start_reference=lambda: _EndingWorker(error))
-    callbacks.init_data = {"functions": {"projections": ["init_weight"], "layer": ["dropout"]},
-                           "dependencies": {"projections": [], "layer": ["projections"]}}
-    header = {"op": "callback", "exercise": "projections", "function": "init_weight", "payload": [[], {}]}
-    answer, kept, _ = callbacks.answer(header, [], "layer", 5.0)
-    (reply, _), _ = frames.unpack(answer)
-    assert reply["status"] == "error" and not kept
-    assert reply["error"]["type"] == kind and said in reply["error"]["message"]
