@@ -298,6 +298,19 @@ def stopped_report(checks: list[Failure]) -> tuple[str, str]:
     return f"{report_text(checks)}\n{RULE}\n", f"{checks[0].message.strip()}\n{count}"
 
 
+def traceback_after_checks(text: str, count: int) -> str | None:
+    """The traceback pytest gives of the test's own code in pytest-check's report of ``count`` failed checks, if any.
+
+    pytest-check closes the checks with :data:`RULE` and their count, and the traceback follows: after a
+    second rule before pytest-check 3.1, at once from 3.1 (which keeps pytest's own rendering of it).
+    """
+    closing = f"{RULE}\nFailed Checks: {count}\n"
+    if closing not in text:
+        return None
+    rest = text.split(closing, 1)[1]
+    return rest.removeprefix(f"{RULE}\n")
+
+
 def report_text(failures: Iterable[Failure], traceback: str = "") -> str:
     """The failure report of the test as pytest prints it (with the diagnosis in front, if any).
 

@@ -393,9 +393,9 @@ def _lead_with_what_to_fix_first(item: pytest.Item, call: pytest.CallInfo[None],
     elif findings and failures.report_text(findings) == text:
         how = "report"
     elif checks and findings[-1].kind == failures.RAISED:
-        marker = f"{failures.RULE}\nFailed Checks: {len(checks)}\n{failures.RULE}\n"
-        if marker in text:
-            how, traceback = "report", text.split(marker, 1)[1]
+        after = failures.traceback_after_checks(text, len(checks))
+        if after is not None:
+            how, traceback = "report", after
     completed = _what_to_fix_first(item, findings)
     if completed is None:
         return report
