@@ -57,8 +57,9 @@ def serve(control_fd: int, students: str, run_worker: Callable[[int, int, str, i
     exactly what a worker started on its own runs (``run_worker``: ``worker.forked_worker``). Starting a
     worker this way costs a fork, not an interpreter and numpy's import (about 70 ms of CPU each).
     """
-    import ctypes  # noqa: F401 - for worker._clear_keyrings in every forked worker, imported once here
     import socket
+
+    from . import keyrings  # noqa: F401 - for every forked worker (worker._shut_keyrings), imported once here
 
     os.set_inheritable(control_fd, False)
     control = socket.socket(fileno=control_fd)

@@ -47,12 +47,7 @@ def load_modules() -> Any:
     are that package's own (``by_code`` and ``decoded``: ``tests``').
     """
     global frames, codec, protocol, calls, by_code, decoded, stand_ins, kept
-    package = __package__ or SANDBOX_PACKAGE
-    if not __package__ and package not in sys.modules:
-        namespace = types.ModuleType(package, "the worker's own modules, beside worker.py")
-        namespace.__path__ = [os.path.dirname(os.path.abspath(__file__))]
-        namespace.__package__ = package
-        sys.modules[package] = namespace
+    package = _package()
     if codec is None:
         import importlib
 
@@ -65,6 +60,24 @@ def load_modules() -> Any:
         by_code = importlib.import_module(f"{package}.by_code" if package == SANDBOX_PACKAGE else "tests.by_code")
         decoded = importlib.import_module(f"{package}.decoded" if package == SANDBOX_PACKAGE else "tests.decoded")
     return package
+
+
+def _package() -> str:
+    """The package of the sandbox-side modules (see :func:`load_modules`), made once when this file is a script."""
+    package = __package__ or SANDBOX_PACKAGE
+    if not __package__ and package not in sys.modules:
+        namespace = types.ModuleType(package, "the worker's own modules, beside worker.py")
+        namespace.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+        namespace.__package__ = package
+        sys.modules[package] = namespace
+    return package
+
+
+def _shut_keyrings() -> str:
+    """Refuse the kernel's key system calls to this worker, or empty its user's keyrings (``keyrings.shut``)."""
+    import importlib
+
+    return importlib.import_module(f"{_package()}.keyrings").shut()
 
 
 _BUILTINS = dict(vars(builtins))
@@ -520,32 +533,6 @@ def _drop_privileges(uid: int, gid: int) -> None:
             raise SystemExit("could not drop privileges")
 
 
-_KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number, where the kit knows it
-
-
-def _clear_keyrings() -> None:
-    """Empty the keyrings of this process's user that outlive its processes: the user, user-session and persistent.
-
-    User ids come round again (``limits.fresh_uid``): what an earlier worker of this uid left there must not reach
-    this one. Run after the privileges are dropped, before student code; a no-op where there are no keyrings.
-    """
-    number = _KEYCTL.get(os.uname().machine)
-    if number is None or os.getuid() == 0:  # only ever a worker's own user's, never root's
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return
-    libc.syscall.restype = ctypes.c_long
-    user, user_session = ctypes.c_long(-4), ctypes.c_long(-5)
-    persistent = libc.syscall(number, 22, ctypes.c_long(-1), user)  # KEYCTL_GET_PERSISTENT, linked into @u
-    for ring in ([ctypes.c_long(persistent)] if persistent >= 0 else []) + [user_session, user]:
-        libc.syscall(number, 7, ring)  # KEYCTL_CLEAR
-    libc.syscall(number, 8, user, user_session)  # KEYCTL_LINK: @u in @us again, as a new user's keyrings are
-
-
 def _close_quietly(fd: int) -> None:
     try:
         os.close(fd)
@@ -560,7 +547,7 @@ def forked_worker(requests: int, replies: int, modules: str, uid: int, gid: int)
     started on its own runs (:func:`run_worker`).
     """
     _drop_privileges(uid, gid)
-    _clear_keyrings()
+    _shut_keyrings()
     # The command line a worker started on its own would have (student code may read it).
     sys.argv = [sys.argv[0], "--requests", str(requests), "--replies", str(replies), "--modules", modules,
                 "--uid", str(uid), "--gid", str(gid)]
@@ -608,7 +595,7 @@ def main(argv: list[str]) -> int:
     read_fd, write_fd = int(options["--requests"]), int(options["--replies"])
     if "--uid" in options:
         _drop_privileges(int(options["--uid"]), int(options.get("--gid", options["--uid"])))
-        _clear_keyrings()
+        _shut_keyrings()
     os.chdir(options["--modules"])
     load_modules()  # numpy and the protocol, before any student code runs
     return run_worker(read_fd, write_fd, options["--modules"])
