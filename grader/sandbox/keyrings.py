@@ -6,7 +6,7 @@ dropped to its own user and before any student code. Standard library only.
 A user's kernel keyrings outlive all its processes, and user ids come round again (``limits.fresh_uid``): a key
 one worker left would reach a later worker of the same uid, another student's. Emptying them at every start
 takes ``KEYCTL_GET_PERSISTENT``, which makes a persistent keyring for every new uid, kept by the kernel for
-three days (a grading server collected a million and a half key users, each made under a kernel spin lock),
+three days (the kit's test machine held a million and a half key users, each made under a kernel spin lock),
 and ``request_key`` can have the kernel run a helper program outside the sandbox. So a worker gets a seccomp
 filter that refuses ``add_key``, ``request_key`` and ``keyctl`` (EPERM), and every system call of another ABI
 than the machine's own (the 32-bit ``int 0x80`` entry and x32 on x86_64, where the key calls have other
