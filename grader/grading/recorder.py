@@ -26,6 +26,7 @@ from grader.grading.implementation import implementation_for, keep_spare
 from grader.grading.records import Job, TestRecord
 from grader.grading.secrets import Secrets
 from grader.sandbox import channel_use
+from grader.sandbox.sealed import SEALED
 from tests.failures import failures_of, graded_text
 from tests.plugin import EXERCISE
 
@@ -134,6 +135,7 @@ class Recorder:
         self.internal_before[nodeid] = self.internal_count()
         self.use_before[nodeid] = self.channel_use()
         self.current = nodeid
+        SEALED.hidden = nodeid in self.hidden_nodes  # a hidden test's answers are given while hidden tests run only
         self.allow()
         if nodeid in self.hidden_nodes and self.public_output is None:  # hidden tests run last: from here on,
             self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown

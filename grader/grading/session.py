@@ -165,6 +165,7 @@ def grade_in_process(job: Job) -> Result:
     if job.fair:
         answers = (Path(job.answers) if job.answers else None) if job.kit_check else kit_check.answers_file()
     SEALED.use(answers)
+    SEALED.hidden = False  # until a hidden test starts (the recorder)
     SEALED.recording(job.kit_check and answers is not None)
     seen: dict[str, Any] = {}  # what the implementation says of itself (isolation, output, calls)
     reused = Session.of(job)

@@ -423,7 +423,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
 
         At most an eighth of its memory (``Held.room``), its limits raised by as much: the kit's bytes, not its own.
         """
-        if view in self._sealed.sizes or not self.fair or self.path == self.reference:
+        if self._sealed.has(view) or not self.fair or self.path == self.reference:
             return
         held = self.limits.memory_bytes // protocol.ANSWERS_SHARE
         frame = SEALED.request(view, held)

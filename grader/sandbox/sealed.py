@@ -23,6 +23,12 @@ cannot write, such as the trained weights of a training loop it did not get righ
 for each answer travel with it and are charged to the call that opens it, as a remembered answer's are: the worker
 reports them with its reply (``protocol.ANSWERED``); one that under-reports spares its own budget only CPU time the
 reference did not spend for it.
+
+The hidden tests' questions are kept apart (:data:`HIDDEN`): an answer first asked in a hidden test is given only
+while the hidden tests run, which come after every public test. A worker can test any question it writes against
+the index it holds, offline; given the hidden tests' answers during the public tests, whose feedback it sees at
+once, it learned their arguments (the seed and sizes of a hidden ``init_multi_head`` call) before any grade was
+out.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from grader.sandbox.protocol import VIEW_ALL
 Table = dict[str, dict[bytes, tuple[bytes, float]]]
 MAX_TABLE_BYTES = 192 << 20  # a check that asks more keeps the first answers only
 MAX_VIEW_BYTES = 64 << 20  # what one view's answers may add to the student's worker's memory
+HIDDEN = "+hidden"  # a view's answers first asked by the hidden tests are the view "<view>+hidden" of the file
 KEPT_FILES = 4  # the answers' files a cache folder keeps past a day (40-60 MB each; see _prune)
 
 
@@ -60,7 +67,8 @@ def reference_digest(reference: Path) -> str:
 
 def file_for(store: Path, reference: Path) -> Path:
     """Where the sealed answers of ``reference`` are kept in the cache folder ``store``."""
-    return store / "answers" / f"{reference_digest(reference)[:40]}.frame"
+    # (.v2: the hidden tests' answers apart; an older file mixed them with the public tests')
+    return store / "answers" / f"{reference_digest(reference)[:40]}.v2.frame"
 
 
 class Sealed:
@@ -75,6 +83,7 @@ class Sealed:
         self._stamp: tuple[int, int] | None = None
         self.recorded: Table | None = None  # while the kit's check runs: what its callbacks were answered
         self._recorded_bytes = 0
+        self.hidden = False  # the hidden tests run (set by the recorder before each test): their answers too
 
     def use(self, path: Path | None) -> None:
         """Answer from the file ``path`` (read again when it changed); None: no sealed answers."""
@@ -99,16 +108,19 @@ class Sealed:
         """
         if self.recorded is not None:
             return None
-        frame = self._frames.get(view)
+        name = view + HIDDEN if self.hidden else view  # while the hidden tests run: the public answers and theirs
+        frame = self._frames.get(name)
         if frame is None:
-            entries, start, end = self.views.pop(view, ([], 0, 0))
+            parts = [self.views[part] for part in dict.fromkeys((view, name)) if part in self.views]
+            entries = [entry for part, _, _ in parts for entry in part]
             frame = b""
             if entries and self._body is not None:
                 import numpy as np
 
+                body = [np.frombuffer(self._body[start:end], np.uint8) for _, start, end in parts]
                 frame = frames.pack({"op": "answers", "view": view, "entries": entries},
-                                    [np.frombuffer(self._body[start:end], np.uint8)])
-            self._frames[view] = frame
+                                    [body[0] if len(body) == 1 else np.concatenate(body)])
+            self._frames[name] = frame
         return frame if frame and len(frame) <= most else None
 
     def recording(self, on: bool) -> None:
@@ -120,8 +132,8 @@ class Sealed:
         if self.recorded is None or self._recorded_bytes + len(answer) > MAX_TABLE_BYTES:
             return
         index, key = frames.seal_keys(frame)
-        answers = self.recorded.setdefault(view, {})
-        if index not in answers:
+        answers = self._table(view)
+        if index not in answers and index not in self.recorded.get(view, {}):
             answers[index] = (frames.seal(key, answer), float(cpu))
             self._recorded_bytes += len(answer)
 
@@ -130,7 +142,8 @@ class Sealed:
         entries, body = message.get("entries"), arrays[0] if len(arrays) == 1 else None
         if self.recorded is None or not isinstance(entries, list) or body is None:
             return False
-        data, offset, answers = memoryview(body).cast("B"), 0, self.recorded.setdefault(view, {})
+        data, offset, answers = memoryview(body).cast("B"), 0, self._table(view)
+        public = self.recorded.get(view, {})
         for entry in entries:
             if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
                     and type(entry[1]) is int and 0 <= entry[1] <= len(data) - offset
@@ -141,11 +154,17 @@ class Sealed:
                 key = bytes.fromhex(index)
             except ValueError:
                 return False
-            if len(key) == frames.SEAL_INDEX and key not in answers and self._recorded_bytes + size <= MAX_TABLE_BYTES:
+            if len(key) == frames.SEAL_INDEX and key not in answers and key not in public and \
+                    self._recorded_bytes + size <= MAX_TABLE_BYTES:
                 answers[key] = (bytes(data[offset : offset + size]), max(0.0, cpu))
                 self._recorded_bytes += size
             offset += size
         return offset == len(data)
+
+    def _table(self, view: str) -> dict[bytes, tuple[bytes, float]]:
+        """Where an answer of ``view`` is recorded now: its public table, or its hidden one (:data:`HIDDEN`)."""
+        assert self.recorded is not None
+        return self.recorded.setdefault(view + HIDDEN if self.hidden else view, {})
 
     def save(self, path: Path) -> None:
         """Stop recording; merge what was recorded into the file ``path`` (written whole, then renamed)."""
@@ -297,14 +316,19 @@ class Held:
         self._dependencies = dependencies
         self._about: set[str] = set()
         self._everything = False  # answers of the view of every exercise were given
+        self._hidden: dict[str, bool] = {}  # view -> given while the hidden tests ran (theirs included)
 
     def reset(self) -> None:
         """A new worker: nothing given yet."""
-        self.sizes, self._about, self._everything = {}, set(), False
+        self.sizes, self._about, self._everything, self._hidden = {}, set(), False, {}
+
+    def has(self, view: str) -> bool:
+        """Whether ``view``'s answers of the tests running now (public, or hidden too) were given (or asked)."""
+        return view in self.sizes and self._hidden.get(view) == SEALED.hidden
 
     def given(self, view: str, size: int) -> None:
         """``view``'s answers were sent (a frame of ``size`` bytes; 0: there are none)."""
-        self.sizes[view] = size
+        self.sizes[view], self._hidden[view] = size, SEALED.hidden
         if size and view == VIEW_ALL:
             self._everything = True
         elif size:
