@@ -40,7 +40,7 @@ class Ended(Exception):
 
 
 class TooLarge(Exception):
-    """The worker sent, or announced, more bytes than the reply limits allow (``args[0]``: how many)."""
+    """The worker sent, or announced, more bytes than the reply limits allow (``args``: how many, of them its header)."""
 
 
 class Output:
@@ -204,8 +204,15 @@ class Channel:
                                                self.reference_total)
         return channel_use.over_test(self.limits, self.test_use(), self.test)
 
-    def refusal(self, size: int) -> str:
-        """Why a frame of ``size`` bytes (announced or read) was refused: one frame's limit, the test's, or all."""
+    def refusal(self, size: int, header: int = 0) -> str:
+        """Why a frame of ``size`` bytes (announced or read; ``header`` of them its header) was refused.
+
+        Its header's limit, one frame's, the test's, or the submission's.
+        """
+        if header > self.limits.reply_header_bytes:
+            return (f"sent a reply whose values other than arrays (lists, numbers, text) take "
+                    f"{channel_use.size(header)}, more than the grader accepts "
+                    f"({channel_use.size(self.limits.reply_header_bytes)}); return numpy arrays, not long lists")
         if size > self.limits.reply_bytes:
             return (f"sent a reply of {channel_use.size(size)}, more than the grader accepts "
                     f"({channel_use.size(self.limits.reply_bytes)} per reply); return smaller values")
@@ -213,7 +220,8 @@ class Channel:
         if self.submission_bytes - self.file_sent() < self.test.sent - used.sent:
             return channel_use.over_submission(self.limits, self.file_sent() + size, self.submission_bytes,
                                                self.reference_total)
-        return channel_use.over_test(self.limits, channel_use.Use(used.sent + size, used.messages), self.test) or ""
+        return channel_use.over_test(self.limits, channel_use.Use(used.sent + size, used.messages), self.test) or \
+            f"sent a reply of {channel_use.size(size)}, more than the grader accepts here"
 
     def _read_replies(self, check_prefix: bool = True) -> None:
         # One pipe's worth, or the rest of a frame whose (checked) size is known, so a large frame takes a few
@@ -259,7 +267,7 @@ class Channel:
             return
         _, head_len, body_len = frames.PREFIX.unpack_from(self.buffer)
         if head_len > self.limits.reply_header_bytes or head_len + body_len > self._allowance():
-            raise TooLarge(head_len + body_len)
+            raise TooLarge(head_len + body_len, head_len)
 
     def next_frame(self, deadline: float) -> bytes:
         """The next whole frame from the worker, as received (never more than the reply limits)."""

@@ -486,7 +486,7 @@ class IsolatedImplementation(Measuring, Reports, Signatures, Spares):
             self.stats["requests"] += not counted
             self._stop()
             self.restarts += 1
-            said = self._channel.refusal(error.args[0])  # one frame's limit, the test's or the submission's
+            said = self._channel.refusal(*error.args)  # its header's limit, one frame's, the test's or all
             raise WorkerCrashed(f"{what} {said}" if said.startswith("sent") else f"{what} was stopped: {said}") \
                 from None
         except Ended as error:

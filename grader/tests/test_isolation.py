@@ -1137,3 +1137,17 @@ def test_torch_computes_on_one_thread_before_every_call_of_the_worker():
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_reply_whose_header_is_too_large_is_told_so(isolated):
+    """A long Python list (not an array) fills the frame's JSON header past its limit: the message must say so.
+
+    A hostile round had the reason empty ("softmax() was stopped: "): only the byte limits were explained.
+    """
+    long_list = "def softmax(x, axis=-1):\n    return [0.1] * 300_000\n"
+    impl = isolated({"softmax": long_list}, limits=Limits(call_timeout=2.0, reply_header_bytes=1 << 20))
+    with pytest.raises(WorkerCrashed) as raised:
+        impl.function("softmax", "softmax")(np.zeros(2))
+    message = str(raised.value)
+    assert "return numpy arrays, not long lists" in message and "(1.0 MB)" in message, message
+    assert not message.rstrip().endswith(":"), message
