@@ -40,7 +40,7 @@ class Ended(Exception):
 
 
 class TooLarge(Exception):
-    """The worker sent, or announced, more bytes than the reply limits allow (``args``: how many, of them its header)."""
+    """The worker sent, or announced, more bytes than the reply limits allow (``args``: how many; its header)."""
 
 
 class Output:
