@@ -33,6 +33,7 @@ out.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -190,9 +191,14 @@ def merge_into(path: Path, first: Table) -> None:
         kept = merged.setdefault(view, {})
         kept.update((index, answer) for index, answer in answers.items() if index not in kept)
     merged = {view: _within(answers, MAX_VIEW_BYTES) for view, answers in merged.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The instructor's alone, as the kit's other cached files: the folder 0700 (older kits made it 0755), files 0600.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(path.parent, 0o700)
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_bytes(_pack(merged))
+    temporary.unlink(missing_ok=True)
+    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+        file.write(_pack(merged))
     os.replace(temporary, path)
     _prune(path.parent)
 

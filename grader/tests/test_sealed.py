@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -359,3 +360,21 @@ def test_a_cache_folder_keeps_the_answers_of_the_references_last_checked_only(tm
     kept = [newest, today] + older[-(sealed.KEPT_FILES - 2):]  # the day's, then the last written of the others
     assert left == sorted(path.name for path in kept)
     assert unrelated.exists() and read(newest)["attention"] == {b"i" * frames.SEAL_INDEX: (b"sealed", 0.5)}
+
+
+def test_the_answers_file_is_the_instructors_alone(tmp_path: Path) -> None:
+    # The reference's answers, sealed or not, are never readable by another user of the machine (a hostile round
+    # found the cache's answers 0644 in a 0755 folder, beside the kit's other cached files at 0600).
+    folder = tmp_path / "answers"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)  # as an older kit left it
+    table = Sealed()
+    table.recording(True)
+    table.record("attention", _callback(np.ones(3)), frames.pack({"status": "ok", "payload": 1.5}, []), 0.25)
+    old_mask = os.umask(0o022)
+    try:
+        table.save(folder / "kit.frame")
+    finally:
+        os.umask(old_mask)
+    assert stat.S_IMODE(os.stat(folder / "kit.frame").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
