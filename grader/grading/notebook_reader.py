@@ -31,6 +31,13 @@ GIVEN_ROLE = "given"
 SINGLE_ASSIGNMENT = "self-attention"
 # The private module of the reference whose input checks the notebooks give to everyone.
 CHECKS_MODULE = "_checks"
+# The names IPython gives every cell, which a correct answer may use in a line left from debugging: stand-ins that do
+# nothing, given where the cells use them (else the module did not import: every test of the exercise scored 0).
+IPYTHON_NAMES = {
+    "display": "display = lambda *objects, **options: None  # IPython's display: nothing to show when graded\n",
+    "get_ipython": 'get_ipython = type("Shell", (), {"__getattr__": lambda self, name: lambda *a, **k: None})  '
+                   "# IPython's shell: its calls do nothing when graded\n",
+}
 # Folders that never hold a student's notebook (checkpoints are stale copies).
 SKIPPED_FOLDERS = {".ipynb_checkpoints", "__MACOSX", "__pycache__", ".git"}
 
@@ -389,7 +396,9 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
         back: ``_restored_cells``), magics
         removed. When that code calls the given input checks
         (``as_float_array`` ...), the module imports them from ``_checks`` and
-        the result has a ``"_checks"`` entry with their source.
+        the result has a ``"_checks"`` entry with their source. IPython's own
+        names the cells use (``display``, ``get_ipython``) are stand-ins that
+        do nothing (:data:`IPYTHON_NAMES`).
     """
     data = _read_notebook(notebook)
     curriculum = load_curriculum()
@@ -423,6 +432,7 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
             header += f"from .{CHECKS_MODULE} import {', '.join(wanted)}\n"
             checks_file = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
             modules[CHECKS_MODULE] = checks_file.read_text(encoding="utf-8")
+        header += "".join(IPYTHON_NAMES[name] for name in sorted(_used_names(code) & IPYTHON_NAMES.keys()))
         modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
     return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
 

@@ -54,3 +54,24 @@ def test_a_notebook_whose_answer_continues_a_line_with_percent_gives_a_module_th
         {"cell_type": "code", "id": "a", "metadata": {}, "source": CELL, "outputs": [], "execution_count": None}]}
     modules = notebook_reader.extract_modules(notebook)
     ast.parse(modules["softmax"])
+
+
+def test_a_debugging_line_with_ipythons_own_names_leaves_the_answer_graded(tmp_path):
+    # In Jupyter display() and get_ipython() need no import; graded, the module raised NameError at import and a
+    # correct softmax scored 0 (a hostile round's finding, on grade and on nbgrader's autograde alike).
+    import importlib.util
+
+    import numpy as np
+
+    cell = ("import numpy as np\n\n\ndef softmax(x, axis=-1):\n    shifted = np.exp(x - np.max(x, axis=axis, "
+            "keepdims=True))\n    return shifted / shifted.sum(axis=axis, keepdims=True)\n\n\n"
+            "display(softmax(np.array([1.0, 2.0])))\nget_ipython().run_line_magic('time', 'softmax(np.zeros(3))')\n"
+            "get_ipython().system('id')\n")
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "source": cell, "outputs": [], "execution_count": None}]}
+    path = tmp_path / "softmax.py"
+    path.write_text(notebook_reader.extract_modules(notebook)["softmax"], encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("graded_softmax", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # imports: the stand-ins do nothing
+    np.testing.assert_allclose(module.softmax(np.array([0.0, 0.0])), [0.5, 0.5])
