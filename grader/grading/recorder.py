@@ -63,6 +63,8 @@ class Recorder:
         self.collected_at = self.finished_at = 0.0
         self.public_output: str | None = None  # what the student's code printed before the first hidden test
         self.public_refused: int | None = None  # and how many refused callbacks it had made by then
+        self.public_refusals: int | None = None  # (counted, beyond the names kept)
+        self.public_stats: dict[str, int] | None = None  # and its calls' counts (timed out, crashed, not run)
 
     def factory(self, path: Path) -> Any:
         """The implementation of the student's folder ``path`` (the suite's ``impl`` fixture calls it)."""
@@ -89,7 +91,7 @@ class Recorder:
         self._number(items)
         self.collected_at = time.monotonic()
         self.finished_at = 0.0
-        self.public_output = self.public_refused = None
+        self.public_output = self.public_refused = self.public_refusals = self.public_stats = None
 
     def start(self) -> None:
         """Start the student's worker now, so that its start-up overlaps pytest's own."""
@@ -138,10 +140,13 @@ class Recorder:
         SEALED.hidden = nodeid in self.hidden_nodes  # a hidden test's answers are given while hidden tests run only
         self.allow()
         if nodeid in self.hidden_nodes and self.public_output is None:  # hidden tests run last: from here on,
-            self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown
+            self.public_output, self.public_refused = "", 0  # nothing the student's code prints is shown,
+            self.public_refusals, self.public_stats = 0, {}  # nor what becomes of its calls (crashes are bits)
             with contextlib.suppress(Exception):
                 self.public_output = str(self.implementation.output or "")
                 self.public_refused = len(getattr(self.implementation, "refused", None) or [])
+                self.public_refusals = int(getattr(self.implementation, "refusals", 0))
+                self.public_stats = dict(getattr(self.implementation, "stats", {}))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:

@@ -180,7 +180,18 @@ class Result:
     """How many such requests were refused."""
     stats: dict[str, int] = field(default_factory=dict)
     """Counts of the calls to the student's worker (``requests``, ``timed_out``, ``crashed``, ``skipped``)."""
+    stats_shown: dict[str, int] | None = None
+    """``stats`` as they stood when the first hidden test started (None: no hidden test ran): what a student may
+    read before grades are published (a call that crashes only on a hidden test's input tells of that input)."""
+    refusals_shown: int | None = None
+    """``refusals`` as they stood then (None: no hidden test ran)."""
     timing: dict[str, float] = field(default_factory=dict)
     """Where the grading time went (``startup``, ``collection``, ``calls``, ``checks``, ``reports``), in seconds."""
     interrupted: bool = False
     """Whether pytest was interrupted (Ctrl-C): the batch stops, nothing of this student is saved."""
+
+    def before_hidden(self) -> Result:
+        """The result as a student may read it before grades are published: the counts from before hidden tests."""
+        if self.stats_shown is None:
+            return self
+        return dataclasses.replace(self, stats=dict(self.stats_shown), refusals=self.refusals_shown or 0)

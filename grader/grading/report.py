@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from grader.course import hidden_visibility
 from grader.curriculum import load as load_curriculum
 from grader.grading.escaping import csv_cell, escape_text, md_text  # noqa: F401 - csv_cell: its callers import it here
 from grader.grading.files import FILE_MODE, atomic_write  # noqa: F401 - their callers import them here
@@ -157,7 +158,13 @@ def finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any
 
     records = result.records
     graded = {test_file.exercise for test_file in suite}
-    row = scored_row(student=submission.student, status=student_status(submission, result, records, graded),
+    status = student_status(submission, result, records, graded)
+    # What the text on top says (Gradescope shows it at once): only what the public tests saw. A call that crashed
+    # or timed out, a refusal, an internal failure during a hidden test tells of the hidden test's input.
+    hidden = {test_file.path for test_file in suite if test_file.hidden}
+    shown = student_status(submission, result.before_hidden(), tuple(r for r in records if r.file not in hidden),
+                           graded) if hidden and hidden_visibility() != "visible" else status
+    row = scored_row(student=submission.student, status=status, shown_status=shown,
                      tests=score_tests(records, suite, submission.problems, result.error, submission.details),
                      seconds=result.seconds, output=result.output,
                      # the hidden tests' refusals (names the student's code chose) stay unseen

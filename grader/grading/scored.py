@@ -190,9 +190,12 @@ def visible_score_line(tests: Iterable[TestEntry | Mapping[str, Any]]) -> str:
 
 
 def scored_row(*, student: str, status: str, tests: Iterable[TestEntry | Mapping[str, Any]], seconds: float,
-               output: str, refused_shown: Sequence[str] = (), **bookkeeping: Any) -> StudentRow:
+               output: str, refused_shown: Sequence[str] = (), shown_status: str | None = None,
+               **bookkeeping: Any) -> StudentRow:
     """One student's typed row, before the term's stage: its score, per exercise, and the text on top.
 
+    ``shown_status``: the status the text on top says (a student reads it before grades are published), where it
+    differs from ``status`` (the gradebook's): what the public tests saw only.
     ``bookkeeping``: the grader's own fields of :class:`StudentRow` (``fingerprint``, ``source``,
     ``isolation``, ``isolated``, ``kit_version``, ``refused``, ``calls``, ``timing``). ``refused_shown``: the
     refused requests to the reference that the student may read (said at the end of the text).
@@ -200,8 +203,8 @@ def scored_row(*, student: str, status: str, tests: Iterable[TestEntry | Mapping
     tests = tuple(entries(tests))
     scores, maxima = exercise_totals(tests)
     score = scoring.total(t.score or 0.0 for t in tests)
-    summary = f"Status: {escape_text(status)}\n" + visible_score_line(tests)
-    if not all(v is not None for v in scores.values()):
+    summary = f"Status: {escape_text(status if shown_status is None else shown_status)}\n" + visible_score_line(tests)
+    if not all(t.score is not None for t in tests if t.visible):
         summary += "\n(not graded yet: the tests the grader could not run have no score)"
     isolation = bookkeeping.get("isolation")
     if isolation and isolation != "not run":

@@ -188,6 +188,7 @@ def grade_in_process(job: Job) -> Result:
             seen["refused_shown"] = recorder.public_refused  # None: no hidden test ran, all may be shown
             seen["refusals"] = int(getattr(implementation, "refusals", 0))
             seen["stats"] = dict(getattr(implementation, "stats", {}))
+            seen["stats_shown"], seen["refusals_shown"] = recorder.public_stats, recorder.public_refusals
             with contextlib.suppress(Exception):
                 implementation.close()
         if job.kit_check and answers is not None:
