@@ -23,6 +23,7 @@ from typing import Any
 from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.links import note, refused, skipped_link
+from grader.grading.notebook_display import STAND_IN, STAND_IN_CODE, inert_display
 
 # Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
 KIT_METADATA = "attention_kit"
@@ -398,7 +399,9 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
         (``as_float_array`` ...), the module imports them from ``_checks`` and
         the result has a ``"_checks"`` entry with their source. IPython's own
         names the cells use (``display``, ``get_ipython``) are stand-ins that
-        do nothing (:data:`IPYTHON_NAMES`).
+        do nothing (:data:`IPYTHON_NAMES`), and so are the names the cells
+        import from display libraries, whose top-level uses are left out
+        (:mod:`grader.grading.notebook_display`).
     """
     data = _read_notebook(notebook)
     curriculum = load_curriculum()
@@ -410,7 +413,7 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
                   if cell.get("cell_type") == "code" and not _is_given(cell) and id(cell) not in restored]
     pieces: dict[str, list[str]] = {}
     for cell in chosen:
-        code = strip_magics(_source(cell))
+        code = inert_display(strip_magics(_source(cell)))[0]
         owners = []
         for name in _defined_functions(code):
             with contextlib.suppress(ValueError):
@@ -433,6 +436,8 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
             checks_file = (reference_dir() or ROOT / "solutions") / f"{CHECKS_MODULE}.py"
             modules[CHECKS_MODULE] = checks_file.read_text(encoding="utf-8")
         header += "".join(IPYTHON_NAMES[name] for name in sorted(_used_names(code) & IPYTHON_NAMES.keys()))
+        if STAND_IN in _used_names(code):  # a display library's names (notebook_display): inert when graded
+            header += STAND_IN_CODE
         modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
     return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
 

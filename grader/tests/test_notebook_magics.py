@@ -75,3 +75,53 @@ def test_a_debugging_line_with_ipythons_own_names_leaves_the_answer_graded(tmp_p
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # imports: the stand-ins do nothing
     np.testing.assert_allclose(module.softmax(np.array([0.0, 0.0])), [0.5, 0.5])
+
+
+DISPLAYING = '''import numpy as np
+import matplotlib.pyplot as plt
+from IPython.display import display, HTML
+from grader.student.notebook import check
+
+
+def softmax(x, axis=-1):
+    shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    plt.title("a plot inside the answer does nothing when graded")
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+fig, ax = plt.subplots(figsize=(3,
+                                2))
+ax.imshow(softmax(np.ones((2, 2))))
+for row in range(2):
+    ax.text(0, row, "a label")
+plt.show()
+display(HTML("<b>done</b>"))
+check("softmax")
+kept = softmax(np.zeros(4))
+'''
+
+
+def test_an_answer_that_imports_a_display_library_stays_graded(tmp_path, monkeypatch):
+    # A correct answer cell that imports matplotlib, IPython.display or the kit's own check passed every check in
+    # Jupyter, and graded (a worker has numpy and the standard library only) its module did not import: 0 points,
+    # on grade and on nbgrader's autograde alike (a hostile round's finding). Those imports are stand-ins now, and
+    # the top-level lines that only show things are left out; the line numbers stay the cell's.
+    import importlib.util
+    import sys
+
+    import numpy as np
+
+    for name in ("matplotlib", "matplotlib.pyplot", "IPython", "IPython.display", "grader.student.notebook"):
+        monkeypatch.setitem(sys.modules, name, None)  # as in a worker: importing any of them fails
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "source": DISPLAYING, "outputs": [], "execution_count": None}]}
+    text = notebook_reader.extract_modules(notebook)["softmax"]
+    path = tmp_path / "softmax.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("graded_softmax", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    np.testing.assert_allclose(module.softmax(np.array([0.0, 0.0])), [0.5, 0.5])
+    np.testing.assert_allclose(module.kept, np.full(4, 0.25))  # the answer's own top-level lines still run
+    cell_lines = text.split("# From the notebook's cells:\n", 1)[1].split("\n")
+    assert cell_lines[DISPLAYING.split("\n").index("plt.show()")].startswith("pass")  # same line as in the cell
