@@ -32,7 +32,7 @@ MAX_HEADER = 64 << 20
 MAX_ARRAYS = 100_000
 MAX_ARRAY_BYTES = 2 << 30
 MAX_BODY = 2 << 30
-MAX_DIMS = 32
+MAX_DIMS = 64  # numpy 2's own most: a valid array of 33 axes once ended a worker as "malformed"
 # One pipe's worth per read: asking for much more makes every read allocate (mmap) and free a buffer that
 # large, ~10x the cost of the read itself for the small messages that most calls are.
 READ_BYTES = 1 << 16
