@@ -259,6 +259,27 @@ FULL_CAUSAL = "return _attention(q, k, v, _causal_mask(n))[0]"
 WHOLE_PREFIX = ("return np.concatenate([attend_step(q[..., t:t + 1, :], {'k': k[..., :t + 1, :], "
                 "'v': v[..., :t + 1, :]})[0] for t in range(n)], axis=-2)")
 DECODE_UNDONE = "raise NotImplementedError('causal_decode left out (the control)')"
+# blockwise_attention by full attention: the (n_q, n_k) scores at once, through the submission's own attention or
+# written out with a softmax of its own (a hostile round: 11 of 12 blockwise tests, hidden ones included, and
+# 28.56 points of decoding's 30; only the memory test failed).
+_BLOCKWISE_BY = """
+def blockwise_attention(q, k, v, block_size, causal=False):
+    import numpy as _np
+    from .attention import scaled_dot_product_attention as _attention
+    from .softmax import softmax as _softmax
+    q, k, v = (_np.asarray(a) for a in (q, k, v))
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    mask = None
+    if causal:
+        later = _np.arange(n_k)[None, :] > _np.arange(n_q)[:, None] + (n_k - n_q)
+        mask = _np.where(later, -_np.inf, 0.0).astype(q.dtype)
+    {body}
+"""
+BLOCKWISE_FULL_ATTENTION = _BLOCKWISE_BY.replace("{body}", "return _attention(q, k, v, mask)[0]")
+BLOCKWISE_FULL_SCORES = _BLOCKWISE_BY.replace("{body}", (
+    "scores = q @ _np.swapaxes(k, -1, -2) / _np.sqrt(q.shape[-1])\n"
+    "    return _softmax(scores if mask is None else scores + mask, axis=-1) @ v"))
+BLOCKWISE_UNDONE = _BLOCKWISE_BY.replace("{body}", "raise NotImplementedError('blockwise_attention left out')")
 # The cache begun again at every position (t + 1 appends from none for position t): the same caches, steps and
 # values, and nothing kept from one step to the next (a hostile round: 30 points of decoding against 24.75).
 REBUILT_CACHE = ("rows = []\n    for t in range(n):\n        cache = None\n        for s in range(t + 1):\n"
@@ -890,6 +911,10 @@ CHEATS = {
         Cheat("decode-forges-the-tracer-s-evidence", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FORGED_EVIDENCE)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
+        Cheat("blockwise-by-full-attention", "decoding", {"decoding": BLOCKWISE_FULL_ATTENTION},
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+        Cheat("blockwise-by-the-whole-score-matrix", "decoding", {"decoding": BLOCKWISE_FULL_SCORES},
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
         Cheat("decode-names-the-cache-never-calls-it", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=NAMED_NOT_CALLED)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
