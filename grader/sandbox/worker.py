@@ -51,6 +51,9 @@ def load_modules() -> Any:
     if codec is None:
         import importlib
 
+        # numpy's random module too (numpy imports it lazily): a worker forked from the server inherits it, where
+        # each one imported it again (about 10 ms of CPU a worker: most workers decode a Generator argument).
+        importlib.import_module("numpy.random")
         frames = importlib.import_module(f"{package}.frames")
         codec = importlib.import_module(f"{package}.codec")
         protocol = importlib.import_module(f"{package}.protocol")
