@@ -24,6 +24,7 @@ from grader.curriculum import ROOT, reference_dir
 from grader.curriculum import load as load_curriculum
 from grader.grading.links import note, refused, skipped_link
 from grader.grading.notebook_display import STAND_IN, STAND_IN_CODE, inert_display
+from grader.sandbox.cell_lines import map_line
 
 # Metadata key the notebook builder puts on the cells it gives away (reference code, input checks).
 KIT_METADATA = "attention_kit"
@@ -213,8 +214,9 @@ def strip_magics(code: str) -> str:
     """
     lines = code.splitlines()
     starts = _statement_starts(lines)
-    return "\n".join(line for index, line in enumerate(lines)
-                     if not (index in starts and _MAGIC.match(line))).strip("\n") + "\n"
+    # (a blank line for each: the cell's line numbers stay, for the places failures name: ``cell_lines``)
+    return "\n".join("" if index in starts and _MAGIC.match(line) else line
+                     for index, line in enumerate(lines)).rstrip("\n") + "\n"
 
 
 _SCANNED = re.compile(r"""[#\\'"()\[\]{}]""")
@@ -411,7 +413,8 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
         restored = _restored_cells(cells, exercises)
         chosen = [cell for cell in cells
                   if cell.get("cell_type") == "code" and not _is_given(cell) and id(cell) not in restored]
-    pieces: dict[str, list[str]] = {}
+    pieces: dict[str, list[tuple[int, str]]] = {}  # exercise -> (the cell's number in the notebook, its code)
+    number = {id(cell): index for index, cell in enumerate(data["cells"], start=1)}
     for cell in chosen:
         code = inert_display(strip_magics(_source(cell)))[0]
         owners = []
@@ -421,13 +424,13 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
                 if owner not in owners:
                     owners.append(owner)
         for owner in owners:
-            pieces.setdefault(owner, []).append(code)
+            pieces.setdefault(owner, []).append((number.get(id(cell), 0), code))
     checks = _checks_functions()
     modules: dict[str, str] = {}
     for exercise in curriculum.names:
         if exercise not in pieces:
             continue
-        code = "\n\n".join(pieces[exercise])
+        code = "\n\n".join(piece for _, piece in pieces[exercise])
         header = import_header(exercise)
         wanted = sorted((_used_names(code) & checks) - set(_defined_functions(code)))
         if wanted:
@@ -438,8 +441,18 @@ def extract_modules(notebook: str | Path | Mapping[str, Any],
         header += "".join(IPYTHON_NAMES[name] for name in sorted(_used_names(code) & IPYTHON_NAMES.keys()))
         if STAND_IN in _used_names(code):  # a display library's names (notebook_display): inert when graded
             header += STAND_IN_CODE
-        modules[exercise] = f"{header}\n\n# From the notebook's cells:\n{code}"
+        modules[exercise] = _with_line_map(f"{header}\n\n# From the notebook's cells:\n", pieces[exercise])
     return {name: modules[name] for name in sorted(modules, key=lambda n: (n != CHECKS_MODULE, n))}
+
+
+def _with_line_map(header: str, pieces: list[tuple[int, str]]) -> str:
+    """``header`` then the cells' code, two lines apart, under a first line that maps them (``cell_lines``)."""
+    spans, line = [], 2 + header.count("\n")  # (the map's own line comes first)
+    for cell, code in pieces:
+        count = code.count("\n") + (not code.endswith("\n"))
+        spans.append((line, cell, 1, count))
+        line += count + 1 + code.endswith("\n")
+    return map_line(spans) + header + "\n\n".join(code for _, code in pieces)
 
 
 def assignment_name(exercise: Any) -> str:

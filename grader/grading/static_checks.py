@@ -20,6 +20,7 @@ from pathlib import Path
 from grader.curriculum import load as load_curriculum
 from grader.curriculum import misnamed
 from grader.grading.links import refused
+from grader.sandbox.cell_lines import place
 
 
 def static_problems(folder: Path, details: dict[str, str] | None = None,
@@ -69,7 +70,7 @@ def _parse_problem(name: str, data: bytes) -> tuple[str, str]:
         try:
             ast.parse(data, filename=name)  # bytes: Python's own rules for the encoding
         except SyntaxError as error:
-            problem = f"syntax error in {name} line {error.lineno}"
+            problem = f"syntax error in {place(None, error.lineno, name, data[:8192].decode(errors='replace'))}"
             shown = (error.text or "").rstrip()
             detail = f"{problem}: {error.msg}" + (f"\n    {shown}" if shown else "")
         except (ValueError, RecursionError, MemoryError) as error:

@@ -17,7 +17,6 @@ message and the student's frames (:func:`exception_info`).
 from __future__ import annotations
 
 import builtins
-import os
 import re
 import traceback
 import warnings
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .cell_lines import place
 from .frames import ALLOWED_DTYPES, Received, Unsendable, check_dtype
 from .generators import generator_of
 
@@ -422,7 +422,7 @@ def exception_info(error: BaseException, keep: str | None = None) -> dict:
     frames = traceback.extract_tb(error.__traceback__)
     if keep is not None:
         frames = [frame for frame in frames if frame.filename.startswith(keep)]
-    lines = [f"{os.path.basename(f.filename)} line {f.lineno}, in {f.name}: {(f.line or '').strip()}" for f in frames]
+    lines = [f"{place(f.filename, f.lineno)}, in {f.name}: {(f.line or '').strip()}" for f in frames]
     try:
         message = str(error)
     except Exception:  # a student exception whose __str__ fails
@@ -596,10 +596,9 @@ def import_error_text(module: str, error: BaseException, modules: str) -> str:
     not in the folder says so).
     """
     if isinstance(error, SyntaxError):
-        where = os.path.basename(error.filename or f"{module}.py")
-        return f"syntax error in {where} line {error.lineno}: {error.msg}"
+        return f"syntax error in {place(error.filename, error.lineno, f'{module}.py')}: {error.msg}"
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(modules)]
-    where = f" ({os.path.basename(frames[-1].filename)} line {frames[-1].lineno})" if frames else ""
+    where = f" ({place(frames[-1].filename, frames[-1].lineno)})" if frames else ""
     name = getattr(error, "name", None)
     if isinstance(error, ModuleNotFoundError) and isinstance(name, str) and name.startswith("_student_") \
             and "." in name:

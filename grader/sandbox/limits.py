@@ -60,7 +60,7 @@ PROTOCOL_FILE = SANDBOX_DIR + "/protocol.py"
 # The modules worker.py imports from beside it (see worker.load_modules), each bound there when its folder holds
 # it, and their __pycache__ (compiled by the grading process) if any: protocol.py is one of them.
 SANDBOX_MODULES = ("protocol.py", "frames.py", "codec.py", "generators.py", "calls.py", "by_code.py", "decoded.py",
-                   "forkserver.py", "stand_ins.py", "kept.py", "keyrings.py")
+                   "forkserver.py", "stand_ins.py", "kept.py", "keyrings.py", "cell_lines.py")
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")  # shared libraries the interpreter needs
 SIMULATE_NO_BWRAP = "ATTENTION_KIT_SIMULATE_NO_BWRAP"
 NO_FORK_SERVER = "ATTENTION_KIT_NO_FORK_SERVER"

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+import pytest
+
 from grader.grading import notebook_reader
 
 CELL = '''%matplotlib inline
@@ -125,3 +128,35 @@ def test_an_answer_that_imports_a_display_library_stays_graded(tmp_path, monkeyp
     np.testing.assert_allclose(module.kept, np.full(4, 0.25))  # the answer's own top-level lines still run
     cell_lines = text.split("# From the notebook's cells:\n", 1)[1].split("\n")
     assert cell_lines[DISPLAYING.split("\n").index("plt.show()")].startswith("pass")  # same line as in the cell
+
+
+def test_a_failure_in_a_notebook_names_the_cell_and_its_line(tmp_path):
+    # A notebook student never saw softmax.py: its line numbers were the cell's, shifted by the import lines put on
+    # top (and by each magic line taken out). A failure now names the notebook's cell and the cell's own line.
+    import importlib.util
+
+    from grader.grading.static_checks import _parse_problem
+    from grader.sandbox.codec import exception_info, import_error_text
+
+    cell = ("%%time\nimport numpy as np\n\n\ndef softmax(x, axis=-1):\n    %time 1\n"
+            "    raise ZeroDivisionError('on purpose')\n")
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# Softmax"},
+        {"cell_type": "code", "id": "a", "metadata": {}, "source": cell, "outputs": [], "execution_count": None}]}
+    path = tmp_path / "softmax.py"
+    path.write_text(notebook_reader.extract_modules(notebook)["softmax"], encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("graded_softmax", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ZeroDivisionError) as raised:
+        module.softmax(np.zeros(2))
+    info = exception_info(raised.value, keep=str(tmp_path))
+    assert "notebook cell 2 line 7, in softmax: raise ZeroDivisionError('on purpose')" in str(info), info
+    broken = notebook_reader.extract_modules({**notebook, "cells": [notebook["cells"][0], {
+        **notebook["cells"][1], "source": cell.replace("def softmax(x, axis=-1):", "def softmax(x, axis=-1)")}]})
+    assert _parse_problem("softmax.py", broken["softmax"].encode())[0] == "syntax error in notebook cell 2 line 5"
+    path.write_text(broken["softmax"], encoding="utf-8")
+    with pytest.raises(SyntaxError) as raised:
+        compile(path.read_text(encoding="utf-8"), str(path), "exec")
+    said = import_error_text("softmax", raised.value, str(tmp_path))
+    assert said.startswith("syntax error in notebook cell 2 line 5"), said
