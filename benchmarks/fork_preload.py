@@ -7,7 +7,7 @@ system time, from ``getrusage``), with the module not imported and imported in t
 the difference is what each worker start saves (about 12 ms on a 2-core AMD EPYC, of ~0.5 s of worker CPU
 per Part II submission spread over five workers).
 
-Usage: ``python benchmarks/fork_preload.py [FORKS]``
+Usage: ``python benchmarks/fork_preload.py [FORKS] [--record]``
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ def child_cpu_ms(work: Callable[[], object], forks: int) -> float:
 
 
 def main() -> None:
-    forks = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    arguments = [a for a in sys.argv[1:] if a != "--record"]
+    forks = int(arguments[0]) if arguments else 20
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import numpy as np
 
     assert "numpy.random" not in sys.modules, "numpy.random was imported before the first measurement"
@@ -42,8 +44,13 @@ def main() -> None:
     import numpy.random  # noqa: F401 - the preload, as the fork server does
 
     preloaded = child_cpu_ms(lambda: np.random.default_rng(1), forks)
-    print(f"a forked worker's first Generator: {lazy:.1f} ms of CPU with numpy.random imported lazily, "
-          f"{preloaded:.1f} ms with it imported before the fork ({forks} forks each)")
+    summary = (f"a forked worker's first Generator: {lazy:.1f} ms of CPU with numpy.random imported lazily, "
+               f"{preloaded:.1f} ms with it imported before the fork ({forks} forks each)")
+    print(summary)
+    if "--record" in sys.argv[1:]:
+        from _record import record
+
+        record(__file__, summary, {"lazy_ms": round(lazy, 2), "preloaded_ms": round(preloaded, 2), "forks": forks})
 
 
 if __name__ == "__main__":
