@@ -85,6 +85,8 @@ def _blockwise_mistake(observed: np.ndarray, q, k, v, block_size: int, causal: b
         "the running sum l was not rescaled by exp(m_old - m_new) when the maximum changed": ("no_rescale_sum", None),
         "the running weighted sum of values was not rescaled by exp(m_old - m_new) when the maximum changed":
             ("no_rescale_acc", None),
+        "neither the running sum l nor the running weighted sum of values was rescaled by exp(m_old - m_new) when "
+        "the maximum changed": ("no_rescale_both", None),
         "the full (n_q, n_k) score matrix was used in place of each block (every block saw every key)":
             ("whole", None),
         "the scores were divided by sqrt(d_v), the values' width, not by sqrt(d_k), the keys' (q @ k^T / sqrt(d_k))":
@@ -119,8 +121,9 @@ def _simulate(q, k, v, block_size: int, causal: bool, kind: str) -> np.ndarray |
             shift = np.where(np.isfinite(new), new, 0.0)
             e = np.exp(scores - shift)
             rescale = np.exp(m - shift)
-            total = (total if kind == "no_rescale_sum" else total * rescale) + e.sum(axis=-1, keepdims=True)
-            acc = (acc if kind == "no_rescale_acc" else acc * rescale) + e @ v[..., start:stop, :]
+            total = (total if kind in ("no_rescale_sum", "no_rescale_both") else total * rescale) + e.sum(
+                axis=-1, keepdims=True)
+            acc = (acc if kind in ("no_rescale_acc", "no_rescale_both") else acc * rescale) + e @ v[..., start:stop, :]
             m = new
         if kind == "whole":
             return None
