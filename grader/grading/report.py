@@ -164,6 +164,8 @@ def finish_student(out: Path, submission: Any, fingerprint: str, suite: list[Any
     hidden = {test_file.path for test_file in suite if test_file.hidden}
     shown = student_status(submission, result.before_hidden(), tuple(r for r in records if r.file not in hidden),
                            graded) if hidden and hidden_visibility() != "visible" else status
+    if status.startswith(NOT_GRADED) and not shown.startswith(NOT_GRADED):  # (the row has no score: say so)
+        shown = f"{NOT_GRADED}: the grader failed during the hidden tests" + ("" if shown == "ok" else f"; {shown}")
     row = scored_row(student=submission.student, status=status, shown_status=shown,
                      tests=score_tests(records, suite, submission.problems, result.error, submission.details),
                      seconds=result.seconds, output=result.output,

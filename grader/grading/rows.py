@@ -29,6 +29,8 @@ from grader import scoring
 from grader.term import Adjustment, Lateness
 
 NOT_GRADED = "not graded"
+# Where results.json keeps the numbers of a row the grader failed on (and of its tests): never Gradescope's "score".
+UNGRADED = "score_not_graded"
 # Bump when the layout of results.json changes: older results are then regraded.
 RESULTS_FORMAT = 2
 # Gradescope's fixed top-level settings of a results.json (its text formats and what students see).
@@ -127,7 +129,7 @@ class TestEntry:
         """The entry of a results.json's ``tests`` list (raises :class:`ResultsFileError` naming the field)."""
         data = _mapping(entry, where)
         extra = _mapping(data.get("extra_data"), f"{where}.extra_data")
-        score = data.get("score")
+        score = data.get("score", extra.get(UNGRADED))  # (a row not graded keeps it in extra_data: to_json)
         # Gradescope's optional keys (number, output, tags, visibility) have its defaults.
         # The names, numbers and tags of a suite's tests are every student's: shared (interned), not one copy per
         # row, so that the rows of a class read back at the end of a batch take little room each.
@@ -135,7 +137,7 @@ class TestEntry:
                    max_score=_number(data, "max_score", where), status=_shared(_text(data, "status", where)),
                    output=_text(data, "output", where, ""),
                    exercise=_shared(_text(extra, "exercise", f"{where}.extra_data")),
-                   score=None if score is None else _number(data, "score", where),
+                   score=None if score is None else _number({"score": score}, "score", where),
                    tags=_TAGS.setdefault(tags := tuple(map(_shared, _texts(data, "tags", where))), tags),
                    visibility=_shared(_text(data, "visibility", where, "visible")),
                    nodeid=None if extra.get("nodeid") is None
@@ -225,8 +227,16 @@ class StudentRow:
                                    "output": self.computed_output},
                          adjustments=[dataclasses.asdict(a) for a in self.adjustments],
                          late=dataclasses.asdict(self.late) if self.late is not None else None)
-        return {"score": self.score, "execution_time": self.seconds, "output": self.output, **GRADESCOPE_SETTINGS,
+        data = {"score": self.score, "execution_time": self.seconds, "output": self.output, **GRADESCOPE_SETTINGS,
                 "tests": [test.to_json() for test in self.tests], "extra_data": extra}
+        if not self.graded:  # no score that a tool could take for a grade (Gradescope sums the tests' where the
+            # total is missing): a row the grader failed on keeps its numbers under the grader's own key only
+            # (``UNGRADED``, read back by from_json), and ``extra_data.status`` says why.
+            extra[UNGRADED] = data.pop("score")
+            for test in data["tests"]:
+                if "score" in test:
+                    test["extra_data"][UNGRADED] = test.pop("score")
+        return data
 
     @classmethod
     def from_json(cls, results: Any, where: str = "results.json") -> StudentRow:
@@ -240,7 +250,7 @@ class StudentRow:
         data = _mapping(results, where)
         extra = _mapping(data.get("extra_data"), f"{where}: extra_data")
         at = f"{where}: extra_data"
-        score = _number(data, "score", where, 0.0)
+        score = _number(data, "score", where, _number(extra, UNGRADED, f"{where}: extra_data", 0.0))
         output = _text(data, "output", where, "")
         exercises = _scores(extra, "exercises", at)
         computed = extra.get("computed")

@@ -56,3 +56,37 @@ def test_a_crash_in_a_hidden_test_is_not_in_the_status_a_student_reads(tmp_path:
     hidden_entries = [t for t in results["tests"] if "test_long_float32_row" in t.get("name", "")]
     assert hidden_entries and all(t["visibility"] != "visible" for t in hidden_entries), results["tests"]
     assert all(t["score"] == 0 for t in hidden_entries)  # it failed, and says so once grades are published
+
+
+WRONG_HIDDEN = '''
+import numpy as np
+
+from tests.feedback import expect_close
+
+EXERCISE = "softmax"
+
+
+def test_rows_sum_to_two(impl):
+    out = impl.softmax(np.zeros((2, 3)))
+    expect_close(out.sum(axis=-1), np.full(2, 2.0), what="row sums", idea="rows sum to one")
+'''
+
+
+def test_a_hidden_test_the_reference_fails_is_graded_for_no_one(tmp_path: Path) -> None:
+    # An instructor's hidden test with a wrong expected value took its points from every student, silently: the
+    # reference failed it, the kit's check let an assertion of a course's hidden test pass as "the instructor's
+    # choice", and a correct submission scored 12 of 14 with exit 0 (a hostile round). The reference must pass
+    # every test; one it fails is not graded for anyone, the batch exits 1, and no file carries a score.
+    folder, hidden = tmp_path / "submissions", tmp_path / "hidden"
+    copy_reference(folder / "honest")
+    hidden.mkdir()
+    (hidden / "test_mine_softmax.py").write_text(WRONG_HIDDEN, encoding="utf-8")
+    out = tmp_path / "out"
+    assert grade_batch(folder, out, jobs=1, hidden=hidden, exercises=["softmax"], echo=lambda *a: None) == 1
+    row = read_grades(out)["honest"]
+    assert row["status"].startswith("not graded: the kit's own reference fails"), row
+    assert "test_rows_sum_to_two" in row["status"] and "row sums" in row["status"], row
+    assert row["score"] == "", row
+    results = json.loads((out / "honest" / "results.json").read_text(encoding="utf-8"))
+    assert "score" not in results and not any("score" in test for test in results["tests"]), results
+    assert results["output"].startswith("Status: not graded"), results["output"]
