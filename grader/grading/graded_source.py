@@ -67,7 +67,12 @@ RUNTIME_ATTRIBUTES = frozenset({
     "setprofile", "system", "popen", "execv", "execve", "execl", "execvp", "spawnv", "startfile", "read_pickle",
     "run_path", "run_module", "safe_eval", "exec_command", "CodeType", "FunctionType", "LambdaType", "ModuleType",
     "MethodType",
+    # exec and eval reached as attributes (``print.__self__.exec``: a builtin function's __self__ is the builtins
+    # module), and the reflection that reaches them: a copy hidden this way read as no code at all
+    "exec", "eval", "execfile", "__self__", "__objclass__", "__base__", "__bases__", "__mro__",
 })
+# ``compile`` as an attribute is the builtin's only off these modules (``re.compile`` is a pattern).
+PATTERN_MODULES = frozenset({"re", "regex", "fnmatch"})
 # Library functions that evaluate a string as code, or import a module named by a string (a string annotation is
 # an expression: ``typing.get_type_hints`` evals it, ``singledispatch``'s ``register`` calls that; ``mock.patch``,
 # ``pkgutil.resolve_name``, ``logging.config`` and ``warnings`` import what a string names): flagged as names,
@@ -364,7 +369,8 @@ def runtime_uses(nodes: list[ast.AST], filename: str) -> list[str]:
         elif isinstance(node, ast.Name) and (node.id in RUNTIME_NAMES and node.id not in imported
                                              or node.id in EVALUATING):
             add(node, node.id)
-        elif isinstance(node, ast.Attribute) and node.attr in RUNTIME_ATTRIBUTES | EVALUATING:
+        elif isinstance(node, ast.Attribute) and (node.attr in RUNTIME_ATTRIBUTES | EVALUATING or node.attr == "compile"
+                                                  and _dotted(node.value) not in PATTERN_MODULES):
             add(node, f"{_dotted(node) or '.' + node.attr}")
         elif isinstance(node, ast.Call):
             name = _dotted(node.func).split(".")[-1] or getattr(node.func, "attr", "")

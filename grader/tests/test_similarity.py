@@ -395,6 +395,12 @@ RUNTIME_TRICKS = {
     "formatter_get_field": "import string\n"
                            "x = string.Formatter().get_field('0.__globals__[__builtins__]', (len,), {{}})\n",
     "warnings_category": "import warnings\nC = warnings._getcategory('_mine.W')\n",
+    # exec reached as an attribute of the builtins module (a builtin function's __self__), on text the report does
+    # not decode (a hostile round: three such copies were neither compared nor flagged)
+    "exec_by_a_builtins_self": "print.__self__.exec(bytes({i!r}).decode())\n",
+    "eval_by_a_builtins_self": "len.__self__.eval(compile(bytes({i!r}).decode(), 'm', 'exec'))\n",
+    "compile_off_the_builtins": "import builtins as b\nb.exec(b.compile(bytes({i!r}).decode(), 'm', 'exec'))\n",
+    "reflection_to_the_builtins": "B = ().__class__.__base__\n",
 }
 
 
@@ -408,8 +414,8 @@ def test_code_built_at_run_time_is_flagged(tmp_path: Path, trick: str) -> None:
     from grader.grading.graded_source import graded_source
 
     alice = fill(ALICE)
-    (tmp_path / "masks.py").write_text(RUNTIME_TRICKS[trick].format(p=payload(alice), r=codecs.encode(alice, "rot13")),
-                                       encoding="utf-8")
+    (tmp_path / "masks.py").write_text(RUNTIME_TRICKS[trick].format(
+        p=payload(alice), r=codecs.encode(alice, "rot13"), i=list(alice.encode())), encoding="utf-8")
     source = graded_source(tmp_path, "masks.py")
     assert source.built, f"{trick}: nothing flagged"
     if trick in DECODED:  # constant data: what it decodes to is compared too
@@ -422,6 +428,7 @@ def test_honest_modules_and_the_kits_own_are_not_flagged(tmp_path: Path) -> None
     from grader.grading.graded_source import graded_source, runs_with
 
     everyday = ("from types import SimpleNamespace\nimport re\nfrom re import compile\nPATTERN = compile('a')\n"
+                "WORD = re.compile(r'\\w+')\n"
                 "import logging\nimport warnings\nfrom typing import Optional\n"
                 "def h(x: 'np.ndarray', y: 'Optional[list[int]]' = None) -> 'np.ndarray': return x\n")
     for name, text in (("alice", fill(ALICE)), ("carol", fill(CAROL)), ("dave", everyday + fill(CAROL))):
