@@ -108,3 +108,28 @@ def test_a_later_part_graded_alone_gives_the_reference_full_marks(part: str, tmp
     for exercise in chosen:
         score, maximum = points[exercise.name]
         assert maximum > 0 and score == pytest.approx(maximum), (exercise.name, score, maximum)
+
+
+def test_a_function_passed_to_a_served_dependency_runs_the_students_own(tmp_path) -> None:
+    # Fair grading answers a call of an earlier exercise's function from the reference, across the channel, and a
+    # function cannot cross it: a correct pooled_gradients that self-checked with numerical_gradient(lambda ...)
+    # lost 8.25 of negation's 24 points, its feedback blaming the value it returned (a hostile round). Such a call
+    # now runs the student's own numerical_gradient, as it does in the student's own pytest.
+    from grader.grading.grade import grade_batch
+    from grader.tests.test_trust import copy_reference, read_grades
+
+    folder = tmp_path / "submissions"
+    student = copy_reference(folder / "selfcheck")
+    negation = student / "negation.py"
+    text = negation.read_text(encoding="utf-8")
+    marker = "def pooled_gradients("
+    head, tail = text.split(marker, 1)
+    signature, body = tail.split('"""', 2)[0], '"""'.join(tail.split('"""', 2)[1:])
+    check = ("\n    from .backward import numerical_gradient\n"
+             "    assert np.allclose(numerical_gradient(lambda z: float(np.sum(z ** 2)), np.ones(2)), 2.0)\n")
+    docstring, rest = body.split('"""', 1)
+    negation.write_text(head + marker + signature + '"""' + docstring + '"""' + check + rest, encoding="utf-8")
+    out = tmp_path / "out"
+    assert grade_batch(folder, out, jobs=1, exercises=["negation"], echo=lambda *a: None) == 0
+    row = read_grades(out)["selfcheck"]
+    assert row["status"] == "ok" and float(row["score"]) == float(row["max_score"]), row
