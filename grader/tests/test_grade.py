@@ -185,18 +185,24 @@ def test_interrupted_run_then_rerun_equals_an_uninterrupted_run(batch, tmp_path)
 def test_hidden_tests_count_with_their_own_points(tmp_path):
     folder, hidden = tmp_path / "subs", tmp_path / "hidden"
     copy_reference(folder / "correct")
+    # (every test must pass on the reference, a hidden one too: a uniform softmax earns half of these)
+    uniform = copy_reference(folder / "uniform") / "softmax.py"
+    uniform.write_text(uniform.read_text(encoding="utf-8") + "\n\ndef softmax(x, axis=-1):\n"
+                       "    x = np.asarray(x, dtype=float)\n    return np.full_like(x, 1.0 / x.shape[axis])\n",
+                       encoding="utf-8")
     hidden.mkdir()
     (hidden / "test_extra_softmax.py").write_text(
         "import numpy as np\n\nEXERCISE = 'softmax'\nPOINTS = 3\n\n\n"
         "def test_uniform(impl):\n    assert np.allclose(impl.softmax(np.zeros((2, 3))), 1 / 3)\n\n\n"
-        "def test_impossible(impl):\n    assert impl.softmax(np.zeros(3)).sum() == 5, 'never true'\n"
+        "def test_peaked(impl):\n    assert impl.softmax(np.array([0.0, 10.0]))[1] > 0.99, 'the larger score wins'\n"
     )
     out = tmp_path / "out"
     assert grade_batch(folder, out, echo=lambda *a: None, hidden=hidden, jobs=1, exercises=["softmax"]) == 0
-    row = read_grades(out)["correct"]
     softmax = load().exercise("softmax").points
-    assert float(row["softmax"]) == softmax + 1.5
-    assert float(row["max_score"]) - float(row["score"]) == 1.5
+    row = read_grades(out)["correct"]
+    assert float(row["softmax"]) == softmax + 3 == float(row["max_score"])
+    extra = [t for t in results(out, "uniform")["tests"] if "hidden" in t["tags"]]
+    assert sorted(t["score"] for t in extra) == [0.0, 1.5], extra  # each of the two a half of its 3 points
     data = results(out, "correct")
     assert {t["visibility"] for t in data["tests"] if "hidden" in t["tags"]} == {"after_published"}
 
