@@ -972,7 +972,8 @@ class Kit:
         self._kept.append((name, *noted))  # asked again if the test fails (tests/kept_state.py)
         self._returned = (name, result)  # the last result, described if the test cannot use it
         if asked is not None and len(answered := self._answered.setdefault(name, [])) < ANSWERS_KEPT:
-            answered.append((*asked, result))  # asked again, moved, if the gate finds it wrong elsewhere
+            # asked again, moved, if the gate finds it wrong elsewhere (a measured call's answer, not its peak)
+            answered.append((*asked, result[0] if measure else result))
         if window is not None and watcher is not None and (found := watcher(args, kwargs, result, window)):
             self._watched.pop(name)  # told once
             fail_check(found)
