@@ -3,6 +3,7 @@ whose code behaves like a catalogued mistake reads its description first."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -500,3 +501,29 @@ def test_a_mistake_seen_in_one_number_only_is_never_told_as_exact():
                            "number cannot tell mistakes apart, so it may be this one, or another mistake in "
                            "length_accuracy():")
     assert "\"I did X.\"" in text and "Hint: Think." in text
+
+
+@pytest.mark.parametrize("module, edits, exercise_id", [
+    # both running sums left unrescaled, line by line (as a student writes it, not as the catalogue plants it)
+    ("decoding", (("running_sum = running_sum * rescale +", "running_sum = running_sum +"),
+                  ("accumulated = accumulated * rescale +", "accumulated = accumulated +")),
+     "decoding-blockwise-never-rescaled"),
+    # the signed offset key minus query, the minus sign of the penalty kept
+    ("positional", (("distance = np.abs(positions[:, None] - positions[None, :])",
+                     "distance = -(positions[:, None] - positions[None, :])"),), "positional-alibi-key-minus-query"),
+])
+def test_one_mistake_is_not_told_as_two_that_only_look_alike(module, edits, exercise_id, tmp_path):
+    # A blind mistake writer's round: each of these was told as two catalogued mistakes made together whose words
+    # contradict the code ("I rescaled the running sum but not the weighted sum" and the converse, for code that
+    # rescaled neither; "without the minus sign" for code that has it). Each is a mistake of its own now.
+    target = shutil.copytree(ROOT / "solutions", tmp_path / "student", ignore=shutil.ignore_patterns("__pycache__"))
+    path = target / f"{module}.py"
+    text = path.read_text(encoding="utf-8")
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    run = run_tests(ROOT / load_curriculum().exercise(module).test_file, target, tb="short")
+    diagnosis = first_failure(run.output).split("\n\n", 1)[0]
+    assert diagnosis.startswith(f"Diagnosis: your {module}.py gives exactly the outputs of a known mistake:"), diagnosis
+    assert CATALOGUE[exercise_id].description in diagnosis, diagnosis
