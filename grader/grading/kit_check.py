@@ -132,11 +132,10 @@ def used(key: str) -> reference_use.Table | None:
 def _why(record: Any) -> str:
     """The line that says why the reference failed a test: the grader's own failure, the error, or what differed."""
     lines = [line.strip() for line in str(record.internal or record.message).splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith(("revisit:", "read:"))] or lines  # the idea, not why
     found = next((line for line in lines if "rror" in line), None)
     if found is None and record.exception and record.exception != "AssertionError":
         found = f"{record.exception}: {lines[0] if lines else ''}"
-    return found or (" | ".join(lines[:3]) if lines else str(record.exception or "failed"))
+    return found or (lines[0] if lines else str(record.exception or "failed"))  # the first line: what differed
 
 
 def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None, dict[str, str]]:
