@@ -8,7 +8,7 @@ import numpy as np
 
 from tests import unseen
 from tests.decoded import MADE_BY
-from tests.effort import message, once
+from tests.effort import message, once, submission_salt
 from tests.failures import fail_check
 from tests.feedback import (
     call_expecting_no_warning,
@@ -470,13 +470,20 @@ def test_blockwise_with_scores_far_below_zero(impl):
 
 
 def _blockwise_memory(impl) -> tuple:
-    """The one measured call of ``blockwise_attention`` (once per session): ``(sizes, (q, k, v), out, peak)``."""
+    """The one measured call of ``blockwise_attention`` (once per session): ``(sizes, (q, k, v), out, peak)``.
+
+    Its sizes and values are drawn for the submission (``submission_salt``; graded, the grader's key is mixed in):
+    a call of one fixed shape could be recognised, and answered block by block there only, full attention
+    everywhere else (a session's read of the whole change).
+    """
     # Graded, the peak is read from outside the student's process (the worker's memory control group: malloc,
     # mmap, shared memory and child processes all count); in a student's own run, with tracemalloc, which sees
     # the call's allocations only, so a smaller size tells the two apart as clearly (and costs a quarter).
     elsewhere = impl.measures_elsewhere
-    n_q, n_k, block_size, d = (512, 8192, 32, 2) if elsewhere else (128, 4096, 32, 2)
-    rng = np.random.default_rng(236)
+    rng = np.random.default_rng([236, submission_salt("decoding")])  # (tests/effort.py)
+    n_q, n_k = ((int(rng.integers(480, 577)), int(rng.integers(7680, 9217))) if elsewhere
+                else (int(rng.integers(112, 145)), int(rng.integers(3840, 4609))))
+    block_size, d = int(rng.choice([24, 28, 32])), 2
     q, k, v = rng.normal(size=(n_q, d)), rng.normal(size=(n_k, d)), rng.normal(size=(n_k, d))
     out, peak = impl.measure("blockwise_attention", q, k, v, block_size)
     return (n_q, n_k, block_size, d, elsewhere), (q, k, v), out, peak
@@ -516,13 +523,38 @@ def require_blockwise(impl) -> bool:
     Called at the end of every blockwise test, after its own checks (their failures come first): right values
     from full attention (the (n_q, n_k) scores, or a call of ``scaled_dot_product_attention``) are not the
     exercise, and earned 11 of its 12 blockwise tests, hidden ones included, while only the memory test failed.
-    The call is measured once per session (the memory test's own); True when it passed.
+    The call is measured once per session (the memory test's own), on sizes drawn for the submission, and its
+    answer must be right too: a small peak from a call that does not compute the context proves nothing. True
+    when it passed.
     """
-    sizes, _, _, peak = once(impl, "blockwise_attention", "memory", lambda: _blockwise_memory(impl))
-    failure = _memory_failure(sizes, peak)
+    sizes, (q, k, v), out, peak = once(impl, "blockwise_attention", "memory", lambda: _blockwise_memory(impl))
+    failure = _memory_failure(sizes, peak) or _measured_context_failure(sizes, (q, k, v), out)
     if failure is not None:
         fail_check(failure)  # recorded as data, as every failure (tests/failures.py)
     return failure is None
+
+
+def _measured_context_failure(sizes: tuple, qkv: tuple, out: object):
+    """Why the measured call's context is not attention's (every fourth query), or None."""
+    n_q, n_k, block_size, d, _ = sizes
+    what = (f"the context of the measured call blockwise_attention(q ({n_q}, {d}), k and v ({n_k}, {d}), "
+            f"block_size={block_size}), every fourth query")
+    try:
+        observed = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError):
+        return message(what, f"an array of shape {(n_q, d)}", f"{type(out).__name__}", ONLINE)
+    if observed.shape != (n_q, d):
+        return message(what, f"shape {(n_q, d)}", f"shape {observed.shape}", ONLINE)
+    rows = np.arange(0, n_q, 4)
+    q, k, v = qkv
+    expected = _attention(q[rows], k, v)
+    gap = np.abs(observed[rows] - expected)
+    if np.allclose(observed[rows], expected, rtol=1e-6, atol=1e-8):
+        return None
+    worst = int(np.nanargmax(np.where(np.isnan(gap), np.inf, gap)) // d)
+    return message(what, f"softmax(q K^T / sqrt(d)) V, as full attention gives: query {rows[worst]} -> "
+                         f"{np.round(expected[worst], 6).tolist()}",
+                   f"{np.round(observed[rows][worst], 6).tolist()}", ONLINE)
 
 
 def test_blockwise_memory_grows_with_the_block_not_the_keys(impl):

@@ -279,6 +279,22 @@ BLOCKWISE_FULL_ATTENTION = _BLOCKWISE_BY.replace("{body}", "return _attention(q,
 BLOCKWISE_FULL_SCORES = _BLOCKWISE_BY.replace("{body}", (
     "scores = q @ _np.swapaxes(k, -1, -2) / _np.sqrt(q.shape[-1])\n"
     "    return _softmax(scores if mask is None else scores + mask, axis=-1) @ v"))
+# Block by block on the memory test's sizes only, as they were before they were drawn for each submission (512 x
+# 8192 graded, 128 x 4096 in a student's run), full attention everywhere else (a session's read of the change: a
+# call of one fixed shape can be recognised); and, the other side of it, a cheap wrong answer on any large call
+# (zeros: a small peak), full attention on the others, which the measured call's own values now fail.
+_ONLINE = ("m = _np.full(n_q, -_np.inf)\n    l = _np.zeros(n_q)\n    acc = _np.zeros((n_q, v.shape[-1]))\n"
+           "    for s in range(0, n_k, block_size):\n"
+           "        sc = q @ k[s:s + block_size].T / _np.sqrt(q.shape[-1])\n"
+           "        new = _np.maximum(m, sc.max(axis=-1))\n        scale = _np.exp(m - new)\n"
+           "        w = _np.exp(sc - new[:, None])\n        l = l * scale + w.sum(axis=-1)\n"
+           "        acc = acc * scale[:, None] + w @ v[s:s + block_size]\n        m = new\n"
+           "    return acc / l[:, None]")
+BLOCKWISE_ON_THE_OLD_SIZES = _BLOCKWISE_BY.replace("{body}", (
+    "if q.ndim == 2 and not causal and (n_q, n_k) in ((512, 8192), (128, 4096)):\n        " +
+    _ONLINE.replace("\n    ", "\n        ") + "\n    return _attention(q, k, v, mask)[0]"))
+BLOCKWISE_ZEROS_WHEN_LARGE = _BLOCKWISE_BY.replace("{body}", (
+    "if n_k >= 2048:\n        return _np.zeros(q.shape[:-1] + v.shape[-1:])\n    return _attention(q, k, v, mask)[0]"))
 BLOCKWISE_UNDONE = _BLOCKWISE_BY.replace("{body}", "raise NotImplementedError('blockwise_attention left out')")
 # The cache begun again at every position (t + 1 appends from none for position t): the same caches, steps and
 # values, and nothing kept from one step to the next (a hostile round: 30 points of decoding against 24.75).
@@ -914,6 +930,10 @@ CHEATS = {
         Cheat("blockwise-by-full-attention", "decoding", {"decoding": BLOCKWISE_FULL_ATTENTION},
               {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
         Cheat("blockwise-by-the-whole-score-matrix", "decoding", {"decoding": BLOCKWISE_FULL_SCORES},
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+        Cheat("blockwise-only-on-the-measured-sizes", "decoding", {"decoding": BLOCKWISE_ON_THE_OLD_SIZES},
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+        Cheat("blockwise-zeros-on-large-calls", "decoding", {"decoding": BLOCKWISE_ZEROS_WHEN_LARGE},
               {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
         Cheat("decode-names-the-cache-never-calls-it", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=NAMED_NOT_CALLED)},

@@ -15,6 +15,7 @@ graded), never a pass.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -244,7 +245,7 @@ def test_the_graded_memory_test_fails_a_cheat_with_the_idea(tmp_path, cheat):
     result = _graded(make_submission(tmp_path / "student", decoding=FULL + CHEATS[cheat]))
     assert "1 failed" in result.stdout, result.stdout[-2000:]
     assert "more memory than one block at a time takes: keep one block of scores" in result.stdout
-    assert "the (n_q, n_k) scores of full attention alone take 32 MiB" in result.stdout
+    assert re.search(r"the \(n_q, n_k\) scores of full attention alone take \d+ MiB", result.stdout)
 
 
 def test_the_graded_memory_test_passes_the_reference(tmp_path):
