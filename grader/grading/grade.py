@@ -393,7 +393,7 @@ class _Batch:
                     raise KeyboardInterrupt
                 if job is self.canary:
                     self.canary = None
-                    self.kit_failure, self.broken = kit_check.verdict(self.suite, result, self.kit_key)
+                    self.kit_failure, self.broken = kit_check.verdict(result, self.kit_key)
                     if self.kit_failure is not None:
                         break  # nobody can be graded: the students not finished yet are not run
                     for held_job, held_result in held:

@@ -130,15 +130,24 @@ def used(key: str) -> reference_use.Table | None:
 
 
 def _why(record: Any) -> str:
-    """The line that says why the reference failed a test: the grader's own failure, the error, or what differed."""
-    lines = [line.strip() for line in str(record.internal or record.message).splitlines() if line.strip()]
-    found = next((line for line in lines if "rror" in line), None)
-    if found is None and record.exception and record.exception != "AssertionError":
-        found = f"{record.exception}: {lines[0] if lines else ''}"
-    return found or (lines[0] if lines else str(record.exception or "failed"))  # the first line: what differed
+    """Why the reference failed a test, from the record's fields.
+
+    The grader's own failure, the exception that ended the test, or the failure's first line (what differed);
+    no line is picked by its words.
+    """
+    if record.internal:
+        return _first_line(record.internal)
+    first = _first_line(record.message)
+    if record.exception and record.exception != "AssertionError":
+        return f"{record.exception}: {first}" if first else record.exception
+    return first or "failed"
 
 
-def verdict(suite: list[TestFile], result: Result, key: str) -> tuple[str | None, dict[str, str]]:
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+
+
+def verdict(result: Result, key: str) -> tuple[str | None, dict[str, str]]:
     """(why nothing can be graded, {test: why it cannot be}) from the result of the kit's check (remembered)."""
     if result.error:
         outcome: tuple[str | None, dict[str, str]] = (f"the kit is broken: {result.error}", {})
