@@ -295,6 +295,9 @@ BLOCKWISE_ON_THE_OLD_SIZES = _BLOCKWISE_BY.replace("{body}", (
     _ONLINE.replace("\n    ", "\n        ") + "\n    return _attention(q, k, v, mask)[0]"))
 BLOCKWISE_ZEROS_WHEN_LARGE = _BLOCKWISE_BY.replace("{body}", (
     "if n_k >= 2048:\n        return _np.zeros(q.shape[:-1] + v.shape[-1:])\n    return _attention(q, k, v, mask)[0]"))
+# The tests a blockwise cheat must not gain: those named so, and the probes' test, whose blockwise values from full
+# attention earned 1.5 points (a hostile round).
+_BLOCKWISE_TESTS = ("blockwise", "test_reference_values")
 BLOCKWISE_UNDONE = _BLOCKWISE_BY.replace("{body}", "raise NotImplementedError('blockwise_attention left out')")
 # The cache begun again at every position (t + 1 appends from none for position t): the same caches, steps and
 # values, and nothing kept from one step to the next (a hostile round: 30 points of decoding against 24.75).
@@ -928,13 +931,13 @@ CHEATS = {
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=FORGED_EVIDENCE)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
         Cheat("blockwise-by-full-attention", "decoding", {"decoding": BLOCKWISE_FULL_ATTENTION},
-              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
         Cheat("blockwise-by-the-whole-score-matrix", "decoding", {"decoding": BLOCKWISE_FULL_SCORES},
-              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
         Cheat("blockwise-only-on-the-measured-sizes", "decoding", {"decoding": BLOCKWISE_ON_THE_OLD_SIZES},
-              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
         Cheat("blockwise-zeros-on-large-calls", "decoding", {"decoding": BLOCKWISE_ZEROS_WHEN_LARGE},
-              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about="blockwise"),
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
         Cheat("decode-names-the-cache-never-calls-it", "decoding",
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=NAMED_NOT_CALLED)},
               {"decoding": _DECODE_WITHOUT_CACHE.format(decode=DECODE_UNDONE)}, _files("11", "decoding")),
