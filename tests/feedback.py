@@ -67,6 +67,15 @@ def _number(value: Any, digits: int = 6) -> str:
     return f"{float(value):.{digits}g}"
 
 
+def few_numbers(values: Any, digits: int = 6) -> str:
+    """A few numbers to ``digits`` significant digits each: ``[0.00152932, -2.5]``.
+
+    A ratio or a sign stays visible, where the printing of arrays to 4 decimals showed 0.0001 beside 0.0093 (a
+    blind round).
+    """
+    return "[" + ", ".join(_number(value, digits) for value in np.ravel(np.asarray(values))) + "]"
+
+
 def _paired(observed: Any, expected: Any, digits: int) -> tuple[str, str]:
     """Both numbers to ``digits`` significant digits, with as many decimals as the one that needs most."""
     a, b = _number(observed, digits), _number(expected, digits)

@@ -38,6 +38,7 @@ from tests.feedback import (
     expect_no_nan,
     expect_raises_value_error,
     expect_shape,
+    few_numbers,
 )
 from tests.own_models import (  # noqa: F401  (hidden tests and benchmarks import them from here too)
     _adam,
@@ -376,8 +377,8 @@ def _gate(impl) -> list[Failure]:
         where, expected = _central(loss, at, sample=3, seed=seed_of(got))  # entries known only after the call
         observed = np.asarray(got, dtype=np.float64)[where]
         if not np.allclose(observed, expected, rtol=1e-5, atol=1e-7):
-            return [message(what + ", against central differences", f"{np.round(expected, 8)}",
-                            f"{np.round(observed, 8)}", GRADS)]
+            return [message(what + ", against central differences", few_numbers(expected),
+                            few_numbers(observed), GRADS)]
     return []
 
 

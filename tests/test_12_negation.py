@@ -43,6 +43,7 @@ from tests.feedback import (
     expect_equal,
     expect_raises_value_error,
     expect_shape,
+    few_numbers,
 )
 from tests.own_models import (
     _adam,
@@ -460,8 +461,8 @@ def _timed_values(result, params, tokens, query, target, size: int) -> list[Fail
         where, expected = _central(loss, params[key], sample=3, seed=seed_of(got))  # entries only known after
         observed = np.asarray(got, dtype=np.float64)[where]
         if not np.allclose(observed, expected, rtol=1e-5, atol=1e-7):
-            return [message(what + ", against central differences", f"{np.round(expected, 8)}",
-                            f"{np.round(observed, 8)}", GRADS)]
+            return [message(what + ", against central differences", few_numbers(expected),
+                            few_numbers(observed), GRADS)]
     return []
 
 

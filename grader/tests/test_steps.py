@@ -90,3 +90,23 @@ def test_every_declared_name_list_matches_what_its_probes_return():
         for name in probes:
             stored = golden(name)
             assert len(stored if isinstance(stored, tuple) else (stored,)) == len(names), (function, name)
+
+
+# One relation of the called function's outputs to the right ones on every deviating probe (a scale, a sign) explains
+# all that is wrong: it is named before any step inside the function, whose idea may be another (a blind round:
+# pooled_gradients' grad_logits divided by n again, or with its sign flipped, was told the read-out's input).
+_LOSS = '    loss, grad_logits = cross_entropy(hidden @ params["w_out"] + params["b_out"], target)'
+RELATED = {
+    "grad-logits-averaged-twice": (_LOSS, _LOSS + "\n    grad_logits = grad_logits / len(target)", "a scale"),
+    "grad-logits-sign-flipped": (_LOSS, _LOSS + "\n    grad_logits = -grad_logits", "sign flip"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELATED))
+def test_a_relation_of_every_output_comes_before_a_step_inside(name, tmp_path):
+    replace, with_, family = RELATED[name]
+    implementation = LocalImplementation(plant(tmp_path, "negation.py", replace, with_))
+    step = first_step(implementation, ["pooled_gradients"], observe_everything(implementation))
+    assert step is not None and step.function == "pooled_gradients", step
+    assert step.text.startswith(f"Diagnosis (a family of mistakes: {family}): "), step.text
+    assert "the first step whose output differs" not in step.text and "ReLU's output" not in step.revisit, step
