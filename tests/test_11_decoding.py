@@ -76,30 +76,52 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False
 
 
 def _blockwise_mistake(observed: np.ndarray, q, k, v, block_size: int, causal: bool) -> str | None:
-    """Name the blockwise mistake that reproduces ``observed``, by simulating it."""
-    n_k = k.shape[-2]
-    candidates = {
-        "the last, shorter block was dropped": ("drop_last", None),
-        "the causal mask of each block compared the query with the key's index inside the block, not with "
-        "start + j": ("local_offset", None),
-        "the running sum l was not rescaled by exp(m_old - m_new) when the maximum changed": ("no_rescale_sum", None),
-        "the running weighted sum of values was not rescaled by exp(m_old - m_new) when the maximum changed":
-            ("no_rescale_acc", None),
-        "neither the running sum l nor the running weighted sum of values was rescaled by exp(m_old - m_new) when "
-        "the maximum changed": ("no_rescale_both", None),
-        "the full (n_q, n_k) score matrix was used in place of each block (every block saw every key)":
-            ("whole", None),
-        "the scores were divided by sqrt(d_v), the values' width, not by sqrt(d_k), the keys' (q @ k^T / sqrt(d_k))":
-            ("scale_dv", None),
-    }
-    for mistake, (kind, _) in candidates.items():
-        if kind == "drop_last" and n_k % block_size == 0:
-            continue
-        simulated = _simulate(q, k, v, block_size, causal, kind)
-        if simulated is not None and np.shape(observed) == simulated.shape and np.allclose(
-                observed, simulated, equal_nan=True) and not np.allclose(observed, _attention(q, k, v, causal)):
-            return mistake
-    return None
+    """Name the blockwise mistake that reproduces ``observed``, by simulating it (the only one that does)."""
+    return _one_mistake([(observed, q, k, v, block_size, causal)])
+
+
+def _one_mistake(calls: list[tuple]) -> str | None:
+    """The one blockwise mistake that reproduces every call of ``calls`` that differs, by simulating it, or None.
+
+    ``calls``: ``(observed, q, k, v, block_size, causal)`` of a test's calls. Named only when it explains all that is
+    wrong in the test, and no other candidate does: a blind round's scores scaled by 1/sqrt(block length) were told
+    "divided by sqrt(d_v)" on the one call whose blocks were as long as d_v, beside calls that mistake did not explain.
+    """
+    found: set[str] | None = None
+    for observed, q, k, v, block_size, causal in calls:
+        if np.shape(observed) == np.shape(_attention(q, k, v, causal)) and np.allclose(
+                np.asarray(observed, dtype=np.float64), _attention(q, k, v, causal)):
+            continue  # a right call: nothing to explain
+        here = set()
+        for mistake, kind in _CANDIDATES.items():
+            if kind == "drop_last" and k.shape[-2] % block_size == 0:
+                continue
+            simulated = _simulate(q, k, v, block_size, causal, kind)
+            if simulated is not None and np.shape(observed) == simulated.shape and np.allclose(
+                    observed, simulated, equal_nan=True):
+                here.add(mistake)
+        found = here if found is None else found & here
+        if not found:
+            return None
+    return next(iter(found)) if found is not None and len(found) == 1 else None
+
+
+_CANDIDATES = {  # the mistake's words -> its kind in _simulate
+    "the last, shorter block was dropped": "drop_last",
+    "the causal mask of each block compared the query with the key's index inside the block, not with start + j":
+        "local_offset",
+    "the running sum l was not rescaled by exp(m_old - m_new) when the maximum changed": "no_rescale_sum",
+    "the running weighted sum of values was not rescaled by exp(m_old - m_new) when the maximum changed":
+        "no_rescale_acc",
+    "neither the running sum l nor the running weighted sum of values was rescaled by exp(m_old - m_new) when the "
+    "maximum changed": "no_rescale_both",
+    "the full (n_q, n_k) score matrix was used in place of each block (every block saw every key)": "whole",
+    "the scores were divided by sqrt(d_v), the values' width, not by sqrt(d_k), the keys' (q @ k^T / sqrt(d_k))":
+        "scale_dv",
+    "the scores of each block were divided by the square root of the block's length, not by sqrt(d_k), the keys' "
+    "width (q @ k^T / sqrt(d_k))": "scale_block",
+    "the scores were not divided by sqrt(d_k) (q @ k^T / sqrt(d_k), in every block)": "no_scale",
+}
 
 
 @remembered  # of the tests' own q, k, v (never of the student's output): computed once per process
@@ -112,7 +134,7 @@ def _simulate(q, k, v, block_size: int, causal: bool, kind: str) -> np.ndarray |
         stop_at = n_k - n_k % block_size if kind == "drop_last" else n_k
         for start in range(0, stop_at, block_size):
             stop = min(n_k, start + block_size)
-            width = v.shape[-1] if kind == "scale_dv" else q.shape[-1]
+            width = {"scale_dv": v.shape[-1], "scale_block": stop - start, "no_scale": 1}.get(kind, q.shape[-1])
             scores = np.einsum("...id,...jd->...ij", q, k[..., start:stop, :]) / np.sqrt(width)
             if causal:
                 keys = np.arange(stop - start) if kind == "local_offset" else np.arange(start, stop)
@@ -386,22 +408,22 @@ def test_blockwise_equals_attention_for_every_block_size(impl):
     # The last, shorter block is named only where the blocks that divide the keys are right (a blind round's scale
     # by sqrt(d_v) was sent to the last block, every block size wrong alike).
     whole = all(np.shape(outs[size]) == expected.shape and np.allclose(outs[size], expected) for size in (1, 11))
+    mistake = _one_mistake([(out, q, k, v, size, False) for size, out in outs.items()])  # one for every call
     for block_size, out in outs.items():
         what = f"blockwise_attention(q, k, v, block_size={block_size}) with q {q.shape}, k {k.shape}"
         if expect_shape(out, (B, H, 6, DV), what=f"the shape of {what}", idea=ONLINE):
             idea = PARTIAL if 11 % block_size and whole else ONLINE
-            expect_close(out, expected, what=what,
-                         idea=_idea(_blockwise_mistake(out, q, k, v, block_size, False), idea))
+            expect_close(out, expected, what=what, idea=_idea(mistake, idea))
     require_blockwise(impl)  # the values above from full attention earn nothing
 
 
 def test_blockwise_causal_equals_causal_attention(impl):
     q, k, v = _qkv(231)
-    for block_size in (3, 5, 1, 10):
-        out = impl.blockwise_attention(q, k, v, block_size, causal=True)
-        expect_close(out, _attention(q, k, v, causal=True), idea=_idea(
-            _blockwise_mistake(out, q, k, v, block_size, True), OFFSET),
-            what=f"blockwise_attention(q, k, v, block_size={block_size}, causal=True), n = {N}")
+    outs = {block_size: impl.blockwise_attention(q, k, v, block_size, causal=True) for block_size in (3, 5, 1, 10)}
+    mistake = _one_mistake([(out, q, k, v, size, True) for size, out in outs.items()])  # one for every call
+    for block_size, out in outs.items():
+        expect_close(out, _attention(q, k, v, causal=True), idea=_idea(mistake, OFFSET),
+                     what=f"blockwise_attention(q, k, v, block_size={block_size}, causal=True), n = {N}")
     require_blockwise(impl)  # the values above from full attention earn nothing
 
 
@@ -410,12 +432,15 @@ def test_blockwise_with_values_as_wide_as_keys(impl):
     # with d_k runs, and its values are checked.
     rng = np.random.default_rng(235)
     q, k, v = (rng.normal(size=(B, H, N, DK)) for _ in range(3))
-    for block_size, causal in ((3, False), (4, True)):
+    calls = ((3, False), (4, True))
+    outs = [call_or_explain(impl.blockwise_attention, q, k, v, block_size, causal=causal, idea=ONLINE,
+                            what=f"blockwise_attention(q, k, v, block_size={block_size}, causal={causal}) with d_v = "
+                                 f"d_k = {DK}") for block_size, causal in calls]
+    mistake = _one_mistake([(out, q, k, v, *call) for out, call in zip(outs, calls, strict=True)])
+    for (block_size, causal), out in zip(calls, outs, strict=True):
         what = f"blockwise_attention(q, k, v, block_size={block_size}, causal={causal}) with d_v = d_k = {DK}"
-        out = call_or_explain(impl.blockwise_attention, q, k, v, block_size, causal=causal, what=what, idea=ONLINE)
         if expect_shape(out, (B, H, N, DK), what=f"the shape of {what}", idea=ONLINE):
-            expect_close(out, _attention(q, k, v, causal=causal), what=what,
-                         idea=_idea(_blockwise_mistake(out, q, k, v, block_size, causal), ONLINE))
+            expect_close(out, _attention(q, k, v, causal=causal), what=what, idea=_idea(mistake, ONLINE))
     require_blockwise(impl)  # the values above from full attention earn nothing
 
 

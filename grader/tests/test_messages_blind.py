@@ -458,3 +458,15 @@ def test_controls_counted_as_a_pair_are_told_they_are_in_no_pair(tmp_path):
                                              "    ids, counts = np.unique(pair, return_counts=True)"))
     text = failures_of(target, "negation", "test_pair_accuracy_counts_sentences_and_pairs")
     assert "the controls (pair = -1) are in no pair" in text, text[:3000]
+
+
+def test_blockwise_scores_scaled_by_the_block_length_are_told_so_in_every_call(tmp_path):
+    # A blind round: scores divided by sqrt(block length) were told "divided by sqrt(d_v)" on the one call whose
+    # blocks were as long as d_v (5), beside three calls that mistake did not explain. A mistake is named in a test
+    # only when it reproduces every call of it that differs.
+    line = "        scores = (q @ np.swapaxes(k[..., start:stop, :], -1, -2)) * dtype.type(scale)  # (..., n_q, block)"
+    target = plant(tmp_path, "decoding.py", (line, line.replace("dtype.type(scale)",
+                                                                "dtype.type(1 / math.sqrt(stop - start))")))
+    text = failures_of(target, "decoding", "test_blockwise_causal_equals_causal_attention")
+    assert "sqrt(d_v)" not in text, text[:3000]
+    assert sum("the square root of the block's length" in line for line in revisit_lines(text)) >= 4, text[:3000]
