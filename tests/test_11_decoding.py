@@ -549,8 +549,8 @@ def require_blockwise(impl) -> bool:
     from full attention (the (n_q, n_k) scores, or a call of ``scaled_dot_product_attention``) are not the
     exercise, and earned 11 of its 12 blockwise tests, hidden ones included, while only the memory test failed.
     The call is measured once per session (the memory test's own), on sizes drawn for the submission, and its
-    answer must be right too: a small peak from a call that does not compute the context proves nothing. True
-    when it passed.
+    answer must be right too, or reproduce a known mistake of the algorithm (whose own tests fail it): a small peak
+    from a call that does not compute the context proves nothing. True when it passed.
     """
     sizes, (q, k, v), out, peak = once(impl, "blockwise_attention", "memory", lambda: _blockwise_memory(impl))
     failure = _memory_failure(sizes, peak) or _measured_context_failure(sizes, (q, k, v), out)
@@ -575,6 +575,10 @@ def _measured_context_failure(sizes: tuple, qkv: tuple, out: object):
     expected = _attention(q[rows], k, v)
     gap = np.abs(observed[rows] - expected)
     if np.allclose(observed[rows], expected, rtol=1e-6, atol=1e-8):
+        return None
+    if _one_mistake([(observed[rows], q[rows], k, v, block_size, False)]) is not None:
+        # A known mistake of the algorithm (the last, shorter block dropped ...): the student's own blockwise code,
+        # which the tests of that idea fail; the gate asks for work block by block, not for every idea again.
         return None
     worst = int(np.nanargmax(np.where(np.isnan(gap), np.inf, gap)) // d)
     return message(what, f"softmax(q K^T / sqrt(d)) V, as full attention gives: query {rows[worst]} -> "
