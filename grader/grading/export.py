@@ -162,6 +162,12 @@ def run(args: argparse.Namespace) -> int:
         written += publish_feedback(args.grades, read_graded(args.grades))
     for path in written:
         print(f"wrote {path}")
+    ungraded = [row.student for row in rows if not row.graded]
+    if args.merge and ungraded:  # as `grade` of the whole class would: the grader's failure, never a row of 0
+        print(f"attention-kit export: {len(ungraded)} of {len(rows)} students not graded "
+              f"({', '.join(ungraded[:5])}{', ...' if len(ungraded) > 5 else ''}): rerun their shards' "
+              "`attention-kit grade --shard I/N` (it grades only what is missing), then merge again", file=sys.stderr)
+        return 1
     return 0
 
 

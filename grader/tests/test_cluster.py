@@ -413,6 +413,24 @@ def test_two_shards_merged_equal_the_whole(part_one, tmp_path, capsys):
     assert not (tmp_path / "short" / "grades.csv").exists()
 
 
+def test_a_merge_with_a_student_not_graded_writes_the_gradebook_and_exits_1(part_one, tmp_path, capsys):
+    # A hostile round: every row "not graded" (the shards each exit 1), yet the merge exited 0.
+    folder, _ = part_one
+    shards = []
+    for index in (1, 2):
+        shards.append(tmp_path / f"shard-{index}")
+        grade_batch(folder, shards[-1], exercises=PARTS["1"], jobs=1, echo=quiet(), hidden=None, shard=(index, 2))
+    student = next(p for p in shards[0].iterdir() if (p / "results.json").is_file())
+    data = json.loads((student / "results.json").read_text(encoding="utf-8"))
+    data["extra_data"]["status"] = "not graded: the kit is broken: simulated"
+    data["extra_data"]["score_not_graded"] = data.pop("score")
+    (student / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert cli(["export", str(tmp_path / "merged"), "--merge", *map(str, shards)]) == 1
+    assert "1 of 4 students not graded" in capsys.readouterr().err
+    assert (tmp_path / "merged" / "grades.csv").is_file()
+
+
 def test_merged_shards_have_the_columns_of_the_part_they_graded(part_one, tmp_path, monkeypatch):
     """Shards of `grade --part 1` merged by a process with no part selected: part 1's columns, as one machine."""
     import csv
