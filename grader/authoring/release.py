@@ -346,6 +346,12 @@ def write_release(plan: Plan, out_dir: Path, force: bool = False) -> None:
             raise ReleaseError(f"{out_dir} is not empty; choose a new folder, or --force to rebuild a release there")
         if out_dir.resolve() == ROOT.resolve() or ROOT.resolve().is_relative_to(out_dir.resolve()):
             raise ReleaseError(f"{out_dir} holds the kit itself; refusing to overwrite it")
+        # Before anything is removed: --force rebuilds a release, never a kit's copy or a course folder (a hostile
+        # round: a copy of the kit lost its hidden tests and grading code, a course its own files, then the refusal).
+        held = [path for path in (*INSTRUCTOR_ONLY, course.COURSE_FILE) if (out_dir / path).exists()]
+        if held:
+            raise ReleaseError(f"{out_dir} is not a release (it holds {', '.join(held)}): --force rebuilds only an "
+                               "earlier release; nothing was changed")
         for entry in RELEASE_ENTRIES:
             target = out_dir / entry
             if target.is_dir() and not target.is_symlink():

@@ -233,6 +233,21 @@ def test_refuses_to_overwrite_a_folder_and_force_keeps_foreign_files(tmp_path: P
     assert (out / "exercises" / "softmax.py").is_file()
 
 
+@pytest.mark.parametrize("held", ["solutions", "grader/hidden_tests", "course.toml"])
+def test_force_refuses_a_folder_that_is_no_release_before_changing_anything(tmp_path: Path, held: str) -> None:
+    # A hostile round: --force into a copy of the kit removed its hidden tests, grading code and docs, rewrote its
+    # README, and only then refused (instructor-only paths); into a course folder, it broke every later grade.
+    out = tmp_path / "kit-copy"
+    (out / held).parent.mkdir(parents=True, exist_ok=True)
+    (out / held).mkdir() if held != "course.toml" else (out / held).write_text("[course]\n")
+    (out / "README.md").write_text("mine\n")
+    (out / "tests").mkdir()
+    (out / "tests" / "test_mine.py").write_text("x = 1\n")
+    with pytest.raises(release_allowlist.ReleaseError, match=f"not a release .*{held}.*nothing was changed"):
+        release.write_release(release.plan_release(), out, force=True)
+    assert (out / "README.md").read_text() == "mine\n" and (out / "tests" / "test_mine.py").is_file()
+
+
 def test_a_shipped_module_importing_an_unlisted_one_stops_the_build(tmp_path: Path) -> None:
     plan = release_allowlist.Plan()
     helper = tmp_path / "tests" / "helper.py"
