@@ -403,9 +403,17 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
     """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules.
 
     At most ``MAX_FOLDERS`` folders are looked at (breadth first, so the shallow ones always are).
+
+    Raises
+    ------
+    SubmissionError
+        If ``root`` holds no modules itself and two folders of modules side by side (neither inside the other):
+        several submissions in one entry (a whole Classroom assignment's clones, given as one student: a
+        hostile round's entry was graded as whichever clone held the most modules), never one chosen.
     """
     best: tuple[int, int, str] | None = None
     found: Path | None = None
+    holding: list[Path] = []
     pending = [(root, 0)]
     visited = 0
     while pending:
@@ -416,8 +424,10 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
         count = _count_modules(folder)
         # Most modules wins; then the shallowest; then the name, so the choice never depends on the disk.
         key = (-count, level, str(folder))
-        if count and (best is None or key < best):
-            best, found = key, folder
+        if count:
+            holding.append(folder)
+            if best is None or key < best:
+                best, found = key, folder
         if level < depth:
             try:
                 children = sorted(p for p in folder.iterdir()
@@ -425,6 +435,11 @@ def find_module_folder(root: Path, depth: int = 2) -> Path | None:
             except OSError:
                 children = []
             pending.extend((child, level + 1) for child in children if child.name not in JUNK)
+    apart = [folder for folder in holding if not any(other in folder.parents for other in holding)]
+    if root not in holding and len(apart) > 1:
+        named = ", ".join(str(folder.relative_to(root)) for folder in apart[:3]) + (", ..." if len(apart) > 3 else "")
+        raise SubmissionError(f"{root.name} holds {len(apart)} folders of modules side by side ({named}): one "
+                              "submission per entry; grade the folder that holds one folder per student")
     return found
 
 

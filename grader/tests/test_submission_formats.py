@@ -72,6 +72,20 @@ def test_a_zip_inside_a_folder_is_opened(reference: Path, tmp_path: Path) -> Non
     assert {e.module_file for e in load().exercises} <= {p.name for p in prepared.folder.glob("*.py")}
 
 
+def test_an_entry_holding_several_submissions_is_refused_and_none_chosen(reference: Path, tmp_path: Path) -> None:
+    # A hostile round: a whole Classroom assignment's clones given as one entry (gh classroom clone's layout) was
+    # graded as whichever clone held the most modules, silently, with no row for the others.
+    entry = tmp_path / "hw1-submissions"
+    shutil.copytree(reference, entry / "c_ok")
+    shutil.copytree(reference, entry / "c_other")
+    prepared = submissions.prepare(entry, tmp_path / "work", "hw1-submissions")
+    assert prepared.error is not None and "2 folders of modules side by side (c_ok, c_other)" in prepared.error
+    # A student's own folder with a copy inside it (modules at its top): graded, as before.
+    shutil.copytree(reference, reference / "backup")
+    kept = submissions.prepare(reference, tmp_path / "work2", "alice")
+    assert kept.error is None and kept.problems == {}
+
+
 def test_an_unsafe_zip_inside_a_folder_is_refused(reference: Path, tmp_path: Path) -> None:
     upload = tmp_path / "upload"
     upload.mkdir()
