@@ -21,6 +21,7 @@ missing or repeated shard, and a student without results.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -75,16 +76,19 @@ def shard_entries(entries: list[tuple[str, Path]], shard: tuple[int, int] | None
 
     chosen = select(entries, *shard)
     write_manifest(out, *shard, [student for student, _ in entries], [student for student, _ in chosen],
-                   kit_fingerprint(template), {student: student_id(entry) for student, entry in entries})
+                   kit_fingerprint(template), {student: student_id(entry) for student, entry in entries},
+                   keyless=kit_fingerprint(dataclasses.replace(template, draw_key="")))
     echo(f"Shard {shard[0]}/{shard[1]}: {len(chosen)} of the {len(entries)} submission(s)")
     return chosen
 
 
 def write_manifest(out: Path, index: int, count: int, everyone: list[str], students: list[str],
-                   kit: str, ids: dict[str, str] | None = None) -> None:
+                   kit: str, ids: dict[str, str] | None = None, keyless: str = "") -> None:
     """Write ``out/shard.json``: which slice this is, of which class, graded with which kit and course.
 
     ``ids``: each listed student's id as the entry's name gives it, which decides the slice (:func:`select`).
+    ``keyless``: the kit's fingerprint without the machine's draw key (``grader.grading.draw_key``), so that a
+    merge can tell shards of another kit from shards graded with another key (a machine's own cache folder).
     """
     from grader import course
     from grader.curriculum import PART_ENV
@@ -93,8 +97,9 @@ def write_manifest(out: Path, index: int, count: int, everyone: list[str], stude
 
     # The part graded (--part, or the course's): the merged gradebook has that part's columns, wherever merged;
     # and the course's exercises (its own beside the kit's): export merges with the same course, or refuses.
-    atomic_write(out / MANIFEST, json.dumps({"shard": index, "of": count, "kit": kit, "class": everyone,
-                                            "students": students, "part": os.environ.get(PART_ENV, ""),
+    atomic_write(out / MANIFEST, json.dumps({"shard": index, "of": count, "kit": kit, "keyless": keyless,
+                                            "class": everyone, "students": students,
+                                            "part": os.environ.get(PART_ENV, ""),
                                             "ids": ids or {}, "course": course.active_folder() is not None,
                                             "exercises": list(load_curriculum().names)}, indent=1) + "\n")
 
@@ -142,6 +147,11 @@ def merge(out: Path, shards: list[Path]) -> list[Any]:
     manifests = [_manifest(folder) for folder in shards]
     first = manifests[0]
     for folder, data in zip(shards, manifests, strict=True):
+        if data["kit"] != first["kit"] and data.get("keyless") and data.get("keyless") == first.get("keyless"):
+            raise ShardError(f"--merge {folder}: graded with another draw key than {shards[0]} (the same kit and "
+                             "course; each machine keeps its own key of the inputs drawn for each submission, in "
+                             "its cache folder: ~/.cache/attention-kit/draw-key): copy one machine's file to the "
+                             "others (mode 600) and regrade their shards (docs/cluster.md)")
         if data["kit"] != first["kit"]:
             raise ShardError(f"--merge {folder}: graded with another kit or course than {shards[0]} (fingerprint "
                              f"{str(data['kit'])[:12]}, not {str(first['kit'])[:12]}): regrade it with the same ones")

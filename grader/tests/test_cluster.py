@@ -397,7 +397,7 @@ def test_two_shards_merged_equal_the_whole(part_one, tmp_path, capsys):
     assert book == gradebook(local)
     # A slice of another kit or course: refused, in one line.
     manifest = json.loads((shards[1] / "shard.json").read_text())
-    (shards[1] / "shard.json").write_text(json.dumps({**manifest, "kit": "f" * 64}))
+    (shards[1] / "shard.json").write_text(json.dumps({**manifest, "kit": "f" * 64, "keyless": "e" * 64}))
     capsys.readouterr()
     assert cli(["export", str(tmp_path / "again"), "--merge", *map(str, shards)]) == 2
     error = capsys.readouterr().err.strip()
@@ -429,6 +429,20 @@ def test_a_merge_with_a_student_not_graded_writes_the_gradebook_and_exits_1(part
     assert cli(["export", str(tmp_path / "merged"), "--merge", *map(str, shards)]) == 1
     assert "1 of 4 students not graded" in capsys.readouterr().err
     assert (tmp_path / "merged" / "grades.csv").is_file()
+
+
+def test_shards_graded_with_two_machines_keys_are_told_to_share_the_key(part_one, tmp_path, capsys, monkeypatch):
+    # A hostile round: shards graded on two machines (two cache folders, two draw keys) were refused as "another
+    # kit or course" with the same kit and course, and regrading on that machine gave the same refusal.
+    folder, _ = part_one
+    shards = [tmp_path / "shard-1", tmp_path / "shard-2"]
+    grade_batch(folder, shards[0], exercises=PARTS["1"], jobs=1, echo=quiet(), hidden=None, shard=(1, 2))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-machine"))
+    grade_batch(folder, shards[1], exercises=PARTS["1"], jobs=1, echo=quiet(), hidden=None, shard=(2, 2))
+    capsys.readouterr()
+    assert cli(["export", str(tmp_path / "merged"), "--merge", *map(str, shards)]) == 2
+    error = capsys.readouterr().err
+    assert "graded with another draw key" in error and "draw-key" in error and "another kit" not in error, error
 
 
 def test_merged_shards_have_the_columns_of_the_part_they_graded(part_one, tmp_path, monkeypatch):
