@@ -293,6 +293,21 @@ _ONLINE = ("m = _np.full(n_q, -_np.inf)\n    l = _np.zeros(n_q)\n    acc = _np.z
 BLOCKWISE_ON_THE_OLD_SIZES = _BLOCKWISE_BY.replace("{body}", (
     "if q.ndim == 2 and not causal and (n_q, n_k) in ((512, 8192), (128, 4096)):\n        " +
     _ONLINE.replace("\n    ", "\n        ") + "\n    return _attention(q, k, v, mask)[0]"))
+# A known mistake on the gate's large calls (never rescaled, block by block: a small peak, values the gate once
+# excused as the student's own), full attention on every other call (a hostile round: 28.56 points of 30).
+BLOCKWISE_KNOWN_MISTAKE_WHEN_LARGE = _BLOCKWISE_BY.replace("{body}", (
+    "if n_k >= 2048:\n        mask_of = _np.arange(n_k)\n"
+    "        l = _np.zeros(q.shape[:-1] + (1,))\n        acc = _np.zeros(q.shape[:-1] + v.shape[-1:])\n"
+    "        m = _np.full(q.shape[:-1] + (1,), -_np.inf)\n"
+    "        for s in range(0, n_k, block_size):\n"
+    "            sc = q @ _np.swapaxes(k[..., s:s + block_size, :], -1, -2) / _np.sqrt(q.shape[-1])\n"
+    "            if causal:\n"
+    "                sc = _np.where(mask_of[s:s + block_size][None, :] <= _np.arange(n_q)[:, None], sc, -_np.inf)\n"
+    "            m = _np.maximum(m, sc.max(axis=-1, keepdims=True))\n"
+    "            w = _np.exp(sc - m)\n            l = l + w.sum(axis=-1, keepdims=True)\n"
+    "            acc = acc + w @ v[..., s:s + block_size, :]\n"
+    "        return (acc / l).astype(q.dtype)\n"
+    "    return _attention(q, k, v, mask)[0]"))
 BLOCKWISE_ZEROS_WHEN_LARGE = _BLOCKWISE_BY.replace("{body}", (
     "if n_k >= 2048:\n        return _np.zeros(q.shape[:-1] + v.shape[-1:])\n    return _attention(q, k, v, mask)[0]"))
 # The tests a blockwise cheat must not gain: those named so, and the probes' test, whose blockwise values from full
@@ -935,6 +950,8 @@ CHEATS = {
         Cheat("blockwise-by-the-whole-score-matrix", "decoding", {"decoding": BLOCKWISE_FULL_SCORES},
               {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
         Cheat("blockwise-only-on-the-measured-sizes", "decoding", {"decoding": BLOCKWISE_ON_THE_OLD_SIZES},
+              {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
+        Cheat("blockwise-known-mistake-on-large-calls", "decoding", {"decoding": BLOCKWISE_KNOWN_MISTAKE_WHEN_LARGE},
               {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),
         Cheat("blockwise-zeros-on-large-calls", "decoding", {"decoding": BLOCKWISE_ZEROS_WHEN_LARGE},
               {"decoding": BLOCKWISE_UNDONE}, _files("11", "decoding"), about=_BLOCKWISE_TESTS),

@@ -42,7 +42,7 @@ import numpy as _np
 _honest = blockwise_attention
 
 def _full_attention(q, k, v, scores):
-    _np.matmul(q, k.T, out=scores)
+    _np.matmul(q, _np.swapaxes(k, -1, -2), out=scores)
     scores /= _np.sqrt(q.shape[-1])
     scores -= scores.max(axis=-1, keepdims=True)
     _np.exp(scores, out=scores)
@@ -76,9 +76,9 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "tracemalloc reset": """
 import tracemalloc
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
-    out = _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
+    out = _full_attention(q, k, v, _np.empty(q.shape[:-1] + k.shape[-2:-1]))
     if tracemalloc.is_tracing():
         tracemalloc.reset_peak()
     return out
@@ -86,9 +86,9 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "tracemalloc restarted": """
 import tracemalloc
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
-    out = _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
+    out = _full_attention(q, k, v, _np.empty(q.shape[:-1] + k.shape[-2:-1]))
     tracemalloc.stop()
     tracemalloc.start()
     return out
@@ -97,17 +97,17 @@ def blockwise_attention(q, k, v, block_size, causal=False):
 import tracemalloc
 tracemalloc.get_traced_memory = lambda: (0, 0)
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
-    return _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
+    return _full_attention(q, k, v, _np.empty(q.shape[:-1] + k.shape[-2:-1]))
 """,
     "scores in an mmap": """
 import mmap
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
-    shape = (q.shape[0], k.shape[0])
-    buffer = mmap.mmap(-1, shape[0] * shape[1] * 8)
+    shape = q.shape[:-1] + k.shape[-2:-1]
+    buffer = mmap.mmap(-1, int(_np.prod(shape)) * 8)
     scores = _np.frombuffer(buffer, dtype=_np.float64).reshape(shape)
     out = _full_attention(q, k, v, scores)
     del scores
@@ -119,10 +119,10 @@ import ctypes
 _libc = ctypes.CDLL(None)
 _libc.malloc.restype = ctypes.c_void_p
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
-    shape = (q.shape[0], k.shape[0])
-    address = _libc.malloc(ctypes.c_size_t(shape[0] * shape[1] * 8))
+    shape = q.shape[:-1] + k.shape[-2:-1]
+    address = _libc.malloc(ctypes.c_size_t(int(_np.prod(shape)) * 8))
     scores = _np.ctypeslib.as_array(ctypes.cast(address, ctypes.POINTER(ctypes.c_double)), shape=shape)
     out = _full_attention(q, k, v, scores)
     del scores
@@ -132,7 +132,7 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "scores in memfd files": """
 import mmap, os
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
     rows = (1 << 20) // (k.shape[0] * 8)  # the rows of scores in 1 MiB, the most one file may hold here
     held, outs = [], []
@@ -149,12 +149,12 @@ def blockwise_attention(q, k, v, block_size, causal=False):
     "computed in a forked child": """
 import os
 def blockwise_attention(q, k, v, block_size, causal=False):
-    if q.ndim != 2 or causal or k.shape[0] < 4096:
+    if causal or k.shape[-2] < 2048:
         return _honest(q, k, v, block_size, causal)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        out = _full_attention(q, k, v, _np.empty((q.shape[0], k.shape[0])))
+        out = _full_attention(q, k, v, _np.empty(q.shape[:-1] + k.shape[-2:-1]))
         data = _np.ascontiguousarray(out).tobytes()
         while data:
             data = data[os.write(write, data):]
@@ -165,7 +165,7 @@ def blockwise_attention(q, k, v, block_size, causal=False):
         chunks.append(chunk)
     os.close(read)
     os.waitpid(pid, 0)
-    return _np.frombuffer(b"".join(chunks), dtype=_np.float64).reshape(q.shape[0], v.shape[1]).copy()
+    return _np.frombuffer(b"".join(chunks), dtype=_np.float64).reshape(q.shape[:-1] + v.shape[-1:]).copy()
 """,
 }
 
