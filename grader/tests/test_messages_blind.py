@@ -470,3 +470,12 @@ def test_blockwise_scores_scaled_by_the_block_length_are_told_so_in_every_call(t
     text = failures_of(target, "decoding", "test_blockwise_causal_equals_causal_attention")
     assert "sqrt(d_v)" not in text, text[:3000]
     assert sum("the square root of the block's length" in line for line in revisit_lines(text)) >= 4, text[:3000]
+
+
+def test_a_layer_norm_that_only_centres_fails_the_normalisation_test(tmp_path):
+    # A hostile round: (x - mean) * gamma + beta, never divided by the standard deviation, passed "normalises each
+    # token over its features" (its features had a spread of 1, and a spread between 0.5 and 2 passed).
+    target = plant(tmp_path, "layer.py", ("(x - mean) / np.sqrt(variance + eps) * gamma + beta",
+                                          "(x - mean) * gamma + beta"))
+    text = failures_of(target, "layer", "test_layer_norm_normalises_each_token_over_its_features")
+    assert "the spread (std) of every token's output features" in text, text[:3000]
