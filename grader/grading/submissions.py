@@ -402,45 +402,28 @@ MAX_FOLDERS = 2_000
 def find_module_folder(root: Path, depth: int = 2) -> Path | None:
     """The folder under ``root`` (itself or up to ``depth`` levels down) holding the most modules.
 
-    At most ``MAX_FOLDERS`` folders are looked at (breadth first, so the shallow ones always are).
-
-    Raises
-    ------
-    SubmissionError
-        If ``root`` holds no modules itself and two folders of modules side by side (neither inside the other):
-        several submissions in one entry (a whole Classroom assignment's clones, given as one student: a
-        hostile round's entry was graded as whichever clone held the most modules), never one chosen.
+    At most ``MAX_FOLDERS`` folders are looked at (breadth first, so the shallow ones always are). SubmissionError
+    if ``root`` holds none itself and several side by side: several submissions in one entry (a whole Classroom
+    assignment's clones were graded as the one with the most modules, silently), never one chosen.
     """
-    best: tuple[int, int, str] | None = None
-    found: Path | None = None
-    holding: list[Path] = []
+    holding: list[tuple[tuple[int, int, str], Path]] = []  # most modules, then the shallowest, then the name
     pending = [(root, 0)]
-    visited = 0
-    while pending:
-        folder, level = pending.pop(0)
-        visited += 1
-        if visited > MAX_FOLDERS:
+    for _ in range(MAX_FOLDERS):
+        if not pending:
             break
-        count = _count_modules(folder)
-        # Most modules wins; then the shallowest; then the name, so the choice never depends on the disk.
-        key = (-count, level, str(folder))
-        if count:
-            holding.append(folder)
-            if best is None or key < best:
-                best, found = key, folder
-        if level < depth:
-            try:
-                children = sorted(p for p in folder.iterdir()
-                                  if p.name not in JUNK and not skipped_link(p) and p.is_dir())
-            except OSError:
-                children = []
-            pending.extend((child, level + 1) for child in children if child.name not in JUNK)
-    apart = [folder for folder in holding if not any(other in folder.parents for other in holding)]
-    if root not in holding and len(apart) > 1:
+        folder, level = pending.pop(0)
+        if count := _count_modules(folder):
+            holding.append(((-count, level, str(folder)), folder))  # (the choice never depends on the disk)
+        with contextlib.suppress(OSError):
+            pending.extend((child, level + 1) for child in (sorted(folder.iterdir()) if level < depth else ())
+                           if child.name not in JUNK and not skipped_link(child) and child.is_dir())
+    folders = [folder for _, folder in holding]
+    apart = [folder for folder in folders if not any(other in folder.parents for other in folders)]
+    if root not in folders and len(apart) > 1:
         named = ", ".join(str(folder.relative_to(root)) for folder in apart[:3]) + (", ..." if len(apart) > 3 else "")
         raise SubmissionError(f"{root.name} holds {len(apart)} folders of modules side by side ({named}): one "
                               "submission per entry; grade the folder that holds one folder per student")
-    return found
+    return min(holding)[1] if holding else None
 
 
 def _copy_modules(folder: Path, target: Path) -> None:
