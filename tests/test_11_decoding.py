@@ -635,16 +635,20 @@ def _group_failure(calls: dict, group: str):
 
 
 def _rows_of_attention(q, k, v, rows: np.ndarray, causal: bool) -> np.ndarray:
-    """Attention's context at query ``rows`` (float64, a few rows at a time: the test's memory stays small)."""
+    """Attention's context at query ``rows`` (float64, a few rows at a time: the test's memory stays small).
+
+    Matrix products and in-place steps, not einsum: about a third of the CPU time, per submission graded.
+    """
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    scale, out = np.sqrt(q.shape[-1]), np.empty(q.shape[:-2] + (len(rows), v.shape[-1]))
+    keys, out = np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), np.empty(q.shape[:-2] + (len(rows), v.shape[-1]))
     for start in range(0, len(rows), 64):
         chosen = rows[start:start + 64]
-        scores = np.einsum("...id,...jd->...ij", q[..., chosen, :], k) / scale
+        scores = q[..., chosen, :] @ keys
         if causal:
-            scores = np.where(np.arange(k.shape[-2])[None, :] <= chosen[:, None], scores, -np.inf)
-        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        out[..., start:start + 64, :] = (weights / weights.sum(axis=-1, keepdims=True)) @ v
+            scores[..., np.arange(k.shape[-2])[None, :] > chosen[:, None]] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        out[..., start:start + 64, :] = (scores @ v) / scores.sum(axis=-1, keepdims=True)
     return out
 
 
